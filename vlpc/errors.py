@@ -1,0 +1,66 @@
+"""Error classes shared by the compiler, the runtime and the CLI.
+
+Exit codes (documented in the README):
+
+* 0  success
+* 1  user error: bad input, bad options, a kernel the target cannot run
+* 2  command-line usage error (argparse)
+* 3  verification failed (``vlpc run`` computed a wrong result)
+* 4  device error: the emulator's checkers or the HIP runtime reported a fault
+* 70 internal error: a bug in vlpc (``EX_SOFTWARE``)
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_USER = 1
+EXIT_USAGE = 2
+EXIT_VERIFY = 3
+EXIT_DEVICE = 4
+EXIT_INTERNAL = 70
+
+
+class VlpcError(Exception):
+    """A user-facing error: printed as one line (or a located diagnostic), no traceback."""
+
+    exit_code = EXIT_USER
+
+
+class DiagnosticError(VlpcError):
+    """An error located in an input file: printed as ``file:line:col: error: message``."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 col: int | None = None, context: str | None = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+        self.context = context
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        loc = self.file or "<input>"
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.col is not None:
+                loc += f":{self.col}"
+        text = f"{loc}: error: {self.message}"
+        if self.context:
+            text += "\n" + self.context
+        return text
+
+
+class AssemblerError(VlpcError):
+    """LLVM's assembler or linker rejected the generated code (shows the offending line)."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class ToolchainError(VlpcError):
+    """No usable AMDGPU assembler/linker was found, or it failed to run."""
+
+
+class DeviceError(VlpcError):
+    """A device refused or faulted on a launch."""
+
+    exit_code = EXIT_DEVICE
