@@ -14,7 +14,7 @@ OUT="${1:-$HERE}"
 shift || true
 HIPCC="${HIPCC:-hipcc}"
 ARCH="${HIP_ARCH:-gfx906}"
-V5_KERNELS="saxpy grid2d"
+V5_KERNELS="saxpy grid2d kernarg_dump"
 mkdir -p "$OUT"
 if [ "$#" -gt 0 ]; then names="$*"; else names="$(cd "$HERE" && ls *.hip | sed 's/\.hip$//')"; fi
 for name in $names; do
