@@ -1,0 +1,38 @@
+"""vlpc's runtime: code objects, devices and launches.
+
+Public API::
+
+    from vlpc.runtime import load_code_object, get_device, pack_kernargs
+    co = load_code_object("kernel.hsaco")          # CodeObject (or bytes)
+    dev = get_device("emulator")                   # or "hip" / "auto"
+    a = dev.upload(np.arange(256, dtype=np.float32))
+    stats = dev.launch(co, "vadd", grid=(4, 1, 1), block=(64, 1, 1), args=[a, b, c, np.int32(256)])
+    out = dev.download(c, np.float32, 256)
+
+``LaunchStats`` is re-exported from the emulator core on first use, so importing
+this package never depends on the emulator being importable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlpc.runtime.code_object import (CodeObject, CodeObjectError, Kernel, KernelArg,
+                                      KernelDescriptor, KernelMetadata, load_code_object)
+from vlpc.runtime.device import Buffer, Device, LaunchError, get_device
+from vlpc.runtime.kernargs import (HiddenValues, KernargError, LaunchGeometry,
+                                   build_dispatch_packet, pack_kernargs)
+
+__all__ = [
+    "Buffer", "CodeObject", "CodeObjectError", "Device", "HiddenValues", "KernargError", "Kernel",
+    "KernelArg", "KernelDescriptor", "KernelMetadata", "LaunchError", "LaunchGeometry",
+    "LaunchStats", "build_dispatch_packet", "get_device", "load_code_object", "pack_kernargs",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LaunchStats":
+        from vlpc.runtime.emulator.core import LaunchStats  # lazy: the core may be absent
+
+        return LaunchStats
+    raise AttributeError(f"module 'vlpc.runtime' has no attribute '{name}'")
