@@ -8,6 +8,8 @@
 # Default code objects are v4 (clang 15's default, what ROCm 5.2 loads);
 # a few kernels are also built as code object v5 (*.v5.hsaco) so the emulator
 # sees the v5 hidden kernel arguments (hidden_block_count_*, hidden_group_size_*, ...).
+# saxpy is also built for the target id gfx906:sramecc-:xnack- (saxpy.sramecc-off.hsaco),
+# a code object an ECC-on board (MI50/MI60 default to sramecc+) must refuse.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT="${1:-$HERE}"
@@ -29,4 +31,9 @@ for name in $names; do
       echo "built $OUT/$name.v5.hsaco"
       ;;
   esac
+  if [ "$name" = saxpy ]; then
+    HIP_PLATFORM=amd "$HIPCC" --offload-arch="$ARCH:sramecc-:xnack-" --cuda-device-only \
+        --no-gpu-bundle-output -O3 -c "$src" -o "$OUT/$name.sramecc-off.hsaco"
+    echo "built $OUT/$name.sramecc-off.hsaco"
+  fi
 done

@@ -1,0 +1,623 @@
+"""The HIP device without a GPU: availability probing, error reporting, the
+argument buffer, and the whole launch path against a fake ``hip`` module.
+
+What is installed decides which tests run; each one that needs something
+absent skips with the reason:
+
+* no hip-python: ``hip_available()`` is False ("hip-python is not installed");
+* hip-python but no ``libamdhip64``: False ("... cannot be loaded");
+* hip-python + Debian's ``libamdhip64-5`` (ROCm 5.2) and no GPU: the runtime
+  loads and ``hipGetDeviceCount`` answers ``hipErrorNoDevice``.
+
+Tests that need a real gfx906 are in ``test_hip_gfx906.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlpc.errors import EXIT_DEVICE, DeviceError
+from vlpc.runtime import hip as hipmod
+from vlpc.runtime.code_object import load_code_object
+from vlpc.runtime.device import LaunchError, get_device
+from vlpc.runtime.hip import (HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE,
+                              HIP_LAUNCH_PARAM_END, HipDevice, HipError, hip_available,
+                              hip_kernarg_buffer, hip_launch_extra, parse_gcn_arch_name)
+from vlpc.runtime.kernargs import LaunchGeometry, pack_kernargs
+
+DATA = Path(__file__).parent / "data" / "hip"
+HAVE_HIP_PYTHON = importlib.util.find_spec("hip") is not None
+
+
+def _loadable(name: str) -> bool:
+    try:
+        ctypes.CDLL(name)
+        return True
+    except OSError:
+        return False
+
+
+HAVE_RUNTIME = any(_loadable(n) for n in ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"))
+HAVE_DEBIAN_ROCM52 = _loadable("libamdhip64.so.5")
+
+
+def _run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (module caches and loaded libraries start clean)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=full_env, timeout=120)
+
+
+_PROBE = """
+    import json, sys
+    {prelude}
+    from vlpc.runtime.hip import hip_available
+    from vlpc.runtime.device import get_device
+    from vlpc.errors import DeviceError
+    ok, reason = hip_available()
+    try:
+        get_device("hip")
+        err = None
+    except DeviceError as e:
+        err = str(e)
+    print(json.dumps({{"ok": ok, "reason": reason, "error": err}}))
+"""
+
+_BLOCK_HIP_PYTHON = """
+    import importlib.abc
+    class _NoHip(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "hip" or name.startswith("hip."):
+                raise ImportError(f"No module named {name!r}")
+            return None
+    sys.meta_path.insert(0, _NoHip())
+"""
+
+
+def _probe(prelude: str = "", env: dict[str, str] | None = None) -> dict:
+    proc = _run_python(_PROBE.format(prelude=textwrap.indent(textwrap.dedent(prelude), "    ").strip()),
+                       env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, f"the probe printed more than its answer: {proc.stdout!r}"
+    return json.loads(lines[0])
+
+
+def _one_line(text: str) -> None:
+    assert text and "\n" not in text, repr(text)
+
+
+# -- availability --------------------------------------------------------------------------
+
+
+def test_hip_available_returns_a_pair_and_never_raises():
+    ok, reason = hip_available()
+    assert isinstance(ok, bool)
+    _one_line(reason)
+
+
+def test_no_hip_python_is_reported_in_one_line():
+    """hip-python hidden from the import system (works whether or not it is installed)."""
+    r = _probe(_BLOCK_HIP_PYTHON)
+    assert r["ok"] is False
+    assert "hip-python is not installed" in r["reason"]
+    assert "vlpc[hip]" in r["reason"]
+    _one_line(r["error"])
+    assert r["error"].startswith("HIP device unavailable: hip-python is not installed")
+
+
+@pytest.mark.skipif(HAVE_HIP_PYTHON, reason="hip-python is installed (the simulated case above covers it)")
+def test_no_hip_python_really_installed():
+    ok, reason = hip_available()
+    assert not ok and "hip-python is not installed" in reason
+    with pytest.raises(DeviceError, match="hip-python is not installed") as e:
+        get_device("hip")
+    _one_line(str(e.value))
+
+
+@pytest.mark.skipif(not HAVE_HIP_PYTHON, reason="needs hip-python (pip install 'vlpc[hip]')")
+def test_runtime_library_that_cannot_be_loaded():
+    r = _probe(env={"VLPC_HIP_LIBRARY": "/nonexistent/libamdhip64.so"})
+    assert r["ok"] is False
+    assert "VLPC_HIP_LIBRARY=/nonexistent/libamdhip64.so cannot be loaded" in r["reason"]
+    _one_line(r["error"])
+    assert r["error"].startswith("HIP device unavailable:")
+
+
+@pytest.mark.skipif(not HAVE_HIP_PYTHON, reason="needs hip-python (pip install 'vlpc[hip]')")
+def test_no_runtime_library_anywhere():
+    """No library under any name hip-python or vlpc would try (simulated in a subprocess)."""
+    prelude = """
+        import vlpc.runtime.hip as h
+        h._LIBRARY_NAMES = ("libamdhip64-not-here.so",)
+    """
+    r = _probe(prelude, env={"ROCM_PATH": "/nonexistent-rocm"})
+    assert r["ok"] is False
+    assert "the HIP runtime library libamdhip64.so cannot be loaded" in r["reason"]
+    assert "libamdhip64-5" in r["reason"]  # says what to install
+    _one_line(r["error"])
+
+
+@pytest.mark.skipif(not HAVE_HIP_PYTHON or HAVE_RUNTIME,
+                    reason="needs hip-python without any libamdhip64 on the machine")
+def test_no_runtime_library_really_absent():
+    ok, reason = hip_available()
+    assert not ok and "cannot be loaded" in reason
+    with pytest.raises(DeviceError, match="cannot be loaded"):
+        get_device("hip")
+
+
+@pytest.mark.skipif(not (HAVE_HIP_PYTHON and HAVE_DEBIAN_ROCM52),
+                    reason="needs hip-python and Debian's libamdhip64-5 (ROCm 5.2)")
+def test_debian_rocm52_runtime_loads_and_reports_no_device():
+    """The runtime loads (also when only the soname libamdhip64.so.5 exists) and
+    hipGetDeviceCount answers hipErrorNoDevice on a machine without an AMD GPU."""
+    if _gpu_present():
+        pytest.skip("this machine has an AMD GPU")
+    for env in ({}, {"VLPC_HIP_LIBRARY": "libamdhip64.so.5"}):
+        r = _probe(env=env)
+        assert r["ok"] is False
+        assert "hipErrorNoDevice (100)" in r["reason"], r
+        assert "HIP 5.2" in r["reason"]
+        _one_line(r["error"])
+        assert "hipErrorNoDevice" in r["error"]
+    with pytest.raises(DeviceError, match="no HIP device"):
+        HipDevice()
+
+
+def _gpu_present() -> bool:
+    return os.path.exists("/dev/kfd")
+
+
+@pytest.mark.skipif(not (HAVE_HIP_PYTHON and HAVE_RUNTIME), reason="needs hip-python and a HIP runtime")
+def test_auto_falls_back_to_the_emulator_with_the_reason():
+    if _gpu_present():
+        pytest.skip("this machine has an AMD GPU")
+    try:
+        dev = get_device("auto")
+    except DeviceError as e:  # the emulator itself may be unavailable
+        pytest.skip(f"emulator unavailable: {e}")
+    assert dev.name == "emulator"
+    assert "HIP unavailable" in dev.selection_reason
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def test_hip_error_names_call_status_and_code():
+    e = HipError("hipModuleLoadData", 209, "hipErrorNoBinaryForGpu", "no kernel image is available")
+    assert isinstance(e, DeviceError) and e.exit_code == EXIT_DEVICE
+    assert str(e) == ("hipModuleLoadData failed: hipErrorNoBinaryForGpu (209): "
+                      "no kernel image is available")
+    assert (e.call, e.code, e.status_name) == ("hipModuleLoadData", 209, "hipErrorNoBinaryForGpu")
+    # ROCm 5.2's hipGetErrorString answers with the name itself: not repeated
+    assert str(HipError("hipMalloc", 2, "hipErrorOutOfMemory", "hipErrorOutOfMemory")) == \
+        "hipMalloc failed: hipErrorOutOfMemory (2)"
+
+
+def test_call_turns_statuses_into_hip_errors():
+    fake = FakeHip()
+    fake.fail["hipMalloc"] = FakeHip.hipError_t.hipErrorOutOfMemory
+    with pytest.raises(HipError) as e:
+        hipmod._call(fake, "hipMalloc", 64)
+    assert str(e.value).startswith("hipMalloc failed: hipErrorOutOfMemory (2)")
+
+
+def test_missing_runtime_symbol_is_a_device_error_not_a_crash():
+    """hip-python raises RuntimeError when the runtime lacks a symbol it binds
+    (hip-python >= 6 binds hipGetDevicePropertiesR0600, ROCm 5.2 has no such symbol)."""
+    fake = FakeHip()
+
+    def missing(*a):
+        raise RuntimeError("failed to dlsym 'b'hipGetDevicePropertiesR0600'': undefined symbol")
+
+    fake.hipGetDeviceProperties = missing
+    with pytest.raises(DeviceError) as e:
+        hipmod._call(fake, "hipGetDeviceProperties", object(), 0)
+    assert "lacks a symbol" in str(e.value) and "hipGetDevicePropertiesR0600" in str(e.value)
+    _one_line(str(e.value))
+
+
+@pytest.mark.skipif(not (HAVE_HIP_PYTHON and HAVE_DEBIAN_ROCM52),
+                    reason="needs hip-python and Debian's libamdhip64-5 (ROCm 5.2)")
+def test_real_missing_symbol_on_rocm52():
+    """hip-python's own hipGetDeviceProperties against ROCm 5.2: reported, not raised raw."""
+    r = _run_python("""
+        from vlpc.runtime import hip as h
+        m = h._load()
+        try:
+            h._call(m.hip, "hipGetDeviceProperties", m.hip.hipDeviceProp_t(), 0)
+            print("no error")
+        except h.DeviceError as e:
+            print("DeviceError:", e)
+    """, env={"VLPC_HIP_LIBRARY": "libamdhip64.so.5"})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip()
+    # hip-python >= 6 needs the R0600 symbol; an older runtime may also answer
+    # hipErrorNoDevice/InvalidDevice first: either way a one-line DeviceError.
+    assert out.startswith("DeviceError:"), out
+    _one_line(out)
+
+
+# -- target ids ----------------------------------------------------------------------------
+
+
+def test_gcn_arch_name_parsing():
+    assert str(parse_gcn_arch_name("gfx906:sramecc+:xnack-")) == "gfx906:sramecc+:xnack-"
+    assert str(parse_gcn_arch_name(b"gfx906:xnack-:sramecc+\0\0\0garbage")) == "gfx906:sramecc+:xnack-"
+    assert str(parse_gcn_arch_name("gfx906")) == "gfx906"
+    with pytest.raises(DeviceError, match="'gfx1100' is not supported"):
+        parse_gcn_arch_name("gfx1100")
+
+
+def test_legacy_properties_layout_finds_the_arch_name(tmp_path):
+    """The ROCm 5 hipDeviceProp_t reader, fed a fake libamdhip64 built from C."""
+    cc = _which("cc") or _which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build a fake libamdhip64")
+    src = tmp_path / "fake.c"
+    src.write_text(textwrap.dedent("""
+        #include <string.h>
+        int hipGetDeviceProperties(char* p, int dev) {
+            if (dev != 0) return 101;
+            strcpy(p, "AMD Instinct MI60");
+            *(unsigned long long*)(p + 256) = 34342961152ULL;
+            *(int*)(p + 276) = 64; *(int*)(p + 280) = 1024; *(int*)(p + 308) = 1800000;
+            *(int*)(p + 336) = 64;
+            strcpy(p + 396, "gfx906:sramecc+:xnack-");
+            return 0;
+        }
+    """))
+    lib = tmp_path / "libfakehip.so"
+    subprocess.run([cc, "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    p = hipmod._properties_legacy(str(lib), 0, "5.2.0")
+    assert (p.name, p.gcn_arch_name, p.compute_units, p.clock_khz, p.warp_size) == \
+        ("AMD Instinct MI60", "gfx906:sramecc+:xnack-", 64, 1800000, 64)
+    assert p.total_memory == 34342961152
+    with pytest.raises(HipError, match=r"hipGetDeviceProperties failed: .*\(101\)"):
+        hipmod._properties_legacy(str(lib), 1, "5.2.0")
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+# -- the argument buffer ---------------------------------------------------------------------
+
+
+def test_launch_extra_layout_and_round_trip():
+    payload = bytes(range(37))
+    extra = hip_launch_extra(payload)
+    arr = extra.array
+    assert len(arr) == 5
+    assert arr[0] == HIP_LAUNCH_PARAM_BUFFER_POINTER == 1
+    assert arr[2] == HIP_LAUNCH_PARAM_BUFFER_SIZE == 2
+    assert arr[4] == HIP_LAUNCH_PARAM_END == 3
+    assert arr[1] % 16 == 0
+    assert ctypes.c_size_t.from_address(arr[3]).value == 37
+    assert extra.kernarg_bytes() == payload
+    assert hip_launch_extra(b"").kernarg_bytes() == b""
+
+
+def _kernel(name: str, file: str):
+    co = load_code_object(DATA / file)
+    return co, co.kernel(name)
+
+
+@pytest.mark.parametrize("file", ["saxpy.hsaco", "saxpy.v5.hsaco"])
+def test_hip_argument_buffer_equals_the_shared_packer(file):
+    co, k = _kernel("saxpy", file)
+    args = [np.int32(1000), np.float32(2.5), 0x7F00_0000_1000, 0x7F00_0000_2000]
+    geo = LaunchGeometry((16, 1, 1), (64, 1, 1), 0)
+    hip_bytes = hip_kernarg_buffer(k, args, (16,), (64,))
+    assert hip_bytes == pack_kernargs(k, args, geo)
+    assert len(hip_bytes) == k.metadata.kernarg_segment_size
+    assert struct.unpack_from("<ifQQ", hip_bytes, 0) == (1000, 2.5, 0x7F00_0000_1000, 0x7F00_0000_2000)
+    if file.endswith(".v5.hsaco"):  # hidden_block_count_x and hidden_group_size_x follow
+        kinds = {a.value_kind: a for a in k.metadata.args}
+        off = kinds["hidden_block_count_x"].offset
+        assert struct.unpack_from("<III", hip_bytes, off) == (16, 1, 1)
+        off = kinds["hidden_group_size_x"].offset
+        assert struct.unpack_from("<HHH", hip_bytes, off) == (64, 1, 1)
+    # raw bytes pass through untouched
+    assert hip_kernarg_buffer(k, hip_bytes, (16,), (64,)) == hip_bytes
+
+
+def test_emulator_and_hip_pack_the_same_bytes():
+    """Both devices' packing for the same launch: the emulator's Device.pack and
+    the HIP path's hip_kernarg_buffer / the extra array HipDevice hands HIP."""
+    try:
+        emu = get_device("emulator")
+    except DeviceError as e:
+        pytest.skip(f"emulator unavailable: {e}")
+    co, k = _kernel("dump_kernargs", "kernarg_dump.v5.hsaco")
+    out = emu.alloc(4096)
+    args = [out, np.int32(70), np.float32(-1.5), np.float64(3.25), np.uint64(2**40 + 7),
+            np.int16(-3), np.int8(9)]
+    geo = LaunchGeometry((3, 2, 1), (128, 1, 1), 0)
+    emu_bytes = emu.pack(k, args, geo)
+    hip_bytes = hip_kernarg_buffer(k, [out.address, *args[1:]], (3, 2, 1), (128, 1, 1))
+    assert emu_bytes == hip_bytes
+    assert hip_launch_extra(hip_bytes).kernarg_bytes() == emu_bytes
+
+
+# -- HipDevice end to end against a fake hip module ------------------------------------------
+
+
+class FakeHip:
+    """Enough of hip-python's ``hip.hip`` API for HipDevice, backed by host memory.
+
+    ``launches`` records each hipModuleLaunchKernel call with the kernarg bytes
+    read back from the ``extra`` array; ``run`` (if set) is called with that
+    record so a test can emulate the kernel in NumPy.
+    """
+
+    class hipError_t(enum.IntEnum):
+        hipSuccess = 0
+        hipErrorInvalidValue = 1
+        hipErrorOutOfMemory = 2
+        hipErrorNoDevice = 100
+        hipErrorInvalidDevice = 101
+        hipErrorInvalidImage = 200
+        hipErrorNoBinaryForGpu = 209
+        hipErrorNotFound = 500
+
+    class hipMemcpyKind(enum.IntEnum):
+        hipMemcpyHostToHost = 0
+        hipMemcpyHostToDevice = 1
+        hipMemcpyDeviceToHost = 2
+
+    def __init__(self, arch: str = "gfx906:sramecc+:xnack-", count: int = 1):
+        self.arch, self.count = arch, count
+        self.mem: dict[int, bytearray] = {}
+        self.next_addr = 0x7F00_0000_0000
+        self.calls: list[str] = []
+        self.launches: list[dict] = []
+        self.fail: dict[str, int] = {}
+        self.modules: dict[int, object] = {}
+        self.run = None
+        self.current = 0
+
+    def __getattribute__(self, name):
+        if name.startswith("hip") and not name.startswith(("hipError_t", "hipMemcpyKind",
+                                                            "hipDeviceProp_t")):
+            calls = object.__getattribute__(self, "calls")
+            calls.append(name)
+            fail = object.__getattribute__(self, "fail")
+            if name in fail:
+                code = fail[name]
+                return lambda *a: (FakeHip.hipError_t(code),)
+        return object.__getattribute__(self, name)
+
+    S = hipError_t.hipSuccess
+
+    # device
+    def hipGetDeviceCount(self):
+        if self.count == 0:
+            return (self.hipError_t.hipErrorNoDevice, 0)
+        return (self.S, self.count)
+
+    def hipSetDevice(self, i):
+        self.current = i
+        return (self.S,)
+
+    def hipRuntimeGetVersion(self):
+        return (self.S, 60241133)
+
+    def hipGetErrorString(self, code):
+        return (self.S, b"fake description")
+
+    def hipDeviceProp_t(self):
+        return types.SimpleNamespace()
+
+    def hipGetDeviceProperties(self, p, i):
+        p.name = b"Fake MI60"
+        p.gcnArchName = self.arch.encode()
+        p.multiProcessorCount, p.clockRate, p.totalGlobalMem = 64, 1800000, 32 << 30
+        p.warpSize, p.maxThreadsPerBlock, p.sharedMemPerBlock, p.pciBusID = 64, 1024, 65536, 3
+        return (self.S,)
+
+    # memory
+    def _find(self, addr: int) -> tuple[bytearray, int]:
+        for base, buf in self.mem.items():
+            if base <= addr < base + len(buf):
+                return buf, addr - base
+        raise AssertionError(f"fake HIP: bad device address 0x{addr:x}")
+
+    def hipMalloc(self, n):
+        addr = self.next_addr
+        self.next_addr += (n + 255) // 256 * 256 + 256
+        self.mem[addr] = bytearray(n)
+        return (self.S, addr)
+
+    def hipMemset(self, addr, value, n):
+        buf, off = self._find(addr)
+        buf[off:off + n] = bytes([value]) * n
+        return (self.S,)
+
+    def hipFree(self, addr):
+        if addr not in self.mem:
+            return (self.hipError_t.hipErrorInvalidValue,)
+        del self.mem[addr]
+        return (self.S,)
+
+    def hipMemcpy(self, dst, src, n, kind):
+        if kind == self.hipMemcpyKind.hipMemcpyHostToDevice:
+            buf, off = self._find(dst)
+            buf[off:off + n] = memoryview(src).cast("B")[:n]
+        else:
+            buf, off = self._find(src)
+            memoryview(dst).cast("B")[:n] = buf[off:off + n]
+        return (self.S,)
+
+    # modules
+    def hipModuleLoadData(self, image):
+        if not bytes(image[:4]) == b"\x7fELF":
+            return (self.hipError_t.hipErrorInvalidImage, None)
+        handle = len(self.modules) + 1
+        self.modules[handle] = load_code_object(bytes(image))
+        return (self.S, handle)
+
+    def hipModuleGetFunction(self, module, name):
+        co = self.modules[module]
+        if name.decode() not in co.kernels:
+            return (self.hipError_t.hipErrorNotFound, None)
+        return (self.S, (module, name.decode()))
+
+    def hipModuleUnload(self, module):
+        return (self.S,)
+
+    def hipModuleLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
+        assert params is None
+        arr = (ctypes.c_void_p * 5).from_buffer(extra) if not isinstance(extra, int) else \
+            (ctypes.c_void_p * 5).from_address(extra)
+        assert (arr[0], arr[2], arr[4]) == (1, 2, 3)
+        n = ctypes.c_size_t.from_address(arr[3]).value
+        rec = {"function": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "shmem": shmem,
+               "kernarg": ctypes.string_at(arr[1], n)}
+        self.launches.append(rec)
+        if self.run:
+            self.run(self, rec)
+        return (self.S,)
+
+    # events
+    def hipEventCreate(self):
+        return (self.S, object())
+
+    def hipEventRecord(self, ev, stream):
+        return (self.S,)
+
+    def hipEventSynchronize(self, ev):
+        return (self.S,)
+
+    def hipEventElapsedTime(self, a, b):
+        return (self.S, 0.25)
+
+    def hipEventDestroy(self, ev):
+        return (self.S,)
+
+    def hipDeviceSynchronize(self):
+        return (self.S,)
+
+
+def _fake_saxpy(fake: FakeHip, rec: dict) -> None:
+    n, a, xaddr, yaddr = struct.unpack_from("<ifQQ", rec["kernarg"])
+    xb, xo = fake._find(xaddr)
+    yb, yo = fake._find(yaddr)
+    x = np.frombuffer(bytes(xb[xo:xo + 4 * n]), np.float32)
+    y = np.frombuffer(bytes(yb[yo:yo + 4 * n]), np.float32)
+    yb[yo:yo + 4 * n] = (np.float32(a) * x + y).astype(np.float32).tobytes()
+
+
+def test_fake_device_properties_and_describe():
+    dev = HipDevice(_hip=FakeHip())
+    assert str(dev.target_id) == "gfx906:sramecc+:xnack-"
+    assert dev.properties.compute_units == 64
+    assert "Fake MI60" in dev.describe() and "gfx906:sramecc+:xnack-" in dev.describe()
+    with pytest.raises(DeviceError, match="no HIP device"):
+        HipDevice(_hip=FakeHip(count=0))
+    with pytest.raises(DeviceError, match="HIP device 3 does not exist"):
+        HipDevice(3, _hip=FakeHip())
+    with pytest.raises(DeviceError, match="not supported by vlpc"):
+        HipDevice(_hip=FakeHip(arch="gfx90a:sramecc+:xnack-"))
+
+
+def test_fake_device_memory_round_trip():
+    fake = FakeHip()
+    dev = HipDevice(_hip=fake)
+    x = np.arange(100, dtype=np.float32)
+    buf = dev.upload(x)
+    np.testing.assert_array_equal(dev.download(buf), x)
+    np.testing.assert_array_equal(dev.download(buf, np.float32, (10, 10)), x.reshape(10, 10))
+    z = dev.alloc(64)
+    assert not dev.download(z, np.uint8).any()  # zero filled
+    dev.free(buf)
+    with pytest.raises(DeviceError):
+        dev.free(buf)
+    dev.close()
+    assert fake.mem == {}
+
+
+def test_fake_device_launch_path():
+    fake = FakeHip()
+    fake.run = _fake_saxpy
+    dev = HipDevice(_hip=fake)
+    co = load_code_object(DATA / "saxpy.hsaco")
+    n = 1000
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    y = np.random.default_rng(2).standard_normal(n).astype(np.float32)
+    bx, by = dev.upload(x), dev.upload(y)
+    args = [np.int32(n), np.float32(2.0), bx, by]
+    stats = dev.launch(co, "saxpy", grid=(16,), block=(64,), args=args, iterations=3, warmup=2)
+    # 2 warmups + 3 timed launches, each with the same argument bytes
+    assert len(fake.launches) == 5
+    assert stats.kernel_ms == [0.25] * 3 and stats.kernel_ms_mean == 0.25 and stats.iterations == 3
+    expect = hip_kernarg_buffer(co.kernel("saxpy"), [np.int32(n), np.float32(2.0), bx.address,
+                                                     by.address], (16,), (64,))
+    assert all(r["kernarg"] == expect for r in fake.launches)
+    assert fake.launches[0]["grid"] == (16, 1, 1) and fake.launches[0]["block"] == (64, 1, 1)
+    got = dev.download(by, np.float32, (n,))
+    ref = y.copy()
+    for _ in range(5):
+        ref = (np.float32(2.0) * x + ref).astype(np.float32)
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    # the module is loaded once per code object, also for a reloaded copy of the same bytes
+    dev.launch(load_code_object((DATA / "saxpy.hsaco").read_bytes()), "saxpy", grid=16,
+               block=64, args=args)
+    assert fake.calls.count("hipModuleLoadData") == 1
+    assert fake.calls.count("hipModuleGetFunction") == 1
+    fake.run = None
+    dev.launch(co, "scale_add_stride", grid=2, block=64,
+               args=[np.int32(n), np.float32(1), np.float32(2), bx, by])
+    assert fake.calls.count("hipModuleLoadData") == 1
+    assert fake.calls.count("hipModuleGetFunction") == 2
+
+
+def test_fake_device_refuses_a_mismatched_target_before_loading():
+    """A sramecc- code object on an ECC-on board: refused naming both ids."""
+    co = load_code_object(DATA / "saxpy.sramecc-off.hsaco")  # hipcc --offload-arch=gfx906:sramecc-:xnack-
+    assert str(co.target_id) == "gfx906:sramecc-:xnack-"
+    fake = FakeHip(arch="gfx906:sramecc+:xnack-")
+    dev = HipDevice(_hip=fake)
+    buf = dev.alloc(16)
+    with pytest.raises(LaunchError) as e:
+        dev.launch(co, "saxpy", grid=1, block=64, args=[np.int32(4), np.float32(1), buf, buf])
+    assert "gfx906:sramecc-:xnack-" in str(e.value) and "gfx906:sramecc+:xnack-" in str(e.value)
+    assert "hipModuleLoadData" not in fake.calls and not fake.launches
+    # the same code object is fine on an ECC-off board
+    dev2 = HipDevice(_hip=FakeHip(arch="gfx906:sramecc-:xnack-"))
+    b2 = dev2.alloc(16)
+    dev2.launch(co, "saxpy", grid=1, block=64, args=[np.int32(4), np.float32(1), b2, b2])
+
+
+def test_fake_device_reports_hip_failures():
+    fake = FakeHip()
+    fake.fail["hipModuleLaunchKernel"] = FakeHip.hipError_t.hipErrorInvalidValue
+    dev = HipDevice(_hip=fake)
+    buf = dev.alloc(16)
+    with pytest.raises(HipError) as e:
+        dev.launch(DATA / "saxpy.hsaco", "saxpy", grid=1, block=64,
+                   args=[np.int32(4), np.float32(1), buf, buf])
+    assert str(e.value).startswith("hipModuleLaunchKernel failed: hipErrorInvalidValue (1)")
+    with pytest.raises(LaunchError, match="kernel 'nope' not found"):
+        dev.launch(DATA / "saxpy.hsaco", "nope", grid=1, block=64, args=[])
+    with pytest.raises(DeviceError, match="iterations"):
+        dev.launch(DATA / "saxpy.hsaco", "saxpy", grid=1, block=64,
+                   args=[np.int32(4), np.float32(1), buf, buf], iterations=0)
