@@ -215,8 +215,11 @@ def _by_value(arg, value: Any) -> bytes:
             return _pack_float(value, arg.size, label)
         if cls in ("signed", "unsigned"):
             raise KernargError(f"argument {label}: float {value} given for {arg.type_name}")
+        if arg.type_name is None and arg.size in (2, 4, 8):
+            # hipcc drops type names: a float argument of 2/4/8 bytes is half/float/double
+            return _pack_float(value, arg.size, label)
         raise KernargError(f"argument {label}: a Python float is ambiguous for a {arg.size}-byte "
-                           f"value without a type name; pass np.float32/np.float64")
+                           f"'{arg.type_name or 'untyped'}' value; pass a NumPy scalar or raw bytes")
     if hasattr(value, "address"):
         raise KernargError(f"argument {label}: a buffer given for a by-value argument")
     raise KernargError(f"argument {label}: cannot pass {type(value).__name__} by value")
@@ -264,8 +267,10 @@ def pack_kernargs(kernel, args: Sequence[Any] | bytes | bytearray | memoryview,
       ``.address`` (a device :class:`Buffer`), an int address, or ``None`` (null);
     * ``by_value``: a NumPy scalar whose itemsize equals the argument's ``.size``
       (and whose kind agrees with ``.type_name`` when there is one), a Python int
-      (range-checked), a Python float (needs a floating ``.type_name``), or raw
-      ``bytes`` of exactly ``.size`` (structs).
+      (range-checked; converted to a float when ``.type_name`` is floating), a
+      Python float (an IEEE float of ``.size`` bytes when ``.type_name`` is
+      floating or absent, an error when it names an integer type or the size is
+      not 2/4/8), or raw ``bytes`` of exactly ``.size`` (structs).
 
     Alternatively ``args`` may be raw bytes: exactly ``kernarg_segment_size``
     bytes are passed through untouched; exactly the explicit part's size gets the
