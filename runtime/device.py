@@ -203,7 +203,8 @@ class Device:
         ``.reqd_workgroup_size``; grid dims < 1 or over 2^32-1 work-items; LDS
         (static + dynamic) over 64 KiB; a buffer argument that is not this
         device's, or freed, or smaller than ``buffer_sizes`` declares (keys:
-        explicit-argument index or name, values: bytes needed).
+        explicit-argument index or name, values: bytes needed); arguments the
+        packer rejects (wrong count or types, see :func:`pack_kernargs`).
         """
         if not isinstance(co, CodeObject):
             try:
@@ -247,7 +248,9 @@ class Device:
                               f"over the {MAX_LDS_BYTES}-byte limit")
         if not isinstance(args, (bytes, bytearray, memoryview)):
             self._check_buffer_args(kernel, args, buffer_sizes)
-        return co, kernel, LaunchGeometry(grid3, block3, dynamic_lds)
+        geometry = LaunchGeometry(grid3, block3, dynamic_lds)
+        self.pack(kernel, args, geometry, HiddenValues())  # argument errors before anything runs
+        return co, kernel, geometry
 
     def _check_buffer_args(self, kernel: Kernel, args: Sequence[Any],
                            buffer_sizes: Mapping[int | str, int] | None) -> None:

@@ -180,8 +180,6 @@ class EmulatorDevice(Device):
     def _run(self, co: CodeObject, kernel: Kernel, launch: LaunchGeometry,
              args: Sequence[Any] | bytes) -> Any:
         core = _core()
-        # Pack once before touching memory so argument errors come first.
-        self.pack(kernel, args, launch, self.hidden_values(queue_ptr=0))
         base = self.load(co)
         code = self._loaded[id(co)][2]
         temps: list[int] = []
