@@ -1,0 +1,823 @@
+"""The ``gcn`` dialect: GCN (GFX9) instructions on register-typed SSA values.
+
+Registers are types on SSA values, after xDSL's ``riscv`` dialect:
+
+* ``!gcn.sgpr<x8>``: an unallocated range of 8 consecutive SGPRs;
+  ``!gcn.sgpr<s[32:39]>`` once allocated (``!gcn.sgpr<s5>`` for one register).
+* ``!gcn.vgpr<x4>`` / ``!gcn.vgpr<v[8:11]>`` likewise for VGPRs.
+* ``!gcn.special<exec>``, ``<vcc>``, ``<m0>``: fixed special registers.
+
+Every instruction is one operation that prints one line of assembly
+(:meth:`GCNInstruction.assembly_line`); SSA results are the registers an
+instruction writes, operands the registers it reads; immediates are properties.
+``gcn.kernel`` holds a kernel body (its entry block arguments are the registers
+the dispatcher initialises), ``gcn.loop`` a counted loop whose back edge is a
+``gcn.loop_back`` (``s_cbranch_scc*``), and ``gcn.module``-level printing emits
+the ``.amdhsa_kernel`` descriptor and the ``.amdgpu_metadata`` note from the
+kernel's ``descriptor``/``metadata`` attributes (filled by ``gcn-emit-descriptor``).
+
+SCC is modelled implicitly (``implicit_defs``/``implicit_uses`` class data), as
+are EXEC for vector instructions; instruction selection emits code in issue
+order and no pass reorders across them.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC
+from collections.abc import Iterator, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntAttr,
+    IntegerAttr,
+    NoneAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_attr_def,
+    opt_operand_def,
+    opt_prop_def,
+    operand_def,
+    param_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+# ---------------------------------------------------------------------------
+# Register types
+# ---------------------------------------------------------------------------
+
+
+class GCNRegisterType(ParametrizedAttribute, TypeAttribute, ABC):
+    """A range of ``width`` consecutive 32-bit registers; ``index`` is None until allocated."""
+
+    PREFIX: ClassVar[str]
+    width: IntAttr = param_def(IntAttr)
+    index: IntAttr | NoneAttr = param_def(IntAttr | NoneAttr)
+
+    @classmethod
+    def unallocated(cls, width: int = 1):
+        return cls(IntAttr(width), NoneAttr())
+
+    @classmethod
+    def at(cls, index: int, width: int = 1):
+        return cls(IntAttr(width), IntAttr(index))
+
+    @property
+    def is_allocated(self) -> bool:
+        return isinstance(self.index, IntAttr)
+
+    @property
+    def n(self) -> int:
+        return self.width.data
+
+    @property
+    def first(self) -> int:
+        assert isinstance(self.index, IntAttr), f"{self} is not allocated"
+        return self.index.data
+
+    def registers(self) -> range:
+        """Physical register numbers this range occupies."""
+        return range(self.first, self.first + self.n)
+
+    def asm(self) -> str:
+        """Assembly spelling: ``s5``, ``v[8:11]``; unallocated values have none."""
+        if not self.is_allocated:
+            raise VerifyException(f"register {self} is not allocated; run gcn-allocate-registers first")
+        i = self.first
+        return f"{self.PREFIX}{i}" if self.n == 1 else f"{self.PREFIX}[{i}:{i + self.n - 1}]"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            tok = parser.parse_identifier()
+            if tok.startswith("x") and tok[1:].isdigit():
+                return (IntAttr(int(tok[1:])), NoneAttr())
+            if tok == cls.PREFIX and parser.parse_optional_punctuation("["):
+                lo = parser.parse_integer()
+                parser.parse_punctuation(":")
+                hi = parser.parse_integer()
+                parser.parse_punctuation("]")
+                return (IntAttr(hi - lo + 1), IntAttr(lo))
+            if tok.startswith(cls.PREFIX) and tok[len(cls.PREFIX):].isdigit():
+                return (IntAttr(1), IntAttr(int(tok[len(cls.PREFIX):])))
+            parser.raise_error(f"expected x<width>, {cls.PREFIX}N or {cls.PREFIX}[lo:hi]")
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.asm() if self.is_allocated else f"x{self.n}")
+
+    def verify(self) -> None:
+        if self.n not in (1, 2, 3, 4, 8, 16):
+            raise VerifyException(f"{self.name}: unsupported register range width {self.n}")
+
+
+@irdl_attr_definition
+class SGPRType(GCNRegisterType):
+    """Scalar registers (one value per wavefront)."""
+
+    name = "gcn.sgpr"
+    PREFIX = "s"
+
+
+@irdl_attr_definition
+class VGPRType(GCNRegisterType):
+    """Vector registers (one value per work-item)."""
+
+    name = "gcn.vgpr"
+    PREFIX = "v"
+
+
+SPECIAL_WIDTH = {"exec": 2, "vcc": 2, "m0": 1}
+
+
+@irdl_attr_definition
+class SpecialRegType(ParametrizedAttribute, TypeAttribute):
+    """A special register: ``exec``, ``vcc`` or ``m0``."""
+
+    name = "gcn.special"
+    reg: StringAttr = param_def(StringAttr)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (StringAttr(parser.parse_identifier()),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.reg.data)
+
+    def verify(self) -> None:
+        if self.reg.data not in SPECIAL_WIDTH:
+            raise VerifyException(f"unknown special register {self.reg.data}")
+
+    def asm(self) -> str:
+        return self.reg.data
+
+
+def sgpr(width: int = 1) -> SGPRType:
+    return SGPRType.unallocated(width)
+
+
+def vgpr(width: int = 1) -> VGPRType:
+    return VGPRType.unallocated(width)
+
+
+def reg_asm(value: SSAValue) -> str:
+    t = value.type
+    if isinstance(t, GCNRegisterType | SpecialRegType):
+        return t.asm()
+    raise VerifyException(f"value of type {t} is not a GCN register")
+
+
+# ---------------------------------------------------------------------------
+# Instructions
+# ---------------------------------------------------------------------------
+
+UNITS = ("salu", "valu", "smem", "vmem", "lds", "branch", "waitcnt", "nop", "barrier", "other", "pseudo")
+
+
+class GCNInstruction(IRDLOperation, ABC):
+    """Base of every instruction op: one assembly line, class data for the passes.
+
+    ``unit`` is the instruction class the emulator's counters also use;
+    ``implicit_defs``/``implicit_uses`` name special state (``scc``, ``exec``, ``vcc``)
+    read or written without an SSA operand.
+    """
+
+    MNEMONIC: ClassVar[str]
+    UNIT: ClassVar[str] = "other"
+    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ()
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ()
+    #: Results may not share registers with operands (memory loads: the address
+    #: must survive an XNACK replay).
+    EARLY_CLOBBER: ClassVar[bool] = False
+
+    comment = opt_attr_def(StringAttr)
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(r) for r in self.results] + [reg_asm(o) for o in self.operands]
+
+    def asm_suffix(self) -> str:
+        return ""
+
+    def assembly_line(self) -> str:
+        ops = ", ".join(self.asm_operands())
+        line = f"  {self.MNEMONIC}"
+        if ops:
+            line += " " + ops
+        line += self.asm_suffix()
+        if self.comment is not None:
+            line = f"{line:<48} ; {self.comment.data}"
+        return line
+
+
+def _imm_text(value: int) -> str:
+    return str(value) if -16 <= value <= 64 else hex(value & 0xFFFFFFFF)
+
+
+# ---- scalar memory --------------------------------------------------------
+
+
+class SLoadBase(GCNInstruction, ABC):
+    """``s_load_dwordxN sdst, sbase, [soffset] [offset]`` (SMEM; results return out of order)."""
+
+    UNIT: ClassVar[str] = "smem"
+    EARLY_CLOBBER: ClassVar[bool] = True
+    DWORDS: ClassVar[int]
+    sdst = result_def(SGPRType)
+    sbase = operand_def(SGPRType)
+    soffset = opt_operand_def(SGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, sbase: SSAValue, offset: int = 0, soffset: SSAValue | None = None,
+                 comment: str | None = None):
+        super().__init__(
+            operands=[sbase, [soffset] if soffset is not None else []],
+            result_types=[sgpr(self.DWORDS)],
+            properties={"offset": IntegerAttr(offset, i64)},
+            attributes={"comment": StringAttr(comment)} if comment else {},
+        )
+
+    def asm_operands(self) -> list[str]:
+        ops = [reg_asm(self.sdst), reg_asm(self.sbase)]
+        off = self.offset.value.data
+        if self.soffset is not None:
+            ops.append(reg_asm(self.soffset))
+        else:
+            ops.append(hex(off))
+        return ops
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{hex(off)}" if self.soffset is not None and off else ""
+
+    def verify_(self) -> None:
+        if self.sdst.type.n != self.DWORDS:
+            raise VerifyException(f"{self.name} writes {self.DWORDS} SGPRs, result has {self.sdst.type.n}")
+        if self.sbase.type.n != 2:
+            raise VerifyException(f"{self.name}: sbase must be an SGPR pair")
+
+
+@irdl_op_definition
+class SLoadDwordOp(SLoadBase):
+    name = "gcn.s_load_dword"
+    MNEMONIC: ClassVar[str] = "s_load_dword"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class SLoadDwordx2Op(SLoadBase):
+    name = "gcn.s_load_dwordx2"
+    MNEMONIC: ClassVar[str] = "s_load_dwordx2"
+    DWORDS: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class SLoadDwordx4Op(SLoadBase):
+    name = "gcn.s_load_dwordx4"
+    MNEMONIC: ClassVar[str] = "s_load_dwordx4"
+    DWORDS: ClassVar[int] = 4
+
+
+@irdl_op_definition
+class SLoadDwordx8Op(SLoadBase):
+    name = "gcn.s_load_dwordx8"
+    MNEMONIC: ClassVar[str] = "s_load_dwordx8"
+    DWORDS: ClassVar[int] = 8
+
+
+@irdl_op_definition
+class SLoadDwordx16Op(SLoadBase):
+    name = "gcn.s_load_dwordx16"
+    MNEMONIC: ClassVar[str] = "s_load_dwordx16"
+    DWORDS: ClassVar[int] = 16
+
+
+S_LOADS: dict[int, type[SLoadBase]] = {
+    c.DWORDS: c for c in (SLoadDwordOp, SLoadDwordx2Op, SLoadDwordx4Op, SLoadDwordx8Op, SLoadDwordx16Op)
+}
+
+# ---- scalar ALU -----------------------------------------------------------
+
+
+class SOP2Base(GCNInstruction, ABC):
+    """``op sdst, src0, src1`` where src1 is an SGPR or an immediate (inline or literal)."""
+
+    UNIT: ClassVar[str] = "salu"
+    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
+    DST_WIDTH: ClassVar[int] = 1
+    sdst = result_def(SGPRType)
+    src0 = operand_def(SGPRType)
+    src1 = opt_operand_def(SGPRType)
+    imm = opt_prop_def(IntegerAttr)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue | int, comment: str | None = None):
+        props = {}
+        ops: list = [src0]
+        if isinstance(src1, int):
+            props["imm"] = IntegerAttr(src1, i64)
+            ops.append([])
+        else:
+            ops.append([src1])
+        super().__init__(operands=ops, result_types=[sgpr(self.DST_WIDTH)], properties=props,
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_operands(self) -> list[str]:
+        second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
+        return [reg_asm(self.sdst), reg_asm(self.src0), second]
+
+    def verify_(self) -> None:
+        if (self.src1 is None) == (self.imm is None):
+            raise VerifyException(f"{self.name}: exactly one of src1 and imm must be given")
+
+
+def _sop2(cls_name: str, mnemonic: str, *, uses_scc: bool = False, width: int = 1,
+          defs_scc: bool = True) -> type[SOP2Base]:
+    attrs = {
+        "name": f"gcn.{mnemonic}",
+        "MNEMONIC": mnemonic,
+        "DST_WIDTH": width,
+        "IMPLICIT_USES": ("scc",) if uses_scc else (),
+        "IMPLICIT_DEFS": ("scc",) if defs_scc else (),
+        "__module__": __name__,
+        "__qualname__": cls_name,
+        "__annotations__": {k: "ClassVar" for k in ("MNEMONIC", "DST_WIDTH", "IMPLICIT_USES", "IMPLICIT_DEFS")},
+    }
+    return irdl_op_definition(type(cls_name, (SOP2Base,), attrs))
+
+
+SAddU32Op = _sop2("SAddU32Op", "s_add_u32")
+SAddcU32Op = _sop2("SAddcU32Op", "s_addc_u32", uses_scc=True)
+SSubU32Op = _sop2("SSubU32Op", "s_sub_u32")
+SMulI32Op = _sop2("SMulI32Op", "s_mul_i32", defs_scc=False)
+SMinU32Op = _sop2("SMinU32Op", "s_min_u32")
+SLshlB32Op = _sop2("SLshlB32Op", "s_lshl_b32")
+SLshrB32Op = _sop2("SLshrB32Op", "s_lshr_b32")
+SAndB32Op = _sop2("SAndB32Op", "s_and_b32")
+
+
+@irdl_op_definition
+class SMulHiU32Op(SOP2Base):
+    """``s_mul_hi_u32`` (a GFX9 addition); src1 must be a register."""
+
+    name = "gcn.s_mul_hi_u32"
+    MNEMONIC: ClassVar[str] = "s_mul_hi_u32"
+    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ()
+
+
+class SOPCBase(GCNInstruction, ABC):
+    """``s_cmp_* src0, src1``: compares and writes SCC."""
+
+    UNIT: ClassVar[str] = "salu"
+    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
+    src0 = operand_def(SGPRType)
+    src1 = opt_operand_def(SGPRType)
+    imm = opt_prop_def(IntegerAttr)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue | int):
+        if isinstance(src1, int):
+            super().__init__(operands=[src0, []], properties={"imm": IntegerAttr(src1, i64)})
+        else:
+            super().__init__(operands=[src0, [src1]])
+
+    def asm_operands(self) -> list[str]:
+        second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
+        return [reg_asm(self.src0), second]
+
+
+@irdl_op_definition
+class SCmpLgU32Op(SOPCBase):
+    name = "gcn.s_cmp_lg_u32"
+    MNEMONIC: ClassVar[str] = "s_cmp_lg_u32"
+
+
+@irdl_op_definition
+class SCmpLtU32Op(SOPCBase):
+    name = "gcn.s_cmp_lt_u32"
+    MNEMONIC: ClassVar[str] = "s_cmp_lt_u32"
+
+
+@irdl_op_definition
+class SMovB32Op(GCNInstruction):
+    """``s_mov_b32 sdst, src`` (register or immediate)."""
+
+    name = "gcn.s_mov_b32"
+    MNEMONIC: ClassVar[str] = "s_mov_b32"
+    UNIT: ClassVar[str] = "salu"
+    sdst = result_def(SGPRType)
+    src = opt_operand_def(SGPRType)
+    imm = opt_prop_def(IntegerAttr)
+
+    def __init__(self, src: SSAValue | int):
+        if isinstance(src, int):
+            super().__init__(operands=[[]], result_types=[sgpr(1)], properties={"imm": IntegerAttr(src, i64)})
+        else:
+            super().__init__(operands=[[src]], result_types=[sgpr(1)])
+
+    def asm_operands(self) -> list[str]:
+        src = reg_asm(self.src) if self.src is not None else _imm_text(self.imm.value.data)
+        return [reg_asm(self.sdst), src]
+
+
+# ---- vector ALU -----------------------------------------------------------
+
+
+class VOPBase(GCNInstruction, ABC):
+    UNIT: ClassVar[str] = "valu"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+
+
+@irdl_op_definition
+class VFmaF32Op(VOPBase):
+    """``v_fma_f32 vdst, src0, src1, src2`` = src0 * src1 + src2, one rounding (VOP3).
+
+    At most one of the sources may be an SGPR (the constant bus, gfx906.md).
+    """
+
+    name = "gcn.v_fma_f32"
+    MNEMONIC: ClassVar[str] = "v_fma_f32"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType | SGPRType)
+    src2 = operand_def(VGPRType | SGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue, comment: str | None = None):
+        super().__init__(operands=[src0, src1, src2], result_types=[vgpr(1)],
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def verify_(self) -> None:
+        scalars = {o for o in self.operands if isinstance(o.type, SGPRType)}
+        if len(scalars) > 1:
+            raise VerifyException("v_fma_f32 reads more than one SGPR (constant bus limit is 1 on gfx9)")
+        for o in self.operands:
+            if o.type.n != 1:
+                raise VerifyException("v_fma_f32 operands are single registers")
+
+
+@irdl_op_definition
+class VMulF32Op(VOPBase):
+    """``v_mul_f32 vdst, src0, src1`` (src0 may be an SGPR)."""
+
+    name = "gcn.v_mul_f32"
+    MNEMONIC: ClassVar[str] = "v_mul_f32"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[vgpr(1)])
+
+
+@irdl_op_definition
+class VMulLoU32Op(VOPBase):
+    """``v_mul_lo_u32 vdst, src0, src1`` (VOP3; low 32 bits of the product)."""
+
+    name = "gcn.v_mul_lo_u32"
+    MNEMONIC: ClassVar[str] = "v_mul_lo_u32"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType)
+    src1 = operand_def(VGPRType | SGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[vgpr(1)])
+
+
+@irdl_op_definition
+class VLshlrevB32Op(VOPBase):
+    """``v_lshlrev_b32 vdst, shift, src`` with an immediate shift."""
+
+    name = "gcn.v_lshlrev_b32"
+    MNEMONIC: ClassVar[str] = "v_lshlrev_b32"
+    vdst = result_def(VGPRType)
+    src = operand_def(VGPRType)
+    shift = prop_def(IntegerAttr)
+
+    def __init__(self, shift: int, src: SSAValue):
+        super().__init__(operands=[src], result_types=[vgpr(1)], properties={"shift": IntegerAttr(shift, i64)})
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
+
+
+@irdl_op_definition
+class VMovB32Op(VOPBase):
+    """``v_mov_b32 vdst, src`` (register, or an immediate)."""
+
+    name = "gcn.v_mov_b32"
+    MNEMONIC: ClassVar[str] = "v_mov_b32"
+    vdst = result_def(VGPRType)
+    src = opt_operand_def(VGPRType | SGPRType)
+    imm = opt_prop_def(IntegerAttr)
+
+    def __init__(self, src: SSAValue | int):
+        if isinstance(src, int):
+            super().__init__(operands=[[]], result_types=[vgpr(1)], properties={"imm": IntegerAttr(src, i64)})
+        else:
+            super().__init__(operands=[[src]], result_types=[vgpr(1)])
+
+    def asm_operands(self) -> list[str]:
+        src = reg_asm(self.src) if self.src is not None else _imm_text(self.imm.value.data)
+        return [reg_asm(self.vdst), src]
+
+
+# ---- vector memory ----------------------------------------------------------
+
+
+class GlobalLoadBase(GCNInstruction, ABC):
+    """``global_load_dwordxN vdst, vaddr, saddr offset:imm``: address = saddr + vaddr + offset.
+
+    Vector memory loads return in order (``s_waitcnt vmcnt(N)``).
+    """
+
+    UNIT: ClassVar[str] = "vmem"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    EARLY_CLOBBER: ClassVar[bool] = True
+    DWORDS: ClassVar[int]
+    vdst = result_def(VGPRType)
+    vaddr = operand_def(VGPRType)
+    saddr = operand_def(SGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, vaddr: SSAValue, saddr: SSAValue, offset: int = 0, comment: str | None = None):
+        super().__init__(operands=[vaddr, saddr], result_types=[vgpr(self.DWORDS)],
+                         properties={"offset": IntegerAttr(offset, i64)},
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
+
+
+@irdl_op_definition
+class GlobalLoadDwordOp(GlobalLoadBase):
+    name = "gcn.global_load_dword"
+    MNEMONIC: ClassVar[str] = "global_load_dword"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class GlobalLoadDwordx4Op(GlobalLoadBase):
+    name = "gcn.global_load_dwordx4"
+    MNEMONIC: ClassVar[str] = "global_load_dwordx4"
+    DWORDS: ClassVar[int] = 4
+
+
+@irdl_op_definition
+class GlobalStoreDwordOp(GCNInstruction):
+    """``global_store_dword vaddr, vdata, saddr offset:imm``."""
+
+    name = "gcn.global_store_dword"
+    MNEMONIC: ClassVar[str] = "global_store_dword"
+    UNIT: ClassVar[str] = "vmem"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    vaddr = operand_def(VGPRType)
+    vdata = operand_def(VGPRType)
+    saddr = operand_def(SGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0):
+        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": IntegerAttr(offset, i64)})
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
+
+
+# ---- pseudo operations (no instruction; resolved by register allocation) -----
+
+
+class PseudoOp(GCNInstruction, ABC):
+    """An operation that prints no instruction (``assembly_line`` is empty)."""
+
+    UNIT: ClassVar[str] = "pseudo"
+
+    def assembly_line(self) -> str | None:  # type: ignore[override]
+        return None
+
+
+@irdl_op_definition
+class SubregOp(PseudoOp):
+    """``%r = gcn.subreg %tuple[offset]``: registers ``offset..offset+w-1`` of a range.
+
+    The allocator places the result inside its source; the source stays live while
+    any sub-range is used.
+    """
+
+    name = "gcn.subreg"
+    MNEMONIC: ClassVar[str] = ""
+    source = operand_def(SGPRType | VGPRType)
+    result = result_def(SGPRType | VGPRType)
+    offset = prop_def(IntegerAttr)
+
+    def __init__(self, source: SSAValue, offset: int, width: int = 1):
+        t = type(source.type).unallocated(width)
+        super().__init__(operands=[source], result_types=[t], properties={"offset": IntegerAttr(offset, i64)})
+
+    def verify_(self) -> None:
+        if type(self.source.type) is not type(self.result.type):
+            raise VerifyException("gcn.subreg: source and result must be the same register kind")
+        off = self.offset.value.data
+        if off < 0 or off + self.result.type.n > self.source.type.n:
+            raise VerifyException(f"gcn.subreg: [{off}, +{self.result.type.n}) is outside a {self.source.type.n}-register range")
+
+
+@irdl_op_definition
+class RegSequenceOp(PseudoOp):
+    """``%r = gcn.reg_sequence %a, %b``: a range whose consecutive parts are the inputs.
+
+    The allocator gives each input the registers of its part (like LLVM's REG_SEQUENCE).
+    """
+
+    name = "gcn.reg_sequence"
+    MNEMONIC: ClassVar[str] = ""
+    parts = var_operand_def(SGPRType | VGPRType)
+    result = result_def(SGPRType | VGPRType)
+
+    def __init__(self, parts: Sequence[SSAValue]):
+        width = sum(p.type.n for p in parts)
+        super().__init__(operands=[parts], result_types=[type(parts[0].type).unallocated(width)])
+
+
+# ---- program control ----------------------------------------------------------
+
+
+@irdl_op_definition
+class SWaitcntOp(GCNInstruction):
+    """``s_waitcnt vmcnt(N) lgkmcnt(M)``; inserted only by ``gcn-insert-waitcnt``."""
+
+    name = "gcn.s_waitcnt"
+    MNEMONIC: ClassVar[str] = "s_waitcnt"
+    UNIT: ClassVar[str] = "waitcnt"
+    vmcnt = opt_prop_def(IntegerAttr)
+    lgkmcnt = opt_prop_def(IntegerAttr)
+
+    def __init__(self, vmcnt: int | None = None, lgkmcnt: int | None = None):
+        props = {}
+        if vmcnt is not None:
+            props["vmcnt"] = IntegerAttr(vmcnt, i64)
+        if lgkmcnt is not None:
+            props["lgkmcnt"] = IntegerAttr(lgkmcnt, i64)
+        super().__init__(properties=props)
+
+    def asm_operands(self) -> list[str]:
+        parts = []
+        if self.vmcnt is not None:
+            parts.append(f"vmcnt({self.vmcnt.value.data})")
+        if self.lgkmcnt is not None:
+            parts.append(f"lgkmcnt({self.lgkmcnt.value.data})")
+        return [" ".join(parts)]
+
+
+@irdl_op_definition
+class SNopOp(GCNInstruction):
+    """``s_nop N``: N+1 wait states; inserted only by ``gcn-insert-hazard-nops``."""
+
+    name = "gcn.s_nop"
+    MNEMONIC: ClassVar[str] = "s_nop"
+    UNIT: ClassVar[str] = "nop"
+    count = prop_def(IntegerAttr)
+
+    def __init__(self, count: int, comment: str | None = None):
+        super().__init__(properties={"count": IntegerAttr(count, i64)},
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_operands(self) -> list[str]:
+        return [str(self.count.value.data)]
+
+
+@irdl_op_definition
+class SEndpgmOp(GCNInstruction):
+    """``s_endpgm``: ends the wavefront; the kernel body's terminator."""
+
+    name = "gcn.s_endpgm"
+    MNEMONIC: ClassVar[str] = "s_endpgm"
+    UNIT: ClassVar[str] = "branch"
+    traits = traits_def(IsTerminator())
+
+
+@irdl_op_definition
+class LoopOp(GCNInstruction):
+    """A loop with loop-carried registers; prints its label, then its body.
+
+    ``iter_args`` initialise the body's block arguments; ``gcn.loop_back`` yields
+    the next values and branches back while its condition holds; the results are
+    the values of the last iteration.  The register allocator gives an init, its
+    block argument, the yielded value and the result one register range.
+    """
+
+    name = "gcn.loop"
+    MNEMONIC: ClassVar[str] = ""
+    UNIT: ClassVar[str] = "other"
+    iter_args = var_operand_def()
+    res = var_result_def()
+    label = prop_def(StringAttr)
+    body = region_def("single_block")
+
+    def __init__(self, iter_args: Sequence[SSAValue], body: Region, label: str):
+        super().__init__(operands=[iter_args], result_types=[[a.type for a in iter_args]],
+                         regions=[body], properties={"label": StringAttr(label)})
+
+    def assembly_line(self) -> str:
+        return f"{self.label.data}:"
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.iter_args):
+            raise VerifyException("gcn.loop: block arguments and iter_args differ in number")
+        term = block.last_op
+        if not isinstance(term, LoopBackOp):
+            raise VerifyException("gcn.loop body must end with gcn.loop_back")
+        if len(term.operands) != len(self.iter_args):
+            raise VerifyException("gcn.loop_back yields a different number of values than iter_args")
+
+
+@irdl_op_definition
+class LoopBackOp(GCNInstruction):
+    """``s_cbranch_scc1 <label>`` (or ``scc0``) back to the enclosing ``gcn.loop``."""
+
+    name = "gcn.loop_back"
+    MNEMONIC: ClassVar[str] = "s_cbranch"
+    UNIT: ClassVar[str] = "branch"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("scc",)
+    yielded = var_operand_def()
+    condition = prop_def(StringAttr)
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, yielded: Sequence[SSAValue], condition: str = "scc1"):
+        super().__init__(operands=[yielded], properties={"condition": StringAttr(condition)})
+
+    def assembly_line(self) -> str:
+        loop = self.parent_op()
+        assert isinstance(loop, LoopOp)
+        return f"  s_cbranch_{self.condition.data} {loop.label.data}"
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A GPU kernel: its body's entry block arguments are dispatch-initialised registers.
+
+    Attributes: ``sym_name``; ``kernargs`` (array of dicts: name, offset, size,
+    value_kind, type), ``launch`` (dict: how the host computes grid and workgroup
+    size), and, after ``gcn-emit-descriptor``, ``descriptor`` (``.amdhsa_*``
+    directive values) and ``metadata`` (the code object v5 metadata map as JSON).
+    """
+
+    name = "gcn.kernel"
+    sym_name = prop_def(StringAttr)
+    body = region_def("single_block")
+    kernargs = opt_attr_def(ArrayAttr)
+    launch = opt_attr_def(DictionaryAttr)
+    descriptor = opt_attr_def(DictionaryAttr)
+    metadata = opt_attr_def(StringAttr)
+    traits = traits_def()
+
+    def __init__(self, sym_name: str, body: Region, attributes: dict[str, Attribute] | None = None):
+        super().__init__(regions=[body], properties={"sym_name": StringAttr(sym_name)},
+                         attributes=attributes or {})
+
+    def instructions(self) -> Iterator[GCNInstruction]:
+        for op in self.body.walk():
+            if isinstance(op, GCNInstruction):
+                yield op
+
+    def entry_registers(self) -> dict[str, SSAValue]:
+        """Block arguments by the role recorded in ``arg_roles``."""
+        roles = self.attributes.get("arg_roles")
+        names = [s.data for s in roles.data] if isinstance(roles, ArrayAttr) else []
+        return dict(zip(names, self.body.block.args))
+
+
+def metadata_json(kernel: KernelOp) -> dict:
+    assert kernel.metadata is not None
+    return json.loads(kernel.metadata.data)
+
+
+GCN = Dialect(
+    "gcn",
+    [
+        SLoadDwordOp, SLoadDwordx2Op, SLoadDwordx4Op, SLoadDwordx8Op, SLoadDwordx16Op,
+        SAddU32Op, SAddcU32Op, SSubU32Op, SMulI32Op, SMulHiU32Op, SMinU32Op, SLshlB32Op,
+        SLshrB32Op, SAndB32Op, SCmpLgU32Op, SCmpLtU32Op, SMovB32Op,
+        VFmaF32Op, VMulF32Op, VMulLoU32Op, VLshlrevB32Op, VMovB32Op,
+        GlobalLoadDwordOp, GlobalLoadDwordx4Op, GlobalStoreDwordOp, SubregOp, RegSequenceOp,
+        SWaitcntOp, SNopOp, SEndpgmOp, LoopOp, LoopBackOp, KernelOp,
+    ],
+    [SGPRType, VGPRType, SpecialRegType],
+)

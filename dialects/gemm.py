@@ -1,0 +1,226 @@
+"""The ``gemm`` dialect: one operation, ``gemm.matmul``, and the plan passes attach to it.
+
+``gemm.matmul`` computes, in BLAS terms, ``C <- alpha * op(A) * op(B) + beta * C``
+on memrefs.  ``layout`` gives ``op(A)`` and ``op(B)`` as BLAS ``transa``/``transb``
+letters: ``"NT"`` means A is stored M x K and B is stored N x K (the seed's case,
+"B transposed").  Memrefs are row-major; a leading dimension other than the
+row length is written with a strided layout, e.g.
+``memref<64x640xf32, strided<[1024, 1]>>`` has lda = 1024.  ``?`` dimensions
+and strides are supplied at launch (kernel arguments M, N, K, lda, ldb, ldc).
+
+Syntax (see ``examples/``)::
+
+    gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"}
+        : memref<4096x640xf32>, memref<4096x640xf32>, memref<4096x4096xf32>, f32, f32
+
+The passes add their decisions as properties, so the chosen plan is visible in
+the IR: ``macro_tile``/``micro_tile``/``k_step`` (gemm-tile), ``grid``/
+``workgroup_size`` (gemm-map-workgroups; -1 marks a size known only at launch),
+``wg_tile``/``sg_tile``/``local_range`` (gemm-map-subgroups, XeTLA's vocabulary,
+seed 001), ``split_k`` (gemm-split-k).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    traits_def,
+)
+from xdsl.traits import MemoryEffect, MemoryEffectKind, EffectInstance
+from xdsl.utils.exceptions import VerifyException
+
+LAYOUTS = ("NN", "NT", "TN", "TT")
+DYNAMIC = -1
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """Problem sizes and leading dimensions of a ``gemm.matmul`` (elements; -1 = at launch)."""
+
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+    dtype: str  # "f32" or "f64"
+
+    @property
+    def element_bytes(self) -> int:
+        return 4 if self.dtype == "f32" else 8
+
+    def is_static(self) -> bool:
+        return min(self.m, self.n, self.k, self.lda, self.ldb, self.ldc) >= 0
+
+
+def _dims(t: MemRefType) -> list[int]:
+    return [DYNAMIC if d < 0 else d for d in t.get_shape()]
+
+
+def leading_dimension(t: MemRefType) -> int:
+    """Row stride of a 2-D row-major memref in elements (-1 when dynamic)."""
+    layout = t.layout
+    if isinstance(layout, StridedLayoutAttr):
+        strides = layout.get_strides()
+        if len(strides) != 2 or strides[1] != 1:
+            raise VerifyException("only row-major memrefs (innermost stride 1) are supported")
+        s = strides[0]
+        return DYNAMIC if s is None else s
+    if isinstance(layout, NoneAttr) or layout is None:
+        cols = _dims(t)[1]
+        return cols
+    raise VerifyException(f"unsupported memref layout {layout}")
+
+
+class _MemEffects(MemoryEffect):
+    @classmethod
+    def get_effects(cls, op):  # reads A, B (and C), writes C
+        effects = set()
+        for v in op.operands[:3]:
+            effects.add(EffectInstance(MemoryEffectKind.READ, v))
+        effects.add(EffectInstance(MemoryEffectKind.WRITE, op.operands[2]))
+        return effects
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """``C <- alpha * op(A) * op(B) + beta * C`` on 2-D memrefs of f32 or f64."""
+
+    name = "gemm.matmul"
+
+    a = operand_def(MemRefType)
+    b = operand_def(MemRefType)
+    c = operand_def(MemRefType)
+    alpha = operand_def()
+    beta = operand_def()
+
+    layout = prop_def(StringAttr)
+    # Plan, filled in by the passes (see module docstring).
+    macro_tile = opt_prop_def(DenseArrayBase)
+    micro_tile = opt_prop_def(DenseArrayBase)
+    k_step = opt_prop_def(IntegerAttr)
+    grid = opt_prop_def(DenseArrayBase)
+    workgroup_size = opt_prop_def(DenseArrayBase)
+    wg_tile = opt_prop_def(DenseArrayBase)
+    sg_tile = opt_prop_def(DenseArrayBase)
+    local_range = opt_prop_def(DenseArrayBase)
+    split_k = opt_prop_def(IntegerAttr)
+
+    traits = traits_def(_MemEffects())
+    irdl_options = (ParsePropInAttrDict(),)
+
+    assembly_format = (
+        "$a `,` $b `,` $c `,` $alpha `,` $beta attr-dict `:` type($a) `,` type($b) `,` "
+        "type($c) `,` type($alpha) `,` type($beta)"
+    )
+
+    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, alpha: SSAValue, beta: SSAValue,
+                 layout: str = "NT"):
+        super().__init__(operands=[a, b, c, alpha, beta], properties={"layout": StringAttr(layout)})
+
+    # -- helpers used by the passes ---------------------------------------
+
+    def get_int_array(self, name: str) -> tuple[int, ...] | None:
+        attr = self.properties.get(name)
+        if attr is None:
+            return None
+        assert isinstance(attr, DenseArrayBase)
+        return tuple(int(x) for x in attr.get_values())
+
+    def set_int_array(self, name: str, values: tuple[int, ...] | list[int]) -> None:
+        self.properties[name] = DenseArrayBase.from_list(i64, list(values))
+
+    def get_int(self, name: str) -> int | None:
+        attr = self.properties.get(name)
+        return None if attr is None else int(attr.value.data)  # type: ignore[union-attr]
+
+    def set_int(self, name: str, value: int) -> None:
+        self.properties[name] = IntegerAttr(value, i64)
+
+    def shape(self) -> GemmShape:
+        """Sizes from the memref types (-1 where supplied at launch)."""
+        at, bt, ct = (v.type for v in (self.a, self.b, self.c))
+        assert isinstance(at, MemRefType) and isinstance(bt, MemRefType) and isinstance(ct, MemRefType)
+        lay = self.layout.data
+        ad, bd, cd = _dims(at), _dims(bt), _dims(ct)
+        m, k = (ad[0], ad[1]) if lay[0] == "N" else (ad[1], ad[0])
+        kb, n = (bd[0], bd[1]) if lay[1] == "N" else (bd[1], bd[0])
+
+        def pick(*xs: int) -> int:
+            known = [x for x in xs if x >= 0]
+            return known[0] if known else DYNAMIC
+
+        m = pick(m, cd[0])
+        n = pick(n, cd[1])
+        k = pick(k, kb)
+        dtype = "f32" if isinstance(at.element_type, Float32Type) else "f64"
+        return GemmShape(m, n, k, leading_dimension(at), leading_dimension(bt),
+                         leading_dimension(ct), dtype)
+
+    def verify_(self) -> None:
+        lay = self.layout.data
+        if lay not in LAYOUTS:
+            raise VerifyException(f"layout must be one of {', '.join(LAYOUTS)} (BLAS transa/transb), got '{lay}'")
+        types = [v.type for v in (self.a, self.b, self.c)]
+        for name, t in zip("ABC", types):
+            if not isinstance(t, MemRefType) or len(t.get_shape()) != 2:
+                raise VerifyException(f"operand {name} must be a 2-D memref, got {t}")
+        elt = types[0].element_type
+        if not isinstance(elt, Float32Type | Float64Type):
+            raise VerifyException(f"element type must be f32 or f64, got {elt}")
+        for name, t in zip("BC", types[1:]):
+            if t.element_type != elt:
+                raise VerifyException(
+                    f"element types differ: A is {elt} but {name} is {t.element_type}")
+        for name, v in (("alpha", self.alpha), ("beta", self.beta)):
+            if v.type != elt:
+                raise VerifyException(f"{name} must have the element type {elt}, got {v.type}")
+        ad, bd, cd = (_dims(t) for t in types)
+        for name, dims in zip("ABC", (ad, bd, cd)):
+            for d in dims:
+                if d == 0:
+                    raise VerifyException(f"operand {name} has a zero-sized dimension")
+        m_a, k_a = (ad[0], ad[1]) if lay[0] == "N" else (ad[1], ad[0])
+        k_b, n_b = (bd[0], bd[1]) if lay[1] == "N" else (bd[1], bd[0])
+
+        def check(what: str, x: int, y: int, xs: str, ys: str) -> None:
+            if x >= 0 and y >= 0 and x != y:
+                raise VerifyException(f"inconsistent {what}: {xs} has {x} but {ys} has {y}")
+
+        a_desc = "A (M x K)" if lay[0] == "N" else "A (K x M, transposed)"
+        b_desc = "B (K x N)" if lay[1] == "N" else "B (N x K, transposed)"
+        check("K", k_a, k_b, a_desc, b_desc)
+        check("M", m_a, cd[0], a_desc, "C (M x N)")
+        check("N", n_b, cd[1], b_desc, "C (M x N)")
+        for name, t in zip("ABC", types):
+            try:
+                ld = leading_dimension(t)
+            except VerifyException as e:
+                raise VerifyException(f"operand {name}: {e}") from None
+            cols = _dims(t)[1]
+            if ld >= 0 and cols >= 0 and ld < cols:
+                raise VerifyException(
+                    f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
+
+
+Gemm = Dialect("gemm", [MatmulOp], [])

@@ -1,0 +1,326 @@
+"""``convert-gemm-to-gcn``: instruction selection for ``gemm.matmul`` into the ``gcn`` dialect.
+
+Strategy ``sqc`` (the seed's "very low power" scheme, ``shared/seeds/002`` section 2):
+
+* A is read with scalar loads, one ``s_load_dwordx{k_step}`` per row of the macro
+  tile and K step, into SGPRs, and each SGPR is the scalar operand of a
+  ``v_fma_f32 vC, vB, sA, vC``.  Rows are loaded in batches of 32 SGPRs; while one
+  batch feeds 32 FMAs the next batch is in flight, so every A load is covered by
+  32 VALU instructions before the wait that retires it (SMEM returns out of order,
+  so that wait is ``lgkmcnt(0)``; ``gcn-insert-waitcnt`` places it).
+* B is read per lane with ``global_load_dwordx4`` into a ring of quads (4 K values
+  each) in VGPRs; in the last batch of each K step a quad is reloaded with the
+  next step's values as soon as its last FMA has issued, so the next step's B is
+  in flight while the current step finishes (``vmcnt`` waits are partial: vector
+  loads return in order).  The ring is k_step VGPRs, which keeps the default
+  64x256 kernel at 82 VGPRs (3 waves per SIMD, as the seed).
+* The K loop is SALU only: one offset register, clamped with ``s_min_u32`` so the
+  prefetch in the last iteration re-reads the last step instead of reading past K
+  (the seed's kernel reads past K and needs padded leading dimensions; this one
+  reads only inside the matrices).
+* No LDS, no ``s_barrier``.  The epilogue computes ``alpha * acc + beta * C``
+  (both honored, BLAS semantics).
+
+Kernel ABI (kernarg segment, byte offsets): A, B, C pointers at 0, 8, 16
+(global buffers); M, N, K, lda, ldb, ldc as i32 at 24..44; alpha, beta at 48, 52
+(f32).  Grid: (N / macro_n, M / macro_m, 1) workgroups of (macro_n, 1, 1) work-items.
+
+Errors: layouts other than NT, f64 (a later issue), and missing plan properties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import GemmShape, MatmulOp
+from vlpc.passes.common import matmuls, op_error, require
+from vlpc.targets import get_target
+
+#: SGPRs in one batch of A rows (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
+A_BATCH_SGPRS = 32
+#: Bytes per f32 element.
+F32 = 4
+#: SMEM immediate offsets are 21-bit signed on GFX9 (gfx906.md).
+SMEM_IMM_MAX = (1 << 20) - 1
+
+
+def kernarg_layout(dtype: str) -> list[dict]:
+    """The kernel's explicit arguments: name, byte offset, size, kind, type (the ABI)."""
+    args = [
+        ("A", 0, 8, "global_buffer", f"{dtype}*"),
+        ("B", 8, 8, "global_buffer", f"{dtype}*"),
+        ("C", 16, 8, "global_buffer", f"{dtype}*"),
+        ("M", 24, 4, "by_value", "int"),
+        ("N", 28, 4, "by_value", "int"),
+        ("K", 32, 4, "by_value", "int"),
+        ("lda", 36, 4, "by_value", "int"),
+        ("ldb", 40, 4, "by_value", "int"),
+        ("ldc", 44, 4, "by_value", "int"),
+    ]
+    esz = 4 if dtype == "f32" else 8
+    off = 48
+    for name in ("alpha", "beta"):
+        args.append((name, off, esz, "by_value", "float" if dtype == "f32" else "double"))
+        off += esz
+    return [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
+
+
+KERNARG_OFFSET = {a["name"]: a["offset"] for a in kernarg_layout("f32")}
+
+
+@dataclass
+class _Emitter:
+    """Appends ops to a block; small helpers for 32/64-bit scalar arithmetic."""
+
+    block: Block
+    ops: list[Operation] = field(default_factory=list)
+
+    def __call__(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def sub(self, value: SSAValue, offset: int, width: int = 1) -> SSAValue:
+        return self(gcn.SubregOp(value, offset, width)).result
+
+    def const(self, value: int) -> SSAValue:
+        return self(gcn.SMovB32Op(value)).sdst
+
+    def add64(self, pair: SSAValue, lo: SSAValue | int, hi: SSAValue | int = 0, comment: str | None = None) -> SSAValue:
+        """pair + (hi:lo) as a 64-bit add (s_add_u32 / s_addc_u32)."""
+        r_lo = self(gcn.SAddU32Op(self.sub(pair, 0), lo, comment=comment)).sdst
+        r_hi = self(gcn.SAddcU32Op(self.sub(pair, 1), hi)).sdst
+        return self(gcn.RegSequenceOp([r_lo, r_hi])).result
+
+    def mul(self, x: SSAValue, y: SSAValue | int) -> SSAValue:
+        if isinstance(y, int) and y > 0 and y & (y - 1) == 0:
+            return self(gcn.SLshlB32Op(x, y.bit_length() - 1)).sdst
+        return self(gcn.SMulI32Op(x, y)).sdst
+
+    def mul64(self, x: SSAValue, y: SSAValue | int) -> tuple[SSAValue, SSAValue]:
+        """Full 64-bit product of two u32 values: (lo, hi)."""
+        yr = self.const(y) if isinstance(y, int) else y
+        lo = self(gcn.SMulI32Op(x, yr)).sdst
+        hi = self(gcn.SMulHiU32Op(x, yr)).sdst
+        return lo, hi
+
+
+class SqcKernelBuilder:
+    """Builds the ``sqc`` kernel for one planned ``gemm.matmul`` (see the module docstring)."""
+
+    def __init__(self, mm: MatmulOp, name: str):
+        self.mm = mm
+        self.name = name
+        self.shape: GemmShape = mm.shape()
+        self.mt_m, self.mt_n = mm.get_int_array("macro_tile")
+        self.mi_m, _ = mm.get_int_array("micro_tile")
+        self.k_step = mm.get_int("k_step")
+        self.wg_size = mm.get_int_array("workgroup_size")
+
+    # -- scalar values known at compile time or loaded from the kernarg segment --
+
+    def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+        if static >= 0:
+            return static
+        return e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET[name], comment=f"kernarg {name}")).sdst
+
+    def build(self) -> gcn.KernelOp:
+        s = self.shape
+        mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
+        rows_per_batch = A_BATCH_SGPRS // ks
+        n_batches = mi_m // rows_per_batch
+        n_quads = ks // 4
+        if n_batches < 1 or mi_m % rows_per_batch:
+            raise op_error(self.mm, f"micro tile M={mi_m} must be a multiple of {rows_per_batch} "
+                           f"(rows per batch of {A_BATCH_SGPRS} A SGPRs at k-step {ks})")
+
+        entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0)])
+        kp, wg_x, wg_y, tid = entry.args
+        e = _Emitter(entry)
+
+        # ---- prologue: kernel arguments, tile bases, per-lane offsets ----
+        ptr_a = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst
+        ptr_b = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst
+        k_val = self._arg(e, kp, "K", s.k)
+        lda = self._arg(e, kp, "lda", s.lda)
+        ldb = self._arg(e, kp, "ldb", s.ldb)
+
+        def times4(x: SSAValue | int) -> SSAValue | int:
+            return x * F32 if isinstance(x, int) else e.mul(x, F32)
+
+        lda4, ldb4 = times4(lda), times4(ldb)
+
+        # A tile base: A + (wg_y * mt_m) * lda * 4   (64-bit)
+        row0 = e.mul(wg_y, mt_m)
+        a_lo, a_hi = e.mul64(row0, lda4)
+        a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + wg_y*64*lda*4")
+        # B tile base: B + (wg_x * mt_n) * ldb * 4  and per-lane offset tid * ldb * 4
+        col0 = e.mul(wg_x, mt_n)
+        b_lo, b_hi = e.mul64(col0, ldb4)
+        b_tile = e.add64(ptr_b, b_lo, b_hi, comment="B tile base = B + wg_x*256*ldb*4")
+        ldb4_reg = e.const(ldb4) if isinstance(ldb4, int) else ldb4
+        voff_b = e(gcn.VMulLoU32Op(tid, ldb4_reg)).vdst
+
+        # K loop bounds in bytes: the last step starts at kmax = (K - k_step) * 4.
+        if isinstance(k_val, int):
+            kmax: SSAValue | int = (k_val - ks) * F32
+        else:
+            kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, F32)
+        koff0 = e.const(0)
+
+        imm_rows = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * F32 <= SMEM_IMM_MAX
+
+        def load_rows(first_row: int, koff: SSAValue) -> list[SSAValue]:
+            """One batch: rows first_row.. of the tile, K values koff/4 .. +k_step."""
+            rows = []
+            run = koff
+            for i in range(rows_per_batch):
+                r = first_row + i
+                if imm_rows:
+                    op = gcn.S_LOADS[ks](a_tile, offset=r * lda4, soffset=koff, comment=f"A row {r}")
+                else:
+                    if r > 0:
+                        run = e(gcn.SAddU32Op(run, lda4 if isinstance(lda4, int) else lda4)).sdst
+                    op = gcn.S_LOADS[ks](a_tile, offset=0, soffset=run, comment=f"A row {r}")
+                rows.append(e(op).sdst)
+            return rows
+
+        def load_b(saddr: SSAValue) -> list[SSAValue]:
+            return [e(gcn.GlobalLoadDwordx4Op(voff_b, saddr, offset=16 * q, comment=f"B k+{4 * q}..{4 * q + 3}")).vdst
+                    for q in range(n_quads)]
+
+        acc0 = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
+        batch0 = load_rows(0, koff0)
+        quads0 = load_b(b_tile)
+
+        # ---- the K loop ----
+        carried = [koff0, *batch0, *quads0, *acc0]
+        body = Block(arg_types=[v.type for v in carried])
+        be = _Emitter(body)
+        koff = body.args[0]
+        cur = list(body.args[1:1 + rows_per_batch])
+        quads = list(body.args[1 + rows_per_batch:1 + rows_per_batch + n_quads])
+        acc = list(body.args[1 + rows_per_batch + n_quads:])
+
+        e_outer = e
+        e = be  # the helpers above emit into the loop body from here on
+        pref = be(gcn.SAddU32Op(koff, ks * F32, comment="next K step")).sdst
+        pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+        b_next = be.add64(b_tile, pref, 0, comment="B for the next K step")
+        new_quads: list[SSAValue | None] = [None] * n_quads
+        for b in range(n_batches):
+            if b + 1 < n_batches:
+                nxt = load_rows((b + 1) * rows_per_batch, koff)
+            else:
+                nxt = load_rows(0, pref)
+            for kk in range(ks):
+                q, j = divmod(kk, 4)
+                bv = be.sub(quads[q], j)
+                for i in range(rows_per_batch):
+                    r = b * rows_per_batch + i
+                    av = be.sub(cur[i], kk)
+                    acc[r] = be(gcn.VFmaF32Op(bv, av, acc[r])).vdst
+                if b == n_batches - 1 and j == 3:
+                    new_quads[q] = be(gcn.GlobalLoadDwordx4Op(
+                        voff_b, b_next, offset=16 * q, comment=f"B next k+{4 * q}..{4 * q + 3}")).vdst
+            cur = nxt
+        be(gcn.SCmpLgU32Op(koff, kmax))
+        be(gcn.LoopBackOp([pref, *cur, *new_quads, *acc], "scc1"))
+        loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
+        e = e_outer
+        e(loop)
+        acc = list(loop.res[1 + rows_per_batch + n_quads:])
+
+        # ---- epilogue: C = alpha * acc + beta * C ----
+        ptr_c = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["C"], comment="kernarg C")).sdst
+        alpha = e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET["alpha"], comment="kernarg alpha")).sdst
+        beta = e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET["beta"], comment="kernarg beta")).sdst
+        ldc = self._arg(e, kp, "ldc", s.ldc)
+        ldc4 = times4(ldc)
+        # C tile base: C + (wg_y*mt_m*ldc + wg_x*mt_n) * 4
+        c_lo, c_hi = e.mul64(e.mul(wg_y, mt_m), ldc4)
+        c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
+        c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * F32), 0, comment="C tile columns")
+        voff_c = e(gcn.VLshlrevB32Op(2, tid)).vdst
+        group = 16
+        row_ptr = c_tile
+        for g0 in range(0, mi_m, group):
+            ptrs = []
+            for r in range(g0, min(g0 + group, mi_m)):
+                ptrs.append(row_ptr)
+                if r + 1 < mi_m:
+                    row_ptr = e.add64(row_ptr, ldc4, 0)
+            cs = [e(gcn.GlobalLoadDwordOp(voff_c, p, comment=f"C row {g0 + i}")).vdst for i, p in enumerate(ptrs)]
+            for i, (p, c) in enumerate(zip(ptrs, cs)):
+                r = g0 + i
+                t = e(gcn.VMulF32Op(beta, c)).vdst
+                out = e(gcn.VFmaF32Op(acc[r], alpha, t)).vdst
+                e(gcn.GlobalStoreDwordOp(voff_c, out, p))
+        e(gcn.SEndpgmOp())
+
+        kernel = gcn.KernelOp(self.name, Region(entry))
+        kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in
+                                                    ("kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x")])
+        kernel.attributes["kernargs"] = ArrayAttr([
+            DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
+            for a in kernarg_layout("f32")])
+        gx, gy, _ = self.mm.get_int_array("grid")
+        kernel.attributes["launch"] = DictionaryAttr({
+            "workgroup_size": IntegerAttr(self.wg_size[0], i64),
+            "macro_m": IntegerAttr(mt_m, i64),
+            "macro_n": IntegerAttr(mt_n, i64),
+            "k_step": IntegerAttr(ks, i64),
+            "static_m": IntegerAttr(s.m, i64),
+            "static_n": IntegerAttr(s.n, i64),
+            "static_k": IntegerAttr(s.k, i64),
+            "static_lda": IntegerAttr(s.lda, i64),
+            "static_ldb": IntegerAttr(s.ldb, i64),
+            "static_ldc": IntegerAttr(s.ldc, i64),
+            "layout": StringAttr(self.mm.layout.data),
+            "dtype": StringAttr(s.dtype),
+        })
+        return kernel
+
+
+@dataclass(frozen=True)
+class ConvertGemmToGcnPass(ModulePass):
+    """Options: ``strategy`` (``sqc``: A in SGPRs, the default), ``target``."""
+
+    name = "convert-gemm-to-gcn"
+
+    strategy: str = "sqc"
+    target: str = "gfx906"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        get_target(self.target)
+        for mm in list(matmuls(op)):
+            if self.strategy != "sqc":
+                raise op_error(mm, f"unknown strategy '{self.strategy}' (available: sqc)")
+            for prop, producer in (("macro_tile", "gemm-tile"), ("grid", "gemm-map-workgroups"),
+                                   ("local_range", "gemm-map-subgroups"), ("split_k", "gemm-split-k")):
+                require(mm, prop, producer)
+            if mm.layout.data != "NT":
+                raise op_error(mm, f"layout '{mm.layout.data}' is not supported yet: the sqc kernel "
+                               "needs A stored M x K and B stored N x K (layout \"NT\")")
+            if mm.shape().dtype != "f32":
+                raise op_error(mm, "f64 (DGEMM) is not supported yet; use f32")
+            fn = mm.parent_op()
+            if not isinstance(fn, func.FuncOp):
+                raise op_error(mm, "gemm.matmul must be inside a func.func (the kernel)")
+            others = [o for o in fn.body.walk() if o is not fn and not isinstance(o, MatmulOp | func.ReturnOp)]
+            if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
+                raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
+            for i, v in enumerate((mm.a, mm.b, mm.c, mm.alpha, mm.beta)):
+                if v not in fn.body.block.args:
+                    raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}")
+            kernel = SqcKernelBuilder(mm, fn.sym_name.data).build()
+            kernel.location = mm.location
+            fn.parent_block().insert_op_before(kernel, fn)
+            fn.detach()
+            fn.erase()

@@ -1,0 +1,349 @@
+"""``gcn-allocate-registers``: virtual SGPR/VGPR ranges to physical registers.
+
+A linear-scan allocator over the kernel in issue order, shaped like xDSL's
+``register_allocator`` but aware of GCN register *ranges*:
+
+* Values that must share registers are joined into groups with fixed offsets:
+  ``gcn.subreg`` results inside their source, ``gcn.reg_sequence`` inputs inside
+  the result, and a loop's init value, block argument, yielded value and result
+  (one register range for a loop-carried value).  An instruction's result is also
+  coalesced with a same-sized operand that dies there (``v_fma_f32 vC, vB, sA, vC``
+  stays in place), except for loads, whose results are early-clobber.
+* A group is live from its first definition to its last use; a value defined
+  before a loop and used inside it stays live to the loop's back edge.
+* Placement honours GCN alignment (SGPR ranges of 4+ registers start at a multiple
+  of 4, pairs at an even register; VGPR ranges need none on gfx906) and the
+  budgets: SGPRs ``s0..s{max-sgprs - 1}`` (102 addressable on gfx906) and VGPRs from
+  ``waves-per-simd`` (3 -> 84) or ``max-vgprs``.
+* Registers the dispatcher initialises are the kernel's entry block arguments and
+  keep their registers.
+
+When the demand exceeds the budget the pass fails with a located diagnostic that
+names the budget and the demand (the peak number of live registers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from vlpc.dialects import gcn
+from vlpc.passes.common import op_error
+from vlpc.targets import get_target
+
+
+class _Groups:
+    """Union-find with offsets: reg(v) = reg(root(v)) + offset(v)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[SSAValue, tuple[SSAValue, int]] = {}
+
+    def find(self, v: SSAValue) -> tuple[SSAValue, int]:
+        p, off = self.parent.get(v, (v, 0))
+        if p is v:
+            return v, 0
+        root, off2 = self.find(p)
+        self.parent[v] = (root, off + off2)
+        return root, off + off2
+
+    def union(self, v: SSAValue, u: SSAValue, delta: int) -> bool:
+        """Make reg(v) = reg(u) + delta.  False when it contradicts earlier unions."""
+        rv, ov = self.find(v)
+        ru, ou = self.find(u)
+        if rv is ru:
+            return ov == ou + delta
+        # reg(rv) + ov = reg(ru) + ou + delta  =>  reg(rv) = reg(ru) + ou + delta - ov
+        self.parent[rv] = (ru, ou + delta - ov)
+        return True
+
+
+def _kind(v: SSAValue) -> str | None:
+    t = v.type
+    if isinstance(t, gcn.SGPRType):
+        return "s"
+    if isinstance(t, gcn.VGPRType):
+        return "v"
+    return None
+
+
+@dataclass
+class _Group:
+    root: SSAValue
+    kind: str
+    lo_off: int  # smallest member offset (may be negative before normalisation)
+    hi_off: int  # one past the largest member register
+    start: int
+    end: int
+    fixed: int | None  # physical register of the root, if pre-coloured
+    align: int  # alignment for (root register + lo_off)
+    align_off: int
+
+
+@dataclass(frozen=True)
+class GcnAllocateRegistersPass(ModulePass):
+    """Options: ``waves-per-simd`` (VGPR budget from occupancy), ``max-vgprs`` (overrides it), ``max-sgprs``, ``target``."""
+
+    name = "gcn-allocate-registers"
+
+    waves_per_simd: int = 3
+    max_vgprs: int = 0
+    max_sgprs: int = 0
+    target: str = "gfx906"
+
+    def budgets(self) -> tuple[int, int]:
+        t = get_target(self.target)
+        if self.max_vgprs:
+            vb = self.max_vgprs
+        else:
+            per_wave = t.vgprs_per_simd_lane // max(1, self.waves_per_simd)
+            vb = per_wave - per_wave % t.vgpr_granule
+        sb = self.max_sgprs or t.addressable_sgprs
+        return min(vb, t.addressable_vgprs), min(sb, t.addressable_sgprs)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+            _allocate_kernel(kernel, *self.budgets(), self)
+
+
+def _linearize(kernel: gcn.KernelOp):
+    """Positions of ops, definitions and uses; loop extents."""
+    pos: dict[Operation, int] = {}
+    loops: list[tuple[int, int, gcn.LoopOp]] = []
+
+    def walk(block: Block) -> None:
+        for o in block.ops:
+            pos[o] = len(pos)
+            if isinstance(o, gcn.LoopOp):
+                start = pos[o]
+                walk(o.body.block)
+                loops.append((start, len(pos) - 1, o))
+
+    walk(kernel.body.block)
+    return pos, loops
+
+
+def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, pass_: GcnAllocateRegistersPass) -> None:
+    pos, loops = _linearize(kernel)
+    groups = _Groups()
+
+    # -- live intervals per value, in half positions: uses at 2p, defs at 2p+1 (2p if early-clobber)
+    start: dict[SSAValue, int] = {}
+    end: dict[SSAValue, int] = {}
+    for a in kernel.body.block.args:
+        start[a] = -1
+        end[a] = -1
+    for o, p in pos.items():
+        if isinstance(o, gcn.LoopOp):
+            for a in o.body.block.args:
+                start[a] = 2 * p + 1
+                end[a] = 2 * p + 1
+        clobber = isinstance(o, gcn.GCNInstruction) and o.EARLY_CLOBBER
+        for r in o.results:
+            start[r] = 2 * p if clobber else 2 * p + 1
+            end[r] = start[r]
+        for operand in o.operands:
+            end[operand] = max(end.get(operand, -1), 2 * p)
+    # loop results are defined at the back edge
+    for s0, e0, loop in loops:
+        for r in loop.res:
+            start[r] = min(start[r], 2 * e0 + 1)
+    # values defined before a loop and used inside stay live to its back edge
+    for s0, e0, loop in loops:
+        for v in list(end):
+            if start[v] < 2 * s0 and 2 * s0 <= end[v] <= 2 * e0 + 1 and _used_in(v, loop):
+                end[v] = max(end[v], 2 * e0 + 1)
+
+    # -- groups: subregs, reg_sequences, loop ties, coalescing
+    def join(v: SSAValue, u: SSAValue, delta: int, why: str, at: Operation) -> None:
+        if not groups.union(v, u, delta):
+            raise op_error(at, f"internal error in gcn-allocate-registers: conflicting register ties ({why})")
+
+    for o in pos:
+        if isinstance(o, gcn.SubregOp):
+            join(o.result, o.source, o.offset.value.data, "subreg", o)
+        elif isinstance(o, gcn.RegSequenceOp):
+            off = 0
+            for part in o.parts:
+                join(part, o.result, off, "reg_sequence", o)
+                off += part.type.n
+    for s0, e0, loop in loops:
+        block = loop.body.block
+        back = block.last_op
+        assert isinstance(back, gcn.LoopBackOp)
+        for init, arg, y, res in zip(loop.iter_args, block.args, back.yielded, loop.res):
+            join(arg, init, 0, "loop init", loop)
+            join(y, arg, 0, "loop back edge", back)
+            join(res, arg, 0, "loop result", loop)
+
+    fixed: dict[SSAValue, int] = {}
+    for a in kernel.body.block.args:
+        assert isinstance(a.type, gcn.GCNRegisterType) and a.type.is_allocated
+        fixed[a] = a.type.first
+
+    members: dict[SSAValue, list[SSAValue]] = {}
+
+    def rebuild_members() -> None:
+        members.clear()
+        for v in start:
+            if _kind(v) is None:
+                continue
+            root, _ = groups.find(v)
+            members.setdefault(root, []).append(v)
+
+    def group_span(root: SSAValue) -> tuple[int, int]:
+        ms = members[root]
+        return min(start[m] for m in ms), max(end[m] for m in ms)
+
+    rebuild_members()
+
+    def compatible(ga: SSAValue, gb: SSAValue, delta: int) -> bool:
+        """Whether group gb placed at reg(ga) + delta never holds two live values in one
+        register, and the alignments of both groups' ranges can hold together."""
+        aligns = [(groups.find(m)[1], _align(m)) for m in members[ga]]
+        aligns += [(groups.find(m)[1] + delta, _align(m)) for m in members[gb]]
+        for o1, a1 in aligns:
+            for o2, a2 in aligns:
+                if a1 <= a2 and (o1 - o2) % a1:
+                    return False
+        for a in members[ga]:
+            oa = groups.find(a)[1]
+            for b in members[gb]:
+                ob = groups.find(b)[1] + delta
+                if oa < ob + b.type.n and ob < oa + a.type.n:  # registers overlap
+                    if not (end[a] < start[b] or end[b] < start[a]):
+                        return False
+        return True
+
+    # Coalesce an instruction's result with an operand of the same kind and width
+    # that dies at this instruction (in-place accumulation), when no live ranges clash.
+    for o, p in pos.items():
+        if not isinstance(o, gcn.GCNInstruction) or o.EARLY_CLOBBER or isinstance(o, gcn.PseudoOp | gcn.LoopOp):
+            continue
+        for r in o.results:
+            if _kind(r) is None:
+                continue
+            for operand in reversed(o.operands):
+                if _kind(operand) != _kind(r) or operand.type.n != r.type.n or end[operand] != 2 * p:
+                    continue
+                ro, oo = groups.find(operand)
+                rr, orr = groups.find(r)
+                if ro is rr or any(m in fixed for m in members[ro] + members[rr]):
+                    continue
+                delta = oo - orr  # reg(rr) = reg(ro) + delta
+                if compatible(ro, rr, delta):
+                    groups.union(r, operand, 0)
+                    root, _ = groups.find(r)
+                    other = rr if root is ro else ro
+                    members[root].extend(members.pop(other))
+                    break
+
+    rebuild_members()
+    infos: list[_Group] = []
+    for root, ms in members.items():
+        kind = _kind(root)
+        offs = [(groups.find(m)[1], m.type.n) for m in ms]
+        lo = min(o for o, _ in offs)
+        hi = max(o + n for o, n in offs)
+        align, align_off = 1, 0
+        for m in ms:
+            a = _align(m)
+            if a > align:
+                align, align_off = a, groups.find(m)[1]
+        fixed_reg = None
+        for m in ms:
+            if m in fixed:
+                fixed_reg = fixed[m] - groups.find(m)[1]
+        s, e = group_span(root)
+        infos.append(_Group(root, kind, lo, hi, s, e, fixed_reg, align, align_off))
+
+    assignment: dict[SSAValue, int] = {}
+    for kind, budget in (("s", sgpr_budget), ("v", vgpr_budget)):
+        gs = sorted((g for g in infos if g.kind == kind), key=lambda g: (g.fixed is None, g.start))
+        occ: dict[int, list[list[tuple[int, int]]]] = {}  # register -> interval sets of its groups
+        for g in gs:
+            ivs = _merged([(start[m], end[m]) for m in members[g.root]])
+            width = g.hi_off - g.lo_off
+
+            def free(base: int) -> bool:
+                return all(not _intersects(ivs, other) for r in range(base, base + width)
+                           for other in occ.get(r, ()))
+
+            if g.fixed is not None:
+                base = g.fixed + g.lo_off
+                if not free(base):
+                    raise op_error(kernel, "internal error in gcn-allocate-registers: a dispatch register is clobbered")
+            else:
+                base = next((b for b in range(0, budget - width + 1)
+                             if (b + g.align_off - g.lo_off) % g.align == 0 and free(b)), None)
+                if base is None:
+                    at = ivs[0][0]
+                    live = sum(1 for r, sets in occ.items() if any(_intersects([(at, at)], x) for x in sets))
+                    name = "SGPRs" if kind == "s" else "VGPRs"
+                    hint = ("; allow fewer waves per SIMD (waves-per-simd) or choose a smaller micro tile"
+                            if kind == "v" else "; choose a smaller K step or micro tile")
+                    raise op_error(kernel, f"register allocation failed: kernel '{kernel.sym_name.data}' needs "
+                                   f"{live + width} {name} at once ({live} live and a range of {width}), "
+                                   f"the budget is {budget}{hint}")
+            for r in range(base, base + width):
+                occ.setdefault(r, []).append(ivs)
+            assignment[g.root] = base - g.lo_off
+
+    # -- rewrite types (xDSL replaces a value to change its type)
+    new_types = []
+    for v in start:
+        k = _kind(v)
+        if k is None or v in fixed:
+            continue
+        root, off = groups.find(v)
+        cls = gcn.SGPRType if k == "s" else gcn.VGPRType
+        new_types.append((v, cls.at(assignment[root] + off, v.type.n)))
+    for v, t in new_types:
+        Rewriter.replace_value_with_new_type(v, t)
+
+
+def _used_in(v: SSAValue, loop: gcn.LoopOp) -> bool:
+    """Whether ``v`` is used by an operation nested in ``loop``'s body."""
+    for use in v.uses:
+        o: Operation | None = use.operation
+        if o is loop:
+            continue
+        while o is not None:
+            if o is loop:
+                return True
+            o = o.parent_op()
+    return False
+
+
+def _align(v: SSAValue) -> int:
+    """Alignment of a register range (gfx906.md: SGPR tuples of 4+ at a multiple of 4, pairs even)."""
+    if _kind(v) != "s":
+        return 1
+    n = v.type.n
+    return 4 if n >= 4 else (2 if n == 2 else 1)
+
+
+def _merged(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for s, e in sorted(ivs):
+        if out and s <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _intersects(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] < b[j][0]:
+            i += 1
+        elif b[j][1] < a[i][0]:
+            j += 1
+        else:
+            return True
+    return False

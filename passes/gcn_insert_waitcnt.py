@@ -1,0 +1,177 @@
+"""``gcn-insert-waitcnt``: derive every ``s_waitcnt`` from memory operations and register uses.
+
+Rules (``shared/reference/gfx906.md``; LLVM ``SIInsertWaitcnts.cpp``):
+
+* Vector memory operations (loads and stores) count in ``vmcnt`` and complete in
+  issue order, so a register loaded by a VMEM load with N younger VMEM operations
+  behind it is ready after ``s_waitcnt vmcnt(N)``.
+* Scalar memory loads count in ``lgkmcnt`` and may return out of order, so only
+  ``lgkmcnt(0)`` guarantees a given result.
+* A wait is inserted immediately before the first instruction that reads or
+  overwrites a register whose load is outstanding.  Loops are analysed to a fixed
+  point, so values loaded in one iteration and used in the next get their waits.
+* Placement policy for scalar loads: when an SMEM load is issued while older SMEM
+  results are still outstanding and one of those older results is used before the
+  new one, the ``lgkmcnt(0)`` that older use needs is placed *before* the new load.
+  Waiting later would also wait for the new load (out-of-order return), leaving it
+  no latency cover; waiting earlier costs only the instructions in between.
+
+Counts above the counter maxima (vmcnt 63, lgkmcnt 15 on gfx906) are clamped,
+which only makes a wait stricter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from vlpc.dialects import gcn
+from vlpc.targets import get_target
+
+Reg = tuple[str, int]
+
+
+def regs_of(value: SSAValue) -> list[Reg]:
+    t = value.type
+    if isinstance(t, gcn.GCNRegisterType):
+        return [(t.PREFIX, r) for r in t.registers()]
+    if isinstance(t, gcn.SpecialRegType):
+        return [(t.reg.data, 0)]
+    return []
+
+
+def reads(op: Operation) -> list[Reg]:
+    return [r for o in op.operands for r in regs_of(o)]
+
+
+def writes(op: Operation) -> list[Reg]:
+    return [r for o in op.results for r in regs_of(o)]
+
+
+def is_vmem_load(op: Operation) -> bool:
+    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "vmem" and len(op.results) > 0
+
+
+def is_vmem(op: Operation) -> bool:
+    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "vmem"
+
+
+def is_smem(op: Operation) -> bool:
+    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "smem"
+
+
+@dataclass
+class WaitState:
+    """Outstanding memory results: VMEM register -> age (younger VMEM ops), SMEM registers."""
+
+    vm: dict[Reg, int] = field(default_factory=dict)
+    smem: set[Reg] = field(default_factory=set)
+
+    def copy(self) -> WaitState:
+        return WaitState(dict(self.vm), set(self.smem))
+
+    def join(self, other: WaitState) -> WaitState:
+        vm = dict(self.vm)
+        for r, age in other.vm.items():
+            vm[r] = min(age, vm.get(r, age))
+        return WaitState(vm, self.smem | other.smem)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WaitState) and self.vm == other.vm and self.smem == other.smem
+
+    def needed(self, regs: list[Reg]) -> tuple[int | None, bool]:
+        """(vmcnt to wait for or None, whether lgkmcnt(0) is needed) before touching ``regs``."""
+        ages = [self.vm[r] for r in regs if r in self.vm]
+        return (min(ages) if ages else None), any(r in self.smem for r in regs)
+
+    def wait(self, vmcnt: int | None, lgkm0: bool) -> None:
+        if vmcnt is not None:
+            self.vm = {r: a for r, a in self.vm.items() if a < vmcnt}
+        if lgkm0:
+            self.smem = set()
+
+    def issue(self, op: Operation) -> None:
+        if is_vmem(op):
+            self.vm = {r: a + 1 for r, a in self.vm.items()}
+            for r in writes(op):
+                self.vm[r] = 0
+        elif is_smem(op):
+            self.smem |= set(writes(op))
+
+
+@dataclass(frozen=True)
+class GcnInsertWaitcntPass(ModulePass):
+    """Option: ``target`` (counter maxima)."""
+
+    name = "gcn-insert-waitcnt"
+
+    target: str = "gfx906"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = get_target(self.target)
+        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+            _Inserter(target.vmcnt_max, target.lgkmcnt_max).block(kernel.body.block, WaitState(), [], insert=True)
+
+
+class _Inserter:
+    def __init__(self, vmcnt_max: int, lgkmcnt_max: int):
+        self.vmcnt_max = vmcnt_max
+        self.lgkmcnt_max = lgkmcnt_max
+
+    def block(self, block: Block, state: WaitState, continuation: list[Operation], insert: bool) -> WaitState:
+        """Walk ``block`` from ``state``; ``continuation`` is what runs after it (for lookahead)."""
+        ops = list(block.ops)
+        for i, op in enumerate(ops):
+            if isinstance(op, gcn.LoopOp):
+                body = op.body.block
+                after = ops[i + 1:] + continuation
+                # fixed point over the back edge
+                entry = state.copy()
+                while True:
+                    end = self.block(body, entry.copy(), list(body.ops) + after, insert=False)
+                    joined = entry.join(end)
+                    if joined == entry:
+                        break
+                    entry = joined
+                state = self.block(body, entry.copy(), list(body.ops) + after, insert=insert)
+                continue
+            if not isinstance(op, gcn.GCNInstruction) or isinstance(op, gcn.PseudoOp):
+                continue
+            if isinstance(op, gcn.SWaitcntOp):
+                state.wait(None if op.vmcnt is None else op.vmcnt.value.data,
+                           op.lgkmcnt is not None and op.lgkmcnt.value.data == 0)
+                continue
+            vmcnt, lgkm0 = state.needed(reads(op) + writes(op))
+            if is_smem(op) and state.smem and not lgkm0:
+                lgkm0 = self._old_smem_used_first(state.smem, set(writes(op)), ops[i + 1:] + continuation)
+            if vmcnt is not None or lgkm0:
+                if insert:
+                    w = gcn.SWaitcntOp(
+                        vmcnt=None if vmcnt is None else min(vmcnt, self.vmcnt_max),
+                        lgkmcnt=0 if lgkm0 else None)
+                    block.insert_op_before(w, op)
+                state.wait(None if vmcnt is None else min(vmcnt, self.vmcnt_max), lgkm0)
+            state.issue(op)
+        return state
+
+    @staticmethod
+    def _old_smem_used_first(old: set[Reg], new: set[Reg], rest: list[Operation]) -> bool:
+        for op in _flatten(rest):
+            touched = set(reads(op)) | set(writes(op))
+            if touched & old:
+                return True
+            if touched & new:
+                return False
+        return False
+
+
+def _flatten(ops: list[Operation]):
+    for op in ops:
+        if isinstance(op, gcn.LoopOp):
+            yield from _flatten(list(op.body.block.ops))
+        elif isinstance(op, gcn.GCNInstruction) and not isinstance(op, gcn.PseudoOp):
+            yield op

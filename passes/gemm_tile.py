@@ -1,0 +1,62 @@
+"""``gemm-tile``: choose the macro tile (per workgroup), micro tile (per work-item) and K step.
+
+Defaults follow the seed (``shared/seeds/002``, section 2.1): a 64x256 macro tile,
+a 64x1 micro tile per work-item (64 rows of C in 64 accumulators, one column per
+lane) and a K step of 16 (one ``s_load_dwordx16`` per A row).  64x64 and 64x128
+macro tiles are the seed's other variants.  The choice is written on the op as
+``macro_tile``, ``micro_tile`` and ``k_step`` properties.
+
+Errors (located at the op): a micro tile that does not divide the macro tile, a
+micro tile other than Mx1 (the A-in-SGPR scheme gives each lane one column), a K
+step other than 8 or 16, or static sizes that are not multiples of the tile (general
+sizes are a later issue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from vlpc.passes.common import matmuls, op_error
+
+SUPPORTED_K_STEPS = (8, 16)
+
+
+@dataclass(frozen=True)
+class GemmTilePass(ModulePass):
+    """Options: ``macro-m``, ``macro-n`` (macro tile), ``micro-m``, ``micro-n`` (micro tile), ``k-step``."""
+
+    name = "gemm-tile"
+
+    macro_m: int = 64
+    macro_n: int = 256
+    micro_m: int = 64
+    micro_n: int = 1
+    k_step: int = 16
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for mm in matmuls(op):
+            if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:
+                raise op_error(mm, "tile sizes must be positive")
+            if self.micro_n != 1:
+                raise op_error(mm, f"micro tile {self.micro_m}x{self.micro_n}: the A-in-SGPR scheme "
+                               "computes one column per work-item (micro tile Mx1)")
+            if self.macro_m % self.micro_m or self.macro_n % self.micro_n:
+                raise op_error(mm, f"micro tile {self.micro_m}x{self.micro_n} does not divide "
+                               f"macro tile {self.macro_m}x{self.macro_n}")
+            if self.k_step not in SUPPORTED_K_STEPS:
+                raise op_error(mm, f"k-step {self.k_step} is not supported (choose "
+                               f"{' or '.join(map(str, SUPPORTED_K_STEPS))}: one s_load_dwordx8/x16 per A row)")
+            shape = mm.shape()
+            for dim, size, tile in (("M", shape.m, self.macro_m), ("N", shape.n, self.macro_n),
+                                    ("K", shape.k, self.k_step)):
+                if size >= 0 and size % tile:
+                    raise op_error(mm, f"{dim}={size} is not a multiple of {tile} (the "
+                                   f"{'K step' if dim == 'K' else 'macro tile'}); sizes that are not "
+                                   "multiples of the tile are not supported yet")
+            mm.set_int_array("macro_tile", (self.macro_m, self.macro_n))
+            mm.set_int_array("micro_tile", (self.micro_m, self.micro_n))
+            mm.set_int("k_step", self.k_step)
