@@ -1,0 +1,740 @@
+"""Decode GFX9 machine code into :class:`Instr` objects (once per PC, cached).
+
+Supported encodings: SOP1, SOP2, SOPK, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC,
+VOP3a/VOP3b (including the VOP3 forms of VOP1/VOP2/VOPC), FLAT/GLOBAL/SCRATCH,
+DS and MUBUF.  SDWA, DPP, VOP3P, MTBUF, MIMG and EXP decode to an
+:class:`Instr` whose ``supported`` is False (the executor raises
+:class:`~.errors.UnsupportedInstruction` when it reaches one).
+
+Operands are :class:`Operand` objects; register operands use one numbering for
+both files: scalar source codes 0..255 as in the hardware's 9-bit source field
+(s0..s101, vcc_lo=106, m0=124, exec_lo=126, inline constants 128..248, ...)
+and VGPR ``n`` as ``256 + n``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from . import isa
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One operand.
+
+    ``kind``: ``v`` (VGPRs ``reg..reg+width-1``), ``s`` (scalar register file,
+    index ``reg``), ``const`` (inline constant: ``value`` holds the raw bits
+    for the operand's width), ``lit`` (32-bit literal in ``value``),
+    ``scc``/``vccz``/``execz`` (computed sources), ``imm`` (an instruction
+    field such as an offset), ``off`` (no register).
+    """
+
+    kind: str
+    reg: int = 0
+    width: int = 1
+    value: int = 0
+    neg: bool = False
+    abs: bool = False
+    text: str = ""
+
+    def __str__(self) -> str:
+        t = self.text
+        if self.abs:
+            t = f"|{t}|"
+        if self.neg:
+            t = f"-{t}"
+        return t
+
+
+@dataclass
+class Instr:
+    """A decoded instruction at ``pc`` (byte offset in the code image)."""
+
+    pc: int
+    size: int
+    encoding: str
+    opcode: int
+    mnemonic: str
+    dst: list[Operand] = field(default_factory=list)
+    src: list[Operand] = field(default_factory=list)
+    #: extra fields: offsets, flags (glc, offen, clamp, omod, ...), simm16
+    f: dict = field(default_factory=dict)
+    supported: bool = True
+    raw: bytes = b""
+    text: str = ""
+    vop3: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# ---------------------------------------------------------------------------
+# operand construction
+
+def reg_text(code: int, width: int) -> str:
+    if code >= isa.VGPR0:
+        n = code - isa.VGPR0
+        return f"v{n}" if width == 1 else f"v[{n}:{n + width - 1}]"
+    if code < isa.SGPR_LIMIT:
+        return f"s{code}" if width == 1 else f"s[{code}:{code + width - 1}]"
+    if isa.TTMP0 <= code < isa.TTMP0 + 16:
+        n = code - isa.TTMP0
+        return f"ttmp{n}" if width == 1 else f"ttmp[{n}:{n + width - 1}]"
+    if width == 2 and code in isa.PAIR_NAMES:
+        return isa.PAIR_NAMES[code]
+    return isa.SPECIAL_NAMES.get(code, f"<reg{code}>")
+
+
+def src_operand(code: int, width: int, literal: int | None = None, *, is_float: bool = False) -> Operand:
+    """The operand for a 9-bit (or 8-bit scalar) source code."""
+    if code >= isa.VGPR0:
+        return Operand("v", code - isa.VGPR0, width, text=reg_text(code, width))
+    if code <= isa.EXEC_HI and code != isa.NULL_125:
+        return Operand("s", code, width, text=reg_text(code, width))
+    iv = isa.inline_int(code)
+    if iv is not None:
+        bits = iv & ((1 << (32 * width)) - 1)
+        return Operand("const", code, width, value=bits, text=str(iv))
+    if code in isa.INLINE_FLOATS:
+        _, b32, b64, txt = isa.INLINE_FLOATS[code]
+        return Operand("const", code, width, value=b64 if width == 2 else b32, text=txt)
+    if code == isa.LITERAL:
+        lit = literal or 0
+        if width == 2 and is_float:
+            val = lit << 32
+        else:
+            val = lit
+        return Operand("lit", code, width, value=val, text=f"0x{lit:x}")
+    if code == isa.SCC:
+        return Operand("scc", code, 1, text="src_scc")
+    if code == isa.VCCZ:
+        return Operand("vccz", code, 1, text="src_vccz")
+    if code == isa.EXECZ:
+        return Operand("execz", code, 1, text="src_execz")
+    if code == isa.NULL_125:
+        return Operand("const", code, width, value=0, text="<null>")
+    return Operand("unsupported", code, width, text=isa.SPECIAL_NAMES.get(code, f"<src{code}>"))
+
+
+def vreg(n: int, width: int = 1) -> Operand:
+    return Operand("v", n, width, text=reg_text(isa.VGPR0 + n, width))
+
+
+def sreg(n: int, width: int = 1) -> Operand:
+    return Operand("s", n, width, text=reg_text(n, width))
+
+
+def _is_float_op(mn: str) -> bool:
+    return any(t in mn for t in ("_f32", "_f64", "_f16")) and not mn.startswith("v_cvt_f")
+
+
+# ---------------------------------------------------------------------------
+# decoding
+
+VOP3B_OPS = {"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32", "v_subb_co_u32",
+             "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64", "v_mad_u64_u32", "v_mad_i64_i32"}
+_CARRY_IN = {"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"}
+_TWO_SRC_VOP3 = set(range(0x280, 0x2A0))
+
+
+class Decoder:
+    """Decodes (and caches) instructions of one code image."""
+
+    def __init__(self, code: bytes):
+        self.code = bytes(code)
+        self.cache: dict[int, Instr] = {}
+
+    def __call__(self, pc: int) -> Instr:
+        ins = self.cache.get(pc)
+        if ins is None:
+            ins = decode_at(self.code, pc)
+            self.cache[pc] = ins
+        return ins
+
+
+def _dword(code: bytes, pc: int) -> int:
+    if pc + 4 > len(code) or pc < 0:
+        raise IndexError(pc)
+    return struct.unpack_from("<I", code, pc)[0]
+
+
+def decode_at(code: bytes, pc: int) -> Instr:
+    """Decode the instruction at byte offset ``pc`` of ``code``."""
+    try:
+        w = _dword(code, pc)
+    except IndexError:
+        return Instr(pc, 4, "none", 0, "<end of code>", supported=False, text="<pc outside the code object>")
+
+    def lit() -> int:
+        try:
+            return _dword(code, pc + 4)
+        except IndexError:
+            return 0
+
+    ins = _decode(code, pc, w, lit)
+    ins.raw = code[pc: pc + ins.size]
+    if not ins.text:
+        ins.text = format_instr(ins)
+    return ins
+
+
+def _unsupported(pc: int, size: int, enc: str, what: str, op: int = 0) -> Instr:
+    return Instr(pc, size, enc, op, what, supported=False, text=what)
+
+
+def _decode(code: bytes, pc: int, w: int, lit) -> Instr:
+    top2 = w >> 30
+    if top2 == 0b10:
+        if (w >> 28) == 0b1011:
+            if (w >> 23) == 0x17D:
+                return _sop1(pc, w, lit)
+            if (w >> 23) == 0x17E:
+                return _sopc(pc, w, lit)
+            if (w >> 23) == 0x17F:
+                return _sopp(pc, w)
+            return _sopk(pc, w, lit)
+        return _sop2(pc, w, lit)
+    if (w >> 31) == 0:
+        if (w >> 25) == 0x3F:
+            return _vop1(pc, w, lit)
+        if (w >> 25) == 0x3E:
+            return _vopc(pc, w, lit)
+        return _vop2(pc, w, lit)
+    top6 = w >> 26
+    if top6 == 0x30:
+        return _smem(pc, w, lit())
+    if top6 == 0x34:
+        if (w >> 23) & 0x7 == 0b111:
+            return _unsupported(pc, 8, "VOP3P", f"VOP3P opcode {(w >> 16) & 0x7f}", (w >> 16) & 0x7f)
+        return _vop3(pc, w, lit(), code)
+    if top6 == 0x37:
+        return _flat(pc, w, lit())
+    if top6 == 0x36:
+        return _ds(pc, w, lit())
+    if top6 == 0x38:
+        return _mubuf(pc, w, lit())
+    names = {0x3A: "MTBUF", 0x3C: "MIMG", 0x31: "EXP", 0x35: "VINTRP"}
+    return _unsupported(pc, 8 if top6 in names else 4, names.get(top6, "unknown"),
+                        f"{names.get(top6, 'unknown')} encoding 0x{w:08x}")
+
+
+def _ssrc(code, width, lit, is_float=False):
+    return src_operand(code, width, lit() if code == isa.LITERAL else None, is_float=is_float)
+
+
+def _sop2(pc, w, lit):
+    op = (w >> 23) & 0x7F
+    mn = isa.SOP2.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "SOP2", f"SOP2 opcode {op}", op)
+    s0, s1, d = w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0x7F
+    wd = isa.widths(mn, 2)
+    size = 8 if isa.LITERAL in (s0, s1) else 4
+    ins = Instr(pc, size, "SOP2", op, mn)
+    ins.dst = [sreg(d, wd[0])]
+    ins.src = [_ssrc(s0, wd[1], lit), _ssrc(s1, wd[2], lit)]
+    return ins
+
+
+def _sopk(pc, w, lit):
+    op = (w >> 23) & 0x1F
+    mn = isa.SOPK.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "SOPK", f"SOPK opcode {op}", op)
+    d = (w >> 16) & 0x7F
+    simm = w & 0xFFFF
+    size = 8 if mn == "s_setreg_imm32_b32" else 4
+    ins = Instr(pc, size, "SOPK", op, mn)
+    ins.f["simm16"] = simm
+    if mn.startswith("s_cmpk"):
+        ins.src = [sreg(d)]
+    elif mn in ("s_setreg_b32",):
+        ins.src = [sreg(d)]
+    elif mn == "s_call_b64":
+        ins.dst = [sreg(d, 2)]
+    elif mn == "s_setreg_imm32_b32":
+        ins.f["imm32"] = lit()
+    else:
+        ins.dst = [sreg(d)]
+        if mn in ("s_addk_i32", "s_mulk_i32", "s_cmovk_i32"):
+            ins.src = [sreg(d)]
+    return ins
+
+
+def _sop1(pc, w, lit):
+    op = (w >> 8) & 0xFF
+    mn = isa.SOP1.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "SOP1", f"SOP1 opcode {op}", op)
+    s0, d = w & 0xFF, (w >> 16) & 0x7F
+    wd = isa.widths(mn, 1)
+    size = 8 if s0 == isa.LITERAL else 4
+    ins = Instr(pc, size, "SOP1", op, mn)
+    if mn != "s_setpc_b64":
+        ins.dst = [sreg(d, wd[0])]
+    if mn != "s_getpc_b64":
+        ins.src = [_ssrc(s0, wd[1] if len(wd) > 1 else 1, lit)]
+    return ins
+
+
+def _sopc(pc, w, lit):
+    op = (w >> 16) & 0x7F
+    mn = isa.SOPC.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "SOPC", f"SOPC opcode {op}", op)
+    s0, s1 = w & 0xFF, (w >> 8) & 0xFF
+    wd = isa.widths(mn, 2)
+    size = 8 if isa.LITERAL in (s0, s1) else 4
+    ins = Instr(pc, size, "SOPC", op, mn)
+    ins.src = [_ssrc(s0, wd[1], lit), _ssrc(s1, wd[2], lit)]
+    return ins
+
+
+def _sopp(pc, w):
+    op = (w >> 16) & 0x7F
+    mn = isa.SOPP.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "SOPP", f"SOPP opcode {op}", op)
+    ins = Instr(pc, 4, "SOPP", op, mn)
+    simm = w & 0xFFFF
+    ins.f["simm16"] = simm
+    if mn == "s_waitcnt":
+        ins.f["vmcnt"] = (simm & 0xF) | (((simm >> 14) & 3) << 4)
+        ins.f["expcnt"] = (simm >> 4) & 7
+        ins.f["lgkmcnt"] = (simm >> 8) & 0xF
+    if mn == "s_branch" or mn.startswith("s_cbranch"):
+        ins.f["target"] = pc + 4 + 4 * (simm - 0x10000 if simm & 0x8000 else simm)
+    return ins
+
+
+def _smem(pc, w, w1):
+    op = (w >> 18) & 0xFF
+    mn = isa.SMEM.get(op)
+    if mn is None:
+        return _unsupported(pc, 8, "SMEM", f"SMEM opcode {op}", op)
+    sbase = (w & 0x3F) << 1
+    sdata = (w >> 6) & 0x7F
+    glc = (w >> 16) & 1
+    imm = (w >> 17) & 1
+    soe = (w >> 14) & 1
+    ins = Instr(pc, 8, "SMEM", op, mn)
+    nd = 1
+    if "dwordx" in mn:
+        nd = int(mn.rsplit("dwordx", 1)[1])
+    buffer = "buffer" in mn
+    ins.f.update(glc=glc, imm=imm, soe=soe, ndwords=nd, buffer=buffer)
+    off21 = w1 & 0x1FFFFF
+    if off21 & 0x100000:
+        off21 -= 0x200000
+    if imm:
+        ins.f["offset"] = off21
+        ins.f["soffset"] = (w1 >> 25) & 0x7F if soe else None
+    else:
+        ins.f["offset"] = 0
+        ins.f["soffset"] = ((w1 >> 25) & 0x7F) if soe else (w1 & 0xFF)
+    base = sreg(sbase, 4 if buffer else 2)
+    if mn in ("s_memtime", "s_memrealtime"):
+        ins.dst = [sreg(sdata, 2)]
+    elif "load" in mn:
+        ins.dst = [sreg(sdata, nd)]
+        ins.src = [base]
+    elif "store" in mn:
+        ins.src = [base, sreg(sdata, nd)]
+    else:
+        ins.src = []
+    if ins.f["soffset"] is not None and ("load" in mn or "store" in mn):
+        ins.src.append(src_operand(ins.f["soffset"], 1))
+    return ins
+
+
+# -- vector ALU ---------------------------------------------------------------
+
+def _vop2(pc, w, lit):
+    op = (w >> 25) & 0x3F
+    mn = isa.VOP2.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "VOP2", f"VOP2 opcode {op}", op)
+    s0 = w & 0x1FF
+    v1 = (w >> 9) & 0xFF
+    vd = (w >> 17) & 0xFF
+    if s0 in (isa.SDWA, isa.DPP):
+        return _unsupported(pc, 8, "VOP2", f"{mn}_{'sdwa' if s0 == isa.SDWA else 'dpp'}", op)
+    wd = isa.widths(mn, 2)
+    isf = _is_float_op(mn)
+    size = 8 if s0 == isa.LITERAL or mn in ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16") else 4
+    ins = Instr(pc, size, "VOP2", op, mn)
+    ins.dst = [vreg(vd, wd[0])]
+    ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=isf), vreg(v1, wd[2])]
+    if mn in ("v_madmk_f32", "v_madak_f32"):
+        k = Operand("lit", isa.LITERAL, 1, value=lit(), text=f"0x{lit():x}")
+        if mn == "v_madmk_f32":
+            ins.src = [ins.src[0], k, ins.src[1]]
+        else:
+            ins.src = [ins.src[0], ins.src[1], k]
+    if mn == "v_cndmask_b32":
+        ins.src.append(sreg(isa.VCC_LO, 2))
+    if mn in VOP3B_OPS:
+        ins.dst.append(sreg(isa.VCC_LO, 2))
+    if mn in _CARRY_IN:
+        ins.src.append(sreg(isa.VCC_LO, 2))
+    if mn in ("v_mac_f32", "v_fmac_f32", "v_mac_f16"):
+        ins.src.append(vreg(vd, 1))
+    return ins
+
+
+def _vop1(pc, w, lit):
+    op = (w >> 9) & 0xFF
+    mn = isa.VOP1.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "VOP1", f"VOP1 opcode {op}", op)
+    s0 = w & 0x1FF
+    vd = (w >> 17) & 0xFF
+    if s0 in (isa.SDWA, isa.DPP):
+        return _unsupported(pc, 8, "VOP1", f"{mn}_{'sdwa' if s0 == isa.SDWA else 'dpp'}", op)
+    wd = isa.widths(mn, 1)
+    ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOP1", op, mn)
+    if mn in ("v_nop", "v_clrexcp"):
+        ins.size = 4
+        return ins
+    ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=_is_float_op(mn))]
+    if mn == "v_readfirstlane_b32":
+        ins.dst = [sreg(vd, 1)]
+    elif mn == "v_swap_b32":
+        ins.dst = [vreg(vd), vreg(s0 - isa.VGPR0)]
+        ins.src = [vreg(vd), ins.src[0]]
+    else:
+        ins.dst = [vreg(vd, wd[0])]
+    return ins
+
+
+def _vopc(pc, w, lit):
+    op = (w >> 17) & 0xFF
+    mn = isa.VOPC.get(op)
+    if mn is None:
+        return _unsupported(pc, 4, "VOPC", f"VOPC opcode {op}", op)
+    s0 = w & 0x1FF
+    v1 = (w >> 9) & 0xFF
+    if s0 in (isa.SDWA, isa.DPP):
+        return _unsupported(pc, 8, "VOPC", f"{mn}_{'sdwa' if s0 == isa.SDWA else 'dpp'}", op)
+    wd = isa.widths(mn, 2)
+    ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOPC", op, mn)
+    ins.dst = [sreg(isa.VCC_LO, 2)]
+    ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=_is_float_op(mn)),
+               vreg(v1, wd[2])]
+    return ins
+
+
+def _vop3(pc, w, w1, code):
+    op = (w >> 16) & 0x3FF
+    if op < 0x100:
+        mn, kind = isa.VOPC.get(op), "VOPC"
+    elif op < 0x140:
+        mn, kind = isa.VOP2.get(op - 0x100), "VOP2"
+    elif op < 0x1C0:
+        mn, kind = isa.VOP1.get(op - 0x140), "VOP1"
+    else:
+        mn, kind = isa.VOP3_ONLY.get(op), "VOP3"
+    if mn is None:
+        return _unsupported(pc, 8, "VOP3", f"VOP3 opcode 0x{op:x}", op)
+    vd = w & 0xFF
+    absm = (w >> 8) & 7
+    clamp = (w >> 15) & 1
+    sdst = (w >> 8) & 0x7F
+    s = [w1 & 0x1FF, (w1 >> 9) & 0x1FF, (w1 >> 18) & 0x1FF]
+    omod = (w1 >> 27) & 3
+    negm = (w1 >> 29) & 7
+    vop3b = mn in VOP3B_OPS
+    if vop3b:
+        absm = 0
+    if kind == "VOPC":
+        nsrc = 2
+    elif kind == "VOP2":
+        nsrc = 3 if mn == "v_cndmask_b32" or mn in _CARRY_IN else 2
+    elif kind == "VOP1":
+        nsrc = 0 if mn in ("v_nop", "v_clrexcp") else 1
+    else:
+        nsrc = 2 if op in _TWO_SRC_VOP3 else 3
+    wd = isa.widths(mn, nsrc)
+    isf = _is_float_op(mn)
+    ins = Instr(pc, 8, "VOP3", op, mn, vop3=True)
+    ins.f.update(clamp=clamp, omod=omod)
+    srcs = []
+    for i in range(nsrc):
+        width = wd[1 + i] if 1 + i < len(wd) else 1
+        if mn in ("v_cndmask_b32",) and i == 2 or (mn in _CARRY_IN and i == 2):
+            width = 2
+        o = src_operand(s[i], width, None, is_float=isf)
+        if o.kind == "lit":
+            o = Operand("unsupported", isa.LITERAL, width, text="<literal in VOP3>")
+        if (negm >> i) & 1 or (absm >> i) & 1:
+            o = Operand(o.kind, o.reg, o.width, o.value, neg=bool((negm >> i) & 1),
+                        abs=bool((absm >> i) & 1), text=o.text)
+        srcs.append(o)
+    ins.src = srcs
+    if kind == "VOPC":
+        ins.dst = [sreg(vd, 2)]
+    elif mn == "v_readlane_b32":
+        ins.dst = [sreg(vd, 1)]
+    elif mn == "v_readfirstlane_b32":
+        ins.dst = [sreg(vd, 1)]
+    elif mn in ("v_nop", "v_clrexcp"):
+        ins.dst = []
+    else:
+        ins.dst = [vreg(vd, wd[0])]
+    if vop3b:
+        ins.dst.append(sreg(sdst, 2))
+    if mn in ("v_mac_f32", "v_fmac_f32"):
+        ins.src.append(vreg(vd, 1))
+    if mn == "v_writelane_b32":
+        ins.src.append(vreg(vd, 1))  # lanes not selected keep their value
+    return ins
+
+
+# -- memory ---------------------------------------------------------------------
+
+def _flat(pc, w, w1):
+    op = (w >> 18) & 0x7F
+    seg = (w >> 14) & 3
+    segname = {0: "flat", 1: "scratch", 2: "global"}.get(seg, "seg3")
+    name = isa.FLAT_OPS.get(op)
+    if name is None or seg == 3:
+        return _unsupported(pc, 8, "FLAT", f"{segname} opcode {op}", op)
+    mn = f"{segname}_{name}"
+    off = w & 0x1FFF
+    if seg != 0 and off & 0x1000:
+        off -= 0x2000
+    if seg == 0:
+        off &= 0xFFF
+    glc = (w >> 16) & 1
+    slc = (w >> 17) & 1
+    addr = w1 & 0xFF
+    data = (w1 >> 8) & 0xFF
+    saddr = (w1 >> 16) & 0x7F
+    vdst = (w1 >> 24) & 0xFF
+    ins = Instr(pc, 8, "FLAT", op, mn)
+    if seg == 1:
+        ins.supported = False
+    use_saddr = seg != 0 and saddr != 0x7F
+    ins.f.update(offset=off, glc=glc, slc=slc, seg=segname, saddr=saddr if use_saddr else None,
+                 op=name)
+    addr_op = vreg(addr, 1 if use_saddr else 2)
+    ins.f["addr"] = addr_op
+    ins.f["saddr_op"] = sreg(saddr, 2) if use_saddr else Operand("off", text="off")
+    if name.startswith("load"):
+        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
+        ins.f["ndwords"] = nd
+        ins.dst = [vreg(vdst, nd)]
+        ins.src = [addr_op]
+    elif name.startswith("store"):
+        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
+        ins.f["ndwords"] = nd
+        ins.src = [addr_op, vreg(data, nd)]
+    else:
+        wide = 2 if name.endswith("_x2") else 1
+        ins.f["width"] = wide
+        dw = wide * (2 if "cmpswap" in name else 1)
+        ins.src = [addr_op, vreg(data, dw)]
+        if glc:
+            ins.dst = [vreg(vdst, wide)]
+    if use_saddr:
+        ins.src.append(ins.f["saddr_op"])
+    return ins
+
+
+def _ds(pc, w, w1):
+    op = (w >> 17) & 0xFF
+    mn = isa.DS.get(op)
+    if mn is None:
+        return _unsupported(pc, 8, "DS", f"DS opcode {op}", op)
+    off0, off1 = w & 0xFF, (w >> 8) & 0xFF
+    gds = (w >> 16) & 1
+    addr, d0, d1, vd = w1 & 0xFF, (w1 >> 8) & 0xFF, (w1 >> 16) & 0xFF, (w1 >> 24) & 0xFF
+    ins = Instr(pc, 8, "DS", op, mn)
+    ins.f.update(offset0=off0, offset1=off1, offset=off0 | (off1 << 8), gds=gds)
+    if gds:
+        ins.supported = False
+    sz = 1
+    for t, n in (("b128", 4), ("b96", 3), ("b64", 2)):
+        if mn.endswith(t):
+            sz = n
+    a = vreg(addr)
+    if mn.startswith("ds_read"):
+        two = "read2" in mn
+        ins.dst = [vreg(vd, sz * (2 if two else 1))]
+        ins.src = [a]
+    elif mn.startswith("ds_write"):
+        if "write2" in mn:
+            ins.src = [a, vreg(d0, sz), vreg(d1, sz)]
+        else:
+            ins.src = [a, vreg(d0, sz)]
+    elif mn == "ds_nop":
+        pass
+    else:
+        ins.src = [a, vreg(d0, sz)]
+        if "_rtn_" in mn:
+            ins.dst = [vreg(vd, sz)]
+    ins.f["dwords"] = sz
+    return ins
+
+
+def _mubuf(pc, w, w1):
+    op = (w >> 18) & 0x7F
+    name = isa.MUBUF_OPS.get(op)
+    if name is None:
+        return _unsupported(pc, 8, "MUBUF", f"MUBUF opcode {op}", op)
+    mn = f"buffer_{name}"
+    off = w & 0xFFF
+    offen, idxen = (w >> 12) & 1, (w >> 13) & 1
+    glc, lds, slc = (w >> 14) & 1, (w >> 16) & 1, (w >> 17) & 1
+    vaddr, vdata = w1 & 0xFF, (w1 >> 8) & 0xFF
+    srsrc = ((w1 >> 16) & 0x1F) << 2
+    soff = (w1 >> 24) & 0xFF
+    ins = Instr(pc, 8, "MUBUF", op, mn)
+    if lds:
+        ins.supported = False
+    ins.f.update(offset=off, offen=offen, idxen=idxen, glc=glc, slc=slc, op=name)
+    nv = offen + idxen
+    ins.f["vaddr"] = vreg(vaddr, nv) if nv else Operand("off", text="off")
+    ins.f["srsrc"] = sreg(srsrc, 4)
+    ins.f["soffset"] = src_operand(soff, 1)
+    srcs = [ins.f["srsrc"], ins.f["soffset"]] + ([ins.f["vaddr"]] if nv else [])
+    if name.startswith("load"):
+        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
+        ins.f["ndwords"] = nd
+        ins.dst = [vreg(vdata, nd)]
+    elif name.startswith("store"):
+        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
+        ins.f["ndwords"] = nd
+        srcs.append(vreg(vdata, nd))
+    else:
+        wide = 2 if name.endswith("_x2") else 1
+        ins.f["width"] = wide
+        srcs.append(vreg(vdata, wide * (2 if "cmpswap" in name else 1)))
+        if glc:
+            ins.dst = [vreg(vdata, wide)]
+    ins.src = srcs
+    return ins
+
+
+# ---------------------------------------------------------------------------
+# text (close to LLVM's syntax)
+
+def _hex(v: int) -> str:
+    return f"0x{v:x}" if v >= 0 else f"-0x{-v:x}"
+
+
+def format_instr(ins: Instr) -> str:
+    mn = ins.mnemonic
+    enc = ins.encoding
+    if not ins.supported and not ins.dst and not ins.src:
+        return mn
+    if enc == "SOPP":
+        simm = ins.f["simm16"]
+        if mn in ("s_endpgm", "s_barrier", "s_icache_inv", "s_wakeup", "s_endpgm_saved",
+                  "s_set_gpr_idx_off", "s_ttracedata"):
+            return mn
+        if mn == "s_waitcnt":
+            parts = []
+            if ins.f["vmcnt"] != 63:
+                parts.append(f"vmcnt({ins.f['vmcnt']})")
+            if ins.f["expcnt"] != 7:
+                parts.append(f"expcnt({ins.f['expcnt']})")
+            if ins.f["lgkmcnt"] != 15:
+                parts.append(f"lgkmcnt({ins.f['lgkmcnt']})")
+            return f"{mn} {' '.join(parts) if parts else 'vmcnt(63) expcnt(7) lgkmcnt(15)'}"
+        if "target" in ins.f:
+            return f"{mn} {simm - 0x10000 if simm & 0x8000 else simm}"
+        return f"{mn} {simm}"
+    if enc == "SOPK":
+        simm = ins.f["simm16"]
+        regs = [str(o) for o in ins.dst] or [str(o) for o in ins.src]
+        if mn == "s_setreg_imm32_b32":
+            return f"{mn} {simm}, 0x{ins.f['imm32']:x}"
+        return f"{mn} {', '.join(regs + [_hex(simm)])}"
+    if enc == "SMEM":
+        if not ins.dst and not ins.src:
+            return mn
+        ops = [str(o) for o in ins.dst]
+        if "store" in mn:
+            ops = [str(ins.src[1]), str(ins.src[0])]
+        elif ins.src:
+            ops.append(str(ins.src[0]))
+        so = ins.f["soffset"]
+        if ins.f["imm"] and so is None:
+            ops.append(_hex(ins.f["offset"]))
+        elif ins.f["imm"]:
+            ops.append(f"{src_operand(so, 1)} offset:{_hex(ins.f['offset'])}")
+        else:
+            ops.append(str(src_operand(so, 1)))
+        t = f"{mn} {', '.join(ops)}"
+        return t + (" glc" if ins.f["glc"] else "")
+    if enc == "FLAT":
+        f = ins.f
+        name = f["op"]
+        ops = []
+        if name.startswith("load"):
+            ops = [str(ins.dst[0]), str(f["addr"])]
+        elif name.startswith("store"):
+            ops = [str(f["addr"]), str(ins.src[1])]
+        else:
+            ops = ([str(ins.dst[0])] if ins.dst else []) + [str(f["addr"]), str(ins.src[1])]
+        if f["seg"] != "flat":
+            ops.append(str(f["saddr_op"]))
+        t = f"{mn} {', '.join(ops)}"
+        if f["offset"]:
+            t += f" offset:{f['offset']}"
+        if f["glc"]:
+            t += " glc"
+        if f["slc"]:
+            t += " slc"
+        return t
+    if enc == "DS":
+        f = ins.f
+        ops = [str(o) for o in ins.dst] + [str(o) for o in ins.src]
+        t = f"{mn} {', '.join(ops)}" if ops else mn
+        if "2" in mn.split("_")[1]:
+            if f["offset0"]:
+                t += f" offset0:{f['offset0']}"
+            if f["offset1"]:
+                t += f" offset1:{f['offset1']}"
+        elif f["offset"]:
+            t += f" offset:{f['offset']}"
+        if f["gds"]:
+            t += " gds"
+        return t
+    if enc == "MUBUF":
+        f = ins.f
+        data = ins.dst[0] if ins.dst else ins.src[-1]
+        ops = [str(data), str(f["vaddr"]), str(f["srsrc"]), str(f["soffset"])]
+        t = f"{mn} {', '.join(ops)}"
+        for k in ("offen", "idxen"):
+            if f[k]:
+                t += f" {k}"
+        if f["offset"]:
+            t += f" offset:{f['offset']}"
+        for k in ("glc", "slc"):
+            if f[k]:
+                t += f" {k}"
+        return t
+    # ALU encodings
+    name = mn
+    if enc == "VOP3" and ins.opcode < 0x1C0:
+        name += "_e64"
+    srcs = list(ins.src)
+    dsts = list(ins.dst)
+    if mn in ("v_mac_f32", "v_fmac_f32"):
+        srcs = srcs[:-1]
+    if mn == "v_writelane_b32":
+        srcs = srcs[:-1]
+    if mn == "v_swap_b32":
+        return f"{name} {dsts[0]}, {dsts[1]}"
+    ops = [str(o) for o in dsts] + [str(o) for o in srcs]
+    t = f"{name} {', '.join(ops)}" if ops else name
+    if ins.f.get("clamp"):
+        t += " clamp"
+    om = ins.f.get("omod", 0)
+    if om:
+        t += {1: " mul:2", 2: " mul:4", 3: " div:2"}[om]
+    return t
