@@ -823,7 +823,11 @@ def _parse(data: bytes, where: str) -> CodeObject:
             md_tid = TargetId.parse(tid_text)
         except TargetError:
             md_tid = None
-        if md_tid is not None and str(md_tid) != str(target_id):
+        conflict = md_tid is not None and (
+            md_tid.target.name != target_id.target.name
+            or any(v is not None and target_id.settings.get(f) not in (None, v)
+                   for f, v in md_tid.settings.items()))
+        if conflict:
             raise fail(f"metadata target {tid_text} does not match the ELF's {target_id}")
 
     # -- kernels
