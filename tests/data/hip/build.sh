@@ -8,8 +8,9 @@
 # Default code objects are v4 (clang 15's default, what ROCm 5.2 loads);
 # a few kernels are also built as code object v5 (*.v5.hsaco) so the emulator
 # sees the v5 hidden kernel arguments (hidden_block_count_*, hidden_group_size_*, ...).
-# saxpy is also built for the target id gfx906:sramecc-:xnack- (saxpy.sramecc-off.hsaco),
-# a code object an ECC-on board (MI50/MI60 default to sramecc+) must refuse.
+# saxpy is also built for explicit target ids: gfx906:sramecc-:xnack-
+# (saxpy.sramecc-off.hsaco), which an ECC-on board (MI50/MI60 default to
+# sramecc+) must refuse, and gfx906:sramecc+:xnack- (saxpy.sramecc-on.hsaco).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT="${1:-$HERE}"
@@ -35,5 +36,8 @@ for name in $names; do
     HIP_PLATFORM=amd "$HIPCC" --offload-arch="$ARCH:sramecc-:xnack-" --cuda-device-only \
         --no-gpu-bundle-output -O3 -c "$src" -o "$OUT/$name.sramecc-off.hsaco"
     echo "built $OUT/$name.sramecc-off.hsaco"
+    HIP_PLATFORM=amd "$HIPCC" --offload-arch="$ARCH:sramecc+:xnack-" --cuda-device-only \
+        --no-gpu-bundle-output -O3 -c "$src" -o "$OUT/$name.sramecc-on.hsaco"
+    echo "built $OUT/$name.sramecc-on.hsaco"
   fi
 done
