@@ -325,3 +325,129 @@ def test_kernarg_bytes_seen_by_kernel(dev, name):
         seen = seen[:a.offset] + bytes(8) + seen[a.offset + 8:]
     assert seen == expected[:4 * nd]
     assert struct.unpack_from("<f", seen, 12)[0] == 1.5
+
+
+# -- EmulatorDevice plumbing against a stand-in core (runs with or without the real one) ---
+
+
+def _fake_core(monkeypatch, seen):
+    """Install a stand-in ``vlpc.runtime.emulator.core`` with the agreed interface whose
+    run_dispatch records the config and what memory holds at its pointers."""
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    import vlpc.runtime.emulator as emu_pkg
+
+    @dataclass
+    class DispatchConfig:
+        kernel_name: str
+        code: bytes
+        code_address: int
+        entry_address: int
+        grid: tuple
+        block: tuple
+        user_sgpr_private_segment_buffer: bool = False
+        user_sgpr_dispatch_ptr: bool = False
+        user_sgpr_queue_ptr: bool = False
+        user_sgpr_kernarg_segment_ptr: bool = False
+        user_sgpr_dispatch_id: bool = False
+        user_sgpr_flat_scratch_init: bool = False
+        user_sgpr_private_segment_size: bool = False
+        user_sgpr_count: int | None = None
+        sgpr_workgroup_id_x: bool = True
+        sgpr_workgroup_id_y: bool = False
+        sgpr_workgroup_id_z: bool = False
+        sgpr_workgroup_info: bool = False
+        sgpr_private_segment_wave_offset: bool = False
+        vgpr_workitem_id: int = 0
+        vgpr_count: int = 256
+        sgpr_count: int = 102
+        lds_bytes: int = 0
+        kernarg_address: int = 0
+        dispatch_ptr: int = 0
+        queue_ptr: int = 0
+        strict: bool = False
+        instruction_budget: int = 10**9
+        max_waves_in_flight: int | None = None
+
+    @dataclass
+    class LaunchStats:
+        instructions: int = 0
+
+    def run_dispatch(memory, cfg):
+        seen["cfg"] = cfg
+        seen["code"] = memory.read(cfg.code_address, len(cfg.code)).tobytes()
+        seen["packet"] = memory.read(cfg.dispatch_ptr, 64).tobytes()
+        seen["queue"] = memory.read(cfg.queue_ptr, 256).tobytes()
+        seen["live"] = {a.address for a in memory.allocations()}
+        n = seen.get("kernarg_size", 0)
+        seen["kernargs"] = memory.read(cfg.kernarg_address, n).tobytes() if n else b""
+        if seen.get("fail"):
+            raise DeviceError("stand-in fault")
+        return LaunchStats(42)
+
+    fake = types.ModuleType("vlpc.runtime.emulator.core")
+    fake.DispatchConfig, fake.LaunchStats, fake.run_dispatch = DispatchConfig, LaunchStats, run_dispatch
+    monkeypatch.setitem(sys.modules, "vlpc.runtime.emulator.core", fake)
+    monkeypatch.setattr(emu_pkg, "core", fake, raising=False)
+    return fake
+
+
+def test_emulator_device_builds_dispatch(monkeypatch, geometry_co):
+    from vlpc.runtime.kernargs import DispatchPacket
+
+    seen = {}
+    _fake_core(monkeypatch, seen)
+    dev = get_device("emulator", strict=True, instruction_budget=1234, max_waves_in_flight=3)
+    out = dev.alloc(256)
+    k = geometry_co.kernel("geometry")
+    seen["kernarg_size"] = k.metadata.kernarg_segment_size
+    stats = dev.launch(geometry_co, "geometry", grid=(3, 2, 1), block=(16, 4, 1), args=[out],
+                       dynamic_lds=1024)
+    assert stats.instructions == 42
+    cfg = seen["cfg"]
+    base = cfg.code_address
+    assert base % geometry_co.load_alignment == 0
+    assert seen["code"] == cfg.code == geometry_co.load_image(base)
+    assert cfg.entry_address == base + k.entry_offset and cfg.kernel_name == "geometry"
+    assert (cfg.grid, cfg.block) == ((3, 2, 1), (16, 4, 1))
+    assert cfg.user_sgpr_dispatch_ptr and cfg.user_sgpr_kernarg_segment_ptr
+    assert not cfg.user_sgpr_queue_ptr and not cfg.user_sgpr_private_segment_buffer
+    assert cfg.user_sgpr_count == 4
+    assert cfg.sgpr_workgroup_id_x and cfg.sgpr_workgroup_id_y and not cfg.sgpr_workgroup_id_z
+    assert cfg.vgpr_workitem_id == 1 and cfg.vgpr_count == 12
+    assert cfg.sgpr_count == k.descriptor.sgpr_count
+    assert cfg.lds_bytes == 512 + 1024
+    assert cfg.strict and cfg.instruction_budget == 1234 and cfg.max_waves_in_flight == 3
+    packet = DispatchPacket.unpack(seen["packet"])
+    assert packet.workgroup_size == (16, 4, 1) and packet.grid_size == (48, 8, 1)
+    assert packet.kernel_object == base + k.descriptor_offset
+    assert packet.kernarg_address == cfg.kernarg_address
+    assert packet.group_segment_size == 1536 and packet.dimensions == 3
+    assert int.from_bytes(seen["queue"][8:16], "little") == cfg.dispatch_ptr  # ring base
+    expected = pack_kernargs(k, [out], LaunchGeometry((3, 2, 1), (16, 4, 1), 1024),
+                             hidden=HiddenValues(queue_ptr=cfg.queue_ptr))
+    assert seen["kernargs"] == expected
+    # temporaries are gone, the image stays cached for the next launch
+    live = {a.address for a in dev.memory.allocations()}
+    assert cfg.kernarg_address not in live and cfg.dispatch_ptr not in live
+    assert cfg.queue_ptr not in live and base in live
+    dev.launch(geometry_co, "geometry", grid=1, block=64, args=[out])
+    assert seen["cfg"].code_address == base
+    assert {a.address for a in dev.memory.allocations()} == live
+
+
+def test_emulator_device_frees_on_fault(monkeypatch, vadd_co):
+    seen = {"fail": True}
+    _fake_core(monkeypatch, seen)
+    dev = get_device("emulator")
+    a = dev.alloc(64)
+    with pytest.raises(DeviceError, match="stand-in fault"):
+        dev.launch(vadd_co, "vadd", grid=1, block=64, args=[a, a, a, 16])
+    cfg = seen["cfg"]
+    assert {cfg.kernarg_address, cfg.dispatch_ptr, cfg.queue_ptr} <= seen["live"]
+    live = {x.address for x in dev.memory.allocations()}
+    assert live == {a.address, cfg.code_address}
+    dev.unload(vadd_co)
+    assert {x.address for x in dev.memory.allocations()} == {a.address}
