@@ -191,7 +191,11 @@ def _call(hip: Any, call: str, *args: Any) -> Any:
     if code != 0:
         detail = None
         try:
-            s_err, text = hip.hipGetErrorString(code)
+            try:
+                status = hip.hipError_t(code)
+            except Exception:
+                status = code
+            s_err, text = hip.hipGetErrorString(status)
             if _status(s_err) == 0 and text:
                 detail = text.decode() if isinstance(text, bytes) else str(text)
         except Exception:
