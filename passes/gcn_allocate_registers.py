@@ -127,7 +127,47 @@ def _linearize(kernel: gcn.KernelOp):
     return pos, loops
 
 
+def _insert_back_edge_copies(kernel: gcn.KernelOp) -> None:
+    """Copy a yielded value that is defined while its block argument is still live.
+
+    A loop-carried value has one register range; when the next iteration's value is
+    computed before the current one's last use, they cannot share it, so the back
+    edge gets a copy (LLVM's PHI elimination does the same).
+    """
+    for loop in [o for o in kernel.body.walk() if isinstance(o, gcn.LoopOp)]:
+        block = loop.body.block
+        back = block.last_op
+        assert isinstance(back, gcn.LoopBackOp)
+        order = {o: i for i, o in enumerate(block.ops)}
+        new_yield = list(back.yielded)
+        for i, (arg, y) in enumerate(zip(block.args, back.yielded)):
+            if y is arg or not isinstance(y, OpResult) or y.op.parent_block() is not block:
+                continue
+            last_use = max((order.get(_top_level(u.operation, block), -1) for u in arg.uses
+                            if u.operation is not back), default=-1)
+            if last_use > order[y.op]:
+                t = y.type
+                if isinstance(t, gcn.SGPRType) and t.n == 1:
+                    copy = gcn.SMovB32Op(y)
+                    new_yield[i] = copy.sdst
+                elif isinstance(t, gcn.VGPRType) and t.n == 1:
+                    copy = gcn.VMovB32Op(y)
+                    new_yield[i] = copy.vdst
+                else:
+                    raise op_error(back, f"internal error: cannot copy a loop-carried {t} on the back edge")
+                block.insert_op_before(copy, back)  # s_mov/v_mov leave SCC alone
+        if new_yield != list(back.yielded):
+            back.operands = new_yield
+
+
+def _top_level(op: Operation, block: Block) -> Operation:
+    while op.parent_block() is not block:
+        op = op.parent_op()
+    return op
+
+
 def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, pass_: GcnAllocateRegistersPass) -> None:
+    _insert_back_edge_copies(kernel)
     pos, loops = _linearize(kernel)
     groups = _Groups()
 
@@ -151,7 +191,8 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, p
     # loop results are defined at the back edge
     for s0, e0, loop in loops:
         for r in loop.res:
-            start[r] = min(start[r], 2 * e0 + 1)
+            start[r] = 2 * e0 + 1
+            end[r] = max(end[r], start[r])
     # values defined before a loop and used inside stay live to its back edge
     for s0, e0, loop in loops:
         for v in list(end):

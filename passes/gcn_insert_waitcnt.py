@@ -11,10 +11,11 @@ Rules (``shared/reference/gfx906.md``; LLVM ``SIInsertWaitcnts.cpp``):
   overwrites a register whose load is outstanding.  Loops are analysed to a fixed
   point, so values loaded in one iteration and used in the next get their waits.
 * Placement policy for scalar loads: when an SMEM load is issued while older SMEM
-  results are still outstanding and one of those older results is used before the
-  new one, the ``lgkmcnt(0)`` that older use needs is placed *before* the new load.
-  Waiting later would also wait for the new load (out-of-order return), leaving it
-  no latency cover; waiting earlier costs only the instructions in between.
+  results are still outstanding and one of those older results is needed before
+  the new one with no VALU instruction in between, the ``lgkmcnt(0)`` that older
+  use needs is placed *before* the new load.  Waiting at the use would also wait
+  for the new load (out-of-order return), leaving it no latency cover; waiting
+  earlier costs the older loads only the scalar instructions in between.
 
 Counts above the counter maxima (vmcnt 63, lgkmcnt 15 on gfx906) are clamped,
 which only makes a wait stricter.
@@ -45,6 +46,9 @@ def regs_of(value: SSAValue) -> list[Reg]:
 
 
 def reads(op: Operation) -> list[Reg]:
+    """Registers an instruction reads (a loop's back branch passes values, it reads none)."""
+    if isinstance(op, gcn.LoopBackOp):
+        return []
     return [r for o in op.operands for r in regs_of(o)]
 
 
@@ -160,12 +164,22 @@ class _Inserter:
 
     @staticmethod
     def _old_smem_used_first(old: set[Reg], new: set[Reg], rest: list[Operation]) -> bool:
+        """Whether an older SMEM result is needed first, with no VALU instruction before
+        that use (waiting now costs the older loads no cover) and VALU work between
+        that use and the new load's first use (which waiting now gives the new load)."""
+        seen_old = False
         for op in _flatten(rest):
             touched = set(reads(op)) | set(writes(op))
-            if touched & old:
-                return True
-            if touched & new:
-                return False
+            if not seen_old:
+                if touched & old:
+                    seen_old = True
+                elif touched & new or op.UNIT == "valu":
+                    return False
+            else:
+                if touched & new:
+                    return False
+                if op.UNIT == "valu":
+                    return True
         return False
 
 

@@ -1,0 +1,117 @@
+"""``gcn-emit-descriptor``: fill each kernel's descriptor and code object v5 metadata.
+
+From the allocated registers and the kernel's ``kernargs``/``launch``/``arg_roles``
+attributes this pass computes the ``.amdhsa_kernel`` directive values
+(``descriptor``: next_free_vgpr/sgpr, kernarg pointer and workgroup-id enables,
+work-item id VGPRs, reserve flags) and the AMDGPU metadata map (``metadata``, JSON:
+``.args`` with names, offsets, sizes and kinds, ``.sgpr_count``, ``.vgpr_count``,
+``.wavefront_size``, ``.max_flat_workgroup_size``...), as AMDGPUUsage "Code Object
+V5 Metadata" and "Kernel Descriptor" describe.  The printer turns both into text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.passes import ModulePass
+
+from vlpc.dialects import gcn
+from vlpc.targets import TargetId, get_target
+
+#: The order of user SGPRs the dispatcher initialises (AMDGPUUsage "Initial Kernel Execution State").
+USER_SGPR_ROLES = (("private_segment_buffer", 4), ("dispatch_ptr", 2), ("queue_ptr", 2),
+                   ("kernarg_segment_ptr", 2), ("dispatch_id", 2), ("flat_scratch_init", 2),
+                   ("private_segment_size", 1))
+SYSTEM_SGPR_ROLES = ("workgroup_id_x", "workgroup_id_y", "workgroup_id_z", "workgroup_info",
+                     "private_segment_wave_offset")
+
+
+def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
+    """(next free VGPR, next free SGPR, uses VCC) from the allocated registers."""
+    nv = ns = 0
+    vcc = False
+    values = list(kernel.body.block.args)
+    for op in kernel.body.walk():
+        values.extend(op.results)
+        values.extend(op.operands)
+        if isinstance(op, gcn.GCNInstruction) and "vcc" in (op.IMPLICIT_DEFS + op.IMPLICIT_USES):
+            vcc = True
+        if isinstance(op, gcn.LoopOp):
+            values.extend(op.body.block.args)
+    for v in values:
+        t = v.type
+        if isinstance(t, gcn.VGPRType):
+            nv = max(nv, t.first + t.n)
+        elif isinstance(t, gcn.SGPRType):
+            ns = max(ns, t.first + t.n)
+        elif isinstance(t, gcn.SpecialRegType) and t.reg.data == "vcc":
+            vcc = True
+    return nv, ns, vcc
+
+
+@dataclass(frozen=True)
+class GcnEmitDescriptorPass(ModulePass):
+    """Option: ``target`` — a target id such as ``gfx906`` or ``gfx906:sramecc+:xnack-``."""
+
+    name = "gcn-emit-descriptor"
+
+    target: str = "gfx906"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        tid = TargetId.parse(self.target)
+        target = get_target(self.target)
+        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+            nv, ns, vcc = kernel_resources(kernel)
+            roles = [s.data for s in kernel.attributes["arg_roles"].data]  # type: ignore[union-attr]
+            launch = kernel.launch
+            assert launch is not None
+            wg_size = launch.data["workgroup_size"].value.data  # type: ignore[union-attr]
+            args = [{k: (v.data if isinstance(v, StringAttr) else v.value.data) for k, v in d.data.items()}
+                    for d in kernel.kernargs.data]  # type: ignore[union-attr]
+            kernarg_size = max(a["offset"] + a["size"] for a in args)
+            kernarg_size = -(-kernarg_size // 8) * 8
+            xnack = tid.settings.get("xnack") is not False
+            desc: dict[str, int] = {
+                "amdhsa_next_free_vgpr": max(nv, 1),
+                "amdhsa_next_free_sgpr": max(ns, 1),
+                "amdhsa_reserve_vcc": int(vcc),
+                "amdhsa_reserve_flat_scratch": 0,
+                "amdhsa_reserve_xnack_mask": int(xnack),
+                "amdhsa_kernarg_size": kernarg_size,
+                "amdhsa_group_segment_fixed_size": 0,
+                "amdhsa_private_segment_fixed_size": 0,
+                "amdhsa_system_vgpr_workitem_id": 2 if "workitem_id_z" in roles else (1 if "workitem_id_y" in roles else 0),
+            }
+            for role, _ in USER_SGPR_ROLES:
+                if role in roles:
+                    desc[f"amdhsa_user_sgpr_{role}"] = 1
+            for role in SYSTEM_SGPR_ROLES[:3]:
+                desc[f"amdhsa_system_sgpr_{role}"] = int(role in roles)
+            sgpr_count = ns + (target.vcc_sgprs if vcc else 0) + (target.xnack_mask_sgprs if xnack else 0)
+            meta_args = []
+            for a in args:
+                entry = {".name": a["name"], ".offset": a["offset"], ".size": a["size"],
+                         ".value_kind": a["value_kind"], ".type_name": a["type"]}
+                if a["value_kind"] == "global_buffer":
+                    entry[".address_space"] = "global"
+                    entry[".actual_access"] = "read_write" if a["name"] == "C" else "read_only"
+                meta_args.append(entry)
+            meta = {
+                ".name": kernel.sym_name.data,
+                ".symbol": f"{kernel.sym_name.data}.kd",
+                ".kernarg_segment_size": kernarg_size,
+                ".kernarg_segment_align": 8,
+                ".group_segment_fixed_size": 0,
+                ".private_segment_fixed_size": 0,
+                ".wavefront_size": target.wavefront_size,
+                ".sgpr_count": sgpr_count,
+                ".vgpr_count": nv,
+                ".max_flat_workgroup_size": wg_size,
+                ".reqd_workgroup_size": [wg_size, 1, 1],
+                ".args": meta_args,
+            }
+            kernel.descriptor = DictionaryAttr({k: IntegerAttr(v, i64) for k, v in desc.items()})
+            kernel.metadata = StringAttr(json.dumps(meta))

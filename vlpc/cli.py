@@ -1,0 +1,242 @@
+"""The ``vlpc`` command line.
+
+Subcommands:
+
+* ``vlpc compile FILE --target gfx906 [-o OUT] [--emit mlir|asm|obj|hsaco]``:
+  lower a gemm-dialect file to a code object (``--emit`` is inferred from the
+  suffix of ``-o``: ``.mlir``, ``.s``, ``.o``, ``.hsaco``/``.co``).
+* ``vlpc opt FILE -p 'pass{opt=val},...'``: run named passes and print the IR.
+* ``vlpc run FILE``: compile, execute on a device (the emulator by default) and
+  verify against NumPy.
+
+Exit codes: 0 success; 1 user error (bad input or options, unsupported sizes);
+2 usage error; 3 verification failed; 4 device fault; 70 internal error (a bug in
+vlpc).  Errors are printed as one line (``file:line:col: error: ...`` for IR),
+never as a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
+
+EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
+
+
+def write_atomic(path: str, data: str | bytes) -> None:
+    """Write ``path`` via a temporary file in the same directory and a rename, so a
+    failure never leaves a partial file or clobbers an existing good one."""
+    p = Path(path)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(data)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _tile(text: str) -> tuple[int, int]:
+    try:
+        a, b = text.lower().split("x")
+        return int(a), int(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MxN (e.g. 64x256), got '{text}'") from None
+
+
+def _read_input(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise VlpcError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _add_codegen_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default="gfx906",
+                   help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: %(default)s)")
+    p.add_argument("--macro-tile", type=_tile, default=(64, 256), metavar="MxN",
+                   help="macro tile per workgroup (default: 64x256; the seed also uses 64x64, 64x128)")
+    p.add_argument("--micro-tile", type=_tile, default=(64, 1), metavar="MxN",
+                   help="micro tile per work-item (default: 64x1)")
+    p.add_argument("--k-step", type=int, default=16, choices=(8, 16),
+                   help="K values per A row load: 16 (s_load_dwordx16, default) or 8 (s_load_dwordx8)")
+    p.add_argument("--waves-per-simd", type=int, default=3,
+                   help="occupancy the VGPR budget is chosen for (default: %(default)s -> 84 VGPRs)")
+    p.add_argument("--split-k", type=int, default=1, help="K slices across workgroups (only 1 for now)")
+
+
+def _options(args: argparse.Namespace) -> dict:
+    return dict(macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile), k_step=args.k_step,
+                waves_per_simd=args.waves_per_simd, split_k=args.split_k)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vlpc", description="GEMM compiler for AMD GCN (gfx906) with A in SGPRs")
+    from vlpc import __version__
+    parser.add_argument("--version", action="version", version=f"vlpc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    c = sub.add_parser("compile", help="compile a gemm-dialect file to a code object")
+    c.add_argument("file", help="input MLIR file ('-' for standard input)")
+    c.add_argument("-o", "--output", help="output file (default: standard output for text, FILE.hsaco otherwise)")
+    c.add_argument("--emit", choices=("mlir", "asm", "obj", "hsaco"),
+                   help="what to write (default: from the -o suffix, else hsaco)")
+    c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
+    c.add_argument("--print-pipeline", action="store_true", help="print the pass pipeline with its options and exit")
+    c.add_argument("-v", "--verbose", action="store_true", help="say which toolchain was used, the kernel resources and occupancy")
+    _add_codegen_options(c)
+
+    o = sub.add_parser("opt", help="run passes on an MLIR file and print the result")
+    o.add_argument("file", help="input MLIR file ('-' for standard input)")
+    o.add_argument("-p", "--passes", default="", help="pass pipeline, e.g. 'gemm-tile{macro-n=128},gemm-map-workgroups'")
+    o.add_argument("-o", "--output", help="output file (default: standard output)")
+    o.add_argument("--emit", choices=("mlir", "asm"), default="mlir", help="print IR (default) or assembly")
+    o.add_argument("--target", default="gfx906", help="target id for --emit asm (default: %(default)s)")
+    o.add_argument("--list-passes", action="store_true", help="list the available passes and exit")
+
+    r = sub.add_parser("run", help="compile, execute on a device and verify against NumPy")
+    r.add_argument("file", help="input MLIR file")
+    r.add_argument("--device", default="emulator", choices=("emulator", "hip", "auto"),
+                   help="where to execute (default: %(default)s)")
+    r.add_argument("--m", type=int, help="M, for dynamic ('?') dimensions")
+    r.add_argument("--n", type=int, help="N, for dynamic dimensions")
+    r.add_argument("--k", type=int, help="K, for dynamic dimensions")
+    r.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
+    r.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
+    r.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
+    r.add_argument("--iterations", type=int, default=1, help="launches (default: %(default)s)")
+    r.add_argument("--no-verify", dest="verify", action="store_false", help="skip the NumPy comparison")
+    r.add_argument("--inputs", nargs=3, metavar=("A.npy", "B.npy", "C.npy"), help="inputs instead of random ones")
+    r.add_argument("--save-output", metavar="C_OUT.npy", help="save the computed C")
+    r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")
+    r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
+    _add_codegen_options(r)
+    return parser
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from vlpc.pipeline import header_lines, make_context, parse, pipeline, pipeline_spec, print_ir, run_passes
+    from vlpc.dialects.gcn_asm import print_assembly
+    from vlpc.runtime.toolchain import find_toolchain
+    from vlpc.targets import TargetId
+
+    passes = pipeline(args.target, **_options(args))
+    if args.print_pipeline:
+        print(pipeline_spec(passes))
+        return 0
+    emit = args.emit or (EMIT_BY_SUFFIX.get(Path(args.output).suffix) if args.output else None) or "hsaco"
+    if args.output is None and emit in ("obj", "hsaco"):
+        stem = "out" if args.file == "-" else Path(args.file).stem
+        args.output = f"{stem}.{'o' if emit == 'obj' else 'hsaco'}"
+    text = _read_input(args.file)
+    filename = "<stdin>" if args.file == "-" else args.file
+    ctx = make_context()
+    module = parse(text, filename, ctx)
+
+    def dump(p, m):
+        if args.print_ir_after_all:
+            print(f"// -----// IR after {p.name} //----- //\n{print_ir(m)}", file=sys.stderr)
+
+    if emit == "mlir":
+        run_passes(module, passes, ctx, dump)
+        out: str | bytes = print_ir(module)
+    else:
+        run_passes(module, passes, ctx, dump)
+        tid = TargetId.parse(args.target)
+        asm = print_assembly(module, tid, header_lines(module, tid.target.name))
+        if emit == "asm":
+            out = asm
+        else:
+            tc = find_toolchain()
+            if args.verbose:
+                print(f"vlpc: toolchain {tc.describe()}", file=sys.stderr)
+            obj = tc.assemble(asm, tid, filename)
+            out = obj if emit == "obj" else tc.link(obj)
+        if args.verbose:
+            for line in header_lines(module, tid.target.name)[1:]:
+                print(f"vlpc: {line.strip()}", file=sys.stderr)
+    if args.output:
+        write_atomic(args.output, out)
+    elif isinstance(out, bytes):
+        sys.stdout.buffer.write(out)
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
+def _cmd_opt(args: argparse.Namespace) -> int:
+    from xdsl.passes import PassPipeline
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    from vlpc.dialects.gcn_asm import print_assembly
+    from vlpc.passes import get_all_passes
+    from vlpc.pipeline import make_context, parse, print_ir, run_passes
+
+    available = get_all_passes()
+    if args.list_passes:
+        for name in available:
+            cls = available[name]()
+            print(f"{name}: {(cls.__doc__ or '').strip().splitlines()[0]}")
+        return 0
+    try:
+        pipe = PassPipeline.parse_spec(available, args.passes) if args.passes else PassPipeline(())
+    except (ValueError, ArgSpecParseError, TypeError) as e:
+        raise VlpcError(f"bad pass pipeline '{args.passes}': {str(e).splitlines()[-1]} "
+                        f"(available: {', '.join(available)})") from None
+    text = _read_input(args.file)
+    ctx = make_context()
+    module = parse(text, "<stdin>" if args.file == "-" else args.file, ctx)
+    run_passes(module, pipe.passes, ctx)
+    out = print_assembly(module, args.target) if args.emit == "asm" else print_ir(module)
+    if args.output:
+        write_atomic(args.output, out)
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "compile":
+            return _cmd_compile(args)
+        if args.command == "opt":
+            return _cmd_opt(args)
+        if args.command == "run":
+            from vlpc.run import cmd_run
+            return cmd_run(args)
+        raise AssertionError(args.command)
+    except VlpcError as e:
+        print(f"vlpc: {e}" if not str(e).split(":")[0].endswith((".mlir", ">")) and ": error:" not in str(e)
+              else str(e), file=sys.stderr)
+        return getattr(e, "exit_code", EXIT_USER)
+    except KeyboardInterrupt:
+        print("vlpc: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug in vlpc
+        import traceback
+        if os.environ.get("VLPC_DEBUG"):
+            traceback.print_exc()
+        print(f"vlpc: internal error: {type(e).__name__}: {e} -- this is a bug in vlpc; please report it "
+              "with the input and command line (set VLPC_DEBUG=1 for a traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""The compiler driver: parse, verify, run the pass pipeline, print, assemble and link.
+
+Public API (also re-exported from :mod:`vlpc`):
+
+* :func:`parse` — MLIR text -> ``ModuleOp`` with ``file:line:col`` locations on ops.
+* :func:`pipeline` — the list of configured passes (xDSL ``ModulePass`` objects) for
+  a target and options; another compiler can insert them into its own pipeline.
+* :func:`compile` — module or text -> :class:`CompiledModule` (assembly, code
+  object bytes, metadata, launch configuration per kernel).
+
+Options of :func:`compile` / :func:`pipeline` (all optional):
+``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16``,
+``waves_per_simd=3`` (sets the VGPR budget), ``split_k=1``, ``strategy="sqc"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.arith import Arith
+from xdsl.dialects.builtin import Builtin, FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.func import Func
+from xdsl.dialects.memref import MemRef
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from vlpc.dialects.gcn import GCN, KernelOp, metadata_json
+from vlpc.dialects.gcn_asm import print_assembly
+from vlpc.dialects.gemm import Gemm
+from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
+from vlpc.passes import get_all_passes
+from vlpc.passes.gcn_emit_descriptor import kernel_resources
+from vlpc.targets import TargetError, TargetId
+
+#: The default pipeline, in order (``vlpc compile --print-pipeline`` shows it with options).
+PASS_ORDER = (
+    "gemm-tile", "gemm-map-workgroups", "gemm-map-subgroups", "gemm-split-k",
+    "convert-gemm-to-gcn", "gcn-allocate-registers", "gcn-insert-waitcnt",
+    "gcn-insert-hazard-nops", "gcn-emit-descriptor",
+)
+
+
+def print_ir(module: Operation) -> str:
+    """The module as MLIR text (xDSL's printer)."""
+    import io
+
+    from xdsl.printer import Printer
+
+    buf = io.StringIO()
+    Printer(stream=buf).print_op(module)
+    return buf.getvalue() + "\n"
+
+
+def make_context() -> Context:
+    """An xDSL context with the dialects vlpc reads and writes."""
+    ctx = Context()
+    for d in (Builtin, Func, Arith, MemRef, Gemm, GCN):
+        ctx.load_dialect(d)
+    return ctx
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, recording each operation's ``file:line:col`` as its location."""
+
+    def parse_operation(self) -> Operation:
+        loc = self._current_token.span.get_location()
+        op = super().parse_operation()
+        op.location = FileLineColLoc(StringAttr(self.lexer.input.name), IntAttr(loc.line), IntAttr(loc.col))
+        return op
+
+
+def _parse_error(e: ParseError, filename: str) -> DiagnosticError:
+    loc = e.span.get_location()
+    context = e.span.print_with_context().rstrip("\n")
+    # xDSL's context starts with its own "file:line:col" line; keep the source lines.
+    context_lines = context.splitlines()[1:]
+    return DiagnosticError(e.msg, filename, loc.line, loc.col, "\n".join(context_lines) or None)
+
+
+def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> ModuleOp:
+    """Parse MLIR text into a verified module; errors are ``file:line:col`` diagnostics."""
+    ctx = ctx or make_context()
+    try:
+        module = _LocatingParser(ctx, text, filename).parse_module()
+    except ParseError as e:
+        raise _parse_error(e, filename) from None
+    verify(module, filename)
+    return module
+
+
+def verify(module: ModuleOp, filename: str = "<input>") -> None:
+    """Verify ``module``; the first failing operation is reported at its location."""
+    try:
+        module.verify()
+    except VerifyException as e:
+        for op in module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as inner:
+                raise _located(op, str(inner).splitlines()[0], filename) from None
+        raise DiagnosticError(str(e).splitlines()[0], filename) from None
+
+
+def _located(op: Operation, message: str, filename: str) -> DiagnosticError:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return DiagnosticError(message, loc.filename.data, loc.line.data, loc.column.data)
+    return DiagnosticError(f"{message} (in {op.name})", filename)
+
+
+@dataclass
+class Options:
+    """Code generation options (see the module docstring)."""
+
+    macro_tile: tuple[int, int] = (64, 256)
+    micro_tile: tuple[int, int] = (64, 1)
+    k_step: int = 16
+    waves_per_simd: int = 3
+    split_k: int = 1
+    strategy: str = "sqc"
+
+    @staticmethod
+    def from_kwargs(kwargs: dict) -> Options:
+        known = {f for f in Options.__dataclass_fields__}
+        unknown = set(kwargs) - known
+        if unknown:
+            raise VlpcError(f"unknown option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+        return Options(**kwargs)
+
+
+def pipeline(target: str = "gfx906", **options) -> list[ModulePass]:
+    """The configured passes of the default pipeline, in order.
+
+    ``target`` is a target id (``gfx906``, ``gfx906:sramecc+``...).  Raises
+    :class:`~vlpc.errors.VlpcError` for unknown targets or options.
+    """
+    try:
+        tid = TargetId.parse(target)
+    except TargetError as e:
+        raise VlpcError(str(e)) from None
+    o = Options.from_kwargs(options)
+    passes = get_all_passes()
+    proc = tid.target.name
+    cfg: dict[str, dict] = {
+        "gemm-tile": dict(macro_m=o.macro_tile[0], macro_n=o.macro_tile[1], micro_m=o.micro_tile[0],
+                          micro_n=o.micro_tile[1], k_step=o.k_step),
+        "gemm-map-workgroups": dict(target=proc),
+        "gemm-map-subgroups": dict(target=proc),
+        "gemm-split-k": dict(split_k=o.split_k),
+        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc),
+        "gcn-allocate-registers": dict(waves_per_simd=o.waves_per_simd, target=proc),
+        "gcn-insert-waitcnt": dict(target=proc),
+        "gcn-insert-hazard-nops": dict(target=proc),
+        "gcn-emit-descriptor": dict(target=str(tid)),
+    }
+    return [passes[name]()(**cfg[name]) for name in PASS_ORDER]
+
+
+def pipeline_spec(passes: Sequence[ModulePass]) -> str:
+    """The textual pipeline (``name{opt=val ...},...``) ``vlpc opt -p`` accepts."""
+    return ",".join(str(p.pipeline_pass_spec()) for p in passes)
+
+
+@dataclass
+class LaunchConfig:
+    """How the host launches a kernel: ``grid`` in workgroups, ``block`` in work-items."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
+class CompiledKernel:
+    """One kernel of a compiled module.
+
+    ``launch(m, n, k)`` gives the grid and workgroup size for a problem (sizes in
+    elements); it raises :class:`VlpcError` for sizes the kernel cannot handle.
+    """
+
+    name: str
+    metadata: dict
+    launch_info: dict
+    vgprs: int
+    sgprs: int
+
+    def check_sizes(self, m: int, n: int, k: int, lda: int | None = None, ldb: int | None = None,
+                    ldc: int | None = None) -> None:
+        li = self.launch_info
+        for dim, val in (("M", m), ("N", n), ("K", k), ("lda", lda), ("ldb", ldb), ("ldc", ldc)):
+            static = li[f"static_{dim.lower()}"]
+            if val is not None and static >= 0 and val != static:
+                raise VlpcError(f"{self.name} was compiled for {dim}={static}, got {dim}={val}")
+        for dim, val, tile in (("M", m, li["macro_m"]), ("N", n, li["macro_n"]), ("K", k, li["k_step"])):
+            if val <= 0 or val % tile:
+                raise VlpcError(f"{dim}={val} is not a positive multiple of {tile}: kernel {self.name} "
+                                "cannot handle it (general sizes are not supported yet)")
+        for name, ld, minimum in (("lda", lda, k), ("ldb", ldb, k), ("ldc", ldc, n)):
+            if ld is not None and ld < minimum:
+                raise VlpcError(f"{name}={ld} is smaller than {minimum}")
+
+    def launch(self, m: int, n: int, k: int) -> LaunchConfig:
+        self.check_sizes(m, n, k)
+        li = self.launch_info
+        return LaunchConfig((n // li["macro_n"], m // li["macro_m"], 1), (li["workgroup_size"], 1, 1))
+
+
+@dataclass
+class CompiledModule:
+    """The result of :func:`compile`: assembly, code object and per-kernel information."""
+
+    asm: str
+    code_object: bytes
+    target_id: str
+    kernels: dict[str, CompiledKernel] = field(default_factory=dict)
+    toolchain: str = ""
+
+    def kernel(self, name: str | None = None) -> CompiledKernel:
+        if name is None:
+            if len(self.kernels) != 1:
+                raise VlpcError(f"the module has {len(self.kernels)} kernels; name one of {', '.join(self.kernels)}")
+            return next(iter(self.kernels.values()))
+        try:
+            return self.kernels[name]
+        except KeyError:
+            raise VlpcError(f"no kernel '{name}' (have: {', '.join(self.kernels)})") from None
+
+
+def run_passes(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context | None = None,
+               after_each: Callable[[ModulePass, ModuleOp], None] | None = None) -> ModuleOp:
+    """Apply ``passes`` in order, verifying after each; user errors keep their location."""
+    ctx = ctx or make_context()
+    for p in passes:
+        try:
+            p.apply(ctx, module)
+        except VlpcError:
+            raise
+        except Exception as e:  # a bug in vlpc: say which pass
+            raise InternalError(p.name, e) from e
+        try:
+            module.verify()
+        except VerifyException as e:
+            raise InternalError(p.name, e) from e
+        if after_each is not None:
+            after_each(p, module)
+    return module
+
+
+class InternalError(VlpcError):
+    """A bug in vlpc (not a user mistake); carries the failing pass."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, pass_name: str, error: BaseException):
+        self.pass_name = pass_name
+        self.error = error
+        super().__init__(f"internal error in pass '{pass_name}': {type(error).__name__}: "
+                         f"{str(error).splitlines()[0] if str(error) else ''} -- this is a bug in vlpc; "
+                         "please report it with the input file and command line")
+
+
+def header_lines(module: ModuleOp, target: str) -> list[str]:
+    from vlpc import __version__
+    from vlpc.targets import get_target
+
+    lines = [f"Generated by vlpc {__version__} for {target}"]
+    t = get_target(target)
+    for k in [o for o in module.walk() if isinstance(o, KernelOp)]:
+        nv, ns, vcc = kernel_resources(k)
+        meta = metadata_json(k)
+        occ = t.occupancy(nv, meta[".sgpr_count"], 0, meta[".max_flat_workgroup_size"])
+        li = k.launch.data  # type: ignore[union-attr]
+        lines.append(f"kernel {k.sym_name.data}: macro tile {li['macro_m'].value.data}x{li['macro_n'].value.data}, "
+                     f"k-step {li['k_step'].value.data}, {meta['.max_flat_workgroup_size']} work-items per workgroup")
+        lines.append(f"  VGPRs {nv}, SGPRs {ns} (+{meta['.sgpr_count'] - ns} reserved), LDS 0 bytes; occupancy {occ}")
+    return lines
+
+
+def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename: str = "<input>",
+            toolchain=None, **options) -> CompiledModule:
+    """Compile a gemm-dialect module (or its text) into a code object.
+
+    Returns a :class:`CompiledModule`.  Raises :class:`~vlpc.errors.DiagnosticError`
+    for bad IR (``file:line:col``), :class:`~vlpc.errors.VlpcError` for bad options,
+    :class:`~vlpc.errors.AssemblerError` if LLVM rejects the output (a vlpc bug).
+    """
+    from vlpc.runtime.toolchain import find_toolchain
+
+    ctx = make_context()
+    module = parse(module_or_text, filename, ctx) if isinstance(module_or_text, str) else module_or_text
+    passes = pipeline(target, **options)
+    run_passes(module, passes, ctx)
+    asm = print_assembly(module, target, header_lines(module, TargetId.parse(target).target.name))
+    tc = toolchain or find_toolchain()
+    code = tc.link(tc.assemble(asm, TargetId.parse(target), filename))
+    result = CompiledModule(asm, code, str(TargetId.parse(target)), toolchain=tc.describe())
+    for k in [o for o in module.walk() if isinstance(o, KernelOp)]:
+        nv, ns, _ = kernel_resources(k)
+        li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
+        meta = metadata_json(k)
+        result.kernels[k.sym_name.data] = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"])
+    return result
+
