@@ -517,6 +517,19 @@ class VLshlrevB32Op(VOPBase):
 
 
 @irdl_op_definition
+class VReadfirstlaneB32Op(VOPBase):
+    """``v_readfirstlane_b32 sdst, vsrc``: a VALU instruction that writes an SGPR."""
+
+    name = "gcn.v_readfirstlane_b32"
+    MNEMONIC: ClassVar[str] = "v_readfirstlane_b32"
+    sdst = result_def(SGPRType)
+    src = operand_def(VGPRType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[sgpr(1)])
+
+
+@irdl_op_definition
 class VMovB32Op(VOPBase):
     """``v_mov_b32 vdst, src`` (register, or an immediate)."""
 
@@ -815,7 +828,7 @@ GCN = Dialect(
         SLoadDwordOp, SLoadDwordx2Op, SLoadDwordx4Op, SLoadDwordx8Op, SLoadDwordx16Op,
         SAddU32Op, SAddcU32Op, SSubU32Op, SMulI32Op, SMulHiU32Op, SMinU32Op, SLshlB32Op,
         SLshrB32Op, SAndB32Op, SCmpLgU32Op, SCmpLtU32Op, SMovB32Op,
-        VFmaF32Op, VMulF32Op, VMulLoU32Op, VLshlrevB32Op, VMovB32Op,
+        VFmaF32Op, VMulF32Op, VMulLoU32Op, VLshlrevB32Op, VMovB32Op, VReadfirstlaneB32Op,
         GlobalLoadDwordOp, GlobalLoadDwordx4Op, GlobalStoreDwordOp, SubregOp, RegSequenceOp,
         SWaitcntOp, SNopOp, SEndpgmOp, LoopOp, LoopBackOp, KernelOp,
     ],

@@ -164,22 +164,24 @@ class _Inserter:
 
     @staticmethod
     def _old_smem_used_first(old: set[Reg], new: set[Reg], rest: list[Operation]) -> bool:
-        """Whether an older SMEM result is needed first, with no VALU instruction before
-        that use (waiting now costs the older loads no cover) and VALU work between
-        that use and the new load's first use (which waiting now gives the new load)."""
-        seen_old = False
+        """Whether to wait for older SMEM results before issuing a new SMEM load: an
+        older result is needed before any VALU instruction (waiting now costs the older
+        loads no cover), and the new result is used later, after VALU work (which
+        waiting now gives the new load as cover)."""
+        u_old = None
+        valu_between = 0
         for op in _flatten(rest):
             touched = set(reads(op)) | set(writes(op))
-            if not seen_old:
+            if u_old is None:
                 if touched & old:
-                    seen_old = True
+                    u_old = op
                 elif touched & new or op.UNIT == "valu":
                     return False
-            else:
-                if touched & new:
-                    return False
-                if op.UNIT == "valu":
-                    return True
+                continue
+            if touched & new:
+                return valu_between > 0
+            if op.UNIT == "valu":
+                valu_between += 1
         return False
 
 

@@ -1,0 +1,7 @@
+builtin.module {
+  func.func @sgemm_dyn(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>, %alpha: f32, %beta: f32) {
+    gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"}
+        : memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>, f32, f32
+    func.return
+  }
+}

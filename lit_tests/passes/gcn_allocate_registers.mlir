@@ -1,0 +1,11 @@
+// RUN: vlpc opt %inputs/sgemm_256x512x640.mlir -p gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers | filecheck %s
+// RUN: not vlpc opt %inputs/sgemm_256x512x640.mlir -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers{max-vgprs=64}' 2>&1 | filecheck %s --check-prefix=BUDGET
+
+// Every value gets a physical range; 16-SGPR ranges start at a multiple of 4.
+// CHECK-NOT: !gcn.sgpr<x
+// CHECK-NOT: !gcn.vgpr<x
+// CHECK: "gcn.s_load_dwordx16"{{.*}} -> !gcn.sgpr<s[{{[0-9]*[048]}}:{{[0-9]+}}]>
+// The accumulator stays in place: result and third source share a VGPR.
+// CHECK: "gcn.v_fma_f32"(%{{.*}}, %{{.*}}, %{{.*}}) : (!gcn.vgpr<v[[B:[0-9]+]]>, !gcn.sgpr<s{{[0-9]+}}>, !gcn.vgpr<v[[C:[0-9]+]]>) -> !gcn.vgpr<v[[C]]>
+// BUDGET: error: register allocation failed: kernel 'sgemm' needs {{[0-9]+}} VGPRs at once
+// BUDGET-SAME: the budget is 64
