@@ -13,7 +13,11 @@ Strategy ``sqc`` (the seed's "very low power" scheme, ``shared/seeds/002`` secti
   next step's values as soon as its last FMA has issued, so the next step's B is
   in flight while the current step finishes (``vmcnt`` waits are partial: vector
   loads return in order).  The ring is k_step VGPRs, which keeps the default
-  64x256 kernel at 82 VGPRs (3 waves per SIMD, as the seed).
+  64x256 kernel at 82 VGPRs (3 waves per SIMD, as the seed); a full second B
+  buffer would need 98.
+* FMAs go row by row within a batch, so each one's accumulator was written by the
+  FMA just before it (data forwarding, seed section 2.9); only the last batch of a
+  step goes K-major, to free the B quads early.
 * The K loop is SALU only: one offset register, clamped with ``s_min_u32`` so the
   prefetch in the last iteration re-reads the last step instead of reading past K
   (the seed's kernel reads past K and needs padded leading dimensions; this one
@@ -219,14 +223,19 @@ class SqcKernelBuilder:
                 nxt = load_rows((b + 1) * rows_per_batch, koff)
             else:
                 nxt = load_rows(0, pref)
-            for kk in range(ks):
+            last = b == n_batches - 1
+            # Row by row, so each FMA's accumulator is the previous FMA's result (the
+            # seed's data forwarding, section 2.9); the last batch goes K-major instead,
+            # so each B quad dies early and is reloaded for the next step.
+            order = ([(kk, i) for kk in range(ks) for i in range(rows_per_batch)] if last
+                     else [(kk, i) for i in range(rows_per_batch) for kk in range(ks)])
+            quad_uses = {q: sum(1 for kk, _ in order if kk // 4 == q) for q in range(n_quads)}
+            for kk, i in order:
                 q, j = divmod(kk, 4)
-                bv = be.sub(quads[q], j)
-                for i in range(rows_per_batch):
-                    r = b * rows_per_batch + i
-                    av = be.sub(cur[i], kk)
-                    acc[r] = be(gcn.VFmaF32Op(bv, av, acc[r])).vdst
-                if b == n_batches - 1 and j == 3:
+                r = b * rows_per_batch + i
+                acc[r] = be(gcn.VFmaF32Op(be.sub(quads[q], j), be.sub(cur[i], kk), acc[r])).vdst
+                quad_uses[q] -= 1
+                if last and quad_uses[q] == 0:
                     new_quads[q] = be(gcn.GlobalLoadDwordx4Op(
                         voff_b, b_next, offset=16 * q, comment=f"B next k+{4 * q}..{4 * q + 3}")).vdst
             cur = nxt
