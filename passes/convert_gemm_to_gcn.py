@@ -180,18 +180,31 @@ class SqcKernelBuilder:
 
         imm_rows = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * F32 <= SMEM_IMM_MAX
 
+        # Without immediate row offsets (lda not static, or rows too far apart for the
+        # 21-bit SMEM offset) each row's offset is the previous row's plus lda*4: one
+        # s_add_u32 per row, the chain continuing across the batches of a K step.
+        chain: dict[str, object] = {"koff": None, "row": -1, "val": None}
+
+        def row_offset(r: int, koff: SSAValue) -> SSAValue:
+            if chain["koff"] is koff and chain["row"] == r - 1:
+                val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
+            elif r == 0:
+                val = koff
+            else:
+                lda4_reg = e.const(lda4) if isinstance(lda4, int) else lda4
+                val = e(gcn.SAddU32Op(koff, e(gcn.SMulI32Op(lda4_reg, r)).sdst)).sdst
+            chain.update(koff=koff, row=r, val=val)
+            return val
+
         def load_rows(first_row: int, koff: SSAValue) -> list[SSAValue]:
             """One batch: rows first_row.. of the tile, K values koff/4 .. +k_step."""
             rows = []
-            run = koff
             for i in range(rows_per_batch):
                 r = first_row + i
                 if imm_rows:
                     op = gcn.S_LOADS[ks](a_tile, offset=r * lda4, soffset=koff, comment=f"A row {r}")
                 else:
-                    if r > 0:
-                        run = e(gcn.SAddU32Op(run, lda4 if isinstance(lda4, int) else lda4)).sdst
-                    op = gcn.S_LOADS[ks](a_tile, offset=0, soffset=run, comment=f"A row {r}")
+                    op = gcn.S_LOADS[ks](a_tile, offset=0, soffset=row_offset(r, koff), comment=f"A row {r}")
                 rows.append(e(op).sdst)
             return rows
 

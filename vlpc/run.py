@@ -1,0 +1,161 @@
+"""``vlpc run``: compile a GEMM, execute it on a device and verify it against NumPy.
+
+The reference is computed in float64.  The tolerance follows the standard
+forward error bound of a dot product of length K in precision u (Higham,
+"Accuracy and Stability of Numerical Algorithms", section 3.1):
+``|C - C_ref| <= gamma_{K+2} * (|alpha| |A| |B|^T + |beta| |C0|)`` element-wise,
+with ``gamma_n = n u / (1 - n u)`` and u = 2^-24 for f32 (the two extra terms cover
+the scaling by alpha and the beta*C0 product).  A result outside the bound is a
+failure (exit code 3).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from vlpc.errors import EXIT_VERIFY, VlpcError
+
+UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
+
+
+@dataclass
+class Problem:
+    """Sizes (elements) and leading dimensions of one GEMM launch."""
+
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+
+
+def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | None) -> Problem:
+    """Static sizes from the kernel, dynamic ones from the command line (errors name what is missing)."""
+    def pick(name: str, given: int | None) -> int:
+        static = launch_info[f"static_{name}"]
+        if static >= 0:
+            if given is not None and given != static:
+                raise VlpcError(f"--{name} {given} contradicts the static size {name.upper()}={static} in the IR")
+            return static
+        if given is None:
+            raise VlpcError(f"{name.upper()} is dynamic ('?') in the IR: give it with --{name}")
+        if given <= 0:
+            raise VlpcError(f"--{name} must be positive, got {given}")
+        return given
+
+    mm, nn, kk = pick("m", m), pick("n", n), pick("k", k)
+
+    def ld(name: str, default: int) -> int:
+        static = launch_info[f"static_{name}"]
+        return static if static >= 0 else default
+
+    return Problem(mm, nn, kk, ld("lda", kk), ld("ldb", kk), ld("ldc", nn))
+
+
+def tolerance(a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
+              dtype: str = "f32") -> np.ndarray:
+    """Element-wise error bound for ``alpha * a @ b.T + beta * c0`` (see the module docstring)."""
+    u = UNIT_ROUNDOFF[dtype]
+    n = k + 2
+    gamma = n * u / (1 - n * u)
+    mag = abs(alpha) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T) + abs(beta) * np.abs(c0)
+    return gamma * mag + np.finfo(np.float32).tiny
+
+
+def cmd_run(args) -> int:
+    import vlpc
+    from vlpc.runtime import get_device, load_code_object
+
+    with open(args.file) as f:
+        text = f.read()
+    opts = dict(macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile), k_step=args.k_step,
+                waves_per_simd=args.waves_per_simd, split_k=args.split_k)
+    t0 = time.perf_counter()
+    compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
+    t_compile = time.perf_counter() - t0
+    kernel = compiled.kernel()
+    p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
+    kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    launch = kernel.launch(p.m, p.n, p.k)
+
+    rng = np.random.default_rng(args.seed)
+    if args.inputs:
+        a, b, c0 = (np.load(x) for x in args.inputs)
+        for name, arr, shape in (("A", a, (p.m, p.lda)), ("B", b, (p.n, p.ldb)), ("C", c0, (p.m, p.ldc))):
+            if arr.dtype != np.float32:
+                raise VlpcError(f"input {name} has dtype {arr.dtype}, expected float32")
+            if arr.ndim != 2 or arr.shape[0] != shape[0] or arr.shape[1] < shape[1]:
+                raise VlpcError(f"input {name} has shape {arr.shape}, expected {shape}")
+        a, b, c0 = (np.ascontiguousarray(x[:, :ld]) for x, ld in ((a, p.lda), (b, p.ldb), (c0, p.ldc)))
+    else:
+        a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
+        b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
+        c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
+    alpha, beta = np.float32(args.alpha), np.float32(args.beta)
+
+    dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
+    dev = get_device(args.device, **dev_opts)
+    if args.verbose:
+        reason = getattr(dev, "selection_reason", "")
+        print(f"vlpc: device {dev.describe()}{f' ({reason})' if reason else ''}", file=sys.stderr)
+        print(f"vlpc: toolchain {compiled.toolchain}", file=sys.stderr)
+    co = load_code_object(compiled.code_object)
+    bufs = [dev.upload(x) for x in (a, b, c0)]
+    try:
+        kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
+                 np.int32(p.ldc), alpha, beta]
+        walls = []
+        stats = None
+        for it in range(max(1, args.iterations)):
+            if it:
+                dev.write(bufs[2], c0)
+            t = time.perf_counter()
+            stats = dev.launch(co, kernel.name, grid=launch.grid, block=launch.block, args=kargs)
+            walls.append(time.perf_counter() - t)
+        out = dev.download(bufs[2], np.float32, (p.m, p.ldc))
+    finally:
+        for buf in bufs:
+            dev.free(buf)
+
+    print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}) alpha={args.alpha} beta={args.beta}")
+    print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
+          f"launch wall time {min(walls):.3f} s (best of {len(walls)})")
+    if dev.name == "emulator" and stats is not None:
+        print("  emulator counters (not hardware time): " + _counters(stats))
+    if args.save_output:
+        np.save(args.save_output, out)
+    if not args.verify:
+        return 0
+    ref = alpha.astype(np.float64) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
+        + beta.astype(np.float64) * c0[:, :p.n]
+    got = out[:, :p.n].astype(np.float64)
+    tol = tolerance(a[:, :p.k], b[:, :p.k], c0[:, :p.n], float(alpha), float(beta), p.k)
+    err = np.abs(got - ref)
+    rel = err / np.maximum(np.abs(ref), np.finfo(np.float32).tiny)
+    bad = ~(err <= tol)
+    print(f"  max abs error {err.max():.3e}, max rel error {rel.max():.3e}; tolerance gamma_(K+2)*(|alpha||A||B|^T+|beta||C|), "
+          f"max {tol.max():.3e}")
+    untouched = p.ldc > p.n and not np.array_equal(out[:, p.n:], c0[:, p.n:])
+    if bad.any() or untouched:
+        i, j = np.argwhere(bad)[0] if bad.any() else (0, p.n)
+        what = (f"C[{i},{j}] = {out[i, j]!r}, expected {ref[i, j]!r} (tolerance {tol[i, j]:.3e})" if bad.any()
+                else "columns beyond N were modified")
+        print(f"vlpc: verification FAILED: {int(bad.sum())} of {bad.size} elements outside the tolerance; {what}",
+              file=sys.stderr)
+        return EXIT_VERIFY
+    print("  verification passed")
+    return 0
+
+
+def _counters(stats) -> str:
+    c = stats.by_class
+    return (f"{stats.instructions} wave-instructions (VALU {c.get('valu', 0)}, SALU {c.get('salu', 0)}, "
+            f"SMEM {c.get('smem', 0)}, VMEM {c.get('vmem', 0)}, LDS {c.get('lds', 0)}, waitcnt {c.get('waitcnt', 0)}), "
+            f"VGPR reads {stats.vgpr_reads} ({stats.vgpr_reads_forwarded} forwarded), VGPR writes {stats.vgpr_writes}, "
+            f"SGPR reads {stats.sgpr_reads}, LDS bytes {stats.lds_bytes_read + stats.lds_bytes_written}, "
+            f"global bytes read {stats.global_bytes_read} written {stats.global_bytes_written}, barriers {stats.barriers}")
