@@ -31,7 +31,6 @@ import os
 import threading
 import warnings
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -299,6 +298,8 @@ class Batch:
         self.nv = max(1, min(cfg.vgpr_count, TARGET.addressable_vgprs))
         self.V = np.zeros((self.nv, nw, WAVE), U32)
         self.S = np.zeros((128, nw), U32)
+        self.Vf = self.V.view(F32)
+        self.Sf = self.S.view(F32)
         self.SCC = np.zeros(nw, bool)
         self.EM = np.zeros((nw, WAVE), bool)
         self.VI = np.zeros((self.nv, nw), bool)
@@ -1270,46 +1271,80 @@ def _build_fma32(ins: Instr, readers):
     ra, rb_, rc = readers[:3]
     d = ins.dst[0].reg
     post = _post_f32(ins)
+    srcs = ins.src[:3]
+    simple = post is None and all(o.kind in ("v", "s", "const", "lit") and not (o.neg or o.abs)
+                                  and o.width == 1 for o in srcs)
+    kinds = tuple(o.kind for o in srcs)
+    regs = tuple(o.reg for o in srcs)
+    consts = tuple(np.array(o.value, U32).view(F32) for o in srcs)
+    # the vector operand to cast first (fast path needs at least one VGPR source)
+    vec = [i for i, k in enumerate(kinds) if k == "v"]
 
-    def fn(b, g):
+    def generic(b, g):
         a, bb, c = ra(b, g), rb_(b, g), rc(b, g)
         t = O.fma32_into(a, bb, c, b.scratch)
-        if post is None and g.contig and t.shape == (g.n, WAVE) and b.full(g):
-            # fast path: round straight into the register file, then repair ties
-            cand = _fma_candidates(t, b)
-            if cand is None:
-                np.copyto(b.V[d][g.sel].view(F32), t, casting="same_kind")
-                return None
-            r = t.astype(F32).view(U32)
-            O.fma32_fix(t, a, bb, c, r)
-            b.V[d][g.sel] = r
-            return None
-        r = np.broadcast_to(t.astype(F32).view(U32), t.shape).copy()
+        r = np.array(np.broadcast_to(t.astype(F32).view(U32), t.shape))
         O.fma32_fix(t, a, bb, c, r)
         if post is not None:
             r = post(r)
         b.vwrite(g, d, r)
+
+    if not simple or not vec:
+        return generic
+
+    def opnd(b, g, i):
+        k = kinds[i]
+        if k == "v":
+            return b.Vf[regs[i]][g.sel]
+        if k == "s":
+            return b.Sf[regs[i]][g.sel].astype(F64)[:, None]
+        return consts[i]
+
+    first = vec[0]
+    others = [i for i in (0, 1) if i != first] if first in (0, 1) else [0, 1]
+    mul_other = others[0] if first in (0, 1) else None
+
+    def fn(b, g):
+        if not (g.contig and b.full(g)):
+            return generic(b, g)
+        n = g.n
+        shape = (n, WAVE)
+        t = b.scratch(shape, F64, 0)
+        u = b.scratch(shape, F64, 1)
+        if first in (0, 1):
+            np.copyto(t, opnd(b, g, first))
+            np.copyto(u, np.broadcast_to(opnd(b, g, mul_other), shape))
+            np.multiply(t, u, out=t)
+            y = opnd(b, g, 2)
+            if kinds[2] == "v":
+                np.copyto(u, y)
+                y = u
+            np.add(t, y, out=t)
+        else:
+            # only src2 is a vector: the product is a per-wave scalar (exact in f64)
+            prod = opnd(b, g, 0) * opnd(b, g, 1)
+            np.copyto(t, opnd(b, g, 2))
+            np.add(t, prod, out=t)
+        # Double rounding is possible only where the f64 sum sits on an f32 halfway
+        # point: low 29 mantissa bits == 0x10000000 (normal range) or == 0 (subnormal
+        # f32 range, and zeros); one AND + compare finds both patterns.
+        uu = u.view(U64)
+        np.bitwise_and(t.view(U64), _CAND_MASK, out=uu)
+        hit = b.scratch(shape, bool, 3)
+        np.equal(uu, 0, out=hit)
+        if not hit.any():
+            np.copyto(b.Vf[d][g.sel], t, casting="same_kind")
+            return None
+        a, bb, c = ra(b, g), rb_(b, g), rc(b, g)
+        r = t.astype(F32).view(U32)
+        O.fma32_fix(t, a, bb, c, r)
+        b.V[d][g.sel] = r
         return None
     return fn
 
 
+_CAND_MASK = U64(0x1FFFFFFF ^ 0x10000000)
 _MINNORM64 = F64(2.0 ** -126)
-
-
-def _fma_candidates(t, b):
-    """None when no lane of the f64 sums can double-round (the common case)."""
-    tb = t.view(U64)
-    u = b.scratch(t.shape, U64, 2)
-    np.bitwise_and(tb, O._LOW29, out=u)
-    hit = b.scratch(t.shape, bool, 3)
-    np.equal(u, O._MID29, out=hit)
-    if hit.any():
-        return True
-    a = u.view(F64)
-    np.abs(t, out=a)
-    if a.min() <= _MINNORM64:
-        return True
-    return None
 
 
 def _build_cmp(ins: Instr):
@@ -2224,22 +2259,112 @@ def _validate(cfg: DispatchConfig):
                          f"[0x{cfg.code_address:x}, 0x{cfg.code_address + len(cfg.code):x})")
 
 
-def default_batch_waves(cfg: DispatchConfig, waves_per_wg: int, total_waves: int) -> int:
+def default_batch_waves(cfg: DispatchConfig, waves_per_wg: int, total_waves: int, workers: int) -> int:
     if cfg.max_waves_in_flight:
         return max(waves_per_wg, int(cfg.max_waves_in_flight))
-    # bound the register file of one batch to ~192 MiB and keep enough batches for the threads
+    # bound one batch's register file (~128 MiB) and keep every worker busy; batches of
+    # ~1k waves keep NumPy's working set cache-friendly
     per_wave = (min(cfg.vgpr_count, 256) * WAVE + 256) * 4
-    cap = max(waves_per_wg, (192 << 20) // per_wave)
-    threads = _threads()
-    want = -(-total_waves // threads) if total_waves >= 256 * threads else total_waves
-    return max(waves_per_wg, min(cap, want, 2048))
+    cap = max(waves_per_wg, (128 << 20) // per_wave)
+    want = -(-total_waves // workers)
+    return max(waves_per_wg, min(cap, want, 1024))
 
 
-def _threads() -> int:
-    env = os.environ.get("VLPC_EMU_THREADS")
+def _workers() -> int:
+    """Worker processes for big launches (``VLPC_EMU_PROCS`` overrides; 1 disables)."""
+    env = os.environ.get("VLPC_EMU_PROCS")
     if env:
         return max(1, int(env))
-    return max(1, min(4, os.cpu_count() or 1))
+    if not hasattr(os, "fork"):
+        return 1
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+#: launches with fewer waves than this run in-process (forking costs more than it saves)
+PARALLEL_MIN_WAVES = 512
+
+
+def _run_forked(run: "_Run", chunks: list, nprocs: int, work) -> list:
+    """Run ``chunks`` in ``nprocs`` forked workers sharing the device memory mapping."""
+    import multiprocessing as mp
+    import pickle
+    import selectors
+    import signal
+
+    mem = run.mem
+    old_lock = mem.lock
+    mem.lock = mp.get_context("fork").Lock()
+    parts = [chunks[i::nprocs] for i in range(nprocs)]
+    children = {}
+    try:
+        for part in parts:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # worker
+                os.close(r)
+                try:
+                    with warnings.catch_warnings(record=True) as wl:
+                        warnings.simplefilter("always")
+                        stats = [work(c) for c in part]
+                    msgs = [str(x.message) for x in wl if issubclass(x.category, UninitializedRegisterWarning)]
+                    payload = ("ok", stats, msgs)
+                except BaseException as e:  # noqa: BLE001
+                    payload = ("err", e, [])
+                try:
+                    data = pickle.dumps(payload)
+                except Exception:  # noqa: BLE001
+                    data = pickle.dumps(("err", EmulatorFault(f"worker failed: {payload[1]!r}"), []))
+                try:
+                    with os.fdopen(w, "wb") as f:
+                        f.write(data)
+                finally:
+                    os._exit(0)
+            os.close(w)
+            children[r] = [pid, bytearray()]
+        sel = selectors.DefaultSelector()
+        for r in children:
+            sel.register(r, selectors.EVENT_READ)
+        results, first_err, open_n = [], None, len(children)
+        while open_n:
+            for key, _ in sel.select():
+                r = key.fd
+                chunk = os.read(r, 1 << 20)
+                if chunk:
+                    children[r][1] += chunk
+                    continue
+                sel.unregister(r)
+                os.close(r)
+                open_n -= 1
+                pid, data = children[r]
+                os.waitpid(pid, 0)
+                children[r][0] = None
+                try:
+                    kind, val, msgs = pickle.loads(bytes(data))
+                except Exception:  # noqa: BLE001
+                    kind, val, msgs = "err", EmulatorFault("an emulator worker process died"), []
+                for m in dict.fromkeys(msgs):
+                    warnings.warn(UninitializedRegisterWarning(m), stacklevel=3)
+                if kind == "ok":
+                    results.extend(val)
+                elif first_err is None:
+                    first_err = val
+                    for other in children.values():  # stop the rest early
+                        if other[0] is not None:
+                            try:
+                                os.kill(other[0], signal.SIGTERM)
+                            except ProcessLookupError:
+                                pass
+        if first_err is not None:
+            raise first_err
+        return results
+    finally:
+        mem.lock = old_lock
+        for r, (pid, _) in children.items():
+            if pid is not None:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
 
 
 def run_dispatch(memory: Memory, config: DispatchConfig) -> LaunchStats:
@@ -2255,39 +2380,24 @@ def run_dispatch(memory: Memory, config: DispatchConfig) -> LaunchStats:
     gx, gy, gz = (int(v) for v in cfg.grid)
     wgs = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     wpg = run.waves_per_wg
-    bw = default_batch_waves(cfg, wpg, len(wgs) * wpg)
+    total_waves = len(wgs) * wpg
+    workers = _workers() if total_waves >= PARALLEL_MIN_WAVES else 1
+    bw = default_batch_waves(cfg, wpg, total_waves, workers)
     per_batch = max(1, bw // wpg)
     chunks = [wgs[i:i + per_batch] for i in range(0, len(wgs), per_batch)]
     total = LaunchStats()
 
     def work(chunk):
-        if run.stop.is_set():
-            return None
         with np.errstate(all="ignore"):
             b = Batch(run, chunk)
-            try:
-                b.execute()
-            except BaseException:
-                run.stop.set()
-                raise
+            b.execute()
             return b.collect()
 
-    nthreads = min(_threads(), len(chunks))
-    if nthreads <= 1:
+    nprocs = min(workers, len(chunks))
+    if nprocs <= 1:
         results = [work(c) for c in chunks]
     else:
-        with ThreadPoolExecutor(max_workers=nthreads) as ex:
-            futs = [ex.submit(work, c) for c in chunks]
-            results = []
-            first_exc = None
-            for f in futs:
-                try:
-                    results.append(f.result())
-                except BaseException as e:  # noqa: BLE001
-                    if first_exc is None:
-                        first_exc = e
-            if first_exc is not None:
-                raise first_exc
+        results = _run_forked(run, chunks, nprocs, work)
     for r in results:
         if r is not None:
             total.merge(r)

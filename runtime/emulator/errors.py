@@ -74,6 +74,16 @@ class EmulatorFault(DeviceError):
     def __str__(self) -> str:
         return self._format()
 
+    def __reduce__(self):  # picklable with all fields (faults cross worker processes)
+        return (_rebuild_fault, (type(self), dict(self.__dict__)))
+
+
+def _rebuild_fault(cls, state):
+    e = cls.__new__(cls)
+    e.__dict__.update(state)
+    e.args = (e._format(),)
+    return e
+
 
 class WaitcntViolation(EmulatorFault):
     """A register was read or overwritten while a load into it may still be outstanding."""

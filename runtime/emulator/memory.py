@@ -12,6 +12,7 @@ allocation) costs a min, a max and one ``searchsorted``.
 
 from __future__ import annotations
 
+import mmap
 import threading
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ class Memory:
 
     def __init__(self, initial_bytes: int = 1 << 20):
         cap = max(_GROW, _round_up(initial_bytes, 4096))
-        self._buf = np.zeros(cap, np.uint8)
+        self._buf = _shared_zeros(cap)
         self._buf32 = self._buf.view(np.uint32)
         self._allocs: dict[int, Allocation] = {}
         self._starts = np.zeros(0, np.uint64)
@@ -70,7 +71,7 @@ class Memory:
         need = addr - BASE + size + GUARD
         if need > self._buf.size:
             newcap = _round_up(max(need, self._buf.size * 2), _GROW)
-            nb = np.zeros(newcap, np.uint8)
+            nb = _shared_zeros(newcap)
             nb[: self._buf.size] = self._buf
             self._buf = nb
             self._buf32 = nb.view(np.uint32)
@@ -241,6 +242,15 @@ class Memory:
                     mem[widx[i]] = _rmw(op, np.array([o], dt), d[i:i + 1],
                                         None if c is None else c[i:i + 1], dt)[0]
             return old.view(np.uint32).reshape(-1, width)
+
+
+def _shared_zeros(nbytes: int) -> np.ndarray:
+    """Zeroed bytes in an anonymous shared mapping (visible to forked worker processes)."""
+    try:
+        mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_ANONYMOUS", 0x20))
+    except (AttributeError, OSError, ValueError):
+        return np.zeros(nbytes, np.uint8)
+    return np.frombuffer(mm, np.uint8)
 
 
 def _rmw(op: str, old: np.ndarray, d: np.ndarray, c: np.ndarray | None, dt) -> np.ndarray:
