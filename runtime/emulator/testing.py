@@ -45,3 +45,41 @@ def run_program(asm: str, mem: Memory | None = None, *, grid=(1, 1, 1), block=(6
                           entry_address=code_addr, grid=tuple(grid), block=tuple(block), **opts)
     stats = run_dispatch(mem, conf)
     return mem, stats
+
+
+def run_lanes(body: str, inputs=(), n_out: int = 1, *, block: int = 64, grid: int = 1,
+              mem: Memory | None = None, **cfg):
+    """Run a per-work-item ``body`` over ``grid * block`` work-items.
+
+    Conventions: input ``j`` (a 32-bit array, one value per work-item) is in
+    ``v{10+j}``; the body leaves output ``k`` in ``v{20+k}``; ``v1`` holds the
+    work-item's byte offset (4 * global id), ``s2`` the workgroup id; the body may
+    use s3..s13 and s32..s101, v2..v9, v14..v19 and v24+.  Returns
+    ``(list of uint32 output arrays, LaunchStats)``.
+    """
+    import numpy as np
+
+    total = block * grid
+    mem = mem or Memory()
+    ins = [np.ascontiguousarray(np.asarray(a).reshape(-1)[:total]).view(np.uint32) for a in inputs]
+    assert len(ins) <= 4 and n_out <= 4
+    ptrs = []
+    for a in ins:
+        p = mem.alloc(4 * total, tag="in")
+        mem.write(p, a)
+        ptrs.append(p)
+    ptrs += [0] * (4 - len(ptrs))
+    outs = [mem.alloc(4 * total, tag=f"out{k}") for k in range(n_out)]
+    karg = mem.alloc(64, tag="kernargs")
+    mem.write(karg, np.array(ptrs + outs + [0] * (4 - n_out), np.uint64))
+    pro = ["s_load_dwordx16 s[16:31], s[0:1], 0x0", "s_waitcnt lgkmcnt(0)",
+           f"s_mul_i32 s3, s2, {block}", "v_add_u32 v1, s3, v0", "s_mov_b64 s[14:15], exec", "v_lshlrev_b32 v1, 2, v1"]
+    for j in range(len(ins)):
+        pro.append(f"global_load_dword v{10 + j}, v1, s[{16 + 2 * j}:{17 + 2 * j}]")
+    if ins:
+        pro.append("s_waitcnt vmcnt(0)")
+    epi = ["s_mov_b64 exec, s[14:15]"] + [f"global_store_dword v1, v{20 + k}, s[{24 + 2 * k}:{25 + 2 * k}]"
+                                    for k in range(n_out)] + ["s_endpgm"]
+    asm = "\n".join(pro + [body] + epi) + "\n"
+    mem, stats = run_program(asm, mem, grid=(grid, 1, 1), block=(block, 1, 1), kernarg=karg, **cfg)
+    return [mem.read(o, 4 * total).view(np.uint32) for o in outs], stats
