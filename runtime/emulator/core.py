@@ -1948,7 +1948,7 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
         _issue(g, p, "vm")
         return
     if name.startswith("store"):
-        data_op = ins.src[1]
+        data_op = ins.src[1] if ins.encoding == "FLAT" else ins.src[-1]
         r = data_op.reg
         nd = data_op.width
         sub = name.split("_", 1)[1]
@@ -1972,7 +1972,7 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
     wide = ins.f["width"]
     if op.endswith("_x2"):
         op = op[:-3]
-    data_op = ins.src[1]
+    data_op = ins.src[1] if ins.encoding == "FLAT" else ins.src[-1]
     r = data_op.reg
     nd = data_op.width
     vals = np.stack([b.V[r + i][g.sel] for i in range(nd)], axis=-1)
