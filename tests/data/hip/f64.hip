@@ -31,3 +31,14 @@ extern "C" __global__ void ddiv_sqrt(int n, const double* __restrict__ x,
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = x[i] / (y[i] + 3.0) + sqrt(fabs(x[i]));
 }
+
+// f64 without division: sqrt (v_rsq_f64 + Newton steps), fma, min/max, compares.
+extern "C" __global__ void dsqrt_fma(int n, const double* __restrict__ x,
+                                     const double* __restrict__ y, double* __restrict__ out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    double v = x[i];
+    double r = fma(sqrt(fabs(v)), y[i], v * v);
+    out[i] = (v < 0.0) ? fmin(r, 1e6) : fmax(r, -1.0);
+  }
+}
