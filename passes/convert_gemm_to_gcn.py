@@ -332,6 +332,13 @@ class ConvertGemmToGcnPass(ModulePass):
                                "needs A stored M x K and B stored N x K (layout \"NT\")")
             if mm.shape().dtype != "f32":
                 raise op_error(mm, "f64 (DGEMM) is not supported yet; use f32")
+            shape = mm.shape()
+            mt_m, mt_n = mm.get_int_array("macro_tile")
+            for dim, size, tile in (("M", shape.m, mt_m), ("N", shape.n, mt_n), ("K", shape.k, mm.get_int("k_step"))):
+                if size >= 0 and size % tile:
+                    raise op_error(mm, f"{dim}={size} is not a multiple of {tile} (the "
+                                   f"{'K step' if dim == 'K' else 'macro tile'}); sizes that are not "
+                                   "multiples of the tile are not supported yet")
             fn = mm.parent_op()
             if not isinstance(fn, func.FuncOp):
                 raise op_error(mm, "gemm.matmul must be inside a func.func (the kernel)")

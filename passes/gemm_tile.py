@@ -7,9 +7,9 @@ macro tiles are the seed's other variants.  The choice is written on the op as
 ``macro_tile``, ``micro_tile`` and ``k_step`` properties.
 
 Errors (located at the op): a micro tile that does not divide the macro tile, a
-micro tile other than Mx1 (the A-in-SGPR scheme gives each lane one column), a K
-step other than 8 or 16, or static sizes that are not multiples of the tile (general
-sizes are a later issue).
+micro tile other than Mx1 (the A-in-SGPR scheme gives each lane one column), or a
+K step other than 8 or 16.  (Sizes that are not multiples of the tile are refused
+by ``convert-gemm-to-gcn``, whose kernel does not handle edges yet.)
 """
 
 from __future__ import annotations
@@ -50,13 +50,6 @@ class GemmTilePass(ModulePass):
             if self.k_step not in SUPPORTED_K_STEPS:
                 raise op_error(mm, f"k-step {self.k_step} is not supported (choose "
                                f"{' or '.join(map(str, SUPPORTED_K_STEPS))}: one s_load_dwordx8/x16 per A row)")
-            shape = mm.shape()
-            for dim, size, tile in (("M", shape.m, self.macro_m), ("N", shape.n, self.macro_n),
-                                    ("K", shape.k, self.k_step)):
-                if size >= 0 and size % tile:
-                    raise op_error(mm, f"{dim}={size} is not a multiple of {tile} (the "
-                                   f"{'K step' if dim == 'K' else 'macro tile'}); sizes that are not "
-                                   "multiples of the tile are not supported yet")
             mm.set_int_array("macro_tile", (self.macro_m, self.macro_n))
             mm.set_int_array("micro_tile", (self.micro_m, self.micro_n))
             mm.set_int("k_step", self.k_step)

@@ -221,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args)
         raise AssertionError(args.command)
     except VlpcError as e:
-        print(f"vlpc: {e}" if not str(e).split(":")[0].endswith((".mlir", ">")) and ": error:" not in str(e)
-              else str(e), file=sys.stderr)
+        from vlpc.errors import DiagnosticError
+
+        print(str(e) if isinstance(e, DiagnosticError) else f"vlpc: {e}", file=sys.stderr)
         return getattr(e, "exit_code", EXIT_USER)
     except KeyboardInterrupt:
         print("vlpc: interrupted", file=sys.stderr)

@@ -63,12 +63,24 @@ def make_context() -> Context:
     return ctx
 
 
+class _OpParseError(ParseError):
+    """A parse error already located at the operation it concerns."""
+
+
 class _LocatingParser(Parser):
     """xDSL's parser, recording each operation's ``file:line:col`` as its location."""
 
     def parse_operation(self) -> Operation:
-        loc = self._current_token.span.get_location()
-        op = super().parse_operation()
+        span = self._current_token.span
+        loc = span.get_location()
+        try:
+            op = super().parse_operation()
+        except _OpParseError:
+            raise
+        except ParseError as e:
+            if "is not registered" in e.msg and e.span.start > span.start:
+                raise _OpParseError(span, e.msg) from None  # point at the operation, not past it
+            raise
         op.location = FileLineColLoc(StringAttr(self.lexer.input.name), IntAttr(loc.line), IntAttr(loc.col))
         return op
 
