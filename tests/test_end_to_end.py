@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,7 @@ def test_data_forwarding_counted():
 
 
 def test_vlpc_run_main_job(capsys):
-    rc = main(["run", "examples/sgemm_nt.mlir", "--seed", "3"])
+    rc = main(["run", str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_nt.mlir"), "--seed", "3"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "verification passed" in out
