@@ -487,8 +487,6 @@ def _vop3(pc, w, w1, code):
         ins.dst.append(sreg(sdst, 2))
     if mn in ("v_mac_f32", "v_fmac_f32"):
         ins.src.append(vreg(vd, 1))
-    if mn == "v_writelane_b32":
-        ins.src.append(vreg(vd, 1))  # lanes not selected keep their value
     return ins
 
 
@@ -725,8 +723,6 @@ def format_instr(ins: Instr) -> str:
     srcs = list(ins.src)
     dsts = list(ins.dst)
     if mn in ("v_mac_f32", "v_fmac_f32"):
-        srcs = srcs[:-1]
-    if mn == "v_writelane_b32":
         srcs = srcs[:-1]
     if mn == "v_swap_b32":
         return f"{name} {dsts[0]}, {dsts[1]}"
