@@ -25,7 +25,7 @@ needs_core = pytest.mark.skipif(not HAVE_CORE, reason="emulator core (runtime/em
 
 @pytest.fixture
 def dev():
-    return get_device("emulator")
+    return get_device("emulator", strict=True)
 
 
 @pytest.fixture(scope="module")
