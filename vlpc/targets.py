@@ -70,6 +70,8 @@ class Target:
     #: Addressable SGPRs s0..s101 (AMDGPUBaseInfo ``getAddressableNumSGPRs``).
     addressable_sgprs: int = 102
     sgpr_granule: int = 16
+    #: Granule of COMPUTE_PGM_RSRC1.GRANULATED_WAVEFRONT_SGPR_COUNT (LLVM ``getSGPREncodingGranule``).
+    sgpr_encoding_granule: int = 8
     #: SGPRs per wave -> waves per SIMD (AMDGPUBaseInfo ``getMaxWavesPerEU`` for GFX9).
     sgpr_waves: tuple[tuple[int, int], ...] = ((80, 10), (88, 9), (100, 8), (102, 7))
     vcc_sgprs: int = 2
@@ -118,8 +120,9 @@ class Target:
         return max(0, math.ceil(max(vgprs, 1) / self.vgpr_granule) - 1)
 
     def sgpr_blocks(self, sgprs: int) -> int:
-        """``COMPUTE_PGM_RSRC1.SGPRS`` field on GFX9: 2 * (ceil(s / 16) - 1)."""
-        return 2 * max(0, math.ceil(max(sgprs, 1) / self.sgpr_granule) - 1)
+        """``COMPUTE_PGM_RSRC1.SGPRS`` on GFX9: ceil(s / 8) - 1, ``s`` including VCC and the
+        XNACK mask when reserved (what LLVM's assembler writes; AMDGPUUsage "compute_pgm_rsrc1")."""
+        return max(0, math.ceil(max(sgprs, 1) / self.sgpr_encoding_granule) - 1)
 
     # -- occupancy ---------------------------------------------------------
 
