@@ -822,15 +822,10 @@ def metadata_json(kernel: KernelOp) -> dict:
     return json.loads(kernel.metadata.data)
 
 
-GCN = Dialect(
-    "gcn",
-    [
-        SLoadDwordOp, SLoadDwordx2Op, SLoadDwordx4Op, SLoadDwordx8Op, SLoadDwordx16Op,
-        SAddU32Op, SAddcU32Op, SSubU32Op, SMulI32Op, SMulHiU32Op, SMinU32Op, SLshlB32Op,
-        SLshrB32Op, SAndB32Op, SCmpLgU32Op, SCmpLtU32Op, SMovB32Op,
-        VFmaF32Op, VMulF32Op, VMulLoU32Op, VLshlrevB32Op, VMovB32Op, VReadfirstlaneB32Op,
-        GlobalLoadDwordOp, GlobalLoadDwordx4Op, GlobalStoreDwordOp, SubregOp, RegSequenceOp,
-        SWaitcntOp, SNopOp, SEndpgmOp, LoopOp, LoopBackOp, KernelOp,
-    ],
-    [SGPRType, VGPRType, SpecialRegType],
-)
+def _operations() -> list[type[IRDLOperation]]:
+    """Every ``gcn.*`` operation class defined in this module (new ops register themselves)."""
+    return [v for v in globals().values()
+            if isinstance(v, type) and issubclass(v, IRDLOperation) and getattr(v, "name", "").startswith("gcn.")]
+
+
+GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
