@@ -121,6 +121,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
     _add_codegen_options(r)
+
+    b = sub.add_parser("bench", help="throughput (HIP) or executed-instruction counters (emulator), optionally a sweep")
+    b.add_argument("file", help="input MLIR file (dynamic '?' sizes for a sweep)")
+    b.add_argument("--device", default="auto", choices=("emulator", "hip", "auto"),
+                   help="where to run (default: %(default)s: a gfx906 through HIP if present, else the emulator)")
+    b.add_argument("--m", type=int, help="M for a single measurement")
+    b.add_argument("--n", type=int, help="N for a single measurement")
+    b.add_argument("--k", type=int, default=640, help="K (default: %(default)s, the seed's)")
+    b.add_argument("--sweep", action="store_true", help="M = N from --start to --stop in steps of --step")
+    b.add_argument("--start", type=int, default=256)
+    b.add_argument("--stop", type=int, default=16384)
+    b.add_argument("--step", type=int, default=256)
+    b.add_argument("--iterations", type=int, default=10, help="timed launches per size on HIP (default: %(default)s)")
+    b.add_argument("--warmup", type=int, default=1, help="untimed launches first (default: %(default)s)")
+    b.add_argument("--max-emulated", type=int, default=1024,
+                   help="largest M or N the emulator is asked to run (default: %(default)s)")
+    b.add_argument("--csv", help="also write the table as CSV")
+    b.add_argument("--plot", help="also write a PNG plot (needs matplotlib: pip install 'vlpc[plot]')")
+    b.add_argument("-v", "--verbose", action="store_true", help="print the device choice")
+    _add_codegen_options(b)
     return parser
 
 
@@ -219,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from vlpc.run import cmd_run
             return cmd_run(args)
+        if args.command == "bench":
+            from vlpc.bench import cmd_bench
+            return cmd_bench(args)
         raise AssertionError(args.command)
     except VlpcError as e:
         from vlpc.errors import DiagnosticError
