@@ -10,6 +10,10 @@ from xdsl.passes import ModulePass
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Pass name -> a function returning the pass class (imported lazily)."""
 
+    def linalg_to_gemm():
+        from vlpc.passes.convert_linalg_to_gemm import ConvertLinalgToGemmPass
+        return ConvertLinalgToGemmPass
+
     def tile():
         from vlpc.passes.gemm_tile import GemmTilePass
         return GemmTilePass
@@ -47,6 +51,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return GcnEmitDescriptorPass
 
     return {
+        "convert-linalg-to-gemm": linalg_to_gemm,
         "gemm-tile": tile,
         "gemm-map-workgroups": map_wg,
         "gemm-map-subgroups": map_sg,

@@ -45,6 +45,7 @@ from xdsl.passes import ModulePass
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
+from vlpc.passes.scalar_constants import scalar_constants
 from vlpc.targets import get_target
 
 #: SGPRs in one batch of A rows (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
@@ -342,13 +343,17 @@ class ConvertGemmToGcnPass(ModulePass):
             fn = mm.parent_op()
             if not isinstance(fn, func.FuncOp):
                 raise op_error(mm, "gemm.matmul must be inside a func.func (the kernel)")
-            others = [o for o in fn.body.walk() if o is not fn and not isinstance(o, MatmulOp | func.ReturnOp)]
+            consts = scalar_constants(mm)  # alpha/beta may be arith.constant (convert-linalg-to-gemm)
+            others = [o for o in fn.body.walk() if o is not fn and not isinstance(o, MatmulOp | func.ReturnOp)
+                      and not consts.allows(o)]
             if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
                 raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
             for i, v in enumerate((mm.a, mm.b, mm.c, mm.alpha, mm.beta)):
-                if v not in fn.body.block.args:
-                    raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}")
+                if v not in fn.body.block.args and not (i >= 3 and consts.allows(v.owner)):
+                    raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}"
+                                   + (" or an arith.constant" if i >= 3 else ""))
             kernel = SqcKernelBuilder(mm, fn.sym_name.data).build()
+            consts.record(kernel)  # their values go to the launch information; the kernel takes them as arguments
             kernel.location = mm.location
             fn.parent_block().insert_op_before(kernel, fn)
             fn.detach()

@@ -6,12 +6,25 @@ Python API::
     result = vlpc.compile(open("gemm.mlir").read(), target="gfx906")
     result.asm, result.code_object, result.kernel().launch(m, n, k)
     passes = vlpc.pipeline("gfx906", macro_tile=(64, 128))   # xDSL ModulePass objects
+    r = vlpc.run(text, a, b, c)          # compile, launch (emulator by default), verify
+    r.c, r.launch, r.stats, r.max_abs_error
+
+Inputs: the ``gemm`` dialect, linalg matrix products on memrefs, or an upstream
+MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run`; the
+``vlpc run`` command's module stays importable as ``from vlpc.run import ...``.
 
 The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 """
 
 __version__ = "0.1.0"
 
-from vlpc.pipeline import CompiledKernel, CompiledModule, compile, parse, pipeline  # noqa: E402
+from vlpc.pipeline import CompiledKernel, CompiledModule, LaunchConfig, compile, parse, pipeline, pipeline_spec  # noqa: E402
 
-__all__ = ["CompiledKernel", "CompiledModule", "compile", "parse", "pipeline", "__version__"]
+# `vlpc.run` names the function below; the `vlpc run` command's submodule is imported first,
+# so that `from vlpc.run import cmd_run` keeps working (it finds the module in sys.modules).
+from vlpc import run as _run_command  # noqa: E402,F401
+from vlpc.api import RunResult, VerificationError, run  # noqa: E402
+from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
+
+__all__ = ["CompiledKernel", "CompiledModule", "DiagnosticError", "LaunchConfig", "RunResult", "VerificationError",
+           "VlpcError", "compile", "parse", "pipeline", "pipeline_spec", "run", "__version__"]

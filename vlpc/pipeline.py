@@ -6,7 +6,9 @@ Public API (also re-exported from :mod:`vlpc`):
 * :func:`pipeline` — the list of configured passes (xDSL ``ModulePass`` objects) for
   a target and options; another compiler can insert them into its own pipeline.
 * :func:`compile` — module or text -> :class:`CompiledModule` (assembly, code
-  object bytes, metadata, launch configuration per kernel).
+  object bytes, metadata, launch configuration per kernel).  The input may use
+  ``gemm.matmul`` or linalg matrix products (raised by ``convert-linalg-to-gemm``,
+  the first pass), or be a module of the upstream MLIR Python bindings.
 
 Options of :func:`compile` / :func:`pipeline` (all optional):
 ``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16``,
@@ -31,6 +33,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from vlpc.dialects.gcn import GCN, KernelOp, metadata_json
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.dialects.gemm import Gemm
+from vlpc.dialects.linalg import Linalg
 from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
 from vlpc.passes import get_all_passes
 from vlpc.passes.gcn_emit_descriptor import kernel_resources
@@ -38,6 +41,7 @@ from vlpc.targets import TargetError, TargetId
 
 #: The default pipeline, in order (``vlpc compile --print-pipeline`` shows it with options).
 PASS_ORDER = (
+    "convert-linalg-to-gemm",  # a no-op on gemm-dialect input
     "gemm-tile", "gemm-map-workgroups", "gemm-map-subgroups", "gemm-split-k",
     "convert-gemm-to-gcn", "gcn-allocate-registers", "gcn-insert-waitcnt",
     "gcn-insert-hazard-nops", "gcn-emit-descriptor",
@@ -58,7 +62,7 @@ def print_ir(module: Operation) -> str:
 def make_context() -> Context:
     """An xDSL context with the dialects vlpc reads and writes."""
     ctx = Context()
-    for d in (Builtin, Func, Arith, MemRef, Gemm, GCN):
+    for d in (Builtin, Func, Arith, MemRef, Linalg, Gemm, GCN):
         ctx.load_dialect(d)
     return ctx
 
@@ -144,11 +148,20 @@ class Options:
         return Options(**kwargs)
 
 
-def pipeline(target: str = "gfx906", **options) -> list[ModulePass]:
+def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[ModulePass]:
     """The configured passes of the default pipeline, in order.
 
-    ``target`` is a target id (``gfx906``, ``gfx906:sramecc+``...).  Raises
-    :class:`~vlpc.errors.VlpcError` for unknown targets or options.
+    ``target`` is a target id (``gfx906``, ``gfx906:sramecc+``...).  ``linalg=False``
+    leaves out the first pass, ``convert-linalg-to-gemm`` (for a pipeline whose input
+    is already in the gemm dialect).  Raises :class:`~vlpc.errors.VlpcError` for
+    unknown targets or options.  Each pass is an xDSL ``ModulePass`` (``p.name``,
+    ``p.pipeline_pass_spec()``, ``p.apply(ctx, module)``), so another compiler can
+    insert them into its own ``PassPipeline``; :func:`pipeline_spec` gives the text form.
+
+    >>> [p.name for p in pipeline("gfx906")][:3]
+    ['convert-linalg-to-gemm', 'gemm-tile', 'gemm-map-workgroups']
+    >>> str(pipeline("gfx906", macro_tile=(64, 128))[1].pipeline_pass_spec())
+    'gemm-tile{macro-m=64 macro-n=128 micro-m=64 micro-n=1 k-step=16}'
     """
     try:
         tid = TargetId.parse(target)
@@ -158,6 +171,7 @@ def pipeline(target: str = "gfx906", **options) -> list[ModulePass]:
     passes = get_all_passes()
     proc = tid.target.name
     cfg: dict[str, dict] = {
+        "convert-linalg-to-gemm": {},
         "gemm-tile": dict(macro_m=o.macro_tile[0], macro_n=o.macro_tile[1], micro_m=o.micro_tile[0],
                           micro_n=o.micro_tile[1], k_step=o.k_step),
         "gemm-map-workgroups": dict(target=proc),
@@ -169,7 +183,7 @@ def pipeline(target: str = "gfx906", **options) -> list[ModulePass]:
         "gcn-insert-hazard-nops": dict(target=proc),
         "gcn-emit-descriptor": dict(target=str(tid)),
     }
-    return [passes[name]()(**cfg[name]) for name in PASS_ORDER]
+    return [passes[name]()(**cfg[name]) for name in PASS_ORDER if linalg or name != "convert-linalg-to-gemm"]
 
 
 def pipeline_spec(passes: Sequence[ModulePass]) -> str:
@@ -198,6 +212,34 @@ class CompiledKernel:
     launch_info: dict
     vgprs: int
     sgprs: int
+    #: The assembly text of the module the kernel is in (``.s``).
+    asm: str = field(default="", repr=False)
+    #: The code object (ELF ``.hsaco``) bytes holding the kernel.
+    code_object: bytes = field(default=b"", repr=False)
+    #: The full target id the code object is for, e.g. ``gfx906:sramecc+:xnack-``.
+    target_id: str = ""
+
+    @property
+    def layout(self) -> str:
+        """BLAS ``transa``/``transb`` letters of the compiled product (``"NT"``...)."""
+        return str(self.launch_info.get("layout", "NT"))
+
+    @property
+    def alpha(self) -> float | None:
+        """alpha when the IR fixed it (an ``arith.constant``, e.g. 1.0 from linalg), else None."""
+        v = self.launch_info.get("alpha")
+        return None if v is None else float(v)
+
+    @property
+    def beta(self) -> float | None:
+        """beta when the IR fixed it (1.0 for linalg's accumulate, 0.0 after a zero fill), else None."""
+        v = self.launch_info.get("beta")
+        return None if v is None else float(v)
+
+    @property
+    def kernargs(self) -> list[dict]:
+        """The kernel arguments (``.args`` of the metadata): name, offset, size, value kind."""
+        return list(self.metadata.get(".args", []))
 
     def check_sizes(self, m: int, n: int, k: int, lda: int | None = None, ldb: int | None = None,
                     ldc: int | None = None) -> None:
@@ -214,7 +256,9 @@ class CompiledKernel:
             if ld is not None and ld < minimum:
                 raise VlpcError(f"{name}={ld} is smaller than {minimum}")
 
-    def launch(self, m: int, n: int, k: int) -> LaunchConfig:
+    def launch(self, m: int, n: int, k: int, batch: int = 1) -> LaunchConfig:
+        if batch != 1:
+            raise VlpcError(f"batch={batch}: batched GEMM is not supported yet (kernels compute one product)")
         self.check_sizes(m, n, k)
         li = self.launch_info
         return LaunchConfig((n // li["macro_n"], m // li["macro_m"], 1), (li["workgroup_size"], 1, 1))
@@ -293,7 +337,11 @@ def header_lines(module: ModuleOp, target: str) -> list[str]:
 
 def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename: str = "<input>",
             toolchain=None, **options) -> CompiledModule:
-    """Compile a gemm-dialect module (or its text) into a code object.
+    """Compile a gemm-dialect or linalg module (or its text) into a code object.
+
+    ``module_or_text`` is MLIR text, an xDSL ``ModuleOp``, or a module of the
+    upstream MLIR Python bindings (``iree.compiler.ir`` / ``mlir.ir``).  ``options``
+    are those of :func:`pipeline`.
 
     Returns a :class:`CompiledModule`.  Raises :class:`~vlpc.errors.DiagnosticError`
     for bad IR (``file:line:col``), :class:`~vlpc.errors.VlpcError` for bad options,
@@ -302,6 +350,9 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     from vlpc.runtime.toolchain import find_toolchain
 
     ctx = make_context()
+    if not isinstance(module_or_text, str | ModuleOp):
+        from vlpc.interop import from_upstream
+        module_or_text = from_upstream(module_or_text)
     module = parse(module_or_text, filename, ctx) if isinstance(module_or_text, str) else module_or_text
     passes = pipeline(target, **options)
     run_passes(module, passes, ctx)
@@ -313,6 +364,7 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
         nv, ns, _ = kernel_resources(k)
         li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
         meta = metadata_json(k)
-        result.kernels[k.sym_name.data] = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"])
+        result.kernels[k.sym_name.data] = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"],
+                                                         asm, code, result.target_id)
     return result
 
