@@ -822,6 +822,283 @@ def metadata_json(kernel: KernelOp) -> dict:
     return json.loads(kernel.metadata.data)
 
 
+# ---- LDS and friends (strategy lds) -------------------------------------------
+#
+# Instructions the legacy LDS-tiled kernel (passes/gemm_to_gcn_lds.py) needs: LDS
+# reads and writes (``ds_*``, unit "lds": they count in lgkmcnt and, unlike scalar
+# loads, return in order among themselves), ``s_barrier``, wider global stores and
+# the integer VALU used for per-lane addresses.  DS offsets are bytes (16 bits) for
+# ``ds_read*``/``ds_write*`` and units of the element size (x64 for ``st64``, 8 bits
+# each) for ``ds_write2*``; the builder checks them against vlpc.targets.
+
+
+class DsReadBase(GCNInstruction, ABC):
+    """``ds_read_bN vdst, vaddr offset:imm``: LDS[vaddr + offset] into ``DWORDS`` VGPRs."""
+
+    UNIT: ClassVar[str] = "lds"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    DWORDS: ClassVar[int]
+    vdst = result_def(VGPRType)
+    vaddr = operand_def(VGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, vaddr: SSAValue, offset: int = 0, comment: str | None = None):
+        super().__init__(operands=[vaddr], result_types=[vgpr(self.DWORDS)],
+                         properties={"offset": IntegerAttr(offset, i64)},
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
+
+    def verify_(self) -> None:
+        if self.vdst.type.n != self.DWORDS or self.vaddr.type.n != 1:
+            raise VerifyException(f"{self.name}: writes {self.DWORDS} VGPRs from one address VGPR")
+
+
+@irdl_op_definition
+class DsReadB32Op(DsReadBase):
+    name = "gcn.ds_read_b32"
+    MNEMONIC: ClassVar[str] = "ds_read_b32"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class DsReadB64Op(DsReadBase):
+    name = "gcn.ds_read_b64"
+    MNEMONIC: ClassVar[str] = "ds_read_b64"
+    DWORDS: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class DsReadB128Op(DsReadBase):
+    name = "gcn.ds_read_b128"
+    MNEMONIC: ClassVar[str] = "ds_read_b128"
+    DWORDS: ClassVar[int] = 4
+
+
+DS_READS: dict[int, type[DsReadBase]] = {c.DWORDS: c for c in (DsReadB32Op, DsReadB64Op, DsReadB128Op)}
+
+
+class DsWriteBase(GCNInstruction, ABC):
+    """``ds_write_bN vaddr, vdata offset:imm``: ``DWORDS`` VGPRs to LDS[vaddr + offset]."""
+
+    UNIT: ClassVar[str] = "lds"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    DWORDS: ClassVar[int]
+    vaddr = operand_def(VGPRType)
+    vdata = operand_def(VGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, vaddr: SSAValue, vdata: SSAValue, offset: int = 0, comment: str | None = None):
+        super().__init__(operands=[vaddr, vdata], properties={"offset": IntegerAttr(offset, i64)},
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
+
+    def verify_(self) -> None:
+        if self.vdata.type.n != self.DWORDS or self.vaddr.type.n != 1:
+            raise VerifyException(f"{self.name}: stores {self.DWORDS} VGPRs at one address VGPR")
+
+
+@irdl_op_definition
+class DsWriteB32Op(DsWriteBase):
+    name = "gcn.ds_write_b32"
+    MNEMONIC: ClassVar[str] = "ds_write_b32"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class DsWriteB64Op(DsWriteBase):
+    name = "gcn.ds_write_b64"
+    MNEMONIC: ClassVar[str] = "ds_write_b64"
+    DWORDS: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class DsWriteB128Op(DsWriteBase):
+    name = "gcn.ds_write_b128"
+    MNEMONIC: ClassVar[str] = "ds_write_b128"
+    DWORDS: ClassVar[int] = 4
+
+
+DS_WRITES: dict[int, type[DsWriteBase]] = {c.DWORDS: c for c in (DsWriteB32Op, DsWriteB64Op, DsWriteB128Op)}
+
+
+class DsWrite2Base(GCNInstruction, ABC):
+    """``ds_write2[st64]_b32 vaddr, vdata0, vdata1 offset0:a offset1:b``: two dwords at
+    vaddr + a*UNIT and vaddr + b*UNIT (UNIT 4 bytes, or 256 for ``st64``; a, b < 256)."""
+
+    UNIT: ClassVar[str] = "lds"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    #: Bytes per offset unit.
+    OFFSET_UNIT: ClassVar[int]
+    vaddr = operand_def(VGPRType)
+    vdata0 = operand_def(VGPRType)
+    vdata1 = operand_def(VGPRType)
+    offset0 = prop_def(IntegerAttr)
+    offset1 = prop_def(IntegerAttr)
+
+    def __init__(self, vaddr: SSAValue, vdata0: SSAValue, vdata1: SSAValue, offset0: int, offset1: int,
+                 comment: str | None = None):
+        super().__init__(operands=[vaddr, vdata0, vdata1],
+                         properties={"offset0": IntegerAttr(offset0, i64), "offset1": IntegerAttr(offset1, i64)},
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_suffix(self) -> str:
+        return f" offset0:{self.offset0.value.data} offset1:{self.offset1.value.data}"
+
+    def verify_(self) -> None:
+        if any(o.type.n != 1 for o in self.operands):
+            raise VerifyException(f"{self.name}: operands are single VGPRs")
+
+
+@irdl_op_definition
+class DsWrite2B32Op(DsWrite2Base):
+    name = "gcn.ds_write2_b32"
+    MNEMONIC: ClassVar[str] = "ds_write2_b32"
+    OFFSET_UNIT: ClassVar[int] = 4
+
+
+@irdl_op_definition
+class DsWrite2st64B32Op(DsWrite2Base):
+    name = "gcn.ds_write2st64_b32"
+    MNEMONIC: ClassVar[str] = "ds_write2st64_b32"
+    OFFSET_UNIT: ClassVar[int] = 256
+
+
+@irdl_op_definition
+class SBarrierOp(GCNInstruction):
+    """``s_barrier``: waits until every wave of the workgroup has arrived.
+
+    It orders execution, not memory: ``gcn-insert-waitcnt`` retires outstanding LDS
+    operations (``lgkmcnt(0)``) before it so other waves see the writes.
+    """
+
+    name = "gcn.s_barrier"
+    MNEMONIC: ClassVar[str] = "s_barrier"
+    UNIT: ClassVar[str] = "barrier"
+
+    def __init__(self, comment: str | None = None):
+        super().__init__(attributes={"comment": StringAttr(comment)} if comment else {})
+
+
+class GlobalStoreBase(GCNInstruction, ABC):
+    """``global_store_dwordxN vaddr, vdata, saddr offset:imm`` (operands in the order of
+    ``global_store_dword``: the hazard pass reads ``vdata`` as operand 1)."""
+
+    UNIT: ClassVar[str] = "vmem"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    DWORDS: ClassVar[int]
+    vaddr = operand_def(VGPRType)
+    vdata = operand_def(VGPRType)
+    saddr = operand_def(SGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0,
+                 comment: str | None = None):
+        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": IntegerAttr(offset, i64)},
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
+
+    def verify_(self) -> None:
+        if self.vdata.type.n != self.DWORDS:
+            raise VerifyException(f"{self.name} stores {self.DWORDS} VGPRs, data has {self.vdata.type.n}")
+
+
+@irdl_op_definition
+class GlobalStoreDwordx2Op(GlobalStoreBase):
+    name = "gcn.global_store_dwordx2"
+    MNEMONIC: ClassVar[str] = "global_store_dwordx2"
+    DWORDS: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class GlobalStoreDwordx4Op(GlobalStoreBase):
+    name = "gcn.global_store_dwordx4"
+    MNEMONIC: ClassVar[str] = "global_store_dwordx4"
+    DWORDS: ClassVar[int] = 4
+
+
+class VShiftRevBase(VOPBase, ABC):
+    """``op vdst, shift, src`` with an immediate shift (``v_lshrrev_b32``)."""
+
+    vdst = result_def(VGPRType)
+    src = operand_def(VGPRType)
+    shift = prop_def(IntegerAttr)
+
+    def __init__(self, shift: int, src: SSAValue):
+        super().__init__(operands=[src], result_types=[vgpr(1)], properties={"shift": IntegerAttr(shift, i64)})
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
+
+
+@irdl_op_definition
+class VLshrrevB32Op(VShiftRevBase):
+    name = "gcn.v_lshrrev_b32"
+    MNEMONIC: ClassVar[str] = "v_lshrrev_b32"
+
+
+class VBitwiseBase(VOPBase, ABC):
+    """``op vdst, src0, vsrc1`` (VOP2): ``src0`` an SGPR, a VGPR or an immediate (``imm``)."""
+
+    vdst = result_def(VGPRType)
+    src0 = opt_operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType)
+    imm = opt_prop_def(IntegerAttr)
+
+    def __init__(self, src0: SSAValue | int, src1: SSAValue):
+        if isinstance(src0, int):
+            super().__init__(operands=[[], src1], result_types=[vgpr(1)], properties={"imm": IntegerAttr(src0, i64)})
+        else:
+            super().__init__(operands=[[src0], src1], result_types=[vgpr(1)])
+
+    def asm_operands(self) -> list[str]:
+        first = reg_asm(self.src0) if self.src0 is not None else _imm_text(self.imm.value.data)
+        return [reg_asm(self.vdst), first, reg_asm(self.src1)]
+
+    def verify_(self) -> None:
+        if (self.src0 is None) == (self.imm is None):
+            raise VerifyException(f"{self.name}: exactly one of src0 and imm must be given")
+
+
+@irdl_op_definition
+class VAndB32Op(VBitwiseBase):
+    name = "gcn.v_and_b32"
+    MNEMONIC: ClassVar[str] = "v_and_b32"
+
+
+@irdl_op_definition
+class VOrB32Op(VBitwiseBase):
+    name = "gcn.v_or_b32"
+    MNEMONIC: ClassVar[str] = "v_or_b32"
+
+
+@irdl_op_definition
+class VLshlAddU32Op(VOPBase):
+    """``v_lshl_add_u32 vdst, src0, shift, src2`` = (src0 << shift) + src2 (VOP3, GFX9);
+    with shift 0 a plain 32-bit add.  ``src2`` may be an SGPR."""
+
+    name = "gcn.v_lshl_add_u32"
+    MNEMONIC: ClassVar[str] = "v_lshl_add_u32"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType)
+    src2 = operand_def(VGPRType | SGPRType)
+    shift = prop_def(IntegerAttr)
+
+    def __init__(self, src0: SSAValue, shift: int, src2: SSAValue):
+        super().__init__(operands=[src0, src2], result_types=[vgpr(1)], properties={"shift": IntegerAttr(shift, i64)})
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), reg_asm(self.src0), str(self.shift.value.data), reg_asm(self.src2)]
+
+
 def _operations() -> list[type[IRDLOperation]]:
     """Every ``gcn.*`` operation class defined in this module (new ops register themselves)."""
     return [v for v in globals().values()

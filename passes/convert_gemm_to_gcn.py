@@ -313,7 +313,7 @@ class SqcKernelBuilder:
 
 @dataclass(frozen=True)
 class ConvertGemmToGcnPass(ModulePass):
-    """Options: ``strategy`` (``sqc``: A in SGPRs, the default), ``target``."""
+    """Options: ``strategy`` (``sqc``: A in SGPRs, the default; ``lds``: the legacy LDS-tiled kernel), ``target``."""
 
     name = "convert-gemm-to-gcn"
 
@@ -323,8 +323,10 @@ class ConvertGemmToGcnPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         get_target(self.target)
         for mm in list(matmuls(op)):
-            if self.strategy != "sqc":
-                raise op_error(mm, f"unknown strategy '{self.strategy}' (available: sqc)")
+            from vlpc.passes.gemm_to_gcn_lds import LdsKernelBuilder
+            builders = {"sqc": SqcKernelBuilder, "lds": LdsKernelBuilder}  # strategy -> instruction selection
+            if self.strategy not in builders:
+                raise op_error(mm, f"unknown strategy '{self.strategy}' (available: {', '.join(builders)})")
             for prop, producer in (("macro_tile", "gemm-tile"), ("grid", "gemm-map-workgroups"),
                                    ("local_range", "gemm-map-subgroups"), ("split_k", "gemm-split-k")):
                 require(mm, prop, producer)
@@ -352,7 +354,7 @@ class ConvertGemmToGcnPass(ModulePass):
                 if v not in fn.body.block.args and not (i >= 3 and consts.allows(v.owner)):
                     raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}"
                                    + (" or an arith.constant" if i >= 3 else ""))
-            kernel = SqcKernelBuilder(mm, fn.sym_name.data).build()
+            kernel = builders[self.strategy](mm, fn.sym_name.data).build()
             consts.record(kernel)  # their values go to the launch information; the kernel takes them as arguments
             kernel.location = mm.location
             fn.parent_block().insert_op_before(kernel, fn)

@@ -7,6 +7,10 @@ work-item id VGPRs, reserve flags) and the AMDGPU metadata map (``metadata``, JS
 ``.args`` with names, offsets, sizes and kinds, ``.sgpr_count``, ``.vgpr_count``,
 ``.wavefront_size``, ``.max_flat_workgroup_size``...), as AMDGPUUsage "Code Object
 V5 Metadata" and "Kernel Descriptor" describe.  The printer turns both into text.
+
+LDS: a kernel that uses LDS carries an ``lds_bytes`` attribute (bytes per
+workgroup, set by instruction selection); it becomes ``group_segment_fixed_size``
+in the descriptor and the metadata (0 without the attribute).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, Module
 from xdsl.passes import ModulePass
 
 from vlpc.dialects import gcn
+from vlpc.passes.common import op_error
 from vlpc.targets import TargetId, get_target
 
 #: The order of user SGPRs the dispatcher initialises (AMDGPUUsage "Initial Kernel Execution State").
@@ -27,6 +32,12 @@ USER_SGPR_ROLES = (("private_segment_buffer", 4), ("dispatch_ptr", 2), ("queue_p
                    ("private_segment_size", 1))
 SYSTEM_SGPR_ROLES = ("workgroup_id_x", "workgroup_id_y", "workgroup_id_z", "workgroup_info",
                      "private_segment_wave_offset")
+
+
+def kernel_lds_bytes(kernel: gcn.KernelOp) -> int:
+    """LDS bytes per workgroup the kernel uses (its ``lds_bytes`` attribute, else 0)."""
+    attr = kernel.attributes.get("lds_bytes")
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
 
 
 def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
@@ -74,6 +85,10 @@ class GcnEmitDescriptorPass(ModulePass):
             kernarg_size = max(a["offset"] + a["size"] for a in args)
             kernarg_size = -(-kernarg_size // 8) * 8
             xnack = tid.settings.get("xnack") is not False
+            lds_bytes = kernel_lds_bytes(kernel)
+            if lds_bytes > target.lds_bytes_per_cu:
+                raise op_error(kernel, f"kernel '{kernel.sym_name.data}' needs {lds_bytes} bytes of LDS per "
+                               f"workgroup; {target.name} has {target.lds_bytes_per_cu}")
             desc: dict[str, int] = {
                 "amdhsa_next_free_vgpr": max(nv, 1),
                 "amdhsa_next_free_sgpr": max(ns, 1),
@@ -81,7 +96,7 @@ class GcnEmitDescriptorPass(ModulePass):
                 "amdhsa_reserve_flat_scratch": 0,
                 "amdhsa_reserve_xnack_mask": int(xnack),
                 "amdhsa_kernarg_size": kernarg_size,
-                "amdhsa_group_segment_fixed_size": 0,
+                "amdhsa_group_segment_fixed_size": lds_bytes,
                 "amdhsa_private_segment_fixed_size": 0,
                 "amdhsa_system_vgpr_workitem_id": 2 if "workitem_id_z" in roles else (1 if "workitem_id_y" in roles else 0),
             }
@@ -104,7 +119,7 @@ class GcnEmitDescriptorPass(ModulePass):
                 ".symbol": f"{kernel.sym_name.data}.kd",
                 ".kernarg_segment_size": kernarg_size,
                 ".kernarg_segment_align": 8,
-                ".group_segment_fixed_size": 0,
+                ".group_segment_fixed_size": lds_bytes,
                 ".private_segment_fixed_size": 0,
                 ".wavefront_size": target.wavefront_size,
                 ".sgpr_count": sgpr_count,

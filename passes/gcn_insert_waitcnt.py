@@ -7,6 +7,15 @@ Rules (``shared/reference/gfx906.md``; LLVM ``SIInsertWaitcnts.cpp``):
   behind it is ready after ``s_waitcnt vmcnt(N)``.
 * Scalar memory loads count in ``lgkmcnt`` and may return out of order, so only
   ``lgkmcnt(0)`` guarantees a given result.
+* LDS operations (``ds_*``, reads and writes) count in ``lgkmcnt`` too and complete
+  in issue order among themselves: a register loaded by a ``ds_read`` with N younger
+  LDS operations behind it is ready after ``lgkmcnt(N)``.  While a scalar load may
+  still be outstanding the counter mixes in-order and out-of-order returns, so
+  only ``lgkmcnt(0)`` is used then (as LLVM does).
+* ``s_barrier`` orders execution, not memory: before it every outstanding LDS
+  operation is retired (``lgkmcnt(0)``), so the other waves of the workgroup see
+  this wave's LDS writes after the barrier and its reads are done before they
+  overwrite the data (the ``__syncthreads`` contract).
 * A wait is inserted immediately before the first instruction that reads or
   overwrites a register whose load is outstanding.  Loops are analysed to a fixed
   point, so values loaded in one iteration and used in the next get their waits.
@@ -68,35 +77,63 @@ def is_smem(op: Operation) -> bool:
     return isinstance(op, gcn.GCNInstruction) and op.UNIT == "smem"
 
 
+def is_lds(op: Operation) -> bool:
+    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "lds"
+
+
+def is_barrier(op: Operation) -> bool:
+    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "barrier"
+
+
 @dataclass
 class WaitState:
-    """Outstanding memory results: VMEM register -> age (younger VMEM ops), SMEM registers."""
+    """Outstanding memory results: VMEM register -> age (younger VMEM ops), SMEM registers,
+    LDS register -> age (younger LDS ops), and how many LDS operations (reads or
+    writes) may still be outstanding."""
 
     vm: dict[Reg, int] = field(default_factory=dict)
     smem: set[Reg] = field(default_factory=set)
+    lds: dict[Reg, int] = field(default_factory=dict)
+    lds_ops: int = 0
 
     def copy(self) -> WaitState:
-        return WaitState(dict(self.vm), set(self.smem))
+        return WaitState(dict(self.vm), set(self.smem), dict(self.lds), self.lds_ops)
 
     def join(self, other: WaitState) -> WaitState:
         vm = dict(self.vm)
         for r, age in other.vm.items():
             vm[r] = min(age, vm.get(r, age))
-        return WaitState(vm, self.smem | other.smem)
+        lds = dict(self.lds)
+        for r, age in other.lds.items():
+            lds[r] = min(age, lds.get(r, age))
+        return WaitState(vm, self.smem | other.smem, lds, max(self.lds_ops, other.lds_ops))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, WaitState) and self.vm == other.vm and self.smem == other.smem
+        return (isinstance(other, WaitState) and self.vm == other.vm and self.smem == other.smem
+                and self.lds == other.lds and self.lds_ops == other.lds_ops)
 
-    def needed(self, regs: list[Reg]) -> tuple[int | None, bool]:
-        """(vmcnt to wait for or None, whether lgkmcnt(0) is needed) before touching ``regs``."""
+    def needed(self, regs: list[Reg]) -> tuple[int | None, int | None]:
+        """(vmcnt, lgkmcnt) to wait for before touching ``regs`` (None: no wait)."""
         ages = [self.vm[r] for r in regs if r in self.vm]
-        return (min(ages) if ages else None), any(r in self.smem for r in regs)
+        lgkm = 0 if any(r in self.smem for r in regs) else None
+        lds_ages = [self.lds[r] for r in regs if r in self.lds]
+        if lds_ages and lgkm is None:
+            lgkm = 0 if self.smem else min(lds_ages)
+        return (min(ages) if ages else None), lgkm
 
-    def wait(self, vmcnt: int | None, lgkm0: bool) -> None:
+    def needed_for_barrier(self) -> int | None:
+        """lgkmcnt before ``s_barrier``: 0 while any LDS operation may be outstanding."""
+        return 0 if self.lds_ops else None
+
+    def wait(self, vmcnt: int | None, lgkmcnt: int | None) -> None:
         if vmcnt is not None:
             self.vm = {r: a for r, a in self.vm.items() if a < vmcnt}
-        if lgkm0:
-            self.smem = set()
+        if lgkmcnt is not None:
+            # at most lgkmcnt operations remain, so LDS ones with that many younger are done
+            self.lds = {r: a for r, a in self.lds.items() if a < lgkmcnt}
+            self.lds_ops = min(self.lds_ops, lgkmcnt)
+            if lgkmcnt == 0:
+                self.smem = set()
 
     def issue(self, op: Operation) -> None:
         if is_vmem(op):
@@ -105,6 +142,11 @@ class WaitState:
                 self.vm[r] = 0
         elif is_smem(op):
             self.smem |= set(writes(op))
+        elif is_lds(op):
+            self.lds = {r: a + 1 for r, a in self.lds.items()}
+            for r in writes(op):
+                self.lds[r] = 0
+            self.lds_ops += 1
 
 
 @dataclass(frozen=True)
@@ -147,18 +189,20 @@ class _Inserter:
                 continue
             if isinstance(op, gcn.SWaitcntOp):
                 state.wait(None if op.vmcnt is None else op.vmcnt.value.data,
-                           op.lgkmcnt is not None and op.lgkmcnt.value.data == 0)
+                           None if op.lgkmcnt is None else op.lgkmcnt.value.data)
                 continue
-            vmcnt, lgkm0 = state.needed(reads(op) + writes(op))
-            if is_smem(op) and state.smem and not lgkm0:
-                lgkm0 = self._old_smem_used_first(state.smem, set(writes(op)), ops[i + 1:] + continuation)
-            if vmcnt is not None or lgkm0:
+            vmcnt, lgkm = state.needed(reads(op) + writes(op))
+            if is_barrier(op) and state.needed_for_barrier() is not None:
+                lgkm = 0
+            if is_smem(op) and state.smem and lgkm != 0:
+                if self._old_smem_used_first(state.smem, set(writes(op)), ops[i + 1:] + continuation):
+                    lgkm = 0
+            if vmcnt is not None or lgkm is not None:
+                vmcnt = None if vmcnt is None else min(vmcnt, self.vmcnt_max)
+                lgkm = None if lgkm is None else min(lgkm, self.lgkmcnt_max)
                 if insert:
-                    w = gcn.SWaitcntOp(
-                        vmcnt=None if vmcnt is None else min(vmcnt, self.vmcnt_max),
-                        lgkmcnt=0 if lgkm0 else None)
-                    block.insert_op_before(w, op)
-                state.wait(None if vmcnt is None else min(vmcnt, self.vmcnt_max), lgkm0)
+                    block.insert_op_before(gcn.SWaitcntOp(vmcnt=vmcnt, lgkmcnt=lgkm), op)
+                state.wait(vmcnt, lgkm)
             state.issue(op)
         return state
 

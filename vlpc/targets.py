@@ -93,6 +93,10 @@ class Target:
     #: FLAT/GLOBAL immediate offset range (13-bit signed on GFX9).
     global_offset_min: int = -4096
     global_offset_max: int = 4095
+    #: DS (LDS) instruction offsets: 16-bit unsigned bytes; ``ds_*2*`` take two 8-bit
+    #: offsets in units of the element size (x64 for ``st64``).  (AMD Vega ISA, DS format.)
+    ds_offset_max: int = 65535
+    ds_offset2_max: int = 255
     #: At most one SGPR or literal per VALU instruction (LLVM ``getConstantBusLimit``).
     constant_bus_limit: int = 1
     has_fmac_f32: bool = True
