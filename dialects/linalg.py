@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects import linalg as xlinalg
+from xdsl.dialects.linalg import Linalg as XdslLinalg
+from xdsl.dialects.linalg import abstract_ops, attrs, ops
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr
 from xdsl.ir import Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -72,7 +73,7 @@ def _print_leading_indexing_maps(printer: Printer, maps: ArrayAttr, default: Seq
         printer.print_attribute(maps)
 
 
-class MatmulOp(xlinalg.MatmulOp):
+class MatmulOp(ops.MatmulOp):
     """``linalg.matmul``: xDSL's op (a subclass: same definition), with upstream's
     ``indexing_maps = [...]`` syntax for parsing and printing."""
 
@@ -86,7 +87,7 @@ class MatmulOp(xlinalg.MatmulOp):
         super().print(printer)
 
 
-class _FixedMapsMatmul(xlinalg.NamedOperation):
+class _FixedMapsMatmul(abstract_ops.NamedOperation):
     """A named matmul variant with fixed indexing maps and a multiply-accumulate body."""
 
     MAPS: ClassVar[tuple[AffineMap, ...]] = MATMUL_MAPS
@@ -97,15 +98,15 @@ class _FixedMapsMatmul(xlinalg.NamedOperation):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        return xlinalg.MatmulOp.get_hidden_region(inputs, outputs)
+        return ops.MatmulOp.get_hidden_region(inputs, outputs)
 
     def get_default_indexing_maps(self) -> Sequence[AffineMap]:
         return self.MAPS
 
-    def get_iterator_types(self) -> ArrayAttr[xlinalg.IteratorTypeAttr]:
+    def get_iterator_types(self) -> ArrayAttr[attrs.IteratorTypeAttr]:
         n_par = self.MAPS[0].num_dims - 1
-        return ArrayAttr([*(xlinalg.IteratorTypeAttr.parallel() for _ in range(n_par)),
-                          xlinalg.IteratorTypeAttr.reduction()])
+        return ArrayAttr([*(attrs.IteratorTypeAttr.parallel() for _ in range(n_par)),
+                          attrs.IteratorTypeAttr.reduction()])
 
 
 @irdl_op_definition
@@ -153,9 +154,9 @@ class BatchMatmulOp(_FixedMapsMatmul):
 def _operations() -> list:
     extra = {MatmulOp.name: MatmulOp, MatmulTransposeAOp.name: MatmulTransposeAOp,
              MatmulTransposeBOp.name: MatmulTransposeBOp, BatchMatmulOp.name: BatchMatmulOp}
-    ops = [extra.pop(op.name, op) for op in xlinalg.Linalg.operations]
+    ops = [extra.pop(op.name, op) for op in XdslLinalg.operations]
     return ops + list(extra.values())
 
 
 #: xDSL's linalg dialect with the operations above (a drop-in replacement in a Context).
-Linalg = Dialect("linalg", _operations(), list(xlinalg.Linalg.attributes))
+Linalg = Dialect("linalg", _operations(), list(XdslLinalg.attributes))

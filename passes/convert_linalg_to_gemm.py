@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects import linalg as xlinalg
+from xdsl.dialects.linalg import abstract_ops
+from xdsl.dialects.linalg import ops as xlinalg
 from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
@@ -136,7 +137,7 @@ def classify(op: Operation) -> MatmulForm:
     """Recognise ``op`` as a matrix product or raise :class:`NotRaisable` with the reason."""
     if op.name in BATCHED:
         raise NotRaisable(BATCH_MESSAGE.format(what=op.name))
-    if not isinstance(op, xlinalg.LinalgStructuredOperation):
+    if not isinstance(op, abstract_ops.LinalgStructuredOperation):
         raise NotRaisable(f"{op.name} is not a matrix product: vlpc compiles only matrix products "
                           "(linalg.matmul, its transposed forms, or a linalg.generic that is one)")
     is_generic = isinstance(op, xlinalg.GenericOp)
@@ -262,7 +263,7 @@ class ConvertLinalgToGemmPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         candidates = [o for o in op.walk() if o.name.startswith("linalg.") and o.name not in BODY_OPS
-                      and not isinstance(o.parent_op(), xlinalg.LinalgStructuredOperation)]
+                      and not isinstance(o.parent_op(), abstract_ops.LinalgStructuredOperation)]
         for lop in candidates:
             if lop.parent is None:  # erased: a zero fill folded into the product after it
                 continue
@@ -286,7 +287,7 @@ class ConvertLinalgToGemmPass(ModulePass):
         nxt = fill.next_op
         while isinstance(nxt, arith.ConstantOp):
             nxt = nxt.next_op
-        if not isinstance(nxt, xlinalg.LinalgStructuredOperation) or len(nxt.outputs) != 1:
+        if not isinstance(nxt, abstract_ops.LinalgStructuredOperation) or len(nxt.outputs) != 1:
             return False
         if nxt.name not in NAMED_MATMULS and not isinstance(nxt, xlinalg.GenericOp):
             return False

@@ -18,7 +18,8 @@ The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 
 __version__ = "0.1.0"
 
-from vlpc.pipeline import CompiledKernel, CompiledModule, LaunchConfig, compile, parse, pipeline, pipeline_spec  # noqa: E402
+from vlpc.pipeline import (CompiledKernel, CompiledModule, LaunchConfig, compile, parse, pipeline,  # noqa: E402
+                           pipeline_options, pipeline_spec)
 
 # `vlpc.run` names the function below; the `vlpc run` command's submodule is imported first,
 # so that `from vlpc.run import cmd_run` keeps working (it finds the module in sys.modules).
@@ -27,4 +28,4 @@ from vlpc.api import RunResult, VerificationError, run  # noqa: E402
 from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
 
 __all__ = ["CompiledKernel", "CompiledModule", "DiagnosticError", "LaunchConfig", "RunResult", "VerificationError",
-           "VlpcError", "compile", "parse", "pipeline", "pipeline_spec", "run", "__version__"]
+           "VlpcError", "compile", "parse", "pipeline", "pipeline_options", "pipeline_spec", "run", "__version__"]

@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vlpc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    c = sub.add_parser("compile", help="compile a gemm-dialect file to a code object")
+    c = sub.add_parser("compile", help="compile a gemm-dialect or linalg MLIR file to a code object")
     c.add_argument("file", help="input MLIR file ('-' for standard input)")
     c.add_argument("-o", "--output", help="output file (default: standard output for text, FILE.hsaco otherwise)")
     c.add_argument("--emit", choices=("mlir", "asm", "obj", "hsaco"),

@@ -161,7 +161,9 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
     >>> [p.name for p in pipeline("gfx906")][:3]
     ['convert-linalg-to-gemm', 'gemm-tile', 'gemm-map-workgroups']
     >>> str(pipeline("gfx906", macro_tile=(64, 128))[1].pipeline_pass_spec())
-    'gemm-tile{macro-m=64 macro-n=128 micro-m=64 micro-n=1 k-step=16}'
+    'gemm-tile{macro_n=128}'
+    >>> pipeline_options(pipeline("gfx906"))[1]
+    ('gemm-tile', {'macro_m': 64, 'macro_n': 256, 'micro_m': 64, 'micro_n': 1, 'k_step': 16})
     """
     try:
         tid = TargetId.parse(target)
@@ -186,9 +188,17 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
     return [passes[name]()(**cfg[name]) for name in PASS_ORDER if linalg or name != "convert-linalg-to-gemm"]
 
 
-def pipeline_spec(passes: Sequence[ModulePass]) -> str:
-    """The textual pipeline (``name{opt=val ...},...``) ``vlpc opt -p`` accepts."""
-    return ",".join(str(p.pipeline_pass_spec()) for p in passes)
+def pipeline_spec(passes: Sequence[ModulePass], include_default: bool = False) -> str:
+    """The textual pipeline (``name{opt=val ...},...``) ``vlpc opt -p`` and ``xdsl-opt -p`` accept
+    (options equal to their defaults are left out unless ``include_default``)."""
+    return ",".join(str(p.pipeline_pass_spec(include_default=include_default)) for p in passes)
+
+
+def pipeline_options(passes: Sequence[ModulePass]) -> list[tuple[str, dict]]:
+    """Each pass's name and options (every option, as a dict), in order."""
+    import dataclasses
+
+    return [(p.name, {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}) for p in passes]
 
 
 @dataclass
