@@ -310,7 +310,7 @@ class SLoadDwordx16Op(SLoadBase):
     DWORDS: ClassVar[int] = 16
 
 
-S_LOADS: dict[int, type[SLoadBase]] = {
+S_LOADS: dict[int, type[SLoadBase]] = {  # by width in dwords
     c.DWORDS: c for c in (SLoadDwordOp, SLoadDwordx2Op, SLoadDwordx4Op, SLoadDwordx8Op, SLoadDwordx16Op)
 }
 
@@ -550,6 +550,103 @@ class VMovB32Op(VOPBase):
         return [reg_asm(self.vdst), src]
 
 
+@irdl_op_definition
+class VAddU32Op(VOPBase):
+    """``v_add_u32 vdst, src0, src1`` (GFX9, no carry out); src0 may be an SGPR."""
+
+    name = "gcn.v_add_u32"
+    MNEMONIC: ClassVar[str] = "v_add_u32"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[vgpr(1)])
+
+
+@irdl_op_definition
+class VCmpGtU32Op(VOPBase):
+    """``v_cmp_gt_u32_e64 sdst, src0, src1``: per-lane src0 > src1 into an SGPR pair (VOP3)."""
+
+    name = "gcn.v_cmp_gt_u32"
+    MNEMONIC: ClassVar[str] = "v_cmp_gt_u32_e64"
+    sdst = result_def(SGPRType)
+    src0 = operand_def(SGPRType)
+    src1 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[sgpr(2)])
+
+
+@irdl_op_definition
+class VMaxF32Op(VOPBase):
+    """``v_max_f32 vdst, 0, src`` form: ``src0`` is an inline constant 0 when absent (ReLU)."""
+
+    name = "gcn.v_max_f32"
+    MNEMONIC: ClassVar[str] = "v_max_f32"
+    vdst = result_def(VGPRType)
+    src = operand_def(VGPRType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[vgpr(1)])
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), "0", reg_asm(self.src)]
+
+
+class SOP64Base(GCNInstruction, ABC):
+    """64-bit scalar operation whose destination may be EXEC: ``op sdst, src0, src1``.
+
+    ``src1`` is an SGPR pair or, when absent, the inline constant ``imm``.
+    """
+
+    UNIT: ClassVar[str] = "salu"
+    sdst = result_def(SGPRType | SpecialRegType)
+    src0 = operand_def(SGPRType | SpecialRegType)
+    src1 = opt_operand_def(SGPRType | SpecialRegType)
+    imm = opt_prop_def(IntegerAttr)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue | int, result_type: Attribute | None = None):
+        props = {}
+        ops: list = [src0]
+        if isinstance(src1, int):
+            props["imm"] = IntegerAttr(src1, i64)
+            ops.append([])
+        else:
+            ops.append([src1])
+        super().__init__(operands=ops, result_types=[result_type or sgpr(2)], properties=props)
+
+    def asm_operands(self) -> list[str]:
+        second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
+        return [reg_asm(self.sdst), reg_asm(self.src0), second]
+
+
+@irdl_op_definition
+class SAndB64Op(SOP64Base):
+    name = "gcn.s_and_b64"
+    MNEMONIC: ClassVar[str] = "s_and_b64"
+    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
+
+
+@irdl_op_definition
+class SCselectB64Op(SOP64Base):
+    """``s_cselect_b64 sdst, src0, src1``: SCC ? src0 : src1."""
+
+    name = "gcn.s_cselect_b64"
+    MNEMONIC: ClassVar[str] = "s_cselect_b64"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("scc",)
+
+
+@irdl_op_definition
+class SCmpLeU32Op(SOPCBase):
+    name = "gcn.s_cmp_le_u32"
+    MNEMONIC: ClassVar[str] = "s_cmp_le_u32"
+
+
+def exec_type() -> SpecialRegType:
+    return SpecialRegType(StringAttr("exec"))
+
+
 # ---- vector memory ----------------------------------------------------------
 
 
@@ -566,12 +663,20 @@ class GlobalLoadBase(GCNInstruction, ABC):
     vdst = result_def(VGPRType)
     vaddr = operand_def(VGPRType)
     saddr = operand_def(SGPRType)
+    #: Lanes EXEC disables keep their old value: ``merge`` is that old value, and the
+    #: allocator gives it the result's registers (it is not printed).
+    merge = opt_operand_def(VGPRType)
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
 
-    def __init__(self, vaddr: SSAValue, saddr: SSAValue, offset: int = 0, comment: str | None = None):
-        super().__init__(operands=[vaddr, saddr], result_types=[vgpr(self.DWORDS)],
+    def __init__(self, vaddr: SSAValue, saddr: SSAValue, offset: int = 0, comment: str | None = None,
+                 merge: SSAValue | None = None):
+        super().__init__(operands=[vaddr, saddr, [merge] if merge is not None else []],
+                         result_types=[vgpr(self.DWORDS)],
                          properties={"offset": IntegerAttr(offset, i64)},
                          attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), reg_asm(self.vaddr), reg_asm(self.saddr)]
 
     def asm_suffix(self) -> str:
         off = self.offset.value.data
@@ -583,6 +688,13 @@ class GlobalLoadDwordOp(GlobalLoadBase):
     name = "gcn.global_load_dword"
     MNEMONIC: ClassVar[str] = "global_load_dword"
     DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class GlobalLoadDwordx2Op(GlobalLoadBase):
+    name = "gcn.global_load_dwordx2"
+    MNEMONIC: ClassVar[str] = "global_load_dwordx2"
+    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition

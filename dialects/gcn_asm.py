@@ -77,7 +77,8 @@ def print_assembly(module: ModuleOp, target_id: TargetId | str, header: list[str
         target_id = TargetId.parse(target_id)
     kernels = [o for o in module.walk() if isinstance(o, gcn.KernelOp)]
     if not kernels:
-        raise VlpcError("the module has no gcn.kernel: run convert-gemm-to-gcn first")
+        raise VlpcError("nothing to compile: the module has no gcn.kernel (the input has no gemm.matmul, "
+                        "or convert-gemm-to-gcn has not run)")
     out = [f"; {line}" for line in (header or [])]
     out += [f'  .amdgcn_target "{target_id.directive}"',
             f"  .amdhsa_code_object_version {CODE_OBJECT_VERSION}", ""]

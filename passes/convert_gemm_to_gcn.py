@@ -139,14 +139,19 @@ class SqcKernelBuilder:
         s = self.shape
         mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
         rows_per_batch = A_BATCH_SGPRS // ks
-        n_batches = mi_m // rows_per_batch
+        batches = [list(range(r, min(r + rows_per_batch, mi_m))) for r in range(0, mi_m, rows_per_batch)]
         n_quads = ks // 4
-        if n_batches < 1 or mi_m % rows_per_batch:
-            raise op_error(self.mm, f"micro tile M={mi_m} must be a multiple of {rows_per_batch} "
-                           f"(rows per batch of {A_BATCH_SGPRS} A SGPRs at k-step {ks})")
+        # Edges: lanes past N are switched off in EXEC; a last row tile past M is moved up
+        # to end at row M (it overlaps the tile before it) and stores only its own rows.
+        n_edge = not (s.n >= 0 and s.n % mt_n == 0)
+        m_edge = not (s.m >= 0 and s.m % mt_m == 0)
+        k_static = s.k >= 0
+        n_steps = s.k // ks if k_static else None  # main-loop K steps (None: at launch)
+        k_tail = s.k % ks if k_static else 0
 
-        entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0)])
-        kp, wg_x, wg_y, tid = entry.args
+        entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3),
+                                 gcn.VGPRType.at(0), gcn.exec_type()])
+        kp, wg_x, wg_y, tid, exec0 = entry.args
         e = _Emitter(entry)
 
         # ---- prologue: kernel arguments, tile bases, per-lane offsets ----
@@ -159,27 +164,37 @@ class SqcKernelBuilder:
         def times4(x: SSAValue | int) -> SSAValue | int:
             return x * F32 if isinstance(x, int) else e.mul(x, F32)
 
+        def reg(x: SSAValue | int) -> SSAValue:
+            return e.const(x) if isinstance(x, int) else x
+
         lda4, ldb4 = times4(lda), times4(ldb)
 
-        # A tile base: A + (wg_y * mt_m) * lda * 4   (64-bit)
+        # First row of this workgroup's tile: wg_y * mt_m, or M - mt_m for a tile past M.
         row0 = e.mul(wg_y, mt_m)
+        shift = None
+        if m_edge:
+            m_val = self._arg(e, kp, "M", s.m)
+            last = (m_val - mt_m) if isinstance(m_val, int) else e(gcn.SSubU32Op(m_val, mt_m)).sdst
+            tile_row = row0
+            row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
+            shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
         a_lo, a_hi = e.mul64(row0, lda4)
-        a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + wg_y*64*lda*4")
-        # B tile base: B + (wg_x * mt_n) * ldb * 4  and per-lane offset tid * ldb * 4
+        a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
         col0 = e.mul(wg_x, mt_n)
         b_lo, b_hi = e.mul64(col0, ldb4)
-        b_tile = e.add64(ptr_b, b_lo, b_hi, comment="B tile base = B + wg_x*256*ldb*4")
-        ldb4_reg = e.const(ldb4) if isinstance(ldb4, int) else ldb4
-        voff_b = e(gcn.VMulLoU32Op(tid, ldb4_reg)).vdst
+        b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
+        voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
 
-        # K loop bounds in bytes: the last step starts at kmax = (K - k_step) * 4.
-        if isinstance(k_val, int):
-            kmax: SSAValue | int = (k_val - ks) * F32
+        # EXEC: the lanes whose column n = col0 + tid is below N.
+        if n_edge:
+            n_val = self._arg(e, kp, "N", s.n)
+            n_lane = e(gcn.VAddU32Op(col0, tid)).vdst
+            lanes = e(gcn.VCmpGtU32Op(reg(n_val), n_lane)).sdst
+            e(gcn.SAndB64Op(exec0, lanes, result_type=gcn.exec_type()))
         else:
-            kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, F32)
-        koff0 = e.const(0)
+            lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
 
-        imm_rows = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * F32 <= SMEM_IMM_MAX
+        imm_rows = isinstance(lda4, int) and (mi_m - 1) * lda4 + max(s.k, ks) * F32 <= SMEM_IMM_MAX
 
         # Without immediate row offsets (lda not static, or rows too far apart for the
         # 21-bit SMEM offset) each row's offset is the previous row's plus lda*4: one
@@ -192,108 +207,155 @@ class SqcKernelBuilder:
             elif r == 0:
                 val = koff
             else:
-                lda4_reg = e.const(lda4) if isinstance(lda4, int) else lda4
-                val = e(gcn.SAddU32Op(koff, e(gcn.SMulI32Op(lda4_reg, r)).sdst)).sdst
+                val = e(gcn.SAddU32Op(koff, e(gcn.SMulI32Op(reg(lda4), r)).sdst)).sdst
             chain.update(koff=koff, row=r, val=val)
             return val
 
-        def load_rows(first_row: int, koff: SSAValue) -> list[SSAValue]:
-            """One batch: rows first_row.. of the tile, K values koff/4 .. +k_step."""
-            rows = []
-            for i in range(rows_per_batch):
-                r = first_row + i
-                if imm_rows:
-                    op = gcn.S_LOADS[ks](a_tile, offset=r * lda4, soffset=koff, comment=f"A row {r}")
-                else:
-                    op = gcn.S_LOADS[ks](a_tile, offset=0, soffset=row_offset(r, koff), comment=f"A row {r}")
-                rows.append(e(op).sdst)
-            return rows
+        def load_row(r: int, koff: SSAValue | None, width: int, extra: int = 0) -> SSAValue:
+            """``width`` A values of row r from K byte offset koff (+ extra bytes)."""
+            if imm_rows:
+                op = gcn.S_LOADS[width](a_tile, offset=r * lda4 + extra, soffset=koff, comment=f"A row {r}")
+            else:
+                base = koff if koff is not None else e.const(0)
+                if extra:
+                    base = e(gcn.SAddU32Op(base, extra)).sdst
+                op = gcn.S_LOADS[width](a_tile, offset=0, soffset=row_offset(r, base), comment=f"A row {r}")
+            return e(op).sdst
+
+        def load_rows(rows: list[int], koff: SSAValue) -> list[SSAValue]:
+            return [load_row(r, koff, ks) for r in rows]
 
         def load_b(saddr: SSAValue) -> list[SSAValue]:
             return [e(gcn.GlobalLoadDwordx4Op(voff_b, saddr, offset=16 * q, comment=f"B k+{4 * q}..{4 * q + 3}")).vdst
                     for q in range(n_quads)]
 
-        acc0 = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
-        batch0 = load_rows(0, koff0)
-        quads0 = load_b(b_tile)
+        acc: list[SSAValue] = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
 
-        # ---- the K loop ----
-        carried = [koff0, *batch0, *quads0, *acc0]
-        body = Block(arg_types=[v.type for v in carried])
-        be = _Emitter(body)
-        koff = body.args[0]
-        cur = list(body.args[1:1 + rows_per_batch])
-        quads = list(body.args[1 + rows_per_batch:1 + rows_per_batch + n_quads])
-        acc = list(body.args[1 + rows_per_batch + n_quads:])
-
-        e_outer = e
-        e = be  # the helpers above emit into the loop body from here on
-        pref = be(gcn.SAddU32Op(koff, ks * F32, comment="next K step")).sdst
-        pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-        b_next = be.add64(b_tile, pref, 0, comment="B for the next K step")
-        new_quads: list[SSAValue | None] = [None] * n_quads
-        for b in range(n_batches):
-            if b + 1 < n_batches:
-                nxt = load_rows((b + 1) * rows_per_batch, koff)
+        # ---- the K loop (steps of k_step) ----
+        if n_steps is None or n_steps > 0:
+            if isinstance(k_val, int):
+                kmax: SSAValue | int = (n_steps - 1) * ks * F32  # type: ignore[operator]
             else:
-                nxt = load_rows(0, pref)
-            last = b == n_batches - 1
-            # Row by row, so each FMA's accumulator is the previous FMA's result (the
-            # seed's data forwarding, section 2.9); the last batch goes K-major instead,
-            # so each B quad dies early and is reloaded for the next step.
-            order = ([(kk, i) for kk in range(ks) for i in range(rows_per_batch)] if last
-                     else [(kk, i) for i in range(rows_per_batch) for kk in range(ks)])
-            quad_uses = {q: sum(1 for kk, _ in order if kk // 4 == q) for q in range(n_quads)}
-            for kk, i in order:
-                q, j = divmod(kk, 4)
-                r = b * rows_per_batch + i
-                acc[r] = be(gcn.VFmaF32Op(be.sub(quads[q], j), be.sub(cur[i], kk), acc[r])).vdst
-                quad_uses[q] -= 1
-                if last and quad_uses[q] == 0:
-                    new_quads[q] = be(gcn.GlobalLoadDwordx4Op(
-                        voff_b, b_next, offset=16 * q, comment=f"B next k+{4 * q}..{4 * q + 3}")).vdst
-            cur = nxt
-        be(gcn.SCmpLgU32Op(koff, kmax))
-        be(gcn.LoopBackOp([pref, *cur, *new_quads, *acc], "scc1"))
-        loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
-        e = e_outer
-        e(loop)
-        acc = list(loop.res[1 + rows_per_batch + n_quads:])
+                kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, F32)
+            koff0 = e.const(0)
+            batch0 = load_rows(batches[0], koff0)
+            quads0 = load_b(b_tile)
+            nb0 = len(batches[0])
+            carried = [koff0, *batch0, *quads0, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            be = _Emitter(body)
+            koff = body.args[0]
+            cur = list(body.args[1:1 + nb0])
+            quads = list(body.args[1 + nb0:1 + nb0 + n_quads])
+            acc = list(body.args[1 + nb0 + n_quads:])
+            e_outer = e
+            e = be  # the helpers above emit into the loop body from here on
+            pref = be(gcn.SAddU32Op(koff, ks * F32, comment="next K step")).sdst
+            pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+            b_next = be.add64(b_tile, pref, 0, comment="B for the next K step")
+            new_quads: list[SSAValue | None] = [None] * n_quads
+            for bi, rows in enumerate(batches):
+                last = bi == len(batches) - 1
+                nxt = load_rows(batches[bi + 1], koff) if not last else load_rows(batches[0], pref)
+                # Row by row, so each FMA's accumulator is the previous FMA's result (the
+                # seed's data forwarding, section 2.9); the last batch goes K-major instead,
+                # so each B quad dies early and is reloaded for the next step.
+                order = ([(kk, i) for kk in range(ks) for i in range(len(rows))] if last
+                         else [(kk, i) for i in range(len(rows)) for kk in range(ks)])
+                quad_uses = {q: sum(1 for kk, _ in order if kk // 4 == q) for q in range(n_quads)}
+                for kk, i in order:
+                    q, j = divmod(kk, 4)
+                    r = rows[i]
+                    acc[r] = be(gcn.VFmaF32Op(be.sub(quads[q], j), be.sub(cur[i], kk), acc[r])).vdst
+                    quad_uses[q] -= 1
+                    if last and quad_uses[q] == 0:
+                        new_quads[q] = be(gcn.GlobalLoadDwordx4Op(
+                            voff_b, b_next, offset=16 * q, comment=f"B next k+{4 * q}..{4 * q + 3}")).vdst
+                cur = nxt
+            be(gcn.SCmpLgU32Op(koff, kmax))
+            be(gcn.LoopBackOp([pref, *cur, *new_quads, *acc], "scc1"))
+            loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
+            e = e_outer
+            e(loop)
+            acc = list(loop.res[1 + nb0 + n_quads:])
 
-        # ---- epilogue: C = alpha * acc + beta * C ----
+        # ---- K tail (static K not a multiple of k_step): chunks of 8, 4, 2, 1 ----
+        if k_tail:
+            k0 = n_steps * ks  # type: ignore[operator]
+            for c in (8, 4, 2, 1):
+                if k_tail < c:
+                    continue
+                k_tail -= c
+                b_base = e.add64(b_tile, k0 * F32, 0, comment=f"B tail k={k0}..{k0 + c - 1}")
+                if c == 8:
+                    bv = [e(gcn.GlobalLoadDwordx4Op(voff_b, b_base, offset=16 * h)).vdst for h in range(2)]
+                    b_vals = [(bv[kk // 4], kk % 4) for kk in range(8)]
+                else:
+                    op = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}[c]
+                    one = e(op(voff_b, b_base, comment=f"B tail k={k0}..{k0 + c - 1}")).vdst
+                    b_vals = [(one, kk) for kk in range(c)]
+                per_batch = max(1, A_BATCH_SGPRS // c)
+                for r0 in range(0, mi_m, per_batch):
+                    rows = list(range(r0, min(r0 + per_batch, mi_m)))
+                    a_vals = [load_row(r, None, c, extra=k0 * F32) for r in rows]
+                    for i, r in enumerate(rows):
+                        for kk in range(c):
+                            bsrc, bj = b_vals[kk]
+                            bval = e.sub(bsrc, bj) if bsrc.type.n > 1 else bsrc
+                            aval = e.sub(a_vals[i], kk) if c > 1 else a_vals[i]
+                            acc[r] = e(gcn.VFmaF32Op(bval, aval, acc[r])).vdst
+                k0 += c
+
+        # ---- epilogue: C = alpha * acc + beta * C, C not read when beta == 0 ----
         ptr_c = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["C"], comment="kernarg C")).sdst
         alpha = e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET["beta"], comment="kernarg beta")).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
         ldc4 = times4(ldc)
-        # C tile base: C + (wg_y*mt_m*ldc + wg_x*mt_n) * 4
-        c_lo, c_hi = e.mul64(e.mul(wg_y, mt_m), ldc4)
+        c_lo, c_hi = e.mul64(row0, ldc4)
         c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * F32), 0, comment="C tile columns")
         voff_c = e(gcn.VLshlrevB32Op(2, tid)).vdst
+        e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+
+        def set_exec(mask: SSAValue, r: int) -> None:
+            if shift is None:
+                e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+            else:  # rows below `shift` belong to the tile before this one
+                e(gcn.SCmpLeU32Op(shift, r))
+                e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
+
         group = 16
         row_ptr = c_tile
         for g0 in range(0, mi_m, group):
+            rows = list(range(g0, min(g0 + group, mi_m)))
             ptrs = []
-            for r in range(g0, min(g0 + group, mi_m)):
+            for r in rows:
                 ptrs.append(row_ptr)
                 if r + 1 < mi_m:
                     row_ptr = e.add64(row_ptr, ldc4, 0)
-            cs = [e(gcn.GlobalLoadDwordOp(voff_c, p, comment=f"C row {g0 + i}")).vdst for i, p in enumerate(ptrs)]
-            for i, (p, c) in enumerate(zip(ptrs, cs)):
-                r = g0 + i
+            zeros = [e(gcn.VMovB32Op(0)).vdst for _ in rows]
+            cs = []
+            for i, (r, ptr) in enumerate(zip(rows, ptrs)):
+                if shift is not None or i == 0:
+                    set_exec(load_lanes, r)
+                cs.append(e(gcn.GlobalLoadDwordOp(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
+            for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
+                if shift is not None or i == 0:
+                    set_exec(lanes, r)
                 t = e(gcn.VMulF32Op(beta, c)).vdst
                 out = e(gcn.VFmaF32Op(acc[r], alpha, t)).vdst
-                e(gcn.GlobalStoreDwordOp(voff_c, out, p))
+                e(gcn.GlobalStoreDwordOp(voff_c, out, ptr))
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
         kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in
-                                                    ("kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x")])
+                                                    ("kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y",
+                                                     "workitem_id_x", "exec")])
         kernel.attributes["kernargs"] = ArrayAttr([
             DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
             for a in kernarg_layout("f32")])
-        gx, gy, _ = self.mm.get_int_array("grid")
         kernel.attributes["launch"] = DictionaryAttr({
             "workgroup_size": IntegerAttr(self.wg_size[0], i64),
             "macro_m": IntegerAttr(mt_m, i64),
@@ -336,12 +398,10 @@ class ConvertGemmToGcnPass(ModulePass):
             if mm.shape().dtype != "f32":
                 raise op_error(mm, "f64 (DGEMM) is not supported yet; use f32")
             shape = mm.shape()
-            mt_m, mt_n = mm.get_int_array("macro_tile")
-            for dim, size, tile in (("M", shape.m, mt_m), ("N", shape.n, mt_n), ("K", shape.k, mm.get_int("k_step"))):
-                if size >= 0 and size % tile:
-                    raise op_error(mm, f"{dim}={size} is not a multiple of {tile} (the "
-                                   f"{'K step' if dim == 'K' else 'macro tile'}); sizes that are not "
-                                   "multiples of the tile are not supported yet")
+            mt_m, _ = mm.get_int_array("macro_tile")
+            if 0 <= shape.m < mt_m:
+                raise op_error(mm, f"M={shape.m} is smaller than the macro tile's {mt_m} rows: choose "
+                               f"--macro-tile {shape.m}xN with --micro-tile {shape.m}x1")
             fn = mm.parent_op()
             if not isinstance(fn, func.FuncOp):
                 raise op_error(mm, "gemm.matmul must be inside a func.func (the kernel)")

@@ -97,6 +97,14 @@ class GcnAllocateRegistersPass(ModulePass):
 
     def budgets(self) -> tuple[int, int]:
         t = get_target(self.target)
+        if not 1 <= self.waves_per_simd <= t.max_waves_per_simd:
+            from vlpc.errors import VlpcError
+            raise VlpcError(f"waves-per-simd={self.waves_per_simd}: {t.name} runs 1 to "
+                            f"{t.max_waves_per_simd} waves per SIMD")
+        if self.max_vgprs < 0 or self.max_sgprs < 0:
+            from vlpc.errors import VlpcError
+            raise VlpcError(f"max-vgprs={self.max_vgprs}, max-sgprs={self.max_sgprs}: register "
+                            "budgets must not be negative (0 = the target's limit)")
         if self.max_vgprs:
             vb = self.max_vgprs
         else:
@@ -212,6 +220,9 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, p
             for part in o.parts:
                 join(part, o.result, off, "reg_sequence", o)
                 off += part.type.n
+    for o in pos:
+        if isinstance(o, gcn.GlobalLoadBase) and o.merge is not None:
+            join(o.vdst, o.merge, 0, "load merge", o)
     for s0, e0, loop in loops:
         block = loop.body.block
         back = block.last_op
@@ -223,6 +234,8 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, p
 
     fixed: dict[SSAValue, int] = {}
     for a in kernel.body.block.args:
+        if isinstance(a.type, gcn.SpecialRegType):
+            continue
         assert isinstance(a.type, gcn.GCNRegisterType) and a.type.is_allocated
         fixed[a] = a.type.first
 

@@ -3,7 +3,7 @@
 As in the seed (``shared/seeds/002`` section 2.1): workgroup id x runs over the N
 tiles and y over the M tiles, so the waves of a workgroup share the A rows they
 read through the scalar cache.  ``grid`` (workgroups in x, y, z; -1 where the size
-is known only at launch: then x = N / macro_n, y = M / macro_m) and
+is known only at launch: then x = ceil(N / macro_n), y = ceil(M / macro_m)) and
 ``workgroup_size`` (work-items in x, y, z) are written on the op.
 
 Errors: more work-items per workgroup than the target allows (1024 on gfx906).
@@ -41,7 +41,7 @@ class GemmMapWorkgroupsPass(ModulePass):
                                f"{items} work-items per workgroup; {target.name} allows at most "
                                f"{target.max_workitems_per_workgroup}")
             shape = mm.shape()
-            gx = shape.n // mt_n if shape.n >= 0 else -1
-            gy = shape.m // mt_m if shape.m >= 0 else -1
+            gx = -(-shape.n // mt_n) if shape.n >= 0 else -1
+            gy = -(-shape.m // mt_m) if shape.m >= 0 else -1
             mm.set_int_array("grid", (gx, gy, 1))
             mm.set_int_array("workgroup_size", (items, 1, 1))

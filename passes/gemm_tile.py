@@ -8,8 +8,9 @@ macro tiles are the seed's other variants.  The choice is written on the op as
 
 Errors (located at the op): a micro tile that does not divide the macro tile, a
 micro tile other than Mx1 (the A-in-SGPR scheme gives each lane one column), or a
-K step other than 8 or 16.  (Sizes that are not multiples of the tile are refused
-by ``convert-gemm-to-gcn``, whose kernel does not handle edges yet.)
+K step other than 8 or 16.  A static M smaller than the macro tile's M gives a tile
+of exactly M rows.  Other sizes need not be multiples of the tile: the kernel masks
+the edges.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ class GemmTilePass(ModulePass):
             if self.k_step not in SUPPORTED_K_STEPS:
                 raise op_error(mm, f"k-step {self.k_step} is not supported (choose "
                                f"{' or '.join(map(str, SUPPORTED_K_STEPS))}: one s_load_dwordx8/x16 per A row)")
-            mm.set_int_array("macro_tile", (self.macro_m, self.macro_n))
-            mm.set_int_array("micro_tile", (self.micro_m, self.micro_n))
+            macro_m, micro_m = self.macro_m, self.micro_m
+            m = mm.shape().m
+            if 0 < m < macro_m and micro_m == macro_m:
+                macro_m = micro_m = m  # a matrix shorter than the tile: one tile of exactly M rows
+            mm.set_int_array("macro_tile", (macro_m, self.macro_n))
+            mm.set_int_array("micro_tile", (micro_m, self.micro_n))
             mm.set_int("k_step", self.k_step)

@@ -71,6 +71,42 @@ def test_static_wide_leading_dimension_uses_row_chain():
     assert "offset:0x" not in "".join(l for l in r.asm.splitlines() if "s_load_dwordx16" in l)
 
 
+EDGE_SIZES = [(1, 1, 1), (7, 7, 7), (63, 63, 63), (64, 64, 64), (65, 65, 65), (257, 257, 33)]
+
+
+@pytest.mark.parametrize("m,n,k", EDGE_SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in EDGE_SIZES])
+def test_any_size_exact_buffers(m, n, k):
+    # Exactly-sized buffers: the emulator's bounds checker faults on any access past an edge.
+    # Edges: lanes past N are off in EXEC, a row tile past M moves up and stores only its
+    # own rows, K steps are followed by an unrolled tail of 8/4/2/1 values.
+    run_gemm(m, n, k, macro_tile=(64, 64))
+
+
+def test_dynamic_sizes_with_edges():
+    run_gemm(65, 70, 48, lda=50, ldb=49, ldc=71, dynamic=True, macro_tile=(64, 64))
+
+
+def test_beta_zero_does_not_read_c():
+    """BLAS: with beta == 0, C is not read, so NaN or Inf in C does not propagate."""
+    m, n, k = 65, 70, 21
+    r = vlpc.compile(source(m, n, k), "gfx906", macro_tile=(64, 64))
+    launch = r.kernel().launch(m, n, k)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k), dtype=np.float32)
+    c0 = np.full((m, n), np.nan, np.float32)
+    c0[::2] = np.inf
+    dev = get_device("emulator", strict=True)
+    bufs = [dev.upload(x) for x in (a, b, c0)]
+    dev.launch(load_code_object(r.code_object), "sgemm", grid=launch.grid, block=launch.block,
+               args=[*bufs, np.int32(m), np.int32(n), np.int32(k), np.int32(k), np.int32(k), np.int32(n),
+                     np.float32(2.0), np.float32(0.0)])
+    out = dev.download(bufs[2], np.float32, (m, n))
+    ref = 2.0 * (a.astype(np.float64) @ b.astype(np.float64).T)
+    assert np.isfinite(out).all()
+    assert np.all(np.abs(out - ref) <= tolerance(a, b, np.zeros_like(c0), 2.0, 0.0, k))
+
+
 def test_alpha_zero_and_beta_zero():
     run_gemm(64, 64, 16, alpha=0.0, beta=2.0, macro_tile=(64, 64))
     run_gemm(64, 64, 16, alpha=3.0, beta=0.0, macro_tile=(64, 64))

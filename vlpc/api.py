@@ -200,13 +200,15 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         return result
     op_a = a0[:, :p.k] if kern.layout[0] == "N" else a0[:, :p.m].T   # M x K
     op_b = b0[:, :p.n] if kern.layout[1] == "N" else b0[:, :p.k].T   # K x N
-    ref = al * (op_a.astype(np.float64) @ op_b.astype(np.float64)) + be * c0[:, :p.n].astype(np.float64)
-    tol = tolerance(op_a, np.ascontiguousarray(op_b.T), c0[:, :p.n], al, be, p.k, str(kern.launch_info.get("dtype", "f32")))
+    # BLAS: with beta == 0, C is not read (it may hold NaN), so the reference leaves it out too.
+    c_in = c0[:, :p.n].astype(np.float64) if be != 0 else np.zeros((p.m, p.n))
+    ref = al * (op_a.astype(np.float64) @ op_b.astype(np.float64)) + be * c_in
+    tol = tolerance(op_a, np.ascontiguousarray(op_b.T), c_in, al, be, p.k, str(kern.launch_info.get("dtype", "f32")))
     err = np.abs(result.c.astype(np.float64) - ref)
     result.max_abs_error = float(err.max())
     result.tolerance = float(tol.max())
     bad = ~(err <= tol)
-    untouched = p.ldc > p.n and not np.array_equal(out[:, p.n:], c0[:, p.n:])
+    untouched = p.ldc > p.n and not np.array_equal(out[:, p.n:], c0[:, p.n:], equal_nan=True)
     result.verified = not bad.any() and not untouched
     if not result.verified:
         if bad.any():

@@ -33,14 +33,30 @@ def write_atomic(path: str, data: str | bytes) -> None:
     failure never leaves a partial file or clobbers an existing good one."""
     p = Path(path)
     mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+    if p.is_dir():
+        raise VlpcError(f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+    except OSError as e:
+        raise VlpcError(f"cannot write {path}: {e.strerror or e} (directory {p.parent})") from None
     try:
         with os.fdopen(fd, mode) as f:
             f.write(data)
+        if p.exists():  # keep the permissions of the file being replaced
+            try:
+                os.chmod(tmp, p.stat().st_mode & 0o7777)
+            except OSError:
+                pass
+        else:  # a new file gets the usual umask-derived mode, not mkstemp's 0600
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
         raise
 
 
@@ -53,12 +69,16 @@ def _tile(text: str) -> tuple[int, int]:
 
 
 def _read_input(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
     try:
-        return Path(path).read_text()
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        return Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise VlpcError(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        path = "standard input" if path == "-" else path
+        raise VlpcError(f"cannot read {path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+                        f"{e.start}); expected an MLIR file") from None
 
 
 def _add_codegen_options(p: argparse.ArgumentParser) -> None:
@@ -213,6 +233,11 @@ def _cmd_opt(args: argparse.Namespace) -> int:
     except (ValueError, ArgSpecParseError, TypeError) as e:
         raise VlpcError(f"bad pass pipeline '{args.passes}': {str(e).splitlines()[-1]} "
                         f"(available: {', '.join(available)})") from None
+    from vlpc.targets import TargetError, TargetId
+    try:
+        TargetId.parse(args.target)
+    except TargetError as e:
+        raise VlpcError(str(e)) from None
     text = _read_input(args.file)
     ctx = make_context()
     module = parse(text, "<stdin>" if args.file == "-" else args.file, ctx)

@@ -12,7 +12,8 @@ Public API (also re-exported from :mod:`vlpc`):
 
 Options of :func:`compile` / :func:`pipeline` (all optional):
 ``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16``,
-``waves_per_simd=3`` (sets the VGPR budget), ``split_k=1``, ``strategy="sqc"``.
+``waves_per_simd`` (sets the VGPR budget; default: the strategy's, 3 for sqc, 2 for
+lds), ``split_k=1``, ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel).
 """
 
 from __future__ import annotations
@@ -128,6 +129,12 @@ def _located(op: Operation, message: str, filename: str) -> DiagnosticError:
     return DiagnosticError(f"{message} (in {op.name})", filename)
 
 
+#: The occupancy each strategy's VGPR budget is chosen for when ``waves_per_simd`` is not
+#: given: sqc fits 84 VGPRs (3 waves per SIMD, as the seed); the legacy LDS kernel's 64
+#: accumulators and double-buffered 8+8 fragments need more than 84, so 128 (2 waves).
+DEFAULT_WAVES_PER_SIMD = {"sqc": 3, "lds": 2}
+
+
 @dataclass
 class Options:
     """Code generation options (see the module docstring)."""
@@ -135,7 +142,7 @@ class Options:
     macro_tile: tuple[int, int] = (64, 256)
     micro_tile: tuple[int, int] = (64, 1)
     k_step: int = 16
-    waves_per_simd: int = 3
+    waves_per_simd: int | None = None  # None: DEFAULT_WAVES_PER_SIMD[strategy]
     split_k: int = 1
     strategy: str = "sqc"
 
@@ -180,7 +187,8 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
         "gemm-map-subgroups": dict(target=proc),
         "gemm-split-k": dict(split_k=o.split_k),
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc),
-        "gcn-allocate-registers": dict(waves_per_simd=o.waves_per_simd, target=proc),
+        "gcn-allocate-registers": dict(waves_per_simd=o.waves_per_simd or DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3),
+                                       target=proc),
         "gcn-insert-waitcnt": dict(target=proc),
         "gcn-insert-hazard-nops": dict(target=proc),
         "gcn-emit-descriptor": dict(target=str(tid)),
@@ -253,25 +261,32 @@ class CompiledKernel:
 
     def check_sizes(self, m: int, n: int, k: int, lda: int | None = None, ldb: int | None = None,
                     ldc: int | None = None) -> None:
+        """Refuse sizes the kernel cannot compute (raises :class:`VlpcError`)."""
         li = self.launch_info
         for dim, val in (("M", m), ("N", n), ("K", k), ("lda", lda), ("ldb", ldb), ("ldc", ldc)):
             static = li[f"static_{dim.lower()}"]
             if val is not None and static >= 0 and val != static:
                 raise VlpcError(f"{self.name} was compiled for {dim}={static}, got {dim}={val}")
-        for dim, val, tile in (("M", m, li["macro_m"]), ("N", n, li["macro_n"]), ("K", k, li["k_step"])):
-            if val <= 0 or val % tile:
-                raise VlpcError(f"{dim}={val} is not a positive multiple of {tile}: kernel {self.name} "
-                                "cannot handle it (general sizes are not supported yet)")
+        for dim, val in (("M", m), ("N", n), ("K", k)):
+            if val <= 0:
+                raise VlpcError(f"{dim}={val}: sizes must be at least 1")
+        if li["static_m"] < 0 and m < li["macro_m"]:
+            raise VlpcError(f"M={m} is smaller than the macro tile's {li['macro_m']} rows: compile with a "
+                            "static M or a smaller macro tile")
+        if li["static_k"] < 0 and k % li["k_step"]:
+            raise VlpcError(f"K={k} is not a positive multiple of {li['k_step']}: with K given at launch the "
+                            f"kernel {self.name} has no K tail (give K in the IR, or pad K)")
         for name, ld, minimum in (("lda", lda, k), ("ldb", ldb, k), ("ldc", ldc, n)):
             if ld is not None and ld < minimum:
                 raise VlpcError(f"{name}={ld} is smaller than {minimum}")
 
     def launch(self, m: int, n: int, k: int, batch: int = 1) -> LaunchConfig:
+        """Grid (workgroups) and block (work-items) for an M x N x K problem."""
         if batch != 1:
             raise VlpcError(f"batch={batch}: batched GEMM is not supported yet (kernels compute one product)")
         self.check_sizes(m, n, k)
         li = self.launch_info
-        return LaunchConfig((n // li["macro_n"], m // li["macro_m"], 1), (li["workgroup_size"], 1, 1))
+        return LaunchConfig((-(-n // li["macro_n"]), -(-m // li["macro_m"]), 1), (li["workgroup_size"], 1, 1))
 
 
 @dataclass
@@ -337,11 +352,12 @@ def header_lines(module: ModuleOp, target: str) -> list[str]:
     for k in [o for o in module.walk() if isinstance(o, KernelOp)]:
         nv, ns, vcc = kernel_resources(k)
         meta = metadata_json(k)
-        occ = t.occupancy(nv, meta[".sgpr_count"], 0, meta[".max_flat_workgroup_size"])
+        lds = meta.get(".group_segment_fixed_size", 0)
+        occ = t.occupancy(nv, meta[".sgpr_count"], lds, meta[".max_flat_workgroup_size"])
         li = k.launch.data  # type: ignore[union-attr]
         lines.append(f"kernel {k.sym_name.data}: macro tile {li['macro_m'].value.data}x{li['macro_n'].value.data}, "
                      f"k-step {li['k_step'].value.data}, {meta['.max_flat_workgroup_size']} work-items per workgroup")
-        lines.append(f"  VGPRs {nv}, SGPRs {ns} (+{meta['.sgpr_count'] - ns} reserved), LDS 0 bytes; occupancy {occ}")
+        lines.append(f"  VGPRs {nv}, SGPRs {ns} (+{meta['.sgpr_count'] - ns} reserved), LDS {lds} bytes; occupancy {occ}")
     return lines
 
 

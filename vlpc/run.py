@@ -71,8 +71,17 @@ def cmd_run(args) -> int:
     import vlpc
     from vlpc.runtime import get_device, load_code_object
 
-    with open(args.file) as f:
-        text = f.read()
+    from vlpc.cli import _read_input
+
+    if args.iterations < 1:
+        raise VlpcError(f"--iterations must be at least 1, got {args.iterations}")
+    for name in ("m", "n", "k"):
+        given = getattr(args, name, None)
+        if given is not None and given <= 0:
+            raise VlpcError(f"--{name} must be positive, got {given}")
+    if args.save_output:
+        _check_writable(args.save_output)
+    text = _read_input(args.file)
     opts = dict(macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile), k_step=args.k_step,
                 waves_per_simd=args.waves_per_simd, split_k=args.split_k)
     t0 = time.perf_counter()
@@ -85,7 +94,7 @@ def cmd_run(args) -> int:
 
     rng = np.random.default_rng(args.seed)
     if args.inputs:
-        a, b, c0 = (np.load(x) for x in args.inputs)
+        a, b, c0 = (_load_npy(x, name) for x, name in zip(args.inputs, "ABC"))
         for name, arr, shape in (("A", a, (p.m, p.lda)), ("B", b, (p.n, p.ldb)), ("C", c0, (p.m, p.ldc))):
             if arr.dtype != np.float32:
                 raise VlpcError(f"input {name} has dtype {arr.dtype}, expected float32")
@@ -111,7 +120,7 @@ def cmd_run(args) -> int:
                  np.int32(p.ldc), alpha, beta]
         walls = []
         stats = None
-        for it in range(max(1, args.iterations)):
+        for it in range(args.iterations):
             if it:
                 dev.write(bufs[2], c0)
             t = time.perf_counter()
@@ -128,7 +137,13 @@ def cmd_run(args) -> int:
     if dev.name == "emulator" and stats is not None:
         print("  emulator counters (not hardware time): " + _counters(stats))
     if args.save_output:
-        np.save(args.save_output, out)
+        import io
+
+        from vlpc.cli import write_atomic
+
+        data = io.BytesIO()
+        np.save(data, out)
+        write_atomic(args.save_output, data.getvalue())
     if not args.verify:
         return 0
     ref = alpha.astype(np.float64) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
@@ -150,6 +165,40 @@ def cmd_run(args) -> int:
         return EXIT_VERIFY
     print("  verification passed")
     return 0
+
+
+def _load_npy(path: str, name: str) -> np.ndarray:
+    """A ``.npy`` input; anything else (missing, not NumPy, pickled objects) is a one-line error."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
+            raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy file "
+                            "(no \\x93NUMPY header); save arrays with numpy.save")
+        arr = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise VlpcError(f"cannot read input {name} from {path}: {e.strerror or e}") from None
+    except (ValueError, EOFError) as e:
+        raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy array "
+                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        raise VlpcError(f"input {name}: {path} is an .npz archive; save one array with numpy.save")
+    return arr
+
+
+def _check_writable(path: str) -> None:
+    """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise VlpcError(f"cannot write {path}: it is a directory")
+    if not parent.is_dir():
+        raise VlpcError(f"cannot write {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise VlpcError(f"cannot write {path}: directory {parent} is not writable")
 
 
 def _counters(stats) -> str:

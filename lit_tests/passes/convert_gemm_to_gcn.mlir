@@ -2,7 +2,7 @@
 
 // The kernel's entry registers are the dispatch-initialised ones.
 // CHECK: "gcn.kernel"() <{sym_name = "sgemm"}>
-// CHECK: ^bb0(%{{.*}}: !gcn.sgpr<s[0:1]>, %{{.*}}: !gcn.sgpr<s2>, %{{.*}}: !gcn.sgpr<s3>, %{{.*}}: !gcn.vgpr<v0>):
+// CHECK: ^bb0(%{{.*}}: !gcn.sgpr<s[0:1]>, %{{.*}}: !gcn.sgpr<s2>, %{{.*}}: !gcn.sgpr<s3>, %{{.*}}: !gcn.vgpr<v0>, %{{.*}}: !gcn.special<exec>):
 // A rows are scalar loads into (still virtual) 16-SGPR ranges.
 // CHECK: "gcn.s_load_dwordx16"
 // CHECK-SAME: -> !gcn.sgpr<x16>
