@@ -81,7 +81,11 @@ def _read_input(path: str) -> str:
                         f"{e.start}); expected an MLIR file") from None
 
 
-def _add_codegen_options(p: argparse.ArgumentParser) -> None:
+def _add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> None:
+    if strategy:
+        p.add_argument("--strategy", default="sqc", choices=("sqc", "lds"),
+                       help="instruction selection: sqc (A in SGPRs, no LDS: the seed's scheme, default) or lds "
+                            "(the legacy kernel: A and B tiles through LDS, 8x8 micro tile per work-item)")
     p.add_argument("--target", default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: %(default)s)")
     p.add_argument("--macro-tile", type=_tile, default=(64, 256), metavar="MxN",
@@ -90,14 +94,16 @@ def _add_codegen_options(p: argparse.ArgumentParser) -> None:
                    help="micro tile per work-item (default: 64x1)")
     p.add_argument("--k-step", type=int, default=16, choices=(8, 16),
                    help="K values per A row load: 16 (s_load_dwordx16, default) or 8 (s_load_dwordx8)")
-    p.add_argument("--waves-per-simd", type=int, default=3,
-                   help="occupancy the VGPR budget is chosen for (default: %(default)s -> 84 VGPRs)")
+    p.add_argument("--waves-per-simd", type=int, default=None,
+                   help="occupancy the VGPR budget is chosen for (default: the strategy's: 3 -> 84 VGPRs "
+                        "for sqc, 2 -> 128 VGPRs for lds)")
     p.add_argument("--split-k", type=int, default=1, help="K slices across workgroups (only 1 for now)")
 
 
 def _options(args: argparse.Namespace) -> dict:
     return dict(macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile), k_step=args.k_step,
-                waves_per_simd=args.waves_per_simd, split_k=args.split_k)
+                waves_per_simd=args.waves_per_simd, split_k=args.split_k,
+                strategy=getattr(args, "strategy", "sqc"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
     c.add_argument("--print-pipeline", action="store_true", help="print the pass pipeline with its options and exit")
     c.add_argument("-v", "--verbose", action="store_true", help="say which toolchain was used, the kernel resources and occupancy")
-    _add_codegen_options(c)
+    _add_codegen_options(c, strategy=True)
 
     o = sub.add_parser("opt", help="run passes on an MLIR file and print the result")
     o.add_argument("file", help="input MLIR file ('-' for standard input)")
@@ -140,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--save-output", metavar="C_OUT.npy", help="save the computed C")
     r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
-    _add_codegen_options(r)
+    _add_codegen_options(r, strategy=True)
 
     b = sub.add_parser("bench", help="throughput (HIP) or executed-instruction counters (emulator), optionally a sweep")
     b.add_argument("file", help="input MLIR file (dynamic '?' sizes for a sweep)")
@@ -161,6 +167,23 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", help="also write a PNG plot (needs matplotlib: pip install 'vlpc[plot]')")
     b.add_argument("-v", "--verbose", action="store_true", help="print the device choice")
     _add_codegen_options(b)
+
+    rp = sub.add_parser("report", help="the seed's register/LDS/barrier traffic table, measured on the emulator "
+                                       "for both strategies")
+    rp.add_argument("file", help="input MLIR file (one gemm.matmul)")
+    rp.add_argument("--strategies", default="sqc,lds",
+                    help="comma-separated strategies to compile, run and compare (default: %(default)s)")
+    rp.add_argument("--m", type=int, help="M, for dynamic ('?') dimensions")
+    rp.add_argument("--n", type=int, help="N, for dynamic dimensions")
+    rp.add_argument("--k", type=int, help="K, for dynamic dimensions")
+    rp.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
+    rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
+    rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
+    rp.add_argument("-o", "--output", metavar="PREFIX",
+                    help="write PREFIX.md, PREFIX.csv and PREFIX.svg (default: FILE-report in the current directory)")
+    rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
+                    help="where to write the chart (default: PREFIX.svg; .png needs matplotlib: pip install 'vlpc[plot]')")
+    _add_codegen_options(rp)
     return parser
 
 
@@ -267,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             from vlpc.bench import cmd_bench
             return cmd_bench(args)
+        if args.command == "report":
+            from vlpc.report import cmd_report
+            return cmd_report(args)
         raise AssertionError(args.command)
     except VlpcError as e:
         from vlpc.errors import DiagnosticError

@@ -83,7 +83,7 @@ def cmd_run(args) -> int:
         _check_writable(args.save_output)
     text = _read_input(args.file)
     opts = dict(macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile), k_step=args.k_step,
-                waves_per_simd=args.waves_per_simd, split_k=args.split_k)
+                waves_per_simd=args.waves_per_simd, split_k=args.split_k, strategy=getattr(args, "strategy", "sqc"))
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
     t_compile = time.perf_counter() - t0

@@ -114,6 +114,11 @@ class LaunchStats:
     * ``global_bytes_read`` / ``global_bytes_written``: bytes moved by VMEM (global, flat,
       buffer, atomics) and SMEM; ``smem_bytes_read`` is the SMEM part.
     * ``barriers``: wave arrivals at ``s_barrier``; ``waves``/``workgroups`` launched.
+    * ``by_pc``: the same counters per instruction, keyed by its byte offset in the
+      code image: ``[mnemonic, wave executions, lane executions, VGPR reads, VGPR
+      writes, SGPR reads, SGPR writes, forwarded VGPR reads]`` (lane executions are
+      counted for instructions that access VGPRs).  ``vlpc report`` attributes
+      traffic to the matrices with it.
     """
 
     instructions: int = 0
@@ -133,6 +138,7 @@ class LaunchStats:
     waves: int = 0
     workgroups: int = 0
     wall_seconds: float = 0.0
+    by_pc: dict = field(default_factory=dict)
 
     def merge(self, o: "LaunchStats") -> None:
         for k in ("instructions", "vgpr_reads", "vgpr_writes", "vgpr_reads_forwarded", "sgpr_reads",
@@ -142,6 +148,13 @@ class LaunchStats:
         for c, v in o.by_class.items():
             self.by_class[c] = self.by_class.get(c, 0) + v
         self.by_mnemonic.update(o.by_mnemonic)
+        for pc, row in o.by_pc.items():
+            mine = self.by_pc.get(pc)
+            if mine is None:
+                self.by_pc[pc] = list(row)
+            else:
+                for i in range(1, len(row)):
+                    mine[i] += row[i]
 
 
 # ---------------------------------------------------------------------------
@@ -631,6 +644,14 @@ class Batch:
             st.sgpr_reads += p.nsr * p.waves
             st.sgpr_writes += p.nsw * p.waves
             st.vgpr_reads_forwarded += p.fwd
+            row = [p.ins.mnemonic, p.waves, p.lanes, p.nvr * p.lanes, p.nvw * p.lanes, p.nsr * p.waves,
+                   p.nsw * p.waves, p.fwd]
+            mine = st.by_pc.get(p.ins.pc)
+            if mine is None:
+                st.by_pc[p.ins.pc] = row
+            else:
+                for i in range(1, len(row)):
+                    mine[i] += row[i]
         st.waves += self.nw
         st.workgroups += len(self.wgs)
         return st

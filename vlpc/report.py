@@ -1,0 +1,877 @@
+"""``vlpc report``: the seed's section 2.11 table, measured on the kernels vlpc generates.
+
+Seed 002 ("An Alternative SGEMM on VEGA") compares a legacy LDS-tiled SGEMM with
+its A-in-SGPR scheme in a table of register-file, LDS and barrier traffic, per
+64x256 macro tile and per k step (the cost of a 64 x 1 x 256 product), and argues
+that the saving shows up as power.  This module compiles the same GEMM with both
+strategies (``convert-gemm-to-gcn{strategy=lds}`` and ``{strategy=sqc}``), runs each
+on the functional emulator with its checkers on, verifies C against NumPy, and
+measures the same rows from the executed instructions:
+
+* The emulator counts, per instruction address, wave executions, lane executions
+  and the VGPR/SGPR dwords read and written (``LaunchStats.by_pc``); reads of a
+  VGPR the wave's previous VALU instruction wrote are counted as *forwarded*
+  (the seed's data-forwarding assumption, section 2.9).
+* Each executed instruction is matched to its op in the compiled IR, and each of
+  its register operands to the SSA value it carries.  A value's *role* comes from
+  its provenance: data loaded through the A, B or C kernel argument (through SMEM,
+  VMEM or an LDS tile written with such data), accumulators (the addend and result
+  of ``v_fma_f32``, their zero initialisation, the epilogue's alpha/beta products),
+  or "other" (addresses, offsets, loop counters, kernel arguments).
+* A row such as "Matrix A VGPR read" is the sum over executed instructions of the
+  VGPR dwords x lanes read through operands whose role is A; LDS traffic is the
+  VGPR data moved by ``ds_*``; memory traffic the dwords VMEM and SMEM loads return.
+  Sums are cross-checked against the emulator's totals.
+* Everything is normalised per 64x256 macro tile and per k: total x 64*256 / (M*N*K),
+  in elements of the GEMM's type (the seed writes "unit in FP64"; vlpc's kernels are
+  SGEMM, so one unit is one f32 / one 32-bit register access), whatever the
+  kernels' own macro tile.  Prologue and epilogue (amortised over K) are included,
+  and each row's note says how much of it they are.
+
+Outputs: the table on standard output (Markdown), ``PREFIX.md`` (table, notes,
+occupancy), ``PREFIX.csv`` and a chart ``PREFIX.svg`` (hand-written SVG; a
+``.png`` chart needs matplotlib: ``pip install 'vlpc[plot]'``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vlpc.errors import EXIT_VERIFY, VlpcError
+
+#: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
+NORM_M, NORM_N = 64, 256
+
+#: Seed 002, section 2.11 ("Costs for Matrix Multiply 64x1x256"): key, label, legacy, sqc.
+SEED_ROWS: list[tuple[str, str, float, float]] = [
+    ("a_l2l1", "Matrix A L2-L1", 64, 64),
+    ("a_vgpr_w", "Matrix A VGPR write", 576, 64),
+    ("a_vgpr_r", "Matrix A VGPR read", 16384, 64),
+    ("a_lds_w", "Matrix A LDS write", 64, 0),
+    ("a_lds_r", "Matrix A LDS read", 512, 0),
+    ("b_l2l1", "Matrix B L2-L1", 256, 256),
+    ("b_l1_r", "Matrix B L1 read", 256, 256),
+    ("b_vgpr_w", "Matrix B VGPR write", 2304, 256),
+    ("b_vgpr_r", "Matrix B VGPR read", 16384, 16384),
+    ("b_lds_w", "Matrix B LDS write", 256, 0),
+    ("b_lds_r", "Matrix B LDS read", 2304, 0),
+    ("c_vgpr_rw", "Matrix C VGPR read/write", 32768, 4096),
+    ("sum_l2l1", "SUM L2-L1", 320, 320),
+    ("sum_l1_r", "SUM L1 read", 320, 320),
+    ("vgpr_rw", "VGPR read/write", 68416, 20864),
+    ("lds_rw", "LDS read/write", 3136, 0),
+    ("barrier", "Barrier", 1, 0),
+]
+SEED = {key: {"lds": legacy, "sqc": sqc} for key, _, legacy, sqc in SEED_ROWS}
+
+#: Rows the seed does not have (measured only).
+EXTRA_ROWS: list[tuple[str, str]] = [
+    ("a_sgpr_w", "Matrix A SGPR write"),
+    ("a_sgpr_r", "Matrix A SGPR read"),
+    ("c_vgpr_rw_raw", "Matrix C VGPR read/write, forwarded reads included"),
+    ("other_vgpr_rw", "Address/other VGPR read/write"),
+    ("vgpr_r_raw", "VGPR reads (all, raw)"),
+    ("vgpr_r_fwd", "VGPR reads forwarded"),
+    ("vgpr_w", "VGPR writes (all)"),
+    ("vgpr_rw_raw", "VGPR read/write, forwarded reads included"),
+    ("sgpr_r", "SGPR reads (per wave)"),
+    ("c_mem_rw", "Matrix C memory read + write"),
+]
+INSTRUCTION_CLASSES = ("valu", "salu", "smem", "vmem", "lds", "waitcnt", "barrier", "branch", "nop")
+
+STRATEGY_TITLE = {"lds": "legacy (lds)", "sqc": "sqc"}
+
+
+# ---------------------------------------------------------------------------
+# roles of values: provenance over the compiled IR
+
+
+def _tags_of_kernel(kernel) -> tuple[dict, set]:
+    """Provenance tags of every SSA value of an allocated kernel, and the accumulators.
+
+    Tags: ``ptr:X`` (a pointer into matrix X), ``data:X`` (values of X), ``acc``
+    (floating-point results), ``const``, ``kernarg``, ``idx`` (anything else).
+    Accumulators are the values used as the addend of ``v_fma_f32`` (and, through
+    loop arguments, their initial values).
+    """
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+    from xdsl.ir import BlockArgument, OpResult
+
+    from vlpc.dialects import gcn
+
+    tags: dict = {}
+    roles = kernel.attributes.get("arg_roles")
+    role_names = [s.data for s in roles.data] if isinstance(roles, ArrayAttr) else []
+    for arg, role in zip(kernel.body.block.args, role_names):
+        tags[arg] = frozenset({"kernarg"} if role == "kernarg_segment_ptr" else {"idx"})
+    kernargs = {}
+    if kernel.kernargs is not None:
+        for d in kernel.kernargs.data:
+            kernargs[d.data["offset"].value.data] = d.data["name"].data  # type: ignore[union-attr]
+    regions = []
+    attr = kernel.attributes.get("lds_regions")
+    if isinstance(attr, DictionaryAttr):
+        for name, rng in attr.data.items():
+            start, size = (x.value.data for x in rng.data)  # type: ignore[union-attr]
+            regions.append((name, start, start + size))
+
+    def region(offset: int) -> str:
+        for name, lo, hi in regions:
+            if lo <= offset < hi:
+                return name
+        return "lds"
+
+    lds_content: dict[str, frozenset] = defaultdict(frozenset)
+    idx = frozenset({"idx"})
+
+    def get(v) -> frozenset:
+        return tags.get(v, idx)
+
+    def data_tags(ts: frozenset) -> frozenset:
+        return frozenset(t for t in ts if t.startswith("data:") or t == "acc")
+
+    float_ops = tuple(c for c in (getattr(gcn, n, None) for n in ("VFmaF32Op", "VMulF32Op", "VFmaF64Op", "VMulF64Op",
+                                                                 "VMaxF32Op", "VAddF32Op")) if c is not None)
+    for _ in range(4):  # loops and LDS round trips settle quickly
+        before = dict(tags), dict(lds_content)
+        for op in kernel.body.walk():
+            if isinstance(op, gcn.LoopOp):
+                for arg, init in zip(op.body.block.args, op.iter_args):
+                    tags[arg] = get(arg) | get(init) if arg in tags else get(init)
+                continue
+            if isinstance(op, gcn.LoopBackOp):
+                loop = op.parent_op()
+                for arg, y, res in zip(loop.body.block.args, op.yielded, loop.res):
+                    tags[arg] = get(arg) | get(y)
+                    tags[res] = tags[arg]
+                continue
+            ins = frozenset().union(*(get(o) for o in op.operands)) if op.operands else frozenset()
+            if isinstance(op, gcn.SLoadBase):
+                base = get(op.sbase)
+                if "kernarg" in base and op.soffset is None:
+                    name = kernargs.get(op.offset.value.data, "?")
+                    out = frozenset({f"ptr:{name}"} if name in ("A", "B", "C") else {f"kernarg:{name}"})
+                else:
+                    out = frozenset(f"data:{t[4:]}" for t in base if t.startswith("ptr:")) or idx
+            elif isinstance(op, gcn.GlobalLoadBase):
+                out = frozenset(f"data:{t[4:]}" for t in get(op.saddr) | get(op.vaddr) if t.startswith("ptr:")) or idx
+            elif isinstance(op, gcn.DsReadBase):
+                out = lds_content[region(op.offset.value.data)] or idx
+            elif isinstance(op, gcn.DsWriteBase | gcn.DsWrite2Base):
+                if isinstance(op, gcn.DsWrite2Base):
+                    off, datas = op.offset0.value.data * op.OFFSET_UNIT, [op.vdata0, op.vdata1]
+                else:
+                    off, datas = op.offset.value.data, [op.vdata]
+                name = region(off)
+                lds_content[name] = lds_content[name] | frozenset().union(*(data_tags(get(d)) for d in datas))
+                continue
+            elif float_ops and isinstance(op, float_ops):
+                out = frozenset({"acc"})
+            elif isinstance(op, gcn.VMovB32Op) and op.src is None:
+                out = frozenset({"const"})
+            else:
+                out = ins or idx
+            for r in op.results:
+                tags[r] = out
+        if (dict(tags), dict(lds_content)) == before:
+            break
+
+    # accumulators: FMA addends, back through loop arguments to their initial values
+    acc: set = set()
+    work = [op.src2 for op in kernel.body.walk() if isinstance(op, gcn.VFmaF32Op)]
+    while work:
+        v = work.pop()
+        if v in acc:
+            continue
+        acc.add(v)
+        if isinstance(v, OpResult) and isinstance(v.op, gcn.LoopOp):  # a loop result: its block argument
+            work.append(v.op.body.block.args[v.index])
+        elif isinstance(v, BlockArgument) and isinstance(v.block.parent_op(), gcn.LoopOp):
+            loop = v.block.parent_op()
+            work.append(loop.iter_args[v.index])  # the initial value (the zeroing)
+    return tags, acc
+
+
+def role_of(v, tags: dict, acc: set) -> str:
+    """A, B, C (accumulators and C data), or "other"."""
+    t = tags.get(v, frozenset())
+    if v in acc or "acc" in t or "data:C" in t:
+        return "C"
+    mats = sorted(x[5:] for x in t if x.startswith("data:"))
+    if len(mats) == 1:
+        return mats[0]
+    return "other"
+
+
+# ---------------------------------------------------------------------------
+# per-instruction attribution
+
+
+@dataclass
+class Traffic:
+    """Measured totals of one launch, by (counter, role, phase); counters in elements
+    (32-bit dwords x lanes for VGPRs, per wave for SGPRs)."""
+
+    counts: dict = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, counter: str, role: str, phase: str, value: float) -> None:
+        if value:
+            self.counts[(counter, role, phase)] += value
+
+    def get(self, counter: str, role: str | None = None, phase: str | None = None) -> float:
+        return sum(v for (c, r, p), v in self.counts.items()
+                   if c == counter and (role is None or r == role) and (phase is None or p == phase))
+
+
+def _instruction_ops(kernel) -> list:
+    """(instruction op, phase) in code order; phase: prologue (before the first loop),
+    loop (inside any loop), epilogue (after it)."""
+    from vlpc.dialects import gcn
+
+    out = []
+
+    def walk(block, inside: bool) -> None:
+        for op in block.ops:
+            if isinstance(op, gcn.LoopOp):
+                walk(op.body.block, True)
+                continue
+            if isinstance(op, gcn.GCNInstruction) and not isinstance(op, gcn.PseudoOp):
+                out.append((op, "loop" if inside else ("epilogue" if seen_loop[0] else "prologue")))
+
+    seen_loop = [False]
+    for op in kernel.body.block.ops:
+        if isinstance(op, gcn.LoopOp):
+            walk(op.body.block, True)
+            seen_loop[0] = True
+        elif isinstance(op, gcn.GCNInstruction) and not isinstance(op, gcn.PseudoOp):
+            out.append((op, "epilogue" if seen_loop[0] else "prologue"))
+    return out
+
+
+def _norm_mnemonic(m: str) -> str:
+    for suffix in ("_e64", "_e32", "_sdwa", "_dpp"):
+        if m.endswith(suffix):
+            m = m[: -len(suffix)]
+    return m
+
+
+def attribute(kernel, code_object, stats) -> Traffic:
+    """Split the emulator's per-instruction counters by operand role (see the module docstring)."""
+    from vlpc.dialects import gcn
+    from vlpc.runtime.emulator.decode import Decoder
+
+    tags, acc = _tags_of_kernel(kernel)
+    ops = _instruction_ops(kernel)
+    co_kernel = code_object.kernel(kernel.sym_name.data)
+    dec = Decoder(code_object.image)
+    pc = co_kernel.entry_offset
+    traffic = Traffic()
+    prev_valu_writes: set = set()
+    prev_block = None
+    for op, phase in ops:
+        ins = dec(pc)
+        expect = op.assembly_line().split()[0]
+        if _norm_mnemonic(ins.mnemonic) != _norm_mnemonic(expect):
+            raise VlpcError(f"report: cannot match the code to the IR at offset {pc:#x}: "
+                            f"{ins.mnemonic} in the code, {expect} in the IR")
+        row = stats.by_pc.get(pc)
+        pc += ins.size
+        block = op.parent_block()
+        if block is not prev_block:
+            prev_valu_writes = set()
+            prev_block = block
+        if row is None:
+            continue
+        _mn, waves, lanes, vr, vw, sr, sw, fwd = row
+
+        def value_for(operand, values):
+            regs = set(range(operand.reg, operand.reg + operand.width))
+            for v in values:
+                t = v.type
+                if isinstance(t, gcn.GCNRegisterType) and t.PREFIX == operand.kind and regs & set(t.registers()):
+                    return v
+            return None
+
+        reads = [(o, value_for(o, op.operands)) for o in ins.src if o.kind in ("v", "s")]
+        writes = [(o, value_for(o, op.results)) for o in ins.dst if o.kind in ("v", "s")]
+        unit = op.UNIT
+        # register traffic
+        fwd_ops = []
+        for o, v in reads:
+            role = role_of(v, tags, acc) if v is not None else "other"
+            if o.kind == "v":
+                traffic.add("vgpr_r", role, phase, o.width * lanes)
+                if unit == "valu" and set(range(o.reg, o.reg + o.width)) & prev_valu_writes:
+                    fwd_ops.append((o, role))
+            else:
+                traffic.add("sgpr_r", role, phase, o.width * waves)
+        for o, v in writes:
+            role = role_of(v, tags, acc) if v is not None else "other"
+            if o.kind == "v":
+                traffic.add("vgpr_w", role, phase, o.width * lanes)
+            else:
+                traffic.add("sgpr_w", role, phase, o.width * waves)
+        if fwd:
+            if not fwd_ops:  # the previous VALU was in another block (the loop head): the addend
+                fwd_ops = [(o, role_of(v, tags, acc)) for o, v in reads
+                           if o.kind == "v" and isinstance(op, gcn.VFmaF32Op) and v is op.src2]
+            if not fwd_ops:
+                fwd_ops = [(o, "other") for o, _ in reads if o.kind == "v"][:1]
+            total = sum(o.width for o, _ in fwd_ops)
+            for o, role in fwd_ops:
+                traffic.add("vgpr_fwd", role, phase, fwd * o.width / total)
+        if unit == "valu":
+            prev_valu_writes = {r for o, _ in writes if o.kind == "v" for r in range(o.reg, o.reg + o.width)}
+        # memory and LDS traffic (elements)
+        if unit == "lds":
+            if isinstance(op, gcn.DsReadBase):
+                for o, v in writes:
+                    traffic.add("lds_r", role_of(v, tags, acc) if v is not None else "other", phase, o.width * lanes)
+            else:
+                addr = op.operands[0]
+                for o, v in reads:
+                    if o.kind == "v" and v is not addr:
+                        traffic.add("lds_w", role_of(v, tags, acc) if v is not None else "other", phase,
+                                    o.width * lanes)
+        elif unit == "vmem":
+            if op.results:
+                for o, v in writes:
+                    traffic.add("mem_r", role_of(v, tags, acc) if v is not None else "other", phase, o.width * lanes)
+            else:
+                data = op.operands[1] if len(op.operands) > 1 else None
+                for o, v in reads:
+                    if o.kind == "v" and v is data:
+                        traffic.add("mem_w", role_of(v, tags, acc), phase, o.width * lanes)
+        elif unit == "smem":
+            for o, v in writes:
+                r = role_of(v, tags, acc) if v is not None else "other"
+                traffic.add("mem_r", r if r in ("A", "B", "C") else "kernarg", phase, o.width * waves)
+        if isinstance(op, gcn.SBarrierOp):
+            traffic.add("barrier", "all", phase, waves)
+    # cross-checks against the emulator's totals
+    checks = {
+        "vgpr_r": stats.vgpr_reads, "vgpr_w": stats.vgpr_writes, "vgpr_fwd": stats.vgpr_reads_forwarded,
+        "sgpr_r": stats.sgpr_reads,
+        "lds_r": stats.lds_bytes_read / 4, "lds_w": stats.lds_bytes_written / 4,
+    }
+    for counter, total in checks.items():
+        got = traffic.get(counter)
+        if not math.isclose(got, total, rel_tol=1e-9, abs_tol=1e-6):
+            raise VlpcError(f"report: attributed {counter} = {got} differs from the emulator's total {total}")
+    return traffic
+
+
+# ---------------------------------------------------------------------------
+# one strategy: compile, run, verify, measure
+
+
+@dataclass
+class Measurement:
+    strategy: str
+    m: int
+    n: int
+    k: int
+    kernel_name: str
+    vgprs: int
+    sgprs: int
+    lds_bytes: int
+    workgroup_size: int
+    macro_tile: tuple[int, int]
+    k_step: int
+    occupancy: object
+    stats: object
+    traffic: Traffic
+    max_error: float
+    verified: bool
+    rows: dict = field(default_factory=dict)
+    phases: dict = field(default_factory=dict)  # row -> {phase: value}
+
+    @property
+    def scale(self) -> float:
+        """Factor from launch totals to 'per 64x256 macro tile and per k'."""
+        return NORM_M * NORM_N / (self.m * self.n * self.k)
+
+
+def compile_for_report(text: str, filename: str, target: str, strategy: str, options: dict):
+    """(module after the pipeline, code object bytes, launch info) for one strategy."""
+    from vlpc.dialects.gcn import KernelOp
+    from vlpc.dialects.gcn_asm import print_assembly
+    from vlpc.pipeline import header_lines, make_context, parse, pipeline, run_passes
+    from vlpc.runtime.toolchain import find_toolchain
+    from vlpc.targets import TargetId
+
+    ctx = make_context()
+    module = parse(text, filename, ctx)
+    run_passes(module, pipeline(target, strategy=strategy, **options), ctx)
+    tid = TargetId.parse(target)
+    asm = print_assembly(module, tid, header_lines(module, tid.target.name))
+    tc = find_toolchain()
+    code = tc.link(tc.assemble(asm, tid, filename))
+    kernels = [o for o in module.walk() if isinstance(o, KernelOp)]
+    if len(kernels) != 1:
+        raise VlpcError(f"report: the module has {len(kernels)} kernels; give a file with one gemm.matmul")
+    return module, kernels[0], code, asm
+
+
+def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", m: int | None = None,
+            n: int | None = None, k: int | None = None, seed: int = 0, alpha: float = 1.0, beta: float = 0.5,
+            options: dict | None = None) -> Measurement:
+    """Compile ``text`` with ``strategy``, run it on the strict emulator, verify, attribute."""
+    from vlpc.passes.gcn_emit_descriptor import kernel_lds_bytes, kernel_resources
+    from vlpc.run import resolve_problem, tolerance
+    from vlpc.runtime import get_device, load_code_object
+    from vlpc.dialects.gcn import metadata_json
+    from vlpc.targets import get_target
+
+    _module, kernel, code, _asm = compile_for_report(text, filename, target, strategy, dict(options or {}))
+    li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in kernel.launch.data.items()}
+    p = resolve_problem(li, m, n, k)
+    for dim, val, tile in (("M", p.m, li["macro_m"]), ("N", p.n, li["macro_n"]), ("K", p.k, li["k_step"])):
+        if val % tile:
+            raise VlpcError(f"report: {dim}={val} is not a multiple of {tile} (the {strategy} kernel's tile)")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
+    b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
+    c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
+    dev = get_device("emulator", strict=True)
+    co = load_code_object(code)
+    bufs = [dev.upload(x) for x in (a, b, c0)]
+    grid = (p.n // li["macro_n"], p.m // li["macro_m"], 1)
+    block = (li["workgroup_size"], 1, 1)
+    try:
+        stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=block,
+                           args=[*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
+                                 np.int32(p.ldb), np.int32(p.ldc), np.float32(alpha), np.float32(beta)])
+        out = dev.download(bufs[2], np.float32, (p.m, p.ldc))
+    finally:
+        for buf in bufs:
+            dev.free(buf)
+    ref = np.float64(np.float32(alpha)) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
+        + np.float64(np.float32(beta)) * c0[:, :p.n]
+    tol = tolerance(a[:, :p.k], b[:, :p.k], c0[:, :p.n], alpha, beta, p.k)
+    err = np.abs(out[:, :p.n].astype(np.float64) - ref)
+    verified = bool(np.all(err <= tol))
+    traffic = attribute(kernel, co, stats)
+    nv, ns, _ = kernel_resources(kernel)
+    meta = metadata_json(kernel)
+    lds = kernel_lds_bytes(kernel)
+    occ = get_target(target).occupancy(nv, meta[".sgpr_count"], lds, li["workgroup_size"])
+    ms = Measurement(strategy, p.m, p.n, p.k, kernel.sym_name.data, nv, meta[".sgpr_count"], lds,
+                     li["workgroup_size"], (li["macro_m"], li["macro_n"]), li["k_step"], occ, stats, traffic,
+                     float(err.max()), verified)
+    _rows(ms)
+    return ms
+
+
+def _rows(ms: Measurement) -> None:
+    """Fill ``ms.rows`` (normalised) and ``ms.phases`` (normalised, by phase)."""
+    t, st = ms.traffic, ms.stats
+    phases = ("prologue", "loop", "epilogue")
+
+    def by_phase(fn):
+        return {ph: fn(ph) * ms.scale for ph in phases}
+
+    defs = {
+        "a_l2l1": lambda ph: t.get("mem_r", "A", ph),
+        "a_vgpr_w": lambda ph: t.get("vgpr_w", "A", ph),
+        "a_vgpr_r": lambda ph: t.get("vgpr_r", "A", ph),
+        "a_lds_w": lambda ph: t.get("lds_w", "A", ph),
+        "a_lds_r": lambda ph: t.get("lds_r", "A", ph),
+        "b_l2l1": lambda ph: t.get("mem_r", "B", ph),
+        "b_l1_r": lambda ph: t.get("mem_r", "B", ph),
+        "b_vgpr_w": lambda ph: t.get("vgpr_w", "B", ph),
+        "b_vgpr_r": lambda ph: t.get("vgpr_r", "B", ph),
+        "b_lds_w": lambda ph: t.get("lds_w", "B", ph),
+        "b_lds_r": lambda ph: t.get("lds_r", "B", ph),
+        "c_vgpr_rw": lambda ph: t.get("vgpr_r", "C", ph) - t.get("vgpr_fwd", "C", ph) + t.get("vgpr_w", "C", ph),
+        "sum_l2l1": lambda ph: t.get("mem_r", "A", ph) + t.get("mem_r", "B", ph),
+        "sum_l1_r": lambda ph: t.get("mem_r", "A", ph) + t.get("mem_r", "B", ph),
+        "vgpr_rw": lambda ph: t.get("vgpr_r", None, ph) - t.get("vgpr_fwd", None, ph) + t.get("vgpr_w", None, ph),
+        "lds_rw": lambda ph: t.get("lds_r", None, ph) + t.get("lds_w", None, ph),
+        "barrier": lambda ph: t.get("barrier", None, ph) / max(1, ms.workgroup_size // 64),
+        "a_sgpr_w": lambda ph: t.get("sgpr_w", "A", ph),
+        "a_sgpr_r": lambda ph: t.get("sgpr_r", "A", ph),
+        "c_vgpr_rw_raw": lambda ph: t.get("vgpr_r", "C", ph) + t.get("vgpr_w", "C", ph),
+        "other_vgpr_rw": lambda ph: (t.get("vgpr_r", "other", ph) - t.get("vgpr_fwd", "other", ph)
+                                     + t.get("vgpr_w", "other", ph)),
+        "vgpr_r_raw": lambda ph: t.get("vgpr_r", None, ph),
+        "vgpr_r_fwd": lambda ph: t.get("vgpr_fwd", None, ph),
+        "vgpr_w": lambda ph: t.get("vgpr_w", None, ph),
+        "vgpr_rw_raw": lambda ph: t.get("vgpr_r", None, ph) + t.get("vgpr_w", None, ph),
+        "sgpr_r": lambda ph: t.get("sgpr_r", None, ph),
+        "c_mem_rw": lambda ph: t.get("mem_r", "C", ph) + t.get("mem_w", "C", ph),
+    }
+    for key, fn in defs.items():
+        ms.phases[key] = by_phase(fn)
+        ms.rows[key] = sum(ms.phases[key].values())
+    for cls in INSTRUCTION_CLASSES:
+        ms.rows[f"inst_{cls}"] = st.by_class.get(cls, 0) * ms.scale
+    ms.rows["inst_all"] = st.instructions * ms.scale
+
+
+# ---------------------------------------------------------------------------
+# notes: why a measured row differs from the seed's
+
+
+def _pct(meas: float, seed: float) -> str:
+    if seed == 0:
+        return "n/a" if meas == 0 else "+inf"
+    return f"{100.0 * (meas - seed) / seed:+.1f}%"
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}".rstrip("0").rstrip(".")
+    return f"{x:.3f}"
+
+
+def note(key: str, ms: Measurement) -> str:
+    """Why ``ms``'s row ``key`` differs from the seed's number (with the measured parts)."""
+    seed = SEED.get(key, {}).get(ms.strategy)
+    val = ms.rows[key]
+    ph = ms.phases.get(key, {})
+    loop, pro, epi = ph.get("loop", 0.0), ph.get("prologue", 0.0), ph.get("epilogue", 0.0)
+    outer = f"K loop {_fmt(loop)}, prologue {_fmt(pro)}, epilogue {_fmt(epi)} (amortised over K={ms.k})"
+    waves = ms.workgroup_size // 64
+    items = ms.workgroup_size * NORM_M * NORM_N // (ms.macro_tile[0] * ms.macro_tile[1])
+    stages = ms.k_step // 2
+    if seed is not None and math.isclose(val, seed, rel_tol=1e-9, abs_tol=1e-9):
+        return "matches"
+    lds = ms.strategy == "lds"
+    text = {
+        ("a_l2l1", "lds"): "A is loaded once per workgroup and stage; the excess is the clamped prefetch of the "
+                           "last K step, which re-loads the last stages instead of reading past K",
+        ("a_l2l1", "sqc"): f"each of the {waves} waves of a workgroup issues its own s_load of the A rows "
+                           f"(the scalar cache serves the later ones), so the requests are {waves} x 64 per k; "
+                           "the seed counts the 64 values once; the rest is the clamped prefetch of the last step",
+        ("a_vgpr_w", "lds"): f"{items} work-items each read their 8 A values from LDS per k ({8 * items}) plus "
+                             "the values staged from memory; the seed's 512 is 64 work-items x 8 (its 64x64 "
+                             "example tile)",
+        ("a_vgpr_w", "sqc"): "A never enters VGPRs: s_load writes SGPRs (row 'Matrix A SGPR write'); the seed's "
+                             "64 counts those register writes",
+        ("a_vgpr_r", "lds"): "16384 FMA operand reads as the seed, plus the staged A values read by ds_write",
+        ("a_vgpr_r", "sqc"): "the FMAs read A as a scalar operand (row 'Matrix A SGPR read', counted once per "
+                             "wave-instruction); the seed's 64 counts those reads",
+        ("a_lds_w", "lds"): "one LDS write per A value and stage; the excess is the last step's re-loaded stage",
+        ("a_lds_r", "lds"): f"{items} work-items x 8 A values per k; the seed's 512 is 64 work-items x 8",
+        ("b_l2l1", "lds"): "B is loaded once per workgroup and stage; the excess is the clamped prefetch of the "
+                           "last K step",
+        ("b_l2l1", "sqc"): "one B value per work-item and k; the excess is the clamped prefetch of the last K step",
+        ("b_l1_r", "lds"): "the emulator has no cache model: this is the same count as 'Matrix B L2-L1' "
+                           "(vector memory requests)",
+        ("b_l1_r", "sqc"): "the emulator has no cache model: this is the same count as 'Matrix B L2-L1' "
+                           "(vector memory requests)",
+        ("b_vgpr_w", "lds"): f"{items} work-items x 8 B values per k read from LDS, plus the B values loaded "
+                             "from memory (including the last step's re-loaded stages)",
+        ("b_vgpr_w", "sqc"): "the B values loaded from memory, plus the clamped prefetch of the last step",
+        ("b_vgpr_r", "lds"): "16384 FMA operand reads as the seed, plus the staged B values read by ds_write",
+        ("b_vgpr_r", "sqc"): "16384 FMA operand reads as the seed",
+        ("b_lds_w", "lds"): "one LDS write per B value and stage; the excess is the last step's re-loaded stage",
+        ("b_lds_r", "lds"): f"{items} work-items x 8 B values per k = {8 * items}; the seed's 2304 adds the 256 "
+                            "values loaded from memory (it equals its 'B VGPR write' row)",
+        ("c_vgpr_rw", "lds"): "every FMA reads and writes its accumulator (consecutive FMAs of the 8x8 tile "
+                              "update different accumulators, so nothing is forwarded), as the seed; the rest "
+                              "is the zeroing of the accumulators and the epilogue (C loads, beta*C, "
+                              "alpha*acc, stores)",
+        ("c_vgpr_rw", "sqc"): f"every FMA writes its accumulator (16384 per k, the emulator does not elide "
+                              f"writes); {_fmt(ms.phases['vgpr_r_fwd'].get('loop', 0))} of the 16384 addend "
+                              "reads per k are forwarded from the FMA before (rows chained K-major inside a "
+                              "step) and excluded; the seed's 4096 also assumes the writes of a forwarded chain "
+                              "are avoided; plus the epilogue",
+        ("sum_l2l1", "lds"): "A + B rows above",
+        ("sum_l2l1", "sqc"): "A + B rows above (A requested by every wave)",
+        ("sum_l1_r", "lds"): "A + B memory requests (no cache model)",
+        ("sum_l1_r", "sqc"): "A + B memory requests (no cache model)",
+        ("vgpr_rw", "lds"): "the A, B and C rows plus address and index operands (LDS and global addresses, "
+                            f"{_fmt(ms.rows['other_vgpr_rw'])} per k), forwarded reads excluded",
+        ("vgpr_rw", "sqc"): "the B and C rows plus address operands and the epilogue, forwarded reads "
+                            f"excluded (address/other: {_fmt(ms.rows['other_vgpr_rw'])} per k)",
+        ("lds_rw", "lds"): "the four LDS rows above",
+        ("barrier", "lds"): f"one s_barrier per workgroup and LDS stage of {stages} k values (double-buffered "
+                            f"LDS), plus one in the prologue: about 1/{stages} per k; the seed counts one per k",
+    }.get((key, ms.strategy))
+    if text is None:
+        text = "measured only" if seed is None else ""
+    if seed is not None and not (lds and key == "barrier"):
+        text = f"{text}; {outer}" if text else outer
+    return text
+
+
+# ---------------------------------------------------------------------------
+# the table
+
+
+@dataclass
+class Report:
+    measurements: list[Measurement]
+
+    def by(self, strategy: str) -> Measurement | None:
+        return next((x for x in self.measurements if x.strategy == strategy), None)
+
+    def ratio(self, key: str) -> float | None:
+        lds, sqc = self.by("lds"), self.by("sqc")
+        if lds is None or sqc is None or not sqc.rows.get(key):
+            return None
+        return lds.rows[key] / sqc.rows[key]
+
+    def table_rows(self) -> list[dict]:
+        """One dict per row: key, label, per strategy seed/measured/deviation/note, ratio."""
+        rows = []
+        keys = [(k, label, True) for k, label, _, _ in SEED_ROWS] + [(k, label, False) for k, label in EXTRA_ROWS]
+        keys += [(f"inst_{c}", f"Instructions: {c.upper() if c in ('valu', 'salu', 'smem', 'vmem', 'lds') else c}"
+                  " (per wave)", False) for c in INSTRUCTION_CLASSES]
+        keys.append(("inst_all", "Instructions: all (per wave)", False))
+        for key, label, seeded in keys:
+            row = {"key": key, "label": label}
+            for ms in self.measurements:
+                seed = SEED[key][ms.strategy] if seeded and ms.strategy in SEED[key] else None
+                meas = ms.rows[key]
+                row[ms.strategy] = {
+                    "seed": seed, "measured": meas,
+                    "deviation": None if seed is None else meas - seed,
+                    "deviation_pct": None if seed is None else _pct(meas, seed),
+                    "note": note(key, ms) if not key.startswith("inst_") else "",
+                }
+            row["ratio"] = self.ratio(key)
+            rows.append(row)
+        return rows
+
+    # -- text outputs ---------------------------------------------------------------
+
+    def markdown(self) -> str:
+        ms0 = self.measurements[0]
+        out = io.StringIO()
+        w = out.write
+        w(f"# Register, LDS and barrier traffic per 64x256 macro tile and per k (seed 002, section 2.11)\n\n")
+        w(f"Problem: M={ms0.m} N={ms0.n} K={ms0.k}, f32 (units: 32-bit elements; VGPR counts are "
+          "dwords x lanes, SGPR counts are per wave-instruction).  Measured on vlpc's functional GCN "
+          "emulator from the executed kernels, normalised by 64*256/(M*N*K); prologue and epilogue included.  "
+          "Forwarded VGPR reads (the previous VALU instruction of the wave wrote the register) are excluded "
+          "where the seed assumes forwarding and listed separately.\n\n")
+        strategies = [m.strategy for m in self.measurements]
+        head = ["row"]
+        for s in strategies:
+            head += [f"seed {STRATEGY_TITLE[s]}", f"measured {STRATEGY_TITLE[s]}", "deviation"]
+        if "lds" in strategies and "sqc" in strategies:
+            head.append("measured legacy/sqc")
+        w("| " + " | ".join(head) + " |\n")
+        w("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|\n")
+        for row in self.table_rows():
+            cells = [row["label"]]
+            for s in strategies:
+                c = row[s]
+                cells += [_fmt(c["seed"]), _fmt(c["measured"]),
+                          "" if c["seed"] is None else f"{_fmt(c['deviation'])} ({c['deviation_pct']})"]
+            if len(head) > 1 + 3 * len(strategies):
+                cells.append("—" if row["ratio"] is None else f"{row['ratio']:.2f}")
+            w("| " + " | ".join(cells) + " |\n")
+        w("\n## Summary\n\n")
+        for line in self.summary_lines():
+            w(f"- {line}\n")
+        w("\n## Kernels and occupancy\n\n")
+        w("| strategy | macro tile | k-step | work-items | VGPRs | SGPRs | LDS bytes | occupancy | C verified |\n")
+        w("|---|---|---:|---:|---:|---:|---:|---|---|\n")
+        for ms in self.measurements:
+            w(f"| {STRATEGY_TITLE[ms.strategy]} | {ms.macro_tile[0]}x{ms.macro_tile[1]} | {ms.k_step} | "
+              f"{ms.workgroup_size} | {ms.vgprs} | {ms.sgprs} | {ms.lds_bytes} | {ms.occupancy} | "
+              f"{'yes' if ms.verified else 'NO'} (max abs error {ms.max_error:.2e}) |\n")
+        w("\n## Notes: why a measured row differs from the seed's\n\n")
+        for row in self.table_rows():
+            if row["key"].startswith("inst_"):
+                continue
+            for ms in self.measurements:
+                c = row[ms.strategy]
+                if c["note"] and c["note"] != "matches" and c["seed"] is not None:
+                    w(f"- **{row['label']}, {STRATEGY_TITLE[ms.strategy]}** ({_fmt(c['measured'])} vs "
+                      f"{_fmt(c['seed'])}, {c['deviation_pct']}): {c['note']}.\n")
+        return out.getvalue()
+
+    def summary_lines(self) -> list[str]:
+        lines = []
+        lds, sqc = self.by("lds"), self.by("sqc")
+        if lds and sqc:
+            r = lds.rows["vgpr_rw"] / sqc.rows["vgpr_rw"]
+            r_raw = lds.rows["vgpr_rw_raw"] / sqc.rows["vgpr_rw_raw"]
+            seed = SEED["vgpr_rw"]["lds"] / SEED["vgpr_rw"]["sqc"]
+            lines.append(f"VGPR read/write, legacy / sqc: measured {r:.2f} ({_fmt(lds.rows['vgpr_rw'])} / "
+                         f"{_fmt(sqc.rows['vgpr_rw'])}, forwarded reads excluded), {r_raw:.2f} counting every "
+                         f"read; the seed's {SEED['vgpr_rw']['lds']:,.0f} / {SEED['vgpr_rw']['sqc']:,.0f} = "
+                         f"{seed:.2f}")
+            lines.append(f"VGPR traffic saved by sqc: measured {100 * (1 - 1 / r):.0f}% "
+                         f"(seed: {100 * (1 - 1 / seed):.0f}%)")
+        for ms in self.measurements:
+            lines.append(f"{STRATEGY_TITLE[ms.strategy]}: LDS read/write {_fmt(ms.rows['lds_rw'])} per k, "
+                         f"barriers {_fmt(ms.rows['barrier'])} per k per workgroup, occupancy {ms.occupancy}")
+        return lines
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        wr = csv.writer(out)
+        strategies = [m.strategy for m in self.measurements]
+        head = ["key", "row"]
+        for s in strategies:
+            head += [f"seed_{s}", f"measured_{s}", f"deviation_{s}", f"deviation_pct_{s}", f"note_{s}"]
+        head.append("ratio_lds_over_sqc")
+        wr.writerow(head)
+        for row in self.table_rows():
+            cells = [row["key"], row["label"]]
+            for s in strategies:
+                c = row[s]
+                cells += ["" if c["seed"] is None else c["seed"], f"{c['measured']:.4f}",
+                          "" if c["deviation"] is None else f"{c['deviation']:.4f}", c["deviation_pct"] or "",
+                          c["note"]]
+            cells.append("" if row["ratio"] is None else f"{row['ratio']:.4f}")
+            wr.writerow(cells)
+        for ms in self.measurements:
+            wr.writerow([f"occupancy_{ms.strategy}", str(ms.occupancy)])
+        return out.getvalue()
+
+    # -- chart --------------------------------------------------------------------------
+
+    CHART_ROWS = ("vgpr_rw", "c_vgpr_rw", "a_vgpr_r", "b_vgpr_r", "a_vgpr_w", "b_vgpr_w", "lds_rw",
+                  "sum_l2l1", "barrier")
+
+    def chart_series(self) -> tuple[list[str], list[tuple[str, str, list[float | None]]]]:
+        labels = {k: label for k, label, _, _ in SEED_ROWS}
+        names = [labels[k] for k in self.CHART_ROWS]
+        colors = {("lds", "seed"): "#f4a582", ("lds", "measured"): "#ca0020",
+                  ("sqc", "seed"): "#92c5de", ("sqc", "measured"): "#0571b0"}
+        series = []
+        for ms in self.measurements:
+            series.append((f"{STRATEGY_TITLE[ms.strategy]}, seed", colors[(ms.strategy, "seed")],
+                           [SEED[k][ms.strategy] for k in self.CHART_ROWS]))
+            series.append((f"{STRATEGY_TITLE[ms.strategy]}, measured", colors[(ms.strategy, "measured")],
+                           [ms.rows[k] for k in self.CHART_ROWS]))
+        return names, series
+
+    def svg(self) -> str:
+        """A horizontal grouped bar chart on a log scale (hand-written SVG, no dependencies)."""
+        names, series = self.chart_series()
+        bar_h, gap, left, right, top = 9, 10, 230, 40, 60
+        group_h = bar_h * len(series) + gap
+        width = 900
+        height = top + group_h * len(names) + 70
+        plot_w = width - left - right
+        vals = [v for _, _, vs in series for v in vs if v]
+        lo = 10 ** math.floor(math.log10(min(vals))) if vals else 0.1
+        hi = 10 ** math.ceil(math.log10(max(vals))) if vals else 10
+
+        def x(v: float) -> float:
+            v = max(v, lo)
+            return left + plot_w * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+
+        ms0 = self.measurements[0]
+        p = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="11">',
+             '<rect width="100%" height="100%" fill="white"/>',
+             f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">Traffic per 64x256 macro tile '
+             f'and per k (log scale): seed 002 section 2.11 vs measured</text>',
+             f'<text x="{width / 2}" y="38" text-anchor="middle" fill="#555">M={ms0.m} N={ms0.n} K={ms0.k}, '
+             f'f32, vlpc emulator; forwarded VGPR reads excluded</text>']
+        e = int(math.log10(lo))
+        while 10 ** e <= hi:
+            xx = x(10 ** e)
+            p.append(f'<line x1="{xx:.1f}" y1="{top - 5}" x2="{xx:.1f}" y2="{top + group_h * len(names)}" '
+                     'stroke="#ddd"/>')
+            p.append(f'<text x="{xx:.1f}" y="{top + group_h * len(names) + 14}" text-anchor="middle">'
+                     f'{_fmt(10.0 ** e)}</text>')
+            e += 1
+        for gi, name in enumerate(names):
+            y0 = top + gi * group_h
+            p.append(f'<text x="{left - 8}" y="{y0 + group_h / 2}" text-anchor="end">{_esc(name)}</text>')
+            for si, (label, color, vs) in enumerate(series):
+                v = vs[gi]
+                yy = y0 + si * bar_h
+                if v:
+                    p.append(f'<rect x="{left}" y="{yy}" width="{max(0.5, x(v) - left):.1f}" height="{bar_h - 1}" '
+                             f'fill="{color}"><title>{_esc(label)}: {_fmt(v)}</title></rect>')
+                    p.append(f'<text x="{x(v) + 3:.1f}" y="{yy + bar_h - 2}" font-size="8">{_fmt(v)}</text>')
+                else:
+                    p.append(f'<text x="{left + 3}" y="{yy + bar_h - 2}" font-size="8">0</text>')
+        ly = top + group_h * len(names) + 30
+        for si, (label, color, _) in enumerate(series):
+            lx = left + si * 160
+            p.append(f'<rect x="{lx}" y="{ly}" width="12" height="10" fill="{color}"/>')
+            p.append(f'<text x="{lx + 16}" y="{ly + 9}">{_esc(label)}</text>')
+        p.append("</svg>")
+        return "\n".join(p) + "\n"
+
+    def png(self, path: str) -> None:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise VlpcError("a PNG chart needs matplotlib: pip install 'vlpc[plot]' (or write an .svg chart)") from None
+        names, series = self.chart_series()
+        fig, ax = plt.subplots(figsize=(10, 6))
+        h = 0.8 / len(series)
+        for si, (label, color, vs) in enumerate(series):
+            ys = [gi + si * h for gi in range(len(names))]
+            ax.barh(ys, [v or 0 for v in vs], height=h, color=color, label=label)
+        ax.set_xscale("log")
+        ax.set_yticks([gi + 0.4 - h / 2 for gi in range(len(names))])
+        ax.set_yticklabels(names)
+        ax.invert_yaxis()
+        ax.set_xlabel("elements per 64x256 macro tile and per k")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def build_report(text: str, filename: str, strategies: list[str], **kwargs) -> Report:
+    return Report([measure(text, filename, s, **kwargs) for s in strategies])
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+
+def cmd_report(args) -> int:
+    from vlpc.cli import _read_input, write_atomic
+
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    for s in strategies:
+        if s not in STRATEGY_TITLE:
+            raise VlpcError(f"unknown strategy '{s}' in --strategies (available: {', '.join(STRATEGY_TITLE)})")
+    if len(set(strategies)) != len(strategies) or not strategies:
+        raise VlpcError("--strategies: give each strategy once, e.g. sqc,lds")
+    text = _read_input(args.file)
+    options = dict(macro_tile=tuple(args.macro_tile), k_step=args.k_step, waves_per_simd=args.waves_per_simd)
+    rep = build_report(text, args.file, strategies, target=args.target, m=args.m, n=args.n, k=args.k,
+                       seed=args.seed, alpha=args.alpha, beta=args.beta, options=options)
+    md = rep.markdown()
+    sys.stdout.write(md)
+    prefix = args.output or f"{Path(args.file).stem}-report"
+    write_atomic(f"{prefix}.md", md)
+    write_atomic(f"{prefix}.csv", rep.csv())
+    chart = args.chart or f"{prefix}.svg"
+    if chart.endswith(".png"):
+        rep.png(chart)
+    else:
+        write_atomic(chart, rep.svg())
+    print(f"\nvlpc: wrote {prefix}.md, {prefix}.csv, {chart}", file=sys.stderr)
+    bad = [m.strategy for m in rep.measurements if not m.verified]
+    if bad:
+        print(f"vlpc: verification FAILED for {', '.join(bad)}", file=sys.stderr)
+        return EXIT_VERIFY
+    return 0
