@@ -63,8 +63,7 @@ BATCHED = ("linalg.batch_matmul", "linalg.batch_matmul_transpose_a", "linalg.bat
 #: Operations that live inside a linalg body, never raised on their own.
 BODY_OPS = ("linalg.yield", "linalg.index")
 
-BATCH_MESSAGE = ("batched GEMM is not supported yet ({what}): the gemm dialect has no batch dimension; "
-                 "write one matmul per batch element")
+BATCH_MESSAGE = "batched GEMM is not supported yet: {what}, and the gemm dialect has no batch dimension"
 
 
 class NotRaisable(Exception):
@@ -136,7 +135,7 @@ def _check_memref(name: str, t: MemRefType) -> None:
 def classify(op: Operation) -> MatmulForm:
     """Recognise ``op`` as a matrix product or raise :class:`NotRaisable` with the reason."""
     if op.name in BATCHED:
-        raise NotRaisable(BATCH_MESSAGE.format(what=op.name))
+        raise NotRaisable(BATCH_MESSAGE.format(what=f"{op.name} computes one product per batch element"))
     if not isinstance(op, abstract_ops.LinalgStructuredOperation):
         raise NotRaisable(f"{op.name} is not a matrix product: vlpc compiles only matrix products "
                           "(linalg.matmul, its transposed forms, or a linalg.generic that is one)")
@@ -172,7 +171,8 @@ def classify(op: Operation) -> MatmulForm:
     if n_loops == 4 and ranks == [3, 3, 3]:
         batch = set(dims[0]) & set(dims[1]) & set(dims[2])  # type: ignore[arg-type]
         if len(batch) == 1 and iters[next(iter(batch))] == xlinalg.IteratorType.PARALLEL:
-            raise NotRaisable(BATCH_MESSAGE.format(what=f"{op.name} with a batch dimension"))
+            raise NotRaisable(BATCH_MESSAGE.format(
+                what=f"loop d{next(iter(batch))} indexes A, B and C (a batch dimension)"))
     if n_loops != 3 or ranks != [2, 2, 2]:
         raise NotRaisable(f"{op.name} has {n_loops} loops and operands of rank {ranks}: a matrix product has "
                           "3 loops (M, N, K) and 2-D operands")

@@ -71,6 +71,11 @@ def _help(action: argparse.Action, prog: str) -> str:
         if params.get("choices") is not None:
             params["choices"] = ", ".join(map(str, params["choices"]))
         text = text % params
+    return text
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: a literal '|' would end the cell."""
     return text.replace("|", "\\|")
 
 
@@ -104,8 +109,8 @@ def _table(parser: argparse.ArgumentParser, prog: str) -> list[str]:
             continue
         name = ", ".join(f"`{s}`" for s in a.option_strings) if a.option_strings else f"`{a.dest}`"
         mv = _metavar(a) if a.option_strings else ""
-        rows.append(f"| {name} | {f'`{mv}`' if mv else ''} | {f'`{_default(a)}`' if _default(a) else ''} "
-                    f"| {_help(a, prog)} |")
+        cells = [name, f"`{mv}`" if mv else "", f"`{_default(a)}`" if _default(a) else "", _help(a, prog)]
+        rows.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     return rows
 
 
