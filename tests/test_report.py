@@ -1,0 +1,112 @@
+"""``vlpc report``: the seed's section 2.11 rows measured for both strategies."""
+
+from __future__ import annotations
+
+import csv
+import io
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from vlpc.cli import main
+from vlpc.report import SEED, build_report
+
+M, N, K = 64, 256, 128
+
+
+def source(m=M, n=N, k=K):
+    a, b, c = f"memref<{m}x{k}xf32>", f"memref<{n}x{k}xf32>", f"memref<{m}x{n}xf32>"
+    return f"""builtin.module {{
+  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: f32, %beta: f32) {{
+    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {a}, {b}, {c}, f32, f32
+    func.return
+  }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def report():
+    return build_report(source(), "g.mlir", ["lds", "sqc"])
+
+
+def test_both_verified_and_occupancy(report):
+    lds, sqc = report.by("lds"), report.by("sqc")
+    assert lds.verified and sqc.verified
+    assert (lds.occupancy.waves_per_simd, lds.occupancy.limited_by) == (2, "VGPRs")
+    assert lds.lds_bytes == 20480 and sqc.lds_bytes == 0
+    assert sqc.occupancy.waves_per_simd == 3
+
+
+def test_rows_that_must_match_the_seed(report):
+    lds, sqc = report.by("lds"), report.by("sqc")
+    # K loop only: exact per-k figures of the two schemes
+    assert lds.phases["a_vgpr_r"]["loop"] == pytest.approx(16384 + 64)  # FMA operands + ds_write data
+    assert lds.phases["b_vgpr_r"]["loop"] == pytest.approx(16384 + 256)
+    assert lds.phases["a_lds_r"]["loop"] == lds.phases["b_lds_r"]["loop"] == pytest.approx(256 * 8)
+    assert lds.phases["c_vgpr_rw"]["loop"] == pytest.approx(2 * 16384)  # no forwarding in the 8x8 order
+    assert sqc.phases["b_vgpr_r"]["loop"] == pytest.approx(16384)
+    assert sqc.phases["a_sgpr_r"]["loop"] == pytest.approx(256)  # one SGPR read per wave-FMA
+    assert sqc.rows["a_vgpr_r"] == sqc.rows["a_vgpr_w"] == 0
+    # sqc: no LDS, no barrier; legacy: one barrier per LDS stage of 8 k (+1)
+    assert sqc.rows["lds_rw"] == sqc.rows["barrier"] == 0
+    assert lds.rows["barrier"] == pytest.approx((K // 8 + 1) / K)
+    # memory: every A and B value once per workgroup (+ the clamped last prefetch)
+    assert lds.phases["b_l2l1"]["loop"] == pytest.approx(256)
+    assert sqc.phases["b_l2l1"]["loop"] == pytest.approx(256)
+    # the attribution adds up to the emulator's totals (also checked inside the report)
+    t = lds.traffic
+    assert t.get("vgpr_r") == lds.stats.vgpr_reads
+    assert t.get("lds_r") * 4 == lds.stats.lds_bytes_read
+
+
+def test_ratio_and_forwarding(report):
+    lds, sqc = report.by("lds"), report.by("sqc")
+    r = report.ratio("vgpr_rw")
+    assert r == pytest.approx(lds.rows["vgpr_rw"] / sqc.rows["vgpr_rw"])
+    assert 1.5 < r < SEED["vgpr_rw"]["lds"] / SEED["vgpr_rw"]["sqc"]
+    # sqc forwards most accumulator reads; the legacy order forwards (almost) none
+    assert sqc.rows["vgpr_r_fwd"] > 0.8 * 16384
+    assert lds.rows["vgpr_r_fwd"] < 0.01 * 16384
+
+
+def test_outputs(report):
+    md = report.markdown()
+    assert "| Matrix A VGPR read | 16,384 |" in md
+    assert "| VGPR read/write | 68,416 |" in md and "20,864" in md
+    assert "measured legacy/sqc" in md and "limited by VGPRs" in md
+    assert "## Notes" in md and "Barrier, legacy (lds)" in md
+    rows = list(csv.reader(io.StringIO(report.csv())))
+    head = rows[0]
+    assert head[:4] == ["key", "row", "seed_lds", "measured_lds"] and head[-1] == "ratio_lds_over_sqc"
+    by_key = {r[0]: r for r in rows[1:]}
+    assert float(by_key["lds_rw"][head.index("seed_lds")]) == 3136
+    assert float(by_key["lds_rw"][head.index("measured_sqc")]) == 0
+    svg = ET.fromstring(report.svg())
+    assert svg.tag.endswith("svg") and len(list(svg.iter("{http://www.w3.org/2000/svg}rect"))) > 20
+
+
+def test_cli(tmp_path, capsys):
+    f = tmp_path / "g.mlir"
+    f.write_text(source(64, 256, 32))
+    prefix = tmp_path / "out"
+    assert main(["report", str(f), "--strategies", "sqc,lds", "-o", str(prefix)]) == 0
+    out = capsys.readouterr().out
+    assert "Matrix B LDS read" in out and "measured legacy/sqc" in out
+    for suffix in (".md", ".csv", ".svg"):
+        assert (tmp_path / f"out{suffix}").stat().st_size > 0
+    assert main(["report", str(f), "--strategies", "sqc,nope"]) == 1
+    assert "unknown strategy 'nope'" in capsys.readouterr().err
+
+
+def test_png_needs_matplotlib(tmp_path, capsys):
+    try:
+        import matplotlib  # noqa: F401
+        pytest.skip("matplotlib is installed")
+    except ImportError:
+        pass
+    f = tmp_path / "g.mlir"
+    f.write_text(source(64, 256, 32))
+    assert main(["report", str(f), "--strategies", "sqc", "-o", str(tmp_path / "o"),
+                 "--chart", str(tmp_path / "c.png")]) == 1
+    assert "matplotlib" in capsys.readouterr().err
