@@ -79,6 +79,15 @@ def stored_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
             "C": (p.m, p.ldc)}
 
 
+def check_leading_dimensions(layout: str, p: Problem) -> None:
+    """Each leading dimension covers its stored row (A: K or M, B: N or K, C: N, by ``layout``)."""
+    rows = {"A": p.k if layout[0] == "N" else p.m, "B": p.n if layout[1] == "N" else p.k, "C": p.n}
+    for name, ld in (("A", p.lda), ("B", p.ldb), ("C", p.ldc)):
+        if ld < rows[name]:
+            raise VlpcError(f"ld{name.lower()}={ld} is smaller than the row length {rows[name]} of {name} "
+                            f"as stored for layout {layout}")
+
+
 def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | None,
             m: int | None, n: int | None, k: int | None) -> Problem:
     """Sizes: static from the kernel, else given, else from the arrays' shapes (see the module docstring)."""
@@ -167,7 +176,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
     p = resolve(kern, a, b, c, m, n, k)
-    kern.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    kern.check_sizes(p.m, p.n, p.k)
+    check_leading_dimensions(kern.layout, p)
     launch = kern.launch(p.m, p.n, p.k)
     dtype = _NP_DTYPE[str(kern.launch_info.get("dtype", "f32"))]
     rng = np.random.default_rng(seed)
@@ -221,4 +231,4 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     return result
 
 
-__all__ = ["Problem", "RunResult", "VerificationError", "resolve", "run", "stored_shapes"]
+__all__ = ["Problem", "RunResult", "VerificationError", "check_leading_dimensions", "resolve", "run", "stored_shapes"]

@@ -5,7 +5,7 @@ passes (``convert-linalg-to-gemm``, ``gemm-tile`` ... ``gcn-emit-descriptor``: t
 names ``vlpc opt --list-passes`` shows) and the ``gcn-asm`` output target, which
 prints GCN assembly after the full pipeline::
 
-    xdsl-opt examples/sgemm_nt.mlir -p "$(vlpc compile --print-pipeline)" -t gcn-asm
+    xdsl-opt examples/sgemm_nt.mlir -p "$(vlpc compile - --print-pipeline)" -t gcn-asm
     xdsl-opt gemm.mlir -p gemm-tile,gemm-map-workgroups          # IR after two passes
     xdsl-opt gemm.mlir -p ... -t 'gcn-asm{target=gfx906:xnack-}'   # another target id
 
