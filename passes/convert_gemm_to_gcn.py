@@ -138,9 +138,6 @@ class SqcKernelBuilder:
     def build(self) -> gcn.KernelOp:
         s = self.shape
         mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
-        rows_per_batch = A_BATCH_SGPRS // ks
-        batches = [list(range(r, min(r + rows_per_batch, mi_m))) for r in range(0, mi_m, rows_per_batch)]
-        n_quads = ks // 4
         # Edges: lanes past N are switched off in EXEC; a last row tile past M is moved up
         # to end at row M (it overlaps the tile before it) and stores only its own rows.
         n_edge = not (s.n >= 0 and s.n % mt_n == 0)
@@ -168,6 +165,8 @@ class SqcKernelBuilder:
             return e.const(x) if isinstance(x, int) else x
 
         lda4, ldb4 = times4(lda), times4(ldb)
+        a_trans = self.mm.layout.data[0] == "T"  # A stored K x M: contiguous along M
+        b_trans = self.mm.layout.data[1] == "T"  # B stored N x K: contiguous along K (the seed's)
 
         # First row of this workgroup's tile: wg_y * mt_m, or M - mt_m for a tile past M.
         row0 = e.mul(wg_y, mt_m)
@@ -178,12 +177,19 @@ class SqcKernelBuilder:
             tile_row = row0
             row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
             shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
-        a_lo, a_hi = e.mul64(row0, lda4)
-        a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
+        if a_trans:
+            a_tile = e.add64(ptr_a, e.mul(row0, F32), 0, comment="A tile base = A + row0*4 (A is K x M)")
+        else:
+            a_lo, a_hi = e.mul64(row0, lda4)
+            a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
         col0 = e.mul(wg_x, mt_n)
-        b_lo, b_hi = e.mul64(col0, ldb4)
-        b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
-        voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
+        if b_trans:
+            b_lo, b_hi = e.mul64(col0, ldb4)
+            b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
+            voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
+        else:
+            b_tile = e.add64(ptr_b, e.mul(col0, F32), 0, comment=f"B tile base = B + wg_x*{mt_n}*4 (B is K x N)")
+            voff_b = e(gcn.VLshlrevB32Op(2, tid)).vdst
 
         # EXEC: the lanes whose column n = col0 + tid is below N.
         if n_edge:
@@ -194,42 +200,119 @@ class SqcKernelBuilder:
         else:
             lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
 
-        imm_rows = isinstance(lda4, int) and (mi_m - 1) * lda4 + max(s.k, ks) * F32 <= SMEM_IMM_MAX
-
-        # Without immediate row offsets (lda not static, or rows too far apart for the
-        # 21-bit SMEM offset) each row's offset is the previous row's plus lda*4: one
-        # s_add_u32 per row, the chain continuing across the batches of a K step.
-        chain: dict[str, object] = {"koff": None, "row": -1, "val": None}
-
-        def row_offset(r: int, koff: SSAValue) -> SSAValue:
-            if chain["koff"] is koff and chain["row"] == r - 1:
-                val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
-            elif r == 0:
-                val = koff
+        # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
+        # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
+        # at a time for k_step values of k.  Offsets within a step are immediates when lda
+        # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
+        # lda*4 per row (or per k) on top of the step's offset.
+        def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
+            """(width, rows, kks) per scalar load, in batch order, for kcount values of k."""
+            out = []
+            if a_trans:
+                for r0 in range(0, mi_m, 16):
+                    widths = _pow2_parts(min(16, mi_m - r0))
+                    for kk in range(kcount):
+                        r = r0
+                        for w in widths:
+                            out.append((w, list(range(r, r + w)), [kk]))
+                            r += w
             else:
-                val = e(gcn.SAddU32Op(koff, e(gcn.SMulI32Op(reg(lda4), r)).sdst)).sdst
-            chain.update(koff=koff, row=r, val=val)
+                for r in range(mi_m):
+                    for w, k0 in _pow2_runs(kcount):
+                        out.append((w, [r], list(range(k0, k0 + w))))
+            return out
+
+        def batch(ps: list) -> list[list]:
+            out: list[list] = []
+            size = 0
+            for pc in ps:
+                if not out or size + pc[0] > A_BATCH_SGPRS:
+                    out.append([])
+                    size = 0
+                out[-1].append(pc)
+                size += pc[0]
+            return out
+
+        if isinstance(lda4, int):
+            imm_limit = (ks - 1) * lda4 + mi_m * F32 if a_trans else (mi_m - 1) * lda4 + ks * F32
+            imm_ok = imm_limit <= SMEM_IMM_MAX
+        else:
+            imm_ok = False
+        chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
+
+        def stepped(base: SSAValue, idx: int) -> SSAValue:
+            """base + idx * lda*4, as a chain of s_add_u32 when indices come in order."""
+            if chain["key"] is base and chain["idx"] == idx - 1:
+                val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
+            elif idx == 0:
+                val = base
+            else:
+                val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
+            chain.update(key=base, idx=idx, val=val)
             return val
 
-        def load_row(r: int, koff: SSAValue | None, width: int, extra: int = 0) -> SSAValue:
-            """``width`` A values of row r from K byte offset koff (+ extra bytes)."""
-            if imm_rows:
-                op = gcn.S_LOADS[width](a_tile, offset=r * lda4 + extra, soffset=koff, comment=f"A row {r}")
+        def a_step_offset(koff: SSAValue) -> SSAValue:
+            """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""
+            return e(gcn.SMulI32Op(koff, reg(lda))).sdst if a_trans else koff
+
+        def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
+            w, rows, kks = pc
+            if a_trans:
+                idx, imm = kbase + kks[0], rows[0] * F32
             else:
-                base = koff if koff is not None else e.const(0)
-                if extra:
-                    base = e(gcn.SAddU32Op(base, extra)).sdst
-                op = gcn.S_LOADS[width](a_tile, offset=0, soffset=row_offset(r, base), comment=f"A row {r}")
-            return e(op).sdst
+                idx, imm = rows[0], (kbase + kks[0]) * F32
+            text = f"A rows {rows[0]}..{rows[-1]} k+{kbase + kks[0]}" if a_trans else f"A row {rows[0]} k+{kbase + kks[0]}.."
+            if imm_ok:
+                off = idx * lda4 + imm  # type: ignore[operator]
+                return e(gcn.S_LOADS[w](a_tile, offset=off, soffset=soff, comment=text)).sdst
+            return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
 
-        def load_rows(rows: list[int], koff: SSAValue) -> list[SSAValue]:
-            return [load_row(r, koff, ks) for r in rows]
+        # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
+        def b_slot_of(kk: int) -> tuple[int, int]:
+            return (kk // 4, kk % 4) if b_trans else (kk, 0)
 
-        def load_b(saddr: SSAValue) -> list[SSAValue]:
-            return [e(gcn.GlobalLoadDwordx4Op(voff_b, saddr, offset=16 * q, comment=f"B k+{4 * q}..{4 * q + 3}")).vdst
-                    for q in range(n_quads)]
+        n_slots = ks // 4 if b_trans else ks
+        b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
+
+        def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
+            """B values of `slot` for the step whose B base address is `base`."""
+            if b_trans:
+                return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+            if b_chain["base"] is base and b_chain["kk"] == slot - 1:
+                ptr = e.add64(b_chain["ptr"], ldb4, 0)  # type: ignore[arg-type]
+            elif slot == 0:
+                ptr = base
+            else:
+                lo, hi = e.mul64(e.const(slot), ldb4)
+                ptr = e.add64(base, lo, hi)
+            b_chain.update(base=base, kk=slot, ptr=ptr)
+            return e(gcn.GlobalLoadDwordOp(voff_b, ptr, comment=text)).vdst
+
+        def b_step_base(koff: SSAValue) -> SSAValue:
+            if b_trans:
+                return e.add64(b_tile, koff, 0, comment="B for the next K step")
+            lo, hi = e.mul64(koff, reg(ldb))
+            return e.add64(b_tile, lo, hi, comment="B for the next K step")
+
+        def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
+            q, j = b_slot_of(kk)
+            return e.sub(slots[q], j) if b_trans else slots[q]
+
+        def fma_order(batch_pieces, last: bool):
+            pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
+                     for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+            # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
+            # data forwarding, section 2.9); the last batch of a step goes K-major, so each
+            # B slot dies early and is reloaded for the next step.
+            return sorted(pairs, key=(lambda t: (t[1], t[0])) if last else (lambda t: (t[0], t[1])))
+
+        def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+            w, rows, kks = batch_pieces[pi]
+            j = rows.index(r) if a_trans else kks.index(kk)
+            return e.sub(vals[pi], j) if w > 1 else vals[pi]
 
         acc: list[SSAValue] = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
+        step_batches = batch(pieces(ks))
 
         # ---- the K loop (steps of k_step) ----
         if n_steps is None or n_steps > 0:
@@ -238,73 +321,71 @@ class SqcKernelBuilder:
             else:
                 kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, F32)
             koff0 = e.const(0)
-            batch0 = load_rows(batches[0], koff0)
-            quads0 = load_b(b_tile)
-            nb0 = len(batches[0])
-            carried = [koff0, *batch0, *quads0, *acc]
+            batch0 = [load_piece(pc, a_step_offset(koff0)) for pc in step_batches[0]]
+            slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
+            nb0 = len(batch0)
+            carried = [koff0, *batch0, *slots0, *acc]
             body = Block(arg_types=[v.type for v in carried])
             be = _Emitter(body)
             koff = body.args[0]
             cur = list(body.args[1:1 + nb0])
-            quads = list(body.args[1 + nb0:1 + nb0 + n_quads])
-            acc = list(body.args[1 + nb0 + n_quads:])
+            slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
+            acc = list(body.args[1 + nb0 + n_slots:])
             e_outer = e
             e = be  # the helpers above emit into the loop body from here on
             pref = be(gcn.SAddU32Op(koff, ks * F32, comment="next K step")).sdst
             pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-            b_next = be.add64(b_tile, pref, 0, comment="B for the next K step")
-            new_quads: list[SSAValue | None] = [None] * n_quads
-            for bi, rows in enumerate(batches):
-                last = bi == len(batches) - 1
-                nxt = load_rows(batches[bi + 1], koff) if not last else load_rows(batches[0], pref)
-                # Row by row, so each FMA's accumulator is the previous FMA's result (the
-                # seed's data forwarding, section 2.9); the last batch goes K-major instead,
-                # so each B quad dies early and is reloaded for the next step.
-                order = ([(kk, i) for kk in range(ks) for i in range(len(rows))] if last
-                         else [(kk, i) for i in range(len(rows)) for kk in range(ks)])
-                quad_uses = {q: sum(1 for kk, _ in order if kk // 4 == q) for q in range(n_quads)}
-                for kk, i in order:
-                    q, j = divmod(kk, 4)
-                    r = rows[i]
-                    acc[r] = be(gcn.VFmaF32Op(be.sub(quads[q], j), be.sub(cur[i], kk), acc[r])).vdst
-                    quad_uses[q] -= 1
-                    if last and quad_uses[q] == 0:
-                        new_quads[q] = be(gcn.GlobalLoadDwordx4Op(
-                            voff_b, b_next, offset=16 * q, comment=f"B next k+{4 * q}..{4 * q + 3}")).vdst
+            a_soff = a_step_offset(koff)
+            # the index of the last FMA that reads each B slot in this step
+            all_fmas = [(bi, t) for bi, bp in enumerate(step_batches)
+                        for t in fma_order(bp, bi == len(step_batches) - 1)]
+            last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
+            new_slots: list[SSAValue | None] = [None] * n_slots
+            b_next: SSAValue | None = None
+            n = 0
+            for bi, bp in enumerate(step_batches):
+                last = bi == len(step_batches) - 1
+                if not last:
+                    nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
+                else:  # the next step's offsets are needed only from here on
+                    nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
+                for r, kk, pi, _ in fma_order(bp, last):
+                    acc[r] = be(gcn.VFmaF32Op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
+                    q = b_slot_of(kk)[0]
+                    if last_use[q] == n:
+                        if b_next is None:  # the next step's B base, needed from the first reload on
+                            b_next = b_step_base(pref)
+                        new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
+                    n += 1
                 cur = nxt
             be(gcn.SCmpLgU32Op(koff, kmax))
-            be(gcn.LoopBackOp([pref, *cur, *new_quads, *acc], "scc1"))
+            be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
             loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
             e = e_outer
             e(loop)
-            acc = list(loop.res[1 + nb0 + n_quads:])
+            acc = list(loop.res[1 + nb0 + n_slots:])
 
-        # ---- K tail (static K not a multiple of k_step): chunks of 8, 4, 2, 1 ----
+        # ---- K tail (static K not a multiple of k_step) ----
         if k_tail:
             k0 = n_steps * ks  # type: ignore[operator]
-            for c in (8, 4, 2, 1):
-                if k_tail < c:
-                    continue
-                k_tail -= c
-                b_base = e.add64(b_tile, k0 * F32, 0, comment=f"B tail k={k0}..{k0 + c - 1}")
-                if c == 8:
-                    bv = [e(gcn.GlobalLoadDwordx4Op(voff_b, b_base, offset=16 * h)).vdst for h in range(2)]
-                    b_vals = [(bv[kk // 4], kk % 4) for kk in range(8)]
-                else:
-                    op = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}[c]
-                    one = e(op(voff_b, b_base, comment=f"B tail k={k0}..{k0 + c - 1}")).vdst
-                    b_vals = [(one, kk) for kk in range(c)]
-                per_batch = max(1, A_BATCH_SGPRS // c)
-                for r0 in range(0, mi_m, per_batch):
-                    rows = list(range(r0, min(r0 + per_batch, mi_m)))
-                    a_vals = [load_row(r, None, c, extra=k0 * F32) for r in rows]
-                    for i, r in enumerate(rows):
-                        for kk in range(c):
-                            bsrc, bj = b_vals[kk]
-                            bval = e.sub(bsrc, bj) if bsrc.type.n > 1 else bsrc
-                            aval = e.sub(a_vals[i], kk) if c > 1 else a_vals[i]
-                            acc[r] = e(gcn.VFmaF32Op(bval, aval, acc[r])).vdst
-                k0 += c
+            koff_t = e.const(k0 * F32)
+            a_soff = a_step_offset(koff_t)
+            b_base = b_step_base(koff_t)
+            if b_trans:
+                tail_b = []
+                for w, kb in _pow2_runs(k_tail):
+                    op = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}[min(w, 4)]
+                    for h in range(0, w, 4):
+                        v = e(op(voff_b, b_base, offset=(kb + h) * F32, comment=f"B tail k={k0 + kb + h}")).vdst
+                        tail_b += [(v, j) for j in range(min(4, w - h))]
+            else:
+                tail_b = [(load_b_slot(kk, b_base, f"B tail k={k0 + kk}"), 0) for kk in range(k_tail)]
+            for bp in batch(pieces(k_tail)):
+                vals = [load_piece(pc, a_soff) for pc in bp]
+                for r, kk, pi, _ in fma_order(bp, False):
+                    bv, j = tail_b[kk]
+                    bop = e.sub(bv, j) if bv.type.n > 1 else bv
+                    acc[r] = e(gcn.VFmaF32Op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
 
         # ---- epilogue: C = alpha * acc + beta * C, C not read when beta == 0 ----
         ptr_c = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["C"], comment="kernarg C")).sdst
@@ -373,6 +454,25 @@ class SqcKernelBuilder:
         return kernel
 
 
+def _pow2_parts(n: int) -> list[int]:
+    """n as a sum of load widths 16, 8, 4, 2, 1 (largest first)."""
+    out = []
+    for w in (16, 8, 4, 2, 1):
+        while n >= w:
+            out.append(w)
+            n -= w
+    return out
+
+
+def _pow2_runs(n: int) -> list[tuple[int, int]]:
+    """(width, start) runs covering 0..n-1 with load widths 16, 8, 4, 2, 1."""
+    runs, start = [], 0
+    for w in _pow2_parts(n):
+        runs.append((w, start))
+        start += w
+    return runs
+
+
 @dataclass(frozen=True)
 class ConvertGemmToGcnPass(ModulePass):
     """Options: ``strategy`` (``sqc``: A in SGPRs, the default; ``lds``: the legacy LDS-tiled kernel), ``target``."""
@@ -392,9 +492,6 @@ class ConvertGemmToGcnPass(ModulePass):
             for prop, producer in (("macro_tile", "gemm-tile"), ("grid", "gemm-map-workgroups"),
                                    ("local_range", "gemm-map-subgroups"), ("split_k", "gemm-split-k")):
                 require(mm, prop, producer)
-            if mm.layout.data != "NT":
-                raise op_error(mm, f"layout '{mm.layout.data}' is not supported yet: the sqc kernel "
-                               "needs A stored M x K and B stored N x K (layout \"NT\")")
             if mm.shape().dtype != "f32":
                 raise op_error(mm, "f64 (DGEMM) is not supported yet; use f32")
             shape = mm.shape()

@@ -71,7 +71,7 @@ def _kind(v: SSAValue) -> str | None:
     return None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Group:
     root: SSAValue
     kind: str
@@ -318,33 +318,28 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, p
     assignment: dict[SSAValue, int] = {}
     for kind, budget in (("s", sgpr_budget), ("v", vgpr_budget)):
         gs = sorted((g for g in infos if g.kind == kind), key=lambda g: (g.fixed is None, g.start))
-        occ: dict[int, list[list[tuple[int, int]]]] = {}  # register -> interval sets of its groups
-        for g in gs:
-            ivs = _merged([(start[m], end[m]) for m in members[g.root]])
+        ivs_of = {g.root: _merged([(start[m], end[m]) for m in members[g.root]]) for g in gs}
+        # First fit from s0/v0; if fragmentation leaves no aligned range, retry with
+        # single registers and pairs placed from the top of the budget, tuples from the bottom.
+        placed = _place(gs, ivs_of, budget, segregate=False)
+        if isinstance(placed, _Group):
+            placed = _place(gs, ivs_of, budget, segregate=True)
+        if isinstance(placed, _Group):
+            g = placed
+            at = ivs_of[g.root][0][0]
+            live = len({r for gg, base in _place(gs, ivs_of, budget, segregate=True, upto=g).items()
+                        for r in range(base, base + gg.hi_off - gg.lo_off)
+                        if _intersects([(at, at)], ivs_of[gg.root])})
             width = g.hi_off - g.lo_off
-
-            def free(base: int) -> bool:
-                return all(not _intersects(ivs, other) for r in range(base, base + width)
-                           for other in occ.get(r, ()))
-
-            if g.fixed is not None:
-                base = g.fixed + g.lo_off
-                if not free(base):
-                    raise op_error(kernel, "internal error in gcn-allocate-registers: a dispatch register is clobbered")
-            else:
-                base = next((b for b in range(0, budget - width + 1)
-                             if (b + g.align_off - g.lo_off) % g.align == 0 and free(b)), None)
-                if base is None:
-                    at = ivs[0][0]
-                    live = sum(1 for r, sets in occ.items() if any(_intersects([(at, at)], x) for x in sets))
-                    name = "SGPRs" if kind == "s" else "VGPRs"
-                    hint = ("; allow fewer waves per SIMD (waves-per-simd) or choose a smaller micro tile"
-                            if kind == "v" else "; choose a smaller K step or micro tile")
-                    raise op_error(kernel, f"register allocation failed: kernel '{kernel.sym_name.data}' needs "
-                                   f"{live + width} {name} at once ({live} live and a range of {width}), "
-                                   f"the budget is {budget}{hint}")
-            for r in range(base, base + width):
-                occ.setdefault(r, []).append(ivs)
+            name = "SGPRs" if kind == "s" else "VGPRs"
+            hint = ("; allow fewer waves per SIMD (waves-per-simd) or choose a smaller micro tile"
+                    if kind == "v" else "; choose a smaller K step or micro tile")
+            raise op_error(kernel, f"register allocation failed: kernel '{kernel.sym_name.data}' needs "
+                           f"{live + width} {name} at once ({live} live and a range of {width}), "
+                           f"the budget is {budget}{hint}")
+        if placed is None:
+            raise op_error(kernel, "internal error in gcn-allocate-registers: a dispatch register is clobbered")
+        for g, base in placed.items():
             assignment[g.root] = base - g.lo_off
 
     # -- rewrite types (xDSL replaces a value to change its type)
@@ -371,6 +366,37 @@ def _used_in(v: SSAValue, loop: gcn.LoopOp) -> bool:
                 return True
             o = o.parent_op()
     return False
+
+
+def _place(gs: list[_Group], ivs_of: dict, budget: int, *, segregate: bool, upto: _Group | None = None):
+    """Place groups in order; returns {group: first register}, the first group that does not
+    fit, or None when a pre-coloured group collides.  ``upto``: stop before that group."""
+    occ: dict[int, list[list[tuple[int, int]]]] = {}  # register -> interval sets of its groups
+    out: dict[_Group, int] = {}
+    for g in gs:
+        if g is upto:
+            return out
+        ivs = ivs_of[g.root]
+        width = g.hi_off - g.lo_off
+
+        def free(base: int) -> bool:
+            return all(not _intersects(ivs, other) for r in range(base, base + width) for other in occ.get(r, ()))
+
+        if g.fixed is not None:
+            base = g.fixed + g.lo_off
+            if not free(base):
+                return None
+        else:
+            candidates = range(0, budget - width + 1)
+            if segregate and width < 4:
+                candidates = reversed(candidates)
+            base = next((b for b in candidates if (b + g.align_off - g.lo_off) % g.align == 0 and free(b)), None)
+            if base is None:
+                return g
+        for r in range(base, base + width):
+            occ.setdefault(r, []).append(ivs)
+        out[g] = base
+    return out
 
 
 def _align(v: SSAValue) -> int:

@@ -13,29 +13,35 @@ from vlpc.run import tolerance
 from vlpc.runtime import get_device, load_code_object
 
 
-def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False):
+def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, layout="NT"):
     def mt(rows, cols, ld):
         if dynamic:
             return "memref<?x?xf32>" if ld is None else "memref<?x?xf32, strided<[?, 1]>>"
         return f"memref<{rows}x{cols}xf32>" if ld is None else f"memref<{rows}x{cols}xf32, strided<[{ld}, 1]>>"
-    a, b, c = mt(m, k, lda), mt(n, k, ldb), mt(m, n, ldc)
+    a = mt(m, k, lda) if layout[0] == "N" else mt(k, m, lda)
+    b = mt(k, n, ldb) if layout[1] == "N" else mt(n, k, ldb)
+    c = mt(m, n, ldc)
     return f"""builtin.module {{
   func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: f32, %beta: f32) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {a}, {b}, {c}, f32, f32
+    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "{layout}"}} : {a}, {b}, {c}, f32, f32
     func.return
   }}
 }}
 """
 
 
-def run_gemm(m, n, k, lda=None, ldb=None, ldc=None, alpha=1.25, beta=-0.75, dynamic=False, seed=0, **opts):
-    lda_, ldb_, ldc_ = lda or k, ldb or k, ldc or n
-    r = vlpc.compile(source(m, n, k, lda, ldb, ldc, dynamic), "gfx906", **opts)
+def run_gemm(m, n, k, lda=None, ldb=None, ldc=None, alpha=1.25, beta=-0.75, dynamic=False, seed=0,
+             layout="NT", **opts):
+    """Compile, run on the strict emulator with exactly-sized buffers, compare with NumPy."""
+    a_rows, a_cols = (m, k) if layout[0] == "N" else (k, m)
+    b_rows, b_cols = (k, n) if layout[1] == "N" else (n, k)
+    lda_, ldb_, ldc_ = lda or a_cols, ldb or b_cols, ldc or n
+    r = vlpc.compile(source(m, n, k, lda, ldb, ldc, dynamic, layout), "gfx906", **opts)
     kern = r.kernel()
     launch = kern.launch(m, n, k)
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, lda_), dtype=np.float32)
-    b = rng.standard_normal((n, ldb_), dtype=np.float32)
+    a = rng.standard_normal((a_rows, lda_), dtype=np.float32)
+    b = rng.standard_normal((b_rows, ldb_), dtype=np.float32)
     c0 = rng.standard_normal((m, ldc_), dtype=np.float32)
     dev = get_device("emulator", strict=True)
     bufs = [dev.upload(x) for x in (a, b, c0)]   # exactly-sized buffers: any overrun faults
@@ -43,8 +49,10 @@ def run_gemm(m, n, k, lda=None, ldb=None, ldc=None, alpha=1.25, beta=-0.75, dyna
                        args=[*bufs, np.int32(m), np.int32(n), np.int32(k), np.int32(lda_), np.int32(ldb_),
                              np.int32(ldc_), np.float32(alpha), np.float32(beta)])
     out = dev.download(bufs[2], np.float32, (m, ldc_))
-    ref = alpha * (a[:, :k].astype(np.float64) @ b[:, :k].astype(np.float64).T) + beta * c0[:, :n]
-    tol = tolerance(a[:, :k], b[:, :k], c0[:, :n], alpha, beta, k)
+    op_a = a[:, :a_cols] if layout[0] == "N" else a[:, :a_cols].T
+    op_b = b[:, :b_cols] if layout[1] == "N" else b[:, :b_cols].T   # K x N
+    ref = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64)) + beta * c0[:, :n]
+    tol = tolerance(op_a, op_b.T, c0[:, :n], alpha, beta, k)
     assert np.all(np.abs(out[:, :n] - ref) <= tol), np.abs(out[:, :n] - ref).max()
     np.testing.assert_array_equal(out[:, n:], c0[:, n:])  # padding columns untouched
     return stats, r
@@ -80,6 +88,22 @@ def test_any_size_exact_buffers(m, n, k):
     # Edges: lanes past N are off in EXEC, a row tile past M moves up and stores only its
     # own rows, K steps are followed by an unrolled tail of 8/4/2/1 values.
     run_gemm(m, n, k, macro_tile=(64, 64))
+
+
+LAYOUT_CASES = [(lay, size) for lay in ("NN", "NT", "TN", "TT") for size in ((7, 9, 5), (65, 70, 37))]
+
+
+@pytest.mark.parametrize("layout,size", LAYOUT_CASES, ids=[f"{l}-{s[0]}x{s[1]}x{s[2]}" for l, s in LAYOUT_CASES])
+def test_layouts(layout, size):
+    m, n, k = size
+    run_gemm(m, n, k, layout=layout, macro_tile=(64, 64))
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
+def test_layouts_dynamic_with_leading_dimensions(layout):
+    m, n, k = 70, 66, 48
+    lds = {"lda": (k if layout[0] == "N" else m) + 3, "ldb": (n if layout[1] == "N" else k) + 5, "ldc": n + 1}
+    run_gemm(m, n, k, layout=layout, dynamic=True, macro_tile=(64, 64), **lds)
 
 
 def test_dynamic_sizes_with_edges():
