@@ -32,14 +32,14 @@ DYN = SRC.replace("4096x640xf32", "?x?xf32").replace("4096x4096xf32", "?x?xf32")
 def report(label: str, src: str, **opts) -> str:
     r = vlpc.compile(src, "gfx906", **opts)
     k = r.kernel()
-    f = loop_figures(r.asm)
+    f = loop_figures(r.asm, fma="v_fma_f64" if "xf64" in src else "v_fma_f32")
     occ = GFX906.occupancy(k.vgprs, k.sgprs, 0, k.launch_info["workgroup_size"])
-    mix = ", ".join(f"{m} {c}" for m, c in sorted(f.counts.items(), key=lambda x: -x[1]) if m != "v_fma_f32")
+    mix = ", ".join(f"{m} {c}" for m, c in sorted(f.counts.items(), key=lambda x: -x[1]) if not m.startswith("v_fma"))
     return (f"{label}\n"
             f"  VGPRs {k.vgprs}, SGPRs {k.sgprs} (incl. reserved), LDS 0, occupancy {occ}\n"
-            f"  K loop: {f.fma} v_fma_f32; other: {mix}\n"
+            f"  K loop: {f.fma} FMAs; other: {mix}\n"
             f"  non-FMA per 1024 FMAs: {f.non_fma_per_1024:.1f} (seed: 293)\n"
-            f"  every loop VALU is v_fma_f32 with one SGPR: {f.valu_all_fma_with_one_sgpr}\n"
+            f"  every loop VALU is an FMA with one SGPR (pair) source: {f.valu_all_fma_with_one_sgpr}\n"
             f"  A latency cover: {f.a_cover} VALU instructions (over {f.a_loads} A loads; seed: 0)\n"), r.asm
 
 
@@ -53,6 +53,7 @@ def main() -> None:
     if args.asm:
         with open(args.asm, "w") as f:
             f.write(asm)
+    print(report("DGEMM 4096x4096x640 (f64 defaults: macro tile 32x256, k-step 8)", SRC.replace("xf32", "xf64").replace(": f32", ": f64").replace("f32, f32", "f64, f64"))[0])
     if args.all:
         for mt in ((64, 64), (64, 128)):
             print(report(f"macro tile {mt[0]}x{mt[1]}", SRC, macro_tile=mt)[0])

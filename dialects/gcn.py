@@ -371,6 +371,7 @@ SMinU32Op = _sop2("SMinU32Op", "s_min_u32")
 SLshlB32Op = _sop2("SLshlB32Op", "s_lshl_b32")
 SLshrB32Op = _sop2("SLshrB32Op", "s_lshr_b32")
 SAndB32Op = _sop2("SAndB32Op", "s_and_b32")
+SOrB32Op = _sop2("SOrB32Op", "s_or_b32")
 
 
 @irdl_op_definition
@@ -469,6 +470,44 @@ class VFmaF32Op(VOPBase):
         for o in self.operands:
             if o.type.n != 1:
                 raise VerifyException("v_fma_f32 operands are single registers")
+
+
+@irdl_op_definition
+class VFmaF64Op(VOPBase):
+    """``v_fma_f64 vdst, src0, src1, src2`` on register pairs, one rounding (VOP3).
+
+    At most one source may be an SGPR pair (constant bus limit, gfx906.md).
+    """
+
+    name = "gcn.v_fma_f64"
+    MNEMONIC: ClassVar[str] = "v_fma_f64"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType | SGPRType)
+    src2 = operand_def(VGPRType | SGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue):
+        super().__init__(operands=[src0, src1, src2], result_types=[vgpr(2)])
+
+    def verify_(self) -> None:
+        if len({o for o in self.operands if isinstance(o.type, SGPRType)}) > 1:
+            raise VerifyException("v_fma_f64 reads more than one SGPR pair (constant bus limit is 1 on gfx9)")
+        if any(o.type.n != 2 for o in self.operands):
+            raise VerifyException("v_fma_f64 operands are register pairs")
+
+
+@irdl_op_definition
+class VMulF64Op(VOPBase):
+    """``v_mul_f64 vdst, src0, src1`` on register pairs (src0 may be an SGPR pair)."""
+
+    name = "gcn.v_mul_f64"
+    MNEMONIC: ClassVar[str] = "v_mul_f64"
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[vgpr(2)])
 
 
 @irdl_op_definition
@@ -778,6 +817,27 @@ class RegSequenceOp(PseudoOp):
     def __init__(self, parts: Sequence[SSAValue]):
         width = sum(p.type.n for p in parts)
         super().__init__(operands=[parts], result_types=[type(parts[0].type).unallocated(width)])
+
+
+@irdl_op_definition
+class GlobalStoreDwordx2Op(GCNInstruction):
+    """``global_store_dwordx2 vaddr, vdata, saddr offset:imm``."""
+
+    name = "gcn.global_store_dwordx2"
+    MNEMONIC: ClassVar[str] = "global_store_dwordx2"
+    UNIT: ClassVar[str] = "vmem"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    vaddr = operand_def(VGPRType)
+    vdata = operand_def(VGPRType)
+    saddr = operand_def(SGPRType)
+    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0):
+        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": IntegerAttr(offset, i64)})
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
 
 
 # ---- program control ----------------------------------------------------------

@@ -50,8 +50,6 @@ from vlpc.targets import get_target
 
 #: SGPRs in one batch of A rows (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
 A_BATCH_SGPRS = 32
-#: Bytes per f32 element.
-F32 = 4
 #: SMEM immediate offsets are 21-bit signed on GFX9 (gfx906.md).
 SMEM_IMM_MAX = (1 << 20) - 1
 
@@ -158,8 +156,19 @@ class SqcKernelBuilder:
         lda = self._arg(e, kp, "lda", s.lda)
         ldb = self._arg(e, kp, "ldb", s.ldb)
 
+        esz = 4 if s.dtype == "f32" else 8  # bytes per element
+        dw = esz // 4  # registers (dwords) per element
+
         def times4(x: SSAValue | int) -> SSAValue | int:
-            return x * F32 if isinstance(x, int) else e.mul(x, F32)
+            """x * element size in bytes (a leading dimension in bytes)."""
+            return x * esz if isinstance(x, int) else e.mul(x, esz)
+
+        def zero() -> SSAValue:
+            if dw == 1:
+                return e(gcn.VMovB32Op(0)).vdst
+            return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(dw)])).result
+
+        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
 
         def reg(x: SSAValue | int) -> SSAValue:
             return e.const(x) if isinstance(x, int) else x
@@ -178,7 +187,7 @@ class SqcKernelBuilder:
             row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
             shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
         if a_trans:
-            a_tile = e.add64(ptr_a, e.mul(row0, F32), 0, comment="A tile base = A + row0*4 (A is K x M)")
+            a_tile = e.add64(ptr_a, e.mul(row0, esz), 0, comment="A tile base = A + row0*esz (A is K x M)")
         else:
             a_lo, a_hi = e.mul64(row0, lda4)
             a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
@@ -188,8 +197,8 @@ class SqcKernelBuilder:
             b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
             voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
         else:
-            b_tile = e.add64(ptr_b, e.mul(col0, F32), 0, comment=f"B tile base = B + wg_x*{mt_n}*4 (B is K x N)")
-            voff_b = e(gcn.VLshlrevB32Op(2, tid)).vdst
+            b_tile = e.add64(ptr_b, e.mul(col0, esz), 0, comment=f"B tile base = B + wg_x*{mt_n}*esz (B is K x N)")
+            voff_b = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
 
         # EXEC: the lanes whose column n = col0 + tid is below N.
         if n_edge:
@@ -205,21 +214,23 @@ class SqcKernelBuilder:
         # at a time for k_step values of k.  Offsets within a step are immediates when lda
         # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
         # lda*4 per row (or per k) on top of the step's offset.
+        per_load = 16 // dw  # elements in the widest scalar load (s_load_dwordx16)
+
         def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
-            """(width, rows, kks) per scalar load, in batch order, for kcount values of k."""
+            """(width in dwords, rows, kks) per scalar load, in batch order, for kcount values of k."""
             out = []
             if a_trans:
-                for r0 in range(0, mi_m, 16):
-                    widths = _pow2_parts(min(16, mi_m - r0))
+                for r0 in range(0, mi_m, per_load):
+                    widths = _pow2_parts(min(per_load, mi_m - r0))
                     for kk in range(kcount):
                         r = r0
                         for w in widths:
-                            out.append((w, list(range(r, r + w)), [kk]))
+                            out.append((w * dw, list(range(r, r + w)), [kk]))
                             r += w
             else:
                 for r in range(mi_m):
-                    for w, k0 in _pow2_runs(kcount):
-                        out.append((w, [r], list(range(k0, k0 + w))))
+                    for w, k0 in _pow2_runs(kcount, per_load):
+                        out.append((w * dw, [r], list(range(k0, k0 + w))))
             return out
 
         def batch(ps: list) -> list[list]:
@@ -234,7 +245,7 @@ class SqcKernelBuilder:
             return out
 
         if isinstance(lda4, int):
-            imm_limit = (ks - 1) * lda4 + mi_m * F32 if a_trans else (mi_m - 1) * lda4 + ks * F32
+            imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
             imm_ok = imm_limit <= SMEM_IMM_MAX
         else:
             imm_ok = False
@@ -258,9 +269,9 @@ class SqcKernelBuilder:
         def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
             w, rows, kks = pc
             if a_trans:
-                idx, imm = kbase + kks[0], rows[0] * F32
+                idx, imm = kbase + kks[0], rows[0] * esz
             else:
-                idx, imm = rows[0], (kbase + kks[0]) * F32
+                idx, imm = rows[0], (kbase + kks[0]) * esz
             text = f"A rows {rows[0]}..{rows[-1]} k+{kbase + kks[0]}" if a_trans else f"A row {rows[0]} k+{kbase + kks[0]}.."
             if imm_ok:
                 off = idx * lda4 + imm  # type: ignore[operator]
@@ -268,10 +279,12 @@ class SqcKernelBuilder:
             return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
 
         # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
-        def b_slot_of(kk: int) -> tuple[int, int]:
-            return (kk // 4, kk % 4) if b_trans else (kk, 0)
+        per_quad = 4 // dw  # elements in one global_load_dwordx4
 
-        n_slots = ks // 4 if b_trans else ks
+        def b_slot_of(kk: int) -> tuple[int, int]:
+            return (kk // per_quad, kk % per_quad) if b_trans else (kk, 0)
+
+        n_slots = ks // per_quad if b_trans else ks
         b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
 
         def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
@@ -286,7 +299,8 @@ class SqcKernelBuilder:
                 lo, hi = e.mul64(e.const(slot), ldb4)
                 ptr = e.add64(base, lo, hi)
             b_chain.update(base=base, kk=slot, ptr=ptr)
-            return e(gcn.GlobalLoadDwordOp(voff_b, ptr, comment=text)).vdst
+            op = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+            return e(op(voff_b, ptr, comment=text)).vdst
 
         def b_step_base(koff: SSAValue) -> SSAValue:
             if b_trans:
@@ -296,7 +310,7 @@ class SqcKernelBuilder:
 
         def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
             q, j = b_slot_of(kk)
-            return e.sub(slots[q], j) if b_trans else slots[q]
+            return e.sub(slots[q], j * dw, dw) if b_trans else slots[q]
 
         def fma_order(batch_pieces, last: bool):
             pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
@@ -309,17 +323,17 @@ class SqcKernelBuilder:
         def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
             w, rows, kks = batch_pieces[pi]
             j = rows.index(r) if a_trans else kks.index(kk)
-            return e.sub(vals[pi], j) if w > 1 else vals[pi]
+            return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
 
-        acc: list[SSAValue] = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
+        acc: list[SSAValue] = [zero() for _ in range(mi_m)]
         step_batches = batch(pieces(ks))
 
         # ---- the K loop (steps of k_step) ----
         if n_steps is None or n_steps > 0:
             if isinstance(k_val, int):
-                kmax: SSAValue | int = (n_steps - 1) * ks * F32  # type: ignore[operator]
+                kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
             else:
-                kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, F32)
+                kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, esz)
             koff0 = e.const(0)
             batch0 = [load_piece(pc, a_step_offset(koff0)) for pc in step_batches[0]]
             slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
@@ -333,7 +347,7 @@ class SqcKernelBuilder:
             acc = list(body.args[1 + nb0 + n_slots:])
             e_outer = e
             e = be  # the helpers above emit into the loop body from here on
-            pref = be(gcn.SAddU32Op(koff, ks * F32, comment="next K step")).sdst
+            pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
             pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
             a_soff = a_step_offset(koff)
             # the index of the last FMA that reads each B slot in this step
@@ -350,7 +364,7 @@ class SqcKernelBuilder:
                 else:  # the next step's offsets are needed only from here on
                     nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
                 for r, kk, pi, _ in fma_order(bp, last):
-                    acc[r] = be(gcn.VFmaF32Op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
+                    acc[r] = be(fma_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
                     q = b_slot_of(kk)[0]
                     if last_use[q] == n:
                         if b_next is None:  # the next step's B base, needed from the first reload on
@@ -368,37 +382,45 @@ class SqcKernelBuilder:
         # ---- K tail (static K not a multiple of k_step) ----
         if k_tail:
             k0 = n_steps * ks  # type: ignore[operator]
-            koff_t = e.const(k0 * F32)
+            koff_t = e.const(k0 * esz)
             a_soff = a_step_offset(koff_t)
             b_base = b_step_base(koff_t)
             if b_trans:
                 tail_b = []
-                for w, kb in _pow2_runs(k_tail):
-                    op = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}[min(w, 4)]
-                    for h in range(0, w, 4):
-                        v = e(op(voff_b, b_base, offset=(kb + h) * F32, comment=f"B tail k={k0 + kb + h}")).vdst
-                        tail_b += [(v, j) for j in range(min(4, w - h))]
+                loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
+                for w, kb in _pow2_runs(k_tail, per_quad):
+                    v = e(loads[w * dw](voff_b, b_base, offset=kb * esz, comment=f"B tail k={k0 + kb}")).vdst
+                    tail_b += [(v, j) for j in range(w)]
             else:
                 tail_b = [(load_b_slot(kk, b_base, f"B tail k={k0 + kk}"), 0) for kk in range(k_tail)]
             for bp in batch(pieces(k_tail)):
                 vals = [load_piece(pc, a_soff) for pc in bp]
                 for r, kk, pi, _ in fma_order(bp, False):
                     bv, j = tail_b[kk]
-                    bop = e.sub(bv, j) if bv.type.n > 1 else bv
-                    acc[r] = e(gcn.VFmaF32Op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+                    bop = e.sub(bv, j * dw, dw) if bv.type.n > dw else bv
+                    acc[r] = e(fma_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
 
         # ---- epilogue: C = alpha * acc + beta * C, C not read when beta == 0 ----
-        ptr_c = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["C"], comment="kernarg C")).sdst
-        alpha = e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET["alpha"], comment="kernarg alpha")).sdst
-        beta = e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET["beta"], comment="kernarg beta")).sdst
+        kargs = {a["name"]: a["offset"] for a in kernarg_layout(s.dtype)}
+        ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
+        scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
+        alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
         ldc4 = times4(ldc)
         c_lo, c_hi = e.mul64(row0, ldc4)
         c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
-        c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * F32), 0, comment="C tile columns")
-        voff_c = e(gcn.VLshlrevB32Op(2, tid)).vdst
-        e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * esz), 0, comment="C tile columns")
+        voff_c = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
+        if dw == 1:
+            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        else:
+            hi = e(gcn.SAndB32Op(e.sub(beta, 1), 0x7FFFFFFF)).sdst
+            e(gcn.SOrB32Op(hi, e.sub(beta, 0), comment="SCC = (beta != 0)"))
         load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        c_load = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+        c_store = gcn.GlobalStoreDwordOp if dw == 1 else gcn.GlobalStoreDwordx2Op
+        mul_op = gcn.VMulF32Op if dw == 1 else gcn.VMulF64Op
 
         def set_exec(mask: SSAValue, r: int) -> None:
             if shift is None:
@@ -407,7 +429,7 @@ class SqcKernelBuilder:
                 e(gcn.SCmpLeU32Op(shift, r))
                 e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
 
-        group = 16
+        group = 16 // dw
         row_ptr = c_tile
         for g0 in range(0, mi_m, group):
             rows = list(range(g0, min(g0 + group, mi_m)))
@@ -416,18 +438,18 @@ class SqcKernelBuilder:
                 ptrs.append(row_ptr)
                 if r + 1 < mi_m:
                     row_ptr = e.add64(row_ptr, ldc4, 0)
-            zeros = [e(gcn.VMovB32Op(0)).vdst for _ in rows]
+            zeros = [zero() for _ in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
                 if shift is not None or i == 0:
                     set_exec(load_lanes, r)
-                cs.append(e(gcn.GlobalLoadDwordOp(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
+                cs.append(e(c_load(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
             for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
                 if shift is not None or i == 0:
                     set_exec(lanes, r)
-                t = e(gcn.VMulF32Op(beta, c)).vdst
-                out = e(gcn.VFmaF32Op(acc[r], alpha, t)).vdst
-                e(gcn.GlobalStoreDwordOp(voff_c, out, ptr))
+                t = e(mul_op(beta, c)).vdst
+                out = e(fma_op(acc[r], alpha, t)).vdst
+                e(c_store(voff_c, out, ptr))
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
@@ -436,7 +458,7 @@ class SqcKernelBuilder:
                                                      "workitem_id_x", "exec")])
         kernel.attributes["kernargs"] = ArrayAttr([
             DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
-            for a in kernarg_layout("f32")])
+            for a in kernarg_layout(s.dtype)])
         kernel.attributes["launch"] = DictionaryAttr({
             "workgroup_size": IntegerAttr(self.wg_size[0], i64),
             "macro_m": IntegerAttr(mt_m, i64),
@@ -454,20 +476,22 @@ class SqcKernelBuilder:
         return kernel
 
 
-def _pow2_parts(n: int) -> list[int]:
-    """n as a sum of load widths 16, 8, 4, 2, 1 (largest first)."""
+def _pow2_parts(n: int, largest: int = 16) -> list[int]:
+    """n as a sum of power-of-two load widths up to ``largest`` (largest first)."""
     out = []
-    for w in (16, 8, 4, 2, 1):
+    w = largest
+    while w:
         while n >= w:
             out.append(w)
             n -= w
+        w //= 2
     return out
 
 
-def _pow2_runs(n: int) -> list[tuple[int, int]]:
-    """(width, start) runs covering 0..n-1 with load widths 16, 8, 4, 2, 1."""
+def _pow2_runs(n: int, largest: int = 16) -> list[tuple[int, int]]:
+    """(width, start) runs covering 0..n-1 with power-of-two widths up to ``largest``."""
     runs, start = [], 0
-    for w in _pow2_parts(n):
+    for w in _pow2_parts(n, largest):
         runs.append((w, start))
         start += w
     return runs
@@ -492,8 +516,6 @@ class ConvertGemmToGcnPass(ModulePass):
             for prop, producer in (("macro_tile", "gemm-tile"), ("grid", "gemm-map-workgroups"),
                                    ("local_range", "gemm-map-subgroups"), ("split_k", "gemm-split-k")):
                 require(mm, prop, producer)
-            if mm.shape().dtype != "f32":
-                raise op_error(mm, "f64 (DGEMM) is not supported yet; use f32")
             shape = mm.shape()
             mt_m, _ = mm.get_int_array("macro_tile")
             if 0 <= shape.m < mt_m:

@@ -15,6 +15,7 @@ the edges.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -28,33 +29,46 @@ SUPPORTED_K_STEPS = (8, 16)
 
 @dataclass(frozen=True)
 class GemmTilePass(ModulePass):
-    """Options: ``macro-m``, ``macro-n`` (macro tile), ``micro-m``, ``micro-n`` (micro tile), ``k-step``."""
+    """Options: ``macro-m``, ``macro-n`` (macro tile), ``micro-m``, ``micro-n`` (micro tile), ``k-step``.
+
+    0 means the default for the element type: f32 64x256 / 64x1 / 16 (64 accumulators,
+    one s_load_dwordx16 per A row and step); f64 32x256 / 32x1 / 8 (32 accumulator
+    pairs, 8 doubles per s_load_dwordx16), so both fit 84 VGPRs (3 waves per SIMD).
+    """
 
     name = "gemm-tile"
 
-    macro_m: int = 64
+    macro_m: int = 0
     macro_n: int = 256
-    micro_m: int = 64
+    micro_m: int = 0
     micro_n: int = 1
-    k_step: int = 16
+    k_step: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for mm in matmuls(op):
-            if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:
-                raise op_error(mm, "tile sizes must be positive")
-            if self.micro_n != 1:
-                raise op_error(mm, f"micro tile {self.micro_m}x{self.micro_n}: the A-in-SGPR scheme "
-                               "computes one column per work-item (micro tile Mx1)")
-            if self.macro_m % self.micro_m or self.macro_n % self.micro_n:
-                raise op_error(mm, f"micro tile {self.micro_m}x{self.micro_n} does not divide "
-                               f"macro tile {self.macro_m}x{self.macro_n}")
-            if self.k_step not in SUPPORTED_K_STEPS:
-                raise op_error(mm, f"k-step {self.k_step} is not supported (choose "
-                               f"{' or '.join(map(str, SUPPORTED_K_STEPS))}: one s_load_dwordx8/x16 per A row)")
-            macro_m, micro_m = self.macro_m, self.micro_m
-            m = mm.shape().m
-            if 0 < m < macro_m and micro_m == macro_m:
-                macro_m = micro_m = m  # a matrix shorter than the tile: one tile of exactly M rows
-            mm.set_int_array("macro_tile", (macro_m, self.macro_n))
-            mm.set_int_array("micro_tile", (micro_m, self.micro_n))
-            mm.set_int("k_step", self.k_step)
+            f64 = mm.shape().dtype == "f64"
+            default_m, default_k = (32, 8) if f64 else (64, 16)
+            tile = dataclasses.replace(self, macro_m=self.macro_m or (self.micro_m or default_m),
+                                       micro_m=self.micro_m or (self.macro_m or default_m),
+                                       k_step=self.k_step or default_k)
+            tile._apply_one(mm)
+
+    def _apply_one(self, mm) -> None:
+        if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:
+            raise op_error(mm, "tile sizes must be positive")
+        if self.micro_n != 1:
+            raise op_error(mm, f"micro tile {self.micro_m}x{self.micro_n}: the A-in-SGPR scheme "
+                           "computes one column per work-item (micro tile Mx1)")
+        if self.macro_m % self.micro_m or self.macro_n % self.micro_n:
+            raise op_error(mm, f"micro tile {self.micro_m}x{self.micro_n} does not divide "
+                           f"macro tile {self.macro_m}x{self.macro_n}")
+        if self.k_step not in SUPPORTED_K_STEPS:
+            raise op_error(mm, f"k-step {self.k_step} is not supported (choose "
+                           f"{' or '.join(map(str, SUPPORTED_K_STEPS))}: one s_load_dwordx8/x16 per A row)")
+        macro_m, micro_m = self.macro_m, self.micro_m
+        m = mm.shape().m
+        if 0 < m < macro_m and micro_m == macro_m:
+            macro_m = micro_m = m  # a matrix shorter than the tile: one tile of exactly M rows
+        mm.set_int_array("macro_tile", (macro_m, self.macro_n))
+        mm.set_int_array("micro_tile", (micro_m, self.micro_n))
+        mm.set_int("k_step", self.k_step)

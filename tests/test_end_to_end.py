@@ -9,50 +9,53 @@ import pytest
 
 import vlpc
 from vlpc.cli import main
+from vlpc.analysis import loop_figures
 from vlpc.run import tolerance
 from vlpc.runtime import get_device, load_code_object
 
 
-def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, layout="NT"):
+def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, layout="NT", dtype="f32"):
     def mt(rows, cols, ld):
         if dynamic:
-            return "memref<?x?xf32>" if ld is None else "memref<?x?xf32, strided<[?, 1]>>"
-        return f"memref<{rows}x{cols}xf32>" if ld is None else f"memref<{rows}x{cols}xf32, strided<[{ld}, 1]>>"
+            return f"memref<?x?x{dtype}>" if ld is None else f"memref<?x?x{dtype}, strided<[?, 1]>>"
+        return (f"memref<{rows}x{cols}x{dtype}>" if ld is None
+                else f"memref<{rows}x{cols}x{dtype}, strided<[{ld}, 1]>>")
     a = mt(m, k, lda) if layout[0] == "N" else mt(k, m, lda)
     b = mt(k, n, ldb) if layout[1] == "N" else mt(n, k, ldb)
     c = mt(m, n, ldc)
     return f"""builtin.module {{
   func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: f32, %beta: f32) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "{layout}"}} : {a}, {b}, {c}, f32, f32
+    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "{layout}"}} : {a}, {b}, {c}, {dtype}, {dtype}
     func.return
   }}
 }}
-"""
+""".replace("%alpha: f32, %beta: f32", f"%alpha: {dtype}, %beta: {dtype}")
 
 
 def run_gemm(m, n, k, lda=None, ldb=None, ldc=None, alpha=1.25, beta=-0.75, dynamic=False, seed=0,
-             layout="NT", **opts):
+             layout="NT", dtype="f32", **opts):
     """Compile, run on the strict emulator with exactly-sized buffers, compare with NumPy."""
     a_rows, a_cols = (m, k) if layout[0] == "N" else (k, m)
     b_rows, b_cols = (k, n) if layout[1] == "N" else (n, k)
     lda_, ldb_, ldc_ = lda or a_cols, ldb or b_cols, ldc or n
-    r = vlpc.compile(source(m, n, k, lda, ldb, ldc, dynamic, layout), "gfx906", **opts)
+    r = vlpc.compile(source(m, n, k, lda, ldb, ldc, dynamic, layout, dtype), "gfx906", **opts)
+    npt = np.float32 if dtype == "f32" else np.float64
     kern = r.kernel()
     launch = kern.launch(m, n, k)
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((a_rows, lda_), dtype=np.float32)
-    b = rng.standard_normal((b_rows, ldb_), dtype=np.float32)
-    c0 = rng.standard_normal((m, ldc_), dtype=np.float32)
+    a = rng.standard_normal((a_rows, lda_)).astype(npt)
+    b = rng.standard_normal((b_rows, ldb_)).astype(npt)
+    c0 = rng.standard_normal((m, ldc_)).astype(npt)
     dev = get_device("emulator", strict=True)
     bufs = [dev.upload(x) for x in (a, b, c0)]   # exactly-sized buffers: any overrun faults
     stats = dev.launch(load_code_object(r.code_object), "sgemm", grid=launch.grid, block=launch.block,
                        args=[*bufs, np.int32(m), np.int32(n), np.int32(k), np.int32(lda_), np.int32(ldb_),
-                             np.int32(ldc_), np.float32(alpha), np.float32(beta)])
-    out = dev.download(bufs[2], np.float32, (m, ldc_))
+                             np.int32(ldc_), npt(alpha), npt(beta)])
+    out = dev.download(bufs[2], npt, (m, ldc_))
     op_a = a[:, :a_cols] if layout[0] == "N" else a[:, :a_cols].T
     op_b = b[:, :b_cols] if layout[1] == "N" else b[:, :b_cols].T   # K x N
     ref = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64)) + beta * c0[:, :n]
-    tol = tolerance(op_a, op_b.T, c0[:, :n], alpha, beta, k)
+    tol = tolerance(op_a, op_b.T, c0[:, :n], alpha, beta, k, dtype)
     assert np.all(np.abs(out[:, :n] - ref) <= tol), np.abs(out[:, :n] - ref).max()
     np.testing.assert_array_equal(out[:, n:], c0[:, n:])  # padding columns untouched
     return stats, r
@@ -104,6 +107,28 @@ def test_layouts_dynamic_with_leading_dimensions(layout):
     m, n, k = 70, 66, 48
     lds = {"lda": (k if layout[0] == "N" else m) + 3, "ldb": (n if layout[1] == "N" else k) + 5, "ldc": n + 1}
     run_gemm(m, n, k, layout=layout, dynamic=True, macro_tile=(64, 64), **lds)
+
+
+F64_CASES = [(lay, size) for lay in ("NN", "NT", "TN", "TT") for size in ((7, 9, 5), (65, 70, 21))]
+
+
+@pytest.mark.parametrize("layout,size", F64_CASES, ids=[f"{l}-{s[0]}x{s[1]}x{s[2]}" for l, s in F64_CASES])
+def test_dgemm(layout, size):
+    # DGEMM: v_fma_f64 with A as an SGPR pair; 32 rows per tile keep 82 VGPRs (3 waves/SIMD).
+    m, n, k = size
+    stats, r = run_gemm(m, n, k, layout=layout, dtype="f64", macro_tile=(32, 64))
+    assert stats.by_mnemonic["v_fma_f64"] > 0 and "v_fma_f32" not in stats.by_mnemonic
+    assert r.kernel().vgprs <= 84
+
+
+def test_dgemm_default_kernel_figures():
+    r = vlpc.compile(source(4096, 4096, 640, dtype="f64"), "gfx906")
+    k = r.kernel()
+    assert k.launch_info["macro_m"] == 32 and k.launch_info["k_step"] == 8
+    assert k.vgprs <= 84 and k.sgprs <= 102
+    f = loop_figures(r.asm, fma="v_fma_f64")
+    assert f.fma == 32 * 8 and f.valu_all_fma_with_one_sgpr
+    assert f.a_cover >= 16
 
 
 def test_dynamic_sizes_with_edges():

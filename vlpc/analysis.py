@@ -83,7 +83,7 @@ def loop_figures(asm: str, fma: str = "v_fma_f32") -> LoopFigures:
         fig.counts[mnemonic] += 1
         if mnemonic == fma:
             fig.fma += 1
-            if len(_regs(ins.split(None, 1)[1], "s")) != 1:
+            if sum(1 for m in _REG.finditer(ins.split(None, 1)[1]) if m.group(1) == "s") != 1:
                 fig.valu_all_fma_with_one_sgpr = False
         else:
             fig.non_fma += 1

@@ -57,9 +57,9 @@ def cmd_bench(args) -> int:
 
     with open(args.file) as f:
         text = f.read()
-    compiled = vlpc.compile(text, args.target, filename=args.file,
-                            macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile),
-                            k_step=args.k_step, waves_per_simd=args.waves_per_simd)
+    from vlpc.cli import _options
+
+    compiled = vlpc.compile(text, args.target, filename=args.file, **_options(args))
     kernel = compiled.kernel()
     sizes = _sizes(args)
     if not sizes:

@@ -88,12 +88,14 @@ def _add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> 
                             "(the legacy kernel: A and B tiles through LDS, 8x8 micro tile per work-item)")
     p.add_argument("--target", default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: %(default)s)")
-    p.add_argument("--macro-tile", type=_tile, default=(64, 256), metavar="MxN",
-                   help="macro tile per workgroup (default: 64x256; the seed also uses 64x64, 64x128)")
-    p.add_argument("--micro-tile", type=_tile, default=(64, 1), metavar="MxN",
-                   help="micro tile per work-item (default: 64x1)")
-    p.add_argument("--k-step", type=int, default=16, choices=(8, 16),
-                   help="K values per A row load: 16 (s_load_dwordx16, default) or 8 (s_load_dwordx8)")
+    p.add_argument("--macro-tile", type=_tile, default=None, metavar="MxN",
+                   help="macro tile per workgroup (default: 64x256 for f32, 32x256 for f64; the seed also "
+                        "uses 64x64, 64x128)")
+    p.add_argument("--micro-tile", type=_tile, default=None, metavar="MxN",
+                   help="micro tile per work-item (default: 64x1 for f32, 32x1 for f64)")
+    p.add_argument("--k-step", type=int, default=None, choices=(8, 16),
+                   help="K values per A load step: 16 (f32 default: one s_load_dwordx16 per row) or 8 "
+                        "(f64 default)")
     p.add_argument("--waves-per-simd", type=int, default=None,
                    help="occupancy the VGPR budget is chosen for (default: the strategy's: 3 -> 84 VGPRs "
                         "for sqc, 2 -> 128 VGPRs for lds)")
@@ -101,7 +103,9 @@ def _add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> 
 
 
 def _options(args: argparse.Namespace) -> dict:
-    return dict(macro_tile=tuple(args.macro_tile), micro_tile=tuple(args.micro_tile), k_step=args.k_step,
+    """Code generation options from the command line (None: the element type's default)."""
+    return dict(macro_tile=tuple(args.macro_tile) if args.macro_tile else None,
+                micro_tile=tuple(args.micro_tile) if args.micro_tile else None, k_step=args.k_step,
                 waves_per_simd=args.waves_per_simd, split_k=args.split_k,
                 strategy=getattr(args, "strategy", "sqc"))
 

@@ -11,7 +11,8 @@ Public API (also re-exported from :mod:`vlpc`):
   the first pass), or be a module of the upstream MLIR Python bindings.
 
 Options of :func:`compile` / :func:`pipeline` (all optional):
-``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16``,
+``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16`` (the f32 defaults; f64:
+``(32, 256)``, ``(32, 1)``, ``8``),
 ``waves_per_simd`` (sets the VGPR budget; default: the strategy's, 3 for sqc, 2 for
 lds), ``split_k=1``, ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel).
 """
@@ -139,9 +140,9 @@ DEFAULT_WAVES_PER_SIMD = {"sqc": 3, "lds": 2}
 class Options:
     """Code generation options (see the module docstring)."""
 
-    macro_tile: tuple[int, int] = (64, 256)
-    micro_tile: tuple[int, int] = (64, 1)
-    k_step: int = 16
+    macro_tile: tuple[int, int] | None = None  # None: 64x256 for f32, 32x256 for f64
+    micro_tile: tuple[int, int] | None = None  # None: 64x1 for f32, 32x1 for f64
+    k_step: int | None = None  # None: 16 for f32, 8 for f64
     waves_per_simd: int | None = None  # None: DEFAULT_WAVES_PER_SIMD[strategy]
     split_k: int = 1
     strategy: str = "sqc"
@@ -170,7 +171,7 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
     >>> str(pipeline("gfx906", macro_tile=(64, 128))[1].pipeline_pass_spec())
     'gemm-tile{macro_n=128}'
     >>> pipeline_options(pipeline("gfx906"))[1]
-    ('gemm-tile', {'macro_m': 64, 'macro_n': 256, 'micro_m': 64, 'micro_n': 1, 'k_step': 16})
+    ('gemm-tile', {'macro_m': 0, 'macro_n': 256, 'micro_m': 0, 'micro_n': 1, 'k_step': 0})
     """
     try:
         tid = TargetId.parse(target)
@@ -181,8 +182,10 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
     proc = tid.target.name
     cfg: dict[str, dict] = {
         "convert-linalg-to-gemm": {},
-        "gemm-tile": dict(macro_m=o.macro_tile[0], macro_n=o.macro_tile[1], micro_m=o.micro_tile[0],
-                          micro_n=o.micro_tile[1], k_step=o.k_step),
+        "gemm-tile": dict(macro_m=o.macro_tile[0] if o.macro_tile else 0,
+                          macro_n=o.macro_tile[1] if o.macro_tile else 256,
+                          micro_m=o.micro_tile[0] if o.micro_tile else 0,
+                          micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),
         "gemm-split-k": dict(split_k=o.split_k),
