@@ -510,6 +510,73 @@ class VMulF64Op(VOPBase):
         super().__init__(operands=[src0, src1], result_types=[vgpr(2)])
 
 
+class VOP2FloatBase(VOPBase, ABC):
+    """``op vdst, src0, src1`` where src0 may be an SGPR (range) and src1 is a VGPR (range)."""
+
+    WIDTH: ClassVar[int] = 1
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType | SGPRType)
+    src1 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[vgpr(self.WIDTH)])
+
+
+@irdl_op_definition
+class VAddF32Op(VOP2FloatBase):
+    name = "gcn.v_add_f32"
+    MNEMONIC: ClassVar[str] = "v_add_f32"
+
+
+@irdl_op_definition
+class VAddF64Op(VOP2FloatBase):
+    name = "gcn.v_add_f64"
+    MNEMONIC: ClassVar[str] = "v_add_f64"
+    WIDTH: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class VMaxF64Op(VOPBase):
+    """``v_max_f64 vdst, 0, src`` (ReLU on a register pair)."""
+
+    name = "gcn.v_max_f64"
+    MNEMONIC: ClassVar[str] = "v_max_f64"
+    vdst = result_def(VGPRType)
+    src = operand_def(VGPRType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[vgpr(2)])
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), "0", reg_asm(self.src)]
+
+
+class VOP1Base(VOPBase, ABC):
+    """``op vdst, src`` (VOP1)."""
+
+    vdst = result_def(VGPRType)
+    src = operand_def(VGPRType)
+
+    def __init__(self, src: SSAValue):
+        super().__init__(operands=[src], result_types=[vgpr(1)])
+
+
+@irdl_op_definition
+class VExpF32Op(VOP1Base):
+    """``v_exp_f32``: 2**x (approximate, 1 ULP on hardware)."""
+
+    name = "gcn.v_exp_f32"
+    MNEMONIC: ClassVar[str] = "v_exp_f32"
+
+
+@irdl_op_definition
+class VRcpF32Op(VOP1Base):
+    """``v_rcp_f32``: 1/x (approximate, 1 ULP on hardware)."""
+
+    name = "gcn.v_rcp_f32"
+    MNEMONIC: ClassVar[str] = "v_rcp_f32"
+
+
 @irdl_op_definition
 class VMulF32Op(VOPBase):
     """``v_mul_f32 vdst, src0, src1`` (src0 may be an SGPR)."""

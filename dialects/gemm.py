@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
     Float32Type,
     Float64Type,
@@ -42,6 +43,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     traits_def,
@@ -50,6 +52,7 @@ from xdsl.traits import MemoryEffect, MemoryEffectKind, EffectInstance
 from xdsl.utils.exceptions import VerifyException
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
+EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
 DYNAMIC = -1
 
 
@@ -113,8 +116,12 @@ class MatmulOp(IRDLOperation):
     c = operand_def(MemRefType)
     alpha = operand_def()
     beta = operand_def()
+    bias = opt_operand_def(MemRefType)
 
     layout = prop_def(StringAttr)
+    #: Fused epilogue, applied in order to alpha*op(A)*op(B) + beta*C before the store:
+    #: "bias_row" (+ bias[m]), "bias_col" (+ bias[n]), "relu", "gelu" (tanh form).
+    epilogue = opt_prop_def(ArrayAttr)
     # Plan, filled in by the passes (see module docstring).
     macro_tile = opt_prop_def(DenseArrayBase)
     micro_tile = opt_prop_def(DenseArrayBase)
@@ -130,13 +137,22 @@ class MatmulOp(IRDLOperation):
     irdl_options = (ParsePropInAttrDict(),)
 
     assembly_format = (
-        "$a `,` $b `,` $c `,` $alpha `,` $beta attr-dict `:` type($a) `,` type($b) `,` "
-        "type($c) `,` type($alpha) `,` type($beta)"
+        "$a `,` $b `,` $c `,` $alpha `,` $beta (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` "
+        "type($a) `,` type($b) `,` type($c) `,` type($alpha) `,` type($beta)"
     )
 
     def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, alpha: SSAValue, beta: SSAValue,
-                 layout: str = "NT"):
-        super().__init__(operands=[a, b, c, alpha, beta], properties={"layout": StringAttr(layout)})
+                 layout: str = "NT", bias: SSAValue | None = None, epilogue: tuple[str, ...] = ()):
+        props: dict = {"layout": StringAttr(layout)}
+        if epilogue:
+            props["epilogue"] = ArrayAttr([StringAttr(x) for x in epilogue])
+        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else []], properties=props)
+
+    def epilogue_ops(self) -> tuple[str, ...]:
+        """The fused epilogue, in order ("bias_row", "bias_col", "relu", "gelu")."""
+        if self.epilogue is None:
+            return ()
+        return tuple(x.data for x in self.epilogue.data)  # type: ignore[union-attr]
 
     # -- helpers used by the passes ---------------------------------------
 
@@ -195,6 +211,19 @@ class MatmulOp(IRDLOperation):
         for name, v in (("alpha", self.alpha), ("beta", self.beta)):
             if v.type != elt:
                 raise VerifyException(f"{name} must have the element type {elt}, got {v.type}")
+        ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
+        if ops is None:
+            raise VerifyException("epilogue must be an array of strings")
+        for x in ops:
+            if x not in EPILOGUE_OPS:
+                raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
+        wants_bias = [x for x in ops if x.startswith("bias")]
+        if len(wants_bias) > 1:
+            raise VerifyException("at most one bias operation per epilogue")
+        if wants_bias and self.bias is None:
+            raise VerifyException(f"epilogue '{wants_bias[0]}' needs a bias operand: gemm.matmul ... bias(%v : memref<...>)")
+        if self.bias is not None and not wants_bias:
+            raise VerifyException("a bias operand is given but the epilogue has no bias_row or bias_col")
         ad, bd, cd = (_dims(t) for t in types)
         for name, dims in zip("ABC", (ad, bd, cd)):
             for d in dims:
@@ -212,6 +241,14 @@ class MatmulOp(IRDLOperation):
         check("K", k_a, k_b, a_desc, b_desc)
         check("M", m_a, cd[0], a_desc, "C (M x N)")
         check("N", n_b, cd[1], b_desc, "C (M x N)")
+        if self.bias is not None:
+            bt = self.bias.type
+            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or bt.element_type != elt:
+                raise VerifyException(f"bias must be a 1-D memref of {elt}, got {bt}")
+            want = cd[0] if wants_bias[0] == "bias_row" else cd[1]
+            got = _dims(bt)[0]
+            if want >= 0 and got >= 0 and want != got:
+                raise VerifyException(f"{wants_bias[0]} needs {want} values (one per {'row' if wants_bias[0] == 'bias_row' else 'column'} of C), the bias has {got}")
         for name, t in zip("ABC", types):
             try:
                 ld = leading_dimension(t)

@@ -34,6 +34,8 @@ Errors: layouts other than NT, f64 (a later issue), and missing plan properties.
 
 from __future__ import annotations
 
+import math
+import struct
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -54,8 +56,11 @@ A_BATCH_SGPRS = 32
 SMEM_IMM_MAX = (1 << 20) - 1
 
 
-def kernarg_layout(dtype: str) -> list[dict]:
-    """The kernel's explicit arguments: name, byte offset, size, kind, type (the ABI)."""
+def kernarg_layout(dtype: str, bias: bool = False) -> list[dict]:
+    """The kernel's explicit arguments: name, byte offset, size, kind, type (the ABI).
+
+    With a fused bias epilogue, the bias vector's pointer follows beta (8-byte aligned).
+    """
     args = [
         ("A", 0, 8, "global_buffer", f"{dtype}*"),
         ("B", 8, 8, "global_buffer", f"{dtype}*"),
@@ -72,6 +77,9 @@ def kernarg_layout(dtype: str) -> list[dict]:
     for name in ("alpha", "beta"):
         args.append((name, off, esz, "by_value", "float" if dtype == "f32" else "double"))
         off += esz
+    if bias:
+        off = -(-off // 8) * 8
+        args.append(("bias", off, 8, "global_buffer", f"{dtype}*"))
     return [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
 
 
@@ -401,7 +409,8 @@ class SqcKernelBuilder:
                     acc[r] = e(fma_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
 
         # ---- epilogue: C = alpha * acc + beta * C, C not read when beta == 0 ----
-        kargs = {a["name"]: a["offset"] for a in kernarg_layout(s.dtype)}
+        epi = self.mm.epilogue_ops()
+        kargs = {a["name"]: a["offset"] for a in kernarg_layout(s.dtype, self.mm.bias is not None)}
         ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
         scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
         alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
@@ -429,6 +438,41 @@ class SqcKernelBuilder:
                 e(gcn.SCmpLeU32Op(shift, r))
                 e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
 
+        # Fused epilogue (gemm.matmul's `epilogue`, in order), applied before the store.
+        bias_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst if "bias" in kargs else None
+        bias_col = bias_row_base = None
+        if "bias_col" in epi:
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
+            base = e.add64(bias_ptr, e.mul(wg_x, mt_n * esz), 0, comment="bias + col0")
+            bias_col = e(c_load(voff_c, base, comment="bias[n]")).vdst
+        if "bias_row" in epi:
+            lo, hi = e.mul64(row0, esz)
+            bias_row_base = e.add64(bias_ptr, lo, hi, comment="bias + row0")
+        if "gelu" in epi:
+            gelu_k = e.const(_f32_bits(-2.0 * math.log2(math.e)))
+            gelu_c1 = e.const(_f32_bits(0.044715 * math.sqrt(2.0 / math.pi)))
+            gelu_c0 = e(gcn.VMovB32Op(_f32_bits(math.sqrt(2.0 / math.pi)))).vdst
+            one = e.const(_f32_bits(1.0))
+        add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
+
+        def epilogue(out: SSAValue, brow: SSAValue | None) -> SSAValue:
+            for x in epi:
+                if x == "bias_row":
+                    out = e(add_op(brow, out)).vdst
+                elif x == "bias_col":
+                    out = e(add_op(bias_col, out)).vdst
+                elif x == "relu":
+                    out = e(gcn.VMaxF32Op(out) if dw == 1 else gcn.VMaxF64Op(out)).vdst
+                elif x == "gelu":  # x * sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3): the tanh form
+                    x2 = e(gcn.VMulF32Op(out, out)).vdst
+                    p = e(gcn.VFmaF32Op(x2, gelu_c1, gelu_c0)).vdst
+                    t = e(gcn.VMulF32Op(out, p)).vdst
+                    u = e(gcn.VMulF32Op(gelu_k, t)).vdst
+                    ex = e(gcn.VExpF32Op(u)).vdst
+                    den = e(gcn.VAddF32Op(one, ex)).vdst
+                    out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
+            return out
+
         group = 16 // dw
         row_ptr = c_tile
         for g0 in range(0, mi_m, group):
@@ -444,12 +488,14 @@ class SqcKernelBuilder:
                 if shift is not None or i == 0:
                     set_exec(load_lanes, r)
                 cs.append(e(c_load(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
+            brows = ([e(scalar_load(bias_row_base, r * esz, comment=f"bias[row {r}]")).sdst for r in rows]
+                     if bias_row_base is not None else [None] * len(rows))
             for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
                 if shift is not None or i == 0:
                     set_exec(lanes, r)
                 t = e(mul_op(beta, c)).vdst
                 out = e(fma_op(acc[r], alpha, t)).vdst
-                e(c_store(voff_c, out, ptr))
+                e(c_store(voff_c, epilogue(out, brows[i]), ptr))
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
@@ -458,7 +504,7 @@ class SqcKernelBuilder:
                                                      "workitem_id_x", "exec")])
         kernel.attributes["kernargs"] = ArrayAttr([
             DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
-            for a in kernarg_layout(s.dtype)])
+            for a in kernarg_layout(s.dtype, self.mm.bias is not None)])
         kernel.attributes["launch"] = DictionaryAttr({
             "workgroup_size": IntegerAttr(self.wg_size[0], i64),
             "macro_m": IntegerAttr(mt_m, i64),
@@ -472,8 +518,14 @@ class SqcKernelBuilder:
             "static_ldc": IntegerAttr(s.ldc, i64),
             "layout": StringAttr(self.mm.layout.data),
             "dtype": StringAttr(s.dtype),
+            "epilogue": StringAttr(",".join(self.mm.epilogue_ops())),
         })
         return kernel
+
+
+def _f32_bits(x: float) -> int:
+    """The IEEE binary32 bit pattern of x (for literals)."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
 def _pow2_parts(n: int, largest: int = 16) -> list[int]:
@@ -529,6 +581,10 @@ class ConvertGemmToGcnPass(ModulePass):
                       and not consts.allows(o)]
             if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
                 raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
+            if "gelu" in mm.epilogue_ops() and shape.dtype != "f32":
+                raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)")
+            if mm.bias is not None and mm.bias not in fn.body.block.args:
+                raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
             for i, v in enumerate((mm.a, mm.b, mm.c, mm.alpha, mm.beta)):
                 if v not in fn.body.block.args and not (i >= 3 and consts.allows(v.owner)):
                     raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}"

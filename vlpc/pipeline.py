@@ -279,7 +279,10 @@ class CompiledKernel:
         if li["static_k"] < 0 and k % li["k_step"]:
             raise VlpcError(f"K={k} is not a positive multiple of {li['k_step']}: with K given at launch the "
                             f"kernel {self.name} has no K tail (give K in the IR, or pad K)")
-        for name, ld, minimum in (("lda", lda, k), ("ldb", ldb, k), ("ldc", ldc, n)):
+        layout = li.get("layout", "NT")
+        lda_min = k if layout[0] == "N" else m  # A stored M x K, or K x M
+        ldb_min = n if layout[1] == "N" else k  # B stored K x N, or N x K
+        for name, ld, minimum in (("lda", lda, lda_min), ("ldb", ldb, ldb_min), ("ldc", ldc, n)):
             if ld is not None and ld < minimum:
                 raise VlpcError(f"{name}={ld} is smaller than {minimum}")
 

@@ -54,7 +54,23 @@ def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | No
         static = launch_info[f"static_{name}"]
         return static if static >= 0 else default
 
-    return Problem(mm, nn, kk, ld("lda", kk), ld("ldb", kk), ld("ldc", nn))
+    layout = launch_info.get("layout", "NT")
+    return Problem(mm, nn, kk, ld("lda", kk if layout[0] == "N" else mm), ld("ldb", nn if layout[1] == "N" else kk),
+                   ld("ldc", nn))
+
+
+def storage_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
+    """(rows, row stride) of A, B and C as stored, for a layout ("NT": A is M x K, B is N x K)."""
+    return {"A": (p.m if layout[0] == "N" else p.k, p.lda),
+            "B": (p.k if layout[1] == "N" else p.n, p.ldb),
+            "C": (p.m, p.ldc)}
+
+
+def operands(layout: str, p: Problem, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """op(A) (M x K) and op(B) transposed (N x K), as float64 views of the stored arrays."""
+    op_a = a[:, :p.k] if layout[0] == "N" else a[:, :p.m].T
+    op_bt = b[:, :p.n].T if layout[1] == "N" else b[:, :p.k]
+    return op_a.astype(np.float64), op_bt.astype(np.float64)
 
 
 def tolerance(a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
@@ -67,6 +83,31 @@ def tolerance(a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, beta: 
         gamma *= 2
     mag = abs(alpha) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T) + abs(beta) * np.abs(c0)
     return gamma * mag + np.finfo(np.float32).tiny
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (what the kernel computes).
+
+    Its largest difference from the erf form 0.5 x (1 + erf(x / sqrt(2))) is about 4.7e-4
+    (near |x| = 2), as measured by tests/test_epilogue.py.
+    """
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def apply_epilogue(d: np.ndarray, ops: tuple[str, ...] | list[str], bias: np.ndarray | None) -> np.ndarray:
+    """The reference for a fused epilogue: ops in order on D = alpha*op(A)*op(B) + beta*C (float64)."""
+    for x in ops:
+        if x == "bias_row":
+            d = d + bias[:, None]
+        elif x == "bias_col":
+            d = d + bias[None, :]
+        elif x == "relu":
+            d = np.maximum(d, 0.0)
+        elif x == "gelu":
+            d = gelu_tanh(d)
+        elif x:
+            raise VlpcError(f"unknown epilogue operation '{x}'")
+    return d
 
 
 def cmd_run(args) -> int:
@@ -95,20 +136,26 @@ def cmd_run(args) -> int:
     kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     launch = kernel.launch(p.m, p.n, p.k)
 
+    layout = kernel.launch_info.get("layout", "NT")
+    dtype = np.float32 if kernel.launch_info.get("dtype", "f32") == "f32" else np.float64
+    epi = tuple(x for x in str(kernel.launch_info.get("epilogue", "")).split(",") if x)
+    shapes = storage_shapes(layout, p)
     rng = np.random.default_rng(args.seed)
     if args.inputs:
         a, b, c0 = (_load_npy(x, name) for x, name in zip(args.inputs, "ABC"))
-        for name, arr, shape in (("A", a, (p.m, p.lda)), ("B", b, (p.n, p.ldb)), ("C", c0, (p.m, p.ldc))):
-            if arr.dtype != np.float32:
-                raise VlpcError(f"input {name} has dtype {arr.dtype}, expected float32")
-            if arr.ndim != 2 or arr.shape[0] != shape[0] or arr.shape[1] < shape[1]:
-                raise VlpcError(f"input {name} has shape {arr.shape}, expected {shape}")
-        a, b, c0 = (np.ascontiguousarray(x[:, :ld]) for x, ld in ((a, p.lda), (b, p.ldb), (c0, p.ldc)))
+        for name, arr in (("A", a), ("B", b), ("C", c0)):
+            rows, ld = shapes[name]
+            if arr.dtype != dtype:
+                raise VlpcError(f"input {name} has dtype {arr.dtype}, expected {np.dtype(dtype).name}")
+            if arr.ndim != 2 or arr.shape[0] != rows or arr.shape[1] < ld:
+                raise VlpcError(f"input {name} has shape {arr.shape}, expected ({rows}, {ld})")
+        a, b, c0 = (np.ascontiguousarray(x[:, :shapes[name][1]]) for x, name in ((a, "A"), (b, "B"), (c0, "C")))
     else:
-        a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
-        b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
-        c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
-    alpha, beta = np.float32(args.alpha), np.float32(args.beta)
+        a, b, c0 = (rng.standard_normal(shapes[name]).astype(dtype) for name in "ABC")
+    bias = None
+    if any(x.startswith("bias") for x in epi):
+        bias = rng.standard_normal(p.m if "bias_row" in epi else p.n).astype(dtype)
+    alpha, beta = dtype(args.alpha), dtype(args.beta)
 
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
     dev = get_device(args.device, **dev_opts)
@@ -117,13 +164,11 @@ def cmd_run(args) -> int:
         print(f"vlpc: device {dev.describe()}{f' ({reason})' if reason else ''}", file=sys.stderr)
         print(f"vlpc: toolchain {compiled.toolchain}", file=sys.stderr)
     co = load_code_object(compiled.code_object)
-    bufs = [dev.upload(x) for x in (a, b, c0)]
+    bufs = [dev.upload(x) for x in ((a, b, c0) if bias is None else (a, b, c0, bias))]
     try:
-        kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
-                 np.int32(p.ldc), alpha, beta]
-        # bytes the kernel may touch: the last row needs only its first K (N) elements
-        sizes = {i: 4 * ((rows - 1) * ld + cols) for i, (rows, ld, cols) in
-                 enumerate(((p.m, p.lda, p.k), (p.n, p.ldb, p.k), (p.m, p.ldc, p.n)))}
+        kargs = [*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
+                 np.int32(p.ldc), alpha, beta, *bufs[3:]]
+        sizes = {i: x.nbytes for i, x in enumerate((a, b, c0))}
         walls = []
         stats = None
         for it in range(args.iterations):
@@ -133,7 +178,7 @@ def cmd_run(args) -> int:
             stats = dev.launch(co, kernel.name, grid=launch.grid, block=launch.block, args=kargs,
                                buffer_sizes=sizes)
             walls.append(time.perf_counter() - t)
-        out = dev.download(bufs[2], np.float32, (p.m, p.ldc))
+        out = dev.download(bufs[2], dtype, (p.m, p.ldc))
     finally:
         for buf in bufs:
             dev.free(buf)
@@ -153,10 +198,14 @@ def cmd_run(args) -> int:
         write_atomic(args.save_output, data.getvalue())
     if not args.verify:
         return 0
-    ref = alpha.astype(np.float64) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
-        + beta.astype(np.float64) * c0[:, :p.n]
+    op_a, op_bt = operands(layout, p, a, b)
+    d = float(alpha) * (op_a @ op_bt.T) + float(beta) * c0[:, :p.n].astype(np.float64)
+    ref = apply_epilogue(d, epi, None if bias is None else bias.astype(np.float64))
     got = out[:, :p.n].astype(np.float64)
-    tol = tolerance(a[:, :p.k], b[:, :p.k], c0[:, :p.n], float(alpha), float(beta), p.k)
+    tol = tolerance(op_a, op_bt, c0[:, :p.n], float(alpha), float(beta), p.k,
+                    "f32" if dtype == np.float32 else "f64")
+    if "gelu" in epi:  # v_exp_f32 and v_rcp_f32 are 1-ULP approximations
+        tol = tol + 8 * np.finfo(np.float32).eps * np.abs(ref)
     err = np.abs(got - ref)
     rel = err / np.maximum(np.abs(ref), np.finfo(np.float32).tiny)
     bad = ~(err <= tol)
