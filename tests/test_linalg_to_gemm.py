@@ -241,3 +241,12 @@ def test_compile_and_run_zero_fill():
     r = vlpc.run(text, c=np.full((16, 64), np.nan, np.float32), **SMALL)  # beta = 0: C is never read
     assert r.beta == 0.0 and r.verified
     np.testing.assert_allclose(r.c, r.inputs["A"] @ r.inputs["B"].T, rtol=1e-5, atol=1e-4)
+
+
+def test_f64_linalg_runs():
+    """f64 linalg raises to a DGEMM with f64 alpha/beta constants (1, 1)."""
+    text = named("matmul_transpose_b", "NT").replace("xf32>", "xf64>")
+    r = vlpc.run(text, seed=2, **SMALL)
+    assert r.verified and r.c.dtype == np.float64 and (r.alpha, r.beta) == (1.0, 1.0)
+    a, b, c = r.inputs["A"], r.inputs["B"], r.inputs["C"]
+    np.testing.assert_allclose(r.c, c + a @ b.T, rtol=1e-12, atol=1e-12)
