@@ -96,7 +96,7 @@ def test_compiled_kernel_object(nt):
     cfg = k.launch(32, 128, 64)
     assert cfg.grid == (128 // 64, 32 // 16, 1) and cfg.block == (64, 1, 1)
     assert k.launch(32, 128, 64, batch=1) == cfg
-    with pytest.raises(vlpc.VlpcError, match="batched GEMM is not supported yet"):
+    with pytest.raises(vlpc.VlpcError, match="batch"):  # a 2-D kernel computes one product
         k.launch(32, 128, 64, batch=2)
     with pytest.raises(vlpc.VlpcError, match="compiled for M=32"):
         k.launch(64, 128, 64)
@@ -162,3 +162,23 @@ def test_vlpc_run_function_and_command_module_coexist():
 def test_pipeline_docstring_examples():
     failures, tried = doctest.testmod(pipeline_module, verbose=False)
     assert tried >= 3 and failures == 0
+
+
+def test_run_fused_epilogue_with_bias():
+    text = """func.func @g(%a: memref<16x32xf32>, %b: memref<64x32xf32>, %c: memref<16x64xf32>, %alpha: f32, %beta: f32,
+                 %bias: memref<64xf32>) {
+  gemm.matmul %a, %b, %c, %alpha, %beta bias(%bias : memref<64xf32>) {layout = "NT", epilogue = ["bias_col", "relu"]}
+      : memref<16x32xf32>, memref<64x32xf32>, memref<16x64xf32>, f32, f32
+  func.return
+}
+"""
+    compiled = vlpc.compile(text, **SMALL)
+    rng = np.random.default_rng(3)
+    bias = rng.standard_normal(64).astype(np.float32)
+    r = vlpc.run(compiled, bias=bias, alpha=1.5, beta=0.0)
+    a, b = r.inputs["A"], r.inputs["B"]
+    np.testing.assert_allclose(r.c, np.maximum(1.5 * a @ b.T + bias[None, :], 0), rtol=1e-5, atol=1e-4)
+    with pytest.raises(vlpc.VlpcError, match="vector of length 64"):
+        vlpc.run(compiled, bias=np.zeros(16, np.float32))
+    with pytest.raises(vlpc.VlpcError, match="no bias epilogue"):
+        vlpc.run(GEMM_NT, bias=bias, **SMALL)

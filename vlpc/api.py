@@ -8,7 +8,7 @@
     r.c            # C (M x N), computed on the device (the emulator by default)
     r.launch       # LaunchConfig(grid=(2, 4, 1), block=(256, 1, 1))
     r.stats        # the emulator's counters (None on HIP)
-    r.max_abs_error, r.tolerance   # against a float64 NumPy reference
+    r.max_abs_error, r.tolerance   # against a float64 NumPy reference (fused epilogue included)
 
 Operands are the matrices *as stored*, row-major: A is M x K (layout ``N?``) or
 K x M (``T?``), B is K x N (``?N``) or N x K (``?T``), C is M x N; a leading
@@ -137,6 +137,17 @@ def _operand(name: str, arr: np.ndarray | None, shape: tuple[int, int], dtype: t
     return np.ascontiguousarray(arr)
 
 
+def _vector(name: str, arr: np.ndarray | None, length: int, dtype: type,
+            rng: np.random.Generator) -> np.ndarray:
+    if arr is None:
+        return rng.standard_normal(length).astype(dtype)
+    arr = np.asarray(arr)
+    if arr.dtype != dtype or arr.shape != (length,):
+        raise VlpcError(f"{name} must be a {np.dtype(dtype).name} vector of length {length}, "
+                        f"got {arr.dtype} {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
 def _scalar(name: str, given: float | None, fixed: float | None, default: float) -> float:
     if fixed is not None:
         if given is not None and float(given) != fixed:
@@ -147,7 +158,8 @@ def _scalar(name: str, given: float | None, fixed: float | None, default: float)
 
 
 def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = None,
-        c: np.ndarray | None = None, *, m: int | None = None, n: int | None = None, k: int | None = None,
+        c: np.ndarray | None = None, *, bias: np.ndarray | None = None,
+        m: int | None = None, n: int | None = None, k: int | None = None,
         alpha: float | None = None, beta: float | None = None, device: str | Any = "emulator",
         target: str = "gfx906", kernel: str | None = None, seed: int = 0, verify: bool = True,
         iterations: int = 1, strict: bool = False, **options: Any) -> RunResult:
@@ -156,7 +168,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     ``module``: MLIR text, an xDSL ``ModuleOp``, an upstream MLIR module, a
     :class:`~vlpc.pipeline.CompiledModule` or a :class:`~vlpc.pipeline.CompiledKernel`.
     ``a``, ``b``, ``c``: NumPy arrays as stored (random when omitted); ``m``, ``n``,
-    ``k`` for dynamic sizes not implied by the arrays.  ``device``: ``"emulator"``
+    ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N) for a
+    kernel with a fused ``bias_row``/``bias_col`` epilogue.  ``device``: ``"emulator"``
     (default), ``"hip"``, ``"auto"`` or a :class:`~vlpc.runtime.Device`;
     ``strict`` makes the emulator report reads of uninitialised registers.
     ``options`` go to :func:`vlpc.compile`.  With ``verify`` (default) a result
@@ -165,7 +178,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     :class:`~vlpc.errors.VlpcError` (bad sizes, options, IR) and
     :class:`~vlpc.errors.DeviceError` (device faults).
     """
-    from vlpc.run import tolerance
+    from vlpc.run import apply_epilogue, tolerance
     from vlpc.runtime import get_device, load_code_object
 
     if isinstance(module, CompiledKernel):
@@ -183,16 +196,24 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     rng = np.random.default_rng(seed)
     shapes = stored_shapes(kern.layout, p)
     a0, b0, c0 = (_operand(name, arr, shapes[name], dtype, rng) for name, arr in (("A", a), ("B", b), ("C", c)))
+    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
+    bias0 = None
+    if any(x.startswith("bias") for x in epi):
+        length = p.m if "bias_row" in epi else p.n
+        bias0 = _vector("bias", bias, length, dtype, rng)
+    elif bias is not None:
+        raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
     al = _scalar("alpha", alpha, kern.alpha, 1.0)
     be = _scalar("beta", beta, kern.beta, 0.0)
 
     dev = get_device(device, **({"strict": True} if strict else {})) if isinstance(device, str) else device
     co = load_code_object(kern.code_object)
-    bufs = [dev.upload(x) for x in (a0, b0, c0)]
+    bufs = [dev.upload(x) for x in ((a0, b0, c0) if bias0 is None else (a0, b0, c0, bias0))]
     stats = None
     walls = []
     try:
-        args = [*bufs, *(np.int32(v) for v in (p.m, p.n, p.k, p.lda, p.ldb, p.ldc)), dtype(al), dtype(be)]
+        args = [*bufs[:3], *(np.int32(v) for v in (p.m, p.n, p.k, p.lda, p.ldb, p.ldc)), dtype(al), dtype(be),
+                *bufs[3:]]
         for it in range(max(1, iterations)):
             if it:
                 dev.write(bufs[2], c0)
@@ -205,7 +226,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
             dev.free(buf)
     result = RunResult(np.ascontiguousarray(out[:, :p.n]), kern, p, launch, al, be, dev.describe(),
                        stats if getattr(dev, "name", "") == "emulator" else None, min(walls),
-                       inputs={"A": a0, "B": b0, "C": c0})
+                       inputs={"A": a0, "B": b0, "C": c0, **({} if bias0 is None else {"bias": bias0})})
     if not verify:
         return result
     op_a = a0[:, :p.k] if kern.layout[0] == "N" else a0[:, :p.m].T   # M x K
@@ -213,7 +234,10 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     # BLAS: with beta == 0, C is not read (it may hold NaN), so the reference leaves it out too.
     c_in = c0[:, :p.n].astype(np.float64) if be != 0 else np.zeros((p.m, p.n))
     ref = al * (op_a.astype(np.float64) @ op_b.astype(np.float64)) + be * c_in
+    ref = apply_epilogue(ref, epi, None if bias0 is None else bias0.astype(np.float64))
     tol = tolerance(op_a, np.ascontiguousarray(op_b.T), c_in, al, be, p.k, str(kern.launch_info.get("dtype", "f32")))
+    if "gelu" in epi:  # as `vlpc run`: v_exp_f32 and v_rcp_f32 are 1-ULP approximations
+        tol = tol + 8 * np.finfo(np.float32).eps * np.abs(ref)
     err = np.abs(result.c.astype(np.float64) - ref)
     result.max_abs_error = float(err.max())
     result.tolerance = float(tol.max())
