@@ -67,6 +67,12 @@ class GemmShape:
     ldb: int
     ldc: int
     dtype: str  # "f32" or "f64"
+    #: Strided batch: 0 for a plain GEMM, else the batch count (-1: at launch) and the
+    #: batch strides of A, B and C in elements (-1: at launch).
+    batch: int = 0
+    stride_a: int = 0
+    stride_b: int = 0
+    stride_c: int = 0
 
     @property
     def element_bytes(self) -> int:
@@ -80,19 +86,31 @@ def _dims(t: MemRefType) -> list[int]:
     return [DYNAMIC if d < 0 else d for d in t.get_shape()]
 
 
-def leading_dimension(t: MemRefType) -> int:
-    """Row stride of a 2-D row-major memref in elements (-1 when dynamic)."""
+def _strides(t: MemRefType) -> list[int]:
+    """Strides in elements of a row-major memref (-1 when dynamic)."""
     layout = t.layout
+    dims = _dims(t)
     if isinstance(layout, StridedLayoutAttr):
         strides = layout.get_strides()
-        if len(strides) != 2 or strides[1] != 1:
+        if len(strides) != len(dims) or strides[-1] != 1:
             raise VerifyException("only row-major memrefs (innermost stride 1) are supported")
-        s = strides[0]
-        return DYNAMIC if s is None else s
+        return [DYNAMIC if x is None else x for x in strides]
     if isinstance(layout, NoneAttr) or layout is None:
-        cols = _dims(t)[1]
-        return cols
+        out = [1]
+        for d in reversed(dims[1:]):
+            out.insert(0, DYNAMIC if d < 0 or out[0] < 0 else d * out[0])
+        return out
     raise VerifyException(f"unsupported memref layout {layout}")
+
+
+def leading_dimension(t: MemRefType) -> int:
+    """Row stride of a (batched) row-major matrix memref in elements (-1 when dynamic)."""
+    return _strides(t)[-2]
+
+
+def batch_stride(t: MemRefType) -> int:
+    """Stride between the matrices of a 3-D (batch, rows, columns) memref, in elements."""
+    return _strides(t)[0]
 
 
 class _MemEffects(MemoryEffect):
@@ -178,7 +196,7 @@ class MatmulOp(IRDLOperation):
         at, bt, ct = (v.type for v in (self.a, self.b, self.c))
         assert isinstance(at, MemRefType) and isinstance(bt, MemRefType) and isinstance(ct, MemRefType)
         lay = self.layout.data
-        ad, bd, cd = _dims(at), _dims(bt), _dims(ct)
+        ad, bd, cd = _dims(at)[-2:], _dims(bt)[-2:], _dims(ct)[-2:]
         m, k = (ad[0], ad[1]) if lay[0] == "N" else (ad[1], ad[0])
         kb, n = (bd[0], bd[1]) if lay[1] == "N" else (bd[1], bd[0])
 
@@ -190,8 +208,12 @@ class MatmulOp(IRDLOperation):
         n = pick(n, cd[1])
         k = pick(k, kb)
         dtype = "f32" if isinstance(at.element_type, Float32Type) else "f64"
+        batch = sa = sb = sc = 0
+        if len(at.get_shape()) == 3:
+            batch = pick(*(_dims(t)[0] for t in (at, bt, ct)))
+            sa, sb, sc = batch_stride(at), batch_stride(bt), batch_stride(ct)
         return GemmShape(m, n, k, leading_dimension(at), leading_dimension(bt),
-                         leading_dimension(ct), dtype)
+                         leading_dimension(ct), dtype, batch, sa, sb, sc)
 
     def verify_(self) -> None:
         lay = self.layout.data
@@ -199,8 +221,16 @@ class MatmulOp(IRDLOperation):
             raise VerifyException(f"layout must be one of {', '.join(LAYOUTS)} (BLAS transa/transb), got '{lay}'")
         types = [v.type for v in (self.a, self.b, self.c)]
         for name, t in zip("ABC", types):
-            if not isinstance(t, MemRefType) or len(t.get_shape()) != 2:
-                raise VerifyException(f"operand {name} must be a 2-D memref, got {t}")
+            if not isinstance(t, MemRefType) or len(t.get_shape()) not in (2, 3):
+                raise VerifyException(f"operand {name} must be a 2-D memref (or 3-D: batch, rows, columns), got {t}")
+        ranks = {len(t.get_shape()) for t in types}
+        if len(ranks) != 1:
+            raise VerifyException("A, B and C must all be 2-D, or all 3-D for a strided batch")
+        if ranks == {3}:
+            batches = [_dims(t)[0] for t in types]
+            known = {b for b in batches if b >= 0}
+            if len(known) > 1:
+                raise VerifyException(f"inconsistent batch counts: A, B, C have {batches[0]}, {batches[1]}, {batches[2]}")
         elt = types[0].element_type
         if not isinstance(elt, Float32Type | Float64Type):
             raise VerifyException(f"element type must be f32 or f64, got {elt}")
@@ -224,7 +254,7 @@ class MatmulOp(IRDLOperation):
             raise VerifyException(f"epilogue '{wants_bias[0]}' needs a bias operand: gemm.matmul ... bias(%v : memref<...>)")
         if self.bias is not None and not wants_bias:
             raise VerifyException("a bias operand is given but the epilogue has no bias_row or bias_col")
-        ad, bd, cd = (_dims(t) for t in types)
+        ad, bd, cd = (_dims(t)[-2:] for t in types)
         for name, dims in zip("ABC", (ad, bd, cd)):
             for d in dims:
                 if d == 0:
@@ -254,7 +284,7 @@ class MatmulOp(IRDLOperation):
                 ld = leading_dimension(t)
             except VerifyException as e:
                 raise VerifyException(f"operand {name}: {e}") from None
-            cols = _dims(t)[1]
+            cols = _dims(t)[-1]
             if ld >= 0 and cols >= 0 and ld < cols:
                 raise VerifyException(
                     f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")

@@ -56,10 +56,11 @@ A_BATCH_SGPRS = 32
 SMEM_IMM_MAX = (1 << 20) - 1
 
 
-def kernarg_layout(dtype: str, bias: bool = False) -> list[dict]:
+def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False) -> list[dict]:
     """The kernel's explicit arguments: name, byte offset, size, kind, type (the ABI).
 
-    With a fused bias epilogue, the bias vector's pointer follows beta (8-byte aligned).
+    With a fused bias epilogue, the bias vector's pointer follows beta (8-byte aligned);
+    a strided batch adds the batch strides of A, B and C (i32, in elements) after that.
     """
     args = [
         ("A", 0, 8, "global_buffer", f"{dtype}*"),
@@ -80,6 +81,11 @@ def kernarg_layout(dtype: str, bias: bool = False) -> list[dict]:
     if bias:
         off = -(-off // 8) * 8
         args.append(("bias", off, 8, "global_buffer", f"{dtype}*"))
+        off += 8
+    if batched:
+        for name in ("stride_a", "stride_b", "stride_c"):
+            args.append((name, off, 4, "by_value", "int"))
+            off += 4
     return [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
 
 
@@ -152,14 +158,34 @@ class SqcKernelBuilder:
         n_steps = s.k // ks if k_static else None  # main-loop K steps (None: at launch)
         k_tail = s.k % ks if k_static else 0
 
-        entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3),
-                                 gcn.VGPRType.at(0), gcn.exec_type()])
-        kp, wg_x, wg_y, tid, exec0 = entry.args
+        batched = s.batch != 0
+        roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
+        types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
+        if batched:  # the batch index is workgroup id z (system SGPRs follow in order x, y, z)
+            roles.append("workgroup_id_z")
+            types.append(gcn.SGPRType.at(4))
+        entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
+        kp, wg_x, wg_y = entry.args[:3]
+        wg_z = entry.args[3] if batched else None
+        tid, exec0 = entry.args[-2:]
         e = _Emitter(entry)
+        layout_args = {a["name"]: a["offset"]
+                       for a in kernarg_layout(s.dtype, self.mm.bias is not None, batched)}
+
+        def batch_base(ptr: SSAValue, which: str) -> SSAValue:
+            """ptr + batch index * batch stride (bytes), for a strided batch."""
+            if not batched:
+                return ptr
+            static = getattr(s, f"stride_{which}")
+            stride = (static * (4 if s.dtype == "f32" else 8) if static >= 0 else
+                      e.mul(e(gcn.SLoadDwordOp(kp, layout_args[f"stride_{which}"], comment=f"kernarg stride_{which}")).sdst,
+                            4 if s.dtype == "f32" else 8))
+            lo, hi = e.mul64(wg_z, stride)
+            return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
 
         # ---- prologue: kernel arguments, tile bases, per-lane offsets ----
-        ptr_a = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst
-        ptr_b = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst
+        ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst, "a")
+        ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst, "b")
         k_val = self._arg(e, kp, "K", s.k)
         lda = self._arg(e, kp, "lda", s.lda)
         ldb = self._arg(e, kp, "ldb", s.ldb)
@@ -410,8 +436,8 @@ class SqcKernelBuilder:
 
         # ---- epilogue: C = alpha * acc + beta * C, C not read when beta == 0 ----
         epi = self.mm.epilogue_ops()
-        kargs = {a["name"]: a["offset"] for a in kernarg_layout(s.dtype, self.mm.bias is not None)}
-        ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
+        kargs = layout_args
+        ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
         scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
         alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
@@ -499,12 +525,10 @@ class SqcKernelBuilder:
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
-        kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in
-                                                    ("kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y",
-                                                     "workitem_id_x", "exec")])
+        kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in (*roles, "workitem_id_x", "exec")])
         kernel.attributes["kernargs"] = ArrayAttr([
             DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
-            for a in kernarg_layout(s.dtype, self.mm.bias is not None)])
+            for a in kernarg_layout(s.dtype, self.mm.bias is not None, batched)])
         kernel.attributes["launch"] = DictionaryAttr({
             "workgroup_size": IntegerAttr(self.wg_size[0], i64),
             "macro_m": IntegerAttr(mt_m, i64),
@@ -519,6 +543,10 @@ class SqcKernelBuilder:
             "layout": StringAttr(self.mm.layout.data),
             "dtype": StringAttr(s.dtype),
             "epilogue": StringAttr(",".join(self.mm.epilogue_ops())),
+            "batch": IntegerAttr(s.batch, i64),
+            "static_stride_a": IntegerAttr(s.stride_a, i64),
+            "static_stride_b": IntegerAttr(s.stride_b, i64),
+            "static_stride_c": IntegerAttr(s.stride_c, i64),
         })
         return kernel
 

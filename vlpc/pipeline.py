@@ -32,6 +32,7 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ParseError, VerifyException
 
+import vlpc._xdsl_fixes  # noqa: F401  (xDSL lexer hang on unterminated strings)
 from vlpc.dialects.gcn import GCN, KernelOp, metadata_json
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.dialects.gemm import Gemm
@@ -286,13 +287,28 @@ class CompiledKernel:
             if ld is not None and ld < minimum:
                 raise VlpcError(f"{name}={ld} is smaller than {minimum}")
 
-    def launch(self, m: int, n: int, k: int, batch: int = 1) -> LaunchConfig:
-        """Grid (workgroups) and block (work-items) for an M x N x K problem."""
-        if batch != 1:
-            raise VlpcError(f"batch={batch}: batched GEMM is not supported yet (kernels compute one product)")
+    def launch(self, m: int, n: int, k: int, batch: int | None = None) -> LaunchConfig:
+        """Grid (workgroups) and block (work-items) for an M x N x K problem; a strided
+        batch runs its ``batch`` products in grid z (workgroup id z is the batch index)."""
         self.check_sizes(m, n, k)
         li = self.launch_info
-        return LaunchConfig((-(-n // li["macro_n"]), -(-m // li["macro_m"]), 1), (li["workgroup_size"], 1, 1))
+        static_batch = li.get("batch", 0)
+        if static_batch == 0:
+            if batch not in (None, 1):
+                raise VlpcError(f"{self.name} is not a batched kernel (batch={batch}): give A, B and C as "
+                                "3-D memrefs (batch, rows, columns) for a strided batch")
+            z = 1
+        else:
+            if batch is None:
+                if static_batch < 0:
+                    raise VlpcError(f"{self.name} takes its batch count at launch: give batch=")
+                batch = static_batch
+            if static_batch > 0 and batch != static_batch:
+                raise VlpcError(f"{self.name} was compiled for batch={static_batch}, got batch={batch}")
+            if batch < 1:
+                raise VlpcError(f"batch={batch}: the batch count must be at least 1")
+            z = batch
+        return LaunchConfig((-(-n // li["macro_n"]), -(-m // li["macro_m"]), z), (li["workgroup_size"], 1, 1))
 
 
 @dataclass
