@@ -142,8 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--n", type=int, help="N, for dynamic dimensions")
     r.add_argument("--k", type=int, help="K, for dynamic dimensions")
     r.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
-    r.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
-    r.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
+    r.add_argument("--alpha", type=float, default=None,
+                   help="alpha (default: the value the IR fixes, e.g. 1 for linalg input, else 1.0)")
+    r.add_argument("--beta", type=float, default=None,
+                   help="beta (default: the value the IR fixes, e.g. 1 for linalg input, else 0.5)")
     r.add_argument("--iterations", type=int, default=1, help="launches (default: %(default)s)")
     r.add_argument("--no-verify", dest="verify", action="store_false", help="skip the NumPy comparison")
     r.add_argument("--inputs", nargs=3, metavar=("A.npy", "B.npy", "C.npy"), help="inputs instead of random ones")

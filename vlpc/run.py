@@ -155,6 +155,13 @@ def cmd_run(args) -> int:
     bias = None
     if any(x.startswith("bias") for x in epi):
         bias = rng.standard_normal(p.m if "bias_row" in epi else p.n).astype(dtype)
+    scalars = {}
+    for name, given, default in (("alpha", args.alpha, 1.0), ("beta", args.beta, 0.5)):
+        fixed = getattr(kernel, name)  # a value the IR fixes (linalg accumulates: alpha = beta = 1)
+        if fixed is not None and given is not None and given != fixed:
+            raise VlpcError(f"--{name} {given} contradicts {name}={fixed} fixed by the IR")
+        scalars[name] = fixed if fixed is not None else (given if given is not None else default)
+    args.alpha, args.beta = scalars["alpha"], scalars["beta"]
     alpha, beta = dtype(args.alpha), dtype(args.beta)
 
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
