@@ -49,6 +49,12 @@ SUPPORTED_CODE_OBJECT_VERSIONS = (4, 5, 6)
 #: ``amdhsa.version`` [major, minor] -> code object version.
 METADATA_VERSION_TO_CODE_OBJECT = {(1, 0): 3, (1, 1): 4, (1, 2): 5, (1, 3): 6}
 NT_AMDGPU_METADATA = 32
+#: Kernel machine code starts on a 256-byte boundary (AMDGPUUsage "Kernel Descriptor").
+KERNEL_CODE_ALIGN = 256
+#: Largest PT_LOAD alignment the loader accepts (64 KiB pages at most in practice).
+MAX_SEGMENT_ALIGN = 1 << 20
+#: Largest image (``max(p_vaddr + p_memsz)``) the loader maps; a larger span is a garbled header.
+MAX_IMAGE_BYTES = 1 << 30
 KERNEL_DESCRIPTOR_SIZE = 64
 
 PT_LOAD = 1
@@ -789,6 +795,18 @@ def _parse(data: bytes, where: str) -> CodeObject:
 
     if not segments:
         raise fail("no loadable (PT_LOAD) segment")
+    for s in segments:
+        if s.align & (s.align - 1) or s.align > MAX_SEGMENT_ALIGN:
+            raise fail(f"garbled program header: p_align {s.align} is not a power of two up to "
+                       f"{MAX_SEGMENT_ALIGN}")
+        if s.memsz < s.filesz:
+            raise fail(f"garbled program header: a loadable segment's p_memsz ({s.memsz}) is "
+                       f"smaller than its p_filesz ({s.filesz})")
+    span = max(s.vaddr + s.memsz for s in segments)
+    if span > MAX_IMAGE_BYTES:
+        raise fail(f"garbled program header: the loadable segments span {span} bytes "
+                   f"(p_vaddr + p_memsz), more than the {MAX_IMAGE_BYTES >> 20} MiB a code object "
+                   "may map")
 
     # -- metadata note
     import msgpack
@@ -855,6 +873,9 @@ def _parse(data: bytes, where: str) -> CodeObject:
         entry_off = sym.value + desc.kernel_code_entry_byte_offset
         if not vaddr_in_image(entry_off, 4):
             raise fail(f"kernel '{md.name}': entry point 0x{entry_off:x} lies outside the image")
+        if entry_off % KERNEL_CODE_ALIGN:
+            raise fail(f"kernel '{md.name}': entry point 0x{entry_off:x} is not "
+                       f"{KERNEL_CODE_ALIGN}-byte aligned (AMDGPUUsage \"Kernel Descriptor\")")
         kernels[md.name] = Kernel(md.name, md.symbol, desc, md, sym.value, entry_off)
     return CodeObject(data, where, target_id, version, metadata, kernels, symbols,
                       tuple(segments), relocations)

@@ -88,6 +88,12 @@ class _LocatingParser(Parser):
             if "is not registered" in e.msg and e.span.start > span.start:
                 raise _OpParseError(span, e.msg) from None  # point at the operation, not past it
             raise
+        except (RecursionError, MemoryError):
+            raise
+        except Exception as e:  # xDSL's custom op parsers can fail on malformed input without a ParseError
+            detail = str(e).splitlines()[0] if str(e) else ""
+            raise _OpParseError(span, f"malformed operation: xDSL's parser failed "
+                                      f"({type(e).__name__}{': ' + detail if detail else ''})") from None
         op.location = FileLineColLoc(StringAttr(self.lexer.input.name), IntAttr(loc.line), IntAttr(loc.col))
         return op
 
@@ -107,6 +113,8 @@ def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> M
         module = _LocatingParser(ctx, text, filename).parse_module()
     except ParseError as e:
         raise _parse_error(e, filename) from None
+    except RecursionError:
+        raise DiagnosticError("the input is nested too deeply to parse", filename) from None
     verify(module, filename)
     return module
 

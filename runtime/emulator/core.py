@@ -94,6 +94,9 @@ class DispatchConfig:
     max_waves_in_flight: int | None = None
 
 
+#: Entries of the scalar register file array (operand codes 0..127: SGPRs, VCC, TTMPs, M0, EXEC).
+SCALAR_FILE = 128
+
 CLASSES = ("valu", "salu", "smem", "vmem", "lds", "branch", "waitcnt", "nop", "barrier", "other")
 
 
@@ -310,7 +313,7 @@ class Batch:
         self.nw = nw
         self.nv = max(1, min(cfg.vgpr_count, TARGET.addressable_vgprs))
         self.V = np.zeros((self.nv, nw, WAVE), U32)
-        self.S = np.zeros((128, nw), U32)
+        self.S = np.zeros((SCALAR_FILE, nw), U32)
         self.Vf = self.V.view(F32)
         self.Sf = self.S.view(F32)
         self.SCC = np.zeros(nw, bool)
@@ -696,6 +699,10 @@ def _check_regs(ins: Instr, b: Batch):
                     f"{op.text} is beyond the {nv} VGPRs the kernel descriptor allocates",
                     register=op.text)
         elif op.kind == "s":
+            if op.reg < 0 or op.reg + op.width > SCALAR_FILE:
+                return RegisterRangeError(f"{op.text or op.reg}: not a scalar register (operand code "
+                                          f"{op.reg}, width {op.width}; an invalid encoding)",
+                                          register=op.text or str(op.reg))
             if op.reg < isa.SGPR_LIMIT:
                 if op.reg + op.width > ns:
                     return RegisterRangeError(

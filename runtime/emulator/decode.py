@@ -137,6 +137,8 @@ VOP3B_OPS = {"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32",
              "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64", "v_mad_u64_u32", "v_mad_i64_i32"}
 _CARRY_IN = {"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"}
 _TWO_SRC_VOP3 = set(range(0x280, 0x2A0))
+#: VOP1/VOP2 instructions without a VOP3 encoding (two VGPR results; an inline literal).
+_NO_VOP3_FORM = {"v_swap_b32", "v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16"}
 
 
 class Decoder:
@@ -402,6 +404,9 @@ def _vop1(pc, w, lit):
     if mn == "v_readfirstlane_b32":
         ins.dst = [sreg(vd, 1)]
     elif mn == "v_swap_b32":
+        if s0 < isa.VGPR0:  # both operands of v_swap_b32 are VGPRs
+            return _unsupported(pc, ins.size, "VOP1", f"v_swap_b32 with a non-VGPR source "
+                                f"(raw 0x{w:08x}: not a valid encoding)", op)
         ins.dst = [vreg(vd), vreg(s0 - isa.VGPR0)]
         ins.src = [vreg(vd), ins.src[0]]
     else:
@@ -436,7 +441,7 @@ def _vop3(pc, w, w1, code):
         mn, kind = isa.VOP1.get(op - 0x140), "VOP1"
     else:
         mn, kind = isa.VOP3_ONLY.get(op), "VOP3"
-    if mn is None:
+    if mn is None or mn in _NO_VOP3_FORM:
         return _unsupported(pc, 8, "VOP3", f"VOP3 opcode 0x{op:x}", op)
     vd = w & 0xFF
     absm = (w >> 8) & 7
@@ -465,6 +470,9 @@ def _vop3(pc, w, w1, code):
         width = wd[1 + i] if 1 + i < len(wd) else 1
         if mn in ("v_cndmask_b32",) and i == 2 or (mn in _CARRY_IN and i == 2):
             width = 2
+            if s[i] >= isa.VGPR0:  # the lane mask is an SGPR pair (or a constant), never a VGPR
+                return _unsupported(pc, 8, "VOP3", f"{mn}_e64 with a VGPR lane mask "
+                                    f"(raw 0x{w:08x}{w1:08x}: not a valid encoding)", op)
         o = src_operand(s[i], width, None, is_float=isf)
         if o.kind == "lit":
             o = Operand("unsupported", isa.LITERAL, width, text="<literal in VOP3>")

@@ -166,7 +166,9 @@ class Memory:
         ok = idx >= 0
         safe = np.where(ok, idx, 0)
         if self._ends.size:
-            ok &= (addresses + np.uint64(nbytes)) <= self._ends[safe]
+            ends = self._ends[safe]
+            # ``addresses < ends`` also rejects addresses near 2^64 whose end wraps around
+            ok &= (addresses < ends) & ((addresses + np.uint64(nbytes)) <= ends)
         else:
             ok[:] = False
         if not ok.all():
