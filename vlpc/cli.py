@@ -203,7 +203,11 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if args.print_pipeline:
         print(pipeline_spec(passes))
         return 0
-    emit = args.emit or (EMIT_BY_SUFFIX.get(Path(args.output).suffix) if args.output else None) or "hsaco"
+    implied = EMIT_BY_SUFFIX.get(Path(args.output).suffix.lower()) if args.output else None
+    if args.emit and implied and args.emit != implied:
+        raise VlpcError(f"--emit {args.emit} conflicts with -o {args.output} (a {Path(args.output).suffix} "
+                        f"file holds {implied}); drop --emit or change the output name")
+    emit = args.emit or implied or "hsaco"
     if args.output is None and emit in ("obj", "hsaco"):
         stem = "out" if args.file == "-" else Path(args.file).stem
         args.output = f"{stem}.{'o' if emit == 'obj' else 'hsaco'}"
@@ -303,8 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     except VlpcError as e:
         from vlpc.errors import DiagnosticError
 
-        print(str(e) if isinstance(e, DiagnosticError) else f"vlpc: {e}", file=sys.stderr)
-        return getattr(e, "exit_code", EXIT_USER)
+        code = getattr(e, "exit_code", EXIT_USER)
+        text = str(e) if isinstance(e, DiagnosticError) else f"vlpc: {e}"
+        if code == EXIT_INTERNAL:  # a bug in vlpc (a pass failed, LLVM rejected the output)
+            if os.environ.get("VLPC_DEBUG"):
+                import traceback
+                traceback.print_exception(e)
+            elif e.__cause__ is not None:
+                text += " (set VLPC_DEBUG=1 for a traceback)"
+        print(text, file=sys.stderr)
+        return code
     except KeyboardInterrupt:
         print("vlpc: interrupted", file=sys.stderr)
         return 130

@@ -200,7 +200,8 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
         "gemm-map-subgroups": dict(target=proc),
         "gemm-split-k": dict(split_k=o.split_k),
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc),
-        "gcn-allocate-registers": dict(waves_per_simd=o.waves_per_simd or DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3),
+        "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
+                                                  else DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3)),
                                        target=proc),
         "gcn-insert-waitcnt": dict(target=proc),
         "gcn-insert-hazard-nops": dict(target=proc),
