@@ -5,8 +5,8 @@ fixed seeds (Hypothesis ``derandomize=True``; ``random.Random(seed)`` loops), so
 run is reproducible and takes well under a minute.  Environment variables turn
 them into long runs (``tools/fuzz.py`` sets them):
 
-* ``VLPC_FUZZ_EXAMPLES=N``: inputs per fuzz test (Hypothesis ``max_examples``; the
-  plain loops multiply their per-round counts so they scale alike);
+* ``VLPC_FUZZ_EXAMPLES=N``: about N inputs per fuzz test (Hypothesis ``max_examples``
+  or loop iterations), scaled by a per-fuzzer weight that evens out their costs;
 * ``VLPC_FUZZ_SEED=S``: a different seed (and random Hypothesis generation instead
   of the derandomized one);
 * ``VLPC_FUZZ_REPORT=path.json``: write how many inputs each fuzzer tried, and how
@@ -59,10 +59,18 @@ def _write_report() -> None:
 atexit.register(_write_report)
 
 
-def fuzz_settings(ci_examples: int) -> settings:
+def scaled(ci_count: int, weight: float = 1.0) -> int:
+    """``ci_count`` in CI; ``VLPC_FUZZ_EXAMPLES * weight`` (at least ``ci_count``) in long runs.
+
+    ``weight`` evens out the cost of one input across fuzzers (a decoded word is
+    cheap, a CLI run that reaches the emulator is not)."""
+    return max(ci_count, int(EXAMPLES * weight)) if EXAMPLES else ci_count
+
+
+def fuzz_settings(ci_examples: int, weight: float = 1.0) -> settings:
     """Hypothesis settings: ``ci_examples`` derandomized inputs, or the long-run budget."""
     return settings(
-        max_examples=EXAMPLES or ci_examples,
+        max_examples=scaled(ci_examples, weight),
         derandomize=not LONG,
         deadline=None,
         database=None,
@@ -73,9 +81,9 @@ def fuzz_settings(ci_examples: int) -> settings:
     )
 
 
-def loop_count(ci_count: int, per_example: int = 1) -> int:
-    """Iterations of a plain random loop: ``ci_count`` in CI, else scaled to the budget."""
-    return max(ci_count, EXAMPLES * per_example) if EXAMPLES else ci_count
+def loop_count(ci_count: int, weight: float = 1.0) -> int:
+    """Iterations of a plain random loop (see :func:`scaled`)."""
+    return scaled(ci_count, weight)
 
 
 def loop_seed(default: int) -> int:

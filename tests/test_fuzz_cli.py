@@ -112,7 +112,7 @@ def _outputs(argv):
     return outs
 
 
-@fuzz_settings(ci_examples=60)
+@fuzz_settings(ci_examples=45, weight=0.15)
 @given(argv=argvs())
 def test_cli_arguments_fuzz(argv):
     (D / "out").mkdir(exist_ok=True)

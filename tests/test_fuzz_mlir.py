@@ -153,7 +153,7 @@ def test_mutated_gemm_files_get_diagnostics(seed, mutations):
     _check(["opt", path, "-p", GEMM_PASSES], "mlir-mutation (gemm passes)")
 
 
-@fuzz_settings(ci_examples=4)
+@fuzz_settings(ci_examples=4, weight=0.01)
 @given(seed=st.sampled_from([GOOD, DYNAMIC, PLANNED]), mutations=st.lists(mutation, min_size=1, max_size=2))
 def test_mutated_gemm_files_full_pipeline(seed, mutations):
     """The whole pipeline (to assembly) on mutated files: slow, so few examples in CI."""

@@ -163,7 +163,7 @@ def test_emulator_random_code_fuzz():
     failures = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for i in range(loop_count(300)):
+        for i in range(loop_count(300, 0.5)):
             code = b"".join(rng.choice(words) if rng.random() < 0.7 else rng.randbytes(4)
                             for _ in range(rng.randint(1, 16))) + ENDPGM
             mem = Memory()
@@ -201,7 +201,7 @@ def test_emulator_device_mutated_code_objects():
     failures = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for i in range(loop_count(120)):
+        for i in range(loop_count(120, 0.1)):
             name = rng.choice(list(SEEDS))
             d = bytearray(SEEDS[name])
             for _ in range(rng.randint(1, 6)):
