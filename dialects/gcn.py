@@ -496,22 +496,9 @@ class VFmaF64Op(VOPBase):
             raise VerifyException("v_fma_f64 operands are register pairs")
 
 
-@irdl_op_definition
-class VMulF64Op(VOPBase):
-    """``v_mul_f64 vdst, src0, src1`` on register pairs (src0 may be an SGPR pair)."""
-
-    name = "gcn.v_mul_f64"
-    MNEMONIC: ClassVar[str] = "v_mul_f64"
-    vdst = result_def(VGPRType)
-    src0 = operand_def(VGPRType | SGPRType)
-    src1 = operand_def(VGPRType)
-
-    def __init__(self, src0: SSAValue, src1: SSAValue):
-        super().__init__(operands=[src0, src1], result_types=[vgpr(2)])
-
-
-class VOP2FloatBase(VOPBase, ABC):
-    """``op vdst, src0, src1`` where src0 may be an SGPR (range) and src1 is a VGPR (range)."""
+class VOP2Base(VOPBase, ABC):
+    """``op vdst, src0, src1`` where src0 may be an SGPR (range) and src1 is a VGPR (range);
+    ``WIDTH`` registers per operand (1, or 2 for f64)."""
 
     WIDTH: ClassVar[int] = 1
     vdst = result_def(VGPRType)
@@ -523,13 +510,13 @@ class VOP2FloatBase(VOPBase, ABC):
 
 
 @irdl_op_definition
-class VAddF32Op(VOP2FloatBase):
+class VAddF32Op(VOP2Base):
     name = "gcn.v_add_f32"
     MNEMONIC: ClassVar[str] = "v_add_f32"
 
 
 @irdl_op_definition
-class VAddF64Op(VOP2FloatBase):
+class VAddF64Op(VOP2Base):
     name = "gcn.v_add_f64"
     MNEMONIC: ClassVar[str] = "v_add_f64"
     WIDTH: ClassVar[int] = 2
@@ -578,17 +565,20 @@ class VRcpF32Op(VOP1Base):
 
 
 @irdl_op_definition
-class VMulF32Op(VOPBase):
+class VMulF32Op(VOP2Base):
     """``v_mul_f32 vdst, src0, src1`` (src0 may be an SGPR)."""
 
     name = "gcn.v_mul_f32"
     MNEMONIC: ClassVar[str] = "v_mul_f32"
-    vdst = result_def(VGPRType)
-    src0 = operand_def(VGPRType | SGPRType)
-    src1 = operand_def(VGPRType)
 
-    def __init__(self, src0: SSAValue, src1: SSAValue):
-        super().__init__(operands=[src0, src1], result_types=[vgpr(1)])
+
+@irdl_op_definition
+class VMulF64Op(VOP2Base):
+    """``v_mul_f64 vdst, src0, src1`` on register pairs (src0 may be an SGPR pair)."""
+
+    name = "gcn.v_mul_f64"
+    MNEMONIC: ClassVar[str] = "v_mul_f64"
+    WIDTH: ClassVar[int] = 2
 
 
 @irdl_op_definition
@@ -657,17 +647,11 @@ class VMovB32Op(VOPBase):
 
 
 @irdl_op_definition
-class VAddU32Op(VOPBase):
+class VAddU32Op(VOP2Base):
     """``v_add_u32 vdst, src0, src1`` (GFX9, no carry out); src0 may be an SGPR."""
 
     name = "gcn.v_add_u32"
     MNEMONIC: ClassVar[str] = "v_add_u32"
-    vdst = result_def(VGPRType)
-    src0 = operand_def(VGPRType | SGPRType)
-    src1 = operand_def(VGPRType)
-
-    def __init__(self, src0: SSAValue, src1: SSAValue):
-        super().__init__(operands=[src0, src1], result_types=[vgpr(1)])
 
 
 @irdl_op_definition

@@ -41,16 +41,7 @@ class VerificationError(VlpcError):
         self.result = result
 
 
-@dataclass
-class Problem:
-    """Sizes and leading dimensions (elements) of one launch."""
-
-    m: int
-    n: int
-    k: int
-    lda: int
-    ldb: int
-    ldc: int
+from vlpc.run import Problem  # noqa: E402  (one definition, shared with vlpc run)
 
 
 @dataclass
