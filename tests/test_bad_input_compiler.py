@@ -350,3 +350,12 @@ def test_run_device_fault_exit_code(small, monkeypatch):
     line = one_line_error(rc, err, code=4)
     assert "out-of-bounds memory access in kernel 'sgemm' at pc +0x40" in line
     assert "workgroup (0, 0, 0) wave 1" in line and "global_load_dword" in line
+
+
+@pytest.mark.parametrize("flag,value,match", [("--alpha", "nan", "--alpha nan is not a finite float32"),
+                                              ("--beta", "inf", "--beta inf is not a finite float32"),
+                                              ("--alpha", "1e39", "--alpha 1e+39 is not a finite float32")])
+def test_run_non_finite_scalars(small, flag, value, match):
+    with memoised_compiler():
+        rc, _, err = run_cli(["run", str(small), flag, value])
+    one_line_error(rc, err, match=match)

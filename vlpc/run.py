@@ -162,6 +162,9 @@ def cmd_run(args) -> int:
             raise VlpcError(f"--{name} {given} contradicts {name}={fixed} fixed by the IR")
         scalars[name] = fixed if fixed is not None else (given if given is not None else default)
     args.alpha, args.beta = scalars["alpha"], scalars["beta"]
+    for name in ("alpha", "beta"):
+        if not np.isfinite(scalars[name]) or abs(scalars[name]) > float(np.finfo(dtype).max):
+            raise VlpcError(f"--{name} {scalars[name]} is not a finite {np.dtype(dtype).name}")
     alpha, beta = dtype(args.alpha), dtype(args.beta)
 
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
