@@ -282,6 +282,7 @@ def dyn(tmp_path):
 @pytest.mark.parametrize("argv,match", [
     (["--iterations", "0"], "--iterations must be at least 1, got 0"),
     (["--iterations", "-3"], "--iterations must be at least 1, got -3"),
+    (["--seed", "-1"], "--seed must be a non-negative integer, got -1"),
     (["--m", "0", "--n", "256", "--k", "16"], "--m must be positive, got 0"),
     (["--m", "64", "--n", "-256", "--k", "16"], "--n must be positive, got -256"),
     (["--m", "64", "--n", "256", "--k", "0"], "--k must be positive, got 0"),

@@ -118,6 +118,8 @@ def cmd_run(args) -> int:
 
     if args.iterations < 1:
         raise VlpcError(f"--iterations must be at least 1, got {args.iterations}")
+    if args.seed < 0:
+        raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     for name in ("m", "n", "k"):
         given = getattr(args, name, None)
         if given is not None and given <= 0:
