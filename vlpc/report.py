@@ -240,21 +240,26 @@ def _instruction_ops(kernel) -> list:
 
     out = []
 
-    def walk(block, inside: bool) -> None:
+    def is_instruction(op) -> bool:  # prints one machine instruction (not a label, not a pseudo op)
+        if not isinstance(op, gcn.GCNInstruction) or isinstance(op, gcn.PseudoOp | gcn.LoopOp):
+            return False
+        line = op.assembly_line()
+        return line is not None and not line.split(";")[0].strip().endswith(":")
+
+    def walk(block) -> None:
         for op in block.ops:
             if isinstance(op, gcn.LoopOp):
-                walk(op.body.block, True)
-                continue
-            if isinstance(op, gcn.GCNInstruction) and not isinstance(op, gcn.PseudoOp):
-                out.append((op, "loop" if inside else ("epilogue" if seen_loop[0] else "prologue")))
+                walk(op.body.block)
+            elif is_instruction(op):
+                out.append((op, "loop"))
 
-    seen_loop = [False]
+    seen_loop = False
     for op in kernel.body.block.ops:
         if isinstance(op, gcn.LoopOp):
-            walk(op.body.block, True)
-            seen_loop[0] = True
-        elif isinstance(op, gcn.GCNInstruction) and not isinstance(op, gcn.PseudoOp):
-            out.append((op, "epilogue" if seen_loop[0] else "prologue"))
+            walk(op.body.block)
+            seen_loop = True
+        elif is_instruction(op):
+            out.append((op, "epilogue" if seen_loop else "prologue"))
     return out
 
 
@@ -870,7 +875,7 @@ def build_report(text: str, filename: str, strategies: list[str], **kwargs) -> R
 
 
 def cmd_report(args) -> int:
-    from vlpc.cli import _read_input, write_atomic
+    from vlpc.cli import _options, _read_input, write_atomic
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     for s in strategies:
@@ -879,7 +884,8 @@ def cmd_report(args) -> int:
     if len(set(strategies)) != len(strategies) or not strategies:
         raise VlpcError("--strategies: give each strategy once, e.g. sqc,lds")
     text = _read_input(args.file)
-    options = dict(macro_tile=tuple(args.macro_tile), k_step=args.k_step, waves_per_simd=args.waves_per_simd)
+    options = _options(args)  # the code generation options of vlpc compile, without the strategy
+    options.pop("strategy", None)
     rep = build_report(text, args.file, strategies, target=args.target, m=args.m, n=args.n, k=args.k,
                        seed=args.seed, alpha=args.alpha, beta=args.beta, options=options)
     md = rep.markdown()
