@@ -1006,6 +1006,41 @@ class LoopBackOp(GCNInstruction):
 
 
 @irdl_op_definition
+class SCbranchForwardOp(GCNInstruction):
+    """``s_cbranch_scc0 <label>`` / ``s_cbranch_scc1 <label>``: skip forward to a later
+    ``gcn.label`` of the same block (e.g. around a loop that runs zero times)."""
+
+    name = "gcn.s_cbranch_forward"
+    MNEMONIC: ClassVar[str] = "s_cbranch"
+    UNIT: ClassVar[str] = "branch"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("scc",)
+    condition = prop_def(StringAttr)
+    target = prop_def(StringAttr)
+
+    def __init__(self, condition: str, target: str):
+        super().__init__(properties={"condition": StringAttr(condition), "target": StringAttr(target)})
+
+    def assembly_line(self) -> str:
+        return f"  s_cbranch_{self.condition.data} {self.target.data}"
+
+
+@irdl_op_definition
+class LabelOp(GCNInstruction):
+    """A label a forward branch may jump to (prints ``name:``)."""
+
+    name = "gcn.label"
+    MNEMONIC: ClassVar[str] = ""
+    UNIT: ClassVar[str] = "pseudo"
+    label = prop_def(StringAttr)
+
+    def __init__(self, label: str):
+        super().__init__(properties={"label": StringAttr(label)})
+
+    def assembly_line(self) -> str:
+        return f"{self.label.data}:"
+
+
+@irdl_op_definition
 class KernelOp(IRDLOperation):
     """A GPU kernel: its body's entry block arguments are dispatch-initialised registers.
 

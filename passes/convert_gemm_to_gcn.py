@@ -363,11 +363,16 @@ class SqcKernelBuilder:
         step_batches = batch(pieces(ks))
 
         # ---- the K loop (steps of k_step) ----
+        skip_main = f".L{self.name}_after_k_loop"
         if n_steps is None or n_steps > 0:
             if isinstance(k_val, int):
                 kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
             else:
-                kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, esz)
+                k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K rounded down to whole K steps")).sdst
+                kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
+                # K known only at launch: no K step at all when K < k_step
+                e(gcn.SCmpLtU32Op(k_val, ks))
+                e(gcn.SCbranchForwardOp("scc1", skip_main))
             koff0 = e.const(0)
             batch0 = [load_piece(pc, a_step_offset(koff0)) for pc in step_batches[0]]
             slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
@@ -412,6 +417,38 @@ class SqcKernelBuilder:
             e = e_outer
             e(loop)
             acc = list(loop.res[1 + nb0 + n_slots:])
+            if not isinstance(k_val, int):
+                e(gcn.LabelOp(skip_main))
+
+        # ---- K tail, K known only at launch: a loop of single k values ----
+        if not isinstance(k_val, int):
+            skip_tail = f".L{self.name}_after_k_tail"
+            k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="K tail = K % k_step")).sdst
+            k_end = e.mul(k_val, esz)
+            k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
+            e(gcn.SCmpLgU32Op(k_rest, 0))
+            e(gcn.SCbranchForwardOp("scc0", skip_tail))
+            carried = [k_first, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            koff, acc = body.args[0], list(body.args[1:])
+            e_outer = e
+            e = _Emitter(body)
+            a_soff = a_step_offset(koff)
+            b_one = (gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op)(
+                voff_b, b_step_base(koff), comment="B tail k")
+            bval = e(b_one).vdst
+            for bp in batch(pieces(1)):
+                vals = [load_piece(pc, a_soff) for pc in bp]
+                for r, kk, pi, _ in fma_order(bp, False):
+                    acc[r] = e(fma_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+            k_next = e(gcn.SAddU32Op(koff, esz, comment="next k")).sdst
+            e(gcn.SCmpLgU32Op(k_next, k_end))
+            e(gcn.LoopBackOp([k_next, *acc], "scc1"))
+            tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
+            e = e_outer
+            e(tail)
+            acc = list(tail.res[1:])
+            e(gcn.LabelOp(skip_tail))
 
         # ---- K tail (static K not a multiple of k_step) ----
         if k_tail:
@@ -613,6 +650,13 @@ class ConvertGemmToGcnPass(ModulePass):
                 raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
+            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias)
+                        if v is not None and v in fn.body.block.args]
+            if list(fn.body.block.args) != expected:
+                raise op_error(mm, f"the arguments of @{fn.sym_name.data} must be gemm.matmul's A, B, C, alpha, beta "
+                               "(and bias), in that order: they become the kernel's arguments")
+            if fn.function_type.outputs.data:
+                raise op_error(mm, f"@{fn.sym_name.data} must not return values (the kernel writes C)")
             for i, v in enumerate((mm.a, mm.b, mm.c, mm.alpha, mm.beta)):
                 if v not in fn.body.block.args and not (i >= 3 and consts.allows(v.owner)):
                     raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}"

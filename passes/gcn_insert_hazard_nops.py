@@ -93,37 +93,56 @@ class GcnInsertHazardNopsPass(ModulePass):
             self._block(kernel.body.block, [], hazards)
 
     def _block(self, block: Block, before: list[Operation], hazards: list[Hazard]) -> list[Operation]:
-        """``before``: instructions executed before this block, most recent last."""
-        history = list(before)
+        """``before``: instructions executed before this block, most recent last.
+
+        Where a forward branch joins at a label, the instructions after it are checked
+        against both paths' histories (the fall-through one and the branch's)."""
+        histories = [list(before)]
+        at_label: dict[str, list[list[Operation]]] = {}
         for op in list(block.ops):
+            if isinstance(op, gcn.SCbranchForwardOp):
+                at_label[op.target.data] = [list(h) for h in histories]
+            if isinstance(op, gcn.LabelOp) and op.label.data in at_label:
+                histories = histories + at_label.pop(op.label.data)
             if isinstance(op, gcn.LoopOp):
-                # the first iteration follows `history`, later ones follow the body's end
-                self._block(op.body.block, history, hazards)
+                # the first iteration follows the history, later ones follow the body's end
+                for h in histories:
+                    self._block(op.body.block, h, hazards)
                 self._block(op.body.block, list(_flat(op.body.block)), hazards)
-                history = history + list(_flat(op.body.block))
+                body = list(_flat(op.body.block))
+                histories = [h + body for h in histories]
                 continue
-            need = 0
-            reason = ""
-            for h in hazards:
-                consumed = CONSUMERS[h.consumer](op)
-                if not consumed:
-                    continue
-                distance = 0
-                for prev in reversed(history):
-                    if distance >= h.wait_states:
-                        break
-                    if PRODUCERS[h.producer](prev) & consumed:
-                        if h.wait_states - distance > need:
-                            need, reason = h.wait_states - distance, h.name
-                        break
-                    distance += _wait_states(prev)
+            need, reason = 0, ""
+            for history in histories:
+                n, r = _need(op, history, hazards)
+                if n > need:
+                    need, reason = n, r
             if need:
                 nop = gcn.SNopOp(need - 1, comment=f"hazard {reason}")
                 block.insert_op_before(nop, op)
-                history.append(nop)
+                histories = [h + [nop] for h in histories]
             if isinstance(op, gcn.GCNInstruction):
-                history.append(op)
-        return history
+                histories = [(h + [op])[-64:] for h in histories]
+        return histories[0]
+
+
+def _need(op: Operation, history: list[Operation], hazards: list[Hazard]) -> tuple[int, str]:
+    """Wait states still missing before ``op`` after ``history`` (and the hazard's name)."""
+    need, reason = 0, ""
+    for h in hazards:
+        consumed = CONSUMERS[h.consumer](op)
+        if not consumed:
+            continue
+        distance = 0
+        for prev in reversed(history):
+            if distance >= h.wait_states:
+                break
+            if PRODUCERS[h.producer](prev) & consumed:
+                if h.wait_states - distance > need:
+                    need, reason = h.wait_states - distance, h.name
+                break
+            distance += _wait_states(prev)
+    return need, reason
 
 
 def _flat(block: Block):

@@ -171,7 +171,15 @@ class _Inserter:
     def block(self, block: Block, state: WaitState, continuation: list[Operation], insert: bool) -> WaitState:
         """Walk ``block`` from ``state``; ``continuation`` is what runs after it (for lookahead)."""
         ops = list(block.ops)
+        at_label: dict[str, WaitState] = {}  # states arriving at a label by a forward branch
         for i, op in enumerate(ops):
+            if isinstance(op, gcn.SCbranchForwardOp):
+                at_label[op.target.data] = state.copy()
+                continue
+            if isinstance(op, gcn.LabelOp):
+                if op.label.data in at_label:
+                    state = state.join(at_label.pop(op.label.data))
+                continue
             if isinstance(op, gcn.LoopOp):
                 body = op.body.block
                 after = ops[i + 1:] + continuation

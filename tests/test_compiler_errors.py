@@ -75,7 +75,7 @@ def test_located_diagnostics(tmp_path, capsys, name, src, expected):
     (["--target", "gfx908"], "unknown target 'gfx908' (supported targets: gfx906)"),
     (["--target", "gfx906:foo+"], "bad feature 'foo+'"),
     (["--macro-tile", "64x96"], "does not divide into wavefronts"),
-    (["--macro-tile", "128x256"], "more than one row block per workgroup is not supported"),
+    (["--macro-tile", "128x256", "--micro-tile", "64x1"], "more than one row block per workgroup is not supported"),
     (["--macro-tile", "64x2048"], "2048 work-items per workgroup; gfx906 allows at most 1024"),
     (["--micro-tile", "64x2"], "one column per work-item"),
     (["--split-k", "2"], "split-k=2: splitting K is not implemented yet"),

@@ -60,7 +60,8 @@ class LoopFigures:
 
 
 def loop_figures(asm: str, fma: str = "v_fma_f32") -> LoopFigures:
-    """Figures of the innermost loop (a label followed later by a branch back to it)."""
+    """Figures of the K loop: of the loops (a label with a later branch back to it), the
+    one with the most FMAs (a kernel with a K tail loop has two)."""
     lines = _instructions(asm)
     loop: list[str] | None = None
     label = ""
@@ -72,8 +73,9 @@ def loop_figures(asm: str, fma: str = "v_fma_f32") -> LoopFigures:
             for j in range(i + 1, len(lines)):
                 if lines[j].startswith("s_cbranch") and lines[j].split()[-1] == name:
                     body = [x for x in lines[i + 1:j + 1] if not x.endswith(":") and not x.startswith(".")]
-                    if loop is None or len(body) < len(loop):
-                        loop, label = body, name
+                    fmas = sum(1 for x in body if x.startswith(fma))
+                    if loop is None or fmas > sum(1 for x in loop if x.startswith(fma)):
+                        loop, label = body, name  # the K loop: the loop with the most FMAs
                     break
     if loop is None:
         raise ValueError("no loop found (a label with an s_cbranch_* back to it)")

@@ -287,9 +287,6 @@ class CompiledKernel:
         if li["static_m"] < 0 and m < li["macro_m"]:
             raise VlpcError(f"M={m} is smaller than the macro tile's {li['macro_m']} rows: compile with a "
                             "static M or a smaller macro tile")
-        if li["static_k"] < 0 and k % li["k_step"]:
-            raise VlpcError(f"K={k} is not a positive multiple of {li['k_step']}: with K given at launch the "
-                            f"kernel {self.name} has no K tail (give K in the IR, or pad K)")
         layout = li.get("layout", "NT")
         lda_min = k if layout[0] == "N" else m  # A stored M x K, or K x M
         ldb_min = n if layout[1] == "N" else k  # B stored K x N, or N x K
