@@ -131,6 +131,12 @@ class LdsKernelBuilder:
         if mm.layout.data != "NT":
             raise op_error(mm, f"strategy lds: layout '{mm.layout.data}' is not supported (A stored M x K, "
                            "B stored N x K: layout \"NT\")")
+        if getattr(s, "batch", 0):
+            raise op_error(mm, "strategy lds: a strided batch (3-D memrefs) is not supported; use strategy sqc")
+        epilogue = mm.epilogue_ops() if hasattr(mm, "epilogue_ops") else ()
+        if epilogue or getattr(mm, "bias", None) is not None:
+            raise op_error(mm, f"strategy lds: fused epilogues ({', '.join(epilogue) or 'bias'}) are not "
+                           "supported; use strategy sqc")
         self.threads = self.wg_size[0]
         self.tm_n = self.mt_m // MICRO  # work-items along M
         self.tn_n = self.mt_n // MICRO  # work-items along N
@@ -402,6 +408,7 @@ class LdsKernelBuilder:
             "layout": StringAttr(self.mm.layout.data),
             "dtype": StringAttr(s.dtype),
             "strategy": StringAttr("lds"),
+            "full_tiles_only": IntegerAttr(1, i64),  # no edge handling: the host refuses other sizes
             "micro_m": IntegerAttr(MICRO, i64),
             "micro_n": IntegerAttr(MICRO, i64),
             "lds_stage_k": IntegerAttr(d, i64),

@@ -124,6 +124,24 @@ def test_errors():
         vlpc.compile(source(64, 256, 32), "gfx906", strategy="nope")
     # a budget the kernel cannot meet is a located allocation error
     assert "register allocation failed" in _compile_error(source(64, 256, 32), waves_per_simd=3)
+    # what only the sqc kernel does: other layouts, strided batches, fused epilogues
+    assert "layout 'NN'" in _compile_error(source(64, 256, 32).replace('"NT"', '"NN"')
+                                           .replace("memref<256x32xf32>", "memref<32x256xf32>"))
+    t3 = "memref<2x64x32xf32>", "memref<2x256x32xf32>", "memref<2x64x256xf32>"
+    batched = source(64, 256, 32)
+    for old, new in zip(("memref<64x32xf32>", "memref<256x32xf32>", "memref<64x256xf32>"), t3):
+        batched = batched.replace(old, new)
+    assert "strided batch" in _compile_error(batched)
+    relu = source(64, 256, 32).replace('{layout = "NT"}', '{layout = "NT", epilogue = ["relu"]}')
+    assert "fused epilogues (relu)" in _compile_error(relu)
+
+
+def test_dynamic_sizes_must_be_whole_tiles():
+    r = vlpc.compile(source(64, 256, 32, dynamic=True), "gfx906", strategy="lds")
+    with pytest.raises(VlpcError, match="M=100 is not a multiple of 64.*strategy lds"):
+        r.kernel().launch(100, 256, 32)
+    with pytest.raises(VlpcError, match="K=40 is not a multiple of 16"):
+        r.kernel().launch(64, 256, 40)
 
 
 def test_cli_compile_verbose_and_run(tmp_path, capsys):

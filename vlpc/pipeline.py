@@ -287,6 +287,11 @@ class CompiledKernel:
         if li["static_m"] < 0 and m < li["macro_m"]:
             raise VlpcError(f"M={m} is smaller than the macro tile's {li['macro_m']} rows: compile with a "
                             "static M or a smaller macro tile")
+        if li.get("full_tiles_only"):  # a kernel without edge handling (strategy lds)
+            for dim, val, tile in (("M", m, li["macro_m"]), ("N", n, li["macro_n"]), ("K", k, li["k_step"])):
+                if val % tile:
+                    raise VlpcError(f"{dim}={val} is not a multiple of {tile}: kernel {self.name} (strategy "
+                                    f"{li.get('strategy', '?')}) computes whole tiles only")
         layout = li.get("layout", "NT")
         lda_min = k if layout[0] == "N" else m  # A stored M x K, or K x M
         ldb_min = n if layout[1] == "N" else k  # B stored K x N, or N x K
