@@ -92,6 +92,26 @@ def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False) -> lis
 KERNARG_OFFSET = {a["name"]: a["offset"] for a in kernarg_layout("f32")}
 
 
+def kernel_interface(kernel: gcn.KernelOp, mm: MatmulOp, roles: list[str], kernargs: list[dict],
+                     workgroup_size: int, macro: tuple[int, int], k_step: int, **extra: int | str) -> None:
+    """Attach what the descriptor pass and the host need: entry register roles, the
+    kernel arguments, and the launch information (tiles, static sizes, layout, ...)."""
+    s = mm.shape()
+
+    def attr(v: int | str):
+        return StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)
+
+    kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in roles])
+    kernel.attributes["kernargs"] = ArrayAttr([DictionaryAttr({k: attr(v) for k, v in a.items()}) for a in kernargs])
+    info: dict[str, int | str] = {
+        "workgroup_size": workgroup_size, "macro_m": macro[0], "macro_n": macro[1], "k_step": k_step,
+        "static_m": s.m, "static_n": s.n, "static_k": s.k,
+        "static_lda": s.lda, "static_ldb": s.ldb, "static_ldc": s.ldc,
+        "layout": mm.layout.data, "dtype": s.dtype, **extra,
+    }
+    kernel.attributes["launch"] = DictionaryAttr({k: attr(v) for k, v in info.items()})
+
+
 @dataclass
 class _Emitter:
     """Appends ops to a block; small helpers for 32/64-bit scalar arithmetic."""
@@ -562,29 +582,10 @@ class SqcKernelBuilder:
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
-        kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in (*roles, "workitem_id_x", "exec")])
-        kernel.attributes["kernargs"] = ArrayAttr([
-            DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
-            for a in kernarg_layout(s.dtype, self.mm.bias is not None, batched)])
-        kernel.attributes["launch"] = DictionaryAttr({
-            "workgroup_size": IntegerAttr(self.wg_size[0], i64),
-            "macro_m": IntegerAttr(mt_m, i64),
-            "macro_n": IntegerAttr(mt_n, i64),
-            "k_step": IntegerAttr(ks, i64),
-            "static_m": IntegerAttr(s.m, i64),
-            "static_n": IntegerAttr(s.n, i64),
-            "static_k": IntegerAttr(s.k, i64),
-            "static_lda": IntegerAttr(s.lda, i64),
-            "static_ldb": IntegerAttr(s.ldb, i64),
-            "static_ldc": IntegerAttr(s.ldc, i64),
-            "layout": StringAttr(self.mm.layout.data),
-            "dtype": StringAttr(s.dtype),
-            "epilogue": StringAttr(",".join(self.mm.epilogue_ops())),
-            "batch": IntegerAttr(s.batch, i64),
-            "static_stride_a": IntegerAttr(s.stride_a, i64),
-            "static_stride_b": IntegerAttr(s.stride_b, i64),
-            "static_stride_c": IntegerAttr(s.stride_c, i64),
-        })
+        kernel_interface(kernel, self.mm, [*roles, "workitem_id_x", "exec"],
+                         kernarg_layout(s.dtype, self.mm.bias is not None, batched), self.wg_size[0],
+                         (mt_m, mt_n), ks, epilogue=",".join(self.mm.epilogue_ops()), batch=s.batch,
+                         static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c)
         return kernel
 
 

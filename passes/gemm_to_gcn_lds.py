@@ -57,7 +57,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import kernarg_layout
+from vlpc.passes.convert_gemm_to_gcn import kernarg_layout, kernel_interface
 from vlpc.targets import Target, get_target
 
 #: Work-item micro tile (rows x columns of C per work-item).
@@ -381,12 +381,10 @@ class LdsKernelBuilder:
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
-        kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in
-                                                    ("kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y",
-                                                     "workitem_id_x")])
-        kernel.attributes["kernargs"] = ArrayAttr([
-            DictionaryAttr({k: (StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)) for k, v in a.items()})
-            for a in kernarg_layout(s.dtype)])
+        kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x"],
+                         kernarg_layout(s.dtype), self.threads, (self.mt_m, self.mt_n), ks, strategy="lds",
+                         full_tiles_only=1,  # no edge handling: the host refuses other sizes
+                         micro_m=MICRO, micro_n=MICRO, lds_stage_k=d)
         kernel.attributes["lds_bytes"] = IntegerAttr(self.lds_bytes, i64)
         # LDS regions (byte ranges of the workgroup's LDS): which tile a DS instruction
         # touches is the region holding its immediate offset (vlpc report uses this).
@@ -394,25 +392,6 @@ class LdsKernelBuilder:
             f"{m}{b}": ArrayAttr([IntegerAttr(b * self.buf_bytes + base, i64), IntegerAttr(size, i64)])
             for b in (0, 1)
             for m, base, size in (("A", self.a_base, d * self.a_row_bytes), ("B", self.b_base, d * self.b_row_bytes))})
-        kernel.attributes["launch"] = DictionaryAttr({
-            "workgroup_size": IntegerAttr(self.threads, i64),
-            "macro_m": IntegerAttr(self.mt_m, i64),
-            "macro_n": IntegerAttr(self.mt_n, i64),
-            "k_step": IntegerAttr(ks, i64),
-            "static_m": IntegerAttr(s.m, i64),
-            "static_n": IntegerAttr(s.n, i64),
-            "static_k": IntegerAttr(s.k, i64),
-            "static_lda": IntegerAttr(s.lda, i64),
-            "static_ldb": IntegerAttr(s.ldb, i64),
-            "static_ldc": IntegerAttr(s.ldc, i64),
-            "layout": StringAttr(self.mm.layout.data),
-            "dtype": StringAttr(s.dtype),
-            "strategy": StringAttr("lds"),
-            "full_tiles_only": IntegerAttr(1, i64),  # no edge handling: the host refuses other sizes
-            "micro_m": IntegerAttr(MICRO, i64),
-            "micro_n": IntegerAttr(MICRO, i64),
-            "lds_stage_k": IntegerAttr(d, i64),
-        })
         return kernel
 
 
