@@ -91,6 +91,8 @@ def _strides(t: MemRefType) -> list[int]:
     layout = t.layout
     dims = _dims(t)
     if isinstance(layout, StridedLayoutAttr):
+        if layout.get_offset() != 0:
+            raise VerifyException("memrefs with an offset are not supported (the kernel takes base pointers)")
         strides = layout.get_strides()
         if len(strides) != len(dims) or strides[-1] != 1:
             raise VerifyException("only row-major memrefs (innermost stride 1) are supported")

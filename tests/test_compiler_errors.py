@@ -50,6 +50,8 @@ CASES = [
     ("zero size", GOOD.replace("128x", "0x"), "error: operand A has a zero-sized dimension"),
     ("leading dimension too small", GOOD.replace("memref<128x64xf32>", "memref<128x64xf32, strided<[32, 1]>>"),
      "error: operand A: leading dimension 32 is smaller than the row length 64"),
+    ("memref offset", GOOD.replace("memref<128x64xf32>", "memref<128x64xf32, strided<[64, 1], offset: 8>>"),
+     "3:5: error: operand A: memrefs with an offset are not supported"),
     ("syntax", GOOD.replace("func.return", "func.return %"), "4:17: error:"),
     ("unknown op", GOOD.replace("func.return", "gemm.bogus"), "4:5: error:"),
 ]
