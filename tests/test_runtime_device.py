@@ -331,7 +331,7 @@ def test_kernarg_bytes_seen_by_kernel(dev, name):
 
 
 def _fake_core(monkeypatch, seen):
-    """Install a stand-in ``vlpc.runtime.emulator.core`` with the agreed interface whose
+    """Install a stand-in ``vlpc.runtime.emulator.core`` (the real DispatchConfig) whose
     run_dispatch records the config and what memory holds at its pointers."""
     import sys
     import types
@@ -339,37 +339,7 @@ def _fake_core(monkeypatch, seen):
 
     import vlpc.runtime.emulator as emu_pkg
 
-    @dataclass
-    class DispatchConfig:
-        kernel_name: str
-        code: bytes
-        code_address: int
-        entry_address: int
-        grid: tuple
-        block: tuple
-        user_sgpr_private_segment_buffer: bool = False
-        user_sgpr_dispatch_ptr: bool = False
-        user_sgpr_queue_ptr: bool = False
-        user_sgpr_kernarg_segment_ptr: bool = False
-        user_sgpr_dispatch_id: bool = False
-        user_sgpr_flat_scratch_init: bool = False
-        user_sgpr_private_segment_size: bool = False
-        user_sgpr_count: int | None = None
-        sgpr_workgroup_id_x: bool = True
-        sgpr_workgroup_id_y: bool = False
-        sgpr_workgroup_id_z: bool = False
-        sgpr_workgroup_info: bool = False
-        sgpr_private_segment_wave_offset: bool = False
-        vgpr_workitem_id: int = 0
-        vgpr_count: int = 256
-        sgpr_count: int = 102
-        lds_bytes: int = 0
-        kernarg_address: int = 0
-        dispatch_ptr: int = 0
-        queue_ptr: int = 0
-        strict: bool = False
-        instruction_budget: int = 10**9
-        max_waves_in_flight: int | None = None
+    from vlpc.runtime.emulator.core import DispatchConfig  # the real interface the device fills in
 
     @dataclass
     class LaunchStats:
