@@ -10,3 +10,21 @@ so they use the installed package, as a user's would.
 import os
 
 os.environ["PYTHONSAFEPATH"] = "1"
+
+
+def gfx906_device_or_skip():
+    """A HIP device that is a gfx906, or a pytest skip saying why there is none."""
+    import pytest
+
+    try:
+        from vlpc.runtime.hip import HipDevice, hip_available
+    except Exception as e:  # noqa: BLE001 - the optional HIP extra may be missing or broken
+        pytest.skip(f"HIP device code unavailable: {e}")
+    ok, why = hip_available()
+    if not ok:
+        pytest.skip(f"no gfx906 through HIP: {why}")
+    dev = HipDevice()
+    if dev.target_id.target.name != "gfx906":
+        dev.close()
+        pytest.skip(f"HIP device is {dev.target_id}, not a gfx906")
+    return dev

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import gfx906_device_or_skip
 
 from vlpc.errors import DeviceError
 from vlpc.runtime.code_object import load_code_object
@@ -54,30 +55,8 @@ STRICT_FALSE_POSITIVES: dict[str, str] = {
 
 
 def emulator_or_skip():
-    """The strict emulator, or a skip when the emulator core is not importable."""
-    try:
-        import vlpc.runtime.emulator.core  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"emulator core unavailable: {e}")
-    try:
-        return get_device("emulator", strict=True)
-    except DeviceError as e:
-        pytest.skip(f"emulator unavailable: {e}")
-
-
-def _gfx906_hip():
-    try:
-        from vlpc.runtime.hip import HipDevice, hip_available
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"HIP device code unavailable: {e}")
-    ok, why = hip_available()
-    if not ok:
-        pytest.skip(f"no gfx906 through HIP: {why}")
-    dev = HipDevice()
-    if dev.target_id.target.name != "gfx906":
-        dev.close()
-        pytest.skip(f"HIP device is {dev.target_id}, not a gfx906")
-    return dev
+    """The strict emulator (the core is part of vlpc: a failure to import it is a failure)."""
+    return get_device("emulator", strict=True)
 
 
 @pytest.fixture(scope="module", params=["emulator", pytest.param("hip", marks=pytest.mark.gfx906)])
@@ -85,7 +64,7 @@ def dev(request):
     if request.param == "emulator":
         yield emulator_or_skip()
     else:
-        d = _gfx906_hip()
+        d = gfx906_device_or_skip()
         yield d
         d.close()
 

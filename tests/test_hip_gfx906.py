@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import gfx906_device_or_skip
 
 from vlpc.errors import DeviceError
 from vlpc.runtime.code_object import load_code_object
@@ -24,17 +25,7 @@ pytestmark = pytest.mark.gfx906
 
 @pytest.fixture(scope="module")
 def gpu():
-    try:
-        from vlpc.runtime.hip import HipDevice, hip_available
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"HIP device code unavailable: {e}")
-    ok, why = hip_available()
-    if not ok:
-        pytest.skip(f"no gfx906 through HIP: {why}")
-    dev = HipDevice()
-    if dev.target_id.target.name != "gfx906":
-        dev.close()
-        pytest.skip(f"HIP device 0 is {dev.target_id}, not a gfx906")
+    dev = gfx906_device_or_skip()
     yield dev
     dev.close()
 
