@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 from conftest import gfx906_device_or_skip
 
-from vlpc.errors import DeviceError
 from vlpc.runtime.code_object import load_code_object
 from vlpc.runtime.device import get_device
 from vlpc.runtime.kernargs import LaunchGeometry, pack_kernargs
