@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -115,7 +115,7 @@ class GcnAllocateRegistersPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
-            _allocate_kernel(kernel, *self.budgets(), self)
+            _allocate_kernel(kernel, *self.budgets())
 
 
 def _linearize(kernel: gcn.KernelOp):
@@ -174,7 +174,7 @@ def _top_level(op: Operation, block: Block) -> Operation:
     return op
 
 
-def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int, pass_: GcnAllocateRegistersPass) -> None:
+def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -> None:
     _insert_back_edge_copies(kernel)
     pos, loops = _linearize(kernel)
     groups = _Groups()
