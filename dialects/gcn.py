@@ -1364,3 +1364,24 @@ def _operations() -> list[type[IRDLOperation]]:
 
 
 GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
+
+
+# ---- added for the lds f64 kernel ----
+
+
+@irdl_op_definition
+class DsWrite2st64B64Op(DsWrite2Base):
+    """``ds_write2st64_b64 vaddr, vdata0, vdata1 offset0:a offset1:b``: two register pairs
+    (doubles) at vaddr + a*512 and vaddr + b*512 (a, b < 256; AMD Vega ISA, DS ops)."""
+
+    name = "gcn.ds_write2st64_b64"
+    MNEMONIC: ClassVar[str] = "ds_write2st64_b64"
+    OFFSET_UNIT: ClassVar[int] = 512
+
+    def verify_(self) -> None:
+        if self.vaddr.type.n != 1 or self.vdata0.type.n != 2 or self.vdata1.type.n != 2:
+            raise VerifyException(f"{self.name}: one address VGPR and two VGPR pairs")
+
+
+# the dialect again, so that the operations of this section are registered too
+GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])

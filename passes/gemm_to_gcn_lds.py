@@ -1,4 +1,4 @@
-"""``convert-gemm-to-gcn{strategy=lds}``: the legacy LDS-tiled SGEMM of seed 002, section 1.
+"""``convert-gemm-to-gcn{strategy=lds}``: the legacy LDS-tiled SGEMM of seed 002, section 1 (and DGEMM).
 
 The comparison kernel for the "very low power" scheme: the workgroup stages A and
 B tiles through LDS and every work-item computes an 8x8 micro tile of C from
@@ -38,13 +38,44 @@ workgroup size is the sqc kernel's):
   ``global_store_dwordx4`` (8 contiguous columns per row and work-item).
 
 Resources of the default 64x256 kernel: 20 KiB of LDS per workgroup (2 buffers of
-(64 + 256) x 8 floats), about 110 VGPRs: 2 waves per SIMD, limited by VGPRs
+(64 + 256) x 8 floats), 112 VGPRs: 2 waves per SIMD, limited by VGPRs
 (``vlpc compile -v`` prints it; the pipeline gives this strategy a budget of 2
 waves per SIMD unless ``waves-per-simd`` says otherwise).
 
-The element type is a parameter (``ELEMENT``): f32 only for now; f64 needs
-``v_fma_f64`` on register pairs and 2-dword LDS elements (``ds_write2st64_b64``),
-refused here with a located diagnostic until then.
+f64 (DGEMM).  The element type is a parameter (``ELEMENT``, ``MICRO``); for f64 the
+same structure works on doubles (VGPR pairs, 8-byte LDS elements):
+
+* Micro tile 4x8 doubles (``MICRO["f64"]``): 32 accumulator pairs = 64 VGPRs, as
+  many as the f32 kernel's 8x8.  An 8x8 tile of doubles would need 128 VGPRs for the
+  accumulators alone.  Work-items stay 8 along M (``TM_N``), so the macro tile is
+  32 x N_t, N_t = 64, 128 or 256 with N_t work-items: exactly gemm-tile's default f64
+  tile (32x256, or narrower when it picks N_t from a small N).  Other f64 macro tiles
+  (e.g. 64x256) are refused with a located diagnostic.
+* Stages of D = k_step / 2 doubles (4 with the default k-step 8).  A (32 x D doubles
+  = 256 dwords with D = 4) is loaded by dwords: with 256 work-items each loads one
+  dword, half of a double, with ``global_load_dword`` and writes it with
+  ``ds_write_b32`` to its place in As[k][m] (with fewer work-items or a larger D,
+  whole doubles: ``global_load_dwordx2``/``x4`` and ``ds_write_b64``).  B row t
+  (D doubles) comes with ``global_load_dwordx4`` and goes to Bs[k][t] with
+  ``ds_write2st64_b64`` (two doubles 64 elements = 512 bytes apart per instruction).
+* Per k: ``ds_read_b128`` x 2 for A (4 doubles) and x 4 for B (8 doubles), then 32
+  ``v_fma_f64 vC, vA, vB, vC`` on VGPR pairs, column by column.  Double-buffering
+  both fragments as the f32 kernel does would need 48 fragment VGPRs (about 127 in
+  all, at the edge of the 128 of 2 waves), so only A (8 VGPRs) is read a whole k
+  ahead; each B quad (2 columns) of k + 1 is read right after the last FMA that
+  uses that quad at k, into the registers it frees, so 24 v_fma_f64 (half rate on
+  gfx906) cover every B read, and the first FMAs of k + 1 wait with ``lgkmcnt(N)``
+  for the oldest reads only.
+* Epilogue: alpha and beta are doubles (``kernarg_layout("f64")``: 8 bytes at 48 and
+  56, ``s_load_dwordx2``); C = alpha * acc + beta * C with ``v_mul_f64`` /
+  ``v_fma_f64`` (alpha and beta SGPR pairs), two rows of C (32 VGPRs) at a time.
+
+Resources of the default f64 32x256 kernel (k-step 8): 18 KiB of LDS per workgroup
+(2 buffers of (32 + 256) x 4 doubles = 18432 bytes), 112 VGPRs and 14 SGPRs (+4
+reserved): 2 waves per SIMD, limited by VGPRs (LDS alone would allow 3 workgroups
+of 4 waves per CU, i.e. 3 waves per SIMD).  3 waves per SIMD (84 VGPRs) is out of
+reach with this micro tile: 64 accumulator VGPRs and one k of fragments (24) are
+already 88.  k-step 16 (D = 8): 36 KiB of LDS, 120 VGPRs, still 2 waves.
 """
 
 from __future__ import annotations
@@ -60,10 +91,14 @@ from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import kernarg_layout, kernel_interface
 from vlpc.targets import Target, get_target
 
-#: Work-item micro tile (rows x columns of C per work-item).
-MICRO = 8
+#: Work-item micro tile (rows x columns of C per work-item) per element type.
+MICRO = {"f32": (8, 8), "f64": (4, 8)}
+#: Work-items along M in a workgroup (so the macro tile's M is 8 micro tiles).
+TM_N = 8
 #: Element types the builder supports: bytes per element.
-ELEMENT = {"f32": 4}
+ELEMENT = {"f32": 4, "f64": 8}
+#: Rows of the C tile a work-item loads at once in the epilogue: 32 VGPRs of C.
+EPILOGUE_C_VGPRS = 32
 
 
 def _log2(x: int) -> int:
@@ -126,8 +161,11 @@ class LdsKernelBuilder:
     def _plan(self) -> None:
         mm, s, t = self.mm, self.shape, self.target
         if s.dtype not in ELEMENT:
-            raise op_error(mm, f"strategy lds: element type {s.dtype} is not supported yet (f32 only)")
+            raise op_error(mm, f"strategy lds: element type {s.dtype} is not supported "
+                           f"({', '.join(ELEMENT)} only)")
         self.esz = ELEMENT[s.dtype]
+        self.w = self.esz // 4  # VGPRs (dwords) per element
+        self.karg = {a["name"]: a["offset"] for a in kernarg_layout(s.dtype)}
         if mm.layout.data != "NT":
             raise op_error(mm, f"strategy lds: layout '{mm.layout.data}' is not supported (A stored M x K, "
                            "B stored N x K: layout \"NT\")")
@@ -138,22 +176,26 @@ class LdsKernelBuilder:
             raise op_error(mm, f"strategy lds: fused epilogues ({', '.join(epilogue) or 'bias'}) are not "
                            "supported; use strategy sqc")
         self.threads = self.wg_size[0]
-        self.tm_n = self.mt_m // MICRO  # work-items along M
-        self.tn_n = self.mt_n // MICRO  # work-items along N
-        if self.mt_m != MICRO * MICRO or self.mt_n % 64 or self.tm_n * self.tn_n != self.threads:
+        self.mi_m, self.mi_n = MICRO[s.dtype]
+        self.tm_n = self.mt_m // self.mi_m  # work-items along M
+        self.tn_n = self.mt_n // self.mi_n  # work-items along N
+        if (self.mt_m != TM_N * self.mi_m or self.mt_n % 64 or self.tm_n * self.tn_n != self.threads):
             raise op_error(mm, f"strategy lds: macro tile {self.mt_m}x{self.mt_n} with {self.threads} work-items: "
-                           f"needs M = {MICRO * MICRO} and N a multiple of 64, one {MICRO}x{MICRO} micro tile "
-                           "per work-item")
+                           f"{s.dtype} needs M = {TM_N * self.mi_m} and N a multiple of 64, one "
+                           f"{self.mi_m}x{self.mi_n} micro tile per work-item")
         if self.k_step % 2:
             raise op_error(mm, f"strategy lds: k-step {self.k_step} must be even (two LDS stages per K step)")
         self.depth = self.k_step // 2  # K values per LDS stage
-        d = self.depth
-        if (self.mt_m * d) % self.threads or d % max(1, self.mt_m * d // self.threads):
+        d, w = self.depth, self.w
+        # A is loaded in dwords: work-item t loads a_dw consecutive dwords of one A row (of
+        # d*w dwords per stage); with f64 and a 32x256 tile that is one half of a double.
+        a_dwords = self.mt_m * d * w
+        if a_dwords % self.threads or (d * w) % max(1, a_dwords // self.threads):
             raise op_error(mm, f"strategy lds: the A tile ({self.mt_m}x{d} per stage) does not divide evenly "
                            f"among {self.threads} work-items; use a larger k-step")
-        self.a_per_item = self.mt_m * d // self.threads  # consecutive A values one work-item loads
-        self.a_items_per_row = d // self.a_per_item
-        if self.a_per_item & (self.a_per_item - 1) or d & (d - 1):
+        self.a_dw = a_dwords // self.threads
+        self.a_items_per_row = d * w // self.a_dw
+        if self.a_dw & (self.a_dw - 1) or d & (d - 1):
             raise op_error(mm, f"strategy lds: k-step {self.k_step} gives a stage depth of {d}; a power of two is needed")
         for dim, size, tile in (("M", s.m, self.mt_m), ("N", s.n, self.mt_n), ("K", s.k, self.k_step)):
             if size >= 0 and size % tile:
@@ -169,87 +211,106 @@ class LdsKernelBuilder:
         if self.lds_bytes > t.lds_bytes_per_cu or self.lds_bytes > t.ds_offset_max + 1:
             raise op_error(mm, f"strategy lds: {self.lds_bytes} bytes of LDS per workgroup exceed the "
                            f"{t.lds_bytes_per_cu} of a {t.name} CU; choose a smaller k-step or macro tile")
+        self.a_quads = self.mi_m * self.esz // 16  # ds_read_b128 per A fragment
+        self.b_quads = self.mi_n * self.esz // 16  # ... and per B fragment
 
     # -- scalar arguments ----------------------------------------------------------
 
     def _arg(self, e: _E, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
             return static
-        return e(gcn.SLoadDwordOp(kp, _KARG[name], comment=f"kernarg {name}")).sdst
+        return e(gcn.SLoadDwordOp(kp, self.karg[name], comment=f"kernarg {name}")).sdst
 
     # -- instruction groups ----------------------------------------------------------
 
-    def _global_loads(self, e: _E, voff: SSAValue, saddr: SSAValue, offset: int, count: int,
+    def _global_loads(self, e: _E, voff: SSAValue, saddr: SSAValue, offset: int, dwords: int,
                       what: str) -> list[SSAValue]:
-        """``count`` consecutive elements at saddr + voff + offset: x4 loads, then dwords."""
+        """``dwords`` consecutive dwords at saddr + voff + offset: x4 loads, then (f64) x2,
+        then dwords; comments count elements."""
         out = []
-        i = 0
-        while i < count:
-            if count - i >= 4:
-                op = gcn.GlobalLoadDwordx4Op(voff, saddr, offset + i * self.esz, comment=f"{what} {i}..{i + 3}")
-                i += 4
+        i, w = 0, self.w
+        while i < dwords:
+            n = 4 if dwords - i >= 4 else (2 if w == 2 and dwords - i >= 2 else 1)
+            first, last = i // w, (i + n) // w - 1
+            if n < w:
+                note = f"{what} {first} (one dword of a double)"
             else:
-                op = gcn.GlobalLoadDwordOp(voff, saddr, offset + i * self.esz, comment=f"{what} {i}")
-                i += 1
-            out.append(e(op).vdst)
+                note = f"{what} {first}..{last}" if last > first else f"{what} {first}"
+            cls = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}[n]
+            out.append(e(cls(voff, saddr, offset + 4 * i, comment=note)).vdst)
+            i += n
         return out
 
-    def _elements(self, e: _E, loads: list[SSAValue]) -> list[SSAValue]:
-        return [e.sub(v, j) for v in loads for j in range(v.type.n)]
+    def _elements(self, e: _E, loads: list[SSAValue], width: int | None = None) -> list[SSAValue]:
+        """The elements (``width`` registers each, default one element) of loaded ranges."""
+        width = width or self.w
+        return [e.sub(v, j, width) for v in loads for j in range(0, v.type.n, width)]
 
     def _stage_loads(self, e: _E, a_base: SSAValue, b_base: SSAValue, offset: int) -> list[SSAValue]:
         """Global loads of one stage (A part, then B part) at byte ``offset`` along K."""
-        a = self._global_loads(e, self.voff_a, a_base, offset, self.a_per_item, "A k+")
-        b = self._global_loads(e, self.voff_b, b_base, offset, self.depth, "B k+")
+        a = self._global_loads(e, self.voff_a, a_base, offset, self.a_dw, "A k+")
+        b = self._global_loads(e, self.voff_b, b_base, offset, self.depth * self.w, "B k+")
+        self.n_a_loads = len(a)
         return a + b
 
     def _write_pairs(self, e: _E, vaddr: SSAValue, values: list[SSAValue], base: int, stride: int,
                      what: str) -> None:
-        """values[i] to LDS[vaddr + base + i*stride]: ``ds_write2st64_b32`` pairs when the
-        offsets fit its 8-bit fields (units of 256 bytes), else ``ds_write_b32``."""
-        unit = gcn.DsWrite2st64B32Op.OFFSET_UNIT
+        """values[i] to LDS[vaddr + base + i*stride]: ``ds_write2st64_b32``/``_b64`` pairs
+        when the offsets fit their 8-bit fields (units of 64 elements), else ``ds_write_b32``/``_b64``."""
+        width = values[0].type.n
+        pair = {1: gcn.DsWrite2st64B32Op, 2: gcn.DsWrite2st64B64Op}[width]
+        single = gcn.DS_WRITES[width]
+        unit = pair.OFFSET_UNIT
         i = 0
         while i < len(values):
             o0, o1 = base + i * stride, base + (i + 1) * stride
             if (i + 1 < len(values) and o0 % unit == 0 and stride % unit == 0
                     and o1 // unit <= self.target.ds_offset2_max):
-                e(gcn.DsWrite2st64B32Op(vaddr, values[i], values[i + 1], o0 // unit, o1 // unit,
-                                        comment=f"{what} {i}, {i + 1}"))
+                e(pair(vaddr, values[i], values[i + 1], o0 // unit, o1 // unit, comment=f"{what} {i}, {i + 1}"))
                 i += 2
             else:
-                e(gcn.DsWriteB32Op(vaddr, values[i], o0, comment=f"{what} {i}"))
+                e(single(vaddr, values[i], o0, comment=f"{what} {i}"))
                 i += 1
 
     def _lds_write(self, e: _E, staged: list[SSAValue], buf: int) -> None:
         """The staged values of one stage into LDS buffer ``buf`` (K-major tiles)."""
-        vals = self._elements(e, staged)
-        a_vals, b_vals = vals[:self.a_per_item], vals[self.a_per_item:]
+        a_loads, b_loads = staged[:self.n_a_loads], staged[self.n_a_loads:]
         off = buf * self.buf_bytes
+        # less than one element per work-item: the lane address holds the dword's place
+        a_vals = self._elements(e, a_loads, min(self.w, self.a_dw))
         self._write_pairs(e, self.lds_wa, a_vals, off + self.a_base, self.a_row_bytes, f"A -> LDS{buf} k+")
-        self._write_pairs(e, self.lds_wb, b_vals, off + self.b_base, self.b_row_bytes, f"B -> LDS{buf} k+")
+        self._write_pairs(e, self.lds_wb, self._elements(e, b_loads), off + self.b_base, self.b_row_bytes,
+                          f"B -> LDS{buf} k+")
+
+    def _frag_a(self, e: _E, buf: int, k: int) -> list[SSAValue]:
+        """ds_read_b128 of the mi_m A rows a work-item needs at k (in flight)."""
+        off = buf * self.buf_bytes + self.a_base + k * self.a_row_bytes
+        return [e(gcn.DsReadB128Op(self.lds_ra, off + 16 * q, comment=f"A frag k={k}")).vdst
+                for q in range(self.a_quads)]
+
+    def _frag_b(self, e: _E, buf: int, k: int, q: int) -> SSAValue:
+        """ds_read_b128 number ``q`` of the mi_n B columns a work-item needs at k."""
+        off = buf * self.buf_bytes + self.b_base + k * self.b_row_bytes
+        return e(gcn.DsReadB128Op(self.lds_rb, off + 16 * q, comment=f"B frag k={k}")).vdst
 
     def _fragment(self, e: _E, buf: int, k: int) -> tuple[list[SSAValue], list[SSAValue]]:
-        """ds_read_b128 of the 8 A rows and 8 B columns a work-item needs at k (in flight)."""
-        off = buf * self.buf_bytes
-        quads = MICRO // 4
-        a = [e(gcn.DsReadB128Op(self.lds_ra, off + self.a_base + k * self.a_row_bytes + 16 * q,
-                                comment=f"A frag k={k}")).vdst for q in range(quads)]
-        b = [e(gcn.DsReadB128Op(self.lds_rb, off + self.b_base + k * self.b_row_bytes + 16 * q,
-                                comment=f"B frag k={k}")).vdst for q in range(quads)]
-        return a, b
+        return self._frag_a(e, buf, k), [self._frag_b(e, buf, k, q) for q in range(self.b_quads)]
 
     def _fmas(self, e: _E, frag: tuple[list[SSAValue], list[SSAValue]], acc: list[SSAValue]) -> None:
+        """f32: the 64 FMAs of one k, row by row."""
         a = self._elements(e, frag[0])
         b = self._elements(e, frag[1])
-        for i in range(MICRO):
-            for j in range(MICRO):
-                r = i * MICRO + j
+        for i in range(self.mi_m):
+            for j in range(self.mi_n):
+                r = i * self.mi_n + j
                 acc[r] = e(gcn.VFmaF32Op(a[i], b[j], acc[r])).vdst
 
     def _stage(self, e: _E, buf: int, staged: list[SSAValue], acc: list[SSAValue],
                a_next: SSAValue, b_next: SSAValue, next_offset: int) -> list[SSAValue]:
         """Compute one stage from LDS buffer ``buf``; write ``staged`` (the next stage) into
         the other buffer and start the global loads of the stage after it."""
+        if self.w == 2:
+            return self._stage_f64(e, buf, staged, acc, a_next, b_next, next_offset)
         frag = self._fragment(e, buf, 0)
         new_staged: list[SSAValue] = []
         for k in range(self.depth):
@@ -263,19 +324,50 @@ class LdsKernelBuilder:
         e(gcn.SBarrierOp(comment=f"LDS{1 - buf} written, LDS{buf} read"))
         return new_staged
 
+    def _stage_f64(self, e: _E, buf: int, staged: list[SSAValue], acc: list[SSAValue],
+                   a_next: SSAValue, b_next: SSAValue, next_offset: int) -> list[SSAValue]:
+        """One stage of the f64 kernel: FMAs column by column; the A fragment of k + 1 is
+        read before the FMAs of k, each B quad (2 columns) of k + 1 right after the last
+        FMA reading that quad at k, into the registers it frees (see the module docstring)."""
+        fa, fb = self._fragment(e, buf, 0)
+        new_staged: list[SSAValue] = []
+        for k in range(self.depth):
+            last = k == self.depth - 1
+            if last:
+                self._lds_write(e, staged, 1 - buf)
+                new_staged = self._stage_loads(e, a_next, b_next, next_offset)
+            else:
+                na = self._frag_a(e, buf, k + 1)
+            a = self._elements(e, fa)
+            nb = []
+            j = 0
+            for q, quad in enumerate(fb):
+                for bj in self._elements(e, [quad]):
+                    for i in range(self.mi_m):
+                        r = i * self.mi_n + j
+                        acc[r] = e(gcn.VFmaF64Op(a[i], bj, acc[r])).vdst
+                    j += 1
+                if not last:
+                    nb.append(self._frag_b(e, buf, k + 1, q))
+            if not last:
+                fa, fb = na, nb
+        e(gcn.SBarrierOp(comment=f"LDS{1 - buf} written, LDS{buf} read"))
+        return new_staged
+
     # -- the kernel ------------------------------------------------------------------
 
     def build(self) -> gcn.KernelOp:
         self._plan()
         s = self.shape
-        esz, d, ks = self.esz, self.depth, self.k_step
+        esz, w, d, ks = self.esz, self.w, self.depth, self.k_step
+        mi_m, mi_n = self.mi_m, self.mi_n
         entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0)])
         kp, wg_x, wg_y, tid = entry.args
         e = _E(entry)
 
         # ---- prologue: arguments, tile bases, per-lane global and LDS addresses ----
-        ptr_a = e(gcn.SLoadDwordx2Op(kp, _KARG["A"], comment="kernarg A")).sdst
-        ptr_b = e(gcn.SLoadDwordx2Op(kp, _KARG["B"], comment="kernarg B")).sdst
+        ptr_a = e(gcn.SLoadDwordx2Op(kp, self.karg["A"], comment="kernarg A")).sdst
+        ptr_b = e(gcn.SLoadDwordx2Op(kp, self.karg["B"], comment="kernarg B")).sdst
         k_val = self._arg(e, kp, "K", s.k)
         lda = self._arg(e, kp, "lda", s.lda)
         ldb = self._arg(e, kp, "ldb", s.ldb)
@@ -293,7 +385,7 @@ class LdsKernelBuilder:
         else:
             kmax = e.mul(e(gcn.SSubU32Op(k_val, ks)).sdst, esz)
 
-        # A: work-item t loads a_per_item values of row t / a_items_per_row
+        # A: work-item t loads a_dw dwords of row t / a_items_per_row, from dword part * a_dw
         if self.a_items_per_row > 1:
             row_a = e(gcn.VLshrrevB32Op(_log2(self.a_items_per_row), tid)).vdst
             part_a = e(gcn.VAndB32Op(self.a_items_per_row - 1, tid)).vdst
@@ -302,25 +394,36 @@ class LdsKernelBuilder:
         voff_a = e(gcn.VMulLoU32Op(row_a, e.reg(lda_b))).vdst
         lds_wa = e(gcn.VLshlrevB32Op(_log2(esz), row_a)).vdst  # As[k][row]: row * esz ...
         if part_a is not None:
-            voff_a = e(gcn.VLshlAddU32Op(part_a, _log2(self.a_per_item * esz), voff_a)).vdst
-            # ... + (part * a_per_item) * a_row_bytes
-            lds_wa = e(gcn.VLshlAddU32Op(part_a, _log2(self.a_per_item * self.a_row_bytes), lds_wa)).vdst
+            voff_a = e(gcn.VLshlAddU32Op(part_a, _log2(self.a_dw * 4), voff_a)).vdst
+            if self.a_dw >= w:
+                # ... + (part * a_dw / w) * a_row_bytes
+                lds_wa = e(gcn.VLshlAddU32Op(part_a, _log2(self.a_dw // w * self.a_row_bytes), lds_wa)).vdst
+            else:
+                # one dword of a double: k = part / 2, half = part % 2 -> + k * a_row_bytes + half * 4
+                k_a = e(gcn.VLshrrevB32Op(1, part_a)).vdst
+                lds_wa = e(gcn.VLshlAddU32Op(k_a, _log2(self.a_row_bytes), lds_wa)).vdst
+                half = e(gcn.VAndB32Op(1, part_a)).vdst
+                lds_wa = e(gcn.VLshlAddU32Op(half, 2, lds_wa)).vdst
         self.voff_a, self.lds_wa = voff_a, lds_wa
         # B: work-item t loads row t of the B tile (depth values) into Bs[k][t]
         self.voff_b = e(gcn.VMulLoU32Op(tid, e.reg(ldb_b))).vdst
         self.lds_wb = e(gcn.VLshlrevB32Op(_log2(esz), tid)).vdst
-        # fragments: A rows 8*tm.., B columns 8*tn.. (tm = t % 8, tn = t / 8)
+        # fragments: A rows mi_m*tm.., B columns mi_n*tn.. (tm = t % TM_N, tn = t / TM_N)
         tm = e(gcn.VAndB32Op(self.tm_n - 1, tid)).vdst
-        self.lds_ra = e(gcn.VLshlrevB32Op(_log2(MICRO * esz), tm)).vdst
-        # tn * 8 * esz = (t / tm_n) * MICRO * esz; with tm_n == MICRO that is (t * esz) & -(MICRO * esz)
-        assert self.tm_n == MICRO
-        self.lds_rb = e(gcn.VAndB32Op(-(MICRO * esz), self.lds_wb)).vdst
+        self.lds_ra = e(gcn.VLshlrevB32Op(_log2(mi_m * esz), tm)).vdst
+        # tn * mi_n * esz = (t / tm_n) * mi_n * esz; with tm_n == mi_n that is (t * esz) & -(mi_n * esz)
+        assert self.tm_n == mi_n
+        self.lds_rb = e(gcn.VAndB32Op(-(mi_n * esz), self.lds_wb)).vdst
 
         # stages 0 and 1: 0 into LDS buffer 0, 1 in flight into the loop
         staged0 = self._stage_loads(e, a_tile, b_tile, 0)
         staged1 = self._stage_loads(e, a_tile, b_tile, d * esz)
         self._lds_write(e, staged0, 0)
-        acc0 = [e(gcn.VMovB32Op(0)).vdst for _ in range(MICRO * MICRO)]
+        if w == 1:
+            acc0 = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m * mi_n)]
+        else:
+            acc0 = [e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(w)])).result
+                    for _ in range(mi_m * mi_n)]
         koff0 = e.const(0)
         e(gcn.SBarrierOp(comment="LDS0 written"))
 
@@ -344,38 +447,42 @@ class LdsKernelBuilder:
         e(loop)
         acc = list(loop.res[1 + n_staged:])
 
-        # ---- epilogue: C = alpha * acc + beta * C, 8 rows x 8 columns per work-item ----
-        ptr_c = e(gcn.SLoadDwordx2Op(kp, _KARG["C"], comment="kernarg C")).sdst
-        alpha = e(gcn.SLoadDwordOp(kp, _KARG["alpha"], comment="kernarg alpha")).sdst
-        beta = e(gcn.SLoadDwordOp(kp, _KARG["beta"], comment="kernarg beta")).sdst
+        # ---- epilogue: C = alpha * acc + beta * C, mi_m rows x mi_n columns per work-item ----
+        load_s = gcn.SLoadDwordOp if w == 1 else gcn.SLoadDwordx2Op
+        mul_op, fma_op = (gcn.VMulF32Op, gcn.VFmaF32Op) if w == 1 else (gcn.VMulF64Op, gcn.VFmaF64Op)
+        ptr_c = e(gcn.SLoadDwordx2Op(kp, self.karg["C"], comment="kernarg C")).sdst
+        alpha = e(load_s(kp, self.karg["alpha"], comment="kernarg alpha")).sdst
+        beta = e(load_s(kp, self.karg["beta"], comment="kernarg beta")).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
         ldc_b = bytes_(ldc)
         c_lo, c_hi = e.mul64(e.mul(wg_y, self.mt_m), ldc_b)
         c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, self.mt_n * esz), 0, comment="C tile columns")
-        # lane offset: row 8*tm -> lds_ra * ldc (= tm * 8 * esz * ldc); column 8*tn -> lds_rb
+        # lane offset: row mi_m*tm -> lds_ra * ldc (= tm * mi_m * esz * ldc); column mi_n*tn -> lds_rb
         voff_c = e(gcn.VMulLoU32Op(self.lds_ra, e.reg(ldc))).vdst
         voff_c = e(gcn.VLshlAddU32Op(voff_c, 0, self.lds_rb)).vdst
-        group = 4
+        quads = self.b_quads  # dwordx4 per row of the micro tile
+        per_quad = 4 // w  # elements per dwordx4
+        group = max(1, min(mi_m, EPILOGUE_C_VGPRS // (4 * quads)))  # rows of C loaded at once
         row_ptr = c_tile
-        quads = MICRO // 4
-        for g0 in range(0, MICRO, group):
+        for g0 in range(0, mi_m, group):
             ptrs = []
             for r in range(g0, g0 + group):
                 ptrs.append(row_ptr)
-                if r + 1 < MICRO:
+                if r + 1 < mi_m:
                     row_ptr = e.add64(row_ptr, ldc_b, 0)
-            cs = [[e(gcn.GlobalLoadDwordx4Op(voff_c, p, 16 * q, comment=f"C row {g0 + i} cols {4 * q}..")).vdst
+            cs = [[e(gcn.GlobalLoadDwordx4Op(voff_c, p, 16 * q,
+                                             comment=f"C row {g0 + i} cols {per_quad * q}..")).vdst
                    for q in range(quads)] for i, p in enumerate(ptrs)]
             for i, p in enumerate(ptrs):
                 r = g0 + i
                 for q in range(quads):
-                    # all four sub-registers first, so beta*C and the result reuse C's registers
+                    # all sub-registers first, so beta*C and the result reuse C's registers
                     c = self._elements(e, [cs[i][q]])
                     outs = []
-                    for j in range(4):
-                        t = e(gcn.VMulF32Op(beta, c[j])).vdst
-                        outs.append(e(gcn.VFmaF32Op(acc[r * MICRO + 4 * q + j], alpha, t)).vdst)
+                    for j in range(per_quad):
+                        t = e(mul_op(beta, c[j])).vdst
+                        outs.append(e(fma_op(acc[r * mi_n + per_quad * q + j], alpha, t)).vdst)
                     data = e(gcn.RegSequenceOp(outs)).result
                     e(gcn.GlobalStoreDwordx4Op(voff_c, data, p, 16 * q))
         e(gcn.SEndpgmOp())
@@ -384,7 +491,7 @@ class LdsKernelBuilder:
         kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x"],
                          kernarg_layout(s.dtype), self.threads, (self.mt_m, self.mt_n), ks, strategy="lds",
                          full_tiles_only=1,  # no edge handling: the host refuses other sizes
-                         micro_m=MICRO, micro_n=MICRO, lds_stage_k=d)
+                         micro_m=mi_m, micro_n=mi_n, lds_stage_k=d)
         kernel.attributes["lds_bytes"] = IntegerAttr(self.lds_bytes, i64)
         # LDS regions (byte ranges of the workgroup's LDS): which tile a DS instruction
         # touches is the region holding its immediate offset (vlpc report uses this).
@@ -393,6 +500,3 @@ class LdsKernelBuilder:
             for b in (0, 1)
             for m, base, size in (("A", self.a_base, d * self.a_row_bytes), ("B", self.b_base, d * self.b_row_bytes))})
         return kernel
-
-
-_KARG = {a["name"]: a["offset"] for a in kernarg_layout("f32")}

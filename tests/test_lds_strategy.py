@@ -3,6 +3,8 @@ strict emulator, its resources and traffic, and the errors it reports."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -31,24 +33,26 @@ def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, dtype="f32"):
 
 
 def run_lds(m, n, k, lda=None, ldb=None, ldc=None, alpha=1.25, beta=-0.75, dynamic=False, seed=0,
-            strategy="lds", **opts):
+            strategy="lds", dtype="f32", **opts):
     lda_, ldb_, ldc_ = lda or k, ldb or k, ldc or n
-    r = vlpc.compile(source(m, n, k, lda, ldb, ldc, dynamic), "gfx906", strategy=strategy, **opts)
+    r = vlpc.compile(source(m, n, k, lda, ldb, ldc, dynamic, dtype), "gfx906", strategy=strategy, **opts)
     kern = r.kernel()
     launch = kern.launch(m, n, k)
+    np_t = np.float32 if dtype == "f32" else np.float64
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, lda_), dtype=np.float32)
-    b = rng.standard_normal((n, ldb_), dtype=np.float32)
-    c0 = rng.standard_normal((m, ldc_), dtype=np.float32)
+    a = rng.standard_normal((m, lda_)).astype(np_t)
+    b = rng.standard_normal((n, ldb_)).astype(np_t)
+    c0 = rng.standard_normal((m, ldc_)).astype(np_t)
     dev = get_device("emulator", strict=True)
     bufs = [dev.upload(x) for x in (a, b, c0)]  # exactly-sized buffers: any overrun faults
     stats = dev.launch(load_code_object(r.code_object), "sgemm", grid=launch.grid, block=launch.block,
                        args=[*bufs, np.int32(m), np.int32(n), np.int32(k), np.int32(lda_), np.int32(ldb_),
-                             np.int32(ldc_), np.float32(alpha), np.float32(beta)])
-    out = dev.download(bufs[2], np.float32, (m, ldc_))
+                             np.int32(ldc_), np_t(alpha), np_t(beta)])
+    out = dev.download(bufs[2], np_t, (m, ldc_))
     ref = alpha * (a[:, :k].astype(np.float64) @ b[:, :k].astype(np.float64).T) + beta * c0[:, :n]
-    tol = tolerance(a[:, :k], b[:, :k], c0[:, :n], alpha, beta, k)
-    assert np.all(np.abs(out[:, :n] - ref) <= tol), np.abs(out[:, :n] - ref).max()
+    tol = tolerance(a[:, :k], b[:, :k], c0[:, :n], alpha, beta, k, dtype)
+    err = np.abs(out[:, :n] - ref)
+    assert np.all(err <= tol), err.max()
     np.testing.assert_array_equal(out[:, n:], c0[:, n:])  # padding columns untouched
     return stats, r
 
@@ -106,6 +110,61 @@ def test_same_result_class_as_sqc_on_the_same_problem():
     assert lds_stats.vgpr_reads > sqc_stats.vgpr_reads
 
 
+def test_f64_default_tile_traffic_and_resources():
+    """DGEMM: the default f64 tile 32x256 (k-step 8, LDS stages of 4 k), 4x8 doubles per work-item."""
+    m, n, k = 32, 256, 32
+    stats, r = run_lds(m, n, k, dtype="f64")
+    kern = r.kernel()
+    d = 8 // 2
+    stages = k // d
+    assert kern.launch(m, n, k).block == (256, 1, 1)
+    assert kern.metadata[".group_segment_fixed_size"] == 2 * (32 + 256) * d * 8 == 18432
+    # 64 accumulator VGPRs (32 pairs) + 24 of fragments alone exceed the 84 of 3 waves per SIMD
+    assert 88 <= kern.vgprs <= 128
+    occ = get_target("gfx906").occupancy(kern.vgprs, kern.sgprs, 18432, 256)
+    assert (occ.waves_per_simd, occ.limited_by) == (2, "VGPRs")
+    assert get_target("gfx906").occupancy(64, 32, 18432, 256).waves_per_simd == 3  # LDS would allow 3
+    assert stats.barriers == 4 * (stages + 1)
+    # every work-item reads 4 A and 8 B doubles from LDS per k
+    assert stats.lds_bytes_read == 256 * k * (4 + 8) * 8
+    assert stats.lds_bytes_written == (stages + 1) * (32 + 256) * d * 8
+    assert stats.by_mnemonic["v_fma_f64"] == 4 * k * 32 + 4 * 32  # K loop + epilogue (per wave)
+    assert "v_fma_f32" not in stats.by_mnemonic
+    asm = r.asm
+    for mnemonic in ("ds_read_b128", "ds_write2st64_b64", "ds_write_b32", "s_barrier", "global_load_dwordx4",
+                     "v_mul_f64", "global_store_dwordx4"):
+        assert mnemonic in asm
+    # alpha and beta: 8 bytes at 48 and 56 (kernarg_layout("f64"))
+    assert re.search(r"s_load_dwordx2 s\[\d+:\d+\], s\[0:1\], 0x30 +; kernarg alpha", asm)
+    assert re.search(r"s_load_dwordx2 s\[\d+:\d+\], s\[0:1\], 0x38 +; kernarg beta", asm)
+    loop = asm[asm.index(".Lsgemm_k_loop:"):asm.index("s_cbranch_scc1")]
+    fmas = [line for line in loop.splitlines() if "v_fma_f64" in line]
+    assert len(fmas) == 2 * d * 32
+    assert all(", s" not in line for line in fmas)  # VGPR pairs only
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("shape", [(64, 256, 32), (128, 256, 16)])
+def test_both_types_two_shapes(dtype, shape):
+    stats, r = run_lds(*shape, dtype=dtype, seed=sum(shape))
+    assert r.kernel().launch(*shape).block == (256, 1, 1)
+    assert stats.by_mnemonic["v_fma_" + dtype] > 0 and stats.barriers > 0
+
+
+@pytest.mark.parametrize("macro,k_step", [((32, 64), 8), ((32, 128), 16)])
+def test_f64_tiles_and_k_steps(macro, k_step):
+    stats, r = run_lds(64, 2 * macro[1], 32, macro_tile=macro, k_step=k_step, dtype="f64")
+    d = k_step // 2
+    assert r.kernel().metadata[".group_segment_fixed_size"] == 2 * (32 + macro[1]) * d * 8
+    assert r.kernel().vgprs <= 128
+
+
+def test_f64_dynamic_sizes_leading_dimensions_and_scalars():
+    run_lds(64, 256, 32, lda=40, ldb=48, ldc=264, dynamic=True, dtype="f64")
+    run_lds(32, 64, 16, alpha=0.0, beta=2.0, dtype="f64")
+    run_lds(32, 64, 16, alpha=3.0, beta=0.0, dtype="f64")
+
+
 def _compile_error(text, **opts) -> str:
     with pytest.raises(VlpcError) as e:
         vlpc.compile(text, "gfx906", strategy="lds", **opts)
@@ -116,8 +175,10 @@ def test_errors():
     assert "not a multiple of 64" in _compile_error(source(100, 256, 32))
     assert "not a multiple of 256" in _compile_error(source(64, 300, 32))
     assert "not a multiple of 16" in _compile_error(source(64, 256, 40))
-    msg = _compile_error(source(64, 256, 32, dtype="f64"))
-    assert "f64" in msg
+    msg = _compile_error(source(64, 256, 32, dtype="f64"), macro_tile=(64, 256))
+    assert "macro tile 64x256" in msg and "f64 needs M = 32" in msg and "4x8" in msg
+    assert "not a multiple of 32" in _compile_error(source(48, 256, 32, dtype="f64"))
+    assert "not a multiple of 8" in _compile_error(source(32, 256, 36, dtype="f64"))
     msg = _compile_error(source(32, 256, 32), macro_tile=(32, 256), micro_tile=(32, 1))
     assert "macro tile 32x256" in msg and "8x8" in msg
     with pytest.raises(DiagnosticError, match="unknown strategy 'nope' .*sqc, lds"):
