@@ -372,6 +372,7 @@ SLshlB32Op = _sop2("SLshlB32Op", "s_lshl_b32")
 SLshrB32Op = _sop2("SLshrB32Op", "s_lshr_b32")
 SAndB32Op = _sop2("SAndB32Op", "s_and_b32")
 SOrB32Op = _sop2("SOrB32Op", "s_or_b32")
+SMaxU32Op = _sop2("SMaxU32Op", "s_max_u32")
 
 
 @irdl_op_definition
@@ -407,6 +408,12 @@ class SOPCBase(GCNInstruction, ABC):
 class SCmpLgU32Op(SOPCBase):
     name = "gcn.s_cmp_lg_u32"
     MNEMONIC: ClassVar[str] = "s_cmp_lg_u32"
+
+
+@irdl_op_definition
+class SCmpEqU32Op(SOPCBase):
+    name = "gcn.s_cmp_eq_u32"
+    MNEMONIC: ClassVar[str] = "s_cmp_eq_u32"
 
 
 @irdl_op_definition
@@ -986,7 +993,8 @@ class LoopOp(GCNInstruction):
 
 @irdl_op_definition
 class LoopBackOp(GCNInstruction):
-    """``s_cbranch_scc1 <label>`` (or ``scc0``) back to the enclosing ``gcn.loop``."""
+    """``s_cbranch_scc1 <label>`` (or ``scc0``, or ``execnz`` for a loop that runs while
+    some lane is still active) back to the enclosing ``gcn.loop``."""
 
     name = "gcn.loop_back"
     MNEMONIC: ClassVar[str] = "s_cbranch"
@@ -1267,6 +1275,77 @@ class GlobalStoreBase(GCNInstruction, ABC):
     def verify_(self) -> None:
         if self.vdata.type.n != self.DWORDS:
             raise VerifyException(f"{self.name} stores {self.DWORDS} VGPRs, data has {self.vdata.type.n}")
+
+
+class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
+    """``global_atomic_cmpswap[_x2] vdst, vaddr, vdata, saddr offset:imm glc``: per lane,
+    ``old = MEM[addr]; MEM[addr] = old == vdata[1] ? vdata[0] : old; vdst = old``.
+
+    ``vdata`` is the pair (new value, expected value), each ``DWORDS`` VGPRs; with
+    ``glc`` the old value returns and counts in ``vmcnt`` like a load (AMD Vega ISA,
+    FLAT atomics).  The comparison is bitwise.
+    """
+
+    UNIT: ClassVar[str] = "vmem"
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    EARLY_CLOBBER: ClassVar[bool] = True
+    DWORDS: ClassVar[int]
+    vdst = result_def(VGPRType)
+    vaddr = operand_def(VGPRType)
+    vdata = operand_def(VGPRType)
+    saddr = operand_def(SGPRType)
+
+    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, comment: str | None = None):
+        super().__init__(operands=[vaddr, vdata, saddr], result_types=[vgpr(self.DWORDS)],
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def asm_suffix(self) -> str:
+        return " glc"
+
+    def verify_(self) -> None:
+        if self.vdata.type.n != 2 * self.DWORDS:
+            raise VerifyException(f"{self.name}: data must be {2 * self.DWORDS} VGPRs (new value, expected value)")
+
+
+@irdl_op_definition
+class GlobalAtomicCmpswapOp(GlobalAtomicCmpswapBase):
+    name = "gcn.global_atomic_cmpswap"
+    MNEMONIC: ClassVar[str] = "global_atomic_cmpswap"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class GlobalAtomicCmpswapX2Op(GlobalAtomicCmpswapBase):
+    name = "gcn.global_atomic_cmpswap_x2"
+    MNEMONIC: ClassVar[str] = "global_atomic_cmpswap_x2"
+    DWORDS: ClassVar[int] = 2
+
+
+class VCmpNeBase(VOPBase, ABC):
+    """``v_cmp_ne_uN_e64 sdst, src0, src1``: per-lane bitwise inequality of two VGPR values
+    into an SGPR pair (VOP3)."""
+
+    DWORDS: ClassVar[int]
+    sdst = result_def(SGPRType)
+    src0 = operand_def(VGPRType)
+    src1 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue):
+        super().__init__(operands=[src0, src1], result_types=[sgpr(2)])
+
+
+@irdl_op_definition
+class VCmpNeU32Op(VCmpNeBase):
+    name = "gcn.v_cmp_ne_u32"
+    MNEMONIC: ClassVar[str] = "v_cmp_ne_u32_e64"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class VCmpNeU64Op(VCmpNeBase):
+    name = "gcn.v_cmp_ne_u64"
+    MNEMONIC: ClassVar[str] = "v_cmp_ne_u64_e64"
+    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
