@@ -17,7 +17,7 @@ The passes add their decisions as properties, so the chosen plan is visible in
 the IR: ``macro_tile``/``micro_tile``/``k_step`` (gemm-tile), ``grid``/
 ``workgroup_size`` (gemm-map-workgroups; -1 marks a size known only at launch),
 ``wg_tile``/``sg_tile``/``local_range`` (gemm-map-subgroups, XeTLA's vocabulary,
-seed 001), ``split_k`` (gemm-split-k).
+seed 001), ``split_k``/``split_mode``/``local_split``/``k_per_split`` (gemm-split-k).
 """
 
 from __future__ import annotations
@@ -152,6 +152,13 @@ class MatmulOp(IRDLOperation):
     sg_tile = opt_prop_def(DenseArrayBase)
     local_range = opt_prop_def(DenseArrayBase)
     split_k = opt_prop_def(IntegerAttr)
+    #: gemm-split-k: how the K slices of a global split are summed ("workspace" or "atomic").
+    split_mode = opt_prop_def(StringAttr)
+    #: gemm-split-k: wavefront groups of one workgroup that take different K slices (XeTLA's
+    #: num_local_splitk) and reduce through LDS after the main loop.
+    local_split = opt_prop_def(IntegerAttr)
+    #: gemm-split-k: K values per slice (a multiple of k_step; -1 when K is known only at launch).
+    k_per_split = opt_prop_def(IntegerAttr)
 
     traits = traits_def(_MemEffects())
     irdl_options = (ParsePropInAttrDict(),)

@@ -1,10 +1,60 @@
-"""``gemm-split-k``: divide the K range among workgroups (XeTLA's num_global_splitk).
+"""``gemm-split-k``: divide the K range of a GEMM among workgroups and among the wavefronts of a workgroup.
 
-IR contract: after this pass every ``gemm.matmul`` carries ``split_k = S``.  With
-S = 1 (the default and, for now, the only value) each workgroup walks the whole K
-range, the grid is unchanged, and no workspace or second kernel is needed: the
-pass is a documented no-op apart from recording S.  S > 1 (workspace and atomic
-modes, local split) is a later issue and is rejected with a diagnostic.
+Two ways to split (XeTLA's ``dispatch_policy_kslicing<num_global_splitk,
+num_local_splitk>``, seed ``shared/seeds/001``), which combine:
+
+* **Global split** (``split-k = S``; Tensile's GlobalSplitU): S workgroups share one C
+  tile, each taking a slice of K.  Workgroup id z is the slice, so the grid grows from
+  (x, y, 1) to (x, y, S).  gfx906 has no float atomics (``global_atomic_add_f32``
+  came with gfx908), so the slices are summed one of two ways:
+
+  - ``mode=workspace`` (default; deterministic): each slice stores its raw partial
+    tile into a workspace of S x M x ldc elements; a second kernel of the same code
+    object, ``<name>_reduce``, sums the S partials of each element in slice order
+    0, 1, ..., S-1 and applies alpha, beta and the epilogue.  The result does not
+    depend on the order the workgroups ran in: it is bit-identical run to run.
+  - ``mode=atomic``: a first kernel, ``<name>_scale``, computes C = beta*C (plus a
+    bias), applying beta exactly once (and not reading C when beta is 0, as BLAS);
+    then every slice adds alpha*partial into C with a ``global_atomic_cmpswap``
+    retry loop.  No workspace, but the summation order, and so the rounding of the
+    last bits, varies from run to run.  A ReLU or GELU epilogue needs the complete
+    sum, so it is refused in this mode.
+
+* **Local split** (``local-split = L``; XeTLA's num_local_splitk): the workgroup has L
+  groups of wavefronts that compute the same C tile over different K slices.  After
+  the main loop (which still uses no LDS and no barrier) groups 1..L-1 hand their
+  accumulators to group 0 through LDS, a chunk of rows at a time, and group 0 adds
+  them in group order and writes the result.
+
+K is cut into P = S*L slices of ``k_per_split`` values, a multiple of the K step:
+``ceil(ceil(K / P) / k_step) * k_step``.  The last slices may be shorter or empty
+(an empty slice contributes zeros).  When K is known only at launch, the kernel
+computes the slice length itself, which needs P to be a power of two.
+
+**Choosing S** (``split-k=0``, the default: "auto").  The rule is a cost model in
+the spirit of Stream-K's and XeTLA's guidance: fill the GPU when M x N gives too
+few tiles, and avoid a last partial round of wavefronts where it costs most.
+
+* The throughput unit is the SIMD: a wavefront of the sqc kernel issues one
+  64-lane FMA per 4 cycles, so a SIMD runs its wavefronts' FMAs one after the
+  other, and ``rounds = ceil(wavefronts / (CUs x 4))``.
+* Main kernel time: ``rounds x (rows_per_wave x k_per_split x 4 + FIXED_CYCLES)``
+  cycles, where FIXED_CYCLES covers the prologue and the C epilogue of a wavefront.
+* Reduction cost: workspace mode writes and reads S x M x N elements once each;
+  atomic mode reads and swaps S x M x N elements; both at the HBM bandwidth, plus a
+  second kernel launch (``EXTRA_KERNEL_SECONDS``).
+* Candidates: S = 1 .. MAX_AUTO_SPLIT with at least MIN_K_PER_SPLIT values of K per
+  slice; the cheapest wins, ties go to the smaller S.  Sizes known only at launch,
+  batched GEMMs and the lds strategy are not split automatically (S = 1).
+
+The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
+``k_per_split``, ``grid``) and ``vlpc compile --print-plan`` prints it, with the
+kernels and the workspace size.
+
+Errors (located at the op): S or L below 1, an unknown mode, a workgroup above the
+target's work-item limit, a batched GEMM with S > 1, a local split whose macro tile N
+is not a power of two, P not a power of two with K known only at launch, and
+ReLU/GELU epilogues in atomic mode.
 """
 
 from __future__ import annotations
@@ -12,28 +62,200 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
+from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
+from vlpc.targets import Target, get_target
+
+MODES = ("workspace", "atomic")
+#: Largest S the automatic choice considers.
+MAX_AUTO_SPLIT = 32
+#: Smallest slice of K the automatic choice gives a workgroup (16 K steps of 16): below
+#: that the loop's prologue and the partial tile's store are not paid back.
+MIN_K_PER_SPLIT = 256
+#: Cycles a wavefront spends outside the K loop (prologue, C epilogue): a model constant.
+FIXED_CYCLES = 2000
+#: Host-side cost of launching one more kernel (HIP dispatch), in seconds: a model constant.
+EXTRA_KERNEL_SECONDS = 5e-6
+
+
+def k_per_split(k: int, pieces: int, k_step: int) -> int:
+    """K values per slice when K is cut into ``pieces`` slices (a multiple of ``k_step``)."""
+    per = -(-k // pieces)
+    return -(-per // k_step) * k_step
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """The cost model's estimate for one candidate (seconds; see the module docstring)."""
+
+    split_k: int
+    workgroups: int
+    wavefronts: int
+    rounds: int
+    main_seconds: float
+    reduce_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return self.main_seconds + self.reduce_seconds
+
+
+def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
+             target: Target, cus: int) -> PlanCost:
+    """Model time of a plan for a static problem (see the module docstring)."""
+    tiles = -(-shape.m // macro[0]) * -(-shape.n // macro[1]) * max(1, shape.batch)
+    waves_per_wg = (macro[1] // target.wavefront_size) * local
+    kc = k_per_split(shape.k, split * local, k_step)
+    wavefronts = tiles * split * waves_per_wg
+    rounds = -(-wavefronts // (cus * target.simds_per_cu))
+    half_rate = 2 if shape.dtype == "f64" else 1
+    cycles = rounds * (macro[0] * kc * target.valu_cycles_per_instruction * half_rate + FIXED_CYCLES)
+    main = cycles / target.clock_hz
+    reduce = 0.0
+    if split > 1:
+        moved = 2 * split * shape.m * shape.n * shape.element_bytes
+        reduce = moved / target.memory_bytes_per_second + EXTRA_KERNEL_SECONDS
+    return PlanCost(split, tiles * split, wavefronts, rounds, main, reduce)
+
+
+def choose_split(shape: GemmShape, macro: tuple[int, int], k_step: int, local: int, mode: str,
+                 target: Target, cus: int) -> tuple[int, list[PlanCost]]:
+    """The automatic S and every candidate's estimate (S = 1 for sizes known only at launch)."""
+    if not shape.is_static() or shape.batch != 0:
+        return 1, []
+    cands = [estimate(shape, macro, k_step, s, local, mode, target, cus)
+             for s in range(1, MAX_AUTO_SPLIT + 1)
+             if s == 1 or k_per_split(shape.k, s * local, k_step) >= MIN_K_PER_SPLIT]
+    best = min(cands, key=lambda c: (c.seconds, c.split_k))
+    return best.split_k, cands
 
 
 @dataclass(frozen=True)
 class GemmSplitKPass(ModulePass):
-    """Options: ``split-k`` (S, the number of K slices; 1 = no split), ``mode``."""
+    """Options: ``split-k`` (S, K slices across workgroups; 0 = choose from the shape and the
+    CU count, 1 = no split), ``mode`` (``workspace`` or ``atomic``), ``local-split`` (L, K slices
+    across the wavefront groups of a workgroup), ``cus`` (compute units of the device the plan is
+    for; 0 = the target's smallest product, 60 for gfx906's MI50; MI60 has 64), ``target``."""
 
     name = "gemm-split-k"
 
-    split_k: int = 1
+    split_k: int = 0
     mode: str = "workspace"
+    local_split: int = 1
+    cus: int = 0
+    target: str = "gfx906"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = get_target(self.target)
         for mm in matmuls(op):
-            require(mm, "grid", "gemm-map-workgroups")
-            if self.split_k < 1:
-                raise op_error(mm, f"split-k must be at least 1, got {self.split_k}")
-            if self.mode not in ("workspace", "atomic"):
-                raise op_error(mm, f"unknown split-k mode '{self.mode}' (workspace or atomic)")
-            if self.split_k != 1:
-                raise op_error(mm, f"split-k={self.split_k}: splitting K is not implemented yet; use split-k=1")
-            mm.set_int("split_k", 1)
+            require(mm, "local_range", "gemm-map-subgroups")
+            self._apply_one(mm, target)
+
+    def _apply_one(self, mm: MatmulOp, target: Target) -> None:
+        if self.split_k < 0:
+            raise op_error(mm, f"split-k must be at least 1 (or 0 for automatic), got {self.split_k}")
+        if self.local_split < 1:
+            raise op_error(mm, f"local-split must be at least 1, got {self.local_split}")
+        if self.mode not in MODES:
+            raise op_error(mm, f"unknown split-k mode '{self.mode}' (workspace or atomic)")
+        if self.cus < 0:
+            raise op_error(mm, f"cus must be positive, got {self.cus}")
+        cus = self.cus or min(target.compute_units.values())
+        shape = mm.shape()
+        macro = mm.get_int_array("macro_tile")
+        k_step = mm.get_int("k_step")
+        local = self.local_split
+        split = self.split_k
+        if split == 0:
+            split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus)
+        if split > 1 and shape.batch != 0:
+            raise op_error(mm, f"split-k={split} with a strided batch: the batch already uses grid z; "
+                           "use split-k=1 (a batch usually fills the GPU)")
+        items = mm.get_int_array("workgroup_size")[0]
+        if local > 1:
+            if macro[1] & (macro[1] - 1):
+                raise op_error(mm, f"local-split={local} needs a power-of-two macro tile N, got {macro[1]}")
+            if items * local > target.max_workitems_per_workgroup:
+                raise op_error(mm, f"local-split={local} makes {items * local} work-items per workgroup; "
+                               f"{target.name} allows at most {target.max_workitems_per_workgroup}")
+        pieces = split * local
+        if shape.k < 0 and pieces & (pieces - 1):
+            raise op_error(mm, f"split-k x local-split = {pieces} slices of a K known only at launch: "
+                           "the kernel divides K by shifting, so the product must be a power of two")
+        if split > 1 and self.mode == "atomic":
+            bad = [x for x in mm.epilogue_ops() if x in ("relu", "gelu")]
+            if bad:
+                raise op_error(mm, f"the {bad[0]} epilogue needs the complete sum: use mode=workspace "
+                               "(atomic mode adds partial products straight into C)")
+        mm.set_int("split_k", split)
+        mm.set_int("local_split", local)
+        if split > 1:
+            mm.properties["split_mode"] = StringAttr(self.mode)
+        mm.set_int("k_per_split", k_per_split(shape.k, pieces, k_step) if shape.k >= 0 else -1)
+        gx, gy, gz = mm.get_int_array("grid")
+        mm.set_int_array("grid", (gx, gy, gz * split))
+        mm.set_int_array("workgroup_size", (items * local, 1, 1))
+        if local > 1:
+            lr = mm.get_int_array("local_range")
+            mm.set_int_array("local_range", (*lr, local))
+
+
+def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, auto: bool = False) -> list[str]:
+    """The plan gemm-split-k chose for ``mm``, as text lines (``vlpc compile --print-plan``/``-v``):
+    tiles, grid and workgroups against the CU count, the split, the kernels in launch order,
+    the workspace size, and for an automatic choice the cost model's candidates."""
+    cus = cus or min(target.compute_units.values())
+    s = mm.shape()
+    macro, micro = mm.get_int_array("macro_tile"), mm.get_int_array("micro_tile")
+    k_step = mm.get_int("k_step")
+    split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
+    mode = mm.split_mode.data if mm.split_mode is not None else "none"
+    gx, gy, gz = mm.get_int_array("grid")
+    wg = mm.get_int_array("workgroup_size")[0]
+
+    def size(x: int) -> str:
+        return "?" if x < 0 else str(x)
+
+    lines = [f"plan for @{kernel_name}: M={size(s.m)} N={size(s.n)} K={size(s.k)} {s.dtype}, {cus} CUs"]
+    lines.append(f"  macro tile {macro[0]}x{macro[1]}, micro tile {micro[0]}x{micro[1]}, k-step {k_step}")
+    kps = mm.get_int("k_per_split")
+    lines.append(f"  split-k {split}{' (auto)' if auto else ''}"
+                 + (f", mode {mode}" if split > 1 else "") + f", local split {local}: "
+                 + (f"{split * local} K slices of {kps}" if kps is not None and kps >= 0 else
+                    f"{split * local} K slices (length computed at launch)"))
+    if gx >= 0 and gy >= 0:
+        n_wg = gx * gy * gz
+        lines.append(f"  grid {gx}x{gy}x{gz} = {n_wg} workgroups of {wg} work-items: {n_wg / cus:.2f} per CU, "
+                     f"{n_wg * (wg // target.wavefront_size)} wavefronts on {cus * target.simds_per_cu} SIMDs")
+    else:
+        lines.append(f"  grid ceil(N/{macro[1]})xceil(M/{macro[0]})x{gz} workgroups of {wg} work-items")
+    kernels = [f"{kernel_name} (grid z {gz})"]
+    if split > 1 and mode == "workspace":
+        kernels.append(f"{kernel_name}_reduce (grid z 1)")
+    elif split > 1:
+        kernels.insert(0, f"{kernel_name}_scale (grid z 1)")
+    lines.append("  kernels: " + ", then ".join(kernels))
+    if split > 1 and mode == "workspace":
+        ldc = s.ldc
+        bytes_ = split * s.m * ldc * s.element_bytes if s.m >= 0 and ldc >= 0 else -1
+        lines.append(f"  workspace: {bytes_} bytes ({split} x M x ldc x {s.element_bytes})" if bytes_ >= 0 else
+                     f"  workspace: {split} x M x ldc x {s.element_bytes} bytes, allocated at launch")
+    else:
+        lines.append("  workspace: none")
+    if auto:
+        _, cands = choose_split(s, macro, k_step, local, mode, target, cus)
+        if cands:
+            lines.append("  cost model (split-k: rounds of wavefronts, main + reduction = estimated us):")
+            for c in cands:
+                mark = "  <- chosen" if c.split_k == split else ""
+                lines.append(f"    {c.split_k:>2}: {c.rounds} rounds, {c.main_seconds * 1e6:.1f} + "
+                             f"{c.reduce_seconds * 1e6:.1f} = {c.seconds * 1e6:.1f} us{mark}")
+        else:
+            lines.append("  (sizes known only at launch or a batch: not split automatically)")
+    return lines
+
+
+__all__ = ["GemmSplitKPass", "PlanCost", "choose_split", "describe_plan", "estimate", "k_per_split"]

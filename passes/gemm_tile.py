@@ -25,6 +25,8 @@ from xdsl.passes import ModulePass
 from vlpc.passes.common import matmuls, op_error
 
 SUPPORTED_K_STEPS = (8, 16)
+#: Macro tile N extents the automatic choice picks from (seed 002: 64x64, 64x128, 64x256).
+AUTO_MACRO_N = (64, 128, 256)
 
 
 @dataclass(frozen=True)
@@ -34,12 +36,14 @@ class GemmTilePass(ModulePass):
     0 means the default for the element type: f32 64x256 / 64x1 / 16 (64 accumulators,
     one s_load_dwordx16 per A row and step); f64 32x256 / 32x1 / 8 (32 accumulator
     pairs, 8 doubles per s_load_dwordx16), so both fit 84 VGPRs (3 waves per SIMD).
+    ``macro-n=0`` chooses N from the shape: the smallest of 64, 128, 256 columns that
+    covers a static N (fewer idle lanes and more tiles for narrow C), else 256.
     """
 
     name = "gemm-tile"
 
     macro_m: int = 0
-    macro_n: int = 256
+    macro_n: int = 0
     micro_m: int = 0
     micro_n: int = 1
     k_step: int = 0
@@ -48,7 +52,9 @@ class GemmTilePass(ModulePass):
         for mm in matmuls(op):
             f64 = mm.shape().dtype == "f64"
             default_m, default_k = (32, 8) if f64 else (64, 16)
-            tile = dataclasses.replace(self, macro_m=self.macro_m or (self.micro_m or default_m),
+            n = mm.shape().n
+            auto_n = next((w for w in AUTO_MACRO_N if 0 < n <= w), AUTO_MACRO_N[-1])
+            tile = dataclasses.replace(self, macro_n=self.macro_n or auto_n, macro_m=self.macro_m or (self.micro_m or default_m),
                                        micro_m=self.micro_m or (self.macro_m or default_m),
                                        k_step=self.k_step or default_k)
             tile._apply_one(mm)

@@ -99,6 +99,12 @@ class Target:
     ds_offset2_max: int = 255
     #: At most one SGPR or literal per VALU instruction (LLVM ``getConstantBusLimit``).
     constant_bus_limit: int = 1
+    #: Cycles a SIMD16 takes for one wave64 VALU instruction (gfx906.md, "The chip").
+    valu_cycles_per_instruction: int = 4
+    #: Peak engine clock (MI50's, the lower of the two products) and HBM2 bandwidth; the
+    #: split-K cost model's units (gfx906.md, "The chip").
+    clock_hz: float = 1.725e9
+    memory_bytes_per_second: float = 1.0e12
     has_fmac_f32: bool = True
     has_global_atomic_add_f32: bool = False
     hazards: tuple[Hazard, ...] = ()
