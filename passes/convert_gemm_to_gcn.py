@@ -56,11 +56,13 @@ A_BATCH_SGPRS = 32
 SMEM_IMM_MAX = (1 << 20) - 1
 
 
-def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False) -> list[dict]:
+def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False, workspace: bool = False) -> list[dict]:
     """The kernel's explicit arguments: name, byte offset, size, kind, type (the ABI).
 
     With a fused bias epilogue, the bias vector's pointer follows beta (8-byte aligned);
-    a strided batch adds the batch strides of A, B and C (i32, in elements) after that.
+    a strided batch adds the batch strides of A, B and C (i32, in elements) after that;
+    a split-K plan in workspace mode adds the workspace pointer last (8-byte aligned;
+    S x M x ldc elements, allocated by the runtime).
     """
     args = [
         ("A", 0, 8, "global_buffer", f"{dtype}*"),
@@ -86,6 +88,10 @@ def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False) -> lis
         for name in ("stride_a", "stride_b", "stride_c"):
             args.append((name, off, 4, "by_value", "int"))
             off += 4
+    if workspace:
+        off = -(-off // 8) * 8
+        args.append(("workspace", off, 8, "global_buffer", f"{dtype}*"))
+        off += 8
     return [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
 
 
@@ -151,14 +157,36 @@ class _Emitter:
 class SqcKernelBuilder:
     """Builds the ``sqc`` kernel for one planned ``gemm.matmul`` (see the module docstring)."""
 
-    def __init__(self, mm: MatmulOp, name: str):
+    #: What a kernel of a split-K plan does (see gemm-split-k): ``main`` computes products
+    #: (and, unsplit, the whole epilogue); ``reduce`` sums a workspace's partial tiles and
+    #: applies the epilogue; ``scale`` computes C = beta*C (+ bias) before atomic slices.
+    ROLES = ("main", "reduce", "scale")
+
+    def __init__(self, mm: MatmulOp, name: str, role: str = "main"):
+        assert role in self.ROLES
         self.mm = mm
         self.name = name
+        self.role = role
         self.shape: GemmShape = mm.shape()
         self.mt_m, self.mt_n = mm.get_int_array("macro_tile")
         self.mi_m, _ = mm.get_int_array("micro_tile")
         self.k_step = mm.get_int("k_step")
+        self.split = mm.get_int("split_k") or 1
+        self.local = mm.get_int("local_split") or 1
+        self.mode = mm.split_mode.data if (self.split > 1 and mm.split_mode is not None) else "none"
         self.wg_size = mm.get_int_array("workgroup_size")
+        if role != "main":  # elementwise kernels over the macro tiles: one group of waves, no split
+            self.wg_size = (self.wg_size[0] // self.local, 1, 1)
+
+    @property
+    def output(self) -> str:
+        """Where the main kernel's products go: ``c`` (the epilogue), ``workspace`` or ``atomic``."""
+        return "c" if self.split == 1 else self.mode
+
+    def kernargs(self) -> list[dict]:
+        """The kernel arguments, the same for every kernel of the plan."""
+        return kernarg_layout(self.shape.dtype, self.mm.bias is not None, self.shape.batch != 0,
+                              workspace=self.mode == "workspace")
 
     # -- scalar values known at compile time or loaded from the kernarg segment --
 
@@ -174,23 +202,27 @@ class SqcKernelBuilder:
         # to end at row M (it overlaps the tile before it) and stores only its own rows.
         n_edge = not (s.n >= 0 and s.n % mt_n == 0)
         m_edge = not (s.m >= 0 and s.m % mt_m == 0)
-        k_static = s.k >= 0
-        n_steps = s.k // ks if k_static else None  # main-loop K steps (None: at launch)
-        k_tail = s.k % ks if k_static else 0
+        main = self.role == "main"
+        local = self.local if main else 1
+        split_z = main and self.split > 1  # workgroup id z is the K slice
 
         batched = s.batch != 0
         roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
         types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
-        if batched:  # the batch index is workgroup id z (system SGPRs follow in order x, y, z)
+        if batched or split_z:  # the batch index or K slice (system SGPRs follow in order x, y, z)
             roles.append("workgroup_id_z")
             types.append(gcn.SGPRType.at(4))
         entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
         kp, wg_x, wg_y = entry.args[:3]
-        wg_z = entry.args[3] if batched else None
+        wg_z = entry.args[3] if (batched or split_z) else None
         tid, exec0 = entry.args[-2:]
         e = _Emitter(entry)
-        layout_args = {a["name"]: a["offset"]
-                       for a in kernarg_layout(s.dtype, self.mm.bias is not None, batched)}
+        layout_args = {a["name"]: a["offset"] for a in self.kernargs()}
+        slice_id = None
+        if local > 1:  # wavefront group g = work-item id / macro_n takes K slice g of the workgroup
+            g = e(gcn.VLshrrevB32Op(mt_n.bit_length() - 1, tid)).vdst  # the wavefront group
+            slice_id = e(gcn.VReadfirstlaneB32Op(g)).sdst
+            tid = e(gcn.VAndB32Op(mt_n - 1, tid)).vdst  # the column within the macro tile
 
         def batch_base(ptr: SSAValue, which: str) -> SSAValue:
             """ptr + batch index * batch stride (bytes), for a strided batch."""
@@ -204,11 +236,19 @@ class SqcKernelBuilder:
             return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
 
         # ---- prologue: kernel arguments, tile bases, per-lane offsets ----
-        ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst, "a")
-        ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst, "b")
-        k_val = self._arg(e, kp, "K", s.k)
-        lda = self._arg(e, kp, "lda", s.lda)
-        ldb = self._arg(e, kp, "ldb", s.ldb)
+        if main:
+            ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst, "a")
+            ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst, "b")
+            k_val = self._arg(e, kp, "K", s.k)
+            lda = self._arg(e, kp, "lda", s.lda)
+            ldb = self._arg(e, kp, "ldb", s.ldb)
+            k_begin = None
+            pieces = self.split * local
+            if pieces > 1:  # this workgroup's (and wavefront group's) slice of K
+                piece = wg_z if split_z else slice_id
+                if split_z and local > 1:
+                    piece = e(gcn.SAddU32Op(e.mul(wg_z, local), slice_id, comment="K slice")).sdst
+                k_val, k_begin = self._k_slice(e, k_val, piece, pieces)
 
         esz = 4 if s.dtype == "f32" else 8  # bytes per element
         dw = esz // 4  # registers (dwords) per element
@@ -227,7 +267,6 @@ class SqcKernelBuilder:
         def reg(x: SSAValue | int) -> SSAValue:
             return e.const(x) if isinstance(x, int) else x
 
-        lda4, ldb4 = times4(lda), times4(ldb)
         a_trans = self.mm.layout.data[0] == "T"  # A stored K x M: contiguous along M
         b_trans = self.mm.layout.data[1] == "T"  # B stored N x K: contiguous along K (the seed's)
 
@@ -240,19 +279,7 @@ class SqcKernelBuilder:
             tile_row = row0
             row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
             shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
-        if a_trans:
-            a_tile = e.add64(ptr_a, e.mul(row0, esz), 0, comment="A tile base = A + row0*esz (A is K x M)")
-        else:
-            a_lo, a_hi = e.mul64(row0, lda4)
-            a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
         col0 = e.mul(wg_x, mt_n)
-        if b_trans:
-            b_lo, b_hi = e.mul64(col0, ldb4)
-            b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
-            voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
-        else:
-            b_tile = e.add64(ptr_b, e.mul(col0, esz), 0, comment=f"B tile base = B + wg_x*{mt_n}*esz (B is K x N)")
-            voff_b = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
 
         # EXEC: the lanes whose column n = col0 + tid is below N.
         if n_edge:
@@ -263,256 +290,316 @@ class SqcKernelBuilder:
         else:
             lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
 
-        # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
-        # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
-        # at a time for k_step values of k.  Offsets within a step are immediates when lda
-        # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
-        # lda*4 per row (or per k) on top of the step's offset.
-        per_load = 16 // dw  # elements in the widest scalar load (s_load_dwordx16)
-
-        def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
-            """(width in dwords, rows, kks) per scalar load, in batch order, for kcount values of k."""
-            out = []
+        acc: list[SSAValue] = []
+        if main:
+            lda4, ldb4 = times4(lda), times4(ldb)
+            if k_begin is not None:  # the slice's first k: move the A and B bases along K
+                if a_trans:
+                    ptr_a = e.add64(ptr_a, *e.mul64(k_begin, lda4), comment="A + k_begin*lda*esz")
+                else:
+                    ptr_a = e.add64(ptr_a, e.mul(k_begin, esz), 0, comment="A + k_begin*esz")
+                if b_trans:
+                    ptr_b = e.add64(ptr_b, e.mul(k_begin, esz), 0, comment="B + k_begin*esz")
+                else:
+                    ptr_b = e.add64(ptr_b, *e.mul64(k_begin, ldb4), comment="B + k_begin*ldb*esz")
+            n_steps = k_val // ks if isinstance(k_val, int) else None  # main-loop K steps (None: at launch)
+            k_tail = k_val % ks if isinstance(k_val, int) else 0
             if a_trans:
-                for r0 in range(0, mi_m, per_load):
-                    widths = _pow2_parts(min(per_load, mi_m - r0))
-                    for kk in range(kcount):
-                        r = r0
-                        for w in widths:
-                            out.append((w * dw, list(range(r, r + w)), [kk]))
-                            r += w
+                a_tile = e.add64(ptr_a, e.mul(row0, esz), 0, comment="A tile base = A + row0*esz (A is K x M)")
             else:
-                for r in range(mi_m):
-                    for w, k0 in _pow2_runs(kcount, per_load):
-                        out.append((w * dw, [r], list(range(k0, k0 + w))))
-            return out
-
-        def batch(ps: list) -> list[list]:
-            out: list[list] = []
-            size = 0
-            for pc in ps:
-                if not out or size + pc[0] > A_BATCH_SGPRS:
-                    out.append([])
-                    size = 0
-                out[-1].append(pc)
-                size += pc[0]
-            return out
-
-        if isinstance(lda4, int):
-            imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
-            imm_ok = imm_limit <= SMEM_IMM_MAX
-        else:
-            imm_ok = False
-        chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
-
-        def stepped(base: SSAValue, idx: int) -> SSAValue:
-            """base + idx * lda*4, as a chain of s_add_u32 when indices come in order."""
-            if chain["key"] is base and chain["idx"] == idx - 1:
-                val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
-            elif idx == 0:
-                val = base
-            else:
-                val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
-            chain.update(key=base, idx=idx, val=val)
-            return val
-
-        def a_step_offset(koff: SSAValue) -> SSAValue:
-            """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""
-            return e(gcn.SMulI32Op(koff, reg(lda))).sdst if a_trans else koff
-
-        def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
-            w, rows, kks = pc
-            if a_trans:
-                idx, imm = kbase + kks[0], rows[0] * esz
-            else:
-                idx, imm = rows[0], (kbase + kks[0]) * esz
-            text = f"A rows {rows[0]}..{rows[-1]} k+{kbase + kks[0]}" if a_trans else f"A row {rows[0]} k+{kbase + kks[0]}.."
-            if imm_ok:
-                off = idx * lda4 + imm  # type: ignore[operator]
-                return e(gcn.S_LOADS[w](a_tile, offset=off, soffset=soff, comment=text)).sdst
-            return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
-
-        # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
-        per_quad = 4 // dw  # elements in one global_load_dwordx4
-
-        def b_slot_of(kk: int) -> tuple[int, int]:
-            return (kk // per_quad, kk % per_quad) if b_trans else (kk, 0)
-
-        n_slots = ks // per_quad if b_trans else ks
-        b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
-
-        def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
-            """B values of `slot` for the step whose B base address is `base`."""
+                a_lo, a_hi = e.mul64(row0, lda4)
+                a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
             if b_trans:
-                return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
-            if b_chain["base"] is base and b_chain["kk"] == slot - 1:
-                ptr = e.add64(b_chain["ptr"], ldb4, 0)  # type: ignore[arg-type]
-            elif slot == 0:
-                ptr = base
+                b_lo, b_hi = e.mul64(col0, ldb4)
+                b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
+                voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
             else:
-                lo, hi = e.mul64(e.const(slot), ldb4)
-                ptr = e.add64(base, lo, hi)
-            b_chain.update(base=base, kk=slot, ptr=ptr)
-            op = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
-            return e(op(voff_b, ptr, comment=text)).vdst
+                b_tile = e.add64(ptr_b, e.mul(col0, esz), 0, comment=f"B tile base = B + wg_x*{mt_n}*esz (B is K x N)")
+                voff_b = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
 
-        def b_step_base(koff: SSAValue) -> SSAValue:
-            if b_trans:
-                return e.add64(b_tile, koff, 0, comment="B for the next K step")
-            lo, hi = e.mul64(koff, reg(ldb))
-            return e.add64(b_tile, lo, hi, comment="B for the next K step")
+            # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
+            # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
+            # at a time for k_step values of k.  Offsets within a step are immediates when lda
+            # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
+            # lda*4 per row (or per k) on top of the step's offset.
+            per_load = 16 // dw  # elements in the widest scalar load (s_load_dwordx16)
 
-        def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
-            q, j = b_slot_of(kk)
-            return e.sub(slots[q], j * dw, dw) if b_trans else slots[q]
+            def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
+                """(width in dwords, rows, kks) per scalar load, in batch order, for kcount values of k."""
+                out = []
+                if a_trans:
+                    for r0 in range(0, mi_m, per_load):
+                        widths = _pow2_parts(min(per_load, mi_m - r0))
+                        for kk in range(kcount):
+                            r = r0
+                            for w in widths:
+                                out.append((w * dw, list(range(r, r + w)), [kk]))
+                                r += w
+                else:
+                    for r in range(mi_m):
+                        for w, k0 in _pow2_runs(kcount, per_load):
+                            out.append((w * dw, [r], list(range(k0, k0 + w))))
+                return out
 
-        def fma_order(batch_pieces, last: bool):
-            pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
-                     for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
-            # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
-            # data forwarding, section 2.9); the last batch of a step goes K-major, so each
-            # B slot dies early and is reloaded for the next step.
-            return sorted(pairs, key=(lambda t: (t[1], t[0])) if last else (lambda t: (t[0], t[1])))
+            def batch(ps: list) -> list[list]:
+                out: list[list] = []
+                size = 0
+                for pc in ps:
+                    if not out or size + pc[0] > A_BATCH_SGPRS:
+                        out.append([])
+                        size = 0
+                    out[-1].append(pc)
+                    size += pc[0]
+                return out
 
-        def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
-            w, rows, kks = batch_pieces[pi]
-            j = rows.index(r) if a_trans else kks.index(kk)
-            return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
-
-        acc: list[SSAValue] = [zero() for _ in range(mi_m)]
-        step_batches = batch(pieces(ks))
-
-        # ---- the K loop (steps of k_step) ----
-        skip_main = f".L{self.name}_after_k_loop"
-        if n_steps is None or n_steps > 0:
-            if isinstance(k_val, int):
-                kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
+            if isinstance(lda4, int):
+                imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
+                imm_ok = imm_limit <= SMEM_IMM_MAX
             else:
-                k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K rounded down to whole K steps")).sdst
-                kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
-                # K known only at launch: no K step at all when K < k_step
-                e(gcn.SCmpLtU32Op(k_val, ks))
-                e(gcn.SCbranchForwardOp("scc1", skip_main))
-            koff0 = e.const(0)
-            batch0 = [load_piece(pc, a_step_offset(koff0)) for pc in step_batches[0]]
-            slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
-            nb0 = len(batch0)
-            carried = [koff0, *batch0, *slots0, *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            be = _Emitter(body)
-            koff = body.args[0]
-            cur = list(body.args[1:1 + nb0])
-            slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
-            acc = list(body.args[1 + nb0 + n_slots:])
-            e_outer = e
-            e = be  # the helpers above emit into the loop body from here on
-            pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
-            pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-            a_soff = a_step_offset(koff)
-            # the index of the last FMA that reads each B slot in this step
-            all_fmas = [(bi, t) for bi, bp in enumerate(step_batches)
-                        for t in fma_order(bp, bi == len(step_batches) - 1)]
-            last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
-            new_slots: list[SSAValue | None] = [None] * n_slots
-            b_next: SSAValue | None = None
-            n = 0
-            for bi, bp in enumerate(step_batches):
-                last = bi == len(step_batches) - 1
-                if not last:
-                    nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
-                else:  # the next step's offsets are needed only from here on
-                    nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
-                for r, kk, pi, _ in fma_order(bp, last):
-                    acc[r] = be(fma_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
-                    q = b_slot_of(kk)[0]
-                    if last_use[q] == n:
-                        if b_next is None:  # the next step's B base, needed from the first reload on
-                            b_next = b_step_base(pref)
-                        new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
-                    n += 1
-                cur = nxt
-            be(gcn.SCmpLgU32Op(koff, kmax))
-            be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
-            loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
-            e = e_outer
-            e(loop)
-            acc = list(loop.res[1 + nb0 + n_slots:])
+                imm_ok = False
+            chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
+
+            def stepped(base: SSAValue, idx: int) -> SSAValue:
+                """base + idx * lda*4, as a chain of s_add_u32 when indices come in order."""
+                if chain["key"] is base and chain["idx"] == idx - 1:
+                    val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
+                elif idx == 0:
+                    val = base
+                else:
+                    val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
+                chain.update(key=base, idx=idx, val=val)
+                return val
+
+            def a_step_offset(koff: SSAValue) -> SSAValue:
+                """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""
+                return e(gcn.SMulI32Op(koff, reg(lda))).sdst if a_trans else koff
+
+            def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
+                w, rows, kks = pc
+                if a_trans:
+                    idx, imm = kbase + kks[0], rows[0] * esz
+                else:
+                    idx, imm = rows[0], (kbase + kks[0]) * esz
+                text = f"A rows {rows[0]}..{rows[-1]} k+{kbase + kks[0]}" if a_trans else f"A row {rows[0]} k+{kbase + kks[0]}.."
+                if imm_ok:
+                    off = idx * lda4 + imm  # type: ignore[operator]
+                    return e(gcn.S_LOADS[w](a_tile, offset=off, soffset=soff, comment=text)).sdst
+                return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
+
+            # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
+            per_quad = 4 // dw  # elements in one global_load_dwordx4
+
+            def b_slot_of(kk: int) -> tuple[int, int]:
+                return (kk // per_quad, kk % per_quad) if b_trans else (kk, 0)
+
+            n_slots = ks // per_quad if b_trans else ks
+            b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
+
+            def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
+                """B values of `slot` for the step whose B base address is `base`."""
+                if b_trans:
+                    return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+                if b_chain["base"] is base and b_chain["kk"] == slot - 1:
+                    ptr = e.add64(b_chain["ptr"], ldb4, 0)  # type: ignore[arg-type]
+                elif slot == 0:
+                    ptr = base
+                else:
+                    lo, hi = e.mul64(e.const(slot), ldb4)
+                    ptr = e.add64(base, lo, hi)
+                b_chain.update(base=base, kk=slot, ptr=ptr)
+                op = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+                return e(op(voff_b, ptr, comment=text)).vdst
+
+            def b_step_base(koff: SSAValue) -> SSAValue:
+                if b_trans:
+                    return e.add64(b_tile, koff, 0, comment="B for the next K step")
+                lo, hi = e.mul64(koff, reg(ldb))
+                return e.add64(b_tile, lo, hi, comment="B for the next K step")
+
+            def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
+                q, j = b_slot_of(kk)
+                return e.sub(slots[q], j * dw, dw) if b_trans else slots[q]
+
+            def fma_order(batch_pieces, last: bool):
+                pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
+                         for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+                # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
+                # data forwarding, section 2.9); the last batch of a step goes K-major, so each
+                # B slot dies early and is reloaded for the next step.
+                return sorted(pairs, key=(lambda t: (t[1], t[0])) if last else (lambda t: (t[0], t[1])))
+
+            def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+                w, rows, kks = batch_pieces[pi]
+                j = rows.index(r) if a_trans else kks.index(kk)
+                return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
+
+            acc = [zero() for _ in range(mi_m)]
+            step_batches = batch(pieces(ks))
+
+            # ---- the K loop (steps of k_step) ----
+            skip_main = f".L{self.name}_after_k_loop"
+            if n_steps is None or n_steps > 0:
+                if isinstance(k_val, int):
+                    kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
+                else:
+                    k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K rounded down to whole K steps")).sdst
+                    kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
+                    # K known only at launch: no K step at all when K < k_step
+                    e(gcn.SCmpLtU32Op(k_val, ks))
+                    e(gcn.SCbranchForwardOp("scc1", skip_main))
+                koff0 = e.const(0)
+                batch0 = [load_piece(pc, a_step_offset(koff0)) for pc in step_batches[0]]
+                slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
+                nb0 = len(batch0)
+                carried = [koff0, *batch0, *slots0, *acc]
+                body = Block(arg_types=[v.type for v in carried])
+                be = _Emitter(body)
+                koff = body.args[0]
+                cur = list(body.args[1:1 + nb0])
+                slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
+                acc = list(body.args[1 + nb0 + n_slots:])
+                e_outer = e
+                e = be  # the helpers above emit into the loop body from here on
+                pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
+                pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+                a_soff = a_step_offset(koff)
+                # the index of the last FMA that reads each B slot in this step
+                all_fmas = [(bi, t) for bi, bp in enumerate(step_batches)
+                            for t in fma_order(bp, bi == len(step_batches) - 1)]
+                last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
+                new_slots: list[SSAValue | None] = [None] * n_slots
+                b_next: SSAValue | None = None
+                n = 0
+                for bi, bp in enumerate(step_batches):
+                    last = bi == len(step_batches) - 1
+                    if not last:
+                        nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
+                    else:  # the next step's offsets are needed only from here on
+                        nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
+                    for r, kk, pi, _ in fma_order(bp, last):
+                        acc[r] = be(fma_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
+                        q = b_slot_of(kk)[0]
+                        if last_use[q] == n:
+                            if b_next is None:  # the next step's B base, needed from the first reload on
+                                b_next = b_step_base(pref)
+                            new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
+                        n += 1
+                    cur = nxt
+                be(gcn.SCmpLgU32Op(koff, kmax))
+                be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
+                loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
+                e = e_outer
+                e(loop)
+                acc = list(loop.res[1 + nb0 + n_slots:])
+                if not isinstance(k_val, int):
+                    e(gcn.LabelOp(skip_main))
+
+            # ---- K tail, K known only at launch: a loop of single k values ----
             if not isinstance(k_val, int):
-                e(gcn.LabelOp(skip_main))
+                skip_tail = f".L{self.name}_after_k_tail"
+                k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="K tail = K % k_step")).sdst
+                k_end = e.mul(k_val, esz)
+                k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
+                e(gcn.SCmpLgU32Op(k_rest, 0))
+                e(gcn.SCbranchForwardOp("scc0", skip_tail))
+                carried = [k_first, *acc]
+                body = Block(arg_types=[v.type for v in carried])
+                koff, acc = body.args[0], list(body.args[1:])
+                e_outer = e
+                e = _Emitter(body)
+                a_soff = a_step_offset(koff)
+                b_one = (gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op)(
+                    voff_b, b_step_base(koff), comment="B tail k")
+                bval = e(b_one).vdst
+                for bp in batch(pieces(1)):
+                    vals = [load_piece(pc, a_soff) for pc in bp]
+                    for r, kk, pi, _ in fma_order(bp, False):
+                        acc[r] = e(fma_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+                k_next = e(gcn.SAddU32Op(koff, esz, comment="next k")).sdst
+                e(gcn.SCmpLgU32Op(k_next, k_end))
+                e(gcn.LoopBackOp([k_next, *acc], "scc1"))
+                tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
+                e = e_outer
+                e(tail)
+                acc = list(tail.res[1:])
+                e(gcn.LabelOp(skip_tail))
 
-        # ---- K tail, K known only at launch: a loop of single k values ----
-        if not isinstance(k_val, int):
-            skip_tail = f".L{self.name}_after_k_tail"
-            k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="K tail = K % k_step")).sdst
-            k_end = e.mul(k_val, esz)
-            k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
-            e(gcn.SCmpLgU32Op(k_rest, 0))
-            e(gcn.SCbranchForwardOp("scc0", skip_tail))
-            carried = [k_first, *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            koff, acc = body.args[0], list(body.args[1:])
-            e_outer = e
-            e = _Emitter(body)
-            a_soff = a_step_offset(koff)
-            b_one = (gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op)(
-                voff_b, b_step_base(koff), comment="B tail k")
-            bval = e(b_one).vdst
-            for bp in batch(pieces(1)):
-                vals = [load_piece(pc, a_soff) for pc in bp]
-                for r, kk, pi, _ in fma_order(bp, False):
-                    acc[r] = e(fma_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
-            k_next = e(gcn.SAddU32Op(koff, esz, comment="next k")).sdst
-            e(gcn.SCmpLgU32Op(k_next, k_end))
-            e(gcn.LoopBackOp([k_next, *acc], "scc1"))
-            tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
-            e = e_outer
-            e(tail)
-            acc = list(tail.res[1:])
-            e(gcn.LabelOp(skip_tail))
+            # ---- K tail (static K not a multiple of k_step) ----
+            if k_tail:
+                k0 = n_steps * ks  # type: ignore[operator]
+                koff_t = e.const(k0 * esz)
+                a_soff = a_step_offset(koff_t)
+                b_base = b_step_base(koff_t)
+                if b_trans:
+                    tail_b = []
+                    loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
+                    for w, kb in _pow2_runs(k_tail, per_quad):
+                        v = e(loads[w * dw](voff_b, b_base, offset=kb * esz, comment=f"B tail k={k0 + kb}")).vdst
+                        tail_b += [(v, j) for j in range(w)]
+                else:
+                    tail_b = [(load_b_slot(kk, b_base, f"B tail k={k0 + kk}"), 0) for kk in range(k_tail)]
+                for bp in batch(pieces(k_tail)):
+                    vals = [load_piece(pc, a_soff) for pc in bp]
+                    for r, kk, pi, _ in fma_order(bp, False):
+                        bv, j = tail_b[kk]
+                        bop = e.sub(bv, j * dw, dw) if bv.type.n > dw else bv
+                        acc[r] = e(fma_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
 
-        # ---- K tail (static K not a multiple of k_step) ----
-        if k_tail:
-            k0 = n_steps * ks  # type: ignore[operator]
-            koff_t = e.const(k0 * esz)
-            a_soff = a_step_offset(koff_t)
-            b_base = b_step_base(koff_t)
-            if b_trans:
-                tail_b = []
-                loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
-                for w, kb in _pow2_runs(k_tail, per_quad):
-                    v = e(loads[w * dw](voff_b, b_base, offset=kb * esz, comment=f"B tail k={k0 + kb}")).vdst
-                    tail_b += [(v, j) for j in range(w)]
-            else:
-                tail_b = [(load_b_slot(kk, b_base, f"B tail k={k0 + kk}"), 0) for kk in range(k_tail)]
-            for bp in batch(pieces(k_tail)):
-                vals = [load_piece(pc, a_soff) for pc in bp]
-                for r, kk, pi, _ in fma_order(bp, False):
-                    bv, j = tail_b[kk]
-                    bop = e.sub(bv, j * dw, dw) if bv.type.n > dw else bv
-                    acc[r] = e(fma_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+        # ---- local split: wavefront groups 1..L-1 hand their accumulators to group 0 ----
+        lds_bytes = 0
+        if local > 1:
+            acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, esz)
+            e(gcn.SCmpEqU32Op(slice_id, 0))
+            lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # only group 0 writes the tile
 
-        # ---- epilogue: C = alpha * acc + beta * C, C not read when beta == 0 ----
-        epi = self.mm.epilogue_ops()
+        # ---- output ----
+        # c: C = epilogue(alpha * acc + beta * C), C not read when beta == 0 (BLAS);
+        # workspace: the raw partial tile into slice z of the workspace; atomic: alpha * acc
+        # added into C by a compare-and-swap loop; reduce: acc = the sum of the S partial
+        # tiles, then as c; scale: C = epilogue(beta * C) before the atomic slices.
+        out_kind = self.output if main else self.role
+        epi = self.mm.epilogue_ops() if out_kind in ("c", "reduce", "scale") else ()
         kargs = layout_args
-        ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
         scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
-        alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
-        beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
         ldc4 = times4(ldc)
-        c_lo, c_hi = e.mul64(row0, ldc4)
-        c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
-        c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * esz), 0, comment="C tile columns")
+
+        def tile_base(ptr: SSAValue, what: str) -> SSAValue:
+            lo, hi = e.mul64(row0, ldc4)
+            t = e.add64(ptr, lo, hi, comment=f"{what} tile rows")
+            return e.add64(t, e.mul(wg_x, mt_n * esz), 0, comment=f"{what} tile columns")
+
+        def static_or_reg_mul(x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
+            if isinstance(x, int) and isinstance(y, int):
+                return x * y
+            return e.mul(x, y) if not isinstance(x, int) else e.mul(y, x)  # type: ignore[arg-type]
+
         voff_c = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
-        if dw == 1:
-            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
-        else:
-            hi = e(gcn.SAndB32Op(e.sub(beta, 1), 0x7FFFFFFF)).sdst
-            e(gcn.SOrB32Op(hi, e.sub(beta, 0), comment="SCC = (beta != 0)"))
-        load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        slice_bytes: SSAValue | int = 0
+        if out_kind in ("workspace", "reduce"):  # workspace: S tiles of M x ldc elements
+            ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
+            slice_bytes = static_or_reg_mul(self._arg(e, kp, "M", s.m), ldc4)
+            if out_kind == "workspace":
+                ws = e.add64(ws, *e.mul64(wg_z, slice_bytes), comment="workspace slice z")
+            ws_tile = c_tile = tile_base(ws, "workspace")
+        if out_kind != "workspace":
+            ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
+            c_tile = tile_base(ptr_c, "C")
+        if out_kind in ("c", "reduce", "scale", "atomic"):
+            alpha = (e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+                     if out_kind != "scale" else None)
+        if out_kind in ("c", "reduce", "scale"):
+            beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
+            if dw == 1:
+                e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+            else:
+                hi = e(gcn.SAndB32Op(e.sub(beta, 1), 0x7FFFFFFF)).sdst
+                e(gcn.SOrB32Op(hi, e.sub(beta, 0), comment="SCC = (beta != 0)"))
+            load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
         c_load = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
         c_store = gcn.GlobalStoreDwordOp if dw == 1 else gcn.GlobalStoreDwordx2Op
         mul_op = gcn.VMulF32Op if dw == 1 else gcn.VMulF64Op
+        add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
 
         def set_exec(mask: SSAValue, r: int) -> None:
             if shift is None:
@@ -522,7 +609,8 @@ class SqcKernelBuilder:
                 e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
 
         # Fused epilogue (gemm.matmul's `epilogue`, in order), applied before the store.
-        bias_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst if "bias" in kargs else None
+        bias_ptr = (e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst
+                    if "bias" in kargs and epi else None)
         bias_col = bias_row_base = None
         if "bias_col" in epi:
             e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
@@ -536,7 +624,6 @@ class SqcKernelBuilder:
             gelu_c1 = e.const(_f32_bits(0.044715 * math.sqrt(2.0 / math.pi)))
             gelu_c0 = e(gcn.VMovB32Op(_f32_bits(math.sqrt(2.0 / math.pi)))).vdst
             one = e.const(_f32_bits(1.0))
-        add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
 
         def epilogue(out: SSAValue, brow: SSAValue | None) -> SSAValue:
             for x in epi:
@@ -556,15 +643,49 @@ class SqcKernelBuilder:
                     out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
             return out
 
+        # reduce: one address offset per partial tile (slice j starts j * M * ldc elements on)
+        voff_ws = [voff_c]
+        if out_kind == "reduce":
+            for j in range(1, self.split):
+                voff_ws.append(e(gcn.VAddU32Op(reg(static_or_reg_mul(slice_bytes, j)), voff_c)).vdst)
+
         group = 16 // dw
+        if out_kind == "reduce":  # at most 32 partial values in flight
+            group = max(1, min(group, 32 // (self.split * dw)))
         row_ptr = c_tile
+        ws_ptr = ws_tile if out_kind == "reduce" else None
         for g0 in range(0, mi_m, group):
             rows = list(range(g0, min(g0 + group, mi_m)))
-            ptrs = []
+            ptrs, ws_ptrs = [], []
             for r in rows:
                 ptrs.append(row_ptr)
+                ws_ptrs.append(ws_ptr)
                 if r + 1 < mi_m:
                     row_ptr = e.add64(row_ptr, ldc4, 0)
+                    if ws_ptr is not None:
+                        ws_ptr = e.add64(ws_ptr, ldc4, 0)
+            if out_kind == "workspace":
+                for i, (r, ptr) in enumerate(zip(rows, ptrs)):
+                    if shift is not None or (g0 == 0 and i == 0):
+                        set_exec(lanes, r)
+                    e(c_store(voff_c, acc[r], ptr))  # the partial row r
+                continue
+            if out_kind == "atomic":
+                for r, ptr in zip(rows, ptrs):
+                    set_exec(lanes, r)
+                    self._atomic_add(e, e(mul_op(alpha, acc[r])).vdst, voff_c, ptr, exec0, r)
+                continue
+            sums: list[SSAValue | None] = [None] * len(rows)
+            if out_kind == "reduce":  # the S partials of each row, summed in slice order
+                if g0 == 0:
+                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+                parts = [[e(c_load(voff_ws[j], wp, comment=f"partial {j} row {r}")).vdst
+                          for j in range(self.split)] for r, wp in zip(rows, ws_ptrs)]
+                for i, ps in enumerate(parts):
+                    total = ps[0]
+                    for p_j in ps[1:]:
+                        total = e(add_op(total, p_j)).vdst
+                    sums[i] = total
             zeros = [zero() for _ in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
@@ -577,16 +698,123 @@ class SqcKernelBuilder:
                 if shift is not None or i == 0:
                     set_exec(lanes, r)
                 t = e(mul_op(beta, c)).vdst
-                out = e(fma_op(acc[r], alpha, t)).vdst
+                if out_kind == "scale":
+                    out = t
+                else:
+                    out = e(fma_op(acc[r] if out_kind == "c" else sums[i], alpha, t)).vdst
                 e(c_store(voff_c, epilogue(out, brows[i]), ptr))
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
-        kernel_interface(kernel, self.mm, [*roles, "workitem_id_x", "exec"],
-                         kernarg_layout(s.dtype, self.mm.bias is not None, batched), self.wg_size[0],
+        if lds_bytes:
+            kernel.attributes["lds_bytes"] = IntegerAttr(lds_bytes, i64)
+        split_info: dict[str, int | str] = {}
+        if self.split > 1 or self.local > 1:
+            split_info = dict(split_k=self.split, split_mode=self.mode, local_split=self.local,
+                              k_per_split=self.mm.get_int("k_per_split"))
+        if not main:
+            split_info["role"] = self.role
+        kernel_interface(kernel, self.mm, [*roles, "workitem_id_x", "exec"], self.kernargs(), self.wg_size[0],
                          (mt_m, mt_n), ks, epilogue=",".join(self.mm.epilogue_ops()), batch=s.batch,
-                         static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c)
+                         static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
+                         **split_info)
         return kernel
+
+    # -- split-K pieces ----------------------------------------------------------
+
+    def _k_slice(self, e: _Emitter, k_val: SSAValue | int, piece: SSAValue,
+                 pieces: int) -> tuple[SSAValue | int, SSAValue]:
+        """(K values of this slice, its first k) for slice ``piece`` of ``pieces``.
+
+        Slices hold ``k_per_split`` values (gemm-split-k); the last ones may be shorter or
+        empty.  When every slice is full the length is a constant (the static K path)."""
+        ks = self.k_step
+        if isinstance(k_val, int):
+            kc: SSAValue | int = self.mm.get_int("k_per_split")
+            begin = e.mul(piece, kc)  # type: ignore[arg-type]
+            if kc * pieces == k_val:  # type: ignore[operator]
+                return kc, begin
+        else:  # kc = ceil(ceil(K / pieces) / k_step) * k_step, pieces a power of two
+            t = e(gcn.SAddU32Op(k_val, pieces - 1)).sdst
+            t = e(gcn.SLshrB32Op(t, pieces.bit_length() - 1)).sdst
+            t = e(gcn.SAddU32Op(t, ks - 1)).sdst
+            kc = e(gcn.SAndB32Op(t, -ks, comment="K per slice")).sdst
+            begin = e.mul(piece, kc)
+        kreg = e.const(k_val) if isinstance(k_val, int) else k_val
+        begin = e(gcn.SMinU32Op(begin, kreg, comment="first k of the slice (K for an empty one)")).sdst
+        rest = e(gcn.SSubU32Op(kreg, begin)).sdst
+        length = e(gcn.SMinU32Op(rest, kc, comment="K values of this slice")).sdst
+        return length, begin
+
+    def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
+                      lanes: SSAValue, esz: int) -> tuple[list[SSAValue], int]:
+        """Sum the wavefront groups' accumulators into group 0's through LDS.
+
+        Rows go in chunks that fit LOCAL_SPLIT_LDS_BYTES: groups 1..L-1 write their rows of
+        the chunk (group g at slot g - 1, row-major, one element per lane and row), an
+        ``s_barrier``, every group reads and adds the slots in group order (only group 0's
+        sums are stored later), and a second barrier before the next chunk overwrites the
+        slots.  Returns the new accumulators and the LDS bytes per workgroup."""
+        local, mt_n, dw = self.local, self.mt_n, esz // 4
+        row_bytes = mt_n * esz
+        rows_per_chunk = max(1, min(len(acc), LOCAL_SPLIT_LDS_BYTES // ((local - 1) * row_bytes)))
+        slot_bytes = rows_per_chunk * row_bytes
+        write = gcn.DsWriteB32Op if dw == 1 else gcn.DsWriteB64Op
+        read = gcn.DsReadB32Op if dw == 1 else gcn.DsReadB64Op
+        add = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
+        vcol = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, col)).vdst
+        slot = e(gcn.SMaxU32Op(slice_id, 1)).sdst
+        slot = e(gcn.SSubU32Op(slot, 1)).sdst
+        wbase = e(gcn.VAddU32Op(e.mul(slot, slot_bytes), vcol)).vdst  # this group's LDS slot
+        acc = list(acc)
+        for c0 in range(0, len(acc), rows_per_chunk):
+            rows = range(c0, min(c0 + rows_per_chunk, len(acc)))
+            e(gcn.SCmpLgU32Op(slice_id, 0))
+            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))  # groups 1..L-1 write
+            for r in rows:
+                e(write(wbase, acc[r], offset=(r - c0) * row_bytes, comment=f"partial row {r}"))
+            e(gcn.SBarrierOp())
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            for r in rows:
+                for g in range(1, local):
+                    part = e(read(vcol, offset=(g - 1) * slot_bytes + (r - c0) * row_bytes,
+                                  comment=f"group {g} row {r}")).vdst
+                    acc[r] = e(add(acc[r], part)).vdst
+            if c0 + rows_per_chunk < len(acc):
+                e(gcn.SBarrierOp())
+        return acc, (local - 1) * slot_bytes
+
+    def _atomic_add(self, e: _Emitter, value: SSAValue, voff: SSAValue, ptr: SSAValue,
+                    exec_reg: SSAValue, row: int) -> None:
+        """C[row] += value per active lane, with a ``global_atomic_cmpswap`` retry loop.
+
+        gfx906 has no float atomic add (``global_atomic_add_f32`` is gfx908's): read C,
+        swap in old + value if C still holds old, and retry, with EXEC narrowed to the
+        lanes whose swap failed, until every lane has succeeded.  The loop leaves EXEC
+        empty; the caller sets it again."""
+        dw = value.type.n
+        load = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+        add = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
+        cas = gcn.GlobalAtomicCmpswapOp if dw == 1 else gcn.GlobalAtomicCmpswapX2Op
+        ne = gcn.VCmpNeU32Op if dw == 1 else gcn.VCmpNeU64Op
+        old0 = e(load(voff, ptr, comment=f"C row {row}")).vdst
+        body = Block(arg_types=[old0.type])
+        be = _Emitter(body)
+        old = body.args[0]
+        new = be(add(value, old)).vdst
+        data = be(gcn.RegSequenceOp([new, old])).result
+        seen = be(cas(voff, data, ptr, comment=f"C row {row} += alpha*acc if unchanged")).vdst
+        failed = be(ne(seen, old)).sdst
+        be(gcn.SAndB64Op(exec_reg, failed, result_type=gcn.exec_type()))
+        nxt = be(gcn.VMovB32Op(seen)).vdst if dw == 1 else be(gcn.RegSequenceOp(
+            [be(gcn.VMovB32Op(be.sub(seen, i))).vdst for i in range(2)])).result
+        be(gcn.LoopBackOp([nxt], "execnz"))
+        e(gcn.LoopOp([old0], Region(body), label=f".L{self.name}_cas_row{row}"))
+
+
+#: LDS a local split's reduction uses per workgroup (bytes): small enough to keep several
+#: workgroups per CU (64 KiB per CU on gfx906).
+LOCAL_SPLIT_LDS_BYTES = 16384
 
 
 def _f32_bits(x: float) -> int:
@@ -662,9 +890,24 @@ class ConvertGemmToGcnPass(ModulePass):
                 if v not in fn.body.block.args and not (i >= 3 and consts.allows(v.owner)):
                     raise op_error(mm, f"operand #{i} of gemm.matmul must be an argument of @{fn.sym_name.data}"
                                    + (" or an arith.constant" if i >= 3 else ""))
-            kernel = builders[self.strategy](mm, fn.sym_name.data).build()
-            consts.record(kernel)  # their values go to the launch information; the kernel takes them as arguments
-            kernel.location = mm.location
-            fn.parent_block().insert_op_before(kernel, fn)
+            name = fn.sym_name.data
+            split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
+            if self.strategy != "sqc" and (split > 1 or local > 1):
+                raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
+                               "not split K; use split-k=1 local-split=1 (or strategy sqc)")
+            kernels = [builders[self.strategy](mm, name).build()]
+            if split > 1:  # the plan's other kernel (gemm-split-k): a reduction after, or a scaling before
+                mode = mm.split_mode.data if mm.split_mode is not None else "workspace"
+                if mode == "workspace":
+                    kernels.append(SqcKernelBuilder(mm, f"{name}_reduce", role="reduce").build())
+                else:
+                    kernels.insert(0, SqcKernelBuilder(mm, f"{name}_scale", role="scale").build())
+                steps = ",".join(k.sym_name.data for k in kernels)
+                for k in kernels:  # the launch order, for the runtime
+                    k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
+            for kernel in kernels:
+                consts.record(kernel)  # their values go to the launch information; the kernel takes them as arguments
+                kernel.location = mm.location
+                fn.parent_block().insert_op_before(kernel, fn)
             fn.detach()
             fn.erase()
