@@ -209,7 +209,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
             if it:
                 dev.write(bufs[2], c0)
             t0 = time.perf_counter()
-            stats = dev.launch(co, kern.name, grid=launch.grid, block=launch.block, args=args)
+            stats = kern.execute(dev, co, args, p.m, p.n, p.k, p.ldc)
             walls.append(time.perf_counter() - t0)
         out = dev.download(bufs[2], dtype, (p.m, p.ldc))
     finally:

@@ -91,14 +91,14 @@ def cmd_bench(args) -> int:
                  np.int32(p.ldc), np.float32(1.0), np.float32(0.0)]
         try:
             if emulated:
-                st = dev.launch(co, kernel.name, grid=cfg.grid, block=cfg.block, args=kargs)
+                st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc)
                 row = BenchRow(p.m, p.n, p.k, instructions=st.instructions, valu=st.by_class.get("valu", 0),
                                vgpr_reads=st.vgpr_reads, sgpr_reads=st.sgpr_reads,
                                lds_bytes=st.lds_bytes_read + st.lds_bytes_written,
                                global_bytes=st.global_bytes_read + st.global_bytes_written)
             else:
-                st = dev.launch(co, kernel.name, grid=cfg.grid, block=cfg.block, args=kargs,
-                                iterations=args.iterations, warmup=args.warmup)
+                st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, iterations=args.iterations,
+                                    warmup=args.warmup)
                 ms = float(np.mean(st.kernel_ms))
                 row = BenchRow(p.m, p.n, p.k, kernel_ms=ms, gflops=2.0 * p.m * p.n * p.k / (ms * 1e-3) / 1e9)
         finally:

@@ -99,14 +99,63 @@ def _add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> 
     p.add_argument("--waves-per-simd", type=int, default=None,
                    help="occupancy the VGPR budget is chosen for (default: the strategy's: 3 -> 84 VGPRs "
                         "for sqc, 2 -> 128 VGPRs for lds)")
-    p.add_argument("--split-k", type=int, default=1, help="K slices across workgroups (only 1 for now)")
+    p.add_argument("--split-k", type=_split_k, default="auto", metavar="S|auto",
+                   help="K slices across workgroups: auto (default: chosen from the shape and --cus by the cost "
+                        "model of gemm-split-k), 1 (no split) or S > 1")
+    p.add_argument("--split-mode", default="workspace", choices=("workspace", "atomic"),
+                   help="how global K slices are summed: workspace (a reduce kernel sums partials in a fixed "
+                        "order: deterministic, default) or atomic (global_atomic_cmpswap loops into C)")
+    p.add_argument("--local-split", type=_positive, default=1, metavar="L",
+                   help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1)")
+    p.add_argument("--cus", type=_positive, default=None,
+                   help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
+
+
+def _plan_lines(module, args: argparse.Namespace) -> list[str]:
+    """The plan of every gemm.matmul in ``module`` (after gemm-split-k), as text lines."""
+    from xdsl.dialects import func
+
+    from vlpc.dialects.gemm import MatmulOp
+    from vlpc.passes.gemm_split_k import describe_plan
+    from vlpc.targets import get_target
+
+    lines = []
+    for op in module.walk():
+        if isinstance(op, MatmulOp):
+            fn = op.parent_op()
+            name = fn.sym_name.data if isinstance(fn, func.FuncOp) else "?"
+            lines += describe_plan(op, name, get_target(args.target), args.cus or 0, auto=args.split_k == "auto")
+    return lines
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def _split_k(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got '{text}'")
+    return value
 
 
 def _options(args: argparse.Namespace) -> dict:
     """Code generation options from the command line (None: the element type's default)."""
     return dict(macro_tile=tuple(args.macro_tile) if args.macro_tile else None,
                 micro_tile=tuple(args.micro_tile) if args.micro_tile else None, k_step=args.k_step,
-                waves_per_simd=args.waves_per_simd, split_k=args.split_k,
+                waves_per_simd=args.waves_per_simd, split_k=args.split_k, split_mode=args.split_mode,
+                local_split=args.local_split, cus=args.cus,
                 strategy=getattr(args, "strategy", "sqc"))
 
 
@@ -123,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what to write (default: from the -o suffix, else hsaco)")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
     c.add_argument("--print-pipeline", action="store_true", help="print the pass pipeline with its options and exit")
+    c.add_argument("--print-plan", action="store_true",
+                   help="print the split-K plan (tiles, grid, split, kernels, workspace bytes; for --split-k auto "
+                        "the cost model's candidates) and exit")
     c.add_argument("-v", "--verbose", action="store_true", help="say which toolchain was used, the kernel resources and occupancy")
     _add_codegen_options(c, strategy=True)
 
@@ -220,11 +272,22 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         if args.print_ir_after_all:
             print(f"// -----// IR after {p.name} //----- //\n{print_ir(m)}", file=sys.stderr)
 
+    plan: list[str] = []
+
+    def after(p, m):
+        dump(p, m)
+        if p.name == "gemm-split-k":
+            plan.extend(_plan_lines(m, args))
+
+    if args.print_plan:
+        run_passes(module, passes[:[p.name for p in passes].index("gemm-split-k") + 1], ctx, after)
+        print("\n".join(plan))
+        return 0
     if emit == "mlir":
-        run_passes(module, passes, ctx, dump)
+        run_passes(module, passes, ctx, after)
         out: str | bytes = print_ir(module)
     else:
-        run_passes(module, passes, ctx, dump)
+        run_passes(module, passes, ctx, after)
         tid = TargetId.parse(args.target)
         asm = print_assembly(module, tid, header_lines(module, tid.target.name))
         if emit == "asm":
@@ -238,7 +301,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         if args.verbose:
             for line in header_lines(module, tid.target.name)[1:]:
                 print(f"vlpc: {line.strip()}", file=sys.stderr)
-    if args.output:
+    if args.verbose:
+        for line in plan:
+            print(f"vlpc: {line}", file=sys.stderr)
+    if args.output and args.output != "-":
         write_atomic(args.output, out)
     elif isinstance(out, bytes):
         sys.stdout.buffer.write(out)

@@ -14,7 +14,11 @@ Options of :func:`compile` / :func:`pipeline` (all optional):
 ``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16`` (the f32 defaults; f64:
 ``(32, 256)``, ``(32, 1)``, ``8``),
 ``waves_per_simd`` (sets the VGPR budget; default: the strategy's, 3 for sqc, 2 for
-lds), ``split_k=1``, ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel).
+lds), ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel), and split-K:
+``split_k="auto"`` (or S >= 1, K slices across workgroups; auto chooses from the
+shape and ``cus``), ``split_mode="workspace"`` (or ``"atomic"``), ``local_split=1``
+(K slices across the wavefront groups of a workgroup), ``cus=None`` (compute units
+the plan is for; None: 60, gfx906's MI50).  See ``passes/gemm_split_k.py``.
 """
 
 from __future__ import annotations
@@ -153,8 +157,11 @@ class Options:
     micro_tile: tuple[int, int] | None = None  # None: 64x1 for f32, 32x1 for f64
     k_step: int | None = None  # None: 16 for f32, 8 for f64
     waves_per_simd: int | None = None  # None: DEFAULT_WAVES_PER_SIMD[strategy]
-    split_k: int = 1
+    split_k: int | str = "auto"
     strategy: str = "sqc"
+    split_mode: str = "workspace"
+    local_split: int = 1
+    cus: int | None = None
 
     @staticmethod
     def from_kwargs(kwargs: dict) -> Options:
@@ -188,17 +195,24 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
     except TargetError as e:
         raise VlpcError(str(e)) from None
     o = Options.from_kwargs(options)
+    for name in ("local_split", "cus"):
+        value = getattr(o, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise VlpcError(f"{name} must be a positive integer, got {value!r}")
+    if o.split_mode not in ("workspace", "atomic"):
+        raise VlpcError(f"split_mode must be 'workspace' or 'atomic', got {o.split_mode!r}")
     passes = get_all_passes()
     proc = tid.target.name
     cfg: dict[str, dict] = {
         "convert-linalg-to-gemm": {},
         "gemm-tile": dict(macro_m=o.macro_tile[0] if o.macro_tile else 0,
-                          macro_n=o.macro_tile[1] if o.macro_tile else 256,
+                          macro_n=o.macro_tile[1] if o.macro_tile else 0,
                           micro_m=o.micro_tile[0] if o.micro_tile else 0,
                           micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),
-        "gemm-split-k": dict(split_k=o.split_k),
+        "gemm-split-k": dict(split_k=_split_k_option(o.split_k, o.strategy), mode=o.split_mode,
+                             local_split=o.local_split, cus=o.cus or 0, target=proc),
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc),
         "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
                                                   else DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3)),
@@ -208,6 +222,15 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
         "gcn-emit-descriptor": dict(target=str(tid)),
     }
     return [passes[name]()(**cfg[name]) for name in PASS_ORDER if linalg or name != "convert-linalg-to-gemm"]
+
+
+def _split_k_option(value: int | str, strategy: str) -> int:
+    """``split_k`` as gemm-split-k's option: "auto" is 0 (the lds strategy is never split)."""
+    if value == "auto":
+        return 0 if strategy == "sqc" else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise VlpcError(f"split_k must be 'auto' or a positive integer, got {value!r}")
+    return value
 
 
 def pipeline_spec(passes: Sequence[ModulePass], include_default: bool = False) -> str:
@@ -232,6 +255,15 @@ class LaunchConfig:
 
 
 @dataclass
+class PlanStep:
+    """One launch of a kernel plan: the kernel's name, its grid (workgroups) and block (work-items)."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
 class CompiledKernel:
     """One kernel of a compiled module.
 
@@ -250,6 +282,73 @@ class CompiledKernel:
     code_object: bytes = field(default=b"", repr=False)
     #: The full target id the code object is for, e.g. ``gfx906:sramecc+:xnack-``.
     target_id: str = ""
+    #: The other kernels of a split-K plan (``<name>_reduce`` or ``<name>_scale``), by name.
+    companions: dict[str, CompiledKernel] = field(default_factory=dict, repr=False)
+
+    @property
+    def split_k(self) -> int:
+        """S, the K slices across workgroups (1: no split; see ``gemm-split-k``)."""
+        return int(self.launch_info.get("split_k", 1))
+
+    @property
+    def split_mode(self) -> str:
+        """``workspace``, ``atomic``, or ``none`` when K is not split across workgroups."""
+        return str(self.launch_info.get("split_mode", "none"))
+
+    @property
+    def local_split(self) -> int:
+        """L, the K slices across the wavefront groups of a workgroup."""
+        return int(self.launch_info.get("local_split", 1))
+
+    def workspace_bytes(self, m: int, ldc: int) -> int:
+        """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0."""
+        if self.split_mode != "workspace":
+            return 0
+        esz = 4 if self.launch_info.get("dtype", "f32") == "f32" else 8
+        return self.split_k * m * ldc * esz
+
+    def plan(self, m: int, n: int, k: int, batch: int | None = None) -> list[PlanStep]:
+        """The launches, in order, that compute an M x N x K problem: this kernel alone, or
+        with the reduce kernel after it (workspace mode) or the scale kernel before it (atomic)."""
+        main = self.launch(m, n, k, batch)
+        steps = []
+        for name in str(self.launch_info.get("plan", self.name)).split(","):
+            if name == self.name:
+                steps.append(PlanStep(name, main.grid, main.block))
+            else:
+                other = self.companions[name]
+                steps.append(PlanStep(name, (main.grid[0], main.grid[1], 1),
+                                      (other.launch_info["workgroup_size"], 1, 1)))
+        return steps
+
+    def execute(self, device, code_object, args: Sequence, m: int, n: int, k: int, ldc: int | None = None,
+                batch: int | None = None, *, buffer_sizes: dict | None = None, iterations: int = 1,
+                warmup: int = 0):
+        """Run the plan on ``device``: allocate the workspace (appended to ``args``), launch each
+        kernel in order, free the workspace.  ``args`` are the kernel arguments without it.
+
+        Returns the launch statistics of the plan: the emulator's counters summed over its
+        kernels, or HIP event times summed per iteration (``iterations``/``warmup`` apply to
+        the whole plan, so an atomic plan's scale kernel runs once per iteration)."""
+        steps = self.plan(m, n, k, batch)
+        ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n)
+        ws = device.alloc(ws_bytes) if ws_bytes else None
+        full = [*args, ws] if ws is not None else list(args)
+        sizes = dict(buffer_sizes or {})
+        if ws is not None and buffer_sizes is not None:
+            sizes[len(full) - 1] = ws_bytes
+        kw: dict = {"buffer_sizes": sizes} if buffer_sizes is not None else {}
+        per_iteration = []
+        try:
+            for it in range(warmup + iterations):
+                stats = [device.launch(code_object, s.kernel, grid=s.grid, block=s.block, args=full, **kw)
+                         for s in steps]
+                if it >= warmup:
+                    per_iteration.append(stats)
+        finally:
+            if ws is not None:
+                device.free(ws)
+        return _combine_stats(per_iteration)
 
     @property
     def layout(self) -> str:
@@ -320,7 +419,29 @@ class CompiledKernel:
             if batch < 1:
                 raise VlpcError(f"batch={batch}: the batch count must be at least 1")
             z = batch
+        z *= self.split_k  # workgroup id z is the K slice of a split-K plan
         return LaunchConfig((-(-n // li["macro_n"]), -(-m // li["macro_m"]), z), (li["workgroup_size"], 1, 1))
+
+
+def _combine_stats(per_iteration: list[list]):
+    """One statistics object for a plan: emulator counters summed over the kernels of the
+    last iteration, or HIP kernel times summed over the kernels of each iteration."""
+    import copy
+    import dataclasses
+
+    last = per_iteration[-1]
+    if len(last) == 1 and len(per_iteration) == 1:
+        return last[0]
+    if hasattr(last[0], "merge"):
+        total = copy.deepcopy(last[0])
+        for st in last[1:]:
+            total.merge(st)
+        return total
+    if hasattr(last[0], "kernel_ms"):
+        ms = [sum(sum(st.kernel_ms) for st in its) for its in per_iteration]
+        return dataclasses.replace(last[0], kernel_name="+".join(st.kernel_name for st in last), kernel_ms=ms,
+                                   wall_s=sum(st.wall_s for its in per_iteration for st in its))
+    return last[-1]
 
 
 @dataclass
@@ -420,11 +541,19 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     tc = toolchain or find_toolchain()
     code = tc.link(tc.assemble(asm, TargetId.parse(target), filename))
     result = CompiledModule(asm, code, str(TargetId.parse(target)), toolchain=tc.describe())
+    companions: dict[str, CompiledKernel] = {}
     for k in [o for o in module.walk() if isinstance(o, KernelOp)]:
         nv, ns, _ = kernel_resources(k)
         li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
         meta = metadata_json(k)
-        result.kernels[k.sym_name.data] = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"],
-                                                         asm, code, result.target_id)
+        ck = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"], asm, code, result.target_id)
+        if "role" in li:  # a companion of a split-K plan: reached through its main kernel
+            companions[k.sym_name.data] = ck
+        else:
+            result.kernels[k.sym_name.data] = ck
+    for ck in result.kernels.values():
+        for name in str(ck.launch_info.get("plan", ck.name)).split(","):
+            if name != ck.name:
+                ck.companions[name] = companions[name]
     return result
 

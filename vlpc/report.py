@@ -415,6 +415,14 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     from vlpc.runtime.toolchain import find_toolchain
     from vlpc.targets import TargetId
 
+    options = dict(options)
+    # The report compares one kernel per strategy (traffic per macro tile and k): no split-K plan.
+    if options.get("split_k", "auto") == "auto":
+        options["split_k"] = 1
+    if options["split_k"] != 1 or options.get("local_split", 1) != 1:
+        from vlpc.errors import VlpcError
+        raise VlpcError("vlpc report compares single kernels per strategy: use --split-k 1 --local-split 1 "
+                        "(split-K plans: vlpc compile --print-plan, vlpc run)")
     ctx = make_context()
     module = parse(text, filename, ctx)
     run_passes(module, pipeline(target, strategy=strategy, **options), ctx)

@@ -187,8 +187,7 @@ def cmd_run(args) -> int:
             if it:
                 dev.write(bufs[2], c0)
             t = time.perf_counter()
-            stats = dev.launch(co, kernel.name, grid=launch.grid, block=launch.block, args=kargs,
-                               buffer_sizes=sizes)
+            stats = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, buffer_sizes=sizes)
             walls.append(time.perf_counter() - t)
         out = dev.download(bufs[2], dtype, (p.m, p.ldc))
     finally:
@@ -196,6 +195,10 @@ def cmd_run(args) -> int:
             dev.free(buf)
 
     print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}) alpha={args.alpha} beta={args.beta}")
+    steps = kernel.plan(p.m, p.n, p.k)
+    if len(steps) > 1:
+        print("  plan: " + ", then ".join(f"{st.kernel} grid {st.grid}" for st in steps)
+              + f"; workspace {kernel.workspace_bytes(p.m, p.ldc)} bytes")
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
           f"launch wall time {min(walls):.3f} s (best of {len(walls)})")
     if dev.name == "emulator" and stats is not None:
