@@ -29,6 +29,22 @@ Kernel ABI (kernarg segment, byte offsets): A, B, C pointers at 0, 8, 16
 (global buffers); M, N, K, lda, ldb, ldc as i32 at 24..44; alpha, beta at 48, 52
 (f32).  Grid: (N / macro_n, M / macro_m, 1) workgroups of (macro_n, 1, 1) work-items.
 
+M given at launch (``?``) may be smaller than the macro tile's M.  The last row tile
+is moved up to end at row M, which needs M >= macro_m (row0 = M - macro_m would be
+negative and the A scalar loads would read rows past M), so for a dynamic M the pass
+also builds row-narrow companions ``<name>_rows8`` and ``<name>_rows1``: the same
+kernel (same arguments, epilogue, layout, batch) for a clone of the matmul with an
+R x macro_n macro tile (R = 8, 1; only those with R < macro_m), unsplit.  Their launch
+information has role ``rows``, the main kernel's lists them under ``small_m``, and
+they are in no split plan: for M < macro_m the runtime (``CompiledKernel.plan``) runs
+the companion with the largest R <= M alone, on a (ceil(N/macro_n), ceil(M/R), batch)
+grid, instead of the whole plan.  Two of them, because one row per workgroup is always
+correct but reads B once per row (M times); 8 rows read it ceil(M/8) times and fill
+the FMA pipe with 8 independent accumulators, for M from 8 up.  Each costs about a
+third of the main kernel's compile time (R = 8: 26 VGPRs, R = 1: 19; ``vlpc compile -v``).
+With one batch of A values per K step (R x k_step dwords <= 32, as for R = 1 or a static
+M of 1 or 2), the next step's A is loaded after the step's FMAs, into the same SGPRs.
+
 Errors: layouts other than NT, f64 (a later issue), and missing plan properties.
 """
 
@@ -92,7 +108,11 @@ def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False, worksp
         off = -(-off // 8) * 8
         args.append(("workspace", off, 8, "global_buffer", f"{dtype}*"))
         off += 8
-    return [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
+    out = [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
+    for a in out:  # the kernels write C and the workspace (metadata .actual_access)
+        if a["value_kind"] == "global_buffer":
+            a["access"] = "read_write" if a["name"] in ("C", "workspace") else "read_only"
+    return out
 
 
 KERNARG_OFFSET = {a["name"]: a["offset"] for a in kernarg_layout("f32")}
@@ -474,7 +494,7 @@ class SqcKernelBuilder:
                     last = bi == len(step_batches) - 1
                     if not last:
                         nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
-                    else:  # the next step's offsets are needed only from here on
+                    elif bi:  # the next step's offsets are needed only from here on
                         nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
                     for r, kk, pi, _ in fma_order(bp, last):
                         acc[r] = be(fma_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
@@ -484,6 +504,8 @@ class SqcKernelBuilder:
                                 b_next = b_step_base(pref)
                             new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
                         n += 1
+                    if last and not bi:  # one batch (a few rows): the next step's A goes into its SGPRs
+                        nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]  # after its FMAs
                     cur = nxt
                 be(gcn.SCmpLgU32Op(koff, kmax))
                 be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
@@ -677,7 +699,7 @@ class SqcKernelBuilder:
                 continue
             sums: list[SSAValue | None] = [None] * len(rows)
             if out_kind == "reduce":  # the S partials of each row, summed in slice order
-                if g0 == 0:
+                if g0 == 0 or shift is not None:  # every row of the tile, the shifted ones too
                     e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
                 parts = [[e(c_load(voff_ws[j], wp, comment=f"partial {j} row {r}")).vdst
                           for j in range(self.split)] for r, wp in zip(rows, ws_ptrs)]
@@ -852,6 +874,11 @@ class ConvertGemmToGcnPass(ModulePass):
     strategy: str = "sqc"
     target: str = "gfx906"
 
+    #: Row counts R of the row-narrow companions ``<name>_rows<R>`` built when M is given
+    #: at launch (those below the macro tile's M): the runtime runs the largest R <= M
+    #: alone when M is smaller than the macro tile's M (see the module docstring).
+    ROWS_TILES = (8, 1)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         get_target(self.target)
         for mm in list(matmuls(op)):
@@ -905,9 +932,41 @@ class ConvertGemmToGcnPass(ModulePass):
                 steps = ",".join(k.sym_name.data for k in kernels)
                 for k in kernels:  # the launch order, for the runtime
                     k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
+            if self.strategy == "sqc" and shape.m < 0:  # M at launch may be below the macro tile's M
+                rows = [self._rows_kernel(mm, name, r) for r in self.ROWS_TILES if r < mt_m]
+                if rows:
+                    main = kernels[0] if kernels[0].sym_name.data == name else kernels[1]
+                    main.attributes["launch"] = DictionaryAttr({
+                        **main.attributes["launch"].data,
+                        "small_m": StringAttr(",".join(k.sym_name.data for k in rows))})
+                    kernels += rows
             for kernel in kernels:
                 consts.record(kernel)  # their values go to the launch information; the kernel takes them as arguments
                 kernel.location = mm.location
                 fn.parent_block().insert_op_before(kernel, fn)
             fn.detach()
             fn.erase()
+
+    @staticmethod
+    def _rows_kernel(mm: MatmulOp, name: str, r: int) -> gcn.KernelOp:
+        """``<name>_rows<r>``: the kernel of ``mm`` with an r x macro_n tile, unsplit, for a
+        launch-time M below the macro tile's M (the launch info's role ``rows``)."""
+        clone = mm.clone()  # never inserted: the builder reads only its operands' types and properties
+        try:
+            _, mt_n = mm.get_int_array("macro_tile")
+            clone.set_int_array("macro_tile", (r, mt_n))
+            clone.set_int_array("micro_tile", (r, 1))
+            clone.set_int_array("wg_tile", (r, mt_n))
+            clone.set_int_array("sg_tile", (r, mm.get_int_array("sg_tile")[1]))
+            clone.set_int_array("local_range", (1, mm.get_int_array("local_range")[1]))
+            clone.set_int_array("grid", (mm.get_int_array("grid")[0], -1, 1))
+            clone.set_int_array("workgroup_size", (mt_n, 1, 1))
+            clone.set_int("split_k", 1)
+            clone.set_int("local_split", 1)
+            clone.set_int("k_per_split", -1 if mm.shape().k < 0 else mm.shape().k)
+            clone.properties.pop("split_mode", None)
+            kernel = SqcKernelBuilder(clone, f"{name}_rows{r}").build()
+        finally:
+            clone.erase()
+        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "role": StringAttr("rows")})
+        return kernel

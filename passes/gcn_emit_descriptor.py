@@ -112,7 +112,7 @@ class GcnEmitDescriptorPass(ModulePass):
                          ".value_kind": a["value_kind"], ".type_name": a["type"]}
                 if a["value_kind"] == "global_buffer":
                     entry[".address_space"] = "global"
-                    entry[".actual_access"] = "read_write" if a["name"] == "C" else "read_only"
+                    entry[".actual_access"] = a.get("access", "read_write" if a["name"] == "C" else "read_only")
                 meta_args.append(entry)
             meta = {
                 ".name": kernel.sym_name.data,
