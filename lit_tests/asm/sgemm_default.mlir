@@ -1,6 +1,7 @@
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --emit asm | filecheck %s
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --emit asm | filecheck %s --check-prefix=NOLDS
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906:sramecc+:xnack- --emit asm | filecheck %s --check-prefix=TID
+// The unsplit kernel (the automatic split-K plan for this shape is S=2: see passes/split_k_*.mlir).
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --emit asm | filecheck %s
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --emit asm | filecheck %s --check-prefix=NOLDS
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906:sramecc+:xnack- --split-k 1 --emit asm | filecheck %s --check-prefix=TID
 
 // CHECK: .amdgcn_target "amdgcn-amd-amdhsa--gfx906"
 // CHECK: .amdhsa_code_object_version 5
