@@ -169,6 +169,7 @@ def test_local_split(local, split, mode):
 
 def test_local_split_f64_and_launch_k():
     assert run(gemm(32, 64, 200, dtype="f64"), local_split=2, split_k=1).verified
+    assert run(gemm(32, 64, 200, dtype="f64"), local_split=2, split_k=2, split_mode="atomic").verified
     assert run(gemm(64, 256, 0, dynamic="k"), k=777, local_split=2, split_k=2).verified
 
 
