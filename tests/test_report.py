@@ -110,3 +110,18 @@ def test_png_needs_matplotlib(tmp_path, capsys):
     assert main(["report", str(f), "--strategies", "sqc", "-o", str(tmp_path / "o"),
                  "--chart", str(tmp_path / "c.png")]) == 1
     assert "matplotlib" in capsys.readouterr().err
+
+
+def test_refuses_f64_and_split_plans(tmp_path, capsys):
+    """The seed's table is in 32-bit units and compares one kernel per strategy."""
+    from pathlib import Path
+
+    src = (Path(__file__).parent.parent / "examples" / "sgemm_nt.mlir").read_text()
+    f = tmp_path / "d.mlir"
+    f.write_text(src.replace("f32", "f64"))
+    assert main(["report", str(f), "--strategies", "sqc,lds", "-o", str(tmp_path / "r")]) == 1
+    assert "must be f32" in capsys.readouterr().err
+    g = tmp_path / "s.mlir"
+    g.write_text(src)
+    assert main(["report", str(g), "--split-k", "2", "-o", str(tmp_path / "r")]) == 1
+    assert "--split-k 1" in capsys.readouterr().err

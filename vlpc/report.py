@@ -425,6 +425,11 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
                         "(split-K plans: vlpc compile --print-plan, vlpc run)")
     ctx = make_context()
     module = parse(text, filename, ctx)
+    from vlpc.dialects.gemm import MatmulOp
+    if any(isinstance(o, MatmulOp) and o.shape().dtype != "f32" for o in module.walk()):
+        from vlpc.errors import VlpcError
+        raise VlpcError("vlpc report reproduces the seed's SGEMM table (units of 32-bit elements): the input "
+                        "must be f32; run an f64 kernel with vlpc run or vlpc bench")
     run_passes(module, pipeline(target, strategy=strategy, **options), ctx)
     tid = TargetId.parse(target)
     asm = print_assembly(module, tid, header_lines(module, tid.target.name))
