@@ -269,6 +269,15 @@ class CompiledKernel:
 
     ``launch(m, n, k)`` gives the grid and workgroup size for a problem (sizes in
     elements); it raises :class:`VlpcError` for sizes the kernel cannot handle.
+
+    M given at launch below the macro tile's M: the sqc kernel moves its last row tile
+    up to end at row M, which cannot work when the matrix is shorter than one tile, so
+    ``convert-gemm-to-gcn`` also builds row-narrow companions ``<name>_rows8`` (an 8 x
+    macro_n tile) and ``<name>_rows1`` (one row), listed in the launch info's
+    ``small_m`` (role ``rows``; those with fewer rows than the macro tile).  For such
+    an M, :meth:`plan` is the companion with the most rows <= M, alone and unsplit (it
+    replaces a split-K plan as well: a short matrix gains nothing from slicing K), and
+    :meth:`launch` gives its grid; :meth:`rows_kernel` says which one runs.
     """
 
     name: str
@@ -282,7 +291,8 @@ class CompiledKernel:
     code_object: bytes = field(default=b"", repr=False)
     #: The full target id the code object is for, e.g. ``gfx906:sramecc+:xnack-``.
     target_id: str = ""
-    #: The other kernels of a split-K plan (``<name>_reduce`` or ``<name>_scale``), by name.
+    #: The other kernels of the plan, by name: of a split-K plan (``<name>_reduce`` or
+    #: ``<name>_scale``), and the row-narrow kernels for a small M (``<name>_rows<R>``).
     companions: dict[str, CompiledKernel] = field(default_factory=dict, repr=False)
 
     @property
@@ -301,16 +311,34 @@ class CompiledKernel:
         return int(self.launch_info.get("local_split", 1))
 
     def workspace_bytes(self, m: int, ldc: int) -> int:
-        """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0."""
-        if self.split_mode != "workspace":
+        """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0
+        (also 0 when a row-narrow companion computes a small M: it is not split)."""
+        if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
             return 0
         esz = 4 if self.launch_info.get("dtype", "f32") == "f32" else 8
         return self.split_k * m * ldc * esz
 
+    def rows_kernel(self, m: int) -> CompiledKernel | None:
+        """The row-narrow companion that computes a problem of M rows alone (M given at
+        launch and below the macro tile's M): the one with the most rows <= M.  None when
+        the plan of this kernel runs (M static or at least the macro tile's M, or no
+        companion: strategy lds, a kernel compiled before they existed)."""
+        li = self.launch_info
+        if li.get("static_m", 0) >= 0 or m >= li["macro_m"]:
+            return None
+        fits = [self.companions[x] for x in str(li.get("small_m", "")).split(",")
+                if x in self.companions and 0 < self.companions[x].launch_info["macro_m"] <= m]
+        return max(fits, key=lambda c: c.launch_info["macro_m"], default=None)
+
     def plan(self, m: int, n: int, k: int, batch: int | None = None) -> list[PlanStep]:
         """The launches, in order, that compute an M x N x K problem: this kernel alone, or
-        with the reduce kernel after it (workspace mode) or the scale kernel before it (atomic)."""
+        with the reduce kernel after it (workspace mode) or the scale kernel before it (atomic);
+        for an M (given at launch) below the macro tile's M, the row-narrow companion alone
+        (:meth:`rows_kernel`; unsplit, whatever the split-K plan)."""
         main = self.launch(m, n, k, batch)
+        rows = self.rows_kernel(m)
+        if rows is not None:
+            return [PlanStep(rows.name, main.grid, main.block)]
         steps = []
         for name in str(self.launch_info.get("plan", self.name)).split(","):
             if name == self.name:
@@ -383,9 +411,10 @@ class CompiledKernel:
         for dim, val in (("M", m), ("N", n), ("K", k)):
             if val <= 0:
                 raise VlpcError(f"{dim}={val}: sizes must be at least 1")
-        if li["static_m"] < 0 and m < li["macro_m"]:
-            raise VlpcError(f"M={m} is smaller than the macro tile's {li['macro_m']} rows: compile with a "
-                            "static M or a smaller macro tile")
+        if li["static_m"] < 0 and m < li["macro_m"] and self.rows_kernel(m) is None:
+            raise VlpcError(f"M={m} is smaller than the macro tile's {li['macro_m']} rows and kernel "
+                            f"{self.name} has no row-narrow companion for it (strategy "
+                            f"{li.get('strategy', 'sqc')}): compile with a static M or a smaller macro tile")
         if li.get("full_tiles_only"):  # a kernel without edge handling (strategy lds)
             for dim, val, tile in (("M", m, li["macro_m"]), ("N", n, li["macro_n"]), ("K", k, li["k_step"])):
                 if val % tile:
@@ -400,8 +429,16 @@ class CompiledKernel:
 
     def launch(self, m: int, n: int, k: int, batch: int | None = None) -> LaunchConfig:
         """Grid (workgroups) and block (work-items) for an M x N x K problem; a strided
-        batch runs its ``batch`` products in grid z (workgroup id z is the batch index)."""
+        batch runs its ``batch`` products in grid z (workgroup id z is the batch index).
+
+        This is the launch of this kernel, the main one of its plan (a split plan's reduce
+        or scale kernel runs with the same grid x and y, see :meth:`plan`), except for an M
+        below the macro tile's M given at launch: then the row-narrow companion that
+        replaces the plan (:meth:`rows_kernel`), grid ``(ceil(N/macro_n), ceil(M/R), batch)``."""
         self.check_sizes(m, n, k)
+        rows = self.rows_kernel(m)
+        if rows is not None:
+            return rows.launch(m, n, k, batch)
         li = self.launch_info
         static_batch = li.get("batch", 0)
         if static_batch == 0:
@@ -547,13 +584,15 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
         li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
         meta = metadata_json(k)
         ck = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"], asm, code, result.target_id)
-        if "role" in li:  # a companion of a split-K plan: reached through its main kernel
+        if "role" in li:  # a companion (split-K plan, small M): reached through its main kernel
             companions[k.sym_name.data] = ck
         else:
             result.kernels[k.sym_name.data] = ck
     for ck in result.kernels.values():
-        for name in str(ck.launch_info.get("plan", ck.name)).split(","):
-            if name != ck.name:
+        names = [*str(ck.launch_info.get("plan", ck.name)).split(","),
+                 *str(ck.launch_info.get("small_m", "")).split(",")]
+        for name in names:
+            if name and name != ck.name:
                 ck.companions[name] = companions[name]
     return result
 
