@@ -464,7 +464,6 @@ def _combine_stats(per_iteration: list[list]):
     """One statistics object for a plan: emulator counters summed over the kernels of the
     last iteration, or HIP kernel times summed over the kernels of each iteration."""
     import copy
-    import dataclasses
 
     last = per_iteration[-1]
     if len(last) == 1 and len(per_iteration) == 1:
@@ -476,8 +475,11 @@ def _combine_stats(per_iteration: list[list]):
         return total
     if hasattr(last[0], "kernel_ms"):
         ms = [sum(sum(st.kernel_ms) for st in its) for its in per_iteration]
-        return dataclasses.replace(last[0], kernel_name="+".join(st.kernel_name for st in last), kernel_ms=ms,
-                                   wall_s=sum(st.wall_s for its in per_iteration for st in its))
+        total = copy.copy(last[0])
+        total.kernel_name = "+".join(st.kernel_name for st in last)
+        total.kernel_ms = ms
+        total.wall_s = sum(st.wall_s for its in per_iteration for st in its)
+        return total
     return last[-1]
 
 
