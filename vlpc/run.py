@@ -196,7 +196,7 @@ def cmd_run(args) -> int:
 
     print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}) alpha={args.alpha} beta={args.beta}")
     steps = kernel.plan(p.m, p.n, p.k)
-    if len(steps) > 1:
+    if len(steps) > 1 or steps[0].kernel != kernel.name:
         print("  plan: " + ", then ".join(f"{st.kernel} grid {st.grid}" for st in steps)
               + f"; workspace {kernel.workspace_bytes(p.m, p.ldc)} bytes")
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
