@@ -1,0 +1,273 @@
+"""A compiled kernel at run time: its launch planning (grid, split-K plan, row-narrow
+companions for a small M) and the execution of that plan on a device.
+
+Public names (also re-exported from :mod:`vlpc` and, for compatibility, from
+:mod:`vlpc.pipeline`): :class:`CompiledModule` (what :func:`vlpc.compile` returns),
+:class:`CompiledKernel`, :class:`LaunchConfig`, :class:`PlanStep`.  The pass pipeline that
+produces them is :mod:`vlpc.pipeline`; this module depends on nothing of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from vlpc.errors import VlpcError
+
+
+@dataclass
+class LaunchConfig:
+    """How the host launches a kernel: ``grid`` in workgroups, ``block`` in work-items."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
+class PlanStep:
+    """One launch of a kernel plan: the kernel's name, its grid (workgroups) and block (work-items)."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
+class CompiledKernel:
+    """One kernel of a compiled module.
+
+    ``launch(m, n, k)`` gives the grid and workgroup size for a problem (sizes in
+    elements); it raises :class:`VlpcError` for sizes the kernel cannot handle.
+
+    M given at launch below the macro tile's M: the sqc kernel moves its last row tile
+    up to end at row M, which cannot work when the matrix is shorter than one tile, so
+    ``convert-gemm-to-gcn`` also builds row-narrow companions ``<name>_rows8`` (an 8 x
+    macro_n tile) and ``<name>_rows1`` (one row), listed in the launch info's
+    ``small_m`` (role ``rows``; those with fewer rows than the macro tile).  For such
+    an M, :meth:`plan` is the companion with the most rows <= M, alone and unsplit (it
+    replaces a split-K plan as well: a short matrix gains nothing from slicing K), and
+    :meth:`launch` gives its grid; :meth:`rows_kernel` says which one runs.
+    """
+
+    name: str
+    metadata: dict
+    launch_info: dict
+    vgprs: int
+    sgprs: int
+    #: The assembly text of the module the kernel is in (``.s``).
+    asm: str = field(default="", repr=False)
+    #: The code object (ELF ``.hsaco``) bytes holding the kernel.
+    code_object: bytes = field(default=b"", repr=False)
+    #: The full target id the code object is for, e.g. ``gfx906:sramecc+:xnack-``.
+    target_id: str = ""
+    #: The other kernels of the plan, by name: of a split-K plan (``<name>_reduce`` or
+    #: ``<name>_scale``), and the row-narrow kernels for a small M (``<name>_rows<R>``).
+    companions: dict[str, CompiledKernel] = field(default_factory=dict, repr=False)
+
+    @property
+    def split_k(self) -> int:
+        """S, the K slices across workgroups (1: no split; see ``gemm-split-k``)."""
+        return int(self.launch_info.get("split_k", 1))
+
+    @property
+    def split_mode(self) -> str:
+        """``workspace``, ``atomic``, or ``none`` when K is not split across workgroups."""
+        return str(self.launch_info.get("split_mode", "none"))
+
+    @property
+    def local_split(self) -> int:
+        """L, the K slices across the wavefront groups of a workgroup."""
+        return int(self.launch_info.get("local_split", 1))
+
+    def workspace_bytes(self, m: int, ldc: int) -> int:
+        """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0
+        (also 0 when a row-narrow companion computes a small M: it is not split)."""
+        if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
+            return 0
+        esz = 4 if self.launch_info.get("dtype", "f32") == "f32" else 8
+        return self.split_k * m * ldc * esz
+
+    def rows_kernel(self, m: int) -> CompiledKernel | None:
+        """The row-narrow companion that computes a problem of M rows alone (M given at
+        launch and below the macro tile's M): the one with the most rows <= M.  None when
+        the plan of this kernel runs (M static or at least the macro tile's M, or no
+        companion: strategy lds, a kernel compiled before they existed)."""
+        li = self.launch_info
+        if li.get("static_m", 0) >= 0 or m >= li["macro_m"]:
+            return None
+        fits = [self.companions[x] for x in str(li.get("small_m", "")).split(",")
+                if x in self.companions and 0 < self.companions[x].launch_info["macro_m"] <= m]
+        return max(fits, key=lambda c: c.launch_info["macro_m"], default=None)
+
+    def plan(self, m: int, n: int, k: int, batch: int | None = None) -> list[PlanStep]:
+        """The launches, in order, that compute an M x N x K problem: this kernel alone, or
+        with the reduce kernel after it (workspace mode) or the scale kernel before it (atomic);
+        for an M (given at launch) below the macro tile's M, the row-narrow companion alone
+        (:meth:`rows_kernel`; unsplit, whatever the split-K plan)."""
+        main = self.launch(m, n, k, batch)
+        rows = self.rows_kernel(m)
+        if rows is not None:
+            return [PlanStep(rows.name, main.grid, main.block)]
+        steps = []
+        for name in str(self.launch_info.get("plan", self.name)).split(","):
+            if name == self.name:
+                steps.append(PlanStep(name, main.grid, main.block))
+            else:
+                other = self.companions[name]
+                steps.append(PlanStep(name, (main.grid[0], main.grid[1], 1),
+                                      (other.launch_info["workgroup_size"], 1, 1)))
+        return steps
+
+    def execute(self, device, code_object, args: Sequence, m: int, n: int, k: int, ldc: int | None = None,
+                batch: int | None = None, *, buffer_sizes: dict | None = None, iterations: int = 1,
+                warmup: int = 0):
+        """Run the plan on ``device``: allocate the workspace (appended to ``args``), launch each
+        kernel in order, free the workspace.  ``args`` are the kernel arguments without it.
+
+        Returns the launch statistics of the plan: the emulator's counters summed over its
+        kernels, or HIP event times summed per iteration (``iterations``/``warmup`` apply to
+        the whole plan, so an atomic plan's scale kernel runs once per iteration)."""
+        steps = self.plan(m, n, k, batch)
+        ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n)
+        ws = device.alloc(ws_bytes) if ws_bytes else None
+        full = [*args, ws] if ws is not None else list(args)
+        sizes = dict(buffer_sizes or {})
+        if ws is not None and buffer_sizes is not None:
+            sizes[len(full) - 1] = ws_bytes
+        kw: dict = {"buffer_sizes": sizes} if buffer_sizes is not None else {}
+        per_iteration = []
+        try:
+            for it in range(warmup + iterations):
+                stats = [device.launch(code_object, s.kernel, grid=s.grid, block=s.block, args=full, **kw)
+                         for s in steps]
+                if it >= warmup:
+                    per_iteration.append(stats)
+        finally:
+            if ws is not None:
+                device.free(ws)
+        return _combine_stats(per_iteration)
+
+    @property
+    def layout(self) -> str:
+        """BLAS ``transa``/``transb`` letters of the compiled product (``"NT"``...)."""
+        return str(self.launch_info.get("layout", "NT"))
+
+    @property
+    def alpha(self) -> float | None:
+        """alpha when the IR fixed it (an ``arith.constant``, e.g. 1.0 from linalg), else None."""
+        v = self.launch_info.get("alpha")
+        return None if v is None else float(v)
+
+    @property
+    def beta(self) -> float | None:
+        """beta when the IR fixed it (1.0 for linalg's accumulate, 0.0 after a zero fill), else None."""
+        v = self.launch_info.get("beta")
+        return None if v is None else float(v)
+
+    @property
+    def kernargs(self) -> list[dict]:
+        """The kernel arguments (``.args`` of the metadata): name, offset, size, value kind."""
+        return list(self.metadata.get(".args", []))
+
+    def check_sizes(self, m: int, n: int, k: int, lda: int | None = None, ldb: int | None = None,
+                    ldc: int | None = None) -> None:
+        """Refuse sizes the kernel cannot compute (raises :class:`VlpcError`)."""
+        li = self.launch_info
+        for dim, val in (("M", m), ("N", n), ("K", k), ("lda", lda), ("ldb", ldb), ("ldc", ldc)):
+            static = li[f"static_{dim.lower()}"]
+            if val is not None and static >= 0 and val != static:
+                raise VlpcError(f"{self.name} was compiled for {dim}={static}, got {dim}={val}")
+        for dim, val in (("M", m), ("N", n), ("K", k)):
+            if val <= 0:
+                raise VlpcError(f"{dim}={val}: sizes must be at least 1")
+        if li["static_m"] < 0 and m < li["macro_m"] and self.rows_kernel(m) is None:
+            raise VlpcError(f"M={m} is smaller than the macro tile's {li['macro_m']} rows and kernel "
+                            f"{self.name} has no row-narrow companion for it (strategy "
+                            f"{li.get('strategy', 'sqc')}): compile with a static M or a smaller macro tile")
+        if li.get("full_tiles_only"):  # a kernel without edge handling (strategy lds)
+            for dim, val, tile in (("M", m, li["macro_m"]), ("N", n, li["macro_n"]), ("K", k, li["k_step"])):
+                if val % tile:
+                    raise VlpcError(f"{dim}={val} is not a multiple of {tile}: kernel {self.name} (strategy "
+                                    f"{li.get('strategy', '?')}) computes whole tiles only")
+        layout = li.get("layout", "NT")
+        lda_min = k if layout[0] == "N" else m  # A stored M x K, or K x M
+        ldb_min = n if layout[1] == "N" else k  # B stored K x N, or N x K
+        for name, ld, minimum in (("lda", lda, lda_min), ("ldb", ldb, ldb_min), ("ldc", ldc, n)):
+            if ld is not None and ld < minimum:
+                raise VlpcError(f"{name}={ld} is smaller than {minimum}")
+
+    def launch(self, m: int, n: int, k: int, batch: int | None = None) -> LaunchConfig:
+        """Grid (workgroups) and block (work-items) for an M x N x K problem; a strided
+        batch runs its ``batch`` products in grid z (workgroup id z is the batch index).
+
+        This is the launch of this kernel, the main one of its plan (a split plan's reduce
+        or scale kernel runs with the same grid x and y, see :meth:`plan`), except for an M
+        below the macro tile's M given at launch: then the row-narrow companion that
+        replaces the plan (:meth:`rows_kernel`), grid ``(ceil(N/macro_n), ceil(M/R), batch)``."""
+        self.check_sizes(m, n, k)
+        rows = self.rows_kernel(m)
+        if rows is not None:
+            return rows.launch(m, n, k, batch)
+        li = self.launch_info
+        static_batch = li.get("batch", 0)
+        if static_batch == 0:
+            if batch not in (None, 1):
+                raise VlpcError(f"{self.name} is not a batched kernel (batch={batch}): give A, B and C as "
+                                "3-D memrefs (batch, rows, columns) for a strided batch")
+            z = 1
+        else:
+            if batch is None:
+                if static_batch < 0:
+                    raise VlpcError(f"{self.name} takes its batch count at launch: give batch=")
+                batch = static_batch
+            if static_batch > 0 and batch != static_batch:
+                raise VlpcError(f"{self.name} was compiled for batch={static_batch}, got batch={batch}")
+            if batch < 1:
+                raise VlpcError(f"batch={batch}: the batch count must be at least 1")
+            z = batch
+        z *= self.split_k  # workgroup id z is the K slice of a split-K plan
+        return LaunchConfig((-(-n // li["macro_n"]), -(-m // li["macro_m"]), z), (li["workgroup_size"], 1, 1))
+
+
+def _combine_stats(per_iteration: list[list]):
+    """One statistics object for a plan: emulator counters summed over the kernels of the
+    last iteration, or HIP kernel times summed over the kernels of each iteration."""
+    import copy
+
+    last = per_iteration[-1]
+    if len(last) == 1 and len(per_iteration) == 1:
+        return last[0]
+    if hasattr(last[0], "merge"):
+        total = copy.deepcopy(last[0])
+        for st in last[1:]:
+            total.merge(st)
+        return total
+    if hasattr(last[0], "kernel_ms"):
+        ms = [sum(sum(st.kernel_ms) for st in its) for its in per_iteration]
+        total = copy.copy(last[0])
+        total.kernel_name = "+".join(st.kernel_name for st in last)
+        total.kernel_ms = ms
+        total.wall_s = sum(st.wall_s for its in per_iteration for st in its)
+        return total
+    return last[-1]
+
+
+@dataclass
+class CompiledModule:
+    """The result of :func:`compile`: assembly, code object and per-kernel information."""
+
+    asm: str
+    code_object: bytes
+    target_id: str
+    kernels: dict[str, CompiledKernel] = field(default_factory=dict)
+    toolchain: str = ""
+
+    def kernel(self, name: str | None = None) -> CompiledKernel:
+        if name is None:
+            if len(self.kernels) != 1:
+                raise VlpcError(f"the module has {len(self.kernels)} kernels; name one of {', '.join(self.kernels)}")
+            return next(iter(self.kernels.values()))
+        try:
+            return self.kernels[name]
+        except KeyError:
+            raise VlpcError(f"no kernel '{name}' (have: {', '.join(self.kernels)})") from None
