@@ -18,6 +18,17 @@ The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 
 __version__ = "0.1.0"
 
+# In the source tree dialects/, passes/ and runtime/ sit next to this folder (pyproject's package-dir
+# installs them as vlpc.dialects...).  When this folder is imported from the repository root (python
+# started there, cwd first on sys.path, shadowing an installed vlpc), find the submodules there too.
+import os as _os  # noqa: E402
+
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "dialects")) and all(
+        _os.path.isfile(_os.path.join(_root, d, "__init__.py")) for d in ("dialects", "passes", "runtime")):
+    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+del _os, _root
+
 from vlpc.pipeline import (CompiledKernel, CompiledModule, LaunchConfig, compile, parse, pipeline,  # noqa: E402
                            pipeline_options, pipeline_spec)
 
