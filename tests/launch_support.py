@@ -1,0 +1,37 @@
+"""Launch a compiled kernel directly (no vlpc.run, no vlpc checker) and return all of C.
+
+For tests that must see C's padding beyond N or a batch's gaps, or that must not depend on
+the product's own verification.  The result is checked with tests/reference.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlpc.runtime import get_device, load_code_object
+
+
+def launch(kern, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float,
+           m: int, n: int, k: int, *, bias: np.ndarray | None = None, lds: tuple[int, int, int] | None = None,
+           batch: int | None = None, strides: tuple[int, int, int] | None = None,
+           strict: bool = True) -> np.ndarray:
+    """Run ``kern`` (a CompiledKernel) on the emulator with exactly-sized buffers; C as stored after.
+
+    ``a``, ``b``, ``c``: stored arrays (2-D: row stride = last extent; flat with ``lds`` and
+    ``strides`` for a strided batch).  Returns C with ``c``'s shape and dtype.
+    """
+    dt = c.dtype.type
+    dev = get_device("emulator", strict=strict)
+    arrays = [np.ascontiguousarray(x) for x in (a, b, c)] + ([np.ascontiguousarray(bias)] if bias is not None else [])
+    bufs = [dev.upload(x) for x in arrays]
+    lda, ldb, ldc = lds if lds is not None else (a.shape[-1], b.shape[-1], c.shape[-1])
+    try:
+        args = [*bufs[:3], *(np.int32(v) for v in (m, n, k, lda, ldb, ldc)), dt(alpha), dt(beta), *bufs[3:]]
+        if strides is not None:
+            args += [np.int32(s) for s in strides]
+        kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, ldc, batch,
+                     buffer_sizes={i: x.nbytes for i, x in enumerate(arrays)})
+        return dev.download(bufs[2], dt, c.shape)
+    finally:
+        for buf in bufs:
+            dev.free(buf)
