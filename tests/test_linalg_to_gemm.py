@@ -11,6 +11,8 @@ from vlpc.errors import DiagnosticError
 from vlpc.passes.convert_linalg_to_gemm import ConvertLinalgToGemmPass
 from vlpc.pipeline import make_context, parse, print_ir
 
+from reference import assert_gemm_close, check_run, gemm_reference
+
 #: Small tiles: compiling takes about half a second (the default 64x256 tile takes seconds).
 SMALL = dict(macro_tile=(16, 64), micro_tile=(16, 1), k_step=8)
 
@@ -203,20 +205,13 @@ def test_gemm_input_is_untouched():
     ("TN", named("matmul_transpose_a", "TN")),
     ("TT", named("matmul", "TT", f"indexing_maps = {maps_attr('TT')} ")),
 ])
-def test_every_layout_runs_or_is_a_located_error(layout, text):
-    """Each linalg form computes C += op(A) op(B) on the emulator; a layout the code generator
-    does not handle (yet) is refused with an error at the linalg op."""
-    try:
-        compiled = vlpc.compile(text, filename="in.mlir", **SMALL)
-    except DiagnosticError as e:
-        assert (e.file, e.line, e.col) == ("in.mlir", 2, 3) and "layout" in e.message
-        pytest.skip(f"layout {layout}: {e.message}")
-    r = vlpc.run(compiled, seed=4)
-    a, b, c = r.inputs["A"], r.inputs["B"], r.inputs["C"]
-    op_a = a if layout[0] == "N" else a.T
-    op_b = b if layout[1] == "N" else b.T
-    assert r.verified and compiled.kernel().layout == layout
-    np.testing.assert_allclose(r.c, c + op_a @ op_b, rtol=1e-5, atol=1e-4)
+def test_every_layout_runs(layout, text):
+    """Each linalg form computes C += op(A) op(B) on the emulator (README: all four layouts are
+    supported, so a refusal here is a failure, not a skip); checked against tests/reference.py."""
+    compiled = vlpc.compile(text, filename="in.mlir", **SMALL)
+    r = vlpc.run(compiled, seed=4, verify=False)
+    assert compiled.kernel().layout == layout and (r.alpha, r.beta) == (1.0, 1.0)
+    check_run(r)
 
 
 def test_compile_and_run_accumulates_into_c():
@@ -228,9 +223,9 @@ def test_compile_and_run_accumulates_into_c():
     compiled = vlpc.compile(named("matmul_transpose_b", "NT"), **SMALL)
     kernel = compiled.kernel()
     assert (kernel.alpha, kernel.beta, kernel.layout) == (1.0, 1.0, "NT")
-    r = vlpc.run(compiled, a, b, c)
-    assert r.verified and (r.alpha, r.beta) == (1.0, 1.0)
-    np.testing.assert_allclose(r.c, c + a @ b.T, rtol=1e-5, atol=1e-4)
+    r = vlpc.run(compiled, a, b, c, verify=False)
+    assert (r.alpha, r.beta) == (1.0, 1.0)
+    assert_gemm_close(r.c, *gemm_reference(a, b, c, 1.0, 1.0, layout="NT"))
 
 
 def test_compile_and_run_zero_fill():
@@ -238,15 +233,14 @@ def test_compile_and_run_zero_fill():
     text = func(f"""  %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : {c})
   linalg.matmul_transpose_b ins(%a, %b : {a}, {b}) outs(%c : {c})""", a, b, c)
-    r = vlpc.run(text, c=np.full((16, 64), np.nan, np.float32), **SMALL)  # beta = 0: C is never read
-    assert r.beta == 0.0 and r.verified
-    np.testing.assert_allclose(r.c, r.inputs["A"] @ r.inputs["B"].T, rtol=1e-5, atol=1e-4)
+    r = vlpc.run(text, c=np.full((16, 64), np.nan, np.float32), verify=False, **SMALL)  # beta = 0: C is never read
+    assert r.beta == 0.0 and np.isfinite(r.c).all()
+    check_run(r)
 
 
 def test_f64_linalg_runs():
     """f64 linalg raises to a DGEMM with f64 alpha/beta constants (1, 1)."""
     text = named("matmul_transpose_b", "NT").replace("xf32>", "xf64>")
-    r = vlpc.run(text, seed=2, **SMALL)
-    assert r.verified and r.c.dtype == np.float64 and (r.alpha, r.beta) == (1.0, 1.0)
-    a, b, c = r.inputs["A"], r.inputs["B"], r.inputs["C"]
-    np.testing.assert_allclose(r.c, c + a @ b.T, rtol=1e-12, atol=1e-12)
+    r = vlpc.run(text, seed=2, verify=False, **SMALL)
+    assert r.c.dtype == np.float64 and (r.alpha, r.beta) == (1.0, 1.0)
+    check_run(r)
