@@ -23,6 +23,8 @@ the plan is for; None: 60, gfx906's MI50).  See ``passes/gemm_split_k.py``.
 
 from __future__ import annotations
 
+import operator
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -164,6 +166,8 @@ class Options:
     split_mode: str = "workspace"
     local_split: int = 1
     cus: int | None = None
+    schedule: str = "default"  # strategy sqc: "default" or "seed" (the seed's 64x256 loop; no split-K)
+    forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
 
     @staticmethod
     def from_kwargs(kwargs: dict) -> Options:
@@ -171,7 +175,36 @@ class Options:
         unknown = set(kwargs) - known
         if unknown:
             raise VlpcError(f"unknown option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-        return Options(**kwargs)
+        o = Options(**kwargs)
+        o.macro_tile = parse_tile(o.macro_tile, "macro_tile")
+        o.micro_tile = parse_tile(o.micro_tile, "micro_tile")
+        for name in ("k_step", "waves_per_simd"):
+            value = getattr(o, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise VlpcError(f"{name} must be a positive integer, got {value!r}")
+        return o
+
+
+def parse_tile(value, name: str = "macro_tile") -> tuple[int, int] | None:
+    """A tile given as ``"MxN"`` (``"64x128"``), a pair of ints, or None (the default).
+
+    Raises :class:`VlpcError` for anything else (e.g. ``"64*128"``, ``(64,)``, ``(0, 128)``)."""
+    if value is None:
+        return None
+    pair = value
+    if isinstance(value, str):
+        parts = value.lower().replace(" ", "").split("x")
+        pair = tuple(int(x) for x in parts) if len(parts) == 2 and all(x.isdigit() for x in parts) else None
+    elif isinstance(value, list | tuple) and len(value) == 2 and not any(isinstance(x, bool) for x in value):
+        try:
+            pair = (operator.index(value[0]), operator.index(value[1]))
+        except TypeError:
+            pair = None
+    else:
+        pair = None
+    if pair is None or min(pair) < 1:
+        raise VlpcError(f"{name} must be 'MxN' (e.g. '64x256') or a pair of positive integers, got {value!r}")
+    return pair  # type: ignore[return-value]
 
 
 def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[ModulePass]:
@@ -213,9 +246,11 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                           micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),
-        "gemm-split-k": dict(split_k=_split_k_option(o.split_k, o.strategy), mode=o.split_mode,
+        "gemm-split-k": dict(split_k=(1 if o.schedule == "seed" and o.split_k == "auto"
+                                      else _split_k_option(o.split_k, o.strategy)), mode=o.split_mode,
                              local_split=o.local_split, cus=o.cus or 0, target=proc),
-        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc),
+        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
+                                    forwarding=bool(o.forwarding)),
         "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
                                                   else DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3)),
                                        target=proc),
@@ -303,9 +338,10 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
             toolchain=None, **options) -> CompiledModule:
     """Compile a gemm-dialect or linalg module (or its text) into a code object.
 
-    ``module_or_text`` is MLIR text, an xDSL ``ModuleOp``, or a module of the
-    upstream MLIR Python bindings (``iree.compiler.ir`` / ``mlir.ir``).  ``options``
-    are those of :func:`pipeline`.
+    ``module_or_text`` is MLIR text, an xDSL ``ModuleOp``, a module of the upstream
+    MLIR Python bindings (``iree.compiler.ir`` / ``mlir.ir``), or the path of an MLIR
+    file (a ``pathlib.Path``, or a one-line string naming an existing file or ending in
+    ``.mlir``; as :func:`compile_file`).  ``options`` are those of :func:`pipeline`.
 
     Returns a :class:`CompiledModule`.  Raises :class:`~vlpc.errors.DiagnosticError`
     for bad IR (``file:line:col``), :class:`~vlpc.errors.VlpcError` for bad options,
@@ -314,6 +350,8 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     from vlpc.runtime.toolchain import find_toolchain
 
     ctx = make_context()
+    if isinstance(module_or_text, os.PathLike) or (isinstance(module_or_text, str) and _looks_like_path(module_or_text)):
+        return compile_file(module_or_text, target, toolchain=toolchain, **options)
     if not isinstance(module_or_text, str | ModuleOp):
         from vlpc.interop import from_upstream
         module_or_text = from_upstream(module_or_text)
@@ -342,3 +380,27 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
                 ck.companions[name] = companions[name]
     return result
 
+
+
+def _looks_like_path(text: str) -> bool:
+    """A string that names a file rather than holding MLIR: one line, no MLIR punctuation,
+    and either an existing file or a ``.mlir`` suffix."""
+    t = text.strip()
+    if not t or "\n" in t or any(ch in t for ch in "{}()%=\"<>"):
+        return False
+    return os.path.isfile(t) or t.lower().endswith(".mlir") or (len(t.split()) == 1 and ("/" in t or "\\" in t))
+
+
+def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=None, **options) -> CompiledModule:
+    """Compile the MLIR file at ``path`` (like ``iree.compiler.compile_file``); diagnostics
+    name the file.  Raises :class:`VlpcError` when it cannot be read, else as :func:`compile`."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise VlpcError(f"vlpc.compile: {name!r} looks like a file path, but there is no such file "
+                        f"(from {os.getcwd()}); pass MLIR text or the path of an existing .mlir file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise VlpcError(f"vlpc.compile: cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
+    return compile(text, target, filename=name, toolchain=toolchain, **options)
