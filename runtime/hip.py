@@ -9,10 +9,13 @@ Nothing here is imported unless ``get_device("hip")`` (or ``"auto"``) asks for i
 * :class:`HipDevice` is a :class:`vlpc.runtime.device.Device`: device properties
   (``gcnArchName`` parsed into a :class:`~vlpc.targets.TargetId`), memory through
   ``hipMalloc``/``hipMemcpy``, modules loaded from the code object's bytes with
-  ``hipModuleLoadData`` (cached per code object), launches with
+  ``hipModuleLoadData`` (cached per code object; the image stays alive with
+  the module handle, since the runtime keeps the pointer without copying), launches with
   ``hipModuleLaunchKernel`` and the kernarg buffer passed through the
   ``HIP_LAUNCH_PARAM_BUFFER_POINTER``/``HIP_LAUNCH_PARAM_BUFFER_SIZE`` ``extra``
-  array, and timing with HIP events.
+  array, HIP's launch limits checked before the call (:func:`check_hip_launch_limits`),
+  and device timing: HIP events around a batch of back-to-back launches, divided by
+  the batch (:meth:`HipDevice.launch`, :meth:`HipDevice.launch_plan`).
 * The kernarg bytes come from :func:`vlpc.runtime.kernargs.pack_kernargs`, the one
   packer every device uses; :func:`hip_kernarg_buffer` and :func:`hip_launch_extra`
   build what ``hipModuleLaunchKernel`` receives and are testable without a GPU.
@@ -34,15 +37,15 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from vlpc.errors import DeviceError
+from vlpc.errors import EXIT_USER, DeviceError
 from vlpc.targets import TargetError, TargetId
 
-from vlpc.runtime.device import Device
+from vlpc.runtime.device import Device, LaunchError
 
 #: ``HIP_LAUNCH_PARAM_*`` markers of the ``extra`` array (hip_runtime_api.h).
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
@@ -51,6 +54,18 @@ HIP_LAUNCH_PARAM_END = 0x03
 
 #: hipErrorNoDevice: hipGetDeviceCount's answer when no GPU is visible.
 HIP_ERROR_NO_DEVICE = 100
+
+#: HIP's launch limits, as clr's ``hipModuleLaunchKernel`` checks them (hip_module.cpp):
+#: grid in workgroups, ``gridDimX <= INT32_MAX``, ``gridDimY, gridDimZ <= UINT16_MAX + 1``
+#: (hipErrorInvalidValue otherwise), and ``gridDimX * blockDimX <= UINT32_MAX`` work-items
+#: (hipErrorInvalidConfiguration).
+HIP_MAX_GRID_X = 2**31 - 1
+HIP_MAX_GRID_YZ = 65536
+HIP_MAX_WORK_ITEMS_X = 2**32 - 1
+
+#: Launches back to back per timed sample when timing is asked for (``iterations > 1`` or
+#: ``warmup > 0``): rocblas-bench's default number of hot calls (``--iters 10``).
+DEFAULT_BACK_TO_BACK = 10
 
 _LIBRARY_NAMES = ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
 
@@ -432,17 +447,62 @@ def _dims(v: Sequence[int] | int, what: str) -> tuple[int, int, int]:
     return t + (1,) * (3 - len(t))  # type: ignore[return-value]
 
 
+class HipLaunchLimitError(LaunchError):
+    """A launch over one of HIP's grid limits, refused before the HIP call (a user
+    error, exit code 1): the message names the limit, its value and where it comes from."""
+
+    exit_code = EXIT_USER
+
+
+def check_hip_launch_limits(grid: Sequence[int] | int, block: Sequence[int] | int) -> None:
+    """Refuse a launch that ``hipModuleLaunchKernel`` would refuse for its size.
+
+    ``grid`` counts workgroups, ``block`` work-items per workgroup.  The limits are clr's
+    (ROCm's HIP runtime, ``hip_module.cpp``): ``gridDimX`` at most 2^31 - 1
+    (:data:`HIP_MAX_GRID_X`), ``gridDimY`` and ``gridDimZ`` at most 65536
+    (:data:`HIP_MAX_GRID_YZ`), ``gridDimX x blockDimX`` at most 2^32 - 1 work-items
+    (:data:`HIP_MAX_WORK_ITEMS_X`).  Raises :class:`HipLaunchLimitError` naming the limit;
+    without this check HIP answers hipErrorInvalidValue/InvalidConfiguration after the fact.
+    """
+    g, b = _dims(grid, "grid"), _dims(block, "block")
+    if g[0] > HIP_MAX_GRID_X:
+        raise HipLaunchLimitError(
+            f"grid x is {g[0]} workgroups, over HIP's limit gridDimX <= 2^31 - 1 "
+            f"({HIP_MAX_GRID_X}; hipModuleLaunchKernel would return hipErrorInvalidValue)")
+    for axis, n in (("y", g[1]), ("z", g[2])):
+        if n > HIP_MAX_GRID_YZ:
+            raise HipLaunchLimitError(
+                f"grid {axis} is {n} workgroups, over HIP's limit gridDim{axis.upper()} <= "
+                f"{HIP_MAX_GRID_YZ} (hipModuleLaunchKernel would return hipErrorInvalidValue)")
+    if g[0] * b[0] > HIP_MAX_WORK_ITEMS_X:
+        raise HipLaunchLimitError(
+            f"grid x is {g[0]} x {b[0]} = {g[0] * b[0]} work-items, over HIP's limit "
+            f"gridDimX x blockDimX <= 2^32 - 1 ({HIP_MAX_WORK_ITEMS_X}; hipModuleLaunchKernel "
+            f"would return hipErrorInvalidConfiguration)")
+
+
 # -- the device ------------------------------------------------------------------------------
 
 
 @dataclass
 class HipLaunchStats:
-    """What a HIP launch measured.
+    """What a HIP launch (or a plan of launches) measured on the device.
 
-    ``kernel_ms`` holds one HIP-event time per timed iteration (milliseconds,
-    between events recorded just before and after each launch on the null
-    stream); ``warmup`` untimed launches ran first.  ``wall_s`` is the host time
-    for all launches including synchronisation.
+    ``kernel_ms`` holds one sample per timed repetition (``iterations`` of them): the
+    time between two HIP events recorded on the null stream around ``back_to_back``
+    launches issued without waiting, divided by ``back_to_back`` -- milliseconds per
+    launch.  While the GPU runs the first launch the host queues the next ones, so
+    the host's launch overhead is paid once per batch rather than once per launch (with
+    ``back_to_back == 1`` a sample includes that overhead: the start event completes at
+    once on an idle GPU).  For a kernel shorter than the host's launch overhead (a few
+    microseconds) the batch is host-bound and the sample is an upper bound.
+    ``warmup`` untimed launches (of the whole plan) ran first.  ``wall_s`` is the host
+    time of everything, synchronisation included.
+
+    For a plan (:meth:`HipDevice.launch_plan`), ``kernel_name`` joins the kernels'
+    names with ``+``, ``kernel_ms`` times the whole plan, and ``kernels`` holds one
+    :class:`HipLaunchStats` per kernel, timed by events recorded between the kernels of
+    the same batches (the per-kernel samples add up to the plan's).
     """
 
     kernel_name: str
@@ -454,9 +514,12 @@ class HipLaunchStats:
     kernarg_size: int = 0
     dynamic_lds: int = 0
     device: str = "hip"
+    back_to_back: int = 1
+    kernels: list[HipLaunchStats] = field(default_factory=list)
 
     @property
     def iterations(self) -> int:
+        """The number of samples (timed repetitions)."""
         return len(self.kernel_ms)
 
     @property
@@ -468,12 +531,45 @@ class HipLaunchStats:
         return min(self.kernel_ms) if self.kernel_ms else 0.0
 
     @property
+    def kernel_ms_median(self) -> float:
+        """The median sample (milliseconds per launch): the figure vlpc reports."""
+        if not self.kernel_ms:
+            return 0.0
+        xs = sorted(self.kernel_ms)
+        mid = len(xs) // 2
+        return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+    @property
     def mean_ms(self) -> float:
         return self.kernel_ms_mean
 
     def tflops(self, flops: float) -> float:
-        """Throughput for a kernel doing ``flops`` operations, from the mean time."""
-        return flops / (self.kernel_ms_mean * 1e-3) / 1e12 if self.kernel_ms_mean else 0.0
+        """Throughput for a launch doing ``flops`` operations, from the median time (TFLOP/s)."""
+        ms = self.kernel_ms_median
+        return flops / (ms * 1e-3) / 1e12 if ms else 0.0
+
+    def summary(self) -> str:
+        """One line: median and min per launch, the samples and the batch, per kernel of a plan."""
+        text = (f"{self.kernel_name}: median {self.kernel_ms_median:.4f} ms, min "
+                f"{self.kernel_ms_min:.4f} ms per launch over {self.iterations} sample(s) of "
+                f"{self.back_to_back} back-to-back launch(es)")
+        if self.kernels:
+            text += " (" + ", ".join(f"{k.kernel_name} median {k.kernel_ms_median:.4f} ms"
+                                     for k in self.kernels) + ")"
+        return text
+
+
+@dataclass
+class _Prepared:
+    """One launch, ready to enqueue: the function handle and the ``extra`` array."""
+
+    name: str
+    function: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_lds: int
+    extra: LaunchExtra
+    kernarg_size: int
 
 
 #: Options get_device() may pass that belong to the emulator; a HipDevice ignores them.
@@ -526,6 +622,7 @@ class HipDevice(Device):
                 raise DeviceError(f"HIP device {self.index} is {self.target_id}, not compatible "
                                   f"with the requested {want}")
         self._modules: dict[str, Any] = {}
+        self._images: dict[str, np.ndarray] = {}  # kept alive with each module (see _function)
         self._functions: dict[tuple[str, str], Any] = {}
         self._live: dict[int, Any] = {}
         self._closed = False
@@ -595,12 +692,20 @@ class HipDevice(Device):
     # -- modules -----------------------------------------------------------------------------
 
     def _function(self, co: Any, kernel_name: str) -> Any:
-        """``hipModuleLoadData`` once per code object (by content), then the function."""
+        """``hipModuleLoadData`` once per code object (by content), then the function.
+
+        The image handed to the runtime is kept in ``self._images`` for as long as the
+        module is loaded: clr records the pointer without copying the bytes
+        (``hip_fatbin.cpp``, ``addDeviceProgram(..., make_copy=false)``), and whatever reads
+        the image later (profilers, debuggers, a lazily loaded kernel) must not find freed
+        memory.  :meth:`close` unloads the modules, then drops the images."""
         key = hashlib.sha256(co.data).hexdigest()
         module = self._modules.get(key)
         if module is None:
-            module = _call(self._hip, "hipModuleLoadData", bytes(co.data))
+            image = np.frombuffer(bytes(co.data), np.uint8).copy()  # owned, writable, stable address
+            module = _call(self._hip, "hipModuleLoadData", image)
             self._modules[key] = module
+            self._images[key] = image
         fkey = (key, kernel_name)
         fn = self._functions.get(fkey)
         if fn is None:
@@ -612,65 +717,139 @@ class HipDevice(Device):
 
     def launch(self, co: Any, kernel_name: str, grid: Any = (1, 1, 1), block: Any = (64, 1, 1),
                args: Sequence[Any] | bytes = (), dynamic_lds: int = 0, *,
-               buffer_sizes: Any = None, iterations: int = 1, warmup: int = 0) -> HipLaunchStats:
+               buffer_sizes: Any = None, iterations: int = 1, warmup: int = 0,
+               back_to_back: int | None = None) -> HipLaunchStats:
         """Launch ``kernel_name`` of ``co`` (a CodeObject, path or bytes) and wait.
 
         ``grid`` counts workgroups, ``block`` work-items per workgroup (HIP's
         convention).  All of :meth:`Device.prepare_launch`'s checks run first
         (including the target id check: a ``sramecc-`` code object is refused on
-        an ECC-on board, naming both ids).  Runs ``warmup`` untimed launches, then
-        ``iterations`` launches each timed with a pair of HIP events.
+        an ECC-on board, naming both ids), then HIP's grid limits
+        (:func:`check_hip_launch_limits`).  Runs ``warmup`` untimed launches, then
+        ``iterations`` samples of ``back_to_back`` launches each, timed with a pair of HIP
+        events around the batch (:class:`HipLaunchStats`); ``back_to_back`` defaults to 1
+        for a single launch (``iterations == 1``, ``warmup == 0``) and to
+        :data:`DEFAULT_BACK_TO_BACK` otherwise.  The kernel runs
+        ``warmup + iterations x back_to_back`` times in all.
         """
-        if int(iterations) < 1 or int(warmup) < 0:
-            raise DeviceError(f"iterations must be >= 1 and warmup >= 0 (got {iterations}, {warmup})")
+        return self.launch_plan(co, [(kernel_name, grid, block)], args, dynamic_lds,
+                                buffer_sizes=buffer_sizes, iterations=iterations, warmup=warmup,
+                                back_to_back=back_to_back)
+
+    def launch_plan(self, co: Any, steps: Sequence[Any], args: Sequence[Any] | bytes = (),
+                    dynamic_lds: int = 0, *, buffer_sizes: Any = None, iterations: int = 1,
+                    warmup: int = 0, back_to_back: int | None = None) -> HipLaunchStats:
+        """Launch the kernels of a plan in order, with the same arguments, and time it.
+
+        ``steps`` are :class:`vlpc.kernel.PlanStep` objects or ``(kernel_name, grid,
+        block)`` tuples.  Every step is checked (as in :meth:`launch`) before anything is
+        enqueued.  ``warmup`` untimed executions of the whole plan, then ``iterations``
+        samples, each ``back_to_back`` executions of the whole plan with no wait in
+        between: events around the batch time the plan, events recorded between its
+        kernels time each kernel (``HipLaunchStats.kernels``); every time is divided by
+        ``back_to_back``.  The kernels only ever run as the whole plan, in order, so the
+        results are those of complete plans.  One launch (``iterations == 1``,
+        ``warmup == 0``, the default) runs the plan exactly once.
+        """
+        iterations, warmup = int(iterations), int(warmup)
+        if back_to_back is None:
+            back_to_back = 1 if iterations == 1 and warmup == 0 else DEFAULT_BACK_TO_BACK
+        back_to_back = int(back_to_back)
+        if iterations < 1 or warmup < 0 or back_to_back < 1:
+            raise DeviceError(f"iterations and back_to_back must be >= 1 and warmup >= 0 (got "
+                              f"{iterations}, {back_to_back}, {warmup})")
+        if not steps:
+            raise DeviceError("a plan needs at least one kernel")
         self._select()
-        co, kernel, geometry = self.prepare_launch(co, kernel_name, grid, block, args,
-                                                   dynamic_lds, buffer_sizes)
-        return self._run(co, kernel, geometry, args, iterations=int(iterations),
-                         warmup=int(warmup))
-
-    def _run(self, co: Any, kernel: Any, launch: Any, args: Sequence[Any] | bytes, *,
-             iterations: int = 1, warmup: int = 0) -> HipLaunchStats:
-        kernarg = self.pack(kernel, args, launch)
-        extra = hip_launch_extra(kernarg)
-        fn = self._function(co, kernel.name)
-        hip = self._hip
-        g, b = launch.grid, launch.block
-
-        def once() -> None:
-            _call(hip, "hipModuleLaunchKernel", fn, g[0], g[1], g[2], b[0], b[1], b[2],
-                  int(launch.dynamic_lds), None, None, extra.array)
-
+        launches = []
+        for step in steps:
+            name, grid, block = ((step.kernel, step.grid, step.block) if hasattr(step, "kernel")
+                                 else step)
+            co_, kernel, geometry = self.prepare_launch(co, name, grid, block, args, dynamic_lds,
+                                                        buffer_sizes)
+            check_hip_launch_limits(geometry.grid, geometry.block)
+            kernarg = self.pack(kernel, args, geometry)
+            launches.append(_Prepared(kernel.name, self._function(co_, kernel.name),
+                                      tuple(geometry.grid), tuple(geometry.block),
+                                      int(geometry.dynamic_lds), hip_launch_extra(kernarg),
+                                      len(kernarg)))
         t0 = time.perf_counter()
-        for _ in range(warmup):
-            once()
-        events: list[tuple[Any, Any]] = []
-        times: list[float] = []
+        whole, per_kernel = self._timed(launches, iterations, warmup, back_to_back)
+        wall = time.perf_counter() - t0
+        where = f"hip:{self.index}"
+
+        def stats(name: str, ls: list[_Prepared], ms: list[float]) -> HipLaunchStats:
+            first = ls[0]
+            return HipLaunchStats(kernel_name=name, grid=first.grid, block=first.block,
+                                  kernel_ms=ms, warmup=warmup, wall_s=wall,
+                                  kernarg_size=first.kernarg_size, dynamic_lds=first.dynamic_lds,
+                                  device=where, back_to_back=back_to_back)
+
+        if len(launches) == 1:
+            return stats(launches[0].name, launches, whole)
+        total = stats("+".join(p.name for p in launches), launches, whole)
+        total.kernels = [stats(p.name, [p], ms) for p, ms in zip(launches, per_kernel)]
+        return total
+
+    def _enqueue(self, p: _Prepared) -> None:
+        g, b = p.grid, p.block
+        _call(self._hip, "hipModuleLaunchKernel", p.function, g[0], g[1], g[2], b[0], b[1], b[2],
+              p.dynamic_lds, None, None, p.extra.array)
+
+    def _timed(self, launches: list[_Prepared], iterations: int, warmup: int,
+               back_to_back: int) -> tuple[list[float], list[list[float]]]:
+        """Enqueue and time; returns the per-launch milliseconds of the whole sequence and of
+        each of its kernels, one sample per iteration.
+
+        Per sample: two events for one kernel (before and after the batch), or one before
+        and one after every kernel of every execution for a plan.  Every event is created
+        before the warmup and all samples are enqueued before the one wait, so once the
+        queue runs ahead of the GPU no host time falls inside a sample."""
+        hip = self._hip
+        n = len(launches)
+        marks = 2 if n == 1 else n * back_to_back + 1
+        events: list[Any] = []
+        chains: list[list[Any]] = []
         try:
-            for _ in range(iterations):
-                start = _call(hip, "hipEventCreate")
-                events.append((start, None))
-                stop = _call(hip, "hipEventCreate")
-                events[-1] = (start, stop)
-                _call(hip, "hipEventRecord", start, None)
-                once()
-                _call(hip, "hipEventRecord", stop, None)
+            for _ in range(iterations):  # every event before the first launch: none in a sample
+                chain = []
+                for _ in range(marks):
+                    ev = _call(hip, "hipEventCreate")
+                    events.append(ev)
+                    chain.append(ev)
+                chains.append(chain)
+            for _ in range(warmup):
+                for p in launches:
+                    self._enqueue(p)
+            for chain in chains:
+                _call(hip, "hipEventRecord", chain[0], None)
+                j = 1
+                for _ in range(back_to_back):
+                    for p in launches:
+                        self._enqueue(p)
+                        if n > 1:
+                            _call(hip, "hipEventRecord", chain[j], None)
+                            j += 1
+                if n == 1:
+                    _call(hip, "hipEventRecord", chain[1], None)
+            _call(hip, "hipEventSynchronize", chains[-1][-1])
             _call(hip, "hipDeviceSynchronize")
-            for start, stop in events:
-                _call(hip, "hipEventSynchronize", stop)
-                times.append(float(_call(hip, "hipEventElapsedTime", start, stop)))
+
+            def elapsed(a: Any, b: Any) -> float:
+                return float(_call(hip, "hipEventElapsedTime", a, b))
+
+            whole = [elapsed(c[0], c[-1]) / back_to_back for c in chains]
+            if n == 1:
+                return whole, [whole]
+            per_kernel = [[sum(elapsed(c[r * n + i], c[r * n + i + 1]) for r in range(back_to_back))
+                           / back_to_back for c in chains] for i in range(n)]
+            return whole, per_kernel
         finally:
-            for pair in events:
-                for ev in pair:
-                    if ev is not None:
-                        try:
-                            hip.hipEventDestroy(ev)
-                        except Exception:
-                            pass
-        return HipLaunchStats(kernel_name=kernel.name, grid=tuple(g), block=tuple(b),
-                              kernel_ms=times, warmup=warmup, wall_s=time.perf_counter() - t0,
-                              kernarg_size=len(kernarg), dynamic_lds=int(launch.dynamic_lds),
-                              device=f"hip:{self.index}")
+            for ev in events:
+                try:
+                    hip.hipEventDestroy(ev)
+                except Exception:
+                    pass
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -691,6 +870,7 @@ class HipDevice(Device):
             except Exception:
                 pass
         self._modules.clear()
+        self._images.clear()  # only after hipModuleUnload: the runtime pointed into them
         self._functions.clear()
         self._closed = True
 

@@ -19,11 +19,13 @@ import enum
 import importlib.util
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
 import textwrap
 import types
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -361,12 +363,32 @@ def test_emulator_and_hip_pack_the_same_bytes():
 # -- HipDevice end to end against a fake hip module ------------------------------------------
 
 
+class _FakeEvent:
+    """A HIP event of the stand-in: the device time (ms) at which its marker completed."""
+
+    def __init__(self):
+        self.t: float | None = None
+        self.destroyed = False
+
+
 class FakeHip:
     """Enough of hip-python's ``hip.hip`` API for HipDevice, backed by host memory.
 
     ``launches`` records each hipModuleLaunchKernel call with the kernarg bytes
     read back from the ``extra`` array; ``run`` (if set) is called with that
     record so a test can emulate the kernel in NumPy.
+
+    Time is modelled like one in-order HIP stream: every HIP call costs the host
+    ``host_ms`` (a launch's command is queued at the end of its call); a kernel starts
+    when it is queued and the device is free, and runs ``duration(record)`` ms (0.25 unless a
+    test sets it); an event's marker completes when every command queued before it
+    has.  hipEventElapsedTime answers the difference of two markers' times, so a
+    timing loop that waits for the host between launches measures the host too.
+
+    Like clr (``hip_fatbin.cpp``, ``make_copy=false``), hipModuleLoadData keeps only
+    the image's address: it holds a weak reference (the image object must allow one)
+    and checks at every launch and at hipModuleUnload that the image still lives and
+    still holds the code object.
     """
 
     class hipError_t(enum.IntEnum):
@@ -394,12 +416,21 @@ class FakeHip:
         self.modules: dict[int, object] = {}
         self.run = None
         self.current = 0
+        self.host_ms = 0.0             # host time of every HIP call, ms
+        self.duration = lambda rec: 0.25   # device time per kernel, ms
+        self.host_t = 0.0              # the host's clock, ms
+        self.device_free = 0.0         # when the device finishes what is queued, ms
+        self.events: list[_FakeEvent] = []
+        self.images: dict[int, tuple] = {}   # handle -> (weakref, address, size, bytes copy)
+        self.unloaded: dict[int, bool] = {}  # handle -> image alive at hipModuleUnload
 
     def __getattribute__(self, name):
         if name.startswith("hip") and not name.startswith(("hipError_t", "hipMemcpyKind",
                                                             "hipDeviceProp_t")):
             calls = object.__getattribute__(self, "calls")
             calls.append(name)
+            self.host_t = object.__getattribute__(self, "host_t") + \
+                object.__getattribute__(self, "host_ms")
             fail = object.__getattribute__(self, "fail")
             if name in fail:
                 code = fail[name]
@@ -473,7 +504,14 @@ class FakeHip:
             return (self.hipError_t.hipErrorInvalidImage, None)
         handle = len(self.modules) + 1
         self.modules[handle] = load_code_object(bytes(image))
+        view = np.frombuffer(image, np.uint8)
+        self.images[handle] = (weakref.ref(image), view.ctypes.data, view.nbytes, bytes(view))
+        del view  # a view would keep the image alive
         return (self.S, handle)
+
+    def image_alive(self, handle) -> bool:
+        ref, address, size, data = self.images[handle]
+        return ref() is not None and ctypes.string_at(address, size) == data
 
     def hipModuleGetFunction(self, module, name):
         co = self.modules[module]
@@ -482,6 +520,7 @@ class FakeHip:
         return (self.S, (module, name.decode()))
 
     def hipModuleUnload(self, module):
+        self.unloaded[module] = self.image_alive(module)
         return (self.S,)
 
     def hipModuleLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
@@ -490,8 +529,12 @@ class FakeHip:
             (ctypes.c_void_p * 5).from_address(extra)
         assert (arr[0], arr[2], arr[4]) == (1, 2, 3)
         n = ctypes.c_size_t.from_address(arr[3]).value
+        assert self.image_alive(f[0]), "the module's code object image was freed"
         rec = {"function": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "shmem": shmem,
                "kernarg": ctypes.string_at(arr[1], n)}
+        start = max(self.host_t, self.device_free)
+        self.device_free = start + self.duration(rec)
+        rec["start"], rec["end"] = start, self.device_free
         self.launches.append(rec)
         if self.run:
             self.run(self, rec)
@@ -499,21 +542,30 @@ class FakeHip:
 
     # events
     def hipEventCreate(self):
-        return (self.S, object())
+        ev = _FakeEvent()
+        self.events.append(ev)
+        return (self.S, ev)
 
     def hipEventRecord(self, ev, stream):
+        assert stream is None and not ev.destroyed
+        ev.t = max(self.host_t, self.device_free)
         return (self.S,)
 
     def hipEventSynchronize(self, ev):
+        self.host_t = max(self.host_t, ev.t)
         return (self.S,)
 
     def hipEventElapsedTime(self, a, b):
-        return (self.S, 0.25)
+        if a.t is None or b.t is None or a.destroyed or b.destroyed:
+            return (self.hipError_t.hipErrorInvalidValue, 0.0)
+        return (self.S, b.t - a.t)
 
     def hipEventDestroy(self, ev):
+        ev.destroyed = True
         return (self.S,)
 
     def hipDeviceSynchronize(self):
+        self.host_t = max(self.host_t, self.device_free)
         return (self.S,)
 
 
@@ -565,7 +617,8 @@ def test_fake_device_launch_path():
     y = np.random.default_rng(2).standard_normal(n).astype(np.float32)
     bx, by = dev.upload(x), dev.upload(y)
     args = [np.int32(n), np.float32(2.0), bx, by]
-    stats = dev.launch(co, "saxpy", grid=(16,), block=(64,), args=args, iterations=3, warmup=2)
+    stats = dev.launch(co, "saxpy", grid=(16,), block=(64,), args=args, iterations=3, warmup=2,
+                       back_to_back=1)
     # 2 warmups + 3 timed launches, each with the same argument bytes
     assert len(fake.launches) == 5
     assert stats.kernel_ms == [0.25] * 3 and stats.kernel_ms_mean == 0.25 and stats.iterations == 3
@@ -621,3 +674,149 @@ def test_fake_device_reports_hip_failures():
     with pytest.raises(DeviceError, match="iterations"):
         dev.launch(DATA / "saxpy.hsaco", "saxpy", grid=1, block=64,
                    args=[np.int32(4), np.float32(1), buf, buf], iterations=0)
+
+
+# -- timing on the device, the module image, launch limits -----------------------------------
+
+
+def _saxpy_on(fake: FakeHip):
+    dev = HipDevice(_hip=fake)
+    buf = dev.alloc(4 * 64)
+    return dev, load_code_object(DATA / "saxpy.hsaco"), [np.int32(64), np.float32(1), buf, buf]
+
+
+def test_timing_divides_a_batch_of_back_to_back_launches():
+    """Every HIP call costs the host 0.02 ms, the kernel runs 0.03 ms.  Events around
+    each launch (record, launch, record) leave the GPU idle while the host works, so each
+    sample is host + kernel = 0.05 ms.  Events around 10 back-to-back launches count the
+    host's call once: (0.02 + 10 x 0.03) / 10 while the GPU starts idle, then exactly 0.03
+    once the queue runs ahead of the GPU."""
+    fake = FakeHip()
+    fake.host_ms, fake.duration = 0.02, (lambda rec: 0.03)
+    dev, co, args = _saxpy_on(fake)
+    single = dev.launch(co, "saxpy", grid=1, block=64, args=args, iterations=3, back_to_back=1)
+    assert single.kernel_ms == pytest.approx([0.05] * 3)
+    fake.launches.clear()
+    st = dev.launch(co, "saxpy", grid=1, block=64, args=args, iterations=3, warmup=0)
+    assert st.back_to_back == hipmod.DEFAULT_BACK_TO_BACK == 10
+    assert len(fake.launches) == 3 * 10
+    assert st.kernel_ms == pytest.approx([(0.02 + 10 * 0.03) / 10, 0.03, 0.03])
+    assert st.kernel_ms_min == pytest.approx(0.03) and st.kernel_ms_median == pytest.approx(0.03)
+    assert st.tflops(2 * 0.03e-3 * 1e12) == pytest.approx(2.0)  # from the median
+    assert "median 0.0300 ms" in st.summary() and "10 back-to-back" in st.summary()
+    # warmup: untimed launches first, and then the whole interval is device time
+    fake.launches.clear()
+    st = dev.launch(co, "saxpy", grid=1, block=64, args=args, iterations=2, warmup=3, back_to_back=4)
+    assert len(fake.launches) == 3 + 2 * 4 and st.kernel_ms == pytest.approx([0.03, 0.03])
+    # one launch by default when no timing is asked for; every event destroyed
+    fake.launches.clear()
+    assert dev.launch(co, "saxpy", grid=1, block=64, args=args).back_to_back == 1
+    assert len(fake.launches) == 1
+    assert fake.events and all(ev.destroyed for ev in fake.events)
+    with pytest.raises(DeviceError, match="back_to_back must be >= 1"):
+        dev.launch(co, "saxpy", grid=1, block=64, args=args, back_to_back=0)
+
+
+def test_plan_times_the_whole_and_each_kernel():
+    """Two kernels (0.05 and 0.02 ms) as a plan: events between them time each one, the
+    events around the batch the whole; the kernels only ever run as the whole plan."""
+    fake = FakeHip()
+    fake.host_ms = 0.01
+    fake.duration = lambda rec: 0.05 if rec["grid"][0] == 16 else 0.02
+    dev, co, args = _saxpy_on(fake)
+    st = dev.launch_plan(co, [("saxpy", 16, 64), ("saxpy", (2, 1, 1), (64, 1, 1))], args,
+                         iterations=3, warmup=1, back_to_back=10)
+    assert [r["grid"][0] for r in fake.launches] == [16, 2] * (1 + 3 * 10)
+    assert st.kernel_name == "saxpy+saxpy" and len(st.kernels) == 2
+    assert st.grid == (16, 1, 1) and st.kernels[1].grid == (2, 1, 1)
+    first, second = st.kernels
+    assert second.kernel_ms == pytest.approx([0.02] * 3)
+    # the warmup's backlog keeps the GPU busy: no host time in any sample
+    assert first.kernel_ms == pytest.approx([0.05] * 3)
+    assert st.kernel_ms == pytest.approx([0.07] * 3)
+    # without a warmup the first kernel's first sample holds the host's call once
+    st = dev.launch_plan(co, [("saxpy", 16, 64), ("saxpy", 2, 64)], args, iterations=1,
+                         back_to_back=10)
+    assert st.kernels[0].kernel_ms == pytest.approx([(0.01 + 10 * 0.05) / 10])
+    assert st.kernel_ms == pytest.approx([(0.01 + 10 * 0.07) / 10])
+    assert sum(k.kernel_ms[0] for k in st.kernels) == pytest.approx(st.kernel_ms[0])
+    assert "saxpy median" in st.summary()
+
+
+def test_plan_executor_times_a_split_plan_on_hip():
+    """CompiledKernel.execute hands a HIP device the whole plan (main kernel, then the
+    reduce kernel), the workspace appended, and returns the plan's and each kernel's times."""
+    import vlpc
+
+    text = """
+func.func @g(%a: memref<64x4096xf32>, %b: memref<256x4096xf32>, %c: memref<64x256xf32>) {
+  %alpha = arith.constant 1.0 : f32
+  %beta = arith.constant 0.0 : f32
+  gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"} : memref<64x4096xf32>, memref<256x4096xf32>, memref<64x256xf32>, f32, f32
+  return
+}
+"""
+    kern = vlpc.compile(text, split_k=4).kernel()
+    assert [s.kernel for s in kern.plan(64, 256, 4096)] == ["g", "g_reduce"]
+    fake = FakeHip()
+    fake.duration = lambda rec: 0.4 if rec["function"][1] == "g" else 0.1
+    dev = HipDevice(_hip=fake)
+    bufs = [dev.alloc(64 * 4096 * 4), dev.alloc(256 * 4096 * 4), dev.alloc(64 * 256 * 4)]
+    args = [*bufs, *(np.int32(v) for v in (64, 256, 4096, 4096, 4096, 256)), np.float32(1),
+            np.float32(0)]
+    co = load_code_object(kern.code_object)
+    st = kern.execute(dev, co, args, 64, 256, 4096, 256, iterations=2, warmup=1)
+    assert [r["function"][1] for r in fake.launches] == ["g", "g_reduce"] * (1 + 2 * 10)
+    assert st.kernel_name == "g+g_reduce" and [k.kernel_name for k in st.kernels] == ["g", "g_reduce"]
+    assert st.kernel_ms == pytest.approx([0.5, 0.5])
+    assert st.kernels[0].kernel_ms == pytest.approx([0.4, 0.4])
+    assert st.kernels[1].kernel_ms == pytest.approx([0.1, 0.1])
+    assert len(fake.mem) == 3  # the workspace was freed
+    (slot,) = [a[".offset"] for a in kern.kernargs if a[".name"] == "workspace"]
+    ws = {struct.unpack_from("<Q", r["kernarg"], slot)[0] for r in fake.launches}
+    assert len(ws) == 1 and ws.pop() not in fake.mem
+
+
+def test_module_image_stays_alive_with_the_module():
+    """The stand-in keeps only the image's address (as clr does): the image must live,
+    unchanged, until hipModuleUnload, and be released after it."""
+    import gc
+
+    fake = FakeHip()
+    dev, co, args = _saxpy_on(fake)
+    dev.launch(co, "saxpy", grid=1, block=64, args=args)
+    gc.collect()
+    assert fake.image_alive(1)
+    ref = fake.images[1][0]
+    # a second code object with the same bytes reuses the module (and its image)
+    dev.launch(load_code_object((DATA / "saxpy.hsaco").read_bytes()), "saxpy", grid=1, block=64,
+               args=args)
+    assert fake.calls.count("hipModuleLoadData") == 1 and len(fake.launches) == 2
+    dev.close()
+    assert fake.unloaded == {1: True}  # alive while the runtime still pointed at it
+    gc.collect()
+    assert ref() is None  # and not kept past the module
+
+
+def test_hip_launch_limits_are_checked_before_the_call():
+    from vlpc.errors import EXIT_USER
+    from vlpc.runtime.hip import HipLaunchLimitError, check_hip_launch_limits
+
+    check_hip_launch_limits((2**31 - 1, 65536, 65536), (1, 1, 1))  # clr's largest grid
+    check_hip_launch_limits((2**22 - 1, 1, 1), (1024, 1, 1))
+    cases = [((2**31, 1, 1), 1, "gridDimX <= 2^31 - 1"),
+             ((1, 65537, 1), 1, "gridDimY <= 65536"),
+             ((1, 1, 65537), 1, "gridDimZ <= 65536"),
+             ((2**22, 1, 1), (1024, 1, 1), "gridDimX x blockDimX <= 2^32 - 1")]
+    for grid, block, limit in cases:
+        with pytest.raises(HipLaunchLimitError, match=re.escape(limit)) as e:
+            check_hip_launch_limits(grid, block)
+        assert e.value.exit_code == EXIT_USER
+        _one_line(str(e.value))
+    fake = FakeHip()
+    dev, co, args = _saxpy_on(fake)
+    with pytest.raises(HipLaunchLimitError, match="grid y is 65537 workgroups"):
+        dev.launch(co, "saxpy", grid=(1, 65537), block=64, args=args)
+    with pytest.raises(HipLaunchLimitError, match="grid x is 2147483648 workgroups"):
+        dev.launch(co, "saxpy", grid=2**31, block=1, args=args)
+    assert "hipModuleLaunchKernel" not in fake.calls and "hipModuleLoadData" not in fake.calls

@@ -125,8 +125,9 @@ class CompiledKernel:
         kernel in order, free the workspace.  ``args`` are the kernel arguments without it.
 
         Returns the launch statistics of the plan: the emulator's counters summed over its
-        kernels, or HIP event times summed per iteration (``iterations``/``warmup`` apply to
-        the whole plan, so an atomic plan's scale kernel runs once per iteration)."""
+        kernels, or on HIP :meth:`HipDevice.launch_plan`'s device times of the whole plan and of
+        each kernel (``iterations``/``warmup`` apply to the whole plan, so an atomic plan's
+        scale kernel runs once per plan execution)."""
         steps = self.plan(m, n, k, batch)
         ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n)
         ws = device.alloc(ws_bytes) if ws_bytes else None
@@ -137,6 +138,8 @@ class CompiledKernel:
         kw: dict = {"buffer_sizes": sizes} if buffer_sizes is not None else {}
         per_iteration = []
         try:
+            if hasattr(device, "launch_plan"):  # HIP: times the whole plan and each kernel on the device
+                return device.launch_plan(code_object, steps, full, iterations=iterations, warmup=warmup, **kw)
             for it in range(warmup + iterations):
                 stats = [device.launch(code_object, s.kernel, grid=s.grid, block=s.block, args=full, **kw)
                          for s in steps]
