@@ -175,6 +175,43 @@ class _Emitter:
         return lo, hi
 
 
+def scc_nonzero(e, x: SSAValue, dw: int, what: str) -> None:
+    """SCC = (x != 0.0) for an f32 SGPR (dw 1) or an f64 SGPR pair (dw 2); -0.0 is zero."""
+    if dw == 1:
+        e(gcn.SAndB32Op(x, 0x7FFFFFFF, comment=f"SCC = ({what} != 0)"))
+    else:
+        hi = e(gcn.SAndB32Op(e.sub(x, 1), 0x7FFFFFFF)).sdst
+        e(gcn.SOrB32Op(hi, e.sub(x, 0), comment=f"SCC = ({what} != 0)"))
+
+
+def zero_if_alpha_zero(e, alpha: SSAValue, dw: int, acc: list[SSAValue], label: str) -> list[SSAValue]:
+    """BLAS quick return for alpha = 0 (reference BLAS, rocBLAS): the products of A and B
+    must not reach C, so NaN/Inf in A or B (0 * Inf = NaN) cannot propagate.  When alpha is
+    +-0 the accumulators ``acc`` (f32 VGPRs, or f64 VGPR pairs for dw 2) become +0, so the
+    epilogue's ``alpha * acc + beta * C`` is ``beta * C``.  Emitted as a forward branch over a
+    ``gcn.loop`` that runs once (SCC is 0 on its fall-through path), so the allocator keeps
+    each accumulator in its registers; alpha != 0 costs one or two SALU and a branch."""
+    scc_nonzero(e, alpha, dw, "alpha")
+    e(gcn.SCbranchForwardOp("scc1", label))
+    body = Block(arg_types=[v.type for v in acc])
+    zeros = []
+    for _ in acc:
+        movs = [gcn.VMovB32Op(0) for _ in range(dw)]
+        for mv in movs:
+            body.add_op(mv)
+        if dw == 1:
+            zeros.append(movs[0].vdst)
+        else:
+            seq = gcn.RegSequenceOp([mv.vdst for mv in movs])
+            body.add_op(seq)
+            zeros.append(seq.result)
+    body.add_op(gcn.LoopBackOp(zeros, "scc1"))  # SCC = 0 (alpha == 0): no second iteration
+    loop = gcn.LoopOp(acc, Region(body), label=f"{label}_zero")
+    e(loop)
+    e(gcn.LabelOp(label))
+    return list(loop.res)
+
+
 class SqcKernelBuilder:
     """Builds the ``sqc`` kernel for one planned ``gemm.matmul`` (see the module docstring)."""
 
@@ -183,9 +220,10 @@ class SqcKernelBuilder:
     #: applies the epilogue; ``scale`` computes C = beta*C (+ bias) before atomic slices.
     ROLES = ("main", "reduce", "scale")
 
-    def __init__(self, mm: MatmulOp, name: str, role: str = "main"):
+    def __init__(self, mm: MatmulOp, name: str, role: str = "main", forwarding: bool = True):
         assert role in self.ROLES
         self.mm = mm
+        self.forwarding = forwarding  # False: K-major FMAs, no accumulator forwarded (fma_order)
         self.name = name
         self.role = role
         self.shape: GemmShape = mm.shape()
@@ -446,8 +484,11 @@ class SqcKernelBuilder:
                          for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
                 # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
                 # data forwarding, section 2.9); the last batch of a step goes K-major, so each
-                # B slot dies early and is reloaded for the next step.
-                return sorted(pairs, key=(lambda t: (t[1], t[0])) if last else (lambda t: (t[0], t[1])))
+                # B slot dies early and is reloaded for the next step.  Without forwarding every
+                # batch goes K-major (the seed's sum_no_reuse): consecutive FMAs of a batch of two
+                # or more rows write different accumulators (a one-row batch cannot avoid it).
+                k_major = last or not self.forwarding
+                return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
             def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
                 w, rows, kks = batch_pieces[pi]
@@ -608,16 +649,13 @@ class SqcKernelBuilder:
         if out_kind != "workspace":
             ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
             c_tile = tile_base(ptr_c, "C")
-        if out_kind in ("c", "reduce", "scale", "atomic"):
-            alpha = (e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
-                     if out_kind != "scale" else None)
+        if out_kind != "scale":
+            alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        if main:  # BLAS: alpha == 0 drops A*B (the workspace partials become 0 for the reduce)
+            acc = zero_if_alpha_zero(e, alpha, dw, acc, f".L{self.name}_alpha_nonzero")
         if out_kind in ("c", "reduce", "scale"):
             beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
-            if dw == 1:
-                e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
-            else:
-                hi = e(gcn.SAndB32Op(e.sub(beta, 1), 0x7FFFFFFF)).sdst
-                e(gcn.SOrB32Op(hi, e.sub(beta, 0), comment="SCC = (beta != 0)"))
+            scc_nonzero(e, beta, dw, "beta")
             load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
         c_load = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
         c_store = gcn.GlobalStoreDwordOp if dw == 1 else gcn.GlobalStoreDwordx2Op
@@ -868,12 +906,22 @@ def _pow2_runs(n: int, largest: int = 16) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class ConvertGemmToGcnPass(ModulePass):
-    """Options: ``strategy`` (``sqc``: A in SGPRs, the default; ``lds``: the legacy LDS-tiled kernel), ``target``."""
+    """Options: ``strategy`` (``sqc``: A in SGPRs, the default; ``lds``: the legacy LDS-tiled kernel), ``target``,
+    ``schedule`` (strategy sqc: ``default``, this module's kernel, or ``seed``, the loop of the seed's
+    hand-written 64x256 SGEMM: ``passes/gemm_to_gcn_seed.py``) and ``forwarding`` (strategy sqc, both
+    schedules: ``true`` orders the FMAs so each accumulator comes from the FMA just before it; ``false``
+    K-major, the seed's ``sum_no_reuse`` comparison kernel: only the FMA order changes, each accumulator
+    still sums its k in order, so C is bit-identical)."""
 
     name = "convert-gemm-to-gcn"
 
     strategy: str = "sqc"
     target: str = "gfx906"
+    schedule: str = "default"
+    forwarding: bool = True
+
+    #: The schedules of strategy sqc.
+    SCHEDULES = ("default", "seed")
 
     #: Row counts R of the row-narrow companions ``<name>_rows<R>`` built when M is given
     #: at launch (those below the macro tile's M): the runtime runs the largest R <= M
@@ -887,6 +935,12 @@ class ConvertGemmToGcnPass(ModulePass):
             builders = {"sqc": SqcKernelBuilder, "lds": LdsKernelBuilder}  # strategy -> instruction selection
             if self.strategy not in builders:
                 raise op_error(mm, f"unknown strategy '{self.strategy}' (available: {', '.join(builders)})")
+            if self.schedule not in self.SCHEDULES:
+                raise op_error(mm, f"unknown schedule '{self.schedule}' (available: {', '.join(self.SCHEDULES)})")
+            if self.strategy != "sqc" and (self.schedule != "default" or not self.forwarding):
+                raise op_error(mm, f"schedule={self.schedule} forwarding={str(self.forwarding).lower()}: "
+                               f"the {self.strategy} strategy has one schedule (its FMAs write 64 different "
+                               "accumulators in turn); use strategy sqc")
             for prop, producer in (("macro_tile", "gemm-tile"), ("grid", "gemm-map-workgroups"),
                                    ("local_range", "gemm-map-subgroups"), ("split_k", "gemm-split-k")):
                 require(mm, prop, producer)
@@ -923,7 +977,13 @@ class ConvertGemmToGcnPass(ModulePass):
             if self.strategy != "sqc" and (split > 1 or local > 1):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
-            kernels = [builders[self.strategy](mm, name).build()]
+            if self.schedule == "seed":
+                from vlpc.passes.gemm_to_gcn_seed import SeedKernelBuilder
+                kernels = [SeedKernelBuilder(mm, name, forwarding=self.forwarding).build()]
+            elif self.strategy == "sqc":
+                kernels = [SqcKernelBuilder(mm, name, forwarding=self.forwarding).build()]
+            else:
+                kernels = [builders[self.strategy](mm, name).build()]
             if split > 1:  # the plan's other kernel (gemm-split-k): a reduction after, or a scaling before
                 mode = mm.split_mode.data if mm.split_mode is not None else "workspace"
                 if mode == "workspace":
@@ -933,8 +993,9 @@ class ConvertGemmToGcnPass(ModulePass):
                 steps = ",".join(k.sym_name.data for k in kernels)
                 for k in kernels:  # the launch order, for the runtime
                     k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
-            if self.strategy == "sqc" and shape.m < 0:  # M at launch may be below the macro tile's M
-                rows = [self._rows_kernel(mm, name, r) for r in self.ROWS_TILES if r < mt_m]
+            # M at launch may be below the macro tile's M (the seed schedule: whole tiles only)
+            if self.strategy == "sqc" and self.schedule == "default" and shape.m < 0:
+                rows = [self._rows_kernel(mm, name, r, self.forwarding) for r in self.ROWS_TILES if r < mt_m]
                 if rows:
                     main = kernels[0] if kernels[0].sym_name.data == name else kernels[1]
                     main.attributes["launch"] = DictionaryAttr({
@@ -949,7 +1010,7 @@ class ConvertGemmToGcnPass(ModulePass):
             fn.erase()
 
     @staticmethod
-    def _rows_kernel(mm: MatmulOp, name: str, r: int) -> gcn.KernelOp:
+    def _rows_kernel(mm: MatmulOp, name: str, r: int, forwarding: bool = True) -> gcn.KernelOp:
         """``<name>_rows<r>``: the kernel of ``mm`` with an r x macro_n tile, unsplit, for a
         launch-time M below the macro tile's M (the launch info's role ``rows``)."""
         clone = mm.clone()  # never inserted: the builder reads only its operands' types and properties
@@ -966,7 +1027,7 @@ class ConvertGemmToGcnPass(ModulePass):
             clone.set_int("local_split", 1)
             clone.set_int("k_per_split", -1 if mm.shape().k < 0 else mm.shape().k)
             clone.properties.pop("split_mode", None)
-            kernel = SqcKernelBuilder(clone, f"{name}_rows{r}").build()
+            kernel = SqcKernelBuilder(clone, f"{name}_rows{r}", forwarding=forwarding).build()
         finally:
             clone.erase()
         kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "role": StringAttr("rows")})

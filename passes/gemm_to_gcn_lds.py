@@ -88,7 +88,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import kernarg_layout, kernel_interface
+from vlpc.passes.convert_gemm_to_gcn import kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
 from vlpc.targets import Target, get_target
 
 #: Work-item micro tile (rows x columns of C per work-item) per element type.
@@ -356,13 +356,19 @@ class LdsKernelBuilder:
 
     # -- the kernel ------------------------------------------------------------------
 
+    @staticmethod
+    def _zeros(e: _E) -> SSAValue:
+        """Four zero VGPRs (a C quad's value in lanes whose load EXEC disables)."""
+        return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+
     def build(self) -> gcn.KernelOp:
         self._plan()
         s = self.shape
         esz, w, d, ks = self.esz, self.w, self.depth, self.k_step
         mi_m, mi_n = self.mi_m, self.mi_n
-        entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0)])
-        kp, wg_x, wg_y, tid = entry.args
+        entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0),
+                                 gcn.exec_type()])
+        kp, wg_x, wg_y, tid, exec0 = entry.args
         e = _E(entry)
 
         # ---- prologue: arguments, tile bases, per-lane global and LDS addresses ----
@@ -453,6 +459,12 @@ class LdsKernelBuilder:
         ptr_c = e(gcn.SLoadDwordx2Op(kp, self.karg["C"], comment="kernarg C")).sdst
         alpha = e(load_s(kp, self.karg["alpha"], comment="kernarg alpha")).sdst
         beta = e(load_s(kp, self.karg["beta"], comment="kernarg beta")).sdst
+        # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C) ...
+        acc = zero_if_alpha_zero(e, alpha, w, acc, f".L{self.name}_alpha_nonzero")
+        # ... and beta == 0 does not read C: the C loads run with EXEC = 0 into zeros
+        all_lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # EXEC at entry, kept in an SGPR pair
+        scc_nonzero(e, beta, w, "beta")
+        load_lanes = e(gcn.SCselectB64Op(all_lanes, 0)).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
         ldc_b = bytes_(ldc)
         c_lo, c_hi = e.mul64(e.mul(wg_y, self.mt_m), ldc_b)
@@ -471,9 +483,12 @@ class LdsKernelBuilder:
                 ptrs.append(row_ptr)
                 if r + 1 < mi_m:
                     row_ptr = e.add64(row_ptr, ldc_b, 0)
-            cs = [[e(gcn.GlobalLoadDwordx4Op(voff_c, p, 16 * q,
+            zeros = [[self._zeros(e) for _ in range(quads)] for _ in ptrs]  # written with EXEC all lanes
+            e(gcn.SAndB64Op(load_lanes, -1, result_type=gcn.exec_type()))
+            cs = [[e(gcn.GlobalLoadDwordx4Op(voff_c, p, 16 * q, merge=zeros[i][q],
                                              comment=f"C row {g0 + i} cols {per_quad * q}..")).vdst
                    for q in range(quads)] for i, p in enumerate(ptrs)]
+            e(gcn.SAndB64Op(all_lanes, -1, result_type=gcn.exec_type()))  # every lane stores
             for i, p in enumerate(ptrs):
                 r = g0 + i
                 for q in range(quads):
@@ -488,7 +503,8 @@ class LdsKernelBuilder:
         e(gcn.SEndpgmOp())
 
         kernel = gcn.KernelOp(self.name, Region(entry))
-        kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x"],
+        kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x",
+                                           "exec"],
                          kernarg_layout(s.dtype), self.threads, (self.mt_m, self.mt_n), ks, strategy="lds",
                          full_tiles_only=1,  # no edge handling: the host refuses other sizes
                          micro_m=mi_m, micro_n=mi_n, lds_stage_k=d)

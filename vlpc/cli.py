@@ -193,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--m", type=int, help="M, for dynamic ('?') dimensions")
     r.add_argument("--n", type=int, help="N, for dynamic dimensions")
     r.add_argument("--k", type=int, help="K, for dynamic dimensions")
+    r.add_argument("--batch", type=int, help="the batch count of a strided batched kernel, when dynamic")
     r.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
     r.add_argument("--alpha", type=float, default=None,
                    help="alpha (default: the value the IR fixes, e.g. 1 for linalg input, else 1.0)")
