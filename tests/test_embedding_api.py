@@ -127,9 +127,24 @@ def test_run_errors(nt):
         vlpc.run(nt, np.zeros((32, 64)))
     with pytest.raises(vlpc.VlpcError, match="contradicts the static size"):
         vlpc.run(nt, m=64)
-    # a result outside the bound (NaN in C with beta != 0) raises VerificationError with the result attached
-    with pytest.raises(vlpc.VerificationError) as info:
-        vlpc.run(nt, c=np.full((32, 128), np.nan, np.float32), beta=1.0)
+    # NaN in C with beta != 0 gives NaN: the right answer, verified (issue 14 item 6's class)
+    r = vlpc.run(nt, c=np.full((32, 128), np.nan, np.float32), beta=1.0)
+    assert r.verified and np.isnan(r.c).all()
+    # a result outside the bound raises VerificationError with the result attached: a device
+    # whose download adds 1 to one element of C
+    from vlpc.runtime import get_device
+
+    dev = get_device("emulator")
+    download = dev.download
+
+    def corrupt(buf, dtype=None, shape=None):
+        out = download(buf, dtype, shape)
+        out.reshape(-1)[5] += 1.0
+        return out
+
+    dev.download = corrupt
+    with pytest.raises(vlpc.VerificationError, match=r"1 of 4096 elements outside the error bound") as info:
+        vlpc.run(nt, device=dev)
     assert info.value.result.verified is False and info.value.exit_code == 3
 
 

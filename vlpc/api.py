@@ -9,10 +9,12 @@
     r.launch       # LaunchConfig(grid=(2, 4, 1), block=(256, 1, 1))
     r.stats        # the emulator's counters (None on HIP)
     r.max_abs_error, r.tolerance   # against a float64 NumPy reference (fused epilogue included)
+    r.error_ratio  # the worst |error| / bound (vlpc.verify: Higham's bound + epilogue and store roundings)
 
 Operands are the matrices *as stored*, row-major: A is M x K (layout ``N?``) or
 K x M (``T?``), B is K x N (``?N``) or N x K (``?T``), C is M x N; a leading
-dimension larger than the row is given by a wider array.  Missing operands are
+dimension larger than the row is given by a wider array; a strided batched kernel takes
+3-D arrays (batch, rows, columns), 2-D for an operand shared by the batch.  Missing operands are
 random (``seed``).  ``alpha``/``beta`` default to the values the IR fixed (linalg
 input: 1 and 1, C += A*B; 0 for beta after a zero fill), else to 1 and 0.
 """
@@ -41,14 +43,14 @@ class VerificationError(VlpcError):
         self.result = result
 
 
-from vlpc.run import Problem  # noqa: E402  (one definition, shared with vlpc run)
+from vlpc.verify import Problem  # noqa: E402  (one definition, shared with vlpc run)
 
 
 @dataclass
 class RunResult:
     """What :func:`run` did: the output, the launch, and the check against NumPy."""
 
-    c: np.ndarray                      #: C after the launch, M x N
+    c: np.ndarray                      #: C after the launch, M x N (batched: batch x M x N)
     kernel: CompiledKernel
     problem: Problem
     launch: LaunchConfig
@@ -57,10 +59,14 @@ class RunResult:
     device: str                        #: the device's description, e.g. ``emulator (gfx906)``
     stats: Any = None                  #: emulator ``LaunchStats`` (instruction counters), else None
     wall_time: float = 0.0             #: best launch wall time in seconds (emulator: not hardware time)
-    max_abs_error: float | None = None  #: vs. the float64 reference (None when not verified)
-    tolerance: float | None = None     #: the largest element-wise bound used
+    max_abs_error: float | None = None  #: vs. the float64 reference of vlpc.verify (None when not verified)
+    tolerance: float | None = None     #: the largest element-wise bound used (vlpc.verify.error_bound)
     verified: bool | None = None       #: True when checked and within the bound
-    inputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  #: A, B, C0 as launched
+    #: the worst element's |error| / bound (what the bound judged: <= 1 passes; inf: a wrong NaN/Inf)
+    error_ratio: float | None = None
+    verdict: Any = field(default=None, repr=False)  #: the :class:`vlpc.verify.Verdict`
+    #: A, B, C0 as launched, as stored: (rows, ld), batched (batch, rows, ld); and the bias
+    inputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
 
 def stored_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
@@ -79,21 +85,42 @@ def check_leading_dimensions(layout: str, p: Problem) -> None:
                             f"as stored for layout {layout}")
 
 
+def _as_array(name: str, arr: Any, dtype: type) -> np.ndarray | None:
+    """``arr`` as a NumPy array: a list or other sequence becomes one of the kernel's dtype."""
+    if arr is None or isinstance(arr, np.ndarray):
+        return arr
+    try:
+        return np.asarray(arr, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise VlpcError(f"operand {name} is a {type(arr).__name__}, not convertible to a NumPy "
+                        f"{np.dtype(dtype).name} array ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
 def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | None,
-            m: int | None, n: int | None, k: int | None) -> Problem:
-    """Sizes: static from the kernel, else given, else from the arrays' shapes (see the module docstring)."""
+            m: int | None, n: int | None, k: int | None, batch: int | None = None) -> Problem:
+    """Sizes: static from the kernel, else given, else from the arrays' shapes (see the module
+    docstring).  A batched kernel takes 3-D arrays (batch, rows, leading dimension), or a 2-D
+    array for an operand shared by the batch (stride 0); batch strides are the IR's, else
+    rows x leading dimension (0 for a 2-D operand)."""
     li = kernel.launch_info
     lay = kernel.layout
+    batched = li.get("batch", 0) != 0
     # (rows, cols) of each stored operand in terms of the logical sizes.
     a_dims = ("m", "k") if lay[0] == "N" else ("k", "m")
     b_dims = ("k", "n") if lay[1] == "N" else ("n", "k")
     from_arrays: dict[str, int] = {}
-    for arr, dims in ((a, a_dims), (b, b_dims), (c, ("m", "n"))):
+    batches: list[int] = []
+    for name, arr, dims in (("A", a, a_dims), ("B", b, b_dims), ("C", c, ("m", "n"))):
         if arr is not None:
-            if arr.ndim != 2:
-                raise VlpcError(f"operands must be 2-D arrays, got shape {arr.shape}")
-            from_arrays.setdefault(dims[0], arr.shape[0])
-            from_arrays.setdefault(dims[1], arr.shape[1])
+            if arr.ndim == 3 and batched:
+                batches.append(arr.shape[0])
+            elif arr.ndim != 2:
+                raise VlpcError(f"operand {name} has shape {arr.shape}: operands must be 2-D arrays"
+                                + (" (or 3-D, batch x rows x columns, for a batched kernel)" if batched else
+                                   f"; kernel {kernel.name} is not batched (give 3-D memrefs in the IR for a "
+                                   "strided batch)"))
+            from_arrays.setdefault(dims[0], arr.shape[-2])
+            from_arrays.setdefault(dims[1], arr.shape[-1])
     sizes = {}
     for name, given in (("m", m), ("n", n), ("k", k)):
         static = li[f"static_{name}"]
@@ -111,28 +138,43 @@ def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, 
     lds = {}
     for op, arr in (("A", a), ("B", b), ("C", c)):
         static = li[f"static_ld{op.lower()}"]
-        lds[op] = static if static >= 0 else (arr.shape[1] if arr is not None else cols[op])
-    return Problem(sizes["m"], sizes["n"], sizes["k"], lds["A"], lds["B"], lds["C"])
-
-
-def _operand(name: str, arr: np.ndarray | None, shape: tuple[int, int], dtype: type,
-             rng: np.random.Generator) -> np.ndarray:
-    if arr is None:
-        return rng.standard_normal(shape).astype(dtype)
-    arr = np.asarray(arr)
-    if arr.dtype != dtype:
-        raise VlpcError(f"operand {name} has dtype {arr.dtype}, the kernel computes in {np.dtype(dtype)}")
-    if arr.shape != shape:
-        raise VlpcError(f"operand {name} has shape {arr.shape}, the kernel expects {shape} "
-                        "(rows x leading dimension, as stored)")
-    return np.ascontiguousarray(arr)
+        lds[op] = static if static >= 0 else (arr.shape[-1] if arr is not None else cols[op])
+    p = Problem(sizes["m"], sizes["n"], sizes["k"], lds["A"], lds["B"], lds["C"])
+    if not batched:
+        if batch not in (None, 0, 1):
+            raise VlpcError(f"kernel {kernel.name} is not batched (batch={batch}): give A, B and C as 3-D "
+                            "memrefs (batch, rows, columns) for a strided batch")
+        return p
+    static_batch = li["batch"]
+    nb = static_batch if static_batch > 0 else batch
+    if nb is None:
+        nb = batches[0] if batches else None
+    if nb is None:
+        raise VlpcError(f"{kernel.name} takes its batch count at launch: pass batch= or 3-D operand arrays")
+    if batch is not None and batch != nb:
+        raise VlpcError(f"batch={batch} contradicts the static batch count {nb} in the IR")
+    for name, arr in (("A", a), ("B", b), ("C", c)):
+        if arr is not None and arr.ndim == 3 and arr.shape[0] != nb:
+            raise VlpcError(f"operand {name} holds {arr.shape[0]} matrices, the batch is {nb}")
+    rows = {"A": a_dims[0], "B": b_dims[0], "C": "m"}
+    p.batch = nb
+    for op, arr in (("A", a), ("B", b), ("C", c)):
+        static = li.get(f"static_stride_{op.lower()}", -1)
+        if static >= 0:
+            stride = static
+        elif arr is not None and arr.ndim == 2 and op != "C":
+            stride = 0  # one matrix for the whole batch
+        else:
+            stride = sizes[rows[op]] * lds[op]
+        setattr(p, f"stride_{op.lower()}", stride)
+    return p
 
 
 def _vector(name: str, arr: np.ndarray | None, length: int, dtype: type,
             rng: np.random.Generator) -> np.ndarray:
     if arr is None:
         return rng.standard_normal(length).astype(dtype)
-    arr = np.asarray(arr)
+    arr = _as_array(name, arr, dtype)
     if arr.dtype != dtype or arr.shape != (length,):
         raise VlpcError(f"{name} must be a {np.dtype(dtype).name} vector of length {length}, "
                         f"got {arr.dtype} {arr.shape}")
@@ -148,9 +190,55 @@ def _scalar(name: str, given: float | None, fixed: float | None, default: float)
     return default if given is None else float(given)
 
 
+def operand_buffers(layout: str, p: Problem, dtype: type, arrays: dict[str, np.ndarray | None],
+                    rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Flat, exactly sized host buffers of A, B and C: a given array as stored (its padding
+    kept), a missing one random (standard normal); elements outside the matrices are NaN."""
+    from vlpc.verify import geometries, pack
+
+    out = {}
+    for name, geom in geometries(layout, p).items():
+        arr = arrays.get(name)
+        if arr is None:
+            flat = np.full(geom.size, np.nan, dtype)
+            nb = 1 if geom.stride == 0 else geom.batches
+            offs = geom.offsets()[:nb].reshape(-1)
+            flat[offs] = rng.standard_normal(offs.size).astype(dtype)
+        else:
+            if arr.dtype != dtype:
+                raise VlpcError(f"operand {name} has dtype {arr.dtype}, the kernel computes in {np.dtype(dtype)}")
+            if arr.ndim == 2 and p.batch and geom.stride != 0:
+                raise VlpcError(f"operand {name} is 2-D but the batch stride of {name} is {geom.stride}: "
+                                "give a 3-D array (batch, rows, columns)")
+            if arr.shape[-2] != geom.rows or arr.shape[-1] != geom.ld:
+                raise VlpcError(f"operand {name} has shape {arr.shape}, the kernel expects "
+                                f"{(geom.rows, geom.ld)} (rows x leading dimension, as stored)"
+                                + (f" per matrix of the batch of {p.batch}" if p.batch else ""))
+            flat = pack(name, arr, geom, dtype)
+        out[name] = flat
+    return out
+
+
+def stored_arrays(layout: str, p: Problem, flat: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The operands as stored, (rows, ld) or for a batch (batch, rows, ld), from flat buffers
+    (the last row's padding, absent from an exactly sized buffer, reads as NaN)."""
+    from vlpc.verify import geometries
+
+    out = {}
+    for name, geom in geometries(layout, p).items():
+        full = (geom.batches - 1) * geom.stride + geom.rows * geom.ld
+        buf = np.full(full, np.nan, flat[name].dtype)
+        buf[:geom.size] = flat[name][:geom.size]
+        isz = buf.itemsize
+        arr = np.lib.stride_tricks.as_strided(buf, (geom.batches, geom.rows, geom.ld),
+                                              (geom.stride * isz, geom.ld * isz, isz)).copy()
+        out[name] = arr if p.batch else arr[0]
+    return out
+
+
 def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = None,
         c: np.ndarray | None = None, *, bias: np.ndarray | None = None,
-        m: int | None = None, n: int | None = None, k: int | None = None,
+        m: int | None = None, n: int | None = None, k: int | None = None, batch: int | None = None,
         alpha: float | None = None, beta: float | None = None, device: str | Any = "emulator",
         target: str = "gfx906", kernel: str | None = None, seed: int = 0, verify: bool = True,
         iterations: int = 1, strict: bool = False, **options: Any) -> RunResult:
@@ -158,19 +246,25 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
 
     ``module``: MLIR text, an xDSL ``ModuleOp``, an upstream MLIR module, a
     :class:`~vlpc.pipeline.CompiledModule` or a :class:`~vlpc.pipeline.CompiledKernel`.
-    ``a``, ``b``, ``c``: NumPy arrays as stored (random when omitted); ``m``, ``n``,
-    ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N) for a
-    kernel with a fused ``bias_row``/``bias_col`` epilogue.  ``device``: ``"emulator"``
-    (default), ``"hip"``, ``"auto"`` or a :class:`~vlpc.runtime.Device`;
-    ``strict`` makes the emulator report reads of uninitialised registers.
-    ``options`` go to :func:`vlpc.compile`.  With ``verify`` (default) a result
-    outside the forward error bound of the ``vlpc run`` command (``gamma_(K+2)``
-    times the magnitudes) raises :class:`VerificationError`; the other errors are
-    :class:`~vlpc.errors.VlpcError` (bad sizes, options, IR) and
-    :class:`~vlpc.errors.DeviceError` (device faults).
+    ``a``, ``b``, ``c``: NumPy arrays (or nested lists) as stored (random when omitted);
+    ``m``, ``n``, ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N)
+    for a kernel with a fused ``bias_row``/``bias_col`` epilogue.  A strided batched kernel
+    takes 3-D arrays (batch, rows, leading dimension), a 2-D array for an operand every
+    product shares (batch stride 0), and ``batch`` when the count is dynamic; ``r.c`` is
+    then (batch, M, N).  Buffers are sized exactly to the data (the last row ends at its
+    last element); elements outside the matrices hold the arrays' padding or NaN.
+    ``device``: ``"emulator"`` (default), ``"hip"``, ``"auto"`` or a
+    :class:`~vlpc.runtime.Device`; ``strict`` makes the emulator report reads of
+    uninitialised registers.  ``options`` go to :func:`vlpc.compile`.  With ``verify``
+    (default) C is checked against the float64 reference and error bound of
+    :mod:`vlpc.verify` (BLAS: alpha = 0 reads neither A nor B, beta = 0 does not read C;
+    Higham's gamma_(K+2) bound plus the epilogue's and the store's roundings), and the
+    elements outside the matrices must keep their bits; a failure raises
+    :class:`VerificationError`.  The other errors are :class:`~vlpc.errors.VlpcError`
+    (bad sizes, options, IR) and :class:`~vlpc.errors.DeviceError` (device faults).
     """
-    from vlpc.run import apply_epilogue, tolerance
     from vlpc.runtime import get_device, load_code_object
+    from vlpc.verify import check, geometries, kernel_arguments
 
     if isinstance(module, CompiledKernel):
         kern = module
@@ -179,14 +273,15 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         kern = compiled.kernel(kernel)
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
-    p = resolve(kern, a, b, c, m, n, k)
+    dtype_name = str(kern.launch_info.get("dtype", "f32"))
+    dtype = _NP_DTYPE[dtype_name]
+    a, b, c = (_as_array(name, x, dtype) for name, x in (("A", a), ("B", b), ("C", c)))
+    p = resolve(kern, a, b, c, m, n, k, batch)
     kern.check_sizes(p.m, p.n, p.k)
     check_leading_dimensions(kern.layout, p)
-    launch = kern.launch(p.m, p.n, p.k)
-    dtype = _NP_DTYPE[str(kern.launch_info.get("dtype", "f32"))]
+    launch = kern.launch(p.m, p.n, p.k, p.batch or None)
     rng = np.random.default_rng(seed)
-    shapes = stored_shapes(kern.layout, p)
-    a0, b0, c0 = (_operand(name, arr, shapes[name], dtype, rng) for name, arr in (("A", a), ("B", b), ("C", c)))
+    flat = operand_buffers(kern.layout, p, dtype, {"A": a, "B": b, "C": c}, rng)
     epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
     bias0 = None
     if any(x.startswith("bias") for x in epi):
@@ -199,50 +294,38 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
 
     dev = get_device(device, **({"strict": True} if strict else {})) if isinstance(device, str) else device
     co = load_code_object(kern.code_object)
-    bufs = [dev.upload(x) for x in ((a0, b0, c0) if bias0 is None else (a0, b0, c0, bias0))]
+    host = {**flat, **({} if bias0 is None else {"bias": bias0})}
+    bufs = {}
     stats = None
     walls = []
     try:
-        args = [*bufs[:3], *(np.int32(v) for v in (p.m, p.n, p.k, p.lda, p.ldb, p.ldc)), dtype(al), dtype(be),
-                *bufs[3:]]
+        for name, x in host.items():
+            bufs[name] = dev.upload(x)
+        args = kernel_arguments(kern, bufs, p, al, be)
         for it in range(max(1, iterations)):
             if it:
-                dev.write(bufs[2], c0)
+                dev.write(bufs["C"], flat["C"])
             t0 = time.perf_counter()
-            stats = kern.execute(dev, co, args, p.m, p.n, p.k, p.ldc)
+            stats = kern.execute(dev, co, args, p.m, p.n, p.k, p.ldc, p.batch or None)
             walls.append(time.perf_counter() - t0)
-        out = dev.download(bufs[2], dtype, (p.m, p.ldc))
+        out = dev.download(bufs["C"], dtype, flat["C"].shape)
     finally:
-        for buf in bufs:
+        for buf in bufs.values():
             dev.free(buf)
-    result = RunResult(np.ascontiguousarray(out[:, :p.n]), kern, p, launch, al, be, dev.describe(),
+    cm = np.ascontiguousarray(geometries(kern.layout, p)["C"].matrices(out))
+    result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
                        stats if getattr(dev, "name", "") == "emulator" else None, min(walls),
-                       inputs={"A": a0, "B": b0, "C": c0, **({} if bias0 is None else {"bias": bias0})})
+                       inputs={**stored_arrays(kern.layout, p, flat), **({} if bias0 is None else {"bias": bias0})})
     if not verify:
         return result
-    op_a = a0[:, :p.k] if kern.layout[0] == "N" else a0[:, :p.m].T   # M x K
-    op_b = b0[:, :p.n] if kern.layout[1] == "N" else b0[:, :p.k].T   # K x N
-    # BLAS: with beta == 0, C is not read (it may hold NaN), so the reference leaves it out too.
-    c_in = c0[:, :p.n].astype(np.float64) if be != 0 else np.zeros((p.m, p.n))
-    ref = al * (op_a.astype(np.float64) @ op_b.astype(np.float64)) + be * c_in
-    ref = apply_epilogue(ref, epi, None if bias0 is None else bias0.astype(np.float64))
-    tol = tolerance(op_a, np.ascontiguousarray(op_b.T), c_in, al, be, p.k, str(kern.launch_info.get("dtype", "f32")))
-    if "gelu" in epi:  # as `vlpc run`: v_exp_f32 and v_rcp_f32 are 1-ULP approximations
-        tol = tol + 8 * np.finfo(np.float32).eps * np.abs(ref)
-    err = np.abs(result.c.astype(np.float64) - ref)
-    result.max_abs_error = float(err.max())
-    result.tolerance = float(tol.max())
-    bad = ~(err <= tol)
-    untouched = p.ldc > p.n and not np.array_equal(out[:, p.n:], c0[:, p.n:], equal_nan=True)
-    result.verified = not bad.any() and not untouched
-    if not result.verified:
-        if bad.any():
-            i, j = (int(x) for x in np.argwhere(bad)[0])
-            what = (f"{int(bad.sum())} of {bad.size} elements outside the error bound; C[{i},{j}] = "
-                    f"{result.c[i, j]!r}, expected {ref[i, j]!r} (bound {tol[i, j]:.3e})")
-        else:
-            what = "columns of C beyond N were modified"
-        raise VerificationError(f"{kern.name}: verification failed: {what}", result)
+    v = check(kern.layout, p, dtype_name, flat["A"], flat["B"], flat["C"], out, al, be, epi, bias0)
+    result.max_abs_error = v.max_abs_error
+    result.tolerance = v.max_bound
+    result.error_ratio = v.worst
+    result.verified = v.ok
+    result.verdict = v
+    if not v.ok:
+        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
     return result
 
 

@@ -1,37 +1,27 @@
 """``vlpc run``: compile a GEMM, execute it on a device and verify it against NumPy.
 
-The reference is computed in float64.  The tolerance follows the standard
-forward error bound of a dot product of length K in precision u (Higham,
-"Accuracy and Stability of Numerical Algorithms", section 3.1):
-``|C - C_ref| <= gamma_{K+2} * (|alpha| |A| |B|^T + |beta| |C0|)`` element-wise,
-with ``gamma_n = n u / (1 - n u)`` and u = 2^-24 for f32 (the two extra terms cover
-the scaling by alpha and the beta*C0 product).  A result outside the bound is a
-failure (exit code 3).
+The reference and the error bound are :mod:`vlpc.verify`'s, shared with ``vlpc.run``:
+float64 NumPy with BLAS's quick returns (alpha = 0 reads neither A nor B, beta = 0 does
+not read C), and Higham's forward error bound ``gamma_(K+2) (|alpha||A||B| + |beta||C|)``
+("Accuracy and Stability of Numerical Algorithms", section 3.1) plus the roundings of the
+fused epilogue and of the store.  Elements of C outside the M x N matrices must keep
+their bit patterns.  A result outside the bound is a failure (exit code 3).
+
+Random inputs are laid out in exactly sized buffers (the last row of each matrix ends
+its buffer) whose padding is NaN, so a kernel that reads or writes past the matrices is
+caught.  A strided batched kernel runs its batch (``--batch`` for a dynamic count; batch
+strides from the IR, else rows x leading dimension).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
-
 import numpy as np
 
 from vlpc.errors import EXIT_VERIFY, VlpcError
 
-UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
-
-
-@dataclass
-class Problem:
-    """Sizes (elements) and leading dimensions of one GEMM launch."""
-
-    m: int
-    n: int
-    k: int
-    lda: int
-    ldb: int
-    ldc: int
+from vlpc.verify import UNIT_ROUNDOFF, Problem, apply_epilogue, gelu_tanh, tolerance  # noqa: F401  (re-exported)
 
 
 def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | None) -> Problem:
@@ -73,46 +63,10 @@ def operands(layout: str, p: Problem, a: np.ndarray, b: np.ndarray) -> tuple[np.
     return op_a.astype(np.float64), op_bt.astype(np.float64)
 
 
-def tolerance(a: np.ndarray, b: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
-              dtype: str = "f32") -> np.ndarray:
-    """Element-wise error bound for ``alpha * a @ b.T + beta * c0`` (see the module docstring)."""
-    u = UNIT_ROUNDOFF[dtype]
-    n = k + 2
-    gamma = n * u / (1 - n * u)
-    if dtype == "f64":  # the float64 reference has rounding errors of the same size
-        gamma *= 2
-    mag = abs(alpha) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T) + abs(beta) * np.abs(c0)
-    return gamma * mag + np.finfo(np.float32).tiny
-
-
-def gelu_tanh(x: np.ndarray) -> np.ndarray:
-    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (what the kernel computes).
-
-    Its largest difference from the erf form 0.5 x (1 + erf(x / sqrt(2))) is about 4.7e-4
-    (near |x| = 2), as measured by tests/test_epilogue.py.
-    """
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
-
-
-def apply_epilogue(d: np.ndarray, ops: tuple[str, ...] | list[str], bias: np.ndarray | None) -> np.ndarray:
-    """The reference for a fused epilogue: ops in order on D = alpha*op(A)*op(B) + beta*C (float64)."""
-    for x in ops:
-        if x == "bias_row":
-            d = d + bias[:, None]
-        elif x == "bias_col":
-            d = d + bias[None, :]
-        elif x == "relu":
-            d = np.maximum(d, 0.0)
-        elif x == "gelu":
-            d = gelu_tanh(d)
-        elif x:
-            raise VlpcError(f"unknown epilogue operation '{x}'")
-    return d
-
-
 def cmd_run(args) -> int:
     import vlpc
-    from vlpc.runtime import get_device, load_code_object
+    from vlpc.api import VerificationError, resolve, run
+    from vlpc.runtime import get_device
 
     from vlpc.cli import _read_input
 
@@ -120,7 +74,7 @@ def cmd_run(args) -> int:
         raise VlpcError(f"--iterations must be at least 1, got {args.iterations}")
     if args.seed < 0:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
-    for name in ("m", "n", "k"):
+    for name in ("m", "n", "k", "batch"):
         given = getattr(args, name, None)
         if given is not None and given <= 0:
             raise VlpcError(f"--{name} must be positive, got {given}")
@@ -135,28 +89,32 @@ def cmd_run(args) -> int:
     t_compile = time.perf_counter() - t0
     kernel = compiled.kernel()
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
-    kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
-    launch = kernel.launch(p.m, p.n, p.k)
+    batched = kernel.launch_info.get("batch", 0) != 0
+    batch = getattr(args, "batch", None)
+    if batch is not None and not batched:
+        raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
 
     layout = kernel.launch_info.get("layout", "NT")
     dtype = np.float32 if kernel.launch_info.get("dtype", "f32") == "f32" else np.float64
-    epi = tuple(x for x in str(kernel.launch_info.get("epilogue", "")).split(",") if x)
     shapes = storage_shapes(layout, p)
-    rng = np.random.default_rng(args.seed)
+    arrays: dict[str, np.ndarray | None] = {"A": None, "B": None, "C": None}
     if args.inputs:
-        a, b, c0 = (_load_npy(x, name) for x, name in zip(args.inputs, "ABC"))
-        for name, arr in (("A", a), ("B", b), ("C", c0)):
+        for x, name in zip(args.inputs, "ABC"):
+            arr = _load_npy(x, name)
             rows, ld = shapes[name]
+            static_ld = kernel.launch_info[f"static_ld{name.lower()}"]
             if arr.dtype != dtype:
                 raise VlpcError(f"input {name} has dtype {arr.dtype}, expected {np.dtype(dtype).name}")
-            if arr.ndim != 2 or arr.shape[0] != rows or arr.shape[1] < ld:
-                raise VlpcError(f"input {name} has shape {arr.shape}, expected ({rows}, {ld})")
-        a, b, c0 = (np.ascontiguousarray(x[:, :shapes[name][1]]) for x, name in ((a, "A"), (b, "B"), (c0, "C")))
-    else:
-        a, b, c0 = (rng.standard_normal(shapes[name]).astype(dtype) for name in "ABC")
-    bias = None
-    if any(x.startswith("bias") for x in epi):
-        bias = rng.standard_normal(p.m if "bias_row" in epi else p.n).astype(dtype)
+            if (arr.ndim not in ((2, 3) if batched else (2,)) or arr.shape[-2] != rows
+                    or (arr.shape[-1] != ld if static_ld >= 0 else arr.shape[-1] < ld)):
+                want = f"({rows}, {ld})" if not batched else f"(batch, {rows}, {ld}) or ({rows}, {ld})"
+                raise VlpcError(f"input {name} has shape {arr.shape}, expected {want}"
+                                + (f" (ld{name.lower()}={ld} is static in the IR)" if static_ld >= 0
+                                   and arr.ndim >= 2 and arr.shape[-1] > ld else ""))
+            arrays[name] = arr
+    p = resolve(kernel, arrays["A"], arrays["B"], arrays["C"], p.m, p.n, p.k, batch)
+    kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    launch = kernel.launch(p.m, p.n, p.k, p.batch or None)
     scalars = {}
     for name, given, default in (("alpha", args.alpha, 1.0), ("beta", args.beta, 0.5)):
         fixed = getattr(kernel, name)  # a value the IR fixes (linalg accumulates: alpha = beta = 1)
@@ -167,7 +125,6 @@ def cmd_run(args) -> int:
     for name in ("alpha", "beta"):
         if not np.isfinite(scalars[name]) or abs(scalars[name]) > float(np.finfo(dtype).max):
             raise VlpcError(f"--{name} {scalars[name]} is not a finite {np.dtype(dtype).name}")
-    alpha, beta = dtype(args.alpha), dtype(args.beta)
 
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
     dev = get_device(args.device, **dev_opts)
@@ -175,64 +132,39 @@ def cmd_run(args) -> int:
         reason = getattr(dev, "selection_reason", "")
         print(f"vlpc: device {dev.describe()}{f' ({reason})' if reason else ''}", file=sys.stderr)
         print(f"vlpc: toolchain {compiled.toolchain}", file=sys.stderr)
-    co = load_code_object(compiled.code_object)
-    bufs = [dev.upload(x) for x in ((a, b, c0) if bias is None else (a, b, c0, bias))]
+    # One launch path and one check for `vlpc run` and `vlpc.run` (vlpc/api.py, vlpc/verify.py).
     try:
-        kargs = [*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
-                 np.int32(p.ldc), alpha, beta, *bufs[3:]]
-        sizes = {i: x.nbytes for i, x in enumerate((a, b, c0))}
-        walls = []
-        stats = None
-        for it in range(args.iterations):
-            if it:
-                dev.write(bufs[2], c0)
-            t = time.perf_counter()
-            stats = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, buffer_sizes=sizes)
-            walls.append(time.perf_counter() - t)
-        out = dev.download(bufs[2], dtype, (p.m, p.ldc))
-    finally:
-        for buf in bufs:
-            dev.free(buf)
+        r = run(kernel, arrays["A"], arrays["B"], arrays["C"], m=p.m, n=p.n, k=p.k, batch=p.batch or None,
+                alpha=float(dtype(args.alpha)), beta=float(dtype(args.beta)), device=dev, seed=args.seed,
+                verify=args.verify, iterations=args.iterations)
+        failure = None
+    except VerificationError as e:
+        r, failure = e.result, e
 
-    print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}) alpha={args.alpha} beta={args.beta}")
-    steps = kernel.plan(p.m, p.n, p.k)
+    batch_text = f" batch={p.batch} (strides {p.stride_a}, {p.stride_b}, {p.stride_c})" if p.batch else ""
+    print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}){batch_text} "
+          f"alpha={args.alpha} beta={args.beta}")
+    steps = kernel.plan(p.m, p.n, p.k, p.batch or None)
     if len(steps) > 1 or steps[0].kernel != kernel.name:
         print("  plan: " + ", then ".join(f"{st.kernel} grid {st.grid}" for st in steps)
               + f"; workspace {kernel.workspace_bytes(p.m, p.ldc)} bytes")
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
-          f"launch wall time {min(walls):.3f} s (best of {len(walls)})")
-    if dev.name == "emulator" and stats is not None:
-        print("  emulator counters (not hardware time): " + _counters(stats))
+          f"launch wall time {r.wall_time:.3f} s (best of {args.iterations})")
+    if dev.name == "emulator" and r.stats is not None:
+        print("  emulator counters (not hardware time): " + _counters(r.stats))
     if args.save_output:
         import io
 
         from vlpc.cli import write_atomic
 
         data = io.BytesIO()
-        np.save(data, out)
+        np.save(data, r.c)
         write_atomic(args.save_output, data.getvalue())
     if not args.verify:
         return 0
-    op_a, op_bt = operands(layout, p, a, b)
-    d = float(alpha) * (op_a @ op_bt.T) + float(beta) * c0[:, :p.n].astype(np.float64)
-    ref = apply_epilogue(d, epi, None if bias is None else bias.astype(np.float64))
-    got = out[:, :p.n].astype(np.float64)
-    tol = tolerance(op_a, op_bt, c0[:, :p.n], float(alpha), float(beta), p.k,
-                    "f32" if dtype == np.float32 else "f64")
-    if "gelu" in epi:  # v_exp_f32 and v_rcp_f32 are 1-ULP approximations
-        tol = tol + 8 * np.finfo(np.float32).eps * np.abs(ref)
-    err = np.abs(got - ref)
-    rel = err / np.maximum(np.abs(ref), np.finfo(np.float32).tiny)
-    bad = ~(err <= tol)
-    print(f"  max abs error {err.max():.3e}, max rel error {rel.max():.3e}; tolerance gamma_(K+2)*(|alpha||A||B|^T+|beta||C|), "
-          f"max {tol.max():.3e}")
-    untouched = p.ldc > p.n and not np.array_equal(out[:, p.n:], c0[:, p.n:])
-    if bad.any() or untouched:
-        i, j = np.argwhere(bad)[0] if bad.any() else (0, p.n)
-        what = (f"C[{i},{j}] = {out[i, j]!r}, expected {ref[i, j]!r} (tolerance {tol[i, j]:.3e})" if bad.any()
-                else "columns beyond N were modified")
-        print(f"vlpc: verification FAILED: {int(bad.sum())} of {bad.size} elements outside the tolerance; {what}",
-              file=sys.stderr)
+    print("  " + r.verdict.summary())
+    if failure is not None:
+        print(f"vlpc: verification FAILED: {r.verdict.failure()}", file=sys.stderr)
         return EXIT_VERIFY
     print("  verification passed")
     return 0

@@ -1,0 +1,378 @@
+"""The one reference and the one error bound that ``vlpc run`` and ``vlpc.run`` check C against.
+
+**Reference** (float64 NumPy, BLAS semantics as in reference BLAS ``xGEMM`` and rocBLAS):
+``D = alpha * op(A) op(B) + beta * C``, then the fused epilogue in order.  ``alpha = 0``
+means A and B are not read (D = beta * C, so NaN/Inf in A or B never enter it);
+``beta = 0`` means C is not read (NaN/Inf in C never enter it).  Non-finite values in
+operands that *are* read propagate as IEEE arithmetic says (each product summed, not a
+BLAS library's shortcut).  ``relu`` is ``max(x, 0)`` with IEEE 754-2008 maxNum semantics,
+what ``v_max_f32``/``v_max_f64`` compute: ``relu(NaN) = 0``.  ``gelu`` is the tanh form the
+kernel computes (:func:`gelu_tanh`).
+
+**Error bound**, element-wise, for a kernel computing in precision u (f32: 2^-24,
+f64: 2^-53).  Sources: N. J. Higham, *Accuracy and Stability of Numerical Algorithms*,
+2nd ed., SIAM 2002: the model of floating-point arithmetic ``fl(x op y) = (x op y)(1 + d)
++ e``, ``|d| <= u``, ``|e| <= tiny`` (section 2.2, eq. (2.8), with flushed subnormals), and
+the dot-product bound of section 3.1, eq. (3.5): ``|fl(x^T y) - x^T y| <= gamma_K |x|^T |y|``
+with ``gamma_n = n u / (1 - n u)`` (Lemma 3.1); it holds for any summation order, so also
+for split-K (partials summed in slice order, or by atomics).  Terms:
+
+1. the product and the scaling: ``gamma_(K+2) (|alpha| |op(A)| |op(B)| + |beta| |C|)`` (the
+   K-term dot product, one rounding for alpha and one for adding beta*C);
+2. each epilogue operation, applied to the bound ``e`` of its input ``x`` giving ``y``:
+   bias add ``e (1 + u) + u |y|`` (one rounding); relu ``e`` (1-Lipschitz, exact);
+   gelu ``L e + u |y| (8 + 4 |z|)``, L = 1.13 >= max |gelu'| (1.1289, at x = 2.42),
+   z = the argument of ``v_exp_f32`` (an error in z is relative ``ln 2 |z| u`` in the
+   exponential; ``v_exp_f32`` and ``v_rcp_f32`` are 1-ulp approximations and the form has
+   five more roundings);
+3. the store: ``u |D|``, the rounding of the value written to C in its precision;
+4. underflow: ``(K + 3 + number of epilogue ops) * tiny`` (the smallest normal number),
+   an absolute term of eq. (2.8) for each operation;
+5. the float64 reference's own rounding: the same bound evaluated with u = 2^-53 (as large
+   as the kernel's for f64; negligible for f32).
+
+A result element is right when it is within the bound of the reference, or, where the
+reference is not finite, when it is the same NaN/Inf (an f32 result beyond the largest
+finite number may be the infinity of the reference's sign).  Elements of C outside the
+M x N matrices (padding columns beyond N, gaps between batch matrices) must keep their
+bit patterns (NaN compares equal to the same NaN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
+NP_DTYPE = {"f32": np.float32, "f64": np.float64}
+#: max over x of |d/dx gelu_tanh(x)| is 1.1289 (at x = 2.42); the bound uses 1.13.
+GELU_LIPSCHITZ = 1.13
+#: the scale of gelu_tanh's exponent: v_exp_f32 computes 2^z, z = -2 log2(e) sqrt(2/pi) (x + 0.044715 x^3)
+_GELU_Z = -2.0 * np.log2(np.e) * np.sqrt(2.0 / np.pi)
+
+
+@dataclass
+class Problem:
+    """Sizes (elements), leading dimensions and batch strides (elements) of one GEMM launch.
+
+    ``batch = 0`` is a plain GEMM; ``batch >= 1`` a strided batch of that many products,
+    matrix z of A starting at element ``z * stride_a`` (likewise B, C; a stride may be 0
+    for A or B: one matrix shared by every product).
+    """
+
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+    batch: int = 0
+    stride_a: int = 0
+    stride_b: int = 0
+    stride_c: int = 0
+
+    @property
+    def batches(self) -> int:
+        """Products computed: ``batch``, or 1 for a plain GEMM."""
+        return max(1, self.batch)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where one operand's matrices lie in its buffer (all in elements)."""
+
+    rows: int
+    cols: int
+    ld: int
+    stride: int
+    batches: int
+
+    @property
+    def size(self) -> int:
+        """Elements of an exactly sized buffer: the last matrix's last element ends it."""
+        return (self.batches - 1) * self.stride + (self.rows - 1) * self.ld + self.cols
+
+    def offsets(self) -> np.ndarray:
+        """Element offsets (batches, rows, cols) of every matrix element."""
+        z = np.arange(self.batches)[:, None, None] * self.stride
+        i = np.arange(self.rows)[None, :, None] * self.ld
+        j = np.arange(self.cols)[None, None, :]
+        return z + i + j
+
+    def matrices(self, flat: np.ndarray) -> np.ndarray:
+        """The matrices of a flat buffer, (batches, rows, cols), as a read-only view."""
+        if flat.size < self.size:
+            raise ValueError(f"buffer of {flat.size} elements is smaller than the {self.size} the matrices span")
+        isz = flat.itemsize
+        return np.lib.stride_tricks.as_strided(flat, (self.batches, self.rows, self.cols),
+                                               (self.stride * isz, self.ld * isz, isz), writeable=False)
+
+    def outside(self, size: int) -> np.ndarray:
+        """Mask of the ``size`` buffer elements that belong to no matrix (padding, gaps)."""
+        mask = np.ones(size, bool)
+        mask[self.offsets().reshape(-1)] = False
+        return mask
+
+
+def geometries(layout: str, p: Problem) -> dict[str, Geometry]:
+    """A, B and C as stored for ``layout`` (``"NT"``: A is M x K, B is N x K)."""
+    nb = p.batches
+    return {"A": Geometry(p.m if layout[0] == "N" else p.k, p.k if layout[0] == "N" else p.m, p.lda, p.stride_a, nb),
+            "B": Geometry(p.k if layout[1] == "N" else p.n, p.n if layout[1] == "N" else p.k, p.ldb, p.stride_b, nb),
+            "C": Geometry(p.m, p.n, p.ldc, p.stride_c, nb)}
+
+
+def op_matrices(layout: str, p: Problem, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """op(A) (batches x M x K) and op(B) (batches x K x N) of flat stored buffers ``a``, ``b``."""
+    g = geometries(layout, p)
+    am, bm = g["A"].matrices(a), g["B"].matrices(b)
+    return (am if layout[0] == "N" else am.transpose(0, 2, 1)), (bm if layout[1] == "N" else bm.transpose(0, 2, 1))
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (what the kernel computes).
+
+    Its largest difference from the erf form 0.5 x (1 + erf(x / sqrt(2))) is about 4.7e-4
+    (near |x| = 2), as measured by tests/test_epilogue.py.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def apply_epilogue(d: np.ndarray, ops, bias: np.ndarray | None) -> np.ndarray:
+    """The reference for a fused epilogue: ``ops`` in order on D (float64).  ``bias`` has
+    length M (``bias_row``: + v[m]) or N (``bias_col``: + v[n]); relu is maxNum (relu(NaN) = 0)."""
+    from vlpc.errors import VlpcError
+
+    for x in ops:
+        if x == "bias_row":
+            d = d + np.asarray(bias, np.float64)[:, None]
+        elif x == "bias_col":
+            d = d + np.asarray(bias, np.float64)[None, :]
+        elif x == "relu":
+            d = np.fmax(d, 0.0)
+        elif x == "gelu":
+            d = gelu_tanh(d)
+        elif x:
+            raise VlpcError(f"unknown epilogue operation '{x}'")
+    return d
+
+
+def _product(op_a: np.ndarray, op_b: np.ndarray) -> np.ndarray:
+    """op_a @ op_b in float64, with IEEE propagation of NaN/Inf (BLAS libraries may skip zeros)."""
+    a = np.asarray(op_a, np.float64)
+    b = np.asarray(op_b, np.float64)
+    if np.isfinite(a).all() and np.isfinite(b).all():
+        return a @ b
+    out = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for kk in range(a.shape[-1]):
+            out = out + a[..., :, kk, None] * b[..., None, kk, :]
+    return out
+
+
+def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
+              epilogue=(), bias: np.ndarray | None = None) -> np.ndarray:
+    """``epilogue(alpha op_a op_b + beta c0)`` in float64 with BLAS's quick returns: A and B
+    are not read when alpha = 0, C is not read when beta = 0.  Shapes ``(..., M, K)``,
+    ``(..., K, N)``, ``(..., M, N)``."""
+    shape = np.broadcast_shapes(op_a.shape[:-2], op_b.shape[:-2], c0.shape[:-2]) + c0.shape[-2:]
+    d = np.zeros(shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if alpha != 0:
+            d = d + float(alpha) * _product(op_a, op_b)
+        if beta != 0:
+            d = d + float(beta) * np.asarray(c0, np.float64)
+        return apply_epilogue(d, epilogue, bias)
+
+
+def error_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
+                dtype: str = "f32", epilogue=(), bias: np.ndarray | None = None,
+                reference_u: float | None = 2.0**-53) -> np.ndarray:
+    """The element-wise bound of the module docstring (``(..., M, N)``), for a kernel computing
+    in ``dtype`` (``"f32"``/``"f64"``) checked against a reference in float64
+    (``reference_u=None`` leaves the reference's own rounding out)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        mag = np.zeros(np.broadcast_shapes(op_a.shape[:-2], op_b.shape[:-2], c0.shape[:-2]) + c0.shape[-2:])
+        if alpha != 0:
+            mag = mag + abs(float(alpha)) * _product(np.abs(np.asarray(op_a, np.float64)),
+                                                     np.abs(np.asarray(op_b, np.float64)))
+        if beta != 0:
+            mag = mag + abs(float(beta)) * np.abs(np.asarray(c0, np.float64))
+        x = reference(op_a, op_b, c0, alpha, beta, (), None)
+        total = np.zeros_like(mag)
+        for u in (UNIT_ROUNDOFF[dtype], reference_u):
+            if u is None:
+                continue
+            n = k + 2
+            e = n * u / (1 - n * u) * mag
+            y = x
+            for op in epilogue:
+                y = apply_epilogue(x, (op,), bias)
+                if op.startswith("bias"):
+                    e = e * (1 + u) + u * np.abs(y)
+                elif op == "gelu":
+                    z = _GELU_Z * (x + 0.044715 * x**3)
+                    e = GELU_LIPSCHITZ * e + u * np.abs(y) * (8 + 4 * np.abs(z))
+                x = y
+            e = e + u * np.abs(y)  # the store
+            total = total + e
+        tiny = float(np.finfo(NP_DTYPE[dtype]).tiny)
+        return total + (k + 3 + len(epilogue)) * tiny
+
+
+def tolerance(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
+              dtype: str = "f32") -> np.ndarray:
+    """:func:`error_bound` without an epilogue for ``alpha * a @ bt.T + beta * c0`` (``a`` M x K,
+    ``bt`` N x K; kept for callers of the former ``vlpc.run.tolerance``)."""
+    return error_bound(np.asarray(a), np.asarray(bt).T, np.asarray(c0), alpha, beta, k, dtype)
+
+
+@dataclass
+class Verdict:
+    """The check of one launch's C: matrix elements against the bound, padding bit for bit."""
+
+    ok: bool
+    elements: int                    #: matrix elements checked (batches x M x N)
+    bad: int                         #: elements outside the bound (or the wrong NaN/Inf)
+    worst: float                     #: max over elements of |error| / bound (inf: a wrong NaN/Inf)
+    max_abs_error: float             #: over the finite elements
+    max_bound: float                 #: the largest element-wise bound
+    first_bad: str = ""              #: where and what, for the message
+    padding_modified: int = 0        #: elements outside the matrices whose bits changed
+    first_padding: str = ""
+    reference: np.ndarray | None = field(default=None, repr=False)  #: float64, (batches, M, N)
+    bound: np.ndarray | None = field(default=None, repr=False)
+
+    def summary(self) -> str:
+        """One line: what the bound judged (the worst error as a multiple of the bound)."""
+        worst = "a wrong NaN/Inf" if np.isinf(self.worst) else f"{self.worst:.3g} x the bound"
+        return (f"max error {worst} (max abs error {self.max_abs_error:.3e}, largest bound "
+                f"{self.max_bound:.3e}: Higham's gamma_(K+2)(|alpha||A||B|+|beta||C|) + epilogue and "
+                f"store roundings, see vlpc/verify.py)")
+
+    def failure(self) -> str:
+        """One line naming what failed (empty when ``ok``)."""
+        parts = []
+        if self.bad:
+            parts.append(f"{self.bad} of {self.elements} elements outside the error bound (worst "
+                         f"{'a wrong NaN/Inf' if np.isinf(self.worst) else f'{self.worst:.3g} x the bound'}); "
+                         f"{self.first_bad}")
+        if self.padding_modified:
+            parts.append(f"{self.padding_modified} elements of C outside the M x N matrices were modified; "
+                         f"{self.first_padding}")
+        return "; ".join(parts)
+
+
+def _where(p: Problem, z: int, i: int, j: int) -> str:
+    return f"C[{z}][{i},{j}]" if p.batch else f"C[{i},{j}]"
+
+
+def check(layout: str, p: Problem, dtype: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray,
+          out: np.ndarray, alpha: float, beta: float, epilogue=(), bias: np.ndarray | None = None) -> Verdict:
+    """Check ``out`` (C after the launch) against the reference and bound of ``a``, ``b``,
+    ``c0``, the buffers as launched.  All four are flat arrays of the buffers (at least the
+    exact size of :class:`Geometry`); element offsets follow ``p`` and ``layout``."""
+    a, b, c0, out = (np.asarray(x).reshape(-1) for x in (a, b, c0, out))
+    g = geometries(layout, p)
+    op_a, op_b = op_matrices(layout, p, a, b)
+    cm = g["C"].matrices(c0)
+    ref = reference(op_a, op_b, cm, alpha, beta, epilogue, bias)
+    bound = error_bound(op_a, op_b, cm, alpha, beta, p.k, dtype, epilogue, bias)
+    got = g["C"].matrices(out).astype(np.float64)
+    fin = np.isfinite(ref)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        err = np.abs(got - ref)
+        ok = np.where(fin, err <= bound, (got == ref) | (np.isnan(got) & np.isnan(ref)))
+        big = float(np.finfo(NP_DTYPE[dtype]).max)
+        overflow = fin & np.isinf(got) & (np.abs(ref) + bound > big) & (np.sign(got) == np.sign(ref))
+        ok |= overflow
+        ratio = np.where(fin & ~overflow, err / np.where(bound > 0, bound, np.inf), 0.0)
+        ratio = np.where(ok | fin, ratio, np.inf)
+        ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    bad = ~ok
+    finite_err = err[fin & np.isfinite(err)]
+    v = Verdict(ok=True, elements=int(ref.size), bad=int(bad.sum()), worst=float(ratio.max(initial=0.0)),
+                max_abs_error=float(finite_err.max(initial=0.0)), max_bound=float(bound[fin].max(initial=0.0)),
+                reference=ref, bound=bound)
+    if v.bad:
+        z, i, j = (int(x) for x in np.argwhere(bad)[0])
+        v.first_bad = (f"{_where(p, z, i, j)} = {got[z, i, j]!r}, expected {ref[z, i, j]!r} "
+                       f"(bound {bound[z, i, j]:.3e})")
+    outside = g["C"].outside(out.size)
+    if outside.any():
+        uint = np.uint32 if out.itemsize == 4 else np.uint64
+        changed = outside & (out.view(uint) != c0.view(uint))
+        v.padding_modified = int(changed.sum())
+        if v.padding_modified:
+            off = int(np.argmax(changed))
+            v.first_padding = f"first at element {off} of C's buffer: {c0[off]!r} became {out[off]!r}"
+    v.ok = not v.bad and not v.padding_modified
+    return v
+
+
+def pack(name: str, arr: np.ndarray, geom: Geometry, dtype, fill: float = np.nan) -> np.ndarray:
+    """A flat, exactly sized buffer holding ``arr`` as stored: ``arr`` is (rows, >= ld) or
+    (batches, rows, >= ld) (2-D: one matrix for every product, only with stride 0 or
+    one product); elements the matrices do not cover are ``fill`` (or ``arr``'s padding)."""
+    from vlpc.errors import VlpcError
+
+    arr = np.asarray(arr)
+    if arr.ndim == 2:
+        if geom.batches > 1 and geom.stride != 0:
+            raise VlpcError(f"operand {name} is 2-D but the kernel runs a batch of {geom.batches} with "
+                            f"stride_{name.lower()}={geom.stride}: give a 3-D array (batch, rows, columns)")
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise VlpcError(f"operand {name} must be a 2-D or 3-D array, got shape {arr.shape}")
+    nb = 1 if geom.stride == 0 else geom.batches
+    if geom.stride == 0 and arr.shape[0] > 1:
+        if not all(np.array_equal(arr[0], x, equal_nan=True) for x in arr[1:]):
+            raise VlpcError(f"stride_{name.lower()} is 0 (one {name} for every product) but the {arr.shape[0]} "
+                            f"matrices of {name} differ: give one matrix")
+        arr = arr[:1]
+    if arr.shape[0] != nb or arr.shape[1] != geom.rows or arr.shape[2] < geom.ld:
+        want = f"({geom.rows}, {geom.ld})" if nb == 1 else f"({nb}, {geom.rows}, {geom.ld})"
+        raise VlpcError(f"operand {name} has shape {arr.shape}, expected {want} (rows x leading dimension, as stored)")
+    flat = np.full(geom.size, fill, dtype)
+    rows = arr[:, :, :geom.ld].astype(dtype, copy=False)
+    for z in range(nb):
+        start = z * geom.stride
+        for i in range(geom.rows):
+            seg = rows[z, i]
+            lo = start + i * geom.ld
+            flat[lo:lo + geom.ld] = seg[:max(0, min(geom.ld, geom.size - lo))]
+    return flat
+
+
+def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: float) -> list:
+    """The explicit kernel arguments in the order of the kernel's metadata (without the split-K
+    workspace, which :meth:`CompiledKernel.execute` appends): ``buffers`` maps ``A``, ``B``,
+    ``C`` (and ``bias``) to device buffers; sizes, leading dimensions and batch strides are
+    32-bit integers (a value beyond 2^31 - 1 is a :class:`VlpcError` naming it)."""
+    from vlpc.errors import VlpcError
+
+    dtype = NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
+    values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
+              "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
+    args = []
+    for arg in kernel.kernargs:
+        name = arg.get(".name", "")
+        if name == "workspace" or str(arg.get(".value_kind", "")).startswith("hidden"):
+            continue
+        if name in buffers:
+            args.append(buffers[name])
+        elif name in ("alpha", "beta"):
+            args.append(dtype(alpha if name == "alpha" else beta))
+        elif name in values:
+            if not 0 <= values[name] < 2**31:
+                raise VlpcError(f"{name}={values[name]} does not fit the kernel's 32-bit argument {name}")
+            args.append(np.int32(values[name]))
+        else:
+            raise VlpcError(f"kernel {kernel.name} takes an argument '{name}' vlpc does not know how to pass")
+    return args
+
+
+__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "kernel_arguments",
+           "error_bound", "geometries", "gelu_tanh", "op_matrices", "pack", "reference", "tolerance"]
