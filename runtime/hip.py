@@ -367,6 +367,24 @@ def _properties_legacy(library: str, index: int, runtime: str) -> HipDevicePrope
         pci_bus_id=i32(o["pciBusID"]))
 
 
+def device_properties(hip: Any, library: str, index: int) -> HipDeviceProperties:
+    """Properties of device ``index`` through hip-python's ``hip`` module, whatever its
+    architecture (:class:`HipDevice` refuses the ones vlpc has no target for; ``vlpc
+    doctor`` lists them).  With hip-python >= 6 on a ROCm 5 runtime (no
+    ``hipGetDevicePropertiesR0600``) the ROCm 5 symbol of ``library`` is read instead.
+    ``library`` ``"<injected>"`` (a stand-in ``hip`` module) never falls back."""
+    runtime = _runtime_version(hip)
+    try:
+        props = hip.hipDeviceProp_t()
+        _call(hip, "hipGetDeviceProperties", props, index)
+        return _properties_from_props(index, props, runtime)
+    except DeviceError as e:
+        if isinstance(e, HipError) or library == "<injected>":
+            raise
+        # hip-python >= 6 on a ROCm 5 runtime: hipGetDevicePropertiesR0600 is missing.
+        return _properties_legacy(library, index, runtime)
+
+
 # -- argument buffer -------------------------------------------------------------------------
 
 
@@ -630,17 +648,7 @@ class HipDevice(Device):
     # -- properties --------------------------------------------------------------------------
 
     def _query_properties(self, index: int) -> HipDeviceProperties:
-        hip = self._hip
-        runtime = _runtime_version(hip)
-        try:
-            props = hip.hipDeviceProp_t()
-            _call(hip, "hipGetDeviceProperties", props, index)
-            return _properties_from_props(index, props, runtime)
-        except DeviceError as e:
-            if isinstance(e, HipError) or self._library == "<injected>":
-                raise
-            # hip-python >= 6 on a ROCm 5 runtime: hipGetDevicePropertiesR0600 is missing.
-            return _properties_legacy(self._library, index, runtime)
+        return device_properties(self._hip, self._library, index)
 
     @property
     def gcn_arch_name(self) -> str:

@@ -452,6 +452,9 @@ class FakeHip:
     def hipRuntimeGetVersion(self):
         return (self.S, 60241133)
 
+    def hipDriverGetVersion(self):
+        return (self.S, 60241133)
+
     def hipGetErrorString(self, code):
         return (self.S, b"fake description")
 
@@ -460,7 +463,7 @@ class FakeHip:
 
     def hipGetDeviceProperties(self, p, i):
         p.name = b"Fake MI60"
-        p.gcnArchName = self.arch.encode()
+        p.gcnArchName = (self.arch if isinstance(self.arch, str) else self.arch[i]).encode()
         p.multiProcessorCount, p.clockRate, p.totalGlobalMem = 64, 1800000, 32 << 30
         p.warpSize, p.maxThreadsPerBlock, p.sharedMemPerBlock, p.pciBusID = 64, 1024, 65536, 3
         return (self.S,)
@@ -820,3 +823,87 @@ def test_hip_launch_limits_are_checked_before_the_call():
     with pytest.raises(HipLaunchLimitError, match="grid x is 2147483648 workgroups"):
         dev.launch(co, "saxpy", grid=2**31, block=1, args=args)
     assert "hipModuleLaunchKernel" not in fake.calls and "hipModuleLoadData" not in fake.calls
+
+
+# -- vlpc doctor ------------------------------------------------------------------------------
+
+
+def test_doctor_version_matching():
+    from vlpc.doctor import version_match
+
+    problem, exact, text = version_match("6.2.0", "6.2.41133")
+    assert (problem, exact) == (False, True) and text.startswith("match")
+    # ROCm 5.x (5.7 is the last official gfx906 release): no hip-python exists, 6.2 is the closest
+    for runtime in ("5.2.21153", "5.7.31921"):
+        problem, exact, text = version_match("6.2.0", runtime)
+        assert (problem, exact) == (False, False) and "no hip-python exists for ROCm 5." in text
+        problem, _, text = version_match("7.0.2", runtime)
+        assert problem and "pip install 'hip-python~=6.2.0'" in text
+    problem, _, text = version_match("6.4.1", "6.2.41133")
+    assert problem and "hip-python is built for ROCm 6.4 but the runtime is HIP 6.2.41133" in text
+    assert "pip install 'hip-python~=6.2.0'" in text
+    assert "pip install 'hip-python~=7.0.0'" in version_match("6.2.0", "7.0.51831")[2]
+    assert version_match("unknown", "6.2.41133")[:2] == (False, False)
+
+
+def test_doctor_reports_runtime_hip_python_and_devices():
+    from vlpc.doctor import diagnose
+
+    rep = diagnose(FakeHip(), hip_python=("6.2.0.499.16", "6.2.0"))
+    text = rep.text()
+    assert rep.usable and not rep.problems and rep.exit_code == 0, text
+    assert "hip-python:   6.2.0.499.16 (built for ROCm 6.2.0)" in text
+    assert "HIP runtime:  6.2.41133 (<injected>; driver 60241133)" in text
+    assert "device 0:" in text and "target id gfx906:sramecc+:xnack-" in text
+    assert "runs vlpc's gfx906 code objects" in text and "HIP is usable" in text
+    assert rep.devices == [{"index": 0, "name": "Fake MI60", "gcn_arch_name": "gfx906:sramecc+:xnack-",
+                            "compute_units": 64, "runs_vlpc": True}]
+
+
+def test_doctor_says_what_does_not_match():
+    from vlpc.doctor import diagnose
+
+    rep = diagnose(FakeHip(arch=["gfx906:sramecc-:xnack-", "gfx90a:sramecc+:xnack-"], count=2),
+                   hip_python=("6.4.1.552.39", "6.4.1"))
+    bad = {ln.label: ln.text for ln in rep.problems}
+    assert set(bad) == {"versions", "device 1"}, rep.text()
+    assert "pip install 'hip-python~=6.2.0'" in bad["versions"]
+    assert "target id gfx90a:sramecc+:xnack-, 64 CUs: not a gfx906" in bad["device 1"]
+    assert rep.usable and rep.exit_code == EXIT_DEVICE  # device 0 runs, but the versions differ
+    assert all(str(ln).startswith("! ") for ln in rep.problems)
+    rep = diagnose(FakeHip(count=0), hip_python=("6.2.0.499.16", "6.2.0"))
+    assert not rep.usable and rep.exit_code == EXIT_DEVICE
+    assert "none: hipGetDeviceCount returned hipErrorNoDevice (100)" in rep.text()
+
+
+def test_doctor_without_hip_python_in_one_process():
+    """hip-python hidden: one line says so and what to install, exit 4, no traceback."""
+    proc = _run_python(_BLOCK_HIP_PYTHON.replace("    import importlib.abc", "    import sys, importlib.abc")
+                       + "\n    from vlpc.doctor import cmd_doctor\n    sys.exit(cmd_doctor(None))\n")
+    assert proc.returncode == EXIT_DEVICE, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "! hip-python:   hip-python is not installed" in proc.stdout
+    assert "vlpc[hip]" in proc.stdout and "emulator" in proc.stdout
+
+
+@pytest.mark.skipif(not (HAVE_HIP_PYTHON and HAVE_DEBIAN_ROCM52),
+                    reason="needs hip-python and Debian's libamdhip64-5 (ROCm 5.2)")
+def test_doctor_on_debian_rocm52_without_a_gpu():
+    if _gpu_present():
+        pytest.skip("this machine has an AMD GPU")
+    proc = _run_python("""
+        import sys
+        from vlpc.doctor import cmd_doctor
+        sys.exit(cmd_doctor(None))
+    """, env={"VLPC_HIP_LIBRARY": "libamdhip64.so.5"})
+    assert proc.returncode == EXIT_DEVICE and "Traceback" not in proc.stderr, proc.stderr
+    assert "HIP runtime:  5.2.21153 (libamdhip64.so.5; driver 50221153)" in proc.stdout
+    assert "hipErrorNoDevice (100)" in proc.stdout
+    if "built for ROCm 6.2" in proc.stdout:
+        assert "closest pair: no hip-python exists for ROCm 5.2" in proc.stdout
+
+
+def test_doctor_is_a_cli_command():
+    from vlpc.cli import build_parser
+
+    assert build_parser().parse_args(["doctor"]).command == "doctor"

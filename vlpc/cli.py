@@ -243,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
                     help="where to write the chart (default: PREFIX.svg; .png needs matplotlib: pip install 'vlpc[plot]')")
     _add_codegen_options(rp)
+    from vlpc.doctor import add_parser as add_doctor_parser
+    add_doctor_parser(sub)
     return parser
 
 
@@ -370,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from vlpc.report import cmd_report
             return cmd_report(args)
+        if args.command == "doctor":
+            from vlpc.doctor import cmd_doctor
+            return cmd_doctor(args)
         raise AssertionError(args.command)
     except VlpcError as e:
         from vlpc.errors import DiagnosticError

@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+"""Generate vlpc/isa/gfx906.json: every gfx906 instruction, enumerated through LLVM's disassembler.
+
+Run once (the output is committed)::
+
+    python tools/gen_isa_table.py [--llvm-mc llvm-mc-19] [-o vlpc/isa/gfx906.json]
+
+For every encoding class the script builds one machine word per opcode value (with
+fixed, valid operand fields: VGPR sources v4/v8/v16, destination v12/s12, ...),
+separates the candidates with ``s_movk_i32 s0, <index>`` markers and disassembles
+them all in one ``llvm-mc --disassemble -mcpu=gfx906`` call.  An opcode that LLVM
+reports as an invalid encoding is not a gfx906 instruction.  VOP1/VOP2/VOPC opcodes
+are also tried in their SDWA and DPP forms, and their VOP3 (``_e64``) opcodes are
+recorded.  The disassembled text gives the operand kinds and widths; the counter,
+issue class and issue cycles are derived from the encoding class and the mnemonic
+(rules documented in :mod:`vlpc.isa`).
+
+Needs an LLVM with the AMDGPU target (Debian ``llvm-19``: ``llvm-mc-19``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# fixed operand fields of the candidate words
+V4, V8, V12, V16 = 256 + 4, 256 + 8, 12, 256 + 16
+
+
+# Each builder takes (op, v): v in 0..VARIANTS-1 picks which operand fields are zero.
+# LLVM's decoder matches unused fields as zero bits (e.g. vdata of a DS store), so an
+# opcode is tried with each variant until one disassembles.
+VARIANTS = 64
+
+
+def _bit(v, i, x):
+    return x if not (v >> i) & 1 else 0
+
+
+def _sop2(op, v):
+    return [0x80000000 | (op << 23) | (_bit(v, 0, 12) << 16) | (_bit(v, 1, 8) << 8) | _bit(v, 2, 4)]
+
+
+def _sopk(op, v):
+    return [0xB0000000 | (op << 23) | (_bit(v, 0, 12) << 16) | _bit(v, 1, 0x10)]
+
+
+def _sop1(op, v):
+    return [0xBE800000 | (_bit(v, 0, 12) << 16) | (op << 8) | _bit(v, 1, 4)]
+
+
+def _sopc(op, v):
+    return [0xBF000000 | (op << 16) | (_bit(v, 0, 8) << 8) | _bit(v, 1, 4)]
+
+
+def _sopp(op, v):
+    return [0xBF800000 | (op << 16) | _bit(v, 0, 1)]
+
+
+def _smem(op, v):
+    # sbase s[4:5], sdata s12, imm offset 0x10
+    return [0xC0000000 | (op << 18) | (_bit(v, 3, 1) << 17) | (_bit(v, 0, 12) << 6) | _bit(v, 1, 2),
+            _bit(v, 2, 0x10)]
+
+
+def _vop2(op, v=0):
+    return [(op << 25) | (12 << 17) | (8 << 9) | V4]
+
+
+def _vop1(op, v):
+    return [0x7E000000 | (op << 9) | (_bit(v, 0, 12) << 17) | (V4 if not (v >> 1) & 1 else 128)]
+
+
+def _vopc(op, v=0):
+    return [0x7C000000 | (op << 17) | (8 << 9) | V4]
+
+
+def _vop3(op, v=0):
+    # bit 4: src1/src2 are SGPRs (lane masks, lane selects); bit 5: src0 is an SGPR
+    s1, s2 = (8, 16) if (v >> 4) & 1 else (V8, V16)
+    s0 = 4 if (v >> 5) & 1 else V4
+    return [0xD0000000 | (op << 16) | _bit(v, 2, 12),
+            (s0 if not (v >> 3) & 1 else 0) | (_bit(v, 0, s1) << 9) | (_bit(v, 1, s2) << 18)]
+
+
+def _vop3p(op, v=0):
+    # op_sel_hi = [1,1,1] (the default LLVM does not print)
+    return [0xD3800000 | (op << 16) | (1 << 14) | 12, V4 | (V8 << 9) | (_bit(v, 0, V16) << 18) | (3 << 27)]
+
+
+def _ds(op, v):
+    return [0xD8000000 | (op << 17), _bit(v, 3, 4) | (_bit(v, 0, 8) << 8) | (_bit(v, 1, 16) << 16)
+            | (_bit(v, 2, 12) << 24)]
+
+
+def _flat(seg):
+    def f(op, v):
+        saddr = 0x7F if not (v >> 2) & 1 else 0
+        return [0xDC000000 | (op << 18) | (seg << 14),
+                _bit(v, 3, 4) | (_bit(v, 0, 8) << 8) | (saddr << 16) | (_bit(v, 1, 12) << 24)]
+    return f
+
+
+def _mubuf(op, v):
+    # offen, vaddr v4, vdata v12, srsrc s[8:11], soffset s16
+    return [0xE0000000 | (op << 18) | (_bit(v, 1, 1) << 12), 4 | (_bit(v, 0, 12) << 8) | (2 << 16) | (16 << 24)]
+
+
+def _mtbuf(op, v):
+    # op in bits 18:15, dfmt 4 (32) bits 22:19, nfmt 4 (uint) bits 25:23
+    return [0xE8000000 | (4 << 23) | (4 << 19) | (op << 15) | (1 << 12), 4 | (12 << 8) | (2 << 16) | (16 << 24)]
+
+
+def _mimg(op, v):
+    # dmask 1, vaddr v4, vdata v12, srsrc s[8:15], ssamp s[16:19]
+    dmask = 3 if (v >> 2) & 1 else 1
+    return [0xF0000000 | (op << 18) | (_bit(v, 0, dmask) << 8),
+            4 | (12 << 8) | (2 << 16) | (_bit(v, 1, 4) << 21)]
+
+
+def _vintrp(op, v):
+    return [0xD4000000 | (12 << 18) | (op << 16) | _bit(v, 0, 4)]
+
+
+def _exp(op, v):
+    return [0xC4000000 | 0xF | (op << 4), 0]
+
+
+#: class -> (opcode range, word builder)
+CLASSES = {
+    "SOP2": (range(0, 0x60), _sop2),
+    "SOPK": (range(0, 0x1D), _sopk),
+    "SOP1": (range(0, 0x100), _sop1),
+    "SOPC": (range(0, 0x80), _sopc),
+    "SOPP": (range(0, 0x80), _sopp),
+    "SMEM": (range(0, 0x100), _smem),
+    "VOP2": (range(0, 0x3E), _vop2),
+    "VOP1": (range(0, 0x100), _vop1),
+    "VOPC": (range(0, 0x100), _vopc),
+    "VOP3": (range(0, 0x380), _vop3),
+    "VOP3P": (range(0, 0x80), _vop3p),
+    "DS": (range(0, 0x100), _ds),
+    "FLAT": (range(0, 0x80), _flat(0)),
+    "SCRATCH": (range(0, 0x80), _flat(1)),
+    "GLOBAL": (range(0, 0x80), _flat(2)),
+    "MUBUF": (range(0, 0x80), _mubuf),
+    "MTBUF": (range(0, 0x10), _mtbuf),
+    "MIMG": (range(0, 0x80), _mimg),
+    "VINTRP": (range(0, 4), _vintrp),
+    "EXP": (range(0, 1), _exp),
+}
+
+
+def _sdwa(enc):
+    def f(op):
+        # src0 v4 (in the SDWA dword), dst_sel/src0_sel/src1_sel = DWORD
+        sd = 4 | (6 << 8) | (6 << 16) | (6 << 24)
+        if enc == "VOP2":
+            return [(op << 25) | (12 << 17) | (8 << 9) | 249, sd]
+        if enc == "VOP1":
+            return [0x7E000000 | (op << 9) | (12 << 17) | 249, sd]
+        return [0x7C000000 | (op << 17) | (8 << 9) | 249, 4 | (6 << 16) | (6 << 24)]
+    return f
+
+
+def _dpp(enc):
+    def f(op):
+        dp = 4 | (0xE4 << 8) | (0xF << 24) | (0xF << 28)  # quad_perm:[0,1,2,3], masks 0xf
+        if enc == "VOP2":
+            return [(op << 25) | (12 << 17) | (8 << 9) | 250, dp]
+        if enc == "VOP1":
+            return [0x7E000000 | (op << 9) | (12 << 17) | 250, dp]
+        return [0x7C000000 | (op << 17) | (8 << 9) | 250, dp]
+    return f
+
+
+def disassemble_variants(mc: str, ops: list[int], fn) -> list[str | None]:
+    """Disassemble opcode ``op`` with the first operand-field variant LLVM accepts."""
+    out: list[str | None] = [None] * len(ops)
+    todo = list(range(len(ops)))
+    for v in range(VARIANTS):
+        if not todo:
+            break
+        texts = disassemble(mc, [fn(ops[i], v) for i in todo])
+        todo = [i for i, t in zip(todo, texts) if not _acceptable(t) or not _set(out, i, t)]
+    return out
+
+
+def _acceptable(t: str | None) -> bool:
+    """LLVM decoded it, with no operand it marks invalid (and the assembler accepts it back)."""
+    if t is None or "nvalid" in t:
+        return False
+    if t.startswith("image_atomic_cmpswap") and "dmask:0x3" not in t:
+        return False  # the assembler wants dmask 0x3 for the (data, compare) pair
+    return True
+
+
+def _set(out, i, t):
+    out[i] = t
+    return True
+
+
+#: A dword after each candidate, eaten as the literal of instructions that take one
+#: (v_madmk_f32: 0x3c00 is also a valid f16 literal, 1.0); otherwise it disassembles
+#: as a harmless second instruction that is ignored.
+FILLER = 0x00003C00
+
+
+def disassemble(mc: str, words_list: list[list[int]]) -> list[str | None]:
+    """Disassemble each candidate (a list of dwords); None where LLVM rejects the encoding."""
+    lines = []
+    for i, words in enumerate(words_list):
+        marker = 0xB0000000 | (i & 0xFFFF)  # s_movk_i32 s0, i
+        lines.append(" ".join(f"0x{b:02x}" for b in marker.to_bytes(4, "little")))
+        lines.append(" ".join(f"0x{b:02x}" for w in [*words, FILLER] for b in w.to_bytes(4, "little")))
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+        path = f.name
+    r = subprocess.run([mc, "--disassemble", "-arch=amdgcn", "-mcpu=gfx906", path],
+                       capture_output=True, text=True)
+    bad = set()
+    for m in re.finditer(r":(\d+):\d+: warning: invalid instruction encoding", r.stderr):
+        bad.add(int(m.group(1)))
+    out: list[str | None] = [None] * len(words_list)
+    cur, nxt = None, 0
+    for line in r.stdout.splitlines():
+        t = line.strip()
+        if not t or t.startswith("."):
+            continue
+        m = re.fullmatch(r"s_movk_i32 s0, (0x[0-9a-f]+|\d+)", t)
+        if m and int(m.group(1), 0) == (nxt & 0xFFFF):
+            cur, nxt = nxt, nxt + 1
+            continue
+        if cur is not None and out[cur] is None:
+            out[cur] = t
+    for i in range(len(out)):
+        if (2 * i + 2) in bad:
+            out[i] = None
+    return out
+
+
+_SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
+
+
+def base_mnemonic(text: str) -> str:
+    mn = text.split()[0]
+    for s in _SUFFIXES:
+        if mn.endswith(s):
+            return mn[: -len(s)]
+    return mn
+
+
+_PAIRS = {"vcc", "exec", "flat_scratch", "xnack_mask"}
+_SINGLE = {"vcc_lo", "vcc_hi", "exec_lo", "exec_hi", "m0", "flat_scratch_lo", "flat_scratch_hi",
+           "xnack_mask_lo", "xnack_mask_hi", "scc"}
+
+
+def operand_kind(tok: str) -> tuple[str, int]:
+    t = tok.strip().strip("-|")
+    if t.startswith("neg(") or t.startswith("abs("):
+        t = t[4:-1]
+    m = re.fullmatch(r"([vs]|ttmp)\[(\d+):(\d+)\]", t)
+    if m:
+        return ("v" if m.group(1) == "v" else "s", int(m.group(3)) - int(m.group(2)) + 1)
+    if re.fullmatch(r"v\d+", t):
+        return ("v", 1)
+    if re.fullmatch(r"(s|ttmp)\d+", t) or t in _SINGLE:
+        return ("s", 1)
+    if t in _PAIRS:
+        return ("s", 2)
+    if t == "off":
+        return ("off", 0)
+    return ("imm", 0)
+
+
+def operands(text: str) -> list[list]:
+    rest = text.split(None, 1)[1] if " " in text else ""
+    if not rest:
+        return []
+    toks = rest.split(", ")
+    last = toks[-1].split(" ")
+    toks[-1] = last[0]
+    return [list(operand_kind(t)) for t in toks]
+
+
+# ---------------------------------------------------------------------------
+# derived properties (the rules are documented in vlpc/isa/__init__.py)
+
+_TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
+_QUARTER_INT = {"v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32", "v_mad_u64_u32",
+                "v_mad_i64_i32"}
+
+
+def counters(enc: str, mn: str) -> tuple[list[str], bool]:
+    if enc == "SMEM":
+        return ["lgkmcnt"], False
+    if enc == "DS":
+        if mn in ("ds_nop",):
+            return [], True
+        return ["lgkmcnt"], True
+    if enc == "FLAT":
+        return ["vmcnt", "lgkmcnt"], False
+    if enc in ("GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "MIMG"):
+        return ["vmcnt"], True
+    if enc == "EXP":
+        return ["expcnt"], True
+    if mn in ("s_sendmsg", "s_sendmsghalt"):
+        return ["lgkmcnt"], True
+    return [], True
+
+
+def issue(enc: str, mn: str) -> tuple[str, int]:
+    if enc in ("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b", "VOP3P", "VINTRP"):
+        if mn == "v_nop":
+            return "nop", 4
+        if mn.startswith(_TRANS):
+            return "valu", 16
+        if mn in _QUARTER_INT:
+            return "valu", 16
+        if "_f64" in mn or mn.endswith(("_b64", "_i64", "_u64")):
+            return "valu", 8
+        return "valu", 4
+    if enc == "SMEM":
+        return "smem", 1
+    if enc in ("FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "MIMG"):
+        return "vmem", 1
+    if enc == "DS":
+        return "lds", 1
+    if enc == "EXP":
+        return "export", 1
+    if enc == "SOPP":
+        if mn == "s_waitcnt":
+            return "waitcnt", 1
+        if mn in ("s_nop", "s_sleep", "s_setprio"):
+            return "nop", 1
+        if mn == "s_barrier":
+            return "barrier", 1
+        if mn == "s_branch" or mn.startswith("s_cbranch"):
+            return "branch", 1
+        if mn in ("s_sendmsg", "s_sendmsghalt"):
+            return "message", 1
+        return "salu", 1
+    if mn in ("s_setpc_b64", "s_swappc_b64", "s_call_b64", "s_cbranch_g_fork", "s_cbranch_i_fork",
+              "s_cbranch_join"):
+        return "branch", 1
+    return "salu", 1
+
+
+def generate(mc: str) -> dict:
+    rows: dict[str, dict] = {}
+    for enc, (ops, fn) in CLASSES.items():
+        ops = list(ops)
+        texts = disassemble_variants(mc, ops, fn)
+        for op, t in zip(ops, texts):
+            if t is None:
+                continue
+            mn = base_mnemonic(t)
+            if enc == "VOP3":
+                if op < 0x1C0:
+                    continue  # VOP3 forms of VOPC/VOP2/VOP1: recorded with those below
+                opnds = operands(t)
+                # VOP3b: a second (SGPR pair) destination after vdst
+                e = "VOP3b" if len(opnds) > 1 and opnds[1] == ["s", 2] and "s[0:1]" in t else "VOP3a"
+            else:
+                e = enc
+            if mn in rows and rows[mn]["encoding"] in ("VOP3a", "VOP3b") and e == "VINTRP":
+                old = rows.pop(mn)  # the VOP3 form of a VINTRP instruction
+                extra = {"vop3_opcode": old["opcode"], "asm_e64": old["asm"]}
+            else:
+                extra = {}
+            if mn in rows:
+                raise SystemExit(f"duplicate mnemonic {mn}: {rows[mn]['encoding']} and {e}")
+            cnt, in_order = counters(e, mn)
+            cls, cyc = issue(e, mn)
+            rows[mn] = {"mnemonic": mn, "encoding": e, "opcode": op, "asm": t,
+                        "operands": operands(t), "counters": cnt, "in_order": in_order,
+                        "issue_class": cls, "cycles": cyc, **extra}
+    # VOP3 (e64) opcodes of VOPC/VOP2/VOP1, and SDWA/DPP forms
+    for enc, off in (("VOPC", 0), ("VOP2", 0x100), ("VOP1", 0x140)):
+        ops = [r["opcode"] for r in rows.values() if r["encoding"] == enc]
+        e64 = disassemble_variants(mc, [off + op for op in ops], _vop3)
+        sdwa = disassemble(mc, [_sdwa(enc)(op) for op in ops])
+        dpp = disassemble(mc, [_dpp(enc)(op) for op in ops])
+        byop = {r["opcode"]: r for r in rows.values() if r["encoding"] == enc}
+        for op, t64, ts, td in zip(ops, e64, sdwa, dpp):
+            r = byop[op]
+            if t64 is not None and base_mnemonic(t64) == r["mnemonic"]:
+                r["vop3_opcode"] = off + op
+                first, *rest = t64.split(" ", 1)
+                if not first.endswith("_e64"):  # LLVM prints v_nop_e64 as "v_nop"
+                    first += "_e64"
+                r["asm_e64"] = " ".join([first, *rest])
+            r["sdwa"] = ts is not None and ts.split()[0].endswith("_sdwa")
+            r["dpp"] = td is not None and td.split()[0].endswith("_dpp")
+    # VOP3-only opcodes whose e64 form is a VOP1/VOP2 mnemonic (none expected)
+    out = sorted(rows.values(), key=lambda r: (list(CLASS_ORDER).index(r["encoding"]), r["opcode"]))
+    return {"target": "gfx906", "generator": "tools/gen_isa_table.py",
+            "llvm": next((ln.strip() for ln in subprocess.run([mc, "--version"], capture_output=True,
+                                                              text=True).stdout.splitlines()
+                          if "version" in ln), mc),
+            "instructions": out}
+
+
+CLASS_ORDER = ("SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1", "VOPC", "VOP3a", "VOP3b",
+               "VOP3P", "VINTRP", "DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "MIMG", "EXP")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--llvm-mc", default=shutil.which("llvm-mc-19") or "llvm-mc")
+    ap.add_argument("-o", "--output", default=str(ROOT / "vlpc" / "isa" / "gfx906.json"))
+    a = ap.parse_args(argv)
+    table = generate(a.llvm_mc)
+    with open(a.output, "w") as f:
+        f.write("{\n")
+        for k in ("target", "generator", "llvm"):
+            f.write(f"  {json.dumps(k)}: {json.dumps(table[k])},\n")
+        f.write('  "instructions": [\n')
+        rows = table["instructions"]
+        for i, r in enumerate(rows):
+            f.write("    " + json.dumps(r, separators=(",", ":")) + ("," if i + 1 < len(rows) else "") + "\n")
+        f.write("  ]\n}\n")
+    from collections import Counter
+    c = Counter(r["encoding"] for r in rows)
+    print(f"{len(rows)} instructions -> {a.output}")
+    print(", ".join(f"{k} {c[k]}" for k in CLASS_ORDER if c[k]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
