@@ -292,3 +292,145 @@ def get_target(name: str) -> Target:
 
 def _round_up(x: int, granule: int) -> int:
     return -(-x // granule) * granule
+
+
+# ---------------------------------------------------------------------------
+# Boards and the timing model's parameters
+#
+# Every number the timing model (``runtime/timing/``) uses lives here, with its
+# source.  "calibrated" marks a parameter fitted by ``benchmarks/timing_calibration.py``
+# on the seed's 1700 MHz column ONLY (seed 002 section 3.1,
+# ``shared/reference/seed_mi60_sgemm_64x256.csv``); the 1500/1300/1100 MHz columns
+# are predictions of the model, never fitted.
+
+
+@dataclass(frozen=True)
+class TimingParams:
+    """Cycle-model parameters of a gfx9 compute unit and its memory system.
+
+    Units: ``*_cycles`` are engine-clock cycles; ``*_ns`` nanoseconds (fixed in time,
+    whatever the engine clock: the HBM2 and its controller run on the memory
+    clock); ``*_us`` microseconds.  See :data:`TIMING_SOURCES` for each field's source.
+    """
+
+    issue_turn_cycles: int = 4
+    valu_cycles: int = 4
+    valu_f64_cycles: int = 8
+    valu_trans_cycles: int = 16
+    long_instruction_extra_cycles: float = 0.0
+    branch_taken_extra_cycles: int = 4
+    smem_hit_cycles: float = 40.0
+    smem_issue_cycles: int = 1
+    l1_hit_cycles: float = 120.0
+    l1_bytes_per_cycle: int = 64
+    l1_bytes: int = 16 * 1024
+    l2_hit_cycles: float = 250.0
+    l2_bytes: int = 4 * 1024 * 1024
+    l2_channels: int = 16
+    l2_bytes_per_cycle_per_channel: int = 64
+    hbm_latency_ns: float = 300.0
+    lds_latency_cycles: float = 64.0
+    lds_banks: int = 32
+    scalar_cache_bytes: int = 16 * 1024
+    cus_per_scalar_cache: int = 3
+    line_bytes: int = 64
+    launch_overhead_us: float = 5.0
+    store_latency_cycles: float = 250.0
+
+
+#: Where each :class:`TimingParams` value comes from.
+TIMING_SOURCES: dict[str, str] = {
+    "issue_turn_cycles": "AMD GCN architecture whitepaper (2012): round-robin issue, each SIMD "
+                         "gets a turn every 4 cycles (gfx906.md 'Timing and power')",
+    "valu_cycles": "gfx906.md: a wave64 VALU instruction occupies a SIMD16 for 4 cycles",
+    "valu_f64_cycles": "LLVM AMDGPU.td: gfx906 has HalfRate64Ops (f64 FMA at half rate)",
+    "valu_trans_cycles": "LLVM SISchedule.td: WriteTrans32 is quarter rate on GFX9",
+    "long_instruction_extra_cycles": "calibrated (CLRX 'GCN ISA Instruction Timings': an 8-byte "
+                                     "instruction may need up to 4 extra cycles to dispatch)",
+    "branch_taken_extra_cycles": "CLRX 'GCN ISA Instruction Timings' (jump penalties, one 4-cycle penalty)",
+    "smem_hit_cycles": "calibrated (scalar cache hit latency)",
+    "smem_issue_cycles": "assumed: one scalar cache request per cycle per CU",
+    "l1_hit_cycles": "assumed from published GCN pointer-chasing measurements (~120 cycles, "
+                     "chipsandcheese.com 'Measuring GPU memory latency')",
+    "l1_bytes_per_cycle": "gfx906.md 'Memory': vector L1 64 B/clk",
+    "l1_bytes": "gfx906.md: 16 KiB vector L1 per CU",
+    "l2_hit_cycles": "calibrated (L2 hit latency, engine clock domain)",
+    "l2_bytes": "gfx906.md: 4 MiB L2",
+    "l2_channels": "gfx906.md 'Memory': L2 in 16 channels",
+    "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
+    "hbm_latency_ns": "calibrated (HBM2 access beyond L2, memory-clock domain, fixed in ns)",
+    "lds_latency_cycles": "assumed ~64 cycles (pyhip docs/mem_latency.md measures 64 cycles for "
+                          "ds_read_b128 on a later CDNA part)",
+    "lds_banks": "gfx906.md 'Memory': LDS 32 banks of 4 bytes",
+    "scalar_cache_bytes": "gfx906.md: scalar cache 16 KiB shared by 3 CUs",
+    "cus_per_scalar_cache": "gfx906.md: scalar cache 16 KiB shared by 3 CUs",
+    "line_bytes": "gfx906.md 'Memory': 64-byte lines",
+    "launch_overhead_us": "calibrated (kernel launch and completion as seen by the seed's timer)",
+    "store_latency_cycles": "assumed equal to the L2 hit latency's default (write acknowledged by L2)",
+}
+
+
+@dataclass(frozen=True)
+class Board:
+    """A GPU board: a target plus its CU count, clocks and memory.
+
+    ``engine_clock_mhz`` is the shader (engine) clock the model runs at (settable: the
+    seed measured at 1700/1500/1300/1100 MHz); ``memory_clock_mhz`` the HBM2 clock
+    (the seed kept it at 800 MHz); bandwidth = bus bits x 2 (DDR) x memory clock / 8.
+    """
+
+    name: str
+    target: Target
+    compute_units: int
+    engine_clock_mhz: float
+    memory_clock_mhz: float
+    hbm_bus_bits: int = 4096
+    timing: TimingParams = TimingParams()
+    #: Static (idle) board power in watts at ``engine_clock_mhz`` (seed 002 section 3.2).
+    idle_watts: float | None = None
+
+    @property
+    def peak_flops_f32(self) -> float:
+        """FP32 FMA peak in FLOP/s: 64 lanes x 2 x CUs x clock (gfx906.md)."""
+        return self.target.wavefront_size * 2 * self.compute_units * self.engine_clock_mhz * 1e6
+
+    @property
+    def hbm_bytes_per_second(self) -> float:
+        return self.hbm_bus_bits * 2 * self.memory_clock_mhz * 1e6 / 8
+
+    def at(self, engine_clock_mhz: float | None = None, memory_clock_mhz: float | None = None,
+           compute_units: int | None = None, timing: TimingParams | None = None) -> "Board":
+        """The same board at other clocks / CU count / parameters."""
+        from dataclasses import replace
+        return replace(self, engine_clock_mhz=engine_clock_mhz or self.engine_clock_mhz,
+                       memory_clock_mhz=memory_clock_mhz or self.memory_clock_mhz,
+                       compute_units=compute_units or self.compute_units,
+                       timing=timing or self.timing)
+
+
+#: Boards the timing model knows.  MI60: 64 CUs, 1800 MHz peak engine clock, HBM2 at
+#: 1000 MHz (1 TB/s); MI50: 60 CUs, 1725 MHz (gfx906.md "The chip", vendor spec sheets).
+#: The seed measured its MI60 at 1700 MHz engine / 800 MHz memory: those are MI60's
+#: defaults here so the model's default matches the only measurements there are.
+BOARDS: dict[str, Board] = {
+    "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0),
+    "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0),
+}
+
+
+def get_board(name: str | Board, *, clock_mhz: float | None = None,
+              memory_clock_mhz: float | None = None, cus: int | None = None) -> Board:
+    """A :class:`Board` by name (``mi50``, ``mi60``), optionally at other clocks or CU count.
+
+    Raises :class:`TargetError` naming the boards that exist.
+    """
+    if isinstance(name, Board):
+        board = name
+    else:
+        try:
+            board = BOARDS[str(name).lower()]
+        except KeyError:
+            raise TargetError(f"unknown board '{name}' (known boards: {', '.join(sorted(BOARDS))})") from None
+    if clock_mhz is not None and not 100 <= float(clock_mhz) <= 3000:
+        raise TargetError(f"engine clock {clock_mhz} MHz is outside 100..3000 MHz")
+    return board.at(engine_clock_mhz=clock_mhz, memory_clock_mhz=memory_clock_mhz, compute_units=cus)

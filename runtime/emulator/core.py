@@ -92,6 +92,9 @@ class DispatchConfig:
     strict: bool = False
     instruction_budget: int = 10**9
     max_waves_in_flight: int | None = None
+    #: A :class:`vlpc.runtime.timing.trace.TraceRequest`: record instruction streams and
+    #: memory lines of some workgroups for the timing model (``None``: no trace).
+    trace: object = None
 
 
 #: Entries of the scalar register file array (operand codes 0..127: SGPRs, VCC, TTMPs, M0, EXEC).
@@ -142,6 +145,20 @@ class LaunchStats:
     workgroups: int = 0
     wall_seconds: float = 0.0
     by_pc: dict = field(default_factory=dict)
+    #: The :class:`vlpc.runtime.timing.trace.KernelTrace` when the launch was traced.
+    trace: object = field(default=None, repr=False)
+    #: The timing model's :class:`vlpc.runtime.timing.TimingReport` (modeled, not measured).
+    timing: object = field(default=None, repr=False)
+
+    @property
+    def cycles(self) -> float | None:
+        """Modeled engine-clock cycles of the launch (``None`` without a timing model)."""
+        return None if self.timing is None else self.timing.cycles
+
+    @property
+    def time_us(self) -> float | None:
+        """Modeled microseconds of the launch (``None`` without a timing model)."""
+        return None if self.timing is None else self.timing.time_us
 
     def __repr__(self) -> str:  # short: by_pc and by_mnemonic can hold thousands of entries
         c = self.by_class
@@ -167,6 +184,17 @@ class LaunchStats:
             else:
                 for i in range(1, len(row)):
                     mine[i] += row[i]
+        if self.timing is not None or o.timing is not None:
+            # finished launches of a plan (different kernels): modeled times add
+            from vlpc.runtime.timing import combine
+            parts = [t for t in (self.timing, o.timing) if t is not None]
+            self.timing = combine(parts)
+            self.trace = None
+        elif o.trace is not None:  # chunks of one launch
+            if self.trace is None:
+                self.trace = o.trace
+            else:
+                self.trace.merge(o.trace)
 
 
 # ---------------------------------------------------------------------------
@@ -176,7 +204,7 @@ class Group:
     """Waves of one batch that share a PC (executed together)."""
 
     __slots__ = ("idx", "sel", "n", "pc", "contig", "_em", "_full", "_active", "known", "pending",
-                 "vm_n", "lds_n", "lgkm_n", "count", "base", "last_valu")
+                 "vm_n", "lds_n", "lgkm_n", "count", "base", "last_valu", "traced")
 
     def __init__(self, idx: np.ndarray, pc: int):
         self.idx = idx
@@ -196,6 +224,7 @@ class Group:
         self.count = 0
         self.base = 0
         self.last_valu = frozenset()
+        self.traced = None  # (position, batch wave id) of traced waves, when tracing
 
     def exec_changed(self):
         self._em = None
@@ -342,6 +371,12 @@ class Batch:
         self.scr: dict = {}
         self.split: list | None = None
         self.st = LaunchStats()
+        self.rec = None
+        if cfg.trace is not None:
+            from vlpc.runtime.timing.trace import Recorder
+            gx, gy, _ = cfg.grid
+            lin = np.array([x + gx * (y + gy * z) for (x, y, z) in wg_list], np.int64)[self.wg_of_wave]
+            self.rec = Recorder(cfg.trace, lin, self.wave_in_wg, cfg.grid, wpg)
         self._setup()
 
     # -- initial state -----------------------------------------------------------
@@ -595,10 +630,18 @@ class Batch:
         stop = self.run.stop
         pc = g.pc
         steps = 0
+        tw = ()
+        rec = self.rec
+        if rec is not None:
+            if g.traced is None:
+                g.traced = rec.traced_of(g.idx)
+            tw = [rec.lists[w] for _, w in g.traced]
         while pc < limit:
             p = P.get(pc)
             if p is None:
                 p = self.prepare(pc)
+            for lst in tw:
+                lst.append(pc)
             if g.pending and not g.pending.keys().isdisjoint(p.keys):
                 self.check_pending(g, p)
             if not g.known.issuperset(p.keys):
@@ -666,6 +709,8 @@ class Batch:
                     mine[i] += row[i]
         st.waves += self.nw
         st.workgroups += len(self.wgs)
+        if self.rec is not None:
+            st.trace = self.rec.finish(self.prepared)
         return st
 
 
@@ -1911,6 +1956,8 @@ def build_smem(ins: Instr, b: Batch, p: Prepared):
                 raise _oob(b, g, e, g.idx, np.zeros(g.n, int), addr)
         for i in range(nd):
             b.S[dst + i][g.sel] = data[:, i]
+        if b.rec is not None:
+            b.rec.memory(g, addr[:, None], None, 4 * nd)
         nbytes = 4 * nd * g.n
         b.st.smem_bytes_read += nbytes
         b.st.global_bytes_read += nbytes
@@ -1940,6 +1987,8 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
         flat = addr[act]
         sel_lanes = act
     m = flat.size
+    if b.rec is not None:
+        b.rec.memory(g, addr, None if use_all else act, 4 * max(1, ins.dst[0].width if ins.dst else 1))
 
     def diag(e):
         if sel_lanes is None:
@@ -2106,6 +2155,29 @@ def build_mubuf(ins: Instr, b: Batch, p: Prepared):
     return fn
 
 
+def lds_bank_cycles(a: np.ndarray, em: np.ndarray, dwords: int) -> np.ndarray:
+    """LDS cycles per wave for one DS access: (n, 64) byte addresses -> (n,) cycles.
+
+    GCN's LDS has 32 banks of 4 bytes and serves half a wave (32 lanes) per pass;
+    lanes that hit the same bank at different dword addresses serialise (the same
+    address is a broadcast).  Each dword of a wider access is one more pass.
+    Source: AMD "Vega" ISA guide, "Local Data Share"; gfx906.md "Memory".
+    """
+    words = np.asarray(a, np.int64) >> 2
+    n = words.shape[0]
+    out = np.zeros(n, np.int64)
+    for w in range(n):
+        total = 0
+        for half in (slice(0, 32), slice(32, 64)):
+            ws = words[w, half][em[w, half]]
+            if ws.size == 0:
+                continue
+            uniq = np.unique(ws)
+            total += int(np.bincount(uniq % 32, minlength=32).max())
+        out[w] = total * max(1, dwords)
+    return out
+
+
 def build_ds(ins: Instr, b: Batch, p: Prepared):
     mn = ins.mnemonic
     f = ins.f
@@ -2183,6 +2255,8 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                         if not g.contig:
                             b.V[dst + col + i][g.sel] = cur
                 col += sz
+            if b.rec is not None and g.traced:
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
             _issue(g, p, "lds")
         return fn
     if mn.startswith("ds_write"):
@@ -2208,6 +2282,8 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                 else:
                     flat8[aa[:, None] + np.arange(4 * sz)] = np.ascontiguousarray(vals).view(np.uint8).reshape(-1, 4 * sz)
                     b.st.lds_bytes_written += 4 * sz * aa.size
+            if b.rec is not None and g.traced:
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
             _issue(g, p, "lds")
         return fn
     # LDS atomics (32-bit)
@@ -2416,6 +2492,9 @@ def run_dispatch(memory: Memory, config: DispatchConfig) -> LaunchStats:
     run = _Run(memory, cfg)
     gx, gy, gz = (int(v) for v in cfg.grid)
     wgs = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    if cfg.trace is not None and getattr(cfg.trace, "only", False):
+        keep = cfg.trace.selected()  # a timing-only launch: just the traced workgroups
+        wgs = [w for i, w in enumerate(wgs) if i in keep]
     wpg = run.waves_per_wg
     total_waves = len(wgs) * wpg
     workers = _workers() if total_waves >= PARALLEL_MIN_WAVES else 1

@@ -66,14 +66,35 @@ class EmulatorDevice(Device):
     errors), ``instruction_budget`` (per launch; the core stops a runaway
     kernel), ``max_waves_in_flight`` (core scheduling), ``memory`` (share an
     existing :class:`Memory`).
+
+    Timing (modeled, not measured): ``gpu`` (``"mi50"``, ``"mi60"`` or a
+    :class:`vlpc.targets.Board`) turns on the timing model, ``clock_mhz`` sets the
+    engine clock (default: the board's), ``cus`` the CU count; each launch's
+    ``LaunchStats`` then carries ``timing`` (a
+    :class:`vlpc.runtime.timing.TimingReport`), ``cycles`` and ``time_us``.
+    ``timing_only=True`` executes only the workgroups the model traces (large
+    grids in seconds; C is then not fully computed).
     """
 
     name = "emulator"
+    #: Called with the workgroups done during each launch (see ``core.run_dispatch``), or None.
+    progress = None
 
     def __init__(self, *, target: str | TargetId = GFX906.name, strict: bool = False,
                  instruction_budget: int = 10**9, max_waves_in_flight: int | None = None,
-                 memory: Any = None):
+                 memory: Any = None, gpu: Any = None, clock_mhz: float | None = None,
+                 cus: int | None = None, timing_only: bool = False):
         super().__init__()
+        self.board = None
+        if gpu is not None:
+            from vlpc.targets import get_board
+            try:
+                self.board = get_board(gpu, clock_mhz=clock_mhz, cus=cus)
+            except TargetError as e:
+                raise DeviceError(str(e)) from None
+        elif clock_mhz is not None or timing_only:
+            raise DeviceError("clock_mhz/timing_only need a board for the timing model (gpu='mi50' or 'mi60')")
+        self.timing_only = bool(timing_only)
         try:
             self.target_id = target if isinstance(target, TargetId) else TargetId.parse(str(target))
         except TargetError as e:
@@ -208,8 +229,19 @@ class EmulatorDevice(Device):
                 private_aperture_base=self.hidden_values().private_aperture_base))
             cfg = self.dispatch_config(kernel, launch, code=code, code_address=base,
                                        kernarg_address=karg, dispatch_ptr=ring, queue_ptr=queue)
-            stats = core.run_dispatch(self.memory, cfg)
+            res = None
+            if self.board is not None:
+                from vlpc.runtime import timing
+                res = timing.residency(self.board, d.vgpr_count, d.sgpr_count,
+                                       d.group_segment_fixed_size + launch.dynamic_lds,
+                                       int(np.prod(launch.block)))
+                cfg.trace = timing.trace_request(self.board, tuple(launch.grid), res,
+                                                 only=self.timing_only)
+            stats = core.run_dispatch(self.memory, cfg, **({"progress": self.progress} if self.progress else {}))
             self.launches += 1
+            if res is not None and stats.trace is not None:
+                from vlpc.runtime import timing
+                stats.timing = timing.model_kernel(stats.trace, self.board, res, kernel.name)
             return stats
         finally:
             for addr in reversed(temps):
@@ -220,6 +252,9 @@ class EmulatorDevice(Device):
 
     def describe(self) -> str:
         extra = ", strict" if self.strict else ""
+        if self.board is not None:
+            extra += (f", timing model {self.board.name} @ {self.board.engine_clock_mhz:.0f} MHz"
+                      f"{' (timing only)' if self.timing_only else ''}")
         return (f"emulator ({self.target_id}, functional GCN emulator{extra}, "
                 f"instruction budget {self.instruction_budget})")
 

@@ -1,0 +1,378 @@
+"""A cycle-approximate model of one gfx906 compute unit replaying traced waves.
+
+What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there):
+
+* **Issue.**  4 SIMD16 units; the CU's arbiter gives SIMD ``t mod 4`` the issue turn
+  at cycle ``t`` (each SIMD a turn every 4 cycles).  In its turn a SIMD issues at
+  most one instruction of each category — VALU, scalar (SALU or SMEM), VMEM, LDS,
+  branch, internal (``s_waitcnt``, ``s_nop``, ``s_barrier``, ``s_endpgm``) — each
+  from a different wave, oldest wave first (AMD GCN whitepaper).  A wave issues
+  in order, at most one instruction per turn; an 8-byte instruction may cost
+  ``long_instruction_extra_cycles`` more before the wave's next issue (CLRX),
+  a taken branch ``branch_taken_extra_cycles``.
+* **VALU.**  A wave64 VALU instruction occupies its SIMD 4 cycles (f64 8, 
+  transcendental 16).
+* **Counters.**  ``s_waitcnt`` holds the wave until its outstanding VMEM (vmcnt, in
+  order) and SMEM/LDS (lgkmcnt) operations have completed down to the thresholds.
+* **Scalar memory.**  A scalar cache (LRU, 64-byte lines, ``scalar_cache_bytes``
+  shared by ``cus_per_scalar_cache`` CUs: this CU's share) hits in
+  ``smem_hit_cycles``; a miss goes to L2.  Results may return out of order.
+* **Vector memory.**  Per instruction, the texture/L1 path handles one 64-byte line
+  per cycle (``l1_bytes_per_cycle``); lines hit an LRU L1 (``l1_bytes``) or go to L2,
+  whose hit or miss is decided per line with the miss probability the GPU model
+  derives from the workgroups' footprints; a miss adds the HBM latency (ns) and
+  queues on this CU's share of the HBM bandwidth.  Loads return in order.
+* **LDS.**  Bank-conflict cycles per instruction (recorded by the emulator) on one
+  LDS pipeline per CU, plus ``lds_latency_cycles``.
+* **Barriers.**  ``s_barrier`` releases a workgroup's waves when all have arrived.
+
+The result (:class:`CuResult`) gives each workgroup's finish cycle and where each
+SIMD's cycles went: ``valu`` (busy), ``smem``/``vmem``/``lds`` (no VALU could
+issue because the waves wait on that counter), ``barrier``, ``issue`` (waves
+ready but issuing other instructions or paying dispatch penalties), ``idle``
+(no wave left on the SIMD).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vlpc.targets import Board
+
+from .trace import KernelTrace
+
+CATEGORIES = ("valu", "scalar", "vmem", "lds", "branch", "internal")
+REASONS = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle")
+
+_INF = float("inf")
+
+
+def category_of(cls: str) -> str:
+    if cls == "valu":
+        return "valu"
+    if cls in ("salu", "smem"):
+        return "scalar"
+    if cls == "vmem":
+        return "vmem"
+    if cls == "lds":
+        return "lds"
+    if cls == "branch":
+        return "branch"
+    return "internal"
+
+
+@dataclass
+class CuResult:
+    """One CU simulation.  ``cycles``: engine cycles until the last wave ended;
+    ``wg_finish``: cycle each resident workgroup finished, in placement order;
+    ``breakdown``: cycles per reason summed over the 4 SIMDs (divide by 4 for a
+    per-SIMD view); ``counters``: cache and memory event counts."""
+
+    cycles: float
+    wg_finish: list[float]
+    breakdown: dict[str, float]
+    counters: dict[str, float] = field(default_factory=dict)
+    instructions: int = 0
+
+
+class _Lru:
+    __slots__ = ("cap", "d")
+
+    def __init__(self, lines: int):
+        self.cap = max(1, int(lines))
+        self.d: OrderedDict = OrderedDict()
+
+    def access(self, line: int) -> bool:
+        d = self.d
+        if line in d:
+            d.move_to_end(line)
+            return True
+        d[line] = None
+        if len(d) > self.cap:
+            d.popitem(last=False)
+        return False
+
+
+def _l2_misses(line: int, p_miss: float) -> bool:
+    """Deterministic per-line L2 miss decision with probability ``p_miss``."""
+    if p_miss <= 0.0:
+        return False
+    if p_miss >= 1.0:
+        return True
+    h = (line * 2654435761 + 0x9E3779B9) & 0xFFFFFFFF
+    return h < p_miss * 4294967296.0
+
+
+def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
+                l2_miss: float = 0.0, hbm_share_bytes_per_cycle: float | None = None) -> CuResult:
+    """Run ``workgroups`` (linear ids present in ``trace``) together on one CU, all
+    launched at cycle 0.  ``l2_miss``: probability that a line missing L1 / the scalar
+    cache also misses L2.  ``hbm_share_bytes_per_cycle``: this CU's share of the HBM
+    bandwidth in bytes per engine cycle (``None``: unlimited)."""
+    P = board.timing
+    ghz = board.engine_clock_mhz / 1000.0
+    hbm_cycles = P.hbm_latency_ns * ghz
+    turn = P.issue_turn_cycles
+    static = trace.static
+    # static facts per pc, in flat tuples for the hot loop
+    info = {}
+    for pc, s in static.items():
+        cat = category_of(s.cls)
+        if s.cls == "valu":
+            busy = P.valu_trans_cycles if s.trans else (P.valu_f64_cycles if s.f64 else P.valu_cycles)
+        else:
+            busy = 0
+        extra = P.long_instruction_extra_cycles if s.size == 8 else 0.0
+        info[pc] = (cat, s.cls, busy, extra, s.vmcnt, s.lgkmcnt, s.nop, s.store, s.ends, s.size,
+                    s.mnemonic)
+
+    # place waves: the k-th wave goes to the SIMD with the fewest waves (dispatcher order)
+    waves = []  # per wave: [stream(list), mem(dict), ptr, ready, simd, wg_index, age]
+    simd_waves: list[list[int]] = [[] for _ in range(4)]
+    wg_waves: list[list[int]] = []
+    for j, wg in enumerate(workgroups):
+        ids = []
+        for key in trace.waves_of(wg):
+            s = min(range(4), key=lambda i: (len(simd_waves[i]), i))
+            w = len(waves)
+            waves.append(key)
+            simd_waves[s].append(w)
+            ids.append(w)
+        wg_waves.append(ids)
+    n = len(waves)
+    stream = [trace.streams[k].tolist() for k in waves]
+    memev = [trace.mem.get(k, {}) for k in waves]
+    simd_of = [0] * n
+    for s in range(4):
+        for w in simd_waves[s]:
+            simd_of[w] = s
+    wg_of = [0] * n
+    for j, ids in enumerate(wg_waves):
+        for w in ids:
+            wg_of[w] = j
+    ptr = [0] * n
+    ready = [0.0] * n
+    done = [False] * n
+    vmq: list[deque] = [deque() for _ in range(n)]
+    lgkm: list[list] = [[] for _ in range(n)]   # (completion, kind) kind: 'smem'|'lds'
+    reason = ["issue"] * n          # why the wave waits (when ready > t)
+    at_barrier = [False] * n
+    wg_left = [len(ids) for ids in wg_waves]
+    wg_finish = [0.0] * len(wg_waves)
+    valu_free = [0.0] * 4
+    ta_free = 0.0
+    fill_free = 0.0
+    lds_free = 0.0
+    hbm_free = 0.0
+    smem_free = 0.0
+    l1 = _Lru(P.l1_bytes // P.line_bytes)
+    sc = _Lru(P.scalar_cache_bytes // P.cus_per_scalar_cache // P.line_bytes)
+    line_cycles = P.line_bytes / P.l1_bytes_per_cycle
+    hbm_per_line = (P.line_bytes / hbm_share_bytes_per_cycle) if hbm_share_bytes_per_cycle else 0.0
+    cnt = {"l1_hits": 0, "l1_misses": 0, "scalar_hits": 0, "scalar_misses": 0, "l2_misses": 0,
+           "hbm_bytes": 0, "vmem_instructions": 0, "smem_instructions": 0, "lds_instructions": 0}
+    bd = dict.fromkeys(REASONS, 0.0)
+    live = n
+    t = 0.0
+    last_issue = 0.0
+    issued_total = 0
+    # the next time accounting for each SIMD's turn was done up to
+    acct = [0.0] * 4
+
+    def l2_path(line: int, now: float) -> float:
+        nonlocal hbm_free
+        if _l2_misses(line, l2_miss):
+            cnt["l2_misses"] += 1
+            cnt["hbm_bytes"] += P.line_bytes
+            start = max(now, hbm_free)
+            hbm_free = start + hbm_per_line
+            return (start - now) + P.l2_hit_cycles + hbm_cycles
+        return P.l2_hit_cycles
+
+    def simd_reason(s: int, now: float) -> str:
+        ws = simd_waves[s]
+        best = None
+        any_live = False
+        for w in ws:
+            if done[w]:
+                continue
+            any_live = True
+            if ready[w] <= now:
+                return "issue"
+            r = reason[w]
+            if best is None or _PRIO[r] < _PRIO[best]:
+                best = r
+        if not any_live:
+            return "idle"
+        return best or "issue"
+
+    while live:
+        s = int(t) & 3
+        used = set()
+        valu_issued = False
+        for w in simd_waves[s]:
+            if done[w] or ready[w] > t:
+                continue
+            pc = stream[w][ptr[w]]
+            cat, cls, busy, extra, vmc, lgc, nop, store, ends, size, mn = info[pc]
+            if cat in used:
+                continue
+            if cat == "valu":
+                if valu_free[s] > t:
+                    continue
+                valu_free[s] = t + busy
+                valu_issued = True
+                bd["valu"] += busy
+            elif cls == "waitcnt":
+                # counters in force now; loads issued before cannot change
+                need = t
+                q = vmq[w]
+                while q and q[0] <= t:
+                    q.popleft()
+                why = None
+                if len(q) > vmc:
+                    need = max(need, q[len(q) - vmc - 1])
+                    why = "vmem"
+                lg = [x for x in lgkm[w] if x[0] > t]
+                lgkm[w] = lg
+                if len(lg) > lgc:
+                    srt = sorted(lg)
+                    c, kind = srt[len(lg) - lgc - 1]
+                    if c > need:
+                        need = c
+                        why = kind
+                if need > t:
+                    ready[w] = need
+                    reason[w] = why
+                    continue
+            elif cls == "barrier":
+                at_barrier[w] = True
+                j = wg_of[w]
+                group = wg_waves[j]
+                if all(at_barrier[x] or done[x] for x in group):
+                    for x in group:
+                        if at_barrier[x] and x != w:
+                            at_barrier[x] = False
+                            ready[x] = t + turn
+                            reason[x] = "issue"
+                            ptr[x] += 1
+                    at_barrier[w] = False
+                else:
+                    ready[w] = _INF
+                    reason[w] = "barrier"
+                    ptr[w] += 1
+                    used.add(cat)
+                    issued_total += 1
+                    last_issue = t
+                    continue
+            elif cat == "scalar" and cls == "smem":
+                start = max(t, smem_free)
+                smem_free = start + P.smem_issue_cycles
+                ev = memev[w].get(ptr[w])
+                lat = P.smem_hit_cycles
+                if ev is not None:
+                    miss_lat = 0.0
+                    for line in ev[0].tolist():
+                        if sc.access(line):
+                            cnt["scalar_hits"] += 1
+                        else:
+                            cnt["scalar_misses"] += 1
+                            miss_lat = max(miss_lat, l2_path(line, start))
+                    lat = max(lat, P.smem_hit_cycles + miss_lat) if miss_lat else lat
+                cnt["smem_instructions"] += 1
+                lgkm[w].append((start + lat, "smem"))
+            elif cat == "vmem":
+                ev = memev[w].get(ptr[w])
+                lines = ev[0].tolist() if ev is not None else []
+                start = max(t, ta_free)
+                occ = max(turn, len(lines) * line_cycles)
+                ta_free = start + occ
+                worst = P.store_latency_cycles if store else P.l1_hit_cycles
+                if not store:
+                    for line in lines:
+                        if l1.access(line):
+                            cnt["l1_hits"] += 1
+                        else:
+                            cnt["l1_misses"] += 1
+                            fs = max(start, fill_free)
+                            fill_free = fs + line_cycles
+                            worst = max(worst, (fs - start) + P.l1_hit_cycles + l2_path(line, fs))
+                done_t = start + occ + worst
+                q = vmq[w]
+                if q and q[-1] > done_t:
+                    done_t = q[-1]  # in-order return
+                q.append(done_t)
+                cnt["vmem_instructions"] += 1
+            elif cat == "lds":
+                ev = memev[w].get(ptr[w])
+                bank = ev[1] if ev is not None else 2
+                start = max(t, lds_free)
+                occ = max(2, bank)
+                lds_free = start + occ
+                lgkm[w].append((start + occ + P.lds_latency_cycles, "lds"))
+                cnt["lds_instructions"] += 1
+            # issue it
+            used.add(cat)
+            issued_total += 1
+            last_issue = t
+            p = ptr[w] + 1
+            ptr[w] = p
+            nxt = t + turn + extra
+            if cls == "nop":
+                nxt = max(nxt, t + nop + 1)
+            if cat == "branch" and p < len(stream[w]) and stream[w][p] != pc + size:
+                nxt += P.branch_taken_extra_cycles
+            ready[w] = nxt
+            reason[w] = "issue"
+            if ends or p >= len(stream[w]):
+                done[w] = True
+                live -= 1
+                j = wg_of[w]
+                wg_left[j] -= 1
+                if wg_left[j] == 0:
+                    wg_finish[j] = t + turn
+                # a barrier may now be complete without this wave
+                group = wg_waves[j]
+                if any(at_barrier[x] for x in group) and all(at_barrier[x] or done[x] for x in group):
+                    for x in group:
+                        if at_barrier[x]:
+                            at_barrier[x] = False
+                            ready[x] = t + turn
+                            reason[x] = "issue"
+        # accounting for this SIMD's turn
+        if not valu_issued and valu_free[s] <= t:
+            bd[simd_reason(s, t)] += turn
+        acct[s] = t + turn
+        t += 1
+        if t - last_issue > 4 and live:
+            # nothing issued for a whole rotation: jump to the next time something can
+            nt = _INF
+            for w in range(n):
+                if done[w]:
+                    continue
+                r = ready[w]
+                if r < nt:
+                    nt = r
+            if nt == _INF:
+                raise RuntimeError("timing model: waves wait forever (barrier deadlock in the trace)")
+            nt = float(int(nt))
+            if nt > t:
+                span = nt - t
+                for s2 in range(4):
+                    if valu_free[s2] <= t:
+                        bd[simd_reason(s2, t)] += span
+                    else:
+                        busy_left = max(0.0, valu_free[s2] - t)
+                        if span > busy_left:
+                            bd[simd_reason(s2, t)] += span - busy_left
+                t = nt
+                last_issue = t - 1
+    cycles = max(wg_finish) if wg_finish else 0.0
+    return CuResult(cycles=cycles, wg_finish=wg_finish, breakdown=bd, counters=cnt,
+                    instructions=issued_total)
+
+
+_PRIO = {"vmem": 0, "smem": 1, "lds": 2, "barrier": 3, "issue": 4, "idle": 5, None: 6}
