@@ -166,6 +166,8 @@ class Options:
     split_mode: str = "workspace"
     local_split: int = 1
     cus: int | None = None
+    schedule: str = "default"  # strategy sqc: "default" or "seed" (the seed's 64x256 loop; no split-K)
+    forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
 
     @staticmethod
     def from_kwargs(kwargs: dict) -> Options:
@@ -244,9 +246,11 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                           micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),
-        "gemm-split-k": dict(split_k=_split_k_option(o.split_k, o.strategy), mode=o.split_mode,
+        "gemm-split-k": dict(split_k=(1 if o.schedule == "seed" and o.split_k == "auto"
+                                      else _split_k_option(o.split_k, o.strategy)), mode=o.split_mode,
                              local_split=o.local_split, cus=o.cus or 0, target=proc),
-        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc),
+        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
+                                    forwarding=bool(o.forwarding)),
         "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
                                                   else DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3)),
                                        target=proc),
