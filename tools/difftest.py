@@ -1,0 +1,528 @@
+#!/usr/bin/env python3
+"""Differential testing of vlpc: random GEMMs compiled, run on the strict emulator and
+checked against a float64 NumPy reference written here (independent of vlpc/verify.py).
+
+Each case draws a problem: f32 or f64; layout NN/NT/TN/TT; M, N, K; leading dimensions
+(minimal or padded); sizes and leading dimensions static or given at launch ('?');
+alpha and beta (0 included: BLAS says A/B, resp. C, are then not read, so those buffers
+hold NaN); fused epilogues (bias_row, bias_col, relu, gelu); split-K plans (S, workspace
+or atomic mode, local split); strided batches (batch strides with gaps, stride 0 for A
+or B, a batch count given at launch); linalg forms (named ops, indexing-map forms,
+linalg.generic, a zero fill before); strategies sqc and lds.  Buffers are sized exactly
+to the data or have a tail, and everything outside the matrices is NaN or finite
+garbage.  A case is compiled with vlpc, launched on the strict emulator through
+``CompiledKernel.execute`` and checked:
+
+* ``wrong result``: an element of C outside this tool's error bound (a loose
+  Higham-style bound, 2 (K+4) u (|alpha||A||B| + |beta||C| + |bias|) plus epilogue terms),
+  or NaN/Inf where the reference has none (or the reverse);
+* ``padding modified`` / ``input modified``: a bit of C outside the matrices, or of A, B
+  or the bias, changed;
+* ``false verdict`` / ``missed by vlpc.verify``: vlpc's own check (``vlpc.verify.check``,
+  what ``vlpc run`` and ``vlpc.run`` use) disagrees with this tool;
+* ``refused`` (compile or launch; a one-line VlpcError), ``device fault`` (the emulator's
+  checkers), ``internal error`` / ``crash`` (a traceback: always a bug).
+
+Usage::
+
+    python tools/difftest.py --minutes 10 --seed 1        # a session; prints a summary
+    python tools/difftest.py --seed 1 --case 17 --show    # reproduce case 17 of seed 1
+
+Each failure is printed with its category, what was wrong and the command reproducing it.
+Exit status: 0 when no case failed (refusals are counted, not failures), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+U = {"f32": 2.0**-24, "f64": 2.0**-53}
+NPT = {"f32": np.float32, "f64": np.float64}
+UINT = {"f32": np.uint32, "f64": np.uint64}
+FAILURES = ("wrong result", "padding modified", "input modified", "false verdict", "missed by vlpc.verify",
+            "device fault", "internal error", "crash")
+
+
+@dataclass
+class Case:
+    """One random problem (everything needed to rebuild it)."""
+
+    seed: int
+    index: int
+    form: str = "gemm"            # gemm | linalg-named | linalg-generic
+    dtype: str = "f32"
+    layout: str = "NT"
+    m: int = 1
+    n: int = 1
+    k: int = 1
+    pads: tuple = (0, 0, 0)       # leading dimension minus the row length, A B C
+    dyn_sizes: bool = False
+    dyn_ld: bool = False
+    alpha: float = 1.0
+    beta: float = 0.0
+    epilogue: tuple = ()
+    batch: int = 0                # 0: not batched
+    dyn_batch: bool = False
+    strides: tuple = (0, 0, 0)
+    options: dict = field(default_factory=dict)
+    exact: bool = True            # buffers end at the last element of the last matrix
+    fill: str = "nan"             # what is outside the matrices: nan | garbage
+    special: str = ""             # "", nan_c (beta != 0: NaN reaches C), inf_a (an Inf in A)
+    fill_zero: bool = False       # linalg: a zero fill before the product (beta = 0)
+
+    def rows_cols(self) -> dict:
+        m, n, k, lay = self.m, self.n, self.k, self.layout
+        return {"A": (m, k) if lay[0] == "N" else (k, m), "B": (k, n) if lay[1] == "N" else (n, k), "C": (m, n)}
+
+    def lds(self) -> tuple:
+        rc = self.rows_cols()
+        return tuple(rc[x][1] + p for x, p in zip("ABC", self.pads))
+
+
+def draw_case(seed: int, index: int) -> Case:
+    """The case ``index`` of session ``seed`` (deterministic)."""
+    rng = np.random.default_rng([seed, index])
+
+    def pick(seq, p=None):
+        return seq[int(rng.choice(len(seq), p=p))]
+
+    c = Case(seed, index)
+    c.form = pick(["gemm", "linalg-named", "linalg-generic"], [0.7, 0.15, 0.15])
+    c.dtype = pick(["f32", "f64"], [0.7, 0.3])
+    c.layout = pick(["NN", "NT", "TN", "TT"])
+    strategy = "lds" if (c.form == "gemm" and c.dtype == "f32" and rng.random() < 0.1) else "sqc"
+    mt_m = 64 if c.dtype == "f32" else 32
+    mt_n = pick([64, 128, 256], [0.5, 0.3, 0.2])
+    k_step = 16 if c.dtype == "f32" else 8
+    opts: dict = {"macro_tile": (mt_m, mt_n)}
+    if strategy == "lds":
+        c.layout = "NT"
+        opts["strategy"] = "lds"
+        c.m, c.n, c.k = mt_m * int(rng.integers(1, 3)), mt_n * int(rng.integers(1, 3)), k_step * int(rng.integers(1, 5))
+    else:
+        c.m = int(pick([rng.integers(1, 9), rng.integers(1, 70), rng.integers(60, 200)], [0.2, 0.5, 0.3]))
+        c.n = int(pick([rng.integers(1, 9), rng.integers(1, 80), rng.integers(60, 300)], [0.15, 0.55, 0.3]))
+        c.k = int(pick([rng.integers(1, 9), rng.integers(1, 64), rng.integers(64, 200)], [0.2, 0.5, 0.3]))
+    c.pads = tuple(int(pick([0, 0, 1, 3, 17])) for _ in range(3))
+    if strategy == "lds":
+        c.pads = (0, 0, 0)
+    c.dyn_sizes = strategy == "sqc" and rng.random() < 0.35
+    c.dyn_ld = c.dyn_sizes or (strategy == "sqc" and rng.random() < 0.2)
+    if c.dyn_sizes:
+        c.k = max(k_step, -(-c.k // k_step) * k_step)  # README: K given at launch is a multiple of the K step
+    # alpha, beta (BLAS quick returns at 0)
+    if c.form == "gemm":
+        c.alpha = float(pick([1.0, -1.5, 0.5, 0.0], [0.45, 0.25, 0.15, 0.15]))
+        c.beta = float(pick([0.0, 1.0, 0.5, -2.0], [0.4, 0.2, 0.2, 0.2]))
+    else:
+        c.fill_zero = rng.random() < 0.4
+        c.alpha, c.beta = 1.0, (0.0 if c.fill_zero else 1.0)
+    # epilogue
+    if c.form == "gemm" and strategy == "sqc" and rng.random() < 0.35:
+        ops = ["bias_row", "bias_col", "relu"] + (["gelu"] if c.dtype == "f32" else [])
+        chain = [pick(ops) for _ in range(int(rng.integers(1, 3)))]
+        biases = [x for x in chain if x.startswith("bias")]
+        c.epilogue = tuple([x for x in chain if not x.startswith("bias")] + biases[:1]) if rng.random() < 0.5 \
+            else tuple(biases[:1] + [x for x in chain if not x.startswith("bias")])
+    # batches
+    if c.form == "gemm" and strategy == "sqc" and rng.random() < 0.25:
+        c.batch = int(rng.integers(1, 4))
+        c.dyn_batch = c.dyn_sizes and rng.random() < 0.5
+        rc, lds = c.rows_cols(), c.lds()
+        strides = []
+        for x, ld in zip("ABC", lds):
+            rows, cols = rc[x]
+            if x != "C" and rng.random() < 0.25:
+                strides.append(0)
+            else:
+                gap = int(pick([0, 0, 3, 64]))
+                tight = (rows - 1) * ld + cols if x == "C" and rng.random() < 0.3 else rows * ld
+                strides.append(tight + gap)
+        c.strides = tuple(strides)
+    # split plans
+    if strategy == "sqc" and rng.random() < 0.4:
+        if not c.batch:
+            s = int(pick([1, 2, 3, 4, 8]))
+            if c.dyn_sizes and s & (s - 1):
+                s = 4
+            opts["split_k"] = s
+            if s > 1 and rng.random() < 0.3 and not any(x in ("relu", "gelu") for x in c.epilogue):
+                opts["split_mode"] = "atomic"
+        else:
+            opts["split_k"] = 1
+        if rng.random() < 0.3:
+            opts["local_split"] = int(pick([2, 4]))
+            if mt_n * opts["local_split"] > 1024:
+                opts["local_split"] = 2
+    if c.form != "gemm":
+        c.epilogue, c.batch = (), 0
+    c.options = opts
+    c.exact = rng.random() < 0.7
+    c.fill = pick(["nan", "garbage"])
+    # NaN/Inf that the result must carry (no epilogue: relu/gelu of NaN is a semantic choice)
+    if not c.epilogue and rng.random() < 0.1:
+        if c.beta != 0:
+            c.special = "nan_c"
+        elif c.alpha != 0:
+            c.special = "inf_a"
+    return c
+
+
+# -- the MLIR text --------------------------------------------------------------------------------
+
+def _memref(dims, ld, dt, stride=None, dyn=False, dyn_ld=False, batch=0, dyn_batch=False):
+    r, cc = ("?", "?") if dyn else dims
+    ldt = "?" if dyn_ld else ld
+    if batch:
+        b = "?" if dyn_batch else batch
+        st = "?" if (dyn_ld or dyn_batch or dyn) else stride
+        return f"memref<{b}x{r}x{cc}x{dt}, strided<[{st}, {ldt}, 1]>>"
+    return f"memref<{r}x{cc}x{dt}, strided<[{ldt}, 1]>>"
+
+
+LINALG_MAPS = {"NN": ("(d0, d2)", "(d2, d1)"), "NT": ("(d0, d2)", "(d1, d2)"),
+               "TN": ("(d2, d0)", "(d2, d1)"), "TT": ("(d2, d0)", "(d1, d2)")}
+
+
+def source(c: Case) -> str:
+    """The MLIR module of case ``c``."""
+    rc, lds = c.rows_cols(), c.lds()
+    dt = c.dtype
+    t = {x: _memref(rc[x], ld, dt, st, c.dyn_sizes, c.dyn_ld, c.batch, c.dyn_batch)
+         for x, ld, st in zip("ABC", lds, c.strides)}
+    if c.form == "gemm":
+        has_bias = any(x.startswith("bias") for x in c.epilogue)
+        blen = c.m if "bias_row" in c.epilogue else c.n
+        bt = f"memref<{'?' if c.dyn_sizes else blen}x{dt}>"
+        bias_arg = f", %bias: {bt}" if has_bias else ""
+        bias_use = f" bias(%bias : {bt})" if has_bias else ""
+        epi = (", epilogue = [" + ", ".join(f'"{x}"' for x in c.epilogue) + "]") if c.epilogue else ""
+        return f"""builtin.module {{
+  func.func @d(%a: {t['A']}, %b: {t['B']}, %c: {t['C']}, %alpha: {dt}, %beta: {dt}{bias_arg}) {{
+    gemm.matmul %a, %b, %c, %alpha, %beta{bias_use} {{layout = "{c.layout}"{epi}}} : {t['A']}, {t['B']}, {t['C']}, {dt}, {dt}
+    func.return
+  }}
+}}
+"""
+    fill = (f"    %zero = arith.constant 0.0 : {dt}\n    linalg.fill ins(%zero : {dt}) outs(%c : {t['C']})\n"
+            if c.fill_zero else "")
+    am, bm = LINALG_MAPS[c.layout]
+    maps = (f"[affine_map<(d0, d1, d2) -> {am}>, affine_map<(d0, d1, d2) -> {bm}>, "
+            "affine_map<(d0, d1, d2) -> (d0, d1)>]")
+    ins = f"ins(%a, %b : {t['A']}, {t['B']}) outs(%c : {t['C']})"
+    if c.form == "linalg-named":
+        named = {"NN": "linalg.matmul", "NT": "linalg.matmul_transpose_b", "TN": "linalg.matmul_transpose_a",
+                 "TT": f"linalg.matmul indexing_maps = {maps}"}[c.layout]
+        op = f"    {named} {ins}\n"
+    else:
+        op = (f"""    linalg.generic {{indexing_maps = {maps}, iterator_types = ["parallel", "parallel", "reduction"]}}
+      {ins} {{
+    ^bb0(%x: {dt}, %y: {dt}, %z: {dt}):
+      %p = arith.mulf %x, %y : {dt}
+      %s = arith.addf %z, %p : {dt}
+      linalg.yield %s : {dt}
+    }}
+""")
+    return f"""builtin.module {{
+  func.func @d(%a: {t['A']}, %b: {t['B']}, %c: {t['C']}) {{
+{fill}{op}    func.return
+  }}
+}}
+"""
+
+
+# -- buffers and the reference ---------------------------------------------------------------------
+
+def offsets(c: Case, x: str) -> np.ndarray:
+    """Element offsets (batches, rows, cols) of operand ``x``'s matrices in its buffer."""
+    rows, cols = c.rows_cols()[x]
+    ld = c.lds()["ABC".index(x)]
+    nb = max(1, c.batch)
+    stride = c.strides["ABC".index(x)] if c.batch else 0
+    return (np.arange(nb)[:, None, None] * stride + np.arange(rows)[None, :, None] * ld
+            + np.arange(cols)[None, None, :])
+
+
+def buffers(c: Case, rng: np.random.Generator) -> dict:
+    """Host buffers A, B, C (flat) and bias: matrices random, the rest NaN or garbage; BLAS
+    says unread operands may hold anything, so they are NaN."""
+    t = NPT[c.dtype]
+    out = {}
+    for x in "ABC":
+        offs = offsets(c, x)
+        size = int(offs.max()) + 1 + (0 if c.exact else int(rng.integers(1, 40)))
+        if c.fill == "nan":
+            buf = np.full(size, np.nan, t)
+        else:
+            buf = (rng.standard_normal(size) * 1e3).astype(t)
+        vals = rng.standard_normal(offs.shape).astype(t)
+        unread = (x in "AB" and c.alpha == 0) or (x == "C" and c.beta == 0)
+        if unread:
+            vals[...] = np.nan
+        buf[offs.reshape(-1)] = vals.reshape(-1)  # stride 0: the last matrix written is the one read
+        out[x] = buf
+    if c.special == "nan_c":
+        oc = offsets(c, "C").reshape(-1)
+        out["C"][oc[int(rng.integers(0, oc.size))]] = np.nan
+    elif c.special == "inf_a":
+        oa = offsets(c, "A").reshape(-1)
+        out["A"][oa[int(rng.integers(0, oa.size))]] = np.inf
+    if any(x.startswith("bias") for x in c.epilogue):
+        out["bias"] = rng.standard_normal(c.m if "bias_row" in c.epilogue else c.n).astype(t)
+    return out
+
+
+def expected(c: Case, bufs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(reference, bound), float64 (batches, M, N): epilogue(alpha op(A) op(B) + beta C) with
+    BLAS quick returns, every product summed in IEEE arithmetic (NaN/Inf propagate)."""
+    u = U[c.dtype]
+    A = bufs["A"][offsets(c, "A")].astype(np.float64)
+    B = bufs["B"][offsets(c, "B")].astype(np.float64)
+    C = bufs["C"][offsets(c, "C")].astype(np.float64)
+    opa = A if c.layout[0] == "N" else np.swapaxes(A, 1, 2)   # batches x M x K
+    opb = B if c.layout[1] == "N" else np.swapaxes(B, 1, 2)   # batches x K x N
+    nb = max(1, c.batch)
+    d = np.zeros((nb, c.m, c.n))
+    mag = np.zeros_like(d)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if c.alpha != 0:
+            prod = np.zeros_like(d)
+            aprod = np.zeros_like(d)
+            for kk in range(c.k):
+                prod += opa[:, :, kk, None] * opb[:, None, kk, :]
+                aprod += np.abs(opa[:, :, kk, None]) * np.abs(opb[:, None, kk, :])
+            d += c.alpha * prod
+            mag += abs(c.alpha) * aprod
+        if c.beta != 0:
+            d += c.beta * C
+            mag += abs(c.beta) * np.abs(C)
+        e = 2 * (c.k + 4) * u * mag
+        for op in c.epilogue:
+            if op.startswith("bias"):
+                v = bufs["bias"].astype(np.float64)
+                v = v[None, :, None] if op == "bias_row" else v[None, None, :]
+                d = d + v
+                e = e * (1 + u) + 2 * u * (np.abs(d) + np.abs(v))
+            elif op == "relu":
+                d = np.where(d > 0, d, 0.0)
+            elif op == "gelu":
+                g = 0.5 * d * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (d + 0.044715 * d**3)))
+                e = 1.13 * e + 64 * 2.0**-24 * (np.abs(d) + np.abs(g))
+                d = g
+        e = e + 2 * u * np.abs(d) + (c.k + 10) * float(np.finfo(NPT[c.dtype]).tiny)
+    return d, e
+
+
+def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> str:
+    """'' when ``got`` matches, else a one-line description of the worst element."""
+    big = float(np.finfo(NPT[c.dtype]).max)
+    with np.errstate(invalid="ignore", over="ignore"):
+        fin = np.isfinite(ref)
+        err = np.abs(got - ref)
+        ok = np.where(fin, (err <= bound) | (np.isinf(got) & (np.abs(ref) + bound > big)),
+                      (got == ref) | (np.isnan(got) & np.isnan(ref)))
+    if ok.all():
+        return ""
+    bad = np.argwhere(~ok)
+    z, i, j = (int(v) for v in bad[0])
+    return (f"{len(bad)} of {ok.size} elements wrong; first C[{z}][{i},{j}] = {got[z, i, j]!r}, expected "
+            f"{ref[z, i, j]!r} (bound {bound[z, i, j]:.3e})")
+
+
+# -- one case --------------------------------------------------------------------------------------
+
+_CACHE: collections.OrderedDict = collections.OrderedDict()
+
+
+def compile_case(c: Case, text: str):
+    import vlpc
+
+    key = (text, json.dumps(c.options, sort_keys=True))
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    kern = vlpc.compile(text, "gfx906", filename=f"case{c.index}.mlir", **c.options).kernel()
+    _CACHE[key] = kern
+    if len(_CACHE) > 32:
+        _CACHE.popitem(last=False)
+    return kern
+
+
+def run_case(c: Case) -> tuple[str, str]:
+    """(category, detail): category '' for a pass, 'refused at compile/launch', or one of FAILURES."""
+    from vlpc.errors import DeviceError, VlpcError
+    from vlpc.pipeline import InternalError
+    from vlpc.runtime import get_device, load_code_object
+
+    text = source(c)
+    try:
+        kern = compile_case(c, text)
+    except InternalError as e:
+        return "internal error", str(e).splitlines()[0]
+    except VlpcError as e:
+        return "refused at compile", str(e).splitlines()[0]
+    except Exception as e:  # noqa: BLE001 - a crash is what the tool looks for
+        return "crash", f"compile: {type(e).__name__}: {e}".splitlines()[0]
+    rng = np.random.default_rng([c.seed, c.index, 1])
+    bufs = buffers(c, rng)
+    lds = c.lds()
+    values = {"M": c.m, "N": c.n, "K": c.k, "lda": lds[0], "ldb": lds[1], "ldc": lds[2],
+              "stride_a": c.strides[0], "stride_b": c.strides[1], "stride_c": c.strides[2]}
+    t = NPT[c.dtype]
+    dev = get_device("emulator", strict=True)
+    dbufs = {}
+    try:
+        for x, arr in bufs.items():
+            dbufs[x] = dev.upload(arr)
+        args = []
+        for a in kern.kernargs:
+            name = a.get(".name", "")
+            if name == "workspace" or str(a.get(".value_kind", "")).startswith("hidden"):
+                continue
+            if name in dbufs:
+                args.append(dbufs[name])
+            elif name in ("alpha", "beta"):
+                args.append(t(c.alpha if name == "alpha" else c.beta))
+            elif name in values:
+                args.append(np.int32(values[name]))
+            else:
+                return "crash", f"unknown kernel argument {name}"
+        try:
+            kern.check_sizes(c.m, c.n, c.k, *lds)
+            kern.execute(dev, load_code_object(kern.code_object), args, c.m, c.n, c.k, lds[2], c.batch or None)
+        except DeviceError as e:
+            return "device fault", str(e).splitlines()[0]
+        except VlpcError as e:
+            return "refused at launch", str(e).splitlines()[0]
+        except Exception as e:  # noqa: BLE001
+            return "crash", f"launch: {type(e).__name__}: {e}".splitlines()[0]
+        after = {x: dev.download(b, t if x != "bias" else t, bufs[x].shape) for x, b in dbufs.items()}
+    finally:
+        for b in dbufs.values():
+            dev.free(b)
+    ref, bound = expected(c, bufs)
+    got = after["C"][offsets(c, "C")].astype(np.float64)
+    wrong = compare(c, got, ref, bound)
+    if wrong:
+        category, detail = "wrong result", wrong
+    else:
+        category, detail = "", ""
+    ui = UINT[c.dtype]
+    outside = np.ones(bufs["C"].size, bool)
+    outside[offsets(c, "C").reshape(-1)] = False
+    changed = outside & (after["C"].view(ui) != bufs["C"].view(ui))
+    if changed.any() and not category:
+        off = int(np.argmax(changed))
+        category, detail = "padding modified", (f"{int(changed.sum())} elements of C outside the matrices changed; "
+                                                f"first at element {off}: {bufs['C'][off]!r} -> {after['C'][off]!r}")
+    for x in ("A", "B", "bias"):
+        if x in bufs and not category and not np.array_equal(after[x].view(ui), bufs[x].view(ui)):
+            category, detail = "input modified", f"buffer {x} changed"
+    # vlpc's own verdict on the same buffers
+    if category in ("", "wrong result"):
+        from vlpc.verify import Problem, check
+
+        p = Problem(c.m, c.n, c.k, *lds, c.batch, *c.strides)
+        v = check(kern.layout, p, c.dtype, bufs["A"], bufs["B"], bufs["C"], after["C"],
+                  float(kern.alpha if kern.alpha is not None else c.alpha),
+                  float(kern.beta if kern.beta is not None else c.beta), c.epilogue, bufs.get("bias"))
+        if not category and not v.ok:
+            category, detail = "false verdict", f"vlpc.verify: {v.failure()}"
+        elif category and v.ok:
+            category, detail = "missed by vlpc.verify", f"{detail}; vlpc.verify: {v.summary()}"
+    return category, detail
+
+
+def describe(c: Case) -> str:
+    d = asdict(c)
+    return ", ".join(f"{k}={v}" for k, v in d.items() if k not in ("seed", "index"))
+
+
+def _normalise(msg: str) -> str:
+    return re.sub(r"\d+", "N", re.sub(r"^[^:]*\.mlir:\d+:\d+: ", "", msg))[:110]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0, help="time budget (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=None, help="session seed (default: random)")
+    ap.add_argument("--case", type=int, default=None, help="run only this case of the seed (a reproduction)")
+    ap.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: until the budget)")
+    ap.add_argument("--show", action="store_true", help="print each case's MLIR and parameters")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = ap.parse_args(argv)
+    if args.minutes <= 0:
+        ap.error("--minutes must be positive")
+    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1, 2**31))
+    from tqdm import tqdm
+
+    budget = 60 * args.minutes
+    t0 = time.monotonic()
+    counts: collections.Counter = collections.Counter()
+    by_form: collections.Counter = collections.Counter()
+    refusals: collections.Counter = collections.Counter()
+    failures: list[tuple[str, Case, str]] = []
+    indices = [args.case] if args.case is not None else None
+    bar = None if (args.no_progress or indices) else tqdm(total=int(budget), unit="s", desc=f"difftest seed {seed}",
+                                                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} s {postfix}")
+    i = 0
+    while True:
+        if indices is not None:
+            if not indices:
+                break
+            idx = indices.pop()
+        else:
+            if time.monotonic() - t0 >= budget or (args.cases and i >= args.cases):
+                break
+            idx = i
+        i += 1
+        c = draw_case(seed, idx)
+        if args.show:
+            print(f"case {idx}: {describe(c)}\n{source(c)}")
+        try:
+            cat, detail = run_case(c)
+        except Exception as e:  # noqa: BLE001 - the tool itself must not stop a long run
+            cat, detail = "crash", f"difftest: {type(e).__name__}: {e} | " + traceback.format_exc().splitlines()[-2]
+        counts[cat or "passed"] += 1
+        by_form[f"{c.form} {c.dtype}"] += 1
+        if cat.startswith("refused"):
+            refusals[_normalise(detail)] += 1
+        elif cat:
+            failures.append((cat, c, detail))
+            msg = (f"\nFAIL [{cat}] case {idx}: {detail}\n  {describe(c)}\n"
+                   f"  reproduce: python tools/difftest.py --seed {seed} --case {idx} --show")
+            (bar.write if bar else print)(msg)
+        if args.show or indices is not None:
+            print(f"case {idx}: {cat or 'passed'}{': ' + detail if detail else ''}")
+        if bar:
+            bar.n = min(int(time.monotonic() - t0), int(budget))
+            bar.set_postfix(cases=i, failures=len(failures), refused=sum(refusals.values()))
+    if bar:
+        bar.close()
+    elapsed = time.monotonic() - t0
+    print(f"\ndifftest seed {seed}: {i} cases in {elapsed / 60:.1f} min")
+    for cat in ("passed", "refused at compile", "refused at launch", *FAILURES):
+        if counts[cat]:
+            print(f"  {cat}: {counts[cat]}")
+    print("  forms: " + ", ".join(f"{k} {v}" for k, v in sorted(by_form.items())))
+    if refusals:
+        print("  refusals (message, digits as N):")
+        for msg, n in refusals.most_common():
+            print(f"    {n:4d}  {msg}")
+    if failures:
+        print("  failures by category: " + ", ".join(f"{k} {v}" for k, v in
+                                                     collections.Counter(f[0] for f in failures).most_common()))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
