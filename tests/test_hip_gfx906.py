@@ -119,3 +119,88 @@ def test_hip_device_unavailable_message_is_one_line_even_here():
     with pytest.raises(DeviceError) as e:
         get_device("hip", index=99)
     assert "\n" not in str(e.value) and "does not exist" in str(e.value)
+
+
+# -- timing, plans, limits, the module image, vlpc doctor --------------------------------------
+
+
+def test_batched_timing_is_device_time(gpu):
+    """A short kernel: events around one launch also count the host's launch call, events
+    around 50 back-to-back launches count it once per batch, so the batch's per-launch median
+    is not above the single launches' median."""
+    co = load_code_object(DATA / "saxpy.hsaco")
+    n = 4096
+    x = gpu.upload(np.ones(n, np.float32))
+    y = gpu.upload(np.zeros(n, np.float32))
+    args = [np.int32(n), np.float32(0.0), x, y]
+    single = gpu.launch(co, "saxpy", grid=n // 256, block=256, args=args, iterations=20, warmup=5,
+                        back_to_back=1)
+    batched = gpu.launch(co, "saxpy", grid=n // 256, block=256, args=args, iterations=20, warmup=5,
+                         back_to_back=50)
+    assert batched.back_to_back == 50 and len(batched.kernel_ms) == 20
+    assert all(t > 0 for t in batched.kernel_ms + single.kernel_ms)
+    assert batched.kernel_ms_min <= batched.kernel_ms_median <= max(batched.kernel_ms)
+    assert batched.kernel_ms_median <= single.kernel_ms_median * 1.05, (batched.summary(), single.summary())
+    np.testing.assert_array_equal(gpu.download(y, np.float32, (n,)), np.zeros(n, np.float32))
+    gpu.free(x)
+    gpu.free(y)
+
+
+def test_split_plan_timed_whole_and_per_kernel(gpu):
+    """A split-K SGEMM (main kernel + reduce) through CompiledKernel.execute: C is right after
+    the timed repetitions (beta = 0), and the per-kernel times add up to the plan's."""
+    import vlpc
+
+    m, n, k = 64, 256, 4096
+    text = f"""
+func.func @g(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
+  %alpha = arith.constant 1.0 : f32
+  %beta = arith.constant 0.0 : f32
+  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
+  return
+}}
+"""
+    kern = vlpc.compile(text, split_k=4).kernel()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    bufs = [gpu.upload(a), gpu.upload(b), gpu.upload(np.full((m, n), np.nan, np.float32))]
+    args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), np.float32(1), np.float32(0)]
+    st = kern.execute(gpu, load_code_object(kern.code_object), args, m, n, k, n, iterations=5, warmup=2)
+    assert [s.kernel_name for s in st.kernels] == ["g", "g_reduce"] and len(st.kernel_ms) == 5
+    for i in range(5):
+        parts = sum(s.kernel_ms[i] for s in st.kernels)
+        assert parts == pytest.approx(st.kernel_ms[i], rel=1e-3, abs=2e-3)
+    c = gpu.download(bufs[2], np.float32, (m, n))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-3 * np.sqrt(k))
+    for buf in bufs:
+        gpu.free(buf)
+
+
+def test_launch_over_hip_limits_is_refused_before_the_call(gpu):
+    from vlpc.runtime.hip import HipLaunchLimitError
+
+    co = load_code_object(DATA / "saxpy.hsaco")
+    buf = gpu.alloc(64)
+    with pytest.raises(HipLaunchLimitError, match="gridDimY <= 65536"):
+        gpu.launch(co, "saxpy", grid=(1, 65537), block=64, args=[np.int32(16), np.float32(1), buf, buf])
+    gpu.launch(co, "saxpy", grid=1, block=64, args=[np.int32(16), np.float32(1), buf, buf])  # still usable
+    gpu.free(buf)
+
+
+def test_module_images_live_with_their_modules(gpu):
+    gpu.launch(DATA / "saxpy.hsaco", "saxpy", grid=1, block=64,
+               args=[np.int32(0), np.float32(1), 0, 0])
+    assert set(gpu._images) == set(gpu._modules)
+    data = (DATA / "saxpy.hsaco").read_bytes()
+    assert any(img.tobytes() == data for img in gpu._images.values())
+
+
+def test_doctor_finds_the_gpu(gpu):
+    from vlpc.doctor import diagnose
+
+    rep = diagnose()
+    assert rep.usable, rep.text()
+    assert any(d["runs_vlpc"] and d["gcn_arch_name"].startswith("gfx906") for d in rep.devices)
+    assert rep.runtime_version and rep.runtime_version.split(".")[0] in ("5", "6", "7")
