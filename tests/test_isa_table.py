@@ -143,3 +143,4 @@ def test_operand_widths():
 def test_table_ships_as_package_data():
     from importlib import resources
     assert resources.files("vlpc.isa").joinpath("gfx906.json").is_file()
+

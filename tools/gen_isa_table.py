@@ -183,16 +183,29 @@ def _dpp(enc):
     return f
 
 
-def disassemble_variants(mc: str, ops: list[int], fn) -> list[str | None]:
-    """Disassemble opcode ``op`` with the first operand-field variant LLVM accepts."""
+def disassemble_variants(mc: str, ops: list[int], fn, words_out: list | None = None) -> list[str | None]:
+    """Disassemble opcode ``op`` with the first operand-field variant LLVM accepts.
+
+    ``words_out`` (if given) receives the accepted machine words (or None) per opcode.
+    """
     out: list[str | None] = [None] * len(ops)
+    words: list = [None] * len(ops)
     todo = list(range(len(ops)))
     for v in range(VARIANTS):
         if not todo:
             break
-        texts = disassemble(mc, [fn(ops[i], v) for i in todo])
-        todo = [i for i, t in zip(todo, texts) if not _acceptable(t) or not _set(out, i, t)]
+        cand = {i: fn(ops[i], v) for i in todo}
+        texts = disassemble(mc, [cand[i] for i in todo])
+        todo = [i for i, t in zip(todo, texts)
+                if not _acceptable(t) or not _set(out, i, t) or not _set(words, i, cand[i])]
+    if words_out is not None:
+        words_out[:] = words
     return out
+
+
+def _hex(words) -> str:
+    """Machine words (+ the FILLER dword a literal-taking form reads) as little-endian hex."""
+    return b"".join(w.to_bytes(4, "little") for w in [*words, FILLER]).hex()
 
 
 def _acceptable(t: str | None) -> bool:
@@ -359,8 +372,9 @@ def generate(mc: str) -> dict:
     rows: dict[str, dict] = {}
     for enc, (ops, fn) in CLASSES.items():
         ops = list(ops)
-        texts = disassemble_variants(mc, ops, fn)
-        for op, t in zip(ops, texts):
+        wl: list = []
+        texts = disassemble_variants(mc, ops, fn, wl)
+        for op, t, words in zip(ops, texts, wl):
             if t is None:
                 continue
             mn = base_mnemonic(t)
@@ -374,24 +388,25 @@ def generate(mc: str) -> dict:
                 e = enc
             if mn in rows and rows[mn]["encoding"] in ("VOP3a", "VOP3b") and e == "VINTRP":
                 old = rows.pop(mn)  # the VOP3 form of a VINTRP instruction
-                extra = {"vop3_opcode": old["opcode"], "asm_e64": old["asm"]}
+                extra = {"vop3_opcode": old["opcode"], "asm_e64": old["asm"], "bytes_e64": old["bytes"]}
             else:
                 extra = {}
             if mn in rows:
                 raise SystemExit(f"duplicate mnemonic {mn}: {rows[mn]['encoding']} and {e}")
             cnt, in_order = counters(e, mn)
             cls, cyc = issue(e, mn)
-            rows[mn] = {"mnemonic": mn, "encoding": e, "opcode": op, "asm": t,
+            rows[mn] = {"mnemonic": mn, "encoding": e, "opcode": op, "asm": t, "bytes": _hex(words),
                         "operands": operands(t), "counters": cnt, "in_order": in_order,
                         "issue_class": cls, "cycles": cyc, **extra}
     # VOP3 (e64) opcodes of VOPC/VOP2/VOP1, and SDWA/DPP forms
     for enc, off in (("VOPC", 0), ("VOP2", 0x100), ("VOP1", 0x140)):
         ops = [r["opcode"] for r in rows.values() if r["encoding"] == enc]
-        e64 = disassemble_variants(mc, [off + op for op in ops], _vop3)
+        w64: list = []
+        e64 = disassemble_variants(mc, [off + op for op in ops], _vop3, w64)
         sdwa = disassemble(mc, [_sdwa(enc)(op) for op in ops])
         dpp = disassemble(mc, [_dpp(enc)(op) for op in ops])
         byop = {r["opcode"]: r for r in rows.values() if r["encoding"] == enc}
-        for op, t64, ts, td in zip(ops, e64, sdwa, dpp):
+        for op, t64, ts, td, ww in zip(ops, e64, sdwa, dpp, w64):
             r = byop[op]
             if t64 is not None and base_mnemonic(t64) == r["mnemonic"]:
                 r["vop3_opcode"] = off + op
@@ -399,8 +414,13 @@ def generate(mc: str) -> dict:
                 if not first.endswith("_e64"):  # LLVM prints v_nop_e64 as "v_nop"
                     first += "_e64"
                 r["asm_e64"] = " ".join([first, *rest])
+                r["bytes_e64"] = _hex(ww)
             r["sdwa"] = ts is not None and ts.split()[0].endswith("_sdwa")
             r["dpp"] = td is not None and td.split()[0].endswith("_dpp")
+            if r["sdwa"]:
+                r["bytes_sdwa"] = _hex(_sdwa(enc)(op))
+            if r["dpp"]:
+                r["bytes_dpp"] = _hex(_dpp(enc)(op))
     # VOP3-only opcodes whose e64 form is a VOP1/VOP2 mnemonic (none expected)
     out = sorted(rows.values(), key=lambda r: (list(CLASS_ORDER).index(r["encoding"]), r["opcode"]))
     return {"target": "gfx906", "generator": "tools/gen_isa_table.py",

@@ -86,6 +86,12 @@ def _add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> 
         p.add_argument("--strategy", default="sqc", choices=("sqc", "lds"),
                        help="instruction selection: sqc (A in SGPRs, no LDS: the seed's scheme, default) or lds "
                             "(the legacy kernel: A and B tiles through LDS, 8x8 micro tile per work-item)")
+    p.add_argument("--schedule", default="default", choices=("default", "seed"),
+                   help="strategy sqc's loop: default, or seed (the seed's hand-written 64x256 SGEMM loop: "
+                        "s_load_dwordx8 groups, B double-buffered; f32, layout NT, M/N/K multiples of 64/256/8)")
+    p.add_argument("--no-forwarding", dest="forwarding", action="store_false",
+                   help="order the FMAs K-major so no accumulator comes from the FMA just before it (the "
+                        "seed's no-forwarding comparison kernel; C is bit-identical)")
     p.add_argument("--target", default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: %(default)s)")
     p.add_argument("--macro-tile", type=_tile, default=None, metavar="MxN",
@@ -156,7 +162,7 @@ def _options(args: argparse.Namespace) -> dict:
                 micro_tile=tuple(args.micro_tile) if args.micro_tile else None, k_step=args.k_step,
                 waves_per_simd=args.waves_per_simd, split_k=args.split_k, split_mode=args.split_mode,
                 local_split=args.local_split, cus=args.cus,
-                strategy=getattr(args, "strategy", "sqc"))
+                strategy=getattr(args, "strategy", "sqc"), schedule=args.schedule, forwarding=args.forwarding)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -66,6 +66,16 @@ class Instruction:
     asm_e64: str | None = None
     sdwa: bool = False
     dpp: bool = False
+    #: machine code of the sample instruction ``asm`` (and of its _e64/SDWA/DPP forms),
+    #: followed by one dword (0x00003c00) that literal-taking forms read as their literal
+    sample: bytes = b""
+    sample_e64: bytes | None = None
+    sample_sdwa: bytes | None = None
+    sample_dpp: bytes | None = None
+
+
+def _hex(h: str | None) -> bytes | None:
+    return None if h is None else bytes.fromhex(h)
 
 
 @lru_cache(maxsize=None)
@@ -79,7 +89,9 @@ def _load() -> tuple[dict, dict[str, Instruction]]:
             operands=tuple((k, w) for k, w in r["operands"]), counters=tuple(r["counters"]),
             in_order=r["in_order"], issue_class=r["issue_class"], cycles=r["cycles"], asm=r["asm"],
             vop3_opcode=r.get("vop3_opcode"), asm_e64=r.get("asm_e64"), sdwa=r.get("sdwa", False),
-            dpp=r.get("dpp", False))
+            dpp=r.get("dpp", False), sample=bytes.fromhex(r["bytes"]),
+            sample_e64=_hex(r.get("bytes_e64")), sample_sdwa=_hex(r.get("bytes_sdwa")),
+            sample_dpp=_hex(r.get("bytes_dpp")))
     meta = {k: v for k, v in data.items() if k != "instructions"}
     return meta, rows
 
