@@ -215,7 +215,10 @@ def assert_padding_untouched(after: np.ndarray, before: np.ndarray, cols: int, w
     a, b = np.ascontiguousarray(after[..., cols:]), np.ascontiguousarray(before[..., cols:])
     if a.shape != b.shape:
         raise AssertionError(f"{what}: padding shapes differ, {a.shape} vs {b.shape}")
-    differs = (a.view(np.uint8).reshape(a.shape + (-1,)) != b.view(np.uint8).reshape(b.shape + (-1,))).any(axis=-1)
+    if a.size == 0:
+        return
+    width = a.itemsize
+    differs = (a.view(np.uint8).reshape(a.shape + (width,)) != b.view(np.uint8).reshape(b.shape + (width,))).any(axis=-1)
     if differs.any():
         first = tuple(int(x) for x in np.argwhere(differs)[0])
         raise AssertionError(f"{what}: {int(differs.sum())} padding elements beyond column {cols} were modified; "
