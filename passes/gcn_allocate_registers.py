@@ -255,23 +255,55 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
 
     rebuild_members()
 
+    # The interference summary of each group, relative to its root's register: for each
+    # register offset, the merged live intervals of the members covering it; the offsets
+    # (mod 2 and mod 4) of its aligned members; whether a member is pre-coloured.  Checking
+    # two groups costs their registers and intervals, not the product of their members.
+    occ_of: dict[SSAValue, dict[int, list[tuple[int, int]]]] = {}
+    mod2_of: dict[SSAValue, set[int]] = {}
+    mod4_of: dict[SSAValue, set[int]] = {}
+    fixed_in: dict[SSAValue, bool] = {}
+    for root, ms in members.items():
+        per_reg: dict[int, list[tuple[int, int]]] = {}
+        m2: set[int] = set()
+        m4: set[int] = set()
+        for m in ms:
+            off = groups.find(m)[1]
+            for r in range(off, off + m.type.n):
+                per_reg.setdefault(r, []).append((start[m], end[m]))
+            a = _align(m)
+            if a >= 2:
+                m2.add(off % 2)
+            if a >= 4:
+                m4.add(off % 4)
+        occ_of[root] = {r: _merged(ivs) for r, ivs in per_reg.items()}
+        mod2_of[root], mod4_of[root] = m2, m4
+        fixed_in[root] = any(m in fixed for m in ms)
+
     def compatible(ga: SSAValue, gb: SSAValue, delta: int) -> bool:
         """Whether group gb placed at reg(ga) + delta never holds two live values in one
-        register, and the alignments of both groups' ranges can hold together."""
-        aligns = [(groups.find(m)[1], _align(m)) for m in members[ga]]
-        aligns += [(groups.find(m)[1] + delta, _align(m)) for m in members[gb]]
-        for o1, a1 in aligns:
-            for o2, a2 in aligns:
-                if a1 <= a2 and (o1 - o2) % a1:
-                    return False
-        for a in members[ga]:
-            oa = groups.find(a)[1]
-            for b in members[gb]:
-                ob = groups.find(b)[1] + delta
-                if oa < ob + b.type.n and ob < oa + a.type.n:  # registers overlap
-                    if not (end[a] < start[b] or end[b] < start[a]):
-                        return False
+        register, and the alignments of both groups' ranges can hold together (every
+        member of 2+ alignment at one offset parity, every member of alignment 4 at one
+        offset mod 4)."""
+        if len(mod2_of[ga] | {(o + delta) % 2 for o in mod2_of[gb]}) > 1:
+            return False
+        if len(mod4_of[ga] | {(o + delta) % 4 for o in mod4_of[gb]}) > 1:
+            return False
+        occ_a = occ_of[ga]
+        for r, ivs_b in occ_of[gb].items():
+            ivs_a = occ_a.get(r + delta)
+            if ivs_a is not None and _intersects(ivs_a, ivs_b):
+                return False
         return True
+
+    def merge_into(root: SSAValue, other: SSAValue, delta: int) -> None:
+        """Fold group ``other`` (at reg(root) + delta) into ``root``'s summary."""
+        occ = occ_of[root]
+        for r, ivs in occ_of.pop(other).items():
+            occ[r + delta] = _merged(occ.get(r + delta, []) + ivs)
+        mod2_of[root] |= {(o + delta) % 2 for o in mod2_of.pop(other)}
+        mod4_of[root] |= {(o + delta) % 4 for o in mod4_of.pop(other)}
+        fixed_in[root] = fixed_in[root] or fixed_in.pop(other)
 
     # Coalesce an instruction's result with an operand of the same kind and width
     # that dies at this instruction (in-place accumulation), when no live ranges clash.
@@ -286,13 +318,14 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
                     continue
                 ro, oo = groups.find(operand)
                 rr, orr = groups.find(r)
-                if ro is rr or any(m in fixed for m in members[ro] + members[rr]):
+                if ro is rr or fixed_in[ro] or fixed_in[rr]:
                     continue
                 delta = oo - orr  # reg(rr) = reg(ro) + delta
                 if compatible(ro, rr, delta):
                     groups.union(r, operand, 0)
                     root, _ = groups.find(r)
                     other = rr if root is ro else ro
+                    merge_into(root, other, delta if root is ro else -delta)
                     members[root].extend(members.pop(other))
                     break
 
