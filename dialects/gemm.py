@@ -52,6 +52,12 @@ from xdsl.traits import MemoryEffect, MemoryEffectKind, EffectInstance
 from xdsl.utils.exceptions import VerifyException
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
+#: vlpc's kernels compute byte offsets inside one matrix (a leading dimension or batch
+#: stride times the element size, a row or K offset) in 32-bit SGPRs and VGPRs (the
+#: ``vaddr`` of ``global_load`` with an SGPR base is a 32-bit unsigned offset); only the
+#: matrix bases are 64-bit.  So a matrix (one batch entry) must span fewer bytes, and
+#: every leading dimension and batch stride must be fewer bytes, than this.
+BYTE_OFFSET_LIMIT = 1 << 32
 EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
 DYNAMIC = -1
 
@@ -113,6 +119,43 @@ def leading_dimension(t: MemRefType) -> int:
 def batch_stride(t: MemRefType) -> int:
     """Stride between the matrices of a 3-D (batch, rows, columns) memref, in elements."""
     return _strides(t)[0]
+
+
+def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int,
+                  batch: int = 0, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0) -> list[str]:
+    """Why sizes break the kernels' 32-bit byte offsets or overlap C's batch entries.
+
+    All in elements; a negative value is unknown (given at launch) and checks needing it
+    are skipped, so the same function serves verification (static values) and the launch.
+    Returns one message per problem (empty: fine):
+
+    * a leading dimension or batch stride times the element size, or the bytes one matrix
+      spans (``(rows - 1) * ld + cols`` elements), reaching :data:`BYTE_OFFSET_LIMIT`;
+    * for a batch of more than one, ``stride_c < M * ldc`` (0 included): the batch entries
+      of C overlap and their stores race; rocBLAS refuses such a stride as an invalid size.
+      A and B may overlap or repeat (stride 0 broadcasts one matrix), they are only read.
+    """
+    esz = 4 if dtype == "f32" else 8
+    limit = BYTE_OFFSET_LIMIT
+    out = []
+    a_rows, a_cols = (m, k) if layout[0] == "N" else (k, m)
+    b_rows, b_cols = (k, n) if layout[1] == "N" else (n, k)
+    for name, rows, cols, ld in (("A", a_rows, a_cols, lda), ("B", b_rows, b_cols, ldb), ("C", m, n, ldc)):
+        if ld >= 0 and ld * esz >= limit:
+            out.append(f"ld{name.lower()}={ld}: {ld} x {esz} bytes reaches the 32-bit byte offset "
+                       f"limit of vlpc's kernels (2^32 bytes)")
+        elif ld >= 0 and rows > 0 and cols > 0 and ((rows - 1) * ld + cols) * esz > limit:
+            out.append(f"{name} spans {((rows - 1) * ld + cols) * esz} bytes ({rows} rows, "
+                       f"ld{name.lower()}={ld}): over the 32-bit byte offset limit of vlpc's kernels (2^32 bytes)")
+    for name, st in (("stride_a", stride_a), ("stride_b", stride_b), ("stride_c", stride_c)):
+        if batch != 0 and st >= 0 and st * esz >= limit:
+            out.append(f"{name}={st}: {st} x {esz} bytes reaches the 32-bit byte offset limit of "
+                       f"vlpc's kernels (2^32 bytes)")
+    if batch > 1 and stride_c >= 0 and (stride_c == 0 or (m > 0 and ldc > 0 and stride_c < m * ldc)):
+        need = f"M x ldc = {m * ldc}" if m > 0 and ldc > 0 else "M x ldc"
+        out.append(f"stride_c={stride_c} is smaller than {need} with a batch of {batch}: the matrices of C "
+                   "overlap and their stores would race (an invalid size, as rocBLAS says)")
+    return out
 
 
 class _MemEffects(MemoryEffect):
@@ -297,6 +340,11 @@ class MatmulOp(IRDLOperation):
             if ld >= 0 and cols >= 0 and ld < cols:
                 raise VerifyException(
                     f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
+        sh = self.shape()
+        errors = offset_errors(lay, sh.dtype, sh.m, sh.n, sh.k, sh.lda, sh.ldb, sh.ldc,
+                               sh.batch, sh.stride_a, sh.stride_b, sh.stride_c)
+        if errors:
+            raise VerifyException(errors[0])
 
 
 Gemm = Dialect("gemm", [MatmulOp], [])

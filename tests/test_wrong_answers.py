@@ -172,3 +172,89 @@ def test_alpha_and_beta_zero_give_zero(kid):
     a, b, c = operands(layout, dtype, m, n, k, nan_a=True, nan_c=True)
     got = launch_exact(kern, layout, dtype, m, n, k, a, b, c, 0.0, 0.0, bias=bias)
     assert (got == 0).all()
+
+
+# -- item 3: byte offsets past 2^32; item 5: overlapping batch entries of C -----------------
+
+def _batched(dt="f32", sa="?", sb="?", sc="?", b="2", m="64", n="64", k="16"):
+    ta = f"memref<{b}x{m}x{k}x{dt}, strided<[{sa}, {k}, 1]>>"
+    tb = f"memref<{b}x{n}x{k}x{dt}, strided<[{sb}, {k}, 1]>>"
+    tc = f"memref<{b}x{m}x{n}x{dt}, strided<[{sc}, {n}, 1]>>"
+    return f"""builtin.module {{
+  func.func @bg(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {dt}, %beta: {dt}) {{
+    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {ta}, {tb}, {tc}, {dt}, {dt}
+    func.return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("src,msg", [
+    (gemm_source(lda=3000000000), r"x\.mlir:3:5: error: lda=3000000000: .*32-bit byte offset limit"),
+    (gemm_source(dtype="f64", ldc=600000000), r"x\.mlir:3:5: error: ldc=600000000: .*32-bit byte offset limit"),
+    (gemm_source(m="40000", ldc=30000), r"x\.mlir:3:5: error: C spans .* bytes .*32-bit byte offset limit"),
+    (_batched(sa="1100000000"), r"x\.mlir:3:5: error: stride_a=1100000000: .*32-bit"),
+    (_batched(sc="100"), r"x\.mlir:3:5: error: stride_c=100 is smaller than M x ldc = 4096 .*overlap"),
+    (_batched(sc="0"), r"x\.mlir:3:5: error: stride_c=0 .*overlap"),
+])
+def test_static_refusals(src, msg):
+    with pytest.raises(DiagnosticError, match=msg):
+        vlpc.compile(src, "gfx906", filename="x.mlir")
+
+
+def test_broadcast_a_b_and_single_batch_compile():
+    """Stride 0 for A and B (one matrix for the whole batch) is legal; so is any stride_c with batch 1."""
+    vlpc.compile(_batched(sa="0", sb="0", sc="4096"), "gfx906")
+    vlpc.compile(_batched(sc="0", b="1"), "gfx906")
+
+
+def _dyn_args(kern, dev, lda, ldb, ldc, strides=()):
+    t = np.float32
+    bufs = [dev.upload(np.zeros(64 * 64, t)) for _ in range(3)]
+    return [*bufs, np.int32(64), np.int32(64), np.int32(16), np.int64(lda), np.int64(ldb), np.int64(ldc),
+            t(1), t(0), *[np.int64(s) for s in strides]]
+
+
+@pytest.mark.parametrize("lds,strides,batch,msg", [
+    ((2 ** 30 + 16, 16, 64), (), None, r"lda=1073741840: .*32-bit byte offset limit"),
+    ((16, 16, 2 ** 31), (), None, r"ldc=2147483648: .*32-bit"),
+    ((16, 16, 64), (1024, 1024, 4095), 2, r"stride_c=4095 is smaller than M x ldc = 4096"),
+    ((16, 16, 64), (1024, 1024, 0), 3, r"stride_c=0 .*overlap"),
+    ((16, 16, 64), (2 ** 30, 0, 4096), 2, r"stride_a=1073741824: .*32-bit"),
+])
+def test_launch_refusals(lds, strides, batch, msg):
+    src = gemm_source(lda="?", ldb="?", ldc="?") if not strides else \
+        _batched(b="?").replace("x16xf32, strided<[?, 16, 1]>", "x16xf32, strided<[?, ?, 1]>") \
+        .replace("x64xf32, strided<[?, 64, 1]>", "x64xf32, strided<[?, ?, 1]>")
+    kern = compiled(src).kernel()
+    dev = get_device("emulator")
+    args = _dyn_args(kern, dev, *lds, strides)
+    with pytest.raises(LaunchError, match=msg):
+        kern.execute(dev, load_code_object(kern.code_object), args, 64, 64, 16, lds[2], batch)
+
+
+def test_launch_accepts_broadcast_strides():
+    src = _batched(b="?").replace("x16xf32, strided<[?, 16, 1]>", "x16xf32, strided<[?, ?, 1]>") \
+        .replace("x64xf32, strided<[?, 64, 1]>", "x64xf32, strided<[?, ?, 1]>")
+    kern = compiled(src).kernel()
+    dev = get_device("emulator", strict=True)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((64, 16)).astype(np.float32)
+    c = dev.upload(np.full(2 * 4096, np.nan, np.float32))
+    args = [dev.upload(a), dev.upload(b), c, np.int32(64), np.int32(64), np.int32(16), np.int32(16),
+            np.int32(16), np.int32(64), np.float32(1), np.float32(0), np.int32(0), np.int32(0), np.int32(4096)]
+    kern.execute(dev, load_code_object(kern.code_object), args, 64, 64, 16, 64, 2)
+    out = dev.download(c, np.float32, (2, 64, 64))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    for z in range(2):
+        np.testing.assert_allclose(out[z], ref, rtol=1e-5, atol=1e-5)
+
+
+# -- item 11b: a C array wider than a static ldc -----------------------------------------
+
+def test_c_wider_than_static_ldc_is_refused():
+    kern = compiled(gemm_source(ldc=70)).kernel()
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((64, 16)).astype(np.float32)
+    with pytest.raises(VlpcError, match="operand C has shape"):
+        vlpc.run(kern, a, b, np.zeros((64, 80), np.float32))

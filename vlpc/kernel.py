@@ -130,6 +130,7 @@ class CompiledKernel:
         scale kernel runs once per plan execution)."""
         steps = self.plan(m, n, k, batch)
         ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n)
+        self.check_offsets(args, m, n, k, batch, ws_bytes)
         ws = device.alloc(ws_bytes) if ws_bytes else None
         full = [*args, ws] if ws is not None else list(args)
         sizes = dict(buffer_sizes or {})
@@ -149,6 +150,37 @@ class CompiledKernel:
             if ws is not None:
                 device.free(ws)
         return _combine_stats(per_iteration)
+
+    def check_offsets(self, args: Sequence, m: int, n: int, k: int, batch: int | None = None,
+                      workspace_bytes: int = 0) -> None:
+        """Refuse, before any launch, leading dimensions and batch strides (taken from ``args``,
+        the kernel arguments in order) past the kernels' 32-bit byte offsets, overlapping
+        batch entries of C and a workspace of 2^32 bytes or more
+        (:func:`vlpc.dialects.gemm.offset_errors`); raises a one-line
+        :class:`~vlpc.runtime.LaunchError`."""
+        from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, offset_errors
+        from vlpc.runtime.device import LaunchError
+
+        li = self.launch_info
+        names = [a.get(".name") for a in self.kernargs]
+        vals: dict = {}
+        for name, v in zip(names, args):
+            try:
+                vals[name] = int(v)
+            except (TypeError, ValueError):
+                pass
+        if li.get("batch", 0) != 0:
+            nb = batch if batch is not None else li.get("batch", 0)
+        else:
+            nb = 0
+        errors = offset_errors(self.layout, str(li.get("dtype", "f32")), m, n, k,
+                               *(vals.get(x, -1) for x in ("lda", "ldb", "ldc")), nb,
+                               *(vals.get(x, -1) for x in ("stride_a", "stride_b", "stride_c")))
+        if workspace_bytes >= BYTE_OFFSET_LIMIT:
+            errors.append(f"the split-K workspace of {workspace_bytes} bytes (S x M x ldc elements) reaches the "
+                          "32-bit byte offset limit of vlpc's kernels (2^32 bytes): use a smaller --split-k")
+        if errors:
+            raise LaunchError(f"kernel '{self.name}': {errors[0]}")
 
     @property
     def layout(self) -> str:

@@ -1897,6 +1897,13 @@ def _oob(b: Batch, g: Group, e: OutOfBoundsAccess, lane_waves: np.ndarray, lanes
     return e
 
 
+def _site(b: Batch, ins: Instr):
+    """The per-instruction buffer check's key (see memory.Memory.check): the dispatch (its
+    kernarg segment, freed when the dispatch ends) and the pc; None without a kernarg segment."""
+    key = b.cfg.kernarg_address
+    return (key, ins.pc) if key else None
+
+
 def _lane_addrs(b: Batch, g: Group, addr: np.ndarray):
     """Active lanes' addresses (flat), with wave ids and lane numbers for diagnostics."""
     em = b.em(g)
@@ -1951,7 +1958,7 @@ def build_smem(ins: Instr, b: Batch, p: Prepared):
                         raise _oob(b, g, e, g.idx[ok], np.zeros(int(ok.sum()), int), addr[ok])
         else:
             try:
-                data = b.mem.load(addr, 4 * nd, mn)
+                data = b.mem.load(addr, 4 * nd, mn, _site(b, ins))
             except OutOfBoundsAccess as e:
                 raise _oob(b, g, e, g.idx, np.zeros(g.n, int), addr)
         for i in range(nd):
@@ -2006,14 +2013,14 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
         try:
             if sub in _SUB:
                 nb, signed = _SUB[sub]
-                raw = b.mem.load_bytes(flat, nb, mn)
+                raw = b.mem.load_bytes(flat, nb, mn, _site(b, ins))
                 v = raw[:, 0].astype(np.int64) if nb == 1 else raw.view("<u2")[:, 0].astype(np.int64)
                 if signed:
                     v = np.where(v >= (1 << (8 * nb - 1)), v - (1 << (8 * nb)), v)
                 data = v.astype(U32)[:, None]
                 nbytes = nb
             else:
-                data = b.mem.load(flat, 4 * nd, mn) if m else np.zeros((0, nd), U32)
+                data = b.mem.load(flat, 4 * nd, mn, _site(b, ins)) if m else np.zeros((0, nd), U32)
                 nbytes = 4 * nd
         except OutOfBoundsAccess as e:
             raise diag(e)
@@ -2044,10 +2051,10 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
             if sub in _SUB:
                 nb = _SUB[sub][0]
                 by = vals[:, 0].astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
-                b.mem.store_bytes(flat, by, mn)
+                b.mem.store_bytes(flat, by, mn, _site(b, ins))
                 b.st.global_bytes_written += nb * m
             else:
-                b.mem.store(flat, vals, mn)
+                b.mem.store(flat, vals, mn, _site(b, ins))
                 b.st.global_bytes_written += 4 * nd * m
         except OutOfBoundsAccess as e:
             raise diag(e)
@@ -2068,7 +2075,7 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
     else:
         d, c = vals, None
     try:
-        old = b.mem.atomic(op, flat, d, c, wide)
+        old = b.mem.atomic(op, flat, d, c, wide, site=_site(b, ins))
     except OutOfBoundsAccess as e:
         raise diag(e)
     b.st.global_bytes_read += 4 * wide * m

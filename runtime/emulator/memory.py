@@ -1,10 +1,19 @@
 """A flat 64-bit device address space backed by one host buffer.
 
 Device address ``a`` lives at byte ``a - BASE`` of one NumPy ``uint8`` array.
-Allocations are placed first-fit with an unmapped guard gap of
-:data:`GUARD` bytes before and after each one, so a small overrun lands in no
-allocation and is reported as :class:`~.errors.OutOfBoundsAccess` (the way
-compute-sanitizer's memcheck would), never silently into a neighbour.
+Allocations are placed first-fit with unmapped red zones before and after each
+one (as AddressSanitizer places them): :func:`redzone` bytes, at least :data:`GUARD`
+and as large as the allocation itself up to :data:`REDZONE_MAX`, so an overrun of up to
+a whole buffer lands in no allocation and is reported as
+:class:`~.errors.OutOfBoundsAccess` (the way compute-sanitizer's memcheck would).
+
+An overrun that still reaches another live allocation (past the red zone, or through a
+wrong base) is caught by the per-instruction buffer check: during a dispatch, every
+kernel memory access names its instruction (``site``: the dispatch's kernarg address and
+the program counter), and all the accesses of one instruction must stay inside one
+allocation, the buffer the instruction's base points into.  A GEMM kernel's loads of A
+only ever read A; one that reads A for most workgroups and B for the last row tile has
+gone past A, and the fault names both buffers (their tags, e.g. the kernel argument).
 
 Bounds checks are vectorised: the common case (every lane inside one
 allocation) costs a min, a max and one ``searchsorted``.
@@ -22,7 +31,16 @@ from .errors import OutOfBoundsAccess
 
 BASE = 0x1_0000_0000
 GUARD = 4096
+#: The largest red zone: an allocation of n bytes gets min(max(n, GUARD), REDZONE_MAX)
+#: unmapped bytes on each side (they cost address space, not host memory: untouched pages
+#: of the anonymous mapping are never backed).
+REDZONE_MAX = 1 << 20
 _GROW = 1 << 20
+
+
+def redzone(nbytes: int) -> int:
+    """Unmapped bytes kept on each side of an allocation of ``nbytes`` bytes."""
+    return min(max(int(nbytes), GUARD), REDZONE_MAX)
 
 
 @dataclass(frozen=True)
@@ -34,6 +52,14 @@ class Allocation:
     @property
     def end(self) -> int:
         return self.address + self.size
+
+    @property
+    def redzone(self) -> int:
+        return redzone(self.size)
+
+    def describe(self) -> str:
+        tag = f" '{self.tag}'" if self.tag else ""
+        return f"allocation{tag} [0x{self.address:x}, 0x{self.end:x}) ({self.size} bytes)"
 
 
 class Memory:
@@ -48,6 +74,8 @@ class Memory:
         self._ends = np.zeros(0, np.uint64)
         self._sorted: list[Allocation] = []
         self.lock = threading.Lock()
+        #: per dispatch (its kernarg address): instruction pc -> the allocation it accesses
+        self._sites: dict[int, dict[int, Allocation]] = {}
 
     # -- allocation ----------------------------------------------------------
 
@@ -58,17 +86,18 @@ class Memory:
         if align <= 0 or align & (align - 1):
             raise ValueError(f"alignment {align} is not a power of two")
         size = max(1, int(nbytes))
-        prev_end = BASE
+        rz = redzone(nbytes)
+        prev_end, prev_rz = BASE, GUARD
         addr = None
         for a in self._sorted:
-            cand = _round_up(prev_end + GUARD, align)
-            if cand + size + GUARD <= a.address:
+            cand = _round_up(prev_end + max(prev_rz, rz), align)
+            if cand + size + max(rz, a.redzone) <= a.address:
                 addr = cand
                 break
-            prev_end = a.end
+            prev_end, prev_rz = a.end, a.redzone
         if addr is None:
-            addr = _round_up(prev_end + GUARD, align)
-        need = addr - BASE + size + GUARD
+            addr = _round_up(prev_end + max(prev_rz, rz), align)
+        need = addr - BASE + size + rz
         if need > self._buf.size:
             newcap = _round_up(max(need, self._buf.size * 2), _GROW)
             nb = _shared_zeros(newcap)
@@ -86,6 +115,7 @@ class Memory:
         if address not in self._allocs:
             raise ValueError(f"0x{address:x} is not the start of a live allocation")
         del self._allocs[address]
+        self._sites.pop(address, None)  # a dispatch's kernarg segment: the dispatch is over
         self._reindex()
 
     def allocations(self) -> list[Allocation]:
@@ -149,10 +179,15 @@ class Memory:
 
     # -- kernel access (vectorised over lanes) -----------------------------------
 
-    def check(self, addresses: np.ndarray, nbytes: int, what: str = "access") -> np.ndarray:
+    def check(self, addresses: np.ndarray, nbytes: int, what: str = "access",
+              site: tuple[int, int] | None = None) -> np.ndarray:
         """Byte offsets into the backing store for ``addresses`` (uint64), or raise.
 
         Every byte ``[a, a + nbytes)`` of every lane must lie in one live allocation.
+        ``site`` = (dispatch key, pc) of a kernel's instruction: then all its lanes, and
+        all its accesses during the dispatch, must be in the same allocation (see the
+        module docstring); the dispatch key is an allocation (the kernarg segment) whose
+        :meth:`free` ends the record.
         """
         addresses = np.asarray(addresses, np.uint64)
         if addresses.size == 0:
@@ -161,6 +196,8 @@ class Memory:
         hi = int(addresses.max())
         i = int(np.searchsorted(self._starts, np.uint64(lo), side="right")) - 1
         if i >= 0 and hi + nbytes <= int(self._ends[i]):
+            if site is not None:
+                self._check_site(site, self._sorted[i], lo, nbytes, what)
             return (addresses - np.uint64(BASE)).astype(np.int64)
         idx = np.searchsorted(self._starts, addresses, side="right").astype(np.int64) - 1
         ok = idx >= 0
@@ -177,11 +214,41 @@ class Memory:
             raise OutOfBoundsAccess(
                 f"{what} of {nbytes} bytes at 0x{a:x} ({bad.size} element(s) out of bounds): "
                 f"{self.describe_near(a)}", fault_address=a, size=nbytes, bad_elements=bad)
+        if site is not None:  # every lane is inside some allocation: one and the same?
+            first = int(idx[0])
+            other = np.flatnonzero(idx != first)
+            if other.size:
+                j = int(other[0])
+                a = int(addresses[j])
+                raise OutOfBoundsAccess(
+                    f"{what} at pc 0x{site[1]:x}: one instruction's lanes access two buffers, "
+                    f"{self._sorted[first].describe()} and, at 0x{a:x}, {self._sorted[int(idx[j])].describe()} "
+                    f"({other.size} element(s) outside the buffer of the first lane)",
+                    fault_address=a, size=nbytes, bad_elements=other)
+            self._check_site(site, self._sorted[first], int(addresses[0]), nbytes, what)
         return (addresses - np.uint64(BASE)).astype(np.int64)
 
-    def load(self, addresses: np.ndarray, nbytes: int, what: str = "load") -> np.ndarray:
+    def _check_site(self, site: tuple[int, int], alloc: Allocation, address: int, nbytes: int,
+                    what: str) -> None:
+        """Record (or check) that instruction ``site`` accesses ``alloc`` in this dispatch."""
+        key, pc = site
+        per = self._sites.get(key)
+        if per is None:
+            per = self._sites[key] = {}
+        seen = per.get(pc)
+        if seen is None:
+            per[pc] = alloc
+        elif seen is not alloc:
+            raise OutOfBoundsAccess(
+                f"{what} at pc 0x{pc:x} of {nbytes} bytes at 0x{address:x} is outside the buffer the "
+                f"instruction accessed before in this dispatch: it reached {alloc.describe()}, "
+                f"earlier accesses were in {seen.describe()} (an overrun into another buffer)",
+                fault_address=address, size=nbytes)
+
+    def load(self, addresses: np.ndarray, nbytes: int, what: str = "load",
+             site: tuple[int, int] | None = None) -> np.ndarray:
         """Per-lane loads of ``nbytes`` (a multiple of 4): ``uint32`` array ``(n, nbytes // 4)``."""
-        off = self.check(addresses, nbytes, what)
+        off = self.check(addresses, nbytes, what, site)
         k = nbytes // 4
         if not (off & 3).any():
             idx = (off >> 2)[:, None] + np.arange(k, dtype=np.int64)
@@ -189,32 +256,35 @@ class Memory:
         idx = off[:, None] + np.arange(nbytes, dtype=np.int64)
         return self._buf[idx].view(np.uint32).reshape(-1, k)
 
-    def load_bytes(self, addresses: np.ndarray, nbytes: int, what: str = "load") -> np.ndarray:
+    def load_bytes(self, addresses: np.ndarray, nbytes: int, what: str = "load",
+                   site: tuple[int, int] | None = None) -> np.ndarray:
         """Per-lane loads of ``nbytes`` bytes: ``uint8`` array ``(n, nbytes)``."""
-        off = self.check(addresses, nbytes, what)
+        off = self.check(addresses, nbytes, what, site)
         return self._buf[off[:, None] + np.arange(nbytes, dtype=np.int64)]
 
-    def store(self, addresses: np.ndarray, values: np.ndarray, what: str = "store") -> None:
+    def store(self, addresses: np.ndarray, values: np.ndarray, what: str = "store",
+              site: tuple[int, int] | None = None) -> None:
         """Per-lane stores of ``values`` (``uint32`` ``(n, k)``); later lanes win on overlap."""
         values = np.asarray(values, np.uint32)
         if values.ndim == 1:
             values = values[:, None]
         k = values.shape[1]
-        off = self.check(addresses, 4 * k, what)
+        off = self.check(addresses, 4 * k, what, site)
         if not (off & 3).any():
             self._buf32[(off >> 2)[:, None] + np.arange(k, dtype=np.int64)] = values
         else:
             self._buf[off[:, None] + np.arange(4 * k, dtype=np.int64)] = \
                 np.ascontiguousarray(values).view(np.uint8).reshape(-1, 4 * k)
 
-    def store_bytes(self, addresses: np.ndarray, values: np.ndarray, what: str = "store") -> None:
+    def store_bytes(self, addresses: np.ndarray, values: np.ndarray, what: str = "store",
+                    site: tuple[int, int] | None = None) -> None:
         values = np.asarray(values, np.uint8)
         nb = values.shape[1]
-        off = self.check(addresses, nb, what)
+        off = self.check(addresses, nb, what, site)
         self._buf[off[:, None] + np.arange(nb, dtype=np.int64)] = values
 
     def atomic(self, op: str, addresses: np.ndarray, data: np.ndarray, cmp: np.ndarray | None = None,
-               width: int = 1) -> np.ndarray:
+               width: int = 1, site: tuple[int, int] | None = None) -> np.ndarray:
         """Atomic read-modify-write, lane by lane in lane order; returns the old values.
 
         ``op``: swap, cmpswap, add, sub, smin, umin, smax, umax, and, or, xor, inc, dec.
@@ -223,7 +293,7 @@ class Memory:
         """
         nbytes = 4 * width
         with self.lock:
-            off = self.check(addresses, nbytes, f"atomic_{op}")
+            off = self.check(addresses, nbytes, f"atomic_{op}", site)
             if (off & (nbytes - 1)).any():
                 bad = int(addresses[np.flatnonzero(off & (nbytes - 1))[0]])
                 raise OutOfBoundsAccess(f"misaligned atomic at 0x{bad:x}", fault_address=bad, size=nbytes)
