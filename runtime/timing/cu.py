@@ -6,7 +6,10 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   at cycle ``t`` (each SIMD a turn every 4 cycles).  In its turn a SIMD issues at
   most one instruction of each category — VALU, scalar (SALU or SMEM), VMEM, LDS,
   branch, internal (``s_waitcnt``, ``s_nop``, ``s_barrier``, ``s_endpgm``) — each
-  from a different wave, oldest wave first (AMD GCN whitepaper).  A wave issues
+  from a different wave (AMD GCN whitepaper); the wave considered first rotates
+  every turn (fair sharing: with strict oldest-first priority the seed's measured
+  dips, e.g. M = N = 1792 below 1536, do not appear, because co-resident
+  workgroups would finish one after another instead of together).  A wave issues
   in order, at most one instruction per turn; an 8-byte instruction may cost
   ``long_instruction_extra_cycles`` more before the wave's next issue (CLRX),
   a taken branch ``branch_taken_extra_cycles``.
@@ -107,11 +110,16 @@ def _l2_misses(line: int, p_miss: float) -> bool:
 
 
 def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
-                l2_miss: float = 0.0, hbm_share_bytes_per_cycle: float | None = None) -> CuResult:
-    """Run ``workgroups`` (linear ids present in ``trace``) together on one CU, all
-    launched at cycle 0.  ``l2_miss``: probability that a line missing L1 / the scalar
-    cache also misses L2.  ``hbm_share_bytes_per_cycle``: this CU's share of the HBM
-    bandwidth in bytes per engine cycle (``None``: unlimited)."""
+                resident: int | None = None, l2_miss: float = 0.0,
+                hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1) -> CuResult:
+    """Run ``workgroups`` (linear ids present in ``trace``; an id may repeat: each
+    repetition is a fresh workgroup on distinct addresses) on one CU, at most
+    ``resident`` at a time (default: all at once); when one ends the next starts, as
+    the dispatcher refills a CU's slot.  ``l2_miss``: probability that a line missing
+    L1 / the scalar cache also misses L2.  ``hbm_share_bytes_per_cycle``: this CU's
+    share of the HBM bandwidth in bytes per engine cycle (``None``: unlimited).
+    ``sqc_sharers``: busy CUs sharing this CU's scalar cache (its capacity and
+    bandwidth are split between them)."""
     P = board.timing
     ghz = board.engine_clock_mhz / 1000.0
     hbm_cycles = P.hbm_latency_ns * ghz
@@ -128,59 +136,80 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
         extra = P.long_instruction_extra_cycles if s.size == 8 else 0.0
         info[pc] = (cat, s.cls, busy, extra, s.vmcnt, s.lgkmcnt, s.nop, s.store, s.ends, s.size,
                     s.mnemonic)
+    resident = len(workgroups) if resident is None else max(1, int(resident))
+    pending_wgs = deque(enumerate(workgroups))
+    seen: dict[int, int] = {}
 
-    # place waves: the k-th wave goes to the SIMD with the fewest waves (dispatcher order)
-    waves = []  # per wave: [stream(list), mem(dict), ptr, ready, simd, wg_index, age]
+    # per-wave state (lists grow as workgroups start)
+    stream: list[list] = []
+    memev: list[dict] = []
+    off: list[int] = []
+    simd_of: list[int] = []
+    wg_of: list[int] = []
+    ptr: list[int] = []
+    ready: list[float] = []
+    done: list[bool] = []
+    vmq: list[deque] = []
+    lgkm: list[list] = []
+    reason: list[str] = []
+    at_barrier: list[bool] = []
     simd_waves: list[list[int]] = [[] for _ in range(4)]
+    simd_live = [0, 0, 0, 0]
     wg_waves: list[list[int]] = []
-    for j, wg in enumerate(workgroups):
+    wg_left: list[int] = []
+    wg_finish: list[float] = [0.0] * len(workgroups)
+
+    def start_wg(now: float) -> None:
+        j, wg = pending_wgs.popleft()
+        copy = seen.get(wg, 0)
+        seen[wg] = copy + 1
         ids = []
         for key in trace.waves_of(wg):
-            s = min(range(4), key=lambda i: (len(simd_waves[i]), i))
-            w = len(waves)
-            waves.append(key)
-            simd_waves[s].append(w)
+            s_ = min(range(4), key=lambda i: (simd_live[i], i))
+            w = len(stream)
+            stream.append(trace.streams[key].tolist())
+            memev.append(trace.mem.get(key, {}))
+            off.append(copy << 36)
+            simd_of.append(s_)
+            wg_of.append(j)
+            ptr.append(0)
+            ready.append(now)
+            done.append(False)
+            vmq.append(deque())
+            lgkm.append([])
+            reason.append("issue")
+            at_barrier.append(False)
+            simd_waves[s_].append(w)
+            simd_live[s_] += 1
             ids.append(w)
-        wg_waves.append(ids)
-    n = len(waves)
-    stream = [trace.streams[k].tolist() for k in waves]
-    memev = [trace.mem.get(k, {}) for k in waves]
-    simd_of = [0] * n
-    for s in range(4):
-        for w in simd_waves[s]:
-            simd_of[w] = s
-    wg_of = [0] * n
-    for j, ids in enumerate(wg_waves):
-        for w in ids:
-            wg_of[w] = j
-    ptr = [0] * n
-    ready = [0.0] * n
-    done = [False] * n
-    vmq: list[deque] = [deque() for _ in range(n)]
-    lgkm: list[list] = [[] for _ in range(n)]   # (completion, kind) kind: 'smem'|'lds'
-    reason = ["issue"] * n          # why the wave waits (when ready > t)
-    at_barrier = [False] * n
-    wg_left = [len(ids) for ids in wg_waves]
-    wg_finish = [0.0] * len(wg_waves)
+        while len(wg_waves) <= j:
+            wg_waves.append([])
+            wg_left.append(0)
+        wg_waves[j] = ids
+        wg_left[j] = len(ids)
+
+    for _ in range(min(resident, len(pending_wgs))):
+        start_wg(0.0)
     valu_free = [0.0] * 4
+    rr = [0, 0, 0, 0]  # round-robin start per SIMD
     ta_free = 0.0
     fill_free = 0.0
     lds_free = 0.0
     hbm_free = 0.0
     smem_free = 0.0
+    sharers = max(1, int(sqc_sharers))
     l1 = _Lru(P.l1_bytes // P.line_bytes)
-    sc = _Lru(P.scalar_cache_bytes // P.cus_per_scalar_cache // P.line_bytes)
+    sc = _Lru(P.scalar_cache_bytes // sharers // P.line_bytes)
+    smem_cycles_per_line = P.line_bytes / P.scalar_bytes_per_cycle * sharers
     line_cycles = P.line_bytes / P.l1_bytes_per_cycle
     hbm_per_line = (P.line_bytes / hbm_share_bytes_per_cycle) if hbm_share_bytes_per_cycle else 0.0
     cnt = {"l1_hits": 0, "l1_misses": 0, "scalar_hits": 0, "scalar_misses": 0, "l2_misses": 0,
            "hbm_bytes": 0, "vmem_instructions": 0, "smem_instructions": 0, "lds_instructions": 0}
     bd = dict.fromkeys(REASONS, 0.0)
-    live = n
+    live = len(stream)
     t = 0.0
     last_issue = 0.0
     issued_total = 0
-    # the next time accounting for each SIMD's turn was done up to
-    acct = [0.0] * 4
 
     def l2_path(line: int, now: float) -> float:
         nonlocal hbm_free
@@ -193,10 +222,9 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
         return P.l2_hit_cycles
 
     def simd_reason(s: int, now: float) -> str:
-        ws = simd_waves[s]
         best = None
         any_live = False
-        for w in ws:
+        for w in simd_waves[s]:
             if done[w]:
                 continue
             any_live = True
@@ -211,9 +239,13 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
 
     while live:
         s = int(t) & 3
+        prune = False
         used = set()
         valu_issued = False
-        for w in simd_waves[s]:
+        sw = simd_waves[s]
+        k = rr[s] % len(sw) if sw else 0
+        rr[s] = k + 1
+        for w in (sw[k:] + sw[:k]) if k else sw:
             if done[w] or ready[w] > t:
                 continue
             pc = stream[w][ptr[w]]
@@ -270,12 +302,15 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                     continue
             elif cat == "scalar" and cls == "smem":
                 start = max(t, smem_free)
-                smem_free = start + P.smem_issue_cycles
                 ev = memev[w].get(ptr[w])
                 lat = P.smem_hit_cycles
                 if ev is not None:
                     miss_lat = 0.0
+                    o = off[w]
+                    nl = len(ev[0])
+                    smem_free = start + max(P.smem_issue_cycles, nl * smem_cycles_per_line)
                     for line in ev[0].tolist():
+                        line += o
                         if sc.access(line):
                             cnt["scalar_hits"] += 1
                         else:
@@ -292,7 +327,9 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 ta_free = start + occ
                 worst = P.store_latency_cycles if store else P.l1_hit_cycles
                 if not store:
+                    o = off[w]
                     for line in lines:
+                        line += o
                         if l1.access(line):
                             cnt["l1_hits"] += 1
                         else:
@@ -329,11 +366,16 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
             reason[w] = "issue"
             if ends or p >= len(stream[w]):
                 done[w] = True
+                simd_live[s] -= 1
                 live -= 1
                 j = wg_of[w]
                 wg_left[j] -= 1
                 if wg_left[j] == 0:
                     wg_finish[j] = t + turn
+                    prune = True
+                    if pending_wgs:
+                        start_wg(t + turn)
+                        live += len(wg_waves[wg_of[len(stream) - 1]])
                 # a barrier may now be complete without this wave
                 group = wg_waves[j]
                 if any(at_barrier[x] for x in group) and all(at_barrier[x] or done[x] for x in group):
@@ -342,15 +384,17 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                             at_barrier[x] = False
                             ready[x] = t + turn
                             reason[x] = "issue"
+        if prune:
+            for s2 in range(4):
+                simd_waves[s2] = [x for x in simd_waves[s2] if not done[x]]
         # accounting for this SIMD's turn
         if not valu_issued and valu_free[s] <= t:
             bd[simd_reason(s, t)] += turn
-        acct[s] = t + turn
         t += 1
         if t - last_issue > 4 and live:
             # nothing issued for a whole rotation: jump to the next time something can
             nt = _INF
-            for w in range(n):
+            for w in range(len(stream)):
                 if done[w]:
                     continue
                 r = ready[w]

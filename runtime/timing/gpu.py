@@ -29,13 +29,12 @@ The shortcut's error against simulating every CU is measured by
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, field
 
 from vlpc.targets import Board
 
-from .cu import REASONS, CuResult, simulate_cu
+from .cu import REASONS, simulate_cu
 from .trace import KernelTrace, TraceRequest
 
 
@@ -125,95 +124,63 @@ def l2_miss_probability(trace: KernelTrace) -> float:
     return uniq / total
 
 
-def dispatch(W: int, C: int, R: int, T: dict[int, float]) -> tuple[float, float]:
-    """Fluid model of the grid (module docstring step 4).  Returns (makespan cycles,
-    slot-cycles actually used / (C x R x makespan) as a utilisation)."""
-    if W <= 0:
-        return 0.0, 0.0
-    # initial breadth-first assignment
-    per_cu = [0] * C
-    for i in range(min(W, C * R)):
-        per_cu[i % C] += 1
-    nxt = min(W, C * R)
-    # per CU: list of remaining work fractions, and the time its state was last updated
-    rem = [[1.0] * k for k in per_cu]
-    last = [0.0] * C
-    heap = []
-
-    def next_event(c: int, now: float):
-        k = len(rem[c])
-        if k:
-            t_k = T[min(k, max(T))]
-            heapq.heappush(heap, (now + min(rem[c]) * t_k, c))
-
-    for c in range(C):
-        next_event(c, 0.0)
-    makespan = 0.0
-    busy_slot_time = 0.0
-    while heap:
-        now, c = heapq.heappop(heap)
-        k = len(rem[c])
-        if k == 0:
-            continue
-        t_k = T[min(k, max(T))]
-        dt = now - last[c]
-        if dt < -1e-9:
-            continue
-        # stale event check: the CU's earliest finish must be now
-        prog = dt / t_k
-        r = [x - prog for x in rem[c]]
-        if min(r) > 1e-9:
-            # stale (state changed since this event was scheduled)
-            continue
-        busy_slot_time += k * dt
-        last[c] = now
-        r = [x for x in r if x > 1e-9]
-        finished = k - len(r)
-        for _ in range(finished):
-            if nxt < W:
-                r.append(1.0)
-                nxt += 1
-        rem[c] = r
-        makespan = max(makespan, now)
-        next_event(c, now)
-    util = busy_slot_time / (C * R * makespan) if makespan else 0.0
-    return makespan, util
+def sqc_sharers(board: Board, active_cus: int) -> int:
+    """Busy CUs sharing CU 0's scalar cache: workgroups go round-robin over the shader
+    engines, then over the CUs of each; a scalar cache serves ``cus_per_scalar_cache``
+    neighbouring CUs of one shader engine (gfx906.md; AMD Vega whitepaper)."""
+    se = board.shader_engines
+    per_se = max(1, board.compute_units // se)
+    busy_in_se = min(per_se, math.ceil(active_cus / se))
+    return max(1, min(board.timing.cus_per_scalar_cache, busy_in_se))
 
 
-def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "") -> TimingReport:
-    """The modeled time of one traced launch (module docstring, steps 2-5)."""
+def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "",
+                 max_simulated: int | None = None) -> TimingReport:
+    """The modeled time of one traced launch.
+
+    CU 0 receives ``n0 = ceil(W / C)`` of the ``W`` workgroups (breadth-first dispatch
+    over identical CUs), at most ``R`` resident at once, each freed slot refilled
+    at once.  The CU model runs exactly that when ``n0 <= max_simulated`` (default
+    ``4 R``); otherwise it runs ``max_simulated`` workgroups and extrapolates the
+    steady state: the mean interval between completions after the first ``R`` and
+    before the last ``R`` times the workgroups not simulated (the ramp-up and the
+    drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
+    shortcut against a full simulation.
+    """
     W = trace.workgroups
     C = board.compute_units
     traced = [wg for wg in trace.traced if trace.waves_of(wg)]
     if not traced:
         raise ValueError("the trace holds no traced workgroup")
-    R = max(1, min(res.wgs_per_cu, len(traced), math.ceil(W / C)))
+    R = max(1, res.wgs_per_cu)
+    n0 = max(1, math.ceil(W / C))
+    cap = max_simulated or 4 * R
+    n_sim = min(n0, max(cap, R))
     p_miss = l2_miss_probability(trace)
     active = min(C, W)
     share = board.hbm_bytes_per_second / (board.engine_clock_mhz * 1e6) / active
-    T: dict[int, float] = {}
-    runs: dict[int, CuResult] = {}
-    for k in range(1, R + 1):
-        r = simulate_cu(trace, traced[:k], board, l2_miss=p_miss, hbm_share_bytes_per_cycle=share)
-        runs[k] = r
-        T[k] = max(r.cycles, 1.0)
-    makespan, util = dispatch(W, C, R, T)
+    wgs = [traced[i % len(traced)] for i in range(n_sim)]
+    r = simulate_cu(trace, wgs, board, resident=R, l2_miss=p_miss, hbm_share_bytes_per_cycle=share,
+                    sqc_sharers=sqc_sharers(board, active))
+    fin = sorted(r.wg_finish)
+    cycles = fin[-1]
+    if n0 > n_sim:
+        lo, hi = R - 1, n_sim - R - 1
+        if hi <= lo:
+            lo, hi = 0, n_sim - 1
+        period = (fin[hi] - fin[lo]) / max(1, hi - lo)
+        cycles += (n0 - n_sim) * period
     mhz = board.engine_clock_mhz
     cyc_us = 1.0 / mhz
     launch = board.timing.launch_overhead_us
-    ref = runs[R]
-    # time the slots were full vs the tail
-    full_time = (W / (C * R)) * T[R]
-    tail = max(0.0, makespan - full_time)
-    tot = sum(ref.breakdown.values()) or 1.0
-    bd = {k: (v / tot) * min(makespan, full_time) * cyc_us for k, v in ref.breakdown.items()}
-    bd["tail"] = tail * cyc_us
+    tot = sum(r.breakdown.values()) or 1.0
+    bd = {k: (v / tot) * cycles * cyc_us for k, v in r.breakdown.items()}
     bd["launch"] = launch
-    time_us = makespan * cyc_us + launch
-    cnt = dict(ref.counters)
-    hbm = cnt.get("hbm_bytes", 0.0) / max(R, 1) * W
-    return TimingReport(board=board.name, clock_mhz=mhz, cycles=makespan, time_us=time_us,
-                        breakdown_us=bd, workgroups=W, wgs_per_cu=R, cu_cycles=T,
+    time_us = cycles * cyc_us + launch
+    cnt = dict(r.counters)
+    hbm = cnt.get("hbm_bytes", 0.0) / max(n_sim, 1) * W
+    return TimingReport(board=board.name, clock_mhz=mhz, cycles=cycles, time_us=time_us,
+                        breakdown_us=bd, workgroups=W, wgs_per_cu=R, cu_cycles={n_sim: fin[-1]},
                         l2_miss=p_miss, hbm_bytes=hbm, kernels=[name] if name else [],
                         counters=cnt)
 
@@ -223,7 +190,7 @@ def combine(reports: list[TimingReport]) -> TimingReport:
     if len(reports) == 1:
         return reports[0]
     first = reports[0]
-    bd = dict.fromkeys(list(REASONS) + ["tail", "launch"], 0.0)
+    bd = dict.fromkeys(list(REASONS) + ["launch"], 0.0)
     for r in reports:
         for k, v in r.breakdown_us.items():
             bd[k] = bd.get(k, 0.0) + v
