@@ -62,8 +62,8 @@ def main() -> None:
 
     # 5. The pipeline as xDSL passes with their options, to insert into another compiler's pipeline.
     passes = vlpc.pipeline("gfx906", macro_tile=(32, 128), micro_tile=(32, 1), k_step=8)
-    for name, options in vlpc.pipeline_options(passes):
-        print(f"  pass {name} {options}")
+    for name, options in vlpc.pipeline_options(passes):  # Python field names; the text form uses hyphens
+        print(f"  pass {name}: " + " ".join(f"{key.replace('_', '-')}={value}" for key, value in options.items()))
     print("  as text for vlpc opt -p / xdsl-opt -p:", vlpc.pipeline_spec(passes))
     ctx = make_context()
     module = parse(text, "linalg_matmul_transpose_b.mlir", ctx)

@@ -82,8 +82,13 @@ def test_outputs(report):
     by_key = {r[0]: r for r in rows[1:]}
     assert float(by_key["lds_rw"][head.index("seed_lds")]) == 3136
     assert float(by_key["lds_rw"][head.index("measured_sqc")]) == 0
-    svg = ET.fromstring(report.svg())
-    assert svg.tag.endswith("svg") and len(list(svg.iter("{http://www.w3.org/2000/svg}rect"))) > 20
+    text = report.svg()
+    svg = ET.fromstring(text)
+    assert svg.tag.endswith("svg")
+    bars = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("id", "").startswith("patch_")]
+    assert len(bars) >= len(report.CHART_ROWS) * 2 * len(report.measurements)  # seed and measured per row
+    # one renderer for SVG and PNG (matplotlib), with a title, axis labels and every bar's value
+    assert "seed 002 vs measured" in text and "log scale" in text and "16,384" in text
 
 
 def test_cli(tmp_path, capsys):

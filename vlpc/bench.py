@@ -1,32 +1,59 @@
 """``vlpc bench``: throughput of a compiled GEMM, measured the way the seed's harness does.
 
-On a HIP device: GFLOP/s = 2*M*N*K / mean kernel time over ``--iterations``
-launches (after ``--warmup`` untimed ones), timed with HIP events; with
-``--sweep``, M = N from ``--start`` to ``--stop`` in steps of ``--step`` with a fixed
-K (the seed's section 3.1: 256..16384 step 256, K = 640), printed as a table in the
-seed's format and optionally saved as CSV and as a PNG plot (matplotlib).
+The problem comes from an MLIR file (``vlpc bench FILE``, dynamic ``?`` sizes for a
+sweep), or from rocblas-bench's problem flags, for which vlpc writes the gemm-dialect
+IR itself::
 
-On the emulator there is no hardware time: the command reports the emulator's
-counters per size (instructions by class, register and memory traffic) and says
-so.  It never prints a GFLOP/s figure for the emulator.
+    vlpc bench -f gemm -r f32_r --transposeA N --transposeB T -m 4096 -n 4096 -k 640 \\
+        --lda 4096 --ldb 4096 --ldc 4096 --alpha 1 --beta 0 -i 10 -j 1 --rocblas-csv
+
+rocblas-bench's matrices are column-major (BLAS); vlpc's are row-major, so the problem
+``C = alpha op(A) op(B) + beta C`` (C m x n, column-major, leading dimension ldc) is
+computed as its row-major transpose ``C^T = alpha op(B)^T op(A)^T + beta C^T``: a vlpc
+GEMM of M = n, N = m with A and B exchanged and layout ``transB transA``, over the same
+bytes with the same leading dimensions, so the figures are those of rocblas-bench's
+problem.
+
+On a HIP device: GFLOP/s = 2*M*N*K / mean kernel time over ``--iterations`` (``-i``)
+launches after ``--warmup`` (``-j``) untimed ones, timed with HIP events; with
+``--sweep``, M = N from ``--start`` to ``--stop`` in steps of ``--step`` with a fixed K
+(the seed's section 3.1: 256..16384 step 256, K = 640), printed as a table in the
+seed's format and optionally saved as CSV and as a chart (``--chart F.svg|F.png``,
+matplotlib).  ``--rocblas-csv`` prints rocblas-bench's CSV instead of the table:
+``transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us``.
+
+On the emulator (the default device, as for ``vlpc run``) there is no hardware time:
+the command reports the emulator's counters per size (instructions by class, register
+and memory traffic) and says so.  It never prints a GFLOP/s figure for the emulator
+(the rocblas CSV's Gflops and us fields are empty there).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 
+from vlpc.cli_support import (Progress, check_chart, check_writable, codegen_options, positive, pyplot, read_input,
+                              save_figure, write_atomic)
 from vlpc.errors import VlpcError
 
 #: Emulated sizes above this need --max-emulated (a 4096^2 x 640 SGEMM takes ~30 s).
 DEFAULT_MAX_EMULATED = 1024
 
+#: rocblas-bench's ``-r`` precisions vlpc compiles.
+PRECISIONS = {"f32_r": "f32", "s": "f32", "f64_r": "f64", "d": "f64"}
+
+ROCBLAS_CSV_HEADER = "transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us"
+
 
 @dataclass
 class BenchRow:
+    """One measured size: M, N, K of vlpc's row-major problem; HIP time or emulator counters."""
+
     m: int
     n: int
     k: int
@@ -40,76 +67,258 @@ class BenchRow:
     global_bytes: int | None = None
 
 
-def _sizes(args) -> list[tuple[int, int, int]]:
+@dataclass
+class RocblasProblem:
+    """rocblas-bench's problem flags (column-major BLAS terms)."""
+
+    precision: str
+    trans_a: str
+    trans_b: str
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+    alpha: float
+    beta: float
+
+    @property
+    def layout(self) -> str:
+        """vlpc's layout of the row-major transpose (A and B exchanged)."""
+        return self.trans_b + self.trans_a
+
+    def mlir(self) -> str:
+        """The gemm-dialect module of the row-major transpose, sizes and leading dimensions static."""
+        t = self.precision
+        mm, nn, k = self.n, self.m, self.k  # vlpc's M, N
+        a_shape = (mm, k) if self.trans_b == "N" else (k, mm)  # vlpc's A is rocblas's B
+        b_shape = (k, nn) if self.trans_a == "N" else (nn, k)  # vlpc's B is rocblas's A
+
+        def memref(shape: tuple[int, int], ld: int) -> str:
+            strided = f", strided<[{ld}, 1]>" if ld != shape[1] else ""
+            return f"memref<{shape[0]}x{shape[1]}x{t}{strided}>"
+
+        ta, tb, tc = memref(a_shape, self.ldb), memref(b_shape, self.lda), memref((mm, nn), self.ldc)
+        return (f"// rocblas-bench -f gemm -r {t}_r --transposeA {self.trans_a} --transposeB {self.trans_b} "
+                f"-m {self.m} -n {self.n} -k {self.k} --lda {self.lda} --ldb {self.ldb} --ldc {self.ldc}\n"
+                f"// as vlpc's row-major transpose: C^T = op(B)^T op(A)^T\n"
+                "builtin.module {\n"
+                f"  func.func @gemm_{t}_{self.trans_a}{self.trans_b}(%a: {ta}, %b: {tb}, %c: {tc}, "
+                f"%alpha: {t}, %beta: {t}) {{\n"
+                f"    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{self.layout}\"}}\n"
+                f"        : {ta}, {tb}, {tc}, {t}, {t}\n"
+                "    func.return\n  }\n}\n")
+
+    @staticmethod
+    def of(p, layout: str, precision: str, alpha: float, beta: float) -> RocblasProblem:
+        """rocblas-bench's terms of vlpc's row-major problem ``p`` (the inverse of the mapping above)."""
+        return RocblasProblem(precision, layout[1], layout[0], p.n, p.m, p.k, p.ldb, p.lda, p.ldc, alpha, beta)
+
+    def csv_line(self, row: BenchRow) -> str:
+        """rocblas-bench's result line (Gflops and microseconds empty without hardware time)."""
+        gf = "" if row.gflops is None else f"{row.gflops:.4g}"
+        us = "" if row.kernel_ms is None else f"{row.kernel_ms * 1e3:.4g}"
+        return (f"{self.trans_a},{self.trans_b},{self.m},{self.n},{self.k},{_num(self.alpha)},{self.lda},"
+                f"{_num(self.beta)},{self.ldb},{self.ldc},{gf},{us}")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _trans(text: str) -> str:
+    t = text.upper()
+    if t not in ("N", "T", "C"):
+        raise argparse.ArgumentTypeError(f"expected N or T, got '{text}'")
+    return "T" if t == "C" else t  # real types: conjugate transpose is the transpose
+
+
+def add_bench_arguments(b: argparse.ArgumentParser) -> None:
+    """``vlpc bench``'s own arguments (the code generation options are added by the caller)."""
+    b.add_argument("file", nargs="?",
+                   help="input MLIR file (dynamic '?' sizes for a sweep); without it, rocblas-bench's problem flags "
+                        "(-f gemm -r ... -m -n -k) describe the GEMM and vlpc writes its IR")
+    b.add_argument("--device", default="emulator", choices=("emulator", "hip", "auto"),
+                   help="where to run (default: %(default)s, as vlpc run; auto: a gfx906 through HIP if present, "
+                        "else the emulator)")
+    g = b.add_argument_group("rocblas-bench problem flags")
+    g.add_argument("-f", "--function", choices=("gemm",), help="rocblas-bench's function: gemm")
+    g.add_argument("-r", "--precision", choices=tuple(PRECISIONS), default=None,
+                   help="element type: f32_r (s) or f64_r (d) (default: f32_r)")
+    g.add_argument("--transpose-a", "--transposeA", dest="transpose_a", type=_trans, default=None, metavar="N|T",
+                   help="op(A): N (A is m x k, column-major) or T (default: N)")
+    g.add_argument("--transpose-b", "--transposeB", dest="transpose_b", type=_trans, default=None, metavar="N|T",
+                   help="op(B): N (B is k x n, column-major) or T (default: N)")
+    g.add_argument("-m", "--m", dest="m", type=positive, help="M (with a file: for a single measurement)")
+    g.add_argument("-n", "--n", dest="n", type=positive, help="N (with a file: for a single measurement)")
+    g.add_argument("-k", "--k", dest="k", type=positive, default=None,
+                   help="K (default: 640, the seed's, for a file with a dynamic K)")
+    g.add_argument("--lda", type=positive, help="leading dimension of A (default: m for N, k for T)")
+    g.add_argument("--ldb", type=positive, help="leading dimension of B (default: k for N, n for T)")
+    g.add_argument("--ldc", type=positive, help="leading dimension of C (default: m)")
+    g.add_argument("--alpha", type=float, default=None, help="alpha (default: 1)")
+    g.add_argument("--beta", type=float, default=None, help="beta (default: 0)")
+    g.add_argument("--rocblas-csv", action="store_true",
+                   help="print rocblas-bench's CSV (transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us) "
+                        "instead of the table")
+    b.add_argument("--sweep", action="store_true", help="M = N from --start to --stop in steps of --step")
+    b.add_argument("--start", type=positive, default=256, help="first M = N of --sweep (default: %(default)s)")
+    b.add_argument("--stop", type=positive, default=16384, help="last M = N of --sweep, included (default: %(default)s)")
+    b.add_argument("--step", type=positive, default=256, help="M = N increment of --sweep (default: %(default)s)")
+    b.add_argument("-i", "--iterations", type=positive, default=10,
+                   help="timed launches per size on HIP (rocblas-bench's -i; default: %(default)s)")
+    b.add_argument("-j", "--warmup", type=int, default=1,
+                   help="untimed launches first (rocblas-bench's -j, cold iterations; default: %(default)s)")
+    b.add_argument("--max-emulated", type=positive, default=DEFAULT_MAX_EMULATED,
+                   help="largest M or N the emulator is asked to run (default: %(default)s)")
+    b.add_argument("--csv", metavar="FILE.csv", help="also write the table as CSV")
+    b.add_argument("--chart", metavar="FILE.svg|FILE.png",
+                   help="also write a chart of the sweep (matplotlib; the format follows the suffix)")
+    b.add_argument("-v", "--verbose", action="store_true", help="print the device choice")
+
+
+def rocblas_problem(args) -> RocblasProblem | None:
+    """The problem of rocblas-bench's flags, or None when a file is given (flags checked)."""
+    given = [name for name in ("function", "precision", "transpose_a", "transpose_b", "lda", "ldb", "ldc")
+             if getattr(args, name) is not None]
+    if args.file is not None:
+        if given:
+            flags = ", ".join("--" + x.replace("_", "-") for x in given)
+            raise VlpcError(f"{flags}: rocblas-bench's problem flags describe the GEMM instead of an MLIR file; "
+                            f"drop {args.file} or the flags")
+        return None
+    if args.function is None:
+        raise VlpcError("bench needs an MLIR file, or rocblas-bench's problem flags: -f gemm -r f32_r "
+                        "--transposeA N --transposeB T -m M -n N -k K")
+    if args.m is None or args.n is None or args.k is None:
+        raise VlpcError("-f gemm needs -m, -n and -k")
     if args.sweep:
-        if args.step <= 0 or args.start <= 0 or args.stop < args.start:
-            raise VlpcError("--sweep needs 0 < --start <= --stop and --step > 0")
-        return [(s, s, args.k) for s in range(args.start, args.stop + 1, args.step)]
+        raise VlpcError("--sweep needs an MLIR file with dynamic sizes (rocblas-bench's flags give one problem)")
+    ta, tb = args.transpose_a or "N", args.transpose_b or "N"
+    m, n, k = args.m, args.n, args.k
+    lda = args.lda if args.lda is not None else (m if ta == "N" else k)
+    ldb = args.ldb if args.ldb is not None else (k if tb == "N" else n)
+    ldc = args.ldc if args.ldc is not None else m
+    for name, ld, least in (("lda", lda, m if ta == "N" else k), ("ldb", ldb, k if tb == "N" else n),
+                            ("ldc", ldc, m)):
+        if ld < least:
+            raise VlpcError(f"--{name} {ld} is smaller than {least} (rocblas-bench's matrices are column-major: "
+                            f"{name} is at least the rows of the stored matrix)")
+    return RocblasProblem(PRECISIONS[args.precision or "f32_r"], ta, tb, m, n, k, lda, ldb, ldc,
+                          1.0 if args.alpha is None else args.alpha, 0.0 if args.beta is None else args.beta)
+
+
+def _sizes(args) -> list[tuple[int, int, int]]:
+    k = args.k if args.k is not None else 640
+    if args.sweep:
+        if args.stop < args.start:
+            raise VlpcError("--sweep needs --start <= --stop")
+        return [(s, s, k) for s in range(args.start, args.stop + 1, args.step)]
     if args.m is None or args.n is None:
         return []
-    return [(args.m, args.n, args.k)]
+    return [(args.m, args.n, k)]
+
+
+def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, beta: float, iterations: int,
+                 warmup: int, progress=None) -> BenchRow:
+    """Run ``kernel``'s plan once for the problem ``p`` (:class:`vlpc.run.Problem`) on ``dev`` and
+    return its row: emulator counters, or the HIP mean kernel time and GFLOP/s.  Every figure of
+    a bench row is computed here."""
+    layout = kernel.launch_info.get("layout", "NT")
+    from vlpc.run import storage_shapes
+
+    shapes = storage_shapes(layout, p)
+    rng = np.random.default_rng(0)
+    bufs = [dev.upload(rng.standard_normal(shapes[name]).astype(dtype)) for name in "ABC"]
+    kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
+             np.int32(p.ldc), dtype(alpha), dtype(beta)]
+    try:
+        if emulated:
+            st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
+            return BenchRow(p.m, p.n, p.k, instructions=st.instructions, valu=st.by_class.get("valu", 0),
+                            vgpr_reads=st.vgpr_reads, sgpr_reads=st.sgpr_reads,
+                            lds_bytes=st.lds_bytes_read + st.lds_bytes_written,
+                            global_bytes=st.global_bytes_read + st.global_bytes_written)
+        st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, iterations=iterations, warmup=warmup,
+                            progress=progress)
+        ms = float(np.mean(st.kernel_ms))
+        return BenchRow(p.m, p.n, p.k, kernel_ms=ms, gflops=2.0 * p.m * p.n * p.k / (ms * 1e-3) / 1e9)
+    finally:
+        for b in bufs:
+            dev.free(b)
 
 
 def cmd_bench(args) -> int:
     import vlpc
-    from vlpc.run import resolve_problem
+    from vlpc.run import Problem, resolve_problem
     from vlpc.runtime import get_device, load_code_object
 
-    with open(args.file) as f:
-        text = f.read()
-    from vlpc.cli import _options
-
-    compiled = vlpc.compile(text, args.target, filename=args.file, **_options(args))
+    if args.warmup < 0:
+        raise VlpcError(f"--warmup must be at least 0, got {args.warmup}")
+    rb = rocblas_problem(args)
+    if args.csv:
+        check_writable(args.csv, "CSV")
+    if args.chart:
+        check_chart(args.chart)
+    if rb is not None:
+        text, filename = rb.mlir(), "<rocblas-bench flags>"
+    else:
+        text, filename = read_input(args.file), args.file
+    compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = compiled.kernel()
-    sizes = _sizes(args)
-    if not sizes:
-        p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
-        sizes = [(p.m, p.n, p.k)]
+    dtype = np.float32 if kernel.launch_info.get("dtype", "f32") == "f32" else np.float64
+    if rb is not None:
+        problems = [Problem(rb.n, rb.m, rb.k, rb.ldb, rb.lda, rb.ldc)]
+        alpha, beta = rb.alpha, rb.beta
+    else:
+        sizes = _sizes(args) or [(args.m, args.n, args.k)]
+        problems = [resolve_problem(kernel.launch_info, m, n, k) for m, n, k in sizes]
+        alpha = 1.0 if args.alpha is None else args.alpha
+        beta = 0.0 if args.beta is None else args.beta
+    for p in problems:
+        kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     dev = get_device(args.device)
     emulated = dev.name == "emulator"
     if args.verbose:
         print(f"vlpc: device {dev.describe()} ({getattr(dev, 'selection_reason', '')})", file=sys.stderr)
     if emulated:
-        too_big = [s for s in sizes if max(s[0], s[1]) > args.max_emulated]
+        too_big = [p for p in problems if max(p.m, p.n) > args.max_emulated]
         if too_big:
-            raise VlpcError(f"M=N up to {max(max(s[:2]) for s in too_big)} on the emulator would take very long; "
-                            f"sizes above {args.max_emulated} need --max-emulated N (or a HIP device)")
+            raise VlpcError(f"M or N up to {max(max(p.m, p.n) for p in too_big)} on the emulator would take very "
+                            f"long; sizes above {args.max_emulated} need --max-emulated N (or a HIP device)")
         print("vlpc bench: device is the emulator: no hardware timing; reporting executed-instruction "
               "and traffic counters instead of GFLOP/s", file=sys.stderr)
+    if rb is not None and not args.rocblas_csv:
+        print(f"vlpc bench: rocblas-bench's column-major {rb.m} x {rb.n} problem runs as vlpc's row-major "
+              f"M={rb.n} N={rb.m} (layout {rb.layout}, A and B exchanged)", file=sys.stderr)
     co = load_code_object(compiled.code_object)
-    print(table_header(emulated, sizes[0][2]))
-    print("|---" * (7 if emulated else 3) + "|")
+    if args.rocblas_csv:
+        print(ROCBLAS_CSV_HEADER, flush=True)
+    else:
+        print(table_header(emulated, problems[0].k))
+        print("|---" * (7 if emulated else 3) + "|", flush=True)
+    launches = 1 if emulated else args.warmup + args.iterations
+    total = sum(kernel.plan_workgroups(p.m, p.n, p.k) for p in problems) * launches
     rows = []
-    for m, n, k in sizes:
-        p = resolve_problem(kernel.launch_info, m, n, k)
-        kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
-        cfg = kernel.launch(p.m, p.n, p.k)
-        rng = np.random.default_rng(0)
-        bufs = [dev.upload(rng.standard_normal(shape, dtype=np.float32))
-                for shape in ((p.m, p.lda), (p.n, p.ldb), (p.m, p.ldc))]
-        kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
-                 np.int32(p.ldc), np.float32(1.0), np.float32(0.0)]
-        try:
-            if emulated:
-                st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc)
-                row = BenchRow(p.m, p.n, p.k, instructions=st.instructions, valu=st.by_class.get("valu", 0),
-                               vgpr_reads=st.vgpr_reads, sgpr_reads=st.sgpr_reads,
-                               lds_bytes=st.lds_bytes_read + st.lds_bytes_written,
-                               global_bytes=st.global_bytes_read + st.global_bytes_written)
+    with Progress(total, "vlpc bench", quiet=args.quiet) as bar:
+        for p in problems:
+            row = measure_size(kernel, dev, co, p, emulated=emulated, dtype=dtype, alpha=alpha, beta=beta,
+                               iterations=args.iterations, warmup=args.warmup, progress=bar)
+            rows.append(row)
+            if args.rocblas_csv:
+                line = (rb or RocblasProblem.of(p, kernel.layout, kernel.launch_info.get("dtype", "f32"),
+                                                alpha, beta)).csv_line(row)
             else:
-                st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, iterations=args.iterations,
-                                    warmup=args.warmup)
-                ms = float(np.mean(st.kernel_ms))
-                row = BenchRow(p.m, p.n, p.k, kernel_ms=ms, gflops=2.0 * p.m * p.n * p.k / (ms * 1e-3) / 1e9)
-        finally:
-            for b in bufs:
-                dev.free(b)
-        rows.append(row)
-        print(_format_row(row, emulated), flush=True)
+                line = _format_row(row, emulated)
+            if bar.bar is not None:
+                bar.bar.write(line, file=sys.stdout)
+            else:
+                print(line, flush=True)
     if args.csv:
         _write_csv(args.csv, rows, emulated)
-    if args.plot:
-        _plot(args.plot, rows, emulated)
+    if args.chart:
+        plot(args.chart, rows, emulated)
     return 0
 
 
@@ -128,7 +337,6 @@ def _format_row(r: BenchRow, emulated: bool) -> str:
 
 
 def _write_csv(path: str, rows: list[BenchRow], emulated: bool) -> None:
-    from vlpc.cli import write_atomic
     import io
 
     buf = io.StringIO()
@@ -144,23 +352,31 @@ def _write_csv(path: str, rows: list[BenchRow], emulated: bool) -> None:
     write_atomic(path, buf.getvalue())
 
 
-def _plot(path: str, rows: list[BenchRow], emulated: bool) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise VlpcError("--plot needs matplotlib: pip install 'vlpc[plot]'") from None
-    xs = [r.m for r in rows]
+def plot(path: str, rows: list[BenchRow], emulated: bool) -> None:
+    """The bench chart (SVG or PNG by ``path``'s suffix): TFLOP/s on HIP, wave-instructions on
+    the emulator, against the size."""
+    plt = pyplot()
+    square = all(r.m == r.n for r in rows)
+    xs = [r.m for r in rows] if square else list(range(len(rows)))
     fig, ax = plt.subplots(figsize=(7, 4))
     if emulated:
-        ax.plot(xs, [r.instructions for r in rows], marker="o")
-        ax.set_ylabel("wave-instructions (emulator, not time)")
+        ys = [r.instructions for r in rows]
+        ax.set_ylabel("wave-instructions (emulator count)")
+        ax.set_title(f"vlpc bench on the emulator: work per size (K = {rows[0].k})")
     else:
-        ax.plot(xs, [r.gflops / 1000 for r in rows], marker="o")
-        ax.set_ylabel("TFLOP/s")
-    ax.set_xlabel(f"M = N (K = {rows[0].k})")
+        ys = [r.gflops / 1000 for r in rows]
+        ax.set_ylabel("TFLOP/s (2MNK / mean kernel time)")
+        ax.set_title(f"vlpc bench: SGEMM throughput (K = {rows[0].k})")
+    ax.plot(xs, ys, marker="o")
+    for x, y in zip(xs, ys):
+        ax.annotate(f"{y:.3g}" if not emulated else f"{y:,}", (x, y), textcoords="offset points", xytext=(0, 5),
+                    ha="center", fontsize=7)
+    if square:
+        ax.set_xlabel(f"M = N (elements; K = {rows[0].k})")
+    else:
+        ax.set_xticks(xs, [f"{r.m}x{r.n}" for r in rows])
+        ax.set_xlabel(f"M x N (elements; K = {rows[0].k})")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)

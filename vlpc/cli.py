@@ -20,101 +20,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from vlpc.cli_support import (add_codegen_options, add_quiet, codegen_options, parse_tile_arg, positive, read_input,
+                              split_k_arg, write_atomic)
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
 
 EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
 
-
-def write_atomic(path: str, data: str | bytes) -> None:
-    """Write ``path`` via a temporary file in the same directory and a rename, so a
-    failure never leaves a partial file or clobbers an existing good one."""
-    p = Path(path)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    if p.is_dir():
-        raise VlpcError(f"cannot write {path}: it is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
-    except OSError as e:
-        raise VlpcError(f"cannot write {path}: {e.strerror or e} (directory {p.parent})") from None
-    try:
-        with os.fdopen(fd, mode) as f:
-            f.write(data)
-        if p.exists():  # keep the permissions of the file being replaced
-            try:
-                os.chmod(tmp, p.stat().st_mode & 0o7777)
-            except OSError:
-                pass
-        else:  # a new file gets the usual umask-derived mode, not mkstemp's 0600
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
-        raise
-
-
-def _tile(text: str) -> tuple[int, int]:
-    try:
-        a, b = text.lower().split("x")
-        return int(a), int(b)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MxN (e.g. 64x256), got '{text}'") from None
-
-
-def _read_input(path: str) -> str:
-    try:
-        if path == "-":
-            return sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise VlpcError(f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        path = "standard input" if path == "-" else path
-        raise VlpcError(f"cannot read {path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
-                        f"{e.start}); expected an MLIR file") from None
-
-
-def _add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> None:
-    if strategy:
-        p.add_argument("--strategy", default="sqc", choices=("sqc", "lds"),
-                       help="instruction selection: sqc (A in SGPRs, no LDS: the seed's scheme, default) or lds "
-                            "(the legacy kernel: A and B tiles through LDS, 8x8 micro tile per work-item)")
-    p.add_argument("--schedule", default="default", choices=("default", "seed"),
-                   help="strategy sqc's loop: default, or seed (the seed's hand-written 64x256 SGEMM loop: "
-                        "s_load_dwordx8 groups, B double-buffered; f32, layout NT, M/N/K multiples of 64/256/8)")
-    p.add_argument("--no-forwarding", dest="forwarding", action="store_false",
-                   help="order the FMAs K-major so no accumulator comes from the FMA just before it (the "
-                        "seed's no-forwarding comparison kernel; C is bit-identical)")
-    p.add_argument("--target", default="gfx906",
-                   help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: %(default)s)")
-    p.add_argument("--macro-tile", type=_tile, default=None, metavar="MxN",
-                   help="macro tile per workgroup (default: 64x256 for f32, 32x256 for f64; the seed also "
-                        "uses 64x64, 64x128)")
-    p.add_argument("--micro-tile", type=_tile, default=None, metavar="MxN",
-                   help="micro tile per work-item (default: 64x1 for f32, 32x1 for f64)")
-    p.add_argument("--k-step", type=int, default=None, choices=(8, 16),
-                   help="K values per A load step: 16 (f32 default: one s_load_dwordx16 per row) or 8 "
-                        "(f64 default)")
-    p.add_argument("--waves-per-simd", type=int, default=None,
-                   help="occupancy the VGPR budget is chosen for (default: the strategy's: 3 -> 84 VGPRs "
-                        "for sqc, 2 -> 128 VGPRs for lds)")
-    p.add_argument("--split-k", type=_split_k, default="auto", metavar="S|auto",
-                   help="K slices across workgroups: auto (default: chosen from the shape and --cus by the cost "
-                        "model of gemm-split-k), 1 (no split) or S > 1")
-    p.add_argument("--split-mode", default="workspace", choices=("workspace", "atomic"),
-                   help="how global K slices are summed: workspace (a reduce kernel sums partials in a fixed "
-                        "order: deterministic, default) or atomic (global_atomic_cmpswap loops into C)")
-    p.add_argument("--local-split", type=_positive, default=1, metavar="L",
-                   help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1)")
-    p.add_argument("--cus", type=_positive, default=None,
-                   help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
+# Names other code imported from here before vlpc.cli_support existed.
+_read_input, _options, _tile, _positive, _split_k = read_input, codegen_options, parse_tile_arg, positive, split_k_arg
+_add_codegen_options = add_codegen_options
 
 
 def _plan_lines(module, args: argparse.Namespace) -> list[str]:
@@ -134,35 +50,14 @@ def _plan_lines(module, args: argparse.Namespace) -> list[str]:
     return lines
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
-    return value
-
-
-def _split_k(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got '{text}'")
-    return value
-
-
-def _options(args: argparse.Namespace) -> dict:
-    """Code generation options from the command line (None: the element type's default)."""
-    return dict(macro_tile=tuple(args.macro_tile) if args.macro_tile else None,
-                micro_tile=tuple(args.micro_tile) if args.micro_tile else None, k_step=args.k_step,
-                waves_per_simd=args.waves_per_simd, split_k=args.split_k, split_mode=args.split_mode,
-                local_split=args.local_split, cus=args.cus,
-                strategy=getattr(args, "strategy", "sqc"), schedule=args.schedule, forwarding=args.forwarding)
+def _add_ir_printing(p: argparse.ArgumentParser) -> None:
+    """mlir-opt's IR printing options (the dumps go to standard error with MLIR's header)."""
+    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
+    p.add_argument("--print-ir-before-all", action="store_true", help="print the IR before every pass (to stderr)")
+    p.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+                   help="print the IR after PASS (to stderr; repeat it or give a comma-separated list)")
+    p.add_argument("--print-ir-before", action="append", default=[], metavar="PASS",
+                   help="print the IR before PASS (to stderr; repeat it or give a comma-separated list)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,21 +71,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", help="output file (default: standard output for text, FILE.hsaco otherwise)")
     c.add_argument("--emit", choices=("mlir", "asm", "obj", "hsaco"),
                    help="what to write (default: from the -o suffix, else hsaco)")
-    c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass (to stderr)")
+    _add_ir_printing(c)
     c.add_argument("--print-pipeline", action="store_true", help="print the pass pipeline with its options and exit")
     c.add_argument("--print-plan", action="store_true",
                    help="print the split-K plan (tiles, grid, split, kernels, workspace bytes; for --split-k auto "
                         "the cost model's candidates) and exit")
+    c.add_argument("--code-object-version", type=int, choices=(4, 5), default=5,
+                   help="HSA code object version (clang's -mcode-object-version): 5 (default; ROCm 5.3 and later "
+                        "load it) or 4 (ROCm 4.x and 5.x load it; for older or distribution ROCm releases)")
     c.add_argument("-v", "--verbose", action="store_true", help="say which toolchain was used, the kernel resources and occupancy")
-    _add_codegen_options(c, strategy=True)
+    add_codegen_options(c, strategy=True)
 
     o = sub.add_parser("opt", help="run passes on an MLIR file and print the result")
-    o.add_argument("file", help="input MLIR file ('-' for standard input)")
-    o.add_argument("-p", "--passes", default="", help="pass pipeline, e.g. 'gemm-tile{macro-n=128},gemm-map-workgroups'")
+    o.add_argument("file", nargs="?", help="input MLIR file ('-' for standard input; not needed with --list-passes)")
+    o.add_argument("-p", "--passes", "--pass-pipeline", dest="passes", default="", metavar="PIPELINE",
+                   help="pass pipeline, e.g. 'gemm-tile{macro-n=128},gemm-map-workgroups'; mlir-opt's "
+                        "'builtin.module(gemm-tile{macro-n=128},...)' is accepted too")
     o.add_argument("-o", "--output", help="output file (default: standard output)")
     o.add_argument("--emit", choices=("mlir", "asm"), default="mlir", help="print IR (default) or assembly")
     o.add_argument("--target", default="gfx906", help="target id for --emit asm (default: %(default)s)")
-    o.add_argument("--list-passes", action="store_true", help="list the available passes and exit")
+    o.add_argument("--list-passes", action="store_true", help="list the available passes with their options and exit")
+    _add_ir_printing(o)
 
     r = sub.add_parser("run", help="compile, execute on a device and verify against NumPy")
     r.add_argument("file", help="input MLIR file")
@@ -211,27 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--save-output", metavar="C_OUT.npy", help="save the computed C")
     r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
-    _add_codegen_options(r, strategy=True)
+    add_quiet(r)
+    add_codegen_options(r, strategy=True)
 
-    b = sub.add_parser("bench", help="throughput (HIP) or executed-instruction counters (emulator), optionally a sweep")
-    b.add_argument("file", help="input MLIR file (dynamic '?' sizes for a sweep)")
-    b.add_argument("--device", default="auto", choices=("emulator", "hip", "auto"),
-                   help="where to run (default: %(default)s: a gfx906 through HIP if present, else the emulator)")
-    b.add_argument("--m", type=int, help="M for a single measurement")
-    b.add_argument("--n", type=int, help="N for a single measurement")
-    b.add_argument("--k", type=int, default=640, help="K (default: %(default)s, the seed's)")
-    b.add_argument("--sweep", action="store_true", help="M = N from --start to --stop in steps of --step")
-    b.add_argument("--start", type=int, default=256)
-    b.add_argument("--stop", type=int, default=16384)
-    b.add_argument("--step", type=int, default=256)
-    b.add_argument("--iterations", type=int, default=10, help="timed launches per size on HIP (default: %(default)s)")
-    b.add_argument("--warmup", type=int, default=1, help="untimed launches first (default: %(default)s)")
-    b.add_argument("--max-emulated", type=int, default=1024,
-                   help="largest M or N the emulator is asked to run (default: %(default)s)")
-    b.add_argument("--csv", help="also write the table as CSV")
-    b.add_argument("--plot", help="also write a PNG plot (needs matplotlib: pip install 'vlpc[plot]')")
-    b.add_argument("-v", "--verbose", action="store_true", help="print the device choice")
-    _add_codegen_options(b)
+    from vlpc.bench import add_bench_arguments
+    b = sub.add_parser("bench", help="throughput (HIP) or executed-instruction counters (emulator) of an MLIR file "
+                                     "or of rocblas-bench's problem flags, optionally a sweep")
+    add_bench_arguments(b)
+    add_quiet(b)
+    add_codegen_options(b, strategy=True)
 
     rp = sub.add_parser("report", help="the seed's register/LDS/barrier traffic table, measured on the emulator "
                                        "for both strategies")
@@ -245,22 +134,62 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
     rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
     rp.add_argument("-o", "--output", metavar="PREFIX",
-                    help="write PREFIX.md, PREFIX.csv and PREFIX.svg (default: FILE-report in the current directory)")
+                    help="write PREFIX.md, PREFIX.csv and the chart PREFIX.svg (default: FILE-report in the current "
+                         "directory)")
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
-                    help="where to write the chart (default: PREFIX.svg; .png needs matplotlib: pip install 'vlpc[plot]')")
-    _add_codegen_options(rp)
+                    help="where to write the chart (default: PREFIX.svg); the format follows the suffix")
+    add_quiet(rp)
+    add_codegen_options(rp)
     from vlpc.doctor import add_parser as add_doctor_parser
     add_doctor_parser(sub)
     return parser
 
 
+def _pass_names(values: list[str]) -> list[str]:
+    return [x.strip() for v in values for x in v.split(",") if x.strip()]
+
+
+def _ir_printer(args: argparse.Namespace, pass_names: list[str]):
+    """(before, after) callbacks that print MLIR's ``// -----// IR Dump Before/After <pass> //----- //``
+    dumps to standard error as the options ask; unknown pass names are a one-line error."""
+    from vlpc.pipeline import print_ir
+
+    before, after = set(_pass_names(args.print_ir_before)), set(_pass_names(args.print_ir_after))
+    for opt, names in (("--print-ir-before", before), ("--print-ir-after", after)):
+        unknown = sorted(names - set(pass_names))
+        if unknown:
+            raise VlpcError(f"{opt}: {', '.join(unknown)} is not a pass of this pipeline "
+                            f"(passes: {', '.join(pass_names)})")
+
+    def dump(when: str, p, module) -> None:
+        print(f"// -----// IR Dump {when} {p.name} //----- //\n{print_ir(module)}", file=sys.stderr)
+
+    def on_before(p, module) -> None:
+        if args.print_ir_before_all or p.name in before:
+            dump("Before", p, module)
+
+    def on_after(p, module) -> None:
+        if args.print_ir_after_all or p.name in after:
+            dump("After", p, module)
+
+    return on_before, on_after
+
+
+def _run_with_dumps(module, passes, ctx, on_before, on_after) -> None:
+    from vlpc.pipeline import run_passes
+
+    for p in passes:
+        on_before(p, module)
+        run_passes(module, [p], ctx, on_after)
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from vlpc.pipeline import header_lines, make_context, parse, pipeline, pipeline_spec, print_ir, run_passes
     from vlpc.dialects.gcn_asm import print_assembly
+    from vlpc.pipeline import header_lines, make_context, parse, pipeline, pipeline_spec, print_ir
     from vlpc.runtime.toolchain import find_toolchain
     from vlpc.targets import TargetId
 
-    passes = pipeline(args.target, **_options(args))
+    passes = pipeline(args.target, **codegen_options(args))
     if args.print_pipeline:
         print(pipeline_spec(passes))
         return 0
@@ -272,31 +201,27 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if args.output is None and emit in ("obj", "hsaco"):
         stem = "out" if args.file == "-" else Path(args.file).stem
         args.output = f"{stem}.{'o' if emit == 'obj' else 'hsaco'}"
-    text = _read_input(args.file)
+    on_before, on_after = _ir_printer(args, [p.name for p in passes])
+    text = read_input(args.file)
     filename = "<stdin>" if args.file == "-" else args.file
     ctx = make_context()
     module = parse(text, filename, ctx)
 
-    def dump(p, m):
-        if args.print_ir_after_all:
-            print(f"// -----// IR after {p.name} //----- //\n{print_ir(m)}", file=sys.stderr)
-
     plan: list[str] = []
 
     def after(p, m):
-        dump(p, m)
+        on_after(p, m)
         if p.name == "gemm-split-k":
             plan.extend(_plan_lines(m, args))
 
     if args.print_plan:
-        run_passes(module, passes[:[p.name for p in passes].index("gemm-split-k") + 1], ctx, after)
+        _run_with_dumps(module, passes[:[p.name for p in passes].index("gemm-split-k") + 1], ctx, on_before, after)
         print("\n".join(plan))
         return 0
+    _run_with_dumps(module, passes, ctx, on_before, after)
     if emit == "mlir":
-        run_passes(module, passes, ctx, after)
         out: str | bytes = print_ir(module)
     else:
-        run_passes(module, passes, ctx, after)
         tid = TargetId.parse(args.target)
         asm = print_assembly(module, tid, header_lines(module, tid.target.name))
         if emit == "asm":
@@ -305,7 +230,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             tc = find_toolchain()
             if args.verbose:
                 print(f"vlpc: toolchain {tc.describe()}", file=sys.stderr)
-            obj = tc.assemble(asm, tid, filename)
+            obj = tc.assemble(asm, tid, filename, **_cov_kwargs(args))
             out = obj if emit == "obj" else tc.link(obj)
         if args.verbose:
             for line in header_lines(module, tid.target.name)[1:]:
@@ -322,34 +247,113 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_opt(args: argparse.Namespace) -> int:
+def _cov_kwargs(args: argparse.Namespace) -> dict:
+    version = getattr(args, "code_object_version", 5)
+    return {} if version == 5 else {"code_object_version": version}
+
+
+def strip_builtin_module(spec: str) -> tuple[str, int]:
+    """mlir-opt's ``builtin.module(p1,p2)`` -> (``p1,p2``, offset of ``p1`` in ``spec``); other
+    specs unchanged (offset 0)."""
+    text = spec.strip()
+    lead = len(spec) - len(spec.lstrip())
+    for prefix in ("builtin.module(", "module("):
+        if text.startswith(prefix):
+            if not text.endswith(")"):
+                raise VlpcError(f"bad pass pipeline '{spec}': '{prefix}' is not closed by ')'")
+            return text[len(prefix):-1], lead + len(prefix)
+    return spec, 0
+
+
+def pipeline_error(spec: str, error: BaseException, offset: int = 0) -> VlpcError:
+    """A bad ``-p`` pipeline as one message line, then, for a syntax error, the pipeline and a
+    caret under the column xDSL reports; option names are spelled with hyphens."""
+    import re
+
+    from vlpc.passes import get_all_passes
+    from vlpc.pipeline import hyphenate_options
+
+    text = str(error)
+    m = re.search(r"pass-pipeline:(\d+):(\d+)\n[^\n]*\n[^\n]*\n\s*(.+)", text)
+    available = ", ".join(get_all_passes())
+    if m:
+        col = int(m.group(2)) + offset
+        return VlpcError(f"bad pass pipeline at column {col}: {m.group(3).strip()}\n  {spec}\n  {' ' * (col - 1)}^")
+    last = text.strip().splitlines()[-1] if text.strip() else type(error).__name__
+    last = re.sub(r'"([a-z][a-z0-9_]*)"', lambda x: '"' + x.group(1).replace("_", "-") + '"', last)
+    return VlpcError(f"bad pass pipeline '{hyphenate_options(spec)}': {last} (available: {available})")
+
+
+def parse_pass_pipeline(spec: str):
+    """The passes of a ``-p``/``--pass-pipeline`` text (plain or ``builtin.module(...)``)."""
     from xdsl.passes import PassPipeline
     from xdsl.utils.exceptions import ArgSpecParseError
 
-    from vlpc.dialects.gcn_asm import print_assembly
     from vlpc.passes import get_all_passes
-    from vlpc.pipeline import make_context, parse, print_ir, run_passes
 
-    available = get_all_passes()
-    if args.list_passes:
-        for name in available:
-            cls = available[name]()
-            print(f"{name}: {(cls.__doc__ or '').strip().splitlines()[0]}")
-        return 0
+    inner, offset = strip_builtin_module(spec)
+    if not inner.strip():
+        return []
     try:
-        pipe = PassPipeline.parse_spec(available, args.passes) if args.passes else PassPipeline(())
+        return list(PassPipeline.parse_spec(get_all_passes(), inner).passes)
     except (ValueError, ArgSpecParseError, TypeError) as e:
-        raise VlpcError(f"bad pass pipeline '{args.passes}': {str(e).splitlines()[-1]} "
-                        f"(available: {', '.join(available)})") from None
+        raise pipeline_error(spec, e, offset) from None
+
+
+def list_passes() -> str:
+    """Every pass with its options (hyphenated, with defaults) and the first paragraph of its
+    documentation, as plain text."""
+    import dataclasses
+    import re
+    import textwrap
+
+    from vlpc.passes import get_all_passes
+
+    out = []
+    for name, get in get_all_passes().items():
+        cls = get()
+        opts = " ".join(f"{f.name.replace('_', '-')}={_option_default(f)}" for f in dataclasses.fields(cls))
+        mod = sys.modules[cls.__module__].__doc__ or ""
+        summary = mod.strip().split("\n\n")[0].split(": ", 1)[-1] if mod.strip().startswith("``") else ""
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+        summary = summary[:1].upper() + summary[1:]
+        doc = " ".join(x.rstrip(".") + "." for x in (summary, doc) if x)
+        doc = re.sub(r"``([^`]*)``", r"\1", " ".join(doc.split()))
+        doc = re.sub(r":\w+:`~?([^`]*)`", r"\1", doc)
+        out.append(name)
+        out += textwrap.wrap(doc, 96, initial_indent="    ", subsequent_indent="    ")
+        if opts:
+            out.append(f"    options (defaults): {opts}")
+    return "\n".join(out) + "\n"
+
+
+def _option_default(f) -> str:
+    import dataclasses
+
+    d = f.default if f.default is not dataclasses.MISSING else ""
+    return str(d).lower() if isinstance(d, bool) else str(d)
+
+
+def _cmd_opt(args: argparse.Namespace) -> int:
+    from vlpc.dialects.gcn_asm import print_assembly
+    from vlpc.pipeline import make_context, parse, print_ir
+
+    if args.list_passes:
+        sys.stdout.write(list_passes())
+        return 0
+    if args.file is None:
+        raise VlpcError("opt needs an input file ('-' for standard input), or --list-passes")
+    passes = parse_pass_pipeline(args.passes)
     from vlpc.targets import TargetError, TargetId
     try:
         TargetId.parse(args.target)
     except TargetError as e:
         raise VlpcError(str(e)) from None
-    text = _read_input(args.file)
+    on_before, on_after = _ir_printer(args, [p.name for p in passes])
+    text = read_input(args.file)
     ctx = make_context()
     module = parse(text, "<stdin>" if args.file == "-" else args.file, ctx)
-    run_passes(module, pipe.passes, ctx)
+    _run_with_dumps(module, passes, ctx, on_before, on_after)
     out = print_assembly(module, args.target) if args.emit == "asm" else print_ir(module)
     if args.output:
         write_atomic(args.output, out)

@@ -120,9 +120,13 @@ class CompiledKernel:
 
     def execute(self, device, code_object, args: Sequence, m: int, n: int, k: int, ldc: int | None = None,
                 batch: int | None = None, *, buffer_sizes: dict | None = None, iterations: int = 1,
-                warmup: int = 0):
+                warmup: int = 0, progress=None):
         """Run the plan on ``device``: allocate the workspace (appended to ``args``), launch each
         kernel in order, free the workspace.  ``args`` are the kernel arguments without it.
+
+        ``progress``, if given, is called with the workgroups done so far over the whole plan and
+        its iterations (out of :meth:`plan_workgroups` x (``warmup`` + ``iterations``)); only a
+        device with a ``progress`` hook (the emulator) reports during a launch.
 
         Returns the launch statistics of the plan: the emulator's counters summed over its
         kernels, or on HIP :meth:`HipDevice.launch_plan`'s device times of the whole plan and of
@@ -138,18 +142,35 @@ class CompiledKernel:
             sizes[len(full) - 1] = ws_bytes
         kw: dict = {"buffer_sizes": sizes} if buffer_sizes is not None else {}
         per_iteration = []
+        outer = getattr(device, "progress", None)  # a hook the caller set on the device: whole-plan counts
+        if progress is None:
+            progress = outer
+        hook = progress is not None and hasattr(device, "progress")
+        base = 0
         try:
             if hasattr(device, "launch_plan"):  # HIP: times the whole plan and each kernel on the device
                 return device.launch_plan(code_object, steps, full, iterations=iterations, warmup=warmup, **kw)
             for it in range(warmup + iterations):
-                stats = [device.launch(code_object, s.kernel, grid=s.grid, block=s.block, args=full, **kw)
-                         for s in steps]
+                stats = []
+                for s in steps:
+                    if hook:
+                        device.progress = (lambda done, b=base: progress(b + done))
+                    stats.append(device.launch(code_object, s.kernel, grid=s.grid, block=s.block, args=full, **kw))
+                    base += s.grid[0] * s.grid[1] * s.grid[2]
+                    if progress is not None:
+                        progress(base)
                 if it >= warmup:
                     per_iteration.append(stats)
         finally:
+            if hook:
+                device.progress = outer
             if ws is not None:
                 device.free(ws)
         return _combine_stats(per_iteration)
+
+    def plan_workgroups(self, m: int, n: int, k: int, batch: int | None = None) -> int:
+        """Workgroups one run of :meth:`plan` launches (all its kernels)."""
+        return sum(s.grid[0] * s.grid[1] * s.grid[2] for s in self.plan(m, n, k, batch))
 
     def check_offsets(self, args: Sequence, m: int, n: int, k: int, batch: int | None = None,
                       workspace_bytes: int = 0) -> None:

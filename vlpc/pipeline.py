@@ -222,8 +222,8 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
     >>> passes = pipeline("gfx906", macro_tile=(64, 128))
     >>> dict(pipeline_options(passes))["gemm-tile"]["macro_n"]
     128
-    >>> pipeline_spec(passes).split(",")[1].startswith("gemm-tile{")
-    True
+    >>> pipeline_spec(passes).split(",")[1]
+    'gemm-tile{macro-m=64 macro-n=128}'
     """
     try:
         tid = TargetId.parse(target)
@@ -272,8 +272,17 @@ def _split_k_option(value: int | str, strategy: str) -> int:
 
 def pipeline_spec(passes: Sequence[ModulePass], include_default: bool = False) -> str:
     """The textual pipeline (``name{opt=val ...},...``) ``vlpc opt -p`` and ``xdsl-opt -p`` accept
-    (options equal to their defaults are left out unless ``include_default``)."""
-    return ",".join(str(p.pipeline_pass_spec(include_default=include_default)) for p in passes)
+    (options equal to their defaults are left out unless ``include_default``).  Option names are
+    spelled with hyphens (``macro-n``), as in ``--list-passes``, the README and MLIR."""
+    return ",".join(hyphenate_options(str(p.pipeline_pass_spec(include_default=include_default))) for p in passes)
+
+
+def hyphenate_options(text: str) -> str:
+    """``gemm-tile{macro_n=128 k_step=8}`` -> ``gemm-tile{macro-n=128 k-step=8}`` (option names only;
+    xDSL accepts both spellings and stores the Python field names)."""
+    import re
+
+    return re.sub(r"(?<=[{ ])([A-Za-z][A-Za-z0-9_]*)=", lambda m: m.group(1).replace("_", "-") + "=", text)
 
 
 def pipeline_options(passes: Sequence[ModulePass]) -> list[tuple[str, dict]]:

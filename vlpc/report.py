@@ -29,8 +29,9 @@ measures the same rows from the executed instructions:
   and each row's note says how much of it they are.
 
 Outputs: the table on standard output (Markdown), ``PREFIX.md`` (table, notes,
-occupancy), ``PREFIX.csv`` and a chart ``PREFIX.svg`` (hand-written SVG; a
-``.png`` chart needs matplotlib: ``pip install 'vlpc[plot]'``).
+occupancy), ``PREFIX.csv`` and a chart ``PREFIX.svg`` (``--chart F.svg|F.png``: the
+format follows the suffix; drawn by matplotlib, as ``vlpc bench --chart``).  Every
+output path is checked before the emulation starts.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vlpc.cli_support import (Progress, check_chart, check_writable, codegen_options, pyplot, read_input,
+                              save_figure, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
 
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
@@ -443,8 +446,11 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
 
 def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", m: int | None = None,
             n: int | None = None, k: int | None = None, seed: int = 0, alpha: float = 1.0, beta: float = 0.5,
-            options: dict | None = None) -> Measurement:
-    """Compile ``text`` with ``strategy``, run it on the strict emulator, verify, attribute."""
+            options: dict | None = None, progress=None) -> Measurement:
+    """Compile ``text`` with ``strategy``, run it on the strict emulator, verify, attribute.
+
+    ``progress``: called with the workgroups done during the launch (a
+    :class:`vlpc.cli_support.Progress` also gets the launch's workgroups added to its total)."""
     from vlpc.passes.gcn_emit_descriptor import kernel_lds_bytes, kernel_resources
     from vlpc.run import resolve_problem, tolerance
     from vlpc.runtime import get_device, load_code_object
@@ -466,6 +472,10 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     bufs = [dev.upload(x) for x in (a, b, c0)]
     grid = (p.n // li["macro_n"], p.m // li["macro_m"], 1)
     block = (li["workgroup_size"], 1, 1)
+    if progress is not None:
+        if hasattr(progress, "add_total"):
+            progress.add_total(grid[0] * grid[1] * grid[2])
+        dev.progress = progress
     try:
         stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=block,
                            args=[*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
@@ -797,90 +807,62 @@ class Report:
                            [ms.rows[k] for k in self.CHART_ROWS]))
         return names, series
 
-    def svg(self) -> str:
-        """A horizontal grouped bar chart on a log scale (hand-written SVG, no dependencies)."""
+    def figure(self):
+        """The chart as a matplotlib figure: a horizontal grouped bar chart on a log scale, with
+        every bar's value written next to it (a zero is written at the axis)."""
+        plt = pyplot()
         names, series = self.chart_series()
-        bar_h, gap, left, right, top = 9, 10, 230, 40, 60
-        group_h = bar_h * len(series) + gap
-        width = 900
-        height = top + group_h * len(names) + 70
-        plot_w = width - left - right
-        vals = [v for _, _, vs in series for v in vs if v]
-        lo = 10 ** math.floor(math.log10(min(vals))) if vals else 0.1
-        hi = 10 ** math.ceil(math.log10(max(vals))) if vals else 10
-
-        def x(v: float) -> float:
-            v = max(v, lo)
-            return left + plot_w * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
-
-        ms0 = self.measurements[0]
-        p = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11">',
-             '<rect width="100%" height="100%" fill="white"/>',
-             f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">Traffic per 64x256 macro tile '
-             f'and per k (log scale): seed 002 section 2.11 vs measured</text>',
-             f'<text x="{width / 2}" y="38" text-anchor="middle" fill="#555">M={ms0.m} N={ms0.n} K={ms0.k}, '
-             f'f32, vlpc emulator; forwarded VGPR reads excluded</text>']
-        e = int(math.log10(lo))
-        while 10 ** e <= hi:
-            xx = x(10 ** e)
-            p.append(f'<line x1="{xx:.1f}" y1="{top - 5}" x2="{xx:.1f}" y2="{top + group_h * len(names)}" '
-                     'stroke="#ddd"/>')
-            p.append(f'<text x="{xx:.1f}" y="{top + group_h * len(names) + 14}" text-anchor="middle">'
-                     f'{_fmt(10.0 ** e)}</text>')
-            e += 1
-        for gi, name in enumerate(names):
-            y0 = top + gi * group_h
-            p.append(f'<text x="{left - 8}" y="{y0 + group_h / 2}" text-anchor="end">{_esc(name)}</text>')
-            for si, (label, color, vs) in enumerate(series):
-                v = vs[gi]
-                yy = y0 + si * bar_h
-                if v:
-                    p.append(f'<rect x="{left}" y="{yy}" width="{max(0.5, x(v) - left):.1f}" height="{bar_h - 1}" '
-                             f'fill="{color}"><title>{_esc(label)}: {_fmt(v)}</title></rect>')
-                    p.append(f'<text x="{x(v) + 3:.1f}" y="{yy + bar_h - 2}" font-size="8">{_fmt(v)}</text>')
-                else:
-                    p.append(f'<text x="{left + 3}" y="{yy + bar_h - 2}" font-size="8">0</text>')
-        ly = top + group_h * len(names) + 30
-        for si, (label, color, _) in enumerate(series):
-            lx = left + si * 160
-            p.append(f'<rect x="{lx}" y="{ly}" width="12" height="10" fill="{color}"/>')
-            p.append(f'<text x="{lx + 16}" y="{ly + 9}">{_esc(label)}</text>')
-        p.append("</svg>")
-        return "\n".join(p) + "\n"
-
-    def png(self, path: str) -> None:
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise VlpcError("a PNG chart needs matplotlib: pip install 'vlpc[plot]' (or write an .svg chart)") from None
-        names, series = self.chart_series()
-        fig, ax = plt.subplots(figsize=(10, 6))
+        fig, ax = plt.subplots(figsize=(11, 7))
         h = 0.8 / len(series)
+        vals = [v for _, _, vs in series for v in vs if v]
+        floor = 10 ** math.floor(math.log10(min(vals))) if vals else 0.1
         for si, (label, color, vs) in enumerate(series):
             ys = [gi + si * h for gi in range(len(names))]
-            ax.barh(ys, [v or 0 for v in vs], height=h, color=color, label=label)
+            ax.barh(ys, [v if v else floor for v in vs], height=h, color=color, label=label, left=0)
+            for y, v in zip(ys, vs):
+                ax.text((v if v else floor) * 1.08, y, _fmt(v or 0), va="center", fontsize=6)
         ax.set_xscale("log")
-        ax.set_yticks([gi + 0.4 - h / 2 for gi in range(len(names))])
-        ax.set_yticklabels(names)
+        ax.set_xlim(left=floor)
+        ax.set_yticks([gi + 0.4 - h / 2 for gi in range(len(names))], names)
         ax.invert_yaxis()
-        ax.set_xlabel("elements per 64x256 macro tile and per k (log scale)")
+        ax.set_xlabel("elements per 64x256 macro tile and per k (log scale; 32-bit elements)")
+        ax.set_ylabel("traffic (seed 002, section 2.11 rows)")
         ms0 = self.measurements[0]
-        ax.set_title(f"Seed 002 section 2.11 vs measured (M={ms0.m} N={ms0.n} K={ms0.k}, f32, vlpc emulator)")
-        ax.legend(fontsize=8)
+        ax.set_title(f"Register, LDS and barrier traffic: seed 002 vs measured\n"
+                     f"M={ms0.m} N={ms0.n} K={ms0.k}, f32, vlpc emulator; forwarded VGPR reads excluded",
+                     fontsize=10)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
         fig.tight_layout()
-        fig.savefig(path)
+        return fig
+
+    def svg(self) -> str:
+        """The chart as SVG text (matplotlib)."""
+        plt = pyplot()
+        fig = self.figure()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg")
         plt.close(fig)
+        return buf.getvalue()
+
+    def write_chart(self, path: str) -> None:
+        """Write the chart to ``path``: SVG or PNG by its suffix (see :func:`check_chart`)."""
+        plt = pyplot()
+        fig = self.figure()
+        save_figure(fig, path)
+        plt.close(fig)
+
+    def png(self, path: str) -> None:
+        """Write the chart as PNG to ``path``."""
+        self.write_chart(path)
 
 
 def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def build_report(text: str, filename: str, strategies: list[str], **kwargs) -> Report:
-    return Report([measure(text, filename, s, **kwargs) for s in strategies])
+def build_report(text: str, filename: str, strategies: list[str], progress=None, **kwargs) -> Report:
+    return Report([measure(text, filename, s, progress=progress, **kwargs) for s in strategies])
 
 
 # ---------------------------------------------------------------------------
@@ -888,29 +870,30 @@ def build_report(text: str, filename: str, strategies: list[str], **kwargs) -> R
 
 
 def cmd_report(args) -> int:
-    from vlpc.cli import _options, _read_input, write_atomic
-
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     for s in strategies:
         if s not in STRATEGY_TITLE:
             raise VlpcError(f"unknown strategy '{s}' in --strategies (available: {', '.join(STRATEGY_TITLE)})")
     if len(set(strategies)) != len(strategies) or not strategies:
         raise VlpcError("--strategies: give each strategy once, e.g. sqc,lds")
-    text = _read_input(args.file)
-    options = _options(args)  # the code generation options of vlpc compile, without the strategy
+    # Every output is checked before the emulation starts (it takes seconds to minutes).
+    prefix = args.output or f"{Path(args.file).stem}-report"
+    chart = args.chart or f"{prefix}.svg"
+    for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
+        check_writable(path, what)
+    check_chart(chart)
+    text = read_input(args.file)
+    options = codegen_options(args)  # the code generation options of vlpc compile, without the strategy
     options.pop("strategy", None)
-    rep = build_report(text, args.file, strategies, target=args.target, m=args.m, n=args.n, k=args.k,
-                       seed=args.seed, alpha=args.alpha, beta=args.beta, options=options)
+    with Progress(0, "vlpc report", quiet=args.quiet) as bar:
+        rep = build_report(text, args.file, strategies, target=args.target, m=args.m, n=args.n, k=args.k,
+                           seed=args.seed, alpha=args.alpha, beta=args.beta, options=options,
+                           progress=None if getattr(args, "quiet", False) else bar)
     md = rep.markdown()
     sys.stdout.write(md)
-    prefix = args.output or f"{Path(args.file).stem}-report"
     write_atomic(f"{prefix}.md", md)
     write_atomic(f"{prefix}.csv", rep.csv())
-    chart = args.chart or f"{prefix}.svg"
-    if chart.endswith(".png"):
-        rep.png(chart)
-    else:
-        write_atomic(chart, rep.svg())
+    rep.write_chart(chart)
     print(f"\nvlpc: wrote {prefix}.md, {prefix}.csv, {chart}", file=sys.stderr)
     bad = [m.strategy for m in rep.measurements if not m.verified]
     if bad:

@@ -68,7 +68,7 @@ def cmd_run(args) -> int:
     from vlpc.api import VerificationError, resolve, run
     from vlpc.runtime import get_device
 
-    from vlpc.cli import _read_input
+    from vlpc.cli_support import Progress, read_input as _read_input
 
     if args.iterations < 1:
         raise VlpcError(f"--iterations must be at least 1, got {args.iterations}")
@@ -81,9 +81,9 @@ def cmd_run(args) -> int:
     if args.save_output:
         _check_writable(args.save_output)
     text = _read_input(args.file)
-    from vlpc.cli import _options
+    from vlpc.cli_support import codegen_options
 
-    opts = _options(args)
+    opts = codegen_options(args)
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
     t_compile = time.perf_counter() - t0
@@ -132,6 +132,18 @@ def cmd_run(args) -> int:
         reason = getattr(dev, "selection_reason", "")
         print(f"vlpc: device {dev.describe()}{f' ({reason})' if reason else ''}", file=sys.stderr)
         print(f"vlpc: toolchain {compiled.toolchain}", file=sys.stderr)
+    batch_text = f" batch={p.batch} (strides {p.stride_a}, {p.stride_b}, {p.stride_c})" if p.batch else ""
+    print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}){batch_text} "
+          f"alpha={args.alpha} beta={args.beta}", flush=True)
+    steps = kernel.plan(p.m, p.n, p.k, p.batch or None)
+    if len(steps) > 1 or steps[0].kernel != kernel.name:
+        print("  plan: " + ", then ".join(f"{st.kernel} grid {st.grid}" for st in steps)
+              + f"; workspace {kernel.workspace_bytes(p.m, p.ldc)} bytes", flush=True)
+    # The header first, then a progress bar on stderr (a terminal only) while the kernel runs.
+    bar = Progress(kernel.plan_workgroups(p.m, p.n, p.k, p.batch or None) * args.iterations, "vlpc run",
+                   quiet=getattr(args, "quiet", False))
+    if hasattr(dev, "progress"):
+        dev.progress = bar
     # One launch path and one check for `vlpc run` and `vlpc.run` (vlpc/api.py, vlpc/verify.py).
     try:
         r = run(kernel, arrays["A"], arrays["B"], arrays["C"], m=p.m, n=p.n, k=p.k, batch=p.batch or None,
@@ -140,14 +152,9 @@ def cmd_run(args) -> int:
         failure = None
     except VerificationError as e:
         r, failure = e.result, e
+    finally:
+        bar.close()
 
-    batch_text = f" batch={p.batch} (strides {p.stride_a}, {p.stride_b}, {p.stride_c})" if p.batch else ""
-    print(f"{kernel.name}: M={p.m} N={p.n} K={p.k} (lda={p.lda} ldb={p.ldb} ldc={p.ldc}){batch_text} "
-          f"alpha={args.alpha} beta={args.beta}")
-    steps = kernel.plan(p.m, p.n, p.k, p.batch or None)
-    if len(steps) > 1 or steps[0].kernel != kernel.name:
-        print("  plan: " + ", then ".join(f"{st.kernel} grid {st.grid}" for st in steps)
-              + f"; workspace {kernel.workspace_bytes(p.m, p.ldc)} bytes")
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
           f"launch wall time {r.wall_time:.3f} s (best of {args.iterations})")
     if dev.name == "emulator" and r.stats is not None:
@@ -155,7 +162,7 @@ def cmd_run(args) -> int:
     if args.save_output:
         import io
 
-        from vlpc.cli import write_atomic
+        from vlpc.cli_support import write_atomic
 
         data = io.BytesIO()
         np.save(data, r.c)

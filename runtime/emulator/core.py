@@ -2404,7 +2404,7 @@ def _workers() -> int:
 PARALLEL_MIN_WAVES = 512
 
 
-def _run_forked(run: "_Run", chunks: list, nprocs: int, work) -> list:
+def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list:
     """Run ``chunks`` in ``nprocs`` forked workers sharing the device memory mapping."""
     import multiprocessing as mp
     import pickle
@@ -2446,7 +2446,9 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work) -> list:
             sel.register(r, selectors.EVENT_READ)
         results, first_err, open_n = [], None, len(children)
         while open_n:
-            for key, _ in sel.select():
+            if poll is not None:
+                poll()
+            for key, _ in sel.select(None if poll is None else 0.25):
                 r = key.fd
                 chunk = os.read(r, 1 << 20)
                 if chunk:
@@ -2487,8 +2489,11 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work) -> list:
                     pass
 
 
-def run_dispatch(memory: Memory, config: DispatchConfig) -> LaunchStats:
+def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> LaunchStats:
     """Run ``config``'s grid on ``memory``; returns the launch's :class:`LaunchStats`.
+
+    ``progress``, if given, is called with the number of workgroups done so far (after each
+    batch; from the parent process, a few times a second, when batches run in workers).
 
     Raises an :class:`~.errors.EmulatorFault` subclass when a checker fires.
     """
@@ -2514,13 +2519,20 @@ def run_dispatch(memory: Memory, config: DispatchConfig) -> LaunchStats:
         with np.errstate(all="ignore"):
             b = Batch(run, chunk)
             b.execute()
-            return b.collect()
+            r = b.collect()
+        if done is not None:  # progress: workgroups done, shared with forked workers
+            with done.get_lock():
+                done.value += len(chunk)
+            if nprocs <= 1:
+                progress(done.value)
+        return r
 
     nprocs = min(workers, len(chunks))
+    done = None if progress is None else __import__("multiprocessing").get_context("fork").Value("q", 0)
     if nprocs <= 1:
         results = [work(c) for c in chunks]
     else:
-        results = _run_forked(run, chunks, nprocs, work)
+        results = _run_forked(run, chunks, nprocs, work, None if done is None else lambda: progress(done.value))
     for r in results:
         if r is not None:
             total.merge(r)

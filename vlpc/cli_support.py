@@ -1,0 +1,280 @@
+"""What the ``vlpc`` commands share: reading inputs, checking and writing outputs, the code
+generation options, charts and the progress bar.
+
+The command modules (:mod:`vlpc.cli` for ``compile``/``opt``, :mod:`vlpc.run`,
+:mod:`vlpc.bench`, :mod:`vlpc.report`) import from here; nothing here imports them, so
+the driver has no import cycle (``cli.py`` dispatches to the commands, the commands
+depend on this module only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from vlpc.errors import VlpcError
+
+#: Chart formats by file suffix (rendered by matplotlib).
+CHART_FORMATS = {".svg": "svg", ".png": "png"}
+
+
+# -- inputs and outputs ---------------------------------------------------------------------
+
+def read_input(path: str) -> str:
+    """The text of ``path`` (``-``: standard input); a one-line :class:`VlpcError` when it
+    cannot be read or is not UTF-8."""
+    try:
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise VlpcError(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        path = "standard input" if path == "-" else path
+        raise VlpcError(f"cannot read {path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+                        f"{e.start}); expected an MLIR file") from None
+
+
+def write_atomic(path: str, data: str | bytes) -> None:
+    """Write ``path`` via a temporary file in the same directory and a rename, so a
+    failure never leaves a partial file or clobbers an existing good one."""
+    p = Path(path)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    if p.is_dir():
+        raise VlpcError(f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
+    except OSError as e:
+        raise VlpcError(f"cannot write {path}: {e.strerror or e} (directory {p.parent})") from None
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(data)
+        if p.exists():  # keep the permissions of the file being replaced
+            try:
+                os.chmod(tmp, p.stat().st_mode & 0o7777)
+            except OSError:
+                pass
+        else:  # a new file gets the usual umask-derived mode, not mkstemp's 0600
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, p)
+    except BaseException as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
+        raise
+
+
+def check_writable(path: str, what: str = "") -> None:
+    """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    label = f"{what} " if what else ""
+    if p.is_dir():
+        raise VlpcError(f"cannot write {label}{path}: it is a directory")
+    if not parent.is_dir():
+        raise VlpcError(f"cannot write {label}{path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise VlpcError(f"cannot write {label}{path}: directory {parent} is not writable")
+
+
+def check_chart(path: str, option: str = "--chart") -> str:
+    """The chart format (``svg`` or ``png``) from ``path``'s suffix, checked before any work:
+    a one-line :class:`VlpcError` for another suffix, an unwritable place or no matplotlib."""
+    fmt = CHART_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise VlpcError(f"{option} {path}: the chart format comes from the suffix: .svg or .png "
+                        f"(got '{Path(path).suffix or 'no suffix'}')")
+    check_writable(path, "chart")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise VlpcError(f"{option} needs matplotlib: pip install 'vlpc[plot]'") from None
+    return fmt
+
+
+def save_figure(fig, path: str) -> None:
+    """Save a matplotlib figure atomically in the format of ``path``'s suffix."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=check_chart(path), dpi=120)
+    write_atomic(path, buf.getvalue())
+
+
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend (a one-line error without it)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise VlpcError("charts need matplotlib: pip install 'vlpc[plot]'") from None
+    matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text (searchable, smaller)
+    matplotlib.rcParams["svg.hashsalt"] = "vlpc"  # stable element ids: the same chart gives the same file
+    return plt
+
+
+# -- code generation options -----------------------------------------------------------------
+
+def parse_tile_arg(text: str) -> tuple[int, int]:
+    """argparse type for ``MxN``."""
+    try:
+        a, b = text.lower().split("x")
+        return int(a), int(b)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MxN (e.g. 64x256), got '{text}'") from None
+
+
+def positive(text: str) -> int:
+    """argparse type for a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def split_k_arg(text: str) -> int | str:
+    """argparse type for ``--split-k``: ``auto`` or a positive integer."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, got '{text}'")
+    return value
+
+
+STRATEGY_HELP = ("instruction selection: sqc (A in SGPRs, no LDS: the seed's scheme, default) or lds "
+                 "(the legacy kernel: A and B tiles through LDS, 8x8 micro tile per work-item)")
+
+
+def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> None:
+    """The code generation options shared by compile, run, bench and report."""
+    if strategy:
+        p.add_argument("--strategy", default="sqc", choices=("sqc", "lds"), help=STRATEGY_HELP)
+    p.add_argument("--schedule", default="default", choices=("default", "seed"),
+                   help="strategy sqc's loop: default, or seed (the seed's hand-written 64x256 SGEMM loop: "
+                        "s_load_dwordx8 groups, B double-buffered; f32, layout NT, M/N/K multiples of 64/256/8)")
+    p.add_argument("--no-forwarding", dest="forwarding", action="store_false",
+                   help="order the FMAs K-major so no accumulator comes from the FMA just before it (the "
+                        "seed's no-forwarding comparison kernel; C is bit-identical)")
+    p.add_argument("--target", default="gfx906",
+                   help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: "
+                        "%(default)s; quote it in a pipeline option: -t 'gcn-asm{target=gfx906:xnack-}')")
+    p.add_argument("--macro-tile", type=parse_tile_arg, default=None, metavar="MxN",
+                   help="macro tile per workgroup (default: 64x256 for f32, 32x256 for f64; the seed also "
+                        "uses 64x64, 64x128)")
+    p.add_argument("--micro-tile", type=parse_tile_arg, default=None, metavar="MxN",
+                   help="micro tile per work-item (default: 64x1 for f32, 32x1 for f64)")
+    p.add_argument("--k-step", type=int, default=None, choices=(8, 16),
+                   help="K values per A load step: 16 (f32 default: one s_load_dwordx16 per row) or 8 "
+                        "(f64 default)")
+    p.add_argument("--waves-per-simd", type=int, default=None,
+                   help="occupancy the VGPR budget is chosen for (default: the strategy's: 3 -> 84 VGPRs "
+                        "for sqc, 2 -> 128 VGPRs for lds)")
+    p.add_argument("--split-k", type=split_k_arg, default="auto", metavar="S|auto",
+                   help="K slices across workgroups: auto (default: chosen from the shape and --cus by the cost "
+                        "model of gemm-split-k), 1 (no split) or S > 1")
+    p.add_argument("--split-mode", default="workspace", choices=("workspace", "atomic"),
+                   help="how global K slices are summed: workspace (a reduce kernel sums partials in a fixed "
+                        "order: deterministic, default) or atomic (global_atomic_cmpswap loops into C)")
+    p.add_argument("--local-split", type=positive, default=1, metavar="L",
+                   help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1)")
+    p.add_argument("--cus", type=positive, default=None,
+                   help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
+
+
+def codegen_options(args: argparse.Namespace) -> dict:
+    """Code generation options of :func:`vlpc.compile` from the command line (None: the
+    element type's default)."""
+    opts = dict(macro_tile=tuple(args.macro_tile) if args.macro_tile else None,
+                micro_tile=tuple(args.micro_tile) if args.micro_tile else None, k_step=args.k_step,
+                waves_per_simd=args.waves_per_simd, split_k=args.split_k, split_mode=args.split_mode,
+                local_split=args.local_split, cus=args.cus,
+                strategy=getattr(args, "strategy", "sqc"), schedule=getattr(args, "schedule", "default"),
+                forwarding=getattr(args, "forwarding", True))
+    if getattr(args, "code_object_version", None) not in (None, 5):
+        opts["code_object_version"] = args.code_object_version
+    return opts
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (it is shown on standard error only when that is a terminal)")
+
+
+# -- progress --------------------------------------------------------------------------------
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class Progress:
+    """A progress bar of workgroups done / total with elapsed time and an estimate of the rest
+    (tqdm), on standard error when it is a terminal and not ``quiet``; otherwise nothing.
+
+    Call it with the workgroups done so far (the ``progress`` callback of
+    :meth:`vlpc.kernel.CompiledKernel.execute` and of the emulator's ``run_dispatch``);
+    use it as a context manager so the bar is removed when the run ends."""
+
+    def __init__(self, total: int, desc: str, quiet: bool = False, stream=None):
+        self.stream = sys.stderr if stream is None else stream
+        self.desc = desc
+        self.enabled = not quiet and _isatty(self.stream)
+        self.bar = None
+        self.total = 0
+        self.base = 0
+        self._last = 0
+        self.add_total(total)
+
+    def add_total(self, workgroups: int) -> None:
+        """Raise the total by ``workgroups`` (a command that learns its launches as it goes)."""
+        self.total += max(0, int(workgroups))
+        if not self.enabled or self.total <= 0:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, desc=self.desc, unit="wg", file=self.stream, leave=False,
+                            dynamic_ncols=True, mininterval=0.2,
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} workgroups "
+                                       "[{elapsed}<{remaining}]")
+        else:
+            self.bar.total = self.total
+            self.bar.refresh()
+
+    def __call__(self, done: int) -> None:
+        """``done``: workgroups done in the current run; a smaller count than the last one
+        starts the next run (the next iteration or size), counted after the previous ones."""
+        if done < self._last:
+            self.base += self._last
+        self._last = done
+        if self.bar is not None:
+            n = min(self.base + done, self.bar.total)
+            if n > self.bar.n:
+                self.bar.update(n - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
