@@ -17,7 +17,8 @@ What is computed (BLAS xGEMM, reference BLAS ``sgemm.f``/``dgemm.f`` and the REA
 * Quick-return rules (reference BLAS): ``beta == 0`` -> C is not read (NaN/Inf in C do
   not reach the result); ``alpha == 0`` -> A and B are not read, C <- beta * C.
 * Epilogues, in the order written, on D (README "Inputs"): ``bias_row`` D + v[m],
-  ``bias_col`` D + v[n], ``relu`` max(D, 0), ``gelu`` the tanh form
+  ``bias_col`` D + v[n], ``relu`` max(D, 0) (IEEE maxNum, the GCN ``v_max`` semantics:
+  relu(NaN) = 0), ``gelu`` the tanh form
   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).  The bias vector is shared by the batch.
 * The expected values are float64 (for f32 inputs every product is exact in float64).
 
@@ -164,7 +165,7 @@ def gemm_reference(a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | N
         elif op == "relu":
             if bound_nonlinear is None:
                 bound_nonlinear = (gamma(terms, u) + gamma(terms, 2.0**-53)) * mag
-            d = np.maximum(d, 0.0)  # NaN stays NaN in NumPy's maximum, as in BLAS-style propagation
+            d = np.fmax(d, 0.0)  # IEEE 754-2008 maxNum, as v_max_f32/v_max_f64 compute: relu(NaN) = 0
         elif op == "gelu":
             if bound_nonlinear is None:
                 bound_nonlinear = (gamma(terms, u) + gamma(terms, 2.0**-53)) * mag

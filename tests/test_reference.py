@@ -126,3 +126,9 @@ def test_padding_check_compares_bits():
     after.view(np.uint32)[0, 2] ^= 1  # another NaN payload
     with pytest.raises(AssertionError, match="first at"):
         assert_padding_untouched(after, before, 1)
+
+
+def test_relu_of_nan_is_zero_as_v_max_computes():
+    c = np.array([[np.nan, -1.0, 2.0]], np.float32)
+    exp, _ = gemm_reference(None, None, c, 0.0, 1.0, m=1, n=3, k=1, epilogue=["relu"])
+    assert exp.tolist() == [[0.0, 0.0, 2.0]]
