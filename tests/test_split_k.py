@@ -1,8 +1,8 @@
 """Split-K: the plan (gemm-split-k), the kernels it needs, and their results on the emulator.
 
 Every kernel here runs on the strict emulator (waitcnt, bounds, LDS and uninitialised-
-register checkers) and is verified against NumPy by :func:`vlpc.run` (forward error
-bound gamma_(K+2)).  The issue's full matrix (four skinny shapes x S in {2, 4, 8, 16} x
+register checkers) and is checked against tests/reference.py (the BLAS definition in float64, Higham's
+forward error bound gamma_(K+2)), not by vlpc's own checker.  The issue's full matrix (four skinny shapes x S in {2, 4, 8, 16} x
 both modes) is ``python benchmarks/split_k_plans.py``; this file runs every shape in
 every mode and every S on a smaller one.
 """
@@ -17,6 +17,8 @@ import pytest
 import vlpc
 from vlpc.errors import DiagnosticError, VlpcError
 from vlpc.runtime import get_device, load_code_object
+
+from reference import check_run
 
 
 def gemm(m, n, k, dtype="f32", layout="NT", dynamic="", epilogue=None, bias=None):
@@ -35,9 +37,13 @@ def gemm(m, n, k, dtype="f32", layout="NT", dynamic="", epilogue=None, bias=None
 
 
 def run(text, **kw):
+    """vlpc.run on the strict emulator; C checked against tests/reference.py (BLAS definition,
+    Higham's bound), not by vlpc's own checker (``verify=False``)."""
     kw.setdefault("strict", True)
     kw.setdefault("beta", 0.5)
-    return vlpc.run(text, **kw)
+    r = vlpc.run(text, verify=False, **kw)
+    check_run(r)
+    return r
 
 
 # -- the plan ------------------------------------------------------------------------------
@@ -109,14 +115,14 @@ def test_issue_shapes(shape, mode):
     """The issue's skinny shapes, S = 4 in both modes (S in {2, 8, 16}: test_every_split and
     the benchmark)."""
     r = run(gemm(*shape), split_k=4, split_mode=mode)
-    assert r.verified and r.kernel.split_k == 4
+    assert r.kernel.split_k == 4
 
 
 @pytest.mark.parametrize("mode", ["workspace", "atomic"])
 @pytest.mark.parametrize("s", [2, 8, 16])
 def test_every_split(s, mode):
     r = run(gemm(64, 256, 1024), split_k=s, split_mode=mode)
-    assert r.verified and r.kernel.split_k == s
+    assert r.kernel.split_k == s
 
 
 @pytest.mark.parametrize("mode", ["workspace", "atomic"])
@@ -125,52 +131,45 @@ def test_edges_layouts_and_uneven_slices(layout, mode):
     """M, N not multiples of the tile, K not a multiple of S x k-step (the last slice is
     shorter, the 7th of 7 empty: 7 x 160 > 1000 - 160), every layout."""
     r = run(gemm(65, 70, 1000, layout=layout), split_k=7, split_mode=mode)
-    assert r.verified
 
 
 @pytest.mark.parametrize("mode", ["workspace", "atomic"])
 def test_f64(mode):
     r = run(gemm(40, 70, 300, dtype="f64", layout="NN"), split_k=3, split_mode=mode)
-    assert r.verified and r.kernel.split_k == 3
+    assert r.kernel.split_k == 3
 
 
 @pytest.mark.parametrize("mode", ["workspace", "atomic"])
 def test_k_at_launch(mode):
     """K given at launch: the kernel divides it itself (S a power of two)."""
     r = run(gemm(128, 256, 0, dynamic="k"), k=3000, split_k=4, split_mode=mode)
-    assert r.verified
     r = run(r.kernel, k=5, m=128, n=256)  # slices shorter than a K step, some empty
-    assert r.verified
 
 
 def test_beta_zero_does_not_read_c_and_alpha_applies():
     for mode in ("workspace", "atomic"):
         c = np.full((64, 256), np.nan, np.float32)
         r = run(gemm(64, 256, 2048), c=c, alpha=-2.0, beta=0.0, split_k=4, split_mode=mode)
-        assert r.verified and np.isfinite(r.c).all()
+        assert np.isfinite(r.c).all()
 
 
 def test_epilogues():
     r = run(gemm(64, 256, 512, epilogue=["bias_row", "relu"], bias=64), split_k=4)
-    assert r.verified
     r = run(gemm(64, 256, 512, epilogue=["gelu"]), split_k=2)
-    assert r.verified
     r = run(gemm(64, 256, 512, epilogue=["bias_col"], bias=256), split_k=4, split_mode="atomic")
-    assert r.verified
 
 
 @pytest.mark.parametrize("local,split,mode", [(2, 1, "workspace"), (4, 1, "workspace"), (2, 4, "workspace"),
                                               (4, 2, "atomic")])
 def test_local_split(local, split, mode):
     r = run(gemm(130, 200, 1000), local_split=local, split_k=split, split_mode=mode)
-    assert r.verified
     assert r.stats.barriers > 0 and r.stats.lds_bytes_written > 0
 
 
 def test_local_split_f64_and_launch_k():
-    assert run(gemm(32, 64, 200, dtype="f64"), local_split=2, split_k=1).verified
-    assert run(gemm(32, 64, 200, dtype="f64"), local_split=2, split_k=2, split_mode="atomic").verified
-    assert run(gemm(64, 256, 0, dynamic="k"), k=777, local_split=2, split_k=2).verified
+    run(gemm(32, 64, 200, dtype="f64"), local_split=2, split_k=1)
+    run(gemm(32, 64, 200, dtype="f64"), local_split=2, split_k=2, split_mode="atomic")
+    run(gemm(64, 256, 0, dynamic="k"), k=777, local_split=2, split_k=2)
 
 
 def test_local_split_main_loop_has_no_lds_and_no_barrier():
