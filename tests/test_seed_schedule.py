@@ -262,3 +262,15 @@ def test_cli(tmp_path, capsys):
     assert 'schedule="seed"' in out or "schedule=seed" in out
     assert main(["compile", str(f), "--no-forwarding", "--print-pipeline"]) == 0
     assert "forwarding=false" in capsys.readouterr().out
+
+
+def test_lds_strategy_forwards_nothing_either_way():
+    """strategy lds: consecutive FMAs write different accumulators of the 8x8 micro tile, so
+    forwarding=false is already true of it (the same kernel); schedule=seed is refused."""
+    text = source(64, 256, 16)
+    a = vlpc.compile(text, "gfx906", strategy="lds").kernel().asm
+    b = vlpc.compile(text, "gfx906", strategy="lds", forwarding=False).kernel().asm
+    assert a == b
+    body = a[a.index(".Lsgemm_k_loop:"):a.index("s_cbranch_scc1 .Lsgemm_k_loop")]
+    dsts = [x.split()[1].rstrip(",") for x in body.splitlines() if x.strip().startswith("v_fma_f32")]
+    assert len(dsts) > 64 and all(x != y for x, y in zip(dsts, dsts[1:]))
