@@ -258,3 +258,51 @@ def test_c_wider_than_static_ldc_is_refused():
     a, b = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((64, 16)).astype(np.float32)
     with pytest.raises(VlpcError, match="operand C has shape"):
         vlpc.run(kern, a, b, np.zeros((64, 80), np.float32))
+
+
+# -- the checkers: an access outside the buffer an instruction points into is a fault -------
+
+def test_red_zones_scale_with_the_allocation():
+    from vlpc.runtime.emulator.errors import OutOfBoundsAccess
+    from vlpc.runtime.emulator.memory import GUARD, Memory
+    mem = Memory()
+    a = mem.alloc(40000, tag="A")
+    b = mem.alloc(100, tag="B")
+    assert b - (a + 40000) >= 40000 > GUARD  # an overrun of up to a whole A lands in no allocation
+    with pytest.raises(OutOfBoundsAccess, match="out of bounds"):
+        mem.load(np.array([a + 40000 + 30000], np.uint64), 4)
+
+
+def test_one_instruction_two_buffers_is_a_fault():
+    from vlpc.runtime.emulator.errors import OutOfBoundsAccess
+    from vlpc.runtime.emulator.memory import Memory
+    mem = Memory()
+    karg = mem.alloc(64, tag="kernargs")
+    a = mem.alloc(256, tag="A")
+    b = mem.alloc(256, tag="B")
+    site = (karg, 0x40)
+    mem.load(np.array([a, a + 4], np.uint64), 4, "global_load_dword", site)
+    mem.load(np.array([b], np.uint64), 4, "global_load_dword", (karg, 0x44))  # another instruction: fine
+    with pytest.raises(OutOfBoundsAccess, match=r"pc 0x40 .*allocation 'B'.*earlier accesses were in allocation 'A'"):
+        mem.load(np.array([b + 8], np.uint64), 4, "global_load_dword", site)
+    with pytest.raises(OutOfBoundsAccess, match="lanes access two buffers"):
+        mem.load(np.array([a, b], np.uint64), 4, "global_load_dword", (karg, 0x48))
+    mem.free(karg)  # the dispatch is over: its record goes
+    mem.load(np.array([b], np.uint64), 4, "global_load_dword", site)
+
+
+def test_a_gemm_reading_past_a_into_b_is_caught():
+    """A dynamic lda so large that row tile 1 of A lands inside B: every access is inside some
+    allocation (the old check saw nothing and C came out wrong); now the fault names both."""
+    from vlpc.runtime.emulator.errors import OutOfBoundsAccess
+    kern = compiled(gemm_source(m="?", lda="?")).kernel()
+    dev = get_device("emulator")
+    a = dev.upload(np.ones(64 * 16, np.float32))
+    b = dev.upload(np.ones(1 << 20, np.float32))  # 4 MiB: B (64 x 16) at its start, then room
+    c = dev.upload(np.zeros(128 * 64, np.float32))
+    lda = -(-(b.address - a.address) // (64 * 4))  # row 64 of A starts inside B
+    assert a.address + 127 * lda * 4 + 64 < b.address + b.nbytes
+    args = [a, b, c, np.int32(128), np.int32(64), np.int32(16), np.int32(lda), np.int32(16), np.int32(64),
+            np.float32(1), np.float32(0)]
+    with pytest.raises(OutOfBoundsAccess, match=r"(two buffers|accessed before).*kernel argument [AB]\b.*kernel argument [AB]\b"):
+        kern.execute(dev, load_code_object(kern.code_object), args, 128, 64, 16, 64)

@@ -211,6 +211,10 @@ class EmulatorDevice(Device):
             queue, _ = self._alloc(AMD_QUEUE_SIZE, align=64, tag="AQL queue (amd_queue_t)")
             temps.append(queue)
             kernargs = self.pack(kernel, args, launch, self.hidden_values(queue_ptr=queue))
+            if hasattr(self.memory, "name_arguments") and not isinstance(args, bytes | bytearray):
+                self.memory.name_arguments({a.name or a.label: getattr(v, "address", None) or 0
+                                            for a, v in zip(kernel.explicit_args, args)
+                                            if a.value_kind == "global_buffer"})
             kn = -(-max(len(kernargs), 1) // KERNARG_GRANULE) * KERNARG_GRANULE
             karg, _ = self._alloc(kn, align=max(256, md.kernarg_segment_align),
                                   tag=f"kernargs of {kernel.name}")

@@ -57,9 +57,10 @@ class Allocation:
     def redzone(self) -> int:
         return redzone(self.size)
 
-    def describe(self) -> str:
+    def describe(self, argument: str = "") -> str:
         tag = f" '{self.tag}'" if self.tag else ""
-        return f"allocation{tag} [0x{self.address:x}, 0x{self.end:x}) ({self.size} bytes)"
+        arg = f" (kernel argument {argument})" if argument else ""
+        return f"allocation{tag}{arg} [0x{self.address:x}, 0x{self.end:x}) ({self.size} bytes)"
 
 
 class Memory:
@@ -76,6 +77,20 @@ class Memory:
         self.lock = threading.Lock()
         #: per dispatch (its kernarg address): instruction pc -> the allocation it accesses
         self._sites: dict[int, dict[int, Allocation]] = {}
+        #: allocation address -> the kernel argument pointing into it (fault messages)
+        self._arguments: dict[int, str] = {}
+
+    def name_arguments(self, pointers: dict[str, int]) -> None:
+        """Name, for fault messages, the allocations the kernel arguments ``pointers``
+        (argument name -> device address) point into; replaces the previous launch's names."""
+        self._arguments = {}
+        for name, address in pointers.items():
+            a = self.find(int(address))
+            if a is not None:
+                self._arguments.setdefault(a.address, name)
+
+    def _describe(self, a: Allocation) -> str:
+        return a.describe(self._arguments.get(a.address, ""))
 
     # -- allocation ----------------------------------------------------------
 
@@ -174,8 +189,7 @@ class Memory:
             rel = f"{address - best.end} bytes past the end of"
         else:
             rel = f"at offset {address - best.address} of"
-        tag = f" '{best.tag}'" if best.tag else ""
-        return f"{rel} allocation{tag} [0x{best.address:x}, 0x{best.end:x}) ({best.size} bytes)"
+        return f"{rel} {self._describe(best)}"
 
     # -- kernel access (vectorised over lanes) -----------------------------------
 
@@ -222,7 +236,7 @@ class Memory:
                 a = int(addresses[j])
                 raise OutOfBoundsAccess(
                     f"{what} at pc 0x{site[1]:x}: one instruction's lanes access two buffers, "
-                    f"{self._sorted[first].describe()} and, at 0x{a:x}, {self._sorted[int(idx[j])].describe()} "
+                    f"{self._describe(self._sorted[first])} and, at 0x{a:x}, {self._describe(self._sorted[int(idx[j])])} "
                     f"({other.size} element(s) outside the buffer of the first lane)",
                     fault_address=a, size=nbytes, bad_elements=other)
             self._check_site(site, self._sorted[first], int(addresses[0]), nbytes, what)
@@ -241,8 +255,8 @@ class Memory:
         elif seen is not alloc:
             raise OutOfBoundsAccess(
                 f"{what} at pc 0x{pc:x} of {nbytes} bytes at 0x{address:x} is outside the buffer the "
-                f"instruction accessed before in this dispatch: it reached {alloc.describe()}, "
-                f"earlier accesses were in {seen.describe()} (an overrun into another buffer)",
+                f"instruction accessed before in this dispatch: it reached {self._describe(alloc)}, "
+                f"earlier accesses were in {self._describe(seen)} (an overrun into another buffer)",
                 fault_address=address, size=nbytes)
 
     def load(self, addresses: np.ndarray, nbytes: int, what: str = "load",
