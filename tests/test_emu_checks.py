@@ -141,12 +141,14 @@ def test_runaway_kernel():
 
 
 def test_unsupported_instruction_names_mnemonic():
+    # an image instruction (decoded and named from the ISA table, not emulated)
     with pytest.raises(UnsupportedInstruction) as ei:
-        run_program("v_pk_fma_f16 v0, v1, v2, v3\ns_endpgm\n", vgpr_count=8)
-    assert "VOP3P" in str(ei.value) and ei.value.pc == 0
+        run_program("s_nop 0\nimage_load v[0:3], v[4:5], s[8:15] dmask:0xf unorm\ns_endpgm\n",
+                    vgpr_count=8, sgpr_count=16)
+    assert "image_load" in str(ei.value) and ei.value.pc == 4
     with pytest.raises(UnsupportedInstruction) as ei:
-        run_program("v_mov_b32_sdwa v0, v1 dst_sel:WORD_1\ns_endpgm\n", vgpr_count=8)
-    assert "sdwa" in str(ei.value)
+        run_program("v_interp_p1_f32 v0, v1, attr0.x\ns_endpgm\n", vgpr_count=8)
+    assert "v_interp_p1_f32" in str(ei.value) and ei.value.pc == 0
 
 
 def test_uninitialized_register_read_warning_and_strict():

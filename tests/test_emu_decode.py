@@ -166,11 +166,11 @@ def test_decoder_round_trip_against_llvm():
     assert not bad, "\n".join(f"LLVM: {a}\n MINE: {b} (size {c} vs {d})" for a, b, c, d in bad)
 
 
-def test_unsupported_encodings_are_reported():
+def test_graphics_encodings_decode_named_and_unsupported():
     tc = find_toolchain()
-    out = tc.disassemble_encodings("v_pk_fma_f16 v0, v1, v2, v3\nv_mov_b32_sdwa v0, v1 dst_sel:WORD_1\n",
-                                   TargetId.parse("gfx906"))
+    out = tc.disassemble_encodings("image_load v[0:3], v[4:5], s[8:15] dmask:0xf unorm\n"
+                                   "exp mrt0 v0, v1, v2, v3\n", TargetId.parse("gfx906"))
     encs = [bytes(int(x, 16) for x in m.split(",")) for m in re.findall(r"encoding: \[(.*)\]", out)]
-    for e in encs:
-        ins = decode_at(e, 0)
-        assert not ins.supported and ins.size == 8
+    names = [decode_at(e, 0) for e in encs]
+    assert [i.mnemonic for i in names] == ["image_load", "exp"]
+    assert all(not i.supported and i.size == 8 for i in names)

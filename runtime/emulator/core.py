@@ -39,6 +39,7 @@ from vlpc.targets import GFX906
 
 from . import isa
 from . import ops as O
+from . import semantics
 from .decode import Decoder, Instr, Operand
 from .errors import (EmulatorFault, LdsOutOfRange, MisalignedRegisterTuple, OutOfBoundsAccess,
                      RegisterRangeError, RunawayKernel, UninitializedRegisterRead,
@@ -92,6 +93,9 @@ class DispatchConfig:
     strict: bool = False
     instruction_budget: int = 10**9
     max_waves_in_flight: int | None = None
+    #: the MODE register at wave launch (FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8],
+    #: IEEE [9]; vlpc.isa.modes), from compute_pgm_rsrc1; default: IEEE, denormals kept
+    mode: int = 0x3F0
     #: A :class:`vlpc.runtime.timing.trace.TraceRequest`: record instruction streams and
     #: memory lines of some workgroups for the timing model (``None``: no trace).
     trace: object = None
@@ -802,7 +806,7 @@ def compile_instr(ins: Instr, b: Batch) -> Prepared:
     p.vsrc = tuple(k for k in rk if k >= isa.VGPR0)
     p.vdst = frozenset(k for k in wk if k >= isa.VGPR0)
     try:
-        builder = _BUILDERS.get(ins.encoding)
+        builder = semantics.builder_for(ins, _BUILDERS)
         fn = builder(ins, b, p) if builder else None
     except _Unsupported as e:
         fn = _raise(UnsupportedInstruction(f"{ins.mnemonic}: {e}", mnemonic=ins.mnemonic))

@@ -1,10 +1,15 @@
 """Decode GFX9 machine code into :class:`Instr` objects (once per PC, cached).
 
-Supported encodings: SOP1, SOP2, SOPK, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC,
-VOP3a/VOP3b (including the VOP3 forms of VOP1/VOP2/VOPC), FLAT/GLOBAL/SCRATCH,
-DS and MUBUF.  SDWA, DPP, VOP3P, MTBUF, MIMG and EXP decode to an
-:class:`Instr` whose ``supported`` is False (the executor raises
-:class:`~.errors.UnsupportedInstruction` when it reaches one).
+Every instruction of the gfx906 table (:mod:`vlpc.isa`) decodes to its
+mnemonic: SOP1, SOP2, SOPK, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC (with their SDWA
+and DPP forms: ``f["sdwa"]`` / ``f["dpp"]``), VOP3a/VOP3b (including the VOP3
+forms of VOP1/VOP2/VOPC), VOP3P, DS, FLAT/GLOBAL/SCRATCH, MUBUF, MTBUF, MIMG,
+VINTRP and EXP.  Operand widths of the VOP3-only, VOP3P and memory instructions
+come from the table's operand list.  MIMG, VINTRP and EXP (graphics) and the
+MUBUF ``lds`` form decode with ``supported`` False; whether an instruction has
+semantics is the executor's business (it raises
+:class:`~.errors.UnsupportedInstruction` naming the mnemonic and address).
+An opcode outside the table decodes to ``"<class> opcode N"``, unsupported.
 
 Operands are :class:`Operand` objects; register operands use one numbering for
 both files: scalar source codes 0..255 as in the hardware's 9-bit source field
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+
+from vlpc import isa as _table
 
 from . import isa
 
@@ -136,7 +143,6 @@ def _is_float_op(mn: str) -> bool:
 VOP3B_OPS = {"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32", "v_subb_co_u32",
              "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64", "v_mad_u64_u32", "v_mad_i64_i32"}
 _CARRY_IN = {"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"}
-_TWO_SRC_VOP3 = set(range(0x280, 0x2A0))
 #: VOP1/VOP2 instructions without a VOP3 encoding (two VGPR results; an inline literal).
 _NO_VOP3_FORM = {"v_swap_b32", "v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16"}
 
@@ -209,7 +215,7 @@ def _decode(code: bytes, pc: int, w: int, lit) -> Instr:
         return _smem(pc, w, lit())
     if top6 == 0x34:
         if (w >> 23) & 0x7 == 0b111:
-            return _unsupported(pc, 8, "VOP3P", f"VOP3P opcode {(w >> 16) & 0x7f}", (w >> 16) & 0x7f)
+            return _vop3p(pc, w, lit())
         return _vop3(pc, w, lit(), code)
     if top6 == 0x37:
         return _flat(pc, w, lit())
@@ -217,6 +223,18 @@ def _decode(code: bytes, pc: int, w: int, lit) -> Instr:
         return _ds(pc, w, lit())
     if top6 == 0x38:
         return _mubuf(pc, w, lit())
+    if top6 == 0x3A:
+        return _mtbuf(pc, w, lit())
+    if top6 == 0x3C:
+        return _mimg(pc, w, lit())
+    if top6 == 0x31:
+        ins = Instr(pc, 8, "EXP", 0, "exp", supported=False)
+        ins.text = f"exp (raw 0x{w:08x}{lit():08x}; graphics export)"
+        return ins
+    if top6 == 0x35:
+        op = (w >> 16) & 3
+        mn = isa.VINTRP.get(op, f"VINTRP opcode {op}")
+        return Instr(pc, 4, "VINTRP", op, mn, supported=False, text=f"{mn} (graphics interpolation)")
     names = {0x3A: "MTBUF", 0x3C: "MIMG", 0x31: "EXP", 0x35: "VINTRP"}
     return _unsupported(pc, 8 if top6 in names else 4, names.get(top6, "unknown"),
                         f"{names.get(top6, 'unknown')} encoding 0x{w:08x}")
@@ -362,7 +380,7 @@ def _vop2(pc, w, lit):
     v1 = (w >> 9) & 0xFF
     vd = (w >> 17) & 0xFF
     if s0 in (isa.SDWA, isa.DPP):
-        return _unsupported(pc, 8, "VOP2", f"{mn}_{'sdwa' if s0 == isa.SDWA else 'dpp'}", op)
+        return _sdwa_dpp(pc, w, lit, "VOP2", mn, _vop2)
     wd = isa.widths(mn, 2)
     isf = _is_float_op(mn)
     size = 8 if s0 == isa.LITERAL or mn in ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16") else 4
@@ -394,7 +412,7 @@ def _vop1(pc, w, lit):
     s0 = w & 0x1FF
     vd = (w >> 17) & 0xFF
     if s0 in (isa.SDWA, isa.DPP):
-        return _unsupported(pc, 8, "VOP1", f"{mn}_{'sdwa' if s0 == isa.SDWA else 'dpp'}", op)
+        return _sdwa_dpp(pc, w, lit, "VOP1", mn, _vop1)
     wd = isa.widths(mn, 1)
     ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOP1", op, mn)
     if mn in ("v_nop", "v_clrexcp"):
@@ -422,12 +440,98 @@ def _vopc(pc, w, lit):
     s0 = w & 0x1FF
     v1 = (w >> 9) & 0xFF
     if s0 in (isa.SDWA, isa.DPP):
-        return _unsupported(pc, 8, "VOPC", f"{mn}_{'sdwa' if s0 == isa.SDWA else 'dpp'}", op)
+        return _sdwa_dpp(pc, w, lit, "VOPC", mn, _vopc)
     wd = isa.widths(mn, 2)
     ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOPC", op, mn)
     ins.dst = [sreg(isa.VCC_LO, 2)]
     ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=_is_float_op(mn)),
                vreg(v1, wd[2])]
+    return ins
+
+
+_SEL = ("BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "sel7")
+_UNUSED = ("UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "unused3")
+
+
+def _with_mods(o: Operand, neg: bool, absm: bool) -> Operand:
+    if not (neg or absm):
+        return o
+    return Operand(o.kind, o.reg, o.width, o.value, neg=neg, abs=absm, text=o.text)
+
+
+def _sdwa_dpp(pc, w, lit, enc, mn, plain):
+    """The SDWA (src0 = 249) or DPP (src0 = 250) form of a VOP1/VOP2/VOPC instruction.
+
+    The second dword's fields (Vega ISA guide 12.7 / 12.8) go to ``f["sdwa"]`` /
+    ``f["dpp"]``; operands are those of the plain form with src0 from that dword.
+    """
+    is_sdwa = (w & 0x1FF) == isa.SDWA
+    row = _table.lookup(mn)
+    d = lit()
+    if (is_sdwa and not row.sdwa) or (not is_sdwa and not row.dpp):
+        return _unsupported(pc, 8, enc, f"{mn}_{'sdwa' if is_sdwa else 'dpp'} (no such form on gfx906)",
+                            row.opcode)
+    s0 = d & 0xFF
+    if is_sdwa and (d >> 23) & 1:
+        code0 = s0  # an SGPR / constant source
+    else:
+        code0 = isa.VGPR0 + s0
+    ww = (w & ~0x1FF) | code0
+    ins = plain(pc, ww, lambda: 0)
+    ins.size = 8
+    ins.raw = b""
+    if not ins.supported:
+        return ins
+    if is_sdwa:
+        f = {"src0_sel": (d >> 16) & 7, "src0_sext": (d >> 19) & 1, "src1_sel": (d >> 24) & 7,
+             "src1_sext": (d >> 27) & 1}
+        mods = [((d >> 20) & 1, (d >> 21) & 1), ((d >> 28) & 1, (d >> 29) & 1)]
+        if enc == "VOPC":
+            if (d >> 15) & 1:
+                ins.dst = [sreg((d >> 8) & 0x7F, 2)]
+            f.update(dst_sel=6, dst_unused=0, clamp=0, omod=0)
+        else:
+            f.update(dst_sel=(d >> 8) & 7, dst_unused=(d >> 11) & 3, clamp=(d >> 13) & 1, omod=(d >> 14) & 3)
+        if enc in ("VOP2", "VOPC") and (d >> 31) & 1 and len(ins.src) > 1:
+            v1 = (w >> 9) & 0xFF
+            ins.src[1] = src_operand(v1, ins.src[1].width)
+        ins.f["sdwa"] = f
+        ins.f["clamp"], ins.f["omod"] = f["clamp"], f["omod"]
+    else:
+        f = {"dpp_ctrl": (d >> 8) & 0x1FF, "bound_ctrl": (d >> 19) & 1, "bank_mask": (d >> 24) & 0xF,
+             "row_mask": (d >> 28) & 0xF}
+        mods = [((d >> 20) & 1, (d >> 21) & 1), ((d >> 22) & 1, (d >> 23) & 1)]
+        ins.f["dpp"] = f
+    for i in range(min(2, len(ins.src))):
+        ins.src[i] = _with_mods(ins.src[i], bool(mods[i][0]), bool(mods[i][1]))
+    ins.text = ""
+    return ins
+
+
+def _vop3p(pc, w, w1):
+    """VOP3P (packed 16-bit math, dot products, fma_mix): Vega ISA guide 12.6."""
+    op = (w >> 16) & 0x7F
+    mn = isa.VOP3P.get(op)
+    if mn is None:
+        return _unsupported(pc, 8, "VOP3P", f"VOP3P opcode {op}", op)
+    row = _table.lookup(mn)
+    widths = [wd for _, wd in row.operands]
+    nsrc = len(widths) - 1
+    vd = w & 0xFF
+    neg_hi = (w >> 8) & 7
+    op_sel = (w >> 11) & 7
+    op_sel_hi = ((w >> 14) & 1) << 2 | ((w1 >> 27) & 3)
+    clamp = (w >> 15) & 1
+    neg = (w1 >> 29) & 7
+    s = [w1 & 0x1FF, (w1 >> 9) & 0x1FF, (w1 >> 18) & 0x1FF]
+    ins = Instr(pc, 8, "VOP3P", op, mn, vop3=True)
+    ins.f.update(op_sel=op_sel, op_sel_hi=op_sel_hi, neg=neg, neg_hi=neg_hi, clamp=clamp, omod=0)
+    for i in range(nsrc):
+        o = src_operand(s[i], widths[1 + i], None)
+        if o.kind == "lit":
+            o = Operand("unsupported", isa.LITERAL, widths[1 + i], text="<literal in VOP3P>")
+        ins.src.append(o)
+    ins.dst = [vreg(vd, widths[0])]
     return ins
 
 
@@ -443,6 +547,10 @@ def _vop3(pc, w, w1, code):
         mn, kind = isa.VOP3_ONLY.get(op), "VOP3"
     if mn is None or mn in _NO_VOP3_FORM:
         return _unsupported(pc, 8, "VOP3", f"VOP3 opcode 0x{op:x}", op)
+    row = _table.lookup(mn) if kind == "VOP3" else None
+    if row is not None and row.encoding == "VINTRP":
+        return Instr(pc, 8, "VOP3", op, mn, supported=False, vop3=True,
+                     text=f"{mn}_e64 (graphics interpolation)")
     vd = w & 0xFF
     absm = (w >> 8) & 7
     clamp = (w >> 15) & 1
@@ -460,11 +568,15 @@ def _vop3(pc, w, w1, code):
     elif kind == "VOP1":
         nsrc = 0 if mn in ("v_nop", "v_clrexcp") else 1
     else:
-        nsrc = 2 if op in _TWO_SRC_VOP3 else 3
-    wd = isa.widths(mn, nsrc)
+        # operand widths of the VOP3-only instructions from the table (VOP3b: drop sdst)
+        tw = [x for _, x in row.operands]
+        if vop3b:
+            tw = tw[:1] + tw[2:]
+        nsrc = len(tw) - 1
+    wd = isa.widths(mn, nsrc) if kind != "VOP3" else tuple(tw)
     isf = _is_float_op(mn)
     ins = Instr(pc, 8, "VOP3", op, mn, vop3=True)
-    ins.f.update(clamp=clamp, omod=omod)
+    ins.f.update(clamp=clamp, omod=omod, op_sel=0 if vop3b else (w >> 11) & 0xF)
     srcs = []
     for i in range(nsrc):
         width = wd[1 + i] if 1 + i < len(wd) else 1
@@ -500,14 +612,39 @@ def _vop3(pc, w, w1, code):
 
 # -- memory ---------------------------------------------------------------------
 
+def _sample_regs(mn: str) -> dict[int, int]:
+    """VGPR operands of the table's sample instruction: first register -> width.
+
+    The samples use fixed fields (tools/gen_isa_table.py): address v4, data v8,
+    second data v16, result v12, so the sample tells which fields an instruction
+    uses and how wide they are.
+    """
+    out = _SAMPLE_CACHE.get(mn)
+    if out is None:
+        out = {}
+        import re
+        for m in re.finditer(r"\bv(?:(\d+)\b|\[(\d+):(\d+)\])", _table.lookup(mn).asm):
+            if m.group(1) is not None:
+                out[int(m.group(1))] = 1
+            else:
+                out[int(m.group(2))] = int(m.group(3)) - int(m.group(2)) + 1
+        _SAMPLE_CACHE[mn] = out
+    return out
+
+
+_SAMPLE_CACHE: dict[str, dict[int, int]] = {}
+_S_ADDR, _S_DATA, _S_DATA1, _S_DST = 4, 8, 16, 12
+
+
 def _flat(pc, w, w1):
     op = (w >> 18) & 0x7F
     seg = (w >> 14) & 3
     segname = {0: "flat", 1: "scratch", 2: "global"}.get(seg, "seg3")
-    name = isa.FLAT_OPS.get(op)
-    if name is None or seg == 3:
+    name = isa.FLAT_SEGMENT_OPS.get(segname, {}).get(op)
+    if name is None:
         return _unsupported(pc, 8, "FLAT", f"{segname} opcode {op}", op)
     mn = f"{segname}_{name}"
+    sample = _sample_regs(mn)
     off = w & 0x1FFF
     if seg != 0 and off & 0x1000:
         off -= 0x2000
@@ -520,28 +657,34 @@ def _flat(pc, w, w1):
     saddr = (w1 >> 16) & 0x7F
     vdst = (w1 >> 24) & 0xFF
     ins = Instr(pc, 8, "FLAT", op, mn)
-    if seg == 1:
-        ins.supported = False
     use_saddr = seg != 0 and saddr != 0x7F
     ins.f.update(offset=off, glc=glc, slc=slc, seg=segname, saddr=saddr if use_saddr else None,
                  op=name)
-    addr_op = vreg(addr, 1 if use_saddr else 2)
+    if seg == 1:
+        # scratch: a 32-bit VGPR offset, or none (saddr alone), or neither ("off")
+        # (on gfx9 an SGPR base replaces the VGPR address)
+        addr_op = Operand("off", text="off") if use_saddr else vreg(addr, 1)
+        ins.f["saddr_op"] = sreg(saddr, 1) if use_saddr else Operand("off", text="off")
+    else:
+        addr_op = vreg(addr, 1 if use_saddr else 2)
+        ins.f["saddr_op"] = sreg(saddr, 2) if use_saddr else Operand("off", text="off")
     ins.f["addr"] = addr_op
-    ins.f["saddr_op"] = sreg(saddr, 2) if use_saddr else Operand("off", text="off")
+    srcs = [addr_op] if addr_op.kind == "v" else []
+    nd_data = sample.get(_S_DATA, 0)
+    nd_dst = sample.get(_S_DST, 0)
     if name.startswith("load"):
-        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
-        ins.f["ndwords"] = nd
-        ins.dst = [vreg(vdst, nd)]
-        ins.src = [addr_op]
+        ins.f["ndwords"] = nd_dst
+        ins.dst = [vreg(vdst, nd_dst)]
+        if name.endswith("_d16") or name.endswith("_d16_hi"):
+            srcs.append(vreg(vdst, nd_dst))  # d16 loads keep the other half of vdst
+        ins.src = srcs
     elif name.startswith("store"):
-        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
-        ins.f["ndwords"] = nd
-        ins.src = [addr_op, vreg(data, nd)]
+        ins.f["ndwords"] = nd_data
+        ins.src = srcs + [vreg(data, nd_data)]
     else:
         wide = 2 if name.endswith("_x2") else 1
         ins.f["width"] = wide
-        dw = wide * (2 if "cmpswap" in name else 1)
-        ins.src = [addr_op, vreg(data, dw)]
+        ins.src = srcs + [vreg(data, nd_data)]
         if glc:
             ins.dst = [vreg(vdst, wide)]
     if use_saddr:
@@ -554,34 +697,65 @@ def _ds(pc, w, w1):
     mn = isa.DS.get(op)
     if mn is None:
         return _unsupported(pc, 8, "DS", f"DS opcode {op}", op)
+    sample = _sample_regs(mn)
     off0, off1 = w & 0xFF, (w >> 8) & 0xFF
     gds = (w >> 16) & 1
     addr, d0, d1, vd = w1 & 0xFF, (w1 >> 8) & 0xFF, (w1 >> 16) & 0xFF, (w1 >> 24) & 0xFF
     ins = Instr(pc, 8, "DS", op, mn)
     ins.f.update(offset0=off0, offset1=off1, offset=off0 | (off1 << 8), gds=gds)
-    if gds:
+    if gds and not mn.startswith("ds_gws"):
         ins.supported = False
+    srcs = []
+    if _S_ADDR in sample:
+        srcs.append(vreg(addr))
+    if _S_DATA in sample:
+        srcs.append(vreg(d0, sample[_S_DATA]))
+    if _S_DATA1 in sample:
+        srcs.append(vreg(d1, sample[_S_DATA1]))
+    if _S_DST in sample:
+        ins.dst = [vreg(vd, sample[_S_DST])]
+        if mn.endswith(("_d16", "_d16_hi")):
+            srcs.append(vreg(vd, sample[_S_DST]))
+    ins.src = srcs
     sz = 1
-    for t, n in (("b128", 4), ("b96", 3), ("b64", 2)):
-        if mn.endswith(t):
+    for t, n in (("b128", 4), ("b96", 3), ("b64", 2), ("u64", 2), ("i64", 2), ("f64", 2)):
+        if mn.endswith(t) or f"_{t}" in mn:
             sz = n
-    a = vreg(addr)
-    if mn.startswith("ds_read"):
-        two = "read2" in mn
-        ins.dst = [vreg(vd, sz * (2 if two else 1))]
-        ins.src = [a]
-    elif mn.startswith("ds_write"):
-        if "write2" in mn:
-            ins.src = [a, vreg(d0, sz), vreg(d1, sz)]
-        else:
-            ins.src = [a, vreg(d0, sz)]
-    elif mn == "ds_nop":
-        pass
-    else:
-        ins.src = [a, vreg(d0, sz)]
-        if "_rtn_" in mn:
-            ins.dst = [vreg(vd, sz)]
+            break
     ins.f["dwords"] = sz
+    return ins
+
+
+def _buffer_common(pc, w, w1, enc, op, mn, name):
+    off = w & 0xFFF
+    offen, idxen = (w >> 12) & 1, (w >> 13) & 1
+    glc = (w >> 14) & 1
+    vaddr, vdata = w1 & 0xFF, (w1 >> 8) & 0xFF
+    srsrc = ((w1 >> 16) & 0x1F) << 2
+    soff = (w1 >> 24) & 0xFF
+    ins = Instr(pc, 8, enc, op, mn)
+    ins.f.update(offset=off, offen=offen, idxen=idxen, glc=glc, op=name)
+    nv = offen + idxen
+    ins.f["vaddr"] = vreg(vaddr, nv) if nv else Operand("off", text="off")
+    ins.f["srsrc"] = sreg(srsrc, 4)
+    ins.f["soffset"] = src_operand(soff, 1)
+    srcs = [ins.f["srsrc"], ins.f["soffset"]] + ([ins.f["vaddr"]] if nv else [])
+    nd = _sample_regs(mn).get(_S_DST, 1)
+    if "load" in name:
+        ins.f["ndwords"] = nd
+        ins.dst = [vreg(vdata, nd)]
+        if name.endswith(("_d16", "_d16_hi")):
+            srcs.append(vreg(vdata, nd))
+    elif "store" in name:
+        ins.f["ndwords"] = nd
+        srcs.append(vreg(vdata, nd))
+    elif name.startswith("atomic"):
+        wide = 2 if name.endswith("_x2") else 1
+        ins.f["width"] = wide
+        srcs.append(vreg(vdata, wide * (2 if "cmpswap" in name else 1)))
+        if glc:
+            ins.dst = [vreg(vdata, wide)]
+    ins.src = srcs
     return ins
 
 
@@ -590,38 +764,32 @@ def _mubuf(pc, w, w1):
     name = isa.MUBUF_OPS.get(op)
     if name is None:
         return _unsupported(pc, 8, "MUBUF", f"MUBUF opcode {op}", op)
-    mn = f"buffer_{name}"
-    off = w & 0xFFF
-    offen, idxen = (w >> 12) & 1, (w >> 13) & 1
-    glc, lds, slc = (w >> 14) & 1, (w >> 16) & 1, (w >> 17) & 1
-    vaddr, vdata = w1 & 0xFF, (w1 >> 8) & 0xFF
-    srsrc = ((w1 >> 16) & 0x1F) << 2
-    soff = (w1 >> 24) & 0xFF
-    ins = Instr(pc, 8, "MUBUF", op, mn)
+    ins = _buffer_common(pc, w, w1, "MUBUF", op, f"buffer_{name}", name)
+    lds, slc = (w >> 16) & 1, (w >> 17) & 1
+    ins.f.update(slc=slc, lds=lds)
     if lds:
         ins.supported = False
-    ins.f.update(offset=off, offen=offen, idxen=idxen, glc=glc, slc=slc, op=name)
-    nv = offen + idxen
-    ins.f["vaddr"] = vreg(vaddr, nv) if nv else Operand("off", text="off")
-    ins.f["srsrc"] = sreg(srsrc, 4)
-    ins.f["soffset"] = src_operand(soff, 1)
-    srcs = [ins.f["srsrc"], ins.f["soffset"]] + ([ins.f["vaddr"]] if nv else [])
-    if name.startswith("load"):
-        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
-        ins.f["ndwords"] = nd
-        ins.dst = [vreg(vdata, nd)]
-    elif name.startswith("store"):
-        nd = int(name.rsplit("x", 1)[1]) if "dwordx" in name else 1
-        ins.f["ndwords"] = nd
-        srcs.append(vreg(vdata, nd))
-    else:
-        wide = 2 if name.endswith("_x2") else 1
-        ins.f["width"] = wide
-        srcs.append(vreg(vdata, wide * (2 if "cmpswap" in name else 1)))
-        if glc:
-            ins.dst = [vreg(vdata, wide)]
-    ins.src = srcs
+        ins.text = f"buffer_{name} ... lds (raw 0x{w:08x}{w1:08x}: the LDS-destination form)"
     return ins
+
+
+def _mtbuf(pc, w, w1):
+    op = (w >> 15) & 0xF
+    name = isa.MTBUF_OPS.get(op)
+    if name is None:
+        return _unsupported(pc, 8, "MTBUF", f"MTBUF opcode {op}", op)
+    ins = _buffer_common(pc, w, w1, "MTBUF", op, f"tbuffer_{name}", name)
+    ins.f.update(dfmt=(w >> 19) & 0xF, nfmt=(w >> 23) & 7, slc=(w1 >> 22) & 1)
+    return ins
+
+
+def _mimg(pc, w, w1):
+    op = (w >> 18) & 0x7F
+    mn = isa.MIMG.get(op)
+    if mn is None:
+        return _unsupported(pc, 8, "MIMG", f"MIMG opcode {op}", op)
+    return Instr(pc, 8, "MIMG", op, mn, supported=False,
+                 text=f"{mn} (raw 0x{w:08x}{w1:08x}; image instructions are not emulated)")
 
 
 # ---------------------------------------------------------------------------
@@ -710,7 +878,7 @@ def format_instr(ins: Instr) -> str:
         if f["gds"]:
             t += " gds"
         return t
-    if enc == "MUBUF":
+    if enc in ("MUBUF", "MTBUF"):
         f = ins.f
         data = ins.dst[0] if ins.dst else ins.src[-1]
         ops = [str(data), str(f["vaddr"]), str(f["srsrc"]), str(f["soffset"])]
@@ -728,6 +896,35 @@ def format_instr(ins: Instr) -> str:
     name = mn
     if enc == "VOP3" and ins.opcode < 0x1C0:
         name += "_e64"
+    sd, dp = ins.f.get("sdwa"), ins.f.get("dpp")
+    if sd is not None or dp is not None:
+        ops = ", ".join([str(o) for o in ins.dst] + [str(o) for o in ins.src
+                                                     if not (o.kind == "s" and o.reg == isa.VCC_LO
+                                                             and enc != "VOPC")])
+        if sd is not None:
+            t = f"{mn}_sdwa {ops}"
+            if enc != "VOPC":
+                t += f" dst_sel:{_SEL[sd['dst_sel']]} dst_unused:{_UNUSED[sd['dst_unused']]}"
+            t += f" src0_sel:{_SEL[sd['src0_sel']]}"
+            if enc != "VOP1":
+                t += f" src1_sel:{_SEL[sd['src1_sel']]}"
+            return t
+        return (f"{mn}_dpp {ops} dpp_ctrl:0x{dp['dpp_ctrl']:x} row_mask:0x{dp['row_mask']:x} "
+                f"bank_mask:0x{dp['bank_mask']:x}" + (" bound_ctrl:0" if dp["bound_ctrl"] else ""))
+    if enc == "VOP3P":
+        ops = ", ".join([str(o) for o in ins.dst] + [str(o) for o in ins.src])
+        t = f"{mn} {ops}"
+        n = len(ins.src)
+        f = ins.f
+        if f["op_sel"] & ((1 << n) - 1):
+            t += " op_sel:[" + ",".join(str((f["op_sel"] >> i) & 1) for i in range(n)) + "]"
+        if (f["op_sel_hi"] & ((1 << n) - 1)) != (1 << n) - 1:
+            t += " op_sel_hi:[" + ",".join(str((f["op_sel_hi"] >> i) & 1) for i in range(n)) + "]"
+        if f["neg"] & ((1 << n) - 1):
+            t += " neg_lo:[" + ",".join(str((f["neg"] >> i) & 1) for i in range(n)) + "]"
+        if f["neg_hi"] & ((1 << n) - 1):
+            t += " neg_hi:[" + ",".join(str((f["neg_hi"] >> i) & 1) for i in range(n)) + "]"
+        return t + (" clamp" if f["clamp"] else "")
     srcs = list(ins.src)
     dsts = list(ins.dst)
     if mn in ("v_mac_f32", "v_fmac_f32"):

@@ -1,10 +1,9 @@
 """GFX9 (Vega, gfx906) instruction-set tables, as data.
 
-Each encoding has an opcode -> mnemonic table; operand widths (in dwords) are
-derived from the mnemonic's type suffixes with a small override table.  The
-numbers follow the "Vega Instruction Set Architecture" reference guide (AMD,
-2017) and were checked against LLVM's assembler (``-show-encoding``) and
-disassembler; ``tests/test_emu_decode.py`` keeps checking them.
+Each encoding's opcode -> mnemonic map comes from the one gfx906 table,
+:mod:`vlpc.isa` (generated through LLVM's disassembler, checked against its
+assembler by ``tests/test_isa_table.py``); operand widths (in dwords) are derived
+from the mnemonic's type suffixes with a small override table.
 
 Nothing here executes anything: :mod:`.decode` turns bytes into
 :class:`~.decode.Instr` objects with these tables and :mod:`.core` gives them
@@ -16,171 +15,174 @@ from __future__ import annotations
 import struct
 
 
-def _table(text: str) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for line in text.strip().splitlines():
-        for item in line.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            num, name = item.split()
-            out[int(num, 0)] = name
-    return out
+from vlpc import isa as _table
 
 
-SOP2 = _table("""
-0 s_add_u32, 1 s_sub_u32, 2 s_add_i32, 3 s_sub_i32, 4 s_addc_u32, 5 s_subb_u32,
-6 s_min_i32, 7 s_min_u32, 8 s_max_i32, 9 s_max_u32, 10 s_cselect_b32, 11 s_cselect_b64,
-12 s_and_b32, 13 s_and_b64, 14 s_or_b32, 15 s_or_b64, 16 s_xor_b32, 17 s_xor_b64,
-18 s_andn2_b32, 19 s_andn2_b64, 20 s_orn2_b32, 21 s_orn2_b64, 22 s_nand_b32, 23 s_nand_b64,
-24 s_nor_b32, 25 s_nor_b64, 26 s_xnor_b32, 27 s_xnor_b64, 28 s_lshl_b32, 29 s_lshl_b64,
-30 s_lshr_b32, 31 s_lshr_b64, 32 s_ashr_i32, 33 s_ashr_i64, 34 s_bfm_b32, 35 s_bfm_b64,
-36 s_mul_i32, 37 s_bfe_u32, 38 s_bfe_i32, 39 s_bfe_u64, 40 s_bfe_i64, 41 s_cbranch_g_fork,
-42 s_absdiff_i32, 43 s_rfe_restore_b64, 44 s_mul_hi_u32, 45 s_mul_hi_i32,
-46 s_lshl1_add_u32, 47 s_lshl2_add_u32, 48 s_lshl3_add_u32, 49 s_lshl4_add_u32,
-50 s_pack_ll_b32_b16, 51 s_pack_lh_b32_b16, 52 s_pack_hh_b32_b16
-""")
-
-SOPK = _table("""
-0 s_movk_i32, 1 s_cmovk_i32, 2 s_cmpk_eq_i32, 3 s_cmpk_lg_i32, 4 s_cmpk_gt_i32, 5 s_cmpk_ge_i32,
-6 s_cmpk_lt_i32, 7 s_cmpk_le_i32, 8 s_cmpk_eq_u32, 9 s_cmpk_lg_u32, 10 s_cmpk_gt_u32,
-11 s_cmpk_ge_u32, 12 s_cmpk_lt_u32, 13 s_cmpk_le_u32, 14 s_addk_i32, 15 s_mulk_i32,
-16 s_cbranch_i_fork, 17 s_getreg_b32, 18 s_setreg_b32, 20 s_setreg_imm32_b32, 21 s_call_b64
-""")
-
-SOP1 = _table("""
-0 s_mov_b32, 1 s_mov_b64, 2 s_cmov_b32, 3 s_cmov_b64, 4 s_not_b32, 5 s_not_b64, 6 s_wqm_b32,
-7 s_wqm_b64, 8 s_brev_b32, 9 s_brev_b64, 10 s_bcnt0_i32_b32, 11 s_bcnt0_i32_b64,
-12 s_bcnt1_i32_b32, 13 s_bcnt1_i32_b64, 14 s_ff0_i32_b32, 15 s_ff0_i32_b64, 16 s_ff1_i32_b32,
-17 s_ff1_i32_b64, 18 s_flbit_i32_b32, 19 s_flbit_i32_b64, 20 s_flbit_i32, 21 s_flbit_i32_i64,
-22 s_sext_i32_i8, 23 s_sext_i32_i16, 24 s_bitset0_b32, 25 s_bitset0_b64, 26 s_bitset1_b32,
-27 s_bitset1_b64, 28 s_getpc_b64, 29 s_setpc_b64, 30 s_swappc_b64, 31 s_rfe_b64,
-32 s_and_saveexec_b64, 33 s_or_saveexec_b64, 34 s_xor_saveexec_b64, 35 s_andn2_saveexec_b64,
-36 s_orn2_saveexec_b64, 37 s_nand_saveexec_b64, 38 s_nor_saveexec_b64, 39 s_xnor_saveexec_b64,
-40 s_quadmask_b32, 41 s_quadmask_b64, 42 s_movrels_b32, 43 s_movrels_b64, 44 s_movreld_b32,
-45 s_movreld_b64, 46 s_cbranch_join, 48 s_abs_i32, 50 s_set_gpr_idx_idx,
-51 s_andn1_saveexec_b64, 52 s_orn1_saveexec_b64, 53 s_andn1_wrexec_b64, 54 s_andn2_wrexec_b64,
-55 s_bitreplicate_b64_b32
-""")
-
-SOPC = _table("""
-0 s_cmp_eq_i32, 1 s_cmp_lg_i32, 2 s_cmp_gt_i32, 3 s_cmp_ge_i32, 4 s_cmp_lt_i32, 5 s_cmp_le_i32,
-6 s_cmp_eq_u32, 7 s_cmp_lg_u32, 8 s_cmp_gt_u32, 9 s_cmp_ge_u32, 10 s_cmp_lt_u32, 11 s_cmp_le_u32,
-12 s_bitcmp0_b32, 13 s_bitcmp1_b32, 14 s_bitcmp0_b64, 15 s_bitcmp1_b64, 16 s_setvskip,
-17 s_set_gpr_idx_on, 18 s_cmp_eq_u64, 19 s_cmp_lg_u64
-""")
-
-SOPP = _table("""
-0 s_nop, 1 s_endpgm, 2 s_branch, 3 s_wakeup, 4 s_cbranch_scc0, 5 s_cbranch_scc1,
-6 s_cbranch_vccz, 7 s_cbranch_vccnz, 8 s_cbranch_execz, 9 s_cbranch_execnz, 10 s_barrier,
-11 s_setkill, 12 s_waitcnt, 13 s_sethalt, 14 s_sleep, 15 s_setprio, 16 s_sendmsg,
-17 s_sendmsghalt, 18 s_trap, 19 s_icache_inv, 20 s_incperflevel, 21 s_decperflevel,
-22 s_ttracedata, 23 s_cbranch_cdbgsys, 24 s_cbranch_cdbguser, 25 s_cbranch_cdbgsys_or_user,
-26 s_cbranch_cdbgsys_and_user, 27 s_endpgm_saved, 28 s_set_gpr_idx_off, 29 s_set_gpr_idx_mode
-""")
-
-SMEM = _table("""
-0 s_load_dword, 1 s_load_dwordx2, 2 s_load_dwordx4, 3 s_load_dwordx8, 4 s_load_dwordx16,
-8 s_buffer_load_dword, 9 s_buffer_load_dwordx2, 10 s_buffer_load_dwordx4,
-11 s_buffer_load_dwordx8, 12 s_buffer_load_dwordx16,
-16 s_store_dword, 17 s_store_dwordx2, 18 s_store_dwordx4,
-24 s_buffer_store_dword, 25 s_buffer_store_dwordx2, 26 s_buffer_store_dwordx4,
-32 s_dcache_inv, 33 s_dcache_wb, 34 s_dcache_inv_vol, 35 s_dcache_wb_vol, 36 s_memtime,
-37 s_memrealtime, 38 s_atc_probe, 39 s_atc_probe_buffer
-""")
-
-VOP2 = _table("""
-0 v_cndmask_b32, 1 v_add_f32, 2 v_sub_f32, 3 v_subrev_f32, 4 v_mul_legacy_f32, 5 v_mul_f32,
-6 v_mul_i32_i24, 7 v_mul_hi_i32_i24, 8 v_mul_u32_u24, 9 v_mul_hi_u32_u24, 10 v_min_f32,
-11 v_max_f32, 12 v_min_i32, 13 v_max_i32, 14 v_min_u32, 15 v_max_u32, 16 v_lshrrev_b32,
-17 v_ashrrev_i32, 18 v_lshlrev_b32, 19 v_and_b32, 20 v_or_b32, 21 v_xor_b32, 22 v_mac_f32,
-23 v_madmk_f32, 24 v_madak_f32, 25 v_add_co_u32, 26 v_sub_co_u32, 27 v_subrev_co_u32,
-28 v_addc_co_u32, 29 v_subb_co_u32, 30 v_subbrev_co_u32, 31 v_add_f16, 32 v_sub_f16,
-33 v_subrev_f16, 34 v_mul_f16, 35 v_mac_f16, 36 v_madmk_f16, 37 v_madak_f16, 38 v_add_u16,
-39 v_sub_u16, 40 v_subrev_u16, 41 v_mul_lo_u16, 42 v_lshlrev_b16, 43 v_lshrrev_b16,
-44 v_ashrrev_i16, 45 v_max_f16, 46 v_min_f16, 47 v_max_u16, 48 v_max_i16, 49 v_min_u16,
-50 v_min_i16, 51 v_ldexp_f16, 52 v_add_u32, 53 v_sub_u32, 54 v_subrev_u32, 59 v_fmac_f32,
-61 v_xnor_b32
-""")
-
-VOP1 = _table("""
-0 v_nop, 1 v_mov_b32, 2 v_readfirstlane_b32, 3 v_cvt_i32_f64, 4 v_cvt_f64_i32, 5 v_cvt_f32_i32,
-6 v_cvt_f32_u32, 7 v_cvt_u32_f32, 8 v_cvt_i32_f32, 10 v_cvt_f16_f32, 11 v_cvt_f32_f16,
-12 v_cvt_rpi_i32_f32, 13 v_cvt_flr_i32_f32, 14 v_cvt_off_f32_i4, 15 v_cvt_f32_f64,
-16 v_cvt_f64_f32, 17 v_cvt_f32_ubyte0, 18 v_cvt_f32_ubyte1, 19 v_cvt_f32_ubyte2,
-20 v_cvt_f32_ubyte3, 21 v_cvt_u32_f64, 22 v_cvt_f64_u32, 23 v_trunc_f64, 24 v_ceil_f64,
-25 v_rndne_f64, 26 v_floor_f64, 27 v_fract_f32, 28 v_trunc_f32, 29 v_ceil_f32,
-30 v_rndne_f32, 31 v_floor_f32, 32 v_exp_f32, 33 v_log_f32, 34 v_rcp_f32,
-35 v_rcp_iflag_f32, 36 v_rsq_f32, 37 v_rcp_f64, 38 v_rsq_f64, 39 v_sqrt_f32, 40 v_sqrt_f64,
-41 v_sin_f32, 42 v_cos_f32, 43 v_not_b32, 44 v_bfrev_b32, 45 v_ffbh_u32, 46 v_ffbl_b32,
-47 v_ffbh_i32, 48 v_frexp_exp_i32_f64, 49 v_frexp_mant_f64, 50 v_fract_f64,
-51 v_frexp_exp_i32_f32, 52 v_frexp_mant_f32, 53 v_clrexcp, 81 v_swap_b32
-""")
-
-_CMP_F = ["f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt", "tru"]
-_CMP_I = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"]
+def _strip(encoding: str, prefix: str) -> dict[int, str]:
+    return {op: mn[len(prefix):] for op, mn in _table.opcodes(encoding).items()}
 
 
-def _vopc() -> dict[int, str]:
-    t: dict[int, str] = {0x10: "v_cmp_class_f32", 0x11: "v_cmpx_class_f32",
-                         0x12: "v_cmp_class_f64", 0x13: "v_cmpx_class_f64"}
-    for base, kind, ty in ((0x40, "cmp", "f32"), (0x50, "cmpx", "f32"),
-                           (0x60, "cmp", "f64"), (0x70, "cmpx", "f64")):
-        for i, c in enumerate(_CMP_F):
-            t[base + i] = f"v_{kind}_{c}_{ty}"
-    for base, kind, ty in ((0xC0, "cmp", "i32"), (0xC8, "cmp", "u32"), (0xD0, "cmpx", "i32"),
-                           (0xD8, "cmpx", "u32"), (0xE0, "cmp", "i64"), (0xE8, "cmp", "u64"),
-                           (0xF0, "cmpx", "i64"), (0xF8, "cmpx", "u64")):
-        for i, c in enumerate(_CMP_I):
-            t[base + i] = f"v_{kind}_{c}_{ty}"
-    return t
+# opcode -> mnemonic per encoding class, from the gfx906 table (vlpc/isa/gfx906.json)
+SOP2 = _table.opcodes("SOP2")
+SOPK = _table.opcodes("SOPK")
+SOP1 = _table.opcodes("SOP1")
+SOPC = _table.opcodes("SOPC")
+SOPP = _table.opcodes("SOPP")
+SMEM = _table.opcodes("SMEM")
+VOP2 = _table.opcodes("VOP2")
+VOP1 = _table.opcodes("VOP1")
+VOPC = _table.opcodes("VOPC")
+VOP3P = _table.opcodes("VOP3P")
+VINTRP = _table.opcodes("VINTRP")
+DS = _table.opcodes("DS")
+MIMG = _table.opcodes("MIMG")
+#: VOP3 opcodes from 0x1c0: the VOP3-only instructions and the VOP3 forms of VINTRP
+#: (VOP3 also encodes VOPC at op, VOP2 at 0x100+op, VOP1 at 0x140+op).
+VOP3_ONLY = {op: mn for op, mn in _table.vop3_opcodes().items() if op >= 0x1C0}
+#: FLAT/GLOBAL/SCRATCH opcode -> operation name without the segment prefix
+FLAT_SEGMENT_OPS = {"flat": _strip("FLAT", "flat_"), "global": _strip("GLOBAL", "global_"),
+                    "scratch": _strip("SCRATCH", "scratch_")}
+FLAT_OPS = FLAT_SEGMENT_OPS["flat"]
+MUBUF_OPS = _strip("MUBUF", "buffer_")
+MTBUF_OPS = _strip("MTBUF", "tbuffer_")
 
+#: The mnemonics the executor in :mod:`.core` was written for (its builders dispatch by
+#: name prefix, so a mnemonic outside this set reaches them only through a family module
+#: in :mod:`.semantics`, which registers it explicitly).
+CORE_EXECUTED = frozenset({
+    "buffer_atomic_add", "buffer_atomic_add_x2", "buffer_atomic_and", "buffer_atomic_and_x2",
+    "buffer_atomic_cmpswap", "buffer_atomic_cmpswap_x2", "buffer_atomic_dec",
+    "buffer_atomic_dec_x2", "buffer_atomic_inc", "buffer_atomic_inc_x2", "buffer_atomic_or",
+    "buffer_atomic_or_x2", "buffer_atomic_smax", "buffer_atomic_smax_x2", "buffer_atomic_smin",
+    "buffer_atomic_smin_x2", "buffer_atomic_sub", "buffer_atomic_sub_x2", "buffer_atomic_swap",
+    "buffer_atomic_swap_x2", "buffer_atomic_umax", "buffer_atomic_umax_x2", "buffer_atomic_umin",
+    "buffer_atomic_umin_x2", "buffer_atomic_xor", "buffer_atomic_xor_x2", "buffer_load_dword",
+    "buffer_load_dwordx2", "buffer_load_dwordx3", "buffer_load_dwordx4", "buffer_load_sbyte",
+    "buffer_load_sshort", "buffer_load_ubyte", "buffer_load_ushort", "buffer_store_byte",
+    "buffer_store_dword", "buffer_store_dwordx2", "buffer_store_dwordx3", "buffer_store_dwordx4",
+    "buffer_store_short", "ds_add_rtn_u32", "ds_add_u32", "ds_and_b32", "ds_and_rtn_b32",
+    "ds_dec_rtn_u32", "ds_dec_u32", "ds_inc_rtn_u32", "ds_inc_u32", "ds_max_i32", "ds_max_rtn_i32",
+    "ds_max_rtn_u32", "ds_max_u32", "ds_min_i32", "ds_min_rtn_i32", "ds_min_rtn_u32", "ds_min_u32",
+    "ds_nop", "ds_or_b32", "ds_or_rtn_b32", "ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32",
+    "ds_read2st64_b64", "ds_read_b128", "ds_read_b32", "ds_read_b64", "ds_read_b96", "ds_read_i16",
+    "ds_read_i8", "ds_read_u16", "ds_read_u8", "ds_rsub_rtn_u32", "ds_rsub_u32", "ds_sub_rtn_u32",
+    "ds_sub_u32", "ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32", "ds_write2st64_b64",
+    "ds_write_b128", "ds_write_b16", "ds_write_b32", "ds_write_b64", "ds_write_b8", "ds_write_b96",
+    "ds_wrxchg_rtn_b32", "ds_xor_b32", "ds_xor_rtn_b32", "flat_atomic_add", "flat_atomic_add_x2",
+    "flat_atomic_and", "flat_atomic_and_x2", "flat_atomic_cmpswap", "flat_atomic_cmpswap_x2",
+    "flat_atomic_dec", "flat_atomic_dec_x2", "flat_atomic_inc", "flat_atomic_inc_x2",
+    "flat_atomic_or", "flat_atomic_or_x2", "flat_atomic_smax", "flat_atomic_smax_x2",
+    "flat_atomic_smin", "flat_atomic_smin_x2", "flat_atomic_sub", "flat_atomic_sub_x2",
+    "flat_atomic_swap", "flat_atomic_swap_x2", "flat_atomic_umax", "flat_atomic_umax_x2",
+    "flat_atomic_umin", "flat_atomic_umin_x2", "flat_atomic_xor", "flat_atomic_xor_x2",
+    "flat_load_dword", "flat_load_dwordx2", "flat_load_dwordx3", "flat_load_dwordx4",
+    "flat_load_sbyte", "flat_load_sshort", "flat_load_ubyte", "flat_load_ushort",
+    "flat_store_byte", "flat_store_dword", "flat_store_dwordx2", "flat_store_dwordx3",
+    "flat_store_dwordx4", "flat_store_short", "global_atomic_add", "global_atomic_add_x2",
+    "global_atomic_and", "global_atomic_and_x2", "global_atomic_cmpswap",
+    "global_atomic_cmpswap_x2", "global_atomic_dec", "global_atomic_dec_x2", "global_atomic_inc",
+    "global_atomic_inc_x2", "global_atomic_or", "global_atomic_or_x2", "global_atomic_smax",
+    "global_atomic_smax_x2", "global_atomic_smin", "global_atomic_smin_x2", "global_atomic_sub",
+    "global_atomic_sub_x2", "global_atomic_swap", "global_atomic_swap_x2", "global_atomic_umax",
+    "global_atomic_umax_x2", "global_atomic_umin", "global_atomic_umin_x2", "global_atomic_xor",
+    "global_atomic_xor_x2", "global_load_dword", "global_load_dwordx2", "global_load_dwordx3",
+    "global_load_dwordx4", "global_load_sbyte", "global_load_sshort", "global_load_ubyte",
+    "global_load_ushort", "global_store_byte", "global_store_dword", "global_store_dwordx2",
+    "global_store_dwordx3", "global_store_dwordx4", "global_store_short", "s_abs_i32",
+    "s_absdiff_i32", "s_add_i32", "s_add_u32", "s_addc_u32", "s_addk_i32", "s_and_b32",
+    "s_and_b64", "s_and_saveexec_b64", "s_andn1_saveexec_b64", "s_andn1_wrexec_b64", "s_andn2_b32",
+    "s_andn2_b64", "s_andn2_saveexec_b64", "s_andn2_wrexec_b64", "s_ashr_i32", "s_ashr_i64",
+    "s_atc_probe", "s_atc_probe_buffer", "s_barrier", "s_bcnt0_i32_b32", "s_bcnt0_i32_b64",
+    "s_bcnt1_i32_b32", "s_bcnt1_i32_b64", "s_bfe_i32", "s_bfe_i64", "s_bfe_u32", "s_bfe_u64",
+    "s_bfm_b32", "s_bfm_b64", "s_bitcmp0_b32", "s_bitcmp0_b64", "s_bitcmp1_b32", "s_bitcmp1_b64",
+    "s_bitreplicate_b64_b32", "s_bitset0_b32", "s_bitset0_b64", "s_bitset1_b32", "s_bitset1_b64",
+    "s_branch", "s_brev_b32", "s_brev_b64", "s_buffer_load_dword", "s_buffer_load_dwordx16",
+    "s_buffer_load_dwordx2", "s_buffer_load_dwordx4", "s_buffer_load_dwordx8",
+    "s_buffer_store_dword", "s_buffer_store_dwordx2", "s_buffer_store_dwordx4", "s_call_b64",
+    "s_cbranch_cdbgsys", "s_cbranch_cdbgsys_and_user", "s_cbranch_cdbgsys_or_user",
+    "s_cbranch_cdbguser", "s_cbranch_execnz", "s_cbranch_execz", "s_cbranch_g_fork",
+    "s_cbranch_i_fork", "s_cbranch_join", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_vccnz",
+    "s_cbranch_vccz", "s_cmov_b32", "s_cmov_b64", "s_cmovk_i32", "s_cmp_eq_i32", "s_cmp_eq_u32",
+    "s_cmp_eq_u64", "s_cmp_ge_i32", "s_cmp_ge_u32", "s_cmp_gt_i32", "s_cmp_gt_u32", "s_cmp_le_i32",
+    "s_cmp_le_u32", "s_cmp_lg_i32", "s_cmp_lg_u32", "s_cmp_lg_u64", "s_cmp_lt_i32", "s_cmp_lt_u32",
+    "s_cmpk_eq_i32", "s_cmpk_eq_u32", "s_cmpk_ge_i32", "s_cmpk_ge_u32", "s_cmpk_gt_i32",
+    "s_cmpk_gt_u32", "s_cmpk_le_i32", "s_cmpk_le_u32", "s_cmpk_lg_i32", "s_cmpk_lg_u32",
+    "s_cmpk_lt_i32", "s_cmpk_lt_u32", "s_cselect_b32", "s_cselect_b64", "s_dcache_inv",
+    "s_dcache_inv_vol", "s_dcache_wb", "s_dcache_wb_vol", "s_decperflevel", "s_endpgm",
+    "s_endpgm_saved", "s_ff0_i32_b32", "s_ff0_i32_b64", "s_ff1_i32_b32", "s_ff1_i32_b64",
+    "s_flbit_i32", "s_flbit_i32_b32", "s_flbit_i32_b64", "s_flbit_i32_i64", "s_getpc_b64",
+    "s_getreg_b32", "s_icache_inv", "s_incperflevel", "s_load_dword", "s_load_dwordx16",
+    "s_load_dwordx2", "s_load_dwordx4", "s_load_dwordx8", "s_lshl1_add_u32", "s_lshl2_add_u32",
+    "s_lshl3_add_u32", "s_lshl4_add_u32", "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_lshr_b64",
+    "s_max_i32", "s_max_u32", "s_memrealtime", "s_memtime", "s_min_i32", "s_min_u32", "s_mov_b32",
+    "s_mov_b64", "s_movk_i32", "s_movreld_b32", "s_movreld_b64", "s_movrels_b32", "s_movrels_b64",
+    "s_mul_hi_i32", "s_mul_hi_u32", "s_mul_i32", "s_mulk_i32", "s_nand_b32", "s_nand_b64",
+    "s_nand_saveexec_b64", "s_nop", "s_nor_b32", "s_nor_b64", "s_nor_saveexec_b64", "s_not_b32",
+    "s_not_b64", "s_or_b32", "s_or_b64", "s_or_saveexec_b64", "s_orn1_saveexec_b64", "s_orn2_b32",
+    "s_orn2_b64", "s_orn2_saveexec_b64", "s_pack_hh_b32_b16", "s_pack_lh_b32_b16",
+    "s_pack_ll_b32_b16", "s_quadmask_b32", "s_quadmask_b64", "s_rfe_b64", "s_rfe_restore_b64",
+    "s_sendmsg", "s_sendmsghalt", "s_set_gpr_idx_idx", "s_set_gpr_idx_mode", "s_set_gpr_idx_off",
+    "s_set_gpr_idx_on", "s_sethalt", "s_setkill", "s_setpc_b64", "s_setprio", "s_setreg_b32",
+    "s_setreg_imm32_b32", "s_setvskip", "s_sext_i32_i16", "s_sext_i32_i8", "s_sleep",
+    "s_store_dword", "s_store_dwordx2", "s_store_dwordx4", "s_sub_i32", "s_sub_u32", "s_subb_u32",
+    "s_swappc_b64", "s_trap", "s_ttracedata", "s_waitcnt", "s_wakeup", "s_wqm_b32", "s_wqm_b64",
+    "s_xnor_b32", "s_xnor_b64", "s_xnor_saveexec_b64", "s_xor_b32", "s_xor_b64",
+    "s_xor_saveexec_b64", "v_add3_u32", "v_add_co_u32", "v_add_f16", "v_add_f32", "v_add_f64",
+    "v_add_lshl_u32", "v_add_u16", "v_add_u32", "v_addc_co_u32", "v_alignbit_b32",
+    "v_alignbyte_b32", "v_and_b32", "v_and_or_b32", "v_ashrrev_i16", "v_ashrrev_i32",
+    "v_ashrrev_i64", "v_bcnt_u32_b32", "v_bfe_i32", "v_bfe_u32", "v_bfi_b32", "v_bfm_b32",
+    "v_bfrev_b32", "v_ceil_f32", "v_ceil_f64", "v_clrexcp", "v_cmp_class_f32", "v_cmp_class_f64",
+    "v_cmp_eq_f32", "v_cmp_eq_f64", "v_cmp_eq_i32", "v_cmp_eq_i64", "v_cmp_eq_u32", "v_cmp_eq_u64",
+    "v_cmp_f_f32", "v_cmp_f_f64", "v_cmp_f_i32", "v_cmp_f_i64", "v_cmp_f_u32", "v_cmp_f_u64",
+    "v_cmp_ge_f32", "v_cmp_ge_f64", "v_cmp_ge_i32", "v_cmp_ge_i64", "v_cmp_ge_u32", "v_cmp_ge_u64",
+    "v_cmp_gt_f32", "v_cmp_gt_f64", "v_cmp_gt_i32", "v_cmp_gt_i64", "v_cmp_gt_u32", "v_cmp_gt_u64",
+    "v_cmp_le_f32", "v_cmp_le_f64", "v_cmp_le_i32", "v_cmp_le_i64", "v_cmp_le_u32", "v_cmp_le_u64",
+    "v_cmp_lg_f32", "v_cmp_lg_f64", "v_cmp_lt_f32", "v_cmp_lt_f64", "v_cmp_lt_i32", "v_cmp_lt_i64",
+    "v_cmp_lt_u32", "v_cmp_lt_u64", "v_cmp_ne_i32", "v_cmp_ne_i64", "v_cmp_ne_u32", "v_cmp_ne_u64",
+    "v_cmp_neq_f32", "v_cmp_neq_f64", "v_cmp_nge_f32", "v_cmp_nge_f64", "v_cmp_ngt_f32",
+    "v_cmp_ngt_f64", "v_cmp_nle_f32", "v_cmp_nle_f64", "v_cmp_nlg_f32", "v_cmp_nlg_f64",
+    "v_cmp_nlt_f32", "v_cmp_nlt_f64", "v_cmp_o_f32", "v_cmp_o_f64", "v_cmp_t_i32", "v_cmp_t_i64",
+    "v_cmp_t_u32", "v_cmp_t_u64", "v_cmp_tru_f32", "v_cmp_tru_f64", "v_cmp_u_f32", "v_cmp_u_f64",
+    "v_cmpx_class_f32", "v_cmpx_class_f64", "v_cmpx_eq_f32", "v_cmpx_eq_f64", "v_cmpx_eq_i32",
+    "v_cmpx_eq_i64", "v_cmpx_eq_u32", "v_cmpx_eq_u64", "v_cmpx_f_f32", "v_cmpx_f_f64",
+    "v_cmpx_f_i32", "v_cmpx_f_i64", "v_cmpx_f_u32", "v_cmpx_f_u64", "v_cmpx_ge_f32",
+    "v_cmpx_ge_f64", "v_cmpx_ge_i32", "v_cmpx_ge_i64", "v_cmpx_ge_u32", "v_cmpx_ge_u64",
+    "v_cmpx_gt_f32", "v_cmpx_gt_f64", "v_cmpx_gt_i32", "v_cmpx_gt_i64", "v_cmpx_gt_u32",
+    "v_cmpx_gt_u64", "v_cmpx_le_f32", "v_cmpx_le_f64", "v_cmpx_le_i32", "v_cmpx_le_i64",
+    "v_cmpx_le_u32", "v_cmpx_le_u64", "v_cmpx_lg_f32", "v_cmpx_lg_f64", "v_cmpx_lt_f32",
+    "v_cmpx_lt_f64", "v_cmpx_lt_i32", "v_cmpx_lt_i64", "v_cmpx_lt_u32", "v_cmpx_lt_u64",
+    "v_cmpx_ne_i32", "v_cmpx_ne_i64", "v_cmpx_ne_u32", "v_cmpx_ne_u64", "v_cmpx_neq_f32",
+    "v_cmpx_neq_f64", "v_cmpx_nge_f32", "v_cmpx_nge_f64", "v_cmpx_ngt_f32", "v_cmpx_ngt_f64",
+    "v_cmpx_nle_f32", "v_cmpx_nle_f64", "v_cmpx_nlg_f32", "v_cmpx_nlg_f64", "v_cmpx_nlt_f32",
+    "v_cmpx_nlt_f64", "v_cmpx_o_f32", "v_cmpx_o_f64", "v_cmpx_t_i32", "v_cmpx_t_i64",
+    "v_cmpx_t_u32", "v_cmpx_t_u64", "v_cmpx_tru_f32", "v_cmpx_tru_f64", "v_cmpx_u_f32",
+    "v_cmpx_u_f64", "v_cndmask_b32", "v_cos_f32", "v_cvt_f16_f32", "v_cvt_f32_f16",
+    "v_cvt_f32_f64", "v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_f32_ubyte0", "v_cvt_f32_ubyte1",
+    "v_cvt_f32_ubyte2", "v_cvt_f32_ubyte3", "v_cvt_f64_f32", "v_cvt_f64_i32", "v_cvt_f64_u32",
+    "v_cvt_flr_i32_f32", "v_cvt_i32_f32", "v_cvt_i32_f64", "v_cvt_off_f32_i4", "v_cvt_rpi_i32_f32",
+    "v_cvt_u32_f32", "v_cvt_u32_f64", "v_div_fixup_f32", "v_div_fixup_f64", "v_div_fmas_f32",
+    "v_div_fmas_f64", "v_div_scale_f32", "v_div_scale_f64", "v_exp_f32", "v_ffbh_i32",
+    "v_ffbh_u32", "v_ffbl_b32", "v_floor_f32", "v_floor_f64", "v_fma_f32", "v_fma_f64",
+    "v_fmac_f32", "v_fract_f32", "v_fract_f64", "v_frexp_exp_i32_f32", "v_frexp_exp_i32_f64",
+    "v_frexp_mant_f32", "v_frexp_mant_f64", "v_ldexp_f16", "v_ldexp_f32", "v_ldexp_f64",
+    "v_log_f32", "v_lshl_add_u32", "v_lshl_or_b32", "v_lshlrev_b16", "v_lshlrev_b32",
+    "v_lshlrev_b64", "v_lshrrev_b16", "v_lshrrev_b32", "v_lshrrev_b64", "v_mac_f16", "v_mac_f32",
+    "v_mad_f32", "v_mad_i32_i24", "v_mad_i64_i32", "v_mad_legacy_f32", "v_mad_u32_u24",
+    "v_mad_u64_u32", "v_madak_f16", "v_madak_f32", "v_madmk_f16", "v_madmk_f32", "v_max3_f32",
+    "v_max3_i32", "v_max3_u32", "v_max_f16", "v_max_f32", "v_max_f64", "v_max_i16", "v_max_i32",
+    "v_max_u16", "v_max_u32", "v_mbcnt_hi_u32_b32", "v_mbcnt_lo_u32_b32", "v_med3_f32",
+    "v_med3_i32", "v_med3_u32", "v_min3_f32", "v_min3_i32", "v_min3_u32", "v_min_f16", "v_min_f32",
+    "v_min_f64", "v_min_i16", "v_min_i32", "v_min_u16", "v_min_u32", "v_mov_b32", "v_mul_f16",
+    "v_mul_f32", "v_mul_f64", "v_mul_hi_i32", "v_mul_hi_i32_i24", "v_mul_hi_u32",
+    "v_mul_hi_u32_u24", "v_mul_i32_i24", "v_mul_legacy_f32", "v_mul_lo_u16", "v_mul_lo_u32",
+    "v_mul_u32_u24", "v_nop", "v_not_b32", "v_or3_b32", "v_or_b32", "v_rcp_f32", "v_rcp_f64",
+    "v_rcp_iflag_f32", "v_readfirstlane_b32", "v_readlane_b32", "v_rndne_f32", "v_rndne_f64",
+    "v_rsq_f32", "v_rsq_f64", "v_sin_f32", "v_sqrt_f32", "v_sqrt_f64", "v_sub_co_u32", "v_sub_f16",
+    "v_sub_f32", "v_sub_u16", "v_sub_u32", "v_subb_co_u32", "v_subbrev_co_u32", "v_subrev_co_u32",
+    "v_subrev_f16", "v_subrev_f32", "v_subrev_u16", "v_subrev_u32", "v_swap_b32", "v_trunc_f32",
+    "v_trunc_f64", "v_writelane_b32", "v_xad_u32", "v_xnor_b32", "v_xor_b32",
+})
 
-VOPC = _vopc()
-
-#: VOP3-only opcodes (VOP3 also encodes VOPC at op, VOP2 at 0x100+op, VOP1 at 0x140+op).
-VOP3_ONLY = _table("""
-0x1c0 v_mad_legacy_f32, 0x1c1 v_mad_f32, 0x1c2 v_mad_i32_i24, 0x1c3 v_mad_u32_u24,
-0x1c8 v_bfe_u32, 0x1c9 v_bfe_i32, 0x1ca v_bfi_b32, 0x1cb v_fma_f32, 0x1cc v_fma_f64,
-0x1ce v_alignbit_b32, 0x1cf v_alignbyte_b32, 0x1d0 v_min3_f32, 0x1d1 v_min3_i32,
-0x1d2 v_min3_u32, 0x1d3 v_max3_f32, 0x1d4 v_max3_i32, 0x1d5 v_max3_u32, 0x1d6 v_med3_f32,
-0x1d7 v_med3_i32, 0x1d8 v_med3_u32, 0x1e0 v_div_scale_f32, 0x1e1 v_div_scale_f64,
-0x1e2 v_div_fmas_f32, 0x1e3 v_div_fmas_f64, 0x1de v_div_fixup_f32, 0x1df v_div_fixup_f64,
-0x1e8 v_mad_u64_u32, 0x1e9 v_mad_i64_i32,
-0x1f3 v_xad_u32, 0x1fd v_lshl_add_u32, 0x1fe v_add_lshl_u32, 0x1ff v_add3_u32,
-0x200 v_lshl_or_b32, 0x201 v_and_or_b32, 0x202 v_or3_b32,
-0x280 v_add_f64, 0x281 v_mul_f64, 0x282 v_min_f64, 0x283 v_max_f64, 0x284 v_ldexp_f64,
-0x285 v_mul_lo_u32, 0x286 v_mul_hi_u32, 0x287 v_mul_hi_i32, 0x288 v_ldexp_f32,
-0x289 v_readlane_b32, 0x28a v_writelane_b32, 0x28b v_bcnt_u32_b32, 0x28c v_mbcnt_lo_u32_b32,
-0x28d v_mbcnt_hi_u32_b32, 0x28f v_lshlrev_b64, 0x290 v_lshrrev_b64, 0x291 v_ashrrev_i64,
-0x293 v_bfm_b32
-""")
-
-FLAT_OPS = _table("""
-16 load_ubyte, 17 load_sbyte, 18 load_ushort, 19 load_sshort, 20 load_dword, 21 load_dwordx2,
-22 load_dwordx3, 23 load_dwordx4, 24 store_byte, 26 store_short, 28 store_dword,
-29 store_dwordx2, 30 store_dwordx3, 31 store_dwordx4,
-64 atomic_swap, 65 atomic_cmpswap, 66 atomic_add, 67 atomic_sub, 68 atomic_smin, 69 atomic_umin,
-70 atomic_smax, 71 atomic_umax, 72 atomic_and, 73 atomic_or, 74 atomic_xor, 75 atomic_inc,
-76 atomic_dec, 96 atomic_swap_x2, 97 atomic_cmpswap_x2, 98 atomic_add_x2, 99 atomic_sub_x2,
-100 atomic_smin_x2, 101 atomic_umin_x2, 102 atomic_smax_x2, 103 atomic_umax_x2,
-104 atomic_and_x2, 105 atomic_or_x2, 106 atomic_xor_x2, 107 atomic_inc_x2, 108 atomic_dec_x2
-""")
-
-MUBUF_OPS = dict(FLAT_OPS)
-
-DS = _table("""
-0 ds_add_u32, 1 ds_sub_u32, 2 ds_rsub_u32, 3 ds_inc_u32, 4 ds_dec_u32, 5 ds_min_i32,
-6 ds_max_i32, 7 ds_min_u32, 8 ds_max_u32, 9 ds_and_b32, 10 ds_or_b32, 11 ds_xor_b32,
-13 ds_write_b32, 14 ds_write2_b32, 15 ds_write2st64_b32, 20 ds_nop, 30 ds_write_b8,
-31 ds_write_b16, 32 ds_add_rtn_u32, 33 ds_sub_rtn_u32, 34 ds_rsub_rtn_u32, 35 ds_inc_rtn_u32,
-36 ds_dec_rtn_u32, 37 ds_min_rtn_i32, 38 ds_max_rtn_i32, 39 ds_min_rtn_u32, 40 ds_max_rtn_u32,
-41 ds_and_rtn_b32, 42 ds_or_rtn_b32, 43 ds_xor_rtn_b32, 45 ds_wrxchg_rtn_b32,
-54 ds_read_b32, 55 ds_read2_b32, 56 ds_read2st64_b32, 57 ds_read_i8, 58 ds_read_u8,
-59 ds_read_i16, 60 ds_read_u16, 77 ds_write_b64, 78 ds_write2_b64, 79 ds_write2st64_b64,
-118 ds_read_b64, 119 ds_read2_b64, 120 ds_read2st64_b64, 222 ds_write_b96,
-223 ds_write_b128, 254 ds_read_b96, 255 ds_read_b128
-""")
 
 # --------------------------------------------------------------------------
 # Operand encodings (9-bit VOP source field; SALU uses the low 8 bits).
