@@ -21,9 +21,11 @@ kernel that was measured, next to vlpc's default ``sqc`` schedule:
   ``s_add_u32``/``s_addc_u32`` as in the seed (section 2.5).  The step ends with an
   ``s_waitcnt vmcnt(0)`` that retires the prefetch (a separate wait, as the seed's
   hand-written loop has; ``gcn-insert-waitcnt`` honors it and derives every other wait).
-* The seed's kernel prefetches past K; this one does not: the K loop covers all steps
-  but the last, which is peeled without a prefetch, so every access stays inside the
-  matrices (the strict emulator checks it).
+* An iteration of the K loop is two 8-k steps, the B buffers in turn (one buffer per step
+  would need 8 ``v_mov_b32`` per step on the back edge).  The seed's kernel prefetches
+  past K; this one does not: the loop covers the steps before the last in pairs, an odd
+  one follows it, and the last step is peeled without a prefetch, so every access stays
+  inside the matrices (the strict emulator checks it).
 * FMA order: with ``forwarding`` (the default), row by row within a group, so each
   FMA's accumulator comes from the FMA just before it (data forwarding, section 2.9);
   without, K-major (for each k, the group's 8 rows: the seed's ``sum_no_reuse``), so no
