@@ -15,7 +15,8 @@ config.excludes = ["lit.cfg.py", "Inputs"]
 bindir = os.path.dirname(sys.executable)
 # Make the vlpc, filecheck and xdsl-opt of the running environment win.
 config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-for var in ("HOME", "VLPC_TOOLCHAIN", "VLPC_LLVM_DIR", "ROCM_PATH", "TMPDIR"):
+for var in ("HOME", "VLPC_TOOLCHAIN", "VLPC_LLVM_DIR", "ROCM_PATH", "TMPDIR", "VLPC_CACHE_DIR", "VLPC_CACHE",
+            "VLPC_CACHE_MAX_SIZE", "VLPC_VERIFY_EACH", "XDG_CACHE_HOME"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.substitutions.append(("%python", sys.executable))

@@ -135,16 +135,19 @@ class WaitState:
             if lgkmcnt == 0:
                 self.smem = set()
 
-    def issue(self, op: Operation) -> None:
+    def issue(self, op: Operation, written: list[Reg] | None = None) -> None:
+        """Account for issuing ``op`` (``written``: its result registers, if known)."""
+        if written is None:
+            written = writes(op)
         if is_vmem(op):
             self.vm = {r: a + 1 for r, a in self.vm.items()}
-            for r in writes(op):
+            for r in written:
                 self.vm[r] = 0
         elif is_smem(op):
-            self.smem |= set(writes(op))
+            self.smem |= set(written)
         elif is_lds(op):
             self.lds = {r: a + 1 for r, a in self.lds.items()}
-            for r in writes(op):
+            for r in written:
                 self.lds[r] = 0
             self.lds_ops += 1
 
@@ -167,6 +170,17 @@ class _Inserter:
     def __init__(self, vmcnt_max: int, lgkmcnt_max: int):
         self.vmcnt_max = vmcnt_max
         self.lgkmcnt_max = lgkmcnt_max
+        # Registers each instruction reads and writes, computed once: a loop body is walked
+        # until its fixed point and every SMEM load looks ahead over the rest of the kernel.
+        self._rw: dict[Operation, tuple[list[Reg], list[Reg], frozenset[Reg]]] = {}
+
+    def rw(self, op: Operation) -> tuple[list[Reg], list[Reg], frozenset[Reg]]:
+        """(reads, writes, both as a set) of ``op``."""
+        got = self._rw.get(op)
+        if got is None:
+            r, w = reads(op), writes(op)
+            got = self._rw[op] = (r, w, frozenset(r) | frozenset(w))
+        return got
 
     def block(self, block: Block, state: WaitState, continuation: list[Operation], insert: bool) -> WaitState:
         """Walk ``block`` from ``state``; ``continuation`` is what runs after it (for lookahead)."""
@@ -199,11 +213,12 @@ class _Inserter:
                 state.wait(None if op.vmcnt is None else op.vmcnt.value.data,
                            None if op.lgkmcnt is None else op.lgkmcnt.value.data)
                 continue
-            vmcnt, lgkm = state.needed(reads(op) + writes(op))
+            op_reads, op_writes, _ = self.rw(op)
+            vmcnt, lgkm = state.needed(op_reads + op_writes)
             if is_barrier(op) and state.needed_for_barrier() is not None:
                 lgkm = 0
             if is_smem(op) and state.smem and lgkm != 0:
-                if self._old_smem_used_first(state.smem, set(writes(op)), ops[i + 1:] + continuation):
+                if self._old_smem_used_first(state.smem, set(op_writes), ops[i + 1:] + continuation):
                     lgkm = 0
             if vmcnt is not None or lgkm is not None:
                 vmcnt = None if vmcnt is None else min(vmcnt, self.vmcnt_max)
@@ -211,11 +226,10 @@ class _Inserter:
                 if insert:
                     block.insert_op_before(gcn.SWaitcntOp(vmcnt=vmcnt, lgkmcnt=lgkm), op)
                 state.wait(vmcnt, lgkm)
-            state.issue(op)
+            state.issue(op, op_writes)
         return state
 
-    @staticmethod
-    def _old_smem_used_first(old: set[Reg], new: set[Reg], rest: list[Operation]) -> bool:
+    def _old_smem_used_first(self, old: set[Reg], new: set[Reg], rest: list[Operation]) -> bool:
         """Whether to wait for older SMEM results before issuing a new SMEM load: an
         older result is needed before any VALU instruction (waiting now costs the older
         loads no cover), and the new result is used later, after VALU work (which
@@ -223,7 +237,7 @@ class _Inserter:
         u_old = None
         valu_between = 0
         for op in _flatten(rest):
-            touched = set(reads(op)) | set(writes(op))
+            touched = self.rw(op)[2]
             if u_old is None:
                 if touched & old:
                     u_old = op

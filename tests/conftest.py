@@ -8,8 +8,23 @@ so they use the installed package, as a user's would.
 """
 
 import os
+import shutil
+import tempfile
 
 os.environ["PYTHONSAFEPATH"] = "1"
+
+# The kernel cache (vlpc/cache.py): the suite neither reads nor fills the user's cache; it
+# shares one of its own among its tests (and their subprocesses), deleted at the end.
+_CACHE_DIR = tempfile.mkdtemp(prefix="vlpc-test-cache-")
+os.environ["VLPC_CACHE_DIR"] = _CACHE_DIR
+os.environ.pop("VLPC_CACHE", None)
+os.environ.pop("VLPC_CACHE_MAX_SIZE", None)
+# The IR is verified after every pass in the tests (the compiler's default: once, at the end).
+os.environ["VLPC_VERIFY_EACH"] = "1"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 def gfx906_device_or_skip():

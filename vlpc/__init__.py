@@ -29,14 +29,64 @@ if not _os.path.isdir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__))
     __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
 del _os, _root
 
-from vlpc.pipeline import (CompiledKernel, CompiledModule, LaunchConfig, compile, parse, pipeline,  # noqa: E402
-                           pipeline_options, pipeline_spec)
+# The public names load on first use (PEP 562), so that `import vlpc` and `vlpc --help` import
+# neither xDSL nor NumPy nor any dialect or pass: see _LAZY.  `vlpc.run` and `vlpc.pipeline` name
+# functions although vlpc/run.py and vlpc/pipeline.py are submodules too (`from vlpc.run import
+# cmd_run` and `from vlpc.pipeline import ...` find those in sys.modules): importing a submodule sets
+# the package attribute of its name, which _Package below ignores for these two.
+_LAZY = {
+    "compile": "vlpc.pipeline", "parse": "vlpc.pipeline", "pipeline_options": "vlpc.pipeline",
+    "pipeline_spec": "vlpc.pipeline", "CompiledKernel": "vlpc.kernel", "CompiledModule": "vlpc.kernel",
+    "LaunchConfig": "vlpc.kernel", "RunResult": "vlpc.api", "VerificationError": "vlpc.api",
+    "DiagnosticError": "vlpc.errors", "VlpcError": "vlpc.errors",
+}
 
-# `vlpc.run` names the function below; the `vlpc run` command's submodule is imported first,
-# so that `from vlpc.run import cmd_run` keeps working (it finds the module in sys.modules).
-from vlpc import run as _run_command  # noqa: E402,F401
-from vlpc.api import RunResult, VerificationError, run  # noqa: E402
-from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vlpc' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | {"run", "pipeline"})
+
+
+import sys as _sys  # noqa: E402
+import types as _types  # noqa: E402
+
+
+class _Package(_types.ModuleType):
+    """The vlpc package: ``run`` and ``pipeline`` are the functions, whatever submodule is imported."""
+
+    @property
+    def run(self):
+        """:func:`vlpc.api.run` (compile, launch, verify)."""
+        from vlpc.api import run
+        return run
+
+    @run.setter
+    def run(self, value) -> None:  # the import system binding the vlpc.run submodule: keep the function
+        pass
+
+    @property
+    def pipeline(self):
+        """:func:`vlpc.pipeline.pipeline` (the configured passes)."""
+        from vlpc.pipeline import pipeline
+        return pipeline
+
+    @pipeline.setter
+    def pipeline(self, value) -> None:  # as for run
+        pass
+
+
+_sys.modules[__name__].__class__ = _Package
+del _sys, _types
 
 __all__ = ["CompiledKernel", "CompiledModule", "DiagnosticError", "LaunchConfig", "RunResult", "VerificationError",
            "VlpcError", "compile", "parse", "pipeline", "pipeline_options", "pipeline_spec", "run", "__version__"]

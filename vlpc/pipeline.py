@@ -292,21 +292,46 @@ def pipeline_options(passes: Sequence[ModulePass]) -> list[tuple[str, dict]]:
     return [(p.name, {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}) for p in passes]
 
 
+def verify_each_default() -> bool:
+    """Whether :func:`run_passes` verifies the IR after every pass when not told: true when
+    ``$VLPC_VERIFY_EACH`` is set to anything but ``""``/``0`` (the test suite sets it)."""
+    return os.environ.get("VLPC_VERIFY_EACH", "") not in ("", "0")
+
+
 def run_passes(module: ModuleOp, passes: Sequence[ModulePass], ctx: Context | None = None,
-               after_each: Callable[[ModulePass, ModuleOp], None] | None = None) -> ModuleOp:
-    """Apply ``passes`` in order, verifying after each; user errors keep their location."""
+               after_each: Callable[[ModulePass, ModuleOp], None] | None = None,
+               verify_each: bool | None = None,
+               before_each: Callable[[ModulePass, ModuleOp], None] | None = None) -> ModuleOp:
+    """Apply ``passes`` in order; user errors keep their location.
+
+    The IR is verified once, after the last pass (as ``mlir-opt`` does without
+    ``-verify-each``), or after every pass with ``verify_each=True`` (``None``:
+    :func:`verify_each_default`, i.e. ``$VLPC_VERIFY_EACH``; ``vlpc compile/opt
+    --verify-each``).  A verifier failure is an :class:`InternalError` naming the pass
+    after which it was found (with one verification at the end: the last pass, and the
+    message says to rerun with ``--verify-each`` to find the one that broke the IR).
+    ``before_each(pass, module)`` and ``after_each(pass, module)`` are called around each
+    pass (IR printing, plans)."""
     ctx = ctx or make_context()
-    for p in passes:
+    if verify_each is None:
+        verify_each = verify_each_default()
+    passes = list(passes)
+    for i, p in enumerate(passes):
+        if before_each is not None:
+            before_each(p, module)
         try:
             p.apply(ctx, module)
         except VlpcError:
             raise
         except Exception as e:  # a bug in vlpc: say which pass
             raise InternalError(p.name, e) from e
-        try:
-            module.verify()
-        except VerifyException as e:
-            raise InternalError(p.name, e) from e
+        if verify_each or i == len(passes) - 1:
+            try:
+                module.verify()
+            except VerifyException as e:
+                name = p.name if verify_each or i == 0 else (f"{p.name}' or an earlier one ('--verify-each' "
+                                                             f"or VLPC_VERIFY_EACH=1 names it")
+                raise InternalError(name, e) from e
         if after_each is not None:
             after_each(p, module)
     return module
@@ -344,7 +369,7 @@ def header_lines(module: ModuleOp, target: str) -> list[str]:
 
 
 def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename: str = "<input>",
-            toolchain=None, **options) -> CompiledModule:
+            toolchain=None, cache: bool | None = None, **options) -> CompiledModule:
     """Compile a gemm-dialect or linalg module (or its text) into a code object.
 
     ``module_or_text`` is MLIR text, an xDSL ``ModuleOp``, a module of the upstream
@@ -355,32 +380,108 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     Returns a :class:`CompiledModule`.  Raises :class:`~vlpc.errors.DiagnosticError`
     for bad IR (``file:line:col``), :class:`~vlpc.errors.VlpcError` for bad options,
     :class:`~vlpc.errors.AssemblerError` if LLVM rejects the output (a vlpc bug).
-    """
-    from vlpc.runtime.toolchain import find_toolchain
 
-    ctx = make_context()
+    ``cache``: look the result up in (and store it into) the kernel cache
+    (:mod:`vlpc.cache`, ``$VLPC_CACHE_DIR``); ``None`` (default) uses it unless
+    ``$VLPC_CACHE=0``, ``False`` bypasses it.  Text and upstream modules are cached; an
+    xDSL ``ModuleOp`` is not (it is lowered in place, as before).
+    """
     if isinstance(module_or_text, os.PathLike) or (isinstance(module_or_text, str) and _looks_like_path(module_or_text)):
-        return compile_file(module_or_text, target, toolchain=toolchain, **options)
+        return compile_file(module_or_text, target, toolchain=toolchain, cache=cache, **options)
     if not isinstance(module_or_text, str | ModuleOp):
         from vlpc.interop import from_upstream
-        module_or_text = from_upstream(module_or_text)
-    module = parse(module_or_text, filename, ctx) if isinstance(module_or_text, str) else module_or_text
-    passes = pipeline(target, **options)
-    run_passes(module, passes, ctx)
-    asm = print_assembly(module, target, header_lines(module, TargetId.parse(target).target.name))
+        module_or_text = print_ir(from_upstream(module_or_text))
+    if isinstance(module_or_text, ModuleOp):
+        return _build(module_or_text, make_context(), target, filename, toolchain, options)[0]
+    from vlpc.cache import open_cache
+
+    kc = open_cache(cache)
+    if kc is None:
+        return _build(None, None, target, filename, toolchain, options, module_or_text)[0]
+    key, tc = _cache_key(module_or_text, target, filename, toolchain, options)
+    record = kc.get(key)
+    if record is not None:
+        try:
+            return module_from_record(record)
+        except (KeyError, TypeError, ValueError):  # a record of another layout: rebuild it
+            pass
+    result, record = _build(None, None, target, filename, tc, options, module_or_text)
+    kc.put(key, record)
+    return result
+
+
+def _cache_key(text: str, target: str, filename: str, toolchain, options: dict):
+    """(key, toolchain) of a compilation in the kernel cache (see :mod:`vlpc.cache`)."""
+    import dataclasses
+
+    from vlpc.cache import make_key, toolchain_fingerprint, vlpc_fingerprint
+    from vlpc.runtime.toolchain import find_toolchain
+
+    o = Options.from_kwargs(options)  # unknown option names are refused before any lookup
+    tc = toolchain or find_toolchain()
+    key = make_key(ir=text, filename=filename, target=target, options=dataclasses.asdict(o),
+                   vlpc=vlpc_fingerprint(), toolchain=toolchain_fingerprint(tc))
+    return key, tc
+
+
+def _no_gc():
+    """A context that pauses Python's cyclic garbage collector: a compilation allocates
+    hundreds of thousands of IR objects and would otherwise trigger many full-heap scans
+    (about 15 % of the pipeline's time); reference counting still frees as usual."""
+    import contextlib
+    import gc
+
+    @contextlib.contextmanager
+    def paused():
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if was:
+                gc.enable()
+
+    return paused()
+
+
+def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: str, toolchain, options: dict,
+           text: str | None = None) -> tuple[CompiledModule, dict]:
+    """Parse ``text`` (or take ``module``), run the pipeline, assemble and link: the compiled
+    module and its cache record."""
+    from vlpc.runtime.toolchain import find_toolchain
+
+    with _no_gc():
+        ctx = ctx or make_context()
+        if module is None:
+            module = parse(text, filename, ctx)
+        passes = pipeline(target, **options)
+        run_passes(module, passes, ctx)
+        header = header_lines(module, TargetId.parse(target).target.name)
+        asm = print_assembly(module, target, header)
+        kernels = []
+        for k in [o for o in module.walk() if isinstance(o, KernelOp)]:
+            nv, ns, _ = kernel_resources(k)
+            li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
+            kernels.append({"name": k.sym_name.data, "metadata": metadata_json(k), "launch_info": li, "vgprs": nv})
     tc = toolchain or find_toolchain()
     code = tc.link(tc.assemble(asm, TargetId.parse(target), filename))
-    result = CompiledModule(asm, code, str(TargetId.parse(target)), toolchain=tc.describe())
+    record = {"asm": asm, "code_object": code, "target_id": str(TargetId.parse(target)),
+              "toolchain": tc.describe(), "header": header, "kernels": kernels}
+    return module_from_record(record), record
+
+
+def module_from_record(record: dict) -> CompiledModule:
+    """The :class:`CompiledModule` of a build record (fresh, or from the kernel cache)."""
+    asm, code = record["asm"], record["code_object"]
+    result = CompiledModule(asm, code, record["target_id"], toolchain=record["toolchain"])
     companions: dict[str, CompiledKernel] = {}
-    for k in [o for o in module.walk() if isinstance(o, KernelOp)]:
-        nv, ns, _ = kernel_resources(k)
-        li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
-        meta = metadata_json(k)
-        ck = CompiledKernel(k.sym_name.data, meta, li, nv, meta[".sgpr_count"], asm, code, result.target_id)
+    for k in record["kernels"]:
+        meta, li = k["metadata"], k["launch_info"]
+        ck = CompiledKernel(k["name"], meta, li, k["vgprs"], meta[".sgpr_count"], asm, code, result.target_id)
         if "role" in li:  # a companion (split-K plan, small M): reached through its main kernel
-            companions[k.sym_name.data] = ck
+            companions[k["name"]] = ck
         else:
-            result.kernels[k.sym_name.data] = ck
+            result.kernels[k["name"]] = ck
     for ck in result.kernels.values():
         names = [*str(ck.launch_info.get("plan", ck.name)).split(","),
                  *str(ck.launch_info.get("small_m", "")).split(",")]
@@ -399,7 +500,8 @@ def _looks_like_path(text: str) -> bool:
     return os.path.isfile(t) or t.lower().endswith(".mlir") or (len(t.split()) == 1 and ("/" in t or "\\" in t))
 
 
-def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=None, **options) -> CompiledModule:
+def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=None, cache: bool | None = None,
+                 **options) -> CompiledModule:
     """Compile the MLIR file at ``path`` (like ``iree.compiler.compile_file``); diagnostics
     name the file.  Raises :class:`VlpcError` when it cannot be read, else as :func:`compile`."""
     name = os.fspath(path)
@@ -411,4 +513,4 @@ def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=N
                         f"(from {os.getcwd()}); pass MLIR text or the path of an existing .mlir file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise VlpcError(f"vlpc.compile: cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
-    return compile(text, target, filename=name, toolchain=toolchain, **options)
+    return compile(text, target, filename=name, toolchain=toolchain, cache=cache, **options)
