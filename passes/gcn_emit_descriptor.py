@@ -3,10 +3,16 @@
 From the allocated registers and the kernel's ``kernargs``/``launch``/``arg_roles``
 attributes this pass computes the ``.amdhsa_kernel`` directive values
 (``descriptor``: next_free_vgpr/sgpr, kernarg pointer and workgroup-id enables,
-work-item id VGPRs, reserve flags) and the AMDGPU metadata map (``metadata``, JSON:
+work-item id VGPRs, reserve flags, float modes) and the AMDGPU metadata map (``metadata``, JSON:
 ``.args`` with names, offsets, sizes and kinds, ``.sgpr_count``, ``.vgpr_count``,
 ``.wavefront_size``, ``.max_flat_workgroup_size``...), as AMDGPUUsage "Code Object
 V5 Metadata" and "Kernel Descriptor" describe.  The printer turns both into text.
+
+Float modes: every kernel requests IEEE results (``vlpc.isa.modes.IEEE_DEFAULT``, the
+same as hipcc for gfx906): f32 and f64/f16 denormals kept (FLOAT_DENORM_MODE_32 =
+FLOAT_DENORM_MODE_16_64 = 3), round to nearest even, DX10 clamp and IEEE mode on.
+Without these directives the assembler's default FLOAT_DENORM_MODE_32 is 0, which
+flushes f32 denormal inputs and results of every FMA to zero.
 
 LDS: a kernel that uses LDS carries an ``lds_bytes`` attribute (bytes per
 workgroup, set by instruction selection); it becomes ``group_segment_fixed_size``
@@ -23,6 +29,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, Module
 from xdsl.passes import ModulePass
 
 from vlpc.dialects import gcn
+from vlpc.isa.modes import IEEE_DEFAULT
 from vlpc.passes.common import op_error
 from vlpc.targets import TargetId, get_target
 
@@ -99,6 +106,7 @@ class GcnEmitDescriptorPass(ModulePass):
                 "amdhsa_group_segment_fixed_size": lds_bytes,
                 "amdhsa_private_segment_fixed_size": 0,
                 "amdhsa_system_vgpr_workitem_id": 2 if "workitem_id_z" in roles else (1 if "workitem_id_y" in roles else 0),
+                **IEEE_DEFAULT.directives(),
             }
             for role, _ in USER_SGPR_ROLES:
                 if role in roles:

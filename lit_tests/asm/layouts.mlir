@@ -14,6 +14,7 @@
 // NN: .Lg_k_loop:
 // NN-NOT: global_load_dwordx4
 // NN: global_load_dword v{{[0-9]+}}, v{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}] ; B next slot
+// NN-NOT: global_load_dwordx4
 // NN: s_cbranch_scc1 .Lg_k_loop
 
 // A K x M: one s_load_dwordx16 covers 16 rows of one k.
@@ -22,7 +23,11 @@
 // TN: v_fma_f32
 
 // f64: A as SGPR pairs, 8 doubles per s_load_dwordx16, v_fma_f64.
+// No f32 FMA anywhere in the f64 kernel: a NOT before and after each positive match.
+// TT64-NOT: v_fma_f32
 // TT64: .Lg_k_loop:
+// TT64-NOT: v_fma_f32
 // TT64: s_load_dwordx16 {{.*}} ; A rows {{[0-9]+}}..{{[0-9]+}} k+
+// TT64-NOT: v_fma_f32
 // TT64: v_fma_f64 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], s[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}]
 // TT64-NOT: v_fma_f32

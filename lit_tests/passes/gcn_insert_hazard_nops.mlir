@@ -15,8 +15,11 @@ builtin.module {
     %hi = "gcn.s_mov_b32"() <{imm = 0 : i64}> : () -> !gcn.sgpr<s3>
     %s = "gcn.reg_sequence"(%lo, %hi) : (!gcn.sgpr<s2>, !gcn.sgpr<s3>) -> !gcn.sgpr<s[2:3]>
     %d = "gcn.global_load_dword"(%tid, %s) <{offset = 0 : i64}> : (!gcn.vgpr<v0>, !gcn.sgpr<s[2:3]>) -> !gcn.vgpr<v8>
+    // The second load reads s[0:1], which no VALU wrote: no s_nop between the two loads.
+    // CHECK-NOT: gcn.s_nop
     // CHECK: "gcn.global_load_dword"
     // CHECK-NOT: gcn.s_nop
+    // CHECK: "gcn.s_endpgm"
     %e = "gcn.global_load_dword"(%tid, %kp) <{offset = 0 : i64}> : (!gcn.vgpr<v0>, !gcn.sgpr<s[0:1]>) -> !gcn.vgpr<v9>
     "gcn.s_endpgm"() : () -> ()
   }) {arg_roles = ["kernarg_segment_ptr", "workitem_id_x"]} : () -> ()
