@@ -1,5 +1,7 @@
 """The emulator's device memory."""
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -34,8 +36,11 @@ def test_vector_load_store_atomic():
     vals = np.arange(32, dtype=np.uint32).reshape(8, 4)
     m.store(addrs, vals)
     np.testing.assert_array_equal(m.load(addrs, 16), vals)
-    np.testing.assert_array_equal(m.load(addrs + np.uint64(2), 4)[:, 0],
-                                  m.read(a + 2, 16 * 8).view(np.uint8)[np.arange(8)[:, None] * 16 + np.arange(4)].copy().view(np.uint32)[:, 0])
+    # an unaligned dword at +2 of row i: bytes 2-3 of dword 4i (zero) and bytes 0-1 of dword 4i+1
+    # (little endian), i.e. (4i + 1) << 16; written out with struct, not Memory.read
+    want = [struct.unpack_from("<I", struct.pack("<4I", *range(4 * i, 4 * i + 4)), 2)[0] for i in range(8)]
+    assert want == [(4 * i + 1) << 16 for i in range(8)]
+    np.testing.assert_array_equal(m.load(addrs + np.uint64(2), 4)[:, 0], want)
     same = np.full(10, a + 512, np.uint64)
     old = m.atomic("add", same, np.ones((10, 1), np.uint32))
     np.testing.assert_array_equal(old[:, 0], np.arange(10))

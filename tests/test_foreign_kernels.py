@@ -23,7 +23,6 @@ from conftest import gfx906_device_or_skip
 
 from vlpc.runtime.code_object import load_code_object
 from vlpc.runtime.device import get_device
-from vlpc.runtime.kernargs import LaunchGeometry, pack_kernargs
 
 DATA = Path(__file__).parent / "data" / "hip"
 M32 = 0xFFFFFFFF
@@ -482,11 +481,10 @@ _POINTER_HIDDEN = {"hidden_queue_ptr", "hidden_hostcall_buffer", "hidden_multigr
 @pytest.mark.parametrize("file", ["kernarg_dump.hsaco", "kernarg_dump.v5.hsaco"])
 @pytest.mark.parametrize("grid", [(1, 1, 1), (1, 3, 2)])
 def test_kernarg_segment_seen_by_the_kernel(dev, file, grid):
-    """The kernel copies its own kernarg segment out; every explicit argument and
-    every geometry-derived hidden argument must equal the shared packer's bytes
-    (which is also the HIP path's argument buffer)."""
-    from vlpc.runtime.hip import hip_kernarg_buffer
-
+    """The kernel copies its own kernarg segment out; every explicit argument and every
+    geometry-derived hidden argument must hold the bytes written out here by hand with
+    struct (AMDGPU code object v5 hidden arguments: block counts in workgroups, group
+    sizes, remainders 0 for whole workgroups, global offsets 0), not the packer's own."""
     k = co(file).kernel("dump_kernargs")
     size = k.metadata.kernarg_segment_size
     ndwords = size // 4
@@ -496,14 +494,25 @@ def test_kernarg_segment_seen_by_the_kernel(dev, file, grid):
             np.int16(-3), np.int8(9)]
     launch(dev, file, "dump_kernargs", grid, block, args)
     seen = dev.download(out, np.uint8, (4 * ndwords,)).tobytes()
-    expect = hip_kernarg_buffer(k, [out.address, *args[1:]], grid, block)
-    assert expect == pack_kernargs(k, [out.address, *args[1:]], LaunchGeometry(grid, block))
+    explicit = [struct.pack("<Q", out.address), struct.pack("<i", ndwords), struct.pack("<f", -1.5),
+                struct.pack("<d", 3.25), struct.pack("<Q", 2**40 + 7), struct.pack("<h", -3), struct.pack("<b", 9)]
+    hidden = {f"hidden_block_count_{d}": struct.pack("<I", grid[i]) for i, d in enumerate("xyz")}
+    hidden.update({f"hidden_group_size_{d}": struct.pack("<H", block[i]) for i, d in enumerate("xyz")})
+    hidden.update({f"hidden_remainder_{d}": struct.pack("<H", 0) for d in "xyz"})
+    hidden.update({f"hidden_global_offset_{d}": struct.pack("<Q", 0) for d in "xyz"})
+    by_value = [a for a in k.metadata.args if not a.value_kind.startswith("hidden_")]
+    assert len(by_value) == len(explicit)
+    for a, want in zip(by_value, explicit):
+        assert seen[a.offset:a.offset + a.size] == want, f"{a.value_kind} at offset {a.offset}"
+    checked = 0
     for a in k.metadata.args:
-        if a.value_kind in _POINTER_HIDDEN or a.offset + a.size > 4 * ndwords:
-            continue
-        assert seen[a.offset:a.offset + a.size] == expect[a.offset:a.offset + a.size], \
-            f"{a.value_kind} at offset {a.offset}"
-    assert struct.unpack_from("<Q", seen, 0)[0] == out.address
+        if a.value_kind in hidden:
+            assert seen[a.offset:a.offset + a.size] == hidden[a.value_kind], a.value_kind
+            checked += 1
+        elif a.value_kind == "hidden_grid_dims":
+            dims = struct.unpack_from("<H", seen, a.offset)[0]
+            assert max(i + 1 for i, g in enumerate(grid) if g > 1 or i == 0) <= dims <= 3
+    assert checked == (12 if file.endswith(".v5.hsaco") else 0)
 
 
 # -- rebuilding with hipcc -------------------------------------------------------------------
