@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="HSA code object version (clang's -mcode-object-version): 5 (default; ROCm 5.3 and later "
                         "load it) or 4 (ROCm 4.x and 5.x load it; for older or distribution ROCm releases)")
     c.add_argument("-v", "--verbose", action="store_true", help="say which toolchain was used, the kernel resources and occupancy")
+    _add_speed_options(c)
     add_codegen_options(c, strategy=True)
 
     o = sub.add_parser("opt", help="run passes on an MLIR file and print the result")
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--emit", choices=("mlir", "asm"), default="mlir", help="print IR (default) or assembly")
     o.add_argument("--target", default="gfx906", help="target id for --emit asm (default: %(default)s)")
     o.add_argument("--list-passes", action="store_true", help="list the available passes with their options and exit")
+    _add_speed_options(o, cache=False)
     _add_ir_printing(o)
 
     r = sub.add_parser("run", help="compile, execute on a device and verify against NumPy")
@@ -142,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_codegen_options(rp)
     from vlpc.doctor import add_parser as add_doctor_parser
     add_doctor_parser(sub)
+    _add_speed_options(r, verify=False)
+    _add_speed_options(b, verify=False)
+    ca = sub.add_parser("cache", help="the kernel cache: where it is and how full (info), or empty it (clear)")
+    ca.add_argument("action", choices=("info", "clear"))
     return parser
 
 
@@ -178,9 +184,51 @@ def _ir_printer(args: argparse.Namespace, pass_names: list[str]):
 def _run_with_dumps(module, passes, ctx, on_before, on_after) -> None:
     from vlpc.pipeline import run_passes
 
-    for p in passes:
-        on_before(p, module)
-        run_passes(module, [p], ctx, on_after)
+    run_passes(module, passes, ctx, on_after, before_each=on_before)
+
+
+def _add_speed_options(p: argparse.ArgumentParser, verify: bool = True, cache: bool = True) -> None:
+    """--verify-each (mlir-opt's) and --no-cache (the kernel cache, vlpc/cache.py)."""
+    if verify:
+        p.add_argument("--verify-each", action="store_true",
+                       help="verify the IR after every pass (default: once, after the last; VLPC_VERIFY_EACH=1)")
+    if cache:
+        p.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write the kernel cache ($VLPC_CACHE_DIR, default ~/.cache/vlpc; "
+                            "VLPC_CACHE=0 does the same)")
+
+
+class _CommandEnvironment:
+    """--no-cache and --verify-each as the environment variables vlpc.compile reads, for the
+    one command (restored afterwards: main() may run in-process several times)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.saved = {k: os.environ.get(k) for k in ("VLPC_CACHE", "VLPC_VERIFY_EACH")}
+        if getattr(args, "no_cache", False):
+            os.environ["VLPC_CACHE"] = "0"
+        if getattr(args, "verify_each", False):
+            os.environ["VLPC_VERIFY_EACH"] = "1"
+
+    def restore(self) -> None:
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from vlpc.cache import CacheError, KernelCache
+
+    try:
+        kc = KernelCache()
+    except CacheError as e:
+        raise VlpcError(str(e)) from None
+    if args.action == "info":
+        print("\n".join(kc.info().lines()))
+    else:
+        print(f"removed {kc.clear()} entries from {kc.directory}")
+    return 0
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
@@ -204,6 +252,16 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     on_before, on_after = _ir_printer(args, [p.name for p in passes])
     text = read_input(args.file)
     filename = "<stdin>" if args.file == "-" else args.file
+    dumps = args.print_ir_after_all or args.print_ir_before_all or args.print_ir_after or args.print_ir_before
+    if emit == "hsaco" and not (dumps or args.print_plan or args.verbose):  # through the kernel cache
+        from vlpc.pipeline import compile as compile_module
+
+        code = compile_module(text, args.target, filename=filename, **codegen_options(args)).code_object
+        if args.output != "-":
+            write_atomic(args.output, code)
+        else:
+            sys.stdout.buffer.write(code)
+        return 0
     ctx = make_context()
     module = parse(text, filename, ctx)
 
@@ -368,7 +426,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    env = _CommandEnvironment(args)
     try:
+        if args.command == "cache":
+            return _cmd_cache(args)
         if args.command == "compile":
             return _cmd_compile(args)
         if args.command == "opt":
@@ -411,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vlpc: internal error: {type(e).__name__}: {e} -- this is a bug in vlpc; please report it "
               "with the input and command line (set VLPC_DEBUG=1 for a traceback)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        env.restore()
 
 
 if __name__ == "__main__":
