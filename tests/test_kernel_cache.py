@@ -346,3 +346,49 @@ def test_lazy_names_are_the_real_objects():
     assert set(vlpc.__all__) <= set(dir(vlpc))
     with pytest.raises(AttributeError):
         vlpc.no_such_name  # noqa: B018
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def _cli(argv, capsys):
+    from vlpc.cli import main
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_compile_uses_the_cache_and_no_cache_bypasses_it(cache_dir, count_builds, tmp_path, capsys):
+    src = tmp_path / "small.mlir"
+    src.write_text(SMALL)
+    opts = ["--macro-tile", "16x64", "--micro-tile", "16x1", "--k-step", "8", "--split-k", "1"]
+    outs = [tmp_path / f"{x}.hsaco" for x in "abcd"]
+    assert _cli(["compile", str(src), "-o", str(outs[0]), *opts], capsys)[0] == 0
+    assert _cli(["compile", str(src), "-o", str(outs[1]), *opts], capsys)[0] == 0
+    assert len(count_builds) == 1 and len(entries(cache_dir)) == 1
+    assert _cli(["compile", str(src), "-o", str(outs[2]), "--no-cache", "--verify-each", *opts], capsys)[0] == 0
+    assert _cli(["compile", str(src), "-o", str(outs[3]), "-v", *opts], capsys)[0] == 0  # -v: the full driver
+    assert len(count_builds) == 3 and len(entries(cache_dir)) == 1
+    assert os.environ.get("VLPC_CACHE") is None, "--no-cache leaked out of the command"
+    first = outs[0].read_bytes()
+    assert first[:4] == b"\x7fELF" and all(o.read_bytes() == first for o in outs[1:])
+    # the cache's entry is the module vlpc.compile builds
+    assert vlpc.compile(SMALL, filename=str(src), **OPTS).code_object == first and len(count_builds) == 3
+
+
+def test_cli_cache_info_and_clear(cache_dir, capsys):
+    vlpc.compile(SMALL, **OPTS)
+    rc, out, _ = _cli(["cache", "info"], capsys)
+    assert rc == 0 and f"directory: {cache_dir}" in out and "entries: 1" in out
+    rc, out, _ = _cli(["cache", "clear"], capsys)
+    assert rc == 0 and "removed 1 entries" in out
+    assert entries(cache_dir) == []
+    rc, out, _ = _cli(["cache", "info"], capsys)
+    assert "entries: 0" in out
+
+
+def test_cli_bad_cache_size_is_a_one_line_error(cache_dir, capsys, monkeypatch):
+    monkeypatch.setenv("VLPC_CACHE_MAX_SIZE", "lots")
+    rc, _, err = _cli(["cache", "info"], capsys)
+    assert rc == 1 and err.startswith("vlpc: VLPC_CACHE_MAX_SIZE='lots'") and "Traceback" not in err

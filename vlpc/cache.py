@@ -42,14 +42,16 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlpc.errors import VlpcError
+
 MAGIC = b"VLPC-KERNEL-CACHE 1\n"
 SUFFIX = ".vlpck"
 DEFAULT_MAX_SIZE = 1 << 30
 _HEX = 64
 
 
-class CacheError(Exception):
-    """A malformed cache setting (``$VLPC_CACHE_MAX_SIZE``)."""
+class CacheError(VlpcError):
+    """A malformed cache setting (``$VLPC_CACHE_MAX_SIZE``): a user error."""
 
 
 def enabled_by_env() -> bool:
