@@ -20,6 +20,18 @@ from vlpc.targets import TargetId
 CODE_OBJECT_VERSION = 5
 #: Metadata version of code object v5 (AMDGPUUsage "Code Object V5 Metadata").
 METADATA_VERSION = (1, 2)
+#: ``amdhsa.version`` of each code object version vlpc writes (AMDGPUUsage "Code Object V4/V5 Metadata").
+METADATA_VERSIONS = {4: (1, 1), 5: (1, 2)}
+
+
+def code_object_version(kernels) -> int:
+    """The code object version of ``kernels`` (``gcn-emit-descriptor{code-object-version=N}``
+    records a version other than the default, 5)."""
+    versions = {k.attributes["code_object_version"].value.data if "code_object_version" in k.attributes
+                else CODE_OBJECT_VERSION for k in kernels}
+    if len(versions) != 1:
+        raise VlpcError(f"kernels of one module disagree on the code object version: {sorted(versions)}")
+    return versions.pop()
 
 
 def _yaml_scalar(v: object) -> str:
@@ -80,12 +92,13 @@ def print_assembly(module: ModuleOp, target_id: TargetId | str, header: list[str
         raise VlpcError("nothing to compile: the module has no gcn.kernel (the input has no gemm.matmul, "
                         "or convert-gemm-to-gcn has not run)")
     out = [f"; {line}" for line in (header or [])]
+    version = code_object_version(kernels)
     out += [f'  .amdgcn_target "{target_id.directive}"',
-            f"  .amdhsa_code_object_version {CODE_OBJECT_VERSION}", ""]
+            f"  .amdhsa_code_object_version {version}", ""]
     for k in kernels:
         out += kernel_lines(k)
         out.append("")
-    meta = {"amdhsa.version": list(METADATA_VERSION),
+    meta = {"amdhsa.version": list(METADATA_VERSIONS[version]),
             "amdhsa.target": target_id.directive,
             "amdhsa.kernels": [gcn.metadata_json(k) for k in kernels]}
     out += ["  .amdgpu_metadata", "---"] + _yaml(meta) + ["...", "  .end_amdgpu_metadata", ""]

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, Module
 from xdsl.passes import ModulePass
 
 from vlpc.dialects import gcn
+from vlpc.errors import VlpcError
 from vlpc.isa.modes import IEEE_DEFAULT
 from vlpc.passes.common import op_error
 from vlpc.targets import TargetId, get_target
@@ -72,15 +73,20 @@ def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
 
 @dataclass(frozen=True)
 class GcnEmitDescriptorPass(ModulePass):
-    """Option: ``target`` — a target id such as ``gfx906`` or ``gfx906:sramecc+:xnack-``."""
+    """Options: ``target`` — a target id such as ``gfx906`` or ``gfx906:sramecc+:xnack-``;
+    ``code-object-version`` — 5 (default) or 4 (ROCm releases before 5.3 load only v4; the
+    printer writes ``.amdhsa_code_object_version`` and the metadata version from it)."""
 
     name = "gcn-emit-descriptor"
 
     target: str = "gfx906"
+    code_object_version: int = 5
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         tid = TargetId.parse(self.target)
         target = get_target(self.target)
+        if self.code_object_version not in (4, 5):
+            raise VlpcError(f"gcn-emit-descriptor: code-object-version must be 4 or 5, got {self.code_object_version}")
         for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
             nv, ns, vcc = kernel_resources(kernel)
             roles = [s.data for s in kernel.attributes["arg_roles"].data]  # type: ignore[union-attr]
@@ -138,3 +144,5 @@ class GcnEmitDescriptorPass(ModulePass):
             }
             kernel.descriptor = DictionaryAttr({k: IntegerAttr(v, i64) for k, v in desc.items()})
             kernel.metadata = StringAttr(json.dumps(meta))
+            if self.code_object_version != 5:  # the printer's default is v5
+                kernel.attributes["code_object_version"] = IntegerAttr(self.code_object_version, i64)

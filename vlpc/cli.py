@@ -288,7 +288,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             tc = find_toolchain()
             if args.verbose:
                 print(f"vlpc: toolchain {tc.describe()}", file=sys.stderr)
-            obj = tc.assemble(asm, tid, filename, **_cov_kwargs(args))
+            obj = tc.assemble(asm, tid, filename)
             out = obj if emit == "obj" else tc.link(obj)
         if args.verbose:
             for line in header_lines(module, tid.target.name)[1:]:
@@ -303,11 +303,6 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out)
     return 0
-
-
-def _cov_kwargs(args: argparse.Namespace) -> dict:
-    version = getattr(args, "code_object_version", 5)
-    return {} if version == 5 else {"code_object_version": version}
 
 
 def strip_builtin_module(spec: str) -> tuple[str, int]:

@@ -166,6 +166,7 @@ class Options:
     split_mode: str = "workspace"
     local_split: int = 1
     cus: int | None = None
+    code_object_version: int = 5  # 4: for ROCm releases before 5.3 (gcn-emit-descriptor)
     schedule: str = "default"  # strategy sqc: "default" or "seed" (the seed's 64x256 loop; no split-K)
     forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
 
@@ -236,6 +237,8 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
             raise VlpcError(f"{name} must be a positive integer, got {value!r}")
     if o.split_mode not in ("workspace", "atomic"):
         raise VlpcError(f"split_mode must be 'workspace' or 'atomic', got {o.split_mode!r}")
+    if o.code_object_version not in (4, 5) or isinstance(o.code_object_version, bool):
+        raise VlpcError(f"code_object_version must be 4 or 5, got {o.code_object_version!r}")
     passes = get_all_passes()
     proc = tid.target.name
     cfg: dict[str, dict] = {
@@ -256,7 +259,7 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                                        target=proc),
         "gcn-insert-waitcnt": dict(target=proc),
         "gcn-insert-hazard-nops": dict(target=proc),
-        "gcn-emit-descriptor": dict(target=str(tid)),
+        "gcn-emit-descriptor": dict(target=str(tid), code_object_version=o.code_object_version),
     }
     return [passes[name]()(**cfg[name]) for name in PASS_ORDER if linalg or name != "convert-linalg-to-gemm"]
 
