@@ -42,6 +42,7 @@ def test_compile_accepts_a_path(monkeypatch):
         got = vlpc.compile(given)
         assert got.code_object == by_text.code_object
     assert compile_file(EXAMPLE).kernel().name == by_text.kernel().name
+    assert vlpc.compile_file is compile_file  # as iree.compiler.compile_file
 
 
 @pytest.mark.parametrize("given", ["examples/no_such.mlir", "examples/sgemm_nt", Path("nowhere.mlir")])

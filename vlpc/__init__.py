@@ -35,7 +35,7 @@ del _os, _root
 # cmd_run` and `from vlpc.pipeline import ...` find those in sys.modules): importing a submodule sets
 # the package attribute of its name, which _Package below ignores for these two.
 _LAZY = {
-    "compile": "vlpc.pipeline", "parse": "vlpc.pipeline", "pipeline_options": "vlpc.pipeline",
+    "compile": "vlpc.pipeline", "compile_file": "vlpc.pipeline", "parse": "vlpc.pipeline", "pipeline_options": "vlpc.pipeline",
     "pipeline_spec": "vlpc.pipeline", "CompiledKernel": "vlpc.kernel", "CompiledModule": "vlpc.kernel",
     "LaunchConfig": "vlpc.kernel", "RunResult": "vlpc.api", "VerificationError": "vlpc.api",
     "DiagnosticError": "vlpc.errors", "VlpcError": "vlpc.errors",
@@ -89,4 +89,4 @@ _sys.modules[__name__].__class__ = _Package
 del _sys, _types
 
 __all__ = ["CompiledKernel", "CompiledModule", "DiagnosticError", "LaunchConfig", "RunResult", "VerificationError",
-           "VlpcError", "compile", "parse", "pipeline", "pipeline_options", "pipeline_spec", "run", "__version__"]
+           "VlpcError", "compile", "compile_file", "parse", "pipeline", "pipeline_options", "pipeline_spec", "run", "__version__"]
