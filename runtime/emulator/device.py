@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from vlpc.errors import DeviceError
+from vlpc.isa.modes import FloatMode
 from vlpc.runtime.code_object import CodeObject, Kernel
 from vlpc.runtime.device import Device
 from vlpc.runtime.kernargs import (AMD_QUEUE_SIZE, DISPATCH_PACKET_SIZE, HiddenValues,
@@ -196,6 +197,7 @@ class EmulatorDevice(Device):
             strict=self.strict,
             instruction_budget=self.instruction_budget,
             max_waves_in_flight=self.max_waves_in_flight,
+            mode=FloatMode.from_rsrc1(d.compute_pgm_rsrc1).register,
         )
 
     def _run(self, co: CodeObject, kernel: Kernel, launch: LaunchGeometry,

@@ -16,7 +16,7 @@ import importlib
 from .. import isa as _isa
 
 #: the family modules, in lookup order
-FAMILIES = ()
+FAMILIES = ("float_mode", "vop_float")
 
 _REGISTRY: dict | None = None
 
@@ -44,11 +44,11 @@ def builder_for(ins, core_builders: dict):
     family module).  None means "no semantics" (the core raises
     UnsupportedInstruction naming the mnemonic and address).
     """
+    if "sdwa" in ins.f or "dpp" in ins.f:
+        return _sdwa_dpp_or_none(ins)
     fam = _registry().get(ins.mnemonic)
     if fam is not None:
         return fam
-    if "sdwa" in ins.f or "dpp" in ins.f:
-        return _sdwa_dpp_or_none(ins)
     if ins.mnemonic not in _isa.CORE_EXECUTED:
         return None
     return core_builders.get(ins.encoding)

@@ -1,0 +1,137 @@
+"""The MODE register of each wave (float round/denorm modes, DX10 clamp, IEEE mode).
+
+A wave starts with ``DispatchConfig.mode`` (from the kernel descriptor's
+``compute_pgm_rsrc1``, :class:`vlpc.isa.modes.FloatMode`); ``s_setreg_b32`` /
+``s_setreg_imm32_b32`` on ``hwreg(HW_REG_MODE, offset, size)`` change it and
+``s_getreg_b32`` reads it (Vega ISA guide: SOPK, "hwRegId [5:0], offset [10:6],
+size-1 [15:11]").  Float instructions read it through :func:`mode_of`.
+
+The batch keeps one value while every wave has the same MODE (the common case:
+one comparison per float instruction) and a per-wave array once they differ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlpc.isa.modes import HW_REG_MODE
+
+U16, U32, U64 = np.uint16, np.uint32, np.uint64
+
+#: MODE bits the float semantics read (FP_ROUND, FP_DENORM, DX10_CLAMP, IEEE)
+FLOAT_BITS = 0x3FF
+#: round to nearest even, f32 and f64/f16 denormals kept, DX10 clamp and IEEE on
+IEEE_KEEP = 0x3F0
+
+
+def _init(b):
+    m = b.__dict__.get("_fmode")
+    if m is None:
+        b._fmode = int(getattr(b.cfg, "mode", IEEE_KEEP)) & 0xFFFFFFFF
+        b._fmodes = None
+    return b._fmode
+
+
+def mode_of(b, g) -> int:
+    """The MODE value of the waves of group ``g`` (they must agree)."""
+    m = _init(b)
+    if m >= 0:
+        return m
+    arr = b._fmodes[g.sel]
+    v = int(arr[0])
+    if not (arr == v).all():
+        from ..errors import UnsupportedInstruction
+        raise UnsupportedInstruction("waves executing one instruction together have different MODE "
+                                     "registers (s_setreg under divergent control flow)")
+    return v
+
+
+def _set(b, g, new: np.ndarray):
+    m = _init(b)
+    new = np.asarray(new, np.int64) & 0xFFFFFFFF
+    v = int(new.reshape(-1)[0])
+    if m >= 0 and g.n == b.nw and (new == v).all():
+        b._fmode = v
+        return
+    if m >= 0:
+        b._fmodes = np.full(b.nw, m, np.int64)
+        b._fmode = -1
+    b._fmodes[g.sel] = np.broadcast_to(new, (g.n,))
+    u = b._fmodes
+    if (u == u[0]).all():
+        b._fmode = int(u[0])
+        b._fmodes = None
+
+
+def _hwreg(simm16: int) -> tuple[int, int, int]:
+    return simm16 & 0x3F, (simm16 >> 6) & 0x1F, ((simm16 >> 11) & 0x1F) + 1
+
+
+def build_setreg(ins, b, p):
+    from .. import core
+    hw, off, size = _hwreg(ins.f["simm16"])
+    if hw != HW_REG_MODE:
+        return core.build_salu(ins, b, p)
+    mask = ((1 << size) - 1) << off
+    if ins.mnemonic == "s_setreg_imm32_b32":
+        imm = np.int64(ins.f["imm32"])
+        rd = lambda b, g: imm  # noqa: E731
+    else:
+        r = ins.src[0].reg
+        rd = lambda b, g: b.S[r][g.sel].astype(np.int64)  # noqa: E731
+
+    def fn(b, g):
+        cur = mode_of(b, g) if _init(b) >= 0 else b._fmodes[g.sel]
+        val = (np.asarray(rd(b, g), np.int64) << off) & mask
+        _set(b, g, (np.asarray(cur, np.int64) & ~mask) | val)
+    return fn
+
+
+def build_getreg(ins, b, p):
+    from .. import core
+    hw, off, size = _hwreg(ins.f["simm16"])
+    if hw != HW_REG_MODE:
+        return core.build_salu(ins, b, p)
+    d = ins.dst[0].reg
+    mask = (1 << size) - 1
+
+    def fn(b, g):
+        cur = np.int64(mode_of(b, g)) if _init(b) >= 0 else b._fmodes[g.sel]
+        b.S[d][g.sel] = np.broadcast_to(((np.asarray(cur, np.int64) >> off) & mask).astype(U32), (g.n,))
+    return fn
+
+
+# -- denormal flushing (sign kept: AMDGPUUsage "Denormal flushing is sign respecting") --------
+
+def flush32(x):
+    x = np.asarray(x, U32)
+    den = ((x & U32(0x7F800000)) == 0) & ((x & U32(0x007FFFFF)) != 0)
+    return np.where(den, x & U32(0x80000000), x)
+
+
+def flush64(x):
+    x = np.asarray(x, U64)
+    den = ((x & U64(0x7FF0000000000000)) == 0) & ((x & U64(0x000FFFFFFFFFFFFF)) != 0)
+    return np.where(den, x & U64(0x8000000000000000), x)
+
+
+def flush16(x):
+    """f16 in the low 16 bits of a dword (the high half is kept)."""
+    x = np.asarray(x, U32)
+    den = ((x & U32(0x7C00)) == 0) & ((x & U32(0x03FF)) != 0)
+    return np.where(den, x & U32(0xFFFF8000), x)
+
+
+FLUSH = {"f32": flush32, "f64": flush64, "f16": flush16}
+
+
+def denorm_bits(mode: int, ftype: str) -> int:
+    """The FP_DENORM field for ``ftype`` (bit 0: keep inputs, bit 1: keep results)."""
+    return (mode >> (4 if ftype == "f32" else 6)) & 3
+
+
+def round_bits(mode: int, ftype: str) -> int:
+    return (mode >> (0 if ftype == "f32" else 2)) & 3
+
+
+BUILDERS = {"s_setreg_b32": build_setreg, "s_setreg_imm32_b32": build_setreg, "s_getreg_b32": build_getreg}

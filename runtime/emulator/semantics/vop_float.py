@@ -1,0 +1,270 @@
+"""f32/f64 VALU instructions under the wave's float mode (MODE register).
+
+Every f32/f64 arithmetic, conversion and compare instruction the core executes is
+registered here.  While a wave's MODE is the IEEE default (round to nearest even,
+denormals kept, DX10 clamp and IEEE mode on: what hipcc and vlpc request) the
+core's own closure runs (its fast paths, e.g. ``v_fma_f32`` with an SGPR source).
+Otherwise the instruction runs here:
+
+* FP_DENORM (Vega ISA guide 3.3; ``vlpc.isa.modes``): source operands of a float
+  type whose denorm mode flushes inputs are flushed to a signed zero before the
+  operation; results of a type whose mode flushes outputs are flushed after it.
+  f32 uses FLOAT_DENORM_MODE_32, f64 (and f16) FLOAT_DENORM_MODE_16_64;
+  ``v_cvt_f64_f32`` flushes its source by the f32 mode and its result by the f64 mode.
+* ``v_mad_f32``, ``v_mac_f32``, ``v_madak_f32``, ``v_madmk_f32``, ``v_mad_legacy_f32``
+  never keep f32 denormals (LLVM selects them only when f32 denormals are flushed:
+  ``AMDGPUInstructions.td`` ``FMADModeRegPat``/``NoFP32Denormals``).
+* DX10_CLAMP: the ``clamp`` output modifier turns NaN into 0 when set, passes it
+  through when clear.
+* IEEE: ``v_min/max/min3/max3/med3`` return a quieted signalling NaN operand in IEEE
+  mode; otherwise a NaN operand yields the other operand (Vega ISA guide,
+  ``V_MIN_F32`` pseudo-code, with -0 < +0).  These follow the ISA pseudo-code in
+  every mode (``v_med3_f32`` with a NaN operand is ``v_min3_f32`` of the three).
+* FP_ROUND other than round-to-nearest-even is not emulated: a float instruction
+  that runs under such a mode stops with UnsupportedInstruction naming it.
+
+Not covered here (their semantics ignore the mode): ``v_cmp_class_*`` (it tests the
+raw operand), ``v_frexp_*``, ``v_rcp_iflag_f32``, the ``v_cvt_*`` from integers
+(results are never denormal) and the bit moves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import isa
+from .. import ops as O
+from ..errors import UnsupportedInstruction
+from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits
+
+U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
+
+_MAD_F32 = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32"})
+_SKIP = ("v_cmp_class", "v_cmpx_class", "v_frexp_", "v_rcp_iflag_f32")
+_INT_TYPES = ("i32", "u32", "i64", "u64", "i24", "u24", "b32")
+
+
+def _types(mn: str) -> tuple[str | None, list[str | None]] | None:
+    """(result float type or None, per-source float type or None); None if not a float op."""
+    parts = mn.split("_")
+    ft = [p for p in parts if p in ("f32", "f64", "f16")]
+    if not ft or mn.startswith(_SKIP):
+        return None
+    if mn.startswith("v_cvt_"):
+        ts = [p for p in parts[2:] if p[:1] in "fiu" and p[1:].isdigit()]
+        if len(ts) < 2:
+            return None
+        dst = ts[0] if ts[0] in ("f32", "f64", "f16") else None
+        src = ts[1] if ts[1] in ("f32", "f64", "f16") else None
+        if src is None:
+            return None  # int -> float: nothing to flush (results are never denormal)
+        return dst, [src]
+    t = ft[-1]
+    if mn.startswith(("v_cmp_", "v_cmpx_")):
+        return None, [t, t]
+    if mn in ("v_ldexp_f32", "v_ldexp_f64"):
+        return t, [t, None]
+    return t, [t, t, t]
+
+
+# -- ISA pseudo-code min/max (with -0 < +0 and IEEE-mode signalling NaNs) --------------------
+
+def _is_snan(x, is64):
+    if is64:
+        x = np.asarray(x, U64)
+        return ((x & U64(0x7FF0000000000000)) == U64(0x7FF0000000000000)) & \
+            ((x & U64(0x000FFFFFFFFFFFFF)) != 0) & ((x & U64(0x0008000000000000)) == 0)
+    x = np.asarray(x, U32)
+    return ((x & U32(0x7F800000)) == U32(0x7F800000)) & ((x & U32(0x007FFFFF)) != 0) & \
+        ((x & U32(0x00400000)) == 0)
+
+
+def _minmax(a, c, is64, ieee, want_min):
+    """V_MIN_F32 / V_MAX_F32 (and f64) pseudo-code of the Vega ISA guide on raw bits."""
+    a, c = np.broadcast_arrays(np.asarray(a, U64 if is64 else U32), np.asarray(c, U64 if is64 else U32))
+    fa, fc = (O.f64(a), O.f64(c)) if is64 else (O.f32(a), O.f32(c))
+    quiet = U64(0x0008000000000000) if is64 else U32(0x00400000)
+    sign = U64(0x8000000000000000) if is64 else U32(0x80000000)
+    with np.errstate(invalid="ignore"):
+        if want_min:
+            pick_a = (fa < fc) | ((fa == fc) & ((a & sign) != 0))
+        else:
+            pick_a = (fa > fc) | ((fa == fc) & ((a & sign) == 0))
+    r = np.where(pick_a, a, c)
+    na, nc = np.isnan(fa), np.isnan(fc)
+    r = np.where(nc & ~na, a, r)
+    r = np.where(na, c, r)
+    if ieee:
+        sa, sc = _is_snan(a, is64), _is_snan(c, is64)
+        r = np.where(sc, c | quiet, r)
+        r = np.where(sa, a | quiet, r)
+    return r
+
+
+def _minmax_fns(is64: bool, ieee: bool):
+    def mn_(a, c):
+        return _minmax(a, c, is64, ieee, True)
+
+    def mx_(a, c):
+        return _minmax(a, c, is64, ieee, False)
+    return mn_, mx_
+
+
+def _minmax_sem(mn: str):
+    is64 = mn.endswith("_f64")
+
+    def sem(ieee):
+        lo, hi = _minmax_fns(is64, ieee)
+        if mn.startswith("v_min3"):
+            return lambda a, b, c: lo(lo(a, b), c)
+        if mn.startswith("v_max3"):
+            return lambda a, b, c: hi(hi(a, b), c)
+        if mn.startswith("v_med3"):
+            def med3(a, b, c):
+                # V_MED3_F32: a NaN operand -> V_MIN3_F32; else the median
+                fa, fb, fc = O.f32(a), O.f32(b), O.f32(c)
+                anynan = np.isnan(fa) | np.isnan(fb) | np.isnan(fc)
+                fm = O.f32(hi(hi(a, b), c))
+                med = np.where(fm == fa, hi(b, c), np.where(fm == fb, hi(a, c), hi(a, b)))
+                return np.where(anynan, lo(lo(a, b), c), med)
+            return med3
+        return lo if mn.startswith("v_min") else hi
+    return sem
+
+
+_MINMAX = ("v_min_f32", "v_max_f32", "v_min_f64", "v_max_f64", "v_min3_f32", "v_max3_f32", "v_med3_f32")
+
+
+def _mad_legacy(a, b_, c):
+    """V_MAD_LEGACY_F32: DX9 rules, 0 * anything (inf, NaN) = 0, then + S2 (unfused)."""
+    fa, fb = O.f32(a), O.f32(b_)
+    with np.errstate(all="ignore"):
+        p = np.where((fa == 0) | (fb == 0), F32(0), fa * fb)
+        return O.b32(p + O.f32(c))
+
+
+def _sem(mn: str, ieee: bool):
+    from .. import core
+    if mn in _MINMAX:
+        return _minmax_sem(mn)(ieee)
+    if mn in ("v_fma_f32", "v_fmac_f32"):
+        return O.fma32
+    if mn == "v_mad_legacy_f32":
+        return _mad_legacy
+    return core.VALU.get(mn)
+
+
+def _post(ins, ftype, dx10):
+    om, cl = ins.f.get("omod", 0), ins.f.get("clamp", 0)
+    if not om and not cl:
+        return None
+    is64 = ftype == "f64"
+    mul = {0: None, 1: 2.0, 2: 4.0, 3: 0.5}[om]
+
+    def post(bits):
+        x = O.f64(bits) if is64 else O.f32(bits)
+        with np.errstate(all="ignore"):
+            if mul is not None:
+                x = x * (F64(mul) if is64 else F32(mul))
+            if cl:
+                nan = np.isnan(x)
+                x = np.clip(x, 0, 1).astype(x.dtype)
+                if dx10:
+                    x = np.where(nan, x.dtype.type(0), x)
+        return O.b64(x) if is64 else O.b32(x)
+    return post
+
+
+def _check_round(ins, mode, ftypes):
+    for t in ftypes:
+        if t is not None and round_bits(mode, t):
+            raise UnsupportedInstruction(
+                f"{ins.mnemonic}: round mode {round_bits(mode, t)} for {t} (MODE register) is not emulated "
+                f"(only round to nearest even)", mnemonic=ins.mnemonic)
+
+
+def build(ins, b, p):
+    from .. import core
+    mn = ins.mnemonic
+    ty = _types(mn)
+    if ty is None or "sdwa" in ins.f or "dpp" in ins.f:
+        return core.build_valu(ins, b, p)
+    dst_t, src_t = ty
+    is_cmp = mn.startswith(("v_cmp_", "v_cmpx_"))
+    always_own = mn in _MINMAX or mn == "v_mad_legacy_f32"
+    fast = None if always_own else core.build_valu(ins, b, p)
+    if fast is None and not always_own:
+        return None
+    nsrc = len(ins.src)
+    readers = [core.vsrc_reader(o) for o in ins.src]
+    ftypes = {dst_t, *src_t[:nsrc]}
+    mad = mn in _MAD_F32
+    if is_cmp:
+        cond = mn.split("_")[2]
+        is64 = mn.endswith("_f64")
+        wr = core.swriter(ins.dst[0])
+        x = mn.startswith("v_cmpx_")
+    else:
+        wr = core.vwriter(ins.dst[0])
+
+    def flush_in(i, v, mode):
+        t = src_t[i] if i < len(src_t) else None
+        if t is None:
+            return v
+        if mad or not (denorm_bits(mode, t) & 1):
+            return FLUSH[t](v)
+        return v
+
+    sems: dict[bool, object] = {}
+    posts: dict[bool, object] = {}
+
+    def slow(b, g, mode):
+        _check_round(ins, mode, ftypes)
+        vals = [flush_in(i, r(b, g), mode) for i, r in enumerate(readers)]
+        if is_cmp:
+            res = (O.f64_cmp if is64 else O.f32_cmp)(cond, vals[0], vals[1])
+            res = np.broadcast_to(res, (g.n, core.WAVE)) & b.em(g)
+            bits = O.bits_of(res)
+            wr(b, g, bits)
+            if x:
+                lo, hi = O.split64(bits)
+                b.S[isa.EXEC_LO][g.sel] = lo
+                b.S[isa.EXEC_HI][g.sel] = hi
+                b.refresh_exec(g)
+            return None
+        ieee = bool((mode >> 9) & 1)
+        sem = sems.get(ieee)
+        if sem is None:
+            sem = sems[ieee] = _sem(mn, ieee)
+        with np.errstate(all="ignore"):
+            v = sem(*vals)
+        if dst_t is not None and (mad or not (denorm_bits(mode, dst_t) & 2)):
+            v = FLUSH[dst_t](v)
+        dx10 = bool((mode >> 8) & 1)
+        post = posts.get(dx10, 0)
+        if post == 0:
+            post = posts[dx10] = _post(ins, dst_t, dx10) if dst_t is not None else None
+        if post is not None:
+            v = post(v)
+            if dst_t is not None and (mad or not (denorm_bits(mode, dst_t) & 2)):
+                v = FLUSH[dst_t](v)
+        wr(b, g, v)
+        return None
+
+    def fn(b, g):
+        mode = mode_of(b, g) & 0x3FF
+        if mode == IEEE_KEEP and fast is not None and not mad:
+            return fast(b, g)
+        return slow(b, g, mode)
+    return fn
+
+
+def _names():
+    out = []
+    for mn in isa.CORE_EXECUTED:
+        if mn.startswith("v_") and _types(mn) is not None:
+            out.append(mn)
+    return out
+
+
+BUILDERS = {mn: build for mn in _names()}
