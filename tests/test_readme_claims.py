@@ -1,0 +1,135 @@
+"""README figures and claims, asserted exactly against what vlpc measures now.
+
+The expected numbers are read from README.md itself, so a change to the kernels that
+moves a figure fails here until the README says the new figure (and a README edit that
+does not match the product fails too).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import vlpc
+from vlpc.analysis import loop_figures
+from vlpc.targets import GFX906
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+EXAMPLE = ROOT / "examples" / "sgemm_nt.mlir"
+
+SGEMM = """builtin.module {
+  func.func @sgemm(%a: memref<4096x640xf32>, %b: memref<4096x640xf32>, %c: memref<4096x4096xf32>, %alpha: f32, %beta: f32) {
+    gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"} : memref<4096x640xf32>, memref<4096x640xf32>, memref<4096x4096xf32>, f32, f32
+    func.return
+  }
+}
+"""
+DGEMM = SGEMM.replace("xf32", "xf64").replace(": f32", ": f64").replace("f32, f32", "f64, f64")
+
+
+def table_row(title: str) -> list[str]:
+    """The cells of the row of README's "The default kernels" table that starts with ``title``."""
+    section = README.split("## The default kernels", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells and cells[0].startswith(title):
+            return cells[1:]
+    raise AssertionError(f"README's figures table has no row '{title}'")
+
+
+def first_int(cell: str) -> int:
+    return int(re.match(r"\d+", cell).group())
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    """(SGEMM, DGEMM) default kernels for 4096x4096x640, as benchmarks/kernel_figures.py builds them."""
+    out = []
+    for src, fma in ((SGEMM, "v_fma_f32"), (DGEMM, "v_fma_f64")):
+        r = vlpc.compile(src, "gfx906")
+        k = r.kernel()
+        out.append((k, loop_figures(r.asm, fma=fma), GFX906.occupancy(k.vgprs, k.sgprs, 0, k.launch_info["workgroup_size"])))
+    return out
+
+
+def test_vgprs_and_occupancy(kernels):
+    row = table_row("VGPRs / occupancy")
+    for (k, _, occ), cell in zip(kernels, row[:2]):
+        vgprs, waves = (int(x) for x in re.findall(r"\d+", cell)[:2])
+        assert (k.vgprs, occ.waves_per_simd) == (vgprs, waves), cell
+
+
+def test_sgprs(kernels):
+    row = table_row("SGPRs")
+    for (k, _, _), cell in zip(kernels, row[:2]):
+        assert k.sgprs == first_int(cell), f"README says {cell} SGPRs, the kernel has {k.sgprs}"
+
+
+def test_non_fma_per_1024_fmas(kernels):
+    row = table_row("non-FMA instructions per 1024 FMAs")
+    for (_, f, _), cell in zip(kernels, row[:2]):
+        assert f.non_fma_per_1024 == first_int(cell), f"README {cell}, measured {f.non_fma_per_1024}"
+    assert first_int(row[2]) == 293  # the seed's loop (seed 002), not measured here
+
+
+def test_a_latency_cover_and_loop_valu(kernels):
+    row = table_row("A latency cover")
+    for (_, f, _), cell in zip(kernels, row[:2]):
+        assert f.a_cover == first_int(cell)
+        assert f.valu_all_fma_with_one_sgpr
+
+
+def test_lds_and_barriers(kernels):
+    assert table_row("LDS, barriers")[:2] == ["0, 0", "0, 0"]
+    for src in (SGEMM, DGEMM):
+        asm = vlpc.compile(src, "gfx906").asm
+        assert not re.search(r"^\s*ds_", asm, re.M) and "s_barrier" not in asm
+
+
+def test_bundled_example_gets_split_k_2():
+    m = re.search(r"bundled 256x512x640 example gets S = (\d+)", README)
+    assert m, "README no longer states the bundled example's split"
+    assert "memref<256x640xf32>" in EXAMPLE.read_text() and "memref<512x640xf32>" in EXAMPLE.read_text()
+    k = vlpc.compile(EXAMPLE.read_text(), filename=str(EXAMPLE)).kernel()
+    assert k.split_k == int(m.group(1)) == 2
+    assert k.launch(256, 512, 640).grid == (2, 4, 2)
+
+
+def test_report_ratios_on_the_bundled_example():
+    """README: "On 256x512x640 the VGPR read/write ratio legacy/sqc is 2.06 (forwarded reads
+    excluded), and 3.60 with the seed's accounting of forwarded accumulator chains"."""
+    from vlpc.report import build_report
+
+    m = re.search(r"On 256x512x640 the VGPR read/write ratio legacy/sqc is (\d+\.\d\d).*?and (\d+\.\d\d) with the seed's "
+                  r"accounting", README, re.S)
+    assert m, "README no longer states the report's ratios"
+    rep = build_report(EXAMPLE.read_text(), str(EXAMPLE), ["lds", "sqc"])
+    assert f"{rep.ratio('vgpr_rw'):.2f}" == m.group(1)
+    assert f"{rep.ratio('vgpr_rw_elided'):.2f}" == m.group(2)
+    assert rep.by("sqc").rows["lds_rw"] == 0  # "LDS traffic is 0 for sqc"
+
+
+def test_print_ir_after_all_prints_each_pass(capsys):
+    """README: ``--print-ir-after-all`` prints the IR after each pass: one header per pass of
+    the pipeline, in order, each followed by that pass's effect."""
+    from vlpc.cli import main
+
+    assert main(["compile", str(EXAMPLE), "--emit", "mlir", "--print-ir-after-all"]) == 0
+    err = capsys.readouterr().err
+    assert main(["compile", str(EXAMPLE), "--print-pipeline"]) == 0
+    passes = capsys.readouterr().out.strip().split(",")
+    parts = re.split(r"^// -----// IR Dump After (\S+) //----- //$", err, flags=re.M)
+    names, dumps = parts[1::2], dict(zip(parts[1::2], parts[2::2]))
+    assert names == passes and len(passes) == 10
+    assert all(d.lstrip().startswith("builtin.module") for d in dumps.values())
+    assert "macro_tile" not in dumps["convert-linalg-to-gemm"] and "macro_tile = array<i64: 64, 256>" in dumps["gemm-tile"]
+    assert "grid = array<i64: 2, 4, 1>" in dumps["gemm-map-workgroups"]
+    assert "sg_tile" in dumps["gemm-map-subgroups"] and "sg_tile" not in dumps["gemm-map-workgroups"]
+    assert "split_k = 2" in dumps["gemm-split-k"] and "grid = array<i64: 2, 4, 2>" in dumps["gemm-split-k"]
+    assert "gcn.kernel" in dumps["convert-gemm-to-gcn"] and "!gcn.sgpr<x16>" in dumps["convert-gemm-to-gcn"]
+    assert "!gcn.sgpr<x" not in dumps["gcn-allocate-registers"] and "!gcn.sgpr<s[" in dumps["gcn-allocate-registers"]
+    assert "gcn.s_waitcnt" not in dumps["gcn-allocate-registers"] and "gcn.s_waitcnt" in dumps["gcn-insert-waitcnt"]
+    assert "amdhsa" not in dumps["gcn-insert-hazard-nops"] and "amdhsa_next_free_vgpr" in dumps["gcn-emit-descriptor"]
