@@ -331,7 +331,11 @@ def pipeline_error(spec: str, error: BaseException, offset: int = 0) -> VlpcErro
     available = ", ".join(get_all_passes())
     if m:
         col = int(m.group(2)) + offset
-        return VlpcError(f"bad pass pipeline at column {col}: {m.group(3).strip()}\n  {spec}\n  {' ' * (col - 1)}^")
+        hint = ""
+        if re.search(r"target=[A-Za-z0-9]+:", spec):  # xDSL reads an unquoted option value up to the ':'
+            hint = '\n  (a target id with features is quoted inside the braces: target="gfx906:xnack-")'
+        return VlpcError(f"bad pass pipeline at column {col}: {m.group(3).strip()}\n  {spec}\n  {' ' * (col - 1)}^"
+                         + hint)
     last = text.strip().splitlines()[-1] if text.strip() else type(error).__name__
     last = re.sub(r'"([a-z][a-z0-9_]*)"', lambda x: '"' + x.group(1).replace("_", "-") + '"', last)
     return VlpcError(f"bad pass pipeline '{hyphenate_options(spec)}': {last} (available: {available})")

@@ -171,7 +171,7 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                         "seed's no-forwarding comparison kernel; C is bit-identical)")
     p.add_argument("--target", default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: "
-                        "%(default)s; quote it in a pipeline option: -t 'gcn-asm{target=gfx906:xnack-}')")
+                        "%(default)s); inside a pass option it is quoted: 'gcn-asm{target=\"gfx906:xnack-\"}'")
     p.add_argument("--macro-tile", type=parse_tile_arg, default=None, metavar="MxN",
                    help="macro tile per workgroup (default: 64x256 for f32, 32x256 for f64; the seed also "
                         "uses 64x64, 64x128)")
