@@ -178,3 +178,18 @@ def test_hipcc_kernels_request_the_same_mode():
     co = load_code_object(Path(__file__).parent / "data" / "hip" / "saxpy.hsaco")
     for k in co.kernels.values():
         assert FloatMode.from_rsrc1(k.descriptor.compute_pgm_rsrc1) == IEEE_DEFAULT
+
+
+def test_mode_change_reaches_instructions_already_run():
+    # the same v_mul_f32 (one PC) runs before and after s_setreg switches flushing on
+    body = ("s_mov_b32 s41, 0\n"
+            "v_mov_b32 v20, 0\n"
+            "loop:\n"
+            "v_mul_f32 v21, v10, v11\n"
+            "v_add_u32 v20, v20, v21\n"
+            "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0\n"
+            "s_add_u32 s41, s41, 1\n"
+            "s_cmp_lt_u32 s41, 2\n"
+            "s_cbranch_scc1 loop")
+    # first pass keeps 2^-140 (0x200), the second flushes it: the sum is 0x200, not 0x400
+    assert run1(body, [DEN], [ONE], mode=mode(3)).tolist() == [DEN]

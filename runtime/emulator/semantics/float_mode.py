@@ -46,8 +46,27 @@ def mode_of(b, g) -> int:
     return v
 
 
+def specialize(b, p, fast, checking):
+    """The closure for prepared instruction ``p``: ``fast`` (IEEE-default semantics, no mode
+    check) while every wave of the batch runs in the IEEE default mode, else ``checking``.
+
+    A later MODE change (:func:`_set`) swaps ``checking`` into every such ``p``.
+    """
+    if _init(b) >= 0 and (b._fmode & FLOAT_BITS) == IEEE_KEEP:
+        b.__dict__.setdefault("_mode_watch", []).append((p, checking))
+        return fast
+    return checking
+
+
+def _unspecialize(b):
+    for p, fn in b.__dict__.get("_mode_watch", ()):
+        p.fn = fn
+    b._mode_watch = []
+
+
 def _set(b, g, new: np.ndarray):
     m = _init(b)
+    _unspecialize(b) if ((np.asarray(new, np.int64) & FLOAT_BITS) != IEEE_KEEP).any() or g.n != b.nw else None
     new = np.asarray(new, np.int64) & 0xFFFFFFFF
     v = int(new.reshape(-1)[0])
     if m >= 0 and g.n == b.nw and (new == v).all():

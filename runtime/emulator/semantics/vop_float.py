@@ -35,7 +35,7 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
-from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits
+from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, specialize
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
@@ -256,6 +256,8 @@ def build(ins, b, p):
         if mode == IEEE_KEEP and fast is not None and not mad:
             return fast(b, g)
         return slow(b, g, mode)
+    if fast is not None and not mad:
+        return specialize(b, p, fast, fn)
     return fn
 
 
