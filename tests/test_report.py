@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -70,17 +71,50 @@ def test_ratio_and_forwarding(report):
     assert lds.rows["vgpr_r_fwd"] < 0.01 * 16384
 
 
+# Seed 002, section 2.11 "Theoretical Comparison of VGPR/L1 Cache/LDS Access", the table
+# "Costs for Matrix Multiply 64x1x256" (legacy LDS, SQC), transcribed here from the seed's
+# text independently of vlpc.report.SEED_ROWS.
+SEED_002_TABLE = {
+    "Matrix A L2-L1": (64, 64), "Matrix A VGPR write": (576, 64), "Matrix A VGPR read": (16384, 64),
+    "Matrix A LDS write": (64, 0), "Matrix A LDS read": (512, 0), "Matrix B L2-L1": (256, 256),
+    "Matrix B L1 read": (256, 256), "Matrix B VGPR write": (2304, 256), "Matrix B VGPR read": (16384, 16384),
+    "Matrix B LDS write": (256, 0), "Matrix B LDS read": (2304, 0), "Matrix C VGPR read/write": (32768, 4096),
+    "SUM L2-L1": (320, 320), "SUM L1 read": (320, 320), "VGPR read/write": (68416, 20864),
+    "LDS read/write": (3136, 0), "Barrier": (1, 0),
+}
+
+
+def test_seed_columns_are_the_seeds_table(report):
+    """Every seed cell of the CSV equals the seed's own table (transcribed above)."""
+    rows = list(csv.reader(io.StringIO(report.csv())))
+    head = rows[0]
+    by_label = {r[1]: r for r in rows[1:] if len(r) == len(head) and r[head.index("seed_lds")] != ""}
+    assert set(by_label) == set(SEED_002_TABLE)
+    for label, (legacy, sqc) in SEED_002_TABLE.items():
+        assert float(by_label[label][head.index("seed_lds")]) == legacy, label
+        assert float(by_label[label][head.index("seed_sqc")]) == sqc, label
+
+
+def test_markdown_prints_the_measurements(report):
+    """The markdown's measured cells and ratio are the measurements' own numbers, formatted."""
+    md = report.markdown()
+    lds, sqc = report.by("lds"), report.by("sqc")
+    line = next(ln for ln in md.splitlines() if ln.startswith("| VGPR read/write |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert "68,416" in cells and "20,864" in cells  # the seed's cells (see the CSV test)
+    nums = [c for c in cells if re.fullmatch(r"[\d,.]+", c)]
+    assert f"{lds.rows['vgpr_rw']:,.0f}" in nums and f"{sqc.rows['vgpr_rw']:,.0f}" in nums
+    assert f"{lds.rows['vgpr_rw'] / sqc.rows['vgpr_rw']:.2f}" == cells[-1]
+
+
 def test_outputs(report):
     md = report.markdown()
-    assert "| Matrix A VGPR read | 16,384 |" in md
-    assert "| VGPR read/write | 68,416 |" in md and "20,864" in md
     assert "measured legacy/sqc" in md and "limited by VGPRs" in md
     assert "## Notes" in md and "Barrier, legacy (lds)" in md
     rows = list(csv.reader(io.StringIO(report.csv())))
     head = rows[0]
     assert head[:4] == ["key", "row", "seed_lds", "measured_lds"] and head[-1] == "ratio_lds_over_sqc"
     by_key = {r[0]: r for r in rows[1:]}
-    assert float(by_key["lds_rw"][head.index("seed_lds")]) == 3136
     assert float(by_key["lds_rw"][head.index("measured_sqc")]) == 0
     text = report.svg()
     svg = ET.fromstring(text)
