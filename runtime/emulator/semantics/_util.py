@@ -1,0 +1,76 @@
+"""Shared pieces of the family modules: operand readers/writers and 16-bit halves."""
+
+from __future__ import annotations
+
+import numpy as np
+
+U16, U32, U64, I32, I64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
+
+
+def core():
+    from .. import core as c
+    return c
+
+
+def plain(fn):
+    """Builder for ``D = fn(S0, S1, ...)`` on raw bits (uint32/uint64 arrays)."""
+    def build(ins, b, p):
+        c = core()
+        rd = [c.vsrc_reader(o) for o in ins.src]
+        wr = c.vwriter(ins.dst[0])
+
+        def run(b, g):
+            with np.errstate(all="ignore"):
+                wr(b, g, fn(*[r(b, g) for r in rd]))
+        return run
+    return build
+
+
+def half(x, hi: bool):
+    """The low (or high) 16 bits of 32-bit values, as uint32."""
+    x = np.asarray(x, U32)
+    return (x >> U32(16)) if hi else (x & U32(0xFFFF))
+
+
+def s16(x):
+    """16-bit two's complement (in the low bits) -> int64."""
+    x = np.asarray(x, U32).astype(I64) & 0xFFFF
+    return np.where(x >= 0x8000, x - 0x10000, x)
+
+
+def op16(fn, *, keep_high=False):
+    """Builder for a 16-bit VALU op ``D.16 = fn(S0.16, S1.16, ...)`` (uint32 arrays holding
+    16 bits each).  VOP3 ``op_sel`` bits 0..2 pick the high half of a source, bit 3 writes
+    the result to the high half and keeps the low one; otherwise the result goes to the low
+    half and the high half is zeroed (GFX9), unless ``keep_high``.
+    """
+    def build(ins, b, p):
+        c = core()
+        rd = [c.vsrc_reader(o) for o in ins.src]
+        d = ins.dst[0].reg
+        sel = ins.f.get("op_sel", 0) if ins.encoding == "VOP3" else 0
+        clamp = ins.f.get("clamp", 0)
+
+        def run(b, g):
+            srcs = [half(r(b, g), bool((sel >> i) & 1)) for i, r in enumerate(rd)]
+            with np.errstate(all="ignore"):
+                v = np.asarray(fn(*srcs, clamp=clamp) if _takes_clamp(fn) else fn(*srcs))
+            v = v.astype(I64) & 0xFFFF
+            cur = b.V[d][g.sel].astype(I64)
+            if (sel >> 3) & 1:
+                out = (cur & 0xFFFF) | (v << 16)
+            elif keep_high:
+                out = (cur & ~0xFFFF) | v
+            else:
+                out = v
+            b.vwrite(g, d, np.broadcast_to(out, (g.n, c.WAVE)).astype(U32))
+        return run
+    return build
+
+
+def _takes_clamp(fn) -> bool:
+    import inspect
+    try:
+        return "clamp" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
