@@ -409,6 +409,15 @@ class SqcKernelBuilder:
                         size = 0
                     out[-1].append(pc)
                     size += pc[0]
+                # The K loop double-buffers batches (one in use, the next loading) and carries
+                # the next step's first batch around the back edge in the first batch's SGPRs:
+                # with an odd number of batches the last one would need a third buffer (its
+                # range overlaps both neighbours'), so split a batch to make the count even.
+                if len(out) > 1 and len(out) % 2:
+                    i = next((j for j in reversed(range(len(out))) if len(out[j]) > 1), None)
+                    if i is not None:
+                        half = len(out[i]) // 2
+                        out[i:i + 1] = [out[i][:half], out[i][half:]]
                 return out
 
             if isinstance(lda4, int):
@@ -704,11 +713,13 @@ class SqcKernelBuilder:
                     out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
             return out
 
-        # reduce: one address offset per partial tile (slice j starts j * M * ldc elements on)
-        voff_ws = [voff_c]
-        if out_kind == "reduce":
-            for j in range(1, self.split):
-                voff_ws.append(e(gcn.VAddU32Op(reg(static_or_reg_mul(slice_bytes, j)), voff_c)).vdst)
+        # reduce: slice j's partial tile starts j * M * ldc elements on: one SGPR offset per
+        # slice, added to the lane offset just before each load (VGPRs do not grow with S)
+        slice_offsets = [reg(static_or_reg_mul(slice_bytes, j)) for j in range(1, self.split)] \
+            if out_kind == "reduce" else []
+
+        def partial_offset(j: int) -> SSAValue:
+            return voff_c if j == 0 else e(gcn.VAddU32Op(slice_offsets[j - 1], voff_c)).vdst
 
         group = 16 // dw
         if out_kind == "reduce":  # at most 32 partial values in flight
@@ -740,13 +751,16 @@ class SqcKernelBuilder:
             if out_kind == "reduce":  # the S partials of each row, summed in slice order
                 if g0 == 0 or shift is not None:  # every row of the tile, the shifted ones too
                     e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-                parts = [[e(c_load(voff_ws[j], wp, comment=f"partial {j} row {r}")).vdst
-                          for j in range(self.split)] for r, wp in zip(rows, ws_ptrs)]
-                for i, ps in enumerate(parts):
-                    total = ps[0]
-                    for p_j in ps[1:]:
-                        total = e(add_op(total, p_j)).vdst
-                    sums[i] = total
+                # at most 32 dwords of partials in flight: for a large S, chunks of slices
+                chunk = max(1, min(self.split, 32 // (len(rows) * dw)))
+                totals: list[SSAValue | None] = [None] * len(rows)
+                for j0 in range(0, self.split, chunk):
+                    parts = [[e(c_load(partial_offset(j), wp, comment=f"partial {j} row {r}")).vdst
+                              for j in range(j0, min(j0 + chunk, self.split))] for r, wp in zip(rows, ws_ptrs)]
+                    for i, ps in enumerate(parts):
+                        for p_j in ps:  # in slice order
+                            totals[i] = p_j if totals[i] is None else e(add_op(totals[i], p_j)).vdst
+                sums = totals
             zeros = [zero() for _ in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):

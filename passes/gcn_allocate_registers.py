@@ -24,6 +24,7 @@ names the budget and the demand (the peak number of live registers).
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -358,6 +359,8 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
         if isinstance(placed, _Group):
             placed = _place(gs, ivs_of, budget, segregate=True)
         if isinstance(placed, _Group):
+            placed = _place_by_priority(gs, ivs_of, budget, placed)
+        if isinstance(placed, _Group):
             g = placed
             at = ivs_of[g.root][0][0]
             live = len({r for gg, base in _place(gs, ivs_of, budget, segregate=True, upto=g).items()
@@ -365,11 +368,17 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
                         if _intersects([(at, at)], ivs_of[gg.root])})
             width = g.hi_off - g.lo_off
             name = "SGPRs" if kind == "s" else "VGPRs"
-            hint = ("; allow fewer waves per SIMD (waves-per-simd) or choose a smaller micro tile"
-                    if kind == "v" else "; choose a smaller K step or micro tile")
-            raise op_error(kernel, f"register allocation failed: kernel '{kernel.sym_name.data}' needs "
-                           f"{live + width} {name} at once ({live} live and a range of {width}), "
-                           f"the budget is {budget}{hint}")
+            peak = _peak_demand([occ_of.get(gg.root, {}) for gg in gs])
+            kname = kernel.sym_name.data
+            if peak > budget:  # demand: no placement can fit
+                hint = ("allow fewer waves per SIMD (waves-per-simd) or choose a smaller micro tile or K step"
+                        if kind == "v" else "choose a smaller K step or micro tile")
+                raise op_error(kernel, f"register allocation failed: kernel '{kname}' needs {peak} {name} "
+                               f"live at once, the budget is {budget} (demand); {hint}")
+            raise op_error(kernel, f"register allocation failed: kernel '{kname}' has at most {peak} {name} live "
+                           f"at once, within the budget of {budget}, but no free{' aligned' if g.align > 1 else ''} "
+                           f"range of {width} was left beside {live} live registers (fragmentation: a limitation of "
+                           f"the allocator's placement, please report it)")
         if placed is None:
             raise op_error(kernel, "internal error in gcn-allocate-registers: a dispatch register is clobbered")
         for g, base in placed.items():
@@ -404,7 +413,9 @@ def _used_in(v: SSAValue, loop: gcn.LoopOp) -> bool:
 def _place(gs: list[_Group], ivs_of: dict, budget: int, *, segregate: bool, upto: _Group | None = None):
     """Place groups in order; returns {group: first register}, the first group that does not
     fit, or None when a pre-coloured group collides.  ``upto``: stop before that group."""
-    occ: dict[int, list[list[tuple[int, int]]]] = {}  # register -> interval sets of its groups
+    # register -> the disjoint live intervals of the groups placed on it: starts and ends,
+    # sorted (groups sharing a register never overlap), so a test is two bisections
+    occ: dict[int, tuple[list[int], list[int]]] = {}
     out: dict[_Group, int] = {}
     for g in gs:
         if g is upto:
@@ -413,7 +424,16 @@ def _place(gs: list[_Group], ivs_of: dict, budget: int, *, segregate: bool, upto
         width = g.hi_off - g.lo_off
 
         def free(base: int) -> bool:
-            return all(not _intersects(ivs, other) for r in range(base, base + width) for other in occ.get(r, ()))
+            for r in range(base, base + width):
+                se = occ.get(r)
+                if se is None:
+                    continue
+                starts, ends = se
+                for s, e in ivs:
+                    i = bisect.bisect_right(starts, e)  # intervals starting at or before e
+                    if i and ends[i - 1] >= s:
+                        return False
+            return True
 
         if g.fixed is not None:
             base = g.fixed + g.lo_off
@@ -427,9 +447,48 @@ def _place(gs: list[_Group], ivs_of: dict, budget: int, *, segregate: bool, upto
             if base is None:
                 return g
         for r in range(base, base + width):
-            occ.setdefault(r, []).append(ivs)
+            starts, ends = occ.setdefault(r, ([], []))
+            for s, e in ivs:
+                i = bisect.bisect_right(starts, s)
+                starts.insert(i, s)
+                ends.insert(i, e)
         out[g] = base
     return out
+
+
+def _place_by_priority(gs: list[_Group], ivs_of: dict, budget: int, failed: _Group, rounds: int = 40):
+    """Retry placement with the group that did not fit moved ahead of the other free groups
+    (priority bumping, as in iterated graph colouring), both with and without segregation;
+    returns the first successful placement or the last group that did not fit."""
+    order = list(gs)
+    n_fixed = sum(1 for g in order if g.fixed is not None)
+    for _ in range(rounds):
+        order.remove(failed)
+        order.insert(n_fixed, failed)
+        for segregate in (False, True):
+            placed = _place(order, ivs_of, budget, segregate=segregate)
+            if not isinstance(placed, _Group):
+                return placed
+        if placed is failed:  # placed first and still no room: it would not fit in any order
+            return placed
+        failed = placed
+    return failed
+
+
+def _peak_demand(occupancies: list[dict[int, list[tuple[int, int]]]]) -> int:
+    """The most registers live at one point, from each group's per-register live intervals
+    (a lower bound on the registers any placement needs)."""
+    events: list[tuple[int, int]] = []
+    for occ in occupancies:
+        for ivs in occ.values():
+            for s, e in ivs:
+                events.append((s, 1))
+                events.append((e + 1, -1))
+    peak = cur = 0
+    for _, d in sorted(events):
+        cur += d
+        peak = max(peak, cur)
+    return peak
 
 
 def _align(v: SSAValue) -> int:

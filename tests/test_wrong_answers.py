@@ -306,3 +306,29 @@ def test_a_gemm_reading_past_a_into_b_is_caught():
             np.float32(1), np.float32(0)]
     with pytest.raises(OutOfBoundsAccess, match=r"(two buffers|accessed before).*kernel argument [AB]\b.*kernel argument [AB]\b"):
         kern.execute(dev, load_code_object(kern.code_object), args, 128, 64, 16, 64)
+
+
+# -- item 9: register allocation refusals with default options -----------------------------
+
+@pytest.mark.parametrize("layout,dtype,m,n,k,opts", [
+    ("NN", "f32", 18, 7, 64, {}),              # 9 A batches per K step: the odd count needed a third buffer
+    ("TN", "f32", 50, 33, 36, {}),
+    ("NN", "f64", 22, 27, 28, {"split_mode": "atomic"}),
+    ("NN", "f64", 64, 64, 64, {"local_split": 4, "epilogue": ("bias_col",)}),
+    ("NT", "f32", 64, 64, 44 * 16, {"split_k": 44}),  # the reduce kernel's VGPRs no longer grow with S
+])
+def test_default_options_allocate_and_compute(layout, dtype, m, n, k, opts):
+    opts = dict(opts)
+    epi = opts.pop("epilogue", ())
+    kern = compiled(gemm_source(layout, dtype, str(m), str(n), str(k), epilogue=epi), **opts).kernel()
+    a, b, c = operands(layout, dtype, m, n, k, seed=5)
+    bias = np.linspace(-1, 1, n).astype(NP[dtype]) if epi else None
+    got = launch_exact(kern, layout, dtype, m, n, k, a, b, c, 1.25, -0.5, bias=bias)
+    check(got, _ref_epilogue(reference(layout, a, b, c, 1.25, -0.5), bias), k, dtype)
+
+
+def test_allocator_names_demand():
+    """f64 with a K step of 16: 64 accumulator VGPRs and a 32-VGPR B ring do not fit 84."""
+    with pytest.raises(DiagnosticError, match=r"needs \d+ VGPRs live at once, the budget is 84 \(demand\)"):
+        vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16)
+    vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16, waves_per_simd=2)
