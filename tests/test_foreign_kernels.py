@@ -35,8 +35,6 @@ M64 = 0xFFFFFFFFFFFFFFFF
 UNSUPPORTED: dict[str, str] = {
     # murmur3's `h ^= h >> 16` compiles to SDWA (src0_sel:WORD_1)
     "int_mix": "v_xor_b32_sdwa (SDWA encoding) is not implemented in the emulator",
-    # correctly rounded f64 division
-    "ddiv_sqrt": "v_div_scale_f64 / v_div_fmas_f64 / v_div_fixup_f64 are not implemented in the emulator",
 }
 
 #: Kernels whose compiled code reads a register nothing wrote, legitimately:

@@ -40,7 +40,7 @@ from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, spec
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
 _MAD_F32 = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32"})
-_SKIP = ("v_cmp_class", "v_cmpx_class", "v_frexp_", "v_rcp_iflag_f32")
+_SKIP = ("v_cmp_class", "v_cmpx_class", "v_frexp_", "v_rcp_iflag_f32", "v_div_")
 _INT_TYPES = ("i32", "u32", "i64", "u64", "i24", "u24", "b32")
 
 
