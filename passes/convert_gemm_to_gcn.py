@@ -761,6 +761,11 @@ class SqcKernelBuilder:
                         for p_j in ps:  # in slice order
                             totals[i] = p_j if totals[i] is None else e(add_op(totals[i], p_j)).vdst
                 sums = totals
+            if shift is not None and g0:
+                # the rows before ran with EXEC = 0 below the shift: the zeros must reach
+                # every lane, or a lane keeps stale bits (a NaN for f64) that beta = 0 times
+                # the masked C load does not clear
+                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
             zeros = [zero() for _ in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):

@@ -332,3 +332,23 @@ def test_allocator_names_demand():
     with pytest.raises(DiagnosticError, match=r"needs \d+ VGPRs live at once, the budget is 84 \(demand\)"):
         vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16)
     vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16, waves_per_simd=2)
+
+
+# -- item 2: a NaN in the last row tile (f64, beta = 0) ------------------------------------
+
+@pytest.mark.parametrize("layout,m,n,k,lda,ldb,ldc,dynamic,seed,alpha", [
+    ("NN", 54, 122, 32, 32, 127, 122, False, 883, 1.0),
+    ("TT", 136, 116, 1, 136, 1, 128, False, 587, 1.0),
+    ("NT", 88, 86, 29, 29, 29, 86, True, 206, -2.0),
+    ("TN", 111, 129, 18, 111, 129, 129, False, 600, 1.0),
+])
+def test_shifted_last_tile_zeros_every_lane(layout, m, n, k, lda, ldb, ldc, dynamic, seed, alpha):
+    """Found by differential testing: the row tile moved up to end at row M stores only its own
+    rows, so the rows before ran with EXEC = 0; the zero registers the masked (beta = 0) C loads
+    merge into were then written under EXEC = 0 too and kept stale bits, for f64 sometimes a
+    NaN, and 0 * NaN reached C.  The zeros are now written with every lane on."""
+    ld = (lambda x: "?" if dynamic else x)
+    kern = compiled(gemm_source(layout, "f64", str(m), str(n), str(k), lda=ld(lda), ldb=ld(ldb), ldc=ld(ldc))).kernel()
+    a, b, c = operands(layout, "f64", m, n, k, seed=seed, nan_c=True)
+    got = launch_exact(kern, layout, "f64", m, n, k, a, b, c, alpha, 0.0, lda=lda, ldb=ldb, ldc=ldc)
+    check(got, reference(layout, a, b, c, alpha, 0.0), k, "f64")
