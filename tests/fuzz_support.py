@@ -172,9 +172,9 @@ def memoised_compiler():
     pass_cache: dict = {}
     compile_cache: dict = {}
 
-    def run_passes(module, passes, ctx=None, after_each=None):
-        if after_each is not None:
-            return real_run_passes(module, passes, ctx, after_each)
+    def run_passes(module, passes, ctx=None, after_each=None, **hooks):
+        if after_each is not None or any(v is not None for v in hooks.values()):  # hooks see each pass: no cache
+            return real_run_passes(module, passes, ctx, after_each, **hooks)
         key = (pl.print_ir(module), pl.pipeline_spec(passes))
         hit = pass_cache.get(key)
         if hit is None:
