@@ -140,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "directory)")
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
                     help="where to write the chart (default: PREFIX.svg); the format follows the suffix")
+    rp.add_argument("--energy", action="store_true",
+                    help="instead of the traffic table: modeled joules per GEMM, average board watts, pJ/FLOP and "
+                         "GFLOP/s per W by component for sqc, sqc without forwarding and legacy (lds), from the "
+                         "timing and energy models (PREFIX default: FILE-energy)")
+    rp.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"),
+                    help="with --energy: the board modeled (default: %(default)s)")
+    rp.add_argument("--clock", type=float, default=None, metavar="MHZ",
+                    help="with --energy: engine clock in MHz (default: the board's; MI60 1700, as the seed measured)")
     add_quiet(rp)
     add_codegen_options(rp)
     from vlpc.doctor import add_parser as add_doctor_parser

@@ -870,6 +870,10 @@ def build_report(text: str, filename: str, strategies: list[str], progress=None,
 
 
 def cmd_report(args) -> int:
+    if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
+        from vlpc.energy_report import default_prefix, run_energy_command
+        return run_energy_command(args, read_input(args.file), args.output or default_prefix(args.file),
+                                  m=args.m, n=args.n, k=args.k)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     for s in strategies:
         if s not in STRATEGY_TITLE:

@@ -434,3 +434,118 @@ def get_board(name: str | Board, *, clock_mhz: float | None = None,
     if clock_mhz is not None and not 100 <= float(clock_mhz) <= 3000:
         raise TargetError(f"engine clock {clock_mhz} MHz is outside 100..3000 MHz")
     return board.at(engine_clock_mhz=clock_mhz, memory_clock_mhz=memory_clock_mhz, compute_units=cus)
+
+
+# ---------------------------------------------------------------------------
+# The energy model's parameters (``runtime/timing/energy.py``)
+#
+# Energy per event (picojoules) at the reference operating point ``ref_clock_mhz``;
+# dynamic energy scales with the square of the core voltage, whose dependence on the
+# engine clock is the V/f curve below.  "calibrated" marks the (at most two)
+# coefficients fitted by ``benchmarks/energy_calibration.py`` on the seed's 1700 MHz
+# power pair ONLY (seed 002 section 3.2); the 1500 MHz pair is a prediction.
+
+
+@dataclass(frozen=True)
+class EnergyParams:
+    """Per-event energies of a gfx906 board and its voltage/frequency curve.
+
+    Units: ``*_pj`` picojoules per event at ``ref_clock_mhz`` (VGPR events per 32-bit
+    register access per lane, as ``LaunchStats.vgpr_reads`` counts them; SGPR events per
+    32-bit access per wave-instruction; VALU events per active lane; SALU, SMEM, issue and
+    barrier events per wave-instruction); ``*_pj_per_byte`` picojoules per byte moved;
+    ``vf_curve`` (MHz, volts) points; watts for idle power.  :data:`ENERGY_SOURCES` gives
+    each field's source.
+    """
+
+    vf_curve: tuple[tuple[float, float], ...] = ((808.0, 0.716), (1801.0, 1.081))
+    ref_clock_mhz: float = 1700.0
+    idle_ref_watts: float = 42.0
+    idle_voltage_exponent: float = 2.0
+    vgpr_read_pj: float = 4.6
+    vgpr_write_pj: float = 4.6
+    forwarded_read_pj: float = 0.3
+    sgpr_read_pj: float = 1.0
+    sgpr_write_pj: float = 1.0
+    fma_f32_pj: float = 1.5
+    fma_f64_pj: float = 6.0
+    valu_other_pj: float = 0.5
+    valu_lane_overhead_pj: float = 36.0
+    issue_pj: float = 10.0
+    salu_pj: float = 3.0
+    smem_access_pj: float = 5.0
+    scalar_cache_pj_per_byte: float = 0.3
+    l1_pj_per_byte: float = 0.3
+    l2_pj_per_byte: float = 2.0
+    hbm_pj_per_byte: float = 31.2
+    lds_pj_per_byte: float = 0.5
+    barrier_pj: float = 10.0
+
+    def voltage(self, clock_mhz: float) -> float:
+        """Core voltage at ``clock_mhz`` (linear between the ``vf_curve`` points, extrapolated
+        beyond them with the nearest segment's slope)."""
+        pts = sorted(self.vf_curve)
+        if len(pts) == 1:
+            return pts[0][1]
+        f = float(clock_mhz)
+        i = 0
+        while i < len(pts) - 2 and f > pts[i + 1][0]:
+            i += 1
+        (f0, v0), (f1, v1) = pts[i], pts[i + 1]
+        return v0 + (v1 - v0) * (f - f0) / (f1 - f0)
+
+    def scale(self, clock_mhz: float) -> float:
+        """Dynamic energy per event at ``clock_mhz`` relative to ``ref_clock_mhz``: (V/V_ref)^2."""
+        return (self.voltage(clock_mhz) / self.voltage(self.ref_clock_mhz)) ** 2
+
+
+#: Where each :class:`EnergyParams` value comes from.  Per-operation figures from other
+#: process nodes are scaled to TSMC 7 nm by an assumed ~4x lower switched capacitance
+#: than 45 nm; treat every "assumed" figure as an order of magnitude.
+ENERGY_SOURCES: dict[str, str] = {
+    "vf_curve": "assumed: linear between the lowest and highest points of Vega 20's default voltage "
+                "curve as amdgpu reports it (Radeon VII, pp_od_clk_voltage OD_VDDC_CURVE: 808 MHz 716 mV, "
+                "1801 MHz 1081 mV; github.com/sibradzic/amdgpu-clocks issue 17); the MI60's own fused curve "
+                "is not published (the three-point curve's middle point, 1304 MHz 799 mV, is reported by "
+                "benchmarks/energy_calibration.py as a sensitivity)",
+    "ref_clock_mhz": "the clock of the seed's measured pair the coefficients are fitted on (seed 002 3.2)",
+    "idle_ref_watts": "measured: MI60 board idle ('non-workload') 42 W at 1700 MHz (seed 002 section 3.2); "
+                      "the board's own Board.idle_watts is used when set",
+    "idle_voltage_exponent": "assumed: idle (static) power scales as V^2 (leakage current roughly "
+                             "proportional to V over this narrow range, P = V I); predicts the seed's 36 W "
+                             "at 1500 MHz, which is never fitted",
+    "vgpr_read_pj": "calibrated (VGPR bank access per 32-bit lane read; reads and writes are one "
+                    "coefficient), from the seed's forwarding saving at 1700 MHz",
+    "vgpr_write_pj": "calibrated (equal to vgpr_read_pj: an SRAM write costs about a read, Horowitz "
+                     "ISSCC 2014)",
+    "forwarded_read_pj": "assumed: a bypass/operand-latch read, an order of magnitude below a register "
+                         "file bank (Gebhart et al., ISCA 2011, register file cache vs main register file)",
+    "sgpr_read_pj": "assumed: a read from the small SGPR file broadcast to the SIMD (per wave, not per lane)",
+    "sgpr_write_pj": "assumed equal to sgpr_read_pj",
+    "fma_f32_pj": "assumed: Horowitz ISSCC 2014 (45 nm): f32 add 0.9 pJ + mult 3.7 pJ, scaled to 7 nm",
+    "fma_f64_pj": "assumed: 4x the f32 FMA (multiplier array grows with the square of the 53/24-bit "
+                  "mantissa)",
+    "valu_other_pj": "assumed: 32-bit integer add/logic/move datapath (Horowitz ISSCC 2014: 32-bit add "
+                     "0.1 pJ at 45 nm) with its result bus",
+    "valu_lane_overhead_pj": "calibrated (per active VALU lane: pipeline registers, operand and result "
+                             "networks, SIMD clocking: what the listed events do not cover), from the "
+                             "seed's 265 W at 1700 MHz",
+    "issue_pj": "assumed: instruction fetch (8 bytes from the 32 KiB instruction cache), decode and "
+                "arbitration per wave-instruction (GPUWattch counts fetch/decode/schedule per warp-instruction)",
+    "salu_pj": "assumed: one 32-bit scalar ALU operation",
+    "smem_access_pj": "assumed: scalar cache tag lookup and request per SMEM instruction",
+    "scalar_cache_pj_per_byte": "assumed: 16 KiB SRAM read, Horowitz ISSCC 2014 (8 KiB, 64-bit: 10 pJ at "
+                                "45 nm) scaled to 7 nm",
+    "l1_pj_per_byte": "assumed: 16 KiB vector L1, as the scalar cache",
+    "l2_pj_per_byte": "assumed: 4 MiB L2 bank read plus the crossbar to the CU (Horowitz: 1 MiB SRAM "
+                      "64-bit read 100 pJ at 45 nm; Keckler et al., IEEE Micro 2011, on-chip wires)",
+    "hbm_pj_per_byte": "O'Connor et al., MICRO 2017 ('Fine-Grained DRAM'): HBM2 ~3.9 pJ/bit; memory rail "
+                       "at the fixed memory clock, not scaled with the core voltage",
+    "lds_pj_per_byte": "assumed: 64 KiB banked SRAM (Horowitz: 32 KiB 64-bit read 20 pJ at 45 nm) "
+                       "scaled to 7 nm",
+    "barrier_pj": "assumed: per wave arrival at s_barrier (workgroup synchronisation logic)",
+}
+
+
+#: The model's coefficients for gfx906 boards (MI50 has no measurement: the MI60's are assumed).
+ENERGY = EnergyParams()

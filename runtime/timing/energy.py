@@ -1,0 +1,293 @@
+"""The energy model of gfx906 boards: joules and average watts of a kernel launch (modeled).
+
+    energy = sum over events (count x energy per event)  +  idle power x modeled time
+
+in the style of GPUWattch/AccelWattch (per-event energies times activity counts plus
+static power).  Coefficients and their sources: :class:`vlpc.targets.EnergyParams`,
+:data:`vlpc.targets.ENERGY_SOURCES`; two of them are calibrated on the seed's 1700 MHz
+power pair (``benchmarks/energy_calibration.py``), the rest are published or assumed.
+
+Events and where their counts come from (:func:`events_from_stats`):
+
+=====================  =======================================================================
+event                  count (unit)
+=====================  =======================================================================
+vgpr_read              ``LaunchStats.vgpr_reads - vgpr_reads_forwarded`` (32-bit x lanes)
+forwarded_read         ``LaunchStats.vgpr_reads_forwarded`` (the previous VALU's result)
+vgpr_write             ``LaunchStats.vgpr_writes``
+sgpr_read / _write     ``LaunchStats.sgpr_reads`` / ``sgpr_writes`` (32-bit x wave-instructions)
+fma_f32 / fma_f64      active lanes of ``v_fma/v_fmac/v_mac/v_mad`` f32 / ``v_fma_f64`` (``by_pc``)
+valu_other             active lanes of the other VALU instructions
+valu_lane              active lanes of every VALU instruction (the calibrated overhead)
+issue                  wave-instructions (``LaunchStats.instructions``)
+salu / smem            SALU / SMEM wave-instructions (``by_class``)
+scalar_cache bytes     ``smem_bytes_read``
+l1 bytes               VMEM bytes read and written (``global_bytes_* - smem_bytes_read``)
+l2 bytes               lines missing the L1 or the scalar cache (timing model counters) x 64 B,
+                       plus the bytes stored (GCN's L1 writes through)
+hbm bytes              the timing model's HBM bytes (L2 misses) plus the bytes stored
+lds bytes              ``lds_bytes_read + lds_bytes_written``
+barrier                wave arrivals at ``s_barrier``
+=====================  =======================================================================
+
+Voltage: every dynamic energy except HBM scales with (V/V_ref)^2, V from the V/f
+curve at the board's engine clock; HBM (memory rail, fixed memory clock) does not.
+Idle power: the board's measured idle watts at its default clock (MI60: 42 W at
+1700 MHz, seed 002 section 3.2) times (V/V_ref)^idle_voltage_exponent.
+
+Timing-only launches (``EmulatorDevice(timing_only=True)``) execute only some
+workgroups (the traced ones and the first round for the L2 footprint): the emulator's
+counts are per executed workgroup and are multiplied by ``grid workgroups / executed
+workgroups``; the CU model's cache counters cover the ``n`` workgroups it simulated
+(``TimingReport.cu_cycles``' key) and are multiplied by ``grid workgroups / n``.  That
+is exact when every workgroup does the same work (full tiles: M, N multiples of the
+macro tile) and an estimate otherwise (edge tiles do less).
+
+All figures are modeled, not measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from vlpc.targets import BOARDS, ENERGY, Board, EnergyParams
+
+#: Components of the breakdown, in display order (``static`` is idle power x time).
+COMPONENTS = ("vgpr", "forwarded", "sgpr", "fma", "valu_other", "valu_overhead", "issue", "salu", "smem",
+              "l1", "l2", "hbm", "lds", "barrier", "static")
+
+COMPONENT_TITLE = {
+    "vgpr": "VGPR bank reads/writes", "forwarded": "forwarded operands", "sgpr": "SGPR reads/writes",
+    "fma": "FMA datapath", "valu_other": "other VALU datapath", "valu_overhead": "VALU lane overhead",
+    "issue": "instruction fetch/issue", "salu": "SALU", "smem": "scalar cache (SMEM)", "l1": "vector L1",
+    "l2": "L2", "hbm": "HBM", "lds": "LDS", "barrier": "barriers", "static": "idle/static power x time",
+}
+
+_FMA_F32 = ("v_fma_f32", "v_fmac_f32", "v_mac_f32", "v_mad_f32")
+_FMA_F64 = ("v_fma_f64",)
+
+
+class EnergyError(ValueError):
+    """The launch lacks what the energy model needs (a timing model, counters)."""
+
+
+@dataclass
+class EnergyEvents:
+    """Event counts of one launch (whole grid).  Units: see the module docstring."""
+
+    vgpr_reads: float = 0.0          # not forwarded
+    forwarded_reads: float = 0.0
+    vgpr_writes: float = 0.0
+    sgpr_reads: float = 0.0
+    sgpr_writes: float = 0.0
+    fma_f32_lanes: float = 0.0
+    fma_f64_lanes: float = 0.0
+    valu_other_lanes: float = 0.0
+    instructions: float = 0.0
+    salu: float = 0.0
+    smem: float = 0.0
+    scalar_cache_bytes: float = 0.0
+    l1_bytes: float = 0.0
+    l2_bytes: float = 0.0
+    hbm_bytes: float = 0.0
+    lds_bytes: float = 0.0
+    barriers: float = 0.0
+
+    @property
+    def valu_lanes(self) -> float:
+        return self.fma_f32_lanes + self.fma_f64_lanes + self.valu_other_lanes
+
+    @property
+    def flops(self) -> float:
+        """2 per FMA lane (the GEMM's FLOPs when the kernel does nothing else)."""
+        return 2.0 * (self.fma_f32_lanes + self.fma_f64_lanes)
+
+    def scaled(self, factor: float) -> "EnergyEvents":
+        return EnergyEvents(**{f.name: getattr(self, f.name) * factor for f in fields(self)})
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def valu_lanes_by_kind(by_pc: dict) -> tuple[float, float, float]:
+    """(f32 FMA lanes, f64 FMA lanes, other VALU lanes) from ``LaunchStats.by_pc`` rows
+    ``[mnemonic, wave executions, lane executions, ...]``; VALU = mnemonics ``v_*``."""
+    f32 = f64 = other = 0.0
+    for row in by_pc.values():
+        mn = str(row[0])
+        if not mn.startswith("v_"):
+            continue
+        base = mn.split("_e64")[0].split("_sdwa")[0].split("_dpp")[0]
+        lanes = float(row[2])
+        if base in _FMA_F32:
+            f32 += lanes
+        elif base in _FMA_F64:
+            f64 += lanes
+        else:
+            other += lanes
+    return f32, f64, other
+
+
+def events_from_stats(stats, timing=None) -> EnergyEvents:
+    """The whole grid's :class:`EnergyEvents` of one launch.
+
+    ``stats``: the emulator's ``LaunchStats``; ``timing``: its ``TimingReport``
+    (default ``stats.timing``; required: the L2 and HBM counts come from it).  Counts of a
+    timing-only launch are scaled to the grid (module docstring).  Raises
+    :class:`EnergyError` without a timing report or for a plan's combined report.
+    """
+    timing = timing if timing is not None else getattr(stats, "timing", None)
+    if timing is None:
+        raise EnergyError("the energy model needs the timing model's report: run on the emulator with a "
+                          "board (get_device('emulator', gpu='mi60'))")
+    executed = max(1, int(stats.workgroups))
+    grid_wgs = int(timing.workgroups)
+    if not timing.cu_cycles or not timing.counters:
+        raise EnergyError("the timing report has no cache counters (a plan's combined report): "
+                          "take the energy of each launch")
+    simulated = max(1, int(next(iter(timing.cu_cycles))))
+    s_emu = grid_wgs / executed
+    s_cu = grid_wgs / simulated
+    f32, f64, other = valu_lanes_by_kind(stats.by_pc)
+    c = timing.counters
+    smem_bytes = float(stats.smem_bytes_read)
+    stored = float(stats.global_bytes_written)
+    vmem_bytes = float(stats.global_bytes_read) - smem_bytes + stored
+    line = 64.0
+    misses = float(c.get("l1_misses", 0)) + float(c.get("scalar_misses", 0))
+    ev = EnergyEvents(
+        vgpr_reads=float(stats.vgpr_reads - stats.vgpr_reads_forwarded) * s_emu,
+        forwarded_reads=float(stats.vgpr_reads_forwarded) * s_emu,
+        vgpr_writes=float(stats.vgpr_writes) * s_emu,
+        sgpr_reads=float(stats.sgpr_reads) * s_emu,
+        sgpr_writes=float(stats.sgpr_writes) * s_emu,
+        fma_f32_lanes=f32 * s_emu, fma_f64_lanes=f64 * s_emu, valu_other_lanes=other * s_emu,
+        instructions=float(stats.instructions) * s_emu,
+        salu=float(stats.by_class.get("salu", 0)) * s_emu,
+        smem=float(stats.by_class.get("smem", 0)) * s_emu,
+        scalar_cache_bytes=smem_bytes * s_emu,
+        l1_bytes=vmem_bytes * s_emu,
+        l2_bytes=misses * line * s_cu + stored * s_emu,
+        hbm_bytes=float(timing.hbm_bytes) + stored * s_emu,
+        lds_bytes=float(stats.lds_bytes_read + stats.lds_bytes_written) * s_emu,
+        barriers=float(stats.barriers) * s_emu,
+    )
+    return ev
+
+
+@dataclass
+class EnergyReport:
+    """Modeled energy of one launch.  ``joules``: per component (:data:`COMPONENTS`);
+    ``time_us`` the timing model's modeled time; ``voltage`` the assumed core voltage."""
+
+    board: str
+    clock_mhz: float
+    voltage: float
+    time_us: float
+    flops: float
+    idle_watts: float
+    joules: dict[str, float] = field(default_factory=dict)
+    events: EnergyEvents | None = None
+
+    @property
+    def total_joules(self) -> float:
+        return sum(self.joules.values())
+
+    @property
+    def dynamic_joules(self) -> float:
+        return self.total_joules - self.joules.get("static", 0.0)
+
+    @property
+    def watts(self) -> float:
+        """Average board power over the modeled time."""
+        return self.total_joules / (self.time_us * 1e-6)
+
+    @property
+    def pj_per_flop(self) -> float:
+        return self.total_joules / self.flops * 1e12 if self.flops else float("nan")
+
+    @property
+    def gflops_per_watt(self) -> float:
+        return self.flops / self.total_joules / 1e9 if self.total_joules else float("nan")
+
+    @property
+    def tflops(self) -> float:
+        return self.flops / (self.time_us * 1e-6) / 1e12
+
+    def summary(self) -> str:
+        return (f"modeled {self.total_joules * 1e3:.2f} mJ, {self.watts:.0f} W average "
+                f"({self.idle_watts:.1f} W idle), {self.pj_per_flop:.1f} pJ/FLOP, "
+                f"{self.gflops_per_watt:.1f} GFLOP/s per W on {self.board} @ {self.clock_mhz:.0f} MHz "
+                f"({self.voltage:.3f} V assumed)")
+
+    def __repr__(self) -> str:
+        return f"EnergyReport({self.summary()})"
+
+
+def _reference(board: Board, params: EnergyParams) -> tuple[float, float]:
+    """(idle watts, clock) of the board's idle measurement (else the params' reference)."""
+    base = BOARDS.get(board.name)
+    if base is not None and base.idle_watts is not None:
+        return float(base.idle_watts), float(base.engine_clock_mhz)
+    return float(params.idle_ref_watts), float(params.ref_clock_mhz)
+
+
+def idle_watts(board: Board, params: EnergyParams = ENERGY) -> float:
+    """Idle (static) board power at ``board.engine_clock_mhz``: the measured idle power at
+    the board's default clock x (V / V_there)^``idle_voltage_exponent`` (an assumption:
+    :data:`vlpc.targets.ENERGY_SOURCES`)."""
+    watts, clock = _reference(board, params)
+    v = params.voltage(board.engine_clock_mhz) / params.voltage(clock)
+    return watts * v ** params.idle_voltage_exponent
+
+
+def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: EnergyParams = ENERGY,
+             flops: float | None = None) -> EnergyReport:
+    """The :class:`EnergyReport` of ``events`` in ``time_us`` (modeled) on ``board`` at its
+    engine clock.  ``flops`` defaults to ``events.flops``."""
+    if time_us <= 0:
+        raise EnergyError(f"modeled time must be positive (got {time_us} us)")
+    p = params
+    s = p.scale(board.engine_clock_mhz)
+    pj = {
+        "vgpr": events.vgpr_reads * p.vgpr_read_pj + events.vgpr_writes * p.vgpr_write_pj,
+        "forwarded": events.forwarded_reads * p.forwarded_read_pj,
+        "sgpr": events.sgpr_reads * p.sgpr_read_pj + events.sgpr_writes * p.sgpr_write_pj,
+        "fma": events.fma_f32_lanes * p.fma_f32_pj + events.fma_f64_lanes * p.fma_f64_pj,
+        "valu_other": events.valu_other_lanes * p.valu_other_pj,
+        "valu_overhead": events.valu_lanes * p.valu_lane_overhead_pj,
+        "issue": events.instructions * p.issue_pj,
+        "salu": events.salu * p.salu_pj,
+        "smem": events.smem * p.smem_access_pj + events.scalar_cache_bytes * p.scalar_cache_pj_per_byte,
+        "l1": events.l1_bytes * p.l1_pj_per_byte,
+        "l2": events.l2_bytes * p.l2_pj_per_byte,
+        "lds": events.lds_bytes * p.lds_pj_per_byte,
+        "barrier": events.barriers * p.barrier_pj,
+    }
+    joules = {k: v * s * 1e-12 for k, v in pj.items()}
+    joules["hbm"] = events.hbm_bytes * p.hbm_pj_per_byte * 1e-12  # memory rail: not scaled with V
+    idle = idle_watts(board, p)
+    joules["static"] = idle * time_us * 1e-6
+    joules = {k: joules[k] for k in COMPONENTS}
+    return EnergyReport(board=board.name, clock_mhz=board.engine_clock_mhz,
+                        voltage=p.voltage(board.engine_clock_mhz), time_us=time_us,
+                        flops=events.flops if flops is None else float(flops), idle_watts=idle,
+                        joules=joules, events=events)
+
+
+def launch_energy(stats, board: Board | str | None = None, *, params: EnergyParams = ENERGY,
+                  flops: float | None = None) -> EnergyReport:
+    """The modeled energy of one emulator launch with a timing model (``stats.timing``).
+
+    ``board`` defaults to the timing report's board at its clock.  Raises
+    :class:`EnergyError` when the launch was run without a timing model.
+    """
+    from vlpc.targets import get_board
+
+    ev = events_from_stats(stats)
+    t = stats.timing
+    if board is None:
+        board = get_board(t.board, clock_mhz=t.clock_mhz)
+    elif isinstance(board, str):
+        board = get_board(board, clock_mhz=t.clock_mhz)
+    return estimate(ev, board, t.time_us, params=params, flops=flops)

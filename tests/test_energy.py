@@ -1,0 +1,196 @@
+"""The energy model (runtime/timing/energy.py): its arithmetic on a hand-counted microkernel,
+the V/f scaling, timing-only scaling, and monotonic properties of vlpc's kernels.
+
+Expected counts come from the ISA's semantics counted by hand (a wave of 64 lanes, the
+emulator's definition of a forwarded read: a VGPR the wave's previous VALU instruction
+wrote); expected energies from those counts times the coefficients.  The calibration's
+figures (seed 002 section 3.2) are printed by benchmarks/energy_calibration.py, not
+asserted here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from vlpc.runtime.timing import Residency, TraceRequest, model_kernel
+from vlpc.runtime.timing.energy import (COMPONENTS, EnergyError, EnergyEvents, estimate, events_from_stats,
+                                        idle_watts, launch_energy)
+from vlpc.targets import ENERGY, ENERGY_SOURCES, EnergyParams, get_board
+
+MICRO = """
+v_mov_b32 v1, 1.0
+v_mov_b32 v2, 2.0
+s_mov_b32 s4, 3.0
+v_fma_f32 v3, v1, s4, v2
+v_fma_f32 v3, v1, s4, v3
+s_endpgm
+"""
+
+# Per wave (64 lanes), by hand:
+#   VALU: 4 instructions x 64 lanes; 2 FMAs (128 f32 FMA lanes), 2 moves (128 other lanes)
+#   VGPR reads: each FMA reads 2 VGPRs x 64 lanes = 256; forwarded: v2 in the first FMA (the
+#   previous VALU, v_mov v2, wrote it) and v3 in the second: 128; not forwarded: 128
+#   VGPR writes: 4 x 64 = 256; SGPR reads: s4 by each FMA = 2; SGPR writes: s_mov = 1
+#   instructions: 6 (4 VALU, 1 SALU, s_endpgm); no memory, LDS or barrier.
+HAND = dict(vgpr_reads=128, forwarded_reads=128, vgpr_writes=256, sgpr_reads=2, sgpr_writes=1,
+            fma_f32_lanes=128, fma_f64_lanes=0, valu_other_lanes=128, instructions=6, salu=1, smem=0,
+            scalar_cache_bytes=0, l1_bytes=0, l2_bytes=0, hbm_bytes=0, lds_bytes=0, barriers=0)
+
+#: Round, distinct coefficients so every term is visible in the sum.
+PARAMS = replace(ENERGY, vgpr_read_pj=2.0, vgpr_write_pj=3.0, forwarded_read_pj=0.5, sgpr_read_pj=7.0,
+                 sgpr_write_pj=11.0, fma_f32_pj=13.0, fma_f64_pj=0.0, valu_other_pj=17.0,
+                 valu_lane_overhead_pj=19.0, issue_pj=23.0, salu_pj=29.0, smem_access_pj=31.0)
+
+
+def _vega20_voltage(mhz: float) -> float:
+    """The assumed V/f line through (808 MHz, 0.716 V) and (1801 MHz, 1.081 V)."""
+    return 0.716 + (mhz - 808.0) * (1.081 - 0.716) / (1801.0 - 808.0)
+
+
+@pytest.fixture(scope="module")
+def micro():
+    """The microkernel on a grid of 2 workgroups, only workgroup 0 executed (timing-only)."""
+    from vlpc.runtime.emulator.testing import run_program
+
+    _mem, st = run_program(MICRO, grid=(2, 1, 1), trace=TraceRequest((0,), (), True))
+    rep = model_kernel(st.trace, get_board("mi60"), Residency(1, 1, 1, ""))
+    return st, rep
+
+
+def test_micro_counts_scaled_to_the_grid(micro):
+    st, rep = micro
+    assert st.workgroups == 1 and rep.workgroups == 2
+    ev = events_from_stats(st, rep)
+    assert ev.as_dict() == {k: 2.0 * v for k, v in HAND.items()}  # 1 of 2 workgroups executed
+
+
+def test_micro_energy_arithmetic(micro):
+    st, rep = micro
+    board = get_board("mi60")
+    e = estimate(events_from_stats(st, rep), board, rep.time_us, params=PARAMS, flops=1000.0)
+    per_wg_pj = {"vgpr": 128 * 2.0 + 256 * 3.0, "forwarded": 128 * 0.5, "sgpr": 2 * 7.0 + 1 * 11.0,
+                 "fma": 128 * 13.0, "valu_other": 128 * 17.0, "valu_overhead": 256 * 19.0, "issue": 6 * 23.0,
+                 "salu": 29.0}
+    for c in COMPONENTS:
+        want = 2 * per_wg_pj.get(c, 0.0) * 1e-12
+        if c == "static":
+            want = 42.0 * rep.time_us * 1e-6  # seed 002 3.2: MI60 idle 42 W at 1700 MHz
+        assert e.joules[c] == pytest.approx(want, rel=1e-12, abs=1e-18), c
+    total = 2 * sum(per_wg_pj.values()) * 1e-12 + 42.0 * rep.time_us * 1e-6
+    assert e.total_joules == pytest.approx(total, rel=1e-12)
+    assert e.watts == pytest.approx(total / (rep.time_us * 1e-6), rel=1e-12)
+    assert e.pj_per_flop == pytest.approx(total / 1000.0 * 1e12, rel=1e-12)
+    assert e.gflops_per_watt == pytest.approx(1000.0 / total / 1e9, rel=1e-12)
+
+
+def test_voltage_scaling_and_idle_prediction(micro):
+    st, rep = micro
+    ev = events_from_stats(st, rep)
+    ev.hbm_bytes = 1000.0
+    b17, b15 = get_board("mi60", clock_mhz=1700), get_board("mi60", clock_mhz=1500)
+    e17 = estimate(ev, b17, 10.0, params=PARAMS)
+    e15 = estimate(ev, b15, 10.0, params=PARAMS)
+    s = (_vega20_voltage(1500) / _vega20_voltage(1700)) ** 2
+    for c in COMPONENTS:
+        if c in ("hbm", "static"):
+            continue
+        assert e15.joules[c] == pytest.approx(e17.joules[c] * s, rel=1e-9), c
+    assert e15.joules["hbm"] == e17.joules["hbm"] == pytest.approx(1000.0 * PARAMS.hbm_pj_per_byte * 1e-12)
+    assert idle_watts(b17) == pytest.approx(42.0)
+    assert idle_watts(b15) == pytest.approx(42.0 * s)
+    assert e15.voltage == pytest.approx(_vega20_voltage(1500))
+
+
+def test_every_coefficient_has_a_source():
+    names = {f for f in EnergyParams.__dataclass_fields__}
+    assert names == set(ENERGY_SOURCES)
+    calibrated = [k for k, v in ENERGY_SOURCES.items() if v.startswith("calibrated")]
+    # at most two calibrated coefficients (VGPR read and write are one: equal by definition)
+    assert set(calibrated) <= {"vgpr_read_pj", "vgpr_write_pj", "valu_lane_overhead_pj"}
+    assert ENERGY.vgpr_read_pj == ENERGY.vgpr_write_pj
+
+
+def test_no_timing_model_is_a_clear_error():
+    from vlpc.runtime.emulator.testing import run_program
+
+    _mem, st = run_program(MICRO)
+    with pytest.raises(EnergyError, match="timing model"):
+        launch_energy(st)
+
+
+def test_negative_time_refused():
+    with pytest.raises(EnergyError, match="positive"):
+        estimate(EnergyEvents(), get_board("mi60"), 0.0)
+
+
+# -- vlpc's kernels: monotonic properties ----------------------------------------------------
+
+M, N, K = 64, 256, 32
+
+
+def _source(m=M, n=N, k=K) -> str:
+    return f"""
+func.func @sgemm(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
+  %alpha = arith.constant 1.0 : f32
+  %beta = arith.constant 0.0 : f32
+  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
+  return
+}}
+"""
+
+
+def _energy(**opts):
+    """Run the kernel on the emulator with the MI60 timing model; verify C; return its energy."""
+    import vlpc
+    from vlpc.runtime.emulator.device import EmulatorDevice
+
+    ck = vlpc.compile(_source(), split_k=1, **opts)
+    k = ck.kernel()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((N, K), dtype=np.float32)
+    dev = EmulatorDevice(gpu="mi60")
+    bufs = [dev.upload(a), dev.upload(b), dev.upload(np.full((M, N), np.nan, np.float32))]
+    lc = k.launch(M, N, K)
+    st = dev.launch(ck.code_object, k.name, grid=lc.grid, block=lc.block,
+                    args=[*bufs, np.int32(M), np.int32(N), np.int32(K), np.int32(K), np.int32(K), np.int32(N),
+                          np.float32(1.0), np.float32(0.0)])
+    c = dev.download(bufs[2], np.float32, (M, N))
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.allclose(c, ref, rtol=1e-4, atol=1e-4)  # beta = 0 over a NaN C
+    return launch_energy(st, flops=2.0 * M * N * K)
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    return {"sqc": _energy(schedule="seed"), "sqc-nofwd": _energy(schedule="seed", forwarding=False),
+            "default-nofwd": _energy(forwarding=False), "default": _energy(), "lds": _energy(strategy="lds")}
+
+
+@pytest.mark.parametrize("fwd, nofwd", [("sqc", "sqc-nofwd"), ("default", "default-nofwd")])
+def test_removing_forwarding_never_lowers_energy(kernels, fwd, nofwd):
+    a, b = kernels[fwd], kernels[nofwd]
+    assert a.events.forwarded_reads > b.events.forwarded_reads
+    assert a.events.fma_f32_lanes == b.events.fma_f32_lanes
+    assert b.dynamic_joules > a.dynamic_joules
+    # the difference is the register file: each read no longer forwarded costs a bank read
+    moved = a.events.forwarded_reads - b.events.forwarded_reads
+    want = moved * (ENERGY.vgpr_read_pj - ENERGY.forwarded_read_pj) * 1e-12
+    got = (b.joules["vgpr"] + b.joules["forwarded"]) - (a.joules["vgpr"] + a.joules["forwarded"])
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_lds_energy_only_for_the_lds_strategy(kernels):
+    assert kernels["lds"].joules["lds"] > 0
+    assert kernels["lds"].events.barriers > 0 and kernels["lds"].joules["barrier"] > 0
+    for name in ("sqc", "sqc-nofwd", "default"):
+        assert kernels[name].joules["lds"] == 0.0
+        assert kernels[name].joules["barrier"] == 0.0
+
+
+def test_sqc_reads_fewer_vgprs_than_lds(kernels):
+    """The seed's section 2.11 claim, in joules: sqc's register-file energy is below legacy's."""
+    assert kernels["sqc"].joules["vgpr"] < kernels["lds"].joules["vgpr"]

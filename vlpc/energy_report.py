@@ -1,0 +1,250 @@
+"""``vlpc report --energy`` / ``vlpc bench --energy``: modeled joules and watts of one GEMM for
+sqc, sqc without forwarding and the legacy LDS strategy, side by side.
+
+Each variant is compiled (``strategy=sqc`` with the command's options, the same with
+``forwarding=false``, ``strategy=lds``), run once on the emulator with the timing model
+of a board (``EmulatorDevice(gpu=..., clock_mhz=..., timing_only=True)``: only the
+workgroups the timing model needs are executed, so C is not computed or verified here),
+and priced by the energy model (:mod:`vlpc.runtime.timing.energy`).  Every figure is
+*modeled*: the time by the timing model, the energy by per-event energies (two of them
+calibrated on the seed's measured MI60 power, ``benchmarks/energy_calibration.py``).
+
+Outputs: a Markdown table (stdout and ``PREFIX.md``), ``PREFIX.csv`` and a stacked-bar
+chart of the energy per FLOP by component (``PREFIX.svg``, or ``--chart F.svg|F.png``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vlpc.errors import VlpcError
+
+#: variant -> (compile options overriding the command's, title)
+VARIANTS: dict[str, tuple[dict, str]] = {
+    "sqc": ({"strategy": "sqc", "forwarding": True}, "sqc"),
+    "sqc-nofwd": ({"strategy": "sqc", "forwarding": False}, "sqc, no forwarding"),
+    "lds": ({"strategy": "lds", "forwarding": True, "schedule": "default"}, "legacy (lds)"),
+}
+
+COLORS = {"vgpr": "#08519c", "forwarded": "#6baed6", "sgpr": "#9ecae1", "fma": "#31a354",
+          "valu_other": "#a1d99b", "valu_overhead": "#74c476", "issue": "#fdae6b", "salu": "#fd8d3c",
+          "smem": "#e6550d", "l1": "#bcbddc", "l2": "#9e9ac8", "hbm": "#756bb1", "lds": "#de2d26",
+          "barrier": "#fcbba1", "static": "#bdbdbd"}
+
+
+@dataclass
+class EnergyRow:
+    variant: str
+    title: str
+    kernel: str
+    m: int
+    n: int
+    k: int
+    energy: object  # vlpc.runtime.timing.energy.EnergyReport
+
+
+def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
+                   n: int | None = None, k: int | None = None, gpu: str = "mi60", clock: float | None = None,
+                   options: dict | None = None, progress=None) -> EnergyRow:
+    """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`), run one timing-only launch
+    on the emulator with ``gpu``'s timing model at ``clock`` MHz and price it.  Raises
+    :class:`VlpcError` for sizes the kernel cannot run or a plan of several kernels."""
+    import vlpc
+    from vlpc.run import resolve_problem
+    from vlpc.runtime import load_code_object
+    from vlpc.runtime.emulator.device import EmulatorDevice
+    from vlpc.runtime.timing.energy import launch_energy
+
+    over, title = VARIANTS[variant]
+    opts = dict(options or {})
+    opts.update(over)
+    if opts.get("split_k", "auto") == "auto":
+        opts["split_k"] = 1
+    if opts.get("split_k") != 1 or opts.get("local_split", 1) != 1:
+        raise VlpcError("--energy compares single kernels: use --split-k 1 --local-split 1")
+    if opts["strategy"] == "lds":
+        opts.pop("schedule", None)
+    mod = vlpc.compile(text, target, filename=filename, **opts)
+    ck = mod.kernel()
+    p = resolve_problem(ck.launch_info, m, n, k)
+    ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    lc = ck.launch(p.m, p.n, p.k)
+    try:
+        dev = EmulatorDevice(gpu=gpu, clock_mhz=clock, timing_only=True)
+    except Exception as e:  # DeviceError: unknown board, clock out of range
+        raise VlpcError(str(e)) from None
+    layout = ck.layout
+    a_rows = p.m if layout[0] == "N" else p.k
+    b_rows = p.k if layout[1] == "N" else p.n
+    bufs = [dev.alloc(a_rows * p.lda * 4), dev.alloc(b_rows * p.ldb * 4), dev.alloc(p.m * p.ldc * 4)]
+    if progress is not None:
+        if hasattr(progress, "add_total"):
+            progress.add_total(int(np.prod(lc.grid)))
+        dev.progress = progress
+    try:
+        stats = dev.launch(load_code_object(mod.code_object), ck.name, grid=lc.grid, block=lc.block,
+                           args=[*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
+                                 np.int32(p.ldb), np.int32(p.ldc), np.float32(1.0), np.float32(0.0)])
+    finally:
+        for buf in bufs:
+            dev.free(buf)
+    rep = launch_energy(stats, dev.board, flops=2.0 * p.m * p.n * p.k)
+    return EnergyRow(variant, title, ck.name, p.m, p.n, p.k, rep)
+
+
+@dataclass
+class EnergyComparison:
+    rows: list[EnergyRow]
+
+    def by(self, variant: str) -> EnergyRow | None:
+        return next((r for r in self.rows if r.variant == variant), None)
+
+    def table(self) -> list[tuple[str, list[str]]]:
+        """(label, one cell per variant) rows of the comparison."""
+        from vlpc.runtime.timing.energy import COMPONENT_TITLE, COMPONENTS
+
+        out = []
+        es = [r.energy for r in self.rows]
+        out.append(("modeled time (us)", [f"{e.time_us:,.1f}" for e in es]))
+        out.append(("modeled TFLOP/s", [f"{e.tflops:.3f}" for e in es]))
+        out.append(("energy per GEMM (mJ)", [f"{e.total_joules * 1e3:,.3f}" for e in es]))
+        out.append(("average board power (W)", [f"{e.watts:.1f}" for e in es]))
+        out.append(("pJ per FLOP", [f"{e.pj_per_flop:.2f}" for e in es]))
+        out.append(("GFLOP/s per W", [f"{e.gflops_per_watt:.1f}" for e in es]))
+        for c in COMPONENTS:
+            out.append((f"{COMPONENT_TITLE[c]} (pJ/FLOP)", [f"{e.joules[c] / e.flops * 1e12:.3f}" for e in es]))
+        return out
+
+    def savings_lines(self) -> list[str]:
+        lines = []
+        sqc, nof, lds = self.by("sqc"), self.by("sqc-nofwd"), self.by("lds")
+        if sqc and lds:
+            a, b = sqc.energy, lds.energy
+            d = b.pj_per_flop - a.pj_per_flop
+            lines.append(f"sqc uses {abs(d):.2f} pJ/FLOP {'less' if d >= 0 else 'more'} than legacy (lds) "
+                         f"({100 * abs(d) / b.pj_per_flop:.1f}%); average power {a.watts:.1f} W vs "
+                         f"{b.watts:.1f} W (modeled times {a.time_us:,.1f} us vs {b.time_us:,.1f} us)")
+        if sqc and nof:
+            a, b = sqc.energy, nof.energy
+            dyn = (b.dynamic_joules - a.dynamic_joules) / a.flops * 1e12
+            lines.append(f"forwarding: {dyn:.2f} pJ/FLOP less dynamic energy than without it "
+                         f"({b.pj_per_flop - a.pj_per_flop:.2f} pJ/FLOP in total, with idle power x modeled time); "
+                         f"average power {a.watts:.1f} W vs {b.watts:.1f} W")
+        return lines
+
+    def markdown(self) -> str:
+        r0 = self.rows[0]
+        e0 = r0.energy
+        out = io.StringIO()
+        w = out.write
+        w(f"# Modeled energy per GEMM: M={r0.m} N={r0.n} K={r0.k}, f32, {e0.board} @ {e0.clock_mhz:.0f} MHz\n\n")
+        w(f"All figures are modeled (vlpc's timing and energy models on the emulator's counts), not measured: "
+          f"core voltage {e0.voltage:.3f} V from the assumed V/f curve, idle power {e0.idle_watts:.1f} W; "
+          f"coefficients and sources in vlpc/targets.py (EnergyParams, ENERGY_SOURCES).\n\n")
+        head = ["figure"] + [r.title for r in self.rows]
+        w("| " + " | ".join(head) + " |\n")
+        w("|" + "|".join(["---"] + ["---:"] * len(self.rows)) + "|\n")
+        for label, cells in self.table():
+            w("| " + " | ".join([label] + cells) + " |\n")
+        lines = self.savings_lines()
+        if lines:
+            w("\n")
+            for line in lines:
+                w(f"- {line}\n")
+        w("\n| variant | kernel |\n|---|---|\n")
+        for r in self.rows:
+            w(f"| {r.title} | {r.kernel} |\n")
+        return out.getvalue()
+
+    def csv(self) -> str:
+        from vlpc.runtime.timing.energy import COMPONENTS
+
+        out = io.StringIO()
+        wr = csv.writer(out)
+        wr.writerow(["variant", "kernel", "board", "clock_mhz", "voltage", "m", "n", "k", "time_us", "tflops",
+                     "joules", "watts", "pj_per_flop", "gflops_per_watt"] + [f"joules_{c}" for c in COMPONENTS])
+        for r in self.rows:
+            e = r.energy
+            wr.writerow([r.variant, r.kernel, e.board, f"{e.clock_mhz:.0f}", f"{e.voltage:.4f}", r.m, r.n, r.k,
+                         f"{e.time_us:.3f}", f"{e.tflops:.4f}", f"{e.total_joules:.6g}", f"{e.watts:.3f}",
+                         f"{e.pj_per_flop:.4f}", f"{e.gflops_per_watt:.3f}"]
+                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS])
+        return out.getvalue()
+
+    def figure(self):
+        """A stacked bar per variant: pJ per FLOP by component (matplotlib)."""
+        from vlpc.cli_support import pyplot
+        from vlpc.runtime.timing.energy import COMPONENT_TITLE, COMPONENTS
+
+        plt = pyplot()
+        fig, ax = plt.subplots(figsize=(8, 6))
+        xs = list(range(len(self.rows)))
+        bottom = [0.0] * len(self.rows)
+        for c in COMPONENTS:
+            vals = [r.energy.joules[c] / r.energy.flops * 1e12 for r in self.rows]
+            if not any(vals):
+                continue
+            ax.bar(xs, vals, bottom=bottom, color=COLORS[c], label=COMPONENT_TITLE[c], width=0.6)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        for x, r, top in zip(xs, self.rows, bottom):
+            ax.text(x, top * 1.01, f"{top:.1f} pJ/FLOP\n{r.energy.watts:.0f} W", ha="center", va="bottom",
+                    fontsize=8)
+        ax.set_xticks(xs, [r.title for r in self.rows])
+        ax.set_ylabel("modeled energy per FLOP (pJ)")
+        ax.set_ylim(0, max(bottom) * 1.18 if bottom else 1)
+        r0 = self.rows[0]
+        ax.set_title(f"Modeled energy by component, M={r0.m} N={r0.n} K={r0.k} f32\n"
+                     f"{r0.energy.board} @ {r0.energy.clock_mhz:.0f} MHz (timing + energy model, not measured)",
+                     fontsize=10)
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        fig.tight_layout()
+        return fig
+
+    def write_chart(self, path: str) -> None:
+        from vlpc.cli_support import pyplot, save_figure
+
+        plt = pyplot()
+        fig = self.figure()
+        save_figure(fig, path)
+        plt.close(fig)
+
+
+def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progress=None, **kwargs) -> EnergyComparison:
+    return EnergyComparison([measure_energy(text, filename, v, progress=progress, **kwargs) for v in variants])
+
+
+def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) -> int:
+    """The shared body of ``vlpc report --energy`` and ``vlpc bench --energy``: outputs are
+    checked first, then the three variants run; the table goes to stdout and ``PREFIX.md``."""
+    from vlpc.cli_support import Progress, check_chart, check_writable, codegen_options, write_atomic
+
+    chart = getattr(args, "chart", None) or f"{prefix}.svg"
+    for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
+        check_writable(path, what)
+    check_chart(chart)
+    options = codegen_options(args)
+    for key in ("strategy", "forwarding"):
+        options.pop(key, None)
+    gpu = getattr(args, "gpu", None) or "mi60"
+    clock = getattr(args, "clock", None)
+    quiet = getattr(args, "quiet", False)
+    with Progress(0, "vlpc --energy", quiet=quiet) as bar:
+        rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,
+                               k=k, gpu=gpu, clock=clock, options=options, progress=None if quiet else bar)
+    md = rep.markdown()
+    sys.stdout.write(md)
+    write_atomic(f"{prefix}.md", md)
+    write_atomic(f"{prefix}.csv", rep.csv())
+    rep.write_chart(chart)
+    print(f"\nvlpc: wrote {prefix}.md, {prefix}.csv, {chart}", file=sys.stderr)
+    return 0
+
+
+def default_prefix(file: str | None) -> str:
+    return f"{Path(file).stem if file and file != '-' else 'gemm'}-energy"
