@@ -133,3 +133,30 @@ def test_print_ir_after_all_prints_each_pass(capsys):
     assert "!gcn.sgpr<x" not in dumps["gcn-allocate-registers"] and "!gcn.sgpr<s[" in dumps["gcn-allocate-registers"]
     assert "gcn.s_waitcnt" not in dumps["gcn-allocate-registers"] and "gcn.s_waitcnt" in dumps["gcn-insert-waitcnt"]
     assert "amdhsa" not in dumps["gcn-insert-hazard-nops"] and "amdhsa_next_free_vgpr" in dumps["gcn-emit-descriptor"]
+
+
+def test_k_loop_scalar_overhead(kernels):
+    """README: "the K loop is 6 SALU instructions and the branch" (besides the A loads and waits)."""
+    m = re.search(r"the K loop is (\d+) SALU instructions and the branch", README)
+    assert m, "README no longer states the K loop's scalar overhead"
+    _, f, _ = kernels[0]
+    salu = sum(c for mn, c in f.counts.items()
+               if mn.startswith("s_") and not mn.startswith(("s_load", "s_waitcnt", "s_cbranch", "s_branch")))
+    assert salu == int(m.group(1))
+    assert sum(c for mn, c in f.counts.items() if mn.startswith(("s_cbranch", "s_branch"))) == 1
+
+
+def test_lds_kernel_resources():
+    """README: "The default 64x256 lds kernel uses 112 VGPRs and 20 KiB of LDS per workgroup
+    and runs 2 waves per SIMD, limited by VGPRs"."""
+    m = re.search(r"The default 64x256 lds kernel uses (\d+) VGPRs and (\d+) KiB of LDS per workgroup\s+and runs "
+                  r"(\d+) waves per SIMD, limited by VGPRs", README)
+    assert m, "README no longer states the lds kernel's resources"
+    r = vlpc.compile(SGEMM, "gfx906", strategy="lds")
+    k = r.kernel()
+    from vlpc.runtime import load_code_object
+
+    lds = load_code_object(r.code_object).kernels["sgemm"].descriptor.group_segment_fixed_size
+    occ = GFX906.occupancy(k.vgprs, k.sgprs, lds, k.launch_info["workgroup_size"])
+    assert (k.vgprs, lds, occ.waves_per_simd, occ.limited_by) == (
+        int(m.group(1)), int(m.group(2)) * 1024, int(m.group(3)), "VGPRs")
