@@ -33,8 +33,6 @@ M64 = 0xFFFFFFFFFFFFFFFF
 #: here, and only an UnsupportedInstruction fault turns into an xfail: once the
 #: emulator implements them the cases run (and must pass) again.
 UNSUPPORTED: dict[str, str] = {
-    # murmur3's `h ^= h >> 16` compiles to SDWA (src0_sel:WORD_1)
-    "int_mix": "v_xor_b32_sdwa (SDWA encoding) is not implemented in the emulator",
 }
 
 #: Kernels whose compiled code reads a register nothing wrote, legitimately:

@@ -166,8 +166,8 @@ def _sdwa(enc):
         sd = 4 | (6 << 8) | (6 << 16) | (6 << 24)
         if enc == "VOP2":
             return [(op << 25) | (12 << 17) | (8 << 9) | 249, sd]
-        if enc == "VOP1":
-            return [0x7E000000 | (op << 9) | (12 << 17) | 249, sd]
+        if enc == "VOP1":  # no src1 fields
+            return [0x7E000000 | (op << 9) | (12 << 17) | 249, 4 | (6 << 8) | (6 << 16)]
         return [0x7C000000 | (op << 17) | (8 << 9) | 249, 4 | (6 << 16) | (6 << 24)]
     return f
 

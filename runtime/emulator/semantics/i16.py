@@ -24,16 +24,19 @@ def _addsub(kind):
     return f
 
 
-BUILDERS = {
-    "v_add_u16": op16(_addsub("add")),
-    "v_sub_u16": op16(_addsub("sub")),
-    "v_subrev_u16": op16(_addsub("subrev")),
-    "v_mul_lo_u16": op16(lambda a, b: _u(a) * _u(b)),
-    "v_lshlrev_b16": op16(lambda a, b: _u(b) << (_u(a) & 15)),
-    "v_lshrrev_b16": op16(lambda a, b: _u(b) >> (_u(a) & 15)),
-    "v_ashrrev_i16": op16(lambda a, b: s16(b) >> (_u(a) & 15)),
-    "v_max_u16": op16(lambda a, b: np.maximum(_u(a), _u(b))),
-    "v_min_u16": op16(lambda a, b: np.minimum(_u(a), _u(b))),
-    "v_max_i16": op16(lambda a, b: np.maximum(s16(a), s16(b))),
-    "v_min_i16": op16(lambda a, b: np.minimum(s16(a), s16(b))),
+#: mnemonic -> fn(S0.16, S1.16) on uint32 arrays holding 16 bits (also used by SDWA forms)
+FUNCS = {
+    "v_add_u16": _addsub("add"),
+    "v_sub_u16": _addsub("sub"),
+    "v_subrev_u16": _addsub("subrev"),
+    "v_mul_lo_u16": lambda a, b: _u(a) * _u(b),
+    "v_lshlrev_b16": lambda a, b: _u(b) << (_u(a) & 15),
+    "v_lshrrev_b16": lambda a, b: _u(b) >> (_u(a) & 15),
+    "v_ashrrev_i16": lambda a, b: s16(b) >> (_u(a) & 15),
+    "v_max_u16": lambda a, b: np.maximum(_u(a), _u(b)),
+    "v_min_u16": lambda a, b: np.minimum(_u(a), _u(b)),
+    "v_max_i16": lambda a, b: np.maximum(s16(a), s16(b)),
+    "v_min_i16": lambda a, b: np.minimum(s16(a), s16(b)),
 }
+
+BUILDERS = {mn: op16(fn) for mn, fn in FUNCS.items()}

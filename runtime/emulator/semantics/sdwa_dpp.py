@@ -1,0 +1,324 @@
+"""SDWA and DPP forms of VOP1/VOP2/VOPC instructions (Vega ISA guide 12.7.1 / 12.7.2).
+
+SDWA (sub-dword addressing): each source is narrowed by its ``src*_sel`` (BYTE_0..3,
+WORD_0/1, DWORD), zero- or (``sext``) sign-extended to 32 bits, then ``abs``/``neg``
+(float operations) apply; the operation runs on those values; the result's low bits
+go to the ``dst_sel`` field of the destination and the other bits are zero
+(UNUSED_PAD), copies of the field's sign bit above it (UNUSED_SEXT) or the old
+destination bits (UNUSED_PRESERVE).  VOPC writes VCC or the SDWA ``sdst``.
+
+DPP (data-parallel primitives): src0 is read from another lane of the wave chosen by
+``dpp_ctrl`` (quad_perm, row_shl/shr/ror 1..15 within rows of 16 lanes,
+wave_shl/rol/shr/ror by 1, row_mirror, row_half_mirror, row_bcast:15/31).  A lane
+whose source lane is outside the row/wave or disabled in EXEC reads 0 if
+``bound_ctrl`` is set and is not written otherwise; rows and banks (groups of 4
+lanes of a row) whose ``row_mask``/``bank_mask`` bit is clear are not written.
+
+Covered operations: the plain 32-bit VOP1/VOP2 operations of the core
+(``core.VALU``), the 16-bit integer ones (:mod:`.i16`), carry-out adds/subtracts,
+``v_cndmask_b32`` and the f32/f64/i32/u32 compares.  The float mode (denormal
+flushing) is not applied to SDWA/DPP forms; a form outside this list stops with
+UnsupportedInstruction naming it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import isa
+from .. import ops as O
+from ._util import I64, U32
+
+_SDWA_OK_EXTRA = {"v_cndmask_b32"}
+
+
+def _sem(mn: str):
+    """(fn, kind): fn on 32-bit raw values; kind 'plain' | 'i16' | 'carry' | 'cmp' | 'cndmask'."""
+    from .. import core
+    from . import i16
+    if mn in i16.FUNCS:
+        return i16.FUNCS[mn], "i16"
+    if mn in core._CARRY:
+        return core._CARRY[mn], "carry"
+    if mn == "v_cndmask_b32":
+        return None, "cndmask"
+    if mn.startswith(("v_cmp_", "v_cmpx_")):
+        parts = mn.split("_")
+        cond, ty = parts[2], parts[-1]
+        if cond == "class":
+            return None, None
+        if ty == "f32":
+            return (lambda a, c: O.f32_cmp(cond, a, c)), "cmp"
+        if ty == "f64":
+            return (lambda a, c: O.f64_cmp(cond, a, c)), "cmp"
+        if ty == "i32":
+            return (lambda a, c: O.int_cmp(cond, np.asarray(a, U32).view(np.int32),
+                                           np.asarray(c, U32).view(np.int32))), "cmp"
+        if ty == "u32":
+            return (lambda a, c: O.int_cmp(cond, np.asarray(a, U32), np.asarray(c, U32))), "cmp"
+        return None, None
+    fn = core.VALU.get(mn)
+    if fn is None or mn in ("v_madmk_f32", "v_madak_f32"):
+        return None, None
+    return fn, "plain"
+
+
+def _ftype(mn):
+    for t in ("f16", "f32", "f64"):
+        if t in mn.split("_")[-1:] or mn.endswith("_" + t):
+            return t
+    return None
+
+
+def _select(x, sel, sext):
+    x = np.asarray(x, U32).astype(I64)
+    if sel <= 3:
+        v, bits = (x >> (8 * sel)) & 0xFF, 8
+    elif sel <= 5:
+        v, bits = (x >> (16 * (sel - 4))) & 0xFFFF, 16
+    else:
+        return np.asarray(x, I64).astype(U32)
+    if sext:
+        v = np.where(v >= (1 << (bits - 1)), v - (1 << bits), v)
+    return v.astype(U32)
+
+
+def _float_mods(x, o, ftype):
+    if not (o.neg or o.abs):
+        return x
+    sign = U32(0x8000) if ftype == "f16" else U32(0x80000000)
+    x = np.asarray(x, U32)
+    if o.abs:
+        x = x & ~sign
+    if o.neg:
+        x = x ^ sign
+    return x
+
+
+def _place(res, old, sel, unused):
+    r = np.asarray(res, U32).astype(I64)
+    if sel == 6:
+        return r.astype(U32)
+    if sel <= 3:
+        sh, bits = 8 * sel, 8
+    else:
+        sh, bits = 16 * (sel - 4), 16
+    field = (r & ((1 << bits) - 1)) << sh
+    mask = ((1 << bits) - 1) << sh
+    if unused == 2:
+        out = (np.asarray(old, U32).astype(I64) & ~mask) | field
+    elif unused == 1:
+        top = ((r >> (bits - 1)) & 1).astype(bool)
+        above = (0xFFFFFFFF ^ ((1 << (sh + bits)) - 1))
+        out = field | np.where(top, above, 0)
+    else:
+        out = field
+    return (out & 0xFFFFFFFF).astype(U32)
+
+
+def _raw_reader(o):
+    """A reader without neg/abs (SDWA/DPP apply them after selection/permutation)."""
+    from .. import core
+    from ..decode import Operand
+    return core.vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
+
+
+def _build_sdwa(ins, b, p):
+    from .. import core
+    mn = ins.mnemonic
+    fn, kind = _sem(mn)
+    if kind is None:
+        return None
+    sd = ins.f["sdwa"]
+    ftype = _ftype(mn)
+    nsrc = 1 if ins.encoding == "VOP1" else 2
+    rd = [_raw_reader(o) for o in ins.src[:nsrc]]
+    sels = [(sd["src0_sel"], sd["src0_sext"]), (sd["src1_sel"], sd["src1_sext"])]
+    post = core._post_f32(ins) if ftype == "f32" else None
+    extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
+
+    def operands(b, g):
+        vals = []
+        for i in range(nsrc):
+            v = _select(rd[i](b, g), *sels[i])
+            if ftype is not None:
+                v = _float_mods(v, ins.src[i], ftype)
+            vals.append(v)
+        return vals
+
+    if kind == "cmp":
+        wr = core.swriter(ins.dst[0])
+        x = mn.startswith("v_cmpx_")
+
+        def run_cmp(b, g):
+            a, c = operands(b, g)
+            bits = O.bits_of(np.broadcast_to(fn(a, c), (g.n, core.WAVE)) & b.em(g))
+            wr(b, g, bits)
+            if x:
+                lo, hi = O.split64(bits)
+                b.S[isa.EXEC_LO][g.sel] = lo
+                b.S[isa.EXEC_HI][g.sel] = hi
+                b.refresh_exec(g)
+        return run_cmp
+
+    d = ins.dst[0].reg
+    dsel, unused = sd["dst_sel"], sd["dst_unused"]
+    cw = core.swriter(ins.dst[1]) if kind == "carry" else None
+
+    def run(b, g):
+        vals = operands(b, g)
+        carry = None
+        with np.errstate(all="ignore"):
+            if kind == "cndmask":
+                m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
+                res = np.where(m, vals[1], vals[0])
+            elif kind == "carry":
+                cin = None
+                if extra:
+                    cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
+                res, carry = fn(vals[0], vals[1], cin)
+            elif kind == "i16":
+                res = np.asarray(fn(*vals), I64) & 0xFFFF
+            else:
+                res = fn(*vals)
+                if post is not None:
+                    res = post(res)
+        res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
+        b.vwrite(g, d, _place(res, b.V[d][g.sel], dsel, unused))
+        if cw is not None:
+            cw(b, g, O.bits_of(np.broadcast_to(carry, (g.n, core.WAVE)) & b.em(g)))
+    return run
+
+
+# -- DPP ------------------------------------------------------------------------------------
+
+def dpp_lanes(ctrl: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(source lane per lane, source in range) for a dpp_ctrl value; None if reserved."""
+    lane = np.arange(64)
+    row, pos = lane // 16, lane % 16
+    ok = np.ones(64, bool)
+    if ctrl <= 0xFF:
+        src = (lane & ~3) + ((ctrl >> (2 * (lane & 3))) & 3)
+    elif 0x101 <= ctrl <= 0x10F:
+        n = ctrl & 0xF
+        src, ok = lane + n, pos + n < 16
+    elif 0x111 <= ctrl <= 0x11F:
+        n = ctrl & 0xF
+        src, ok = lane - n, pos - n >= 0
+    elif 0x121 <= ctrl <= 0x12F:
+        n = ctrl & 0xF
+        src = row * 16 + (pos - n) % 16
+    elif ctrl == 0x130:
+        src, ok = lane + 1, lane + 1 < 64
+    elif ctrl == 0x134:
+        src = (lane + 1) % 64
+    elif ctrl == 0x138:
+        src, ok = lane - 1, lane - 1 >= 0
+    elif ctrl == 0x13C:
+        src = (lane - 1) % 64
+    elif ctrl == 0x140:
+        src = row * 16 + 15 - pos
+    elif ctrl == 0x141:
+        src = lane - (lane % 8) + 7 - (lane % 8)
+    elif ctrl == 0x142:
+        src, ok = row * 16 - 1, row >= 1
+    elif ctrl == 0x143:
+        src, ok = np.full(64, 31), row >= 2
+    else:
+        return None
+    src = np.where(ok, src, 0).astype(np.int64)
+    return src, ok
+
+
+def _build_dpp(ins, b, p):
+    from .. import core
+    mn = ins.mnemonic
+    fn, kind = _sem(mn)
+    if kind is None:
+        return None
+    dp = ins.f["dpp"]
+    lanes = dpp_lanes(dp["dpp_ctrl"])
+    if lanes is None:
+        return None
+    src_lane, in_range = lanes
+    bound = bool(dp["bound_ctrl"])
+    lane = np.arange(64)
+    wmask = (((dp["row_mask"] >> (lane // 16)) & 1) == 1) & (((dp["bank_mask"] >> ((lane >> 2) & 3)) & 1) == 1)
+    ftype = _ftype(mn)
+    nsrc = 1 if ins.encoding == "VOP1" else 2
+    rd = [_raw_reader(o) for o in ins.src[:nsrc]]
+    extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
+    post = core._post_f32(ins) if ftype == "f32" else None
+
+    def fetch(b, g):
+        em = b.em(g)
+        v0 = np.broadcast_to(rd[0](b, g), (g.n, core.WAVE))
+        moved = v0[:, src_lane]
+        valid = in_range[None, :] & em[:, src_lane]
+        if bound:
+            moved = np.where(valid, moved, U32(0))
+            wen = wmask[None, :] & em
+        else:
+            wen = wmask[None, :] & em & valid
+        vals = [moved] + [np.broadcast_to(r(b, g), (g.n, core.WAVE)) for r in rd[1:]]
+        if ftype is not None:
+            vals = [_float_mods(v, o, ftype) if o.width == 1 else v for v, o in zip(vals, ins.src)]
+        return vals, wen
+
+    if kind == "cmp":
+        wr = core.swriter(ins.dst[0])
+        x = mn.startswith("v_cmpx_")
+
+        def run_cmp(b, g):
+            (a, c), wen = fetch(b, g)
+            bits = O.bits_of(np.broadcast_to(fn(a, c), (g.n, core.WAVE)) & wen)
+            wr(b, g, bits)
+            if x:
+                lo, hi = O.split64(bits)
+                b.S[isa.EXEC_LO][g.sel] = lo
+                b.S[isa.EXEC_HI][g.sel] = hi
+                b.refresh_exec(g)
+        return run_cmp
+
+    d = ins.dst[0].reg
+    if ins.dst[0].width != 1:
+        return None
+    cw = core.swriter(ins.dst[1]) if kind == "carry" else None
+
+    def run(b, g):
+        vals, wen = fetch(b, g)
+        carry = None
+        with np.errstate(all="ignore"):
+            if kind == "cndmask":
+                m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
+                res = np.where(m, vals[1], vals[0])
+            elif kind == "carry":
+                cin = None
+                if extra:
+                    cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
+                res, carry = fn(vals[0], vals[1], cin)
+            elif kind == "i16":
+                res = np.asarray(fn(*[v & U32(0xFFFF) for v in vals]), I64) & 0xFFFF
+            else:
+                res = fn(*vals)
+                if post is not None:
+                    res = post(res)
+        res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
+        old = b.V[d][g.sel]
+        b.vwrite(g, d, np.where(wen, res, old))
+        if cw is not None:
+            cw(b, g, O.bits_of(np.broadcast_to(carry, (g.n, core.WAVE)) & wen))
+    return run
+
+
+def builder(ins):
+    """The builder for an SDWA or DPP instruction, or None (no semantics)."""
+    if any(o.width != 1 for o in list(ins.dst[:1]) + list(ins.src[:2]) if o.kind in ("v", "s")) \
+            and not ins.mnemonic.startswith(("v_cmp", "v_add_co", "v_sub", "v_addc", "v_cndmask")):
+        return None  # SDWA/DPP act on 32-bit operands
+    if "sdwa" in ins.f:
+        return _build_sdwa
+    return _build_dpp
+
+
+BUILDERS: dict = {}
