@@ -176,6 +176,10 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--chart", metavar="FILE.svg|FILE.png",
                    help="also write a chart of the sweep (matplotlib; the format follows the suffix)")
     b.add_argument("-v", "--verbose", action="store_true", help="print the device choice")
+    b.add_argument("--energy", action="store_true",
+                   help="modeled joules per GEMM, average board watts, pJ/FLOP and GFLOP/s per W by component of "
+                        "sqc, sqc without forwarding and legacy (lds) at one size (timing and energy models; "
+                        "writes FILE-energy.md/.csv and the chart FILE-energy.svg or --chart)")
 
 
 def rocblas_problem(args) -> RocblasProblem | None:
@@ -265,6 +269,12 @@ def cmd_bench(args) -> int:
         text, filename = rb.mlir(), "<rocblas-bench flags>"
     else:
         text, filename = read_input(args.file), args.file
+    if getattr(args, "energy", False):  # modeled energy (issue 20): sqc, no forwarding, lds side by side
+        from vlpc.energy_report import default_prefix, run_energy_command
+        if args.sweep:
+            raise VlpcError("--energy compares three kernels at one size: drop --sweep")
+        m, n, k = (rb.n, rb.m, rb.k) if rb is not None else (args.m, args.n, args.k)
+        return run_energy_command(args, text, default_prefix(args.file), m=m, n=n, k=k)
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = compiled.kernel()
     dtype = np.float32 if kernel.launch_info.get("dtype", "f32") == "f32" else np.float64
