@@ -53,6 +53,8 @@ def _check(sample: bytes, mnemonic: str) -> tuple[bool, bool]:
 
 def coverage() -> dict[str, ClassCoverage]:
     """``{encoding class: ClassCoverage}`` plus ``"SDWA"``, ``"DPP"``, ``"VOP3 (e64 forms)"``."""
+    from . import semantics
+    semantics.names()  # a registry conflict is an error, not "not executable"
     out: dict[str, ClassCoverage] = {}
     for r in isa_table.table().values():
         forms = [(r.encoding, r.sample)]

@@ -48,8 +48,8 @@ def _types(mn: str) -> tuple[str | None, list[str | None]] | None:
     """(result float type or None, per-source float type or None); None if not a float op."""
     parts = mn.split("_")
     ft = [p for p in parts if p in ("f32", "f64", "f16")]
-    if not ft or mn.startswith(_SKIP):
-        return None
+    if not ft or mn.startswith(_SKIP) or "f16" in ft:
+        return None  # f16 instructions: semantics/f16.py
     if mn.startswith("v_cvt_"):
         ts = [p for p in parts[2:] if p[:1] in "fiu" and p[1:].isdigit()]
         if len(ts) < 2:
