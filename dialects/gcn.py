@@ -64,6 +64,11 @@ from xdsl.utils.exceptions import VerifyException
 # ---------------------------------------------------------------------------
 
 
+#: Register types built by ``unallocated``/``at``, reused (building and verifying an attribute
+#: is a measurable part of compile time: thousands per kernel).
+_REGISTER_TYPES: dict[tuple, "GCNRegisterType"] = {}
+
+
 class GCNRegisterType(ParametrizedAttribute, TypeAttribute, ABC):
     """A range of ``width`` consecutive 32-bit registers; ``index`` is None until allocated."""
 
@@ -73,11 +78,19 @@ class GCNRegisterType(ParametrizedAttribute, TypeAttribute, ABC):
 
     @classmethod
     def unallocated(cls, width: int = 1):
-        return cls(IntAttr(width), NoneAttr())
+        key = (cls, width, None)
+        t = _REGISTER_TYPES.get(key)
+        if t is None:  # attributes are immutable: one instance per kind, width and register
+            t = _REGISTER_TYPES[key] = cls(IntAttr(width), NoneAttr())
+        return t
 
     @classmethod
     def at(cls, index: int, width: int = 1):
-        return cls(IntAttr(width), IntAttr(index))
+        key = (cls, width, index)
+        t = _REGISTER_TYPES.get(key)
+        if t is None:
+            t = _REGISTER_TYPES[key] = cls(IntAttr(width), IntAttr(index))
+        return t
 
     @property
     def is_allocated(self) -> bool:

@@ -17,11 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlpc.runtime.code_object import (CodeObject, CodeObjectError, Kernel, KernelArg,
-                                      KernelDescriptor, KernelMetadata, load_code_object)
-from vlpc.runtime.device import Buffer, Device, LaunchError, get_device
-from vlpc.runtime.kernargs import (HiddenValues, KernargError, LaunchGeometry,
-                                   build_dispatch_packet, pack_kernargs)
+# The names load on first use, so that the compiler's `from vlpc.runtime.toolchain import ...`
+# imports neither NumPy nor pyelftools (issue 18: compile time).
+_LAZY = {
+    **dict.fromkeys(("CodeObject", "CodeObjectError", "Kernel", "KernelArg", "KernelDescriptor", "KernelMetadata",
+                     "load_code_object"), "vlpc.runtime.code_object"),
+    **dict.fromkeys(("Buffer", "Device", "LaunchError", "get_device"), "vlpc.runtime.device"),
+    **dict.fromkeys(("HiddenValues", "KernargError", "LaunchGeometry", "build_dispatch_packet", "pack_kernargs"),
+                    "vlpc.runtime.kernargs"),
+    "LaunchStats": "vlpc.runtime.emulator.core",  # lazy: the core may be absent
+}
 
 __all__ = [
     "Buffer", "CodeObject", "CodeObjectError", "Device", "HiddenValues", "KernargError", "Kernel",
@@ -31,8 +36,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "LaunchStats":
-        from vlpc.runtime.emulator.core import LaunchStats  # lazy: the core may be absent
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vlpc.runtime' has no attribute '{name}'")
+    import importlib
 
-        return LaunchStats
-    raise AttributeError(f"module 'vlpc.runtime' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    if name != "LaunchStats":
+        globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
