@@ -141,11 +141,13 @@ def run_lines(text: str) -> list[str]:
 
 
 def gaps(dirs: list[Directive], j: int) -> list[tuple[int, int]]:
-    """Index ranges of the directives in each gap between positive directives up to ``j``."""
+    """Index ranges of the directives in each gap between positive directives up to ``j``
+    (a gap closed by a -NEXT/-SAME/-EMPTY directive holds no whole line and is left out)."""
     out, lo = [], 0
     for i, d in enumerate(dirs[:j + 1]):
         if d.kind != "-NOT":
-            out.append((lo, i))
+            if d.kind not in ("-NEXT", "-SAME", "-EMPTY"):
+                out.append((lo, i))
             lo = i + 1
     out.append((lo, j + 1))
     return out

@@ -20,6 +20,7 @@
 // A local split multiplies the workgroup: 4 groups of 4 wavefronts, 8 K slices of 1024.
 // LOCAL: grid = array<i64: 1, 4, 2>, workgroup_size = array<i64: 1024, 1, 1>
 // LOCAL-SAME: local_range = array<i64: 1, 4, 4>, split_k = 2 : i64, local_split = 4 : i64, split_mode = "workspace", k_per_split = 1024 : i64
+// NONE-NOT: split_mode
 // NONE: grid = array<i64: 1, 4, 1>
 // NONE-SAME: split_k = 1 : i64, local_split = 1 : i64, k_per_split = 8192 : i64
 // NONE-NOT: split_mode

@@ -4,6 +4,7 @@
 // RUN: xdsl-opt %s -p 'convert-linalg-to-gemm,gemm-tile{macro-m=16 macro-n=64 micro-m=16 micro-n=1 k-step=8},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers,gcn-insert-waitcnt,gcn-insert-hazard-nops,gcn-emit-descriptor' -t gcn-asm | filecheck %s
 // RUN: xdsl-opt %s -p convert-linalg-to-gemm | filecheck %s --check-prefix=GEMM
 
+// GEMM-NOT:  linalg.
 // GEMM:      %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f32
 // GEMM-NEXT: %[[BETA:.*]] = arith.constant 1.000000e+00 : f32
 // GEMM-NEXT: gemm.matmul %a, %b, %c, %[[ALPHA]], %[[BETA]] {layout = "NT"}
