@@ -1,0 +1,293 @@
+"""DS (LDS) instructions beyond the core's reads, writes and 32-bit integer atomics
+(Vega ISA guide chapter 10 and 12.13):
+
+* lane shuffles that do not touch LDS memory: ``ds_bpermute_b32`` (each lane reads the
+  data of lane ``(addr + offset) / 4 mod 64``; a source lane disabled in EXEC gives 0),
+  ``ds_permute_b32`` (each lane writes its data to that lane; lanes nobody writes get
+  0; the highest lane wins a conflict) and ``ds_swizzle_b32`` (offset bit 15 set:
+  quad permute by offset[7:0]; clear: within 32 lanes, source = ((lane & and) | or) ^
+  xor with the masks in offset[4:0], [9:5], [14:10]);
+* atomics in lane order: 32- and 64-bit ``add sub rsub inc dec min max and or xor``
+  (signed/unsigned by the suffix), ``wrxchg``, ``wrxchg2``/``wrxchg2st64`` (two
+  addresses), ``cmpst`` (MEM = MEM == DATA0 ? DATA1 : MEM), ``mskor`` (MEM = (MEM &
+  ~DATA0) | DATA1), f32 ``add``/``min``/``max``, with and without ``_rtn`` (returns
+  the old value);
+* ``ds_read_*_d16`` / ``_d16_hi`` (into the low / high half, keeping the other) and
+  ``ds_write_b8_d16_hi`` / ``ds_write_b16_d16_hi`` (store the high half).
+
+Addresses are bytes in the workgroup's LDS (``addr + offset``, two offsets scaled by
+the element size (x64 for ``st64``) for the ``2`` forms); an access outside the LDS
+allocation raises LdsOutOfRange.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlpc import isa as table
+
+from ..errors import LdsOutOfRange
+from ._util import I64, U32, U64
+
+
+def _core():
+    from .. import core
+    return core
+
+
+def _addr(b, g, ra, off, nbytes):
+    a = b.V[ra][g.sel].astype(np.int64) + off
+    em = b.em(g)
+    bad = em & ((a < 0) | (a + nbytes > b.lds_bytes))
+    if bad.any():
+        wi, ln = np.nonzero(bad)
+        e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
+                          f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {b.lds_bytes} bytes",
+                          lds_address=int(a[wi[0], ln[0]]))
+        e.wave_index = int(wi[0])
+        raise e
+    return a + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+
+
+def _write_lanes(b, g, reg, vals_by_lane, em):
+    cur = b.V[reg][g.sel]
+    if not g.contig:
+        cur = cur.copy()
+    cur[em] = vals_by_lane
+    if not g.contig:
+        b.V[reg][g.sel] = cur
+
+
+# -- lane shuffles ---------------------------------------------------------------------------
+
+def _build_bpermute(ins, b, p):
+    core = _core()
+    ra, rd = ins.src[0].reg, ins.src[1].reg
+    d = ins.dst[0].reg
+    off = ins.f["offset"]
+    p.load_kind = "lds"
+    fwd = ins.mnemonic == "ds_permute_b32"
+
+    def run(b, g):
+        em = b.em(g)
+        lane = ((b.V[ra][g.sel].astype(np.int64) + off) >> 2) & 63
+        data = b.V[rd][g.sel]
+        rows = np.arange(g.n)[:, None]
+        if fwd:
+            out = np.zeros((g.n, core.WAVE), U32)
+            for ln in range(core.WAVE):  # lane order: the highest lane wins
+                m = em[:, ln]
+                out[np.nonzero(m)[0], lane[m, ln]] = data[m, ln]
+        else:
+            out = np.where(em[rows, lane], data[rows, lane], U32(0))
+        b.vwrite(g, d, out)
+        core._issue(g, p, "lds")
+    return run
+
+
+def swizzle_lanes(offset: int) -> np.ndarray:
+    """Source lane per lane for ds_swizzle_b32 ``offset``."""
+    lane = np.arange(64)
+    if offset & 0x8000:
+        sel = (offset >> (2 * (lane & 3))) & 3
+        return (lane & ~3) + sel
+    and_m, or_m, xor_m = offset & 0x1F, (offset >> 5) & 0x1F, (offset >> 10) & 0x1F
+    return (lane & 0x20) | ((((lane & 0x1F) & and_m) | or_m) ^ xor_m)
+
+
+def _build_swizzle(ins, b, p):
+    core = _core()
+    rd, d = ins.src[0].reg, ins.dst[0].reg
+    src = swizzle_lanes(ins.f["offset"])
+    p.load_kind = "lds"
+
+    def run(b, g):
+        em = b.em(g)
+        data = b.V[rd][g.sel]
+        b.vwrite(g, d, np.where(em[:, src], data[:, src], U32(0)))
+        core._issue(g, p, "lds")
+    return run
+
+
+# -- atomics ---------------------------------------------------------------------------------
+
+def _op(name: str):
+    """(kind, width in dwords, float) from a ds_<op>[_rtn]_<type> mnemonic."""
+    body = name[3:].replace("_rtn", "")
+    op, ty = body.rsplit("_", 1)
+    wide = 2 if ty.endswith("64") else 1
+    return op, ty, wide
+
+
+def _rmw(op, ty, old, d0, d1):
+    """New memory value (python ints) for one lane."""
+    bits = 64 if ty.endswith("64") else 32
+    m = (1 << bits) - 1
+
+    def sgn(x):
+        return x - (1 << bits) if x >> (bits - 1) else x
+    if ty == "f32":
+        fo = np.array(old, np.uint32).view(np.float32)
+        fd = np.array(d0, np.uint32).view(np.float32)
+        with np.errstate(all="ignore"):
+            r = {"add": fo + fd, "min": np.fmin(fo, fd), "max": np.fmax(fo, fd)}[op]
+        return int(np.array(r, np.float32).view(np.uint32))
+    if op == "add":
+        return (old + d0) & m
+    if op == "sub":
+        return (old - d0) & m
+    if op == "rsub":
+        return (d0 - old) & m
+    if op == "inc":
+        return 0 if old >= d0 else old + 1
+    if op == "dec":
+        return d0 if old == 0 or old > d0 else old - 1
+    if op in ("min", "max"):
+        pick = min if op == "min" else max
+        if ty[0] == "i":
+            return pick(sgn(old), sgn(d0)) & m
+        return pick(old, d0)
+    if op == "and":
+        return old & d0
+    if op == "or":
+        return old | d0
+    if op == "xor":
+        return old ^ d0
+    if op in ("wrxchg", "wrxchg2", "wrxchg2st64"):
+        return d0
+    if op == "cmpst":
+        return d1 if old == d0 else old
+    if op == "mskor":
+        return (old & ~d0 & m) | d1
+    raise KeyError(op)
+
+
+_ATOMIC_OPS = {"add", "sub", "rsub", "inc", "dec", "min", "max", "and", "or", "xor", "wrxchg",
+               "wrxchg2", "wrxchg2st64", "cmpst", "mskor"}
+
+
+def _build_atomic(ins, b, p):
+    core = _core()
+    mn = ins.mnemonic
+    op, ty, wide = _op(mn)
+    if op not in _ATOMIC_OPS or (ty == "f32" and op not in ("add", "min", "max")):
+        return None
+    f = ins.f
+    ra = ins.src[0].reg
+    datas = [o.reg for o in ins.src[1:]]
+    rtn = ins.dst[0] if ins.dst else None
+    if rtn is not None:
+        p.load_kind = "lds"
+    two = op.startswith("wrxchg2")
+    if two:
+        unit = 4 * wide * (64 if op.endswith("st64") else 1)
+        offs = [f["offset0"] * unit, f["offset1"] * unit]
+    else:
+        offs = [f["offset"]]
+
+    def run(b, g):
+        em = b.em(g)
+        mem8 = b.LDS.reshape(-1).view(np.uint8)
+        addrs = [_addr(b, g, ra, o, 4 * wide)[em] for o in offs]
+        if any((a & (4 * wide - 1 if wide == 2 else 3)).any() for a in addrs):
+            raise LdsOutOfRange(f"{mn}: misaligned LDS atomic address")
+        dv = [np.stack([b.V[r + i][g.sel][em] for i in range(wide)], axis=-1) for r in datas]
+
+        def val(arr, k):
+            x = 0
+            for i in range(wide):
+                x |= int(arr[k, i]) << (32 * i)
+            return x
+        olds = []
+        for j, a in enumerate(addrs):
+            out = np.empty((a.size, wide), U32)
+            for k in range(a.size):  # lane order
+                base = int(a[k])
+                old = int.from_bytes(mem8[base: base + 4 * wide].tobytes(), "little")
+                if two:
+                    d0 = val(dv[j], k)
+                    d1 = 0
+                else:
+                    d0 = val(dv[0], k) if dv else 0
+                    d1 = val(dv[1], k) if len(dv) > 1 else 0
+                new = _rmw(op, ty, old, d0, d1)
+                mem8[base: base + 4 * wide] = np.frombuffer(new.to_bytes(4 * wide, "little"), np.uint8)
+                for i in range(wide):
+                    out[k, i] = (old >> (32 * i)) & 0xFFFFFFFF
+            olds.append(out)
+            b.st.lds_bytes_read += 4 * wide * a.size
+            b.st.lds_bytes_written += 4 * wide * a.size
+        if rtn is not None:
+            col = 0
+            for out in olds:
+                for i in range(wide):
+                    _write_lanes(b, g, rtn.reg + col + i, out[:, i], em)
+                col += wide
+        core._issue(g, p, "lds")
+    return run
+
+
+# -- d16 reads and writes --------------------------------------------------------------------
+
+def _build_d16(ins, b, p):
+    core = _core()
+    mn = ins.mnemonic
+    off = ins.f["offset"]
+    ra = ins.src[0].reg
+    hi = mn.endswith("_hi")
+    if mn.startswith("ds_read"):
+        nb = 1 if ("u8" in mn or "i8" in mn) else 2
+        signed = "_i8" in mn or "_i16" in mn
+        d = ins.dst[0].reg
+        p.load_kind = "lds"
+
+        def run_r(b, g):
+            em = b.em(g)
+            a = _addr(b, g, ra, off, nb)[em]
+            raw = b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)]
+            v = raw[:, 0].astype(I64) if nb == 1 else raw.view("<u2")[:, 0].astype(I64)
+            if signed:
+                v = np.where(v >= (1 << (8 * nb - 1)), v - (1 << (8 * nb)), v)
+            v &= 0xFFFF
+            cur = b.V[d][g.sel][em].astype(I64)
+            new = ((cur & 0xFFFF) | (v << 16)) if hi else ((cur & ~0xFFFF) | v)
+            _write_lanes(b, g, d, (new & 0xFFFFFFFF).astype(U32), em)
+            b.st.lds_bytes_read += nb * a.size
+            core._issue(g, p, "lds")
+        return run_r
+    nb = 1 if "b8" in mn else 2
+    rd = ins.src[1].reg
+
+    def run_w(b, g):
+        em = b.em(g)
+        a = _addr(b, g, ra, off, nb)[em]
+        v = b.V[rd][g.sel][em] >> U32(16)
+        by = v.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
+        b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)] = by
+        b.st.lds_bytes_written += nb * a.size
+        core._issue(g, p, "lds")
+    return run_w
+
+
+def _names():
+    out = {"ds_bpermute_b32": _build_bpermute, "ds_permute_b32": _build_bpermute,
+           "ds_swizzle_b32": _build_swizzle}
+    for mn in table.opcodes("DS").values():
+        if mn in out:
+            continue
+        if "_d16" in mn:
+            out[mn] = _build_d16
+            continue
+        body = mn[3:].replace("_rtn", "")
+        if "_" not in body or "src2" in mn:
+            continue
+        op, ty = body.rsplit("_", 1)
+        if op in _ATOMIC_OPS and ty in ("u32", "i32", "b32", "u64", "i64", "b64", "f32"):
+            from .. import isa as eisa
+            if mn in eisa.CORE_EXECUTED and ty in ("u32", "i32", "b32") and op not in ("cmpst", "mskor"):
+                continue  # the core's 32-bit integer atomics
+            out[mn] = _build_atomic
+    return out
+
+
+BUILDERS = _names()
