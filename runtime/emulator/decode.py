@@ -362,9 +362,15 @@ def _smem(pc, w, w1):
         ins.src = [base]
     elif "store" in mn:
         ins.src = [base, sreg(sdata, nd)]
+    elif "atomic" in mn:
+        wide = 2 if mn.endswith("_x2") else 1
+        ins.f["width"] = wide
+        ins.src = [base, sreg(sdata, wide * (2 if "cmpswap" in mn else 1))]
+        if glc:
+            ins.dst = [sreg(sdata, wide)]
     else:
         ins.src = []
-    if ins.f["soffset"] is not None and ("load" in mn or "store" in mn):
+    if ins.f["soffset"] is not None and ("load" in mn or "store" in mn or "atomic" in mn):
         ins.src.append(src_operand(ins.f["soffset"], 1))
     return ins
 
