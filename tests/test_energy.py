@@ -194,3 +194,42 @@ def test_lds_energy_only_for_the_lds_strategy(kernels):
 def test_sqc_reads_fewer_vgprs_than_lds(kernels):
     """The seed's section 2.11 claim, in joules: sqc's register-file energy is below legacy's."""
     assert kernels["sqc"].joules["vgpr"] < kernels["lds"].joules["vgpr"]
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_report_energy_writes_table_csv_and_chart(tmp_path, capsys):
+    import csv
+
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    prefix = tmp_path / "out"
+    assert main(["report", str(f), "--energy", "-o", str(prefix), "--schedule", "seed", "-q"]) == 0
+    out = capsys.readouterr().out
+    for label in ("energy per GEMM (mJ)", "average board power (W)", "pJ per FLOP", "GFLOP/s per W",
+                  "LDS (pJ/FLOP)", "| figure | sqc | sqc, no forwarding | legacy (lds) |"):
+        assert label in out
+    rows = list(csv.DictReader(open(f"{prefix}.csv")))
+    assert [r["variant"] for r in rows] == ["sqc", "sqc-nofwd", "lds"]
+    by = {r["variant"]: r for r in rows}
+    assert float(by["lds"]["joules_lds"]) > 0 and float(by["sqc"]["joules_lds"]) == 0
+    for r in rows:  # the components add up to the total, and the figures agree with each other
+        parts = sum(float(v) for k, v in r.items() if k.startswith("joules_"))
+        assert parts == pytest.approx(float(r["joules"]), rel=1e-5)
+        assert float(r["watts"]) == pytest.approx(float(r["joules"]) / (float(r["time_us"]) * 1e-6), rel=1e-4)
+        assert float(r["pj_per_flop"]) == pytest.approx(float(r["joules"]) / (2 * M * N * K) * 1e12, rel=1e-4)
+    svg = (tmp_path / "out.svg").read_text()
+    assert svg.startswith("<?xml") and "pJ/FLOP" in svg
+
+
+def test_report_energy_bad_clock_is_one_line(tmp_path, capsys):
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    assert main(["report", str(f), "--energy", "--clock", "50", "-o", str(tmp_path / "o"), "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["vlpc: engine clock 50.0 MHz is outside 100..3000 MHz"]

@@ -233,6 +233,11 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
         options.pop(key, None)
     gpu = getattr(args, "gpu", None) or "mi60"
     clock = getattr(args, "clock", None)
+    from vlpc.targets import TargetError, get_board
+    try:
+        get_board(gpu, clock_mhz=clock)  # a bad board or clock fails before any compilation
+    except TargetError as e:
+        raise VlpcError(str(e)) from None
     quiet = getattr(args, "quiet", False)
     with Progress(0, "vlpc --energy", quiet=quiet) as bar:
         rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,
