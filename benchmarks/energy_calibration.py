@@ -177,6 +177,7 @@ def fit(cache: Path, out: Path, models: dict | None = None) -> dict:
            "vgpr_read_pj": a, "vgpr_write_pj": a, "valu_lane_overhead_pj": b}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))
+    print(json.dumps(res, indent=1), file=sys.stderr)
     return res
 
 
@@ -198,6 +199,9 @@ def report(cache: Path, out: Path) -> None:
           f"{ENERGY.vgpr_read_pj:.3f})")
     print(f"  VALU lane overhead              : {b:7.3f} pJ per active VALU lane      (targets.py: "
           f"{ENERGY.valu_lane_overhead_pj:.3f})")
+    if abs(a - ENERGY.vgpr_read_pj) > 0.01 * a or abs(b - ENERGY.valu_lane_overhead_pj) > 0.01 * b:
+        print(f"  NOTE: vlpc/targets.py's values differ from this fit by more than 1% (the TimingParams changed?): "
+              f"set vgpr_read_pj = vgpr_write_pj = {a:.2f}, valu_lane_overhead_pj = {b:.2f}")
     print(f"V/f (assumed, linear): {ENERGY.vf_curve}; V(1700) = {ENERGY.voltage(1700):.4f} V, "
           f"V(1500) = {ENERGY.voltage(1500):.4f} V, dynamic energy x{ENERGY.scale(1500):.4f} at 1500 MHz\n")
 

@@ -35,7 +35,20 @@ import csv
 import sys
 from dataclasses import dataclass
 
-import numpy as np
+from types import SimpleNamespace
+
+
+class _LazyNumPy(SimpleNamespace):
+    """NumPy, imported on first use: `vlpc --help` and `vlpc compile` import this module (for the
+    bench command's arguments) and need no NumPy (issue 18: start-up time)."""
+
+    def __getattr__(self, name: str):
+        import numpy
+
+        return getattr(numpy, name)
+
+
+np = _LazyNumPy()
 
 from vlpc.cli_support import (Progress, check_chart, check_writable, codegen_options, positive, pyplot, read_input,
                               save_figure, write_atomic)
