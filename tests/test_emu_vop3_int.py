@@ -82,3 +82,15 @@ def test_mad_and_pack_conversions():
     # byte 1 of S2 replaced by u8(2.5 -> 2, round to nearest even)
     assert run1("v_cvt_pk_u8_f32 v20, v10, 1, v11", [0x40200000], [0xAABBCCDD]) == [0xAABB02DD]
     assert run1("v_pack_b32_f16 v20, v10, v11", [0x00003C00], [0x0000C000]) == [0xC0003C00]
+
+
+def test_packing_conversions():
+    f = lambda x: int(np.array(x, np.float32).view(np.uint32))  # noqa: E731
+    hb = lambda x: int(np.array(x, np.float16).view(np.uint16))  # noqa: E731
+    # 1/3 toward zero in f16 is 0x3555 (round-to-nearest would give 0x3555 too); 65520 -> 65504 (no inf)
+    assert run1("v_cvt_pkrtz_f16_f32 v20, v10, v11", [f(1 / 3)], [f(65520.0)]) == [0x3555 | (hb(65504.0) << 16)]
+    assert run1("v_cvt_pkrtz_f16_f32 v20, v10, v11", [f(-1.0009765625 - 2 ** -12)], [0]) == [hb(-1.0009765625)]
+    assert run1("v_cvt_pknorm_i16_f32 v20, v10, v11", [f(0.5)], [f(-2.0)]) == [16384 | (0x8001 << 16)]
+    assert run1("v_cvt_pknorm_u16_f32 v20, v10, v11", [f(1.5)], [f(0.25)]) == [0xFFFF | (16384 << 16)]
+    assert run1("v_cvt_off_f32_i4 v20, v10", [0xF, 0x7]) == [f(-0.0625), f(0.4375)]
+    assert run1("v_sat_pk_u8_i16 v20, v10", [0x0100FFF0]) == [0xFF00]
