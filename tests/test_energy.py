@@ -104,6 +104,44 @@ def test_voltage_scaling_and_idle_prediction(micro):
     assert e15.voltage == pytest.approx(_vega20_voltage(1500))
 
 
+MEMORY = """
+s_load_dwordx2 s[4:5], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32 v1, 2, v0
+global_load_dword v2, v1, s[4:5]
+s_waitcnt vmcnt(0)
+global_store_dword v1, v2, s[4:5] offset:256
+s_endpgm
+"""
+
+
+def test_memory_events_from_cold_caches():
+    """One SMEM load of 8 bytes (one 64-byte line), 64 lanes x 4 bytes loaded (4 lines) and
+    stored; caches start cold and the only footprint is the executed workgroup's, so every
+    line misses L1 / the scalar cache and L2.  Per workgroup: scalar cache 8 B, L1 256 + 256
+    B, L2 (4 + 1) x 64 + 256 stored, HBM the same; 2 workgroups, 1 executed."""
+    from vlpc.runtime.emulator.memory import Memory
+    from vlpc.runtime.emulator.testing import run_program
+
+    mem = Memory()
+    buf = mem.alloc(512, align=256, tag="buf")
+    mem.write(buf, np.arange(128, dtype=np.float32))
+    karg = mem.alloc(64, tag="kernargs")
+    mem.write(karg, np.array([buf], np.uint64))
+    mem, st = run_program(MEMORY, mem, kernarg=karg, grid=(2, 1, 1), trace=TraceRequest((0,), (0,), True))
+    assert np.array_equal(mem.read(buf + 256, 256).view(np.float32), np.arange(64, dtype=np.float32))
+    rep = model_kernel(st.trace, get_board("mi60"), Residency(1, 1, 1, ""))
+    ev = events_from_stats(st, rep)
+    assert (ev.smem, ev.scalar_cache_bytes) == (2.0, 16.0)
+    assert ev.l1_bytes == 2 * (256 + 256)
+    assert ev.l2_bytes == 2 * (5 * 64 + 256)
+    assert ev.hbm_bytes == 2 * (5 * 64 + 256)
+    assert ev.valu_other_lanes == 2 * 64 and ev.fma_f32_lanes == 0
+    e = estimate(ev, get_board("mi60"), rep.time_us)
+    assert e.joules["hbm"] == pytest.approx(ev.hbm_bytes * ENERGY.hbm_pj_per_byte * 1e-12)
+    assert e.joules["l1"] == pytest.approx(ev.l1_bytes * ENERGY.l1_pj_per_byte * 1e-12)
+
+
 def test_every_coefficient_has_a_source():
     names = {f for f in EnergyParams.__dataclass_fields__}
     assert names == set(ENERGY_SOURCES)
