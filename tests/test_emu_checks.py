@@ -51,6 +51,24 @@ def test_waitcnt_violation_vmem_and_smem():
     np.testing.assert_array_equal(mem.read(buf, 256).view(U), np.arange(64) + 1)
 
 
+def test_waitcnt_violation_report_mode_warns_and_goes_on():
+    from vlpc.runtime.emulator.errors import WaitcntViolationWarning
+    mem, buf, karg = _setup()
+    prog = LOAD.format(wait1="s_waitcnt lgkmcnt(0)", wait2="")
+    with pytest.warns(WaitcntViolationWarning) as rec:
+        run_program(prog, mem, kernarg=karg, name="k", waitcnt="report")
+    msgs = [str(w.message) for w in rec if issubclass(w.category, WaitcntViolationWarning)]
+    # reported once (kernel, pc, wave, instruction, register), not once per wave or lane
+    assert len(msgs) == 1
+    m = msgs[0]
+    assert "'k'" in m and "pc +0x18" in m and "wave 0" in m and "v_add_u32" in m and "v2" in m
+    # execution went on with the loaded value: every lane stored its element + 1
+    np.testing.assert_array_equal(mem.read(buf, 256).view(U), np.arange(64) + 1)
+    # strict still raises in report mode
+    with pytest.raises(WaitcntViolation):
+        run_program(prog, mem, kernarg=karg, waitcnt="report", strict=True)
+
+
 def test_waitcnt_in_order_vmcnt_and_out_of_order_smem():
     mem, buf, karg = _setup()
     ok = """

@@ -96,6 +96,9 @@ class DispatchConfig:
     #: the MODE register at wave launch (FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8],
     #: IEEE [9]; vlpc.isa.modes), from compute_pgm_rsrc1; default: IEEE, denormals kept
     mode: int = 0x3F0
+    #: a missing s_waitcnt (unless strict): "raise" (WaitcntViolation) or "report" (warn once per
+    #: kernel, pc and register, take the loaded value and go on); semantics/race.py
+    waitcnt: str = "raise"
     #: A :class:`vlpc.runtime.timing.trace.TraceRequest`: record instruction streams and
     #: memory lines of some workgroups for the timing model (``None``: no trace).
     trace: object = None
@@ -513,17 +516,17 @@ class Batch:
         pend = g.pending
         for k in p.rkeys:
             if k in pend:
-                raise self.fault(WaitcntViolation(
+                semantics.waitcnt_violation(self, g, k, self.fault(WaitcntViolation(
                     f"{_key_name(k)} is read while the {_kind_name(pend[k][0])} that writes it may still "
-                    f"be outstanding (no sufficient s_waitcnt)", register=_key_name(k)), g, p)
+                    f"be outstanding (no sufficient s_waitcnt)", register=_key_name(k)), g, p))
         for k in p.wkeys:
             if k in pend:
                 kind = pend[k][0]
                 if p.load_kind is not None and p.load_kind == kind and kind in ("vm", "lds"):
                     continue  # in-order return: the later load lands last
-                raise self.fault(WaitcntViolation(
+                semantics.waitcnt_violation(self, g, k, self.fault(WaitcntViolation(
                     f"{_key_name(k)} is overwritten while the {_kind_name(kind)} that writes it may still "
-                    f"be outstanding (no sufficient s_waitcnt)", register=_key_name(k)), g, p)
+                    f"be outstanding (no sufficient s_waitcnt)", register=_key_name(k)), g, p))
 
     def check_init(self, g: Group, p: Prepared):
         known = g.known

@@ -66,7 +66,9 @@ class EmulatorDevice(Device):
     load), ``strict`` (the core's checkers turn suspicious behaviour into
     errors), ``instruction_budget`` (per launch; the core stops a runaway
     kernel), ``max_waves_in_flight`` (core scheduling), ``memory`` (share an
-    existing :class:`Memory`).
+    existing :class:`Memory`), ``waitcnt`` (``"raise"``: a missing s_waitcnt is a
+    WaitcntViolation; ``"report"``, non-strict: a WaitcntViolationWarning naming kernel,
+    PC, wave, instruction and register, and the kernel goes on with the loaded value).
 
     Timing (modeled, not measured): ``gpu`` (``"mi50"``, ``"mi60"`` or a
     :class:`vlpc.targets.Board`) turns on the timing model, ``clock_mhz`` sets the
@@ -84,7 +86,7 @@ class EmulatorDevice(Device):
     def __init__(self, *, target: str | TargetId = GFX906.name, strict: bool = False,
                  instruction_budget: int = 10**9, max_waves_in_flight: int | None = None,
                  memory: Any = None, gpu: Any = None, clock_mhz: float | None = None,
-                 cus: int | None = None, timing_only: bool = False):
+                 cus: int | None = None, timing_only: bool = False, waitcnt: str = "raise"):
         super().__init__()
         self.board = None
         if gpu is not None:
@@ -101,6 +103,9 @@ class EmulatorDevice(Device):
         except TargetError as e:
             raise DeviceError(str(e)) from None
         self.strict = bool(strict)
+        if waitcnt not in ("raise", "report"):
+            raise DeviceError(f"waitcnt must be 'raise' or 'report', not {waitcnt!r}")
+        self.waitcnt = waitcnt
         self.instruction_budget = int(instruction_budget)
         self.max_waves_in_flight = max_waves_in_flight
         self.memory = memory if memory is not None else _memory_class()()
@@ -198,6 +203,7 @@ class EmulatorDevice(Device):
             instruction_budget=self.instruction_budget,
             max_waves_in_flight=self.max_waves_in_flight,
             mode=FloatMode.from_rsrc1(d.compute_pgm_rsrc1).register,
+            waitcnt=self.waitcnt,
         )
 
     def _run(self, co: CodeObject, kernel: Kernel, launch: LaunchGeometry,

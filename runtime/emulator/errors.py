@@ -133,5 +133,9 @@ class UninitializedRegisterRead(EmulatorFault):
     what = "read of uninitialised register"
 
 
+class WaitcntViolationWarning(UserWarning):
+    """A missing s_waitcnt, reported instead of raised (``waitcnt="report"``, non-strict)."""
+
+
 class UninitializedRegisterWarning(UserWarning):
     """A register was read before anything wrote it (non-strict mode)."""

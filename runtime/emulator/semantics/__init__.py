@@ -61,6 +61,12 @@ def _sdwa_dpp_or_none(ins):
     return sdwa_dpp.builder(ins)
 
 
+def waitcnt_violation(batch, group, key, fault):
+    """A missing s_waitcnt found by the core's checker: see :mod:`.race`."""
+    from .race import waitcnt_violation as handle
+    handle(batch, group, key, fault)
+
+
 def builder(mnemonic: str):
     """The registered builder of ``mnemonic`` (table name), or None."""
     return _registry().get(mnemonic)
