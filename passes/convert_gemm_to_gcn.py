@@ -715,11 +715,16 @@ class SqcKernelBuilder:
 
         # reduce: slice j's partial tile starts j * M * ldc elements on: one SGPR offset per
         # slice, added to the lane offset just before each load (VGPRs do not grow with S)
-        slice_offsets = [reg(static_or_reg_mul(slice_bytes, j)) for j in range(1, self.split)] \
-            if out_kind == "reduce" else []
+        # (computed once for up to 24 slices; beyond, per chunk of slices, so SGPRs stay bounded)
+        few_slices = self.split <= 25
+        slice_offsets = {j: reg(static_or_reg_mul(slice_bytes, j)) for j in range(1, self.split)} \
+            if out_kind == "reduce" and few_slices else {}
 
         def partial_offset(j: int) -> SSAValue:
-            return voff_c if j == 0 else e(gcn.VAddU32Op(slice_offsets[j - 1], voff_c)).vdst
+            if j == 0:
+                return voff_c
+            off = slice_offsets[j] if few_slices else reg(static_or_reg_mul(slice_bytes, j))
+            return e(gcn.VAddU32Op(off, voff_c)).vdst
 
         group = 16 // dw
         if out_kind == "reduce":  # at most 32 partial values in flight

@@ -65,7 +65,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import GemmShape, MatmulOp
+from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, GemmShape, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc.targets import Target, get_target
 
@@ -171,6 +171,16 @@ class GemmSplitKPass(ModulePass):
         split = self.split_k
         if split == 0:
             split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus)
+        if split > 1 and self.mode == "workspace" and shape.m >= 0 and shape.ldc >= 0:
+            # the workspace (S x M x ldc elements) is addressed with 32-bit byte offsets
+            per_slice = shape.m * shape.ldc * shape.element_bytes
+            fits = max(1, (BYTE_OFFSET_LIMIT - 1) // per_slice)
+            if split > fits:
+                if self.split_k != 0:
+                    raise op_error(mm, f"split-k={split}: the workspace of {split} x M x ldc x {shape.element_bytes} = "
+                                   f"{split * per_slice} bytes reaches the 32-bit byte offset limit of vlpc's kernels "
+                                   f"(2^32 bytes); use split-k <= {fits} or mode=atomic")
+                split = fits
         if split > 1 and shape.batch != 0:
             raise op_error(mm, f"split-k={split} with a strided batch: the batch already uses grid z; "
                            "use split-k=1 (a batch usually fills the GPU)")

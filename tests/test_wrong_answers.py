@@ -352,3 +352,16 @@ def test_shifted_last_tile_zeros_every_lane(layout, m, n, k, lda, ldb, ldc, dyna
     a, b, c = operands(layout, "f64", m, n, k, seed=seed, nan_c=True)
     got = launch_exact(kern, layout, "f64", m, n, k, a, b, c, alpha, 0.0, lda=lda, ldb=ldb, ldc=ldc)
     check(got, reference(layout, a, b, c, alpha, 0.0), k, "f64")
+
+
+def test_split_k_workspace_limit_is_known_to_the_plan():
+    """S x M x ldc elements of workspace at 32-bit byte offsets: a fixed S past it is refused
+    before any plan is printed, an automatic S stays below it."""
+    src = gemm_source("NT", "f32", "16384", "16384", "64")
+    with pytest.raises(DiagnosticError, match=r"x\.mlir:3:5: error: split-k=5: the workspace .*32-bit byte offset"):
+        vlpc.compile(src, "gfx906", filename="x.mlir", split_k=5)
+    out = __import__("subprocess").run(
+        [str(__import__("pathlib").Path(__import__("sys").executable).parent / "vlpc"), "compile", "-",
+         "--split-k", "5", "--print-plan"],
+        input=src, capture_output=True, text=True)
+    assert out.returncode == 1 and "plan for" not in out.stdout and "32-bit byte offset" in out.stderr
