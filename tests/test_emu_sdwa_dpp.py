@@ -88,3 +88,12 @@ def test_dpp_masks_and_wave_shifts():
     assert got == [int(A[16 * (i // 16) - 1]) if (i // 16) in (1, 3) else 0xDEADBEEF for i in range(64)]
     got = run("v_mov_b32_dpp v20, v10 row_mirror row_mask:0xf bank_mask:0xf")
     assert got == [int(A[16 * (i // 16) + 15 - i % 16]) for i in range(64)]
+
+
+def test_sdwa_f16_add_on_the_high_words():
+    h = lambda x: int(np.array(x, np.float16).view(np.uint16))  # noqa: E731
+    a = np.full(64, (h(1.5) << 16) | h(9.0), np.uint32)
+    b = np.full(64, (h(2.25) << 16) | h(7.0), np.uint32)
+    (out,), _ = run_lanes("v_add_f16_sdwa v20, v10, v11 dst_sel:WORD_0 dst_unused:UNUSED_PAD "
+                          "src0_sel:WORD_1 src1_sel:WORD_1", [a, b])
+    assert int(out[0]) == h(3.75)

@@ -15,8 +15,9 @@ whose source lane is outside the row/wave or disabled in EXEC reads 0 if
 lanes of a row) whose ``row_mask``/``bank_mask`` bit is clear are not written.
 
 Covered operations: the plain 32-bit VOP1/VOP2 operations of the core
-(``core.VALU``), the 16-bit integer ones (:mod:`.i16`), carry-out adds/subtracts,
-``v_cndmask_b32`` and the f32/f64/i32/u32 compares.  The float mode (denormal
+(``core.VALU``), the 16-bit integer ones (:mod:`.i16`), one- and two-source f16
+arithmetic and conversions (:mod:`.f16`), carry-out adds/subtracts, ``v_cndmask_b32``
+and the f16/f32/i16/u16/i32/u32 compares.  The float mode (denormal
 flushing) is not applied to SDWA/DPP forms; a form outside this list stops with
 UnsupportedInstruction naming it.
 """
@@ -27,7 +28,7 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
-from ._util import I64, U32
+from ._util import I64, U32, s16
 
 _SDWA_OK_EXTRA = {"v_cndmask_b32"}
 
@@ -35,9 +36,28 @@ _SDWA_OK_EXTRA = {"v_cndmask_b32"}
 def _sem(mn: str):
     """(fn, kind): fn on 32-bit raw values; kind 'plain' | 'i16' | 'carry' | 'cmp' | 'cndmask'."""
     from .. import core
-    from . import i16
+    from . import f16, i16
     if mn in i16.FUNCS:
         return i16.FUNCS[mn], "i16"
+    if mn in f16.ARITH and f16.ARITH[mn][1] <= 2 and mn != "v_ldexp_f16":
+        g16 = f16.ARITH[mn][0]
+        return (lambda *v: f16._from_f(g16(*[f16._to_f(x) for x in v]))), "i16"
+    if mn in f16.TO_INT:
+        t16 = f16.TO_INT[mn]
+        return (lambda a: t16(f16._to_f(a))), "i16"
+    if mn in f16.FROM_INT:
+        i2f = f16.FROM_INT[mn]
+        return (lambda a: f16._from_f(i2f(a))), "i16"
+    if mn.startswith(("v_cmp_", "v_cmpx_")) and mn.endswith(("_f16", "_i16", "_u16")):
+        parts = mn.split("_")
+        cond, ty = parts[2], parts[-1]
+        if cond == "class":
+            return None, None
+        if ty == "f16":
+            return (lambda a, c: O._fcmp(cond, f16._to_f(a), f16._to_f(c))), "cmp"
+        if ty == "i16":
+            return (lambda a, c: O.int_cmp(cond, s16(a), s16(c))), "cmp"
+        return (lambda a, c: O.int_cmp(cond, np.asarray(a, I64) & 0xFFFF, np.asarray(c, I64) & 0xFFFF)), "cmp"
     if mn in core._CARRY:
         return core._CARRY[mn], "carry"
     if mn == "v_cndmask_b32":
