@@ -470,15 +470,15 @@ class EnergyParams:
     fma_f32_pj: float = 1.5
     fma_f64_pj: float = 6.0
     valu_other_pj: float = 0.5
-    valu_lane_overhead_pj: float = 34.98
+    valu_lane_overhead_pj: float = 34.89
     issue_pj: float = 10.0
     salu_pj: float = 3.0
     smem_access_pj: float = 5.0
     scalar_cache_pj_per_byte: float = 0.3
     l1_pj_per_byte: float = 0.3
-    l2_pj_per_byte: float = 2.0
+    l2_pj_per_byte: float = 3.5
     hbm_pj_per_byte: float = 31.2
-    lds_pj_per_byte: float = 0.5
+    lds_pj_per_byte: float = 0.6
     barrier_pj: float = 10.0
 
     def voltage(self, clock_mhz: float) -> float:
@@ -537,12 +537,12 @@ ENERGY_SOURCES: dict[str, str] = {
     "scalar_cache_pj_per_byte": "assumed: 16 KiB SRAM read, Horowitz ISSCC 2014 (8 KiB, 64-bit: 10 pJ at "
                                 "45 nm) scaled to 7 nm",
     "l1_pj_per_byte": "assumed: 16 KiB vector L1, as the scalar cache",
-    "l2_pj_per_byte": "assumed: 4 MiB L2 bank read plus the crossbar to the CU (Horowitz: 1 MiB SRAM "
-                      "64-bit read 100 pJ at 45 nm; Keckler et al., IEEE Micro 2011, on-chip wires)",
+    "l2_pj_per_byte": "assumed: L2 bank read plus the crossbar to the CU (Horowitz: 1 MiB SRAM 64-bit "
+                      "read 100 pJ at 45 nm, ~3.1 pJ/B at 7 nm; Keckler et al., IEEE Micro 2011, on-chip wires)",
     "hbm_pj_per_byte": "O'Connor et al., MICRO 2017 ('Fine-Grained DRAM'): HBM2 ~3.9 pJ/bit; memory rail "
                        "at the fixed memory clock, not scaled with the core voltage",
-    "lds_pj_per_byte": "assumed: 64 KiB banked SRAM (Horowitz: 32 KiB 64-bit read 20 pJ at 45 nm) "
-                       "scaled to 7 nm",
+    "lds_pj_per_byte": "assumed: 64 KiB banked SRAM (Horowitz: 32 KiB 64-bit read 20 pJ at 45 nm, "
+                       "~0.6 pJ/B at 7 nm)",
     "barrier_pj": "assumed: per wave arrival at s_barrier (workgroup synchronisation logic)",
 }
 
