@@ -127,7 +127,7 @@ def gemm_reference(a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | N
         m, n = m if m is not None else c.shape[-2], n if n is not None else c.shape[-1]
     if None in (m, n, k):
         raise ValueError("give m, n and k when an operand is omitted")
-    batch_shape = ref_arr.shape[:-2]
+    batch_shape = np.broadcast_shapes(*(np.shape(x)[:-2] for x in (a, b, c) if x is not None))
     alpha, beta = float(alpha), float(beta)
 
     if alpha != 0.0:

@@ -21,7 +21,7 @@ import pytest
 import vlpc
 from vlpc.runtime import get_device
 
-from reference import gemm_reference
+from reference import check_run, gemm_reference
 
 SMALL = dict(macro_tile=(16, 64), micro_tile=(16, 1), k_step=8)
 
@@ -294,3 +294,21 @@ def test_cli_alpha_zero_and_f64(tmp_path, monkeypatch):
 
     assert cli_run(tmp_path, monkeypatch, text, right_answer(0.0, 0.5, "NN", 16, 64, 8, fault=f32_sized_error),
                    (a, b, c), extra) == 3
+
+
+def test_batched_run_agrees_with_the_reference():
+    """A strided batch with B shared (stride 0) and beta = 0 over a NaN C: vlpc.run's result is
+    right by tests/reference.py, and vlpc.run's own verdict says so."""
+    t = "memref<?x?x?xf32, strided<[?, ?, 1]>>"
+    text = (f"func.func @bg(%a: {t}, %b: {t}, %c: {t}, %alpha: f32, %beta: f32) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {t}, {t}, {t}, f32, f32\n"
+            "  func.return\n}\n")
+    kern = vlpc.compile(text, **SMALL).kernel()
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 16, 24)).astype(np.float32)
+    b = rng.standard_normal((64, 24)).astype(np.float32)
+    c = np.full((3, 16, 64), np.nan, np.float32)
+    r = vlpc.run(kern, a, b, c, alpha=1.5, beta=0.0, verify=False)
+    assert r.c.shape == (3, 16, 64)
+    check_run(r)
+    assert vlpc.run(kern, a, b, c, alpha=1.5, beta=0.0).verified

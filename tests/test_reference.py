@@ -132,3 +132,13 @@ def test_relu_of_nan_is_zero_as_v_max_computes():
     c = np.array([[np.nan, -1.0, 2.0]], np.float32)
     exp, _ = gemm_reference(None, None, c, 0.0, 1.0, m=1, n=3, k=1, epilogue=["relu"])
     assert exp.tolist() == [[0.0, 0.0, 2.0]]
+
+
+def test_an_operand_shared_by_the_batch():
+    a = np.arange(12, dtype=np.float32).reshape(3, 2, 2)  # 3 matrices
+    b = np.eye(2, dtype=np.float32)  # one B for the whole batch (stride 0)
+    c = np.ones((3, 2, 2), np.float32)
+    exp, bound = gemm_reference(a, b, c, 2.0, 1.0)
+    assert exp.shape == bound.shape == (3, 2, 2) and (exp == 2 * a + 1).all()
+    exp, _ = gemm_reference(a, b, c, 0.0, 3.0)
+    assert exp.shape == (3, 2, 2) and (exp == 3.0).all()
