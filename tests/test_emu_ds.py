@@ -83,3 +83,31 @@ def test_d16_read_and_write():
             "v_mov_b32 v20, v11\nds_read_i8_d16 v20, v21\ns_waitcnt lgkmcnt(0)")
     sx = lambda v: (v - 256 if v & 0x80 else v) & 0xFFFF  # noqa: E731
     assert run(body, A, [0xABCD0000] * 64)[0] == [0xABCD0000 | sx(int(a) & 0xFF) for a in A]
+
+
+def test_src2_wrap_float_cmpst_and_append():
+    # ds_add_src2_u32 with offset1[7] = 0: B = A + 4 * {offset1[6:0], offset0} = A + 4 * 16
+    body = ("v_lshlrev_b32 v21, 2, v0\nds_write_b32 v21, v10\ns_waitcnt lgkmcnt(0)\ns_barrier\n"
+            "v_cmp_gt_u32 vcc, 16, v0\ns_and_saveexec_b64 s[40:41], vcc\n"
+            "ds_add_src2_u32 v21 offset:16\ns_waitcnt lgkmcnt(0)\ns_or_b64 exec, exec, s[40:41]\n"
+            "s_barrier\nds_read_b32 v20, v21\ns_waitcnt lgkmcnt(0)")
+    assert run(body, A)[0] == [int((A[i] + A[i + 16]) & 0xFFFFFFFF) if i < 16 else int(A[i]) for i in range(64)]
+    # wrap: MEM >= DATA0 ? MEM - DATA0 : MEM + DATA1
+    body = ("v_lshlrev_b32 v21, 2, v0\nds_write_b32 v21, v10\n"
+            "ds_wrap_rtn_b32 v22, v21, v11, v12\ns_waitcnt lgkmcnt(0)\nds_read_b32 v20, v21\n"
+            "s_waitcnt lgkmcnt(0)")
+    d0 = np.full(64, 100, np.uint32)
+    vals = (L * 4).astype(np.uint32)
+    assert run(body, vals, d0, np.full(64, 7, np.uint32))[0] == \
+        [int(v) - 100 if v >= 100 else int(v) + 7 for v in vals]
+    # float compare-store: -0.0 == +0.0
+    f = lambda x: int(np.array(x, np.float32).view(np.uint32))  # noqa: E731
+    body = ("v_lshlrev_b32 v21, 2, v0\nds_write_b32 v21, v10\n"
+            "ds_cmpst_f32 v21, v11, v12\ns_waitcnt lgkmcnt(0)\nds_read_b32 v20, v21\ns_waitcnt lgkmcnt(0)")
+    assert run(body, [f(-0.0)] * 64, [f(0.0)] * 64, [f(5.0)] * 64)[0] == [f(5.0)] * 64
+    # ds_append: every active lane gets the count before; the counter grows by the active lanes
+    body = ("s_mov_b32 m0, 0\nv_mov_b32 v21, 0\nv_mov_b32 v22, 10\nds_write_b32 v21, v22\n"
+            "ds_append v23\ns_waitcnt lgkmcnt(0)\nds_read_b32 v24, v21\ns_waitcnt lgkmcnt(0)\n"
+            "v_mov_b32 v20, v23\nv_mov_b32 v21, v24")
+    old, new = run(body, A, n_out=2)
+    assert old == [10] * 64 and new == [74] * 64

@@ -126,12 +126,17 @@ def _rmw(op, ty, old, d0, d1):
 
     def sgn(x):
         return x - (1 << bits) if x >> (bits - 1) else x
-    if ty == "f32":
-        fo = np.array(old, np.uint32).view(np.float32)
-        fd = np.array(d0, np.uint32).view(np.float32)
+    if ty in ("f32", "f64"):
+        ut, ft = (np.uint32, np.float32) if ty == "f32" else (np.uint64, np.float64)
+        fo = np.array(old, ut).view(ft)
+        fd = np.array(d0, ut).view(ft)
+        if op == "cmpst":  # float compare: MEM = (MEM == DATA0) ? DATA1 : MEM
+            return d1 if fo == fd else old
         with np.errstate(all="ignore"):
             r = {"add": fo + fd, "min": np.fmin(fo, fd), "max": np.fmax(fo, fd)}[op]
-        return int(np.array(r, np.float32).view(np.uint32))
+        return int(np.array(r, ft).view(ut))
+    if op == "wrap":  # DS_WRAP_RTN_B32: MEM = (MEM >= DATA0) ? MEM - DATA0 : MEM + DATA1
+        return (old - d0) & m if old >= d0 else (old + d1) & m
     if op == "add":
         return (old + d0) & m
     if op == "sub":
@@ -163,14 +168,14 @@ def _rmw(op, ty, old, d0, d1):
 
 
 _ATOMIC_OPS = {"add", "sub", "rsub", "inc", "dec", "min", "max", "and", "or", "xor", "wrxchg",
-               "wrxchg2", "wrxchg2st64", "cmpst", "mskor"}
+               "wrxchg2", "wrxchg2st64", "cmpst", "mskor", "wrap"}
 
 
 def _build_atomic(ins, b, p):
     core = _core()
     mn = ins.mnemonic
     op, ty, wide = _op(mn)
-    if op not in _ATOMIC_OPS or (ty == "f32" and op not in ("add", "min", "max")):
+    if op not in _ATOMIC_OPS or (ty in ("f32", "f64") and op not in ("add", "min", "max", "cmpst")):
         return None
     f = ins.f
     ra = ins.src[0].reg
@@ -269,6 +274,77 @@ def _build_d16(ins, b, p):
     return run_w
 
 
+def _build_src2(ins, b, p):
+    """DS_<op>_SRC2_<type>: MEM[A] = MEM[A] op MEM[B] with A = ADDR and B = A + 4 *
+    (offset1[7] ? {A[31], A[31:17]} : {offset1[6], offset1[6:0], offset0}) (x2 for 64-bit
+    types); no data VGPR, no return."""
+    core = _core()
+    mn = ins.mnemonic
+    body = mn[3:].replace("_src2", "")
+    op, ty = body.rsplit("_", 1)
+    if op == "write":
+        op = "wrxchg"
+    wide = 2 if ty.endswith("64") else 1
+    ra = ins.src[0].reg
+    o0, o1 = ins.f["offset0"], ins.f["offset1"]
+
+    def run(b, g):
+        em = b.em(g)
+        a_ = b.V[ra][g.sel].astype(np.int64)
+        if o1 & 0x80:
+            rel = (((a_ >> 31) & 1) << 15) | ((a_ >> 17) & 0x7FFF)
+            rel = np.where(rel & 0x8000, rel - 0x10000, rel)
+        else:
+            v = ((o1 & 0x40) << 9) | ((o1 & 0x7F) << 8) | o0
+            rel = np.full(a_.shape, v - 0x10000 if v & 0x8000 else v, np.int64)
+        base = (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+        A_ = _addr(b, g, ra, 0, 4 * wide)[em]
+        B_ = (a_ + rel * 4 * wide)
+        bad = em & ((B_ < 0) | (B_ + 4 * wide > b.lds_bytes))
+        if bad.any():
+            raise LdsOutOfRange(f"{mn}: source address outside the LDS allocation")
+        B_ = (B_ + base)[em]
+        mem8 = b.LDS.reshape(-1).view(np.uint8)
+        for k in range(A_.size):
+            x, y = int(A_[k]), int(B_[k])
+            old = int.from_bytes(mem8[x: x + 4 * wide].tobytes(), "little")
+            src = int.from_bytes(mem8[y: y + 4 * wide].tobytes(), "little")
+            new = _rmw(op, ty, old, src, 0)
+            mem8[x: x + 4 * wide] = np.frombuffer(new.to_bytes(4 * wide, "little"), np.uint8)
+        core._issue(g, p, "lds")
+    return run
+
+
+def _build_append(ins, b, p):
+    """DS_APPEND / DS_CONSUME: the dword at LDS address M0[15:0] + offset counts up / down by
+    the number of active lanes; every active lane gets the value before the update."""
+    core = _core()
+    from .. import isa as eisa
+    d = ins.dst[0].reg
+    off = ins.f["offset"]
+    sign = 1 if ins.mnemonic == "ds_append" else -1
+    p.load_kind = "lds"
+    p.rkeys = p.rkeys | {eisa.M0}
+    p.keys = p.rkeys | p.wkeys
+
+    def run(b, g):
+        em = b.em(g)
+        out = np.zeros((g.n, core.WAVE), U32)
+        mem = b.LDS
+        for w in range(g.n):
+            wi = int(g.idx[w])
+            a_ = (int(b.S[eisa.M0][wi]) & 0xFFFF) + off
+            if a_ + 4 > b.lds_bytes or a_ & 3:
+                raise LdsOutOfRange(f"{ins.mnemonic}: counter address {a_} outside the LDS allocation")
+            row = mem[b.wg_of_wave[wi]]
+            old = int(row[a_ >> 2])
+            row[a_ >> 2] = (old + sign * int(em[w].sum())) & 0xFFFFFFFF
+            out[w] = old
+        b.vwrite(g, d, out)
+        core._issue(g, p, "lds")
+    return run
+
+
 def _names():
     out = {"ds_bpermute_b32": _build_bpermute, "ds_permute_b32": _build_bpermute,
            "ds_swizzle_b32": _build_swizzle}
@@ -278,11 +354,17 @@ def _names():
         if "_d16" in mn:
             out[mn] = _build_d16
             continue
+        if "_src2_" in mn:
+            out[mn] = _build_src2
+            continue
+        if mn in ("ds_append", "ds_consume"):
+            out[mn] = _build_append
+            continue
         body = mn[3:].replace("_rtn", "")
-        if "_" not in body or "src2" in mn:
+        if "_" not in body:
             continue
         op, ty = body.rsplit("_", 1)
-        if op in _ATOMIC_OPS and ty in ("u32", "i32", "b32", "u64", "i64", "b64", "f32"):
+        if op in _ATOMIC_OPS and ty in ("u32", "i32", "b32", "u64", "i64", "b64", "f32", "f64"):
             from .. import isa as eisa
             if mn in eisa.CORE_EXECUTED and ty in ("u32", "i32", "b32") and op not in ("cmpst", "mskor"):
                 continue  # the core's 32-bit integer atomics
