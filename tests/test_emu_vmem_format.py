@@ -1,0 +1,44 @@
+"""Typed buffer loads (MUBUF format from the descriptor, MTBUF format in the instruction)
+for 32-bit components, and the refusal of other formats."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vlpc.runtime.emulator.errors import UnsupportedInstruction
+from vlpc.runtime.emulator.testing import run_lanes
+
+A = (np.arange(64, dtype=np.uint32) * 7 + 3).astype(np.uint32)
+
+
+def desc(dfmt, nfmt):
+    word3 = (dfmt << 15) | (nfmt << 12)
+    return ("s_mov_b32 s40, s16\ns_and_b32 s41, s17, 0xffff\ns_mov_b32 s42, 256\n"
+            f"s_mov_b32 s43, 0x{word3:x}\n")
+
+
+def run(body, n_out=1):
+    outs, _ = run_lanes(body, [A], n_out=n_out)
+    return [[int(x) for x in o] for o in outs]
+
+
+def test_buffer_load_format_xy_32_32_float():
+    body = desc(11, 7) + ("v_and_b32 v2, 31, v0\nv_lshlrev_b32 v2, 3, v2\n"
+                          "buffer_load_format_xy v[20:21], v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)")
+    x, y = run(body, n_out=2)
+    assert x == [int(A[2 * (i % 32)]) for i in range(64)]
+    assert y == [int(A[2 * (i % 32) + 1]) for i in range(64)]
+
+
+def test_tbuffer_load_format_x():
+    body = desc(0, 0) + ("v_lshlrev_b32 v2, 2, v0\n"
+                         "tbuffer_load_format_x v20, v2, s[40:43], dfmt:4, nfmt:7, 0 offen\ns_waitcnt vmcnt(0)")
+    assert run(body)[0] == [int(a) for a in A]
+
+
+def test_other_formats_are_refused_with_the_mnemonic():
+    body = desc(10, 0) + ("v_lshlrev_b32 v2, 2, v0\n"
+                          "buffer_load_format_x v20, v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)")
+    with pytest.raises(UnsupportedInstruction, match="buffer_load_format_x"):
+        run(body)
