@@ -184,4 +184,5 @@ BUILDERS = {
     "v_div_fmas_f32": _build_fmas(False), "v_div_fmas_f64": _build_fmas(True),
     "v_div_fixup_f32": _build_fixup("f32"), "v_div_fixup_f64": _build_fixup("f64"),
     "v_div_fixup_f16": _build_fixup("f16"),
+    "v_div_fixup_legacy_f16": _build_fixup("f16"),   # the GFX8 encoding of the same operation
 }
