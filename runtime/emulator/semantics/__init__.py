@@ -16,7 +16,7 @@ import importlib
 from .. import isa as _isa
 
 #: the family modules, in lookup order
-FAMILIES = ("float_mode", "vop_float", "vop3_int", "i16", "div", "sdwa_dpp", "f16", "vop3p", "ds", "smem", "salu_extra", "convert", "vmem_d16", "vmem_format", "scratch")
+FAMILIES = ("float_mode", "vop_float", "vop3_int", "i16", "div", "sdwa_dpp", "f16", "vop3p", "ds", "smem", "salu_extra", "convert", "vmem_d16", "vmem_format", "scratch", "misc_vop3")
 
 _REGISTRY: dict | None = None
 

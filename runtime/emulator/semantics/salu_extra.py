@@ -164,6 +164,26 @@ def _nop(ins, b, p):
     return lambda b, g: None
 
 
+def _trap(ins, b, p):
+    """s_trap: the wave enters the trap handler; ROCm reports a queue error (HIP's abort()
+    and failed device asserts compile to ``s_trap 2``): here an EmulatorFault."""
+    from ..errors import EmulatorFault
+    code = ins.f["simm16"] & 0xFF
+
+    def run(b, g):
+        raise EmulatorFault(f"the kernel executed s_trap {code} (abort() or a failed assert in device code)")
+    return run
+
+
+def _vmem_nop(ins, b, p):
+    """buffer_wbinvl1(_vol): invalidate the vector L1 cache (no cache model: counts on vmcnt)."""
+    from .. import core
+
+    def run(b, g):
+        core._issue(g, p, "vm")
+    return run
+
+
 BUILDERS = {
     "s_brev_b64": _per_wave(_brev64, 64),
     "s_bitset0_b32": _per_wave(lambda s, d: d & ~(1 << (s & 31)) & M32, 32, reads_dst=True),
@@ -185,4 +205,6 @@ BUILDERS = {
     "s_movrels_b32": _movrel("s", 1), "s_movrels_b64": _movrel("s", 2),
     "s_movreld_b32": _movrel("d", 1), "s_movreld_b64": _movrel("d", 2),
     "s_sendmsg": _nop,
+    "s_trap": _trap,
+    "buffer_wbinvl1": _vmem_nop, "buffer_wbinvl1_vol": _vmem_nop,
 }
