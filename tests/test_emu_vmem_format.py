@@ -42,3 +42,10 @@ def test_other_formats_are_refused_with_the_mnemonic():
                           "buffer_load_format_x v20, v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)")
     with pytest.raises(UnsupportedInstruction, match="buffer_load_format_x"):
         run(body)
+
+
+def test_missing_components_read_zero_and_one():
+    body = desc(4, 7) + ("v_lshlrev_b32 v2, 2, v0\n"
+                         "buffer_load_format_xyzw v[20:23], v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)")
+    x, y, z, w = run(body, n_out=4)
+    assert x == [int(a) for a in A] and y == [0] * 64 and z == [0] * 64 and w == [0x3F800000] * 64

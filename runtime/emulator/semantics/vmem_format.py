@@ -4,9 +4,10 @@ from the buffer descriptor: NUM_FORMAT word3[14:12], DATA_FORMAT word3[18:15]) a
 8.1 and 12.15-12.16.
 
 Emulated for 32-bit components (DATA_FORMAT 32, 32_32, 32_32_32, 32_32_32_32 with
-NUM_FORMAT uint, sint or float: the register holds the memory dword unchanged) when the
-format has at least the instruction's components: then the access is the core's
-``dword``/``dwordxN`` access with the same addressing.  Other formats (8/16-bit,
+NUM_FORMAT uint, sint or float: the register holds the memory dword unchanged): the
+access is the core's ``dword``/``dwordxN`` access (same addressing) of the components
+both the format and the instruction have; a load fills the components the format lacks
+with 0 (y, z) and 1 (w: 1.0 for float), a store drops them.  Other formats (8/16-bit,
 packed, normalized, scaled conversions) and the d16 forms stop with
 UnsupportedInstruction naming the mnemonic and the format.
 """
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..errors import UnsupportedInstruction
+from ._util import U32
 
 _COMPONENTS = {"x": 1, "xy": 2, "xyz": 3, "xyzw": 4}
 #: DATA_FORMAT -> 32-bit components (only the 32-bit-per-component formats)
@@ -31,31 +35,63 @@ def _plain(name: str) -> tuple[str, int] | None:
     return f"{kind}_dword" + (f"x{n}" if n > 1 else ""), n
 
 
-def _check(ins, dfmt, nfmt, n):
-    if _DFMT32.get(dfmt, 0) < n or nfmt not in _NFMT_RAW:
+def _check(ins, dfmt, nfmt):
+    if dfmt not in _DFMT32 or nfmt not in _NFMT_RAW:
         raise UnsupportedInstruction(
             f"{ins.mnemonic} with data format {dfmt}, number format {nfmt}: only 32-bit uint/sint/float "
             f"components are emulated", mnemonic=ins.mnemonic)
+    return _DFMT32[dfmt]
 
 
 def _build(ins, b, p):
     from .. import core
+    from ..decode import vreg
     pl = _plain(ins.f["op"])
     if pl is None:
         return None
-    op, n = pl
-    ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op), encoding="MUBUF")
+    _, n = pl
+    load = ins.f["op"].startswith("load")
+    if load:
+        p.load_kind = "vm"
+    d = ins.dst[0].reg if load else ins.src[-1].reg
+    inners: dict[int, object] = {}
+
+    def inner_for(nf):
+        fn = inners.get(nf)
+        if fn is None:
+            op = ("load" if load else "store") + "_dword" + (f"x{nf}" if nf > 1 else "")
+            if load:
+                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
+                                           dst=[vreg(d, nf)])
+            else:
+                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
+                                           src=list(ins.src[:-1]) + [vreg(d, nf)])
+            fn = inners[nf] = core.build_mubuf(ins2, b, p)
+        return fn
+
     if ins.encoding == "MTBUF":
-        _check(ins, ins.f["dfmt"], ins.f["nfmt"], n)
-        return core.build_mubuf(ins2, b, p)
-    inner = core.build_mubuf(ins2, b, p)
-    r = ins.f["srsrc"].reg
+        fixed = min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"]))
+        fmt = lambda b, g: (fixed, ins.f["nfmt"])  # noqa: E731
+    else:
+        r = ins.f["srsrc"].reg
+
+        def fmt(b, g):
+            w3 = {int(x) for x in b.S[r + 3][g.sel]}
+            if len(w3) != 1:
+                raise UnsupportedInstruction(f"{ins.mnemonic}: waves with different buffer formats",
+                                             mnemonic=ins.mnemonic)
+            v = w3.pop()
+            return min(n, _check(ins, (v >> 15) & 0xF, (v >> 12) & 7)), (v >> 12) & 7
 
     def run(b, g):
-        w3 = b.S[r + 3][g.sel]
-        for v in set(int(x) for x in w3):
-            _check(ins, (v >> 15) & 0xF, (v >> 12) & 7, n)
-        return inner(b, g)
+        nf, nfmt = fmt(b, g)
+        r_ = inner_for(nf)(b, g)
+        if load and nf < n:
+            # components the format lacks read as 0 (y, z) and 1 (w)
+            one = 0x3F800000 if nfmt == 7 else 1
+            for i in range(nf, n):
+                b.vwrite(g, d + i, np.full((g.n, core.WAVE), one if i == 3 else 0, U32))
+        return r_
     return run
 
 
