@@ -36,7 +36,7 @@
 // CHECK: s_cbranch_scc1 .Lg_k_loop
 // Epilogue: C = alpha * acc + beta * C on pairs, alpha and beta from SGPR pairs.
 // CHECK: s_load_dwordx2 s[{{[0-9]+}}:{{[0-9]+}}], s[0:1], 0x30 ; kernarg alpha
-// CHECK-NEXT: s_load_dwordx2 s[{{[0-9]+}}:{{[0-9]+}}], s[0:1], 0x38 ; kernarg beta
+// CHECK: s_load_dwordx2 s[{{[0-9]+}}:{{[0-9]+}}], s[0:1], 0x38 ; kernarg beta
 // CHECK: global_load_dwordx4 {{.*}} ; C row 0 cols 0..
 // CHECK: v_mul_f64 v[{{[0-9]+}}:{{[0-9]+}}], s[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}]
 // CHECK-NEXT: v_fma_f64 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], s[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}]

@@ -3,23 +3,26 @@
 // RUN: vlpc compile %s --split-k 1 --local-split 2 --emit asm | filecheck %s --check-prefix=LOCAL
 
 // Workspace mode: the main kernel stores raw partial tiles into slice z of the workspace
-// (no alpha, beta or C); the reduce kernel, in the same code object, sums the 4 partials
-// of each element in slice order and applies alpha and beta.
+// (no beta or C; alpha only to store zero partials when alpha = 0, BLAS's quick return); the
+// reduce kernel, in the same code object, sums the 4 partials of each element in slice order
+// and applies alpha and beta.
 // WS: sgemm:
 // WS: .Lsgemm_k_loop:
 // WS: v_fma_f32 v[[C:[0-9]+]], v{{[0-9]+}}, s{{[0-9]+}}, v[[C]]
 // WS: s_load_dwordx2 s[{{[0-9]+}}:{{[0-9]+}}], s[0:1], 0x38 {{ +}}; kernarg workspace
-// WS-NOT: kernarg alpha
+// WS-NOT: kernarg beta
+// WS-NOT: kernarg C
 // WS: global_store_dword
 // WS: s_endpgm
 // WS: .amdhsa_kernel sgemm{{$}}
 // WS: .amdhsa_system_sgpr_workgroup_id_z 1
 // WS: sgemm_reduce:
 // WS-NOT: v_fma_f32 v{{[0-9]+}}, v{{[0-9]+}}, s{{[0-9]+}}, v
+// (each slice's offset is added to the address in a VGPR between the loads)
 // WS: global_load_dword {{.*}} ; partial 0 row 0
-// WS-NEXT: global_load_dword {{.*}} ; partial 1 row 0
-// WS-NEXT: global_load_dword {{.*}} ; partial 2 row 0
-// WS-NEXT: global_load_dword {{.*}} ; partial 3 row 0
+// WS: global_load_dword {{.*}} ; partial 1 row 0
+// WS: global_load_dword {{.*}} ; partial 2 row 0
+// WS: global_load_dword {{.*}} ; partial 3 row 0
 // WS: v_add_f32
 // WS: v_add_f32
 // WS: v_add_f32

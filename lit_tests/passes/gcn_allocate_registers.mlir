@@ -12,5 +12,5 @@
 // CHECK: "gcn.v_fma_f32"(%{{.*}}, %{{.*}}, %{{.*}}) : (!gcn.vgpr<v[[B:[0-9]+]]>, !gcn.sgpr<s{{[0-9]+}}>, !gcn.vgpr<v[[C:[0-9]+]]>) -> !gcn.vgpr<v[[C]]>
 // CHECK-NOT: !gcn.sgpr<x
 // CHECK-NOT: !gcn.vgpr<x
-// BUDGET: error: register allocation failed: kernel 'sgemm' needs {{[0-9]+}} VGPRs at once
+// BUDGET: error: register allocation failed: kernel 'sgemm' needs {{[0-9]+}} VGPRs live at once
 // BUDGET-SAME: the budget is 64
