@@ -49,3 +49,17 @@ def test_missing_components_read_zero_and_one():
                          "buffer_load_format_xyzw v[20:23], v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)")
     x, y, z, w = run(body, n_out=4)
     assert x == [int(a) for a in A] and y == [0] * 64 and z == [0] * 64 and w == [0x3F800000] * 64
+
+
+def test_d16_format_load_and_store_float():
+    vals = np.array([1.5, -2.0] * 64, np.float32)
+    h = lambda x: int(np.array(x, np.float16).view(np.uint16))  # noqa: E731
+    outs, _ = run_lanes(desc(11, 7) + ("v_lshlrev_b32 v2, 3, v0\n"
+                                       "buffer_load_format_d16_xy v20, v2, s[40:43], 0 offen\n"
+                                       "s_waitcnt vmcnt(0)"), [vals.view(np.uint32)[:64]])
+    # the first 32 lanes read pairs (1.5, -2.0) packed as f16 (lanes 32.. are past 256 bytes: 0)
+    assert [int(x) for x in outs[0][:32]] == [h(1.5) | (h(-2.0) << 16)] * 32
+    body = desc(4, 7) + ("v_lshlrev_b32 v2, 2, v0\nv_mov_b32 v3, 0x3e00\n"       # f16 1.5
+                         "buffer_store_format_d16_x v3, v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)\n"
+                         "buffer_load_dword v20, v2, s[40:43], 0 offen\ns_waitcnt vmcnt(0)")
+    assert run(body)[0] == [int(np.array(1.5, np.float32).view(np.uint32))] * 64

@@ -7,9 +7,10 @@ Emulated for 32-bit components (DATA_FORMAT 32, 32_32, 32_32_32, 32_32_32_32 wit
 NUM_FORMAT uint, sint or float: the register holds the memory dword unchanged): the
 access is the core's ``dword``/``dwordxN`` access (same addressing) of the components
 both the format and the instruction have; a load fills the components the format lacks
-with 0 (y, z) and 1 (w: 1.0 for float), a store drops them.  Other formats (8/16-bit,
-packed, normalized, scaled conversions) and the d16 forms stop with
-UnsupportedInstruction naming the mnemonic and the format.
+with 0 (y, z) and 1 (w: 1.0 for float), a store drops them.  The d16 forms pack 16-bit
+components (see :func:`_build_d16`).  Other formats (8/16-bit, packed, normalized,
+scaled conversions) stop with UnsupportedInstruction naming the mnemonic and the
+format.
 """
 
 from __future__ import annotations
@@ -95,13 +96,106 @@ def _build(ins, b, p):
     return run
 
 
+def _build_d16(ins, b, p):
+    """``*_format_d16_*``: 16-bit components packed two per VGPR (x, y in the low/high half
+    of the first, z, w of the second; ``d16_hi_x``: the high half, low half kept).  Float
+    formats convert f32 <-> f16 (round to nearest even), integer ones keep / extend the low
+    16 bits.  Runs the core's dword access through the destination (or data) VGPRs and
+    restores them before packing."""
+    from .. import core
+    from ..decode import vreg
+    name = ins.f["op"]
+    load = name.startswith("load")
+    rest = name.split("_format_d16_", 1)[1]
+    hi = rest.startswith("hi_")
+    n = _COMPONENTS[rest[3:] if hi else rest]
+    if load:
+        p.load_kind = "vm"
+    d = ins.dst[0].reg if load else ins.src[-1].reg
+    inners: dict[int, object] = {}
+
+    def inner_for(nf):
+        fn = inners.get(nf)
+        if fn is None:
+            op = ("load" if load else "store") + "_dword" + (f"x{nf}" if nf > 1 else "")
+            if load:
+                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
+                                           dst=[vreg(d, nf)])
+            else:
+                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
+                                           src=list(ins.src[:-1]) + [vreg(d, nf)])
+            fn = inners[nf] = core.build_mubuf(ins2, b, p)
+        return fn
+
+    def fmt(b, g):
+        if ins.encoding == "MTBUF":
+            return min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"])), ins.f["nfmt"]
+        w3 = {int(x) for x in b.S[ins.f["srsrc"].reg + 3][g.sel]}
+        if len(w3) != 1:
+            raise UnsupportedInstruction(f"{ins.mnemonic}: waves with different buffer formats",
+                                         mnemonic=ins.mnemonic)
+        v = w3.pop()
+        return min(n, _check(ins, (v >> 15) & 0xF, (v >> 12) & 7)), (v >> 12) & 7
+
+    def to16(x, nfmt):
+        if nfmt == 7:
+            return np.asarray(x, U32).view(np.float32).astype(np.float16).view(np.uint16).astype(U32)
+        return np.asarray(x, U32) & U32(0xFFFF)
+
+    def from16(x, nfmt):
+        x = np.asarray(x, U32) & U32(0xFFFF)
+        if nfmt == 7:
+            return x.astype(np.uint16).view(np.float16).astype(np.float32).view(U32)
+        if nfmt == 5:
+            return np.where(x >= 0x8000, x | U32(0xFFFF0000), x).astype(U32)
+        return x
+
+    def run(b, g):
+        nf, nfmt = fmt(b, g)
+        if d + nf > b.nv:
+            raise UnsupportedInstruction(f"{ins.mnemonic}: needs VGPRs up to v{d + nf - 1}", mnemonic=ins.mnemonic)
+        saved = [b.V[d + i][g.sel].copy() for i in range(nf)]
+        em = b.em(g)
+        if load:
+            r_ = inner_for(nf)(b, g)
+            comps = [b.V[d + i][g.sel].copy() for i in range(nf)]
+            for i in range(nf):
+                b.V[d + i][g.sel] = saved[i]
+            one = 0x3C00 if nfmt == 7 else 1
+            vals = [to16(c, nfmt) for c in comps] + [np.full((g.n, core.WAVE), one if i == 3 else 0, U32)
+                                                     for i in range(nf, n)]
+            if hi:
+                out = (b.V[d][g.sel] & U32(0xFFFF)) | (vals[0] << U32(16))
+                b.V[d][g.sel] = np.where(em, out, b.V[d][g.sel])
+                return r_
+            for k in range((n + 1) // 2):
+                lo = vals[2 * k]
+                hv = vals[2 * k + 1] if 2 * k + 1 < n else U32(0)
+                out = lo | (np.asarray(hv, U32) << U32(16))
+                b.V[d + k][g.sel] = np.where(em, out, b.V[d + k][g.sel])
+            return r_
+        if hi:
+            comps = [saved[0] >> U32(16)]
+        else:
+            comps = [(b.V[d + i // 2][g.sel] >> U32(16 * (i % 2))) for i in range(nf)]
+        wide = [from16(c, nfmt) for c in comps]
+        for i in range(nf):
+            b.V[d + i][g.sel] = wide[i]
+        try:
+            return inner_for(nf)(b, g)
+        finally:
+            for i in range(nf):
+                b.V[d + i][g.sel] = saved[i]
+    return run
+
+
 def _names():
     from vlpc import isa as table
     out = {}
     for enc in ("MUBUF", "MTBUF"):
         for mn in table.opcodes(enc).values():
-            if "_format_" in mn and "d16" not in mn:
-                out[mn] = _build
+            if "_format_" in mn:
+                out[mn] = _build_d16 if "_d16" in mn else _build
     return out
 
 
