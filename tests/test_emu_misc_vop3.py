@@ -50,3 +50,34 @@ def test_s_trap_faults_and_wbinvl1_runs():
     with pytest.raises(EmulatorFault, match="s_trap 2"):
         run_lanes("s_trap 2", [])
     run_lanes("buffer_wbinvl1\ns_waitcnt vmcnt(0)\nv_mov_b32 v20, 0", [])
+
+
+def test_trig_preop_segments_sum_to_two_over_pi():
+    from fractions import Fraction
+    one = np.float64(1.0).view(np.uint64)
+    lo, hi = int(one) & 0xFFFFFFFF, int(one) >> 32
+    body = ("v_mov_b32 v30, v10\nv_mov_b32 v31, v11\n"
+            "v_trig_preop_f64 v[32:33], v[30:31], 0\nv_trig_preop_f64 v[34:35], v[30:31], 1\n"
+            "v_mov_b32 v20, v32\nv_mov_b32 v21, v33\nv_mov_b32 v22, v34\nv_mov_b32 v23, v35")
+    a, b_, c, d = run1(body, [lo], [hi], n_out=4)
+    s0 = np.array([a[0] | (b_[0] << 32)], np.uint64).view(np.float64)[0]
+    s1 = np.array([c[0] | (d[0] << 32)], np.uint64).view(np.float64)[0]
+    # segment 0 is 2/pi truncated to 53 bits: within one ulp below the rounded double
+    assert 0 <= 2 / np.pi - s0 <= np.spacing(2 / np.pi)
+    # segment 1 carries the next 53 bits: s0 + s1 is 2/pi to ~106 bits (check with pi's digits)
+    pi_106 = Fraction(3141592653589793238462643383279502884197, 10 ** 39)
+    assert abs(Fraction(s0) + Fraction(s1) - 2 / pi_106) < Fraction(1, 2 ** 104)
+
+
+def test_ds_addtid_and_endpgm_ordered():
+    body = ("s_mov_b32 m0, 64\nds_write_addtid_b32 v10\ns_waitcnt lgkmcnt(0)\n"
+            "v_lshlrev_b32 v21, 2, v0\nds_read_b32 v20, v21 offset:64\ns_waitcnt lgkmcnt(0)\n"
+            "ds_read_addtid_b32 v22 offset:0\ns_waitcnt lgkmcnt(0)\nv_mov_b32 v21, v22")
+    vals = (np.arange(64) * 5 + 1).astype(np.uint32)
+    outs, _ = run_lanes(body, [vals], n_out=2, lds_bytes=1024)
+    assert [int(x) for x in outs[0]] == [int(v) for v in vals]
+    assert [int(x) for x in outs[1]] == [int(v) for v in vals]
+    # ends the wave like s_endpgm (nothing follows it in the code)
+    from vlpc.runtime.emulator.testing import run_program
+    _, stats = run_program("s_nop 0\ns_endpgm_ordered_ps_done\n")
+    assert stats.instructions == 2

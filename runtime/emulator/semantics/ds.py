@@ -13,7 +13,10 @@
   ~DATA0) | DATA1), f32 ``add``/``min``/``max``, with and without ``_rtn`` (returns
   the old value);
 * ``ds_read_*_d16`` / ``_d16_hi`` (into the low / high half, keeping the other) and
-  ``ds_write_b8_d16_hi`` / ``ds_write_b16_d16_hi`` (store the high half).
+  ``ds_write_b8_d16_hi`` / ``ds_write_b16_d16_hi`` (store the high half);
+* ``ds_src2`` forms, ``ds_wrap_rtn_b32``, ``ds_append``/``ds_consume`` (counter at
+  M0[15:0] + offset) and ``ds_read/write_addtid_b32`` (address M0[15:0] + offset +
+  lane * 4).
 
 Addresses are bytes in the workgroup's LDS (``addr + offset``, two offsets scaled by
 the element size (x64 for ``st64``) for the ``2`` forms); an access outside the LDS
@@ -345,9 +348,41 @@ def _build_append(ins, b, p):
     return run
 
 
+def _build_addtid(ins, b, p):
+    """DS_READ_ADDTID_B32 / DS_WRITE_ADDTID_B32: LDS address M0[15:0] + offset + lane * 4."""
+    core = _core()
+    from .. import isa as eisa
+    off = ins.f["offset"]
+    read = ins.mnemonic.startswith("ds_read")
+    reg = ins.dst[0].reg if read else ins.src[0].reg
+    if read:
+        p.load_kind = "lds"
+    p.rkeys = p.rkeys | {eisa.M0}
+    p.keys = p.rkeys | p.wkeys
+    lane4 = (np.arange(core.WAVE, dtype=np.int64) * 4)[None, :]
+
+    def run(b, g):
+        em = b.em(g)
+        a_ = (b.S[eisa.M0][g.sel].astype(np.int64) & 0xFFFF)[:, None] + off + lane4
+        bad = em & ((a_ + 4 > b.lds_bytes) | (a_ & 3 != 0))
+        if bad.any():
+            raise LdsOutOfRange(f"{ins.mnemonic}: LDS address outside the allocation or misaligned")
+        a_ = a_ + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+        w = b.LDS.reshape(-1)
+        if read:
+            _write_lanes(b, g, reg, w[a_[em] >> 2], em)
+            b.st.lds_bytes_read += 4 * int(em.sum())
+        else:
+            w[a_[em] >> 2] = b.V[reg][g.sel][em]
+            b.st.lds_bytes_written += 4 * int(em.sum())
+        core._issue(g, p, "lds")
+    return run
+
+
 def _names():
     out = {"ds_bpermute_b32": _build_bpermute, "ds_permute_b32": _build_bpermute,
-           "ds_swizzle_b32": _build_swizzle}
+           "ds_swizzle_b32": _build_swizzle, "ds_read_addtid_b32": _build_addtid,
+           "ds_write_addtid_b32": _build_addtid}
     for mn in table.opcodes("DS").values():
         if mn in out:
             continue

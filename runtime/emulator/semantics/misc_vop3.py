@@ -9,7 +9,9 @@
   SAD(S0.u64 >> 8k, S1) + S2.u16[k]; m: masked) and ``v_mqsad_u32_u8`` (32-bit
   accumulators in a 128-bit S2/D);
 * ``v_cvt_pkaccum_u8_f32``: byte S1[1:0] of D replaced by u8(S0.f) (round to nearest
-  even, clamped to 0..255), the other bytes of D kept.
+  even, clamped to 0..255), the other bytes of D kept;
+* ``v_trig_preop_f64``: 53-bit segment S1[4:0] of 2/pi (1201 bits, computed here from
+  Machin's formula), see :func:`trig_preop`.
 """
 
 from __future__ import annotations
@@ -124,3 +126,61 @@ BUILDERS = {
     "v_qsad_pk_u16_u8": plain(_qsad(False, False)), "v_mqsad_pk_u16_u8": plain(_qsad(True, False)),
     "v_mqsad_u32_u8": _build_mqsad_u32, "v_cvt_pkaccum_u8_f32": _build_pkaccum,
 }
+
+
+# -- v_trig_preop_f64 ---------------------------------------------------------------------------
+
+def _pi_fixed(bits: int) -> int:
+    """floor(pi * 2^bits) by Machin's formula in integer arithmetic (guard bits included)."""
+    g = bits + 32
+    one = 1 << g
+
+    def atan_inv(x):
+        total, term, k, sign = 0, one // x, 1, 1
+        x2 = x * x
+        while term:
+            total += sign * (term // k)
+            term //= x2
+            k += 2
+            sign = -sign
+        return total
+    return (16 * atan_inv(5) - 4 * atan_inv(239)) >> 32
+
+
+def _two_over_pi_bits() -> int:
+    """2/pi as 0.b1200 b1199 ... b0: floor(2/pi * 2^1201)."""
+    return (2 << (1201 + 1300)) // _pi_fixed(1300)
+
+
+_TOP = _two_over_pi_bits()
+
+
+def trig_preop(s0_bits: int, seg: int) -> float:
+    """V_TRIG_PREOP_F64: the 53-bit segment ``seg`` (S1[4:0]) of 2/pi, scaled so that the
+    segments sum to 2/pi; for exponent(S0) > 1077 the window moves down by
+    exponent(S0) - 1077 bits (and the scale up by 2^128 for exponent >= 1968)."""
+    import math
+    e = (s0_bits >> 52) & 0x7FF
+    shift = (seg & 31) * 53
+    if e > 1077:
+        shift += e - 1077
+    sh = 1201 - 53 - shift
+    result = (_TOP >> sh) if sh >= 0 else (_TOP << -sh)
+    result &= (1 << 53) - 1
+    scale = -53 - shift
+    if e >= 1968:
+        scale += 128
+    return math.ldexp(float(result), scale)
+
+
+def _trig_preop(a, c):
+    a = np.asarray(a, U64)
+    c = np.asarray(c, U32)
+    a, c = np.broadcast_arrays(a, c)
+    out = np.empty(a.shape, np.float64)
+    for idx in np.ndindex(a.shape):
+        out[idx] = trig_preop(int(a[idx]), int(c[idx]))
+    return out.view(U64)
+
+
+BUILDERS["v_trig_preop_f64"] = plain(_trig_preop)

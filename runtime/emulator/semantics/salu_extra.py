@@ -175,6 +175,15 @@ def _trap(ins, b, p):
     return run
 
 
+def _endpgm(ins, b, p):
+    """s_endpgm_ordered_ps_done: ends the wave like s_endpgm (the pixel-shader ordering
+    signal has no compute meaning)."""
+    import dataclasses
+
+    from .. import core
+    return core.build_sopp(dataclasses.replace(ins, mnemonic="s_endpgm"), b, p)
+
+
 def _vmem_nop(ins, b, p):
     """buffer_wbinvl1(_vol): invalidate the vector L1 cache (no cache model: counts on vmcnt)."""
     from .. import core
@@ -206,5 +215,6 @@ BUILDERS = {
     "s_movreld_b32": _movrel("d", 1), "s_movreld_b64": _movrel("d", 2),
     "s_sendmsg": _nop,
     "s_trap": _trap,
+    "s_endpgm_ordered_ps_done": lambda ins, b, p: _endpgm(ins, b, p),
     "buffer_wbinvl1": _vmem_nop, "buffer_wbinvl1_vol": _vmem_nop,
 }
