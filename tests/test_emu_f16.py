@@ -72,3 +72,11 @@ def test_conversions_and_compares():
     assert out.tolist() == [0, 1]
     out = run1("v_max_f16 v20, v10, v11", h(np.nan), h(5.0))
     assert as_h(out)[0] == 5.0
+
+
+def test_madmk_madak_f16_literal():
+    # v_madmk_f16: S0 * K + S1;  v_madak_f16: S0 * S1 + K  (K = 2.0 as an f16 literal)
+    out = run1("v_madmk_f16 v20, v10, 0x4000, v11", h(1.5), h(0.25))
+    assert as_h(out)[0] == 3.25
+    out = run1("v_madak_f16 v20, v10, v11, 0x4000", h(1.5), h(0.5))
+    assert as_h(out)[0] == 2.75

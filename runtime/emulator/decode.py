@@ -393,9 +393,9 @@ def _vop2(pc, w, lit):
     ins = Instr(pc, size, "VOP2", op, mn)
     ins.dst = [vreg(vd, wd[0])]
     ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=isf), vreg(v1, wd[2])]
-    if mn in ("v_madmk_f32", "v_madak_f32"):
+    if mn in ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16"):
         k = Operand("lit", isa.LITERAL, 1, value=lit(), text=f"0x{lit():x}")
-        if mn == "v_madmk_f32":
+        if mn.startswith("v_madmk"):
             ins.src = [ins.src[0], k, ins.src[1]]
         else:
             ins.src = [ins.src[0], ins.src[1], k]

@@ -45,13 +45,29 @@ def builder_for(ins, core_builders: dict):
     UnsupportedInstruction naming the mnemonic and address).
     """
     if "sdwa" in ins.f or "dpp" in ins.f:
-        return _sdwa_dpp_or_none(ins)
+        fam = _sdwa_dpp_or_none(ins)
+        return None if fam is None else _guarded(fam)
     fam = _registry().get(ins.mnemonic)
     if fam is not None:
-        return fam
+        return _guarded(fam)
     if ins.mnemonic not in _isa.CORE_EXECUTED:
         return None
     return core_builders.get(ins.encoding)
+
+
+def _guarded(build):
+    """A family builder whose EmulatorFault (e.g. an unsupported operand form found while
+    compiling) is raised when the instruction executes, so the core locates it (kernel,
+    pc, wave) like any other fault."""
+    def guarded(ins, b, p):
+        from ..errors import EmulatorFault
+        try:
+            return build(ins, b, p)
+        except EmulatorFault as e:
+            def _raise_later(b, g, _e=e):
+                raise _e
+            return _raise_later
+    return guarded
 
 
 def _sdwa_dpp_or_none(ins):

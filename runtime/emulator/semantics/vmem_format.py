@@ -71,8 +71,7 @@ def _build(ins, b, p):
         return fn
 
     if ins.encoding == "MTBUF":
-        fixed = min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"]))
-        fmt = lambda b, g: (fixed, ins.f["nfmt"])  # noqa: E731
+        fmt = lambda b, g: (min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"])), ins.f["nfmt"])  # noqa: E731
     else:
         r = ins.f["srsrc"].reg
 
