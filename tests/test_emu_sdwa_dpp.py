@@ -97,3 +97,14 @@ def test_sdwa_f16_add_on_the_high_words():
     (out,), _ = run_lanes("v_add_f16_sdwa v20, v10, v11 dst_sel:WORD_0 dst_unused:UNUSED_PAD "
                           "src0_sel:WORD_1 src1_sel:WORD_1", [a, b])
     assert int(out[0]) == h(3.75)
+
+
+def test_dpp_mac_reads_the_destination():
+    a = np.linspace(1, 2, 64).astype(np.float32)
+    b = np.linspace(-3, 3, 64).astype(np.float32)
+    c = np.full(64, 0.5, np.float32)
+    (out,), _ = run_lanes("v_mov_b32 v20, v12\nv_mac_f32_dpp v20, v10, v11 quad_perm:[1,0,3,2] "
+                          "row_mask:0xf bank_mask:0xf", [a.view(np.uint32), b.view(np.uint32), c.view(np.uint32)])
+    perm = [(i & ~3) + [1, 0, 3, 2][i & 3] for i in range(64)]
+    want = (a[perm] * b).astype(np.float32) + c        # unfused: the product rounds first
+    assert (out.view(np.float32) == want.astype(np.float32)).all()

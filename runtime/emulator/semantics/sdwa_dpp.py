@@ -200,7 +200,8 @@ def _build_sdwa(ins, b, p):
             elif kind == "i16":
                 res = np.asarray(fn(*vals), I64) & 0xFFFF
             else:
-                res = fn(*vals)
+                # v_mac_f32: the accumulator (the destination) is the third operand
+                res = fn(*vals, *[e(b, g) for e in extra])
                 if post is not None:
                     res = post(res)
         res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
@@ -320,7 +321,7 @@ def _build_dpp(ins, b, p):
             elif kind == "i16":
                 res = np.asarray(fn(*[v & U32(0xFFFF) for v in vals]), I64) & 0xFFFF
             else:
-                res = fn(*vals)
+                res = fn(*vals, *[np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra])
                 if post is not None:
                     res = post(res)
         res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
