@@ -365,3 +365,28 @@ def test_split_k_workspace_limit_is_known_to_the_plan():
          "--split-k", "5", "--print-plan"],
         input=src, capture_output=True, text=True)
     assert out.returncode == 1 and "plan for" not in out.stdout and "32-bit byte offset" in out.stderr
+
+
+# -- the class: exactly sized NaN-padded buffers, BLAS rules, every edge -------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(layout=st.sampled_from(["NN", "NT", "TN", "TT"]), dtype=st.sampled_from(["f32", "f64"]),
+       m=st.integers(33, 100), n=st.integers(1, 90), k=st.integers(1, 40),
+       pads=st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9)),
+       dynamic=st.booleans(), alpha=st.sampled_from([0.0, 1.0, -1.5]), beta=st.sampled_from([0.0, 0.5]),
+       seed=st.integers(0, 1000))
+def test_property_exact_buffers_blas_rules(layout, dtype, m, n, k, pads, dynamic, alpha, beta, seed):
+    """NaN padding between rows and nothing after the last element; alpha = 0 over NaN/Inf A and
+    B, beta = 0 over a NaN C; static or launch-time leading dimensions; the last row tile moved
+    up (M not a multiple of the macro tile's M)."""
+    lda = (k if layout[0] == "N" else m) + pads[0]
+    ldb = (n if layout[1] == "N" else k) + pads[1]
+    ldc = n + pads[2]
+    ld = (lambda x: "?" if dynamic else x)
+    kern = compiled(gemm_source(layout, dtype, str(m), str(n), str(k), lda=ld(lda), ldb=ld(ldb), ldc=ld(ldc))).kernel()
+    a, b, c = operands(layout, dtype, m, n, k, seed=seed, nan_a=alpha == 0, nan_c=beta == 0)
+    got = launch_exact(kern, layout, dtype, m, n, k, a, b, c, alpha, beta, lda=lda, ldb=ldb, ldc=ldc)
+    check(got, reference(layout, a, b, c, alpha, beta), k, dtype)
