@@ -126,6 +126,7 @@ KERNELS = [
     ("sqc-f32", dict(), dict(), 64),
     ("sqc-f64-TN", dict(layout="TN", dtype="f64", m="40", n="33", k="9"), dict(), 40),
     ("lds-f32", dict(), dict(strategy="lds", macro_tile=(64, 64)), 64),
+    ("lds-f64", dict(dtype="f64"), dict(strategy="lds", macro_tile=(32, 64)), 64),
     ("split-workspace", dict(k="64"), dict(split_k=2), 64),
     ("split-atomic", dict(k="64"), dict(split_k=2, split_mode="atomic"), 64),
     ("local-split", dict(k="64"), dict(local_split=2, split_k=1), 64),
