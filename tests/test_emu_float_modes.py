@@ -193,3 +193,14 @@ def test_mode_change_reaches_instructions_already_run():
             "s_cbranch_scc1 loop")
     # first pass keeps 2^-140 (0x200), the second flushes it: the sum is 0x200, not 0x400
     assert run1(body, [DEN], [ONE], mode=mode(3)).tolist() == [DEN]
+
+
+def test_legacy_mad_and_mul_zero_times_anything_is_zero():
+    inf, nan = 0x7F800000, 0x7FC00000
+    # V_MAD_LEGACY_F32 / V_MUL_LEGACY_F32 (DX9 rules): 0 * inf = 0 * NaN = 0
+    out = run1("v_mad_legacy_f32 v20, v10, v11, 2.0", [0, inf], [inf, 0])
+    assert out.tolist() == [0x40000000, 0x40000000]
+    out = run1("v_mul_legacy_f32 v20, v10, v11", [0, nan], [nan, 0])
+    assert out.tolist() == [0, 0]
+    # the IEEE forms give NaN
+    assert np.isnan(run1("v_mad_f32 v20, v10, v11, 2.0", [0], [inf]).view(np.float32)[0])
