@@ -141,9 +141,10 @@ def test_v_med3_f32_nan_is_min3_of_the_others():
     assert out.tolist() == [ONE, 0x40000000, 0x40000000]
 
 
-def test_round_mode_other_than_nearest_is_refused():
-    with pytest.raises(UnsupportedInstruction, match="round mode"):
-        run1("v_add_f32 v20, v10, v11", [ONE], [ONE], mode=mode(r32=3))
+def test_directed_round_mode_without_emulation_is_refused():
+    # directed rounding is emulated for add/sub/mul/fma only: a square root under it stops
+    with pytest.raises(UnsupportedInstruction, match="v_sqrt_f32: round mode 3"):
+        run1("v_sqrt_f32 v20, v10", [ONE], mode=mode(r32=3))
 
 
 def test_mode_register_from_descriptor_fields():
@@ -204,3 +205,39 @@ def test_legacy_mad_and_mul_zero_times_anything_is_zero():
     assert out.tolist() == [0, 0]
     # the IEEE forms give NaN
     assert np.isnan(run1("v_mad_f32 v20, v10, v11, 2.0", [0], [inf]).view(np.float32)[0])
+
+
+def _f(x):
+    return int(np.array(x, np.float32).view(np.uint32))
+
+
+@pytest.mark.parametrize("r32, expect", [
+    (0, 1.0), (1, float(np.nextafter(np.float32(1), np.float32(2)))), (2, 1.0), (3, 1.0)])
+def test_directed_rounding_f32_add(r32, expect):
+    # 1 + 2^-30: nearest and down/zero give 1, up gives the next float
+    assert run1("v_add_f32 v20, v10, v11", [_f(1.0)], [_f(2.0 ** -30)], mode=mode(r32=r32)).tolist() == [_f(expect)]
+
+
+def test_directed_rounding_negative_mul_fma_and_overflow():
+    x = 1 + 2.0 ** -23                       # x * x = 1 + 2^-22 + 2^-46
+    lo, hi = 1 + 2.0 ** -22, 1 + 2.0 ** -22 + 2.0 ** -23
+    assert run1("v_mul_f32 v20, v10, v11", [_f(-x)], [_f(x)], mode=mode(r32=3)).tolist() == [_f(-lo)]
+    assert run1("v_mul_f32 v20, v10, v11", [_f(-x)], [_f(x)], mode=mode(r32=2)).tolist() == [_f(-hi)]
+    assert run1("v_fma_f32 v20, v10, v11, 0", [_f(x)], [_f(x)], mode=mode(r32=1)).tolist() == [_f(hi)]
+    big = np.finfo(np.float32).max
+    assert run1("v_add_f32 v20, v10, v11", [_f(big)], [_f(big)], mode=mode(r32=3)).tolist() == [_f(big)]
+    assert run1("v_add_f32 v20, v10, v11", [_f(big)], [_f(big)], mode=mode(r32=1)).tolist() == [0x7F800000]
+
+
+def test_directed_rounding_f64_add():
+    one = np.float64(1.0).view(np.uint64)
+    tiny = np.float64(2.0 ** -60).view(np.uint64)
+    body = ("v_mov_b32 v30, v10\nv_mov_b32 v31, v11\nv_mov_b32 v32, v12\nv_mov_b32 v33, v13\n"
+            "v_add_f64 v[34:35], v[30:31], v[32:33]\nv_mov_b32 v20, v34")
+    lo32 = lambda u: [int(u) & 0xFFFFFFFF]  # noqa: E731
+    hi32 = lambda u: [int(u) >> 32]  # noqa: E731
+    # round_16_64 = 1 (toward +inf): 1 + 2^-60 -> nextafter(1, 2), whose low word is 1
+    m = FloatMode(round_16_64=1).register
+    (out,), _ = run_lanes(body, [np.resize(np.array(v, np.uint32), 64) for v in
+                                 (lo32(one), hi32(one), lo32(tiny), hi32(tiny))], mode=m)
+    assert int(out[0]) == 1

@@ -20,8 +20,10 @@ Otherwise the instruction runs here:
   mode; otherwise a NaN operand yields the other operand (Vega ISA guide,
   ``V_MIN_F32`` pseudo-code, with -0 < +0).  These follow the ISA pseudo-code in
   every mode (``v_med3_f32`` with a NaN operand is ``v_min3_f32`` of the three).
-* FP_ROUND other than round-to-nearest-even is not emulated: a float instruction
-  that runs under such a mode stops with UnsupportedInstruction naming it.
+* FP_ROUND: the directed modes are emulated for ``v_add/sub/subrev/mul_f32``,
+  ``v_fma_f32``, ``v_fmac_f32``, ``v_add_f64`` and ``v_mul_f64`` (:mod:`.rounding`);
+  any other float instruction that runs under a directed mode stops with
+  UnsupportedInstruction naming it.
 
 Not covered here (their semantics ignore the mode): ``v_cmp_class_*`` (it tests the
 raw operand), ``v_frexp_*``, ``v_rcp_iflag_f32``, the ``v_cvt_*`` from integers
@@ -35,6 +37,7 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
+from . import rounding
 from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, specialize
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
@@ -219,7 +222,9 @@ def build(ins, b, p):
     posts: dict[bool, object] = {}
 
     def slow(b, g, mode):
-        _check_round(ins, mode, ftypes)
+        directed = mn in rounding.DIRECTED and dst_t is not None and round_bits(mode, dst_t)
+        if not directed:
+            _check_round(ins, mode, ftypes)
         vals = [flush_in(i, r(b, g), mode) for i, r in enumerate(readers)]
         if is_cmp:
             res = (O.f64_cmp if is64 else O.f32_cmp)(cond, vals[0], vals[1])
@@ -237,7 +242,7 @@ def build(ins, b, p):
         if sem is None:
             sem = sems[ieee] = _sem(mn, ieee)
         with np.errstate(all="ignore"):
-            v = sem(*vals)
+            v = rounding.directed(mn, vals, round_bits(mode, dst_t)) if directed else sem(*vals)
         if dst_t is not None and (mad or not (denorm_bits(mode, dst_t) & 2)):
             v = FLUSH[dst_t](v)
         dx10 = bool((mode >> 8) & 1)
