@@ -1,4 +1,5 @@
-"""vlpc bench: counters on the emulator (never GFLOP/s), clear errors elsewhere."""
+"""vlpc bench: modeled times on the emulator (labelled modeled), counters with --no-model,
+clear errors elsewhere."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ DYN = str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.m
 def test_emulator_sweep_reports_counters_not_time(tmp_path, capsys):
     csv_path = tmp_path / "b.csv"
     rc = main(["bench", DYN, "--device", "emulator", "--sweep", "--start", "256", "--stop", "512",
-               "--step", "256", "--k", "32", "--csv", str(csv_path)])
+               "--step", "256", "--k", "32", "--csv", str(csv_path), "--no-model"])
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     assert "no hardware timing" in cap.err
@@ -26,9 +27,28 @@ def test_emulator_sweep_reports_counters_not_time(tmp_path, capsys):
     assert 3.5 < i512 / i256 < 4.5
 
 
-def test_emulator_refuses_huge_sweeps(capsys):
-    assert main(["bench", DYN, "--device", "emulator", "--sweep"]) == 1
+def test_emulator_refuses_huge_full_sweeps(capsys):
+    assert main(["bench", DYN, "--device", "emulator", "--sweep", "--no-model"]) == 1
     assert "need --max-emulated" in capsys.readouterr().err
+
+
+def test_emulator_bench_reports_modeled_time(tmp_path, capsys):
+    csv_path = tmp_path / "m.csv"
+    rc = main(["bench", DYN, "--m", "256", "--n", "512", "--k", "64", "--csv", str(csv_path)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert "MODELED" in cap.err and "not measured" in cap.err
+    assert "modeled TFLOP/s" in cap.out
+    row = csv_path.read_text().splitlines()[1].split(",")
+    us, tflops, share = float(row[3]), float(row[4]), float(row[5])
+    # the row's own arithmetic: TFLOP/s = 2MNK / time, share = TFLOP/s / MI60's peak at 1700 MHz
+    assert tflops == __import__("pytest").approx(2 * 256 * 512 * 64 / (us * 1e-6) / 1e12, rel=1e-3)
+    assert share == __import__("pytest").approx(tflops / 13.9264, rel=1e-3)
+    # a lower engine clock cannot make the same kernel faster
+    rc = main(["bench", DYN, "--m", "256", "--n", "512", "--k", "64", "--clock", "1100", "--csv", str(csv_path)])
+    assert rc == 0
+    slow = float(csv_path.read_text().splitlines()[1].split(",")[3])
+    assert slow > us
 
 
 def test_hip_unavailable_is_one_line(capsys):

@@ -22,10 +22,16 @@ seed's format and optionally saved as CSV and as a chart (``--chart F.svg|F.png`
 matplotlib).  ``--rocblas-csv`` prints rocblas-bench's CSV instead of the table:
 ``transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us``.
 
-On the emulator (the default device, as for ``vlpc run``) there is no hardware time:
-the command reports the emulator's counters per size (instructions by class, register
-and memory traffic) and says so.  It never prints a GFLOP/s figure for the emulator
-(the rocblas CSV's Gflops and us fields are empty there).
+On the emulator (the default device, as for ``vlpc run``) there is no hardware time;
+the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi60``
+(default) or ``mi50``, ``--clock MHZ`` engine clock, ``--cus N`` (also the split-K
+plan's); ``runtime/timing``,
+calibrated on the seed's measured MI60 table, ``benchmarks/timing_calibration.py``):
+modeled time, modeled TFLOP/s, the share of the board's FP32/FP64 peak and where the
+cycles go (VALU busy, waiting on SMEM / VMEM / LDS, barrier, other issue, idle SIMDs,
+launch).  Only the workgroups the model traces are executed (a timing-only launch), so
+any size runs in seconds to a minute; ``--no-model`` reports the emulator's counters
+of a full functional run instead.  Every emulator figure is labelled modeled.
 """
 
 from __future__ import annotations
@@ -73,6 +79,10 @@ class BenchRow:
     kernel_ms: float | None = None
     gflops: float | None = None
     instructions: int | None = None
+    modeled_us: float | None = None
+    modeled_tflops: float | None = None
+    peak_share: float | None = None
+    breakdown: dict | None = None
     valu: int | None = None
     vgpr_reads: int | None = None
     sgpr_reads: int | None = None
@@ -184,7 +194,15 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("-j", "--warmup", type=int, default=1,
                    help="untimed launches first (rocblas-bench's -j, cold iterations; default: %(default)s)")
     b.add_argument("--max-emulated", type=positive, default=DEFAULT_MAX_EMULATED,
-                   help="largest M or N the emulator is asked to run (default: %(default)s)")
+                   help="with --no-model: largest M or N the emulator is asked to run in full "
+                        "(default: %(default)s)")
+    t = b.add_argument_group("timing model (emulator: modeled, not measured)")
+    t.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"),
+                   help="board the timing model predicts (default: %(default)s)")
+    t.add_argument("--clock", type=float, default=None, metavar="MHZ",
+                   help="engine clock in MHz (default: the board's: MI60 1700, as the seed measured; MI50 1725)")
+    t.add_argument("--no-model", action="store_true",
+                   help="no timing model: run every workgroup and report the emulator's counters")
     b.add_argument("--csv", metavar="FILE.csv", help="also write the table as CSV")
     b.add_argument("--chart", metavar="FILE.svg|FILE.png",
                    help="also write a chart of the sweep (matplotlib; the format follows the suffix)")
@@ -251,6 +269,15 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, bet
     kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
              np.int32(p.ldc), dtype(alpha), dtype(beta)]
     try:
+        if emulated and getattr(dev, "board", None) is not None:
+            st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
+            tm = st.timing
+            flops = 2.0 * p.m * p.n * p.k
+            peak = dev.board.peak_flops_f32 / (2 if dtype is np.float64 else 1)
+            tf = tm.tflops(flops)
+            return BenchRow(p.m, p.n, p.k, modeled_us=tm.time_us, modeled_tflops=tf,
+                            peak_share=tf * 1e12 / peak,
+                            breakdown={k: v / tm.time_us for k, v in tm.breakdown_us.items()})
         if emulated:
             st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
             return BenchRow(p.m, p.n, p.k, instructions=st.instructions, valu=st.by_class.get("valu", 0),
@@ -301,11 +328,21 @@ def cmd_bench(args) -> int:
         beta = 0.0 if args.beta is None else args.beta
     for p in problems:
         kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
-    dev = get_device(args.device)
+    modeled = args.device != "hip" and not args.no_model
+    dev_opts = {}
+    if modeled:
+        dev_opts = {"gpu": args.gpu, "clock_mhz": args.clock, "cus": getattr(args, "cus", None), "timing_only": True}
+    dev = get_device(args.device, **dev_opts)
     emulated = dev.name == "emulator"
+    modeled = emulated and getattr(dev, "board", None) is not None
     if args.verbose:
         print(f"vlpc: device {dev.describe()} ({getattr(dev, 'selection_reason', '')})", file=sys.stderr)
-    if emulated:
+    if modeled:
+        b = dev.board
+        print(f"vlpc bench: device is the emulator: times are MODELED by the timing model of {b.name} "
+              f"({b.compute_units} CUs, engine {b.engine_clock_mhz:.0f} MHz, memory {b.memory_clock_mhz:.0f} MHz), "
+              f"not measured", file=sys.stderr)
+    elif emulated:
         too_big = [p for p in problems if max(p.m, p.n) > args.max_emulated]
         if too_big:
             raise VlpcError(f"M or N up to {max(max(p.m, p.n) for p in too_big)} on the emulator would take very "
@@ -319,52 +356,74 @@ def cmd_bench(args) -> int:
     if args.rocblas_csv:
         print(ROCBLAS_CSV_HEADER, flush=True)
     else:
-        print(table_header(emulated, problems[0].k))
-        print("|---" * (7 if emulated else 3) + "|", flush=True)
+        print(table_header(emulated, problems[0].k, modeled))
+        print("|---" * (5 if modeled else 7 if emulated else 3) + "|", flush=True)
     launches = 1 if emulated else args.warmup + args.iterations
     total = sum(kernel.plan_workgroups(p.m, p.n, p.k) for p in problems) * launches
+    if modeled:  # timing-only launches: the bar counts sizes
+        total = len(problems)
     rows = []
     with Progress(total, "vlpc bench", quiet=args.quiet) as bar:
-        for p in problems:
+        for i, p in enumerate(problems):
             row = measure_size(kernel, dev, co, p, emulated=emulated, dtype=dtype, alpha=alpha, beta=beta,
-                               iterations=args.iterations, warmup=args.warmup, progress=bar)
+                               iterations=args.iterations, warmup=args.warmup,
+                               progress=None if modeled else bar)
+            if modeled:
+                bar(i + 1)
             rows.append(row)
             if args.rocblas_csv:
                 line = (rb or RocblasProblem.of(p, kernel.layout, kernel.launch_info.get("dtype", "f32"),
                                                 alpha, beta)).csv_line(row)
             else:
-                line = _format_row(row, emulated)
+                line = _format_row(row, emulated, modeled)
             if bar.bar is not None:
                 bar.bar.write(line, file=sys.stdout)
             else:
                 print(line, flush=True)
     if args.csv:
-        _write_csv(args.csv, rows, emulated)
+        _write_csv(args.csv, rows, emulated, modeled)
     if args.chart:
-        plot(args.chart, rows, emulated)
+        plot(args.chart, rows, emulated, modeled, dev if modeled else None)
     return 0
 
 
-def table_header(emulated: bool, k: int) -> str:
+#: Order of the "where the time goes" column.
+BREAKDOWN = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle", "launch")
+
+
+def table_header(emulated: bool, k: int, modeled: bool = False) -> str:
+    if modeled:
+        return (f"| K={k} | modeled time (us) | modeled TFLOP/s | % of peak | where the modeled time goes "
+                f"(VALU busy, waiting on SMEM/VMEM/LDS, barrier, other issue, idle SIMDs, launch) |")
     if emulated:
         return f"| K={k} | wave-instructions | VALU | VGPR reads | SGPR reads | LDS bytes | global bytes |"
     return f"| K={k} | kernel ms (mean) | TFLOP/s |"
 
 
-def _format_row(r: BenchRow, emulated: bool) -> str:
+def _format_row(r: BenchRow, emulated: bool, modeled: bool = False) -> str:
     size = f"M=N={r.m}" if r.m == r.n else f"M={r.m} N={r.n}"
+    if modeled:
+        where = ", ".join(f"{k} {r.breakdown.get(k, 0.0) * 100:.0f}%" for k in BREAKDOWN
+                          if r.breakdown.get(k, 0.0) >= 0.005)
+        return (f"| {size} | {r.modeled_us:.1f} | {r.modeled_tflops:.3f} | {r.peak_share * 100:.1f} | "
+                f"{where} |")
     if emulated:
         return (f"| {size} | {r.instructions} | {r.valu} | {r.vgpr_reads} | {r.sgpr_reads} | "
                 f"{r.lds_bytes} | {r.global_bytes} |")
     return f"| {size} | {r.kernel_ms:.4f} | {r.gflops / 1000:.3f} |"
 
 
-def _write_csv(path: str, rows: list[BenchRow], emulated: bool) -> None:
+def _write_csv(path: str, rows: list[BenchRow], emulated: bool, modeled: bool = False) -> None:
     import io
 
     buf = io.StringIO()
     w = csv.writer(buf)
-    if emulated:
+    if modeled:
+        w.writerow(["M", "N", "K", "modeled_us", "modeled_tflops", "peak_share"] + [f"share_{k}" for k in BREAKDOWN])
+        for r in rows:
+            w.writerow([r.m, r.n, r.k, f"{r.modeled_us:.3f}", f"{r.modeled_tflops:.4f}", f"{r.peak_share:.4f}"]
+                       + [f"{r.breakdown.get(k, 0.0):.4f}" for k in BREAKDOWN])
+    elif emulated:
         w.writerow(["M", "N", "K", "instructions", "valu", "vgpr_reads", "sgpr_reads", "lds_bytes", "global_bytes"])
         for r in rows:
             w.writerow([r.m, r.n, r.k, r.instructions, r.valu, r.vgpr_reads, r.sgpr_reads, r.lds_bytes, r.global_bytes])
@@ -375,14 +434,20 @@ def _write_csv(path: str, rows: list[BenchRow], emulated: bool) -> None:
     write_atomic(path, buf.getvalue())
 
 
-def plot(path: str, rows: list[BenchRow], emulated: bool) -> None:
-    """The bench chart (SVG or PNG by ``path``'s suffix): TFLOP/s on HIP, wave-instructions on
-    the emulator, against the size."""
+def plot(path: str, rows: list[BenchRow], emulated: bool, modeled: bool = False, dev=None) -> None:
+    """The bench chart (SVG or PNG by ``path``'s suffix): TFLOP/s on HIP, modeled TFLOP/s with the
+    timing model, wave-instructions on the emulator without it, against the size (as the seed's
+    section 3.1 chart)."""
     plt = pyplot()
     square = all(r.m == r.n for r in rows)
     xs = [r.m for r in rows] if square else list(range(len(rows)))
     fig, ax = plt.subplots(figsize=(7, 4))
-    if emulated:
+    if modeled:
+        ys = [r.modeled_tflops for r in rows]
+        b = dev.board
+        ax.set_ylabel("TFLOP/s (MODELED: vlpc timing model)")
+        ax.set_title(f"vlpc bench, modeled on {b.name} @ {b.engine_clock_mhz:.0f} MHz (K = {rows[0].k})")
+    elif emulated:
         ys = [r.instructions for r in rows]
         ax.set_ylabel("wave-instructions (emulator count)")
         ax.set_title(f"vlpc bench on the emulator: work per size (K = {rows[0].k})")
@@ -392,7 +457,7 @@ def plot(path: str, rows: list[BenchRow], emulated: bool) -> None:
         ax.set_title(f"vlpc bench: SGEMM throughput (K = {rows[0].k})")
     ax.plot(xs, ys, marker="o")
     for x, y in zip(xs, ys):
-        ax.annotate(f"{y:.3g}" if not emulated else f"{y:,}", (x, y), textcoords="offset points", xytext=(0, 5),
+        ax.annotate(f"{y:.3g}" if (modeled or not emulated) else f"{y:,}", (x, y), textcoords="offset points", xytext=(0, 5),
                     ha="center", fontsize=7)
     if square:
         ax.set_xlabel(f"M = N (elements; K = {rows[0].k})")

@@ -127,6 +127,9 @@ def cmd_run(args) -> int:
             raise VlpcError(f"--{name} {scalars[name]} is not a finite {np.dtype(dtype).name}")
 
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
+    if args.verbose and args.device == "emulator":
+        # -v on the emulator: also the timing model's modeled time (MI60 @ 1700 MHz, as the seed measured)
+        dev_opts["gpu"] = "mi60"
     dev = get_device(args.device, **dev_opts)
     if args.verbose:
         reason = getattr(dev, "selection_reason", "")
@@ -159,6 +162,10 @@ def cmd_run(args) -> int:
           f"launch wall time {r.wall_time:.3f} s (best of {args.iterations})")
     if dev.name == "emulator" and r.stats is not None:
         print("  emulator counters (not hardware time): " + _counters(r.stats))
+        timing = getattr(r.stats, "timing", None)
+        if timing is not None:
+            flops = 2.0 * p.m * p.n * p.k * max(1, p.batch or 1)
+            print(f"  {timing.summary()}; {timing.tflops(flops):.3f} TFLOP/s modeled")
     if args.save_output:
         import io
 

@@ -321,6 +321,7 @@ class TimingParams:
     branch_taken_extra_cycles: int = 4
     smem_hit_cycles: float = 40.0
     smem_issue_cycles: int = 1
+    scalar_bytes_per_cycle: float = 16.0
     l1_hit_cycles: float = 120.0
     l1_bytes_per_cycle: int = 64
     l1_bytes: int = 16 * 1024
@@ -350,6 +351,8 @@ TIMING_SOURCES: dict[str, str] = {
     "branch_taken_extra_cycles": "CLRX 'GCN ISA Instruction Timings' (jump penalties, one 4-cycle penalty)",
     "smem_hit_cycles": "calibrated (scalar cache hit latency)",
     "smem_issue_cycles": "assumed: one scalar cache request per cycle per CU",
+    "scalar_bytes_per_cycle": "calibrated (scalar cache data return, bytes per cycle, shared by the "
+                              "CUs of one scalar cache)",
     "l1_hit_cycles": "assumed from published GCN pointer-chasing measurements (~120 cycles, "
                      "chipsandcheese.com 'Measuring GPU memory latency')",
     "l1_bytes_per_cycle": "gfx906.md 'Memory': vector L1 64 B/clk",
@@ -385,6 +388,9 @@ class Board:
     engine_clock_mhz: float
     memory_clock_mhz: float
     hbm_bus_bits: int = 4096
+    #: Shader engines (workgroups are dispatched round-robin over them): 4 on Vega 10/20
+    #: (AMD "Vega" architecture whitepaper).
+    shader_engines: int = 4
     timing: TimingParams = TimingParams()
     #: Static (idle) board power in watts at ``engine_clock_mhz`` (seed 002 section 3.2).
     idle_watts: float | None = None

@@ -286,11 +286,10 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 group = wg_waves[j]
                 if all(at_barrier[x] or done[x] for x in group):
                     for x in group:
-                        if at_barrier[x] and x != w:
+                        if at_barrier[x] and x != w:  # parked past their s_barrier already
                             at_barrier[x] = False
                             ready[x] = t + turn
                             reason[x] = "issue"
-                            ptr[x] += 1
                     at_barrier[w] = False
                 else:
                     ready[w] = _INF

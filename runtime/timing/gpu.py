@@ -7,19 +7,20 @@ How a launch's time is modeled (every figure it prints is *modeled*, not measure
    workgroup, at most 16 workgroups per CU).
 2. **Representative CU.**  The dispatcher hands out workgroups breadth-first, so
    CU 0's first residents are workgroups 0, C, 2C, ... (C CUs).  Those ``R`` are
-   traced by the emulator instruction by instruction; the CU model
-   (:func:`~.cu.simulate_cu`) runs ``n`` of them together for ``n = 1..R`` and gives
-   ``T(n)``, the cycles ``n`` co-resident workgroups take.
+   traced by the emulator instruction by instruction and replayed by the CU model
+   (:func:`~.cu.simulate_cu`).
 3. **L2.**  The first round of workgroups (``C x R``) records the lines each touches
    (its footprint).  A line missing a CU's L1 misses L2 with probability
    ``unique lines / sum of per-workgroup lines`` (the first of the round's sharers
    fetches it from HBM, the others hit).  The HBM bandwidth (memory clock) is shared
    by the busy CUs.
-4. **Dispatch.**  A fluid model of the grid: each CU runs its resident workgroups
-   at rate ``1 / T(k)`` each when ``k`` are resident; a finishing workgroup's slot
-   takes the next workgroup of the grid.  This reproduces whole rounds, partial
-   last rounds and the tail (e.g. 196 workgroups on 64 CUs x 3 slots: one full
-   round then 4 workgroups alone).
+4. **Dispatch.**  Workgroups go breadth-first over identical CUs, so CU 0 receives
+   ``ceil(W / C)`` of them, ``R`` resident at a time, each freed slot refilled at once.
+   The CU model runs exactly that (with fresh addresses for each repeated trace), up
+   to ``4 R`` workgroups; beyond, it extrapolates the steady-state completion
+   interval (:func:`model_kernel`).  This reproduces whole rounds, partial last
+   rounds and the tail (e.g. 196 workgroups on 64 CUs x 3 slots: 3 together, then a
+   4th alone: the seed's measured dip at M = N = 1792).
 5. **Launch.**  ``launch_overhead_us`` per kernel; a plan's kernels run one after
    another and their times add.
 
@@ -97,6 +98,8 @@ class TimingReport:
     hbm_bytes: float = 0.0
     kernels: list[str] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
+    #: The per-kernel reports a plan's report adds up (:func:`combine`); empty for one kernel.
+    parts: list = field(default_factory=list)
 
     def tflops(self, flops: float) -> float:
         return flops / (self.time_us * 1e-6) / 1e12
@@ -135,7 +138,7 @@ def sqc_sharers(board: Board, active_cus: int) -> int:
 
 
 def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "",
-                 max_simulated: int | None = None) -> TimingReport:
+                 max_simulated: int | None = None, l2_miss: float | None = None) -> TimingReport:
     """The modeled time of one traced launch.
 
     CU 0 receives ``n0 = ceil(W / C)`` of the ``W`` workgroups (breadth-first dispatch
@@ -145,7 +148,8 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     steady state: the mean interval between completions after the first ``R`` and
     before the last ``R`` times the workgroups not simulated (the ramp-up and the
     drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
-    shortcut against a full simulation.
+    shortcut against a full simulation.  ``l2_miss`` overrides the miss probability
+    the trace's footprints give.
     """
     W = trace.workgroups
     C = board.compute_units
@@ -156,7 +160,7 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     n0 = max(1, math.ceil(W / C))
     cap = max_simulated or 4 * R
     n_sim = min(n0, max(cap, R))
-    p_miss = l2_miss_probability(trace)
+    p_miss = l2_miss_probability(trace) if l2_miss is None else l2_miss
     active = min(C, W)
     share = board.hbm_bytes_per_second / (board.engine_clock_mhz * 1e6) / active
     wgs = [traced[i % len(traced)] for i in range(n_sim)]
@@ -189,6 +193,10 @@ def combine(reports: list[TimingReport]) -> TimingReport:
     """Kernels of a plan run one after another: their times (and breakdowns) add."""
     if len(reports) == 1:
         return reports[0]
+    flat = []
+    for r in reports:
+        flat.extend(r.parts or [r])
+    reports = flat
     first = reports[0]
     bd = dict.fromkeys(list(REASONS) + ["launch"], 0.0)
     for r in reports:
@@ -200,4 +208,4 @@ def combine(reports: list[TimingReport]) -> TimingReport:
                         workgroups=sum(r.workgroups for r in reports), wgs_per_cu=first.wgs_per_cu,
                         cu_cycles=first.cu_cycles, l2_miss=first.l2_miss,
                         hbm_bytes=sum(r.hbm_bytes for r in reports),
-                        kernels=[k for r in reports for k in r.kernels])
+                        kernels=[k for r in reports for k in r.kernels], parts=reports)

@@ -1,0 +1,248 @@
+"""The timing model (runtime/timing): microkernels whose modeled time follows from the
+model's own stated rules (vlpc/targets.py TimingParams, runtime/timing/cu.py), and
+ordering properties that must hold whatever the calibration.
+
+Expected values are derived here from the rules (4-cycle VALU issue per SIMD, half-rate
+f64, SMEM latency = scalar-cache hit latency (+ L2 on a miss), bandwidth = bytes /
+share, LDS bank conflicts), not read back from the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from vlpc.runtime.emulator.core import lds_bank_cycles
+from vlpc.runtime.emulator.memory import Memory
+from vlpc.runtime.emulator.testing import run_program
+from vlpc.runtime.timing import TraceRequest, combine
+from vlpc.runtime.timing.cu import simulate_cu
+from vlpc.targets import get_board
+
+BOARD = get_board("mi60")
+# deterministic, penalty-free rules for the microkernels
+P = replace(BOARD.timing, long_instruction_extra_cycles=0.0, branch_taken_extra_cycles=0)
+B0 = BOARD.at(timing=P)
+
+
+def traced(asm: str, block=64, grid=1, wgs=(0,), mem=None, kernarg=0, **cfg):
+    req = TraceRequest(tuple(wgs), tuple(wgs))
+    _, st = run_program(asm, mem, grid=(grid, 1, 1), block=(block, 1, 1), kernarg=kernarg,
+                        trace=req, **cfg)
+    assert st.trace is not None
+    return st.trace
+
+
+def cycles(trace, wgs=(0,), board=B0, **kw):
+    return simulate_cu(trace, list(wgs), board, **kw)
+
+
+def test_dependent_fma_chain_issues_every_4_cycles():
+    n = 200
+    body = "v_mov_b32 v1, 1.0\nv_mov_b32 v2, 2.0\n" + "v_fmac_f32 v1, v2, v2\n" * n + "s_endpgm\n"
+    r = cycles(traced(body))
+    # one wave: one VALU per turn (4 cycles), dependent or not (GCN's 4-cycle cadence)
+    assert (n + 2) * 4 <= r.cycles <= (n + 2) * 4 + 12
+    assert r.breakdown["valu"] == (n + 2) * 4
+
+
+def test_independent_waves_share_their_simd():
+    n = 150
+    body = "v_mov_b32 v1, 1.0\n" + "v_fmac_f32 v1, v1, v1\n" * n + "s_endpgm\n"
+    one_per_simd = cycles(traced(body, block=256)).cycles   # 4 waves: one per SIMD
+    two_per_simd = cycles(traced(body, block=512)).cycles   # 8 waves: two per SIMD
+    assert one_per_simd == pytest.approx((n + 1) * 4, abs=12)
+    assert two_per_simd == pytest.approx(2 * (n + 1) * 4, abs=16)
+
+
+def test_f64_fma_is_half_rate():
+    n = 100
+    body = ("v_mov_b32 v2, 0\nv_mov_b32 v3, 0\nv_mov_b32 v4, 0\nv_mov_b32 v5, 0\n"
+            + "v_fma_f64 v[2:3], v[4:5], v[4:5], v[2:3]\n" * n + "s_endpgm\n")
+    r = cycles(traced(body))
+    assert r.cycles == pytest.approx(4 * 4 + n * P.valu_f64_cycles, abs=12)
+
+
+def _smem_chain(n: int, stride: int) -> str:
+    out = ["s_mov_b64 s[4:5], s[0:1]"]
+    for i in range(n):
+        out.append(f"s_load_dword s{8 + i % 8}, s[4:5], 0x{i * stride:x}")
+        out.append("s_waitcnt lgkmcnt(0)")
+    out.append("s_endpgm")
+    return "\n".join(out) + "\n"
+
+
+def test_smem_latency_chain():
+    n = 12
+    mem = Memory()
+    buf = mem.alloc(64 * n * 2, align=256)
+    hits = cycles(traced(_smem_chain(n, 4), mem=mem, kernarg=buf), l2_miss=0.0)
+    misses = cycles(traced(_smem_chain(n, 64), mem=mem, kernarg=buf), l2_miss=0.0)
+    # stride 4 bytes: the first load misses the scalar cache, the rest of the line hits
+    per_hit = P.smem_hit_cycles
+    per_miss = P.smem_hit_cycles + P.l2_hit_cycles
+    assert hits.counters["scalar_misses"] == 1 and hits.counters["scalar_hits"] == n - 1
+    assert misses.counters["scalar_misses"] == n
+    lo_hit = (n - 1) * per_hit + per_miss
+    assert lo_hit <= hits.cycles <= lo_hit + n * 8 + 16
+    assert n * per_miss <= misses.cycles <= n * per_miss + n * 8 + 16
+
+
+def test_streaming_loads_hit_the_hbm_bandwidth_limit():
+    loads = 16
+    mem = Memory()
+    waves = 8
+    nbytes = waves * 64 * 4 * loads
+    buf = mem.alloc(nbytes + 4096, align=256)
+    body = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_waitcnt lgkmcnt(0)",
+            "v_lshlrev_b32 v1, 2, v0",          # 4 bytes per lane
+            f"s_mul_i32 s6, s2, {64 * 4 * loads}",  # per-workgroup (one wave) offset
+            "v_add_u32 v1, s6, v1"]
+    for i in range(loads):
+        body.append(f"global_load_dword v{10 + i}, v1, s[4:5] offset:{i * 256}")
+    body += ["s_waitcnt vmcnt(0)", "s_endpgm"]
+    kernarg = mem.alloc(64, align=64)
+    mem.write(kernarg, np.array([buf], np.uint64).view(np.uint8))
+    tr = traced("\n".join(body) + "\n", grid=waves, wgs=tuple(range(waves)), mem=mem, kernarg=kernarg)
+    share = 1.0  # bytes per cycle
+    r = cycles(tr, wgs=tuple(range(waves)), l2_miss=1.0, hbm_share_bytes_per_cycle=share)
+    lines = r.counters["l1_misses"]
+    assert lines == waves * loads * 4  # 64 lanes x 4 bytes = 4 new lines per load
+    assert r.counters["l2_misses"] == lines + r.counters["scalar_misses"]
+    limit = lines * P.line_bytes / share
+    assert limit <= r.cycles <= limit + P.l2_hit_cycles + P.hbm_latency_ns * B0.engine_clock_mhz / 1000 + 2000
+
+
+def test_lds_bank_conflicts_from_lane_addresses():
+    em = np.ones((1, 64), bool)
+    linear = (np.arange(64, dtype=np.int64) * 4)[None, :]
+    same_bank = (np.arange(64, dtype=np.int64) * 128)[None, :]
+    broadcast = np.zeros((1, 64), np.int64)
+    assert lds_bank_cycles(linear, em, 1)[0] == 2         # 32 lanes, 32 banks: one pass per half
+    assert lds_bank_cycles(same_bank, em, 1)[0] == 64     # 32 distinct words in one bank per half
+    assert lds_bank_cycles(broadcast, em, 1)[0] == 2      # one address: a broadcast
+    assert lds_bank_cycles(linear, em, 4)[0] == 8         # b128: four dword passes
+
+
+def _lds_kernel(stride_bytes: int, n: int) -> str:
+    return ("v_mul_u32_u24 v1, %d, v0\n" % stride_bytes
+            + "ds_read_b32 v2, v1\ns_waitcnt lgkmcnt(0)\n" * n + "s_endpgm\n")
+
+
+def test_lds_conflicts_cost_cycles():
+    n = 32
+    free = cycles(traced(_lds_kernel(4, n), block=256, lds_bytes=65536), wgs=(0,))
+    conflict = cycles(traced(_lds_kernel(128, n), block=256, lds_bytes=65536), wgs=(0,))
+    # 4 waves share the CU's LDS pipeline: each access occupies it 64 cycles instead of 2,
+    # so the conflicting kernel is bound by 4 x n x 64 cycles of LDS; the other by latency
+    assert conflict.cycles >= 4 * n * 64
+    assert free.cycles <= n * (P.lds_latency_cycles + 2 + 2 * P.issue_turn_cycles) + 64
+    assert free.cycles < conflict.cycles / 3
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_barrier_waits_for_the_slowest_wave():
+    n = 120
+    body = ("v_readfirstlane_b32 s4, v0\n"
+            "s_cmp_eq_u32 s4, 0\n"
+            "s_cbranch_scc0 skip\n"
+            "v_mov_b32 v1, 1.0\n" + "v_fmac_f32 v1, v1, v1\n" * n +
+            "skip:\n"
+            "s_barrier\n"
+            "s_endpgm\n")
+    r = cycles(traced(body, block=128))
+    assert r.cycles >= n * 4
+    assert r.breakdown["barrier"] >= (n - 10) * 4 * 0.9  # wave 1's SIMD waits at the barrier
+
+
+def test_more_waves_per_simd_hide_latency():
+    # each wave: a scalar load, wait, 16 FMAs, repeated: latency-bound alone
+    body = ["s_mov_b64 s[4:5], s[0:1]", "v_mov_b32 v1, 1.0"]
+    for i in range(16):
+        body += [f"s_load_dword s8, s[4:5], 0x{i * 64:x}", "s_waitcnt lgkmcnt(0)"]
+        body += ["v_fmac_f32 v1, s8, v1"] * 16
+    body.append("s_endpgm")
+    mem = Memory()
+    buf = mem.alloc(64 * 32, align=256)
+    asm = "\n".join(body) + "\n"
+    one = cycles(traced(asm, block=256, mem=mem, kernarg=buf))         # 1 wave per SIMD
+    three = cycles(traced(asm, block=768, mem=mem, kernarg=buf))       # 3 waves per SIMD
+    # three times the work in much less than three times the time
+    assert three.cycles < 2.0 * one.cycles
+    assert three.breakdown["valu"] / sum(three.breakdown.values()) > \
+        one.breakdown["valu"] / sum(one.breakdown.values())
+
+
+def _gemm_src(m, n, k):
+    return f"""
+func.func @g(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
+  %alpha = arith.constant 1.0 : f32
+  %beta = arith.constant 0.0 : f32
+  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
+  return
+}}
+"""
+
+
+def _modeled(m, n, k, **opts):
+    import vlpc
+    from vlpc.runtime.emulator.device import EmulatorDevice
+
+    mod = vlpc.compile(_gemm_src(m, n, k), **opts)
+    ck = mod.kernel()
+    dev = EmulatorDevice(gpu="mi60", timing_only=True)
+    a, b, c = dev.alloc(m * k * 4), dev.alloc(n * k * 4), dev.alloc(m * n * 4)
+    st = ck.execute(dev, mod.code_object, [a, b, c, m, n, k, k, k, n, 1.0, 0.0], m, n, k)
+    return st
+
+
+def test_seed_schedule_models_slower_than_default():
+    # three workgroups per CU (144 on 64 CUs), as in the seed's large sizes
+    seed = _modeled(1536, 1536, 64, schedule="seed", split_k=1)
+    default = _modeled(1536, 1536, 64, split_k=1)
+    assert seed.timing.time_us > default.timing.time_us
+
+
+def test_split_plan_time_is_the_sum_of_its_kernels():
+    import vlpc
+    from vlpc.runtime.emulator.device import EmulatorDevice
+
+    m, n, k = 64, 256, 512
+    mod = vlpc.compile(_gemm_src(m, n, k), split_k=2, split_mode="workspace")
+    ck = mod.kernel()
+    steps = ck.plan(m, n, k)
+    assert len(steps) == 2
+    dev = EmulatorDevice(gpu="mi60")
+    a, b, c = dev.alloc(m * k * 4), dev.alloc(n * k * 4), dev.alloc(m * n * 4)
+    st = ck.execute(dev, mod.code_object, [a, b, c, m, n, k, k, k, n, 1.0, 0.0], m, n, k)
+    assert len(st.timing.kernels) == 2
+    assert st.timing.time_us == pytest.approx(sum(p.time_us for p in _parts(st)), rel=1e-9)
+    assert st.timing.time_us > 2 * BOARD.timing.launch_overhead_us
+
+
+def _parts(st):
+    # the combined report keeps the per-kernel reports it summed
+    return st.timing.parts
+
+
+def test_clock_scales_engine_bound_time():
+    body = "v_mov_b32 v1, 1.0\n" + "v_fmac_f32 v1, v1, v1\n" * 100 + "s_endpgm\n"
+    tr = traced(body)
+    from vlpc.runtime.timing import gpu
+
+    res = gpu.Residency(1, 1, 1, "")
+    fast = gpu.model_kernel(tr, B0.at(engine_clock_mhz=1700), res)
+    slow = gpu.model_kernel(tr, B0.at(engine_clock_mhz=1100), res)
+    assert fast.cycles == slow.cycles  # no memory: the same cycles
+    assert (slow.time_us - P.launch_overhead_us) == pytest.approx(
+        (fast.time_us - P.launch_overhead_us) * 1700 / 1100, rel=1e-9)
+
+
+def test_unknown_board_is_a_clear_error():
+    from vlpc.errors import DeviceError
+    from vlpc.runtime.device import get_device
+
+    with pytest.raises(DeviceError, match="unknown board 'mi70'"):
+        get_device("emulator", gpu="mi70")
