@@ -182,6 +182,10 @@ class Options:
         for name in ("k_step", "waves_per_simd"):
             value = getattr(o, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                if name == "waves_per_simd" and isinstance(value, int) and not isinstance(value, bool):
+                    from vlpc.targets import GFX906
+                    raise VlpcError(f"waves-per-simd={value}: {GFX906.name} runs 1 to "
+                                    f"{GFX906.max_waves_per_simd} waves per SIMD")
                 raise VlpcError(f"{name} must be a positive integer, got {value!r}")
         return o
 
@@ -469,7 +473,8 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
             li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
             kernels.append({"name": k.sym_name.data, "metadata": metadata_json(k), "launch_info": li, "vgprs": nv})
     tc = toolchain or find_toolchain()
-    code = tc.link(tc.assemble(asm, TargetId.parse(target), filename))
+    obj = tc.assemble(asm, TargetId.parse(target), filename)
+    code = tc.link(obj)
     record = {"asm": asm, "code_object": code, "target_id": str(TargetId.parse(target)),
               "toolchain": tc.describe(), "header": header, "kernels": kernels}
     return module_from_record(record), record
