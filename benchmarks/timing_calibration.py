@@ -15,7 +15,7 @@ from its description).  Steps (each cached under ``--cache``):
 ``collect``  compile the seed-schedule kernel for each size, run a timing-only launch on
              the emulator: the L2 footprint of the first round (miss probability) per
              size, and the full trace of the traced workgroups at M = N = 4096.
-``fit``      Nelder-Mead on the calibrated parameters, minimising the MAPE of the
+``fit``      a coordinate search on the calibrated parameters, minimising the MAPE of the
              1700 MHz column over ``FIT_SIZES`` (a subset of that column, for speed).
 ``report``   the model at every size and all four clocks with the parameters in
              ``vlpc/targets.py`` (or ``--params FILE`` from ``fit``): predicted vs
@@ -174,12 +174,31 @@ def fit(cache: Path, out: Path, iters: int) -> dict:
         return c
 
     x0 = np.array([getattr(base.timing, n) for n in names], float)
-    best = _nelder_mead(cost, x0, (hi - lo) * 0.25, iters)
+    best = _coordinate(cost, x0, lo, hi, iters)
     params = unpack(best)
     out.write_text(json.dumps({"fitted_on": "1700 MHz column, sizes " + ",".join(map(str, sizes)),
                                "mape_1700_fit_sizes": cost(best), "params": params}, indent=1))
     print(json.dumps(params, indent=1))
     return params
+
+
+def _coordinate(f, x0, lo, hi, rounds):
+    """Coordinate search: per parameter try x / 1.5 and x * 1.5 (clipped), keep the best;
+    ``rounds`` passes over the parameters (robust with few, slow evaluations)."""
+    x = np.array(x0, float)
+    fx = f(x)
+    for _ in range(max(1, rounds)):
+        for i in range(len(x)):
+            for factor in (1.5, 1 / 1.5):
+                y = x.copy()
+                y[i] = float(np.clip(x[i] * factor, lo[i], hi[i]))
+                if y[i] == x[i]:
+                    continue
+                fy = f(y)
+                if fy < fx:
+                    x, fx = y, fy
+                    break
+    return x
 
 
 def _nelder_mead(f, x0, step, iters):
@@ -276,7 +295,7 @@ def main(argv=None) -> int:
     ap.add_argument("steps", nargs="+", choices=("collect", "fit", "report"))
     ap.add_argument("--cache", type=Path, default=ROOT / "build" / "timing_calibration")
     ap.add_argument("--params", type=Path, default=None, help="fitted parameters (JSON from fit) for report")
-    ap.add_argument("--iters", type=int, default=30, help="Nelder-Mead iterations")
+    ap.add_argument("--iters", type=int, default=1, help="coordinate-search rounds over the parameters")
     ap.add_argument("--sizes", default="all", help="'all' (the CSV's), 'fit' or a comma list, for collect")
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--csv", type=Path, default=None)
