@@ -391,3 +391,26 @@ def test_property_exact_buffers_blas_rules(layout, dtype, m, n, k, pads, dynamic
     a, b, c = operands(layout, dtype, m, n, k, seed=seed, nan_a=alpha == 0, nan_c=beta == 0)
     got = launch_exact(kern, layout, dtype, m, n, k, a, b, c, alpha, beta, lda=lda, ldb=ldb, ldc=ldc)
     check(got, reference(layout, a, b, c, alpha, beta), k, dtype)
+
+
+def test_inf_in_a_stays_in_its_row_of_a_moved_up_tile():
+    # tools/difftest.py found C[128] = NaN here (seed 2): an Inf in row 79 of A, which is row 1
+    # of the last row tile moved up to rows 78..141; BLAS: only row 79 of C is non-finite
+    import numpy as np
+
+    import vlpc
+
+    ty = "memref<?x?xf32>"
+    text = (f"func.func @g(%a: {ty}, %b: {ty}, %c: {ty}, %alpha: f32, %beta: f32) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NN\"}} : {ty}, {ty}, {ty}, f32, f32\n"
+            f"  func.return\n}}\n")
+    k = vlpc.compile(text, macro_tile=(64, 64)).kernel()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((142, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 1)).astype(np.float32)
+    a[79, 1] = np.inf
+    r = vlpc.run(k, a, b, np.zeros((142, 1), np.float32), alpha=1.0, beta=0.0, verify=False)
+    assert np.argwhere(~np.isfinite(r.c))[:, 0].tolist() == [79]
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    ok = np.arange(142) != 79
+    assert np.allclose(r.c[ok], ref[ok], rtol=1e-5, atol=1e-5)
