@@ -201,36 +201,6 @@ def _coordinate(f, x0, lo, hi, rounds):
     return x
 
 
-def _nelder_mead(f, x0, step, iters):
-    """A small Nelder-Mead minimiser (no SciPy dependency)."""
-    n = len(x0)
-    pts = [x0] + [x0 + np.eye(n)[i] * step[i] for i in range(n)]
-    vals = [f(p) for p in pts]
-    for _ in range(iters):
-        order = np.argsort(vals)
-        pts = [pts[i] for i in order]
-        vals = [vals[i] for i in order]
-        c = np.mean(pts[:-1], axis=0)
-        xr = c + (c - pts[-1])
-        fr = f(xr)
-        if fr < vals[0]:
-            xe = c + 2 * (c - pts[-1])
-            fe = f(xe)
-            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = xr, fr
-        else:
-            xc = c + 0.5 * (pts[-1] - c)
-            fc = f(xc)
-            if fc < vals[-1]:
-                pts[-1], vals[-1] = xc, fc
-            else:
-                for i in range(1, n + 1):
-                    pts[i] = pts[0] + 0.5 * (pts[i] - pts[0])
-                    vals[i] = f(pts[i])
-    return pts[int(np.argmin(vals))]
-
-
 def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Path | None) -> None:
     from vlpc.targets import get_board
     from tqdm import tqdm
