@@ -93,6 +93,9 @@ class DispatchConfig:
     strict: bool = False
     instruction_budget: int = 10**9
     max_waves_in_flight: int | None = None
+    #: run only these workgroups ``(x, y, z)`` of the grid (None: all); the others are skipped
+    #: as if they had run and done nothing (``vlpc tune``'s sampled correctness check)
+    workgroups: frozenset | None = None
     #: the MODE register at wave launch (FP_ROUND [3:0], FP_DENORM [7:4], DX10_CLAMP [8],
     #: IEEE [9]; vlpc.isa.modes), from compute_pgm_rsrc1; default: IEEE, denormals kept
     mode: int = 0x3F0
@@ -2514,6 +2517,8 @@ def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> Launc
     if cfg.trace is not None and getattr(cfg.trace, "only", False):
         keep = cfg.trace.selected()  # a timing-only launch: just the traced workgroups
         wgs = [w for i, w in enumerate(wgs) if i in keep]
+    if cfg.workgroups is not None:
+        wgs = [w for w in wgs if w in cfg.workgroups]
     wpg = run.waves_per_wg
     total_waves = len(wgs) * wpg
     workers = _workers() if total_waves >= PARALLEL_MIN_WAVES else 1

@@ -98,6 +98,9 @@ class EmulatorDevice(Device):
         elif clock_mhz is not None or timing_only:
             raise DeviceError("clock_mhz/timing_only need a board for the timing model (gpu='mi50' or 'mi60')")
         self.timing_only = bool(timing_only)
+        #: None, or the workgroup ids ``(x, y, z)`` every launch runs (the rest are skipped):
+        #: a sampled functional check of a large launch (``vlpc tune``)
+        self.only_workgroups: set | None = None
         try:
             self.target_id = target if isinstance(target, TargetId) else TargetId.parse(str(target))
         except TargetError as e:
@@ -241,6 +244,8 @@ class EmulatorDevice(Device):
                 private_aperture_base=self.hidden_values().private_aperture_base))
             cfg = self.dispatch_config(kernel, launch, code=code, code_address=base,
                                        kernarg_address=karg, dispatch_ptr=ring, queue_ptr=queue)
+            if self.only_workgroups is not None:
+                cfg.workgroups = frozenset(tuple(int(v) for v in w) for w in self.only_workgroups)
             res = None
             if self.board is not None:
                 from vlpc.runtime import timing
