@@ -1477,3 +1477,97 @@ class DsWrite2st64B64Op(DsWrite2Base):
 
 # the dialect again, so that the operations of this section are registered too
 GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
+
+
+# ---- added for the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py) ----
+
+
+class VDotBase(VOPBase, ABC):
+    """``op vdst, src0, src1, src2`` (VOP3P dot product into a 32-bit accumulator):
+    src0 and src2 are VGPRs, src1 a VGPR or an SGPR (one constant-bus read, gfx906.md)."""
+
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType)
+    src1 = operand_def(VGPRType | SGPRType)
+    src2 = operand_def(VGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue, comment: str | None = None):
+        super().__init__(operands=[src0, src1, src2], result_types=[vgpr(1)],
+                         attributes={"comment": StringAttr(comment)} if comment else {})
+
+    def verify_(self) -> None:
+        if any(o.type.n != 1 for o in self.operands):
+            raise VerifyException(f"{self.MNEMONIC} operands are single registers")
+
+
+@irdl_op_definition
+class VDot2F32F16Op(VDotBase):
+    """``v_dot2_f32_f16 vdst, src0, src1, src2``: src0.h[0]*src1.h[0] + src0.h[1]*src1.h[1]
+    + src2.f32, f16 products accumulated in f32 (AMD Vega 7nm ISA, VOP3P)."""
+
+    name = "gcn.v_dot2_f32_f16"
+    MNEMONIC: ClassVar[str] = "v_dot2_f32_f16"
+
+
+@irdl_op_definition
+class VDot4I32I8Op(VDotBase):
+    """``v_dot4_i32_i8 vdst, src0, src1, src2``: the four signed byte products of src0 and
+    src1 summed with src2 (i32, wrapping; AMD Vega 7nm ISA, VOP3P)."""
+
+    name = "gcn.v_dot4_i32_i8"
+    MNEMONIC: ClassVar[str] = "v_dot4_i32_i8"
+
+
+@irdl_op_definition
+class GlobalLoadUshortOp(GlobalLoadBase):
+    """``global_load_ushort``: one 16-bit value, zero-extended into a VGPR."""
+
+    name = "gcn.global_load_ushort"
+    MNEMONIC: ClassVar[str] = "global_load_ushort"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class GlobalLoadUbyteOp(GlobalLoadBase):
+    """``global_load_ubyte``: one byte, zero-extended into a VGPR."""
+
+    name = "gcn.global_load_ubyte"
+    MNEMONIC: ClassVar[str] = "global_load_ubyte"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class GlobalStoreShortOp(GlobalStoreBase):
+    """``global_store_short vaddr, vdata, saddr``: the low 16 bits of a VGPR."""
+
+    name = "gcn.global_store_short"
+    MNEMONIC: ClassVar[str] = "global_store_short"
+    DWORDS: ClassVar[int] = 1
+
+
+@irdl_op_definition
+class VCvtF32F16Op(VOP1Base):
+    """``v_cvt_f32_f16``: the f16 in the low half to f32 (exact)."""
+
+    name = "gcn.v_cvt_f32_f16"
+    MNEMONIC: ClassVar[str] = "v_cvt_f32_f16"
+
+
+@irdl_op_definition
+class VCvtF16F32Op(VOP1Base):
+    """``v_cvt_f16_f32``: f32 to f16 in the low half (round to nearest even), high half 0."""
+
+    name = "gcn.v_cvt_f16_f32"
+    MNEMONIC: ClassVar[str] = "v_cvt_f16_f32"
+
+
+@irdl_op_definition
+class VCvtF32I32Op(VOP1Base):
+    """``v_cvt_f32_i32``: signed 32-bit integer to f32 (round to nearest even)."""
+
+    name = "gcn.v_cvt_f32_i32"
+    MNEMONIC: ClassVar[str] = "v_cvt_f32_i32"
+
+
+# the dialect again, so that the operations of this section are registered too
+GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
