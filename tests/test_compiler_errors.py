@@ -74,7 +74,7 @@ def test_located_diagnostics(tmp_path, capsys, name, src, expected):
 
 
 @pytest.mark.parametrize("argv,expected", [
-    (["--target", "gfx908"], "unknown target 'gfx908' (supported targets: gfx906)"),
+    (["--target", "gfx908"], "unknown target 'gfx908' (supported targets: gfx900, gfx906)"),
     (["--target", "gfx906:foo+"], "bad feature 'foo+'"),
     (["--macro-tile", "64x96"], "does not divide into wavefronts"),
     (["--macro-tile", "128x256", "--micro-tile", "64x1"], "more than one row block per workgroup is not supported"),

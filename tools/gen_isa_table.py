@@ -4,6 +4,11 @@
 Run once (the output is committed)::
 
     python tools/gen_isa_table.py [--llvm-mc llvm-mc-19] [-o vlpc/isa/gfx906.json]
+    python tools/gen_isa_table.py --target gfx900     # vlpc/isa/gfx900.json: what gfx900 lacks
+
+With ``--target gfx900`` every sample encoding of the gfx906 table (plain, ``_e64``, SDWA
+and DPP forms) is disassembled again with ``-mcpu=gfx900``; a form LLVM rejects there, or
+decodes as another instruction, is missing on gfx900 (see :func:`target_availability`).
 
 For every encoding class the script builds one machine word per opcode value (with
 fixed, valid operand fields: VGPR sources v4/v8/v16, destination v12/s12, ...),
@@ -228,8 +233,8 @@ def _set(out, i, t):
 FILLER = 0x00003C00
 
 
-def disassemble(mc: str, words_list: list[list[int]]) -> list[str | None]:
-    """Disassemble each candidate (a list of dwords); None where LLVM rejects the encoding."""
+def disassemble(mc: str, words_list: list[list[int]], mcpu: str = "gfx906") -> list[str | None]:
+    """Disassemble each candidate (a list of dwords) for ``mcpu``; None where LLVM rejects the encoding."""
     lines = []
     for i, words in enumerate(words_list):
         marker = 0xB0000000 | (i & 0xFFFF)  # s_movk_i32 s0, i
@@ -238,7 +243,7 @@ def disassemble(mc: str, words_list: list[list[int]]) -> list[str | None]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(lines) + "\n")
         path = f.name
-    r = subprocess.run([mc, "--disassemble", "-arch=amdgcn", "-mcpu=gfx906", path],
+    r = subprocess.run([mc, "--disassemble", "-arch=amdgcn", f"-mcpu={mcpu}", path],
                        capture_output=True, text=True)
     bad = set()
     for m in re.finditer(r":(\d+):\d+: warning: invalid instruction encoding", r.stderr):
@@ -430,6 +435,61 @@ def generate(mc: str) -> dict:
             "instructions": out}
 
 
+# ---------------------------------------------------------------------------
+# other targets: which gfx906 instructions (and forms) another processor lacks
+
+#: The forms of a row and the keys of their sample machine code in gfx906.json.
+FORMS = (("base", "bytes"), ("e64", "bytes_e64"), ("sdwa", "bytes_sdwa"), ("dpp", "bytes_dpp"))
+
+
+def _words(hex_bytes: str) -> list[int]:
+    """A row's sample machine code as dwords, without the trailing FILLER."""
+    b = bytes.fromhex(hex_bytes)
+    return [int.from_bytes(b[i:i + 4], "little") for i in range(0, len(b) - 4, 4)]
+
+
+def target_availability(mc: str, rows: list[dict], mcpu: str) -> dict:
+    """Disassemble every gfx906 sample encoding again with ``-mcpu=<mcpu>``.
+
+    A form is missing on ``mcpu`` when LLVM's decoder rejects the encoding there or decodes
+    it as another instruction; ``missing`` lists the mnemonics whose plain form is missing,
+    ``missing_forms`` the e64/SDWA/DPP forms missing on ``mcpu`` of the instructions it has,
+    and ``other_mnemonic`` what ``mcpu`` has at the encoding of a missing one (gfx900's
+    ``v_mad_mix_f32`` at gfx906's ``v_fma_mix_f32``).
+    """
+    cands, where = [], []
+    for r in rows:
+        for form, key in FORMS:
+            if r.get(key):
+                cands.append(_words(r[key]))
+                where.append((r["mnemonic"], form))
+    texts = disassemble(mc, cands, mcpu)
+    missing: set[str] = set()
+    forms: dict[str, list[str]] = {}
+    other: dict[str, str] = {}
+    for (mn, form), t in zip(where, texts):
+        if t is not None and base_mnemonic(t) == mn and _acceptable(t):
+            continue
+        if form == "base":
+            missing.add(mn)
+            if t is not None and "nvalid" not in t:
+                other[mn] = base_mnemonic(t)
+        else:
+            forms.setdefault(mn, []).append(form)
+    forms = {mn: f for mn, f in forms.items() if mn not in missing}
+    order = {r["mnemonic"]: i for i, r in enumerate(rows)}
+    return {"target": mcpu, "base": "gfx906", "generator": "tools/gen_isa_table.py --target " + mcpu,
+            "llvm": _llvm_version(mc),
+            "missing": sorted(missing, key=order.__getitem__),
+            "missing_forms": dict(sorted(forms.items(), key=lambda kv: order[kv[0]])),
+            "other_mnemonic": dict(sorted(other.items(), key=lambda kv: order[kv[0]]))}
+
+
+def _llvm_version(mc: str) -> str:
+    out = subprocess.run([mc, "--version"], capture_output=True, text=True).stdout
+    return next((ln.strip() for ln in out.splitlines() if "version" in ln), mc)
+
+
 CLASS_ORDER = ("SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1", "VOPC", "VOP3a", "VOP3b",
                "VOP3P", "VINTRP", "DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "MTBUF", "MIMG", "EXP")
 
@@ -437,8 +497,23 @@ CLASS_ORDER = ("SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1", "
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llvm-mc", default=shutil.which("llvm-mc-19") or "llvm-mc")
-    ap.add_argument("-o", "--output", default=str(ROOT / "vlpc" / "isa" / "gfx906.json"))
+    ap.add_argument("-o", "--output", default=None,
+                    help="default: vlpc/isa/gfx906.json, or vlpc/isa/<target>.json with --target")
+    ap.add_argument("--target", default="gfx906",
+                    help="gfx906: the full table; another processor (gfx900): which of the gfx906 "
+                         "table's instructions and forms it lacks, from the same sample encodings "
+                         "disassembled with -mcpu=<target>")
     a = ap.parse_args(argv)
+    if a.target != "gfx906":
+        out = a.output or str(ROOT / "vlpc" / "isa" / f"{a.target}.json")
+        rows = json.loads((ROOT / "vlpc" / "isa" / "gfx906.json").read_text())["instructions"]
+        data = target_availability(a.llvm_mc, rows, a.target)
+        with open(out, "w") as f:
+            f.write(json.dumps(data, indent=1) + "\n")
+        print(f"{a.target}: {len(data['missing'])} of {len(rows)} gfx906 instructions missing, "
+              f"{len(data['missing_forms'])} with missing forms -> {out}")
+        return 0
+    a.output = a.output or str(ROOT / "vlpc" / "isa" / "gfx906.json")
     table = generate(a.llvm_mc)
     with open(a.output, "w") as f:
         f.write("{\n")

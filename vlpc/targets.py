@@ -107,11 +107,26 @@ class Target:
     memory_bytes_per_second: float = 1.0e12
     has_fmac_f32: bool = True
     has_global_atomic_add_f32: bool = False
+    #: f64 VALU throughput as a fraction of f32's: an f64 instruction occupies the SIMD
+    #: ``f64_rate_divisor`` times as long (gfx906: 2, LLVM ``AMDGPU.td`` ``HalfRate64Ops``;
+    #: gfx900: 16, MI25's 768 GFLOP/s f64 vs 12.3 TFLOP/s f32 on AMD's spec sheet).
+    f64_rate_divisor: int = 2
+    #: LLVM ``AMDGPU.td`` ``FeatureISAVersion9_0_x`` features beyond the GFX9 consumer common set
+    #: (documentation of where the instruction availability in ``vlpc/isa`` comes from).
+    llvm_features: tuple[str, ...] = ()
+    #: Whether the ISA has gfx906's dot-product instructions (``v_dot2_f32_f16``, ``v_dot4_i32_i8``...:
+    #: LLVM ``FeatureDLInsts``/``FeatureDot{1,2,7,10}Insts``).
+    has_dot_insts: bool = True
     hazards: tuple[Hazard, ...] = ()
     #: Features the target id may set (``gfx906:sramecc+:xnack-``), in canonical order.
     features: tuple[str, ...] = ("sramecc", "xnack")
 
     # -- registers ---------------------------------------------------------
+
+    @property
+    def valu_f64_cycles(self) -> int:
+        """Cycles one wave64 f64 VALU instruction occupies its SIMD16 (8 on gfx906, 64 on gfx900)."""
+        return self.valu_cycles_per_instruction * self.f64_rate_divisor
 
     def allocated_vgprs(self, vgprs: int) -> int:
         """VGPRs actually allocated for ``vgprs`` used (rounded up to the granule)."""
@@ -224,9 +239,13 @@ class TargetId:
         def code(v: bool | None) -> int:
             return 0x1 if v is None else (0x3 if v else 0x2)
 
+        # A feature the processor does not support stays 0 ("unsupported"): gfx900 has no
+        # sramecc, so LLVM writes 0x12c for plain gfx900 (xnack any), 0x52f for gfx906.
         flags = self.target.elf_mach
-        flags |= code(self.settings.get("xnack")) << 8
-        flags |= code(self.settings.get("sramecc")) << 10
+        if "xnack" in self.target.features:
+            flags |= code(self.settings.get("xnack")) << 8
+        if "sramecc" in self.target.features:
+            flags |= code(self.settings.get("sramecc")) << 10
         return flags
 
     @staticmethod
@@ -242,7 +261,11 @@ class TargetId:
         def decode(bits: int) -> bool | None:
             return {0x0: None, 0x1: None, 0x2: False, 0x3: True}[bits & 0x3]
 
-        settings = {"sramecc": decode(e_flags >> 10), "xnack": decode(e_flags >> 8)}
+        bits = {"sramecc": e_flags >> 10, "xnack": e_flags >> 8}
+        for f, b in bits.items():
+            if f not in t.features and b & 0x3:
+                raise TargetError(f"ELF e_flags 0x{e_flags:x} set {f} for {t.name}, which has no {f} feature")
+        settings = {f: decode(bits[f]) for f in t.features}
         return TargetId(t, settings)
 
     def compatible_with(self, device: TargetId) -> bool:
@@ -272,9 +295,36 @@ GFX906 = Target(
     elf_mach=0x2F,
     compute_units={"MI50": 60, "MI60": 64},
     hazards=GFX9_HAZARDS,
+    llvm_features=("HalfRate64Ops", "FeatureFmaMixInsts", "FeatureDLInsts", "FeatureDot1Insts",
+                   "FeatureDot2Insts", "FeatureDot7Insts", "FeatureDot10Insts", "FeatureSupportsSRAMECC"),
 )
 
-TARGETS: dict[str, Target] = {t.name: t for t in (GFX906,)}
+#: gfx900 (Vega 10: Radeon Instinct MI25).  The same GFX9 generation as gfx906 (LLVM
+#: ``AMDGPU.td``: both are ``FeatureISAVersion9_0_Consumer_Common``), so register files,
+#: budgets (102 SGPRs, 256 VGPRs: AMDGPUBaseInfo depends on the generation and
+#: ``FeatureSGPRInitBug``, which only gfx802/805 have), wait counters, LDS and hazards are
+#: gfx906's.  It differs by what gfx906 adds: no ``HalfRate64Ops`` (f64 at 1/16 of the f32
+#: rate on MI25: 768 GFLOP/s vs 12.3 TFLOP/s), no ``FeatureDLInsts`` (``v_fmac_f32``,
+#: ``v_xnor_b32``), no dot instructions, ``v_mad_mix*`` (``FeatureMadMixInsts``) instead of
+#: ``v_fma_mix*``, and no SRAM ECC in its target id (``gfx900:xnack+/-`` only).
+#: ``EF_AMDGPU_MACH_AMDGCN_GFX900`` = 0x02c (AMDGPUUsage "AMDGPU ELF Header"; LLVM's
+#: assembler writes e_flags 0x12c for ``gfx900``).  MI25: 64 CUs, 1500 MHz peak engine
+#: clock, HBM2 2048-bit at 945 MHz = 484 GB/s (AMD Radeon Instinct MI25 spec sheet).
+GFX900 = Target(
+    name="gfx900",
+    elf_mach=0x2C,
+    compute_units={"MI25": 64},
+    hazards=GFX9_HAZARDS,
+    clock_hz=1.5e9,
+    memory_bytes_per_second=484e9,
+    has_fmac_f32=False,
+    has_dot_insts=False,
+    f64_rate_divisor=16,
+    llvm_features=("FeatureMadMixInsts",),
+    features=("xnack",),
+)
+
+TARGETS: dict[str, Target] = {t.name: t for t in (GFX906, GFX900)}
 
 
 def get_target(name: str) -> Target:
@@ -348,7 +398,8 @@ TIMING_SOURCES: dict[str, str] = {
     "issue_turn_cycles": "AMD GCN architecture whitepaper (2012): round-robin issue, each SIMD "
                          "gets a turn every 4 cycles (gfx906.md 'Timing and power')",
     "valu_cycles": "gfx906.md: a wave64 VALU instruction occupies a SIMD16 for 4 cycles",
-    "valu_f64_cycles": "LLVM AMDGPU.td: gfx906 has HalfRate64Ops (f64 FMA at half rate)",
+    "valu_f64_cycles": "LLVM AMDGPU.td: gfx906 has HalfRate64Ops (f64 FMA at half rate); the mi25 "
+                       "board sets GFX900.valu_f64_cycles (64: f64 at 1/16 rate, MI25 spec sheet)",
     "valu_trans_cycles": "LLVM SISchedule.td: WriteTrans32 is quarter rate on GFX9",
     "long_instruction_extra_cycles": "calibrated (CLRX 'GCN ISA Instruction Timings': an 8-byte "
                                      "instruction may need up to 4 extra cycles to dispatch)",
@@ -425,6 +476,11 @@ class Board:
 BOARDS: dict[str, Board] = {
     "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0),
     "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0),
+    # MI25 (gfx900): 64 CUs, 1500 MHz peak engine clock, HBM2 2048-bit at 945 MHz (484 GB/s),
+    # AMD Radeon Instinct MI25 spec sheet; f64 at 1/16 rate (GFX900.valu_f64_cycles = 64).
+    # No idle power is published: the energy model falls back to EnergyParams.idle_ref_watts.
+    "mi25": Board("mi25", GFX900, 64, 1500.0, 945.0, hbm_bus_bits=2048,
+                  timing=TimingParams(valu_f64_cycles=GFX900.valu_f64_cycles)),
 }
 
 
