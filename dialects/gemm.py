@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
+    Float16Type,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -60,6 +61,29 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 BYTE_OFFSET_LIMIT = 1 << 32
 EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
 DYNAMIC = -1
+#: Bytes per element of each element type name.
+ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "i8": 1, "i32": 4}
+#: A and B element type -> the C element types the dot kernels (passes/gemm_to_gcn_dot.py)
+#: produce: f16 products accumulate in f32 (``v_dot2_f32_f16``), int8 products in i32
+#: (``v_dot4_i32_i8``).
+DOT_C_TYPES = {"f16": ("f32", "f16"), "i8": ("i32",)}
+#: alpha/beta's type for each A/B element type (f32 for f16, i32 for int8).
+DOT_SCALAR_TYPES = {"f16": "f32", "i8": "i32"}
+#: Elements of A/B in one dword (one SGPR of A, one VGPR of B) for the dot kernels.
+DOT_PACK = {"f16": 2, "i8": 4}
+
+
+def type_name(t: Attribute) -> str | None:
+    """``"f32"``, ``"f64"``, ``"f16"``, ``"i8"``, ``"i32"`` for those types, else None."""
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    if isinstance(t, Float16Type):
+        return "f16"
+    if isinstance(t, IntegerType) and t.width.data in (8, 32):
+        return f"i{t.width.data}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,17 +96,24 @@ class GemmShape:
     lda: int
     ldb: int
     ldc: int
-    dtype: str  # "f32" or "f64"
+    dtype: str  # A and B: "f32", "f64", "f16" or "i8"
     #: Strided batch: 0 for a plain GEMM, else the batch count (-1: at launch) and the
     #: batch strides of A, B and C in elements (-1: at launch).
     batch: int = 0
     stride_a: int = 0
     stride_b: int = 0
     stride_c: int = 0
+    #: C's element type when it differs from A's ("f32" or "f16" for f16, "i32" for i8).
+    c_dtype: str = ""
 
     @property
     def element_bytes(self) -> int:
-        return 4 if self.dtype == "f32" else 8
+        return ELEMENT_BYTES[self.dtype]
+
+    @property
+    def c_type(self) -> str:
+        """C's element type name."""
+        return self.c_dtype or self.dtype
 
     def is_static(self) -> bool:
         return min(self.m, self.n, self.k, self.lda, self.ldb, self.ldc) >= 0
@@ -122,7 +153,8 @@ def batch_stride(t: MemRefType) -> int:
 
 
 def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int,
-                  batch: int = 0, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0) -> list[str]:
+                  batch: int = 0, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
+                  c_dtype: str = "") -> list[str]:
     """Why sizes break the kernels' 32-bit byte offsets or overlap C's batch entries.
 
     All in elements; a negative value is unknown (given at launch) and checks needing it
@@ -134,13 +166,28 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
     * for a batch of more than one, ``stride_c < M * ldc`` (0 included): the batch entries
       of C overlap and their stores race; rocBLAS refuses such a stride as an invalid size.
       A and B may overlap or repeat (stride 0 broadcasts one matrix), they are only read.
+    * for f16 and i8 (the dot kernels read 2 or 4 values of K per dword), a leading
+      dimension or batch stride of A or B that is not a multiple of 2 or 4: rows would not
+      start on 4-byte boundaries (scalar loads ignore the low address bits).
+
+    ``c_dtype``: C's element type when it differs from A's (f16 and i8 kernels; when not
+    given, C of an f16 or i8 product is counted as 4 bytes, the larger of its choices).
     """
-    esz = 4 if dtype == "f32" else 8
+    esz = ELEMENT_BYTES.get(dtype, 8)
+    c_esz = ELEMENT_BYTES.get(c_dtype or ("f32" if dtype in DOT_PACK else dtype), 8)
     limit = BYTE_OFFSET_LIMIT
     out = []
+    pack = DOT_PACK.get(dtype, 1)
+    if pack > 1:
+        for name, ld in (("lda", lda), ("ldb", ldb), ("stride_a", stride_a if batch else 0),
+                         ("stride_b", stride_b if batch else 0)):
+            if ld > 0 and ld % pack:
+                out.append(f"{name}={ld}: {dtype} rows and matrices must start on 4-byte boundaries for the dot "
+                           f"kernels' packed loads ({name} a multiple of {pack})")
     a_rows, a_cols = (m, k) if layout[0] == "N" else (k, m)
     b_rows, b_cols = (k, n) if layout[1] == "N" else (n, k)
     for name, rows, cols, ld in (("A", a_rows, a_cols, lda), ("B", b_rows, b_cols, ldb), ("C", m, n, ldc)):
+        esz = c_esz if name == "C" else ELEMENT_BYTES.get(dtype, 8)
         if ld >= 0 and ld * esz >= limit:
             out.append(f"ld{name.lower()}={ld}: {ld} x {esz} bytes reaches the 32-bit byte offset "
                        f"limit of vlpc's kernels (2^32 bytes)")
@@ -148,6 +195,7 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
             out.append(f"{name} spans {((rows - 1) * ld + cols) * esz} bytes ({rows} rows, "
                        f"ld{name.lower()}={ld}): over the 32-bit byte offset limit of vlpc's kernels (2^32 bytes)")
     for name, st in (("stride_a", stride_a), ("stride_b", stride_b), ("stride_c", stride_c)):
+        esz = c_esz if name == "stride_c" else ELEMENT_BYTES.get(dtype, 8)
         if batch != 0 and st >= 0 and st * esz >= limit:
             out.append(f"{name}={st}: {st} x {esz} bytes reaches the 32-bit byte offset limit of "
                        f"vlpc's kernels (2^32 bytes)")
@@ -170,7 +218,8 @@ class _MemEffects(MemoryEffect):
 
 @irdl_op_definition
 class MatmulOp(IRDLOperation):
-    """``C <- alpha * op(A) * op(B) + beta * C`` on 2-D memrefs of f32 or f64."""
+    """``C <- alpha * op(A) * op(B) + beta * C`` on 2-D memrefs: f32, f64, f16 x f16 -> f32 or
+    f16 (f32 accumulation, f32 alpha/beta), i8 x i8 -> i32 (alpha/beta i32)."""
 
     name = "gemm.matmul"
 
@@ -259,13 +308,15 @@ class MatmulOp(IRDLOperation):
         m = pick(m, cd[0])
         n = pick(n, cd[1])
         k = pick(k, kb)
-        dtype = "f32" if isinstance(at.element_type, Float32Type) else "f64"
+        dtype = type_name(at.element_type) or "f64"
+        c_name = type_name(ct.element_type) or dtype
         batch = sa = sb = sc = 0
         if len(at.get_shape()) == 3:
             batch = pick(*(_dims(t)[0] for t in (at, bt, ct)))
             sa, sb, sc = batch_stride(at), batch_stride(bt), batch_stride(ct)
         return GemmShape(m, n, k, leading_dimension(at), leading_dimension(bt),
-                         leading_dimension(ct), dtype, batch, sa, sb, sc)
+                         leading_dimension(ct), dtype, batch, sa, sb, sc,
+                         c_name if c_name != dtype else "")
 
     def verify_(self) -> None:
         lay = self.layout.data
@@ -284,14 +335,22 @@ class MatmulOp(IRDLOperation):
             if len(known) > 1:
                 raise VerifyException(f"inconsistent batch counts: A, B, C have {batches[0]}, {batches[1]}, {batches[2]}")
         elt = types[0].element_type
-        if not isinstance(elt, Float32Type | Float64Type):
-            raise VerifyException(f"element type must be f32 or f64, got {elt}")
-        for name, t in zip("BC", types[1:]):
-            if t.element_type != elt:
-                raise VerifyException(
-                    f"element types differ: A is {elt} but {name} is {t.element_type}")
+        a_name = type_name(elt)
+        if a_name not in ("f32", "f64", "f16", "i8"):
+            raise VerifyException(f"element type must be f32 or f64 (or f16 / i8 for the dot kernels), got {elt}")
+        if types[1].element_type != elt:
+            raise VerifyException(f"element types differ: A is {elt} but B is {types[1].element_type}")
+        c_name = type_name(types[2].element_type)
+        allowed_c = DOT_C_TYPES.get(a_name, (a_name,))
+        if c_name not in allowed_c:
+            raise VerifyException(f"element types differ: A is {elt} but C is {types[2].element_type}"
+                                  + (f" (C of an {a_name} product is {' or '.join(allowed_c)})" if a_name in DOT_PACK else ""))
+        scalar = DOT_SCALAR_TYPES.get(a_name, a_name)
         for name, v in (("alpha", self.alpha), ("beta", self.beta)):
-            if v.type != elt:
+            if type_name(v.type) != scalar:
+                if a_name in DOT_PACK:
+                    raise VerifyException(f"{name} must have type {scalar} (alpha and beta of an {a_name} product), "
+                                          f"got {v.type}")
                 raise VerifyException(f"{name} must have the element type {elt}, got {v.type}")
         ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
         if ops is None:
@@ -342,7 +401,7 @@ class MatmulOp(IRDLOperation):
                     f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
         sh = self.shape()
         errors = offset_errors(lay, sh.dtype, sh.m, sh.n, sh.k, sh.lda, sh.ldb, sh.ldc,
-                               sh.batch, sh.stride_a, sh.stride_b, sh.stride_c)
+                               sh.batch, sh.stride_a, sh.stride_b, sh.stride_c, sh.c_type)
         if errors:
             raise VerifyException(errors[0])
 

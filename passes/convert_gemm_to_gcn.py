@@ -1001,7 +1001,10 @@ class ConvertGemmToGcnPass(ModulePass):
             if self.strategy != "sqc" and (split > 1 or local > 1):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
-            if self.schedule == "seed":
+            if shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
+                from vlpc.passes.gemm_to_gcn_dot import dot_kernels
+                kernels = dot_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES)
+            elif self.schedule == "seed":
                 from vlpc.passes.gemm_to_gcn_seed import SeedKernelBuilder
                 kernels = [SeedKernelBuilder(mm, name, forwarding=self.forwarding).build()]
             elif self.strategy == "sqc":
@@ -1018,7 +1021,7 @@ class ConvertGemmToGcnPass(ModulePass):
                 for k in kernels:  # the launch order, for the runtime
                     k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
             # M at launch may be below the macro tile's M (the seed schedule: whole tiles only)
-            if self.strategy == "sqc" and self.schedule == "default" and shape.m < 0:
+            if self.strategy == "sqc" and self.schedule == "default" and shape.m < 0 and shape.dtype in ("f32", "f64"):
                 rows = [self._rows_kernel(mm, name, r, self.forwarding) for r in self.ROWS_TILES if r < mt_m]
                 if rows:
                     main = kernels[0] if kernels[0].sym_name.data == name else kernels[1]

@@ -124,7 +124,7 @@ def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, 
 def choose_split(shape: GemmShape, macro: tuple[int, int], k_step: int, local: int, mode: str,
                  target: Target, cus: int) -> tuple[int, list[PlanCost]]:
     """The automatic S and every candidate's estimate (S = 1 for sizes known only at launch)."""
-    if not shape.is_static() or shape.batch != 0:
+    if not shape.is_static() or shape.batch != 0 or shape.dtype not in ("f32", "f64"):  # f16/i8: not yet
         return 1, []
     cands = [estimate(shape, macro, k_step, s, local, mode, target, cus)
              for s in range(1, MAX_AUTO_SPLIT + 1)

@@ -1,0 +1,590 @@
+"""Instruction selection for f16 and int8 ``gemm.matmul`` through gfx906's dot instructions.
+
+``convert-gemm-to-gcn`` hands a matmul whose A and B are f16 or i8 to :func:`dot_kernels`.
+The kernel is the ``sqc`` scheme of ``passes/convert_gemm_to_gcn.py`` (A in SGPRs, B
+streaming through a ring of VGPRs, no LDS) on *packed* K: one dword holds P = 2 (f16) or
+P = 4 (i8) consecutive values of K, so
+
+* one SGPR of A (``s_load_dwordx16``: 16 dwords = 32 f16 / 64 int8 values of a row) is the
+  scalar operand of ``v_dot2_f32_f16 vC, vB, sA, vC`` (two f16 products added to the f32
+  accumulator) or ``v_dot4_i32_i8 vC, vB, sA, vC`` (four int8 products into i32), and
+* one VGPR of B (``global_load_dwordx4``: 4 dwords per lane) holds the same P values of K
+  of the lane's column.
+
+That pairing needs K contiguous in memory for both operands: layout ``NT`` (A stored M x K,
+B stored N x K: the layout of LLM weights, ``y = x W^T``).  Other layouts would need the
+values of two (four) rows packed into one register first (``s_pack_ll_b32_b16`` for A,
+``global_load_short_d16``/``_d16_hi`` for B) and are refused with a located error.  Rows
+must start on 4-byte boundaries: lda and ldb (and the batch strides of A and B) are
+multiples of P (checked at compile time for static values, at launch otherwise:
+``vlpc.dialects.gemm.offset_errors``).
+
+K need not be a multiple of P (nor of the K step): the loop runs over the ``K // P`` whole
+dwords (K steps, then an unrolled or looped tail of whole dwords), and the last ``K % P``
+values are read one element at a time with ``global_load_ushort``/``global_load_ubyte``
+(zero-extended, so the other halves/bytes of the dot are 0 x 0) for A (a uniform address)
+and B, and one dot instruction each: no access past the matrices, no padding read.
+
+Output: C f32 (f16 inputs), ``alpha * acc + beta * C`` in f32 as the f32 kernel; C f16:
+C read with ``global_load_ushort`` and widened with ``v_cvt_f32_f16``, the result rounded
+once more with ``v_cvt_f16_f32`` and stored with ``global_store_short``; C i32 (int8
+inputs): ``alpha * acc + beta * C`` with ``v_mul_lo_u32``/``v_add_u32`` (i32 alpha and beta,
+wrapping as two's complement).  BLAS rules as for f32: beta = 0 does not read C, alpha = 0
+drops the products (f16; for i32 the product with 0 is 0 anyway).
+
+Not (yet) for these types: split-K across workgroups (refused; ``gemm-split-k``'s automatic
+choice keeps S = 1 for them), fused epilogues, the ``lds`` strategy and the ``seed`` schedule.
+A split of K across the wavefront groups of a workgroup (``local-split``) works, with LDS
+reduction as for f32: the decode GEMV plan (M = 1..16) uses it.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp
+from vlpc.passes.common import op_error
+from vlpc.passes.convert_gemm_to_gcn import (
+    A_BATCH_SGPRS,
+    SMEM_IMM_MAX,
+    SqcKernelBuilder,
+    _Emitter,
+    _pow2_parts,
+    _pow2_runs,
+    kernel_interface,
+    zero_if_alpha_zero,
+)
+
+#: A and B element types this module compiles.
+DOT_DTYPES = tuple(DOT_PACK)
+
+_C_TYPE_NAMES = {"f32": "float", "f16": "half", "i32": "int", "i8": "char"}
+
+
+def dot_kernarg_layout(shape: GemmShape) -> list[dict]:
+    """The kernel arguments of a dot kernel (byte offsets as the f32 kernel's):
+    A, B, C pointers at 0, 8, 16; M, N, K, lda, ldb, ldc (i32, elements) at 24..44;
+    alpha, beta at 48, 52 (f32 for f16 inputs, i32 for int8); a strided batch adds
+    stride_a, stride_b, stride_c (i32, elements) at 56, 60, 64."""
+    ab = _C_TYPE_NAMES[shape.dtype]
+    ct = _C_TYPE_NAMES[shape.c_type]
+    scalar = "int" if shape.dtype == "i8" else "float"
+    args = [("A", 0, 8, "global_buffer", f"{ab}*"), ("B", 8, 8, "global_buffer", f"{ab}*"),
+            ("C", 16, 8, "global_buffer", f"{ct}*")]
+    args += [(n, 24 + 4 * i, 4, "by_value", "int") for i, n in enumerate(("M", "N", "K", "lda", "ldb", "ldc"))]
+    args += [("alpha", 48, 4, "by_value", scalar), ("beta", 52, 4, "by_value", scalar)]
+    if shape.batch != 0:
+        args += [(n, 56 + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
+    out = [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
+    for a in out:
+        if a["value_kind"] == "global_buffer":
+            a["access"] = "read_write" if a["name"] == "C" else "read_only"
+    return out
+
+
+def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
+    """Refuse (located) what the dot kernels do not compile."""
+    s = mm.shape()
+    if strategy != "sqc" or schedule != "default":
+        raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default); "
+                       f"strategy={strategy} schedule={schedule} is f32/f64 only")
+    if mm.layout.data != "NT":
+        raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A and B "
+                       "(layout NT: A stored M x K, B stored N x K), the values of K packed into one register "
+                       "for the dot instructions")
+    if mm.epilogue_ops():
+        raise op_error(mm, f"fused epilogues are f32/f64 only (this {s.dtype} product has "
+                       f"{', '.join(mm.epilogue_ops())})")
+    if (mm.get_int("split_k") or 1) > 1:
+        raise op_error(mm, f"split-k={mm.get_int('split_k')}: {s.dtype} products are not split across "
+                       "workgroups yet (use split-k=1; local-split works)")
+
+
+def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
+                forwarding: bool = True, rows_tiles: tuple[int, ...] = (8, 1)) -> list[gcn.KernelOp]:
+    """The kernels for an f16 or i8 ``mm``: the main kernel and, for M given at launch, the
+    row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn)."""
+    check_dot(mm, strategy, schedule)
+    kernels = [DotKernelBuilder(mm, name, forwarding=forwarding).build()]
+    mt_m, mt_n = mm.get_int_array("macro_tile")
+    if mm.shape().m < 0:
+        rows = []
+        for r in (x for x in rows_tiles if x < mt_m):
+            clone = mm.clone()
+            try:
+                clone.set_int_array("macro_tile", (r, mt_n))
+                clone.set_int_array("micro_tile", (r, 1))
+                clone.set_int_array("wg_tile", (r, mt_n))
+                clone.set_int_array("sg_tile", (r, mm.get_int_array("sg_tile")[1]))
+                clone.set_int_array("local_range", (1, mm.get_int_array("local_range")[1]))
+                clone.set_int_array("grid", (mm.get_int_array("grid")[0], -1, 1))
+                clone.set_int_array("workgroup_size", (mt_n, 1, 1))
+                clone.set_int("split_k", 1)
+                clone.set_int("local_split", 1)
+                k = DotKernelBuilder(clone, f"{name}_rows{r}", forwarding=forwarding).build()
+            finally:
+                clone.erase()
+            k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "role": StringAttr("rows")})
+            rows.append(k)
+        if rows:
+            main = kernels[0]
+            main.attributes["launch"] = DictionaryAttr({
+                **main.attributes["launch"].data, "small_m": StringAttr(",".join(k.sym_name.data for k in rows))})
+            kernels += rows
+    return kernels
+
+
+class DotKernelBuilder:
+    """Builds the dot kernel for one planned f16/i8 ``gemm.matmul`` (module docstring)."""
+
+    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True):
+        self.mm = mm
+        self.name = name
+        self.forwarding = forwarding
+        self.shape: GemmShape = mm.shape()
+        self.mt_m, self.mt_n = mm.get_int_array("macro_tile")
+        self.mi_m, _ = mm.get_int_array("micro_tile")
+        self.k_step = mm.get_int("k_step")  # in dwords of packed K
+        self.local = mm.get_int("local_split") or 1
+        self.wg_size = mm.get_int_array("workgroup_size")
+        self.pack = DOT_PACK[self.shape.dtype]
+        self.eb = ELEMENT_BYTES[self.shape.dtype]
+
+    def kernargs(self) -> list[dict]:
+        return dot_kernarg_layout(self.shape)
+
+    def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+        if static >= 0:
+            return static
+        off = {a["name"]: a["offset"] for a in self.kernargs()}[name]
+        return e(gcn.SLoadDwordOp(kp, off, comment=f"kernarg {name}")).sdst
+
+    def _k_slice(self, e: _Emitter, kd: SSAValue | int, piece: SSAValue, pieces: int) -> tuple[SSAValue | int, SSAValue]:
+        """(dwords of K in this slice, its first dword) for wavefront group ``piece`` of ``pieces``."""
+        ks = self.k_step
+        if isinstance(kd, int):
+            kc: SSAValue | int = -(-(-(-kd // pieces)) // ks) * ks
+            begin = e.mul(piece, kc)  # type: ignore[arg-type]
+            if kc * pieces == kd:  # type: ignore[operator]
+                return kc, begin
+        else:  # kc = ceil(ceil(Kd / pieces) / k_step) * k_step, pieces a power of two
+            t = e(gcn.SAddU32Op(kd, pieces - 1)).sdst
+            t = e(gcn.SLshrB32Op(t, pieces.bit_length() - 1)).sdst
+            t = e(gcn.SAddU32Op(t, ks - 1)).sdst
+            kc = e(gcn.SAndB32Op(t, -ks, comment="K dwords per slice")).sdst
+            begin = e.mul(piece, kc)
+        kreg = e.const(kd) if isinstance(kd, int) else kd
+        begin = e(gcn.SMinU32Op(begin, kreg, comment="first dword of the slice")).sdst
+        rest = e(gcn.SSubU32Op(kreg, begin)).sdst
+        length = e(gcn.SMinU32Op(rest, kc, comment="K dwords of this slice")).sdst
+        return length, begin
+
+    def build(self) -> gcn.KernelOp:
+        s = self.shape
+        mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
+        P, eb = self.pack, self.eb
+        is_int = s.dtype == "i8"
+        dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
+        small_load = gcn.GlobalLoadUbyteOp if is_int else gcn.GlobalLoadUshortOp
+        c_type = s.c_type
+        c_esz = ELEMENT_BYTES[c_type]
+        n_edge = not (s.n >= 0 and s.n % mt_n == 0)
+        m_edge = not (s.m >= 0 and s.m % mt_m == 0)
+        local = self.local
+        batched = s.batch != 0
+        roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
+        types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
+        if batched:
+            roles.append("workgroup_id_z")
+            types.append(gcn.SGPRType.at(4))
+        entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
+        kp, wg_x, wg_y = entry.args[:3]
+        wg_z = entry.args[3] if batched else None
+        tid, exec0 = entry.args[-2:]
+        e = _Emitter(entry)
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        slice_id = None
+        if local > 1:
+            g = e(gcn.VLshrrevB32Op(mt_n.bit_length() - 1, tid)).vdst
+            slice_id = e(gcn.VReadfirstlaneB32Op(g)).sdst
+            tid = e(gcn.VAndB32Op(mt_n - 1, tid)).vdst
+
+        def batch_base(ptr: SSAValue, which: str, esz: int) -> SSAValue:
+            if not batched:
+                return ptr
+            static = getattr(s, f"stride_{which}")
+            stride = (static * esz if static >= 0 else
+                      e.mul(e(gcn.SLoadDwordOp(kp, kargs[f"stride_{which}"], comment=f"kernarg stride_{which}")).sdst, esz))
+            lo, hi = e.mul64(wg_z, stride)
+            return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
+
+        def reg(x: SSAValue | int) -> SSAValue:
+            return e.const(x) if isinstance(x, int) else x
+
+        def bytes_of(x: SSAValue | int, n: int) -> SSAValue | int:
+            return x * n if isinstance(x, int) else e.mul(x, n)
+
+        # ---- prologue ----
+        ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", eb)
+        ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", eb)
+        k_el = self._arg(e, kp, "K", s.k)
+        lda = self._arg(e, kp, "lda", s.lda)
+        ldb = self._arg(e, kp, "ldb", s.ldb)
+        # K in whole dwords (P values each) and the values left over
+        if isinstance(k_el, int):
+            k_val: SSAValue | int = k_el // P
+            k_left: SSAValue | int = k_el % P
+        else:
+            k_val = e(gcn.SLshrB32Op(k_el, P.bit_length() - 1, comment=f"K dwords = K / {P}")).sdst
+            k_left = e(gcn.SAndB32Op(k_el, P - 1, comment=f"K values left = K % {P}")).sdst
+        k_total = k_val
+        k_begin = None
+        if local > 1:
+            k_val, k_begin = self._k_slice(e, k_val, slice_id, local)
+
+        row0 = e.mul(wg_y, mt_m)
+        shift = None
+        if m_edge:
+            m_val = self._arg(e, kp, "M", s.m)
+            last = (m_val - mt_m) if isinstance(m_val, int) else e(gcn.SSubU32Op(m_val, mt_m)).sdst
+            tile_row = row0
+            row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
+            shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
+        col0 = e.mul(wg_x, mt_n)
+        if n_edge:
+            n_val = self._arg(e, kp, "N", s.n)
+            n_lane = e(gcn.VAddU32Op(col0, tid)).vdst
+            lanes = e(gcn.VCmpGtU32Op(reg(n_val), n_lane)).sdst
+            e(gcn.SAndB64Op(exec0, lanes, result_type=gcn.exec_type()))
+        else:
+            lanes = e(gcn.SAndB64Op(exec0, -1)).sdst
+
+        lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
+        a_lo, a_hi = e.mul64(row0, lda4)
+        a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
+        b_lo, b_hi = e.mul64(col0, ldb4)
+        b_tile0 = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{eb}")
+        voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
+        a_tile, b_tile = a_tile0, b_tile0
+        if k_begin is not None:
+            kb4 = e.mul(k_begin, 4)
+            a_tile = e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice")
+            b_tile = e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice")
+        n_steps = k_val // ks if isinstance(k_val, int) else None
+        k_tail = k_val % ks if isinstance(k_val, int) else 0
+        esz = 4  # bytes per packed dword of K
+
+        per_load = 16
+
+        def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
+            out = []
+            for r in range(mi_m):
+                for w, k0 in _pow2_runs(kcount, per_load):
+                    out.append((w, [r], list(range(k0, k0 + w))))
+            return out
+
+        def batch(ps: list) -> list[list]:
+            out: list[list] = []
+            size = 0
+            for pc in ps:
+                if not out or size + pc[0] > A_BATCH_SGPRS:
+                    out.append([])
+                    size = 0
+                out[-1].append(pc)
+                size += pc[0]
+            if len(out) > 1 and len(out) % 2:
+                i = next((j for j in reversed(range(len(out))) if len(out[j]) > 1), None)
+                if i is not None:
+                    half = len(out[i]) // 2
+                    out[i:i + 1] = [out[i][:half], out[i][half:]]
+            return out
+
+        imm_ok = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * esz <= SMEM_IMM_MAX
+        chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
+
+        def stepped(base: SSAValue, idx: int) -> SSAValue:
+            if chain["key"] is base and chain["idx"] == idx - 1:
+                val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
+            elif idx == 0:
+                val = base
+            else:
+                val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
+            chain.update(key=base, idx=idx, val=val)
+            return val
+
+        def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
+            w, rows, kks = pc
+            idx, imm = rows[0], (kbase + kks[0]) * esz
+            text = f"A row {rows[0]} dword {kbase + kks[0]}.."
+            if imm_ok:
+                return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
+            return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
+
+        n_slots = ks // 4  # B: quads of 4 dwords (global_load_dwordx4)
+
+        def b_slot_of(kk: int) -> tuple[int, int]:
+            return kk // 4, kk % 4
+
+        def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
+            return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+
+        def b_step_base(koff: SSAValue) -> SSAValue:
+            return e.add64(b_tile, koff, 0, comment="B for the next K step")
+
+        def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
+            q, j = b_slot_of(kk)
+            return e.sub(slots[q], j, 1)
+
+        def fma_order(batch_pieces, last: bool):
+            pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
+                     for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+            k_major = last or not self.forwarding
+            return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
+
+        def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+            w, rows, kks = batch_pieces[pi]
+            j = kks.index(kk)
+            return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
+
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
+        step_batches = batch(pieces(ks))
+
+        # ---- the K loop (steps of k_step dwords) ----
+        skip_main = f".L{self.name}_after_k_loop"
+        if n_steps is None or n_steps > 0:
+            if isinstance(k_val, int):
+                kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
+            else:
+                k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K dwords rounded down to whole K steps")).sdst
+                kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
+                e(gcn.SCmpLtU32Op(k_val, ks))
+                e(gcn.SCbranchForwardOp("scc1", skip_main))
+            koff0 = e.const(0)
+            batch0 = [load_piece(pc, koff0) for pc in step_batches[0]]
+            slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
+            nb0 = len(batch0)
+            carried = [koff0, *batch0, *slots0, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            be = _Emitter(body)
+            koff = body.args[0]
+            cur = list(body.args[1:1 + nb0])
+            slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
+            acc = list(body.args[1 + nb0 + n_slots:])
+            e_outer = e
+            e = be
+            pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
+            pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+            all_fmas = [(bi, t) for bi, bp in enumerate(step_batches)
+                        for t in fma_order(bp, bi == len(step_batches) - 1)]
+            last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
+            new_slots: list[SSAValue | None] = [None] * n_slots
+            b_next: SSAValue | None = None
+            n = 0
+            for bi, bp in enumerate(step_batches):
+                last = bi == len(step_batches) - 1
+                if not last:
+                    nxt = [load_piece(pc, koff) for pc in step_batches[bi + 1]]
+                elif bi:
+                    nxt = [load_piece(pc, pref) for pc in step_batches[0]]
+                for r, kk, pi, _ in fma_order(bp, last):
+                    acc[r] = be(dot_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
+                    q = b_slot_of(kk)[0]
+                    if last_use[q] == n:
+                        if b_next is None:
+                            b_next = b_step_base(pref)
+                        new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
+                    n += 1
+                if last and not bi:
+                    nxt = [load_piece(pc, pref) for pc in step_batches[0]]
+                cur = nxt
+            be(gcn.SCmpLgU32Op(koff, kmax))
+            be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
+            loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
+            e = e_outer
+            e(loop)
+            acc = list(loop.res[1 + nb0 + n_slots:])
+            if not isinstance(k_val, int):
+                e(gcn.LabelOp(skip_main))
+
+        # ---- dword tail, K known only at launch: a loop of single dwords ----
+        if not isinstance(k_val, int):
+            skip_tail = f".L{self.name}_after_k_tail"
+            k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="dword tail = K dwords % k_step")).sdst
+            k_end = e.mul(k_val, esz)
+            k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
+            e(gcn.SCmpLgU32Op(k_rest, 0))
+            e(gcn.SCbranchForwardOp("scc0", skip_tail))
+            carried = [k_first, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            koff, acc = body.args[0], list(body.args[1:])
+            e_outer = e
+            e = _Emitter(body)
+            bval = e(gcn.GlobalLoadDwordOp(voff_b, b_step_base(koff), comment="B tail dword")).vdst
+            for bp in batch(pieces(1)):
+                vals = [load_piece(pc, koff) for pc in bp]
+                for r, kk, pi, _ in fma_order(bp, False):
+                    acc[r] = e(dot_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+            k_next = e(gcn.SAddU32Op(koff, esz, comment="next dword")).sdst
+            e(gcn.SCmpLgU32Op(k_next, k_end))
+            e(gcn.LoopBackOp([k_next, *acc], "scc1"))
+            tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
+            e = e_outer
+            e(tail)
+            acc = list(tail.res[1:])
+            e(gcn.LabelOp(skip_tail))
+
+        # ---- dword tail, static K ----
+        if k_tail:
+            k0 = n_steps * ks  # type: ignore[operator]
+            koff_t = e.const(k0 * esz)
+            b_base = b_step_base(koff_t)
+            loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
+            tail_b = []
+            for w, kb in _pow2_runs(k_tail, 4):
+                v = e(loads[w](voff_b, b_base, offset=kb * esz, comment=f"B tail dword {k0 + kb}")).vdst
+                tail_b += [(v, j) for j in range(w)]
+            for bp in batch(pieces(k_tail)):
+                vals = [load_piece(pc, koff_t) for pc in bp]
+                for r, kk, pi, _ in fma_order(bp, False):
+                    bv, j = tail_b[kk]
+                    bop = e.sub(bv, j, 1) if bv.type.n > 1 else bv
+                    acc[r] = e(dot_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+
+        # ---- the K % P values after the last whole dword: one element at a time ----
+        if not (isinstance(k_left, int) and k_left == 0):
+            acc = self._leftover(e, acc, k_total, k_left, slice_id, a_tile0, b_tile0, voff_b, lda4,
+                                 small_load, dot_op)
+
+        # ---- local split: the wavefront groups' partial sums through LDS ----
+        lds_bytes = 0
+        if local > 1:
+            acc, lds_bytes = SqcKernelBuilder._local_reduce(self, e, acc, slice_id, tid, lanes, 4)  # type: ignore[arg-type]
+            e(gcn.SCmpEqU32Op(slice_id, 0))
+            lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
+
+        # ---- output: C = alpha * acc + beta * C ----
+        ldc = self._arg(e, kp, "ldc", s.ldc)
+        ldc_b = bytes_of(ldc, c_esz)
+        ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c", c_esz)
+        lo, hi = e.mul64(row0, ldc_b)
+        c_tile = e.add64(ptr_c, lo, hi, comment="C tile rows")
+        c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * c_esz), 0, comment="C tile columns")
+        alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
+        if not is_int:  # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C)
+            acc = zero_if_alpha_zero(e, alpha, 1, acc, f".L{self.name}_alpha_nonzero")
+            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        else:
+            e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
+        load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        voff_c = e(gcn.VLshlrevB32Op(c_esz.bit_length() - 1, tid)).vdst
+        c_load = gcn.GlobalLoadUshortOp if c_type == "f16" else gcn.GlobalLoadDwordOp
+        c_store = gcn.GlobalStoreShortOp if c_type == "f16" else gcn.GlobalStoreDwordOp
+
+        def set_exec(mask: SSAValue, r: int) -> None:
+            if shift is None:
+                e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+            else:
+                e(gcn.SCmpLeU32Op(shift, r))
+                e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
+
+        group = 16
+        row_ptr = c_tile
+        for g0 in range(0, mi_m, group):
+            rows = list(range(g0, min(g0 + group, mi_m)))
+            ptrs = []
+            for r in rows:
+                ptrs.append(row_ptr)
+                if r + 1 < mi_m:
+                    row_ptr = e.add64(row_ptr, ldc_b, 0)
+            if shift is not None and g0:
+                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            zeros = [e(gcn.VMovB32Op(0)).vdst for _ in rows]
+            cs = []
+            for i, (r, ptr) in enumerate(zip(rows, ptrs)):
+                if shift is not None or i == 0:
+                    set_exec(load_lanes, r)
+                cs.append(e(c_load(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
+            for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
+                if shift is not None or i == 0:
+                    set_exec(lanes, r)
+                if is_int:
+                    t = e(gcn.VMulLoU32Op(c, beta)).vdst
+                    out = e(gcn.VAddU32Op(t, e(gcn.VMulLoU32Op(acc[r], alpha)).vdst)).vdst
+                else:
+                    if c_type == "f16":
+                        c = e(gcn.VCvtF32F16Op(c)).vdst
+                    t = e(gcn.VMulF32Op(beta, c)).vdst
+                    out = e(gcn.VFmaF32Op(acc[r], alpha, t)).vdst
+                    if c_type == "f16":
+                        out = e(gcn.VCvtF16F32Op(out)).vdst
+                e(c_store(voff_c, out, ptr))
+        e(gcn.SEndpgmOp())
+
+        kernel = gcn.KernelOp(self.name, Region(entry))
+        if lds_bytes:
+            kernel.attributes["lds_bytes"] = IntegerAttr(lds_bytes, i64)
+        extra: dict[str, int | str] = {}
+        if local > 1:
+            extra = dict(split_k=1, split_mode="none", local_split=local, k_per_split=-1)
+        kernel_interface(kernel, self.mm, [*roles, "workitem_id_x", "exec"], self.kernargs(), self.wg_size[0],
+                         (mt_m, mt_n), ks, epilogue="", batch=s.batch, c_dtype=c_type, k_pack=P,
+                         static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
+                         **extra)
+        return kernel
+
+    def _leftover(self, e: _Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
+                  slice_id: SSAValue | None, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue,
+                  lda4: SSAValue | int, small_load, dot_op) -> list[SSAValue]:
+        """acc[r] += A[r, k] * B[n, k] for the last K % P values of K (k from P * K dwords on),
+        read one element each (zero-extended: the dot's other products are 0 x 0).  Runs
+        in a ``gcn.loop`` over those values that is skipped when there are none (K % P given at
+        launch) or in wavefront groups other than 0 (a local split: group 0 adds them)."""
+        eb = self.eb
+        label = f".L{self.name}_k_left"
+        skip = f"{label}_done"
+        first = k_total * 4 if isinstance(k_total, int) else e.mul(k_total, 4)  # byte offset of value K - K % P
+        first_r = e.const(first) if isinstance(first, int) else first
+        end = (first + k_left * eb) if isinstance(first, int) and isinstance(k_left, int) else \
+            e(gcn.SAddU32Op(first_r, e.mul(k_left, eb) if not isinstance(k_left, int) else k_left * eb)).sdst
+        guarded = not isinstance(k_left, int) or slice_id is not None
+        if not isinstance(k_left, int):
+            e(gcn.SCmpEqU32Op(k_left, 0))
+            e(gcn.SCbranchForwardOp("scc1", skip))
+        if slice_id is not None:
+            e(gcn.SCmpLgU32Op(slice_id, 0))
+            e(gcn.SCbranchForwardOp("scc1", skip))
+        carried = [first_r, *acc]
+        body = Block(arg_types=[v.type for v in carried])
+        be = _Emitter(body)
+        koff, acc = body.args[0], list(body.args[1:])
+        bvoff = be(gcn.VAddU32Op(koff, voff_b)).vdst
+        bval = be(small_load(bvoff, b_tile, comment="B[n, k]")).vdst
+        kv = be(gcn.VMovB32Op(koff)).vdst
+        group = 8
+        row_off: SSAValue | None = None
+        for g0 in range(0, len(acc), group):
+            rows = range(g0, min(g0 + group, len(acc)))
+            vals = []
+            for r in rows:
+                if r == 0:
+                    voff = kv
+                elif isinstance(lda4, int):
+                    voff = be(gcn.VAddU32Op(be.const(r * lda4), kv)).vdst
+                else:
+                    row_off = lda4 if row_off is None else be(gcn.SAddU32Op(row_off, lda4)).sdst
+                    voff = be(gcn.VAddU32Op(row_off, kv)).vdst
+                vals.append(be(small_load(voff, a_tile, comment=f"A[row {r}, k]")).vdst)
+            for r, v in zip(rows, vals):
+                acc[r] = be(dot_op(bval, v, acc[r])).vdst
+        k_next = be(gcn.SAddU32Op(koff, eb, comment="next value of K")).sdst
+        end_r = be.const(end) if isinstance(end, int) else end
+        be(gcn.SCmpLgU32Op(k_next, end_r))
+        be(gcn.LoopBackOp([k_next, *acc], "scc1"))
+        loop = gcn.LoopOp(carried, Region(body), label=label)
+        e(loop)
+        if guarded:
+            e(gcn.LabelOp(skip))
+        return list(loop.res[1:])
