@@ -48,8 +48,8 @@ from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import (
     A_BATCH_SGPRS,
+    LOCAL_SPLIT_LDS_BYTES,
     SMEM_IMM_MAX,
-    SqcKernelBuilder,
     _Emitter,
     _pow2_parts,
     _pow2_runs,
@@ -460,7 +460,7 @@ class DotKernelBuilder:
         # ---- local split: the wavefront groups' partial sums through LDS ----
         lds_bytes = 0
         if local > 1:
-            acc, lds_bytes = SqcKernelBuilder._local_reduce(self, e, acc, slice_id, tid, lanes, 4)  # type: ignore[arg-type]
+            acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
             e(gcn.SCmpEqU32Op(slice_id, 0))
             lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
 
@@ -534,6 +534,38 @@ class DotKernelBuilder:
                          static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
                          **extra)
         return kernel
+
+    def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
+                      lanes: SSAValue, add) -> tuple[list[SSAValue], int]:
+        """Sum the wavefront groups' accumulators into group 0's through LDS, as the f32
+        kernel (convert_gemm_to_gcn): groups 1..L-1 write their rows (chunks that fit
+        LOCAL_SPLIT_LDS_BYTES), a barrier, every group adds them in group order (``add``:
+        ``v_add_f32``, or ``v_add_u32`` for i32).  Returns the sums and the LDS bytes."""
+        local, mt_n = self.local, self.mt_n
+        row_bytes = mt_n * 4
+        rows_per_chunk = max(1, min(len(acc), LOCAL_SPLIT_LDS_BYTES // ((local - 1) * row_bytes)))
+        slot_bytes = rows_per_chunk * row_bytes
+        vcol = e(gcn.VLshlrevB32Op(2, col)).vdst
+        slot = e(gcn.SMaxU32Op(slice_id, 1)).sdst
+        slot = e(gcn.SSubU32Op(slot, 1)).sdst
+        wbase = e(gcn.VAddU32Op(e.mul(slot, slot_bytes), vcol)).vdst
+        acc = list(acc)
+        for c0 in range(0, len(acc), rows_per_chunk):
+            rows = range(c0, min(c0 + rows_per_chunk, len(acc)))
+            e(gcn.SCmpLgU32Op(slice_id, 0))
+            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+            for r in rows:
+                e(gcn.DsWriteB32Op(wbase, acc[r], offset=(r - c0) * row_bytes, comment=f"partial row {r}"))
+            e(gcn.SBarrierOp())
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            for r in rows:
+                for g in range(1, local):
+                    part = e(gcn.DsReadB32Op(vcol, offset=(g - 1) * slot_bytes + (r - c0) * row_bytes,
+                                             comment=f"group {g} row {r}")).vdst
+                    acc[r] = e(add(acc[r], part)).vdst
+            if c0 + rows_per_chunk < len(acc):
+                e(gcn.SBarrierOp())
+        return acc, (local - 1) * slot_bytes
 
     def _leftover(self, e: _Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
                   slice_id: SSAValue | None, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue,

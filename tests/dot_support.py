@@ -1,0 +1,100 @@
+"""Launch and check f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on the emulator.
+
+Buffers are exactly sized (the last element of each matrix ends its buffer) and the gaps
+between rows (leading dimension past the row) are filled with ``pad``: NaN for f16 and f32,
+a garbage byte pattern for i8/i32.  The reference is float64 math on the f16 inputs (exact
+products; int8: exact integer math in int64, wrapped to i32), with BLAS's quick returns.
+
+f16 bound (README, "f16 and int8 through the dot instructions"): each ``v_dot2_f32_f16``
+adds two exact f16 products to the f32 accumulator with one rounding (the emulator's and
+the ISA's definition), so after ``nd = ceil(K / 2)`` dot instructions (plus ``L - 1``
+additions of a local split, plus the epilogue's ``beta * C`` and ``fma``) the error is at most
+``gamma_n(2^-24) * (|alpha| sum_k |a||b| + |beta| |c|)`` with ``n = nd + L + 2`` (recursive
+summation, Higham 2002, eq. 3.4, each operation rounding once with unit roundoff 2^-24);
+f16 output adds one more rounding to f16: ``2^-11 |result| + 2^-25`` (half of the smallest
+f16 subnormal spacing 2^-24).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlpc.runtime import get_device, load_code_object
+
+U32 = 2.0 ** -24
+U16 = 2.0 ** -11
+
+
+def gamma(n: int, u: float) -> float:
+    return n * u / (1 - n * u)
+
+
+def exact(arr: np.ndarray, ld: int, pad) -> np.ndarray:
+    """The rows of the 2-D ``arr`` in an exactly sized flat buffer with row stride ``ld``."""
+    rows, cols = arr.shape
+    flat = np.full((rows - 1) * ld + cols, pad, arr.dtype)
+    for i in range(rows):
+        flat[i * ld:i * ld + cols] = arr[i]
+    return flat
+
+
+def rows_of(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
+    return np.stack([flat[i * ld:i * ld + cols] for i in range(rows)])
+
+
+def pad_mask(size: int, rows: int, cols: int, ld: int) -> np.ndarray:
+    mask = np.ones(size, bool)
+    for i in range(rows):
+        mask[i * ld:i * ld + cols] = False
+    return mask
+
+
+def launch_dot(kern, a_flat, b_flat, c_flat, alpha, beta, m, n, k, lda, ldb, ldc, *, device=None,
+               strict: bool = True, batch=None, strides=None):
+    """Run the kernel (a CompiledKernel) with the given flat buffers; returns (C flat, stats)."""
+    dev = device or get_device("emulator", strict=strict)
+    scalar = np.int32 if a_flat.dtype == np.int8 else np.float32
+    arrays = [np.ascontiguousarray(x) for x in (a_flat, b_flat, c_flat)]
+    bufs = [dev.upload(x) for x in arrays]
+    try:
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, lda, ldb, ldc)), scalar(alpha), scalar(beta)]
+        if strides is not None:
+            args += [np.int32(s) for s in strides]
+        stats = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, ldc, batch,
+                             buffer_sizes={i: x.nbytes for i, x in enumerate(arrays)})
+        return dev.download(bufs[2], c_flat.dtype.type, c_flat.shape), stats
+    finally:
+        for buf in bufs:
+            dev.free(buf)
+
+
+def reference(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
+              local: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) for C <- alpha A B^T + beta C with A M x K, B N x K (f16 or i8)."""
+    if a.dtype == np.int8:
+        prod = a.astype(np.int64) @ bt.astype(np.int64).T
+        res = np.int64(alpha) * prod + (np.int64(beta) * c0.astype(np.int64) if beta != 0 else 0)
+        res = ((res + 2**31) % 2**32 - 2**31).astype(np.int64)
+        return res, np.zeros(res.shape)
+    a64, b64 = a.astype(np.float64), bt.astype(np.float64)
+    k = a.shape[1]
+    with np.errstate(all="ignore"):
+        prod = a64 @ b64.T if alpha != 0 else np.zeros((a.shape[0], bt.shape[0]))
+        mag = abs(alpha) * (np.abs(a64) @ np.abs(b64).T) if alpha != 0 else 0.0
+        exp = alpha * prod
+        if beta != 0:
+            exp = exp + beta * c0.astype(np.float64)
+            mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
+    bound = gamma(-(-k // 2) + local + 2, U32) * mag + np.zeros(exp.shape)
+    if c0.dtype == np.float16:
+        bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+    return exp, bound
+
+
+def assert_close(got: np.ndarray, exp: np.ndarray, bound: np.ndarray) -> None:
+    got = got.astype(np.float64)
+    fin = np.isfinite(exp)
+    assert np.array_equal(np.isnan(got), np.isnan(exp)), "NaN where the reference has none (or the reverse)"
+    err = np.abs(got[fin] - exp[fin])
+    worst = np.max(err - bound[fin]) if err.size else 0
+    assert np.all(err <= bound[fin]), f"error over the bound by {worst}"

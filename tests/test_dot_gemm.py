@@ -1,0 +1,171 @@
+"""f16 and int8 GEMM through gfx906's dot instructions (passes/gemm_to_gcn_dot.py), end to end
+on the strict emulator: exactly sized buffers with NaN (f16/f32) or garbage (i8/i32) padding,
+K not a multiple of the packing (2 f16 / 4 int8 values per dword), edges in M and N, sizes
+given at launch, BLAS's alpha = 0 and beta = 0 rules.  References: float64 math on the f16
+inputs with the f32-accumulation bound of tests/dot_support.py; int8 exact (int64 math)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import vlpc
+from vlpc.errors import VlpcError
+
+from dot_support import assert_close, exact, launch_dot, pad_mask, reference, rows_of
+
+SCALAR = {"f16": "f32", "i8": "i32"}
+NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
+
+
+def source(m, n, k, lda, ldb, ldc, ab="f16", ct="f32", batch=None) -> str:
+    def mt(rows, cols, ld, t):
+        dims = "x".join("?" if x is None else str(x) for x in (rows, cols))
+        lds = "?" if ld is None else str(ld)
+        return f"memref<{dims}x{t}, strided<[{lds}, 1]>>"
+    ta, tb, tc = mt(m, k, lda, ab), mt(n, k, ldb, ab), mt(m, n, ldc, ct)
+    s = SCALAR[ab]
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
+            "  func.return\n}\n")
+
+
+def operands(m, n, k, ab, ct, rng):
+    if ab == "i8":
+        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+        c = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)
+        return a, b, c, np.int8(-77), np.int32(-0x5A5A5A5A)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = rng.standard_normal((m, n)).astype(NP[ct])
+    return a, b, c, np.nan, np.nan
+
+
+def run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, alpha, beta, seed=0, a=None, b=None, c=None, local=1):
+    rng = np.random.default_rng(seed)
+    a0, b0, c0, pad_ab, pad_c = operands(m, n, k, ab, ct, rng)
+    a = a0 if a is None else a
+    b = b0 if b is None else b
+    c = c0 if c is None else c
+    af, bf, cf = exact(a, lda, pad_ab), exact(b, ldb, pad_ab), exact(c, ldc, pad_c)
+    out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc)
+    got = rows_of(out, m, n, ldc)
+    exp, bound = reference(a, b, c, alpha, beta, local)
+    if ab == "i8":
+        np.testing.assert_array_equal(got.astype(np.int64), exp)
+    else:
+        assert_close(got, exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)  # C's padding is not written
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
+    return got
+
+
+@pytest.mark.parametrize("m, n, k, lda, ldb, ldc, ct", [
+    (64, 256, 64, 64, 64, 256, "f32"),     # whole tiles, whole K steps (32 f16 values each)
+    (64, 256, 41, 42, 42, 256, "f32"),     # K odd: 20 dwords (a K step of 16 + a tail of 4) + 1 value
+    (70, 300, 37, 38, 40, 301, "f32"),     # edges in M (moved-up tile) and N (EXEC), padded rows
+    (5, 70, 3, 4, 4, 70, "f32"),           # a tile of 5 rows; K = 3: one dword and one value
+    (64, 256, 41, 42, 42, 256, "f16"),     # f16 output
+    (33, 100, 1, 2, 2, 100, "f16"),        # K = 1: only the one-value step
+])
+def test_f16_static(m, n, k, lda, ldb, ldc, ct):
+    kern = vlpc.compile(source(m, n, k, lda, ldb, ldc, "f16", ct)).kernel("g")
+    run_case(kern, m, n, k, lda, ldb, ldc, "f16", ct, 1.5, 0.5)
+
+
+@pytest.mark.parametrize("m, n, k, lda, ldb, ldc", [
+    (64, 256, 128, 128, 128, 256),   # whole K steps of 64 int8 values
+    (70, 100, 71, 72, 76, 101),      # K % 4 = 3, edges, padded rows
+    (3, 65, 2, 4, 4, 65),            # K < 4: only values, no whole dword
+    (9, 64, 4 * 16 + 5, 72, 72, 64),  # K % 4 = 1 after one whole K step
+])
+def test_i8_static_exact(m, n, k, lda, ldb, ldc):
+    kern = vlpc.compile(source(m, n, k, lda, ldb, ldc, "i8", "i32")).kernel("g")
+    run_case(kern, m, n, k, lda, ldb, ldc, "i8", "i32", 3, -2)
+    run_case(kern, m, n, k, lda, ldb, ldc, "i8", "i32", -1, 0, seed=1)  # beta = 0
+
+
+@pytest.mark.parametrize("ab, ct", [("f16", "f32"), ("f16", "f16"), ("i8", "i32")])
+def test_sizes_at_launch(ab, ct):
+    """One kernel, sizes and leading dimensions given at launch: K with every remainder
+    mod the packing, the dword tail loop, M below the macro tile (row-narrow companions)."""
+    kern = vlpc.compile(source(None, None, None, None, None, None, ab, ct)).kernel("g")
+    p = 2 if ab == "f16" else 4
+    for i, (m, n, k) in enumerate([(64, 256, 35 * p + 1), (66, 70, 16 * p + p - 1), (3, 65, 5), (9, 64, 1)]):
+        lda = -(-k // p) * p + p
+        run_case(kern, m, n, k, lda, lda + p, n + 3, ab, ct, 2 if ab == "i8" else 0.75, 1 if ab == "i8" else -1.25,
+                 seed=i)
+
+
+@pytest.mark.parametrize("ct", ["f32", "f16"])
+def test_f16_alpha_zero_over_nan_and_beta_zero_over_nan(ct):
+    """BLAS: alpha = 0 gives beta * C even with NaN/Inf in A and B; beta = 0 never reads C."""
+    m, n, k = 20, 70, 9
+    kern = vlpc.compile(source(m, n, k, 10, 10, n, "f16", ct)).kernel("g")
+    rng = np.random.default_rng(3)
+    a, b, c, _, _ = operands(m, n, k, "f16", ct, rng)
+    a[1, 2], a[4, 8], b[3, 0], b[7, 8] = np.nan, np.inf, -np.inf, np.nan
+    got = run_case(kern, m, n, k, 10, 10, n, "f16", ct, 0.0, 0.5, a=a, b=b, c=c)
+    assert np.isfinite(got).all()
+    c_nan = np.full_like(c, np.nan)
+    a2, b2, _, _, _ = operands(m, n, k, "f16", ct, rng)
+    got = run_case(kern, m, n, k, 10, 10, n, "f16", ct, 1.0, 0.0, a=a2, b=b2, c=c_nan)
+    assert np.isfinite(got).all()
+
+
+def test_f16_nan_in_inputs_propagates():
+    """alpha != 0: a NaN in A reaches exactly its row of C (also from the one-value step)."""
+    m, n, k = 16, 64, 7
+    kern = vlpc.compile(source(m, n, k, 8, 8, n, "f16", "f32")).kernel("g")
+    a, b, c, _, _ = operands(m, n, k, "f16", "f32", np.random.default_rng(5))
+    a[5, 6] = np.nan  # k = 6: the value after the last whole dword
+    got = run_case(kern, m, n, k, 8, 8, n, "f16", "f32", 1.0, 1.0, a=a, b=b, c=c)
+    assert np.isnan(got[5]).all() and np.isfinite(np.delete(got, 5, axis=0)).all()
+
+
+def test_local_split_and_small_m():
+    """The GEMV shape: M = 4, K split over 4 wavefront groups (LDS reduction), K odd."""
+    m, n, k = 4, 128, 4 * 32 * 2 + 3
+    src = source(m, n, k, k + 1, k + 1, n, "f16", "f32")
+    kern = vlpc.compile(src, macro_tile=(4, 64), micro_tile=(4, 1), local_split=4).kernel("g")
+    assert kern.local_split == 4
+    run_case(kern, m, n, k, k + 1, k + 1, n, "f16", "f32", 1.0, 0.0, local=4)
+    src = source(m, n, 259, 260, 260, n, "i8", "i32")
+    kern = vlpc.compile(src, macro_tile=(4, 64), micro_tile=(4, 1), local_split=4).kernel("g")
+    run_case(kern, m, n, 259, 260, 260, n, "i8", "i32", 1, 0)
+
+
+def test_selected_instructions():
+    """The K loop is dot instructions with the A operand in an SGPR, nothing else on the VALU."""
+    for ab, ct, mnem in (("f16", "f32", "v_dot2_f32_f16"), ("i8", "i32", "v_dot4_i32_i8")):
+        asm = vlpc.compile(source(64, 256, 256, 256, 256, 256, ab, ct)).kernel("g").asm
+        loop = asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+        valu = [ln.split()[0] for ln in loop.splitlines() if ln.strip().startswith("v_")]
+        assert set(valu) == {mnem} and len(valu) == 64 * 16
+        assert all(re.search(rf"{mnem} v\d+, v\d+, s\d+, v\d+", ln) for ln in loop.splitlines() if mnem in ln)
+
+
+@pytest.mark.parametrize("text, words", [
+    (source(48, 64, 32, 32, 32, 64, "f16", "f32").replace('"NT"', '"NN"').replace(
+        "memref<64x32xf16, strided<[32, 1]>>", "memref<32x64xf16, strided<[64, 1]>>"),
+     "layout NN: f16 products need K contiguous"),
+    (source(64, 64, 31, 31, 32, 64, "f16", "f32"), "lda=31: f16 rows and matrices must start on 4-byte boundaries"),
+    (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
+    (source(64, 64, 32, 32, 32, 64, "i8", "f32"), "C of an i8 product is i32"),
+    (source(64, 64, 32, 32, 32, 64, "f16", "f32").replace("%alpha: f32", "%alpha: f16").replace("f32, f32\n", "f16, f32\n"),
+     "alpha must have type f32"),
+])
+def test_refused_with_location(text, words):
+    with pytest.raises(VlpcError) as e:
+        vlpc.compile(text, filename="t.mlir")
+    assert words in str(e.value) and "t.mlir:" in str(e.value)
+
+
+def test_odd_leading_dimension_at_launch_is_refused():
+    kern = vlpc.compile(source(None, None, None, None, None, None, "f16", "f32")).kernel("g")
+    a = np.zeros(64 * 33, np.float16)
+    with pytest.raises(Exception, match="lda=33: f16 rows"):
+        launch_dot(kern, a, a, np.zeros(64 * 64, np.float32), 1.0, 0.0, 64, 64, 32, 33, 34, 64)
