@@ -19,6 +19,15 @@ kernel's ``descriptor``/``metadata`` attributes (filled by ``gcn-emit-descriptor
 SCC is modelled implicitly (``implicit_defs``/``implicit_uses`` class data), as
 are EXEC for vector instructions; instruction selection emits code in issue
 order and no pass reorders across them.
+
+Instruction facts come from the gfx906 table (``vlpc.isa``), never from the op
+classes: when a class naming a ``MNEMONIC`` is defined, the mnemonic (and its
+``_e32``/``_e64``/``_sdwa``/``_dpp`` form) is looked up and a misspelt or
+non-gfx906 one is a ``TypeError``; the class gets its table row (``ISA``: encoding,
+opcode, counters, in-order return, issue class), its ``UNIT`` (the row's issue
+class) and the widths its base class reads from the row's operands
+(``_table_facts``: ``DWORDS``, ``DST_WIDTH``, ``WIDTH``, ``OFFSET_UNIT``).  A class
+that restates one of them must agree with the table.
 """
 
 from __future__ import annotations
@@ -58,6 +67,8 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
+
+from vlpc import isa as _isa
 
 # ---------------------------------------------------------------------------
 # Register types
@@ -206,15 +217,40 @@ def reg_asm(value: SSAValue) -> str:
 UNITS = ("salu", "valu", "smem", "vmem", "lds", "branch", "waitcnt", "nop", "barrier", "other", "pseudo")
 
 
+def branch_conditions() -> frozenset[str]:
+    """Conditions ``c`` of the gfx906 conditional branches ``s_cbranch_<c> <label>`` (the
+    table's ``s_cbranch_*`` rows whose only operand is the branch offset)."""
+    return _BRANCH_CONDITIONS
+
+
+_BRANCH_CONDITIONS = frozenset(
+    r.mnemonic[len("s_cbranch_"):] for r in _isa.table().values()
+    if r.mnemonic.startswith("s_cbranch_") and r.operands == (("imm", 0),))
+
+
+def _table_row(cls: type, mnemonic: str) -> _isa.Instruction:
+    """The table row of a class's ``MNEMONIC`` (``s_cbranch``: the conditional branch family)."""
+    try:
+        if mnemonic == "s_cbranch":
+            return _isa.lookup("s_cbranch_" + min(_BRANCH_CONDITIONS))
+        return _isa.lookup_form(mnemonic)
+    except KeyError as e:
+        raise TypeError(f"gcn op class {cls.__qualname__}: MNEMONIC {e.args[0]}") from None
+
+
 class GCNInstruction(IRDLOperation, ABC):
     """Base of every instruction op: one assembly line, class data for the passes.
 
-    ``unit`` is the instruction class the emulator's counters also use;
+    ``ISA`` is the instruction's row of the gfx906 table (``vlpc.isa``; None for ops that
+    print no instruction); ``UNIT`` its issue class there (``salu valu smem vmem lds branch
+    waitcnt nop barrier message export``; ``pseudo``/``other`` for ops without a row);
     ``implicit_defs``/``implicit_uses`` name special state (``scc``, ``exec``, ``vcc``)
     read or written without an SSA operand.
     """
 
     MNEMONIC: ClassVar[str]
+    #: The table row of ``MNEMONIC`` (set when the class is defined).
+    ISA: ClassVar[_isa.Instruction | None] = None
     UNIT: ClassVar[str] = "other"
     IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ()
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ()
@@ -223,6 +259,40 @@ class GCNInstruction(IRDLOperation, ABC):
     EARLY_CLOBBER: ClassVar[bool] = False
 
     comment = opt_attr_def(StringAttr)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        mnemonic = cls.__dict__.get("MNEMONIC")
+        if not mnemonic:  # inherited (bound where it is defined), or an op that prints no instruction
+            return
+        row = _table_row(cls, mnemonic)
+        facts = {"UNIT": row.issue_class, **cls._table_facts(row)}
+        annotations = cls.__dict__.get("__annotations__")
+        if annotations is None:
+            annotations = {}
+            cls.__annotations__ = annotations
+        for key, value in facts.items():
+            own = cls.__dict__.get(key)
+            if own is not None and own != value:
+                raise TypeError(f"gcn op class {cls.__qualname__}: {key} = {own!r}, but the gfx906 table "
+                                f"gives {value!r} for {mnemonic} (vlpc/isa/gfx906.json)")
+            setattr(cls, key, value)
+            annotations.setdefault(key, "ClassVar")
+        cls.ISA = None if mnemonic == "s_cbranch" else row
+        annotations.setdefault("ISA", "ClassVar")
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        """Class data a family of ops reads from its table row (widths in dwords)."""
+        return {}
+
+    @classmethod
+    def table_result_type(cls, index: int = 0) -> GCNRegisterType:
+        """An unallocated register range of the kind and width of operand ``index`` of the
+        table row (operand 0: the destination of an ALU instruction)."""
+        assert cls.ISA is not None, f"{cls.__name__} has no table row"
+        kind, dwords = cls.ISA.operands[index]
+        return {"s": SGPRType, "v": VGPRType}[kind].unallocated(dwords)
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(r) for r in self.results] + [reg_asm(o) for o in self.operands]
@@ -251,13 +321,16 @@ def _imm_text(value: int) -> str:
 class SLoadBase(GCNInstruction, ABC):
     """``s_load_dwordxN sdst, sbase, [soffset] [offset]`` (SMEM; results return out of order)."""
 
-    UNIT: ClassVar[str] = "smem"
     EARLY_CLOBBER: ClassVar[bool] = True
     DWORDS: ClassVar[int]
     sdst = result_def(SGPRType)
     sbase = operand_def(SGPRType)
     soffset = opt_operand_def(SGPRType)
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": row.operands[0][1]}
 
     def __init__(self, sbase: SSAValue, offset: int = 0, soffset: SSAValue | None = None,
                  comment: str | None = None):
@@ -292,35 +365,30 @@ class SLoadBase(GCNInstruction, ABC):
 class SLoadDwordOp(SLoadBase):
     name = "gcn.s_load_dword"
     MNEMONIC: ClassVar[str] = "s_load_dword"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
 class SLoadDwordx2Op(SLoadBase):
     name = "gcn.s_load_dwordx2"
     MNEMONIC: ClassVar[str] = "s_load_dwordx2"
-    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
 class SLoadDwordx4Op(SLoadBase):
     name = "gcn.s_load_dwordx4"
     MNEMONIC: ClassVar[str] = "s_load_dwordx4"
-    DWORDS: ClassVar[int] = 4
 
 
 @irdl_op_definition
 class SLoadDwordx8Op(SLoadBase):
     name = "gcn.s_load_dwordx8"
     MNEMONIC: ClassVar[str] = "s_load_dwordx8"
-    DWORDS: ClassVar[int] = 8
 
 
 @irdl_op_definition
 class SLoadDwordx16Op(SLoadBase):
     name = "gcn.s_load_dwordx16"
     MNEMONIC: ClassVar[str] = "s_load_dwordx16"
-    DWORDS: ClassVar[int] = 16
 
 
 S_LOADS: dict[int, type[SLoadBase]] = {  # by width in dwords
@@ -333,13 +401,16 @@ S_LOADS: dict[int, type[SLoadBase]] = {  # by width in dwords
 class SOP2Base(GCNInstruction, ABC):
     """``op sdst, src0, src1`` where src1 is an SGPR or an immediate (inline or literal)."""
 
-    UNIT: ClassVar[str] = "salu"
     IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
-    DST_WIDTH: ClassVar[int] = 1
+    DST_WIDTH: ClassVar[int]
     sdst = result_def(SGPRType)
     src0 = operand_def(SGPRType)
     src1 = opt_operand_def(SGPRType)
     imm = opt_prop_def(IntegerAttr)
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DST_WIDTH": row.operands[0][1]}
 
     def __init__(self, src0: SSAValue, src1: SSAValue | int, comment: str | None = None):
         props = {}
@@ -361,17 +432,15 @@ class SOP2Base(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: exactly one of src1 and imm must be given")
 
 
-def _sop2(cls_name: str, mnemonic: str, *, uses_scc: bool = False, width: int = 1,
-          defs_scc: bool = True) -> type[SOP2Base]:
+def _sop2(cls_name: str, mnemonic: str, *, uses_scc: bool = False, defs_scc: bool = True) -> type[SOP2Base]:
     attrs = {
         "name": f"gcn.{mnemonic}",
         "MNEMONIC": mnemonic,
-        "DST_WIDTH": width,
         "IMPLICIT_USES": ("scc",) if uses_scc else (),
         "IMPLICIT_DEFS": ("scc",) if defs_scc else (),
         "__module__": __name__,
         "__qualname__": cls_name,
-        "__annotations__": {k: "ClassVar" for k in ("MNEMONIC", "DST_WIDTH", "IMPLICIT_USES", "IMPLICIT_DEFS")},
+        "__annotations__": {k: "ClassVar" for k in ("MNEMONIC", "IMPLICIT_USES", "IMPLICIT_DEFS")},
     }
     return irdl_op_definition(type(cls_name, (SOP2Base,), attrs))
 
@@ -400,7 +469,6 @@ class SMulHiU32Op(SOP2Base):
 class SOPCBase(GCNInstruction, ABC):
     """``s_cmp_* src0, src1``: compares and writes SCC."""
 
-    UNIT: ClassVar[str] = "salu"
     IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
     src0 = operand_def(SGPRType)
     src1 = opt_operand_def(SGPRType)
@@ -441,16 +509,16 @@ class SMovB32Op(GCNInstruction):
 
     name = "gcn.s_mov_b32"
     MNEMONIC: ClassVar[str] = "s_mov_b32"
-    UNIT: ClassVar[str] = "salu"
     sdst = result_def(SGPRType)
     src = opt_operand_def(SGPRType)
     imm = opt_prop_def(IntegerAttr)
 
     def __init__(self, src: SSAValue | int):
         if isinstance(src, int):
-            super().__init__(operands=[[]], result_types=[sgpr(1)], properties={"imm": IntegerAttr(src, i64)})
+            super().__init__(operands=[[]], result_types=[self.table_result_type()],
+                             properties={"imm": IntegerAttr(src, i64)})
         else:
-            super().__init__(operands=[[src]], result_types=[sgpr(1)])
+            super().__init__(operands=[[src]], result_types=[self.table_result_type()])
 
     def asm_operands(self) -> list[str]:
         src = reg_asm(self.src) if self.src is not None else _imm_text(self.imm.value.data)
@@ -461,7 +529,6 @@ class SMovB32Op(GCNInstruction):
 
 
 class VOPBase(GCNInstruction, ABC):
-    UNIT: ClassVar[str] = "valu"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
 
 
@@ -480,7 +547,7 @@ class VFmaF32Op(VOPBase):
     src2 = operand_def(VGPRType | SGPRType)
 
     def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue, comment: str | None = None):
-        super().__init__(operands=[src0, src1, src2], result_types=[vgpr(1)],
+        super().__init__(operands=[src0, src1, src2], result_types=[self.table_result_type()],
                          attributes={"comment": StringAttr(comment)} if comment else {})
 
     def verify_(self) -> None:
@@ -507,7 +574,7 @@ class VFmaF64Op(VOPBase):
     src2 = operand_def(VGPRType | SGPRType)
 
     def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue):
-        super().__init__(operands=[src0, src1, src2], result_types=[vgpr(2)])
+        super().__init__(operands=[src0, src1, src2], result_types=[self.table_result_type()])
 
     def verify_(self) -> None:
         if len({o for o in self.operands if isinstance(o.type, SGPRType)}) > 1:
@@ -518,12 +585,16 @@ class VFmaF64Op(VOPBase):
 
 class VOP2Base(VOPBase, ABC):
     """``op vdst, src0, src1`` where src0 may be an SGPR (range) and src1 is a VGPR (range);
-    ``WIDTH`` registers per operand (1, or 2 for f64)."""
+    ``WIDTH`` registers per operand (1, or 2 for f64; the table's destination width)."""
 
-    WIDTH: ClassVar[int] = 1
+    WIDTH: ClassVar[int]
     vdst = result_def(VGPRType)
     src0 = operand_def(VGPRType | SGPRType)
     src1 = operand_def(VGPRType)
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"WIDTH": row.operands[0][1]}
 
     def __init__(self, src0: SSAValue, src1: SSAValue):
         super().__init__(operands=[src0, src1], result_types=[vgpr(self.WIDTH)])
@@ -539,7 +610,6 @@ class VAddF32Op(VOP2Base):
 class VAddF64Op(VOP2Base):
     name = "gcn.v_add_f64"
     MNEMONIC: ClassVar[str] = "v_add_f64"
-    WIDTH: ClassVar[int] = 2
 
 
 @irdl_op_definition
@@ -552,7 +622,7 @@ class VMaxF64Op(VOPBase):
     src = operand_def(VGPRType)
 
     def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[vgpr(2)])
+        super().__init__(operands=[src], result_types=[self.table_result_type()])
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), "0", reg_asm(self.src)]
@@ -565,7 +635,7 @@ class VOP1Base(VOPBase, ABC):
     src = operand_def(VGPRType)
 
     def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[vgpr(1)])
+        super().__init__(operands=[src], result_types=[self.table_result_type()])
 
 
 @irdl_op_definition
@@ -598,7 +668,6 @@ class VMulF64Op(VOP2Base):
 
     name = "gcn.v_mul_f64"
     MNEMONIC: ClassVar[str] = "v_mul_f64"
-    WIDTH: ClassVar[int] = 2
 
 
 @irdl_op_definition
@@ -612,7 +681,7 @@ class VMulLoU32Op(VOPBase):
     src1 = operand_def(VGPRType | SGPRType)
 
     def __init__(self, src0: SSAValue, src1: SSAValue):
-        super().__init__(operands=[src0, src1], result_types=[vgpr(1)])
+        super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
 
 
 @irdl_op_definition
@@ -626,7 +695,8 @@ class VLshlrevB32Op(VOPBase):
     shift = prop_def(IntegerAttr)
 
     def __init__(self, shift: int, src: SSAValue):
-        super().__init__(operands=[src], result_types=[vgpr(1)], properties={"shift": IntegerAttr(shift, i64)})
+        super().__init__(operands=[src], result_types=[self.table_result_type()],
+                         properties={"shift": IntegerAttr(shift, i64)})
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
@@ -642,7 +712,7 @@ class VReadfirstlaneB32Op(VOPBase):
     src = operand_def(VGPRType)
 
     def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[sgpr(1)])
+        super().__init__(operands=[src], result_types=[self.table_result_type()])
 
 
 @irdl_op_definition
@@ -657,9 +727,10 @@ class VMovB32Op(VOPBase):
 
     def __init__(self, src: SSAValue | int):
         if isinstance(src, int):
-            super().__init__(operands=[[]], result_types=[vgpr(1)], properties={"imm": IntegerAttr(src, i64)})
+            super().__init__(operands=[[]], result_types=[self.table_result_type()],
+                             properties={"imm": IntegerAttr(src, i64)})
         else:
-            super().__init__(operands=[[src]], result_types=[vgpr(1)])
+            super().__init__(operands=[[src]], result_types=[self.table_result_type()])
 
     def asm_operands(self) -> list[str]:
         src = reg_asm(self.src) if self.src is not None else _imm_text(self.imm.value.data)
@@ -685,7 +756,7 @@ class VCmpGtU32Op(VOPBase):
     src1 = operand_def(VGPRType)
 
     def __init__(self, src0: SSAValue, src1: SSAValue):
-        super().__init__(operands=[src0, src1], result_types=[sgpr(2)])
+        super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
 
 
 @irdl_op_definition
@@ -698,7 +769,7 @@ class VMaxF32Op(VOPBase):
     src = operand_def(VGPRType)
 
     def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[vgpr(1)])
+        super().__init__(operands=[src], result_types=[self.table_result_type()])
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), "0", reg_asm(self.src)]
@@ -710,7 +781,6 @@ class SOP64Base(GCNInstruction, ABC):
     ``src1`` is an SGPR pair or, when absent, the inline constant ``imm``.
     """
 
-    UNIT: ClassVar[str] = "salu"
     sdst = result_def(SGPRType | SpecialRegType)
     src0 = operand_def(SGPRType | SpecialRegType)
     src1 = opt_operand_def(SGPRType | SpecialRegType)
@@ -724,7 +794,7 @@ class SOP64Base(GCNInstruction, ABC):
             ops.append([])
         else:
             ops.append([src1])
-        super().__init__(operands=ops, result_types=[result_type or sgpr(2)], properties=props)
+        super().__init__(operands=ops, result_types=[result_type or self.table_result_type()], properties=props)
 
     def asm_operands(self) -> list[str]:
         second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
@@ -766,7 +836,6 @@ class GlobalLoadBase(GCNInstruction, ABC):
     Vector memory loads return in order (``s_waitcnt vmcnt(N)``).
     """
 
-    UNIT: ClassVar[str] = "vmem"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     EARLY_CLOBBER: ClassVar[bool] = True
     DWORDS: ClassVar[int]
@@ -777,6 +846,10 @@ class GlobalLoadBase(GCNInstruction, ABC):
     #: allocator gives it the result's registers (it is not printed).
     merge = opt_operand_def(VGPRType)
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": row.operands[0][1]}
 
     def __init__(self, vaddr: SSAValue, saddr: SSAValue, offset: int = 0, comment: str | None = None,
                  merge: SSAValue | None = None):
@@ -797,21 +870,18 @@ class GlobalLoadBase(GCNInstruction, ABC):
 class GlobalLoadDwordOp(GlobalLoadBase):
     name = "gcn.global_load_dword"
     MNEMONIC: ClassVar[str] = "global_load_dword"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
 class GlobalLoadDwordx2Op(GlobalLoadBase):
     name = "gcn.global_load_dwordx2"
     MNEMONIC: ClassVar[str] = "global_load_dwordx2"
-    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
 class GlobalLoadDwordx4Op(GlobalLoadBase):
     name = "gcn.global_load_dwordx4"
     MNEMONIC: ClassVar[str] = "global_load_dwordx4"
-    DWORDS: ClassVar[int] = 4
 
 
 @irdl_op_definition
@@ -820,7 +890,6 @@ class GlobalStoreDwordOp(GCNInstruction):
 
     name = "gcn.global_store_dword"
     MNEMONIC: ClassVar[str] = "global_store_dword"
-    UNIT: ClassVar[str] = "vmem"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
@@ -896,7 +965,6 @@ class GlobalStoreDwordx2Op(GCNInstruction):
 
     name = "gcn.global_store_dwordx2"
     MNEMONIC: ClassVar[str] = "global_store_dwordx2"
-    UNIT: ClassVar[str] = "vmem"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
@@ -920,7 +988,6 @@ class SWaitcntOp(GCNInstruction):
 
     name = "gcn.s_waitcnt"
     MNEMONIC: ClassVar[str] = "s_waitcnt"
-    UNIT: ClassVar[str] = "waitcnt"
     vmcnt = opt_prop_def(IntegerAttr)
     lgkmcnt = opt_prop_def(IntegerAttr)
 
@@ -947,7 +1014,6 @@ class SNopOp(GCNInstruction):
 
     name = "gcn.s_nop"
     MNEMONIC: ClassVar[str] = "s_nop"
-    UNIT: ClassVar[str] = "nop"
     count = prop_def(IntegerAttr)
 
     def __init__(self, count: int, comment: str | None = None):
@@ -964,7 +1030,6 @@ class SEndpgmOp(GCNInstruction):
 
     name = "gcn.s_endpgm"
     MNEMONIC: ClassVar[str] = "s_endpgm"
-    UNIT: ClassVar[str] = "branch"
     traits = traits_def(IsTerminator())
 
 
@@ -1011,7 +1076,6 @@ class LoopBackOp(GCNInstruction):
 
     name = "gcn.loop_back"
     MNEMONIC: ClassVar[str] = "s_cbranch"
-    UNIT: ClassVar[str] = "branch"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("scc",)
     yielded = var_operand_def()
     condition = prop_def(StringAttr)
@@ -1019,6 +1083,9 @@ class LoopBackOp(GCNInstruction):
 
     def __init__(self, yielded: Sequence[SSAValue], condition: str = "scc1"):
         super().__init__(operands=[yielded], properties={"condition": StringAttr(condition)})
+
+    def verify_(self) -> None:
+        _check_branch_condition(self)
 
     def assembly_line(self) -> str:
         loop = self.parent_op()
@@ -1033,7 +1100,6 @@ class SCbranchForwardOp(GCNInstruction):
 
     name = "gcn.s_cbranch_forward"
     MNEMONIC: ClassVar[str] = "s_cbranch"
-    UNIT: ClassVar[str] = "branch"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("scc",)
     condition = prop_def(StringAttr)
     target = prop_def(StringAttr)
@@ -1041,8 +1107,18 @@ class SCbranchForwardOp(GCNInstruction):
     def __init__(self, condition: str, target: str):
         super().__init__(properties={"condition": StringAttr(condition), "target": StringAttr(target)})
 
+    def verify_(self) -> None:
+        _check_branch_condition(self)
+
     def assembly_line(self) -> str:
         return f"  s_cbranch_{self.condition.data} {self.target.data}"
+
+
+def _check_branch_condition(op: LoopBackOp | SCbranchForwardOp) -> None:
+    cond = op.condition.data
+    if cond not in _BRANCH_CONDITIONS:
+        raise VerifyException(f"{op.name}: s_cbranch_{cond} is not a gfx906 conditional branch "
+                              f"(conditions: {', '.join(sorted(_BRANCH_CONDITIONS))})")
 
 
 @irdl_op_definition
@@ -1114,12 +1190,15 @@ def metadata_json(kernel: KernelOp) -> dict:
 class DsReadBase(GCNInstruction, ABC):
     """``ds_read_bN vdst, vaddr offset:imm``: LDS[vaddr + offset] into ``DWORDS`` VGPRs."""
 
-    UNIT: ClassVar[str] = "lds"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     DWORDS: ClassVar[int]
     vdst = result_def(VGPRType)
     vaddr = operand_def(VGPRType)
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": row.operands[0][1]}
 
     def __init__(self, vaddr: SSAValue, offset: int = 0, comment: str | None = None):
         super().__init__(operands=[vaddr], result_types=[vgpr(self.DWORDS)],
@@ -1139,21 +1218,18 @@ class DsReadBase(GCNInstruction, ABC):
 class DsReadB32Op(DsReadBase):
     name = "gcn.ds_read_b32"
     MNEMONIC: ClassVar[str] = "ds_read_b32"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
 class DsReadB64Op(DsReadBase):
     name = "gcn.ds_read_b64"
     MNEMONIC: ClassVar[str] = "ds_read_b64"
-    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
 class DsReadB128Op(DsReadBase):
     name = "gcn.ds_read_b128"
     MNEMONIC: ClassVar[str] = "ds_read_b128"
-    DWORDS: ClassVar[int] = 4
 
 
 DS_READS: dict[int, type[DsReadBase]] = {c.DWORDS: c for c in (DsReadB32Op, DsReadB64Op, DsReadB128Op)}
@@ -1162,12 +1238,15 @@ DS_READS: dict[int, type[DsReadBase]] = {c.DWORDS: c for c in (DsReadB32Op, DsRe
 class DsWriteBase(GCNInstruction, ABC):
     """``ds_write_bN vaddr, vdata offset:imm``: ``DWORDS`` VGPRs to LDS[vaddr + offset]."""
 
-    UNIT: ClassVar[str] = "lds"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     DWORDS: ClassVar[int]
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": row.operands[1][1]}
 
     def __init__(self, vaddr: SSAValue, vdata: SSAValue, offset: int = 0, comment: str | None = None):
         super().__init__(operands=[vaddr, vdata], properties={"offset": IntegerAttr(offset, i64)},
@@ -1186,21 +1265,18 @@ class DsWriteBase(GCNInstruction, ABC):
 class DsWriteB32Op(DsWriteBase):
     name = "gcn.ds_write_b32"
     MNEMONIC: ClassVar[str] = "ds_write_b32"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
 class DsWriteB64Op(DsWriteBase):
     name = "gcn.ds_write_b64"
     MNEMONIC: ClassVar[str] = "ds_write_b64"
-    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
 class DsWriteB128Op(DsWriteBase):
     name = "gcn.ds_write_b128"
     MNEMONIC: ClassVar[str] = "ds_write_b128"
-    DWORDS: ClassVar[int] = 4
 
 
 DS_WRITES: dict[int, type[DsWriteBase]] = {c.DWORDS: c for c in (DsWriteB32Op, DsWriteB64Op, DsWriteB128Op)}
@@ -1210,10 +1286,13 @@ class DsWrite2Base(GCNInstruction, ABC):
     """``ds_write2[st64]_b32 vaddr, vdata0, vdata1 offset0:a offset1:b``: two dwords at
     vaddr + a*UNIT and vaddr + b*UNIT (UNIT 4 bytes, or 256 for ``st64``; a, b < 256)."""
 
-    UNIT: ClassVar[str] = "lds"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
-    #: Bytes per offset unit.
+    #: Bytes per offset unit: the data width, x64 for ``st64`` (AMD Vega ISA, DS_WRITE2ST64).
     OFFSET_UNIT: ClassVar[int]
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"OFFSET_UNIT": 4 * row.operands[1][1] * (64 if "st64" in row.mnemonic else 1)}
     vaddr = operand_def(VGPRType)
     vdata0 = operand_def(VGPRType)
     vdata1 = operand_def(VGPRType)
@@ -1238,14 +1317,12 @@ class DsWrite2Base(GCNInstruction, ABC):
 class DsWrite2B32Op(DsWrite2Base):
     name = "gcn.ds_write2_b32"
     MNEMONIC: ClassVar[str] = "ds_write2_b32"
-    OFFSET_UNIT: ClassVar[int] = 4
 
 
 @irdl_op_definition
 class DsWrite2st64B32Op(DsWrite2Base):
     name = "gcn.ds_write2st64_b32"
     MNEMONIC: ClassVar[str] = "ds_write2st64_b32"
-    OFFSET_UNIT: ClassVar[int] = 256
 
 
 @irdl_op_definition
@@ -1258,7 +1335,6 @@ class SBarrierOp(GCNInstruction):
 
     name = "gcn.s_barrier"
     MNEMONIC: ClassVar[str] = "s_barrier"
-    UNIT: ClassVar[str] = "barrier"
 
     def __init__(self, comment: str | None = None):
         super().__init__(attributes={"comment": StringAttr(comment)} if comment else {})
@@ -1268,13 +1344,16 @@ class GlobalStoreBase(GCNInstruction, ABC):
     """``global_store_dwordxN vaddr, vdata, saddr offset:imm`` (operands in the order of
     ``global_store_dword``: the hazard pass reads ``vdata`` as operand 1)."""
 
-    UNIT: ClassVar[str] = "vmem"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     DWORDS: ClassVar[int]
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
     saddr = operand_def(SGPRType)
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": _isa.store_data(row)[1]}
 
     def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0,
                  comment: str | None = None):
@@ -1299,7 +1378,6 @@ class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
     FLAT atomics).  The comparison is bitwise.
     """
 
-    UNIT: ClassVar[str] = "vmem"
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     EARLY_CLOBBER: ClassVar[bool] = True
     DWORDS: ClassVar[int]
@@ -1307,6 +1385,10 @@ class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
     saddr = operand_def(SGPRType)
+
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": _isa.store_data(row)[1] // 2}  # data = (new value, expected value)
 
     def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, comment: str | None = None):
         super().__init__(operands=[vaddr, vdata, saddr], result_types=[vgpr(self.DWORDS)],
@@ -1324,14 +1406,12 @@ class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
 class GlobalAtomicCmpswapOp(GlobalAtomicCmpswapBase):
     name = "gcn.global_atomic_cmpswap"
     MNEMONIC: ClassVar[str] = "global_atomic_cmpswap"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
 class GlobalAtomicCmpswapX2Op(GlobalAtomicCmpswapBase):
     name = "gcn.global_atomic_cmpswap_x2"
     MNEMONIC: ClassVar[str] = "global_atomic_cmpswap_x2"
-    DWORDS: ClassVar[int] = 2
 
 
 class VCmpNeBase(VOPBase, ABC):
@@ -1343,36 +1423,36 @@ class VCmpNeBase(VOPBase, ABC):
     src0 = operand_def(VGPRType)
     src1 = operand_def(VGPRType)
 
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        return {"DWORDS": row.operands[1][1]}
+
     def __init__(self, src0: SSAValue, src1: SSAValue):
-        super().__init__(operands=[src0, src1], result_types=[sgpr(2)])
+        super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
 
 
 @irdl_op_definition
 class VCmpNeU32Op(VCmpNeBase):
     name = "gcn.v_cmp_ne_u32"
     MNEMONIC: ClassVar[str] = "v_cmp_ne_u32_e64"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
 class VCmpNeU64Op(VCmpNeBase):
     name = "gcn.v_cmp_ne_u64"
     MNEMONIC: ClassVar[str] = "v_cmp_ne_u64_e64"
-    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
 class GlobalStoreDwordx2Op(GlobalStoreBase):
     name = "gcn.global_store_dwordx2"
     MNEMONIC: ClassVar[str] = "global_store_dwordx2"
-    DWORDS: ClassVar[int] = 2
 
 
 @irdl_op_definition
 class GlobalStoreDwordx4Op(GlobalStoreBase):
     name = "gcn.global_store_dwordx4"
     MNEMONIC: ClassVar[str] = "global_store_dwordx4"
-    DWORDS: ClassVar[int] = 4
 
 
 class VShiftRevBase(VOPBase, ABC):
@@ -1383,7 +1463,8 @@ class VShiftRevBase(VOPBase, ABC):
     shift = prop_def(IntegerAttr)
 
     def __init__(self, shift: int, src: SSAValue):
-        super().__init__(operands=[src], result_types=[vgpr(1)], properties={"shift": IntegerAttr(shift, i64)})
+        super().__init__(operands=[src], result_types=[self.table_result_type()],
+                         properties={"shift": IntegerAttr(shift, i64)})
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
@@ -1405,9 +1486,10 @@ class VBitwiseBase(VOPBase, ABC):
 
     def __init__(self, src0: SSAValue | int, src1: SSAValue):
         if isinstance(src0, int):
-            super().__init__(operands=[[], src1], result_types=[vgpr(1)], properties={"imm": IntegerAttr(src0, i64)})
+            super().__init__(operands=[[], src1], result_types=[self.table_result_type()],
+                             properties={"imm": IntegerAttr(src0, i64)})
         else:
-            super().__init__(operands=[[src0], src1], result_types=[vgpr(1)])
+            super().__init__(operands=[[src0], src1], result_types=[self.table_result_type()])
 
     def asm_operands(self) -> list[str]:
         first = reg_asm(self.src0) if self.src0 is not None else _imm_text(self.imm.value.data)
@@ -1443,7 +1525,8 @@ class VLshlAddU32Op(VOPBase):
     shift = prop_def(IntegerAttr)
 
     def __init__(self, src0: SSAValue, shift: int, src2: SSAValue):
-        super().__init__(operands=[src0, src2], result_types=[vgpr(1)], properties={"shift": IntegerAttr(shift, i64)})
+        super().__init__(operands=[src0, src2], result_types=[self.table_result_type()],
+                         properties={"shift": IntegerAttr(shift, i64)})
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), reg_asm(self.src0), str(self.shift.value.data), reg_asm(self.src2)]
@@ -1468,7 +1551,6 @@ class DsWrite2st64B64Op(DsWrite2Base):
 
     name = "gcn.ds_write2st64_b64"
     MNEMONIC: ClassVar[str] = "ds_write2st64_b64"
-    OFFSET_UNIT: ClassVar[int] = 512
 
     def verify_(self) -> None:
         if self.vaddr.type.n != 1 or self.vdata0.type.n != 2 or self.vdata1.type.n != 2:
@@ -1492,7 +1574,7 @@ class VDotBase(VOPBase, ABC):
     src2 = operand_def(VGPRType)
 
     def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue, comment: str | None = None):
-        super().__init__(operands=[src0, src1, src2], result_types=[vgpr(1)],
+        super().__init__(operands=[src0, src1, src2], result_types=[self.table_result_type()],
                          attributes={"comment": StringAttr(comment)} if comment else {})
 
     def verify_(self) -> None:
@@ -1524,7 +1606,6 @@ class GlobalLoadUshortOp(GlobalLoadBase):
 
     name = "gcn.global_load_ushort"
     MNEMONIC: ClassVar[str] = "global_load_ushort"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
@@ -1533,7 +1614,6 @@ class GlobalLoadUbyteOp(GlobalLoadBase):
 
     name = "gcn.global_load_ubyte"
     MNEMONIC: ClassVar[str] = "global_load_ubyte"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition
@@ -1542,7 +1622,6 @@ class GlobalStoreShortOp(GlobalStoreBase):
 
     name = "gcn.global_store_short"
     MNEMONIC: ClassVar[str] = "global_store_short"
-    DWORDS: ClassVar[int] = 1
 
 
 @irdl_op_definition

@@ -9,11 +9,15 @@ producer is closer than the required number of wait states, inserts ``s_nop N``
 (N + 1 wait states) before the consumer.  Every instruction counts as one wait
 state; ``s_nop N`` counts N + 1.
 
-Kinds this pass recognises (others in the table belong to instructions vlpc does
-not emit, such as DPP, ``s_setreg`` and ``v_div_fmas``, and are reported if met):
-``valu_writes_sgpr``/``vmem_reads_sgpr``, ``valu_writes_vcc``,
-``salu_writes_m0``/``lds_or_sendmsg_or_movrel``, ``store_wider_than_8_bytes``/
-``valu_writes_store_data``, ``valu_writes_sgpr``/``readlane_lane_select``.
+What an instruction is comes from the gfx906 table (``vlpc.isa``, each op's ``ISA``
+row), never from lists kept here: its issue class (``UNIT``: VALU, SALU, VMEM, LDS,
+message), its mnemonic (``v_readlane/v_writelane``, ``v_div_fmas``, ``s_setreg``/
+``s_getreg``, ``s_movrel*``, ``_dpp`` forms) and the data operand and width of a
+vector-memory store or atomic (``vlpc.isa.store_data``: stores and atomics whose data
+is wider than 8 bytes, LLVM ``GCNHazardRecognizer::createsVALUHazard``).  Register
+operands come from the op's SSA values; where an instruction's operand roles are not
+modelled (the lane select of ``v_readlane``/``v_writelane``), every SGPR it reads is
+taken, which can only add wait states.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from vlpc import isa
 from vlpc.dialects import gcn
 from vlpc.passes.gcn_insert_waitcnt import Reg, reads, writes
 from vlpc.targets import Hazard, get_target
@@ -37,7 +42,29 @@ def _regs(op: Operation, kind: str, results: bool) -> set[Reg]:
 
 
 def _is(op: Operation, unit: str) -> bool:
+    """Whether the table's issue class of ``op`` is ``unit``."""
     return isinstance(op, gcn.GCNInstruction) and op.UNIT == unit
+
+
+def _mnemonic(op: Operation) -> str:
+    """The table mnemonic of ``op`` (``""`` for ops without a row; no form suffix)."""
+    row = op.ISA if isinstance(op, gcn.GCNInstruction) else None
+    return "" if row is None else row.mnemonic
+
+
+def _is_dpp(op: Operation) -> bool:
+    return isinstance(op, gcn.GCNInstruction) and op.ISA is not None and op.MNEMONIC.endswith("_dpp")
+
+
+def _store_data_regs(op: Operation) -> set[Reg]:
+    """Registers of the data of a vector-memory store or atomic wider than 8 bytes (the
+    table gives the data operand and its width; the op's operands follow the table's order
+    without the destination)."""
+    row = op.ISA if isinstance(op, gcn.GCNInstruction) else None
+    data = isa.store_data(row) if row is not None else None
+    if data is None or data[1] <= 2 or data[0] >= len(op.operands):
+        return set()
+    return _regs_value(op.operands[data[0]])
 
 
 # producer kind -> registers it writes that matter (empty set: not a producer)
@@ -47,21 +74,22 @@ PRODUCERS: dict[str, Callable[[Operation], set[Reg]]] = {
     "valu_writes_exec": lambda op: {r for r in writes(op) if r[0] == "exec"} if _is(op, "valu") else set(),
     "valu_writes_vgpr": lambda op: _regs(op, "v", True) if _is(op, "valu") else set(),
     "salu_writes_m0": lambda op: {r for r in writes(op) if r[0] == "m0"} if _is(op, "salu") else set(),
-    "store_wider_than_8_bytes": lambda op: (
-        {r for o in op.operands[1:2] for r in _regs_value(o)}
-        if _is(op, "vmem") and not op.results and len(op.operands) > 1 and op.operands[1].type.n > 2 else set()),
+    "store_wider_than_8_bytes": _store_data_regs,
+    "s_setreg": lambda op: {("hwreg", 0)} if _mnemonic(op).startswith("s_setreg") else set(),
 }
 
 # consumer kind -> registers it reads (or overwrites) that a producer may have written
 CONSUMERS: dict[str, Callable[[Operation], set[Reg]]] = {
     "vmem_reads_sgpr": lambda op: _regs(op, "s", False) if _is(op, "vmem") else set(),
-    "readlane_lane_select": lambda op: set(),  # vlpc emits no v_readlane/v_writelane
-    "v_div_fmas": lambda op: set(),
-    "dpp": lambda op: set(),
-    "dpp_reads_vgpr": lambda op: set(),
-    "lds_or_sendmsg_or_movrel": lambda op: {("m0", 0)} if _is(op, "lds") else set(),
+    "readlane_lane_select": lambda op: (_regs(op, "s", False)
+                                        if _mnemonic(op) in ("v_readlane_b32", "v_writelane_b32") else set()),
+    "v_div_fmas": lambda op: {("vcc", 0)} if _mnemonic(op).startswith("v_div_fmas") else set(),
+    "dpp": lambda op: {("exec", 0)} if _is_dpp(op) else set(),
+    "dpp_reads_vgpr": lambda op: _regs(op, "v", False) if _is_dpp(op) else set(),
+    "lds_or_sendmsg_or_movrel": lambda op: ({("m0", 0)} if _is(op, "lds") or _is(op, "message")
+                                            or _mnemonic(op).startswith("s_movrel") else set()),
     "valu_writes_store_data": lambda op: _regs(op, "v", True) if _is(op, "valu") else set(),
-    "s_getreg": lambda op: set(),
+    "s_getreg": lambda op: {("hwreg", 0)} if _mnemonic(op) == "s_getreg_b32" else set(),
 }
 
 

@@ -28,6 +28,13 @@ Rules (``shared/reference/gfx906.md``; LLVM ``SIInsertWaitcnts.cpp``):
 
 Counts above the counter maxima (vmcnt 63, lgkmcnt 15 on gfx906) are clamped,
 which only makes a wait stricter.
+
+Which counter an instruction increments and whether its results return in order
+are the gfx906 table's facts (``vlpc.isa``: ``Instruction.counters`` and
+``in_order``, reached through each op's ``ISA`` row); the barrier and the VALU work
+of the placement policy are the table's issue classes (``UNIT``).  Out-of-order
+returns in ``vmcnt`` (FLAT, which also counts in ``lgkmcnt``) are retired only by
+a count of 0, like scalar loads.
 """
 
 from __future__ import annotations
@@ -65,20 +72,32 @@ def writes(op: Operation) -> list[Reg]:
     return [r for o in op.results for r in regs_of(o)]
 
 
-def is_vmem_load(op: Operation) -> bool:
-    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "vmem" and len(op.results) > 0
+def counted(op: Operation) -> tuple[tuple[str, ...], bool]:
+    """(wait counters ``op`` increments, whether its results return in issue order), from
+    its row of the gfx906 table; ``((), True)`` for ops without one (pseudo ops, loops)."""
+    row = op.ISA if isinstance(op, gcn.GCNInstruction) else None
+    return ((), True) if row is None else (row.counters, row.in_order)
 
 
 def is_vmem(op: Operation) -> bool:
-    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "vmem"
+    """Whether ``op`` counts in ``vmcnt`` (table fact)."""
+    return "vmcnt" in counted(op)[0]
+
+
+def is_vmem_load(op: Operation) -> bool:
+    return is_vmem(op) and len(op.results) > 0
 
 
 def is_smem(op: Operation) -> bool:
-    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "smem"
+    """Whether ``op`` counts in ``lgkmcnt`` and returns out of order (scalar memory; table facts)."""
+    counters, in_order = counted(op)
+    return "lgkmcnt" in counters and not in_order
 
 
 def is_lds(op: Operation) -> bool:
-    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "lds"
+    """Whether ``op`` counts in ``lgkmcnt`` and returns in order (LDS; table facts)."""
+    counters, in_order = counted(op)
+    return "lgkmcnt" in counters and in_order
 
 
 def is_barrier(op: Operation) -> bool:
@@ -88,16 +107,17 @@ def is_barrier(op: Operation) -> bool:
 @dataclass
 class WaitState:
     """Outstanding memory results: VMEM register -> age (younger VMEM ops), SMEM registers,
-    LDS register -> age (younger LDS ops), and how many LDS operations (reads or
-    writes) may still be outstanding."""
+    LDS register -> age (younger LDS ops), how many LDS operations (reads or
+    writes) may still be outstanding, and registers of out-of-order ``vmcnt`` returns."""
 
     vm: dict[Reg, int] = field(default_factory=dict)
     smem: set[Reg] = field(default_factory=set)
     lds: dict[Reg, int] = field(default_factory=dict)
     lds_ops: int = 0
+    vm_unordered: set[Reg] = field(default_factory=set)
 
     def copy(self) -> WaitState:
-        return WaitState(dict(self.vm), set(self.smem), dict(self.lds), self.lds_ops)
+        return WaitState(dict(self.vm), set(self.smem), dict(self.lds), self.lds_ops, set(self.vm_unordered))
 
     def join(self, other: WaitState) -> WaitState:
         vm = dict(self.vm)
@@ -106,15 +126,19 @@ class WaitState:
         lds = dict(self.lds)
         for r, age in other.lds.items():
             lds[r] = min(age, lds.get(r, age))
-        return WaitState(vm, self.smem | other.smem, lds, max(self.lds_ops, other.lds_ops))
+        return WaitState(vm, self.smem | other.smem, lds, max(self.lds_ops, other.lds_ops),
+                         self.vm_unordered | other.vm_unordered)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, WaitState) and self.vm == other.vm and self.smem == other.smem
-                and self.lds == other.lds and self.lds_ops == other.lds_ops)
+                and self.lds == other.lds and self.lds_ops == other.lds_ops
+                and self.vm_unordered == other.vm_unordered)
 
     def needed(self, regs: list[Reg]) -> tuple[int | None, int | None]:
         """(vmcnt, lgkmcnt) to wait for before touching ``regs`` (None: no wait)."""
         ages = [self.vm[r] for r in regs if r in self.vm]
+        if any(r in self.vm_unordered for r in regs):
+            ages.append(0)
         lgkm = 0 if any(r in self.smem for r in regs) else None
         lds_ages = [self.lds[r] for r in regs if r in self.lds]
         if lds_ages and lgkm is None:
@@ -128,6 +152,8 @@ class WaitState:
     def wait(self, vmcnt: int | None, lgkmcnt: int | None) -> None:
         if vmcnt is not None:
             self.vm = {r: a for r, a in self.vm.items() if a < vmcnt}
+            if vmcnt == 0:
+                self.vm_unordered = set()
         if lgkmcnt is not None:
             # at most lgkmcnt operations remain, so LDS ones with that many younger are done
             self.lds = {r: a for r, a in self.lds.items() if a < lgkmcnt}
@@ -137,19 +163,27 @@ class WaitState:
 
     def issue(self, op: Operation, written: list[Reg] | None = None) -> None:
         """Account for issuing ``op`` (``written``: its result registers, if known)."""
+        counters, in_order = counted(op)
+        if not counters:
+            return
         if written is None:
             written = writes(op)
-        if is_vmem(op):
+        if "vmcnt" in counters:
             self.vm = {r: a + 1 for r, a in self.vm.items()}
             for r in written:
-                self.vm[r] = 0
-        elif is_smem(op):
-            self.smem |= set(written)
-        elif is_lds(op):
-            self.lds = {r: a + 1 for r, a in self.lds.items()}
-            for r in written:
-                self.lds[r] = 0
-            self.lds_ops += 1
+                if in_order:
+                    self.vm[r] = 0
+                else:
+                    self.vm.pop(r, None)
+                    self.vm_unordered.add(r)
+        if "lgkmcnt" in counters:
+            if not in_order:
+                self.smem |= set(written)
+            else:
+                self.lds = {r: a + 1 for r, a in self.lds.items()}
+                for r in written:
+                    self.lds[r] = 0
+                self.lds_ops += 1
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,51 @@ def lookup(mnemonic: str) -> Instruction:
     return row
 
 
+def lookup_form(mnemonic: str) -> Instruction:
+    """The row of ``mnemonic`` when gfx906 has that exact form: a bare mnemonic, or one
+    with ``_e32`` (a VOP1/VOP2/VOPC instruction), ``_e64`` (one with a VOP3 encoding),
+    ``_sdwa`` or ``_dpp`` (one LLVM decodes in that form).
+
+    Raises ``KeyError`` naming the mnemonic (and the missing form) otherwise.
+    """
+    rows = _load()[1]
+    row = rows.get(mnemonic)
+    if row is not None:
+        return row
+    base = base_mnemonic(mnemonic)
+    row = rows.get(base)
+    if row is None:
+        raise KeyError(f"{mnemonic!r} is not a gfx906 instruction (vlpc/isa/gfx906.json)")
+    suffix = mnemonic[len(base):]
+    has = {"_e32": row.encoding in ("VOP1", "VOP2", "VOPC"),
+           "_e64": row.vop3_opcode is not None or row.encoding in ("VOP3a", "VOP3b", "VOP3P"),
+           "_sdwa": row.sdwa, "_dpp": row.dpp}[suffix]
+    if not has:
+        raise KeyError(f"{mnemonic!r}: gfx906's {base} ({row.encoding}) has no {suffix[1:]} form "
+                       "(vlpc/isa/gfx906.json)")
+    return row
+
+
+#: Encoding classes whose stores and atomics write memory, and the index of the data
+#: operand in their operand list (``Instruction.operands``; LLVM's ``vdata``).
+_STORE_DATA_INDEX = {"FLAT": 1, "GLOBAL": 1, "SCRATCH": 1, "MUBUF": 0, "MTBUF": 0, "MIMG": 0}
+
+
+def store_data(row: Instruction) -> tuple[int, int] | None:
+    """``(operand index, dwords)`` of the data a vector-memory store or atomic writes
+    (LLVM ``mayStore``: ``*_store_*`` and ``*_atomic_*``; an atomic's data holds both the
+    new and, for ``cmpswap``, the expected value); None for any other instruction.
+
+    The hazard ``gcn-insert-hazard-nops`` checks for stores of more than 8 bytes reads
+    it (LLVM ``GCNHazardRecognizer::createsVALUHazard``).
+    """
+    idx = _STORE_DATA_INDEX.get(row.encoding)
+    if idx is None or not ("_store" in row.mnemonic or "_atomic_" in row.mnemonic):
+        return None
+    kind, dwords = row.operands[idx]
+    return (idx, dwords) if kind == "v" else None
+
+
 @lru_cache(maxsize=None)
 def opcodes(encoding: str) -> dict[int, str]:
     """``{opcode: mnemonic}`` of one encoding class (``VOP3`` means VOP3a + VOP3b's own
@@ -146,5 +191,5 @@ def llvm_version() -> str:
     return _load()[0].get("llvm", "")
 
 
-__all__ = ["ENCODINGS", "Instruction", "base_mnemonic", "llvm_version", "lookup", "opcodes", "table",
-           "vop3_opcodes"]
+__all__ = ["ENCODINGS", "Instruction", "base_mnemonic", "llvm_version", "lookup", "lookup_form", "opcodes",
+           "store_data", "table", "vop3_opcodes"]
