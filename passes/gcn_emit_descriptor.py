@@ -8,6 +8,11 @@ work-item id VGPRs, reserve flags, float modes) and the AMDGPU metadata map (``m
 ``.wavefront_size``, ``.max_flat_workgroup_size``...), as AMDGPUUsage "Code Object
 V5 Metadata" and "Kernel Descriptor" describe.  The printer turns both into text.
 
+Target: an instruction the target lacks (``vlpc.isa.availability``; gfx900 has no
+``v_fmac_f32``, ``v_fma_mix*`` or dot instructions) is a located error naming it; the
+descriptor itself is the same on gfx900 and gfx906 (both GFX9, AMDGPUUsage "Kernel
+Descriptor"), and ``.amdhsa_reserve_xnack_mask`` follows the target id's xnack setting.
+
 Float modes: every kernel requests IEEE results (``vlpc.isa.modes.IEEE_DEFAULT``, the
 same as hipcc for gfx906): f32 and f64/f16 denormals kept (FLOAT_DENORM_MODE_32 =
 FLOAT_DENORM_MODE_16_64 = 3), round to nearest even, DX10 clamp and IEEE mode on.
@@ -30,6 +35,8 @@ from xdsl.passes import ModulePass
 
 from vlpc.dialects import gcn
 from vlpc.errors import VlpcError
+from vlpc.isa import base_mnemonic
+from vlpc.isa.availability import missing, unavailable_reason
 from vlpc.isa.modes import IEEE_DEFAULT
 from vlpc.passes.common import op_error
 from vlpc.targets import TargetId, get_target
@@ -71,6 +78,19 @@ def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
     return nv, ns, vcc
 
 
+def check_instructions(kernel: gcn.KernelOp, target) -> None:
+    """Refuse, located, an instruction ``target`` does not have (``vlpc.isa.availability``:
+    gfx900 lacks gfx906's ``v_fmac_f32``, ``v_xnor_b32``, ``v_fma_mix*`` and dot instructions)."""
+    lacks = missing(target)
+    if not lacks:
+        return
+    for o in kernel.body.walk():
+        mn = getattr(o, "MNEMONIC", None)
+        if isinstance(o, gcn.GCNInstruction) and mn and base_mnemonic(mn) in lacks:
+            raise op_error(kernel, f"kernel '{kernel.sym_name.data}': {unavailable_reason(mn, target)}; "
+                              f"it needs gfx906")
+
+
 @dataclass(frozen=True)
 class GcnEmitDescriptorPass(ModulePass):
     """Options: ``target`` — a target id such as ``gfx906`` or ``gfx906:sramecc+:xnack-``;
@@ -88,6 +108,7 @@ class GcnEmitDescriptorPass(ModulePass):
         if self.code_object_version not in (4, 5):
             raise VlpcError(f"gcn-emit-descriptor: code-object-version must be 4 or 5, got {self.code_object_version}")
         for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+            check_instructions(kernel, target)
             nv, ns, vcc = kernel_resources(kernel)
             roles = [s.data for s in kernel.attributes["arg_roles"].data]  # type: ignore[union-attr]
             launch = kernel.launch

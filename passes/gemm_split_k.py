@@ -111,8 +111,9 @@ def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, 
     kc = k_per_split(shape.k, split * local, k_step)
     wavefronts = tiles * split * waves_per_wg
     rounds = -(-wavefronts // (cus * target.simds_per_cu))
-    half_rate = 2 if shape.dtype == "f64" else 1
-    cycles = rounds * (macro[0] * kc * target.valu_cycles_per_instruction * half_rate + FIXED_CYCLES)
+    # an f64 FMA occupies the SIMD f64_rate_divisor times as long (gfx906: 2, gfx900: 16)
+    f64_rate = target.f64_rate_divisor if shape.dtype == "f64" else 1
+    cycles = rounds * (macro[0] * kc * target.valu_cycles_per_instruction * f64_rate + FIXED_CYCLES)
     main = cycles / target.clock_hz
     reduce = 0.0
     if split > 1:

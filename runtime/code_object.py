@@ -828,7 +828,9 @@ def _parse(data: bytes, where: str) -> CodeObject:
             or not all(isinstance(x, int) for x in md_version[:2])):
         raise fail("garbled AMDGPU metadata note (amdhsa.version missing)")
     md_co = METADATA_VERSION_TO_CODE_OBJECT.get((md_version[0], md_version[1]))
-    if md_co != version:
+    # LLVM (clang 22's default code object v6, e.g. for gfx900) writes the v5 metadata version
+    # 1.2 into a v6 object: the v6 metadata is v5's (AMDGPUUsage "Code Object V6 Metadata")
+    if md_co != version and not (version == 6 and md_co == 5):
         raise fail(f"metadata version {md_version[0]}.{md_version[1]} does not match the ELF's "
                    f"code object v{version}")
     kernels_md = metadata["amdhsa.kernels"]

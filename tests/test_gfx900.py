@@ -160,3 +160,214 @@ def test_generator_reproduces_the_committed_data():
     old = json.loads((root / "vlpc" / "isa" / "gfx900.json").read_text())
     assert {k: new[k] for k in ("missing", "missing_forms", "other_mnemonic")} == \
            {k: old[k] for k in ("missing", "missing_forms", "other_mnemonic")}
+
+
+# -- end to end on the strict emulator -------------------------------------------------------
+
+
+def _gemm_source(m, n, k, lda, ldc, dtype):
+    a = f"memref<{m}x{k}x{dtype}, strided<[{lda}, 1]>>"
+    b = f"memref<{n}x{k}x{dtype}>"
+    c = f"memref<{m}x{n}x{dtype}, strided<[{ldc}, 1]>>"
+    return (f"builtin.module {{\n  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: {dtype}, %beta: {dtype}) {{\n"
+            f"    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {a}, {b}, {c}, {dtype}, {dtype}\n"
+            f"    func.return\n  }}\n}}\n")
+
+
+@pytest.mark.parametrize("dtype,m,n,k", [("f32", 70, 80, 40), ("f64", 40, 70, 20)])
+@pytest.mark.parametrize("alpha,beta", [(1.25, -0.75), (1.5, 0.0), (0.0, 2.0)])
+def test_gemm_on_gfx900_strict_emulator(dtype, m, n, k, alpha, beta):
+    """gfx900 code objects run on a gfx900 emulator; exactly sized, NaN-padded buffers; BLAS
+    quick returns (beta = 0 over a NaN C, alpha = 0 over NaN A and B)."""
+    import numpy as np
+
+    import vlpc
+    from vlpc.runtime import get_device, load_code_object
+    from reference import assert_gemm_close, assert_padding_untouched, gemm_reference
+
+    npt = np.float32 if dtype == "f32" else np.float64
+    lda, ldc = k + 3, n + 5
+    r = vlpc.compile(_gemm_source(m, n, k, lda, ldc, dtype), "gfx900:xnack-", split_k=1)
+    asm = r.kernel().asm
+    assert '.amdgcn_target "amdgcn-amd-amdhsa--gfx900:xnack-"' in asm
+    assert ".amdhsa_reserve_xnack_mask 0" in asm
+    lacks = missing("gfx900")
+    used = {ln.split()[0] for ln in asm.splitlines() if re.match(r"\s+[vsgd][a-z_0-9]*\b", ln)}
+    assert not used & lacks and ("v_fma_f32" if dtype == "f32" else "v_fma_f64") in used
+    co = load_code_object(r.code_object)
+    assert str(co.target_id) == "gfx900:xnack-"
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, lda)).astype(npt)
+    a[:, k:] = np.nan                       # padding beyond K: never read
+    b = rng.standard_normal((n, k)).astype(npt)
+    c0 = rng.standard_normal((m, ldc)).astype(npt)
+    c0[:, n:] = np.nan                      # padding beyond N: kept bit for bit
+    if beta == 0:
+        c0[::3, :n] = np.nan                # beta = 0 does not read C
+    if alpha == 0:
+        a[::2, :k] = np.nan                 # alpha = 0 reads neither A nor B
+        b[::5] = np.inf
+    dev = get_device("emulator", target="gfx900", strict=True)
+    bufs = [dev.upload(x) for x in (a, b, c0)]
+    kern = r.kernel()
+    launch = kern.launch(m, n, k)
+    dev.launch(co, "sgemm", grid=launch.grid, block=launch.block,
+               args=[*bufs, np.int32(m), np.int32(n), np.int32(k), np.int32(lda), np.int32(k),
+                     np.int32(ldc), npt(alpha), npt(beta)])
+    out = dev.download(bufs[2], npt, (m, ldc))
+    exp, bound = gemm_reference(a if alpha else None, b if alpha else None, c0 if beta else None, alpha, beta,
+                                layout="NT", m=m, n=n, k=k, dtype=dtype)
+    assert_gemm_close(out[:, :n], exp, bound)
+    assert_padding_untouched(out, c0, n)
+
+
+def test_vlpc_run_picks_a_gfx900_device():
+    """vlpc.run on a gfx900 kernel uses a gfx900 emulator; a gfx906 one refuses it naming both ids."""
+    import numpy as np
+
+    import vlpc
+    from vlpc.runtime import LaunchError, get_device
+
+    kern = vlpc.compile(_gemm_source(64, 64, 16, 16, 64, "f32"), "gfx900", split_k=1).kernel()
+    r = vlpc.run(kern, strict=True)
+    assert "gfx900" in r.device and r.verified
+    with pytest.raises(LaunchError, match=r"is for gfx900, which cannot run on this emulator device \(gfx906\)"):
+        vlpc.run(kern, device=get_device("emulator"))
+    assert np.isfinite(r.c).all()
+
+
+# -- the emulator refuses what gfx900 lacks, by name -----------------------------------------
+
+
+def _empty(tid: str, body: str | None = None) -> str:
+    """tests/test_runtime_support.py's empty kernel (with metadata) for ``tid``; ``body``
+    replaces its ``s_endpgm``."""
+    from test_runtime_support import empty_source
+
+    src = empty_source().replace("amdgcn-amd-amdhsa--gfx906", f"amdgcn-amd-amdhsa--{tid}")
+    return src if body is None else src.replace("  s_endpgm\n", body, 1)
+
+
+@pytest.mark.parametrize("line,name", [("v_fmac_f32 v3, v1, v2", "v_fmac_f32"),
+                                       ("v_dot2_f32_f16 v3, v1, v2, v3", "v_dot2_f32_f16"),
+                                       ("v_fma_mix_f32 v3, v1, v2, v3", "v_fma_mix_f32")])
+def test_emulator_refuses_gfx906_only_instructions_on_gfx900(line, name):
+    from vlpc.runtime.emulator.errors import UnsupportedInstruction
+    from vlpc.runtime.emulator.testing import run_program
+
+    body = f"v_mov_b32 v1, 1.0\nv_mov_b32 v2, 2.0\nv_mov_b32 v3, 0\n{line}\ns_endpgm\n"
+    run_program(body, target="gfx906")  # gfx906 executes it
+    with pytest.raises(UnsupportedInstruction, match=rf"{name} is not a gfx900 instruction") as e:
+        run_program(body, target="gfx900")
+    assert e.value.mnemonic == name
+
+
+def test_gfx900_code_object_with_v_fmac_is_refused_by_name(toolchain):
+    """LLVM will not assemble v_fmac_f32 for gfx900, so its gfx906 encoding goes in as data."""
+    from vlpc.runtime import get_device, load_code_object
+    from vlpc.runtime.emulator.errors import UnsupportedInstruction
+
+    words = isa.lookup("v_fmac_f32").sample[:4]
+    body = f"  v_mov_b32 v1, 0\n  .long 0x{int.from_bytes(words, 'little'):08x}\n  s_endpgm\n"
+    co = load_code_object(assemble_and_link(_empty("gfx900", body), "gfx900"))
+    dev = get_device("emulator", target="gfx900")
+    with pytest.raises(UnsupportedInstruction, match=r"kernel 'empty' at pc \+0x4 .*v_fmac_f32 is not a gfx900 "
+                                                     r"instruction"):
+        dev.launch(co, "empty", grid=(1, 1, 1), block=(64, 1, 1), args=[])
+
+
+def test_emulator_board_and_target_agree():
+    from vlpc.errors import DeviceError
+    from vlpc.runtime import get_device
+
+    assert str(get_device("emulator", gpu="mi25").target_id) == "gfx900"
+    assert str(get_device("emulator", gpu="mi60").target_id) == "gfx906"
+    with pytest.raises(DeviceError, match="board mi60 is a gfx906, not gfx900"):
+        get_device("emulator", gpu="mi60", target="gfx900")
+
+
+# -- HIP: a code object must match the board's target id -------------------------------------
+
+
+def test_hip_device_refuses_a_code_object_of_the_other_chip(toolchain):
+    import numpy as np
+
+    from test_hip_device import FakeHip
+    from vlpc.runtime import LaunchError, load_code_object
+    from vlpc.runtime.hip import HipDevice
+
+    co900 = load_code_object(assemble_and_link(_empty("gfx900:xnack-"), "gfx900:xnack-"))
+    co906 = load_code_object(assemble_and_link(_empty("gfx906"), "gfx906"))
+    mi50 = HipDevice(_hip=FakeHip(arch="gfx906:sramecc+:xnack-"))
+    with pytest.raises(LaunchError) as e:
+        mi50.launch(co900, "empty", grid=1, block=64)
+    assert "gfx900:xnack-" in str(e.value) and "gfx906:sramecc+:xnack-" in str(e.value)
+    fake = FakeHip(arch="gfx900:xnack-")
+    mi25 = HipDevice(_hip=fake)
+    assert str(mi25.target_id) == "gfx900:xnack-"
+    with pytest.raises(LaunchError) as e:
+        mi25.launch(co906, "empty", grid=1, block=64)
+    assert "is for gfx906" in str(e.value) and "(gfx900:xnack-)" in str(e.value)
+    assert not fake.launches
+    mi25.launch(co900, "empty", grid=1, block=64)
+    assert len(fake.launches) == 1
+    with pytest.raises(LaunchError):  # xnack+ code on an xnack- board
+        co_on = load_code_object(assemble_and_link(_empty("gfx900:xnack+"), "gfx900:xnack+"))
+        mi25.launch(co_on, "empty", grid=1, block=64)
+    assert np.int32  # NumPy is the fake's memory
+
+
+# -- instruction selection and LLVM's own code generation ---------------------------------------
+
+
+def test_llvm_codegen_for_gfx900_agrees(toolchain, tmp_path):
+    """clang -mcpu=gfx900 on an fma kernel: v_fma_f32 (gfx906: v_fmac_f32), nothing gfx900 lacks,
+    and the same e_flags and metadata target as vlpc's gfx900 code object."""
+    import sys
+
+    import vlpc
+    from vlpc.runtime import load_code_object
+
+    if toolchain.kind != "zig":
+        pytest.skip("uses the ziglang clang driver")
+    cl = tmp_path / "k.cl"
+    cl.write_text("__kernel void axpy(__global float* y, __global const float* x, float a) {\n"
+                  "  int i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();\n"
+                  "  y[i] = __builtin_fmaf(a, x[i], y[i]);\n}\n")
+    asm = {}
+    for cpu in ("gfx900", "gfx906"):
+        r = subprocess.run([sys.executable, "-m", "ziglang", "clang", "-x", "cl", "-cl-no-stdinc", "-nogpulib",
+                            "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-O2", "-S", str(cl), "-o", "-"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            pytest.skip(f"clang cannot compile OpenCL here: {r.stderr.strip()[:200]}")
+        asm[cpu] = {ln.split()[0] for ln in r.stdout.splitlines() if re.match(r"\s+v_", ln)}
+    assert "v_fmac_f32_e32" in asm["gfx906"] and "v_fma_f32" in asm["gfx900"]
+    assert not {isa.base_mnemonic(m) for m in asm["gfx900"]} & missing("gfx900")
+    # e_flags and the metadata target of clang's object and of vlpc's
+    obj = tmp_path / "k.o"
+    subprocess.run([sys.executable, "-m", "ziglang", "clang", "-x", "cl", "-cl-no-stdinc", "-nogpulib", "-target",
+                    "amdgcn-amd-amdhsa", "-mcpu=gfx900", "-O2", "-c", str(cl), "-o", str(obj)], check=True)
+    theirs = toolchain.link(obj.read_bytes())
+    ours = vlpc.compile(_gemm_source(64, 64, 16, 16, 64, "f32"), "gfx900", split_k=1).code_object
+    assert struct.unpack_from("<I", theirs, 48) == struct.unpack_from("<I", ours, 48)
+    assert load_code_object(theirs).metadata["amdhsa.target"] == load_code_object(ours).metadata["amdhsa.target"]
+
+
+def test_dot_kernels_need_gfx906_located():
+    """An f16 product selects v_dot2_f32_f16 (gfx906's dot path): on gfx900 a located error."""
+    import vlpc
+    from vlpc.errors import VlpcError
+
+    src = ("builtin.module {\n  func.func @hgemm(%a: memref<64x32xf16>, %b: memref<64x32xf16>, "
+           "%c: memref<64x64xf32>, %alpha: f32, %beta: f32) {\n"
+           "    gemm.matmul %a, %b, %c, %alpha, %beta {layout = \"NT\"} : memref<64x32xf16>, memref<64x32xf16>, "
+           "memref<64x64xf32>, f32, f32\n    func.return\n  }\n}\n")
+    try:
+        asm = vlpc.compile(src, "gfx906", filename="h.mlir", split_k=1).kernel().asm
+    except VlpcError as e:  # pragma: no cover - a tree without the f16/int8 dot kernels
+        pytest.skip(f"no f16 dot kernels here: {e}")
+    assert "v_dot2_f32_f16" in asm
+    with pytest.raises(VlpcError, match=r"^h\.mlir:3:5: error: kernel 'hgemm': v_dot2_f32_f16 is not a gfx900 "
+                                        r"instruction .*it needs gfx906"):
+        vlpc.compile(src, "gfx900", filename="h.mlir", split_k=1)

@@ -292,7 +292,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     al = _scalar("alpha", alpha, kern.alpha, 1.0)
     be = _scalar("beta", beta, kern.beta, 0.0)
 
-    dev = get_device(device, **({"strict": True} if strict else {})) if isinstance(device, str) else device
+    dev_opts = {"target": kern.target_id} if kern.target_id else {}  # a device of the kernel's target
+    dev = get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
     co = load_code_object(kern.code_object)
     host = {**flat, **({} if bias0 is None else {"bias": bias0})}
     bufs = {}

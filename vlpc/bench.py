@@ -197,10 +197,11 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="with --no-model: largest M or N the emulator is asked to run in full "
                         "(default: %(default)s)")
     t = b.add_argument_group("timing model (emulator: modeled, not measured)")
-    t.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"),
-                   help="board the timing model predicts (default: %(default)s)")
+    t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
+                   help="board the timing model predicts (default: the target's: mi60 for gfx906, mi25 for gfx900)")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ",
-                   help="engine clock in MHz (default: the board's: MI60 1700, as the seed measured; MI50 1725)")
+                   help="engine clock in MHz (default: the board's: MI60 1700, as the seed measured; MI50 1725; "
+                        "MI25 1500)")
     t.add_argument("--no-model", action="store_true",
                    help="no timing model: run every workgroup and report the emulator's counters")
     b.add_argument("--csv", metavar="FILE.csv", help="also write the table as CSV")
@@ -273,7 +274,7 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, bet
             st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
             tm = st.timing
             flops = 2.0 * p.m * p.n * p.k
-            peak = dev.board.peak_flops_f32 / (2 if dtype is np.float64 else 1)
+            peak = dev.board.peak_flops_f32 / (dev.board.target.f64_rate_divisor if dtype is np.float64 else 1)
             tf = tm.tflops(flops)
             return BenchRow(p.m, p.n, p.k, modeled_us=tm.time_us, modeled_tflops=tf,
                             peak_share=tf * 1e12 / peak,
@@ -329,9 +330,11 @@ def cmd_bench(args) -> int:
     for p in problems:
         kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     modeled = args.device != "hip" and not args.no_model
-    dev_opts = {}
+    dev_opts = {"target": args.target}
     if modeled:
-        dev_opts = {"gpu": args.gpu, "clock_mhz": args.clock, "cus": getattr(args, "cus", None), "timing_only": True}
+        from vlpc.targets import board_for
+        dev_opts.update({"gpu": args.gpu or board_for(args.target), "clock_mhz": args.clock,
+                         "cus": getattr(args, "cus", None), "timing_only": True})
     dev = get_device(args.device, **dev_opts)
     emulated = dev.name == "emulator"
     modeled = emulated and getattr(dev, "board", None) is not None

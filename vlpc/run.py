@@ -127,9 +127,12 @@ def cmd_run(args) -> int:
             raise VlpcError(f"--{name} {scalars[name]} is not a finite {np.dtype(dtype).name}")
 
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
+    dev_opts["target"] = args.target  # the device must be (compatible with) the compile target
     if args.verbose and args.device == "emulator":
-        # -v on the emulator: also the timing model's modeled time (MI60 @ 1700 MHz, as the seed measured)
-        dev_opts["gpu"] = "mi60"
+        # -v on the emulator: also the timing model's modeled time (gfx906: MI60 @ 1700 MHz, as the
+        # seed measured; gfx900: MI25)
+        from vlpc.targets import board_for
+        dev_opts["gpu"] = board_for(args.target)
     dev = get_device(args.device, **dev_opts)
     if args.verbose:
         reason = getattr(dev, "selection_reason", "")

@@ -484,6 +484,13 @@ BOARDS: dict[str, Board] = {
 }
 
 
+def board_for(target: str | Target) -> str:
+    """The default board of a processor or target id: ``mi60`` for gfx906 (the seed's
+    measured board), ``mi25`` for gfx900.  Raises :class:`TargetError` for an unknown target."""
+    t = target if isinstance(target, Target) else get_target(str(target))
+    return next(name for name, b in BOARDS.items() if b.target.name == t.name)
+
+
 def get_board(name: str | Board, *, clock_mhz: float | None = None,
               memory_clock_mhz: float | None = None, cus: int | None = None) -> Board:
     """A :class:`Board` by name (``mi50``, ``mi60``), optionally at other clocks or CU count.

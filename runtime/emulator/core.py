@@ -102,6 +102,8 @@ class DispatchConfig:
     #: a missing s_waitcnt (unless strict): "raise" (WaitcntViolation) or "report" (warn once per
     #: kernel, pc and register, take the loaded value and go on); semantics/race.py
     waitcnt: str = "raise"
+    #: the processor the code is for (``gfx906``, ``gfx900``): instructions it lacks are refused by name
+    target: str = "gfx906"
     #: A :class:`vlpc.runtime.timing.trace.TraceRequest`: record instruction streams and
     #: memory lines of some workgroups for the timing model (``None``: no trace).
     trace: object = None
@@ -786,7 +788,8 @@ def compile_instr(ins: Instr, b: Batch) -> Prepared:
     cls = classify(ins)
     p = Prepared(ins, cls)
     if not ins.supported:
-        p.fn = _raise(UnsupportedInstruction(f"{ins.mnemonic} (raw encoding {ins.raw.hex()}) is not supported",
+        p.fn = _raise(UnsupportedInstruction(ins.f.get("target_lacks") or
+                                             f"{ins.mnemonic} (raw encoding {ins.raw.hex()}) is not supported",
                                              mnemonic=ins.mnemonic))
         return p
     err = _check_regs(ins, b)
@@ -2369,7 +2372,7 @@ class _Run:
     def __init__(self, mem: Memory, cfg: DispatchConfig):
         self.mem = mem
         self.cfg = cfg
-        self.decoder = Decoder(cfg.code)
+        self.decoder = Decoder(cfg.code, cfg.target)
         self.lock = threading.Lock()
         self.warned: set = set()
         self.stop = threading.Event()

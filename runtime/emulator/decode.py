@@ -148,16 +148,28 @@ _NO_VOP3_FORM = {"v_swap_b32", "v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_m
 
 
 class Decoder:
-    """Decodes (and caches) instructions of one code image."""
+    """Decodes (and caches) instructions of one code image for ``target`` (a processor or
+    target id): an instruction of the gfx906 table that ``target`` lacks
+    (:mod:`vlpc.isa.availability`; gfx900: ``v_fmac_f32``, dot instructions...) decodes
+    unsupported, with ``f["target_lacks"]`` naming it and the target."""
 
-    def __init__(self, code: bytes):
+    def __init__(self, code: bytes, target: str = "gfx906"):
+        from vlpc.isa.availability import missing
+
         self.code = bytes(code)
         self.cache: dict[int, Instr] = {}
+        self.target = target
+        self.lacks = missing(target)
 
     def __call__(self, pc: int) -> Instr:
         ins = self.cache.get(pc)
         if ins is None:
             ins = decode_at(self.code, pc)
+            if ins.mnemonic in self.lacks:
+                from vlpc.isa.availability import unavailable_reason
+
+                ins.supported = False
+                ins.f["target_lacks"] = unavailable_reason(ins.mnemonic, self.target)
             self.cache[pc] = ins
         return ins
 

@@ -63,7 +63,8 @@ class EmulatorDevice(Device):
 
     Options: ``target`` (target id the device claims; default ``"gfx906"``,
     i.e. sramecc and xnack "any", so code objects built for either setting
-    load), ``strict`` (the core's checkers turn suspicious behaviour into
+    load; ``gfx900`` for the ``mi25`` board; an instruction the target lacks is refused
+    by name when it runs), ``strict`` (the core's checkers turn suspicious behaviour into
     errors), ``instruction_budget`` (per launch; the core stops a runaway
     kernel), ``max_waves_in_flight`` (core scheduling), ``memory`` (share an
     existing :class:`Memory`), ``waitcnt`` (``"raise"``: a missing s_waitcnt is a
@@ -83,7 +84,7 @@ class EmulatorDevice(Device):
     #: Called with the workgroups done during each launch (see ``core.run_dispatch``), or None.
     progress = None
 
-    def __init__(self, *, target: str | TargetId = GFX906.name, strict: bool = False,
+    def __init__(self, *, target: str | TargetId | None = None, strict: bool = False,
                  instruction_budget: int = 10**9, max_waves_in_flight: int | None = None,
                  memory: Any = None, gpu: Any = None, clock_mhz: float | None = None,
                  cus: int | None = None, timing_only: bool = False, waitcnt: str = "raise"):
@@ -101,10 +102,14 @@ class EmulatorDevice(Device):
         #: None, or the workgroup ids ``(x, y, z)`` every launch runs (the rest are skipped):
         #: a sampled functional check of a large launch (``vlpc tune``)
         self.only_workgroups: set | None = None
+        if target is None:  # the board's processor (gfx900 for mi25), else gfx906
+            target = self.board.target.name if self.board is not None else GFX906.name
         try:
             self.target_id = target if isinstance(target, TargetId) else TargetId.parse(str(target))
         except TargetError as e:
             raise DeviceError(str(e)) from None
+        if self.board is not None and self.board.target.name != self.target_id.target.name:
+            raise DeviceError(f"board {self.board.name} is a {self.board.target.name}, not {self.target_id}")
         self.strict = bool(strict)
         if waitcnt not in ("raise", "report"):
             raise DeviceError(f"waitcnt must be 'raise' or 'report', not {waitcnt!r}")
@@ -207,6 +212,7 @@ class EmulatorDevice(Device):
             max_waves_in_flight=self.max_waves_in_flight,
             mode=FloatMode.from_rsrc1(d.compute_pgm_rsrc1).register,
             waitcnt=self.waitcnt,
+            target=self.target_id.target.name,
         )
 
     def _run(self, co: CodeObject, kernel: Kernel, launch: LaunchGeometry,
