@@ -73,6 +73,27 @@ DOT_SCALAR_TYPES = {"f16": "f32", "i8": "i32"}
 DOT_PACK = {"f16": 2, "i8": 4}
 
 
+#: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K
+#: split over up to GEMV_MAX_LOCAL wavefront groups of a workgroup (1024 work-items), so the
+#: N / 64 workgroups stream every weight byte once with 16 waves each.
+GEMV_MAX_M = 16
+GEMV_MAX_LOCAL = 16
+
+
+def gemv_plan(shape: "GemmShape", k_step: int = 16) -> tuple[int, int] | None:
+    """``(macro_n, local_split)`` of the decode GEMV plan for ``shape``, or None when it does
+    not apply (A/B not f16/i8, M not static in 1..16, K not static, or a batch).  The local
+    split is the largest power of two up to 16 that leaves every wavefront group at least one
+    K step of ``k_step`` dwords."""
+    if shape.dtype not in DOT_PACK or not 1 <= shape.m <= GEMV_MAX_M or shape.k < 0 or shape.batch:
+        return None
+    kd = shape.k // DOT_PACK[shape.dtype]
+    local = GEMV_MAX_LOCAL
+    while local > 1 and kd < local * k_step:
+        local //= 2
+    return 64, local
+
+
 def type_name(t: Attribute) -> str | None:
     """``"f32"``, ``"f64"``, ``"f16"``, ``"i8"``, ``"i32"`` for those types, else None."""
     if isinstance(t, Float32Type):

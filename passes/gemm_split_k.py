@@ -65,7 +65,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, GemmShape, MatmulOp
+from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, GemmShape, MatmulOp, gemv_plan
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc.targets import Target, get_target
 
@@ -171,6 +171,9 @@ class GemmSplitKPass(ModulePass):
         local = self.local_split
         split = self.split_k
         if split == 0:
+            gemv = gemv_plan(shape, k_step)  # f16/i8 with M <= 16: K over the wavefront groups
+            if gemv and local == 1 and macro[1] == gemv[0]:
+                local = gemv[1]
             split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus)
         if split > 1 and self.mode == "workspace" and shape.m >= 0 and shape.ldc >= 0:
             # the workspace (S x M x ldc elements) is addressed with 32-bit byte offsets

@@ -22,6 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from vlpc.dialects.gemm import gemv_plan
 from vlpc.passes.common import matmuls, op_error
 
 SUPPORTED_K_STEPS = (8, 16)
@@ -54,6 +55,8 @@ class GemmTilePass(ModulePass):
             default_m, default_k = (32, 8) if f64 else (64, 16)
             n = mm.shape().n
             auto_n = next((w for w in AUTO_MACRO_N if 0 < n <= w), AUTO_MACRO_N[-1])
+            gemv = gemv_plan(mm.shape())  # f16/i8 with M <= 16: the decode GEMV plan's 64 columns
+            auto_n = gemv[0] if gemv else auto_n
             tile = dataclasses.replace(self, macro_n=self.macro_n or auto_n, macro_m=self.macro_m or (self.micro_m or default_m),
                                        micro_m=self.micro_m or (self.macro_m or default_m),
                                        k_step=self.k_step or default_k)

@@ -169,3 +169,24 @@ def test_odd_leading_dimension_at_launch_is_refused():
     a = np.zeros(64 * 33, np.float16)
     with pytest.raises(Exception, match="lda=33: f16 rows"):
         launch_dot(kern, a, a, np.zeros(64 * 64, np.float32), 1.0, 0.0, 64, 64, 32, 33, 34, 64)
+
+
+def test_decode_gemv_plan_is_chosen_and_exact():
+    """M <= 16 (f16/i8, static): macro tile M x 64 and K over 16 wavefront groups, automatically."""
+    m, n, k = 3, 128, 4 * 16 * 16 + 2  # 16 slices of one K step each, plus a K % 4 of 2
+    kern = vlpc.compile(source(m, n, k, k + 2, k + 2, n, "i8", "i32")).kernel("g")
+    assert (kern.local_split, kern.launch_info["macro_m"], kern.launch_info["macro_n"]) == (16, 3, 64)
+    run_case(kern, m, n, k, k + 2, k + 2, n, "i8", "i32", 1, 1)
+    kern = vlpc.compile(source(1, 64, 64, 64, 64, 64, "f16", "f32")).kernel("g")
+    assert kern.local_split == 2  # 32 dwords of K: two groups of one K step
+
+
+@pytest.mark.parametrize("path, types", [("hgemm_nt.mlir", ("f16", "f32")), ("gemv_int8.mlir", ("i8", "i32"))])
+def test_examples_run(path, types):
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "examples" / path).read_text()
+    kern = vlpc.compile(text).kernel()
+    li = kern.launch_info
+    m, n, k, lda, ldb, ldc = (li[f"static_{x}"] for x in ("m", "n", "k", "lda", "ldb", "ldc"))
+    run_case(kern, m, n, k, lda, ldb, ldc, *types, 1 if types[0] == "i8" else 1.0, 0 if types[0] == "i8" else 0.0,
+             local=kern.local_split)

@@ -1,0 +1,139 @@
+"""Modeled figures of the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on MI60 @ 1700 MHz.
+
+Every figure is **modeled** by vlpc's timing model (runtime/timing/, README "Timing model"),
+not measured: there is no AMD GPU here.  Peaks (gfx906.md, vlpc/targets.py Board):
+
+* f16 dot peak: 64 lanes x 4 FLOP (``v_dot2_f32_f16``: 2 multiply-adds) x CUs x clock
+  = 27.9 TFLOP/s on 64 CUs at 1700 MHz (twice the f32 FMA peak);
+* int8 dot peak: 64 lanes x 8 ops (``v_dot4_i32_i8``) x CUs x clock = 55.7 TOP/s;
+* HBM bandwidth: the board's (bus bits x 2 x memory clock / 8; MI60's default memory
+  clock in the model is the seed's 800 MHz: 819 GB/s).
+
+Usage::
+
+    python benchmarks/dot_gemm_figures.py               # all rows (a few minutes on 2 cores)
+    python benchmarks/dot_gemm_figures.py --only gemv   # the decode GEMVs only
+    python benchmarks/dot_gemm_figures.py --csv out.csv
+
+GEMV rows: the decode plan (M = 1..16 activations x a weight matrix stored N x K): macro
+tile M x 64, K split over the 16 wavefront groups of a workgroup (``local_split``, partial
+sums reduced through LDS), so every weight byte is read once and N / 64 workgroups of 16
+waves stream the weights; % of HBM counts the bytes that must move (weights + activations +
+C) over the modeled time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+import vlpc
+from vlpc.runtime import get_device, load_code_object
+
+SCALAR = {"f16": "f32", "i8": "i32"}
+NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "f16c": np.float16, "i32": np.int32}
+
+
+def source(m: int, n: int, k: int, ab: str, ct: str) -> str:
+    s = SCALAR[ab]
+    ta, tb, tc = f"memref<{m}x{k}x{ab}>", f"memref<{n}x{k}x{ab}>", f"memref<{m}x{n}x{ct}>"
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
+            "  func.return\n}\n")
+
+
+@dataclass
+class Row:
+    name: str
+    m: int
+    n: int
+    k: int
+    ab: str
+    ct: str
+    us: float
+    rate: float  # TFLOP/s (f16) or TOP/s (int8)
+    peak_share: float
+    hbm_share: float
+    vgprs: int
+    sgprs: int
+
+
+def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi60", clock: float = 1700.0,
+            **options) -> Row:
+    kern = vlpc.compile(source(m, n, k, ab, ct), **options).kernel("g")
+    dev = get_device("emulator", gpu=gpu, clock_mhz=clock, timing_only=True)
+    rng = np.random.default_rng(0)
+    if ab == "i8":
+        a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (n, k)))
+        c = np.zeros((m, n), np.int32)
+        alpha, beta = np.int32(1), np.int32(0)
+    else:
+        a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (n, k)))
+        c = np.zeros((m, n), NP[ct])
+        alpha, beta = np.float32(1), np.float32(0)
+    bufs = [dev.upload(x) for x in (a, b, c)]
+    try:
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), alpha, beta]
+        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
+    finally:
+        for x in bufs:
+            dev.free(x)
+    tm = st.timing
+    board = dev.board
+    per_lane = 4 if ab == "f16" else 8  # FLOP (ops) per lane and dot instruction
+    peak = 64 * per_lane * board.compute_units * board.engine_clock_mhz * 1e6
+    ops = 2.0 * m * n * k
+    moved = a.nbytes + b.nbytes + c.nbytes
+    return Row(name, m, n, k, ab, ct, tm.time_us, ops / (tm.time_us * 1e-6) / 1e12,
+               ops / (tm.time_us * 1e-6) / peak, moved / (tm.time_us * 1e-6) / board.hbm_bytes_per_second,
+               kern.vgprs, kern.sgprs)
+
+
+GEMV_OPTIONS = dict(local_split=16)
+
+
+def rows(only: str | None) -> list[tuple]:
+    out = []
+    if only in (None, "gemm"):
+        out += [("HGEMM", 4096, 4096, 4096, "f16", "f32", {}),
+                ("HGEMM f16 out", 4096, 4096, 4096, "f16", "f16", {}),
+                ("int8 GEMM", 4096, 4096, 4096, "i8", "i32", {})]
+    if only in (None, "gemv"):
+        for m, n, k in ((1, 4096, 4096), (16, 4096, 4096), (16, 11008, 4096), (1, 4096, 11008)):
+            for ab, ct in (("f16", "f32"), ("i8", "i32")):
+                out.append((f"GEMV {ab}", m, n, k, ab, ct,
+                            dict(macro_tile=(m, 64), micro_tile=(m, 1), **GEMV_OPTIONS)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=("gemm", "gemv"))
+    ap.add_argument("--csv")
+    ap.add_argument("--gpu", default="mi60")
+    ap.add_argument("--clock", type=float, default=1700.0)
+    args = ap.parse_args(argv)
+    results = []
+    print(f"modeled on {args.gpu} @ {args.clock:g} MHz (timing model, not measured)")
+    print(f"{'kernel':<14} {'M':>5} {'N':>6} {'K':>6} {'types':<9} {'us':>9} {'T(FL)OP/s':>9} "
+          f"{'% peak':>7} {'% HBM':>6} {'VGPR':>4} {'SGPR':>4}")
+    for name, m, n, k, ab, ct, opts in rows(args.only):
+        r = modeled(name, m, n, k, ab, ct, args.gpu, args.clock, **opts)
+        results.append(r)
+        print(f"{r.name:<14} {m:>5} {n:>6} {k:>6} {ab + '>' + ct:<9} {r.us:>9.1f} {r.rate:>9.2f} "
+              f"{100 * r.peak_share:>6.1f}% {100 * r.hbm_share:>5.1f}% {r.vgprs:>4} {r.sgprs:>4}", flush=True)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(list(Row.__dataclass_fields__))
+            for r in results:
+                w.writerow(list(vars(r).values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
