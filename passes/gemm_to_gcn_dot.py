@@ -557,11 +557,12 @@ class DotKernelBuilder:
             for r in rows:
                 e(gcn.DsWriteB32Op(wbase, acc[r], offset=(r - c0) * row_bytes, comment=f"partial row {r}"))
             e(gcn.SBarrierOp())
-            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            for r in rows:
-                for g in range(1, local):
-                    part = e(gcn.DsReadB32Op(vcol, offset=(g - 1) * slot_bytes + (r - c0) * row_bytes,
-                                             comment=f"group {g} row {r}")).vdst
+            e(gcn.SCmpEqU32Op(slice_id, 0))  # only group 0 reads and adds (only it stores)
+            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+            for r in rows:  # all of a row's partial sums in flight, then added in group order
+                parts = [e(gcn.DsReadB32Op(vcol, offset=(g - 1) * slot_bytes + (r - c0) * row_bytes,
+                                           comment=f"group {g} row {r}")).vdst for g in range(1, local)]
+                for part in parts:
                     acc[r] = e(add(acc[r], part)).vdst
             if c0 + rows_per_chunk < len(acc):
                 e(gcn.SBarrierOp())
