@@ -3,8 +3,13 @@ names of the gfx906 table (:mod:`vlpc.isa`).
 
 A family module defines ``BUILDERS: dict[mnemonic, builder]`` where
 ``builder(ins, batch, prepared)`` returns the closure ``fn(batch, group)`` that
-executes the instruction for a group of waves (the same contract as the builders
-in :mod:`..core`), or ``None`` when the operand form is not handled.
+executes the instruction for a group of waves, or ``None`` when the operand form is
+not handled.  The base modules (:data:`BASE`: vector ALU, scalar ALU, program
+control, vector memory) hold the semantics of the plain forms of each encoding
+class; the modules of :data:`FAMILIES` add instructions and forms, and where one of
+them registers a mnemonic a base module has too, its builder is the one used (the
+float-mode modules run the base builder as their fast path in the default mode).
+:mod:`..core` keeps the wave state, scheduling and checking machinery only.
 :func:`builder` finds the one for a mnemonic; :func:`names` lists them all (for
 the coverage report).
 """
@@ -13,10 +18,12 @@ from __future__ import annotations
 
 import importlib
 
-from .. import isa as _isa
 
 #: the family modules, in lookup order
 FAMILIES = ("float_mode", "vop_float", "vop3_int", "i16", "div", "sdwa_dpp", "f16", "vop3p", "ds", "smem", "salu_extra", "convert", "vmem_d16", "vmem_format", "scratch", "misc_vop3")
+
+#: the base modules (plain forms of each encoding class; :data:`..isa.CORE_EXECUTED`)
+BASE = ("valu", "salu", "control", "memory")
 
 _REGISTRY: dict | None = None
 
@@ -31,28 +38,28 @@ def _registry() -> dict:
                 if mn in reg:
                     raise RuntimeError(f"{mn} is registered by two semantics modules")
                 reg[mn] = fn
+        base: dict = {}
+        for fam in BASE:
+            mod = importlib.import_module(f"{__name__}.{fam}")
+            for mn, fn in mod.BUILDERS.items():
+                if mn in base:
+                    raise RuntimeError(f"{mn} is registered by two base semantics modules")
+                base[mn] = fn
+        for mn, fn in base.items():
+            reg.setdefault(mn, fn)
         _REGISTRY = reg
     return _REGISTRY
 
 
-def builder_for(ins, core_builders: dict):
-    """The builder :func:`..core.compile_instr` uses for ``ins``.
-
-    A family module's builder for the mnemonic comes first; otherwise the core's
-    builder of the encoding class, but only for the mnemonics the core was written
-    for (:data:`..isa.CORE_EXECUTED`, plain forms: SDWA/DPP forms and VOP3P need a
-    family module).  None means "no semantics" (the core raises
-    UnsupportedInstruction naming the mnemonic and address).
-    """
+def builder_for(ins):
+    """The builder :func:`..core.compile_instr` uses for ``ins``: the registered one of its
+    mnemonic (SDWA/DPP forms: :mod:`.sdwa_dpp`'s).  None means "no semantics" (the core
+    raises UnsupportedInstruction naming the mnemonic and address)."""
     if "sdwa" in ins.f or "dpp" in ins.f:
         fam = _sdwa_dpp_or_none(ins)
         return None if fam is None else _guarded(fam)
-    fam = _registry().get(ins.mnemonic)
-    if fam is not None:
-        return _guarded(fam)
-    if ins.mnemonic not in _isa.CORE_EXECUTED:
-        return None
-    return core_builders.get(ins.encoding)
+    build = _registry().get(ins.mnemonic)
+    return None if build is None else _guarded(build)
 
 
 def _guarded(build):

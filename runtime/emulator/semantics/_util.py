@@ -12,6 +12,15 @@ def core():
     return c
 
 
+def core_executed(*encodings: str) -> frozenset:
+    """The mnemonics of the base builders (:data:`..isa.CORE_EXECUTED`) whose gfx906 table
+    encoding class (:func:`vlpc.isa.lookup`) is one of ``encodings``."""
+    from vlpc import isa as table
+
+    from .. import isa as eisa
+    return frozenset(mn for mn in eisa.CORE_EXECUTED if table.lookup(mn).encoding in encodings)
+
+
 def plain(fn):
     """Builder for ``D = fn(S0, S1, ...)`` on raw bits (uint32/uint64 arrays)."""
     def build(ins, b, p):

@@ -31,6 +31,11 @@ from vlpc import isa as table
 
 from ..errors import LdsOutOfRange
 from ._util import I64, U32, U64
+from ..core import WAVE, Batch, Prepared, lds_bank_cycles
+from ..decode import Instr
+from ._util import core_executed
+from .memory import _issue
+from . import memory as _memory
 
 
 def _core():
@@ -84,7 +89,7 @@ def _build_bpermute(ins, b, p):
         else:
             out = np.where(em[rows, lane], data[rows, lane], U32(0))
         b.vwrite(g, d, out)
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run
 
 
@@ -99,7 +104,6 @@ def swizzle_lanes(offset: int) -> np.ndarray:
 
 
 def _build_swizzle(ins, b, p):
-    core = _core()
     rd, d = ins.src[0].reg, ins.dst[0].reg
     src = swizzle_lanes(ins.f["offset"])
     p.load_kind = "lds"
@@ -108,7 +112,7 @@ def _build_swizzle(ins, b, p):
         em = b.em(g)
         data = b.V[rd][g.sel]
         b.vwrite(g, d, np.where(em[:, src], data[:, src], U32(0)))
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run
 
 
@@ -175,7 +179,6 @@ _ATOMIC_OPS = {"add", "sub", "rsub", "inc", "dec", "min", "max", "and", "or", "x
 
 
 def _build_atomic(ins, b, p):
-    core = _core()
     mn = ins.mnemonic
     op, ty, wide = _op(mn)
     if op not in _ATOMIC_OPS or (ty in ("f32", "f64") and op not in ("add", "min", "max", "cmpst")):
@@ -231,14 +234,13 @@ def _build_atomic(ins, b, p):
                 for i in range(wide):
                     _write_lanes(b, g, rtn.reg + col + i, out[:, i], em)
                 col += wide
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run
 
 
 # -- d16 reads and writes --------------------------------------------------------------------
 
 def _build_d16(ins, b, p):
-    core = _core()
     mn = ins.mnemonic
     off = ins.f["offset"]
     ra = ins.src[0].reg
@@ -261,7 +263,7 @@ def _build_d16(ins, b, p):
             new = ((cur & 0xFFFF) | (v << 16)) if hi else ((cur & ~0xFFFF) | v)
             _write_lanes(b, g, d, (new & 0xFFFFFFFF).astype(U32), em)
             b.st.lds_bytes_read += nb * a.size
-            core._issue(g, p, "lds")
+            _memory._issue(g, p, "lds")
         return run_r
     nb = 1 if "b8" in mn else 2
     rd = ins.src[1].reg
@@ -273,7 +275,7 @@ def _build_d16(ins, b, p):
         by = v.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
         b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)] = by
         b.st.lds_bytes_written += nb * a.size
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run_w
 
 
@@ -281,7 +283,6 @@ def _build_src2(ins, b, p):
     """DS_<op>_SRC2_<type>: MEM[A] = MEM[A] op MEM[B] with A = ADDR and B = A + 4 *
     (offset1[7] ? {A[31], A[31:17]} : {offset1[6], offset1[6:0], offset0}) (x2 for 64-bit
     types); no data VGPR, no return."""
-    core = _core()
     mn = ins.mnemonic
     body = mn[3:].replace("_src2", "")
     op, ty = body.rsplit("_", 1)
@@ -314,7 +315,7 @@ def _build_src2(ins, b, p):
             src = int.from_bytes(mem8[y: y + 4 * wide].tobytes(), "little")
             new = _rmw(op, ty, old, src, 0)
             mem8[x: x + 4 * wide] = np.frombuffer(new.to_bytes(4 * wide, "little"), np.uint8)
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run
 
 
@@ -344,7 +345,7 @@ def _build_append(ins, b, p):
             row[a_ >> 2] = (old + sign * int(em[w].sum())) & 0xFFFFFFFF
             out[w] = old
         b.vwrite(g, d, out)
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run
 
 
@@ -375,7 +376,7 @@ def _build_addtid(ins, b, p):
         else:
             w[a_[em] >> 2] = b.V[reg][g.sel][em]
             b.st.lds_bytes_written += 4 * int(em.sum())
-        core._issue(g, p, "lds")
+        _memory._issue(g, p, "lds")
     return run
 
 
@@ -407,4 +408,162 @@ def _names():
     return out
 
 
-BUILDERS = _names()
+# ---- the core's DS instructions ----
+
+def build_ds(ins: Instr, b: Batch, p: Prepared):
+    mn = ins.mnemonic
+    f = ins.f
+    if mn == "ds_nop":
+        return lambda b, g: None
+    ra = ins.src[0].reg
+    sz = f["dwords"]
+    lds_limit = b.lds_bytes
+    if mn.startswith("ds_read"):
+        p.load_kind = "lds"
+    elif "_rtn_" in mn:
+        p.load_kind = "lds"
+    two = "read2" in mn or "write2" in mn
+    st64 = "st64" in mn
+    if two:
+        unit = 4 * sz * (64 if st64 else 1)
+        offs = [f["offset0"] * unit, f["offset1"] * unit]
+    else:
+        offs = [f["offset"]]
+    sub_bytes = {"ds_read_u8": (1, False), "ds_read_i8": (1, True), "ds_read_u16": (2, False),
+                 "ds_read_i16": (2, True), "ds_write_b8": (1, False), "ds_write_b16": (2, False)}.get(mn)
+
+    def lane_index(b, g, extra):
+        a = b.V[ra][g.sel].astype(np.int64) + extra
+        em = b.em(g)
+        nb = sub_bytes[0] if sub_bytes else 4 * sz
+        bad = em & ((a < 0) | (a + nb > lds_limit))
+        if bad.any():
+            wi, ln = np.nonzero(bad)
+            e = LdsOutOfRange(
+                f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, {int(a[wi[0], ln[0]]) + nb}) "
+                f"but the workgroup has {lds_limit} bytes (lanes {sorted(set(ln[:16].tolist()))})",
+                lds_address=int(a[wi[0], ln[0]]))
+            e.wave_index = int(wi[0])
+            raise e
+        return a
+
+    def wgbase(b, g):
+        return (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+
+    if mn.startswith("ds_read"):
+        dst = ins.dst[0].reg
+
+        def fn(b, g):
+            em = b.em(g)
+            full = b.full(g)
+            base = wgbase(b, g)
+            flat8 = b.LDS.reshape(-1).view(np.uint8)
+            col = 0
+            for o in offs:
+                a = lane_index(b, g, o) + base
+                aa = a.reshape(-1) if full else a[em]
+                if sub_bytes:
+                    nb, signed = sub_bytes
+                    raw = flat8[aa[:, None] + np.arange(nb)]
+                    v = raw[:, 0].astype(np.int64) if nb == 1 else raw.view("<u2")[:, 0].astype(np.int64)
+                    if signed:
+                        v = np.where(v >= (1 << (8 * nb - 1)), v - (1 << (8 * nb)), v)
+                    data = v.astype(U32)[:, None]
+                    b.st.lds_bytes_read += nb * aa.size
+                else:
+                    if not (aa & 3).any():
+                        data = b.LDS.reshape(-1)[(aa >> 2)[:, None] + np.arange(sz)]
+                    else:
+                        data = flat8[aa[:, None] + np.arange(4 * sz)].view(U32).reshape(-1, sz)
+                    b.st.lds_bytes_read += 4 * sz * aa.size
+                for i in range(data.shape[1]):
+                    if full:
+                        b.V[dst + col + i][g.sel] = data[:, i].reshape(g.n, WAVE)
+                    else:
+                        cur = b.V[dst + col + i][g.sel]
+                        if not g.contig:
+                            cur = cur.copy()
+                        cur[em] = data[:, i]
+                        if not g.contig:
+                            b.V[dst + col + i][g.sel] = cur
+                col += sz
+            if b.rec is not None and g.traced:
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
+            _issue(g, p, "lds")
+        return fn
+    if mn.startswith("ds_write"):
+        datas = [o.reg for o in ins.src[1:]]
+
+        def fn(b, g):
+            em = b.em(g)
+            full = b.full(g)
+            base = wgbase(b, g)
+            flat8 = b.LDS.reshape(-1).view(np.uint8)
+            for o, dr in zip(offs, datas):
+                a = lane_index(b, g, o) + base
+                aa = a.reshape(-1) if full else a[em]
+                vals = np.stack([b.V[dr + i][g.sel] for i in range(sz)], axis=-1)
+                vals = vals.reshape(-1, sz) if full else vals[em]
+                if sub_bytes:
+                    nb = sub_bytes[0]
+                    flat8[aa[:, None] + np.arange(nb)] = vals[:, 0].astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
+                    b.st.lds_bytes_written += nb * aa.size
+                elif not (aa & 3).any():
+                    b.LDS.reshape(-1)[(aa >> 2)[:, None] + np.arange(sz)] = vals
+                    b.st.lds_bytes_written += 4 * sz * aa.size
+                else:
+                    flat8[aa[:, None] + np.arange(4 * sz)] = np.ascontiguousarray(vals).view(np.uint8).reshape(-1, 4 * sz)
+                    b.st.lds_bytes_written += 4 * sz * aa.size
+            if b.rec is not None and g.traced:
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
+            _issue(g, p, "lds")
+        return fn
+    # LDS atomics (32-bit)
+    opname = mn[3:].replace("_rtn", "")
+    op = opname.rsplit("_", 1)[0]
+    amap = {"add": "add", "sub": "sub", "min": None, "max": None, "and": "and", "or": "or", "xor": "xor",
+            "inc": "inc", "dec": "dec", "wrxchg": "swap", "rsub": "rsub"}
+    if op in ("min", "max"):
+        signed = opname.endswith("i32")
+        kind = ("s" if signed else "u") + op
+    else:
+        kind = amap.get(op)
+    if kind is None or sz != 1:
+        return None
+    dr = ins.src[1].reg
+    rtn = ins.dst[0].reg if ins.dst else None
+
+    def fn(b, g):
+        em = b.em(g)
+        base = wgbase(b, g)
+        a = lane_index(b, g, offs[0]) + base
+        aa = a[em]
+        if (aa & 3).any():
+            raise LdsOutOfRange("misaligned LDS atomic")
+        vals = b.V[dr][g.sel][em]
+        mem = b.LDS.reshape(-1)
+        widx = aa >> 2
+        old = np.empty(widx.size, U32)
+        for i in range(widx.size):  # lane order
+            o = mem[widx[i]]
+            old[i] = o
+            if kind == "rsub":
+                nv = np.array([vals[i] - o], U32)
+            else:
+                from ..memory import _rmw
+                nv = _rmw(kind, np.array([o], U32), vals[i:i + 1], None, U32)
+            mem[widx[i]] = nv[0]
+        b.st.lds_bytes_read += 4 * widx.size
+        b.st.lds_bytes_written += 4 * widx.size
+        if rtn is not None:
+            cur = b.V[rtn][g.sel]
+            if not g.contig:
+                cur = cur.copy()
+            cur[em] = old
+            if not g.contig:
+                b.V[rtn][g.sel] = cur
+        _issue(g, p, "lds")
+    return fn
+
+
+BUILDERS = {**{mn: build_ds for mn in core_executed("DS")}, **_names()}

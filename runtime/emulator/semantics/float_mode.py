@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlpc.isa.modes import HW_REG_MODE
+from . import salu as _salu
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 
@@ -87,10 +88,9 @@ def _hwreg(simm16: int) -> tuple[int, int, int]:
 
 
 def build_setreg(ins, b, p):
-    from .. import core
     hw, off, size = _hwreg(ins.f["simm16"])
     if hw != HW_REG_MODE:
-        return core.build_salu(ins, b, p)
+        return _salu.build_salu(ins, b, p)
     mask = ((1 << size) - 1) << off
     if ins.mnemonic == "s_setreg_imm32_b32":
         imm = np.int64(ins.f["imm32"])
@@ -107,10 +107,9 @@ def build_setreg(ins, b, p):
 
 
 def build_getreg(ins, b, p):
-    from .. import core
     hw, off, size = _hwreg(ins.f["simm16"])
     if hw != HW_REG_MODE:
-        return core.build_salu(ins, b, p)
+        return _salu.build_salu(ins, b, p)
     d = ins.dst[0].reg
     mask = (1 << size) - 1
 

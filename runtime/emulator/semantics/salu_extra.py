@@ -20,6 +20,8 @@ import numpy as np
 
 from .. import isa
 from ._util import U32, U64
+from . import control as _control
+from . import memory as _memory
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 
@@ -180,16 +182,14 @@ def _endpgm(ins, b, p):
     signal has no compute meaning)."""
     import dataclasses
 
-    from .. import core
-    return core.build_sopp(dataclasses.replace(ins, mnemonic="s_endpgm"), b, p)
+    return _control.build_sopp(dataclasses.replace(ins, mnemonic="s_endpgm"), b, p)
 
 
 def _vmem_nop(ins, b, p):
     """buffer_wbinvl1(_vol): invalidate the vector L1 cache (no cache model: counts on vmcnt)."""
-    from .. import core
 
     def run(b, g):
-        core._issue(g, p, "vm")
+        _memory._issue(g, p, "vm")
     return run
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import OutOfBoundsAccess
 from ._util import I64, U32
+from . import memory as _memory
 
 LIMIT = 64 * 1024
 _SUB = {"ubyte": (1, False), "sbyte": (1, True), "ushort": (2, False), "sshort": (2, True),
@@ -98,7 +99,7 @@ def _build(ins, b, p):
                 cur[w, ln] = x
                 b.V[d + i][g.sel] = cur
             b.st.global_bytes_read += nb * w.size
-            core._issue(g, p, "vm")
+            _memory._issue(g, p, "vm")
         return run_load
 
     data = ins.src[1] if addr_op.kind == "v" else ins.src[0]
@@ -114,7 +115,7 @@ def _build(ins, b, p):
         by = vals.view(np.uint8).reshape(-1, 4 * nd)[:, :nb]
         mem[rows[:, None], ln[:, None], a[w, ln][:, None] + np.arange(nb)] = by
         b.st.global_bytes_written += nb * w.size
-        core._issue(g, p, "vm")
+        _memory._issue(g, p, "vm")
     return run_store
 
 

@@ -15,7 +15,7 @@ whose source lane is outside the row/wave or disabled in EXEC reads 0 if
 lanes of a row) whose ``row_mask``/``bank_mask`` bit is clear are not written.
 
 Covered operations: the plain 32-bit VOP1/VOP2 operations of the core
-(``core.VALU``), the 16-bit integer ones (:mod:`.i16`), one- and two-source f16
+(:data:`.valu.VALU`), the 16-bit integer ones (:mod:`.i16`), one- and two-source f16
 arithmetic and conversions (:mod:`.f16`), carry-out adds/subtracts, ``v_cndmask_b32``
 and the f16/f32/i16/u16/i32/u32 compares.  The float mode (denormal
 flushing) is not applied to SDWA/DPP forms; a form outside this list stops with
@@ -29,13 +29,13 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ._util import I64, U32, s16
+from . import valu as _valu
 
 _SDWA_OK_EXTRA = {"v_cndmask_b32"}
 
 
 def _sem(mn: str):
     """(fn, kind): fn on 32-bit raw values; kind 'plain' | 'i16' | 'carry' | 'cmp' | 'cndmask'."""
-    from .. import core
     from . import f16, i16
     if mn in i16.FUNCS:
         return i16.FUNCS[mn], "i16"
@@ -58,8 +58,8 @@ def _sem(mn: str):
         if ty == "i16":
             return (lambda a, c: O.int_cmp(cond, s16(a), s16(c))), "cmp"
         return (lambda a, c: O.int_cmp(cond, np.asarray(a, I64) & 0xFFFF, np.asarray(c, I64) & 0xFFFF)), "cmp"
-    if mn in core._CARRY:
-        return core._CARRY[mn], "carry"
+    if mn in _valu._CARRY:
+        return _valu._CARRY[mn], "carry"
     if mn == "v_cndmask_b32":
         return None, "cndmask"
     if mn.startswith(("v_cmp_", "v_cmpx_")):
@@ -77,7 +77,7 @@ def _sem(mn: str):
         if ty == "u32":
             return (lambda a, c: O.int_cmp(cond, np.asarray(a, U32), np.asarray(c, U32))), "cmp"
         return None, None
-    fn = core.VALU.get(mn)
+    fn = _valu.VALU.get(mn)
     if fn is None or mn in ("v_madmk_f32", "v_madak_f32"):
         return None, None
     return fn, "plain"
@@ -154,7 +154,7 @@ def _build_sdwa(ins, b, p):
     nsrc = 1 if ins.encoding == "VOP1" else 2
     rd = [_raw_reader(o) for o in ins.src[:nsrc]]
     sels = [(sd["src0_sel"], sd["src0_sext"]), (sd["src1_sel"], sd["src1_sext"])]
-    post = core._post_f32(ins) if ftype == "f32" else None
+    post = _valu._post_f32(ins) if ftype == "f32" else None
     extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
 
     def operands(b, g):
@@ -269,7 +269,7 @@ def _build_dpp(ins, b, p):
     nsrc = 1 if ins.encoding == "VOP1" else 2
     rd = [_raw_reader(o) for o in ins.src[:nsrc]]
     extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
-    post = core._post_f32(ins) if ftype == "f32" else None
+    post = _valu._post_f32(ins) if ftype == "f32" else None
 
     def fetch(b, g):
         em = b.em(g)

@@ -16,6 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._util import U32, U64
+from ..core import Batch, Prepared, ssrc_reader, swriter
+from ..decode import Instr, Operand
+from ..errors import OutOfBoundsAccess
+from ._util import core_executed
+from .memory import _issue, _oob, _site
+from . import memory as _memory
 
 
 def _addr_fn(ins):
@@ -42,7 +48,6 @@ def _addr_fn(ins):
 
 
 def _build_store(ins, b, p):
-    from .. import core
     addr = _addr_fn(ins)
     data = ins.src[1]
     nd = data.width
@@ -55,16 +60,15 @@ def _build_store(ins, b, p):
             ok = np.ones(g.n, bool) if nrec is None else (o + 4 * i + 4) <= nrec
             if ok.any():
                 try:
-                    b.mem.store(a[ok] + U64(4 * i), vals[ok, i:i + 1], mn, core._site(b, ins))
-                except core.OutOfBoundsAccess as e:
-                    raise core._oob(b, g, e, g.idx[ok], np.zeros(int(ok.sum()), int), a[ok])
+                    b.mem.store(a[ok] + U64(4 * i), vals[ok, i:i + 1], mn, _memory._site(b, ins))
+                except OutOfBoundsAccess as e:
+                    raise _memory._oob(b, g, e, g.idx[ok], np.zeros(int(ok.sum()), int), a[ok])
         b.st.global_bytes_written += 4 * nd * g.n
-        core._issue(g, p, "smem")
+        _memory._issue(g, p, "smem")
     return run
 
 
 def _build_atomic(ins, b, p):
-    from .. import core
     mn = ins.mnemonic
     op = mn.split("atomic_", 1)[1]
     wide = ins.f["width"]
@@ -85,15 +89,15 @@ def _build_atomic(ins, b, p):
         if ok.any():
             try:
                 old[ok] = b.mem.atomic(op, a[ok], d[ok], None if c is None else c[ok], wide,
-                                       site=core._site(b, ins))
-            except core.OutOfBoundsAccess as e:
-                raise core._oob(b, g, e, g.idx[ok], np.zeros(int(ok.sum()), int), a[ok])
+                                       site=_memory._site(b, ins))
+            except OutOfBoundsAccess as e:
+                raise _memory._oob(b, g, e, g.idx[ok], np.zeros(int(ok.sum()), int), a[ok])
         if ret is not None:
             for i in range(wide):
                 b.S[ret.reg + i][g.sel] = old[:, i]
         b.st.global_bytes_read += 4 * wide * g.n
         b.st.global_bytes_written += 4 * wide * g.n
-        core._issue(g, p, "smem")
+        _memory._issue(g, p, "smem")
     return run
 
 
@@ -116,4 +120,65 @@ def _names():
     return out
 
 
-BUILDERS = _names()
+# ---- the core's SMEM instructions ----
+
+def build_smem(ins: Instr, b: Batch, p: Prepared):
+    mn = ins.mnemonic
+    if mn in ("s_dcache_wb", "s_dcache_inv", "s_dcache_wb_vol", "s_dcache_inv_vol"):
+        return lambda b, g: None
+    if mn in ("s_memtime", "s_memrealtime"):
+        wr = swriter(ins.dst[0])
+        p.load_kind = "smem"
+
+        def fn(b, g):
+            wr(b, g, np.array(0, U64))
+            _issue(g, p, "smem")
+        return fn
+    if "load" not in mn:
+        return None
+    nd = ins.f["ndwords"]
+    base_op = ins.src[0]
+    rbase = ssrc_reader(Operand("s", base_op.reg, 2))
+    r4 = base_op.reg
+    off = ins.f["offset"]
+    so = ins.f["soffset"]
+    rso = ssrc_reader(ins.src[-1]) if so is not None else None
+    dst = ins.dst[0].reg
+    buffer = ins.f["buffer"]
+    p.load_kind = "smem"
+
+    def fn(b, g):
+        base = rbase(b, g)
+        if buffer:
+            base = base & U64(0xFFFFFFFFFFFF)
+        o = np.full(g.n, off, np.int64)
+        if rso is not None:
+            o = o + np.broadcast_to(rso(b, g), (g.n,)).astype(np.int64)
+        addr = ((base.astype(np.int64) + o).astype(U64)) & ~U64(3)
+        if buffer:
+            nrec = b.S[r4 + 2][g.sel].astype(np.int64)
+            data = np.zeros((g.n, nd), U32)
+            for i in range(nd):
+                ok = (o + 4 * i + 4) <= nrec
+                if ok.any():
+                    try:
+                        data[ok, i] = b.mem.load(addr[ok] + U64(4 * i), 4, "s_buffer_load")[:, 0]
+                    except OutOfBoundsAccess as e:
+                        raise _oob(b, g, e, g.idx[ok], np.zeros(int(ok.sum()), int), addr[ok])
+        else:
+            try:
+                data = b.mem.load(addr, 4 * nd, mn, _site(b, ins))
+            except OutOfBoundsAccess as e:
+                raise _oob(b, g, e, g.idx, np.zeros(g.n, int), addr)
+        for i in range(nd):
+            b.S[dst + i][g.sel] = data[:, i]
+        if b.rec is not None:
+            b.rec.memory(g, addr[:, None], None, 4 * nd)
+        nbytes = 4 * nd * g.n
+        b.st.smem_bytes_read += nbytes
+        b.st.global_bytes_read += nbytes
+        _issue(g, p, "smem")
+    return fn
+
+
+BUILDERS = {**{mn: build_smem for mn in core_executed("SMEM")}, **_names()}

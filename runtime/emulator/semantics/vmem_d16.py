@@ -16,14 +16,14 @@ import dataclasses
 import numpy as np
 
 from ._util import U32
+from . import memory as _memory
 
 _LOAD = {"ubyte_d16": "ubyte", "sbyte_d16": "sbyte", "short_d16": "ushort"}
 _STORE = {"byte_d16_hi": "byte", "short_d16_hi": "short"}
 
 
 def _core_builder(ins):
-    from .. import core
-    return core.build_mubuf if ins.encoding == "MUBUF" else core.build_flat
+    return _memory.build_mubuf if ins.encoding == "MUBUF" else _memory.build_flat
 
 
 def _build(ins, b, p):

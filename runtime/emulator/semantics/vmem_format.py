@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import UnsupportedInstruction
 from ._util import U32
+from . import memory as _memory
 
 _COMPONENTS = {"x": 1, "xy": 2, "xyz": 3, "xyzw": 4}
 #: DATA_FORMAT -> 32-bit components (only the 32-bit-per-component formats)
@@ -67,7 +68,7 @@ def _build(ins, b, p):
             else:
                 ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
                                            src=list(ins.src[:-1]) + [vreg(d, nf)])
-            fn = inners[nf] = core.build_mubuf(ins2, b, p)
+            fn = inners[nf] = _memory.build_mubuf(ins2, b, p)
         return fn
 
     if ins.encoding == "MTBUF":
@@ -123,7 +124,7 @@ def _build_d16(ins, b, p):
             else:
                 ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
                                            src=list(ins.src[:-1]) + [vreg(d, nf)])
-            fn = inners[nf] = core.build_mubuf(ins2, b, p)
+            fn = inners[nf] = _memory.build_mubuf(ins2, b, p)
         return fn
 
     def fmt(b, g):

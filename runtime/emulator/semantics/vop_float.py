@@ -39,6 +39,7 @@ from .. import ops as O
 from ..errors import UnsupportedInstruction
 from . import rounding
 from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, specialize
+from . import valu as _valu
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
@@ -147,14 +148,13 @@ def _mad_legacy(a, b_, c):
 
 
 def _sem(mn: str, ieee: bool):
-    from .. import core
     if mn in _MINMAX:
         return _minmax_sem(mn)(ieee)
     if mn in ("v_fma_f32", "v_fmac_f32"):
         return O.fma32
     if mn == "v_mad_legacy_f32":
         return _mad_legacy
-    return core.VALU.get(mn)
+    return _valu.VALU.get(mn)
 
 
 def _post(ins, ftype, dx10):
@@ -191,11 +191,11 @@ def build(ins, b, p):
     mn = ins.mnemonic
     ty = _types(mn)
     if ty is None or "sdwa" in ins.f or "dpp" in ins.f:
-        return core.build_valu(ins, b, p)
+        return _valu.build_valu(ins, b, p)
     dst_t, src_t = ty
     is_cmp = mn.startswith(("v_cmp_", "v_cmpx_"))
     always_own = mn in _MINMAX or mn == "v_mad_legacy_f32"
-    fast = None if always_own else core.build_valu(ins, b, p)
+    fast = None if always_own else _valu.build_valu(ins, b, p)
     if fast is None and not always_own:
         return None
     nsrc = len(ins.src)
