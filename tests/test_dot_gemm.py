@@ -190,3 +190,38 @@ def test_examples_run(path, types):
     m, n, k, lda, ldb, ldc = (li[f"static_{x}"] for x in ("m", "n", "k", "lda", "ldb", "ldc"))
     run_case(kern, m, n, k, lda, ldb, ldc, *types, 1 if types[0] == "i8" else 1.0, 0 if types[0] == "i8" else 0.0,
              local=kern.local_split)
+
+
+def test_f16_strided_batch():
+    """A strided batch (3-D memrefs, batch index = workgroup id z), gaps between matrices NaN."""
+    nb, m, n, k, lda, ldb = 3, 20, 70, 13, 14, 14
+    sa, sb, sc = m * lda + 6, n * ldb + 2, m * n + 5
+
+    def t(r, c, ld, s, ty):
+        return f"memref<{nb}x{r}x{c}x{ty}, strided<[{s}, {ld}, 1]>>"
+    ta, tb, tc = t(m, k, lda, sa, "f16"), t(n, k, ldb, sb, "f16"), t(m, n, n, sc, "f32")
+    kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32) {{\n"
+                        f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, f32, f32\n"
+                        "  func.return\n}\n").kernel("g")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((nb, m, k)).astype(np.float16)
+    b = rng.standard_normal((nb, n, k)).astype(np.float16)
+    c = rng.standard_normal((nb, m, n)).astype(np.float32)
+
+    def flat(x, ld, s):
+        f = np.full((nb - 1) * s + (x.shape[1] - 1) * ld + x.shape[2], np.nan, x.dtype)
+        for z in range(nb):
+            for i in range(x.shape[1]):
+                f[z * s + i * ld:z * s + i * ld + x.shape[2]] = x[z, i]
+        return f
+    cf = flat(c, n, sc)
+    out, _ = launch_dot(kern, flat(a, lda, sa), flat(b, ldb, sb), cf, 1.25, -0.5, m, n, k, lda, ldb, n,
+                        batch=nb, strides=(sa, sb, sc))
+    for z in range(nb):
+        exp, bound = reference(a[z], b[z], c[z], 1.25, -0.5)
+        assert_close(rows_of(out[z * sc:], m, n, n), exp, bound)
+    gaps = np.ones(cf.size, bool)
+    for z in range(nb):
+        for i in range(m):
+            gaps[z * sc + i * n:z * sc + i * n + n] = False
+    assert np.isnan(out[gaps]).all()
