@@ -174,7 +174,9 @@ def fma32(a, b, c):
 _SPLIT = F64(134217729.0)  # 2^27 + 1
 
 
-def _two_prod(a, b):
+def two_prod(a, b):
+    """Dekker's TwoProduct of f64 arrays: ``(p, e)`` with ``p = fl(a * b)`` and ``a * b = p + e``
+    exactly (no overflow/underflow)."""
     p = a * b
     ca = _SPLIT * a
     ah = ca - (ca - a)
@@ -186,7 +188,8 @@ def _two_prod(a, b):
     return p, e
 
 
-def _two_sum(a, b):
+def two_sum(a, b):
+    """Knuth's TwoSum of f64 arrays: ``(s, e)`` with ``s = fl(a + b)`` and ``a + b = s + e`` exactly."""
     s = a + b
     bb = s - a
     e = (a - (s - bb)) + (b - bb)
@@ -197,9 +200,9 @@ def fma64(a, b, c):
     """Correctly rounded f64 fma of uint64 bit arrays (broadcasting); returns uint64 bits."""
     fa, fb, fc = np.broadcast_arrays(f64(a), f64(b), f64(c))
     with np.errstate(all="ignore"):
-        p, e = _two_prod(fa, fb)
-        s, t = _two_sum(p, fc)
-        u, v = _two_sum(t, e)
+        p, e = two_prod(fa, fb)
+        s, t = two_sum(p, fc)
+        u, v = two_sum(t, e)
         r = s + u
         ok = (v == 0) & np.isfinite(r) & np.isfinite(p) & np.isfinite(e)
         # TwoProduct is exact only away from underflow/overflow

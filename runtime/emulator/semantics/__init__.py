@@ -1,14 +1,16 @@
 """Instruction semantics by family, each module registering its instructions by the
 names of the gfx906 table (:mod:`vlpc.isa`).
 
-A family module defines ``BUILDERS: dict[mnemonic, builder]`` where
-``builder(ins, batch, prepared)`` returns the closure ``fn(batch, group)`` that
+A module defines ``BUILDERS`` and/or ``BASE_BUILDERS``: ``dict[mnemonic, builder]``
+where ``builder(ins, batch, prepared)`` returns the closure ``fn(batch, group)`` that
 executes the instruction for a group of waves, or ``None`` when the operand form is
-not handled.  The base modules (:data:`BASE`: vector ALU, scalar ALU, program
-control, vector memory) hold the semantics of the plain forms of each encoding
-class; the modules of :data:`FAMILIES` add instructions and forms, and where one of
-them registers a mnemonic a base module has too, its builder is the one used (the
-float-mode modules run the base builder as their fast path in the default mode).
+not handled.  ``BASE_BUILDERS`` are the generic builders of the plain forms of each
+encoding class (:data:`BASE`: vector ALU with the bit-function tables of :mod:`.vint`,
+:mod:`.f32`, :mod:`.f64` and :mod:`.convert`; scalar ALU; program control; vector
+memory; and the SMEM and DS basics in :mod:`.smem` and :mod:`.ds`); ``BUILDERS`` add
+instructions and forms, and where one registers a mnemonic that has a base builder too,
+it is the one used (the float-mode modules run the base builder as their fast path in
+the default mode).
 :mod:`..core` keeps the wave state, scheduling and checking machinery only.
 :func:`builder` finds the one for a mnemonic; :func:`names` lists them all (for
 the coverage report).
@@ -22,32 +24,29 @@ import importlib
 #: the family modules, in lookup order
 FAMILIES = ("float_mode", "vop_float", "vop3_int", "i16", "div", "sdwa_dpp", "f16", "vop3p", "ds", "smem", "salu_extra", "convert", "vmem_d16", "vmem_format", "scratch", "misc_vop3")
 
-#: the base modules (plain forms of each encoding class; :data:`..isa.CORE_EXECUTED`)
-BASE = ("valu", "salu", "control", "memory")
+#: the base modules: the generic builders of the plain forms of each encoding class
+#: (vector ALU and its bit-function tables, scalar ALU, program control, vector memory)
+BASE = ("valu", "vint", "f32", "f64", "salu", "control", "memory")
 
 _REGISTRY: dict | None = None
 
 
 def _registry() -> dict:
+    """Every module's ``BASE_BUILDERS`` (the generic builders of the base forms,
+    :data:`..isa.CORE_EXECUTED`), overridden by any module's ``BUILDERS`` entry for the
+    same mnemonic; a mnemonic in two ``BUILDERS`` (or two ``BASE_BUILDERS``) is an error."""
     global _REGISTRY
     if _REGISTRY is None:
-        reg: dict = {}
-        for fam in FAMILIES:
-            mod = importlib.import_module(f"{__name__}.{fam}")
-            for mn, fn in mod.BUILDERS.items():
-                if mn in reg:
-                    raise RuntimeError(f"{mn} is registered by two semantics modules")
-                reg[mn] = fn
+        family: dict = {}
         base: dict = {}
-        for fam in BASE:
-            mod = importlib.import_module(f"{__name__}.{fam}")
-            for mn, fn in mod.BUILDERS.items():
-                if mn in base:
-                    raise RuntimeError(f"{mn} is registered by two base semantics modules")
-                base[mn] = fn
-        for mn, fn in base.items():
-            reg.setdefault(mn, fn)
-        _REGISTRY = reg
+        for name in FAMILIES + BASE:
+            mod = importlib.import_module(f"{__name__}.{name}")
+            for reg, attr in ((family, "BUILDERS"), (base, "BASE_BUILDERS")):
+                for mn, fn in getattr(mod, attr, {}).items():
+                    if mn in reg:
+                        raise RuntimeError(f"{mn} is registered twice in the semantics modules' {attr}")
+                    reg[mn] = fn
+        _REGISTRY = {**base, **family}
     return _REGISTRY
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops as O
+
 U16, U32, U64, I32, I64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
+F32, F64 = np.float32, np.float64
 
 
 def core():
@@ -83,3 +86,60 @@ def _takes_clamp(fn) -> bool:
         return "clamp" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
+
+
+# ---- bit-function helpers of the VALU tables (vint, f32, f64, convert) ----
+
+
+def _f(fn):
+    """Wrap an f32 function of float arrays into a bits -> bits function."""
+    return lambda *a: O.b32(fn(*[O.f32(x) for x in a]))
+
+
+def _d(fn):
+    return lambda *a: O.b64(fn(*[O.f64(x) for x in a]))
+
+
+def _i(x):
+    return np.asarray(x, U32).view(I32)
+
+
+def _shift(x):
+    return np.asarray(x, U32) & U32(31)
+
+
+def _minmax3(kind, fn):
+    if kind == "f":
+        return lambda a, b, c: O.b32(fn(fn(O.f32(a), O.f32(b)), O.f32(c)))
+    if kind == "i":
+        return lambda a, b, c: fn(fn(_i(a), _i(b)), _i(c)).view(U32)
+    return lambda a, b, c: fn(fn(np.asarray(a, U32), b), c)
+
+
+def _med3(kind):
+    def f(a, b, c):
+        if kind == "f":
+            x = np.stack(np.broadcast_arrays(O.f32(a), O.f32(b), O.f32(c)))
+            return O.b32(np.median(x, axis=0).astype(F32))
+        if kind == "i":
+            x = np.stack(np.broadcast_arrays(_i(a), _i(b), _i(c)))
+            return np.sort(x, axis=0)[1].view(U32)
+        x = np.stack(np.broadcast_arrays(np.asarray(a, U32), np.asarray(b, U32), np.asarray(c, U32)))
+        return np.sort(x, axis=0)[1]
+    return f
+
+
+def _rndne(x):
+    return np.rint(x)
+
+
+def valu_builders(table: dict) -> dict:
+    """``{mnemonic: builder}`` for the bit functions of a VALU family table: the generic
+    builder :func:`.valu.build_valu` (operand reading, output modifiers, writing), for the
+    mnemonics of the base forms (:data:`..isa.CORE_EXECUTED`)."""
+    from .. import isa as eisa
+
+    def build(ins, b, p):
+        from .valu import build_valu
+        return build_valu(ins, b, p)
+    return {mn: build for mn in table if mn in eisa.CORE_EXECUTED}

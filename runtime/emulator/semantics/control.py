@@ -102,4 +102,4 @@ def build_sopp(ins: Instr, b: Batch, p: Prepared):
     return None
 
 
-BUILDERS = {mn: build_sopp for mn in core_executed("SOPP")}
+BASE_BUILDERS = {mn: build_sopp for mn in core_executed("SOPP")}

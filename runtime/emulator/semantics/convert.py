@@ -1,4 +1,10 @@
-"""Packing conversions and legacy VOP1 ops (Vega ISA guide 12.7-12.8):
+"""Conversions (Vega ISA guide 12.7-12.8).
+
+:data:`TABLE`: the plain ones (int <-> f32/f64, f32 <-> f64, f32 <-> f16 through
+:mod:`.f16`'s half-precision helpers, ``rpi``/``flr``, ``ubyteN``), run by the generic
+builder :func:`.valu.build_valu`; the float-mode-aware forms are :mod:`.vop_float`'s.
+
+:data:`BUILDERS`: packing conversions and legacy VOP1 ops:
 
 ``v_cvt_pkrtz_f16_f32`` (D = {f16(S1), f16(S0)} rounded toward zero),
 ``v_cvt_pknorm_i16_f32``/``u16_f32`` and ``_f16`` (round(clamp(x, -1, 1) * 32767) /
@@ -13,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._util import I64, U32, half, plain, s16
+from ._util import I64, U32, _i, half, plain, s16, valu_builders
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -74,3 +80,45 @@ BUILDERS = {
     "v_exp_legacy_f32": plain(lambda a: O.b32(np.exp2(O.f32(a).astype(F64)).astype(F32))),
     "v_log_legacy_f32": plain(lambda a: O.b32(np.log2(O.f32(a).astype(F64)).astype(F32))),
 }
+
+
+# ---- the plain conversions (generic VALU builder) ----
+
+
+def _cvt_f16_f32(a):
+    from .f16 import _from_f
+    return _from_f(O.f32(a))
+
+
+def _cvt_f32_f16(a):
+    from .f16 import _to_f
+    return O.b32(_to_f(a).astype(F32))
+
+
+def _ubyte(n):
+    return lambda a: O.b32(((np.asarray(a, U32) >> U32(8 * n)) & U32(0xFF)).astype(F32))
+
+
+TABLE: dict = {
+    "v_cvt_f32_i32": lambda a: O.b32(_i(a).astype(F32)),
+    "v_cvt_f32_u32": lambda a: O.b32(np.asarray(a, U32).astype(F32)),
+    "v_cvt_u32_f32": O.f32_to_u32,
+    "v_cvt_i32_f32": O.f32_to_i32,
+    "v_cvt_f64_f32": lambda a: O.b64(O.f32(a).astype(F64)),
+    "v_cvt_f32_f64": lambda a: O.b32(O.f64(a).astype(F32)),
+    "v_cvt_f64_i32": lambda a: O.b64(_i(a).astype(F64)),
+    "v_cvt_f64_u32": lambda a: O.b64(np.asarray(a, U32).astype(F64)),
+    "v_cvt_i32_f64": O.f64_to_i32,
+    "v_cvt_u32_f64": O.f64_to_u32,
+    "v_cvt_f16_f32": _cvt_f16_f32,
+    "v_cvt_f32_f16": _cvt_f32_f16,
+    "v_cvt_rpi_i32_f32": lambda a: O.f32_to_i32(O.b32(np.floor(O.f32(a) + F32(0.5)))),
+    "v_cvt_flr_i32_f32": lambda a: O.f32_to_i32(O.b32(np.floor(O.f32(a)))),
+    "v_cvt_f32_ubyte0": _ubyte(0),
+    "v_cvt_f32_ubyte1": _ubyte(1),
+    "v_cvt_f32_ubyte2": _ubyte(2),
+    "v_cvt_f32_ubyte3": _ubyte(3),
+}
+
+
+BASE_BUILDERS = valu_builders(TABLE)

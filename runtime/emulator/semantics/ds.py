@@ -566,4 +566,5 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
     return fn
 
 
-BUILDERS = {**{mn: build_ds for mn in core_executed("DS")}, **_names()}
+BUILDERS = _names()
+BASE_BUILDERS = {mn: build_ds for mn in core_executed("DS")}

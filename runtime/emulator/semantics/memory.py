@@ -260,5 +260,5 @@ def build_mubuf(ins: Instr, b: Batch, p: Prepared):
     return fn
 
 
-BUILDERS = {**{mn: build_flat for mn in core_executed("FLAT", "GLOBAL")},
+BASE_BUILDERS = {**{mn: build_flat for mn in core_executed("FLAT", "GLOBAL")},
             **{mn: build_mubuf for mn in core_executed("MUBUF")}}

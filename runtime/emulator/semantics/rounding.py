@@ -16,27 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops import two_prod as _two_prod
+from ..ops import two_sum as _two_sum
+
 F32, F64 = np.float32, np.float64
-
-
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-_SPLIT = F64(134217729.0)
-
-
-def _two_prod(a, b):
-    p = a * b
-    ca = _SPLIT * a
-    ah = ca - (ca - a)
-    al = a - ah
-    cb = _SPLIT * b
-    bh = cb - (cb - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def _exact(mn, vals):

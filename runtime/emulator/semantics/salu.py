@@ -14,7 +14,7 @@ from ..core import I32, I64, U32, U64, Batch, Prepared, ssrc_reader, swriter
 from ..decode import Instr
 from ._util import core_executed
 from .control import _jump
-from .valu import _mul_hi_i, _mul_hi_u
+from .vint import _mul_hi_i, _mul_hi_u
 
 
 # -- SALU ---------------------------------------------------------------------------
@@ -321,4 +321,4 @@ def _build_sopk(ins: Instr, b: Batch):
     return None
 
 
-BUILDERS = {mn: build_salu for mn in core_executed("SOP1", "SOP2", "SOPK", "SOPC")}
+BASE_BUILDERS = {mn: build_salu for mn in core_executed("SOP1", "SOP2", "SOPK", "SOPC")}

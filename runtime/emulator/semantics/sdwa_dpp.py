@@ -64,19 +64,9 @@ def _sem(mn: str):
         return None, "cndmask"
     if mn.startswith(("v_cmp_", "v_cmpx_")):
         parts = mn.split("_")
-        cond, ty = parts[2], parts[-1]
-        if cond == "class":
+        if parts[2] == "class" or parts[-1] not in ("f32", "f64", "i32", "u32"):
             return None, None
-        if ty == "f32":
-            return (lambda a, c: O.f32_cmp(cond, a, c)), "cmp"
-        if ty == "f64":
-            return (lambda a, c: O.f64_cmp(cond, a, c)), "cmp"
-        if ty == "i32":
-            return (lambda a, c: O.int_cmp(cond, np.asarray(a, U32).view(np.int32),
-                                           np.asarray(c, U32).view(np.int32))), "cmp"
-        if ty == "u32":
-            return (lambda a, c: O.int_cmp(cond, np.asarray(a, U32), np.asarray(c, U32))), "cmp"
-        return None, None
+        return _valu.cmp_test(mn), "cmp"
     fn = _valu.VALU.get(mn)
     if fn is None or mn in ("v_madmk_f32", "v_madak_f32"):
         return None, None

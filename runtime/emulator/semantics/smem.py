@@ -181,4 +181,5 @@ def build_smem(ins: Instr, b: Batch, p: Prepared):
     return fn
 
 
-BUILDERS = {**{mn: build_smem for mn in core_executed("SMEM")}, **_names()}
+BUILDERS = _names()
+BASE_BUILDERS = {mn: build_smem for mn in core_executed("SMEM")}

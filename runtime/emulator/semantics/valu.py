@@ -15,229 +15,18 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
-from ..core import F32, F64, I32, I64, U32, U64, WAVE, Batch, Prepared, ssrc_reader, swriter, vsrc_reader, vwriter
+from ..core import F32, F64, I64, U32, U64, WAVE, Batch, Prepared, ssrc_reader, swriter, vsrc_reader, vwriter
 from ..decode import Instr
-from ._util import core_executed
+from . import convert, f32, f64, vint
+from ._util import _i, core_executed
+
+#: mnemonic -> bit function (raw source bits...) -> result bits, of the VALU families
+#: (:mod:`.vint`, :mod:`.f32`, :mod:`.f64`, :mod:`.convert`) that :func:`build_valu` runs.
+VALU: dict = {**vint.TABLE, **f32.TABLE, **f64.TABLE, **convert.TABLE}
 
 
 # -- VALU --------------------------------------------------------------------------
 
-def _f(fn):
-    """Wrap an f32 function of float arrays into a bits -> bits function."""
-    return lambda *a: O.b32(fn(*[O.f32(x) for x in a]))
-
-
-def _d(fn):
-    return lambda *a: O.b64(fn(*[O.f64(x) for x in a]))
-
-
-def _i(x):
-    return np.asarray(x, U32).view(I32)
-
-
-def _shift(x):
-    return np.asarray(x, U32) & U32(31)
-
-
-def _mul_lo(a, b):
-    return (np.asarray(a, U32).astype(U64) * np.asarray(b, U32).astype(U64)).astype(U32)
-
-
-def _mul_hi_u(a, b):
-    return ((np.asarray(a, U32).astype(U64) * np.asarray(b, U32).astype(U64)) >> U64(32)).astype(U32)
-
-
-def _mul_hi_i(a, b):
-    p = np.asarray(a, U32).view(I32).astype(I64) * np.asarray(b, U32).view(I32).astype(I64)
-    return (p >> 32).astype(I64).astype(U32)
-
-
-def _u24(x):
-    return np.asarray(x, U32) & U32(0xFFFFFF)
-
-
-def _i24(x):
-    return O.sext(x, 24)
-
-
-def _mad_f32(a, b, c):
-    # legacy mad: product rounded to f32, then the sum (two roundings)
-    return O.b32(O.f32(a) * O.f32(b) + O.f32(c))
-
-
-def _minmax3(kind, fn):
-    if kind == "f":
-        return lambda a, b, c: O.b32(fn(fn(O.f32(a), O.f32(b)), O.f32(c)))
-    if kind == "i":
-        return lambda a, b, c: fn(fn(_i(a), _i(b)), _i(c)).view(U32)
-    return lambda a, b, c: fn(fn(np.asarray(a, U32), b), c)
-
-
-def _med3(kind):
-    def f(a, b, c):
-        if kind == "f":
-            x = np.stack(np.broadcast_arrays(O.f32(a), O.f32(b), O.f32(c)))
-            return O.b32(np.median(x, axis=0).astype(F32))
-        if kind == "i":
-            x = np.stack(np.broadcast_arrays(_i(a), _i(b), _i(c)))
-            return np.sort(x, axis=0)[1].view(U32)
-        x = np.stack(np.broadcast_arrays(np.asarray(a, U32), np.asarray(b, U32), np.asarray(c, U32)))
-        return np.sort(x, axis=0)[1]
-    return f
-
-
-def _rcp32(a):
-    return O.b32((1.0 / O.f32(a).astype(F64)).astype(F32))
-
-
-def _ldexp32(a, e):
-    v = O.f32(a).astype(F64) * np.exp2(_i(e).astype(F64).clip(-400, 400))
-    return O.b32(v.astype(F32))
-
-
-def _cvt_f16_f32(a):
-    return O.f32(a).astype(np.float16).view(np.uint16).astype(U32)
-
-
-def _cvt_f32_f16(a):
-    return O.b32((np.asarray(a, U32) & U32(0xFFFF)).astype(np.uint16).view(np.float16).astype(F32))
-
-
-def _alignbit(a, b, c):
-    v = (O.u64_of(b, a) >> (np.asarray(c, U32) & U32(31)).astype(U64))
-    return (v & U64(0xFFFFFFFF)).astype(U32)
-
-
-def _alignbyte(a, b, c):
-    v = (O.u64_of(b, a) >> ((np.asarray(c, U32) & U32(3)) * U32(8)).astype(U64))
-    return (v & U64(0xFFFFFFFF)).astype(U32)
-
-
-def _floor_div(x):
-    return x
-
-
-def _fract32(a):
-    x = O.f32(a)
-    return O.b32(np.where(np.isinf(x), F32(np.nan), np.minimum(x - np.floor(x), F32(0.99999994))))
-
-
-def _fract64(a):
-    x = O.f64(a)
-    return O.b64(np.where(np.isinf(x), np.nan, np.minimum(x - np.floor(x), 0.9999999999999999)))
-
-
-def _rndne(x):
-    return np.rint(x)
-
-
-def _ffbh_i32(a):
-    x = _i(a).astype(I64)
-    y = np.where(x < 0, ~x, x).astype(U32)
-    r = O.ffbh_u32(y)
-    # count of leading bits equal to the sign bit, minus one -> position of first differing bit
-    return np.where((x == 0) | (x == -1), U32(0xFFFFFFFF), r - U32(0) if False else r)
-
-
-def _ubyte(n):
-    return lambda a: O.b32(((np.asarray(a, U32) >> U32(8 * n)) & U32(0xFF)).astype(F32))
-
-
-#: mnemonic -> function(src bits...) -> result bits   (plain vector results)
-VALU: dict = {
-    "v_mov_b32": lambda a: np.asarray(a, U32),
-    "v_not_b32": lambda a: ~np.asarray(a, U32),
-    "v_bfrev_b32": O.brev32,
-    "v_ffbh_u32": O.ffbh_u32,
-    "v_ffbl_b32": O.ffbl_b32,
-    "v_ffbh_i32": _ffbh_i32,
-    "v_cvt_f32_i32": lambda a: O.b32(_i(a).astype(F32)),
-    "v_cvt_f32_u32": lambda a: O.b32(np.asarray(a, U32).astype(F32)),
-    "v_cvt_u32_f32": O.f32_to_u32,
-    "v_cvt_i32_f32": O.f32_to_i32,
-    "v_cvt_f64_f32": lambda a: O.b64(O.f32(a).astype(F64)),
-    "v_cvt_f32_f64": lambda a: O.b32(O.f64(a).astype(F32)),
-    "v_cvt_f64_i32": lambda a: O.b64(_i(a).astype(F64)),
-    "v_cvt_f64_u32": lambda a: O.b64(np.asarray(a, U32).astype(F64)),
-    "v_cvt_i32_f64": O.f64_to_i32,
-    "v_cvt_u32_f64": O.f64_to_u32,
-    "v_cvt_f16_f32": _cvt_f16_f32,
-    "v_cvt_f32_f16": _cvt_f32_f16,
-    "v_cvt_rpi_i32_f32": lambda a: O.f32_to_i32(O.b32(np.floor(O.f32(a) + F32(0.5)))),
-    "v_cvt_flr_i32_f32": lambda a: O.f32_to_i32(O.b32(np.floor(O.f32(a)))),
-    "v_cvt_f32_ubyte0": _ubyte(0), "v_cvt_f32_ubyte1": _ubyte(1),
-    "v_cvt_f32_ubyte2": _ubyte(2), "v_cvt_f32_ubyte3": _ubyte(3),
-    "v_trunc_f32": _f(np.trunc), "v_ceil_f32": _f(np.ceil), "v_floor_f32": _f(np.floor),
-    "v_rndne_f32": _f(_rndne), "v_fract_f32": _fract32,
-    "v_trunc_f64": _d(np.trunc), "v_ceil_f64": _d(np.ceil), "v_floor_f64": _d(np.floor),
-    "v_rndne_f64": _d(_rndne), "v_fract_f64": _fract64,
-    "v_rcp_f32": _rcp32, "v_rcp_iflag_f32": _rcp32,
-    "v_rsq_f32": lambda a: O.b32((1.0 / np.sqrt(O.f32(a).astype(F64))).astype(F32)),
-    "v_sqrt_f32": _f(np.sqrt),
-    "v_exp_f32": _f(np.exp2), "v_log_f32": _f(np.log2),
-    "v_sin_f32": lambda a: O.b32(np.sin(O.f32(a).astype(F64) * 2 * np.pi).astype(F32)),
-    "v_cos_f32": lambda a: O.b32(np.cos(O.f32(a).astype(F64) * 2 * np.pi).astype(F32)),
-    "v_rcp_f64": _d(lambda x: 1.0 / x), "v_rsq_f64": _d(lambda x: 1.0 / np.sqrt(x)),
-    "v_sqrt_f64": _d(np.sqrt),
-    "v_frexp_mant_f32": _f(lambda x: np.frexp(x)[0]),
-    "v_frexp_exp_i32_f32": lambda a: np.frexp(O.f32(a))[1].astype(I32).view(U32),
-    "v_frexp_mant_f64": _d(lambda x: np.frexp(x)[0]),
-    "v_frexp_exp_i32_f64": lambda a: np.frexp(O.f64(a))[1].astype(I32).view(U32),
-    # VOP2
-    "v_add_f32": _f(lambda a, b: a + b), "v_sub_f32": _f(lambda a, b: a - b),
-    "v_subrev_f32": _f(lambda a, b: b - a), "v_mul_f32": _f(lambda a, b: a * b),
-    "v_mul_legacy_f32": _f(lambda a, b: np.where((a == 0) | (b == 0), F32(0), a * b)),
-    "v_min_f32": _f(np.fmin), "v_max_f32": _f(np.fmax),
-    "v_mul_i32_i24": lambda a, b: (_i24(a) * _i24(b)).astype(U32),
-    "v_mul_hi_i32_i24": lambda a, b: ((_i24(a) * _i24(b)) >> 32).astype(U32),
-    "v_mul_u32_u24": lambda a, b: (_u24(a).astype(U64) * _u24(b).astype(U64)).astype(U32),
-    "v_mul_hi_u32_u24": lambda a, b: ((_u24(a).astype(U64) * _u24(b).astype(U64)) >> U64(32)).astype(U32),
-    "v_min_i32": lambda a, b: np.minimum(_i(a), _i(b)).view(U32),
-    "v_max_i32": lambda a, b: np.maximum(_i(a), _i(b)).view(U32),
-    "v_min_u32": lambda a, b: np.minimum(np.asarray(a, U32), b),
-    "v_max_u32": lambda a, b: np.maximum(np.asarray(a, U32), b),
-    "v_lshrrev_b32": lambda a, b: np.asarray(b, U32) >> _shift(a),
-    "v_ashrrev_i32": lambda a, b: (_i(b) >> _shift(a).astype(I32)).view(U32),
-    "v_lshlrev_b32": lambda a, b: np.asarray(b, U32) << _shift(a),
-    "v_and_b32": lambda a, b: np.asarray(a, U32) & b,
-    "v_or_b32": lambda a, b: np.asarray(a, U32) | b,
-    "v_xor_b32": lambda a, b: np.asarray(a, U32) ^ b,
-    "v_xnor_b32": lambda a, b: ~(np.asarray(a, U32) ^ b),
-    "v_add_u32": lambda a, b: np.asarray(a, U32) + b,
-    "v_sub_u32": lambda a, b: np.asarray(a, U32) - b,
-    "v_subrev_u32": lambda a, b: np.asarray(b, U32) - a,
-    "v_mac_f32": _mad_f32, "v_mad_f32": _mad_f32, "v_mad_legacy_f32": _mad_f32,
-    "v_madmk_f32": _mad_f32, "v_madak_f32": _mad_f32,
-    # VOP3
-    "v_mad_i32_i24": lambda a, b, c: (_i24(a) * _i24(b) + _i(c)).astype(U32),
-    "v_mad_u32_u24": lambda a, b, c: (_u24(a).astype(U64) * _u24(b).astype(U64) + np.asarray(c, U32)).astype(U32),
-    "v_bfe_u32": O.bfe_u32, "v_bfe_i32": O.bfe_i32,
-    "v_bfi_b32": lambda a, b, c: (np.asarray(a, U32) & b) | (~np.asarray(a, U32) & c),
-    "v_alignbit_b32": _alignbit, "v_alignbyte_b32": _alignbyte,
-    "v_min3_f32": _minmax3("f", np.fmin), "v_max3_f32": _minmax3("f", np.fmax),
-    "v_min3_i32": _minmax3("i", np.minimum), "v_max3_i32": _minmax3("i", np.maximum),
-    "v_min3_u32": _minmax3("u", np.minimum), "v_max3_u32": _minmax3("u", np.maximum),
-    "v_med3_f32": _med3("f"), "v_med3_i32": _med3("i"), "v_med3_u32": _med3("u"),
-    "v_fma_f64": O.fma64,
-    "v_xad_u32": lambda a, b, c: (np.asarray(a, U32) ^ b) + np.asarray(c, U32),
-    "v_lshl_add_u32": lambda a, b, c: (np.asarray(a, U32) << _shift(b)) + np.asarray(c, U32),
-    "v_add_lshl_u32": lambda a, b, c: (np.asarray(a, U32) + b) << _shift(c),
-    "v_add3_u32": lambda a, b, c: np.asarray(a, U32) + b + c,
-    "v_lshl_or_b32": lambda a, b, c: (np.asarray(a, U32) << _shift(b)) | c,
-    "v_and_or_b32": lambda a, b, c: (np.asarray(a, U32) & b) | c,
-    "v_or3_b32": lambda a, b, c: np.asarray(a, U32) | b | c,
-    "v_add_f64": _d(lambda a, b: a + b), "v_mul_f64": _d(lambda a, b: a * b),
-    "v_min_f64": _d(np.fmin), "v_max_f64": _d(np.fmax),
-    "v_ldexp_f64": lambda a, e: O.b64(np.ldexp(O.f64(a), _i(e).clip(-2200, 2200))),
-    "v_ldexp_f32": _ldexp32,
-    "v_mul_lo_u32": _mul_lo, "v_mul_hi_u32": _mul_hi_u, "v_mul_hi_i32": _mul_hi_i,
-    "v_bcnt_u32_b32": lambda a, b: O.popcount32(a) + np.asarray(b, U32),
-    "v_bfm_b32": lambda a, b: (((U64(1) << (np.asarray(a, U32) & U32(31)).astype(U64)) - U64(1))
-                               << (np.asarray(b, U32) & U32(31)).astype(U64)).astype(U32),
-    "v_lshlrev_b64": lambda a, b: np.asarray(b, U64) << (np.asarray(a, U32) & U32(63)).astype(U64),
-    "v_lshrrev_b64": lambda a, b: np.asarray(b, U64) >> (np.asarray(a, U32) & U32(63)).astype(U64),
-    "v_ashrrev_i64": lambda a, b: (np.asarray(b, U64).view(I64) >> (np.asarray(a, U32) & U32(63)).astype(I64)).view(U64),
-}
 
 _CARRY = {
     # mnemonic: fn(a, b, carry_in bool or None) -> (result u32, carry bool)
@@ -537,31 +326,40 @@ _CAND_MASK = U64(0x1FFFFFFF ^ 0x10000000)
 _MINNORM64 = F64(2.0 ** -126)
 
 
-def _build_cmp(ins: Instr):
-    mn = ins.mnemonic
+def cmp_test(mn: str):
+    """``test(a, c) -> bool array`` of a 32/64-bit ``v_cmp[x]_<cond>_<type>`` on raw source
+    bits (``class``: ``c`` is the class mask); None for other types (16-bit ones are
+    :mod:`.f16`'s and :mod:`.i16`'s).  Shared with the SDWA forms (:mod:`.sdwa_dpp`)."""
     parts = mn.split("_")
-    x = parts[1] == "cmpx"
-    ra, rb_ = [vsrc_reader(o) for o in ins.src[:2]]
     ty = parts[-1]
     if parts[2] == "class":
-        is64 = ty == "f64"
-        test = lambda a, m: O.cmp_class(a, m, is64)  # noqa: E731
-    else:
-        cond = parts[2]
-        if ty == "f32":
-            test = lambda a, c: O.f32_cmp(cond, a, c)  # noqa: E731
-        elif ty == "f64":
-            test = lambda a, c: O.f64_cmp(cond, a, c)  # noqa: E731
-        elif ty == "i32":
-            test = lambda a, c: O.int_cmp(cond, _i(a), _i(c))  # noqa: E731
-        elif ty == "u32":
-            test = lambda a, c: O.int_cmp(cond, np.asarray(a, U32), np.asarray(c, U32))  # noqa: E731
-        elif ty == "i64":
-            test = lambda a, c: O.int_cmp(cond, np.asarray(a, U64).view(I64), np.asarray(c, U64).view(I64))  # noqa: E731
-        elif ty == "u64":
-            test = lambda a, c: O.int_cmp(cond, np.asarray(a, U64), np.asarray(c, U64))  # noqa: E731
-        else:
+        if ty not in ("f32", "f64"):
             return None
+        is64 = ty == "f64"
+        return lambda a, m: O.cmp_class(a, m, is64)
+    cond = parts[2]
+    if ty == "f32":
+        return lambda a, c: O.f32_cmp(cond, a, c)
+    if ty == "f64":
+        return lambda a, c: O.f64_cmp(cond, a, c)
+    if ty == "i32":
+        return lambda a, c: O.int_cmp(cond, _i(a), _i(c))
+    if ty == "u32":
+        return lambda a, c: O.int_cmp(cond, np.asarray(a, U32), np.asarray(c, U32))
+    if ty == "i64":
+        return lambda a, c: O.int_cmp(cond, np.asarray(a, U64).view(I64), np.asarray(c, U64).view(I64))
+    if ty == "u64":
+        return lambda a, c: O.int_cmp(cond, np.asarray(a, U64), np.asarray(c, U64))
+    return None
+
+
+def _build_cmp(ins: Instr):
+    mn = ins.mnemonic
+    x = mn.split("_")[1] == "cmpx"
+    ra, rb_ = [vsrc_reader(o) for o in ins.src[:2]]
+    test = cmp_test(mn)
+    if test is None:
+        return None
     wr = swriter(ins.dst[0])
 
     def fn(b, g):
@@ -576,4 +374,7 @@ def _build_cmp(ins: Instr):
     return fn
 
 
-BUILDERS = {mn: build_valu for mn in core_executed("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b")}
+#: the VALU instructions without a family table entry: compares, carry-out arithmetic,
+#: lane reads/writes, v_fma_f32, v_mad_u64_u32, v_mbcnt, v_cndmask, v_swap, v_nop
+BASE_BUILDERS = {mn: build_valu for mn in core_executed("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b")
+                 if mn not in VALU}
