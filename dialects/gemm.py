@@ -83,12 +83,15 @@ GEMV_MAX_LOCAL = 16
 def gemv_plan(shape: "GemmShape", k_step: int = 16) -> tuple[int, int] | None:
     """``(macro_n, local_split)`` of the decode GEMV plan for ``shape``, or None when it does
     not apply (A/B not f16/i8, M not static in 1..16, K not static, or a batch).  The local
-    split is the largest power of two up to 16 that leaves every wavefront group at least one
-    K step of ``k_step`` dwords."""
+    split is 16 wavefront groups for M >= 4 (their A loads wait on the scalar cache: more
+    waves hide it) and 4 for M < 4 (one or two dots per B dword: the weight stream alone
+    matters, and fewer waves per CU keep each lane's B line in L1 until all of it is read;
+    timing model, benchmarks/dot_gemm_figures.py), halved while a group would get less than
+    one K step of ``k_step`` dwords."""
     if shape.dtype not in DOT_PACK or not 1 <= shape.m <= GEMV_MAX_M or shape.k < 0 or shape.batch:
         return None
     kd = shape.k // DOT_PACK[shape.dtype]
-    local = GEMV_MAX_LOCAL
+    local = GEMV_MAX_LOCAL if shape.m >= 4 else 4
     while local > 1 and kd < local * k_step:
         local //= 2
     return 64, local

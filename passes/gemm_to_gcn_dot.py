@@ -44,7 +44,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, String
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import (
     A_BATCH_SGPRS,
@@ -380,6 +380,12 @@ class DotKernelBuilder:
                         for t in fma_order(bp, bi == len(step_batches) - 1)]
             last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
             new_slots: list[SSAValue | None] = [None] * n_slots
+            # Few rows (the GEMV plan): the next step's B quads go out back to back after the
+            # step's last dot, so the 64-byte line each lane reads per step is filled once and
+            # dies at once; staggered, the quads of a line arrive apart and with many waves per
+            # CU the lines are evicted from L1 between them (read again from L2).
+            bunch = mi_m <= GEMV_MAX_M
+            last_n = max(last_use.values())
             b_next: SSAValue | None = None
             n = 0
             for bi, bp in enumerate(step_batches):
@@ -391,10 +397,11 @@ class DotKernelBuilder:
                 for r, kk, pi, _ in fma_order(bp, last):
                     acc[r] = be(dot_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
                     q = b_slot_of(kk)[0]
-                    if last_use[q] == n:
+                    if last_use[q] == n and (not bunch or n == last_n):
                         if b_next is None:
                             b_next = b_step_base(pref)
-                        new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
+                        for q2 in (range(n_slots) if bunch else (q,)):
+                            new_slots[q2] = load_b_slot(q2, b_next, f"B next slot {q2}")
                     n += 1
                 if last and not bi:
                     nxt = [load_piece(pc, pref) for pc in step_batches[0]]

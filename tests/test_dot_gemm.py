@@ -173,12 +173,14 @@ def test_odd_leading_dimension_at_launch_is_refused():
 
 def test_decode_gemv_plan_is_chosen_and_exact():
     """M <= 16 (f16/i8, static): macro tile M x 64 and K over 16 wavefront groups, automatically."""
-    m, n, k = 3, 128, 4 * 16 * 16 + 2  # 16 slices of one K step each, plus a K % 4 of 2
+    m, n, k = 5, 128, 4 * 16 * 16 + 2  # 16 slices of one K step each, plus a K % 4 of 2
     kern = vlpc.compile(source(m, n, k, k + 2, k + 2, n, "i8", "i32")).kernel("g")
-    assert (kern.local_split, kern.launch_info["macro_m"], kern.launch_info["macro_n"]) == (16, 3, 64)
+    assert (kern.local_split, kern.launch_info["macro_m"], kern.launch_info["macro_n"]) == (16, 5, 64)
     run_case(kern, m, n, k, k + 2, k + 2, n, "i8", "i32", 1, 1)
     kern = vlpc.compile(source(1, 64, 64, 64, 64, 64, "f16", "f32")).kernel("g")
-    assert kern.local_split == 2  # 32 dwords of K: two groups of one K step
+    assert kern.local_split == 2  # M < 4: 4 groups, but 32 dwords of K are two groups of one K step
+    kern = vlpc.compile(source(3, 64, 1024, 1024, 1024, 64, "f16", "f32")).kernel("g")
+    assert kern.local_split == 4
 
 
 @pytest.mark.parametrize("path, types", [("hgemm_nt.mlir", ("f16", "f32")), ("gemv_int8.mlir", ("i8", "i32"))])

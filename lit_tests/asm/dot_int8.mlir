@@ -1,16 +1,16 @@
 // RUN: vlpc compile %s --emit asm | filecheck %s
 
-// int8 x int8 -> i32 through v_dot4_i32_i8, M = 2: the decode GEMV plan (macro tile 2x64,
+// int8 x int8 -> i32 through v_dot4_i32_i8, M = 4: the decode GEMV plan (macro tile 4x64,
 // K over 16 wavefront groups reduced through LDS).  K = 2051 is 512 dwords of four values:
 // two K steps of 16 dwords for each of the 16 groups, and 3 values left over.
-func.func @q(%x: memref<2x2051xi8, strided<[2052, 1]>>, %w: memref<256x2051xi8, strided<[2052, 1]>>,
-             %y: memref<2x256xi32>, %alpha: i32, %beta: i32) {
+func.func @q(%x: memref<4x2051xi8, strided<[2052, 1]>>, %w: memref<256x2051xi8, strided<[2052, 1]>>,
+             %y: memref<4x256xi32>, %alpha: i32, %beta: i32) {
   gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT"}
-      : memref<2x2051xi8, strided<[2052, 1]>>, memref<256x2051xi8, strided<[2052, 1]>>, memref<2x256xi32>, i32, i32
+      : memref<4x2051xi8, strided<[2052, 1]>>, memref<256x2051xi8, strided<[2052, 1]>>, memref<4x256xi32>, i32, i32
   func.return
 }
 
-// CHECK: ; kernel q: macro tile 2x64, k-step 16, 1024 work-items per workgroup
+// CHECK: ; kernel q: macro tile 4x64, k-step 16, 1024 work-items per workgroup
 // CHECK: .Lq_k_loop:
 // CHECK-NOT: v_fma
 // CHECK: v_dot4_i32_i8 v[[ACC:[0-9]+]], v{{[0-9]+}}, s{{[0-9]+}}, v[[ACC]]
