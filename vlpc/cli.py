@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--inputs", nargs=3, metavar=("A.npy", "B.npy", "C.npy"), help="inputs instead of random ones")
     r.add_argument("--save-output", metavar="C_OUT.npy", help="save the computed C")
     r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")
+    r.add_argument("--waitcnt", default="raise", choices=("raise", "report"),
+                   help="emulator: a register used while its load may be outstanding (a missing s_waitcnt) "
+                        "stops the run (raise, default) or is reported once per kernel, pc and register while "
+                        "execution goes on with the loaded value (report)")
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
     add_quiet(r)
     add_codegen_options(r, strategy=True)
@@ -152,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_codegen_options(rp)
     from vlpc.doctor import add_parser as add_doctor_parser
     add_doctor_parser(sub)
+    from vlpc.tune import add_parser as add_tune_parser
+    add_tune_parser(sub)
     _add_speed_options(r, verify=False)
     _add_speed_options(b, verify=False)
     ca = sub.add_parser("cache", help="the kernel cache: where it is and how full (info), or empty it (clear)")
@@ -450,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from vlpc.report import cmd_report
             return cmd_report(args)
+        if args.command == "tune":
+            from vlpc.tune import cmd_tune
+            return cmd_tune(args)
         if args.command == "doctor":
             from vlpc.doctor import cmd_doctor
             return cmd_doctor(args)

@@ -193,6 +193,9 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                    help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1)")
     p.add_argument("--cus", type=positive, default=None,
                    help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
+    p.add_argument("--options", metavar="TUNED.json", default=None,
+                   help="take the code generation options from a `vlpc tune -o` result (flags given as well "
+                        "are overridden by the file)")
 
 
 def codegen_options(args: argparse.Namespace) -> dict:
@@ -206,7 +209,30 @@ def codegen_options(args: argparse.Namespace) -> dict:
                 forwarding=getattr(args, "forwarding", True))
     if getattr(args, "code_object_version", None) not in (None, 5):
         opts["code_object_version"] = args.code_object_version
+    if getattr(args, "options", None):
+        opts.update(tuned_options(args.options))
     return opts
+
+
+def tuned_options(path: str) -> dict:
+    """The ``options`` of a ``vlpc tune -o`` JSON file (a one-line error for anything else)."""
+    import json
+
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise VlpcError(f"--options {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise VlpcError(f"--options {path}: not a JSON file written by `vlpc tune -o` ({e})") from None
+    opts = data.get("options") if isinstance(data, dict) else None
+    if not isinstance(opts, dict):
+        raise VlpcError(f"--options {path}: no 'options' object (write it with `vlpc tune -o`)")
+    out = dict(opts)
+    for key in ("macro_tile", "micro_tile"):
+        if isinstance(out.get(key), list):
+            out[key] = tuple(out[key])
+    return out
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,526 @@
+"""``vlpc tune``: search a GEMM's plan options by the timing model, each candidate checked on the emulator.
+
+For one problem (an MLIR file with one GEMM and its sizes), the tuner
+
+1. enumerates candidates (:func:`search_space`): macro tile (64x64, 64x128, 64x256 and
+   32-row variants for f32; 32-row and 16-row for f64), K step (8, 16), waves per SIMD
+   (the VGPR budget), split-K S (1, 2, 4, ... with at least one K step per slice) and mode,
+   local split L and, for NT f32 shapes it supports, the seed's schedule;
+2. compiles each one (the kernel cache makes a repeated candidate free);
+3. **models** its time with the timing model of the board (``--gpu mi60``, ``--clock``,
+   ``--cus``; :mod:`vlpc.runtime.timing`, a timing-only launch of the whole plan at the
+   real size): modeled microseconds, TFLOP/s and share of the board's peak;
+4. **checks** it (:func:`check_candidate`): the plan runs at the real size on the strict
+   emulator for a sample of output tiles (corners and the middle; every K slice and the
+   reduce/scale kernels of a split plan), the sampled C tiles are compared with NumPy's
+   float64 product within :func:`vlpc.verify.error_bound`, and every other element of C
+   must be left untouched bit for bit;
+5. ranks the candidates that passed by modeled time and prints the winner's options as
+   ``vlpc compile`` flags and as a pass pipeline string.
+
+Candidates run in parallel worker processes (``--jobs``, default: the machine's cores).
+A result is reproducible from its printed options: compiling with them gives the same
+code object, and the model is deterministic.  All times are **modeled**, not measured
+(the model's accuracy against the seed's measured MI60 table is in the README).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from vlpc.errors import VlpcError
+
+#: Macro tiles the search tries (rows x columns), per element type: the seed's 64x64/64x128/
+#: 64x256 (``shared/seeds/002`` section 2.1) and half-height variants (fewer VGPRs, so more
+#: waves per SIMD).
+MACRO_TILES = {"f32": ((64, 256), (64, 128), (64, 64), (32, 256), (32, 128)),
+               "f64": ((32, 256), (32, 128), (32, 64), (16, 256), (16, 128))}
+K_STEPS = (16, 8)
+#: Largest S the search tries.
+MAX_SPLIT = 32
+LOCAL_SPLITS = (1, 2, 4)
+
+
+@dataclass(frozen=True, order=True)
+class Candidate:
+    """One point of the option space (the :func:`vlpc.compile` options it stands for:
+    :meth:`options`)."""
+
+    macro_m: int
+    macro_n: int
+    k_step: int
+    split_k: int = 1
+    split_mode: str = "workspace"
+    local_split: int = 1
+    waves_per_simd: int | None = None
+    schedule: str = "default"
+
+    def options(self) -> dict:
+        """Keyword options of :func:`vlpc.compile`."""
+        opts = dict(macro_tile=(self.macro_m, self.macro_n), micro_tile=(self.macro_m, 1), k_step=self.k_step,
+                    split_k=self.split_k, local_split=self.local_split, schedule=self.schedule)
+        if self.split_k > 1:
+            opts["split_mode"] = self.split_mode
+        if self.waves_per_simd is not None:
+            opts["waves_per_simd"] = self.waves_per_simd
+        return opts
+
+    def flags(self) -> str:
+        """The same options as ``vlpc compile`` flags."""
+        f = [f"--macro-tile {self.macro_m}x{self.macro_n}", f"--micro-tile {self.macro_m}x1",
+             f"--k-step {self.k_step}", f"--split-k {self.split_k}"]
+        if self.split_k > 1:
+            f.append(f"--split-mode {self.split_mode}")
+        if self.local_split > 1:
+            f.append(f"--local-split {self.local_split}")
+        if self.waves_per_simd is not None:
+            f.append(f"--waves-per-simd {self.waves_per_simd}")
+        if self.schedule != "default":
+            f.append(f"--schedule {self.schedule}")
+        return " ".join(f)
+
+    def label(self) -> str:
+        s = f"{self.macro_m}x{self.macro_n} k{self.k_step}"
+        if self.split_k > 1:
+            s += f" S{self.split_k}" + ("a" if self.split_mode == "atomic" else "")
+        if self.local_split > 1:
+            s += f" L{self.local_split}"
+        if self.waves_per_simd is not None:
+            s += f" w{self.waves_per_simd}"
+        if self.schedule != "default":
+            s += f" {self.schedule}"
+        return s
+
+
+@dataclass
+class Result:
+    """What the tuner learnt about one candidate (times in microseconds, modeled)."""
+
+    candidate: Candidate | dict
+    modeled_us: float | None = None
+    tflops: float | None = None
+    peak_share: float | None = None
+    vgprs: int | None = None
+    sgprs: int | None = None
+    waves_per_simd: int | None = None
+    verified: bool | None = None
+    max_ratio: float | None = None       #: largest |error| / bound over the sampled tiles
+    error: str | None = None             #: why the candidate was dropped (compile error, check failure)
+    plan: str = ""                       #: the plan the compiler made (tile, k-step, split), as text
+    breakdown: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.modeled_us is not None and self.verified is not False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The GEMM being tuned: the MLIR text, its file name and the launch sizes (elements)."""
+
+    text: str
+    filename: str
+    m: int | None
+    n: int | None
+    k: int | None
+    alpha: float = 1.0
+    beta: float = 1.0
+
+
+def _k_slices(k: int, pieces: int, k_step: int) -> int:
+    from vlpc.passes.gemm_split_k import k_per_split
+
+    return k_per_split(k, pieces, k_step)
+
+
+def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT", *, dynamic_k: bool = False,
+                 exhaustive: bool = False, modes: Sequence[str] = ("workspace",)) -> list[Candidate]:
+    """The candidates for an ``m x n x k`` GEMM of ``dtype`` (``f32``/``f64``) in ``layout``.
+
+    Split S runs over powers of two from 1 while every slice keeps at least 4 K steps
+    (``exhaustive``: every S up to :data:`MAX_SPLIT`); local split L over 1, 2, 4 with a
+    power-of-two macro N; waves per SIMD: the strategy's default and, for half-height
+    tiles, 4 (their VGPR budget allows it).  The seed's schedule is added for NT f32
+    problems it supports (M % 64, N % 256, K % 8 == 0)."""
+    if dtype not in MACRO_TILES:
+        raise VlpcError(f"vlpc tune supports f32 and f64 GEMMs, got {dtype}")
+    splits = range(1, MAX_SPLIT + 1) if exhaustive else [1 << i for i in range(6)]
+    out: list[Candidate] = []
+    for macro_m, macro_n in MACRO_TILES[dtype]:
+        waves = (None,) if macro_m == MACRO_TILES[dtype][0][0] else (None, 4)
+        for k_step in K_STEPS:
+            for s in splits:
+                for local in LOCAL_SPLITS:
+                    pieces = s * local
+                    if pieces > 1 and (_k_slices(k, pieces, k_step) < 4 * k_step or k < pieces * k_step):
+                        continue
+                    if dynamic_k and pieces & (pieces - 1):
+                        continue
+                    if local > 1 and macro_n & (macro_n - 1):
+                        continue
+                    for mode in (modes if s > 1 else ("workspace",)):
+                        for w in waves:
+                            out.append(Candidate(macro_m, macro_n, k_step, s, mode, local, w))
+    if dtype == "f32" and layout == "NT" and m % 64 == 0 and n % 256 == 0 and k % 8 == 0:
+        out.append(Candidate(64, 256, 8, schedule="seed"))
+    return out
+
+
+def _make_buffers(kernel, p, rng, dtype):
+    """A, B, C0 as exactly sized flat buffers of ``p`` (standard normal values)."""
+    from vlpc.verify import geometries
+
+    g = geometries(kernel.launch_info.get("layout", "NT"), p)
+    return {name: rng.standard_normal(g[name].size).astype(dtype) for name in "ABC"}
+
+
+def _launch(kernel, co, dev, p, host: dict, alpha: float, beta: float):
+    from vlpc.verify import NP_DTYPE, kernel_arguments
+
+    dtype = NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
+    bufs = {name: dev.upload(host[name]) for name in "ABC"}
+    try:
+        args = kernel_arguments(kernel, bufs, p, alpha, beta)
+        st = kernel.execute(dev, co, args, p.m, p.n, p.k, p.ldc)
+        out = dev.download(bufs["C"], dtype=dtype)
+    finally:
+        for b in bufs.values():
+            dev.free(b)
+    return st, out
+
+
+def sample_tiles(kernel, p) -> list[tuple[int, int]]:
+    """Output tiles ``(x, y)`` the check runs: the four corners and the middle of the grid."""
+    cfg = kernel.launch(p.m, p.n, p.k)
+    gx, gy = cfg.grid[0], cfg.grid[1]
+    pts = {(0, 0), (gx - 1, gy - 1), (gx - 1, 0), (0, gy - 1), (gx // 2, gy // 2)}
+    return sorted(pts)
+
+
+def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[bool, float, str | None]:
+    """Run ``mod``'s plan at the real size on the strict emulator for the sampled tiles of
+    :func:`sample_tiles` (every K slice: all workgroups ``(x, y, z)`` of those tiles, in every
+    kernel of the plan) and compare them with NumPy.
+
+    Returns ``(ok, worst error/bound ratio, first problem or None)``.  Elements of C outside
+    the sampled tiles must keep their initial bits (no workgroup writes outside its tile)."""
+    import numpy as np
+
+    from vlpc.runtime.emulator.device import EmulatorDevice
+    from vlpc.verify import NP_DTYPE, error_bound, geometries, op_matrices, reference
+
+    kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
+    li = kernel.launch_info
+    dtype_name = str(li.get("dtype", "f32"))
+    dtype = NP_DTYPE[dtype_name]
+    layout = li.get("layout", "NT")
+    run_kernel = kernel.rows_kernel(p.m) or kernel
+    tm, tn = run_kernel.launch_info["macro_m"], run_kernel.launch_info["macro_n"]
+    tiles = sample_tiles(kernel, p)
+    cfg = kernel.launch(p.m, p.n, p.k)
+    zmax = max(cfg.grid[2], 1)
+    dev = EmulatorDevice(strict=True)
+    dev.only_workgroups = {(x, y, z) for (x, y) in tiles for z in range(zmax)}
+    host = _make_buffers(kernel, p, np.random.default_rng(seed), dtype)
+    _, out = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
+    g = geometries(layout, p)
+    op_a, op_b = op_matrices(layout, p, host["A"], host["B"])
+    c0 = g["C"].matrices(host["C"])[0]
+    got = g["C"].matrices(out)[0]
+    touched = np.zeros((p.m, p.n), bool)
+    worst = 0.0
+    for x, y in tiles:
+        r0, r1 = y * tm, min((y + 1) * tm, p.m)
+        c0_, c1 = x * tn, min((x + 1) * tn, p.n)
+        touched[r0:r1, c0_:c1] = True
+        a, b = op_a[0, r0:r1, :], op_b[0, :, c0_:c1]
+        ref = reference(a, b, c0[r0:r1, c0_:c1], alpha, beta)
+        bound = error_bound(a, b, c0[r0:r1, c0_:c1], alpha, beta, p.k, dtype_name)
+        err = np.abs(got[r0:r1, c0_:c1].astype(np.float64) - ref)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(bound > 0, err / bound, np.where(err > 0, np.inf, 0.0))
+        ratio = np.where(np.isnan(ratio), np.inf, ratio)
+        worst = max(worst, float(ratio.max(initial=0.0)))
+        if worst > 1.0:
+            i, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+            return False, worst, (f"C[{r0 + i}, {c0_ + j}] = {got[r0 + i, c0_ + j]!r}, expected {ref[i, j]!r} "
+                                  f"(bound {bound[i, j]:.3e})")
+    untouched = ~touched
+    if (got[untouched].view(np.uint8) != c0[untouched].view(np.uint8)).any():
+        i, j = (int(v) for v in np.argwhere(untouched & (got.view(_uint(dtype)) != c0.view(_uint(dtype))))[0])
+        return False, worst, f"C[{i}, {j}] outside the sampled tiles was written"
+    return True, worst, None
+
+
+def _uint(dtype):
+    import numpy as np
+
+    return np.uint32 if np.dtype(dtype).itemsize == 4 else np.uint64
+
+
+def _main_kernel(mod):
+    """The plan's main kernel (the others are its ``_reduce``/``_scale``/``_rows`` companions)."""
+    names = list(mod.kernels)
+    main = [n for n in names if not any(n.endswith(s) for s in ("_reduce", "_scale"))
+            and "_rows" not in n]
+    return mod.kernels[main[0] if main else names[0]]
+
+
+def model_candidate(mod, p, board: str, clock_mhz: float | None, cus: int | None, alpha: float, beta: float):
+    """Modeled time of ``mod``'s whole plan at the real size (a timing-only launch): the
+    combined :class:`vlpc.runtime.timing.TimingReport`."""
+    import numpy as np
+
+    from vlpc.runtime.emulator.device import EmulatorDevice
+    from vlpc.verify import NP_DTYPE
+
+    kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
+    dtype = NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
+    dev = EmulatorDevice(gpu=board, clock_mhz=clock_mhz, cus=cus, timing_only=True)
+    host = _make_buffers(kernel, p, np.random.default_rng(1), dtype)
+    st, _ = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
+    return st.timing, dev.board
+
+
+def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, clock_mhz: float | None,
+             cus: int | None, check: bool = True) -> Result:
+    """Compile, model and (``check``) verify one candidate (or a dict of :func:`vlpc.compile`
+    options, e.g. ``{}`` for vlpc's default plan); a failure is recorded in the result's
+    ``error``, never raised."""
+    import vlpc
+    from vlpc.run import resolve_problem
+
+    res = Result(cand)
+    try:
+        from vlpc.targets import get_board
+
+        b = get_board(board)
+        opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
+        mod = vlpc.compile(problem.text, target, filename=problem.filename, **{"cus": cus or b.compute_units, **opts})
+        kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
+        p = resolve_problem(kernel.launch_info, problem.m, problem.n, problem.k)
+        rk = kernel.rows_kernel(p.m) or kernel
+        res.vgprs, res.sgprs = rk.vgprs, rk.sgprs
+        rli = rk.launch_info
+        res.plan = (f"{rli['macro_m']}x{rli['macro_n']} k{rli['k_step']} S{li_get(kernel, 'split_k', 1)}"
+                    f"{'a' if kernel.launch_info.get('split_mode') == 'atomic' else ''}"
+                    f" L{li_get(kernel, 'local_split', 1)}"
+                    + (f" {opts['schedule']}" if opts.get("schedule", "default") != "default" else ""))
+        alpha, beta = _scalars(kernel, problem)
+        tm, brd = model_candidate(mod, p, board, clock_mhz, cus, alpha, beta)
+        flops = 2.0 * p.m * p.n * p.k
+        res.modeled_us = tm.time_us
+        res.tflops = tm.tflops(flops)
+        peak = brd.peak_flops_f32 / (2 if kernel.launch_info.get("dtype") == "f64" else 1)
+        res.peak_share = res.tflops * 1e12 / peak
+        res.breakdown = {k: v / tm.time_us for k, v in tm.breakdown_us.items()}
+        res.waves_per_simd = getattr(tm, "waves_per_simd", None)
+        if check:
+            res.verified, res.max_ratio, why = check_candidate(mod, p, alpha, beta)
+            if not res.verified:
+                res.error = f"wrong result: {why}"
+    except VlpcError as e:
+        res.error = str(e).splitlines()[0]
+    except Exception as e:  # an emulator checker or a compiler bug: the candidate is dropped, the search goes on
+        res.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return res
+
+
+def li_get(kernel, key: str, default):
+    """``kernel.launch_info[key]`` or ``default`` when absent or 0."""
+    return kernel.launch_info.get(key) or default
+
+
+def _scalars(kernel, problem: Problem) -> tuple[float, float]:
+    """alpha and beta of the launch: the IR's constants when it has them, else the problem's."""
+    li = kernel.launch_info
+    return float(li.get("alpha", problem.alpha)), float(li.get("beta", problem.beta))
+
+
+def _evaluate_star(args):
+    return evaluate(*args)
+
+
+def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gfx906", board: str = "mi60",
+         clock_mhz: float | None = None, cus: int | None = None, jobs: int | None = None, check: bool = True,
+         progress: Callable[[Result], None] | None = None) -> list[Result]:
+    """Evaluate ``candidates`` (in ``jobs`` worker processes; default: the CPU count) and return
+    the results, fastest modeled time first; failed candidates last."""
+    jobs = jobs or os.cpu_count() or 1
+    work = [(problem, c, target, board, clock_mhz, cus, check) for c in candidates]
+    results: list[Result] = []
+    if jobs <= 1 or len(work) <= 1:
+        for w in work:
+            r = _evaluate_star(w)
+            results.append(r)
+            if progress:
+                progress(r)
+    else:
+        import multiprocessing as mp
+
+        env = os.environ.get("VLPC_EMU_PROCS")
+        os.environ["VLPC_EMU_PROCS"] = "1"  # the pool is the parallelism; no nested emulator workers
+        try:
+            with mp.get_context("fork").Pool(jobs) as pool:
+                for r in pool.imap_unordered(_evaluate_star, work):
+                    results.append(r)
+                    if progress:
+                        progress(r)
+        finally:
+            if env is None:
+                os.environ.pop("VLPC_EMU_PROCS", None)
+            else:
+                os.environ["VLPC_EMU_PROCS"] = env
+    return rank(results)
+
+
+def rank(results: Sequence[Result]) -> list[Result]:
+    """Passing candidates by modeled time (ties: the smaller candidate), then the failures."""
+    good = sorted((r for r in results if r.ok), key=lambda r: (r.modeled_us, r.candidate))
+    bad = sorted((r for r in results if not r.ok), key=lambda r: r.candidate)
+    return good + bad
+
+
+def table(results: Sequence[Result], limit: int | None = None) -> str:
+    """The ranked results as a Markdown table (modeled figures)."""
+    lines = ["| rank | candidate | modeled us | modeled TFLOP/s | % of peak | VGPRs | check |",
+             "|---:|---|---:|---:|---:|---:|---|"]
+    shown = [r for r in results if r.ok][:limit] if limit else [r for r in results if r.ok]
+    for i, r in enumerate(shown, 1):
+        chk = "not run" if r.verified is None else f"ok ({r.max_ratio:.2g} of bound)"
+        lines.append(f"| {i} | {r.candidate.label()} | {r.modeled_us:,.1f} | {r.tflops:.3f} | "
+                     f"{r.peak_share * 100:.1f} | {r.vgprs if r.vgprs is not None else '?'} | {chk} |")
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        lines.append(f"| - | {r.candidate.label()} | | | | | dropped: {r.error} |")
+    return "\n".join(lines)
+
+
+def pipeline_string(cand: Candidate, target: str, cus: int) -> str:
+    """The winner as a pass-pipeline string ``vlpc opt -p`` / ``xdsl-opt -p`` accepts."""
+    from vlpc.pipeline import pipeline, pipeline_spec
+
+    return pipeline_spec(pipeline(target, cus=cus, **cand.options()))
+
+
+def add_parser(sub) -> None:
+    """Register ``vlpc tune`` on the CLI's subparsers."""
+    t = sub.add_parser("tune", help="search macro tile, k-step, waves per SIMD and split-K options by the timing "
+                                    "model (modeled times), each candidate checked on the emulator")
+    t.add_argument("file", help="input MLIR file with one GEMM (static sizes, or '?' ones given by --m/--n/--k)")
+    t.add_argument("--m", type=int, help="M, for a dynamic ('?') dimension")
+    t.add_argument("--n", type=int, help="N, for a dynamic dimension")
+    t.add_argument("--k", type=int, help="K, for a dynamic dimension")
+    t.add_argument("--target", default="gfx906", help="target id (default: %(default)s)")
+    t.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"), help="board the timing model predicts "
+                   "(default: %(default)s)")
+    t.add_argument("--clock", type=float, default=None, metavar="MHZ", help="engine clock (default: the board's)")
+    t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
+    t.add_argument("-j", "--jobs", type=int, default=None,
+                   help="candidates evaluated in parallel (default: the machine's CPU count)")
+    t.add_argument("--exhaustive", action="store_true", help="every split S from 1 to 32, not only powers of two")
+    t.add_argument("--atomic", action="store_true", help="also try split-K mode atomic (not bit-reproducible)")
+    t.add_argument("--max-candidates", type=int, default=None, metavar="N",
+                   help="evaluate only the first N candidates of the search space (in its order)")
+    t.add_argument("--no-check", dest="check", action="store_false",
+                   help="skip the emulator check of each candidate (the ranking is then unverified)")
+    t.add_argument("--top", type=int, default=20, help="rows of the ranked table shown (default: %(default)s)")
+    t.add_argument("-o", "--output", metavar="TUNED.json",
+                   help="write the winner (options, flags, pipeline, modeled figures) as JSON; "
+                        "`vlpc compile FILE --options TUNED.json` compiles it")
+    t.add_argument("--csv", metavar="FILE.csv", help="also write every candidate's figures as CSV")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_tune(args) -> int:
+    import json
+
+    import vlpc
+    from vlpc.cli_support import read_input, write_atomic
+    from vlpc.run import resolve_problem
+    from vlpc.targets import get_board
+
+    text = read_input(args.file)
+    board = get_board(args.gpu)
+    cus = args.cus or board.compute_units
+    base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)
+    kernel = base.kernel() if len(base.kernels) == 1 else _main_kernel(base)
+    li = kernel.launch_info
+    p = resolve_problem(li, args.m, args.n, args.k)
+    dtype, layout = str(li.get("dtype", "f32")), li.get("layout", "NT")
+    if li.get("batch", 0) != 0:
+        raise VlpcError("vlpc tune: batched GEMMs are not tuned (a batch has no split-K choice); "
+                        "tune one product of the batch")
+    cands = search_space(p.m, p.n, p.k, dtype, layout, dynamic_k=li["static_k"] < 0, exhaustive=args.exhaustive,
+                         modes=("workspace", "atomic") if args.atomic else ("workspace",))
+    if args.max_candidates:
+        cands = cands[:args.max_candidates]
+    problem = Problem(text, args.file, args.m, args.n, args.k)
+    clock = args.clock or board.engine_clock_mhz
+    print(f"vlpc tune: {p.m}x{p.n}x{p.k} {dtype} {layout}, {len(cands)} candidates, times MODELED by the timing "
+          f"model of {board.name} ({cus} CUs, {clock:.0f} MHz), not measured; each candidate "
+          f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}",
+          file=sys.stderr)
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(cands), desc="candidates", unit="cand", file=sys.stderr)
+
+    def step(r: Result) -> None:
+        if bar is not None:
+            bar.update(1)
+            best = min((x.modeled_us for x in done if x.ok), default=None)
+            if best is not None:
+                bar.set_postfix_str(f"best {best:,.1f} us (modeled)")
+
+    done: list[Result] = []
+
+    def progress(r: Result) -> None:
+        done.append(r)
+        step(r)
+
+    results = tune(problem, cands, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
+                   jobs=args.jobs, check=args.check, progress=progress)
+    if bar is not None:
+        bar.close()
+    print(table(results, args.top))
+    good = [r for r in results if r.ok]
+    if args.csv:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["candidate", "flags", "modeled_us", "modeled_tflops", "peak_share", "vgprs", "sgprs",
+                    "verified", "error"])
+        for r in results:
+            w.writerow([r.candidate.label(), r.candidate.flags(), r.modeled_us, r.tflops, r.peak_share, r.vgprs,
+                        r.sgprs, r.verified, r.error or ""])
+        write_atomic(args.csv, buf.getvalue())
+    if not good:
+        print("vlpc tune: no candidate passed (see the dropped rows above)", file=sys.stderr)
+        return 1
+    win = good[0]
+    pipe = pipeline_string(win.candidate, args.target, cus)
+    print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} TFLOP/s, {win.peak_share * 100:.1f} % of "
+          f"{board.name} peak): {win.candidate.label()}")
+    print(f"  vlpc compile {args.file} --cus {cus} {win.candidate.flags()}")
+    print(f"  pipeline: {pipe}")
+    if args.output:
+        write_atomic(args.output, json.dumps({
+            "problem": {"file": args.file, "m": p.m, "n": p.n, "k": p.k, "dtype": dtype, "layout": layout},
+            "board": board.name, "cus": cus, "clock_mhz": clock,
+            "options": {**win.candidate.options(), "cus": cus}, "flags": f"--cus {cus} " + win.candidate.flags(),
+            "pipeline": pipe, "modeled_us": win.modeled_us, "modeled_tflops": win.tflops,
+            "note": "times are modeled by vlpc's timing model, not measured"}, indent=1) + "\n")
+        print(f"  written to {args.output} (vlpc compile {args.file} --options {args.output})")
+    return 0
+
+
+__all__ = ["Candidate", "Problem", "Result", "check_candidate", "evaluate", "model_candidate", "pipeline_string",
+           "rank", "sample_tiles", "search_space", "table", "add_parser", "cmd_tune", "tune"]
