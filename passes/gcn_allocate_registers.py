@@ -38,40 +38,6 @@ from vlpc.passes.common import op_error
 from vlpc.targets import get_target
 
 
-class _Groups:
-    """Union-find with offsets: reg(v) = reg(root(v)) + offset(v)."""
-
-    def __init__(self) -> None:
-        self.parent: dict[SSAValue, tuple[SSAValue, int]] = {}
-
-    def find(self, v: SSAValue) -> tuple[SSAValue, int]:
-        p, off = self.parent.get(v, (v, 0))
-        if p is v:
-            return v, 0
-        root, off2 = self.find(p)
-        self.parent[v] = (root, off + off2)
-        return root, off + off2
-
-    def union(self, v: SSAValue, u: SSAValue, delta: int) -> bool:
-        """Make reg(v) = reg(u) + delta.  False when it contradicts earlier unions."""
-        rv, ov = self.find(v)
-        ru, ou = self.find(u)
-        if rv is ru:
-            return ov == ou + delta
-        # reg(rv) + ov = reg(ru) + ou + delta  =>  reg(rv) = reg(ru) + ou + delta - ov
-        self.parent[rv] = (ru, ou + delta - ov)
-        return True
-
-
-def _kind(v: SSAValue) -> str | None:
-    t = v.type
-    if isinstance(t, gcn.SGPRType):
-        return "s"
-    if isinstance(t, gcn.VGPRType):
-        return "v"
-    return None
-
-
 @dataclass(eq=False)
 class _Group:
     root: SSAValue
@@ -119,21 +85,22 @@ class GcnAllocateRegistersPass(ModulePass):
             _allocate_kernel(kernel, *self.budgets())
 
 
-def _linearize(kernel: gcn.KernelOp):
-    """Positions of ops, definitions and uses; loop extents."""
-    pos: dict[Operation, int] = {}
+def _linearize(kernel: gcn.KernelOp) -> tuple[list[Operation], list[tuple[int, int, gcn.LoopOp]]]:
+    """The kernel's operations in issue order (an op's position is its index; a loop's body
+    follows the loop op) and each loop's extent (first and last position, op)."""
+    order: list[Operation] = []
     loops: list[tuple[int, int, gcn.LoopOp]] = []
 
     def walk(block: Block) -> None:
         for o in block.ops:
-            pos[o] = len(pos)
+            order.append(o)
             if isinstance(o, gcn.LoopOp):
-                start = pos[o]
+                start = len(order) - 1
                 walk(o.body.block)
-                loops.append((start, len(pos) - 1, o))
+                loops.append((start, len(order) - 1, o))
 
     walk(kernel.body.block)
-    return pos, loops
+    return order, loops
 
 
 def _insert_back_edge_copies(kernel: gcn.KernelOp) -> None:
@@ -175,45 +142,125 @@ def _top_level(op: Operation, block: Block) -> Operation:
     return op
 
 
+# Per operation class: (is a loop, early-clobber results, result may coalesce with an operand).
+_OP_CLASS: dict[type, tuple[bool, bool, bool]] = {}
+
+
+def _op_class(cls: type) -> tuple[bool, bool, bool]:
+    info = _OP_CLASS.get(cls)
+    if info is None:
+        inst = issubclass(cls, gcn.GCNInstruction)
+        clobber = inst and bool(cls.EARLY_CLOBBER)
+        info = _OP_CLASS[cls] = (issubclass(cls, gcn.LoopOp), clobber,
+                                 inst and not clobber and not issubclass(cls, gcn.PseudoOp | gcn.LoopOp))
+    return info
+
+
+# Per type class: "s" (SGPRs), "v" (VGPRs) or None (not a register range to allocate).
+_TYPE_KIND: dict[type, str | None] = {}
+
+
+def _type_kind(t) -> str | None:
+    cls = type(t)
+    try:
+        return _TYPE_KIND[cls]
+    except KeyError:
+        k = _TYPE_KIND[cls] = "s" if isinstance(t, gcn.SGPRType) else ("v" if isinstance(t, gcn.VGPRType) else None)
+        return k
+
+
+def _set_type(v: SSAValue, t) -> None:
+    """Give ``v`` the type ``t``.  xDSL's public way, ``Rewriter.replace_value_with_new_type``,
+    builds a new value and moves every use to it (a third of this pass's time); the pinned
+    xDSL keeps a value's type in its ``_type`` field, which is set in place when present."""
+    if "_type" in getattr(v, "__dict__", ()):
+        v._type = t  # type: ignore[attr-defined]
+    else:
+        Rewriter.replace_value_with_new_type(v, t)
+
+
 def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -> None:
     _insert_back_edge_copies(kernel)
-    pos, loops = _linearize(kernel)
-    groups = _Groups()
+    order, loops = _linearize(kernel)
 
-    # -- live intervals per value, in half positions: uses at 2p, defs at 2p+1 (2p if early-clobber)
-    start: dict[SSAValue, int] = {}
-    end: dict[SSAValue, int] = {}
+    # -- values, numbered in the order they are defined (kernel arguments, then in issue order a
+    # loop's block arguments and each op's results); SSAValue hashes in Python, ints in C.
+    vals: list[SSAValue] = []
+    vid: dict[int, int] = {}
+    # live intervals per value, in half positions: uses at 2p, defs at 2p+1 (2p if early-clobber)
+    start: list[int] = []
+    end: list[int] = []
+
+    def define(v: SSAValue, at: int) -> None:
+        vid[id(v)] = len(vals)
+        vals.append(v)
+        start.append(at)
+        end.append(at)
+
     for a in kernel.body.block.args:
-        start[a] = -1
-        end[a] = -1
-    for o, p in pos.items():
-        if isinstance(o, gcn.LoopOp):
+        define(a, -1)
+    for p, o in enumerate(order):
+        is_loop, clobber, _ = _op_class(type(o))
+        if is_loop:
             for a in o.body.block.args:
-                start[a] = 2 * p + 1
-                end[a] = 2 * p + 1
-        clobber = isinstance(o, gcn.GCNInstruction) and o.EARLY_CLOBBER
+                define(a, 2 * p + 1)
+        at = 2 * p if clobber else 2 * p + 1
         for r in o.results:
-            start[r] = 2 * p if clobber else 2 * p + 1
-            end[r] = start[r]
+            define(r, at)
         for operand in o.operands:
-            end[operand] = max(end.get(operand, -1), 2 * p)
+            i = vid[id(operand)]
+            if end[i] < 2 * p:
+                end[i] = 2 * p
     # loop results are defined at the back edge
     for s0, e0, loop in loops:
         for r in loop.res:
-            start[r] = 2 * e0 + 1
-            end[r] = max(end[r], start[r])
+            i = vid[id(r)]
+            start[i] = 2 * e0 + 1
+            end[i] = max(end[i], start[i])
     # values defined before a loop and used inside stay live to its back edge
     for s0, e0, loop in loops:
-        for v in list(end):
-            if start[v] < 2 * s0 and 2 * s0 <= end[v] <= 2 * e0 + 1 and _used_in(v, loop):
-                end[v] = max(end[v], 2 * e0 + 1)
+        for i, v in enumerate(vals):
+            if start[i] < 2 * s0 and 2 * s0 <= end[i] <= 2 * e0 + 1 and _used_in(v, loop):
+                end[i] = max(end[i], 2 * e0 + 1)
+    n_vals = len(vals)
+    kinds = [_type_kind(v.type) for v in vals]
+    widths = [v.type.n if k is not None else 0 for v, k in zip(vals, kinds)]
 
-    # -- groups: subregs, reg_sequences, loop ties, coalescing
+    # -- groups: union-find with offsets, reg(i) = reg(parent[i]) + offset[i]
+    parent = list(range(n_vals))
+    offset = [0] * n_vals
+
+    def find(i: int) -> tuple[int, int]:
+        if parent[i] == i:
+            return i, 0
+        path = []
+        while parent[i] != i:
+            path.append(i)
+            i = parent[i]
+        acc = 0
+        for j in reversed(path):  # path compression: every node on the path now points at the root
+            acc += offset[j]
+            offset[j] = acc
+            parent[j] = i
+        return i, offset[path[0]]
+
+    def union(v: int, u: int, delta: int) -> bool:
+        """Make reg(v) = reg(u) + delta.  False when it contradicts earlier unions."""
+        rv, ov = find(v)
+        ru, ou = find(u)
+        if rv == ru:
+            return ov == ou + delta
+        # reg(rv) + ov = reg(ru) + ou + delta  =>  reg(rv) = reg(ru) + ou + delta - ov
+        parent[rv] = ru
+        offset[rv] = ou + delta - ov
+        return True
+
+    # subregs, reg_sequences, loop ties, coalescing
     def join(v: SSAValue, u: SSAValue, delta: int, why: str, at: Operation) -> None:
-        if not groups.union(v, u, delta):
+        if not union(vid[id(v)], vid[id(u)], delta):
             raise op_error(at, f"internal error in gcn-allocate-registers: conflicting register ties ({why})")
 
-    for o in pos:
+    for o in order:
         if isinstance(o, gcn.SubregOp):
             join(o.result, o.source, o.offset.value.data, "subreg", o)
         elif isinstance(o, gcn.RegSequenceOp):
@@ -221,7 +268,7 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
             for part in o.parts:
                 join(part, o.result, off, "reg_sequence", o)
                 off += part.type.n
-    for o in pos:
+    for o in order:
         if isinstance(o, gcn.GlobalLoadBase) and o.merge is not None:
             join(o.vdst, o.merge, 0, "load merge", o)
     for s0, e0, loop in loops:
@@ -233,55 +280,55 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
             join(y, arg, 0, "loop back edge", back)
             join(res, arg, 0, "loop result", loop)
 
-    fixed: dict[SSAValue, int] = {}
+    fixed: dict[int, int] = {}
     for a in kernel.body.block.args:
         if isinstance(a.type, gcn.SpecialRegType):
             continue
         assert isinstance(a.type, gcn.GCNRegisterType) and a.type.is_allocated
-        fixed[a] = a.type.first
+        fixed[vid[id(a)]] = a.type.first
+    aligns = [_align_of(k, n) for k, n in zip(kinds, widths)]
 
-    members: dict[SSAValue, list[SSAValue]] = {}
+    def group_members() -> dict[int, list[int]]:
+        """Root -> its register values, both in definition order."""
+        members: dict[int, list[int]] = {}
+        for i in range(n_vals):
+            if kinds[i] is not None:
+                members.setdefault(find(i)[0], []).append(i)
+        return members
 
-    def rebuild_members() -> None:
-        members.clear()
-        for v in start:
-            if _kind(v) is None:
-                continue
-            root, _ = groups.find(v)
-            members.setdefault(root, []).append(v)
-
-    def group_span(root: SSAValue) -> tuple[int, int]:
-        ms = members[root]
-        return min(start[m] for m in ms), max(end[m] for m in ms)
-
-    rebuild_members()
+    members = group_members()
 
     # The interference summary of each group, relative to its root's register: for each
     # register offset, the merged live intervals of the members covering it; the offsets
     # (mod 2 and mod 4) of its aligned members; whether a member is pre-coloured.  Checking
     # two groups costs their registers and intervals, not the product of their members.
-    occ_of: dict[SSAValue, dict[int, list[tuple[int, int]]]] = {}
-    mod2_of: dict[SSAValue, set[int]] = {}
-    mod4_of: dict[SSAValue, set[int]] = {}
-    fixed_in: dict[SSAValue, bool] = {}
+    occ_of: dict[int, dict[int, list[tuple[int, int]]]] = {}
+    mod2_of: dict[int, set[int]] = {}
+    mod4_of: dict[int, set[int]] = {}
+    fixed_in: dict[int, bool] = {}
     for root, ms in members.items():
         per_reg: dict[int, list[tuple[int, int]]] = {}
         m2: set[int] = set()
         m4: set[int] = set()
         for m in ms:
-            off = groups.find(m)[1]
-            for r in range(off, off + m.type.n):
-                per_reg.setdefault(r, []).append((start[m], end[m]))
-            a = _align(m)
+            off = find(m)[1]
+            iv = (start[m], end[m])
+            for r in range(off, off + widths[m]):
+                ivs = per_reg.get(r)
+                if ivs is None:
+                    per_reg[r] = [iv]
+                else:
+                    ivs.append(iv)
+            a = aligns[m]
             if a >= 2:
                 m2.add(off % 2)
             if a >= 4:
                 m4.add(off % 4)
-        occ_of[root] = {r: _merged(ivs) for r, ivs in per_reg.items()}
+        occ_of[root] = {r: (ivs if len(ivs) == 1 else _merged(ivs)) for r, ivs in per_reg.items()}
         mod2_of[root], mod4_of[root] = m2, m4
         fixed_in[root] = any(m in fixed for m in ms)
 
-    def compatible(ga: SSAValue, gb: SSAValue, delta: int) -> bool:
+    def compatible(ga: int, gb: int, delta: int) -> bool:
         """Whether group gb placed at reg(ga) + delta never holds two live values in one
         register, and the alignments of both groups' ranges can hold together (every
         member of 2+ alignment at one offset parity, every member of alignment 4 at one
@@ -297,59 +344,59 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
                 return False
         return True
 
-    def merge_into(root: SSAValue, other: SSAValue, delta: int) -> None:
+    def merge_into(root: int, other: int, delta: int) -> None:
         """Fold group ``other`` (at reg(root) + delta) into ``root``'s summary."""
         occ = occ_of[root]
         for r, ivs in occ_of.pop(other).items():
-            occ[r + delta] = _merged(occ.get(r + delta, []) + ivs)
+            mine = occ.get(r + delta)
+            occ[r + delta] = ivs if mine is None else _merged(mine + ivs)
         mod2_of[root] |= {(o + delta) % 2 for o in mod2_of.pop(other)}
         mod4_of[root] |= {(o + delta) % 4 for o in mod4_of.pop(other)}
         fixed_in[root] = fixed_in[root] or fixed_in.pop(other)
 
     # Coalesce an instruction's result with an operand of the same kind and width
     # that dies at this instruction (in-place accumulation), when no live ranges clash.
-    for o, p in pos.items():
-        if not isinstance(o, gcn.GCNInstruction) or o.EARLY_CLOBBER or isinstance(o, gcn.PseudoOp | gcn.LoopOp):
+    for p, o in enumerate(order):
+        if not _op_class(type(o))[2]:
             continue
-        for r in o.results:
-            if _kind(r) is None:
+        for res in o.results:
+            r = vid[id(res)]
+            kind = kinds[r]
+            if kind is None:
                 continue
             for operand in reversed(o.operands):
-                if _kind(operand) != _kind(r) or operand.type.n != r.type.n or end[operand] != 2 * p:
+                q = vid[id(operand)]
+                if kinds[q] != kind or widths[q] != widths[r] or end[q] != 2 * p:
                     continue
-                ro, oo = groups.find(operand)
-                rr, orr = groups.find(r)
-                if ro is rr or fixed_in[ro] or fixed_in[rr]:
+                ro, oo = find(q)
+                rr, orr = find(r)
+                if ro == rr or fixed_in[ro] or fixed_in[rr]:
                     continue
                 delta = oo - orr  # reg(rr) = reg(ro) + delta
                 if compatible(ro, rr, delta):
-                    groups.union(r, operand, 0)
-                    root, _ = groups.find(r)
-                    other = rr if root is ro else ro
-                    merge_into(root, other, delta if root is ro else -delta)
-                    members[root].extend(members.pop(other))
+                    union(r, q, 0)
+                    root, _ = find(r)
+                    other = rr if root == ro else ro
+                    merge_into(root, other, delta if root == ro else -delta)
                     break
 
-    rebuild_members()
+    members = group_members()
     infos: list[_Group] = []
     for root, ms in members.items():
-        kind = _kind(root)
-        offs = [(groups.find(m)[1], m.type.n) for m in ms]
-        lo = min(o for o, _ in offs)
-        hi = max(o + n for o, n in offs)
+        offs = [find(m)[1] for m in ms]
+        lo = min(offs)
+        hi = max(o + widths[m] for o, m in zip(offs, ms))
         align, align_off = 1, 0
-        for m in ms:
-            a = _align(m)
-            if a > align:
-                align, align_off = a, groups.find(m)[1]
         fixed_reg = None
-        for m in ms:
+        for m, o in zip(ms, offs):
+            if aligns[m] > align:
+                align, align_off = aligns[m], o
             if m in fixed:
-                fixed_reg = fixed[m] - groups.find(m)[1]
-        s, e = group_span(root)
-        infos.append(_Group(root, kind, lo, hi, s, e, fixed_reg, align, align_off))
+                fixed_reg = fixed[m] - o
+        infos.append(_Group(root, kinds[root], lo, hi, min(start[m] for m in ms), max(end[m] for m in ms),
+                            fixed_reg, align, align_off))
 
-    assignment: dict[SSAValue, int] = {}
+    assignment: dict[int, int] = {}
     for kind, budget in (("s", sgpr_budget), ("v", vgpr_budget)):
         gs = sorted((g for g in infos if g.kind == kind), key=lambda g: (g.fixed is None, g.start))
         ivs_of = {g.root: _merged([(start[m], end[m]) for m in members[g.root]]) for g in gs}
@@ -384,17 +431,14 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
         for g, base in placed.items():
             assignment[g.root] = base - g.lo_off
 
-    # -- rewrite types (xDSL replaces a value to change its type)
-    new_types = []
-    for v in start:
-        k = _kind(v)
-        if k is None or v in fixed:
+    # -- set the allocated types
+    classes = {"s": gcn.SGPRType, "v": gcn.VGPRType}
+    for i, v in enumerate(vals):
+        k = kinds[i]
+        if k is None or i in fixed:
             continue
-        root, off = groups.find(v)
-        cls = gcn.SGPRType if k == "s" else gcn.VGPRType
-        new_types.append((v, cls.at(assignment[root] + off, v.type.n)))
-    for v, t in new_types:
-        Rewriter.replace_value_with_new_type(v, t)
+        root, off = find(i)
+        _set_type(v, classes[k].at(assignment[root] + off, widths[i]))
 
 
 def _used_in(v: SSAValue, loop: gcn.LoopOp) -> bool:
@@ -491,11 +535,11 @@ def _peak_demand(occupancies: list[dict[int, list[tuple[int, int]]]]) -> int:
     return peak
 
 
-def _align(v: SSAValue) -> int:
-    """Alignment of a register range (gfx906.md: SGPR tuples of 4+ at a multiple of 4, pairs even)."""
-    if _kind(v) != "s":
+def _align_of(kind: str | None, n: int) -> int:
+    """Alignment of a range of ``n`` registers of ``kind`` ("s", "v" or None) (gfx906.md: SGPR tuples
+    of 4+ at a multiple of 4, pairs even; VGPR ranges need none)."""
+    if kind != "s":
         return 1
-    n = v.type.n
     return 4 if n >= 4 else (2 if n == 2 else 1)
 
 

@@ -159,10 +159,21 @@ def _from_dir(kind: str, d: Path) -> Toolchain | None:
 
 
 def _zig() -> Toolchain | None:
+    """The ``ziglang`` wheel's ``zig`` executable, run directly (``python -m ziglang`` only
+    execs it, after starting a Python for every assembly and link)."""
+    import importlib.util
+
     try:
-        import ziglang  # noqa: F401
-    except ImportError:
+        spec = importlib.util.find_spec("ziglang")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
         return None
+    for d in spec.submodule_search_locations or []:
+        for name in ("zig", "zig.exe"):
+            exe = os.path.join(d, name)
+            if os.path.isfile(exe) and os.access(exe, os.X_OK):
+                return Toolchain("zig", (exe, "clang"), "cc1as", (exe, "ld.lld"))
     py = sys.executable
     return Toolchain("zig", (py, "-m", "ziglang", "clang"), "cc1as", (py, "-m", "ziglang", "ld.lld"))
 
