@@ -126,7 +126,15 @@ def cmd_run(args) -> int:
         if not np.isfinite(scalars[name]) or abs(scalars[name]) > float(np.finfo(dtype).max):
             raise VlpcError(f"--{name} {scalars[name]} is not a finite {np.dtype(dtype).name}")
 
+    waitcnt = getattr(args, "waitcnt", "raise")
+    if waitcnt != "raise" and args.device != "emulator":
+        raise VlpcError(f"--waitcnt {waitcnt} is an emulator mode (the hardware does not check waits); "
+                        "use --device emulator")
+    if waitcnt == "report" and args.strict:
+        raise VlpcError("--waitcnt report goes on past a missing s_waitcnt, --strict stops at it: give one of them")
     dev_opts = {"strict": True} if (args.strict and args.device == "emulator") else {}
+    if waitcnt != "raise":
+        dev_opts["waitcnt"] = waitcnt
     dev_opts["target"] = args.target  # the device must be (compatible with) the compile target
     if args.verbose and args.device == "emulator":
         # -v on the emulator: also the timing model's modeled time (gfx906: MI60 @ 1700 MHz, as the
@@ -151,20 +159,35 @@ def cmd_run(args) -> int:
     if hasattr(dev, "progress"):
         dev.progress = bar
     # One launch path and one check for `vlpc run` and `vlpc.run` (vlpc/api.py, vlpc/verify.py).
-    try:
-        r = run(kernel, arrays["A"], arrays["B"], arrays["C"], m=p.m, n=p.n, k=p.k, batch=p.batch or None,
-                alpha=float(dtype(args.alpha)), beta=float(dtype(args.beta)), device=dev, seed=args.seed,
-                verify=args.verify, iterations=args.iterations)
-        failure = None
-    except VerificationError as e:
-        r, failure = e.result, e
-    finally:
-        bar.close()
+    import warnings
+
+    from vlpc.runtime.emulator.errors import WaitcntViolationWarning
+    with warnings.catch_warnings(record=True) as caught:
+        # --waitcnt report: each missing s_waitcnt once (kernel, pc, wave, instruction, register)
+        warnings.simplefilter("always", WaitcntViolationWarning)
+        try:
+            r = run(kernel, arrays["A"], arrays["B"], arrays["C"], m=p.m, n=p.n, k=p.k, batch=p.batch or None,
+                    alpha=float(dtype(args.alpha)), beta=float(dtype(args.beta)), device=dev, seed=args.seed,
+                    verify=args.verify, iterations=args.iterations)
+            failure = None
+        except VerificationError as e:
+            r, failure = e.result, e
+        finally:
+            bar.close()
+    races = [w for w in caught if issubclass(w.category, WaitcntViolationWarning)]
+    for w in caught:
+        if w in races:
+            print(f"vlpc: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
           f"launch wall time {r.wall_time:.3f} s (best of {args.iterations})")
     if dev.name == "emulator" and r.stats is not None:
         print("  emulator counters (not hardware time): " + _counters(r.stats))
+    if waitcnt == "report":
+        print(f"  waitcnt report: {len(races)} missing s_waitcnt" + (
+            " (execution went on with the loaded values)" if races else ""))
         timing = getattr(r.stats, "timing", None)
         if timing is not None:
             flops = 2.0 * p.m * p.n * p.k * max(1, p.batch or 1)
