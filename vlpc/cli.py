@@ -117,10 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="emulator: a register used while its load may be outstanding (a missing s_waitcnt) "
                         "stops the run (raise, default) or is reported once per kernel, pc and register while "
                         "execution goes on with the loaded value (report)")
-    r.add_argument("--waitcnt", default="raise", choices=("raise", "report"),
-                   help="emulator: a register used while its load may be outstanding (a missing s_waitcnt) "
-                        "stops the run (raise, default) or is reported once per kernel, pc and register while "
-                        "execution goes on with the loaded value (report)")
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
     add_quiet(r)
     add_codegen_options(r, strategy=True)
