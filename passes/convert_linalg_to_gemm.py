@@ -13,6 +13,12 @@ linalg form                                       operands as stored            
 multiply-accumulate body (``arith.mulf`` of the two inputs, ``arith.addf`` with the output)
 ================================================  ==============================  ======
 
+Element types: f32 and f64; f16 (C f16, or f32 from a generic whose body widens the inputs
+with ``arith.extf`` before ``arith.mulf``/``arith.addf`` in f32); i8 x i8 -> i32 from a generic
+whose body is ``arith.extsi`` of both inputs, ``arith.muli``, ``arith.addi`` (the dot kernels,
+``passes/gemm_to_gcn_dot.py``; alpha and beta are then f32 or i32 constants).  xDSL builds no
+valid body for a *named* ``linalg.matmul`` of mixed types, so that form fails in the parser.
+
 linalg accumulates into its output (``C += op(A) * op(B)``), so the result is
 ``gemm.matmul`` with ``alpha = 1.0`` and ``beta = 1.0``, both ``arith.constant``s
 placed before it (``convert-gemm-to-gcn`` records their values in the kernel's
@@ -22,7 +28,7 @@ launch information; the kernel still takes alpha and beta as arguments).  A
 
 Refused, each with a located diagnostic saying why: ``linalg.batch_matmul`` and
 batched generics ("batched GEMM is not supported yet"), tensor operands (bufferize
-first), mixed or non-float element types, indexing maps that are not a matrix
+first), other mixed or integer element types, indexing maps that are not a matrix
 product, bodies that are not a multiply-accumulate, memrefs that are not row-major
 with unit inner stride or that have a non-zero offset.  With ``strict=true`` (the
 default) any other linalg operation is refused too (vlpc compiles only matrix
@@ -38,14 +44,18 @@ from xdsl.dialects import arith
 from xdsl.dialects.linalg import abstract_ops
 from xdsl.dialects.linalg import ops as xlinalg
 from xdsl.dialects.builtin import (
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     NoneAttr,
     StridedLayoutAttr,
     TensorType,
+    f32,
+    i32,
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
@@ -53,7 +63,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from vlpc.dialects.gemm import MatmulOp as GemmMatmulOp
-from vlpc.dialects.gemm import leading_dimension
+from vlpc.dialects.gemm import leading_dimension, type_name
 from vlpc.passes.common import op_error
 
 #: Named linalg operations whose body is a multiply-accumulate by definition.
@@ -93,24 +103,38 @@ def _fmt(m: AffineMap) -> str:
     return str(m)
 
 
-def _check_body(op: xlinalg.GenericOp) -> None:
-    """The body must be ``yield(addf(out, mulf(in0, in1)))`` (operands of mulf/addf in either order)."""
+def _check_body(op: xlinalg.GenericOp, widen: str | None = None) -> None:
+    """The body must be ``yield(addf(out, mulf(in0, in1)))`` (operands of mulf/addf in either order);
+    with ``widen`` (``"f"``: f16 -> f32, ``"i"``: i8 -> i32) the inputs are first widened
+    (``arith.extf`` / ``arith.extsi``) and the integer form uses ``arith.muli``/``arith.addi``."""
     block = op.body.block
     x, y, z = block.args
     ops = list(block.ops)
     names = ", ".join(o.name for o in ops)
-    why = (f"the body of linalg.generic is not a multiply-accumulate (expected arith.mulf of the two "
-           f"inputs, arith.addf with the output, linalg.yield; found: {names})")
+    integer = widen == "i"
+    mul_name, add_name = ("arith.muli", "arith.addi") if integer else ("arith.mulf", "arith.addf")
+    ext_t = arith.ExtSIOp if integer else arith.ExtFOp
+    why = (f"the body of linalg.generic is not a multiply-accumulate (expected "
+           + (f"{ext_t.name} of both inputs, " if widen else "")
+           + f"{mul_name} of the two inputs, {add_name} with the output, linalg.yield; found: {names})")
+    if widen:
+        if len(ops) != 5 or not all(isinstance(o, ext_t) for o in ops[:2]):
+            raise NotRaisable(why)
+        ext = ops[:2]
+        if {e.input for e in ext} != {x, y} or ext[0].input is ext[1].input:
+            raise NotRaisable(why + f"; {ext_t.name} must widen the two input elements")
+        x, y = ext[0].result, ext[1].result
+        ops = ops[2:]
     if len(ops) != 3:
         raise NotRaisable(why)
     mul, add, yld = ops
-    mul_t, add_t = (arith.MulfOp, arith.AddfOp)
+    mul_t, add_t = (arith.MuliOp, arith.AddiOp) if integer else (arith.MulfOp, arith.AddfOp)
     if not (isinstance(mul, mul_t) and isinstance(add, add_t) and isinstance(yld, xlinalg.YieldOp)):
         raise NotRaisable(why)
     if {mul.lhs, mul.rhs} != {x, y} or mul.lhs is mul.rhs:
-        raise NotRaisable(why + "; arith.mulf must multiply the two input elements")
+        raise NotRaisable(why + f"; {mul_name} must multiply the two input elements")
     if {add.lhs, add.rhs} != {z, mul.result}:
-        raise NotRaisable(why + "; arith.addf must add the product to the output element")
+        raise NotRaisable(why + f"; {add_name} must add the product to the output element")
     if list(yld.operands) != [add.result]:
         raise NotRaisable(why + "; linalg.yield must yield the sum")
 
@@ -154,11 +178,18 @@ def classify(op: Operation) -> MatmulForm:
     if not all(isinstance(t, MemRefType) for t in types):
         raise NotRaisable(f"{op.name}: operands must be memrefs, got {', '.join(map(str, types))}")
     elts = [t.element_type for t in types]  # type: ignore[union-attr]
+    names = [type_name(t) for t in elts]
+    widen = None  # f16 -> f32 ("f") or i8 -> i32 ("i"): the dot kernels' mixed products
     if len(set(elts)) != 1:
-        raise NotRaisable(f"mixed element types ({', '.join(map(str, elts))}): gemm.matmul needs A, B and C "
-                          "of one type")
-    if not isinstance(elts[0], Float32Type | Float64Type):
-        raise NotRaisable(f"element type {elts[0]} is not supported: gemm.matmul computes in f32 or f64")
+        if names in (["f16", "f16", "f32"], ["i8", "i8", "i32"]) and is_generic:
+            widen = names[2][0]
+        else:
+            raise NotRaisable(f"mixed element types ({', '.join(map(str, elts))}): gemm.matmul needs A, B and C "
+                              "of one type, or f16 x f16 -> f32 / i8 x i8 -> i32 from a linalg.generic that "
+                              "widens its inputs")
+    elif not isinstance(elts[0], Float32Type | Float64Type | Float16Type):
+        raise NotRaisable(f"element type {elts[0]} is not supported: gemm.matmul computes in f32, f64 or f16 "
+                          "(and i8 x i8 -> i32)")
 
     maps = [m.data for m in op.get_indexing_maps().data]  # type: ignore[union-attr]
     iters = [it.data for it in op.get_iterator_types().data]  # type: ignore[union-attr]
@@ -201,7 +232,7 @@ def classify(op: Operation) -> MatmulForm:
         raise NotRaisable(f"the map of B {_fmt(maps[1])} must index B by (K, N) = (d{k}, d{n}) or, "
                           f"transposed, (d{n}, d{k})")
     if is_generic:
-        _check_body(op)  # type: ignore[arg-type]
+        _check_body(op, widen)  # type: ignore[arg-type]
     for name, t in zip("ABC", types):
         _check_memref(name, t)  # type: ignore[arg-type]
     return MatmulForm(*operands, ta + tb)
@@ -216,7 +247,8 @@ def _zero_fill_before(op: Operation, c: SSAValue) -> xlinalg.FillOp | None:
         return None
     value = prev.inputs[0] if len(prev.inputs) == 1 else None
     owner = value.owner if value is not None else None
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and owner.value.value.data == 0.0:
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr | IntegerAttr) \
+            and owner.value.value.data == 0:
         return prev
     return None
 
@@ -234,8 +266,12 @@ def raise_matmul(op: Operation, form: MatmulForm, fold_fill: bool = True) -> Gem
         if isinstance(const, arith.ConstantOp) and not const.result.uses:
             const.detach()
             const.erase()
-    alpha = arith.ConstantOp(FloatAttr(1.0, elt))
-    beta = arith.ConstantOp(FloatAttr(beta_value, elt))
+    scalar = {"f16": f32, "i32": i32}.get(type_name(elt) or "", elt)  # the dot kernels' alpha/beta types
+    if scalar == i32:
+        alpha, beta = arith.ConstantOp(IntegerAttr(1, i32)), arith.ConstantOp(IntegerAttr(int(beta_value), i32))
+    else:
+        alpha = arith.ConstantOp(FloatAttr(1.0, scalar))
+        beta = arith.ConstantOp(FloatAttr(beta_value, scalar))
     mm = GemmMatmulOp(form.a, form.b, form.c, alpha.result, beta.result, form.layout)
     block = op.parent_block()
     assert isinstance(block, Block)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, f64
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, f64
 from xdsl.ir import Operation
 
 from vlpc.dialects.gemm import MatmulOp
@@ -44,7 +44,7 @@ def scalar_constants(mm: MatmulOp) -> ScalarConstants:
     found = ScalarConstants()
     for name, value in (("alpha", mm.alpha), ("beta", mm.beta)):
         owner = value.owner
-        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr | IntegerAttr):  # i32: int8
             found.ops.add(owner)
             found.values[name] = float(owner.value.value.data)
     return found

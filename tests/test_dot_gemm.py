@@ -227,3 +227,45 @@ def test_f16_strided_batch():
         for i in range(m):
             gaps[z * sc + i * n:z * sc + i * n + n] = False
     assert np.isnan(out[gaps]).all()
+
+
+F16_GENERIC = """func.func @f(%a: memref<16x37xf16, strided<[38, 1]>>, %b: memref<64x37xf16, strided<[38, 1]>>,
+                  %c: memref<16x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<16x64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>,
+                                   affine_map<(m, n, k) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<16x37xf16, strided<[38, 1]>>, memref<64x37xf16, strided<[38, 1]>>)
+      outs(%c : memref<16x64xf32>) {
+  ^bb0(%x: f16, %y: f16, %z: f32):
+    %xe = arith.extf %x : f16 to f32
+    %ye = arith.extf %y : f16 to f32
+    %p = arith.mulf %xe, %ye : f32
+    %s = arith.addf %z, %p : f32
+    linalg.yield %s : f32
+  }
+  func.return
+}
+"""
+
+
+def test_linalg_generic_mixed_types_raised_and_run():
+    """f16 x f16 -> f32 (arith.extf) and i8 x i8 -> i32 (arith.extsi, muli, addi) linalg.generic
+    products become gemm.matmul with f32 / i32 alpha = 1 and beta (0 after a zero fill)."""
+    kern = vlpc.compile(F16_GENERIC).kernel("f")
+    assert (kern.alpha, kern.beta, kern.launch_info["dtype"]) == (1.0, 0.0, "f16")
+    rng = np.random.default_rng(0)
+    c = np.full((16, 64), np.nan, np.float32)  # the zero fill became beta = 0: C is not read
+    a, b = rng.standard_normal((16, 37)).astype(np.float16), rng.standard_normal((64, 37)).astype(np.float16)
+    run_case(kern, 16, 64, 37, 38, 38, 64, "f16", "f32", 1.0, 0.0, a=a, b=b, c=c)
+    i8 = (F16_GENERIC.replace("xf16", "xi8").replace("xf32", "xi32").replace("0.0 : f32", "0 : i32")
+          .replace("(%zero : f32)", "(%zero : i32)").replace("%x: f16, %y: f16, %z: f32", "%x: i8, %y: i8, %z: i32")
+          .replace("arith.extf %x : f16 to f32", "arith.extsi %x : i8 to i32")
+          .replace("arith.extf %y : f16 to f32", "arith.extsi %y : i8 to i32")
+          .replace("arith.mulf %xe, %ye : f32", "arith.muli %xe, %ye : i32")
+          .replace("arith.addf %z, %p : f32", "arith.addi %z, %p : i32").replace("yield %s : f32", "yield %s : i32")
+          .replace("37x", "40x").replace("[38, 1]", "[40, 1]"))
+    kern = vlpc.compile(i8).kernel("f")
+    assert (kern.alpha, kern.beta, kern.launch_info["dtype"]) == (1.0, 0.0, "i8")
+    run_case(kern, 16, 64, 40, 40, 40, 64, "i8", "i32", 1, 0)

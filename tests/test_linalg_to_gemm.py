@@ -152,10 +152,10 @@ TENSOR = """func.func @f(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tenso
     (BATCH, 2, "batched GEMM is not supported yet: linalg.batch_matmul computes one product per batch element"),
     (BATCH_GENERIC, 2, "batched GEMM is not supported yet: loop d0 indexes A, B and C"),
     (TENSOR, 2, "operates on tensors: vlpc needs memrefs (bufferize first"),
-    (generic("NT", "%xe = arith.extf %x : f16 to f32\n    %ye = arith.extf %y : f16 to f32\n"
-             "    %p = arith.mulf %xe, %ye : f32\n    %s = arith.addf %z, %p : f32\n    linalg.yield %s : f32")
-     .replace("^bb0(%x: f32, %y: f32", "^bb0(%x: f16, %y: f16").replace("16x32xf32", "16x32xf16")
-     .replace("64x32xf32", "64x32xf16"), 2, "mixed element types"),
+    (generic("NT", "%xe = arith.extf %x : f16 to f64\n    %ye = arith.extf %y : f16 to f64\n"
+             "    %p = arith.mulf %xe, %ye : f64\n    %s = arith.addf %z, %p : f64\n    linalg.yield %s : f64")
+     .replace("^bb0(%x: f32, %y: f32, %z: f32", "^bb0(%x: f16, %y: f16, %z: f64").replace("16x32xf32", "16x32xf16")
+     .replace("64x32xf32", "64x32xf16").replace("16x64xf32", "16x64xf64"), 2, "mixed element types"),
     (named("matmul", "NN").replace("xf32>", "xi32>"), 2, "element type i32 is not supported"),
     (generic("NT", "%p = arith.subf %x, %y : f32\n    %s = arith.addf %z, %p : f32\n    linalg.yield %s : f32"),
      2, "not a multiply-accumulate"),
