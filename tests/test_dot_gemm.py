@@ -269,3 +269,9 @@ def test_linalg_generic_mixed_types_raised_and_run():
     kern = vlpc.compile(i8).kernel("f")
     assert (kern.alpha, kern.beta, kern.launch_info["dtype"]) == (1.0, 0.0, "i8")
     run_case(kern, 16, 64, 40, 40, 40, 64, "i8", "i32", 1, 0)
+
+
+def test_vlpc_run_refuses_dot_kernels_in_one_line():
+    kern = vlpc.compile(source(64, 64, 32, 32, 32, 64, "f16", "f32")).kernel("g")
+    with pytest.raises(VlpcError, match="computes f16 products: vlpc.run and vlpc run/bench do not run them yet"):
+        vlpc.run(kern)

@@ -274,6 +274,9 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
     dtype_name = str(kern.launch_info.get("dtype", "f32"))
+    if dtype_name not in _NP_DTYPE:  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py)
+        raise VlpcError(f"kernel {kern.name} computes {dtype_name} products: vlpc.run and vlpc run/bench do not "
+                        "run them yet; launch it with CompiledKernel.execute (as tests/dot_support.py does)")
     dtype = _NP_DTYPE[dtype_name]
     a, b, c = (_as_array(name, x, dtype) for name, x in (("A", a), ("B", b), ("C", c)))
     p = resolve(kern, a, b, c, m, n, k, batch)
