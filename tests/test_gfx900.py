@@ -371,3 +371,43 @@ def test_dot_kernels_need_gfx906_located():
     with pytest.raises(VlpcError, match=r"^h\.mlir:3:5: error: kernel 'hgemm': v_dot2_f32_f16 is not a gfx900 "
                                         r"instruction .*it needs gfx906"):
         vlpc.compile(src, "gfx900", filename="h.mlir", split_k=1)
+
+
+# -- f64 rate in the ISA table and the timing model ---------------------------------------------
+
+
+def test_issue_cycles_follow_the_targets_f64_rate():
+    from vlpc.isa.availability import issue_cycles
+
+    assert issue_cycles("v_fma_f64", "gfx906") == isa.lookup("v_fma_f64").cycles == 8
+    assert issue_cycles("v_fma_f64", "gfx900") == 4 * 16      # MI25: f64 at 1/16 of the f32 rate
+    assert issue_cycles("v_fma_f32", "gfx900") == issue_cycles("v_fma_f32", "gfx906") == 4
+    with pytest.raises(KeyError, match="v_fmac_f32 is not a gfx900 instruction"):
+        issue_cycles("v_fmac_f32", "gfx900")
+
+
+def test_timing_model_runs_f64_fmas_at_the_boards_rate():
+    """A dependent chain of n f64 FMAs in one wave: n x 8 cycles on mi60, n x 64 on mi25 (plus
+    the 4 leading moves at 4 cycles each): the rule, not the model's answer."""
+    from dataclasses import replace
+
+    from vlpc.runtime.emulator.testing import run_program
+    from vlpc.runtime.timing import TraceRequest
+    from vlpc.runtime.timing.cu import simulate_cu
+
+    n = 60
+    body = ("v_mov_b32 v2, 0\nv_mov_b32 v3, 0\nv_mov_b32 v4, 0\nv_mov_b32 v5, 0\n"
+            + "v_fma_f64 v[2:3], v[4:5], v[4:5], v[2:3]\n" * n + "s_endpgm\n")
+    req = TraceRequest((0,), (0,))
+    _, st = run_program(body, trace=req, target="gfx900")
+    got = {}
+    for name in ("mi60", "mi25"):
+        b = get_board(name)
+        b = b.at(timing=replace(b.timing, long_instruction_extra_cycles=0.0, branch_taken_extra_cycles=0))
+        got[name] = simulate_cu(st.trace, [0], b)
+    # the SIMD is busy 4 cycles per move and the f64 issue time per FMA; the wave ends when
+    # its last instruction issues (s_endpgm does not wait for the last FMA to finish)
+    assert got["mi60"].breakdown["valu"] == 4 * 4 + n * 8
+    assert got["mi25"].breakdown["valu"] == 4 * 4 + n * 64
+    assert got["mi60"].cycles == pytest.approx(4 * 4 + (n - 1) * 8, abs=12)
+    assert got["mi25"].cycles == pytest.approx(4 * 4 + (n - 1) * 64, abs=12)

@@ -71,6 +71,21 @@ def available(mnemonic: str, target="gfx906") -> bool:
     return form not in data.get("missing_forms", {}).get(row.mnemonic, ())
 
 
+def issue_cycles(mnemonic: str, target="gfx906") -> int:
+    """Issue cycles of one wave64 ``mnemonic`` on ``target``: the table's ``cycles`` (gfx906),
+    with f64 VALU instructions at the target's f64 rate (gfx900: 64 = 4 x 16, MI25's 1/16
+    rate; gfx906: the table's 8).  Raises ``KeyError`` for a mnemonic ``target`` lacks."""
+    from vlpc.targets import Target, get_target
+
+    t = target if isinstance(target, Target) else get_target(str(target))
+    if not available(mnemonic, t):
+        raise KeyError(unavailable_reason(mnemonic, t))
+    row = lookup(mnemonic)
+    if row.issue_class == "valu" and "_f64" in row.mnemonic and row.cycles == 8:
+        return t.valu_f64_cycles
+    return row.cycles
+
+
 def unavailable_reason(mnemonic: str, target) -> str:
     """One line: ``target`` lacks ``mnemonic`` (and what it has at that encoding, if anything)."""
     name, data = _data(target)
@@ -79,4 +94,4 @@ def unavailable_reason(mnemonic: str, target) -> str:
     return f"{mnemonic} is not a {name} instruction (LLVM's {name} decoder rejects it{extra})"
 
 
-__all__ = ["available", "missing", "unavailable_reason"]
+__all__ = ["available", "issue_cycles", "missing", "unavailable_reason"]
