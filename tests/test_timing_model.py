@@ -90,6 +90,56 @@ def test_smem_latency_chain():
     assert n * per_miss <= misses.cycles <= n * per_miss + n * 8 + 16
 
 
+def test_hit_on_a_pending_scalar_line_waits_for_its_fill():
+    # two one-wave workgroups on one CU load the same dword at once: one misses the scalar
+    # cache, the other hits the line while its fill is still on the way from L2, so both
+    # finish after the miss latency (not the other one after a hit latency)
+    mem = Memory()
+    buf = mem.alloc(256, align=256)
+    asm = "s_load_dword s8, s[0:1], 0x0\ns_waitcnt lgkmcnt(0)\ns_endpgm\n"
+    r = cycles(traced(asm, grid=2, wgs=(0, 1), mem=mem, kernarg=buf), wgs=(0, 1), l2_miss=0.0)
+    assert r.counters["scalar_misses"] == 1 and r.counters["scalar_hits"] == 1
+    per_miss = P.smem_hit_cycles + P.l2_hit_cycles
+    assert min(r.wg_finish) >= per_miss
+    assert max(r.wg_finish) <= per_miss + 24
+
+
+def test_a_sharers_fill_costs_the_hbm_latency():
+    n = 8
+    mem = Memory()
+    buf = mem.alloc(64 * n * 2, align=256)
+    tr = traced(_smem_chain(n, 64), mem=mem, kernarg=buf)
+    hbm = P.hbm_latency_ns * B0.engine_clock_mhz / 1000
+    # l2_miss = 0: another CU fetched every line; with l2_shared_fill = 1 it is still in
+    # flight (sharers in phase) and this CU waits for it, without fetching it again
+    done = cycles(tr, l2_miss=0.0, l2_shared_fill=0.0)
+    inflight = cycles(tr, l2_miss=0.0, l2_shared_fill=1.0)
+    assert inflight.counters["l2_misses"] == 0 and inflight.counters["hbm_bytes"] == 0
+    assert inflight.counters["l2_shared_fills"] == n
+    assert inflight.cycles - done.cycles == pytest.approx(n * hbm, abs=n * 2 + 4)
+
+
+def test_shared_lines_make_time_less_than_inverse_to_the_clock():
+    # four workgroups read the same lines (L2 miss probability 1/4): the model's sharers run
+    # in phase, so each waits for the HBM fill, fixed in ns; VALU work scales with 1/clock
+    from vlpc.runtime.timing import gpu
+
+    n = 8
+    mem = Memory()
+    buf = mem.alloc(64 * n * 2, align=256)
+    req = TraceRequest((0,), (0, 1, 2, 3))
+    _, st = run_program(_smem_chain(n, 64), mem, grid=(4, 1, 1), block=(64, 1, 1), kernarg=buf, trace=req)
+    tr = st.trace
+    assert gpu.l2_miss_probability(tr) == pytest.approx(0.25)
+    res = gpu.Residency(1, 1, 1, "")
+    fast = gpu.model_kernel(tr, B0.at(engine_clock_mhz=1700), res)
+    slow = gpu.model_kernel(tr, B0.at(engine_clock_mhz=1100), res)
+    hbm_ns = P.hbm_latency_ns * P.l2_shared_fill_wait
+    # n dependent loads, each: cycles + HBM ns; the cycles are the same at both clocks
+    assert fast.cycles - slow.cycles == pytest.approx(n * hbm_ns * (1.7 - 1.1), abs=n * 2 + 4)
+    assert (slow.time_us - P.launch_overhead_us) < (fast.time_us - P.launch_overhead_us) * 1700 / 1100
+
+
 def test_streaming_loads_hit_the_hbm_bandwidth_limit():
     loads = 16
     mem = Memory()
@@ -246,3 +296,17 @@ def test_unknown_board_is_a_clear_error():
 
     with pytest.raises(DeviceError, match="unknown board 'mi70'"):
         get_device("emulator", gpu="mi70")
+
+
+def test_every_timing_parameter_has_a_source():
+    from dataclasses import fields
+
+    from vlpc.targets import TIMING_SOURCES, TimingParams
+
+    names = {f.name for f in fields(TimingParams)}
+    assert names == set(TIMING_SOURCES)
+    assert all(len(TIMING_SOURCES[n].strip()) > 10 for n in names)
+    # a latency that is not in engine cycles says so in its name (the model converts ns and us)
+    for n in names:
+        if "latency" in n or n.endswith("_cycles"):
+            assert n.endswith(("_cycles", "_ns", "_us")), n

@@ -384,6 +384,7 @@ class TimingParams:
     l2_channels: int = 16
     l2_bytes_per_cycle_per_channel: int = 64
     hbm_latency_ns: float = 300.0
+    l2_shared_fill_wait: float = 1.0
     lds_latency_cycles: float = 64.0
     lds_banks: int = 32
     scalar_cache_bytes: int = 16 * 1024
@@ -416,7 +417,18 @@ TIMING_SOURCES: dict[str, str] = {
     "l2_bytes": "gfx906.md: 4 MiB L2",
     "l2_channels": "gfx906.md 'Memory': L2 in 16 channels",
     "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
-    "hbm_latency_ns": "calibrated (HBM2 access beyond L2, memory-clock domain, fixed in ns)",
+    "hbm_latency_ns": "assumed 300 ns (what lies beyond an L2 miss: Infinity Fabric, memory controller, "
+                      "HBM2; on Vega 20 the fabric (FCLK), SoC (SOCCLK) and memory (UCLK) clocks are DPM "
+                      "domains of their own beside GFXCLK: amdgpu vega20_print_clk_levels, PP_FCLK/PP_SOCCLK/"
+                      "PP_MCLK (PPCLK_UCLK) apart from PP_SCLK, so fixed in ns when the engine clock changes; ROCm Compute Profiler 'L2 cache (TCC)': L2 misses "
+                      "go to Infinity Fabric).  The value is the first calibration's starting point: the "
+                      "1700 MHz column alone cannot tell ns from engine cycles on the same path, so it is "
+                      "not fitted; no published Vega 20 HBM latency in ns was found",
+    "l2_shared_fill_wait": "assumed 1.0: the model's CUs are identical and dispatched breadth-first "
+                           "(runtime/timing/gpu.py), so the workgroups sharing a line run in phase: one "
+                           "fetches it from HBM, the others hit the pending line and wait for the same "
+                           "fill (hit-on-miss, ROCm Compute Profiler 'L2 cache (TCC)'); 0 = sharers far "
+                           "apart in time (the first calibration's rule)",
     "lds_latency_cycles": "assumed ~64 cycles (pyhip docs/mem_latency.md measures 64 cycles for "
                           "ds_read_b128 on a later CDNA part)",
     "lds_banks": "gfx906.md 'Memory': LDS 32 banks of 4 bytes",

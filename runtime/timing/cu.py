@@ -19,12 +19,21 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   order) and SMEM/LDS (lgkmcnt) operations have completed down to the thresholds.
 * **Scalar memory.**  A scalar cache (LRU, 64-byte lines, ``scalar_cache_bytes``
   shared by ``cus_per_scalar_cache`` CUs: this CU's share) hits in
-  ``smem_hit_cycles``; a miss goes to L2.  Results may return out of order.
+  ``smem_hit_cycles``; a miss goes to L2.  Results may return out of order.  A hit
+  on a line whose fill is outstanding returns with that fill (hit-on-miss), so one
+  wave's L2 (or HBM) latency is also seen by the waves that ask for the line after it.
 * **Vector memory.**  Per instruction, the texture/L1 path handles one 64-byte line
   per cycle (``l1_bytes_per_cycle``); lines hit an LRU L1 (``l1_bytes``) or go to L2,
   whose hit or miss is decided per line with the miss probability the GPU model
   derives from the workgroups' footprints; a miss adds the HBM latency (ns) and
   queues on this CU's share of the HBM bandwidth.  Loads return in order.
+* **Clock domains.**  The scalar cache, L1 and L2 run on the engine clock (their
+  latencies are engine cycles: ROCm Compute Profiler counts L2 and sL1D cycles as
+  kernel cycles x units); what lies beyond an L2 miss -- Infinity Fabric (FCLK), memory
+  controller and HBM2 (UCLK), DPM domains of their own on Vega 20 (amdgpu
+  ``vega20_print_clk_levels``: ``PP_FCLK``, ``PP_SOCCLK``, ``PP_MCLK`` beside ``PP_SCLK``) -- is fixed
+  in time (``hbm_latency_ns``).  A line another CU's workgroup is fetching for the same
+  round (``l2_shared_fill``) costs this CU that fixed time as well.
 * **LDS.**  Bank-conflict cycles per instruction (recorded by the emulator) on one
   LDS pipeline per CU, plus ``lds_latency_cycles``.
 * **Barriers.**  ``s_barrier`` releases a workgroup's waves when all have arrived.
@@ -111,7 +120,8 @@ def _l2_misses(line: int, p_miss: float) -> bool:
 
 def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 resident: int | None = None, l2_miss: float = 0.0,
-                hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1) -> CuResult:
+                hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1,
+                l2_shared_fill: float = 0.0) -> CuResult:
     """Run ``workgroups`` (linear ids present in ``trace``; an id may repeat: each
     repetition is a fresh workgroup on distinct addresses) on one CU, at most
     ``resident`` at a time (default: all at once); when one ends the next starts, as
@@ -119,7 +129,15 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     L1 / the scalar cache also misses L2.  ``hbm_share_bytes_per_cycle``: this CU's
     share of the HBM bandwidth in bytes per engine cycle (``None``: unlimited).
     ``sqc_sharers``: busy CUs sharing this CU's scalar cache (its capacity and
-    bandwidth are split between them)."""
+    bandwidth are split between them).  ``l2_shared_fill``: probability that a line
+    this CU finds in L2 (not its own miss) is still being fetched from HBM for a
+    sharer on another CU, so that this CU waits for that fill (hit-on-miss); 0 (the
+    default): other CUs' fills completed long before.
+
+    A cache hit on a line whose fill is still outstanding (scalar cache, L1, or L2 for a
+    line this CU requested before) completes when the fill does, not after the hit
+    latency (hit-on-miss: AMD's L2 counts it as a hit, ROCm Compute Profiler "L2 cache
+    (TCC)"; the data cannot return before it arrives)."""
     P = board.timing
     ghz = board.engine_clock_mhz / 1000.0
     hbm_cycles = P.hbm_latency_ns * ghz
@@ -204,7 +222,12 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     line_cycles = P.line_bytes / P.l1_bytes_per_cycle
     hbm_per_line = (P.line_bytes / hbm_share_bytes_per_cycle) if hbm_share_bytes_per_cycle else 0.0
     cnt = {"l1_hits": 0, "l1_misses": 0, "scalar_hits": 0, "scalar_misses": 0, "l2_misses": 0,
-           "hbm_bytes": 0, "vmem_instructions": 0, "smem_instructions": 0, "lds_instructions": 0}
+           "l2_shared_fills": 0, "hbm_bytes": 0, "vmem_instructions": 0, "smem_instructions": 0,
+           "lds_instructions": 0}
+    # completion time of each line's fill, per cache (hit-on-miss waits for it)
+    sc_ready: dict[int, float] = {}
+    l1_ready: dict[int, float] = {}
+    l2_ready: dict[int, float] = {}
     bd = dict.fromkeys(REASONS, 0.0)
     live = len(stream)
     t = 0.0
@@ -212,14 +235,24 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     issued_total = 0
 
     def l2_path(line: int, now: float) -> float:
+        """Cycles from ``now`` until ``line`` is back from L2 (or from HBM through it)."""
         nonlocal hbm_free
+        ready = l2_ready.get(line)
+        if ready is not None:  # this CU asked for it before: in L2, or still on its way
+            return max(P.l2_hit_cycles, ready - now)
         if _l2_misses(line, l2_miss):
             cnt["l2_misses"] += 1
             cnt["hbm_bytes"] += P.line_bytes
             start = max(now, hbm_free)
             hbm_free = start + hbm_per_line
-            return (start - now) + P.l2_hit_cycles + hbm_cycles
-        return P.l2_hit_cycles
+            lat = (start - now) + P.l2_hit_cycles + hbm_cycles
+        elif _l2_misses(line * 7 + 3, l2_shared_fill):
+            cnt["l2_shared_fills"] += 1  # a sharer's fill in flight: wait for it
+            lat = P.l2_hit_cycles + hbm_cycles
+        else:
+            lat = P.l2_hit_cycles
+        l2_ready[line] = now + lat
+        return lat
 
     def simd_reason(s: int, now: float) -> str:
         best = None
@@ -308,14 +341,19 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                     o = off[w]
                     nl = len(ev[0])
                     smem_free = start + max(P.smem_issue_cycles, nl * smem_cycles_per_line)
+                    pending = 0.0
                     for line in ev[0].tolist():
                         line += o
                         if sc.access(line):
                             cnt["scalar_hits"] += 1
+                            pending = max(pending, sc_ready.get(line, 0.0) - start)
                         else:
                             cnt["scalar_misses"] += 1
-                            miss_lat = max(miss_lat, l2_path(line, start))
+                            ml = l2_path(line, start)
+                            sc_ready[line] = start + P.smem_hit_cycles + ml
+                            miss_lat = max(miss_lat, ml)
                     lat = max(lat, P.smem_hit_cycles + miss_lat) if miss_lat else lat
+                    lat = max(lat, pending)
                 cnt["smem_instructions"] += 1
                 lgkm[w].append((start + lat, "smem"))
             elif cat == "vmem":
@@ -331,11 +369,16 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                         line += o
                         if l1.access(line):
                             cnt["l1_hits"] += 1
+                            r_ = l1_ready.get(line)
+                            if r_ is not None and r_ - start > worst:
+                                worst = r_ - start
                         else:
                             cnt["l1_misses"] += 1
                             fs = max(start, fill_free)
                             fill_free = fs + line_cycles
-                            worst = max(worst, (fs - start) + P.l1_hit_cycles + l2_path(line, fs))
+                            fill = (fs - start) + P.l1_hit_cycles + l2_path(line, fs)
+                            l1_ready[line] = start + fill
+                            worst = max(worst, fill)
                 done_t = start + occ + worst
                 q = vmq[w]
                 if q and q[-1] > done_t:

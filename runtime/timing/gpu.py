@@ -13,7 +13,10 @@ How a launch's time is modeled (every figure it prints is *modeled*, not measure
    (its footprint).  A line missing a CU's L1 misses L2 with probability
    ``unique lines / sum of per-workgroup lines`` (the first of the round's sharers
    fetches it from HBM, the others hit).  The HBM bandwidth (memory clock) is shared
-   by the busy CUs.
+   by the busy CUs.  The sharers run in phase (identical CUs, breadth-first dispatch),
+   so a sharer's hit lands on the first one's fill still in flight and waits for it
+   (``TimingParams.l2_shared_fill_wait``): the HBM latency, fixed in ns, is seen by all
+   of them while the HBM traffic is counted once.
 4. **Dispatch.**  Workgroups go breadth-first over identical CUs, so CU 0 receives
    ``ceil(W / C)`` of them, ``R`` resident at a time, each freed slot refilled at once.
    The CU model runs exactly that (with fresh addresses for each repeated trace), up
@@ -164,8 +167,11 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     active = min(C, W)
     share = board.hbm_bytes_per_second / (board.engine_clock_mhz * 1e6) / active
     wgs = [traced[i % len(traced)] for i in range(n_sim)]
+    # lines shared with other CUs (p_miss < 1) are fetched by whichever sharer asks first;
+    # the others, in phase on identical CUs, wait for that fill (TimingParams.l2_shared_fill_wait)
+    shared_fill = board.timing.l2_shared_fill_wait if p_miss < 1.0 else 0.0
     r = simulate_cu(trace, wgs, board, resident=R, l2_miss=p_miss, hbm_share_bytes_per_cycle=share,
-                    sqc_sharers=sqc_sharers(board, active))
+                    sqc_sharers=sqc_sharers(board, active), l2_shared_fill=shared_fill)
     fin = sorted(r.wg_finish)
     cycles = fin[-1]
     if n0 > n_sim:
