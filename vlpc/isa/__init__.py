@@ -191,5 +191,8 @@ def llvm_version() -> str:
     return _load()[0].get("llvm", "")
 
 
-__all__ = ["ENCODINGS", "Instruction", "base_mnemonic", "llvm_version", "lookup", "lookup_form", "opcodes",
-           "store_data", "table", "vop3_opcodes"]
+# Which of these instructions each target has (gfx900 lacks some: vlpc/isa/availability.py).
+from vlpc.isa.availability import available, issue_cycles, missing, unavailable_reason  # noqa: E402
+
+__all__ = ["ENCODINGS", "Instruction", "available", "base_mnemonic", "issue_cycles", "llvm_version", "lookup",
+           "lookup_form", "missing", "opcodes", "store_data", "table", "unavailable_reason", "vop3_opcodes"]
