@@ -70,6 +70,54 @@ def print_ir(module: Operation) -> str:
     return buf.getvalue() + "\n"
 
 
+#: How many distinct signatures :func:`_remember_constraint_checks` keeps per operation class.
+_CHECKED_LIMIT = 1 << 16
+
+
+def _remember_constraint_checks(dialect) -> None:
+    """Check each distinct signature of an operation's IRDL constraints once per process.
+
+    xDSL's generated ``verify_`` checks an operation's IRDL definition (``OpDef.verify``:
+    operand and result counts and type constraints, properties, attributes, traits) and then
+    its own ``verify_``.  For an operation class without regions or successors whose traits
+    check nothing, the definition's verdict is a function of the class, the operand and
+    result types, the properties and the attributes (attributes are immutable values), so a
+    signature that passed once passes again: this wraps each such ``OpDef.verify`` to skip a
+    signature already accepted (a kernel holds thousands of ``gcn.subreg`` and
+    ``v_fma_f32`` ops of a few signatures; the check was half of the final verification).
+    Failures are never remembered (they raise every time, with xDSL's message); the
+    structural checks of ``Operation.verify`` (terminators, erased operands, nesting) and
+    each op's own ``verify_`` still run for every operation."""
+    from xdsl.traits import OpTrait
+
+    for cls in dialect.operations:
+        od = cls.get_irdl_definition()
+        if (od.regions or od.successors or "verify" in vars(od)
+                or any(type(t).verify is not OpTrait.verify for t in od.traits)):
+            continue
+        check = od.verify
+        accepted: set = set()
+
+        def verify(op, check=check, accepted=accepted) -> None:
+            try:
+                key = (type(op), tuple([v.type for v in op.operands]), tuple([r.type for r in op.results]),
+                       tuple(op.properties.items()), tuple(op.attributes.items()))
+                if key in accepted:
+                    return
+            except TypeError:  # an unhashable attribute: check it every time
+                check(op)
+                return
+            check(op)
+            if len(accepted) < _CHECKED_LIMIT:
+                accepted.add(key)
+
+        od.verify = verify
+
+
+_remember_constraint_checks(GCN)
+_remember_constraint_checks(Gemm)
+
+
 def make_context() -> Context:
     """An xDSL context with the dialects vlpc reads and writes."""
     ctx = Context()
@@ -166,6 +214,7 @@ class Options:
     split_mode: str = "workspace"
     local_split: int = 1
     cus: int | None = None
+    gpu: str | None = None  # board the automatic plan is modeled on (mi50, mi60; None: the target's smallest)
     code_object_version: int = 5  # 4: for ROCm releases before 5.3 (gcn-emit-descriptor)
     schedule: str = "default"  # strategy sqc: "default" or "seed" (the seed's 64x256 loop; no split-K)
     forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
@@ -250,12 +299,14 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
         "gemm-tile": dict(macro_m=o.macro_tile[0] if o.macro_tile else 0,
                           macro_n=o.macro_tile[1] if o.macro_tile else 0,
                           micro_m=o.micro_tile[0] if o.micro_tile else 0,
-                          micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0),
+                          micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0,
+                          model=o.strategy == "sqc" and o.schedule == "default", target=proc, cus=o.cus or 0,
+                          gpu=o.gpu or "", split_k=0 if o.split_k == "auto" else _split_k_option(o.split_k, o.strategy)),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),
         "gemm-split-k": dict(split_k=(1 if o.schedule == "seed" and o.split_k == "auto"
                                       else _split_k_option(o.split_k, o.strategy)), mode=o.split_mode,
-                             local_split=o.local_split, cus=o.cus or 0, target=proc),
+                             local_split=o.local_split, cus=o.cus or 0, gpu=o.gpu or "", target=proc),
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
                                     forwarding=bool(o.forwarding)),
         "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
