@@ -8,7 +8,9 @@ round-to-nearest result ``r`` is then moved one step toward the requested direct
 when the exact residual ``(hi - r) + lo`` says it lies on the wrong side; overflow
 follows IEEE 754 (toward zero and away from the overflow side give the largest finite
 value).  Covered: ``v_add/sub/subrev/mul_f32``, ``v_fma_f32``, ``v_fmac_f32``,
-``v_add_f64``, ``v_mul_f64``; other float instructions stop under a directed mode.
+``v_add_f64``, ``v_mul_f64``, and the rounding conversions ``v_cvt_f32_i32/u32``,
+``v_cvt_f32_f64`` and ``v_cvt_f16_f32`` (their source is exact in f64;
+``v_cvt_f64_i32/u32`` are exact); other float instructions stop under a directed mode.
 The sign of an exact zero sum follows round-to-nearest (-0 only from -0 + -0).
 """
 
@@ -19,10 +21,26 @@ import numpy as np
 from ..ops import two_prod as _two_prod
 from ..ops import two_sum as _two_sum
 
-F32, F64 = np.float32, np.float64
+F16, F32, F64 = np.float16, np.float32, np.float64
+
+#: conversions: mnemonic -> (source type, result type)
+_CONVERT = {"v_cvt_f32_i32": ("i32", F32), "v_cvt_f32_u32": ("u32", F32), "v_cvt_f64_i32": ("i32", F64),
+            "v_cvt_f64_u32": ("u32", F64), "v_cvt_f32_f64": ("f64", F32), "v_cvt_f16_f32": ("f32", F16)}
 
 
 def _exact(mn, vals):
+    if mn in _CONVERT:
+        v = vals[0]
+        src = _CONVERT[mn][0]
+        if src == "i32":
+            x = np.asarray(v, np.uint32).view(np.int32).astype(F64)
+        elif src == "u32":
+            x = np.asarray(v, np.uint32).astype(F64)
+        elif src == "f32":
+            x = np.asarray(v, np.uint32).view(F32).astype(F64)
+        else:
+            x = np.asarray(v, np.uint64).view(F64)
+        return x, np.zeros_like(x)
     if mn.endswith("_f64"):
         a, b = (np.asarray(v, np.uint64).view(F64) for v in vals[:2])
         return _two_sum(a, b) if mn == "v_add_f64" else _two_prod(a, b)
@@ -39,13 +57,12 @@ def _exact(mn, vals):
 
 
 DIRECTED = frozenset({"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_mul_f32", "v_fma_f32", "v_fmac_f32",
-                      "v_add_f64", "v_mul_f64"})
+                      "v_add_f64", "v_mul_f64", *_CONVERT})
 
 
 def directed(mn: str, vals, mode: int):
     """Raw result bits of ``mn`` on raw ``vals`` rounded per ``mode`` (1 +inf, 2 -inf, 3 zero)."""
-    is64 = mn.endswith("_f64")
-    ft = F64 if is64 else F32
+    ft = _CONVERT[mn][1] if mn in _CONVERT else (F64 if mn.endswith("_f64") else F32)
     with np.errstate(all="ignore"):
         hi, lo = _exact(mn, vals)
         hi, lo = np.broadcast_arrays(hi, lo)
@@ -74,4 +91,9 @@ def directed(mn: str, vals, mode: int):
             pos = hi > 0
             keep_inf = (mode == 1) & pos | (mode == 2) & ~pos
             r = np.where(big & ~keep_inf, np.where(pos, ft(fmax), ft(-fmax)), r)
-    return r.astype(ft).view(np.uint64 if is64 else np.uint32)
+    r = r.astype(ft)
+    if ft is F64:
+        return r.view(np.uint64)
+    if ft is F16:
+        return r.view(np.uint16).astype(np.uint32)
+    return r.view(np.uint32)

@@ -17,9 +17,16 @@ lanes of a row) whose ``row_mask``/``bank_mask`` bit is clear are not written.
 Covered operations: the plain 32-bit VOP1/VOP2 operations of the core
 (:data:`.valu.VALU`), the 16-bit integer ones (:mod:`.i16`), one- and two-source f16
 arithmetic and conversions (:mod:`.f16`), carry-out adds/subtracts, ``v_cndmask_b32``
-and the f16/f32/i16/u16/i32/u32 compares.  The float mode (denormal
-flushing) is not applied to SDWA/DPP forms; a form outside this list stops with
+and the f16/f32/i16/u16/i32/u32 compares.  A form outside this list stops with
 UnsupportedInstruction naming it.
+
+The wave's float mode (MODE register) applies as in the plain forms (:mod:`.vop_float`,
+:mod:`.f16`): f32/f16 sources (after selection or the lane move, and ``abs``/``neg``) are
+flushed to a signed zero when FP_DENORM flushes inputs, results when it flushes
+outputs (``v_mac_f32`` never keeps f32 denormals); ``clamp`` turns NaN into 0 only under
+DX10_CLAMP; ``v_min/max_f32`` follow the ISA pseudo-code (IEEE mode: a signalling NaN
+operand returns quieted; -0 < +0); the directed FP_ROUND modes are emulated for
+``v_add/sub/subrev/mul_f32`` (:mod:`.rounding`) and refused by name for the others.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
+from ..errors import UnsupportedInstruction
 from ._util import I64, U32, s16
+from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits
 from . import valu as _valu
 
 _SDWA_OK_EXTRA = {"v_cndmask_b32"}
@@ -133,6 +142,108 @@ def _raw_reader(o):
     return core.vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
 
 
+class _ModePlan:
+    """How an SDWA/DPP float instruction runs under a MODE other than the IEEE default:
+    ``src_t``/``dst_t`` the float types of the sources (accumulator last) and result;
+    ``always``: also in the default mode (v_min/max_f32's pseudo-code, v_mac_f32's flush)."""
+
+    def __init__(self, ins, mn, kind, ftype, fn):
+        from . import f16 as _f16
+        from . import rounding
+        from .vop_float import _MAD_F32, _MINMAX, _post, _sem, _types
+        self.mn, self.kind, self.fn = mn, kind, fn
+        self.minmax = mn in _MINMAX
+        self.mad = mn in _MAD_F32
+        self.always = self.minmax or self.mad
+        self.directed = mn in rounding.DIRECTED
+        self._rounding = rounding
+        self._sem, self._post_of, self.ins = _sem, _post, ins
+        self.ok = True
+        if ftype == "f16":
+            if kind == "cmp":
+                self.src_t, self.dst_t = ["f16", "f16"], None
+            elif mn in _f16.ARITH:
+                self.src_t, self.dst_t = ["f16"] * _f16.ARITH[mn][1], "f16"
+            elif mn in _f16.TO_INT:
+                self.src_t, self.dst_t = ["f16"], None
+            elif mn in _f16.FROM_INT:
+                self.src_t, self.dst_t = [None], "f16"
+            else:
+                self.ok = False
+        elif ftype == "f32":
+            ty = _types(mn)
+            if ty is None:
+                self.ok = False
+            else:
+                self.dst_t, src_t = ty
+                self.src_t = list(src_t)
+        else:
+            self.ok = False
+        self._sems: dict = {}
+        self._posts: dict = {}
+
+    def flush_sources(self, vals, mode):
+        out = []
+        for i, v in enumerate(vals):
+            t = self.src_t[i] if i < len(self.src_t) else None
+            if t is not None and (self.mad or not (denorm_bits(mode, t) & 1)):
+                v = FLUSH[t](v)
+            out.append(v)
+        return out
+
+    def flush_result(self, v, mode):
+        t = self.dst_t
+        if t is not None and (self.mad or not (denorm_bits(mode, t) & 2)):
+            v = FLUSH[t](v)
+        return v
+
+    def rounding(self, mode):
+        """The directed FP_ROUND mode to emulate (0: nearest even); refuses the others."""
+        for t in {self.dst_t, *self.src_t}:
+            if t is not None and round_bits(mode, t):
+                if self.directed and t == self.dst_t:
+                    return round_bits(mode, t)
+                raise UnsupportedInstruction(
+                    f"{self.mn} (SDWA/DPP): round mode {round_bits(mode, t)} for {t} (MODE register) is not "
+                    f"emulated (only round to nearest even)", mnemonic=self.mn)
+        return 0
+
+    def compute(self, vals, mode):
+        """The plain f32 operation's result bits under ``mode`` (sources already flushed),
+        with the output modifiers and the result flush."""
+        rb = self.rounding(mode)
+        if rb:
+            v = self._rounding.directed(self.mn, vals, rb)
+        else:
+            ieee = bool((mode >> 9) & 1)
+            sem = self._sems.get(ieee)
+            if sem is None:
+                sem = self._sems[ieee] = (self._sem(self.mn, ieee) if self.minmax else self.fn)
+            v = sem(*vals)
+        v = self.flush_result(v, mode)
+        dx10 = bool((mode >> 8) & 1)
+        post = self._posts.get(dx10, 0)
+        if post == 0:
+            post = self._posts[dx10] = (self._post_of(self.ins, self.dst_t, dx10)
+                                        if self.dst_t is not None else None)
+        if post is not None:
+            v = self.flush_result(post(v), mode)
+        return v
+
+
+def _plan(ins, mn, kind, ftype, fn):
+    plan = _ModePlan(ins, mn, kind, ftype, fn)
+    return plan if plan.ok else None
+
+
+def _moded(plan, b, g):
+    """The MODE to run under, or None for the default path."""
+    if plan is None:
+        return None
+    mode = mode_of(b, g) & 0x3FF
+    return mode if (plan.always or mode != IEEE_KEEP) else None
+
+
 def _build_sdwa(ins, b, p):
     from .. import core
     mn = ins.mnemonic
@@ -146,6 +257,7 @@ def _build_sdwa(ins, b, p):
     sels = [(sd["src0_sel"], sd["src0_sext"]), (sd["src1_sel"], sd["src1_sext"])]
     post = _valu._post_f32(ins) if ftype == "f32" else None
     extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
+    plan = _plan(ins, mn, kind, ftype, fn)
 
     def operands(b, g):
         vals = []
@@ -162,6 +274,10 @@ def _build_sdwa(ins, b, p):
 
         def run_cmp(b, g):
             a, c = operands(b, g)
+            mode = _moded(plan, b, g)
+            if mode is not None:
+                plan.rounding(mode)
+                a, c = plan.flush_sources([a, c], mode)
             bits = O.bits_of(np.broadcast_to(fn(a, c), (g.n, core.WAVE)) & b.em(g))
             wr(b, g, bits)
             if x:
@@ -178,6 +294,7 @@ def _build_sdwa(ins, b, p):
     def run(b, g):
         vals = operands(b, g)
         carry = None
+        mode = _moded(plan, b, g)
         with np.errstate(all="ignore"):
             if kind == "cndmask":
                 m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
@@ -188,7 +305,13 @@ def _build_sdwa(ins, b, p):
                     cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
                 res, carry = fn(vals[0], vals[1], cin)
             elif kind == "i16":
-                res = np.asarray(fn(*vals), I64) & 0xFFFF
+                if mode is not None:
+                    plan.rounding(mode)
+                    res = plan.flush_result(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
+                else:
+                    res = np.asarray(fn(*vals), I64) & 0xFFFF
+            elif mode is not None:
+                res = plan.compute(plan.flush_sources(vals + [e(b, g) for e in extra], mode), mode)
             else:
                 # v_mac_f32: the accumulator (the destination) is the third operand
                 res = fn(*vals, *[e(b, g) for e in extra])
@@ -260,6 +383,7 @@ def _build_dpp(ins, b, p):
     rd = [_raw_reader(o) for o in ins.src[:nsrc]]
     extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
     post = _valu._post_f32(ins) if ftype == "f32" else None
+    plan = _plan(ins, mn, kind, ftype, fn)
 
     def fetch(b, g):
         em = b.em(g)
@@ -282,6 +406,10 @@ def _build_dpp(ins, b, p):
 
         def run_cmp(b, g):
             (a, c), wen = fetch(b, g)
+            mode = _moded(plan, b, g)
+            if mode is not None:
+                plan.rounding(mode)
+                a, c = plan.flush_sources([a, c], mode)
             bits = O.bits_of(np.broadcast_to(fn(a, c), (g.n, core.WAVE)) & wen)
             wr(b, g, bits)
             if x:
@@ -299,6 +427,7 @@ def _build_dpp(ins, b, p):
     def run(b, g):
         vals, wen = fetch(b, g)
         carry = None
+        mode = _moded(plan, b, g)
         with np.errstate(all="ignore"):
             if kind == "cndmask":
                 m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
@@ -309,7 +438,15 @@ def _build_dpp(ins, b, p):
                     cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
                 res, carry = fn(vals[0], vals[1], cin)
             elif kind == "i16":
-                res = np.asarray(fn(*[v & U32(0xFFFF) for v in vals]), I64) & 0xFFFF
+                vals = [v & U32(0xFFFF) for v in vals]
+                if mode is not None:
+                    plan.rounding(mode)
+                    res = plan.flush_result(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
+                else:
+                    res = np.asarray(fn(*vals), I64) & 0xFFFF
+            elif mode is not None:
+                res = plan.compute(plan.flush_sources(
+                    vals + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra], mode), mode)
             else:
                 res = fn(*vals, *[np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra])
                 if post is not None:

@@ -25,9 +25,15 @@ Otherwise the instruction runs here:
   any other float instruction that runs under a directed mode stops with
   UnsupportedInstruction naming it.
 
+Conversions: ``v_cvt_f16_f32`` flushes its source by the f32 mode and its result by
+the f16/f64 mode, ``v_cvt_f32_f16`` its source by the f16/f64 mode; the ``v_cvt_*``
+from integers have nothing to flush (results are never denormal) but round under a
+directed FP_ROUND mode (:mod:`.rounding`), as do ``v_cvt_f32_f64`` and ``v_cvt_f16_f32``.
+
 Not covered here (their semantics ignore the mode): ``v_cmp_class_*`` (it tests the
-raw operand), ``v_frexp_*``, ``v_rcp_iflag_f32``, the ``v_cvt_*`` from integers
-(results are never denormal) and the bit moves.
+raw operand), ``v_frexp_*``, ``v_rcp_iflag_f32``, the packing conversions
+(``v_cvt_pkrtz``: round toward zero by definition; ``v_cvt_pknorm``: integer results)
+and the bit moves.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ def _types(mn: str) -> tuple[str | None, list[str | None]] | None:
     """(result float type or None, per-source float type or None); None if not a float op."""
     parts = mn.split("_")
     ft = [p for p in parts if p in ("f32", "f64", "f16")]
+    if mn in ("v_cvt_f16_f32", "v_cvt_f32_f16"):
+        return parts[2], [parts[3]]
     if not ft or mn.startswith(_SKIP) or "f16" in ft:
         return None  # f16 instructions: semantics/f16.py
     if mn.startswith("v_cvt_"):
@@ -60,8 +68,10 @@ def _types(mn: str) -> tuple[str | None, list[str | None]] | None:
             return None
         dst = ts[0] if ts[0] in ("f32", "f64", "f16") else None
         src = ts[1] if ts[1] in ("f32", "f64", "f16") else None
+        if src is None and dst is not None and mn in rounding.DIRECTED:
+            return dst, [None]  # int -> float: nothing to flush, but it rounds
         if src is None:
-            return None  # int -> float: nothing to flush (results are never denormal)
+            return None
         return dst, [src]
     t = ft[-1]
     if mn.startswith(("v_cmp_", "v_cmpx_")):
@@ -165,15 +175,20 @@ def _post(ins, ftype, dx10):
     mul = {0: None, 1: 2.0, 2: 4.0, 3: 0.5}[om]
 
     def post(bits):
-        x = O.f64(bits) if is64 else O.f32(bits)
+        if ftype == "f16":
+            x = (np.asarray(bits, U32) & U32(0xFFFF)).astype(np.uint16).view(np.float16)
+        else:
+            x = O.f64(bits) if is64 else O.f32(bits)
         with np.errstate(all="ignore"):
             if mul is not None:
-                x = x * (F64(mul) if is64 else F32(mul))
+                x = x * x.dtype.type(mul)
             if cl:
                 nan = np.isnan(x)
                 x = np.clip(x, 0, 1).astype(x.dtype)
                 if dx10:
                     x = np.where(nan, x.dtype.type(0), x)
+        if ftype == "f16":
+            return np.asarray(x, np.float16).view(np.uint16).astype(U32)
         return O.b64(x) if is64 else O.b32(x)
     return post
 
