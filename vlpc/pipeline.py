@@ -29,10 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import Func
-from xdsl.dialects.memref import MemRef
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
@@ -42,7 +40,6 @@ import vlpc._xdsl_fixes  # noqa: F401  (xDSL lexer hang on unterminated strings)
 from vlpc.dialects.gcn import GCN, KernelOp, metadata_json
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.dialects.gemm import Gemm
-from vlpc.dialects.linalg import Linalg
 from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
 # The compiled kernel's launch planning and execution live in vlpc.kernel; importable from here too.
 from vlpc.kernel import CompiledKernel, CompiledModule, LaunchConfig, PlanStep, _combine_stats  # noqa: F401
@@ -118,11 +115,30 @@ _remember_constraint_checks(GCN)
 _remember_constraint_checks(Gemm)
 
 
+def _arith():
+    from xdsl.dialects.arith import Arith
+    return Arith
+
+
+def _memref():
+    from xdsl.dialects.memref import MemRef
+    return MemRef
+
+
+def _linalg():
+    from vlpc.dialects.linalg import Linalg
+    return Linalg
+
+
 def make_context() -> Context:
-    """An xDSL context with the dialects vlpc reads and writes."""
+    """An xDSL context with the dialects vlpc reads and writes: builtin, func, gemm and gcn
+    loaded; arith, memref and linalg (vlpc's superset of xDSL's) registered, imported when
+    the parser first meets one of their operations or types."""
     ctx = Context()
-    for d in (Builtin, Func, Arith, MemRef, Linalg, Gemm, GCN):
+    for d in (Builtin, Func, Gemm, GCN):
         ctx.load_dialect(d)
+    for name, factory in (("arith", _arith), ("memref", _memref), ("linalg", _linalg)):
+        ctx.register_dialect(name, factory)
     return ctx
 
 
@@ -513,7 +529,9 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
         ctx = ctx or make_context()
         if module is None:
             module = parse(text, filename, ctx)
-        passes = pipeline(target, **options)
+        # convert-linalg-to-gemm raises linalg ops and leaves anything else alone: without
+        # one it is a no-op, and neither it nor xDSL's linalg dialect need be imported.
+        passes = pipeline(target, linalg=any(o.name.startswith("linalg.") for o in module.walk()), **options)
         run_passes(module, passes, ctx)
         resources = {k: kernel_resources(k) for k in module.walk() if isinstance(k, KernelOp)}  # (walks every op)
         header = header_lines(module, TargetId.parse(target).target.name, resources)
