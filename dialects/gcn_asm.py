@@ -5,6 +5,10 @@ file LLVM's AMDGPU assembler accepts: each instruction op prints its own line
 (:meth:`GCNInstruction.assembly_line`), each loop its label, followed by the
 ``.amdhsa_kernel`` block and one ``.amdgpu_metadata`` document (code object v5)
 built from the attributes ``gcn-emit-descriptor`` filled in.
+
+Every instruction line's mnemonic is checked against the gfx906 table (``vlpc.isa``,
+with its ``_e32``/``_e64``/``_sdwa``/``_dpp`` form): an op that printed anything else is
+an internal error named here, not a line for the assembler to reject.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 
 from xdsl.dialects.builtin import ModuleOp
 
+from vlpc import isa
 from vlpc.dialects import gcn
 from vlpc.errors import VlpcError
 from vlpc.targets import TargetId
@@ -74,6 +79,8 @@ def kernel_lines(kernel: gcn.KernelOp) -> list[str]:
         if isinstance(op, gcn.GCNInstruction):
             line = op.assembly_line()
             if line is not None:
+                if not line.endswith(":"):  # not a label
+                    _check_mnemonic(op, line)
                 lines.append(line)
     lines += [f".L{name}_end:", f"  .size {name}, .L{name}_end-{name}", "",
               "  .rodata", "  .p2align 6", f"  .amdhsa_kernel {name}"]
@@ -81,6 +88,14 @@ def kernel_lines(kernel: gcn.KernelOp) -> list[str]:
         lines.append(f"    .{key} {attr.value.data}")  # type: ignore[union-attr]
     lines.append("  .end_amdhsa_kernel")
     return lines
+
+
+def _check_mnemonic(op: gcn.GCNInstruction, line: str) -> None:
+    mnemonic = line.split(None, 1)[0]
+    try:
+        isa.lookup_form(mnemonic)
+    except KeyError as e:
+        raise VlpcError(f"internal error: {op.name} printed {line.strip()!r}: {e.args[0]}") from None
 
 
 def print_assembly(module: ModuleOp, target_id: TargetId | str, header: list[str] | None = None) -> str:

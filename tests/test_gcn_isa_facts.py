@@ -192,3 +192,13 @@ def test_hazard_wide_store_data_overwritten_by_valu(cls, data_width, wide):
     module, block = _kernel(build)
     GcnInsertHazardNopsPass().apply(Context(), module)
     assert _nops(block) == ([0] if wide else [])
+
+
+def test_printer_refuses_a_line_outside_the_table():
+    from vlpc.dialects.gcn_asm import _check_mnemonic
+    from vlpc.errors import VlpcError
+
+    op = gcn.SCbranchForwardOp("scc9", ".Lx")   # not verified: the printer still catches it
+    with pytest.raises(VlpcError, match="s_cbranch_scc9"):
+        _check_mnemonic(op, op.assembly_line())
+    _check_mnemonic(gcn.SCbranchForwardOp("scc1", ".Lx"), "  s_cbranch_scc1 .Lx")
