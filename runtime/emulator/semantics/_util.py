@@ -15,6 +15,13 @@ def core():
     return c
 
 
+def raw_reader(o):
+    """A VALU source reader without the operand's ``neg``/``abs`` (the caller applies them:
+    SDWA/DPP after selection or the lane move, 16-bit ops on the half they use)."""
+    from ..decode import Operand
+    return core().vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
+
+
 def core_executed(*encodings: str) -> frozenset:
     """The mnemonics of the base builders (:data:`..isa.CORE_EXECUTED`) whose gfx906 table
     encoding class (:func:`vlpc.isa.lookup`) is one of ``encodings``."""

@@ -30,7 +30,7 @@ import numpy as np
 from vlpc import isa as table
 
 from ..errors import LdsOutOfRange
-from ._util import I64, U32, U64
+from ._util import I64, U32
 from ..core import WAVE, Batch, Prepared, lds_bank_cycles
 from ..decode import Instr
 from ._util import core_executed

@@ -19,16 +19,13 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
-from ._util import I64, U32, half, s16
+from ._util import I64, U32, half, raw_reader, s16
 from .float_mode import denorm_bits, flush16, mode_of
 
 F16, F64 = np.float16, np.float64
 
 
-def _raw(o):
-    from .. import core
-    from ..decode import Operand
-    return core.vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
+_raw = raw_reader
 
 
 def _to_f(x):

@@ -36,7 +36,7 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
-from ._util import I64, U32, s16
+from ._util import I64, U32, raw_reader, s16
 from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits
 from . import valu as _valu
 
@@ -135,11 +135,7 @@ def _place(res, old, sel, unused):
     return (out & 0xFFFFFFFF).astype(U32)
 
 
-def _raw_reader(o):
-    """A reader without neg/abs (SDWA/DPP apply them after selection/permutation)."""
-    from .. import core
-    from ..decode import Operand
-    return core.vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
+_raw_reader = raw_reader  # SDWA/DPP apply neg/abs after selection/permutation
 
 
 class _ModePlan:

@@ -87,7 +87,6 @@ def _post_f64(ins: Instr):
 
 def build_valu(ins: Instr, b: Batch, p: Prepared):
     mn = ins.mnemonic
-    enc = ins.encoding
     if mn in ("v_nop", "v_clrexcp"):
         return lambda b, g: None
     if mn.startswith(("v_cmp_", "v_cmpx_")):

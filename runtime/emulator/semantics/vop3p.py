@@ -28,18 +28,17 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
-from ._util import I64, U32, half, s16
+from ._util import I64, U32, half, raw_reader, s16
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
 
 def _reader(o, f16: bool):
-    from .. import core
     from ..decode import Operand
     if f16 and o.kind == "const" and o.reg in isa.INLINE_FLOATS:
         v = int(np.array(isa.INLINE_FLOATS[o.reg][0], F16).view(np.uint16))
         o = Operand("const", o.reg, o.width, v, text=o.text)
-    return core.vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
+    return raw_reader(o)
 
 
 def _hf(x):
