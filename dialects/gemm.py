@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_op_definition,
@@ -253,6 +254,10 @@ class MatmulOp(IRDLOperation):
     alpha = operand_def()
     beta = operand_def()
     bias = opt_operand_def(MemRefType)
+    #: W8A8 dequantization (i8 A and B, C f32 or f16): C <- alpha * scale_row[m] * scale_col[n]
+    #: * (A B^T)[m, n] + beta * C, with two f32 vectors of M and N values.
+    scale_row = opt_operand_def(MemRefType)
+    scale_col = opt_operand_def(MemRefType)
 
     layout = prop_def(StringAttr)
     #: Fused epilogue, applied in order to alpha*op(A)*op(B) + beta*C before the store:
@@ -277,19 +282,23 @@ class MatmulOp(IRDLOperation):
     k_per_split = opt_prop_def(IntegerAttr)
 
     traits = traits_def(_MemEffects())
-    irdl_options = (ParsePropInAttrDict(),)
+    irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
 
     assembly_format = (
-        "$a `,` $b `,` $c `,` $alpha `,` $beta (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` "
+        "$a `,` $b `,` $c `,` $alpha `,` $beta (`bias` `(` $bias^ `:` type($bias) `)`)? "
+        "(`scales` `(` $scale_row^ `,` $scale_col `:` type($scale_row) `,` type($scale_col) `)`)? attr-dict `:` "
         "type($a) `,` type($b) `,` type($c) `,` type($alpha) `,` type($beta)"
     )
 
     def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, alpha: SSAValue, beta: SSAValue,
-                 layout: str = "NT", bias: SSAValue | None = None, epilogue: tuple[str, ...] = ()):
+                 layout: str = "NT", bias: SSAValue | None = None, epilogue: tuple[str, ...] = (),
+                 scales: tuple[SSAValue, SSAValue] | None = None):
         props: dict = {"layout": StringAttr(layout)}
         if epilogue:
             props["epilogue"] = ArrayAttr([StringAttr(x) for x in epilogue])
-        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else []], properties=props)
+        sr, sc = ([scales[0]], [scales[1]]) if scales is not None else ([], [])
+        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else [], sr, sc],
+                         properties=props)
 
     def epilogue_ops(self) -> tuple[str, ...]:
         """The fused epilogue, in order ("bias_row", "bias_col", "relu", "gelu")."""
@@ -365,11 +374,18 @@ class MatmulOp(IRDLOperation):
         if types[1].element_type != elt:
             raise VerifyException(f"element types differ: A is {elt} but B is {types[1].element_type}")
         c_name = type_name(types[2].element_type)
-        allowed_c = DOT_C_TYPES.get(a_name, (a_name,))
+        dequant = a_name == "i8" and c_name in ("f32", "f16")
+        if (self.scale_row is not None) != dequant:
+            raise VerifyException(
+                "an i8 product with f32 or f16 C dequantizes: give scales(%scale_row, %scale_col : "
+                "memref<Mxf32>, memref<Nxf32>)" if dequant else
+                "scales(...) dequantize an i8 product into f32 or f16 C (here A is "
+                f"{elt} and C {types[2].element_type})")
+        allowed_c = ("f32", "f16") if dequant else DOT_C_TYPES.get(a_name, (a_name,))
         if c_name not in allowed_c:
             raise VerifyException(f"element types differ: A is {elt} but C is {types[2].element_type}"
                                   + (f" (C of an {a_name} product is {' or '.join(allowed_c)})" if a_name in DOT_PACK else ""))
-        scalar = DOT_SCALAR_TYPES.get(a_name, a_name)
+        scalar = "f32" if dequant else DOT_SCALAR_TYPES.get(a_name, a_name)
         for name, v in (("alpha", self.alpha), ("beta", self.beta)):
             if type_name(v.type) != scalar:
                 if a_name in DOT_PACK:
@@ -414,6 +430,15 @@ class MatmulOp(IRDLOperation):
             got = _dims(bt)[0]
             if want >= 0 and got >= 0 and want != got:
                 raise VerifyException(f"{wants_bias[0]} needs {want} values (one per {'row' if wants_bias[0] == 'bias_row' else 'column'} of C), the bias has {got}")
+        if dequant:
+            for name, v, want in (("scale_row", self.scale_row, cd[0]), ("scale_col", self.scale_col, cd[1])):
+                vt = v.type
+                if not isinstance(vt, MemRefType) or len(vt.get_shape()) != 1 or type_name(vt.element_type) != "f32":
+                    raise VerifyException(f"{name} must be a 1-D memref of f32, got {vt}")
+                got = _dims(vt)[0]
+                if want >= 0 and got >= 0 and want != got:
+                    raise VerifyException(f"{name} needs {want} values (one per {'row' if name == 'scale_row' else 'column'} "
+                                          f"of C), it has {got}")
         for name, t in zip("ABC", types):
             try:
                 ld = leading_dimension(t)

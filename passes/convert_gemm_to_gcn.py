@@ -985,7 +985,7 @@ class ConvertGemmToGcnPass(ModulePass):
                 raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
-            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias)
+            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col)
                         if v is not None and v in fn.body.block.args]
             if list(fn.body.block.args) != expected:
                 raise op_error(mm, f"the arguments of @{fn.sym_name.data} must be gemm.matmul's A, B, C, alpha, beta "

@@ -29,11 +29,16 @@ Output: C f32 (f16 inputs), ``alpha * acc + beta * C`` in f32 as the f32 kernel;
 C read with ``global_load_ushort`` and widened with ``v_cvt_f32_f16``, the result rounded
 once more with ``v_cvt_f16_f32`` and stored with ``global_store_short``; C i32 (int8
 inputs): ``alpha * acc + beta * C`` with ``v_mul_lo_u32``/``v_add_u32`` (i32 alpha and beta,
-wrapping as two's complement).  BLAS rules as for f32: beta = 0 does not read C, alpha = 0
-drops the products (f16; for i32 the product with 0 is 0 anyway).
+wrapping as two's complement).  W8A8 dequantization (i8 inputs, C f32 or f16, operands
+``scales(%scale_row, %scale_col)``): the i32 sum is converted with ``v_cvt_f32_i32`` and
+multiplied by scale_row[m] (an SGPR per row, scalar loads) and scale_col[n] (one load per
+lane), then C = alpha * that + beta * C in f32 as above.  BLAS rules as for f32: beta = 0
+does not read C, alpha = 0 drops the products (f16 and dequantized int8: NaN/Inf in A, B or
+the scales do not reach C; for i32 the product with 0 is 0 anyway).
 
 Not (yet) for these types: split-K across workgroups (refused; ``gemm-split-k``'s automatic
-choice keeps S = 1 for them), fused epilogues, the ``lds`` strategy and the ``seed`` schedule.
+choice keeps S = 1 for them), the bias/relu/gelu epilogues, the ``lds`` strategy and the
+``seed`` schedule.
 A split of K across the wavefront groups of a workgroup (``local-split``) works, with LDS
 reduction as for f32: the decode GEMV plan (M = 1..16) uses it.
 """
@@ -66,17 +71,23 @@ _C_TYPE_NAMES = {"f32": "float", "f16": "half", "i32": "int", "i8": "char"}
 def dot_kernarg_layout(shape: GemmShape) -> list[dict]:
     """The kernel arguments of a dot kernel (byte offsets as the f32 kernel's):
     A, B, C pointers at 0, 8, 16; M, N, K, lda, ldb, ldc (i32, elements) at 24..44;
-    alpha, beta at 48, 52 (f32 for f16 inputs, i32 for int8); a strided batch adds
-    stride_a, stride_b, stride_c (i32, elements) at 56, 60, 64."""
+    alpha, beta at 48, 52 (f32 for f16 inputs and dequantized int8, i32 for int8 -> i32);
+    dequantized int8 (C f32/f16) adds the scale_row and scale_col pointers at 56, 64; a strided
+    batch adds stride_a, stride_b, stride_c (i32, elements) after those (56 or 72)."""
     ab = _C_TYPE_NAMES[shape.dtype]
     ct = _C_TYPE_NAMES[shape.c_type]
-    scalar = "int" if shape.dtype == "i8" else "float"
+    dequant = shape.dtype == "i8" and shape.c_type != "i32"
+    scalar = "int" if shape.dtype == "i8" and not dequant else "float"
     args = [("A", 0, 8, "global_buffer", f"{ab}*"), ("B", 8, 8, "global_buffer", f"{ab}*"),
             ("C", 16, 8, "global_buffer", f"{ct}*")]
     args += [(n, 24 + 4 * i, 4, "by_value", "int") for i, n in enumerate(("M", "N", "K", "lda", "ldb", "ldc"))]
     args += [("alpha", 48, 4, "by_value", scalar), ("beta", 52, 4, "by_value", scalar)]
+    off = 56
+    if dequant:
+        args += [("scale_row", 56, 8, "global_buffer", "float*"), ("scale_col", 64, 8, "global_buffer", "float*")]
+        off = 72
     if shape.batch != 0:
-        args += [(n, 56 + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
+        args += [(n, off + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
     out = [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
     for a in out:
         if a["value_kind"] == "global_buffer":
@@ -480,6 +491,25 @@ class DotKernelBuilder:
         c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * c_esz), 0, comment="C tile columns")
         alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
+        dequant = is_int and c_type != "i32"
+        if dequant:  # W8A8: acc (i32) -> f32, times scale_row[m] (an SGPR per row) and scale_col[n]
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
+            sc_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_col"], comment="kernarg scale_col")).sdst
+            sc_ptr = e.add64(sc_ptr, e.mul(wg_x, mt_n * 4), 0, comment="scale_col + col0")
+            scol = e(gcn.GlobalLoadDwordOp(e(gcn.VLshlrevB32Op(2, tid)).vdst, sc_ptr, comment="scale_col[n]")).vdst
+            sr_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_row"], comment="kernarg scale_row")).sdst
+            sr_ptr = e.add64(sr_ptr, *e.mul64(row0, 4), comment="scale_row + row0")
+            srow = [e(gcn.SLoadDwordOp(sr_ptr, 4 * r, comment=f"scale_row[row {r}]")).sdst for r in range(mi_m)] \
+                if mi_m <= 16 else None
+            out_acc = []
+            for r, x in enumerate(acc):
+                x = e(gcn.VCvtF32I32Op(x)).vdst
+                s_r = srow[r] if srow is not None else \
+                    e(gcn.SLoadDwordOp(sr_ptr, 4 * r, comment=f"scale_row[row {r}]")).sdst
+                x = e(gcn.VMulF32Op(s_r, x)).vdst
+                out_acc.append(e(gcn.VMulF32Op(scol, x)).vdst)
+            acc = out_acc
+            is_int = False  # from here on an f32 epilogue
         if not is_int:  # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C)
             acc = zero_if_alpha_zero(e, alpha, 1, acc, f".L{self.name}_alpha_nonzero")
             e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))

@@ -50,18 +50,19 @@ def pad_mask(size: int, rows: int, cols: int, ld: int) -> np.ndarray:
 
 
 def launch_dot(kern, a_flat, b_flat, c_flat, alpha, beta, m, n, k, lda, ldb, ldc, *, device=None,
-               strict: bool = True, batch=None, strides=None):
-    """Run the kernel (a CompiledKernel) with the given flat buffers; returns (C flat, stats)."""
+               strict: bool = True, batch=None, strides=None, scales=None):
+    """Run the kernel (a CompiledKernel) with the given flat buffers; returns (C flat, stats).
+    ``scales``: (scale_row, scale_col) f32 vectors of a dequantizing int8 kernel."""
     dev = device or get_device("emulator", strict=strict)
-    scalar = np.int32 if a_flat.dtype == np.int8 else np.float32
-    arrays = [np.ascontiguousarray(x) for x in (a_flat, b_flat, c_flat)]
+    scalar = np.int32 if a_flat.dtype == np.int8 and c_flat.dtype == np.int32 else np.float32
+    arrays = [np.ascontiguousarray(x) for x in (a_flat, b_flat, c_flat, *(scales or ()))]
     bufs = [dev.upload(x) for x in arrays]
     try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, lda, ldb, ldc)), scalar(alpha), scalar(beta)]
+        args = [*bufs[:3], *(np.int32(v) for v in (m, n, k, lda, ldb, ldc)), scalar(alpha), scalar(beta), *bufs[3:]]
         if strides is not None:
             args += [np.int32(s) for s in strides]
         stats = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, ldc, batch,
-                             buffer_sizes={i: x.nbytes for i, x in enumerate(arrays)})
+                             buffer_sizes={(i if i < 3 else i + 8): x.nbytes for i, x in enumerate(arrays)})
         return dev.download(bufs[2], c_flat.dtype.type, c_flat.shape), stats
     finally:
         for buf in bufs:
@@ -69,8 +70,23 @@ def launch_dot(kern, a_flat, b_flat, c_flat, alpha, beta, m, n, k, lda, ldb, ldc
 
 
 def reference(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
-              local: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(expected, bound) for C <- alpha A B^T + beta C with A M x K, B N x K (f16 or i8)."""
+              local: int = 1, scales=None) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) for C <- alpha A B^T + beta C with A M x K, B N x K (f16 or i8).
+
+    ``scales`` (int8 with f32/f16 C): C <- alpha * scale_row[m] * scale_col[n] * (A B^T) + beta C.
+    The int8 product is exact; its conversion to f32, the two scale products, beta * C and
+    the FMA round once each: gamma_5(2^-24) times the magnitudes (plus the f16 rounding)."""
+    if scales is not None:
+        prod = (a.astype(np.int64) @ bt.astype(np.int64).T).astype(np.float64)
+        sr, sc = (np.asarray(x, np.float64) for x in scales)
+        with np.errstate(all="ignore"):
+            d = sr[:, None] * sc[None, :] * prod if alpha != 0 else np.zeros(prod.shape)
+            exp = alpha * d + (beta * c0.astype(np.float64) if beta != 0 else 0.0)
+            mag = abs(alpha) * np.abs(d) + (abs(beta) * np.abs(c0.astype(np.float64)) if beta != 0 else 0.0)
+        bound = gamma(5, U32) * mag
+        if c0.dtype == np.float16:
+            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+        return exp, bound
     if a.dtype == np.int8:
         prod = a.astype(np.int64) @ bt.astype(np.int64).T
         res = np.int64(alpha) * prod + (np.int64(beta) * c0.astype(np.int64) if beta != 0 else 0)

@@ -154,7 +154,7 @@ def test_selected_instructions():
      "layout NN: f16 products need K contiguous"),
     (source(64, 64, 31, 31, 32, 64, "f16", "f32"), "lda=31: f16 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
-    (source(64, 64, 32, 32, 32, 64, "i8", "f32"), "C of an i8 product is i32"),
+    (source(64, 64, 32, 32, 32, 64, "i8", "f64"), "C of an i8 product is i32"),
     (source(64, 64, 32, 32, 32, 64, "f16", "f32").replace("%alpha: f32", "%alpha: f16").replace("f32, f32\n", "f16, f32\n"),
      "alpha must have type f32"),
 ])
@@ -275,3 +275,46 @@ def test_vlpc_run_refuses_dot_kernels_in_one_line():
     kern = vlpc.compile(source(64, 64, 32, 32, 32, 64, "f16", "f32")).kernel("g")
     with pytest.raises(VlpcError, match="computes f16 products: vlpc.run and vlpc run/bench do not run them yet"):
         vlpc.run(kern)
+
+
+def dequant_source(m, n, k, lda, ldb, ct="f32"):
+    ta, tb, tc = (f"memref<{m}x{k}xi8, strided<[{lda}, 1]>>", f"memref<{n}x{k}xi8, strided<[{ldb}, 1]>>",
+                  f"memref<{m}x{n}x{ct}>")
+    sr, sc = f"memref<{m}xf32>", f"memref<{n}xf32>"
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %sr: {sr}, %sc: {sc}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta scales(%sr, %sc : {sr}, {sc}) {{layout = \"NT\"}}"
+            f" : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
+
+
+@pytest.mark.parametrize("m, n, k, ct, alpha, beta", [
+    (70, 100, 71, "f32", 0.5, -1.5),   # edges, K % 4 = 3
+    (4, 128, 259, "f32", 1.0, 0.0),    # the GEMV plan (local split), beta = 0 over a NaN C
+    (20, 64, 33, "f16", 2.0, 0.25),    # f16 output
+    (9, 70, 16, "f32", 0.0, 1.0),      # alpha = 0 over an Inf scale: C <- beta * C
+])
+def test_w8a8_dequant_epilogue(m, n, k, ct, alpha, beta):
+    """W8A8: C <- alpha * scale_row[m] * scale_col[n] * (A B^T)[m, n] + beta * C, A and B int8."""
+    lda = ldb = -(-k // 4) * 4
+    kern = vlpc.compile(dequant_source(m, n, k, lda, ldb, ct)).kernel("g")
+    rng = np.random.default_rng(7)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    c = rng.standard_normal((m, n)).astype(NP[ct]) if beta != 0 else np.full((m, n), np.nan, NP[ct])
+    sr = rng.uniform(1e-3, 2e-2, m).astype(np.float32)
+    sc = rng.uniform(1e-3, 2e-2, n).astype(np.float32)
+    if alpha == 0:
+        sc[3] = np.inf
+    cf = exact(c, n, np.nan)
+    out, _ = launch_dot(kern, exact(a, lda, -7), exact(b, ldb, -7), cf, alpha, beta, m, n, k, lda, ldb, n,
+                        scales=(sr, sc))
+    got = rows_of(out, m, n, n)
+    exp, bound = reference(a, b, c, alpha, beta, scales=(sr, sc))
+    assert_close(got, exp, bound)
+    assert np.isfinite(got).all()
+
+
+def test_dequant_needs_its_scales():
+    text = source(64, 64, 32, 32, 32, 64, "i8", "f32").replace("%alpha: i32, %beta: i32", "%alpha: f32, %beta: f32") \
+        .replace("i32, i32\n", "f32, f32\n")
+    with pytest.raises(VlpcError, match="an i8 product with f32 or f16 C dequantizes: give scales"):
+        vlpc.compile(text, filename="t.mlir")
