@@ -519,6 +519,21 @@ def _no_gc():
     return paused()
 
 
+def _described_resources(kernel: KernelOp) -> tuple[int, int, bool]:
+    """:func:`kernel_resources` (next free VGPR, next free SGPR, uses VCC) of a kernel that
+    gcn-emit-descriptor has described, read from what it wrote (``.vgpr_count`` in the metadata,
+    ``amdhsa_next_free_sgpr`` and ``amdhsa_reserve_vcc`` in the descriptor) instead of walking
+    every operation again; a kernel without them (or using no SGPR) is walked."""
+    desc = kernel.descriptor
+    if desc is not None:
+        d = desc.data  # type: ignore[union-attr]
+        ns, vcc = d.get("amdhsa_next_free_sgpr"), d.get("amdhsa_reserve_vcc")
+        nv = metadata_json(kernel).get(".vgpr_count")
+        if ns is not None and vcc is not None and isinstance(nv, int) and ns.value.data > 1:
+            return nv, ns.value.data, bool(vcc.value.data)
+    return kernel_resources(kernel)
+
+
 def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: str, toolchain, options: dict,
            text: str | None = None) -> tuple[CompiledModule, dict]:
     """Parse ``text`` (or take ``module``), run the pipeline, assemble and link: the compiled
@@ -533,7 +548,7 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
         # one it is a no-op, and neither it nor xDSL's linalg dialect need be imported.
         passes = pipeline(target, linalg=any(o.name.startswith("linalg.") for o in module.walk()), **options)
         run_passes(module, passes, ctx)
-        resources = {k: kernel_resources(k) for k in module.walk() if isinstance(k, KernelOp)}  # (walks every op)
+        resources = {k: _described_resources(k) for k in module.walk() if isinstance(k, KernelOp)}
         header = header_lines(module, TargetId.parse(target).target.name, resources)
         asm = print_assembly(module, target, header)
         kernels = []
