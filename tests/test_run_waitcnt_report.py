@@ -77,3 +77,19 @@ def test_report_mode_refuses_contradictions(small, capsys, extra, message):
     assert code != 0
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_runtime_api_exposes_report_mode(no_waits):
+    import warnings
+
+    import numpy as np
+
+    import vlpc
+    from vlpc.runtime.emulator.errors import WaitcntViolation, WaitcntViolationWarning
+    with pytest.raises(WaitcntViolation):
+        vlpc.run(SMALL, seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = vlpc.run(SMALL, seed=1, waitcnt="report")
+    assert any(issubclass(w.category, WaitcntViolationWarning) for w in caught)
+    assert r.verdict.ok and np.isfinite(r.c).all()

@@ -241,7 +241,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         m: int | None = None, n: int | None = None, k: int | None = None, batch: int | None = None,
         alpha: float | None = None, beta: float | None = None, device: str | Any = "emulator",
         target: str = "gfx906", kernel: str | None = None, seed: int = 0, verify: bool = True,
-        iterations: int = 1, strict: bool = False, **options: Any) -> RunResult:
+        iterations: int = 1, strict: bool = False, waitcnt: str = "raise", **options: Any) -> RunResult:
     """Compile ``module`` (unless already compiled), run it on ``device`` and check C.
 
     ``module``: MLIR text, an xDSL ``ModuleOp``, an upstream MLIR module, a
@@ -255,7 +255,9 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     last element); elements outside the matrices hold the arrays' padding or NaN.
     ``device``: ``"emulator"`` (default), ``"hip"``, ``"auto"`` or a
     :class:`~vlpc.runtime.Device`; ``strict`` makes the emulator report reads of
-    uninitialised registers.  ``options`` go to :func:`vlpc.compile`.  With ``verify``
+    uninitialised registers; ``waitcnt="report"`` makes it warn
+    (``WaitcntViolationWarning``) at a missing ``s_waitcnt`` and go on with the loaded value
+    instead of raising (a device made here; not with ``strict``).  ``options`` go to :func:`vlpc.compile`.  With ``verify``
     (default) C is checked against the float64 reference and error bound of
     :mod:`vlpc.verify` (BLAS: alpha = 0 reads neither A nor B, beta = 0 does not read C;
     Higham's gamma_(K+2) bound plus the epilogue's and the store's roundings), and the
@@ -296,6 +298,13 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     be = _scalar("beta", beta, kern.beta, 0.0)
 
     dev_opts = {"target": kern.target_id} if kern.target_id else {}  # a device of the kernel's target
+    if waitcnt != "raise":
+        if not isinstance(device, str):
+            raise VlpcError("waitcnt= applies to a device vlpc.run makes: pass get_device('emulator', "
+                            "waitcnt=...) as device instead")
+        if strict:
+            raise VlpcError("waitcnt='report' goes on past a missing s_waitcnt, strict=True stops at it: give one")
+        dev_opts["waitcnt"] = waitcnt
     dev = get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
     co = load_code_object(kern.code_object)
     host = {**flat, **({} if bias0 is None else {"bias": bias0})}
