@@ -55,3 +55,25 @@ def test_ziglang_toolchain_runs_zig_directly():
     exe = tc.assembler[0]
     assert os.path.basename(exe) in ("zig", "zig.exe") and os.access(exe, os.X_OK)
     assert tc.assembler[1:] == ("clang",) and tc.linker == (exe, "ld.lld")
+
+
+def test_isolated_from_above_still_refuses_a_value_from_outside():
+    """builtin.module is IsolatedFromAbove (vlpc.pipeline's faster check of it): an op inside
+    using a value defined outside is refused with xDSL's message, one inside is accepted."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    outside = Block(arg_types=[gcn.SGPRType.at(4)])
+    inner = Block(arg_types=[gcn.SGPRType.at(6)])
+    ok = gcn.SMovB32Op(inner.args[0])
+    inner.add_op(ok)
+    from xdsl.ir import Region
+
+    holder = ModuleOp(Region([inner]))
+    holder.verify()
+    bad = gcn.SMovB32Op(outside.args[0])
+    module = ModuleOp([bad])
+    with pytest.raises(VerifyException, match="defined out of its IsolatedFromAbove parent"):
+        module.verify()
+    uses_module_result = gcn.SMovB32Op(ok.sdst)  # a result defined inside, used inside: fine
+    inner.add_op(uses_module_result)
+    holder.verify()
