@@ -1650,3 +1650,20 @@ class VCvtF32I32Op(VOP1Base):
 
 # the dialect again, so that the operations of this section are registered too
 GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
+
+
+# ---- added for the f16 dot kernel with B stored K x N (passes/gemm_to_gcn_dot.py) ----
+
+
+@irdl_op_definition
+class GlobalLoadShortD16HiOp(GlobalLoadBase):
+    """``global_load_short_d16_hi``: 16 bits into the high half of a VGPR, the low half kept
+    (``merge`` is the register's old value; the allocator gives it the result's register)."""
+
+    name = "gcn.global_load_short_d16_hi"
+    MNEMONIC: ClassVar[str] = "global_load_short_d16_hi"
+    DWORDS: ClassVar[int] = 1
+
+
+# the dialect again, so that the operations of this section are registered too
+GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])

@@ -204,8 +204,10 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
     out = []
     pack = DOT_PACK.get(dtype, 1)
     if pack > 1:
-        for name, ld in (("lda", lda), ("ldb", ldb), ("stride_a", stride_a if batch else 0),
-                         ("stride_b", stride_b if batch else 0)):
+        k_rows = [("lda", lda), ("stride_a", stride_a if batch else 0)] if layout[0] == "N" else []
+        if layout[1] == "T":  # B K x N (NN) is read 16 bits at a time: no alignment beyond the element
+            k_rows += [("ldb", ldb), ("stride_b", stride_b if batch else 0)]
+        for name, ld in k_rows:
             if ld > 0 and ld % pack:
                 out.append(f"{name}={ld}: {dtype} rows and matrices must start on 4-byte boundaries for the dot "
                            f"kernels' packed loads ({name} a multiple of {pack})")

@@ -101,10 +101,10 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
     if strategy != "sqc" or schedule != "default":
         raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
-    if mm.layout.data != "NT":
-        raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A and B "
-                       "(layout NT: A stored M x K, B stored N x K), the values of K packed into one register "
-                       "for the dot instructions")
+    if mm.layout.data not in ("NT", "NN") or (mm.layout.data == "NN" and s.dtype != "f16"):
+        raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A "
+                       "(A stored M x K) and, for int8, in B too (layout NT: B stored N x K); f16 also "
+                       "takes layout NN (B stored K x N, two rows packed per register)")
     if mm.epilogue_ops():
         raise op_error(mm, f"fused epilogues are f32/f64 only (this {s.dtype} product has "
                        f"{', '.join(mm.epilogue_ops())})")
@@ -275,14 +275,20 @@ class DotKernelBuilder:
         lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
         a_lo, a_hi = e.mul64(row0, lda4)
         a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
-        b_lo, b_hi = e.mul64(col0, ldb4)
-        b_tile0 = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{eb}")
-        voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
+        b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
+        if b_trans:
+            b_lo, b_hi = e.mul64(col0, ldb4)
+            b_tile0 = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{eb}")
+            voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
+        else:
+            b_tile0 = e.add64(ptr_b, e.mul(col0, eb), 0, comment=f"B tile base = B + wg_x*{mt_n}*{eb} (B is K x N)")
+            voff_b = e(gcn.VLshlrevB32Op(eb.bit_length() - 1, tid)).vdst
         a_tile, b_tile = a_tile0, b_tile0
         if k_begin is not None:
             kb4 = e.mul(k_begin, 4)
             a_tile = e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice")
-            b_tile = e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice")
+            b_tile = (e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice") if b_trans else
+                      e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
         n_steps = k_val // ks if isinstance(k_val, int) else None
         k_tail = k_val % ks if isinstance(k_val, int) else 0
         esz = 4  # bytes per packed dword of K
@@ -333,20 +339,47 @@ class DotKernelBuilder:
                 return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
             return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
 
-        n_slots = ks // 4  # B: quads of 4 dwords (global_load_dwordx4)
+        # B N x K: quads of 4 dwords (global_load_dwordx4); B K x N: one dword per slot, its two
+        # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi)
+        n_slots = ks // 4 if b_trans else ks
 
         def b_slot_of(kk: int) -> tuple[int, int]:
-            return kk // 4, kk % 4
+            return (kk // 4, kk % 4) if b_trans else (kk, 0)
+
+        def load_pair(base: SSAValue, text: str) -> SSAValue:
+            """The f16 values of rows k and k + 1 of B (K x N) at ``base`` (row k) in one VGPR."""
+            lo = e(gcn.GlobalLoadUshortOp(voff_b, base, comment=f"{text} (row k)")).vdst
+            nxt = e.add64(base, ldb4, 0)
+            return e(gcn.GlobalLoadShortD16HiOp(voff_b, nxt, comment=f"{text} (row k+1)", merge=lo)).vdst
 
         def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
-            return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+            if b_trans:
+                return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+            if slot == 0:
+                return load_pair(base, text)
+            off = 2 * slot * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * slot)
+            return load_pair(e.add64(base, off, 0), text)  # inside B: under 2^32 bytes (offset_errors)
+
+        def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
+            """Every slot of a step.  B K x N: first the low halves of all slots, then the high
+            halves: the d16 load reads the register it completes (the strict emulator and LLVM
+            wait for the earlier load), so each wait then leaves the other slots' loads in flight."""
+            if b_trans:
+                return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
+            ptrs = [base if q == 0 else e.add64(base, 2 * q * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * q), 0)
+                    for q in range(n_slots)]
+            los = [e(gcn.GlobalLoadUshortOp(voff_b, p, comment=f"{text} {q} (row k)")).vdst for q, p in enumerate(ptrs)]
+            return [e(gcn.GlobalLoadShortD16HiOp(voff_b, e.add64(p, ldb4, 0), comment=f"{text} {q} (row k+1)",
+                                                 merge=lo)).vdst for q, (p, lo) in enumerate(zip(ptrs, los))]
 
         def b_step_base(koff: SSAValue) -> SSAValue:
-            return e.add64(b_tile, koff, 0, comment="B for the next K step")
+            if b_trans:
+                return e.add64(b_tile, koff, 0, comment="B for the next K step")
+            return e.add64(b_tile, *e.mul64(koff, reg(ldb)), comment="B for the next K step")
 
         def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
             q, j = b_slot_of(kk)
-            return e.sub(slots[q], j, 1)
+            return e.sub(slots[q], j, 1) if b_trans else slots[q]
 
         def fma_order(batch_pieces, last: bool):
             pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
@@ -374,7 +407,7 @@ class DotKernelBuilder:
                 e(gcn.SCbranchForwardOp("scc1", skip_main))
             koff0 = e.const(0)
             batch0 = [load_piece(pc, koff0) for pc in step_batches[0]]
-            slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
+            slots0 = load_all_slots(b_tile, "B slot")
             nb0 = len(batch0)
             carried = [koff0, *batch0, *slots0, *acc]
             body = Block(arg_types=[v.type for v in carried])
@@ -395,7 +428,7 @@ class DotKernelBuilder:
             # step's last dot, so the 64-byte line each lane reads per step is filled once and
             # dies at once; staggered, the quads of a line arrive apart and with many waves per
             # CU the lines are evicted from L1 between them (read again from L2).
-            bunch = mi_m <= GEMV_MAX_M
+            bunch = mi_m <= GEMV_MAX_M or not b_trans  # B K x N: see load_all_slots
             last_n = max(last_use.values())
             b_next: SSAValue | None = None
             n = 0
@@ -411,8 +444,10 @@ class DotKernelBuilder:
                     if last_use[q] == n and (not bunch or n == last_n):
                         if b_next is None:
                             b_next = b_step_base(pref)
-                        for q2 in (range(n_slots) if bunch else (q,)):
-                            new_slots[q2] = load_b_slot(q2, b_next, f"B next slot {q2}")
+                        if bunch:
+                            new_slots = load_all_slots(b_next, "B next slot")
+                        else:
+                            new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
                     n += 1
                 if last and not bi:
                     nxt = [load_piece(pc, pref) for pc in step_batches[0]]
@@ -439,7 +474,8 @@ class DotKernelBuilder:
             koff, acc = body.args[0], list(body.args[1:])
             e_outer = e
             e = _Emitter(body)
-            bval = e(gcn.GlobalLoadDwordOp(voff_b, b_step_base(koff), comment="B tail dword")).vdst
+            bval = (e(gcn.GlobalLoadDwordOp(voff_b, b_step_base(koff), comment="B tail dword")).vdst if b_trans
+                    else load_pair(b_step_base(koff), "B tail dword"))
             for bp in batch(pieces(1)):
                 vals = [load_piece(pc, koff) for pc in bp]
                 for r, kk, pi, _ in fma_order(bp, False):
@@ -460,9 +496,11 @@ class DotKernelBuilder:
             b_base = b_step_base(koff_t)
             loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
             tail_b = []
-            for w, kb in _pow2_runs(k_tail, 4):
+            for w, kb in _pow2_runs(k_tail, 4) if b_trans else ():
                 v = e(loads[w](voff_b, b_base, offset=kb * esz, comment=f"B tail dword {k0 + kb}")).vdst
                 tail_b += [(v, j) for j in range(w)]
+            if not b_trans:
+                tail_b = [(load_b_slot(kk, b_base, f"B tail dword {k0 + kk}"), 0) for kk in range(k_tail)]
             for bp in batch(pieces(k_tail)):
                 vals = [load_piece(pc, koff_t) for pc in bp]
                 for r, kk, pi, _ in fma_order(bp, False):
@@ -473,7 +511,7 @@ class DotKernelBuilder:
         # ---- the K % P values after the last whole dword: one element at a time ----
         if not (isinstance(k_left, int) and k_left == 0):
             acc = self._leftover(e, acc, k_total, k_left, slice_id, a_tile0, b_tile0, voff_b, lda4,
-                                 small_load, dot_op)
+                                 small_load, dot_op, None if b_trans else ldb)
 
         # ---- local split: the wavefront groups' partial sums through LDS ----
         lds_bytes = 0
@@ -607,7 +645,7 @@ class DotKernelBuilder:
 
     def _leftover(self, e: _Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
                   slice_id: SSAValue | None, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue,
-                  lda4: SSAValue | int, small_load, dot_op) -> list[SSAValue]:
+                  lda4: SSAValue | int, small_load, dot_op, ldb_rows: SSAValue | int | None = None) -> list[SSAValue]:
         """acc[r] += A[r, k] * B[n, k] for the last K % P values of K (k from P * K dwords on),
         read one element each (zero-extended: the dot's other products are 0 x 0).  Runs
         in a ``gcn.loop`` over those values that is skipped when there are none (K % P given at
@@ -630,7 +668,11 @@ class DotKernelBuilder:
         body = Block(arg_types=[v.type for v in carried])
         be = _Emitter(body)
         koff, acc = body.args[0], list(body.args[1:])
-        bvoff = be(gcn.VAddU32Op(koff, voff_b)).vdst
+        if ldb_rows is None:  # B N x K: k * element bytes along the lane's row
+            bvoff = be(gcn.VAddU32Op(koff, voff_b)).vdst
+        else:  # B K x N: row k, k * ldb * element bytes = koff * ldb
+            row = be(gcn.SMulI32Op(koff, be.const(ldb_rows) if isinstance(ldb_rows, int) else ldb_rows)).sdst
+            bvoff = be(gcn.VAddU32Op(row, voff_b)).vdst
         bval = be(small_load(bvoff, b_tile, comment="B[n, k]")).vdst
         kv = be(gcn.VMovB32Op(koff)).vdst
         group = 8

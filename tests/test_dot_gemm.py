@@ -149,9 +149,13 @@ def test_selected_instructions():
 
 
 @pytest.mark.parametrize("text, words", [
-    (source(48, 64, 32, 32, 32, 64, "f16", "f32").replace('"NT"', '"NN"').replace(
+    (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"NN"').replace(
+        "memref<64x32xi8, strided<[32, 1]>>", "memref<32x64xi8, strided<[64, 1]>>"),
+     "layout NN: i8 products need K contiguous"),
+    (source(48, 64, 32, 32, 32, 64, "f16", "f32").replace('"NT"', '"TN"').replace(
+        "memref<48x32xf16, strided<[32, 1]>>", "memref<32x48xf16, strided<[48, 1]>>").replace(
         "memref<64x32xf16, strided<[32, 1]>>", "memref<32x64xf16, strided<[64, 1]>>"),
-     "layout NN: f16 products need K contiguous"),
+     "layout TN: f16 products need K contiguous in A"),
     (source(64, 64, 31, 31, 32, 64, "f16", "f32"), "lda=31: f16 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 32, 64, "i8", "f64"), "C of an i8 product is i32"),
@@ -318,3 +322,35 @@ def test_dequant_needs_its_scales():
         .replace("i32, i32\n", "f32, f32\n")
     with pytest.raises(VlpcError, match="an i8 product with f32 or f16 C dequantizes: give scales"):
         vlpc.compile(text, filename="t.mlir")
+
+
+def nn_source(m, n, k, lda, ldb, ldc, ct="f32"):
+    def mt(rows, cols, ld, t):
+        dims = "x".join("?" if x is None else str(x) for x in (rows, cols))
+        return f"memref<{dims}x{t}, strided<[{'?' if ld is None else ld}, 1]>>"
+    ta, tb, tc = mt(m, k, lda, "f16"), mt(k, n, ldb, "f16"), mt(m, n, ldc, ct)
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NN\"}} : {ta}, {tb}, {tc}, f32, f32\n"
+            "  func.return\n}\n")
+
+
+@pytest.mark.parametrize("m, n, k, lda, ldb, ldc, ct, sizes_at_launch", [
+    (64, 256, 67, 68, 256, 256, "f32", False),   # K odd: two K steps, a dword tail, one value
+    (70, 100, 37, 38, 103, 101, "f16", False),   # edges, odd ldb (B rows need no 4-byte alignment)
+    (3, 64, 1031, 1032, 65, 64, "f32", False),   # the GEMV plan (local split) on B stored K x N
+    (66, 70, 35, 36, 71, 73, "f32", True),       # sizes at launch: the dword tail loop
+])
+def test_f16_nn_layout(m, n, k, lda, ldb, ldc, ct, sizes_at_launch):
+    """B stored K x N: each VGPR of B packs rows k and k + 1 (global_load_ushort + _short_d16_hi)."""
+    dims = (None,) * 6 if sizes_at_launch else (m, n, k, lda, ldb, ldc)
+    kern = vlpc.compile(nn_source(*dims, ct=ct)).kernel("g")
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    bkn = rng.standard_normal((k, n)).astype(np.float16)
+    c = rng.standard_normal((m, n)).astype(NP[ct])
+    cf = exact(c, ldc, np.nan)
+    out, _ = launch_dot(kern, exact(a, lda, np.nan), exact(bkn, ldb, np.nan), cf, -0.75, 1.5, m, n, k, lda, ldb, ldc)
+    exp, bound = reference(a, bkn.T.copy(), c, -0.75, 1.5, kern.local_split)
+    assert_close(rows_of(out, m, n, ldc), exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
