@@ -411,3 +411,16 @@ def test_timing_model_runs_f64_fmas_at_the_boards_rate():
     assert got["mi25"].breakdown["valu"] == 4 * 4 + n * 64
     assert got["mi60"].cycles == pytest.approx(4 * 4 + (n - 1) * 8, abs=12)
     assert got["mi25"].cycles == pytest.approx(4 * 4 + (n - 1) * 64, abs=12)
+
+
+def test_cli_bench_and_run_model_the_mi25_for_gfx900(capsys):
+    """vlpc bench/run --target gfx900 on the emulator: the timing model's board is the MI25."""
+    from vlpc.cli import main
+
+    dyn = str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir")
+    assert main(["bench", dyn, "--m", "128", "--n", "256", "--k", "32", "--target", "gfx900"]) == 0
+    err = capsys.readouterr().err
+    assert "timing model of mi25 (64 CUs, engine 1500 MHz, memory 945 MHz)" in err
+    assert main(["bench", dyn, "--m", "128", "--n", "256", "--k", "32", "--target", "gfx900", "--gpu", "mi60"]) != 0
+    err = capsys.readouterr().err
+    assert "gfx906" in err and "gfx900" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
