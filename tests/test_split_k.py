@@ -109,11 +109,13 @@ def test_print_plan_cli(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("mode", ["workspace", "atomic"])
-@pytest.mark.parametrize("shape", [(256, 256, 8192), (64, 64, 16384), (128, 4096, 4096), (4096, 128, 4096)],
+@pytest.mark.parametrize("shape", [(256, 256, 8192), (64, 64, 16384), (128, 4096, 1024), (4096, 128, 1024)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_issue_shapes(shape, mode):
     """The issue's skinny shapes, S = 4 in both modes (S in {2, 8, 16}: test_every_split and
-    the benchmark)."""
+    the benchmark).  The two 4096-wide ones run with K = 1024 instead of 4096: the same tiles,
+    workgroups and forked emulator workers, a quarter of the K loop (their K = 4096 is in
+    benchmarks/split_k_plans.py)."""
     r = run(gemm(*shape), split_k=4, split_mode=mode)
     assert r.kernel.split_k == 4
 
