@@ -141,10 +141,11 @@ def test_local_split_and_small_m():
 def test_selected_instructions():
     """The K loop is dot instructions with the A operand in an SGPR, nothing else on the VALU."""
     for ab, ct, mnem in (("f16", "f32", "v_dot2_f32_f16"), ("i8", "i32", "v_dot4_i32_i8")):
-        asm = vlpc.compile(source(64, 256, 256, 256, 256, 256, ab, ct)).kernel("g").asm
-        loop = asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+        kern = vlpc.compile(source(64, 256, 256, 256, 256, 256, ab, ct)).kernel("g")
+        loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
         valu = [ln.split()[0] for ln in loop.splitlines() if ln.strip().startswith("v_")]
-        assert set(valu) == {mnem} and len(valu) == 64 * 16
+        rows, k_step = kern.launch_info["macro_m"], kern.launch_info["k_step"]
+        assert set(valu) == {mnem} and len(valu) == rows * k_step  # one dot per row and dword of the step
         assert all(re.search(rf"{mnem} v\d+, v\d+, s\d+, v\d+", ln) for ln in loop.splitlines() if mnem in ln)
 
 
