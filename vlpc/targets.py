@@ -593,7 +593,10 @@ ENERGY_SOURCES: dict[str, str] = {
                 "curve as amdgpu reports it (Radeon VII, pp_od_clk_voltage OD_VDDC_CURVE: 808 MHz 716 mV, "
                 "1801 MHz 1081 mV; github.com/sibradzic/amdgpu-clocks issue 17); the MI60's own fused curve "
                 "is not published (the three-point curve's middle point, 1304 MHz 799 mV, is reported by "
-                "benchmarks/energy_calibration.py as a sensitivity)",
+                "benchmarks/energy_calibration.py as a sensitivity, with another Radeon VII's curve, 806/734, "
+                "1271/821, 1736/1066 mV, github.com/Ricks-Lab/gpu-utils issue 8); Vega's adaptive voltage "
+                "and frequency scaling gives each chip its own voltages (AMD, github.com/ROCm/legacy-rocm-build "
+                "issue 606), so no other board's curve is the MI60's",
     "ref_clock_mhz": "the clock of the seed's measured pair the coefficients are fitted on (seed 002 3.2)",
     "idle_ref_watts": "measured: MI60 board idle ('non-workload') 42 W at 1700 MHz (seed 002 section 3.2); "
                       "the board's own Board.idle_watts is used when set",
