@@ -22,6 +22,10 @@ Measures, each ``--repeat`` times (median and minimum reported):
   that no longer know gfx906 are given the nearest target they do know (gfx908, the
   next GCN/CDNA generation); the table says which.
 
+``--passes`` prints instead where an in-process SGEMM compile spends its CPU time: parsing,
+each pass, the final verification (also timed on its own), printing, assembling and linking
+(the median over ``--repeat`` compiles after a warm-up one).
+
 The cache directory is a temporary one (never the user's).  The figures depend on
 the machine and its load: compare ratios from one run.
 """
@@ -125,12 +129,77 @@ print(json.dumps(out))
 """
 
 
+PER_PASS = r"""
+import json, os, resource, statistics, sys, time
+os.environ.pop("VLPC_VERIFY_EACH", None)
+import vlpc.pipeline
+P = sys.modules["vlpc.pipeline"]
+from vlpc.dialects.gcn import KernelOp
+from vlpc.dialects.gcn_asm import print_assembly
+from vlpc.runtime.toolchain import find_toolchain
+from vlpc.targets import TargetId
+from vlpc.passes.gcn_emit_descriptor import kernel_resources
+resources_of = getattr(P, "_described_resources", kernel_resources)  # (older revisions walk the kernel)
+text, n = open(sys.argv[1]).read(), int(sys.argv[2])
+def children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN); return r.ru_utime + r.ru_stime
+rows = {}
+def add(name, seconds): rows.setdefault(name, []).append(seconds * 1000)
+import gc
+gc.disable()  # as vlpc.compile does while it builds (pipeline._no_gc)
+for i in range(n + 1):
+    gc.collect()
+    t = time.process_time(); ctx = P.make_context(); m = P.parse(text, "sgemm_nt.mlir", ctx)
+    parsed = time.process_time()
+    passes = P.pipeline("gfx906", linalg=False)
+    marks = {}
+    P.run_passes(m, passes, ctx, before_each=lambda p, _: marks.__setitem__(p.name, time.process_time()),
+                 after_each=lambda p, _: marks.__setitem__(p.name, time.process_time() - marks[p.name]))
+    t1 = time.process_time(); m.verify(); verify = time.process_time() - t1
+    t2 = time.process_time()
+    res = {k: resources_of(k) for k in m.walk() if isinstance(k, KernelOp)}
+    asm = print_assembly(m, "gfx906", P.header_lines(m, "gfx906", res))
+    printed = time.process_time() - t2
+    c0, t3 = children(), time.process_time()
+    tc = find_toolchain(); tc.link(tc.assemble(asm, TargetId.parse("gfx906")))
+    toolchain = time.process_time() - t3 + children() - c0
+    if i == 0:
+        continue  # warm-up: first-use imports and caches
+    add("parse", parsed - t)
+    for p in passes:
+        add(p.name + (" (+ final verify)" if p is passes[-1] else ""), marks[p.name])
+    add("final verify (again, on its own)", verify)
+    add("resources + header + print assembly", printed)
+    add("assemble + link (with the tools' CPU)", toolchain)
+print(json.dumps({k: statistics.median(v) for k, v in rows.items()}))
+"""
+
+
+def per_pass(n: int) -> int:
+    """Print the in-process CPU milliseconds of each step of an SGEMM compile."""
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+    proc = subprocess.run([sys.executable, "-c", PER_PASS, str(SGEMM), str(n)], env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"per-pass measurement failed: {proc.stderr.strip()}")
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    w = max(map(len, rows))
+    print(f"{'step (examples/sgemm_nt.mlir, in process)':<{w}}  CPU ms (median of {n})")
+    for name, ms in rows.items():
+        print(f"{name:<{w}}  {ms:8.1f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (default: %(default)s)")
     ap.add_argument("--json", help="also write the measurements as JSON")
+    ap.add_argument("--passes", action="store_true", help="print the CPU time of each step of an in-process "
+                    "SGEMM compile instead")
     args = ap.parse_args(argv)
     n = max(1, args.repeat)
+    if args.passes:
+        return per_pass(n)
     t = Table()
     with tempfile.TemporaryDirectory(prefix="vlpc-compile-speed-") as tmp:
         env = dict(os.environ, VLPC_CACHE_DIR=str(Path(tmp) / "cache"), PYTHONSAFEPATH="1")
