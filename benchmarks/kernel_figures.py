@@ -35,7 +35,9 @@ def report(label: str, src: str, **opts) -> str:
     f = loop_figures(r.asm, fma="v_fma_f64" if "xf64" in src else "v_fma_f32")
     occ = GFX906.occupancy(k.vgprs, k.sgprs, 0, k.launch_info["workgroup_size"])
     mix = ", ".join(f"{m} {c}" for m, c in sorted(f.counts.items(), key=lambda x: -x[1]) if not m.startswith("v_fma"))
-    return (f"{label}\n"
+    li = k.launch_info
+    plan = f"macro tile {li['macro_m']}x{li['macro_n']}, k-step {li['k_step']}, split-k {k.split_k}"
+    return (f"{label} ({plan})\n"
             f"  VGPRs {k.vgprs}, SGPRs {k.sgprs} (incl. reserved), LDS 0, occupancy {occ}\n"
             f"  K loop: {f.fma} FMAs; other: {mix}\n"
             f"  non-FMA per 1024 FMAs: {f.non_fma_per_1024:.1f} (seed: 293)\n"
@@ -48,16 +50,18 @@ def main() -> None:
     ap.add_argument("--all", action="store_true", help="also the 64x64/64x128 tiles, k-step 8 and dynamic sizes")
     ap.add_argument("--asm", help="write the default kernel's assembly here")
     args = ap.parse_args()
-    text, asm = report("default: SGEMM 4096x4096x640, macro tile 64x256, k-step 16", SRC)
+    text, asm = report("default: SGEMM 4096x4096x640, the automatic plan", SRC)
     print(text)
     if args.asm:
         with open(args.asm, "w") as f:
             f.write(asm)
-    print(report("DGEMM 4096x4096x640 (f64 defaults: macro tile 32x256, k-step 8)", SRC.replace("xf32", "xf64").replace(": f32", ": f64").replace("f32, f32", "f64, f64"))[0])
+    print(report("DGEMM 4096x4096x640, the automatic plan", SRC.replace("xf32", "xf64").replace(": f32", ": f64").replace("f32, f32", "f64, f64"))[0])
     if args.all:
-        for mt in ((64, 64), (64, 128)):
+        for mt in ((64, 256), (32, 128), (32, 256)):
             print(report(f"macro tile {mt[0]}x{mt[1]}", SRC, macro_tile=mt)[0])
         print(report("k-step 8 (s_load_dwordx8)", SRC, k_step=8)[0])
+        print(report("schedule cover (A batches of 32 SGPRs, each load covered by 32 FMAs)", SRC,
+                     schedule="cover")[0])
         print(report("dynamic M, N, K and leading dimensions (lda in an SGPR: one s_add per A row)", DYN)[0])
 
 

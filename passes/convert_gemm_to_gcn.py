@@ -67,8 +67,10 @@ from vlpc.passes.common import matmuls, op_error, require
 from vlpc.passes.scalar_constants import scalar_constants
 from vlpc.targets import get_target
 
-#: SGPRs in one batch of A rows (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
+#: SGPRs in one batch of A rows with schedule ``cover`` (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
 A_BATCH_SGPRS = 32
+#: SGPRs in one batch of A rows with the default schedule (4 x s_load_dwordx16): one buffer.
+WIDE_A_BATCH_SGPRS = 64
 #: SMEM immediate offsets are 21-bit signed on GFX9 (gfx906.md).
 SMEM_IMM_MAX = (1 << 20) - 1
 
@@ -220,10 +222,16 @@ class SqcKernelBuilder:
     #: applies the epilogue; ``scale`` computes C = beta*C (+ bias) before atomic slices.
     ROLES = ("main", "reduce", "scale")
 
-    def __init__(self, mm: MatmulOp, name: str, role: str = "main", forwarding: bool = True):
+    def __init__(self, mm: MatmulOp, name: str, role: str = "main", forwarding: bool = True,
+                 schedule: str = "default"):
         assert role in self.ROLES
         self.mm = mm
         self.forwarding = forwarding  # False: K-major FMAs, no accumulator forwarded (fma_order)
+        # schedule "default": A batches of WIDE_A_BATCH_SGPRS loaded after the previous batch's
+        # FMAs (one lgkmcnt(0) per 64 FMAs, no cover); "cover": batches of A_BATCH_SGPRS, each
+        # loaded while the previous one feeds its FMAs (one wait per 32 FMAs, 32 FMAs of cover)
+        self.a_late = schedule != "cover"
+        self.a_batch_sgprs = WIDE_A_BATCH_SGPRS if self.a_late else A_BATCH_SGPRS
         self.name = name
         self.role = role
         self.shape: GemmShape = mm.shape()
@@ -404,7 +412,7 @@ class SqcKernelBuilder:
                 out: list[list] = []
                 size = 0
                 for pc in ps:
-                    if not out or size + pc[0] > A_BATCH_SGPRS:
+                    if not out or size + pc[0] > self.a_batch_sgprs:
                         out.append([])
                         size = 0
                     out[-1].append(pc)
@@ -413,7 +421,7 @@ class SqcKernelBuilder:
                 # the next step's first batch around the back edge in the first batch's SGPRs:
                 # with an odd number of batches the last one would need a third buffer (its
                 # range overlaps both neighbours'), so split a batch to make the count even.
-                if len(out) > 1 and len(out) % 2:
+                if len(out) > 1 and len(out) % 2 and not self.a_late:
                     i = next((j for j in reversed(range(len(out))) if len(out[j]) > 1), None)
                     if i is not None:
                         half = len(out[i]) // 2
@@ -543,7 +551,9 @@ class SqcKernelBuilder:
                 n = 0
                 for bi, bp in enumerate(step_batches):
                     last = bi == len(step_batches) - 1
-                    if not last:
+                    if self.a_late:
+                        pass  # schedule wide: the next batch is loaded after this one's FMAs
+                    elif not last:
                         nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
                     elif bi:  # the next step's offsets are needed only from here on
                         nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
@@ -555,8 +565,11 @@ class SqcKernelBuilder:
                                 b_next = b_step_base(pref)
                             new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
                         n += 1
-                    if last and not bi:  # one batch (a few rows): the next step's A goes into its SGPRs
-                        nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]  # after its FMAs
+                    if self.a_late and not last:
+                        nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
+                    elif last and (not bi or self.a_late):  # one batch (a few rows) or schedule wide:
+                        # the next step's first batch goes into this batch's SGPRs, after its FMAs
+                        nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
                     cur = nxt
                 be(gcn.SCmpLgU32Op(koff, kmax))
                 be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
@@ -946,7 +959,7 @@ class ConvertGemmToGcnPass(ModulePass):
     forwarding: bool = True
 
     #: The schedules of strategy sqc.
-    SCHEDULES = ("default", "seed")
+    SCHEDULES = ("default", "cover", "seed")
 
     #: Row counts R of the row-narrow companions ``<name>_rows<R>`` built when M is given
     #: at launch (those below the macro tile's M): the runtime runs the largest R <= M
@@ -1008,7 +1021,7 @@ class ConvertGemmToGcnPass(ModulePass):
                 from vlpc.passes.gemm_to_gcn_seed import SeedKernelBuilder
                 kernels = [SeedKernelBuilder(mm, name, forwarding=self.forwarding).build()]
             elif self.strategy == "sqc":
-                kernels = [SqcKernelBuilder(mm, name, forwarding=self.forwarding).build()]
+                kernels = [SqcKernelBuilder(mm, name, forwarding=self.forwarding, schedule=self.schedule).build()]
             else:
                 kernels = [builders[self.strategy](mm, name).build()]
             if split > 1:  # the plan's other kernel (gemm-split-k): a reduction after, or a scaling before
@@ -1021,7 +1034,7 @@ class ConvertGemmToGcnPass(ModulePass):
                 for k in kernels:  # the launch order, for the runtime
                     k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
             # M at launch may be below the macro tile's M (the seed schedule: whole tiles only)
-            if self.strategy == "sqc" and self.schedule == "default" and shape.m < 0 and shape.dtype in ("f32", "f64"):
+            if self.strategy == "sqc" and self.schedule in ("default", "cover") and shape.m < 0 and shape.dtype in ("f32", "f64"):
                 rows = [self._rows_kernel(mm, name, r, self.forwarding) for r in self.ROWS_TILES if r < mt_m]
                 if rows:
                     main = kernels[0] if kernels[0].sym_name.data == name else kernels[1]

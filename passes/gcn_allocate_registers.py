@@ -53,7 +53,8 @@ class _Group:
 
 @dataclass(frozen=True)
 class GcnAllocateRegistersPass(ModulePass):
-    """Options: ``waves-per-simd`` (VGPR budget from occupancy), ``max-vgprs`` (overrides it), ``max-sgprs``, ``target``."""
+    """Options: ``waves-per-simd`` (VGPR budget from occupancy; 0 = automatic: the most waves, up to 4,
+    whose budget the kernel's register demand fits), ``max-vgprs`` (overrides it), ``max-sgprs``, ``target``."""
 
     name = "gcn-allocate-registers"
 
@@ -61,9 +62,21 @@ class GcnAllocateRegistersPass(ModulePass):
     max_vgprs: int = 0
     max_sgprs: int = 0
     target: str = "gfx906"
+    #: with ``waves-per-simd=0`` (automatic): the most waves per SIMD tried first
+    AUTO_MAX_WAVES = 4
 
-    def budgets(self) -> tuple[int, int]:
+    def budgets(self) -> tuple[int | list[int], int]:
+        """(VGPR budget, SGPR budget); the VGPR budget is a list, smallest first, for
+        ``waves-per-simd=0``: the kernel gets the most waves (up to :attr:`AUTO_MAX_WAVES`)
+        its register demand allows."""
         t = get_target(self.target)
+        if self.waves_per_simd == 0 and not self.max_vgprs:
+            sb = min(self.max_sgprs or t.addressable_sgprs, t.addressable_sgprs)
+            out = []
+            for w in range(self.AUTO_MAX_WAVES, 0, -1):
+                per_wave = t.vgprs_per_simd_lane // w
+                out.append(min(per_wave - per_wave % t.vgpr_granule, t.addressable_vgprs))
+            return out, sb
         if not 1 <= self.waves_per_simd <= t.max_waves_per_simd:
             from vlpc.errors import VlpcError
             raise VlpcError(f"waves-per-simd={self.waves_per_simd}: {t.name} runs 1 to "
@@ -179,7 +192,7 @@ def _set_type(v: SSAValue, t) -> None:
         Rewriter.replace_value_with_new_type(v, t)
 
 
-def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -> None:
+def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_budget: int) -> None:
     _insert_back_edge_copies(kernel)
     order, loops = _linearize(kernel)
 
@@ -397,16 +410,22 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int, sgpr_budget: int) -
                             fixed_reg, align, align_off))
 
     assignment: dict[int, int] = {}
-    for kind, budget in (("s", sgpr_budget), ("v", vgpr_budget)):
+    for kind, budgets in (("s", [sgpr_budget]), ("v", vgpr_budget if isinstance(vgpr_budget, list) else [vgpr_budget])):
         gs = sorted((g for g in infos if g.kind == kind), key=lambda g: (g.fixed is None, g.start))
         ivs_of = {g.root: _merged([(start[m], end[m]) for m in members[g.root]]) for g in gs}
-        # First fit from s0/v0; if fragmentation leaves no aligned range, retry with
-        # single registers and pairs placed from the top of the budget, tuples from the bottom.
-        placed = _place(gs, ivs_of, budget, segregate=False)
-        if isinstance(placed, _Group):
-            placed = _place(gs, ivs_of, budget, segregate=True)
-        if isinstance(placed, _Group):
-            placed = _place_by_priority(gs, ivs_of, budget, placed)
+        if len(budgets) > 1:  # automatic occupancy: the smallest budget the demand fits, then larger ones
+            peak = _peak_demand([occ_of.get(gg.root, {}) for gg in gs])
+            budgets = [b for b in budgets if b >= peak] or budgets[-1:]
+        for budget in budgets:
+            # First fit from s0/v0; if fragmentation leaves no aligned range, retry with
+            # single registers and pairs placed from the top of the budget, tuples from the bottom.
+            placed = _place(gs, ivs_of, budget, segregate=False)
+            if isinstance(placed, _Group):
+                placed = _place(gs, ivs_of, budget, segregate=True)
+            if isinstance(placed, _Group):
+                placed = _place_by_priority(gs, ivs_of, budget, placed)
+            if not isinstance(placed, _Group):
+                break
         if isinstance(placed, _Group):
             g = placed
             at = ivs_of[g.root][0][0]

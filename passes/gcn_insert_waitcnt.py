@@ -252,7 +252,8 @@ class _Inserter:
             if is_barrier(op) and state.needed_for_barrier() is not None:
                 lgkm = 0
             if is_smem(op) and state.smem and lgkm != 0:
-                if self._old_smem_used_first(state.smem, set(op_writes), ops[i + 1:] + continuation):
+                if self._old_smem_used_first(state.smem, set(op_writes), ops[i + 1:] + continuation,
+                                             self._fresh_smem(ops, i)):
                     lgkm = 0
             if vmcnt is not None or lgkm is not None:
                 vmcnt = None if vmcnt is None else min(vmcnt, self.vmcnt_max)
@@ -263,17 +264,37 @@ class _Inserter:
             state.issue(op, op_writes)
         return state
 
-    def _old_smem_used_first(self, old: set[Reg], new: set[Reg], rest: list[Operation]) -> bool:
+    def _fresh_smem(self, ops: list[Operation], i: int) -> frozenset[Reg]:
+        """Registers of SMEM loads issued in ``ops`` before ``i`` with no VALU instruction since."""
+        fresh: set[Reg] = set()
+        for op in reversed(ops[:i]):
+            if not isinstance(op, gcn.GCNInstruction) or isinstance(op, gcn.PseudoOp | gcn.SWaitcntOp):
+                if isinstance(op, gcn.SWaitcntOp):
+                    break
+                continue
+            if op.UNIT == "valu":
+                break
+            if is_smem(op):
+                fresh |= set(self.rw(op)[1])
+        return frozenset(fresh)
+
+    def _old_smem_used_first(self, old: set[Reg], new: set[Reg], rest: list[Operation],
+                             fresh: frozenset[Reg] = frozenset()) -> bool:
         """Whether to wait for older SMEM results before issuing a new SMEM load: an
         older result is needed before any VALU instruction (waiting now costs the older
         loads no cover), and the new result is used later, after VALU work (which
-        waiting now gives the new load as cover)."""
+        waiting now gives the new load as cover).  Not when that older result comes from
+        a load issued with no VALU instruction since (``fresh``): waiting for it now would
+        expose its whole latency and then the new load's, where one wait at the use
+        overlaps both (a batch of loads issued together, schedule ``wide``)."""
         u_old = None
         valu_between = 0
         for op in _flatten(rest):
             touched = self.rw(op)[2]
             if u_old is None:
                 if touched & old:
+                    if touched & old & fresh:
+                        return False
                     u_old = op
                 elif touched & new or op.UNIT == "valu":
                     return False

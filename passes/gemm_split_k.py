@@ -31,21 +31,16 @@ K is cut into P = S*L slices of ``k_per_split`` values, a multiple of the K step
 (an empty slice contributes zeros).  When K is known only at launch, the kernel
 computes the slice length itself, which needs P to be a power of two.
 
-**Choosing S** (``split-k=0``, the default: "auto").  The rule is a cost model in
-the spirit of Stream-K's and XeTLA's guidance: fill the GPU when M x N gives too
-few tiles, and avoid a last partial round of wavefronts where it costs most.
-
-* The throughput unit is the SIMD: a wavefront of the sqc kernel issues one
-  64-lane FMA per 4 cycles, so a SIMD runs its wavefronts' FMAs one after the
-  other, and ``rounds = ceil(wavefronts / (CUs x 4))``.
-* Main kernel time: ``rounds x (rows_per_wave x k_per_split x 4 + FIXED_CYCLES)``
-  cycles, where FIXED_CYCLES covers the prologue and the C epilogue of a wavefront.
-* Reduction cost: workspace mode writes and reads S x M x N elements once each;
-  atomic mode reads and swaps S x M x N elements; both at the HBM bandwidth, plus a
-  second kernel launch (``EXTRA_KERNEL_SECONDS``).
-* Candidates: S = 1 .. MAX_AUTO_SPLIT with at least MIN_K_PER_SPLIT values of K per
-  slice; the cheapest wins, ties go to the smaller S.  Sizes known only at launch,
-  batched GEMMs and the lds strategy are not split automatically (S = 1).
+**Choosing S** (``split-k=0``, the default: "auto").  S is chosen by modeled time: the
+plan surrogate (:mod:`vlpc.plan_model`), which has the timing model's structure (workgroups
+per CU in rounds of the kernel's occupancy, a workgroup's prologue/epilogue plus its K
+steps at the lone-wave or the competing-waves rate, the HBM time of the unique bytes, the
+reduce or scale kernel and each launch) with per-kernel facts fitted to the timing model
+(``benchmarks/plan_surrogate.py``, which prints its error against the model).  The board
+is ``gpu`` (``mi50``, ``mi60``; default: the target's smallest product, MI50) with ``cus``
+CUs.  Candidates: S = 1 .. MAX_AUTO_SPLIT with at least MIN_K_PER_SPLIT values of K per
+slice; the cheapest wins, ties go to the smaller S.  Sizes known only at launch, batched
+GEMMs and the lds strategy are not split automatically (S = 1).
 
 The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
 ``k_per_split``, ``grid``) and ``vlpc compile --print-plan`` prints it, with the
@@ -67,7 +62,9 @@ from xdsl.passes import ModulePass
 
 from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, GemmShape, MatmulOp, gemv_plan
 from vlpc.passes.common import matmuls, op_error, require
-from vlpc.targets import Target, get_target
+from vlpc import plan_model
+from vlpc.plan_model import PlanCost, k_per_split, plan_board
+from vlpc.targets import Target, TargetError, get_target
 
 MODES = ("workspace", "atomic")
 #: Largest S the automatic choice considers.
@@ -75,62 +72,24 @@ MAX_AUTO_SPLIT = 32
 #: Smallest slice of K the automatic choice gives a workgroup (16 K steps of 16): below
 #: that the loop's prologue and the partial tile's store are not paid back.
 MIN_K_PER_SPLIT = 256
-#: Cycles a wavefront spends outside the K loop (prologue, C epilogue): a model constant.
-FIXED_CYCLES = 2000
-#: Host-side cost of launching one more kernel (HIP dispatch), in seconds: a model constant.
-EXTRA_KERNEL_SECONDS = 5e-6
-
-
-def k_per_split(k: int, pieces: int, k_step: int) -> int:
-    """K values per slice when K is cut into ``pieces`` slices (a multiple of ``k_step``)."""
-    per = -(-k // pieces)
-    return -(-per // k_step) * k_step
-
-
-@dataclass(frozen=True)
-class PlanCost:
-    """The cost model's estimate for one candidate (seconds; see the module docstring)."""
-
-    split_k: int
-    workgroups: int
-    wavefronts: int
-    rounds: int
-    main_seconds: float
-    reduce_seconds: float
-
-    @property
-    def seconds(self) -> float:
-        return self.main_seconds + self.reduce_seconds
-
-
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
-             target: Target, cus: int) -> PlanCost:
-    """Model time of a plan for a static problem (see the module docstring)."""
-    tiles = -(-shape.m // macro[0]) * -(-shape.n // macro[1]) * max(1, shape.batch)
-    waves_per_wg = (macro[1] // target.wavefront_size) * local
-    kc = k_per_split(shape.k, split * local, k_step)
-    wavefronts = tiles * split * waves_per_wg
-    rounds = -(-wavefronts // (cus * target.simds_per_cu))
-    # an f64 FMA occupies the SIMD f64_rate_divisor times as long (gfx906: 2, gfx900: 16)
-    f64_rate = target.f64_rate_divisor if shape.dtype == "f64" else 1
-    cycles = rounds * (macro[0] * kc * target.valu_cycles_per_instruction * f64_rate + FIXED_CYCLES)
-    main = cycles / target.clock_hz
-    reduce = 0.0
-    if split > 1:
-        moved = 2 * split * shape.m * shape.n * shape.element_bytes
-        reduce = moved / target.memory_bytes_per_second + EXTRA_KERNEL_SECONDS
-    return PlanCost(split, tiles * split, wavefronts, rounds, main, reduce)
+             target: Target, cus: int, gpu: str = "") -> PlanCost:
+    """Modeled time of a plan for a static problem (:func:`vlpc.plan_model.estimate` on the
+    plan's board: ``gpu`` or the target's smallest product, with ``cus`` CUs)."""
+    board = plan_board(target.name, gpu, cus)
+    return plan_model.estimate(shape.m, shape.n, shape.k, shape.dtype, shape.element_bytes, macro, k_step, split,
+                               local, mode, board, beta_nonzero=True, batch=shape.batch)
 
 
 def choose_split(shape: GemmShape, macro: tuple[int, int], k_step: int, local: int, mode: str,
-                 target: Target, cus: int) -> tuple[int, list[PlanCost]]:
+                 target: Target, cus: int, gpu: str = "") -> tuple[int, list[PlanCost]]:
     """The automatic S and every candidate's estimate (S = 1 for sizes known only at launch)."""
     if not shape.is_static() or shape.batch != 0 or shape.dtype not in ("f32", "f64"):  # f16/i8: not yet
         return 1, []
-    cands = [estimate(shape, macro, k_step, s, local, mode, target, cus)
-             for s in range(1, MAX_AUTO_SPLIT + 1)
-             if s == 1 or k_per_split(shape.k, s * local, k_step) >= MIN_K_PER_SPLIT]
-    best = min(cands, key=lambda c: (c.seconds, c.split_k))
+    board = plan_board(target.name, gpu, cus)
+    best, cands = plan_model.choose(shape.m, shape.n, shape.k, shape.dtype, shape.element_bytes, macro[0],
+                                    (macro[1],), k_step, tuple(range(1, MAX_AUTO_SPLIT + 1)), local, mode, board,
+                                    min_k_per_split=MIN_K_PER_SPLIT)
     return best.split_k, cands
 
 
@@ -139,7 +98,8 @@ class GemmSplitKPass(ModulePass):
     """Options: ``split-k`` (S, K slices across workgroups; 0 = choose from the shape and the
     CU count, 1 = no split), ``mode`` (``workspace`` or ``atomic``), ``local-split`` (L, K slices
     across the wavefront groups of a workgroup), ``cus`` (compute units of the device the plan is
-    for; 0 = the target's smallest product, 60 for gfx906's MI50; MI60 has 64), ``target``."""
+    for; 0 = the board's), ``gpu`` (the board the automatic S is modeled on: ``mi50``, ``mi60``;
+    default: the target's smallest product, MI50 with 60 CUs for gfx906), ``target``."""
 
     name = "gemm-split-k"
 
@@ -147,6 +107,7 @@ class GemmSplitKPass(ModulePass):
     mode: str = "workspace"
     local_split: int = 1
     cus: int = 0
+    gpu: str = ""
     target: str = "gfx906"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -164,7 +125,10 @@ class GemmSplitKPass(ModulePass):
             raise op_error(mm, f"unknown split-k mode '{self.mode}' (workspace or atomic)")
         if self.cus < 0:
             raise op_error(mm, f"cus must be positive, got {self.cus}")
-        cus = self.cus or min(target.compute_units.values())
+        try:
+            cus = plan_board(target.name, self.gpu, self.cus).compute_units
+        except TargetError as e:
+            raise op_error(mm, str(e)) from None
         shape = mm.shape()
         macro = mm.get_int_array("macro_tile")
         k_step = mm.get_int("k_step")
@@ -174,7 +138,7 @@ class GemmSplitKPass(ModulePass):
             gemv = gemv_plan(shape, k_step)  # f16/i8 with M <= 16: K over the wavefront groups
             if gemv and local == 1 and macro[1] == gemv[0]:
                 local = gemv[1]
-            split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus)
+            split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus, self.gpu)
         if split > 1 and self.mode == "workspace" and shape.m >= 0 and shape.ldc >= 0:
             # the workspace (S x M x ldc elements) is addressed with 32-bit byte offsets
             per_slice = shape.m * shape.ldc * shape.element_bytes
@@ -217,11 +181,14 @@ class GemmSplitKPass(ModulePass):
             mm.set_int_array("local_range", (*lr, local))
 
 
-def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, auto: bool = False) -> list[str]:
+def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, auto: bool = False,
+                  gpu: str = "") -> list[str]:
     """The plan gemm-split-k chose for ``mm``, as text lines (``vlpc compile --print-plan``/``-v``):
     tiles, grid and workgroups against the CU count, the split, the kernels in launch order,
-    the workspace size, and for an automatic choice the cost model's candidates."""
-    cus = cus or min(target.compute_units.values())
+    the workspace size, and for an automatic choice the modeled candidates (plan surrogate,
+    :mod:`vlpc.plan_model`): every S for the chosen tile and the best S of each tile N."""
+    board = plan_board(target.name, gpu, cus)
+    cus = board.compute_units
     s = mm.shape()
     macro, micro = mm.get_int_array("macro_tile"), mm.get_int_array("micro_tile")
     k_step = mm.get_int("k_step")
@@ -260,13 +227,25 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     else:
         lines.append("  workspace: none")
     if auto:
-        _, cands = choose_split(s, macro, k_step, local, mode, target, cus)
+        _, cands = choose_split(s, macro, k_step, local, mode, target, cus, gpu)
         if cands:
-            lines.append("  cost model (split-k: rounds of wavefronts, main + reduction = estimated us):")
+            lines.append(f"  modeled candidates on {board.name} ({cus} CUs, {board.engine_clock_mhz:.0f} MHz; plan "
+                         "surrogate of the timing model, vlpc/plan_model.py): split-k: rounds of workgroups "
+                         "per CU, main + reduction = modeled us")
             for c in cands:
                 mark = "  <- chosen" if c.split_k == split else ""
                 lines.append(f"    {c.split_k:>2}: {c.rounds} rounds, {c.main_seconds * 1e6:.1f} + "
                              f"{c.reduce_seconds * 1e6:.1f} = {c.seconds * 1e6:.1f} us{mark}")
+            others = []
+            for mn in (64, 128, 256):
+                if mn == macro[1]:
+                    continue
+                _, alt = choose_split(s, (macro[0], mn), k_step, local, mode, target, cus, gpu)
+                if alt:
+                    b = min(alt, key=lambda c: (c.seconds, c.split_k))
+                    others.append(f"{macro[0]}x{mn} best split-k {b.split_k}: {b.seconds * 1e6:.1f} us")
+            if others:
+                lines.append("  other macro tiles (modeled): " + "; ".join(others))
         else:
             lines.append("  (sizes known only at launch or a batch: not split automatically)")
     return lines

@@ -28,17 +28,30 @@ from vlpc.passes.common import matmuls, op_error
 SUPPORTED_K_STEPS = (8, 16)
 #: Macro tile N extents the automatic choice picks from (seed 002: 64x64, 64x128, 64x256).
 AUTO_MACRO_N = (64, 128, 256)
+#: Macro/micro tile rows of the sqc kernel when not given (``model``): 32 for f32, 16 for f64.
+#: Half the seed's 64 (32 doubles) so the kernel fits 64 VGPRs and runs 4 waves per SIMD,
+#: which hide the scalar loads' latency better than 3 waves of 64-row tiles: modeled on
+#: MI60 @ 1700 MHz, 2048x2048x640 f32, 32x256 at 4 waves runs at 11.5 TFLOP/s and 64x256 at
+#: 3 waves at 5.9 (both with the default A schedule; ``vlpc tune`` compares them per shape).
+SQC_DEFAULT_M = {"f32": 32, "f64": 16}
 
 
 @dataclass(frozen=True)
 class GemmTilePass(ModulePass):
     """Options: ``macro-m``, ``macro-n`` (macro tile), ``micro-m``, ``micro-n`` (micro tile), ``k-step``.
 
-    0 means the default for the element type: f32 64x256 / 64x1 / 16 (64 accumulators,
-    one s_load_dwordx16 per A row and step); f64 32x256 / 32x1 / 8 (32 accumulator
-    pairs, 8 doubles per s_load_dwordx16), so both fit 84 VGPRs (3 waves per SIMD).
-    ``macro-n=0`` chooses N from the shape: the smallest of 64, 128, 256 columns that
-    covers a static N (fewer idle lanes and more tiles for narrow C), else 256.
+    0 means the default for the element type.  With ``model`` (the sqc kernel with its
+    default schedule): f32 32x256 / 32x1 / 16 (32 accumulators, one s_load_dwordx16 per A
+    row and step), f64 16x256 / 16x1 / 8 (16 accumulator pairs), both fitting 64 VGPRs (4
+    waves per SIMD: ``SQC_DEFAULT_M``).  Otherwise (strategy lds, the seed's schedule) the
+    seed's f32 64x256 / 64x1 / 16 and f64 32x256 / 32x1 / 8 (84 VGPRs, 3 waves).
+    ``macro-n=0`` chooses N from the shape.  With ``model`` (the default for strategy sqc)
+    and static sizes (f32/f64, no batch), by modeled time: each of 64, 128, 256 columns with
+    its best split S (``split-k``: the S gemm-split-k will use, 0 = automatic, so the best of
+    1..32) on the board ``gpu`` with ``cus`` CUs, by the plan surrogate
+    (:mod:`vlpc.plan_model`, fitted to the timing model; ``vlpc compile --print-plan`` shows
+    the candidates); otherwise the smallest of 64, 128, 256 that covers a static N (fewer idle
+    lanes and more tiles for narrow C), else 256.
     """
 
     name = "gemm-tile"
@@ -48,19 +61,47 @@ class GemmTilePass(ModulePass):
     micro_m: int = 0
     micro_n: int = 1
     k_step: int = 0
+    model: bool = True
+    split_k: int = 0
+    cus: int = 0
+    gpu: str = ""
+    target: str = "gfx906"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for mm in matmuls(op):
             f64 = mm.shape().dtype == "f64"
             default_m, default_k = (32, 8) if f64 else (64, 16)
+            if self.model:  # the sqc kernel's defaults: half-height tiles, 4 waves per SIMD (see below)
+                default_m = SQC_DEFAULT_M.get(mm.shape().dtype, default_m)
             n = mm.shape().n
             auto_n = next((w for w in AUTO_MACRO_N if 0 < n <= w), AUTO_MACRO_N[-1])
             gemv = gemv_plan(mm.shape())  # f16/i8 with M <= 16: the decode GEMV plan's 64 columns
             auto_n = gemv[0] if gemv else auto_n
+            if not gemv and self.model and not self.macro_n:
+                auto_n = self._modeled_n(mm, self.macro_m or self.micro_m or default_m, self.k_step or default_k,
+                                         auto_n)
             tile = dataclasses.replace(self, macro_n=self.macro_n or auto_n, macro_m=self.macro_m or (self.micro_m or default_m),
                                        micro_m=self.micro_m or (self.macro_m or default_m),
                                        k_step=self.k_step or default_k)
             tile._apply_one(mm)
+
+    def _modeled_n(self, mm, macro_m: int, k_step: int, fallback: int) -> int:
+        """Macro tile N by modeled time (see the class docstring), or ``fallback``."""
+        from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
+        from vlpc.plan_model import choose, plan_board
+        from vlpc.targets import TargetError
+
+        s = mm.shape()
+        if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64") or s.m < macro_m:
+            return fallback
+        try:
+            board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
+        except TargetError as e:
+            raise op_error(mm, str(e)) from None
+        splits = tuple(range(1, MAX_AUTO_SPLIT + 1)) if self.split_k == 0 else (self.split_k,)
+        best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
+                         "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0)
+        return best.macro[1]
 
     def _apply_one(self, mm) -> None:
         if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:

@@ -43,8 +43,11 @@ def test_register_budget_and_occupancy(default_kernel):
     assert default_kernel.kernel().vgprs <= 84
     assert default_kernel.kernel().sgprs <= GFX906.addressable_sgprs
     assert k.descriptor.group_segment_fixed_size == 0
-    occ = GFX906.occupancy(default_kernel.kernel().vgprs, default_kernel.kernel().sgprs, 0, 256)
-    assert occ.waves_per_simd == 3
+    # 32-row tiles fit 64 VGPRs: gcn-allocate-registers' automatic occupancy gives 4 waves per SIMD
+    assert default_kernel.kernel().vgprs <= 64
+    li = default_kernel.kernel().launch_info
+    occ = GFX906.occupancy(default_kernel.kernel().vgprs, default_kernel.kernel().sgprs, 0, li["workgroup_size"])
+    assert occ.waves_per_simd == 4
 
 
 def test_no_lds_no_barrier(default_kernel):
@@ -55,10 +58,12 @@ def test_no_lds_no_barrier(default_kernel):
 
 def test_loop_is_fma_with_one_sgpr(default_kernel):
     f = loop_figures(default_kernel.asm)
-    assert f.fma == 1024
+    li = default_kernel.kernel().launch_info
+    assert (li["macro_m"], li["k_step"]) == (32, 16)
+    assert f.fma == 32 * 16  # one FMA per A value of a K step (32 rows x 16 k)
     assert f.valu_all_fma_with_one_sgpr
-    # A in SGPRs: the FMA's scalar operand comes from s_load_dwordx16 results
-    assert f.counts["s_load_dwordx16"] == 64
+    # A in SGPRs: the FMA's scalar operand comes from s_load_dwordx16 results, one per row
+    assert f.counts["s_load_dwordx16"] == 32
 
 
 def test_non_fma_budget_is_half_the_seed(default_kernel):
@@ -67,10 +72,22 @@ def test_non_fma_budget_is_half_the_seed(default_kernel):
     assert f.non_fma_per_1024 <= SEED_NON_FMA_PER_1024 / 2
 
 
-def test_a_latency_cover(default_kernel):
+def test_a_batches_one_wait_per_64_fmas(default_kernel):
+    """The default A schedule: batches of 64 SGPRs (4 rows) loaded together after the previous
+    batch's FMAs, so one lgkmcnt(0) per 64 FMAs (no cover); schedule cover: batches of 32
+    SGPRs, each load covered by the previous batch's 32 FMAs, twice the waits."""
     f = loop_figures(default_kernel.asm)
-    assert f.a_loads == 64
-    assert f.a_cover is not None and f.a_cover >= 32
+    assert f.a_loads == 32
+    lgkm = len(re.findall(r"s_waitcnt[^\n]*lgkmcnt\(0\)", _loop(default_kernel.asm)))
+    assert lgkm == f.fma // 64
+    cover = vlpc.compile(gemm_source(4096, 4096, 640), "gfx906", schedule="cover")
+    fc = loop_figures(cover.asm)
+    assert fc.a_cover is not None and fc.a_cover >= 32
+    assert len(re.findall(r"s_waitcnt[^\n]*lgkmcnt\(0\)", _loop(cover.asm))) == fc.fma // 32
+
+
+def _loop(asm: str) -> str:
+    return asm[asm.index("_k_loop:"):asm.index("s_cbranch_scc1 .L", asm.index("_k_loop:"))]
 
 
 def test_descriptor_fields(default_kernel):
@@ -82,7 +99,7 @@ def test_descriptor_fields(default_kernel):
     assert d.user_sgpr_count == 2
     assert d.enable_sgpr_workgroup_id_x and d.enable_sgpr_workgroup_id_y and not d.enable_sgpr_workgroup_id_z
     assert d.enable_vgpr_workitem_id == 0
-    assert md.max_flat_workgroup_size == 256
+    assert md.max_flat_workgroup_size == default_kernel.kernel().launch_info["workgroup_size"]
     assert md.wavefront_size == 64
     assert [a.name for a in md.args] == ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc", "alpha", "beta"]
     assert [a.offset for a in md.args] == [0, 8, 16, 24, 28, 32, 36, 40, 44, 48, 52]
@@ -110,8 +127,9 @@ def test_assembler_accepts_configuration(macro, k_step, shape):
         src = gemm_source(128, 512, 64, lda=70000)  # row offsets beyond the SMEM immediate range
     else:
         src = gemm_source(128, 512, 64).replace("128x64xf32", "?x?xf32").replace("512x64xf32", "?x?xf32").replace("128x512xf32", "?x?xf32")
-    r = vlpc.compile(src, "gfx906", macro_tile=macro, k_step=k_step)
+    r = vlpc.compile(src, "gfx906", macro_tile=macro, k_step=k_step,
+                     schedule="cover" if k_step == 8 else "default")
     co = load_code_object(r.code_object)
     assert co.kernels["sgemm"].descriptor.vgpr_count <= 84
     f = loop_figures(r.asm)
-    assert f.valu_all_fma_with_one_sgpr and f.a_cover >= 32
+    assert f.valu_all_fma_with_one_sgpr and (k_step != 8 or f.a_cover >= 32)

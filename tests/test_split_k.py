@@ -49,15 +49,29 @@ def run(text, **kw):
 # -- the plan ------------------------------------------------------------------------------
 
 
-def test_auto_plan_fills_the_cus_and_avoids_a_partial_round():
-    """256x256x8192 (seed 001's example): 4 tiles; on 60 CUs the model takes S = 15 (60
-    workgroups, one round of 240 wavefronts on 240 SIMDs), on 64 CUs S = 16."""
-    k60 = vlpc.compile(gemm(256, 256, 8192)).kernel()
-    assert (k60.split_k, k60.split_mode) == (15, "workspace")
-    assert k60.launch(256, 256, 8192).grid == (1, 4, 15)
-    assert k60.launch_info["k_per_split"] == 560
-    k64 = vlpc.compile(gemm(256, 256, 8192), cus=64).kernel()
-    assert k64.split_k == 16 and k64.launch_info["k_per_split"] == 512
+def _modeled_best(m, n, k, macro, k_step=16, cus=60, gpu=""):
+    from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
+    from vlpc.plan_model import choose, plan_board
+
+    board = plan_board("gfx906", gpu, cus)
+    return choose(m, n, k, "f32", 4, macro[0], (macro[1],), k_step, tuple(range(1, MAX_AUTO_SPLIT + 1)), 1,
+                  "workspace", board, min_k_per_split=MIN_K_PER_SPLIT)
+
+
+def test_auto_plan_is_the_cheapest_modeled_split_and_fills_the_cus():
+    """256x256x8192 (seed 001's example): 4 tiles of 64x256 would leave 56 of 60 CUs idle.  The
+    automatic S is the candidate of least modeled time (the plan surrogate, vlpc.plan_model),
+    it splits K at least 8 ways, and all its workgroups fit in one round."""
+    for cus in (60, 64):
+        k = vlpc.compile(gemm(256, 256, 8192), cus=cus).kernel()
+        macro = (k.launch_info["macro_m"], k.launch_info["macro_n"])
+        best, cands = _modeled_best(256, 256, 8192, macro, cus=cus)
+        assert k.split_k == best.split_k >= 8 and k.split_mode == "workspace"
+        assert best.seconds < min(c.seconds for c in cands if c.split_k == 1)
+        wgs = 256 // macro[0] * (256 // macro[1]) * k.split_k
+        assert k.launch(256, 256, 8192).grid[2] == k.split_k and wgs <= cus * best.rounds
+        assert best.rounds == 1
+        assert k.launch_info["k_per_split"] * k.split_k >= 8192
 
 
 def test_auto_plan_leaves_full_gpus_and_launch_sizes_alone():
@@ -66,10 +80,17 @@ def test_auto_plan_leaves_full_gpus_and_launch_sizes_alone():
     assert vlpc.compile(gemm(64, 64, 64)).kernel().split_k == 1  # K too short to split
 
 
-def test_auto_macro_tile_n_follows_narrow_n():
-    assert vlpc.compile(gemm(4096, 128, 64)).kernel().launch_info["macro_n"] == 128
+def test_auto_macro_tile_n_is_modeled_and_follows_narrow_n():
+    # a 64-column C never gets a wider tile (its lanes would idle); 128 columns: at most 128
     assert vlpc.compile(gemm(4096, 64, 64)).kernel().launch_info["macro_n"] == 64
-    assert vlpc.compile(gemm(4096, 1000, 64)).kernel().launch_info["macro_n"] == 256
+    assert vlpc.compile(gemm(4096, 128, 64)).kernel().launch_info["macro_n"] in (64, 128)
+    # the chosen N is the one of least modeled time over 64/128/256 (each with its best S)
+    for m, n, k in ((4096, 1000, 64), (1024, 1024, 640), (128, 4096, 4096)):
+        li = vlpc.compile(gemm(m, n, k)).kernel().launch_info
+        times = {mn: _modeled_best(m, n, k, (li["macro_m"], mn))[0].seconds for mn in (64, 128, 256)}
+        assert times[li["macro_n"]] == min(times.values())
+    # outside the model (sizes at launch): the smallest tile covering N, else 256
+    assert vlpc.compile(gemm(256, 256, 8192, dynamic="k")).kernel().launch_info["macro_n"] == 256
 
 
 def test_plan_kernels_and_workspace():
@@ -93,16 +114,22 @@ def test_print_plan_cli(tmp_path, capsys):
 
     f = tmp_path / "g.mlir"
     f.write_text(gemm(256, 256, 8192))
+    k = vlpc.compile(gemm(256, 256, 8192)).kernel()
+    S = k.split_k
     assert main(["compile", str(f), "--print-plan"]) == 0
     out = capsys.readouterr().out
-    assert "split-k 15 (auto), mode workspace" in out
-    assert "60 workgroups" in out and "1.00 per CU" in out
-    assert "kernels: g (grid z 15), then g_reduce (grid z 1)" in out
-    assert "workspace: 3932160 bytes" in out
-    assert re.search(r"15: 1 rounds, .* <- chosen", out)
+    assert f"split-k {S} (auto), mode workspace" in out
+    wgs = k.launch(256, 256, 8192).grid
+    assert f"{wgs[0] * wgs[1] * wgs[2]} workgroups" in out
+    assert f"kernels: g (grid z {S}), then g_reduce (grid z 1)" in out
+    assert f"workspace: {S * 256 * 256 * 4} bytes" in out
+    assert re.search(rf"\n +{S}: 1 rounds, .* <- chosen", out)
+    assert "modeled candidates on mi50 (60 CUs" in out and "other macro tiles (modeled)" in out
     assert main(["compile", str(f), "--print-plan", "--split-k", "4", "--split-mode", "atomic", "--cus", "64"]) == 0
     out = capsys.readouterr().out
     assert "g_scale (grid z 1), then g (grid z 4)" in out and "64 CUs" in out and "workspace: none" in out
+    assert main(["compile", str(f), "--print-plan", "--gpu", "mi60"]) == 0
+    assert "modeled candidates on mi60 (64 CUs, 1700 MHz" in capsys.readouterr().out
 
 
 # -- results -----------------------------------------------------------------------------

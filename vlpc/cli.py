@@ -46,7 +46,8 @@ def _plan_lines(module, args: argparse.Namespace) -> list[str]:
         if isinstance(op, MatmulOp):
             fn = op.parent_op()
             name = fn.sym_name.data if isinstance(fn, func.FuncOp) else "?"
-            lines += describe_plan(op, name, get_target(args.target), args.cus or 0, auto=args.split_k == "auto")
+            lines += describe_plan(op, name, get_target(args.target.split(":")[0]), args.cus or 0,
+                                   auto=args.split_k == "auto", gpu=getattr(args, "gpu", None) or "")
     return lines
 
 

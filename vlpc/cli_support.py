@@ -163,8 +163,10 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
     """The code generation options shared by compile, run, bench and report."""
     if strategy:
         p.add_argument("--strategy", default="sqc", choices=("sqc", "lds"), help=STRATEGY_HELP)
-    p.add_argument("--schedule", default="default", choices=("default", "seed"),
-                   help="strategy sqc's loop: default, or seed (the seed's hand-written 64x256 SGEMM loop: "
+    p.add_argument("--schedule", default="default", choices=("default", "cover", "seed"),
+                   help="strategy sqc's loop: default (A in batches of 64 SGPRs, each loaded after the previous "
+                        "batch's FMAs: one lgkmcnt(0) wait per 64 FMAs), cover (batches of 32 SGPRs, each loaded "
+                        "while the previous one feeds 32 FMAs: twice the waits, each covered), or seed (the seed's hand-written 64x256 SGEMM loop: "
                         "s_load_dwordx8 groups, B double-buffered; f32, layout NT, M/N/K multiples of 64/256/8)")
     p.add_argument("--no-forwarding", dest="forwarding", action="store_false",
                    help="order the FMAs K-major so no accumulator comes from the FMA just before it (the "
@@ -193,6 +195,10 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                    help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1)")
     p.add_argument("--cus", type=positive, default=None,
                    help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
+    if "--gpu" not in p._option_string_actions:  # vlpc bench has its own (the same board)
+        p.add_argument("--gpu", default=None, choices=("mi50", "mi60", "mi25"),
+                       help="board the automatic plan (macro tile N, split-K) is modeled on (default: the "
+                            "target's smallest product: MI50 for gfx906)")
     p.add_argument("--options", metavar="TUNED.json", default=None,
                    help="take the code generation options from a `vlpc tune -o` result (flags given as well "
                         "are overridden by the file)")
@@ -206,7 +212,7 @@ def codegen_options(args: argparse.Namespace) -> dict:
                 waves_per_simd=args.waves_per_simd, split_k=args.split_k, split_mode=args.split_mode,
                 local_split=args.local_split, cus=args.cus,
                 strategy=getattr(args, "strategy", "sqc"), schedule=getattr(args, "schedule", "default"),
-                forwarding=getattr(args, "forwarding", True))
+                forwarding=getattr(args, "forwarding", True), gpu=getattr(args, "gpu", None))
     if getattr(args, "code_object_version", None) not in (None, 5):
         opts["code_object_version"] = args.code_object_version
     if getattr(args, "options", None):

@@ -13,7 +13,7 @@ Public API (also re-exported from :mod:`vlpc`):
 Options of :func:`compile` / :func:`pipeline` (all optional):
 ``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16`` (the f32 defaults; f64:
 ``(32, 256)``, ``(32, 1)``, ``8``),
-``waves_per_simd`` (sets the VGPR budget; default: the strategy's, 3 for sqc, 2 for
+``waves_per_simd`` (sets the VGPR budget; default: the strategy's, automatic for sqc, 2 for
 lds), ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel), and split-K:
 ``split_k="auto"`` (or S >= 1, K slices across workgroups; auto chooses from the
 shape and ``cus``), ``split_mode="workspace"`` (or ``"atomic"``), ``local_split=1``
@@ -255,9 +255,11 @@ def _located(op: Operation, message: str, filename: str) -> DiagnosticError:
 
 
 #: The occupancy each strategy's VGPR budget is chosen for when ``waves_per_simd`` is not
-#: given: sqc fits 84 VGPRs (3 waves per SIMD, as the seed); the legacy LDS kernel's 64
-#: accumulators and double-buffered 8+8 fragments need more than 84, so 128 (2 waves).
-DEFAULT_WAVES_PER_SIMD = {"sqc": 3, "lds": 2}
+#: given: sqc 0, automatic (gcn-allocate-registers gives the kernel the most waves per SIMD,
+#: up to 4, its register demand fits: 4 for the default 32-row tiles, 3 for the seed's
+#: 64-row ones); the legacy LDS kernel's 64 accumulators and double-buffered 8+8 fragments
+#: need more than 84, so 128 (2 waves).
+DEFAULT_WAVES_PER_SIMD = {"sqc": 0, "lds": 2}
 
 
 @dataclass
@@ -275,7 +277,7 @@ class Options:
     cus: int | None = None
     gpu: str | None = None  # board the automatic plan is modeled on (mi50, mi60; None: the target's smallest)
     code_object_version: int = 5  # 4: for ROCm releases before 5.3 (gcn-emit-descriptor)
-    schedule: str = "default"  # strategy sqc: "default" or "seed" (the seed's 64x256 loop; no split-K)
+    schedule: str = "default"  # strategy sqc: "default", "cover" or "seed" (the seed's 64x256 loop; no split-K)
     forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
 
     @staticmethod
@@ -359,7 +361,7 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                           macro_n=o.macro_tile[1] if o.macro_tile else 0,
                           micro_m=o.micro_tile[0] if o.micro_tile else 0,
                           micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0,
-                          model=o.strategy == "sqc" and o.schedule == "default", target=proc, cus=o.cus or 0,
+                          model=o.strategy == "sqc" and o.schedule in ("default", "cover"), target=proc, cus=o.cus or 0,
                           gpu=o.gpu or "", split_k=0 if o.split_k == "auto" else _split_k_option(o.split_k, o.strategy)),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),

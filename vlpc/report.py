@@ -422,6 +422,10 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     # The report compares one kernel per strategy (traffic per macro tile and k): no split-K plan.
     if options.get("split_k", "auto") == "auto":
         options["split_k"] = 1
+    # The seed's table is per 64x1x256 micro/macro tile: the sqc kernel is built on that tile
+    # unless one is given (vlpc's own default is half as tall, see passes/gemm_tile.py).
+    if strategy == "sqc" and not options.get("macro_tile") and not options.get("micro_tile"):
+        options["macro_tile"], options["micro_tile"] = (64, 256), (64, 1)
     if options["split_k"] != 1 or options.get("local_split", 1) != 1:
         from vlpc.errors import VlpcError
         raise VlpcError("vlpc report compares single kernels per strategy: use --split-k 1 --local-split 1 "

@@ -37,8 +37,10 @@ from vlpc.errors import VlpcError
 #: Macro tiles the search tries (rows x columns), per element type: the seed's 64x64/64x128/
 #: 64x256 (``shared/seeds/002`` section 2.1) and half-height variants (fewer VGPRs, so more
 #: waves per SIMD).
-MACRO_TILES = {"f32": ((64, 256), (64, 128), (64, 64), (32, 256), (32, 128)),
-               "f64": ((32, 256), (32, 128), (32, 64), (16, 256), (16, 128))}
+MACRO_TILES = {"f32": ((32, 256), (32, 128), (32, 64), (64, 256), (64, 128), (16, 256)),
+               "f64": ((16, 256), (16, 128), (16, 64), (32, 256), (32, 128), (8, 256))}
+#: A schedules of the sqc kernel the search tries (convert-gemm-to-gcn's ``schedule``).
+SCHEDULES = ("default", "cover")
 K_STEPS = (16, 8)
 #: Largest S the search tries.
 MAX_SPLIT = 32
@@ -111,6 +113,8 @@ class Result:
     max_ratio: float | None = None       #: largest |error| / bound over the sampled tiles
     error: str | None = None             #: why the candidate was dropped (compile error, check failure)
     plan: str = ""                       #: the plan the compiler made (tile, k-step, split), as text
+    wgs_per_cu: int | None = None        #: resident workgroups per CU of the main kernel (occupancy)
+    parts_us: list = field(default_factory=list)  #: modeled us of each kernel of the plan, in launch order
     breakdown: dict = field(default_factory=dict)
 
     @property
@@ -143,15 +147,15 @@ def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT",
 
     Split S runs over powers of two from 1 while every slice keeps at least 4 K steps
     (``exhaustive``: every S up to :data:`MAX_SPLIT`); local split L over 1, 2, 4 with a
-    power-of-two macro N; waves per SIMD: the strategy's default and, for half-height
-    tiles, 4 (their VGPR budget allows it).  The seed's schedule is added for NT f32
-    problems it supports (M % 64, N % 256, K % 8 == 0)."""
+    power-of-two macro N; waves per SIMD: automatic (the most, up to 4, that the kernel's
+    VGPRs allow) and, for the smallest tiles, 6; the A schedules ``default`` and ``cover``.
+    The seed's schedule is added for NT f32 problems it supports (M % 64, N % 256, K % 8 == 0)."""
     if dtype not in MACRO_TILES:
         raise VlpcError(f"vlpc tune supports f32 and f64 GEMMs, got {dtype}")
     splits = range(1, MAX_SPLIT + 1) if exhaustive else [1 << i for i in range(6)]
     out: list[Candidate] = []
     for macro_m, macro_n in MACRO_TILES[dtype]:
-        waves = (None,) if macro_m == MACRO_TILES[dtype][0][0] else (None, 4)
+        waves = (None, 6) if macro_m < MACRO_TILES[dtype][0][0] else (None,)
         for k_step in K_STEPS:
             for s in splits:
                 for local in LOCAL_SPLITS:
@@ -164,7 +168,8 @@ def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT",
                         continue
                     for mode in (modes if s > 1 else ("workspace",)):
                         for w in waves:
-                            out.append(Candidate(macro_m, macro_n, k_step, s, mode, local, w))
+                            for sch in SCHEDULES:
+                                out.append(Candidate(macro_m, macro_n, k_step, s, mode, local, w, sch))
     if dtype == "f32" and layout == "NT" and m % 64 == 0 and n % 256 == 0 and k % 8 == 0:
         out.append(Candidate(64, 256, 8, schedule="seed"))
     return out
@@ -318,7 +323,8 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
         peak = brd.peak_flops_f32 / (2 if kernel.launch_info.get("dtype") == "f64" else 1)
         res.peak_share = res.tflops * 1e12 / peak
         res.breakdown = {k: v / tm.time_us for k, v in tm.breakdown_us.items()}
-        res.waves_per_simd = getattr(tm, "waves_per_simd", None)
+        res.wgs_per_cu = tm.wgs_per_cu
+        res.parts_us = [x.time_us for x in (tm.parts or [tm])]
         if check:
             res.verified, res.max_ratio, why = check_candidate(mod, p, alpha, beta)
             if not res.verified:

@@ -1,6 +1,6 @@
-// RUN: vlpc compile %s --emit asm | filecheck %s
-// RUN: vlpc compile %s --emit mlir | filecheck %s --check-prefix=IR
-// RUN: vlpc compile %s --split-k 2 --emit mlir | filecheck %s --check-prefix=SPLIT
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit mlir | filecheck %s --check-prefix=IR
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --schedule cover --split-k 2 --emit mlir | filecheck %s --check-prefix=SPLIT
 // RUN: vlpc compile %s --strategy lds --emit mlir | filecheck %s --check-prefix=LDS
 
 // M given at launch: besides the main kernel, row-narrow companions with 8 rows and 1 row

@@ -3,7 +3,7 @@
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --emit asm | filecheck %s
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --emit asm | filecheck %s --check-prefix=NOLDS
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --no-forwarding --emit asm | filecheck %s --check-prefix=NOFWD
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --split-k 1 --no-forwarding --emit asm | filecheck %s --check-prefix=SQCNOFWD
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --split-k 1 --macro-tile 64x256 --micro-tile 64x1 --schedule cover --no-forwarding --emit asm | filecheck %s --check-prefix=SQCNOFWD
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --print-pipeline | filecheck %s --check-prefix=PIPE
 
 // CHECK-LABEL: .Lsgemm_k_loop:

@@ -1,7 +1,21 @@
-// The unsplit kernel (the automatic split-K plan for this shape is S=2: see passes/split_k_*.mlir).
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --emit asm | filecheck %s
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --emit asm | filecheck %s --check-prefix=NOLDS
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906:sramecc+:xnack- --split-k 1 --emit asm | filecheck %s --check-prefix=TID
+// The unsplit kernel on the seed-sized 64x256 tile with schedule cover (A batches of 32 SGPRs, each load covered by 32 FMAs); the default kernel: prefix WIDE below.
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s --check-prefix=NOLDS
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906:sramecc+:xnack- --split-k 1 --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s --check-prefix=TID
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --split-k 1 --emit asm | filecheck %s --check-prefix=WIDE
+
+// The default kernel (above: the seed-sized 64x256 tile with schedule cover): 32-row tiles at
+// 4 waves per SIMD, A in batches of 4 rows (64 SGPRs) loaded together after the previous
+// batch's FMAs, one lgkmcnt(0) per 64 FMAs (gcn-insert-waitcnt keeps the batch together).
+// WIDE: ; kernel sgemm: macro tile 32x{{[0-9]+}}, k-step 16
+// WIDE-NEXT: VGPRs {{[0-9]+}}, SGPRs {{[0-9]+}} (+4 reserved), LDS 0 bytes; occupancy 4 waves/SIMD
+// WIDE-LABEL: _k_loop:
+// WIDE: s_load_dwordx16 {{.*}} ; A row 4 k+0..
+// WIDE-NEXT: s_load_dwordx16 {{.*}} ; A row 5 k+0..
+// WIDE-NEXT: s_load_dwordx16 {{.*}} ; A row 6 k+0..
+// WIDE-NEXT: s_load_dwordx16 {{.*}} ; A row 7 k+0..
+// WIDE-NEXT: s_waitcnt lgkmcnt(0)
+// WIDE-NEXT: v_fma_f32 v{{[0-9]+}}, v{{[0-9]+}}, s{{[0-9]+}}, v{{[0-9]+}}
 
 // CHECK: .amdgcn_target "amdgcn-amd-amdhsa--gfx906"
 // CHECK: .amdhsa_code_object_version 5

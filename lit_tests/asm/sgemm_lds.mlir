@@ -1,9 +1,9 @@
 // The legacy LDS-tiled kernel (convert-gemm-to-gcn{strategy=lds}, seed 002 section 1)
 // next to the sqc kernel on the same problem.
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy lds --emit asm | filecheck %s
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy sqc --emit asm | filecheck %s --check-prefix=SQC
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy sqc --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s --check-prefix=SQC
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy lds -v -o %t.hsaco 2>&1 | filecheck %s --check-prefix=OCC
-// RUN: vlpc opt %inputs/sgemm_256x512x640.mlir -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=1},convert-gemm-to-gcn{strategy=lds}' | filecheck %s --check-prefix=IR
+// RUN: vlpc opt %inputs/sgemm_256x512x640.mlir -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=1},convert-gemm-to-gcn{strategy=lds}' | filecheck %s --check-prefix=IR
 
 // CHECK: sgemm:
 // Stage 0 and 1 are loaded from memory, stage 0 goes to LDS buffer 0 transposed to K-major ...

@@ -1,6 +1,6 @@
-// RUN: vlpc compile %s --split-k 4 --emit asm | filecheck %s --check-prefix=WS
-// RUN: vlpc compile %s --split-k 4 --split-mode atomic --emit asm | filecheck %s --check-prefix=ATOMIC
-// RUN: vlpc compile %s --split-k 1 --local-split 2 --emit asm | filecheck %s --check-prefix=LOCAL
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --schedule cover --split-k 4 --emit asm | filecheck %s --check-prefix=WS
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --schedule cover --split-k 4 --split-mode atomic --emit asm | filecheck %s --check-prefix=ATOMIC
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --schedule cover --split-k 1 --local-split 2 --emit asm | filecheck %s --check-prefix=LOCAL
 
 // Workspace mode: the main kernel stores raw partial tiles into slice z of the workspace
 // (no beta or C; alpha only to store zero partials when alpha = 0, BLAS's quick return); the

@@ -1,5 +1,5 @@
 // RUN: vlpc opt %inputs/sgemm_256x512x640.mlir -p gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers | filecheck %s
-// RUN: not vlpc opt %inputs/sgemm_256x512x640.mlir -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers{max-vgprs=64}' 2>&1 | filecheck %s --check-prefix=BUDGET
+// RUN: not vlpc opt %inputs/sgemm_256x512x640.mlir -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers{max-vgprs=40}' 2>&1 | filecheck %s --check-prefix=BUDGET
 
 // Every value gets a physical range; 16-SGPR ranges start at a multiple of 4.
 // (A NOT guards only up to the next positive match, so the pair is repeated after each.)
@@ -13,4 +13,4 @@
 // CHECK-NOT: !gcn.sgpr<x
 // CHECK-NOT: !gcn.vgpr<x
 // BUDGET: error: register allocation failed: kernel 'sgemm' needs {{[0-9]+}} VGPRs live at once
-// BUDGET-SAME: the budget is 64
+// BUDGET-SAME: the budget is 40

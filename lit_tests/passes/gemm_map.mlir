@@ -1,6 +1,6 @@
-// RUN: vlpc opt %s -p gemm-tile,gemm-map-workgroups | filecheck %s --check-prefix=WG
-// RUN: vlpc opt %s -p gemm-tile,gemm-map-workgroups,gemm-map-subgroups | filecheck %s --check-prefix=SG
-// RUN: vlpc opt %s -p 'gemm-tile{macro-n=64},gemm-map-workgroups,gemm-map-subgroups' | filecheck %s --check-prefix=SG64
+// RUN: vlpc opt %s -p 'gemm-tile{model=false}',gemm-map-workgroups | filecheck %s --check-prefix=WG
+// RUN: vlpc opt %s -p 'gemm-tile{model=false}',gemm-map-workgroups,gemm-map-subgroups | filecheck %s --check-prefix=SG
+// RUN: vlpc opt %s -p 'gemm-tile{macro-n=64 model=false},gemm-map-workgroups,gemm-map-subgroups' | filecheck %s --check-prefix=SG64
 
 // Workgroup id x runs over N tiles (512/256 = 2), y over M tiles (256/64 = 4).
 // WG: grid = array<i64: 2, 4, 1>

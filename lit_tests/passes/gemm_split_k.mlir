@@ -1,17 +1,19 @@
-// RUN: vlpc opt %s -p gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k | filecheck %s --check-prefix=AUTO
-// RUN: vlpc opt %s -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{cus=64}' | filecheck %s --check-prefix=MI60
-// RUN: vlpc opt %s -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=4}' | filecheck %s --check-prefix=WS
-// RUN: vlpc opt %s -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=4 mode=atomic}' | filecheck %s --check-prefix=ATOMIC
-// RUN: vlpc opt %s -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=2 local-split=4}' | filecheck %s --check-prefix=LOCAL
-// RUN: vlpc opt %s -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=1}' | filecheck %s --check-prefix=NONE
-// RUN: not vlpc opt %s -p 'gemm-tile,gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{local-split=8}' 2>&1 | filecheck %s --check-prefix=ERR
+// RUN: vlpc opt %s -p 'gemm-tile{model=false}',gemm-map-workgroups,gemm-map-subgroups,gemm-split-k | filecheck %s --check-prefix=AUTO
+// RUN: vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{cus=64}' | filecheck %s --check-prefix=MI60
+// RUN: vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=4}' | filecheck %s --check-prefix=WS
+// RUN: vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=4 mode=atomic}' | filecheck %s --check-prefix=ATOMIC
+// RUN: vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=2 local-split=4}' | filecheck %s --check-prefix=LOCAL
+// RUN: vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=1}' | filecheck %s --check-prefix=NONE
+// RUN: not vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{local-split=8}' 2>&1 | filecheck %s --check-prefix=ERR
 
-// Seed 001's example: 256x256x8192 gives 4 macro tiles of 64x256.  Automatic: on 60 CUs
-// 15 slices of 560 (60 workgroups, one round), on 64 CUs 16 slices of 512.
-// AUTO: grid = array<i64: 1, 4, 15>
-// AUTO-SAME: split_k = 15 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 560 : i64
-// MI60: grid = array<i64: 1, 4, 16>
-// MI60-SAME: split_k = 16 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 512 : i64
+// Seed 001's example: 256x256x8192 gives 4 macro tiles of 64x256 (the seed's tile:
+// gemm-tile{model=false}).  Automatic (least modeled time, vlpc/plan_model.py): on 60 and
+// on 64 CUs 32 slices of 256 (128 workgroups in one round of 3 per CU: more resident waves
+// hide the scalar loads' latency).  A model change that moves the choice shows here.
+// AUTO: grid = array<i64: 1, 4, 32>
+// AUTO-SAME: split_k = 32 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 256 : i64
+// MI60: grid = array<i64: 1, 4, 32>
+// MI60-SAME: split_k = 32 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 256 : i64
 // The K slice is workgroup id z: the grid grows in z.
 // WS: grid = array<i64: 1, 4, 4>, workgroup_size = array<i64: 256, 1, 1>
 // WS-SAME: split_k = 4 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 2048 : i64

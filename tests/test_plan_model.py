@@ -1,0 +1,81 @@
+"""The plan surrogate (vlpc/plan_model.py): its structure and the properties plan choice relies on.
+
+Its error against the timing model is measured by benchmarks/plan_surrogate.py (report), not here."""
+
+import pytest
+
+from vlpc import plan_model
+from vlpc.plan_model import choose, estimate, plan_board
+from vlpc.targets import TargetError, get_board
+
+MI60 = get_board("mi60")
+
+
+def cost(m, n, k, dtype="f32", macro=(64, 256), k_step=16, split=1, board=MI60, mode="workspace"):
+    return estimate(m, n, k, dtype, 8 if dtype == "f64" else 4, macro, k_step, split, 1, mode, board).seconds
+
+
+def test_the_fit_covers_the_default_kernels():
+    fit = plan_model.fitted()
+    assert "timing model" in fit["fitted_on"]
+    v = fit["variants"]["f32 32x256 k16"]  # the default SGEMM kernel's
+    assert v["fixed"] >= 0 and v["latency"] >= 0 and v["per_wave_ratio"] >= 1 and v["wgs_per_cu"] >= 1
+    assert 0 < fit["reduce_efficiency"] <= 1
+    # f64 is derived from the nearest f32 fit (same macro N, then M, then A dwords per row and
+    # K step): same latency and occupancy, its own VALU cycles
+    f32 = plan_model.variant("f32", (32, 256), 16, MI60)
+    f64 = plan_model.variant("f64", (16, 256), 8, MI60)  # the default DGEMM kernel's tile
+    assert f64.latency == f32.latency and f64.wgs_per_cu == f32.wgs_per_cu
+    assert f64.per_wave / plan_model.valu_cycles("f64", 16, 8, MI60) == pytest.approx(
+        f32.per_wave / plan_model.valu_cycles("f32", 32, 16, MI60))
+
+
+def test_rounds_are_steps_a_partial_round_costs_a_workgroup():
+    v = plan_model.variant("f32", (64, 256), 16, MI60)
+    full = MI60.compute_units * v.wgs_per_cu  # workgroups of one full round
+    rows = full // (4096 // 256) * 64  # M giving exactly `full` tiles of 64x256 with N = 4096
+    t_full = cost(rows, 4096, 640)
+    t_more = cost(rows + 64, 4096, 640)  # 16 more workgroups: a second, partial round
+    t_less = cost(rows - 64, 4096, 640)
+    assert v.wgs_per_cu == 3  # 64-row tiles: 82 VGPRs, 3 waves per SIMD
+    assert t_more > t_full * 1.2 and t_less <= t_full
+
+
+def test_split_k_pays_for_small_mn_with_long_k_not_for_a_full_gpu():
+    assert cost(256, 256, 8192, split=16) < 0.5 * cost(256, 256, 8192)
+    assert cost(4096, 4096, 640, split=2) > cost(4096, 4096, 640)
+    best, cands = choose(256, 256, 8192, "f32", 4, 64, (64, 128, 256), 16, tuple(range(1, 33)), 1, "workspace",
+                         MI60, min_k_per_split=256)
+    assert best.split_k > 1 and best.seconds == min(c.seconds for c in cands)
+    assert all(c.split_k == 1 or -(-8192 // c.split_k) >= 256 for c in cands)
+
+
+def test_more_cus_and_a_faster_clock_never_cost_time():
+    for shape in ((1024, 1024, 640), (4096, 4096, 640), (256, 256, 8192)):
+        base = cost(*shape)
+        assert cost(*shape, board=MI60.at(compute_units=32)) >= base
+        assert cost(*shape, board=MI60.at(engine_clock_mhz=1100)) >= base
+
+
+def test_f64_costs_the_target_rate():
+    mi25 = get_board("mi25")
+    t906 = cost(2048, 2048, 640, "f64", (32, 256), 8)
+    t900 = cost(2048, 2048, 640, "f64", (32, 256), 8, board=mi25)
+    assert t900 > 4 * t906  # f64 at 1/16 rate on gfx900, half rate on gfx906
+    assert cost(2048, 2048, 640, "f64", (32, 256), 8) > cost(2048, 2048, 640)  # DGEMM slower than SGEMM
+
+
+def test_plan_board():
+    assert plan_board("gfx906").name == "mi50" and plan_board("gfx906").compute_units == 60
+    assert plan_board("gfx906", "mi60").compute_units == 64
+    assert plan_board("gfx906", "mi60", 32).compute_units == 32
+    assert plan_board("gfx900").name == "mi25"
+    with pytest.raises(TargetError, match="mi25 is a gfx900"):
+        plan_board("gfx906", "mi25")
+
+
+def test_unfitted_variants_fall_back_to_the_nearest_fit():
+    v = plan_model.variant("f32", (16, 64), 8, MI60)
+    ref = plan_model.variant("f32", (32, 256), 16, MI60)
+    assert v.wgs_per_cu >= ref.wgs_per_cu  # narrower workgroups: at least as many resident
+    assert v.per_wave >= plan_model.valu_cycles("f32", 16, 8, MI60)

@@ -1,0 +1,211 @@
+"""A fast surrogate of the timing model, for choosing a GEMM's plan inside the compiler.
+
+The timing model (:mod:`vlpc.runtime.timing`) needs an emulator run of the kernel, seconds
+to a minute per plan: too slow for a pass that weighs dozens of plans.  This surrogate has
+the same structure as the model's dispatch (``runtime/timing/gpu.py``) with the per-kernel
+facts **fitted to the timing model** by ``benchmarks/plan_surrogate.py`` (stored in
+``plan_model.json`` beside this file; its error against the model on shapes it was not
+fitted on is printed by that script and quoted in the README).  Every figure is modeled.
+
+For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L):
+
+* ``W = ceil(M/mm) ceil(N/mn) S`` workgroups; CU 0 receives ``n = ceil(W / C)`` of them,
+  ``R`` resident at a time (R: the kernel's occupancy, recorded by the fit).
+* A workgroup whose CU holds ``r`` workgroups lasts ``F + steps x max(r w V', V + Lat)``
+  engine cycles: ``steps`` K steps of its slice, ``V`` the VALU cycles of one wave's K
+  step (``mm x k_step`` FMAs x 4 cycles, x2 for f64), ``w`` waves of the workgroup per
+  SIMD, ``Lat`` the latency a lone wave exposes per step, ``V'`` the per-wave cost of a
+  step when waves compete, ``F`` prologue and epilogue.  (Fitted per kernel variant.)
+* CU 0's time is ``floor(n/R) d(R) + d(n mod R)``, at least the HBM time of the unique
+  bytes (A, B, C and the workspace) at the board's bandwidth, plus the launch overhead.
+* A workspace split adds the reduce kernel: ``(S + 1 + [beta != 0]) M N`` elements at
+  the HBM bandwidth times the fitted ``reduce_efficiency``, plus a launch; an atomic split
+  adds the scale kernel and reads and writes C once per slice.
+
+Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
+runs ~30x slower) take the nearest fitted one (same element type first, else f32; nearest
+macro N, then M, then A dwords per row and K step) with the VALU cycles of their own K step and ``F`` scaled
+by them; without a fit file the structure runs with ``Lat = 0``, ``V' = V`` and a fixed
+``F`` (the former issue-rate formula).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from vlpc.targets import Board
+
+#: The fit's file (written by ``benchmarks/plan_surrogate.py fit``).
+DATA_FILE = "plan_model.json"
+#: Cycles outside the K loop when no fit is present (the former split-K cost model's constant).
+DEFAULT_FIXED_CYCLES = 2000.0
+
+
+def k_per_split(k: int, pieces: int, k_step: int) -> int:
+    """K values per slice when K is cut into ``pieces`` slices (a multiple of ``k_step``)."""
+    per = -(-k // pieces)
+    return -(-per // k_step) * k_step
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Fitted facts of one kernel variant (engine cycles at the fit's board)."""
+
+    fixed: float          #: F: prologue + epilogue of one workgroup
+    latency: float        #: Lat: exposed latency per K step of a lone wave
+    per_wave: float       #: V': cost of one wave's K step when waves compete
+    wgs_per_cu: int       #: R: resident workgroups per CU (occupancy)
+
+
+@lru_cache(maxsize=1)
+def fitted() -> dict:
+    """The fit (``{}`` when there is none)."""
+    try:
+        text = resources.files("vlpc").joinpath(DATA_FILE).read_text()
+    except (FileNotFoundError, OSError):
+        return {}
+    return json.loads(text)
+
+
+def variant_key(dtype: str, macro: tuple[int, int], k_step: int) -> str:
+    return f"{dtype} {macro[0]}x{macro[1]} k{k_step}"
+
+
+def valu_cycles(dtype: str, macro_m: int, k_step: int, board: Board) -> float:
+    """VALU cycles of one wave's K step: ``macro_m x k_step`` FMAs (the ISA table's rate)."""
+    t = board.timing
+    per = t.valu_f64_cycles if dtype == "f64" else t.valu_cycles
+    return macro_m * k_step * per
+
+
+def variant(dtype: str, macro: tuple[int, int], k_step: int, board: Board, wgs_per_cu: int = 0) -> Variant:
+    """The fitted variant, the nearest fitted one of the same element type (macro M, then
+    macro N, then K step closest), or the unfitted default."""
+    data = fitted().get("variants", {})
+    if not wgs_per_cu:  # 3 waves per SIMD (the default kernels' occupancy) over the workgroup's waves
+        t = board.target
+        wgs_per_cu = min(t.max_workgroups_per_cu, 3 * t.simds_per_cu // max(1, macro[1] // t.wavefront_size))
+    v = data.get(variant_key(dtype, macro, k_step))
+    vv = valu_cycles(dtype, macro[0], k_step, board)
+    if v is not None:
+        return Variant(v["fixed"], v["latency"], vv * v["per_wave_ratio"], v["wgs_per_cu"])
+    # the nearest fitted variant: same element type if any, else f32 (an f64 K step of k_step/2
+    # doubles loads as many A bytes per VALU cycle as the f32 one: same latency, same ratio)
+    same = [(k, x) for k, x in data.items() if k.startswith(dtype + " ")] or \
+        [(k, x) for k, x in data.items() if k.startswith("f32 ")]
+    if not same:
+        return Variant(DEFAULT_FIXED_CYCLES, 0.0, vv, wgs_per_cu)
+
+    def dwords(dt: str, ks: int) -> int:  # A dwords per row and K step (one s_load's width)
+        return ks * (2 if dt == "f64" else 1)
+
+    def dist(item):
+        dt, mt, ks = item[0].split()
+        m_, n_ = (int(x) for x in mt.split("x"))
+        return (abs(n_ - macro[1]), abs(m_ - macro[0]), abs(dwords(dt, int(ks[1:])) - dwords(dtype, k_step)))
+
+    key, v = min(same, key=dist)
+    ref = valu_cycles(key.split()[0], int(v["macro_m"]), int(key.split()[2][1:]), board)
+    scale = vv / ref  # prologue/epilogue in proportion to the work of a K step
+    r = v["wgs_per_cu"] * max(1, int(v.get("macro_n", macro[1])) // macro[1])  # narrower: more resident
+    return Variant(v["fixed"] * scale, v["latency"], vv * v["per_wave_ratio"],
+                   min(board.target.max_workgroups_per_cu, r))
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """The surrogate's estimate for one plan (seconds; modeled)."""
+
+    split_k: int
+    workgroups: int
+    wavefronts: int
+    rounds: int
+    main_seconds: float
+    reduce_seconds: float
+    macro: tuple[int, int] = (0, 0)
+
+    @property
+    def seconds(self) -> float:
+        return self.main_seconds + self.reduce_seconds
+
+
+def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, int], k_step: int, split: int,
+             local: int, mode: str, board: Board, beta_nonzero: bool = True, batch: int = 0) -> PlanCost:
+    """Modeled time of a plan for a static ``m x n x k`` problem (see the module docstring)."""
+    t = board.target
+    var = variant(dtype, macro, k_step, board)
+    tiles = math.ceil(m / macro[0]) * math.ceil(n / macro[1]) * max(1, batch)
+    waves_per_wg = max(1, macro[1] // t.wavefront_size) * local
+    W = tiles * split
+    C = board.compute_units
+    R = max(1, var.wgs_per_cu // max(1, local))
+    steps = math.ceil(k_per_split(k, split * local, k_step) / k_step)
+    v = valu_cycles(dtype, macro[0], k_step, board)
+    w_simd = waves_per_wg / t.simds_per_cu
+
+    def duration(r: int) -> float:
+        return var.fixed + steps * max(r * w_simd * var.per_wave, v + var.latency)
+
+    n0 = math.ceil(W / C)
+    cycles = (n0 // R) * duration(R) + (duration(n0 % R) if n0 % R else 0.0)
+    hz = board.engine_clock_mhz * 1e6
+    bw = board.hbm_bytes_per_second
+    launch = board.timing.launch_overhead_us * 1e-6
+    unique = (m * k + k * n + m * n * (1 + (1 if beta_nonzero and split == 1 else 0))) * esize * max(1, batch)
+    if split > 1 and mode == "workspace":
+        unique += split * m * n * esize  # partial tiles written
+    main = max(cycles / hz, unique / bw) + launch
+    reduce = 0.0
+    if split > 1:
+        eff = fitted().get("reduce_efficiency", 1.0)
+        if mode == "workspace":
+            moved = (split + 1 + (1 if beta_nonzero else 0)) * m * n * esize
+        else:  # scale kernel (read/write C) + one read-modify-write of C per slice
+            moved = (2 + 2 * split) * m * n * esize
+        reduce = moved / (bw * eff) + launch
+    return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro)
+
+
+def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
+    """The board a plan is made for: ``gpu`` by name (``mi50``, ``mi60``, ``mi25``), else the
+    target's smallest product (gfx906: MI50, 60 CUs; vlpc's long-standing default), with
+    ``cus`` compute units when given.  Raises :class:`vlpc.targets.TargetError` for an
+    unknown board or one of another target."""
+    from vlpc.targets import BOARDS, TargetError, get_board
+
+    if gpu:
+        board = get_board(gpu)
+        if board.target.name != target_name:
+            raise TargetError(f"board {gpu} is a {board.target.name}, not a {target_name}")
+    else:
+        mine = [b for b in BOARDS.values() if b.target.name == target_name]
+        if not mine:
+            raise TargetError(f"no board of target {target_name} is known")
+        board = min(mine, key=lambda b: b.compute_units)
+    return board.at(compute_units=cus) if cus and cus != board.compute_units else board
+
+
+def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_ns: tuple[int, ...], k_step: int,
+           splits: tuple[int, ...], local: int, mode: str, board: Board, beta_nonzero: bool = True,
+           min_k_per_split: int = 0) -> tuple[PlanCost, list[PlanCost]]:
+    """The cheapest plan over macro tile N in ``macro_ns`` and split S in ``splits`` (slices of at
+    least ``min_k_per_split`` K values, S = 1 always allowed), and every candidate; ties go to
+    the tile with fewer idle columns past N, then the larger tile, then the smaller S."""
+    cands = []
+    for mn in macro_ns:
+        for s in splits:
+            if s > 1 and len(splits) > 1 and k_per_split(k, s * local, k_step) < max(min_k_per_split, k_step):
+                continue  # (a single S given is the plan's: always a candidate)
+            cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), k_step, s, local, mode, board,
+                                  beta_nonzero))
+    # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S
+    best = min(cands, key=lambda c: (round(c.seconds, 12), -(-n // c.macro[1]) * c.macro[1] - n, -c.macro[1],
+                                     c.split_k))
+    return best, cands
+
+
+__all__ = ["PlanCost", "choose", "k_per_split", "plan_board", "Variant", "estimate", "fitted", "valu_cycles", "variant", "variant_key"]
