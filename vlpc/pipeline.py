@@ -11,8 +11,11 @@ Public API (also re-exported from :mod:`vlpc`):
   the first pass), or be a module of the upstream MLIR Python bindings.
 
 Options of :func:`compile` / :func:`pipeline` (all optional):
-``macro_tile=(64, 256)``, ``micro_tile=(64, 1)``, ``k_step=16`` (the f32 defaults; f64:
-``(32, 256)``, ``(32, 1)``, ``8``),
+``macro_tile`` (default: 32 rows for f32, 16 for f64, the macro tile N of 64, 128 or 256
+chosen by modeled time; ``passes/gemm_tile.py``), ``micro_tile`` (default: the macro tile's
+rows x 1), ``k_step=16`` (f32; f64: ``8``), ``schedule`` (``"default"``, ``"cover"`` or
+``"seed"``: the A schedule of ``convert-gemm-to-gcn``), ``gpu`` (the board the automatic
+plan is modeled on: ``"mi50"`` (default), ``"mi60"``),
 ``waves_per_simd`` (sets the VGPR budget; default: the strategy's, automatic for sqc, 2 for
 lds), ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel), and split-K:
 ``split_k="auto"`` (or S >= 1, K slices across workgroups; auto chooses from the
