@@ -58,7 +58,7 @@ class GcnAllocateRegistersPass(ModulePass):
 
     name = "gcn-allocate-registers"
 
-    waves_per_simd: int = 3
+    waves_per_simd: int = 0
     max_vgprs: int = 0
     max_sgprs: int = 0
     target: str = "gfx906"

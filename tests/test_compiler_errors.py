@@ -81,7 +81,7 @@ def test_located_diagnostics(tmp_path, capsys, name, src, expected):
     (["--macro-tile", "64x2048"], "2048 work-items per workgroup; gfx906 allows at most 1024"),
     (["--micro-tile", "64x2"], "one column per work-item"),
     (["--split-k", "2", "--strategy", "lds"], "the lds strategy does not split K"),
-    (["--waves-per-simd", "4"], "register allocation failed"),
+    (["--waves-per-simd", "4", "--macro-tile", "64x256", "--micro-tile", "64x1"], "register allocation failed"),
 ])
 def test_option_errors(tmp_path, capsys, argv, expected):
     f = tmp_path / "g.mlir"

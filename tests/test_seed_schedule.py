@@ -168,7 +168,7 @@ def _loop_fma_forwarded(stats, executions: int) -> tuple[int, int]:
 @pytest.mark.parametrize("schedule", ["seed", "default"])
 def test_no_forwarding_is_bit_identical_and_forwards_nothing(schedule):
     m, n, k = 64, 256, 48 if schedule == "seed" else 64
-    opts = dict(schedule=schedule, split_k=1)
+    opts = dict(schedule=schedule, split_k=1, macro_tile=(64, 256), micro_tile=(64, 1))  # one 4-wave workgroup
     s_fwd, r_fwd, c_fwd = run_seed(m, n, k, seed=3, **opts)
     s_nof, r_nof, c_nof = run_seed(m, n, k, seed=3, forwarding=False, **opts)
     # only the order changed: the same instructions, and C bit for bit

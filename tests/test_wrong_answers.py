@@ -296,7 +296,7 @@ def test_a_gemm_reading_past_a_into_b_is_caught():
     """A dynamic lda so large that row tile 1 of A lands inside B: every access is inside some
     allocation (the old check saw nothing and C came out wrong); now the fault names both."""
     from vlpc.runtime.emulator.errors import OutOfBoundsAccess
-    kern = compiled(gemm_source(m="?", lda="?")).kernel()
+    kern = compiled(gemm_source(m="?", lda="?"), macro_tile=(64, 64), micro_tile=(64, 1)).kernel()  # row tile 1: rows 64..
     dev = get_device("emulator")
     a = dev.upload(np.ones(64 * 16, np.float32))
     b = dev.upload(np.ones(1 << 20, np.float32))  # 4 MiB: B (64 x 16) at its start, then room
@@ -329,10 +329,13 @@ def test_default_options_allocate_and_compute(layout, dtype, m, n, k, opts):
 
 
 def test_allocator_names_demand():
-    """f64 with a K step of 16: 64 accumulator VGPRs and a 32-VGPR B ring do not fit 84."""
+    """f64 with a K step of 16 on 32 rows: 64 accumulator VGPRs and a 32-VGPR B ring do not fit 84
+    (3 waves per SIMD); automatic occupancy falls back to 2 waves."""
+    tile = dict(macro_tile=(32, 256), micro_tile=(32, 1))
     with pytest.raises(DiagnosticError, match=r"needs \d+ VGPRs live at once, the budget is 84 \(demand\)"):
-        vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16)
-    vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16, waves_per_simd=2)
+        vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16, waves_per_simd=3, **tile)
+    k = vlpc.compile(gemm_source("NT", "f64", "64", "256", "64"), "gfx906", k_step=16, **tile).kernel()
+    assert 84 < k.vgprs <= 128
 
 
 # -- item 2: a NaN in the last row tile (f64, beta = 0) ------------------------------------
