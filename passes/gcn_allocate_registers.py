@@ -77,7 +77,7 @@ class GcnAllocateRegistersPass(ModulePass):
                 per_wave = t.vgprs_per_simd_lane // w
                 out.append(min(per_wave - per_wave % t.vgpr_granule, t.addressable_vgprs))
             return out, sb
-        if not 1 <= self.waves_per_simd <= t.max_waves_per_simd:
+        if not (self.waves_per_simd == 0 and self.max_vgprs) and not 1 <= self.waves_per_simd <= t.max_waves_per_simd:
             from vlpc.errors import VlpcError
             raise VlpcError(f"waves-per-simd={self.waves_per_simd}: {t.name} runs 1 to "
                             f"{t.max_waves_per_simd} waves per SIMD")
