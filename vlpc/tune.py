@@ -320,7 +320,7 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
         flops = 2.0 * p.m * p.n * p.k
         res.modeled_us = tm.time_us
         res.tflops = tm.tflops(flops)
-        peak = brd.peak_flops_f32 / (2 if kernel.launch_info.get("dtype") == "f64" else 1)
+        peak = brd.peak_flops_f32 / (brd.target.f64_rate_divisor if kernel.launch_info.get("dtype") == "f64" else 1)
         res.peak_share = res.tflops * 1e12 / peak
         res.breakdown = {k: v / tm.time_us for k, v in tm.breakdown_us.items()}
         res.wgs_per_cu = tm.wgs_per_cu
@@ -422,7 +422,7 @@ def add_parser(sub) -> None:
     t.add_argument("--n", type=int, help="N, for a dynamic dimension")
     t.add_argument("--k", type=int, help="K, for a dynamic dimension")
     t.add_argument("--target", default="gfx906", help="target id (default: %(default)s)")
-    t.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"), help="board the timing model predicts "
+    t.add_argument("--gpu", default="mi60", choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
                    "(default: %(default)s)")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ", help="engine clock (default: the board's)")
     t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
