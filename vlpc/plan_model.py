@@ -24,8 +24,8 @@ For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L
 
 Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
 runs ~30x slower) take the nearest fitted one (same element type first, else f32; nearest
-macro N, then M, then A dwords per row and K step) with the VALU cycles of their own K step and ``F`` scaled
-by them; without a fit file the structure runs with ``Lat = 0``, ``V' = V`` and a fixed
+macro N, then M, then A dwords per row and K step) with the VALU cycles of their own K step, ``F`` scaled
+by them and ``Lat`` by their A dwords per K step (the number of waits); without a fit file the structure runs with ``Lat = 0``, ``V' = V`` and a fixed
 ``F`` (the former issue-rate formula).
 """
 
@@ -109,10 +109,14 @@ def variant(dtype: str, macro: tuple[int, int], k_step: int, board: Board, wgs_p
         return (abs(n_ - macro[1]), abs(m_ - macro[0]), abs(dwords(dt, int(ks[1:])) - dwords(dtype, k_step)))
 
     key, v = min(same, key=dist)
-    ref = valu_cycles(key.split()[0], int(v["macro_m"]), int(key.split()[2][1:]), board)
+    ref_dt, ref_ks = key.split()[0], int(key.split()[2][1:])
+    ref = valu_cycles(ref_dt, int(v["macro_m"]), ref_ks, board)
     scale = vv / ref  # prologue/epilogue in proportion to the work of a K step
+    # the exposed latency of a K step in proportion to its A dwords (rows x dwords per row:
+    # the number of lgkmcnt(0) waits of batches of 64 SGPRs)
+    lat = v["latency"] * (macro[0] * dwords(dtype, k_step)) / (int(v["macro_m"]) * dwords(ref_dt, ref_ks))
     r = v["wgs_per_cu"] * max(1, int(v.get("macro_n", macro[1])) // macro[1])  # narrower: more resident
-    return Variant(v["fixed"] * scale, v["latency"], vv * v["per_wave_ratio"],
+    return Variant(v["fixed"] * scale, lat, vv * v["per_wave_ratio"],
                    min(board.target.max_workgroups_per_cu, r))
 
 
