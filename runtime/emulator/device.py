@@ -102,6 +102,10 @@ class EmulatorDevice(Device):
         #: None, or the workgroup ids ``(x, y, z)`` every launch runs (the rest are skipped):
         #: a sampled functional check of a large launch (``vlpc tune``)
         self.only_workgroups: set | None = None
+        #: False: a timing-only launch traces CU 0's workgroups only, not the first round's
+        #: footprint, and the model takes ``l2_miss`` (the L2 miss probability) as given
+        self.footprint_round = True
+        self.l2_miss: float | None = None
         if target is None:  # the board's processor (gfx900 for mi25), else gfx906
             target = self.board.target.name if self.board is not None else GFX906.name
         try:
@@ -260,11 +264,14 @@ class EmulatorDevice(Device):
                                        int(np.prod(launch.block)))
                 cfg.trace = timing.trace_request(self.board, tuple(launch.grid), res,
                                                  only=self.timing_only)
+                if not self.footprint_round:
+                    import dataclasses
+                    cfg.trace = dataclasses.replace(cfg.trace, footprint=cfg.trace.workgroups)
             stats = core.run_dispatch(self.memory, cfg, **({"progress": self.progress} if self.progress else {}))
             self.launches += 1
             if res is not None and stats.trace is not None:
                 from vlpc.runtime import timing
-                stats.timing = timing.model_kernel(stats.trace, self.board, res, kernel.name)
+                stats.timing = timing.model_kernel(stats.trace, self.board, res, kernel.name, l2_miss=self.l2_miss)
             return stats
         finally:
             for addr in reversed(temps):
