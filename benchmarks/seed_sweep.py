@@ -98,17 +98,21 @@ def replay(sizes: list[int], vgprs: int) -> dict:
     return out
 
 
-def l2_miss_estimate(m: int, n: int, k: int, tile: tuple[int, int], esize: int, first_round: int) -> float:
+def l2_miss_estimate(m: int, n: int, k: int, tile: tuple[int, int], esize: int, first_round: int,
+                     line: int | None = None) -> float:
     """The L2 miss probability the timing model derives from the first round's footprints
     (unique lines / the sum of each workgroup's lines, ``runtime/timing/gpu.py``), computed
     from the tile geometry of an NT GEMM instead of recorded: the first ``first_round``
     workgroups (x fastest) read their A rows and B rows (K x esize bytes each) and write
-    their C tile."""
+    their C tile.  ``line``: cache line bytes (default: the timing model's ``TimingParams.line_bytes``)."""
     gx = -(-n // tile[1])
     wgs = min(first_round, gx * -(-m // tile[0]))
     rows_a = -(-wgs // gx) * tile[0]
     cols_b = min(gx, wgs) * tile[1]
-    line = 64
+    if line is None:
+        from vlpc.targets import TimingParams
+
+        line = TimingParams().line_bytes
     per_row = -(-k * esize // line)
     c_lines = tile[0] * -(-tile[1] * esize // line)
     total = wgs * ((tile[0] + tile[1]) * per_row + c_lines)

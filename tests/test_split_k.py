@@ -21,20 +21,7 @@ from vlpc.runtime import get_device, load_code_object
 from reference import check_run
 
 
-def _seed_tile(fn):
-    """``fn`` (vlpc.compile / vlpc.run) on the seed's 64x256 tile (32x256 for f64) unless a tile
-    is given: these tests exercise mechanics whose grids and workgroup sizes assume it; the
-    automatic tile choice has its own tests (test_split_k.py's auto tests, test_plan_model.py)."""
-    def call(text, *a, **kw):
-        if "macro_tile" not in kw and "micro_tile" not in kw:
-            rows = 32 if "xf64" in str(text) else 64
-            kw.update(macro_tile=(rows, 256), micro_tile=(rows, 1))
-        return fn(text, *a, **kw)
-    return call
-
-
-compile_ = _seed_tile(vlpc.compile)
-run_ = _seed_tile(vlpc.run)
+from seed_tile_support import compile_, run_  # noqa: E402  (the seed's tile: see there)
 
 
 def gemm(m, n, k, dtype="f32", layout="NT", dynamic="", epilogue=None, bias=None):
