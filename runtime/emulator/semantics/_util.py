@@ -22,6 +22,21 @@ def raw_reader(o):
     return core().vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
 
 
+#: inline float constants (source codes 240..248) as f16 bits: a 16-bit float operand
+#: reads the constant in its own format (LLVM AMDGPUOperandSyntax, "inline constants":
+#: 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0 and 1/(2*pi) = 0x3118 for f16)
+F16_INLINE = {240: 0x3800, 241: 0xB800, 242: 0x3C00, 243: 0xBC00, 244: 0x4000, 245: 0xC000,
+              246: 0x4400, 247: 0xC400, 248: 0x3118}
+
+
+def raw_reader16(o):
+    """:func:`raw_reader` for a 16-bit float source: an inline float constant reads as its
+    f16 encoding (the decoder gives the f32 one, whose low half is 0)."""
+    from ..decode import Operand
+    val = F16_INLINE.get(o.reg, o.value) if o.kind == "const" else o.value
+    return core().vsrc_reader(Operand(o.kind, o.reg, o.width, val, text=o.text))
+
+
 def core_executed(*encodings: str) -> frozenset:
     """The mnemonics of the base builders (:data:`..isa.CORE_EXECUTED`) whose gfx906 table
     encoding class (:func:`vlpc.isa.lookup`) is one of ``encodings``."""

@@ -6,9 +6,17 @@ builder :func:`.valu.build_valu`; the float-mode-aware forms are :mod:`.vop_floa
 
 :data:`BUILDERS`: packing conversions and legacy VOP1 ops:
 
-``v_cvt_pkrtz_f16_f32`` (D = {f16(S1), f16(S0)} rounded toward zero),
-``v_cvt_pknorm_i16_f32``/``u16_f32`` and ``_f16`` (round(clamp(x, -1, 1) * 32767) /
-round(clamp(x, 0, 1) * 65535) per half, NaN -> 0), ``v_cvt_off_f32_i4`` (signed
+``v_cvt_pkrtz_f16_f32`` (D = {f16(S1), f16(S0)} rounded toward zero whatever the
+round mode), ``v_cvt_pknorm_i16_f32``/``u16_f32`` and ``_f16`` (round(clamp(x, -1, 1) *
+32767) / round(clamp(x, 0, 1) * 65535) per half, NaN -> 0).  These follow the wave's
+MODE (Vega ISA guide 3.3): f32 sources are flushed to a signed zero when
+FLOAT_DENORM_MODE_32 flushes inputs, f16 sources (``_f16`` forms: the low half, or the
+high one with VOP3 ``op_sel``; ``abs``/``neg`` act on bit 15; an inline float constant is
+its f16 encoding) when FLOAT_DENORM_MODE_16_64 does, and ``v_cvt_pkrtz``'s f16 halves
+when FLOAT_DENORM_MODE_16_64 flushes results.  ``clamp`` on ``v_cvt_pknorm`` changes
+nothing (its results are already saturated); ``omod``, and ``clamp`` on
+``v_cvt_pkrtz``, stop with UnsupportedInstruction (the guide does not define them for a
+packed result).  ``v_cvt_off_f32_i4`` (signed
 S0[3:0] / 16), ``v_sat_pk_u8_i16`` (each i16 half saturated to u8, packed in the low
 16 bits), ``v_exp_legacy_f32`` / ``v_log_legacy_f32`` (2^x, log2 x, correctly rounded
 here; hardware is approximate within 1 ulp).
@@ -19,7 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._util import I64, U32, _i, half, plain, s16, valu_builders
+from ..errors import UnsupportedInstruction
+from ._util import I64, U32, _i, half, plain, raw_reader, raw_reader16, s16, valu_builders
+from .float_mode import denorm_bits, flush16, flush32, mode_of
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -57,6 +67,49 @@ def _pknorm_f16(signed):
     return f
 
 
+def _sign_mods(x, o, sign):
+    if o.abs:
+        x = x & U32(~sign & 0xFFFFFFFF)
+    if o.neg:
+        x = x ^ U32(sign)
+    return x
+
+
+def _build_packing(fn, src16: bool, out16: bool):
+    """Builder of a two-source packing conversion ``D = fn(S0, S1)`` under the wave's MODE:
+    f32 sources (or, ``src16``, the f16 halves op_sel picks) flushed by their type's
+    denorm mode, and (``out16``) both f16 result halves flushed by FLOAT_DENORM_MODE_16_64."""
+    def build(ins, b, p):
+        from .. import core
+        mn = ins.mnemonic
+        if ins.f.get("omod", 0) or (out16 and ins.f.get("clamp", 0)):
+            raise UnsupportedInstruction(f"{mn}: the clamp/omod output modifiers of a packed f16 "
+                                         f"result are not defined by the Vega ISA guide", mnemonic=mn)
+        srcs = ins.src[:2]
+        rd = [(raw_reader16 if src16 else raw_reader)(o) for o in srcs]
+        sel = ins.f.get("op_sel", 0) if (src16 and ins.encoding == "VOP3") else 0
+        wr = core.vwriter(ins.dst[0])
+        st, sign, flush = ("f16", 0x8000, flush16) if src16 else ("f32", 0x80000000, flush32)
+
+        def run(b, g):
+            mode = mode_of(b, g)
+            keep_in = denorm_bits(mode, st) & 1
+            vals = []
+            for i, (r, o) in enumerate(zip(rd, srcs)):
+                x = np.asarray(r(b, g), U32)
+                if src16:
+                    x = half(x, bool((sel >> i) & 1))
+                x = _sign_mods(x, o, sign)
+                vals.append(x if keep_in else flush(x))
+            with np.errstate(all="ignore"):
+                v = np.asarray(fn(*vals), U32)
+            if out16 and not (denorm_bits(mode, "f16") & 2):
+                v = flush16(v & U32(0xFFFF)) | (flush16(v >> U32(16)) << U32(16))
+            wr(b, g, v)
+        return run
+    return build
+
+
 def _off_i4(a):
     v = np.asarray(a, U32).astype(I64) & 0xF
     v = np.where(v >= 8, v - 16, v)
@@ -70,11 +123,11 @@ def _sat_pk_u8_i16(a):
 
 
 BUILDERS = {
-    "v_cvt_pkrtz_f16_f32": plain(_pkrtz),
-    "v_cvt_pknorm_i16_f32": plain(_pknorm_f32(True)),
-    "v_cvt_pknorm_u16_f32": plain(_pknorm_f32(False)),
-    "v_cvt_pknorm_i16_f16": plain(_pknorm_f16(True)),
-    "v_cvt_pknorm_u16_f16": plain(_pknorm_f16(False)),
+    "v_cvt_pkrtz_f16_f32": _build_packing(_pkrtz, False, True),
+    "v_cvt_pknorm_i16_f32": _build_packing(_pknorm_f32(True), False, False),
+    "v_cvt_pknorm_u16_f32": _build_packing(_pknorm_f32(False), False, False),
+    "v_cvt_pknorm_i16_f16": _build_packing(_pknorm_f16(True), True, False),
+    "v_cvt_pknorm_u16_f16": _build_packing(_pknorm_f16(False), True, False),
     "v_cvt_off_f32_i4": plain(_off_i4),
     "v_sat_pk_u8_i16": plain(_sat_pk_u8_i16),
     "v_exp_legacy_f32": plain(lambda a: O.b32(np.exp2(O.f32(a).astype(F64)).astype(F32))),

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
-from ._util import I64, U32, half, raw_reader, s16
+from ._util import I64, U32, half, raw_reader, raw_reader16, s16
 from .float_mode import denorm_bits, flush16, mode_of
 
 F16, F64 = np.float16, np.float64
@@ -120,7 +120,6 @@ def _build(mn, kind):
         srcs = ins.src
         if mn in ("v_mac_f16",):
             srcs = ins.src[:2] + [ins.dst[0]]  # D = S0 * S1 + D
-        rd = [_raw(o) for o in srcs]
         d = ins.dst[0].reg
         sel = ins.f.get("op_sel", 0) if ins.encoding == "VOP3" else 0
         clamp, omod = ins.f.get("clamp", 0), ins.f.get("omod", 0)
@@ -128,6 +127,7 @@ def _build(mn, kind):
         fn = {"arith": lambda: ARITH[mn][0], "to_int": lambda: TO_INT[mn],
               "from_int": lambda: FROM_INT[mn]}[kind]()
         nflt = ARITH[mn][1] if kind == "arith" else (1 if kind == "to_int" else 0)
+        rd = [(raw_reader16 if i < nflt else _raw)(o) for i, o in enumerate(srcs)]
 
         def run(b, g):
             mode = mode_of(b, g)
@@ -177,7 +177,8 @@ def _build_cmp(mn):
 
     def build(ins, b, p):
         from .. import core
-        rd = [_raw(o) for o in ins.src[:2]]
+        rd = [(raw_reader16 if ty == "f16" and not (i == 1 and cond == "class") else _raw)(o)
+              for i, o in enumerate(ins.src[:2])]
         sel = ins.f.get("op_sel", 0) if ins.encoding == "VOP3" else 0
         wr = core.swriter(ins.dst[0])
 

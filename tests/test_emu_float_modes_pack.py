@@ -1,0 +1,136 @@
+"""Float modes of the packing conversions (v_cvt_pkrtz_f16_f32, v_cvt_pknorm_*), f16
+operands (inline constants, neg/abs on bit 15, op_sel) and the output modifiers of f16
+SDWA/DPP forms.
+
+Expected values are derived here with NumPy from the Vega ISA guide's definitions, not
+from the emulator: V_CVT_PKRTZ_F16_F32 D = {f16(S1), f16(S0)} rounded toward zero;
+V_CVT_PKNORM_I16 = round(clamp(x, -1, 1) * 32767), _U16 = round(clamp(x, 0, 1) * 65535);
+MODE.FP_DENORM (section 3.3; AMDGPUUsage's enumeration: 0 flush in and out, 1 flush out,
+2 flush in, 3 keep), sign-keeping flushes; clamp = [0, 1] after omod (x2, x4, /2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vlpc.isa.modes import FloatMode
+from vlpc.runtime.emulator.errors import UnsupportedInstruction
+from vlpc.runtime.emulator.testing import run_lanes
+
+F16 = np.float16
+SDWA1 = " dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD"
+SDWA2 = SDWA1 + " src1_sel:DWORD"
+DPP = " quad_perm:[0,1,2,3] row_mask:0xf bank_mask:0xf"
+
+
+def mode(d32=3, d64=3, dx10=True):
+    return FloatMode(denorm_32=d32, denorm_16_64=d64, dx10_clamp=dx10).register
+
+
+def run1(body, *srcs, **cfg):
+    ins = [np.resize(np.array(s, np.uint32), 64) for s in srcs]
+    (out,), _ = run_lanes(body, ins, **cfg)
+    return out[: len(srcs[0]) if srcs else 1].tolist()
+
+
+def f32b(x):
+    return int(np.array(x, np.float32).view(np.uint32))
+
+
+def f16b(x):
+    return int(np.array(x, F16).view(np.uint16))
+
+
+def h(bits):
+    return float(np.array(bits, np.uint16).view(F16))
+
+
+def f16_rtz(x: float) -> int:
+    """f32 value -> f16 bits rounded toward zero (NumPy: nearest, stepped back if it grew)."""
+    with np.errstate(over="ignore"):
+        r = np.float16(x)
+    if np.isfinite(x) and abs(float(r)) > abs(x):
+        r = np.nextafter(r, F16(0))
+    return f16b(r)
+
+
+def flush16(bits):
+    return bits & 0x8000 if (bits & 0x7C00) == 0 else bits
+
+
+# ---- v_cvt_pkrtz_f16_f32 ----------------------------------------------------------------------
+
+A = [2.0 ** -24, 2.0 ** -20, 1 / 3, -(2.0 ** -140), 65520.0]    # f16 denormals, normal, f32 denormal
+B = [2.0 ** -15 * 1.5, -(2.0 ** -23), 2.0 ** -14, 1.0, -1e-3]
+
+
+@pytest.mark.parametrize("d64", [0, 1, 2, 3])
+@pytest.mark.parametrize("d32", [0, 3])
+def test_pkrtz_flushes_f16_results_by_the_16_64_mode(d32, d64):
+    out = run1("v_cvt_pkrtz_f16_f32 v20, v10, v11", [f32b(a) for a in A], [f32b(b) for b in B],
+               mode=mode(d32, d64))
+    want = []
+    for a, b in zip(A, B):
+        lo, hi = f16_rtz(float(np.float32(a))), f16_rtz(float(np.float32(b)))
+        if not (d64 & 2):           # FLOAT_DENORM_MODE_16_64 flushes results
+            lo, hi = flush16(lo), flush16(hi)
+        want.append(lo | hi << 16)
+    assert out == want
+    # the hand-derived cases, spelled out: 2^-24 -> f16 0x0001, 2^-20 -> 0x0010, -2^-140 -> -0
+    assert want[0] & 0xFFFF == (0x0001 if d64 & 2 else 0) and want[3] & 0xFFFF == 0x8000
+
+
+def test_pkrtz_modifiers():
+    # neg/abs act on the f32 sources (bit 31); an omod or clamp on the packed result is refused
+    assert run1("v_cvt_pkrtz_f16_f32 v20, -v10, |v11|", [f32b(1.5)], [f32b(-2.0)]) == \
+        [f16b(-1.5) | f16b(2.0) << 16]
+    with pytest.raises(UnsupportedInstruction, match="v_cvt_pkrtz_f16_f32.*clamp/omod"):
+        run1("v_cvt_pkrtz_f16_f32 v20, v10, v11 mul:2", [0], [0])
+
+
+# ---- v_cvt_pknorm_* ---------------------------------------------------------------------------
+
+
+def norm(x: float, signed: bool) -> int:
+    x = 0.0 if np.isnan(x) else x
+    if signed:
+        return int(np.rint(np.clip(x, -1, 1) * 32767)) & 0xFFFF
+    return int(np.rint(np.clip(x, 0, 1) * 65535))
+
+
+H0 = [0x03FF, 0x83FF, 0x0200, 0x3800, 0x7E00]     # max f16 denormal, its negative, 2^-15, 0.5, NaN
+H1 = [0x0001, 0x0400, 0xBC00, 0x03FF, 0x3C00]
+
+
+@pytest.mark.parametrize("signed", [False, True])
+@pytest.mark.parametrize("d64", [0, 1, 2, 3])
+def test_pknorm_f16_flushes_sources_by_the_16_64_mode(signed, d64):
+    mn = "v_cvt_pknorm_i16_f16" if signed else "v_cvt_pknorm_u16_f16"
+    out = run1(f"{mn} v20, v10, v11", H0, H1, mode=mode(3, d64))
+    src = (lambda b: b) if d64 & 1 else flush16            # bit 0: keep input denormals
+    want = [norm(h(src(a)), signed) | norm(h(src(b)), signed) << 16 for a, b in zip(H0, H1)]
+    assert out == want
+    # 0x03FF = 6.0976e-5: * 65535 = 3.996 -> 4 kept, 0 flushed
+    assert (want[0] & 0xFFFF) == ((4 if not signed else 2) if d64 & 1 else 0)
+
+
+def test_pknorm_f16_operands():
+    # op_sel picks the high half, neg acts on bit 15, an inline constant is its f16 encoding
+    x = 0x3800 << 16 | 0x3C00          # high 0.5, low 1.0
+    assert run1("v_cvt_pknorm_i16_f16 v20, -v10, v10 op_sel:[1,0,0]", [x]) == \
+        [norm(-0.5, True) | norm(1.0, True) << 16]
+    assert run1("v_cvt_pknorm_u16_f16 v20, v10, 1.0", [0x3800]) == [norm(0.5, False) | 0xFFFF << 16]
+    assert run1("v_cvt_pknorm_u16_f16 v20, |v10|, -0.5", [0xB400]) == [norm(0.25, False) | 0 << 16]
+
+
+@pytest.mark.parametrize("d32", [0, 3])
+def test_pknorm_f32_sources(d32):
+    # f32 denormals (flushed or not) normalize to 0; +-1 saturate; NaN -> 0
+    a = [0x00000200, 0x80400000, f32b(2.0), f32b(-0.25), 0x7FC00000]
+    b = [f32b(1 / 3), f32b(-3.0), f32b(0.75), 0x807FFFFF, f32b(1.0)]
+    for signed in (True, False):
+        mn = "v_cvt_pknorm_i16_f32" if signed else "v_cvt_pknorm_u16_f32"
+        want = [norm(float(np.array(x, np.uint32).view(np.float32)), signed)
+                | norm(float(np.array(y, np.uint32).view(np.float32)), signed) << 16 for x, y in zip(a, b)]
+        assert run1(f"{mn} v20, v10, v11", a, b, mode=mode(d32)) == want
