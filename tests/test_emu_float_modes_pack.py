@@ -134,3 +134,53 @@ def test_pknorm_f32_sources(d32):
         want = [norm(float(np.array(x, np.uint32).view(np.float32)), signed)
                 | norm(float(np.array(y, np.uint32).view(np.float32)), signed) << 16 for x, y in zip(a, b)]
         assert run1(f"{mn} v20, v10, v11", a, b, mode=mode(d32)) == want
+
+
+# ---- output modifiers of f16 SDWA forms (GFX9 DPP has no clamp/omod: LLVM rejects them) ------
+
+def omod_clamp(x: float, omod: float, clamp: bool, dx10: bool = True) -> int:
+    """f16 bits of the ISA's output modifiers applied to the (already f16) result x."""
+    with np.errstate(over="ignore"):
+        y = np.float16(np.float16(x) * np.float16(omod))
+    if clamp:
+        y = np.float16(0.0) if (np.isnan(y) and dx10) else (y if np.isnan(y) else np.clip(y, 0, 1))
+    return f16b(y)
+
+
+@pytest.mark.parametrize("mods, omod, clamp", [("clamp", 1, True), ("mul:2", 2, False), ("clamp mul:4", 4, True),
+                                               ("div:2", 0.5, False)])
+def test_f16_sdwa_output_modifiers(mods, omod, clamp):
+    a = [0x3A00, 0x3400, 0xBC00, 0x7BFF, 0x0400]           # 0.75, 0.25, -1, 65504, 2^-14
+    b = [0x3800, 0x3000, 0x3400, 0x7BFF, 0x0000]           # 0.5, 0.125, 0.25, 65504, 0
+    out = run1(f"v_add_f16_sdwa v20, v10, v11 {mods}" + SDWA2, a, b)
+    with np.errstate(over="ignore"):
+        want = [omod_clamp(np.float16(h(x) + h(y)), omod, clamp) for x, y in zip(a, b)]
+    assert out == want
+
+
+@pytest.mark.parametrize("dx10", [True, False])
+def test_f16_sdwa_clamp_of_nan_follows_dx10(dx10):
+    out = run1("v_mul_f16_sdwa v20, v10, v11 clamp" + SDWA2, [0x7E00, 0x4000], [0x3C00, 0x4000],
+               mode=mode(dx10=dx10))
+    assert out == [0 if dx10 else 0x7E00, 0x3C00]
+
+
+def test_f16_f32_conversion_sdwa_modifiers_and_modes():
+    # v_cvt_f16_f32: f32 source (neg on bit 31), f16 result with omod; v_cvt_f32_f16: f16 source
+    # from WORD_1 (neg on bit 15), f32 result with clamp; the source flush follows FLOAT_DENORM_MODE_16_64
+    assert run1("v_cvt_f16_f32_sdwa v20, -v10 div:2" + SDWA1, [f32b(3.0)]) == [f16b(-1.5)]
+    body = "v_cvt_f32_f16_sdwa v20, -v10 clamp dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1"
+    assert run1(body, [0xB800 << 16, 0x3800 << 16]) == [f32b(0.5), 0]
+    den = "v_cvt_f32_f16_sdwa v20, v10 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0"
+    assert run1(den, [0x0001], mode=mode(d64=3)) == [f32b(2.0 ** -24)]
+    assert run1(den, [0x8001], mode=mode(d64=0)) == [0x80000000]
+    assert run1(den.replace("sdwa", "dpp").split(" dst_sel")[0] + DPP, [0x0001], mode=mode(d64=2)) == [0]
+
+
+def test_f16_sources_in_vop1_vop3():
+    # v_cvt_f32_f16: neg/abs on bit 15 and an inline constant in its f16 encoding
+    assert run1("v_cvt_f32_f16_e64 v20, -v10", [0x3C00]) == [f32b(-1.0)]
+    assert run1("v_cvt_f32_f16_e64 v20, |v10|", [0xC000]) == [f32b(2.0)]
+    assert run1("v_cvt_f32_f16 v20, -2.0", [0]) == [f32b(-2.0)]
+    assert run1("v_add_f16 v20, 0.5, v10", [0x3C00]) == [f16b(1.5)]
+    assert run1("v_add_f16_sdwa v20, v10, 4.0" + SDWA2, [0x3C00]) == [f16b(5.0)]

@@ -36,7 +36,7 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
-from ._util import I64, U32, raw_reader, s16
+from ._util import I64, U32, raw_reader, raw_reader16, s16
 from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits
 from . import valu as _valu
 
@@ -80,6 +80,36 @@ def _sem(mn: str):
     if fn is None or mn in ("v_madmk_f32", "v_madak_f32"):
         return None, None
     return fn, "plain"
+
+
+def _result_type(mn, kind, ftype):
+    """The float type of the result (for the output modifiers and the result flush), or None."""
+    from . import f16
+    if kind in ("cmp", "carry", "cndmask") or mn in f16.TO_INT:
+        return None
+    if mn == "v_cvt_f32_f16":
+        return "f32"
+    if mn == "v_cvt_f16_f32":
+        return "f16"
+    return ftype
+
+
+def _readers(ins, mn, ftype, nsrc):
+    """Raw source readers; a 16-bit float source reads an inline constant as its f16 encoding."""
+    from . import f16
+    src16 = ftype == "f16" and mn not in f16.FROM_INT
+    return [(raw_reader16 if src16 else _raw_reader)(o) for o in ins.src[:nsrc]]
+
+
+def _default_post(ins, mn, kind, ftype):
+    """The output modifiers (omod, clamp) in the default MODE (DX10 clamp on), or None."""
+    rt = _result_type(mn, kind, ftype)
+    if rt == "f32":
+        return _valu._post_f32(ins)
+    if rt == "f16":
+        from .vop_float import _post
+        return _post(ins, "f16", True)
+    return None
 
 
 def _ftype(mn):
@@ -164,6 +194,8 @@ class _ModePlan:
                 self.src_t, self.dst_t = ["f16"], None
             elif mn in _f16.FROM_INT:
                 self.src_t, self.dst_t = [None], "f16"
+            elif mn == "v_cvt_f32_f16":
+                self.src_t, self.dst_t = ["f16"], "f32"
             else:
                 self.ok = False
         elif ftype == "f32":
@@ -195,6 +227,8 @@ class _ModePlan:
 
     def rounding(self, mode):
         """The directed FP_ROUND mode to emulate (0: nearest even); refuses the others."""
+        if self.mn == "v_cvt_f32_f16":
+            return 0  # exact: nothing to round
         for t in {self.dst_t, *self.src_t}:
             if t is not None and round_bits(mode, t):
                 if self.directed and t == self.dst_t:
@@ -216,6 +250,11 @@ class _ModePlan:
             if sem is None:
                 sem = self._sems[ieee] = (self._sem(self.mn, ieee) if self.minmax else self.fn)
             v = sem(*vals)
+        return self.output(v, mode)
+
+    def output(self, v, mode):
+        """Result bits ``v`` flushed, through the output modifiers (under DX10_CLAMP of
+        ``mode``), flushed again."""
         v = self.flush_result(v, mode)
         dx10 = bool((mode >> 8) & 1)
         post = self._posts.get(dx10, 0)
@@ -249,9 +288,9 @@ def _build_sdwa(ins, b, p):
     sd = ins.f["sdwa"]
     ftype = _ftype(mn)
     nsrc = 1 if ins.encoding == "VOP1" else 2
-    rd = [_raw_reader(o) for o in ins.src[:nsrc]]
+    rd = _readers(ins, mn, ftype, nsrc)
     sels = [(sd["src0_sel"], sd["src0_sext"]), (sd["src1_sel"], sd["src1_sext"])]
-    post = _valu._post_f32(ins) if ftype == "f32" else None
+    post = _default_post(ins, mn, kind, ftype)
     extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
     plan = _plan(ins, mn, kind, ftype, fn)
 
@@ -303,9 +342,11 @@ def _build_sdwa(ins, b, p):
             elif kind == "i16":
                 if mode is not None:
                     plan.rounding(mode)
-                    res = plan.flush_result(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
+                    res = plan.output(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
+                    if post is not None:
+                        res = post(res)
             elif mode is not None:
                 res = plan.compute(plan.flush_sources(vals + [e(b, g) for e in extra], mode), mode)
             else:
@@ -376,9 +417,9 @@ def _build_dpp(ins, b, p):
     wmask = (((dp["row_mask"] >> (lane // 16)) & 1) == 1) & (((dp["bank_mask"] >> ((lane >> 2) & 3)) & 1) == 1)
     ftype = _ftype(mn)
     nsrc = 1 if ins.encoding == "VOP1" else 2
-    rd = [_raw_reader(o) for o in ins.src[:nsrc]]
+    rd = _readers(ins, mn, ftype, nsrc)
     extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
-    post = _valu._post_f32(ins) if ftype == "f32" else None
+    post = _default_post(ins, mn, kind, ftype)
     plan = _plan(ins, mn, kind, ftype, fn)
 
     def fetch(b, g):
@@ -437,9 +478,11 @@ def _build_dpp(ins, b, p):
                 vals = [v & U32(0xFFFF) for v in vals]
                 if mode is not None:
                     plan.rounding(mode)
-                    res = plan.flush_result(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
+                    res = plan.output(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
+                    if post is not None:
+                        res = post(res)
             elif mode is not None:
                 res = plan.compute(plan.flush_sources(
                     vals + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra], mode), mode)

@@ -193,6 +193,16 @@ def _post(ins, ftype, dx10):
     return post
 
 
+def _f16_reader(o):
+    """An f16 source (``v_cvt_f32_f16``): the low half, ``abs``/``neg`` on bit 15, an inline
+    float constant in its f16 encoding."""
+    from ._util import raw_reader16
+    rd = raw_reader16(o)
+    clear = U32(0x7FFF) if o.abs else U32(0xFFFF)
+    flip = U32(0x8000) if o.neg else U32(0)
+    return lambda b, g: (np.asarray(rd(b, g), U32) & clear) ^ flip
+
+
 def _check_round(ins, mode, ftypes):
     for t in ftypes:
         if t is not None and round_bits(mode, t):
@@ -209,12 +219,13 @@ def build(ins, b, p):
         return _valu.build_valu(ins, b, p)
     dst_t, src_t = ty
     is_cmp = mn.startswith(("v_cmp_", "v_cmpx_"))
-    always_own = mn in _MINMAX or mn == "v_mad_legacy_f32"
+    f16_src = src_t[:1] == ["f16"]
+    always_own = mn in _MINMAX or mn == "v_mad_legacy_f32" or f16_src
     fast = None if always_own else _valu.build_valu(ins, b, p)
     if fast is None and not always_own:
         return None
     nsrc = len(ins.src)
-    readers = [core.vsrc_reader(o) for o in ins.src]
+    readers = [_f16_reader(o) if f16_src else core.vsrc_reader(o) for o in ins.src]
     ftypes = {dst_t, *src_t[:nsrc]}
     mad = mn in _MAD_F32
     if is_cmp:
