@@ -93,6 +93,50 @@ CONSUMERS: dict[str, Callable[[Operation], set[Reg]]] = {
 }
 
 
+def _class_unit(cls: type) -> str | None:
+    return cls.UNIT if issubclass(cls, gcn.GCNInstruction) else None
+
+
+def _class_mnemonic(cls: type) -> str:
+    row = cls.ISA if issubclass(cls, gcn.GCNInstruction) else None
+    return "" if row is None else row.mnemonic
+
+
+def _class_wide_store(cls: type) -> bool:
+    row = cls.ISA if issubclass(cls, gcn.GCNInstruction) else None
+    data = isa.store_data(row) if row is not None else None
+    return data is not None and data[1] > 2
+
+
+def _any_class(cls: type) -> bool:
+    return True
+
+
+# Which operation classes a kind can apply to at all (the class facts its function above tests
+# first): the pass evaluates a kind's function only for ops of those classes (a kind missing
+# here is evaluated for every op).
+PRODUCER_CLASSES: dict[str, Callable[[type], bool]] = {
+    "valu_writes_sgpr": lambda c: _class_unit(c) == "valu",
+    "valu_writes_vcc": lambda c: _class_unit(c) == "valu",
+    "valu_writes_exec": lambda c: _class_unit(c) == "valu",
+    "valu_writes_vgpr": lambda c: _class_unit(c) == "valu",
+    "salu_writes_m0": lambda c: _class_unit(c) == "salu",
+    "store_wider_than_8_bytes": _class_wide_store,
+    "s_setreg": lambda c: _class_mnemonic(c).startswith("s_setreg"),
+}
+CONSUMER_CLASSES: dict[str, Callable[[type], bool]] = {
+    "vmem_reads_sgpr": lambda c: _class_unit(c) == "vmem",
+    "readlane_lane_select": lambda c: _class_mnemonic(c) in ("v_readlane_b32", "v_writelane_b32"),
+    "v_div_fmas": lambda c: _class_mnemonic(c).startswith("v_div_fmas"),
+    "dpp": lambda c: issubclass(c, gcn.GCNInstruction) and c.ISA is not None and c.MNEMONIC.endswith("_dpp"),
+    "dpp_reads_vgpr": lambda c: issubclass(c, gcn.GCNInstruction) and c.ISA is not None and c.MNEMONIC.endswith("_dpp"),
+    "lds_or_sendmsg_or_movrel": lambda c: (_class_unit(c) in ("lds", "message")
+                                           or _class_mnemonic(c).startswith("s_movrel")),
+    "valu_writes_store_data": lambda c: _class_unit(c) == "valu",
+    "s_getreg": lambda c: _class_mnemonic(c) == "s_getreg_b32",
+}
+
+
 def _regs_value(v) -> set[Reg]:
     t = v.type
     return {(t.PREFIX, r) for r in t.registers()} if isinstance(t, gcn.GCNRegisterType) else set()
@@ -106,6 +150,72 @@ def _wait_states(op: Operation) -> int:
     return 0
 
 
+class _Facts:
+    """What the hazard table asks of each instruction, computed once per op, kind and pass run
+    (a loop body is looked at up to three times: its first iteration after each path into it,
+    then after its own end), and only for the kinds its class can be (``PRODUCER_CLASSES``,
+    ``CONSUMER_CLASSES``): the registers it consumes for each consumer kind of the table's
+    hazards (only the non-empty ones are kept), those it produces for a producer kind, and
+    its wait states."""
+
+    _EMPTY: frozenset = frozenset()
+
+    def __init__(self, hazards: list[Hazard]):
+        self.hazards = hazards
+        self.consumers = sorted({h.consumer for h in hazards})
+        self._class_consumers: dict[type, list[str]] = {}
+        self._class_produces: dict[tuple[type, str], bool] = {}
+        self._consumed: dict[int, dict[str, set[Reg]]] = {}
+        self._produced: dict[tuple[int, str], set[Reg]] = {}
+        self._wait_states: dict[type, int] = {}
+        self._class_flags: dict[type, tuple[bool, bool, bool, bool]] = {}
+
+    def consumed(self, op: Operation) -> dict[str, set[Reg]]:
+        """Consumer kind -> registers (non-empty sets only)."""
+        facts = self._consumed.get(id(op))
+        if facts is None:
+            cls = type(op)
+            kinds = self._class_consumers.get(cls)
+            if kinds is None:
+                kinds = self._class_consumers[cls] = [k for k in self.consumers
+                                                      if CONSUMER_CLASSES.get(k, _any_class)(cls)]
+            facts = {}
+            for kind in kinds:
+                regs = CONSUMERS[kind](op)
+                if regs:
+                    facts[kind] = regs
+            self._consumed[id(op)] = facts
+        return facts
+
+    def produced(self, op: Operation, kind: str) -> set[Reg]:
+        key = (id(op), kind)
+        regs = self._produced.get(key)
+        if regs is None:
+            ckey = (type(op), kind)
+            can = self._class_produces.get(ckey)
+            if can is None:
+                can = self._class_produces[ckey] = PRODUCER_CLASSES.get(kind, _any_class)(type(op))
+            regs = self._produced[key] = PRODUCERS[kind](op) if can else self._EMPTY
+        return regs
+
+    def class_of(self, op: Operation) -> tuple[bool, bool, bool, bool]:
+        """Whether ``op`` is a forward branch, a label, a loop, an instruction (by its class,
+        looked up once per class: an ``isinstance`` of xDSL's abstract classes is slow)."""
+        cls = type(op)
+        flags = self._class_flags.get(cls)
+        if flags is None:
+            flags = self._class_flags[cls] = (issubclass(cls, gcn.SCbranchForwardOp), issubclass(cls, gcn.LabelOp),
+                                              issubclass(cls, gcn.LoopOp), issubclass(cls, gcn.GCNInstruction))
+        return flags
+
+    def wait_states(self, op: Operation) -> int:
+        cls = type(op)
+        n = self._wait_states.get(cls)  # by class, except s_nop's own count
+        if n is None:
+            n = self._wait_states[cls] = -1 if issubclass(cls, gcn.SNopOp) else _wait_states(op)
+        return _wait_states(op) if n < 0 else n
+
+
 @dataclass(frozen=True)
 class GcnInsertHazardNopsPass(ModulePass):
     """Option: ``target`` (which hazard table to use)."""
@@ -117,10 +227,11 @@ class GcnInsertHazardNopsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         hazards = [h for h in get_target(self.target).hazards
                    if h.producer in PRODUCERS and h.consumer in CONSUMERS]
+        facts = _Facts(hazards)
         for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
-            self._block(kernel.body.block, [], hazards)
+            self._block(kernel.body.block, [], facts)
 
-    def _block(self, block: Block, before: list[Operation], hazards: list[Hazard]) -> list[Operation]:
+    def _block(self, block: Block, before: list[Operation], facts: _Facts) -> list[Operation]:
         """``before``: instructions executed before this block, most recent last.
 
         Where a forward branch joins at a label, the instructions after it are checked
@@ -128,48 +239,51 @@ class GcnInsertHazardNopsPass(ModulePass):
         histories = [list(before)]
         at_label: dict[str, list[list[Operation]]] = {}
         for op in list(block.ops):
-            if isinstance(op, gcn.SCbranchForwardOp):
+            branch, label, loop, instruction = facts.class_of(op)
+            if branch:
                 at_label[op.target.data] = [list(h) for h in histories]
-            if isinstance(op, gcn.LabelOp) and op.label.data in at_label:
+            if label and op.label.data in at_label:
                 histories = histories + at_label.pop(op.label.data)
-            if isinstance(op, gcn.LoopOp):
+            if loop:
                 # the first iteration follows the history, later ones follow the body's end
                 for h in histories:
-                    self._block(op.body.block, h, hazards)
-                self._block(op.body.block, list(_flat(op.body.block)), hazards)
+                    self._block(op.body.block, h, facts)
+                self._block(op.body.block, list(_flat(op.body.block)), facts)
                 body = list(_flat(op.body.block))
                 histories = [h + body for h in histories]
                 continue
             need, reason = 0, ""
-            for history in histories:
-                n, r = _need(op, history, hazards)
-                if n > need:
-                    need, reason = n, r
+            if facts.consumed(op):
+                for history in histories:
+                    n, r = _need(op, history, facts)
+                    if n > need:
+                        need, reason = n, r
             if need:
                 nop = gcn.SNopOp(need - 1, comment=f"hazard {reason}")
                 block.insert_op_before(nop, op)
                 histories = [h + [nop] for h in histories]
-            if isinstance(op, gcn.GCNInstruction):
+            if instruction:
                 histories = [(h + [op])[-64:] for h in histories]
         return histories[0]
 
 
-def _need(op: Operation, history: list[Operation], hazards: list[Hazard]) -> tuple[int, str]:
+def _need(op: Operation, history: list[Operation], facts: _Facts) -> tuple[int, str]:
     """Wait states still missing before ``op`` after ``history`` (and the hazard's name)."""
     need, reason = 0, ""
-    for h in hazards:
-        consumed = CONSUMERS[h.consumer](op)
+    consumed_by_kind = facts.consumed(op)
+    for h in facts.hazards:
+        consumed = consumed_by_kind.get(h.consumer)
         if not consumed:
             continue
         distance = 0
         for prev in reversed(history):
             if distance >= h.wait_states:
                 break
-            if PRODUCERS[h.producer](prev) & consumed:
+            if facts.produced(prev, h.producer) & consumed:
                 if h.wait_states - distance > need:
                     need, reason = h.wait_states - distance, h.name
                 break
-            distance += _wait_states(prev)
+            distance += facts.wait_states(prev)
     return need, reason
 
 
