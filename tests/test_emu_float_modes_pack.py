@@ -184,3 +184,107 @@ def test_f16_sources_in_vop1_vop3():
     assert run1("v_cvt_f32_f16 v20, -2.0", [0]) == [f32b(-2.0)]
     assert run1("v_add_f16 v20, 0.5, v10", [0x3C00]) == [f16b(1.5)]
     assert run1("v_add_f16_sdwa v20, v10, 4.0" + SDWA2, [0x3C00]) == [f16b(5.0)]
+
+
+# ---- packed math, dot2, fma_mix, v_pack_b32_f16, f16 compares, legacy/cube ops ------------------
+
+
+@pytest.mark.parametrize("d64", [0, 1, 2, 3])
+def test_packed_f16_denormals(d64):
+    # lo: 2^-24 + 2^-24 = 2^-23 (f16 denormals in and out); hi: 2^-14 * 0.5 = 2^-15 (normal in,
+    # denormal out)
+    out = run1("v_pk_add_f16 v20, v10, v11", [0x0400 << 16 | 0x0001], [0xB800 << 16 | 0x0001],
+               mode=mode(3, d64))
+    lo = 0x0002 if d64 == 3 else 0                     # flushed at the input or the output
+    hi = f16b(h(0x0400) - 0.5)                         # normal in and out: never flushed
+    assert out == [lo | hi << 16]
+    out = run1("v_pk_mul_f16 v20, v10, v11", [0x0400 << 16 | 0x0001], [0x3800 << 16 | 0x3C00],
+               mode=mode(3, d64))
+    lo = 0x0001 if d64 == 3 else 0
+    hi = 0x0200 if d64 & 2 else 0                      # 2^-14 * 0.5 = 2^-15: an f16 denormal result
+    assert out == [lo | hi << 16]
+
+
+@pytest.mark.parametrize("d32, d64", [(3, 3), (3, 0), (0, 3), (0, 0)])
+def test_dot2_f32_f16_modes(d32, d64):
+    # f16 products 2^-24 * 1 (a denormal f16 source) plus an f32 denormal accumulator 2^-140
+    out = run1("v_dot2_f32_f16 v20, v10, v11, v12", [0x0001], [0x3C00], [0x00000200], mode=mode(d32, d64))
+    prod = 2.0 ** -24 if d64 & 1 else 0.0
+    acc = 2.0 ** -140 if d32 & 1 else 0.0
+    want = f32b(np.float32(prod + acc))
+    assert out == [want]
+    out = run1("v_dot2_f32_f16 v20, v10, v11, v12", [0x0000], [0x3C00], [0x00000200], mode=mode(d32, d64))
+    assert out == [0x00000200 if d32 == 3 else 0]    # a denormal sum: kept only in mode 3
+
+
+@pytest.mark.parametrize("d32, d64", [(3, 3), (0, 3), (3, 1), (2, 3)])
+def test_fma_mix_modes(d32, d64):
+    # all-f32 sources: 2^-140 * 1 + 0 follows FLOAT_DENORM_MODE_32
+    assert run1("v_fma_mix_f32 v20, v10, v11, 0", [0x00000200], [f32b(1.0)], mode=mode(d32, d64)) == \
+        [0x00000200 if d32 == 3 else 0]
+    # f16 sources into an f16 result: 2^-24 * 1 + 0 follows FLOAT_DENORM_MODE_16_64
+    body = "v_mov_b32 v20, 0\nv_fma_mixlo_f16 v20, v10, v11, 0 op_sel_hi:[1,1,0]"
+    assert run1(body, [0x0001], [0x3C00], mode=mode(d32, d64)) == [0x0001 if d64 == 3 else 0]
+
+
+@pytest.mark.parametrize("d64", [0, 3])
+def test_pack_b32_f16_flushes_denormals(d64):
+    assert run1("v_pack_b32_f16 v20, v10, v11", [0x0001], [0x8002], mode=mode(3, d64)) == \
+        [0x80020001 if d64 == 3 else 0x80000000]
+
+
+@pytest.mark.parametrize("form", ["v_cmp_lt_f16 vcc, v11, v10", "v_cmp_lt_f16_e64 vcc, v11, v10"])
+def test_f16_compares_see_flushed_sources(form):
+    body = form + "\nv_cndmask_b32 v20, 0, 1, vcc"
+    assert run1(body, [0x0001], [0], mode=mode(3, 3)) == [1]     # 0 < 2^-24
+    assert run1(body, [0x0001], [0], mode=mode(3, 1)) == [1]     # flush-out only: inputs kept
+    assert run1(body, [0x0001], [0], mode=mode(3, 2)) == [0]     # flush-in: the source is +0
+    assert run1(body, [0x0001], [0], mode=mode(3, 0)) == [0]
+
+
+@pytest.mark.parametrize("d32", [0, 3])
+def test_log_legacy_and_cube_ops_follow_the_f32_mode(d32):
+    den = 0x00000200                                             # 2^-140
+    assert run1("v_log_legacy_f32 v20, v10", [den], mode=mode(d32)) == \
+        [f32b(-140.0) if d32 == 3 else f32b(-np.inf)]
+    # the major axis is x (|z| = |y| = 0 < 2^-140): cubema = 2 * x
+    assert run1("v_cubema_f32 v20, v10, 0, 0", [den], mode=mode(d32)) == [2 * den if d32 == 3 else 0]
+
+
+# ---- SDWA/DPP forms the audit (tools/float_mode_audit.py) found without semantics --------------
+
+
+def test_accumulating_dpp_forms():
+    init = "v_mov_b32 v20, v12\n"
+    assert run1(init + "v_fmac_f32_dpp v20, v10, v11" + DPP, [f32b(2.0)], [f32b(3.0)], [f32b(1.0)]) == \
+        [f32b(7.0)]
+    assert run1(init + "v_mac_f16_dpp v20, v10, v11" + DPP, [f16b(2.0)], [f16b(3.0)], [f16b(1.0)]) == \
+        [f16b(7.0)]
+
+
+def test_more_sdwa_forms():
+    assert run1("v_ldexp_f16_sdwa v20, v10, v11" + SDWA2, [f16b(1.5)], [3]) == [f16b(12.0)]
+    # BYTE_1 of 0x0900 is 9: as a signed 4-bit value -7, / 16
+    body = "v_cvt_off_f32_i4_sdwa v20, v10 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_1"
+    assert run1(body, [0x0900]) == [f32b(-7 / 16)]
+    assert run1("v_log_legacy_f32_sdwa v20, v10" + SDWA1, [f32b(8.0)]) == [f32b(3.0)]
+    assert run1("v_exp_legacy_f32_dpp v20, v10" + DPP, [f32b(-2.0)]) == [f32b(0.25)]
+
+
+@pytest.mark.parametrize("d64", [0, 3])
+def test_cmp_class_sdwa_tests_the_raw_operand(d64):
+    # class mask bits (ISA guide, V_CMP_CLASS): 7 = positive denormal, 8 = positive normal
+    cls = "v_cmp_class_{t}_sdwa vcc, v10, v11 src0_sel:DWORD src1_sel:DWORD\nv_cndmask_b32 v20, 0, 1, vcc"
+    assert run1(cls.format(t="f32"), [f32b(1.0), f32b(1.0), 0x00000200], [1 << 8, 1 << 7, 1 << 7],
+                mode=mode(d64, d64)) == [1, 0, 1]
+    assert run1(cls.format(t="f16"), [0x0001, 0x3C00], [1 << 7, 1 << 7], mode=mode(3, d64)) == [1, 0]
+
+
+@pytest.mark.parametrize("form", ["v_cmp_class_f16 vcc, v10, v11", "v_cmp_class_f16_e64 vcc, v10, v11",
+                                  "v_cmp_class_f16_sdwa vcc, v10, v11 src0_sel:DWORD src1_sel:DWORD"])
+def test_cmp_class_f16_classes(form):
+    # one f16 value of each class, in the order of the ISA's class mask bits 0..9
+    vals = [0x7C01, 0x7E00, 0xFC00, 0xBC00, 0x8001, 0x8000, 0x0000, 0x0001, 0x3C00, 0x7C00]
+    for bit in range(10):
+        out = run1(form + "\nv_cndmask_b32 v20, 0, 1, vcc", vals, [1 << bit] * 10)
+        assert out == [int(i == bit) for i in range(10)], bit

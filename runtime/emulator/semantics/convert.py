@@ -29,7 +29,7 @@ import numpy as np
 from .. import ops as O
 from ..errors import UnsupportedInstruction
 from ._util import I64, U32, _i, half, plain, raw_reader, raw_reader16, s16, valu_builders
-from .float_mode import denorm_bits, flush16, flush32, mode_of
+from .float_mode import denorm_bits, flush16, flush32, mode_of, plain_flushed
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -122,16 +122,23 @@ def _sat_pk_u8_i16(a):
     return (lo | (hi << 8)).astype(U32)
 
 
+#: bit functions of the legacy VOP1 ops (also run by the SDWA/DPP forms, :mod:`.sdwa_dpp`)
+RAW = {
+    "v_cvt_off_f32_i4": _off_i4,
+    "v_exp_legacy_f32": lambda a: O.b32(np.exp2(O.f32(a).astype(F64)).astype(F32)),
+    "v_log_legacy_f32": lambda a: O.b32(np.log2(O.f32(a).astype(F64)).astype(F32)),
+}
+
 BUILDERS = {
     "v_cvt_pkrtz_f16_f32": _build_packing(_pkrtz, False, True),
     "v_cvt_pknorm_i16_f32": _build_packing(_pknorm_f32(True), False, False),
     "v_cvt_pknorm_u16_f32": _build_packing(_pknorm_f32(False), False, False),
     "v_cvt_pknorm_i16_f16": _build_packing(_pknorm_f16(True), True, False),
     "v_cvt_pknorm_u16_f16": _build_packing(_pknorm_f16(False), True, False),
-    "v_cvt_off_f32_i4": plain(_off_i4),
+    "v_cvt_off_f32_i4": plain(RAW["v_cvt_off_f32_i4"]),
     "v_sat_pk_u8_i16": plain(_sat_pk_u8_i16),
-    "v_exp_legacy_f32": plain(lambda a: O.b32(np.exp2(O.f32(a).astype(F64)).astype(F32))),
-    "v_log_legacy_f32": plain(lambda a: O.b32(np.log2(O.f32(a).astype(F64)).astype(F32))),
+    "v_exp_legacy_f32": plain_flushed(RAW["v_exp_legacy_f32"], ("f32",), "f32"),
+    "v_log_legacy_f32": plain_flushed(RAW["v_log_legacy_f32"], ("f32",), "f32"),
 }
 
 

@@ -37,6 +37,19 @@ def _from_f(v):
         return np.asarray(v, F64).astype(F16).view(np.uint16).astype(U32)
 
 
+def cmp_class16(x, mask):
+    """V_CMP_CLASS_F16: is the class of the f16 value ``x`` (low 16 bits) selected in
+    ``mask``?  Bits (Vega ISA guide): 0 signalling NaN, 1 quiet NaN, 2 -inf, 3 -normal,
+    4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf."""
+    x = np.asarray(x, U32) & U32(0xFFFF)
+    neg = (x >> U32(15)) == 1
+    e, m = (x >> U32(10)) & U32(31), x & U32(0x3FF)
+    cls = np.where(e == 31, np.where(m == 0, np.where(neg, 2, 9), np.where(m & U32(0x200), 1, 0)),
+                   np.where(e == 0, np.where(m == 0, np.where(neg, 5, 6), np.where(neg, 4, 7)),
+                            np.where(neg, 3, 8)))
+    return ((np.asarray(mask, U32) >> cls.astype(U32)) & U32(1)) == 1
+
+
 def _mod16(x, o):
     x = np.asarray(x, U32)
     if o.abs:
@@ -184,9 +197,11 @@ def _build_cmp(mn):
 
         def run(b, g):
             a, c = (half(r(b, g), bool((sel >> i) & 1)) for i, r in enumerate(rd))
+            if ty == "f16" and cond != "class" and not (denorm_bits(mode_of(b, g), "f16") & 1):
+                a, c = flush16(a), flush16(c)   # FLOAT_DENORM_MODE_16_64 flushes inputs
             if ty == "f16":
                 if cond == "class":
-                    res = O.cmp_class(O.b32(_to_f(_mod16(a, ins.src[0])).astype(np.float32)), c)
+                    res = cmp_class16(_mod16(a, ins.src[0]), c)
                 else:
                     res = O._fcmp(cond, _to_f(_mod16(a, ins.src[0])), _to_f(_mod16(c, ins.src[1])))
             elif ty == "i16":

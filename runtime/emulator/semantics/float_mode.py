@@ -152,4 +152,39 @@ def round_bits(mode: int, ftype: str) -> int:
     return (mode >> (0 if ftype == "f32" else 2)) & 3
 
 
+def plain_flushed(fn, src_types, dst_type):
+    """Builder for ``D = fn(S0, S1, ...)`` on raw bits (as :func:`._util.plain`) whose float
+    sources (``src_types``: "f32"/"f64"/"f16" or None per source) are flushed by their
+    type's FP_DENORM input bit and whose result (``dst_type``) by its output bit, before
+    and after the output modifiers (``omod``, ``clamp`` with DX10_CLAMP)."""
+    def build(ins, b, p):
+        from .. import core
+        from .vop_float import _post
+        rd = [core.vsrc_reader(o) for o in ins.src]
+        wr = core.vwriter(ins.dst[0])
+        posts: dict = {}
+
+        def run(b, g):
+            mode = mode_of(b, g)
+            vals = []
+            for r, t in zip(rd, src_types):
+                v = r(b, g)
+                vals.append(v if t is None or denorm_bits(mode, t) & 1 else FLUSH[t](v))
+            with np.errstate(all="ignore"):
+                v = fn(*vals)
+                if dst_type is not None:
+                    keep = denorm_bits(mode, dst_type) & 2
+                    v = v if keep else FLUSH[dst_type](v)
+                    dx10 = bool((mode >> 8) & 1)
+                    post = posts.get(dx10, 0)
+                    if post == 0:
+                        post = posts[dx10] = _post(ins, dst_type, dx10)
+                    if post is not None:
+                        v = post(v)
+                        v = v if keep else FLUSH[dst_type](v)
+            wr(b, g, v)
+        return run
+    return build
+
+
 BUILDERS = {"s_setreg_b32": build_setreg, "s_setreg_imm32_b32": build_setreg, "s_getreg_b32": build_getreg}

@@ -120,9 +120,15 @@ def _build_pkaccum(ins, b, p):
     return run
 
 
+def _f32x3(fn):
+    """Three f32 sources and an f32 result under the wave's FP_DENORM mode and output modifiers."""
+    from .float_mode import plain_flushed
+    return plain_flushed(fn, ("f32", "f32", "f32"), "f32")
+
+
 BUILDERS = {
-    "v_cubeid_f32": plain(_cubeid), "v_cubesc_f32": plain(_cubesc), "v_cubetc_f32": plain(_cubetc),
-    "v_cubema_f32": plain(_cubema), "v_msad_u8": plain(_msad),
+    "v_cubeid_f32": _f32x3(_cubeid), "v_cubesc_f32": _f32x3(_cubesc), "v_cubetc_f32": _f32x3(_cubetc),
+    "v_cubema_f32": _f32x3(_cubema), "v_msad_u8": plain(_msad),
     "v_qsad_pk_u16_u8": plain(_qsad(False, False)), "v_mqsad_pk_u16_u8": plain(_qsad(True, False)),
     "v_mqsad_u32_u8": _build_mqsad_u32, "v_cvt_pkaccum_u8_f32": _build_pkaccum,
 }

@@ -48,7 +48,9 @@ def _sem(mn: str):
     from . import f16, i16
     if mn in i16.FUNCS:
         return i16.FUNCS[mn], "i16"
-    if mn in f16.ARITH and f16.ARITH[mn][1] <= 2 and mn != "v_ldexp_f16":
+    if mn == "v_ldexp_f16":
+        return (lambda a, e: f16._from_f(f16._ldexp(f16._to_f(a), e))), "i16"
+    if mn in f16.ARITH and (f16.ARITH[mn][1] <= 2 or mn == "v_mac_f16"):
         g16 = f16.ARITH[mn][0]
         return (lambda *v: f16._from_f(g16(*[f16._to_f(x) for x in v]))), "i16"
     if mn in f16.TO_INT:
@@ -61,7 +63,7 @@ def _sem(mn: str):
         parts = mn.split("_")
         cond, ty = parts[2], parts[-1]
         if cond == "class":
-            return None, None
+            return f16.cmp_class16, "cmp"
         if ty == "f16":
             return (lambda a, c: O._fcmp(cond, f16._to_f(a), f16._to_f(c))), "cmp"
         if ty == "i16":
@@ -73,10 +75,15 @@ def _sem(mn: str):
         return None, "cndmask"
     if mn.startswith(("v_cmp_", "v_cmpx_")):
         parts = mn.split("_")
+        if parts[2] == "class" and parts[-1] == "f32":
+            return (lambda a, c: O.cmp_class(a, c)), "cmp"
         if parts[2] == "class" or parts[-1] not in ("f32", "f64", "i32", "u32"):
             return None, None
         return _valu.cmp_test(mn), "cmp"
-    fn = _valu.VALU.get(mn)
+    if mn == "v_fmac_f32":
+        return O.fma32, "plain"   # the accumulator (the destination) is the third operand
+    from . import convert
+    fn = _valu.VALU.get(mn) or convert.RAW.get(mn)
     if fn is None or mn in ("v_madmk_f32", "v_madak_f32"):
         return None, None
     return fn, "plain"
@@ -186,7 +193,9 @@ class _ModePlan:
         self._sem, self._post_of, self.ins = _sem, _post, ins
         self.ok = True
         if ftype == "f16":
-            if kind == "cmp":
+            if kind == "cmp" and "_class_" in mn:
+                self.ok = False   # tests the raw operand
+            elif kind == "cmp":
                 self.src_t, self.dst_t = ["f16", "f16"], None
             elif mn in _f16.ARITH:
                 self.src_t, self.dst_t = ["f16"] * _f16.ARITH[mn][1], "f16"
@@ -340,6 +349,7 @@ def _build_sdwa(ins, b, p):
                     cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
                 res, carry = fn(vals[0], vals[1], cin)
             elif kind == "i16":
+                vals = vals + [e(b, g) for e in extra]   # v_mac_f16: the accumulator
                 if mode is not None:
                     plan.rounding(mode)
                     res = plan.output(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
@@ -475,7 +485,7 @@ def _build_dpp(ins, b, p):
                     cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
                 res, carry = fn(vals[0], vals[1], cin)
             elif kind == "i16":
-                vals = [v & U32(0xFFFF) for v in vals]
+                vals = [v & U32(0xFFFF) for v in vals] + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra]
                 if mode is not None:
                     plan.rounding(mode)
                     res = plan.output(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)

@@ -182,9 +182,9 @@ def _add16(sub: bool, signed: bool):
 
 def _pack_mods(ins):
     from .. import core
-    from ..decode import Operand
-    plain_ops = [Operand(o.kind, o.reg, o.width, o.value, text=o.text) for o in ins.src[:2]]
-    ra, rb = [core.vsrc_reader(o) for o in plain_ops]
+    from ._util import raw_reader16
+    from .float_mode import denorm_bits, flush16, mode_of
+    ra, rb = [raw_reader16(o) for o in ins.src[:2]]
     wr = core.vwriter(ins.dst[0])
     sel = ins.f.get("op_sel", 0)
 
@@ -199,6 +199,10 @@ def _pack_mods(ins):
     def run(b, g):
         lo = mod(half(ra(b, g), bool(sel & 1)), ins.src[0])
         hi = mod(half(rb(b, g), bool(sel & 2)), ins.src[1])
+        if denorm_bits(mode_of(b, g), "f16") != 3:
+            # an f16 operation: its denormal operands/results flush under FLOAT_DENORM_MODE_16_64
+            # (LLVM selects it for build_vector only of canonical values: is_canonicalized_2)
+            lo, hi = flush16(lo), flush16(hi)
         wr(b, g, (lo | (hi << U32(16))).astype(U32))
     return run
 

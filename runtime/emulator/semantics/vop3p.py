@@ -20,6 +20,14 @@ to [0, 1]).
   the other half.
 
 An inline float constant in an f16 position is its f16 value in the low half.
+
+The wave's MODE applies (Vega ISA guide 3.3): f16 operands (packed lanes, dot2's
+products, fma_mix's f16 sources) are flushed to a signed zero when
+FLOAT_DENORM_MODE_16_64 flushes inputs, f32 operands (dot2's accumulator, fma_mix's f32
+sources) when FLOAT_DENORM_MODE_32 does; f16 results (packed, ``v_fma_mixlo/hi_f16``)
+when FLOAT_DENORM_MODE_16_64 flushes outputs, f32 results (``v_dot2_f32_f16``,
+``v_fma_mix_f32``) when FLOAT_DENORM_MODE_32 does; ``clamp`` turns NaN into 0 only
+under DX10_CLAMP.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ._util import I64, U32, half, raw_reader, s16
+from .float_mode import denorm_bits, flush16, flush32, mode_of
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -104,12 +113,12 @@ def _build_packed(mn):
         d = ins.dst[0].reg
         clamp = f["clamp"]
 
-        def lane_vals(vals, sel_bits, neg_bits):
+        def lane_vals(vals, sel_bits, neg_bits, keep_in):
             out = []
             for i, v in enumerate(vals):
                 x = half(v, bool((sel_bits >> i) & 1))
                 if is_f16:
-                    x = _hf(x)
+                    x = _hf(x if keep_in else flush16(x))
                     if (neg_bits >> i) & 1:
                         x = -x
                 out.append(x)
@@ -118,13 +127,19 @@ def _build_packed(mn):
         def run(b, g):
             vals = [r(b, g) for r in rd]
             res = []
+            mode = mode_of(b, g) if is_f16 else 0
+            dm = denorm_bits(mode, "f16")
             for sel_bits, neg_bits in ((f["op_sel"], f["neg"]), (f["op_sel_hi"], f["neg_hi"])):
                 with np.errstate(all="ignore"):
-                    v = fn(*lane_vals(vals, sel_bits, neg_bits), clamp)
+                    v = fn(*lane_vals(vals, sel_bits, neg_bits, dm & 1), clamp)
                     if is_f16:
                         if clamp:
-                            v = np.where(np.isnan(v), 0.0, np.clip(v, 0.0, 1.0))
+                            v = np.clip(v, 0.0, 1.0)
+                            if (mode >> 8) & 1:  # DX10_CLAMP: NaN -> 0
+                                v = np.where(np.isnan(v), 0.0, v)
                         v = _fh(v)
+                        if not (dm & 2):
+                            v = flush16(v)
                 res.append(np.asarray(v).astype(I64) & 0xFFFF)
             out = res[0] | (res[1] << 16)
             b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
@@ -172,10 +187,15 @@ def _build_fdot2(ins, b, p):
 
     def run(b, g):
         a, c, acc = (r(b, g) for r in rd)
+        mode = mode_of(b, g)
+        d16, d32 = denorm_bits(mode, "f16"), denorm_bits(mode, "f32")
+        f16_in = (lambda x: x) if d16 & 1 else flush16
+        if not (d32 & 1):
+            acc = flush32(acc)
         terms = []
         for k, (sel_bits, neg_bits) in enumerate(((f["op_sel"], f["neg"]), (f["op_sel_hi"], f["neg_hi"]))):
-            x = _hf(half(a, bool(sel_bits & 1)))
-            y = _hf(half(c, bool((sel_bits >> 1) & 1)))
+            x = _hf(f16_in(half(a, bool(sel_bits & 1))))
+            y = _hf(f16_in(half(c, bool((sel_bits >> 1) & 1))))
             if neg_bits & 1:
                 x = -x
             if (neg_bits >> 1) & 1:
@@ -187,8 +207,11 @@ def _build_fdot2(ins, b, p):
         with np.errstate(all="ignore"):
             v = (terms[0] + terms[1] + z).astype(F32)
             if f["clamp"]:
-                v = np.where(np.isnan(v), F32(0), np.clip(v, F32(0), F32(1)))
-        wr(b, g, v.view(U32))
+                v = np.clip(v, F32(0), F32(1))
+                if (mode >> 8) & 1:
+                    v = np.where(np.isnan(v), F32(0), v)
+        v = v.view(U32)
+        wr(b, g, v if d32 & 2 else flush32(v))
     return run
 
 
@@ -199,11 +222,13 @@ def _build_mix(kind):
         rd = [_reader(o, bool((f["op_sel_hi"] >> i) & 1)) for i, o in enumerate(ins.src[:3])]
         d = ins.dst[0].reg
 
-        def src(i, v):
+        def src(i, v, mode):
             if (f["op_sel_hi"] >> i) & 1:
-                x = _hf(half(v, bool((f["op_sel"] >> i) & 1))).astype(F32).view(U32)
+                x = half(v, bool((f["op_sel"] >> i) & 1))
+                x = _hf(x if denorm_bits(mode, "f16") & 1 else flush16(x)).astype(F32).view(U32)
             else:
                 x = np.asarray(v, U32)
+                x = x if denorm_bits(mode, "f32") & 1 else flush32(x)
             if (f["neg_hi"] >> i) & 1:
                 x = x & U32(0x7FFFFFFF)
             if (f["neg"] >> i) & 1:
@@ -211,16 +236,20 @@ def _build_mix(kind):
             return x
 
         def run(b, g):
-            a, c, e = (np.broadcast_to(src(i, r(b, g)), (g.n, core.WAVE)) for i, r in enumerate(rd))
+            mode = mode_of(b, g)
+            a, c, e = (np.broadcast_to(src(i, r(b, g), mode), (g.n, core.WAVE)) for i, r in enumerate(rd))
             r32 = O.fma32(a, c, e)
             if f["clamp"]:
-                x = O.f32(r32)
-                r32 = O.b32(np.where(np.isnan(x), F32(0), np.clip(x, F32(0), F32(1))))
+                x = np.clip(O.f32(r32), F32(0), F32(1))
+                if (mode >> 8) & 1:
+                    x = np.where(np.isnan(x), F32(0), x)
+                r32 = O.b32(x)
             if kind == "f32":
-                b.vwrite(g, d, r32)
+                b.vwrite(g, d, r32 if denorm_bits(mode, "f32") & 2 else flush32(r32))
                 return
             # round the f32 result to f16 (one more rounding of an f32 value: exact in f64 first)
-            h = _fh(O.f32(r32).astype(F64)).astype(I64)
+            h = _fh(O.f32(r32).astype(F64))
+            h = (h if denorm_bits(mode, "f16") & 2 else flush16(h)).astype(I64)
             cur = b.V[d][g.sel].astype(I64)
             out = (cur & ~0xFFFF) | h if kind == "lo" else (cur & 0xFFFF) | (h << 16)
             b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
