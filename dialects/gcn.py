@@ -69,6 +69,8 @@ from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from vlpc import isa as _isa
+from vlpc.dialects.op_init import i64_attr as _i64
+from vlpc.dialects.op_init import init_operation as _init_operation
 
 # ---------------------------------------------------------------------------
 # Register types
@@ -260,6 +262,12 @@ class GCNInstruction(IRDLOperation, ABC):
 
     comment = opt_attr_def(StringAttr)
 
+    def __init__(self, *, operands=None, result_types=None, properties=None, attributes=None, successors=None,
+                 regions=None):
+        # xDSL's IRDLOperation.__init__, without its generic builder where it is not needed
+        # (vlpc.dialects.op_init; compile speed, issue 18)
+        _init_operation(self, operands, result_types, properties, attributes, successors, regions)
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         mnemonic = cls.__dict__.get("MNEMONIC")
@@ -416,7 +424,7 @@ class SOP2Base(GCNInstruction, ABC):
         props = {}
         ops: list = [src0]
         if isinstance(src1, int):
-            props["imm"] = IntegerAttr(src1, i64)
+            props["imm"] = _i64(src1)
             ops.append([])
         else:
             ops.append([src1])
@@ -516,7 +524,7 @@ class SMovB32Op(GCNInstruction):
     def __init__(self, src: SSAValue | int):
         if isinstance(src, int):
             super().__init__(operands=[[]], result_types=[self.table_result_type()],
-                             properties={"imm": IntegerAttr(src, i64)})
+                             properties={"imm": _i64(src)})
         else:
             super().__init__(operands=[[src]], result_types=[self.table_result_type()])
 
@@ -855,7 +863,7 @@ class GlobalLoadBase(GCNInstruction, ABC):
                  merge: SSAValue | None = None):
         super().__init__(operands=[vaddr, saddr, [merge] if merge is not None else []],
                          result_types=[vgpr(self.DWORDS)],
-                         properties={"offset": IntegerAttr(offset, i64)},
+                         properties={"offset": _i64(offset)},
                          attributes={"comment": StringAttr(comment)} if comment else {})
 
     def asm_operands(self) -> list[str]:
@@ -897,7 +905,7 @@ class GlobalStoreDwordOp(GCNInstruction):
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
 
     def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0):
-        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": IntegerAttr(offset, i64)})
+        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": _i64(offset)})
 
     def asm_suffix(self) -> str:
         off = self.offset.value.data
@@ -932,7 +940,7 @@ class SubregOp(PseudoOp):
 
     def __init__(self, source: SSAValue, offset: int, width: int = 1):
         t = type(source.type).unallocated(width)
-        super().__init__(operands=[source], result_types=[t], properties={"offset": IntegerAttr(offset, i64)})
+        super().__init__(operands=[source], result_types=[t], properties={"offset": _i64(offset)})
 
     def verify_(self) -> None:
         if type(self.source.type) is not type(self.result.type):
@@ -994,9 +1002,9 @@ class SWaitcntOp(GCNInstruction):
     def __init__(self, vmcnt: int | None = None, lgkmcnt: int | None = None):
         props = {}
         if vmcnt is not None:
-            props["vmcnt"] = IntegerAttr(vmcnt, i64)
+            props["vmcnt"] = _i64(vmcnt)
         if lgkmcnt is not None:
-            props["lgkmcnt"] = IntegerAttr(lgkmcnt, i64)
+            props["lgkmcnt"] = _i64(lgkmcnt)
         super().__init__(properties=props)
 
     def asm_operands(self) -> list[str]:

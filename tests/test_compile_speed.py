@@ -77,3 +77,63 @@ def test_isolated_from_above_still_refuses_a_value_from_outside():
     uses_module_result = gcn.SMovB32Op(ok.sdst)  # a result defined inside, used inside: fine
     inner.add_op(uses_module_result)
     holder.verify()
+
+
+def _built_by_xdsl(cls, **kwargs):
+    """An op of ``cls`` built by xDSL's generic IRDL builder (the path vlpc.dialects.op_init skips)."""
+    from xdsl.irdl import IRDLOperation
+
+    op = cls.__new__(cls)
+    IRDLOperation.__init__(op, **kwargs)
+    return op
+
+
+def _same_op(a, b) -> None:
+    assert type(a) is type(b)
+    assert list(a.operands) == list(b.operands)
+    assert [r.type for r in a.results] == [r.type for r in b.results]
+    assert a.properties == b.properties and a.attributes == b.attributes
+    for op in (a, b):  # each operand records its use by the op
+        assert all(any(u.operation is op and u.index == i for u in o.uses) for i, o in enumerate(op.operands))
+
+
+def test_fast_op_builder_builds_what_xdsl_builds():
+    """gcn ops built through vlpc.dialects.op_init equal those of xDSL's builder: single,
+    optional (given and empty) and variadic operands, results, properties with None dropped
+    and default properties filled in."""
+    s4, v7, s5 = _values()
+    sgpr = gcn.SGPRType.unallocated(1)
+    cases = [
+        (gcn.SubregOp, dict(operands=[s4], result_types=[sgpr], properties={"offset": gcn.IntegerAttr(0, gcn.i64)})),
+        (gcn.SMovB32Op, dict(operands=[[]], result_types=[sgpr], properties={"imm": gcn.IntegerAttr(5, gcn.i64)})),
+        (gcn.SMovB32Op, dict(operands=[[s5]], result_types=[sgpr])),
+        (gcn.RegSequenceOp, dict(operands=[[s4, s5]], result_types=[gcn.SGPRType.unallocated(2)])),
+        (gcn.SWaitcntOp, dict(properties={"vmcnt": None, "lgkmcnt": gcn.IntegerAttr(0, gcn.i64)})),
+        (gcn.GlobalStoreDwordx2Op, dict(operands=[v7, v7, s4],
+                                        attributes={"comment": gcn.StringAttr("x"), "unused": None})),
+    ]
+    for cls, kwargs in cases:
+        fast = cls.__new__(cls)
+        gcn.GCNInstruction.__init__(fast, **kwargs)
+        _same_op(fast, _built_by_xdsl(cls, **kwargs))
+    assert gcn.SubregOp(s4, 3).offset == gcn.IntegerAttr(3, gcn.i64)
+    assert gcn.GlobalStoreDwordx2Op(v7, v7, s4).offset.value.data == 0  # the default property
+
+
+def test_fast_op_builder_leaves_bad_arguments_to_xdsl():
+    """A wrong operand count or a None for a required operand still gets xDSL's error."""
+    s4, _, s5 = _values()
+    with pytest.raises(ValueError, match="Expected 1 operand"):
+        gcn.GCNInstruction.__init__(gcn.SubregOp.__new__(gcn.SubregOp), operands=[s4, s5],
+                                    result_types=[gcn.SGPRType.unallocated(1)])
+    with pytest.raises(ValueError, match="non-variadic"):
+        gcn.GCNInstruction.__init__(gcn.SubregOp.__new__(gcn.SubregOp), operands=[None],
+                                    result_types=[gcn.SGPRType.unallocated(1)])
+
+
+def test_shared_integer_properties_are_the_values_given():
+    from vlpc.dialects.op_init import i64_attr
+
+    assert i64_attr(7) is i64_attr(7)
+    assert i64_attr(-3) == gcn.IntegerAttr(-3, gcn.i64)
+    assert i64_attr(True) == gcn.IntegerAttr(True, gcn.i64)  # not the cached 1's object
