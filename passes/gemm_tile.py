@@ -33,7 +33,7 @@ AUTO_MACRO_N = (64, 128, 256)
 #: which hide the scalar loads' latency better than 3 waves of 64-row tiles: modeled on
 #: MI60 @ 1700 MHz, 2048x2048x640 f32, 32x256 at 4 waves runs at 11.5 TFLOP/s and 64x256 at
 #: 3 waves at 5.9 (both with the default A schedule; ``vlpc tune`` compares them per shape).
-SQC_DEFAULT_M = {"f32": 32, "f64": 16}
+SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot kernels (same A dwords per dot)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,13 @@ P = 4 (i8) consecutive values of K, so
 * one VGPR of B (``global_load_dwordx4``: 4 dwords per lane) holds the same P values of K
   of the lane's column.
 
+A's scalar loads follow the f32 kernel's schedules (``passes/sqc_k_step.py``, shared with
+``convert_gemm_to_gcn``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
+the previous batch's dots, one ``s_waitcnt lgkmcnt(0)`` per 64 dots, the latency hidden by the
+other waves (gemm-tile's default 32-row tiles fit 64 VGPRs: 4 waves per SIMD); ``cover``,
+double-buffered batches of 32 (B stored K x N always takes ``cover``: its 16 B row pointers
+do not fit beside a 64-SGPR batch).
+
 That pairing needs K contiguous in memory for both operands: layout ``NT`` (A stored M x K,
 B stored N x K: the layout of LLM weights, ``y = x W^T``).  Other layouts would need the
 values of two (four) rows packed into one register first (``s_pack_ll_b32_b16`` for A,
@@ -52,7 +59,6 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import (
-    A_BATCH_SGPRS,
     LOCAL_SPLIT_LDS_BYTES,
     SMEM_IMM_MAX,
     _Emitter,
@@ -61,6 +67,7 @@ from vlpc.passes.convert_gemm_to_gcn import (
     kernel_interface,
     zero_if_alpha_zero,
 )
+from vlpc.passes.sqc_k_step import a_batches, k_step_events, run_k_step
 
 #: A and B element types this module compiles.
 DOT_DTYPES = tuple(DOT_PACK)
@@ -98,8 +105,9 @@ def dot_kernarg_layout(shape: GemmShape) -> list[dict]:
 def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
     """Refuse (located) what the dot kernels do not compile."""
     s = mm.shape()
-    if strategy != "sqc" or schedule != "default":
-        raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default); "
+    if strategy != "sqc" or schedule not in ("default", "cover"):
+        raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default "
+                       "or cover); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
     if mm.layout.data not in ("NT", "NN") or (mm.layout.data == "NN" and s.dtype != "f16"):
         raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A "
@@ -118,7 +126,7 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     """The kernels for an f16 or i8 ``mm``: the main kernel and, for M given at launch, the
     row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn)."""
     check_dot(mm, strategy, schedule)
-    kernels = [DotKernelBuilder(mm, name, forwarding=forwarding).build()]
+    kernels = [DotKernelBuilder(mm, name, forwarding=forwarding, schedule=schedule).build()]
     mt_m, mt_n = mm.get_int_array("macro_tile")
     if mm.shape().m < 0:
         rows = []
@@ -134,7 +142,7 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
                 clone.set_int_array("workgroup_size", (mt_n, 1, 1))
                 clone.set_int("split_k", 1)
                 clone.set_int("local_split", 1)
-                k = DotKernelBuilder(clone, f"{name}_rows{r}", forwarding=forwarding).build()
+                k = DotKernelBuilder(clone, f"{name}_rows{r}", forwarding=forwarding, schedule=schedule).build()
             finally:
                 clone.erase()
             k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "role": StringAttr("rows")})
@@ -150,7 +158,7 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
 class DotKernelBuilder:
     """Builds the dot kernel for one planned f16/i8 ``gemm.matmul`` (module docstring)."""
 
-    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True):
+    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default"):
         self.mm = mm
         self.name = name
         self.forwarding = forwarding
@@ -162,6 +170,10 @@ class DotKernelBuilder:
         self.wg_size = mm.get_int_array("workgroup_size")
         self.pack = DOT_PACK[self.shape.dtype]
         self.eb = ELEMENT_BYTES[self.shape.dtype]
+        # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
+        # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
+        # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
+        self.late = schedule != "cover" and mm.layout.data[1] == "T"
 
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape)
@@ -303,20 +315,7 @@ class DotKernelBuilder:
             return out
 
         def batch(ps: list) -> list[list]:
-            out: list[list] = []
-            size = 0
-            for pc in ps:
-                if not out or size + pc[0] > A_BATCH_SGPRS:
-                    out.append([])
-                    size = 0
-                out[-1].append(pc)
-                size += pc[0]
-            if len(out) > 1 and len(out) % 2:
-                i = next((j for j in reversed(range(len(out))) if len(out[j]) > 1), None)
-                if i is not None:
-                    half = len(out[i]) // 2
-                    out[i:i + 1] = [out[i][:half], out[i][half:]]
-            return out
+            return a_batches(ps, self.late)
 
         imm_ok = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * esz <= SMEM_IMM_MAX
         chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
@@ -420,38 +419,33 @@ class DotKernelBuilder:
             e = be
             pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
             pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-            all_fmas = [(bi, t) for bi, bp in enumerate(step_batches)
-                        for t in fma_order(bp, bi == len(step_batches) - 1)]
-            last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
             new_slots: list[SSAValue | None] = [None] * n_slots
             # Few rows (the GEMV plan): the next step's B quads go out back to back after the
             # step's last dot, so the 64-byte line each lane reads per step is filled once and
             # dies at once; staggered, the quads of a line arrive apart and with many waves per
             # CU the lines are evicted from L1 between them (read again from L2).
             bunch = mi_m <= GEMV_MAX_M or not b_trans  # B K x N: see load_all_slots
-            last_n = max(last_use.values())
-            b_next: SSAValue | None = None
-            n = 0
-            for bi, bp in enumerate(step_batches):
-                last = bi == len(step_batches) - 1
-                if not last:
-                    nxt = [load_piece(pc, koff) for pc in step_batches[bi + 1]]
-                elif bi:
-                    nxt = [load_piece(pc, pref) for pc in step_batches[0]]
-                for r, kk, pi, _ in fma_order(bp, last):
-                    acc[r] = be(dot_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
-                    q = b_slot_of(kk)[0]
-                    if last_use[q] == n and (not bunch or n == last_n):
-                        if b_next is None:
-                            b_next = b_step_base(pref)
-                        if bunch:
-                            new_slots = load_all_slots(b_next, "B next slot")
-                        else:
-                            new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
-                    n += 1
-                if last and not bi:
-                    nxt = [load_piece(pc, pref) for pc in step_batches[0]]
-                cur = nxt
+            b_next: list[SSAValue] = []
+
+            def next_b_base() -> SSAValue:
+                if not b_next:  # the next step's B base, needed from the first reload on
+                    b_next.append(b_step_base(pref))
+                return b_next[0]
+
+            def load_b(q: int) -> None:
+                new_slots[q] = load_b_slot(q, next_b_base(), f"B next slot {q}")
+
+            def load_b_all() -> None:
+                new_slots[:] = load_all_slots(next_b_base(), "B next slot")
+
+            def mac(vals: list[SSAValue], bi: int, t: tuple) -> None:
+                r, kk, pi, _ = t
+                acc[r] = be(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
+
+            events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch)
+            cur = run_k_step(events, cur, lambda bi, nxt_step: [load_piece(pc, pref if nxt_step else koff)
+                                                                 for pc in step_batches[bi]],
+                             mac, load_b, load_b_all)
             be(gcn.SCmpLgU32Op(koff, kmax))
             be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
             loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")

@@ -149,6 +149,30 @@ def test_selected_instructions():
         assert all(re.search(rf"{mnem} v\d+, v\d+, s\d+, v\d+", ln) for ln in loop.splitlines() if mnem in ln)
 
 
+@pytest.mark.parametrize("ab, ct", [("f16", "f32"), ("i8", "i32")])
+def test_a_schedules(ab, ct):
+    """The default tile is 32 rows (as f32's) and A's schedule (passes/sqc_k_step.py) loads
+    batches of 64 SGPRs after the previous batch's dots: one lgkmcnt(0) wait per 64 dots,
+    each followed by exactly 64 dots; ``cover`` double-buffers batches of 32 (one wait per 32
+    dots).  Both give the reference on three K steps, a dword tail and a value left over,
+    with edges in M and N."""
+    p = 2 if ab == "f16" else 4
+    m, n, k = 70, 300, (3 * 16 + 5) * p + p - 1
+    lda = ldb = -(-k // p) * p + p
+    for schedule, per_wait in (("default", 64), ("cover", 32)):
+        kern = vlpc.compile(source(m, n, k, lda, ldb, n + 1, ab, ct), schedule=schedule).kernel("g")
+        rows, ks = kern.launch_info["macro_m"], kern.launch_info["k_step"]
+        assert (rows, ks) == (32, 16)
+        loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+        dots_between = re.split(r"s_waitcnt[^\n]*lgkmcnt\(0\)", loop)[1:]
+        assert len(dots_between) == rows * ks // per_wait
+        counts = [chunk.count("v_dot") for chunk in dots_between]
+        assert sum(counts) == rows * ks and all(c <= per_wait for c in counts)
+        if schedule == "default":
+            assert counts == [per_wait] * len(counts)
+        run_case(kern, m, n, k, lda, ldb, n + 1, ab, ct, 2 if ab == "i8" else 0.75, -1 if ab == "i8" else 1.5)
+
+
 @pytest.mark.parametrize("text, words", [
     (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"NN"').replace(
         "memref<64x32xi8, strided<[32, 1]>>", "memref<32x64xi8, strided<[64, 1]>>"),
