@@ -424,3 +424,215 @@ def test_cli_bench_and_run_model_the_mi25_for_gfx900(capsys):
     assert main(["bench", dyn, "--m", "128", "--n", "256", "--k", "32", "--target", "gfx900", "--gpu", "mi60"]) != 0
     err = capsys.readouterr().err
     assert "gfx906" in err and "gfx900" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+# -- DGEMM's plan and the modeled figures on MI25 ----------------------------------------------
+
+
+def _benchmarks():
+    import sys
+
+    path = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+def test_dgemm_plan_on_mi25_is_charged_the_f64_rate(capsys):
+    """--print-plan for DGEMM 4096x4096x640 on mi25: the chosen plan's modeled time is at least
+    the time at MI25's f64 peak (768 GFLOP/s, spec sheet) and near it (a compute-bound plan);
+    the same plan on mi60 is bounded by its own f64 peak (half rate: 6.96 TFLOP/s at 1700 MHz)."""
+    from vlpc.cli import main
+
+    _benchmarks()
+    from seed_sweep import dgemm_source
+
+    m, k = 4096, 640
+    flops = 2.0 * m * m * k
+    src = Path(tempfile.mkdtemp()) / "dgemm.mlir"
+    src.write_text(dgemm_source(m, m, k))
+    chosen = {}
+    for target, gpu in (("gfx900", "mi25"), ("gfx906", "mi60")):
+        assert main(["compile", str(src), "--target", target, "--gpu", gpu, "--print-plan"]) == 0
+        out = capsys.readouterr().out
+        line = next(ln for ln in out.splitlines() if "<- chosen" in ln)
+        chosen[gpu] = float(re.search(r"= ([\d.]+) us", line).group(1)) * 1e-6
+        assert re.search(r"^\s+1: ", line), out  # split-k 1: a reduction only adds time here
+    at_peak_mi25 = flops / 768e9
+    assert at_peak_mi25 <= chosen["mi25"] <= 1.25 * at_peak_mi25
+    at_peak_mi60 = flops / (64 * 64 * 2 * 1.7e9 / 2)
+    assert at_peak_mi60 <= chosen["mi60"] <= 1.25 * at_peak_mi60
+    assert chosen["mi25"] > 7 * chosen["mi60"]  # 16 vs 2 cycles per f64 lane, 1500 vs 1700 MHz
+
+
+def test_board_gemm_shortcut_matches_the_full_launch_for_dgemm_on_mi25():
+    """benchmarks/board_gemm.py (CU 0 traced, L2 miss from the tile geometry) gives the full
+    timing-only launch's modeled time for a gfx900 DGEMM on mi25 (the check of the 4096 figure)."""
+    import numpy as np
+
+    import vlpc
+    from vlpc.runtime.emulator.device import EmulatorDevice
+
+    _benchmarks()
+    from board_gemm import gemm_fast
+    from seed_sweep import dgemm_source
+
+    m, n, k = 256, 512, 128
+    fast = gemm_fast(m, n, k, dtype="f64", gpu="mi25", split_k=1)
+    assert fast["target"] == "gfx900" and fast["peak_tflops"] == pytest.approx(0.768)
+    mod = vlpc.compile(dgemm_source(m, n, k), "gfx900", gpu="mi25", split_k=1)
+    ck = mod.kernel()
+    dev = EmulatorDevice(gpu="mi25", timing_only=True)
+    bufs = [dev.alloc(m * k * 8), dev.alloc(n * k * 8), dev.alloc(m * n * 8)]
+    lc = ck.launch(m, n, k)
+    st = dev.launch(mod.code_object, ck.name, grid=lc.grid, block=lc.block,
+                    args=[*bufs, m, n, k, k, k, n, np.float64(1.0), np.float64(0.0)])
+    assert fast["l2_miss"] == pytest.approx(st.timing.l2_miss, rel=1e-3)
+    assert fast["modeled_us"] == pytest.approx(st.timing.time_us, rel=1e-3)
+    assert fast["tflops"] == pytest.approx(2.0 * m * n * k / (st.timing.time_us * 1e-6) / 1e12, rel=1e-3)
+    with pytest.raises(ValueError, match="splits K"):
+        gemm_fast(256, 256, 4096, dtype="f64", gpu="mi25")  # the automatic plan splits a long K
+
+
+# -- energy: mi25's coefficients, derived from gfx906's ----------------------------------------
+
+
+def test_mi25_energy_coefficients_are_gfx906s_scaled_by_amds_statement():
+    """Each die energy per event on mi25 at 1500 MHz is 2x gfx906's at 1500 MHz (AMD: the 7 nm
+    Vega 20 needs half the power of the 14 nm Vega 10 at the same frequency); idle 2 x the seed's
+    measured MI60 36 W at 1500 MHz; HBM2 unchanged; Vega 64's DPM voltages for other clocks."""
+    from dataclasses import fields
+
+    from vlpc.targets import ENERGY, MI25_ENERGY, energy_params
+
+    assert energy_params("mi25") is MI25_ENERGY and energy_params(get_board("mi60")) is ENERGY
+    assert energy_params("mi50") is ENERGY
+    gfx906_at_1500 = ENERGY.scale(1500.0)
+    die = [f.name for f in fields(ENERGY) if f.name.endswith(("_pj", "_pj_per_byte")) and f.name != "hbm_pj_per_byte"]
+    assert len(die) == 17
+    for name in die:
+        mi25 = getattr(MI25_ENERGY, name) * MI25_ENERGY.scale(1500.0)
+        assert mi25 == pytest.approx(2.0 * getattr(ENERGY, name) * gfx906_at_1500, rel=1e-12), name
+    assert MI25_ENERGY.hbm_pj_per_byte == ENERGY.hbm_pj_per_byte
+    assert MI25_ENERGY.idle_ref_watts * (MI25_ENERGY.voltage(1500) / MI25_ENERGY.voltage(
+        MI25_ENERGY.ref_clock_mhz)) ** 2 == pytest.approx(72.0)
+    # Vega 64 DPM states 6 and 7: 1401 MHz 1100 mV, 1576 MHz 1150 mV (issue 681)
+    assert MI25_ENERGY.voltage(1500.0) == pytest.approx(1.100 + 0.050 * (1500 - 1401) / (1576 - 1401))
+    assert MI25_ENERGY.voltage(852.0) == pytest.approx(0.800)
+
+
+def test_energy_of_one_launch_on_mi25_vs_mi60_at_the_same_clock():
+    """The same events in the same time priced on mi25 and mi60 at 1500 MHz: every die component
+    doubles, HBM does not, static power is 72 W (2 x 36 W) against the MI60's."""
+    from vlpc.runtime.timing.energy import COMPONENTS, EnergyEvents, estimate, idle_watts
+
+    ev = EnergyEvents(vgpr_reads=3e9, forwarded_reads=1e9, vgpr_writes=1e9, sgpr_reads=2e7, sgpr_writes=1e6,
+                      fma_f32_lanes=1e9, fma_f64_lanes=2e8, valu_other_lanes=1e8, instructions=2e7, salu=1e6,
+                      smem=1e6, scalar_cache_bytes=1e8, l1_bytes=1e9, l2_bytes=1e8, hbm_bytes=5e7,
+                      lds_bytes=1e7, barriers=1e4)
+    t_us = 1000.0
+    mi25 = estimate(ev, get_board("mi25"), t_us)
+    mi60 = estimate(ev, get_board("mi60", clock_mhz=1500.0), t_us)
+    for c in COMPONENTS:
+        if c == "hbm":
+            assert mi25.joules[c] == pytest.approx(mi60.joules[c])
+        elif c == "static":
+            assert mi25.joules[c] == pytest.approx(72.0 * t_us * 1e-6)
+        else:
+            assert mi25.joules[c] == pytest.approx(2.0 * mi60.joules[c], rel=1e-9), c
+    assert idle_watts(get_board("mi25")) == pytest.approx(72.0)
+    # away from 1500 MHz idle follows Vega 10's curve: (V(1300) / V(1500))^2
+    v1300 = 1.050 + 0.050 * (1300 - 1200) / (1401 - 1200)
+    v1500 = 1.100 + 0.050 * (1500 - 1401) / (1576 - 1401)
+    assert idle_watts(get_board("mi25", clock_mhz=1300.0)) == pytest.approx(72.0 * (v1300 / v1500) ** 2)
+
+
+def test_cli_energy_on_mi25(capsys, tmp_path, monkeypatch):
+    """vlpc report --energy / vlpc bench --energy on mi25: the board's derived coefficients
+    (72 W idle at 1500 MHz), said to be derived; --gpu mi25 with the default gfx906 target is one
+    line naming the fix; --target gfx900 alone models mi25."""
+    from vlpc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    dyn = str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir")
+    size = ["--m", "64", "--n", "256", "--k", "16", "-q"]
+    assert main(["report", dyn, "--energy", "--gpu", "mi25", "--target", "gfx900", "-o", "r25", *size]) == 0
+    out = capsys.readouterr().out
+    assert "mi25 @ 1500 MHz" in out and "idle power 72.0 W" in out and "DERIVED" in out
+    assert "core voltage 1.128 V" in out  # Vega 64's DPM curve at 1500 MHz
+    md = (tmp_path / "r25.md").read_text()
+    assert "MI25_ENERGY_SOURCES" in md
+    assert main(["report", dyn, "--energy", "--gpu", "mi25", "-o", "bad", *size]) != 0
+    err = capsys.readouterr().err
+    assert "add --target gfx900" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "bad.md").exists()
+    size = ["-m", "64", "-n", "256", "-k", "16", "-q"]
+    assert main(["bench", dyn, "--energy", "--target", "gfx900", *size]) == 0
+    out = capsys.readouterr().out
+    assert "mi25 @ 1500 MHz" in out and "idle power 72.0 W" in out and "DERIVED" in out
+
+
+# -- vlpc doctor: the assembler for each target ---------------------------------------------------
+
+
+def test_doctor_reports_gfx900_readiness_and_a_gfx900_device(toolchain):
+    """e_flags from AMDGPUUsage ("ELF Header": EF_AMDGPU_MACH_AMDGCN_GFX900 0x02c with xnack
+    'any' 0x100; gfx906 0x02f with xnack and sramecc 'any' 0x500)."""
+    from test_hip_device import FakeHip
+    from vlpc.doctor import diagnose
+
+    rep = diagnose(FakeHip(arch="gfx900:xnack-"), hip_python=("6.2.0.499.16", "6.2.0"))
+    lines = {ln.label: ln for ln in rep.lines}
+    assert not rep.problems and rep.usable and rep.exit_code == 0, rep.text()
+    assert "e_flags 0x12c" in lines["gfx900"].text and "v_fmac_f32 refused" in lines["gfx900"].text
+    assert "v_dot2_f32_f16" not in lines["gfx900"].text
+    assert "e_flags 0x52f" in lines["gfx906"].text and "v_dot2_f32_f16" in lines["gfx906"].text
+    assert "runs vlpc's gfx900 code objects (--target gfx900)" in lines["device 0"].text
+    assert rep.devices[0]["runs_vlpc"]
+
+
+def test_doctor_says_when_the_assembler_is_not_ready(toolchain):
+    """An assembler that ignores the processor (builds gfx906 whatever it is asked) and one that
+    is missing: '!' lines naming the target, exit 4, no exception."""
+    from dataclasses import replace
+
+    from test_hip_device import FakeHip
+    from vlpc.doctor import diagnose
+    from vlpc.errors import EXIT_DEVICE
+    from vlpc.runtime.toolchain import Toolchain
+
+    class AlwaysGfx906(Toolchain):
+        def assemble(self, asm, target_id, source_name="kernel.s"):
+            asm = asm.replace("amdgcn-amd-amdhsa--gfx900", "amdgcn-amd-amdhsa--gfx906")
+            return super().assemble(asm, TargetId.parse("gfx906"), source_name)
+
+    wrong = AlwaysGfx906(toolchain.kind, toolchain.assembler, toolchain.assembler_style, toolchain.linker)
+    rep = diagnose(FakeHip(), hip_python=("6.2.0.499.16", "6.2.0"), toolchain=wrong)
+    bad = {ln.label: ln.text for ln in rep.problems}
+    assert set(bad) == {"gfx900"}, rep.text()
+    assert "e_flags 0x52f, not gfx900's 0x12c" in bad["gfx900"]
+    assert rep.exit_code == EXIT_DEVICE
+    missing = replace(toolchain, assembler=("/nonexistent/clang",), linker=("/nonexistent/ld.lld",))
+    rep = diagnose(FakeHip(), hip_python=("6.2.0.499.16", "6.2.0"), toolchain=missing)
+    assert {ln.label for ln in rep.problems} == {"gfx906", "gfx900"}, rep.text()
+    assert rep.exit_code == EXIT_DEVICE
+
+
+# -- vlpc tune: the board implies the target ------------------------------------------------------
+
+
+def test_tune_gpu_mi25_implies_gfx900(capsys):
+    from vlpc.cli import main
+    from vlpc.tune import board_and_target
+
+    assert board_and_target(None, "mi25") == ("gfx900", "mi25")
+    assert board_and_target("gfx900:xnack-", None) == ("gfx900:xnack-", "mi25")
+    assert board_and_target(None, None) == ("gfx906", "mi60")
+    assert board_and_target("gfx906", "mi50") == ("gfx906", "mi50")
+    dyn = str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir")
+    args = ["tune", dyn, "--m", "256", "--n", "256", "--k", "64", "--max-candidates", "1", "-j", "1", "-q"]
+    assert main([*args, "--gpu", "mi25", "--target", "gfx906"]) != 0
+    err = capsys.readouterr().err
+    assert "--target gfx900" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert main([*args, "--gpu", "mi25"]) == 0
+    out = capsys.readouterr().out
+    assert 'target="gfx900"' in out and "of mi25 peak" in out

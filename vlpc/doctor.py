@@ -1,11 +1,20 @@
 """``vlpc doctor``: what the HIP path would use on this machine, and whether it fits.
 
-Reports, one line each: vlpc and Python; hip-python's version and the ROCm it was
-built for; the HIP runtime library found, its version (``hipRuntimeGetVersion``)
-and the driver's (``hipDriverGetVersion``); whether hip-python matches the runtime;
-every device with its name and target id (``gcnArchName``) and whether vlpc's code
-objects (built for ``gfx906``, no features: they load on either ``sramecc`` setting)
-run on it.  A line starting with ``!`` says what does not fit and what to do.
+Reports, one line each: vlpc and Python; the assembler/linker vlpc uses
+(``runtime/toolchain.py``) and, for every target vlpc compiles for (``gfx906``,
+``gfx900``: :data:`vlpc.targets.TARGETS`), whether it is ready: a probe of the
+instructions vlpc's SGEMM/DGEMM kernels need (``v_fma_f32``/``v_fma_f64`` with an SGPR
+source, ``s_load_dwordx16``, ``global_load_dwordx4``, and ``v_dot2_f32_f16`` where the
+target has it) assembles and links, the code object's ELF ``e_flags`` are the target's
+(0x52f for gfx906, 0x12c for gfx900: AMDGPUUsage "ELF Header"), and the assembler
+refuses ``v_fmac_f32`` for a target without it (gfx900), so ``-mcpu`` is honoured;
+hip-python's version and the ROCm it was built for; the HIP runtime library found,
+its version (``hipRuntimeGetVersion``) and the driver's (``hipDriverGetVersion``);
+whether hip-python matches the runtime; every device with its name and target id
+(``gcnArchName``) and whether vlpc's code objects for that processor (built with no
+features: they load on either ``sramecc``/``xnack`` setting) run on it, with the
+``--target`` to compile for.  A line starting with ``!`` says what does not fit and
+what to do.
 
 Exit status: 0 when HIP is usable with at least one device that runs vlpc's code
 objects and no line starts with ``!``; 4 (a device problem) otherwise -- on a
@@ -28,8 +37,16 @@ from typing import Any
 
 from vlpc.errors import EXIT_DEVICE, EXIT_OK
 
-#: What vlpc builds for: the target id of its code objects (no features: "any").
+#: What vlpc builds for by default: the target id of its code objects (no features: "any").
 COMPILE_TARGET = "gfx906"
+
+#: The probe each target must assemble: the instructions vlpc's SGEMM/DGEMM kernels
+#: need on every target, and (``dot``) those only targets with dot instructions have.
+PROBE_COMMON = ("v_fma_f32 v0, s0, v1, v0", "v_fma_f64 v[0:1], s[0:1], v[2:3], v[0:1]",
+                "s_load_dwordx16 s[0:15], s[4:5], 0x0", "global_load_dwordx4 v[0:3], v[4:5], off")
+PROBE_DOT = ("v_dot2_f32_f16 v0, v1, v2, v0",)
+#: An instruction a target without ``has_fmac_f32`` must be refused (LLVM ``FeatureDLInsts``).
+PROBE_MISSING = "v_fmac_f32 v0, v1, v2"
 
 #: The oldest hip-python on PyPI (ROCm 6.2.0); older runtimes get no exact match.
 OLDEST_HIP_PYTHON = (6, 2)
@@ -107,18 +124,68 @@ def version_match(hip_python_rocm: str | None, runtime: str | None) -> tuple[boo
                          f"{runtime}: pip install '{pin}' (docs/hip.md)")
 
 
+def check_toolchain(rep: Report, toolchain: Any = None) -> None:
+    """Add the ``toolchain`` line and one line per target of :data:`vlpc.targets.TARGETS`
+    (see the module docstring); a failure is a ``!`` line naming the target and what the
+    assembler, linker or ELF header said.  ``toolchain`` substitutes a
+    :class:`vlpc.runtime.toolchain.Toolchain` (tests)."""
+    import struct
+
+    from vlpc.errors import VlpcError
+    from vlpc.targets import TARGETS, TargetId
+
+    if toolchain is None:
+        from vlpc.runtime.toolchain import find_toolchain
+        try:
+            toolchain = find_toolchain()
+        except VlpcError as e:
+            rep.add("toolchain", f"{e}; nothing can be compiled", problem=True)
+            return
+    rep.add("toolchain", toolchain.describe())
+    for name, target in TARGETS.items():
+        tid = TargetId.parse(name)
+        probe = PROBE_COMMON + (PROBE_DOT if target.has_dot_insts else ())
+        asm = f'.amdgcn_target "{tid.directive}"\n.text\n' + "".join(f"{ln}\n" for ln in probe) + "s_endpgm\n"
+        try:
+            code = toolchain.link(toolchain.assemble(asm, tid, f"doctor-{name}.s"))
+        except (VlpcError, OSError) as e:
+            rep.add(name, f"the assembler/linker fails on vlpc's instructions for {name}: "
+                          f"{str(e).splitlines()[0] if str(e) else type(e).__name__}", problem=True)
+            continue
+        (flags,) = struct.unpack_from("<I", code, 48) if len(code) >= 52 else (None,)
+        if flags != tid.e_flags():
+            got = "no ELF header" if flags is None else f"e_flags 0x{flags:x}"
+            rep.add(name, f"the linked probe has {got}, not {name}'s 0x{tid.e_flags():x}: this assembler "
+                          f"does not build {name} code objects", problem=True)
+            continue
+        text = (f"ready: {', '.join(ln.split()[0] for ln in probe)} assemble and link "
+                f"(e_flags 0x{flags:x}, --target {name})")
+        if not target.has_fmac_f32:
+            try:
+                toolchain.assemble(f"{PROBE_MISSING}\n", tid, f"doctor-{name}-missing.s")
+            except VlpcError:
+                text += f"; {PROBE_MISSING.split()[0]} refused, as {name} lacks it"
+            else:
+                rep.add(name, f"the assembler accepts {PROBE_MISSING.split()[0]} for {name}, which lacks it: "
+                              f"it does not honour the processor", problem=True)
+                continue
+        rep.add(name, text)
+
+
 def diagnose(_hip: Any = None, *, library: str | None = None,
-             hip_python: tuple[str, str] | None = None) -> Report:
+             hip_python: tuple[str, str] | None = None, toolchain: Any = None) -> Report:
     """Collect the report.  Never raises for a missing or broken HIP set-up: that is
     what it reports.  ``_hip``/``library``/``hip_python`` (version, ROCm it was built
-    for) substitute a stand-in ``hip`` module for tests without a GPU."""
+    for) substitute a stand-in ``hip`` module for tests without a GPU; ``toolchain``
+    an assembler/linker (:func:`check_toolchain`)."""
     from vlpc import __version__
     from vlpc.errors import DeviceError
     from vlpc.runtime import hip as hipmod
-    from vlpc.targets import TargetError, TargetId
+    from vlpc.targets import TARGETS, TargetError, TargetId
 
     rep = Report()
     rep.add("vlpc", f"{__version__} (Python {platform.python_version()})")
+    check_toolchain(rep, toolchain)
     if _hip is None:
         try:
             mod = hipmod._load()
@@ -161,7 +228,6 @@ def diagnose(_hip: Any = None, *, library: str | None = None,
         return rep
     if count == 0:
         rep.add("devices", "none: hipGetDeviceCount reports 0", problem=True)
-    want = TargetId.parse(COMPILE_TARGET)
     runs = 0
     for index in range(count):
         try:
@@ -176,14 +242,16 @@ def diagnose(_hip: Any = None, *, library: str | None = None,
         try:
             tid = TargetId.parse(p.gcn_arch_name)
         except TargetError:
-            rep.add(f"device {index}", f"{head}: not a {COMPILE_TARGET}; vlpc has no target for it and "
+            rep.add(f"device {index}", f"{head}: not a {' or '.join(TARGETS)}; vlpc has no target for it and "
                                        f"refuses to launch there", problem=True)
             continue
+        want = TargetId.parse(tid.target.name)  # vlpc's code objects: no features ("any")
         if want.compatible_with(tid):
             entry["runs_vlpc"] = True
             runs += 1
-            rep.add(f"device {index}", f"{head}: runs vlpc's {COMPILE_TARGET} code objects")
-        else:  # not reachable with gfx906 "any" features, kept for other compile targets
+            flag = "" if tid.target.name == COMPILE_TARGET else f" (--target {tid.target.name})"
+            rep.add(f"device {index}", f"{head}: runs vlpc's {tid.target.name} code objects{flag}")
+        else:  # not reachable with "any" features, kept for other compile targets
             rep.add(f"device {index}", f"{head}: does not match vlpc's {want} code objects", problem=True)
     rep.usable = runs > 0
     if rep.usable:

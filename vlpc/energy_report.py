@@ -147,6 +147,9 @@ class EnergyComparison:
         w(f"All figures are modeled (vlpc's timing and energy models on the emulator's counts), not measured: "
           f"core voltage {e0.voltage:.3f} V from the assumed V/f curve, idle power {e0.idle_watts:.1f} W; "
           f"coefficients and sources in vlpc/targets.py (EnergyParams, ENERGY_SOURCES).\n\n")
+        from vlpc.targets import BOARD_ENERGY_NOTE
+        if e0.board in BOARD_ENERGY_NOTE:
+            w(f"**{BOARD_ENERGY_NOTE[e0.board]}.**\n\n")
         head = ["figure"] + [r.title for r in self.rows]
         w("| " + " | ".join(head) + " |\n")
         w("|" + "|".join(["---"] + ["---:"] * len(self.rows)) + "|\n")
@@ -231,13 +234,18 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     options = codegen_options(args)
     for key in ("strategy", "forwarding"):
         options.pop(key, None)
-    gpu = getattr(args, "gpu", None) or "mi60"
+    gpu = getattr(args, "gpu", None)
     clock = getattr(args, "clock", None)
-    from vlpc.targets import TargetError, get_board
+    from vlpc.targets import TargetError, TargetId, board_for, get_board
     try:
-        get_board(gpu, clock_mhz=clock)  # a bad board or clock fails before any compilation
+        proc = TargetId.parse(args.target).target
+        gpu = gpu or board_for(proc)  # the target's board: mi60 for gfx906, mi25 for gfx900
+        board = get_board(gpu, clock_mhz=clock)  # a bad board or clock fails before any compilation
     except TargetError as e:
         raise VlpcError(str(e)) from None
+    if board.target.name != proc.name:
+        raise VlpcError(f"--energy: --gpu {gpu} is a {board.target.name} board but --target is {args.target}: "
+                        f"add --target {board.target.name}")
     quiet = getattr(args, "quiet", False)
     with Progress(0, "vlpc --energy", quiet=quiet) as bar:
         rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,

@@ -638,3 +638,95 @@ ENERGY_SOURCES: dict[str, str] = {
 
 #: The model's coefficients for gfx906 boards (MI50 has no measurement: the MI60's are assumed).
 ENERGY = EnergyParams()
+
+
+# ---------------------------------------------------------------------------
+# mi25 (gfx900: Vega 10, GlobalFoundries 14 nm) energy coefficients: DERIVED from the
+# gfx906 ones above by one stated scaling, never measured or fitted -- the seeds have no
+# MI25 power figure (shared/seeds/002 section 3.2 measured an MI60 only).  Unvalidated.
+
+#: AMD's Vega 20 announcement (Next Horizon, 6 Nov 2018): the 7 nm Vega 20 of the MI60 uses
+#: "50 percent less power at the same frequency" than the 14 nm Vega 10 of the MI25, or gives
+#: "1.25x more performance ... within the same power envelope" (pcgamer.com "AMD rolls out the
+#: first-ever 7nm GPU, but it's not for gaming (yet)"; also gohappygame.com and geektopia.es on
+#: the same event).  The iso-frequency statement is the one a per-event energy at one clock
+#: needs: an event on MI25 costs twice what it costs on MI60 at the same engine clock.
+MI25_SAME_FREQUENCY_POWER_RATIO = 2.0
+#: The other statement, read at the products' top clocks (MI25 1500 MHz, MI60 1800 MHz, both
+#: 300 W boards): MI25's energy per operation = 1.25 x MI60's at 1800 MHz.  With the gfx906
+#: V/f curve that is 1.25 x ENERGY.scale(1800) / ENERGY.scale(1500) = ~1.55 x MI60's at 1500 MHz,
+#: against 2.0 above: the derived coefficients are uncertain by at least that ratio.
+MI25_SAME_POWER_PERFORMANCE_RATIO = 1.25
+#: The reference clock of the mi25 coefficients: MI25's peak engine clock (spec sheet), where
+#: the seed also measured the MI60 (1500 MHz: idle 36 W, seed 002 section 3.2).
+MI25_REF_CLOCK_MHZ = 1500.0
+#: Vega 10's default voltage curve (Radeon RX Vega 64, amdgpu pp_od_clk_voltage defaults,
+#: github.com/ROCm/legacy-rocm-build issue 681): (MHz, V).  MI25's own fused curve is not
+#: published and Vega 10's AVFS gives each chip its own voltages (issue 606 there); the curve
+#: only matters away from 1500 MHz (--clock), where it scales the mi25 coefficients.
+VEGA10_VF_CURVE: tuple[tuple[float, float], ...] = (
+    (852.0, 0.800), (991.0, 0.900), (1084.0, 0.950), (1138.0, 1.000), (1200.0, 1.050),
+    (1401.0, 1.100), (1576.0, 1.150), (1663.0, 1.200))
+#: The seed's measured MI60 idle ("non-workload") power at 1500 MHz (seed 002 section 3.2).
+MI60_IDLE_WATTS_1500 = 36.0
+#: Fields scaled by MI25_SAME_FREQUENCY_POWER_RATIO: every per-event energy of the GPU die
+#: (its core rail).  ``hbm_pj_per_byte`` is not: both boards use HBM2 on its own memory rail.
+_DIE_ENERGY_FIELDS = ("vgpr_read_pj", "vgpr_write_pj", "forwarded_read_pj", "sgpr_read_pj", "sgpr_write_pj",
+                      "fma_f32_pj", "fma_f64_pj", "valu_other_pj", "valu_lane_overhead_pj", "issue_pj", "salu_pj",
+                      "smem_access_pj", "scalar_cache_pj_per_byte", "l1_pj_per_byte", "l2_pj_per_byte",
+                      "lds_pj_per_byte", "barrier_pj")
+
+
+def derive_mi25_energy(base: EnergyParams | None = None,
+                       ratio: float = MI25_SAME_FREQUENCY_POWER_RATIO) -> EnergyParams:
+    """MI25's :class:`EnergyParams` derived from gfx906's (``base``, default :data:`ENERGY`):
+    each die energy per event at 1500 MHz is ``ratio`` x gfx906's at 1500 MHz (``base``'s
+    coefficient x ``base.scale(1500)``), idle power ``ratio`` x the MI60's measured 36 W at
+    1500 MHz, HBM pJ/byte unchanged, Vega 10's V/f curve for other clocks.  Derived and
+    unvalidated: see :data:`MI25_ENERGY_SOURCES`."""
+    from dataclasses import replace
+
+    base = ENERGY if base is None else base
+    s = base.scale(MI25_REF_CLOCK_MHZ) * ratio
+    return replace(base, vf_curve=VEGA10_VF_CURVE, ref_clock_mhz=MI25_REF_CLOCK_MHZ,
+                   idle_ref_watts=MI60_IDLE_WATTS_1500 * ratio,
+                   **{f: getattr(base, f) * s for f in _DIE_ENERGY_FIELDS})
+
+
+#: MI25's coefficients (derived, unvalidated): :func:`derive_mi25_energy` of :data:`ENERGY`.
+MI25_ENERGY = derive_mi25_energy()
+
+#: Where each mi25 value comes from (fields not named here: as :data:`ENERGY_SOURCES`, scaled).
+MI25_ENERGY_SOURCES: dict[str, str] = {
+    "*": "DERIVED, not measured, not fitted, unvalidated: gfx906's coefficient (ENERGY_SOURCES) at "
+         "1500 MHz x 2.0, AMD's Vega 20 announcement (7 nm Vega 20: '50 percent less power at the same "
+         "frequency' than 14 nm Vega 10, pcgamer.com, Nov 2018); the same announcement's '1.25x "
+         "performance in the same power' gives ~1.55 instead (MI25_SAME_POWER_PERFORMANCE_RATIO)",
+    "vf_curve": "Radeon RX Vega 64 (Vega 10) default DPM voltages, 852 MHz 800 mV .. 1663 MHz 1200 mV "
+                "(github.com/ROCm/legacy-rocm-build issue 681); MI25's own curve is not published",
+    "ref_clock_mhz": "MI25's peak engine clock, 1500 MHz (AMD MI25 spec sheet)",
+    "idle_ref_watts": "DERIVED: the seed's measured MI60 idle 36 W at 1500 MHz (seed 002 3.2) x 2.0, the "
+                      "iso-frequency statement applied to static power too (MI25 has two HBM2 stacks, MI60 "
+                      "four: the board share is probably overstated); no MI25 idle figure is published",
+    "hbm_pj_per_byte": "gfx906's (HBM2 on both boards, memory rail, not scaled with the logic process)",
+    "check": "with these coefficients SGEMM 4096x4096x640 at 1500 MHz models at ~500 W average (vlpc bench "
+             "--energy --target gfx900: sqc 498 W, legacy lds 646 W), far above MI25's 300 W board power (spec "
+             "sheet): either the x2.0 overstates the 14 nm cost (x1.55 gives ~400 W) or a real MI25 holds "
+             "300 W by lowering its clock under SGEMM, which the timing model does not do; no measurement "
+             "decides",
+}
+
+#: Energy coefficients of each board (a board not named: :data:`ENERGY`, gfx906's).
+BOARD_ENERGY: dict[str, EnergyParams] = {"mi25": MI25_ENERGY}
+#: One line the energy report prints for a board whose coefficients are not gfx906's.
+BOARD_ENERGY_NOTE: dict[str, str] = {
+    "mi25": "mi25 coefficients are DERIVED from gfx906's (x2.0 at the same clock, AMD's 7 nm Vega 20 "
+            "statement; idle 2 x the MI60's 36 W at 1500 MHz), never measured or validated: "
+            "vlpc/targets.py MI25_ENERGY_SOURCES"}
+
+
+def energy_params(board: str | Board) -> EnergyParams:
+    """The :class:`EnergyParams` of a board (name or :class:`Board`): :data:`BOARD_ENERGY`'s,
+    else :data:`ENERGY` (the gfx906 ones, calibrated on the MI60)."""
+    name = board.name if isinstance(board, Board) else str(board).lower()
+    return BOARD_ENERGY.get(name, ENERGY)

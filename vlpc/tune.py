@@ -228,7 +228,7 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
     tiles = sample_tiles(kernel, p)
     cfg = kernel.launch(p.m, p.n, p.k)
     zmax = max(cfg.grid[2], 1)
-    dev = EmulatorDevice(strict=True)
+    dev = EmulatorDevice(strict=True, target=getattr(mod, "target_id", None) or None)  # the code object's chip
     dev.only_workgroups = {(x, y, z) for (x, y) in tiles for z in range(zmax)}
     host = _make_buffers(kernel, p, np.random.default_rng(seed), dtype)
     _, out = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
@@ -421,9 +421,10 @@ def add_parser(sub) -> None:
     t.add_argument("--m", type=int, help="M, for a dynamic ('?') dimension")
     t.add_argument("--n", type=int, help="N, for a dynamic dimension")
     t.add_argument("--k", type=int, help="K, for a dynamic dimension")
-    t.add_argument("--target", default="gfx906", help="target id (default: %(default)s)")
-    t.add_argument("--gpu", default="mi60", choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
-                   "(default: %(default)s)")
+    t.add_argument("--target", default=None, help="target id (default: the --gpu board's processor: gfx900 for "
+                                                  "mi25, else gfx906)")
+    t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
+                   "(default: the target's: mi60 for gfx906, mi25 for gfx900)")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ", help="engine clock (default: the board's)")
     t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
     t.add_argument("-j", "--jobs", type=int, default=None,
@@ -442,6 +443,29 @@ def add_parser(sub) -> None:
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def board_and_target(target: str | None, gpu: str | None) -> tuple[str, str]:
+    """``(target id, board)`` of ``vlpc tune``: a missing one follows the other (``--gpu mi25``
+    implies ``--target gfx900``; ``--target gfx900`` implies ``--gpu mi25``; neither: gfx906 on
+    mi60).  Raises :class:`VlpcError` (one line naming the fix) for an unknown target or a
+    board of another processor."""
+    from vlpc.targets import TargetError, TargetId, board_for, get_board
+
+    try:
+        if gpu is None:
+            target = target or "gfx906"
+            return target, board_for(TargetId.parse(target).target)
+        proc = get_board(gpu).target.name
+        if target is None:
+            return proc, gpu
+        tid = TargetId.parse(target)
+    except TargetError as e:
+        raise VlpcError(f"vlpc tune: {e}") from None
+    if tid.target.name != proc:
+        raise VlpcError(f"vlpc tune: --gpu {gpu} is a {proc} board but --target is {target}: use --target {proc} "
+                        f"(or leave --target out), or a {tid.target.name} board (--gpu {board_for(tid.target)})")
+    return target, gpu
+
+
 def cmd_tune(args) -> int:
     import json
 
@@ -451,6 +475,7 @@ def cmd_tune(args) -> int:
     from vlpc.targets import get_board
 
     text = read_input(args.file)
+    args.target, args.gpu = board_and_target(args.target, args.gpu)
     board = get_board(args.gpu)
     cus = args.cus or board.compute_units
     base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)

@@ -35,6 +35,11 @@ curve at the board's engine clock; HBM (memory rail, fixed memory clock) does no
 Idle power: the board's measured idle watts at its default clock (MI60: 42 W at
 1700 MHz, seed 002 section 3.2) times (V/V_ref)^idle_voltage_exponent.
 
+Coefficients by board (:func:`vlpc.targets.energy_params`): the gfx906 boards use
+:data:`vlpc.targets.ENERGY`; ``mi25`` (gfx900) uses :data:`vlpc.targets.MI25_ENERGY`,
+DERIVED from them (x2 per event at the same clock, AMD's 7 nm Vega 20 statement; idle
+2 x the MI60's 36 W at 1500 MHz; Vega 10's V/f curve), never measured or validated.
+
 Timing-only launches (``EmulatorDevice(timing_only=True)``) execute only some
 workgroups (the traced ones and the first round for the L2 footprint): the emulator's
 counts are per executed workgroup and are multiplied by ``grid workgroups / executed
@@ -50,7 +55,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from vlpc.targets import BOARDS, ENERGY, Board, EnergyParams
+from vlpc.targets import BOARDS, ENERGY, Board, EnergyParams, energy_params
 
 #: Components of the breakdown, in display order (``static`` is idle power x time).
 COMPONENTS = ("vgpr", "forwarded", "sgpr", "fma", "valu_other", "valu_overhead", "issue", "salu", "smem",
@@ -232,22 +237,25 @@ def _reference(board: Board, params: EnergyParams) -> tuple[float, float]:
     return float(params.idle_ref_watts), float(params.ref_clock_mhz)
 
 
-def idle_watts(board: Board, params: EnergyParams = ENERGY) -> float:
+def idle_watts(board: Board, params: EnergyParams | None = None) -> float:
     """Idle (static) board power at ``board.engine_clock_mhz``: the measured idle power at
     the board's default clock x (V / V_there)^``idle_voltage_exponent`` (an assumption:
-    :data:`vlpc.targets.ENERGY_SOURCES`)."""
+    :data:`vlpc.targets.ENERGY_SOURCES`).  ``params`` default: the board's
+    (:func:`vlpc.targets.energy_params`)."""
+    params = energy_params(board) if params is None else params
     watts, clock = _reference(board, params)
     v = params.voltage(board.engine_clock_mhz) / params.voltage(clock)
     return watts * v ** params.idle_voltage_exponent
 
 
-def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: EnergyParams = ENERGY,
+def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: EnergyParams | None = None,
              flops: float | None = None) -> EnergyReport:
     """The :class:`EnergyReport` of ``events`` in ``time_us`` (modeled) on ``board`` at its
-    engine clock.  ``flops`` defaults to ``events.flops``."""
+    engine clock.  ``flops`` defaults to ``events.flops``; ``params`` to the board's
+    coefficients (:func:`vlpc.targets.energy_params`: mi25's are derived, not calibrated)."""
     if time_us <= 0:
         raise EnergyError(f"modeled time must be positive (got {time_us} us)")
-    p = params
+    p = energy_params(board) if params is None else params
     s = p.scale(board.engine_clock_mhz)
     pj = {
         "vgpr": events.vgpr_reads * p.vgpr_read_pj + events.vgpr_writes * p.vgpr_write_pj,
@@ -275,7 +283,7 @@ def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: Ener
                         joules=joules, events=events)
 
 
-def launch_energy(stats, board: Board | str | None = None, *, params: EnergyParams = ENERGY,
+def launch_energy(stats, board: Board | str | None = None, *, params: EnergyParams | None = None,
                   flops: float | None = None) -> EnergyReport:
     """The modeled energy of one emulator launch with a timing model (``stats.timing``).
 
