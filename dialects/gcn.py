@@ -27,7 +27,10 @@ non-gfx906 one is a ``TypeError``; the class gets its table row (``ISA``: encodi
 opcode, counters, in-order return, issue class), its ``UNIT`` (the row's issue
 class) and the widths its base class reads from the row's operands
 (``_table_facts``: ``DWORDS``, ``DST_WIDTH``, ``WIDTH``, ``OFFSET_UNIT``).  A class
-that restates one of them must agree with the table.
+that restates one of them must agree with the table.  The thin ops of a family (a base
+class and a mnemonic, nothing else) are generated from the table by ``_table_op``
+(``TABLE_OPS``); hand-written classes remain for ops with their own operands, syntax or
+verification.
 """
 
 from __future__ import annotations
@@ -323,6 +326,33 @@ def _imm_text(value: int) -> str:
     return str(value) if -16 <= value <= 64 else hex(value & 0xFFFFFFFF)
 
 
+def _table_op(base: type, mnemonic: str, doc: str | None = None, **class_data) -> type:
+    """The op class of the gfx906 table's ``mnemonic`` in the family ``base``: a thin class,
+    generated (as xDSL's ``riscv`` dialect builds its ops from a few parameterised bases).
+
+    Its class name (``v_add_f32`` -> ``VAddF32Op``) and op name (``gcn.v_add_f32``; an
+    ``_e64`` suffix is not part of it) follow from the mnemonic, its facts (encoding,
+    opcode, widths, counters, issue class) from the table row when the class is defined
+    (:meth:`GCNInstruction.__init_subclass__`; a mnemonic outside the table is a
+    TypeError).  ``class_data`` sets other class variables (``IMPLICIT_USES``,
+    ``IMPLICIT_DEFS``).  The docstring is ``doc`` (what the instruction computes), else
+    the row's sample assembly.
+    """
+    op = mnemonic.removesuffix("_e64")
+    cls_name = "".join(p[:1].upper() + p[1:] for p in op.split("_")) + "Op"
+    attrs = {"name": f"gcn.{op}", "MNEMONIC": mnemonic, **class_data, "__module__": __name__,
+             "__qualname__": cls_name, "__annotations__": dict.fromkeys(("MNEMONIC", *class_data), "ClassVar")}
+    cls = irdl_op_definition(type(cls_name, (base,), attrs))
+    row = cls.ISA
+    cls.__doc__ = doc or f"``{row.asm}`` ({row.encoding}, opcode {row.opcode:#x}; the gfx906 table)."
+    TABLE_OPS.append(cls)
+    return cls
+
+
+#: The op classes :func:`_table_op` generated, in definition order.
+TABLE_OPS: list[type[GCNInstruction]] = []
+
+
 # ---- scalar memory --------------------------------------------------------
 
 
@@ -369,34 +399,19 @@ class SLoadBase(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: sbase must be an SGPR pair")
 
 
-@irdl_op_definition
-class SLoadDwordOp(SLoadBase):
-    name = "gcn.s_load_dword"
-    MNEMONIC: ClassVar[str] = "s_load_dword"
+SLoadDwordOp = _table_op(SLoadBase, "s_load_dword")
 
 
-@irdl_op_definition
-class SLoadDwordx2Op(SLoadBase):
-    name = "gcn.s_load_dwordx2"
-    MNEMONIC: ClassVar[str] = "s_load_dwordx2"
+SLoadDwordx2Op = _table_op(SLoadBase, "s_load_dwordx2")
 
 
-@irdl_op_definition
-class SLoadDwordx4Op(SLoadBase):
-    name = "gcn.s_load_dwordx4"
-    MNEMONIC: ClassVar[str] = "s_load_dwordx4"
+SLoadDwordx4Op = _table_op(SLoadBase, "s_load_dwordx4")
 
 
-@irdl_op_definition
-class SLoadDwordx8Op(SLoadBase):
-    name = "gcn.s_load_dwordx8"
-    MNEMONIC: ClassVar[str] = "s_load_dwordx8"
+SLoadDwordx8Op = _table_op(SLoadBase, "s_load_dwordx8")
 
 
-@irdl_op_definition
-class SLoadDwordx16Op(SLoadBase):
-    name = "gcn.s_load_dwordx16"
-    MNEMONIC: ClassVar[str] = "s_load_dwordx16"
+SLoadDwordx16Op = _table_op(SLoadBase, "s_load_dwordx16")
 
 
 S_LOADS: dict[int, type[SLoadBase]] = {  # by width in dwords
@@ -440,38 +455,20 @@ class SOP2Base(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: exactly one of src1 and imm must be given")
 
 
-def _sop2(cls_name: str, mnemonic: str, *, uses_scc: bool = False, defs_scc: bool = True) -> type[SOP2Base]:
-    attrs = {
-        "name": f"gcn.{mnemonic}",
-        "MNEMONIC": mnemonic,
-        "IMPLICIT_USES": ("scc",) if uses_scc else (),
-        "IMPLICIT_DEFS": ("scc",) if defs_scc else (),
-        "__module__": __name__,
-        "__qualname__": cls_name,
-        "__annotations__": {k: "ClassVar" for k in ("MNEMONIC", "IMPLICIT_USES", "IMPLICIT_DEFS")},
-    }
-    return irdl_op_definition(type(cls_name, (SOP2Base,), attrs))
+SAddU32Op = _table_op(SOP2Base, "s_add_u32")
+SAddcU32Op = _table_op(SOP2Base, "s_addc_u32", IMPLICIT_USES=("scc",))
+SSubU32Op = _table_op(SOP2Base, "s_sub_u32")
+SMulI32Op = _table_op(SOP2Base, "s_mul_i32", IMPLICIT_DEFS=())
+SMinU32Op = _table_op(SOP2Base, "s_min_u32")
+SLshlB32Op = _table_op(SOP2Base, "s_lshl_b32")
+SLshrB32Op = _table_op(SOP2Base, "s_lshr_b32")
+SAndB32Op = _table_op(SOP2Base, "s_and_b32")
+SOrB32Op = _table_op(SOP2Base, "s_or_b32")
+SMaxU32Op = _table_op(SOP2Base, "s_max_u32")
 
 
-SAddU32Op = _sop2("SAddU32Op", "s_add_u32")
-SAddcU32Op = _sop2("SAddcU32Op", "s_addc_u32", uses_scc=True)
-SSubU32Op = _sop2("SSubU32Op", "s_sub_u32")
-SMulI32Op = _sop2("SMulI32Op", "s_mul_i32", defs_scc=False)
-SMinU32Op = _sop2("SMinU32Op", "s_min_u32")
-SLshlB32Op = _sop2("SLshlB32Op", "s_lshl_b32")
-SLshrB32Op = _sop2("SLshrB32Op", "s_lshr_b32")
-SAndB32Op = _sop2("SAndB32Op", "s_and_b32")
-SOrB32Op = _sop2("SOrB32Op", "s_or_b32")
-SMaxU32Op = _sop2("SMaxU32Op", "s_max_u32")
-
-
-@irdl_op_definition
-class SMulHiU32Op(SOP2Base):
-    """``s_mul_hi_u32`` (a GFX9 addition); src1 must be a register."""
-
-    name = "gcn.s_mul_hi_u32"
-    MNEMONIC: ClassVar[str] = "s_mul_hi_u32"
-    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ()
+SMulHiU32Op = _table_op(SOP2Base, "s_mul_hi_u32", "``s_mul_hi_u32`` (a GFX9 addition); src1 must be a register.",
+                        IMPLICIT_DEFS=())
 
 
 class SOPCBase(GCNInstruction, ABC):
@@ -493,22 +490,13 @@ class SOPCBase(GCNInstruction, ABC):
         return [reg_asm(self.src0), second]
 
 
-@irdl_op_definition
-class SCmpLgU32Op(SOPCBase):
-    name = "gcn.s_cmp_lg_u32"
-    MNEMONIC: ClassVar[str] = "s_cmp_lg_u32"
+SCmpLgU32Op = _table_op(SOPCBase, "s_cmp_lg_u32")
 
 
-@irdl_op_definition
-class SCmpEqU32Op(SOPCBase):
-    name = "gcn.s_cmp_eq_u32"
-    MNEMONIC: ClassVar[str] = "s_cmp_eq_u32"
+SCmpEqU32Op = _table_op(SOPCBase, "s_cmp_eq_u32")
 
 
-@irdl_op_definition
-class SCmpLtU32Op(SOPCBase):
-    name = "gcn.s_cmp_lt_u32"
-    MNEMONIC: ClassVar[str] = "s_cmp_lt_u32"
+SCmpLtU32Op = _table_op(SOPCBase, "s_cmp_lt_u32")
 
 
 @irdl_op_definition
@@ -608,16 +596,10 @@ class VOP2Base(VOPBase, ABC):
         super().__init__(operands=[src0, src1], result_types=[vgpr(self.WIDTH)])
 
 
-@irdl_op_definition
-class VAddF32Op(VOP2Base):
-    name = "gcn.v_add_f32"
-    MNEMONIC: ClassVar[str] = "v_add_f32"
+VAddF32Op = _table_op(VOP2Base, "v_add_f32")
 
 
-@irdl_op_definition
-class VAddF64Op(VOP2Base):
-    name = "gcn.v_add_f64"
-    MNEMONIC: ClassVar[str] = "v_add_f64"
+VAddF64Op = _table_op(VOP2Base, "v_add_f64")
 
 
 @irdl_op_definition
@@ -646,36 +628,28 @@ class VOP1Base(VOPBase, ABC):
         super().__init__(operands=[src], result_types=[self.table_result_type()])
 
 
-@irdl_op_definition
-class VExpF32Op(VOP1Base):
-    """``v_exp_f32``: 2**x (approximate, 1 ULP on hardware)."""
-
-    name = "gcn.v_exp_f32"
-    MNEMONIC: ClassVar[str] = "v_exp_f32"
+VExpF32Op = _table_op(
+    VOP1Base, "v_exp_f32",
+    "``v_exp_f32``: 2**x (approximate, 1 ULP on hardware).",
+)
 
 
-@irdl_op_definition
-class VRcpF32Op(VOP1Base):
-    """``v_rcp_f32``: 1/x (approximate, 1 ULP on hardware)."""
-
-    name = "gcn.v_rcp_f32"
-    MNEMONIC: ClassVar[str] = "v_rcp_f32"
+VRcpF32Op = _table_op(
+    VOP1Base, "v_rcp_f32",
+    "``v_rcp_f32``: 1/x (approximate, 1 ULP on hardware).",
+)
 
 
-@irdl_op_definition
-class VMulF32Op(VOP2Base):
-    """``v_mul_f32 vdst, src0, src1`` (src0 may be an SGPR)."""
-
-    name = "gcn.v_mul_f32"
-    MNEMONIC: ClassVar[str] = "v_mul_f32"
+VMulF32Op = _table_op(
+    VOP2Base, "v_mul_f32",
+    "``v_mul_f32 vdst, src0, src1`` (src0 may be an SGPR).",
+)
 
 
-@irdl_op_definition
-class VMulF64Op(VOP2Base):
-    """``v_mul_f64 vdst, src0, src1`` on register pairs (src0 may be an SGPR pair)."""
-
-    name = "gcn.v_mul_f64"
-    MNEMONIC: ClassVar[str] = "v_mul_f64"
+VMulF64Op = _table_op(
+    VOP2Base, "v_mul_f64",
+    "``v_mul_f64 vdst, src0, src1`` on register pairs (src0 may be an SGPR pair).",
+)
 
 
 @irdl_op_definition
@@ -745,12 +719,10 @@ class VMovB32Op(VOPBase):
         return [reg_asm(self.vdst), src]
 
 
-@irdl_op_definition
-class VAddU32Op(VOP2Base):
-    """``v_add_u32 vdst, src0, src1`` (GFX9, no carry out); src0 may be an SGPR."""
-
-    name = "gcn.v_add_u32"
-    MNEMONIC: ClassVar[str] = "v_add_u32"
+VAddU32Op = _table_op(
+    VOP2Base, "v_add_u32",
+    "``v_add_u32 vdst, src0, src1`` (GFX9, no carry out); src0 may be an SGPR.",
+)
 
 
 @irdl_op_definition
@@ -809,26 +781,17 @@ class SOP64Base(GCNInstruction, ABC):
         return [reg_asm(self.sdst), reg_asm(self.src0), second]
 
 
-@irdl_op_definition
-class SAndB64Op(SOP64Base):
-    name = "gcn.s_and_b64"
-    MNEMONIC: ClassVar[str] = "s_and_b64"
-    IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
+SAndB64Op = _table_op(SOP64Base, "s_and_b64", IMPLICIT_DEFS=("scc",))
 
 
-@irdl_op_definition
-class SCselectB64Op(SOP64Base):
-    """``s_cselect_b64 sdst, src0, src1``: SCC ? src0 : src1."""
-
-    name = "gcn.s_cselect_b64"
-    MNEMONIC: ClassVar[str] = "s_cselect_b64"
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("scc",)
+SCselectB64Op = _table_op(
+    SOP64Base, "s_cselect_b64",
+    "``s_cselect_b64 sdst, src0, src1``: SCC ? src0 : src1.",
+    IMPLICIT_USES=("scc",),
+)
 
 
-@irdl_op_definition
-class SCmpLeU32Op(SOPCBase):
-    name = "gcn.s_cmp_le_u32"
-    MNEMONIC: ClassVar[str] = "s_cmp_le_u32"
+SCmpLeU32Op = _table_op(SOPCBase, "s_cmp_le_u32")
 
 
 def exec_type() -> SpecialRegType:
@@ -874,22 +837,13 @@ class GlobalLoadBase(GCNInstruction, ABC):
         return f" offset:{off}" if off else ""
 
 
-@irdl_op_definition
-class GlobalLoadDwordOp(GlobalLoadBase):
-    name = "gcn.global_load_dword"
-    MNEMONIC: ClassVar[str] = "global_load_dword"
+GlobalLoadDwordOp = _table_op(GlobalLoadBase, "global_load_dword")
 
 
-@irdl_op_definition
-class GlobalLoadDwordx2Op(GlobalLoadBase):
-    name = "gcn.global_load_dwordx2"
-    MNEMONIC: ClassVar[str] = "global_load_dwordx2"
+GlobalLoadDwordx2Op = _table_op(GlobalLoadBase, "global_load_dwordx2")
 
 
-@irdl_op_definition
-class GlobalLoadDwordx4Op(GlobalLoadBase):
-    name = "gcn.global_load_dwordx4"
-    MNEMONIC: ClassVar[str] = "global_load_dwordx4"
+GlobalLoadDwordx4Op = _table_op(GlobalLoadBase, "global_load_dwordx4")
 
 
 @irdl_op_definition
@@ -1168,6 +1122,14 @@ class KernelOp(IRDLOperation):
         super().__init__(regions=[body], properties={"sym_name": StringAttr(sym_name)},
                          attributes=attributes or {})
 
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        while parent is not None:  # (passes find kernels without walking kernel bodies)
+            if isinstance(parent, KernelOp):
+                raise VerifyException(f"gcn.kernel @{self.sym_name.data} is nested in gcn.kernel "
+                                      f"@{parent.sym_name.data}: kernels hold no kernels")
+            parent = parent.parent_op()
+
     def instructions(self) -> Iterator[GCNInstruction]:
         for op in self.body.walk():
             if isinstance(op, GCNInstruction):
@@ -1222,22 +1184,13 @@ class DsReadBase(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: writes {self.DWORDS} VGPRs from one address VGPR")
 
 
-@irdl_op_definition
-class DsReadB32Op(DsReadBase):
-    name = "gcn.ds_read_b32"
-    MNEMONIC: ClassVar[str] = "ds_read_b32"
+DsReadB32Op = _table_op(DsReadBase, "ds_read_b32")
 
 
-@irdl_op_definition
-class DsReadB64Op(DsReadBase):
-    name = "gcn.ds_read_b64"
-    MNEMONIC: ClassVar[str] = "ds_read_b64"
+DsReadB64Op = _table_op(DsReadBase, "ds_read_b64")
 
 
-@irdl_op_definition
-class DsReadB128Op(DsReadBase):
-    name = "gcn.ds_read_b128"
-    MNEMONIC: ClassVar[str] = "ds_read_b128"
+DsReadB128Op = _table_op(DsReadBase, "ds_read_b128")
 
 
 DS_READS: dict[int, type[DsReadBase]] = {c.DWORDS: c for c in (DsReadB32Op, DsReadB64Op, DsReadB128Op)}
@@ -1269,22 +1222,13 @@ class DsWriteBase(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: stores {self.DWORDS} VGPRs at one address VGPR")
 
 
-@irdl_op_definition
-class DsWriteB32Op(DsWriteBase):
-    name = "gcn.ds_write_b32"
-    MNEMONIC: ClassVar[str] = "ds_write_b32"
+DsWriteB32Op = _table_op(DsWriteBase, "ds_write_b32")
 
 
-@irdl_op_definition
-class DsWriteB64Op(DsWriteBase):
-    name = "gcn.ds_write_b64"
-    MNEMONIC: ClassVar[str] = "ds_write_b64"
+DsWriteB64Op = _table_op(DsWriteBase, "ds_write_b64")
 
 
-@irdl_op_definition
-class DsWriteB128Op(DsWriteBase):
-    name = "gcn.ds_write_b128"
-    MNEMONIC: ClassVar[str] = "ds_write_b128"
+DsWriteB128Op = _table_op(DsWriteBase, "ds_write_b128")
 
 
 DS_WRITES: dict[int, type[DsWriteBase]] = {c.DWORDS: c for c in (DsWriteB32Op, DsWriteB64Op, DsWriteB128Op)}
@@ -1321,16 +1265,10 @@ class DsWrite2Base(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: operands are single VGPRs")
 
 
-@irdl_op_definition
-class DsWrite2B32Op(DsWrite2Base):
-    name = "gcn.ds_write2_b32"
-    MNEMONIC: ClassVar[str] = "ds_write2_b32"
+DsWrite2B32Op = _table_op(DsWrite2Base, "ds_write2_b32")
 
 
-@irdl_op_definition
-class DsWrite2st64B32Op(DsWrite2Base):
-    name = "gcn.ds_write2st64_b32"
-    MNEMONIC: ClassVar[str] = "ds_write2st64_b32"
+DsWrite2st64B32Op = _table_op(DsWrite2Base, "ds_write2st64_b32")
 
 
 @irdl_op_definition
@@ -1410,16 +1348,10 @@ class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
             raise VerifyException(f"{self.name}: data must be {2 * self.DWORDS} VGPRs (new value, expected value)")
 
 
-@irdl_op_definition
-class GlobalAtomicCmpswapOp(GlobalAtomicCmpswapBase):
-    name = "gcn.global_atomic_cmpswap"
-    MNEMONIC: ClassVar[str] = "global_atomic_cmpswap"
+GlobalAtomicCmpswapOp = _table_op(GlobalAtomicCmpswapBase, "global_atomic_cmpswap")
 
 
-@irdl_op_definition
-class GlobalAtomicCmpswapX2Op(GlobalAtomicCmpswapBase):
-    name = "gcn.global_atomic_cmpswap_x2"
-    MNEMONIC: ClassVar[str] = "global_atomic_cmpswap_x2"
+GlobalAtomicCmpswapX2Op = _table_op(GlobalAtomicCmpswapBase, "global_atomic_cmpswap_x2")
 
 
 class VCmpNeBase(VOPBase, ABC):
@@ -1439,28 +1371,16 @@ class VCmpNeBase(VOPBase, ABC):
         super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
 
 
-@irdl_op_definition
-class VCmpNeU32Op(VCmpNeBase):
-    name = "gcn.v_cmp_ne_u32"
-    MNEMONIC: ClassVar[str] = "v_cmp_ne_u32_e64"
+VCmpNeU32Op = _table_op(VCmpNeBase, "v_cmp_ne_u32_e64")
 
 
-@irdl_op_definition
-class VCmpNeU64Op(VCmpNeBase):
-    name = "gcn.v_cmp_ne_u64"
-    MNEMONIC: ClassVar[str] = "v_cmp_ne_u64_e64"
+VCmpNeU64Op = _table_op(VCmpNeBase, "v_cmp_ne_u64_e64")
 
 
-@irdl_op_definition
-class GlobalStoreDwordx2Op(GlobalStoreBase):
-    name = "gcn.global_store_dwordx2"
-    MNEMONIC: ClassVar[str] = "global_store_dwordx2"
+GlobalStoreDwordx2Op = _table_op(GlobalStoreBase, "global_store_dwordx2")
 
 
-@irdl_op_definition
-class GlobalStoreDwordx4Op(GlobalStoreBase):
-    name = "gcn.global_store_dwordx4"
-    MNEMONIC: ClassVar[str] = "global_store_dwordx4"
+GlobalStoreDwordx4Op = _table_op(GlobalStoreBase, "global_store_dwordx4")
 
 
 class VShiftRevBase(VOPBase, ABC):
@@ -1478,10 +1398,7 @@ class VShiftRevBase(VOPBase, ABC):
         return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
 
 
-@irdl_op_definition
-class VLshrrevB32Op(VShiftRevBase):
-    name = "gcn.v_lshrrev_b32"
-    MNEMONIC: ClassVar[str] = "v_lshrrev_b32"
+VLshrrevB32Op = _table_op(VShiftRevBase, "v_lshrrev_b32")
 
 
 class VBitwiseBase(VOPBase, ABC):
@@ -1508,16 +1425,10 @@ class VBitwiseBase(VOPBase, ABC):
             raise VerifyException(f"{self.name}: exactly one of src0 and imm must be given")
 
 
-@irdl_op_definition
-class VAndB32Op(VBitwiseBase):
-    name = "gcn.v_and_b32"
-    MNEMONIC: ClassVar[str] = "v_and_b32"
+VAndB32Op = _table_op(VBitwiseBase, "v_and_b32")
 
 
-@irdl_op_definition
-class VOrB32Op(VBitwiseBase):
-    name = "gcn.v_or_b32"
-    MNEMONIC: ClassVar[str] = "v_or_b32"
+VOrB32Op = _table_op(VBitwiseBase, "v_or_b32")
 
 
 @irdl_op_definition
@@ -1590,70 +1501,54 @@ class VDotBase(VOPBase, ABC):
             raise VerifyException(f"{self.MNEMONIC} operands are single registers")
 
 
-@irdl_op_definition
-class VDot2F32F16Op(VDotBase):
-    """``v_dot2_f32_f16 vdst, src0, src1, src2``: src0.h[0]*src1.h[0] + src0.h[1]*src1.h[1]
-    + src2.f32, f16 products accumulated in f32 (AMD Vega 7nm ISA, VOP3P)."""
-
-    name = "gcn.v_dot2_f32_f16"
-    MNEMONIC: ClassVar[str] = "v_dot2_f32_f16"
+VDot2F32F16Op = _table_op(
+    VDotBase, "v_dot2_f32_f16",
+    "``v_dot2_f32_f16 vdst, src0, src1, src2``: src0.h[0]*src1.h[0] + src0.h[1]*src1.h[1] + "
+    "src2.f32, f16 products accumulated in f32 (AMD Vega 7nm ISA, VOP3P).",
+)
 
 
-@irdl_op_definition
-class VDot4I32I8Op(VDotBase):
-    """``v_dot4_i32_i8 vdst, src0, src1, src2``: the four signed byte products of src0 and
-    src1 summed with src2 (i32, wrapping; AMD Vega 7nm ISA, VOP3P)."""
-
-    name = "gcn.v_dot4_i32_i8"
-    MNEMONIC: ClassVar[str] = "v_dot4_i32_i8"
+VDot4I32I8Op = _table_op(
+    VDotBase, "v_dot4_i32_i8",
+    "``v_dot4_i32_i8 vdst, src0, src1, src2``: the four signed byte products of src0 and src1 "
+    "summed with src2 (i32, wrapping; AMD Vega 7nm ISA, VOP3P).",
+)
 
 
-@irdl_op_definition
-class GlobalLoadUshortOp(GlobalLoadBase):
-    """``global_load_ushort``: one 16-bit value, zero-extended into a VGPR."""
-
-    name = "gcn.global_load_ushort"
-    MNEMONIC: ClassVar[str] = "global_load_ushort"
+GlobalLoadUshortOp = _table_op(
+    GlobalLoadBase, "global_load_ushort",
+    "``global_load_ushort``: one 16-bit value, zero-extended into a VGPR.",
+)
 
 
-@irdl_op_definition
-class GlobalLoadUbyteOp(GlobalLoadBase):
-    """``global_load_ubyte``: one byte, zero-extended into a VGPR."""
-
-    name = "gcn.global_load_ubyte"
-    MNEMONIC: ClassVar[str] = "global_load_ubyte"
+GlobalLoadUbyteOp = _table_op(
+    GlobalLoadBase, "global_load_ubyte",
+    "``global_load_ubyte``: one byte, zero-extended into a VGPR.",
+)
 
 
-@irdl_op_definition
-class GlobalStoreShortOp(GlobalStoreBase):
-    """``global_store_short vaddr, vdata, saddr``: the low 16 bits of a VGPR."""
-
-    name = "gcn.global_store_short"
-    MNEMONIC: ClassVar[str] = "global_store_short"
+GlobalStoreShortOp = _table_op(
+    GlobalStoreBase, "global_store_short",
+    "``global_store_short vaddr, vdata, saddr``: the low 16 bits of a VGPR.",
+)
 
 
-@irdl_op_definition
-class VCvtF32F16Op(VOP1Base):
-    """``v_cvt_f32_f16``: the f16 in the low half to f32 (exact)."""
-
-    name = "gcn.v_cvt_f32_f16"
-    MNEMONIC: ClassVar[str] = "v_cvt_f32_f16"
+VCvtF32F16Op = _table_op(
+    VOP1Base, "v_cvt_f32_f16",
+    "``v_cvt_f32_f16``: the f16 in the low half to f32 (exact).",
+)
 
 
-@irdl_op_definition
-class VCvtF16F32Op(VOP1Base):
-    """``v_cvt_f16_f32``: f32 to f16 in the low half (round to nearest even), high half 0."""
-
-    name = "gcn.v_cvt_f16_f32"
-    MNEMONIC: ClassVar[str] = "v_cvt_f16_f32"
+VCvtF16F32Op = _table_op(
+    VOP1Base, "v_cvt_f16_f32",
+    "``v_cvt_f16_f32``: f32 to f16 in the low half (round to nearest even), high half 0.",
+)
 
 
-@irdl_op_definition
-class VCvtF32I32Op(VOP1Base):
-    """``v_cvt_f32_i32``: signed 32-bit integer to f32 (round to nearest even)."""
-
-    name = "gcn.v_cvt_f32_i32"
-    MNEMONIC: ClassVar[str] = "v_cvt_f32_i32"
+VCvtF32I32Op = _table_op(
+    VOP1Base, "v_cvt_f32_i32",
+    "``v_cvt_f32_i32``: signed 32-bit integer to f32 (round to nearest even).",
+)
 
 
 # the dialect again, so that the operations of this section are registered too
@@ -1663,14 +1558,12 @@ GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
 # ---- added for the f16 dot kernel with B stored K x N (passes/gemm_to_gcn_dot.py) ----
 
 
-@irdl_op_definition
-class GlobalLoadShortD16HiOp(GlobalLoadBase):
-    """``global_load_short_d16_hi``: 16 bits into the high half of a VGPR, the low half kept
-    (``merge`` is the register's old value; the allocator gives it the result's register)."""
-
-    name = "gcn.global_load_short_d16_hi"
-    MNEMONIC: ClassVar[str] = "global_load_short_d16_hi"
-    DWORDS: ClassVar[int] = 1
+GlobalLoadShortD16HiOp = _table_op(
+    GlobalLoadBase, "global_load_short_d16_hi",
+    "``global_load_short_d16_hi``: 16 bits into the high half of a VGPR, the low half kept "
+    "(``merge`` is the register's old value; the allocator gives it the result's register).",
+    DWORDS=1,
+)
 
 
 # the dialect again, so that the operations of this section are registered too

@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from vlpc.dialects import gcn
-from vlpc.passes.common import op_error
+from vlpc.passes.common import kernels, op_error
 from vlpc.targets import get_target
 
 
@@ -94,7 +94,7 @@ class GcnAllocateRegistersPass(ModulePass):
         return min(vb, t.addressable_vgprs), min(sb, t.addressable_sgprs)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+        for kernel in kernels(op):
             _allocate_kernel(kernel, *self.budgets())
 
 

@@ -38,7 +38,7 @@ from vlpc.errors import VlpcError
 from vlpc.isa import base_mnemonic
 from vlpc.isa.availability import missing, unavailable_reason
 from vlpc.isa.modes import IEEE_DEFAULT
-from vlpc.passes.common import op_error
+from vlpc.passes.common import kernels, op_error
 from vlpc.targets import TargetId, get_target
 
 #: The order of user SGPRs the dispatcher initialises (AMDGPUUsage "Initial Kernel Execution State").
@@ -107,7 +107,7 @@ class GcnEmitDescriptorPass(ModulePass):
         target = get_target(self.target)
         if self.code_object_version not in (4, 5):
             raise VlpcError(f"gcn-emit-descriptor: code-object-version must be 4 or 5, got {self.code_object_version}")
-        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+        for kernel in kernels(op):
             check_instructions(kernel, target)
             nv, ns, vcc = kernel_resources(kernel)
             roles = [s.data for s in kernel.attributes["arg_roles"].data]  # type: ignore[union-attr]

@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 
 from vlpc import isa
 from vlpc.dialects import gcn
+from vlpc.passes.common import kernels
 from vlpc.passes.gcn_insert_waitcnt import Reg, reads, writes
 from vlpc.targets import Hazard, get_target
 
@@ -228,7 +229,7 @@ class GcnInsertHazardNopsPass(ModulePass):
         hazards = [h for h in get_target(self.target).hazards
                    if h.producer in PRODUCERS and h.consumer in CONSUMERS]
         facts = _Facts(hazards)
-        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+        for kernel in kernels(op):
             self._block(kernel.body.block, [], facts)
 
     def _block(self, block: Block, before: list[Operation], facts: _Facts) -> list[Operation]:

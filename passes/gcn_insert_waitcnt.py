@@ -47,6 +47,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from vlpc.dialects import gcn
+from vlpc.passes.common import kernels
 from vlpc.targets import get_target
 
 Reg = tuple[str, int]
@@ -196,8 +197,38 @@ class GcnInsertWaitcntPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = get_target(self.target)
-        for kernel in [o for o in op.walk() if isinstance(o, gcn.KernelOp)]:
+        for kernel in kernels(op):
             _Inserter(target.vmcnt_max, target.lgkmcnt_max).block(kernel.body.block, WaitState(), [], insert=True)
+
+
+# What gcn-insert-waitcnt does with an operation, by its class (looked up once per class: an
+# ``isinstance`` of xDSL's abstract classes is slow and each op is seen several times).
+_BRANCH, _LABEL, _LOOP, _SKIP, _WAIT, _INSTRUCTION = range(6)
+_CATEGORY: dict[type, tuple[int, bool, bool]] = {}
+
+
+def _category(cls: type) -> tuple[int, bool, bool]:
+    """(what the pass does with ops of ``cls``: a forward branch, a label, a loop, nothing, a
+    wait or an instruction; whether it is a barrier; whether it is an SMEM load)."""
+    got = _CATEGORY.get(cls)
+    if got is None:
+        if issubclass(cls, gcn.SCbranchForwardOp):
+            cat = _BRANCH
+        elif issubclass(cls, gcn.LabelOp):
+            cat = _LABEL
+        elif issubclass(cls, gcn.LoopOp):
+            cat = _LOOP
+        elif not issubclass(cls, gcn.GCNInstruction) or issubclass(cls, gcn.PseudoOp):
+            cat = _SKIP
+        elif issubclass(cls, gcn.SWaitcntOp):
+            cat = _WAIT
+        else:
+            cat = _INSTRUCTION
+        inst = issubclass(cls, gcn.GCNInstruction)
+        row = cls.ISA if inst else None
+        counters, in_order = ((), True) if row is None else (row.counters, row.in_order)
+        got = _CATEGORY[cls] = (cat, inst and cls.UNIT == "barrier", "lgkmcnt" in counters and not in_order)
+    return got
 
 
 class _Inserter:
@@ -221,14 +252,17 @@ class _Inserter:
         ops = list(block.ops)
         at_label: dict[str, WaitState] = {}  # states arriving at a label by a forward branch
         for i, op in enumerate(ops):
-            if isinstance(op, gcn.SCbranchForwardOp):
+            cat, barrier, smem = _category(type(op))
+            if cat == _SKIP:
+                continue
+            if cat == _BRANCH:
                 at_label[op.target.data] = state.copy()
                 continue
-            if isinstance(op, gcn.LabelOp):
+            if cat == _LABEL:
                 if op.label.data in at_label:
                     state = state.join(at_label.pop(op.label.data))
                 continue
-            if isinstance(op, gcn.LoopOp):
+            if cat == _LOOP:
                 body = op.body.block
                 after = ops[i + 1:] + continuation
                 # fixed point over the back edge
@@ -241,17 +275,15 @@ class _Inserter:
                     entry = joined
                 state = self.block(body, entry.copy(), list(body.ops) + after, insert=insert)
                 continue
-            if not isinstance(op, gcn.GCNInstruction) or isinstance(op, gcn.PseudoOp):
-                continue
-            if isinstance(op, gcn.SWaitcntOp):
+            if cat == _WAIT:
                 state.wait(None if op.vmcnt is None else op.vmcnt.value.data,
                            None if op.lgkmcnt is None else op.lgkmcnt.value.data)
                 continue
             op_reads, op_writes, _ = self.rw(op)
             vmcnt, lgkm = state.needed(op_reads + op_writes)
-            if is_barrier(op) and state.needed_for_barrier() is not None:
+            if barrier and state.needed_for_barrier() is not None:
                 lgkm = 0
-            if is_smem(op) and state.smem and lgkm != 0:
+            if smem and state.smem and lgkm != 0:
                 if self._old_smem_used_first(state.smem, set(op_writes), ops[i + 1:] + continuation,
                                              self._fresh_smem(ops, i)):
                     lgkm = 0

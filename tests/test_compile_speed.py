@@ -4,6 +4,7 @@ hides a bad operation, and the ziglang toolchain runs the wheel's ``zig`` withou
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from xdsl.ir import Block
@@ -137,3 +138,27 @@ def test_shared_integer_properties_are_the_values_given():
     assert i64_attr(7) is i64_attr(7)
     assert i64_attr(-3) == gcn.IntegerAttr(-3, gcn.i64)
     assert i64_attr(True) == gcn.IntegerAttr(True, gcn.i64)  # not the cached 1's object
+
+
+def test_kernels_are_found_without_walking_their_bodies_and_never_nest():
+    """passes.common.kernels finds what a full walk finds (the SGEMM example's split-K plan has
+    two), and a gcn.kernel nested in another is refused by the verifier (so not walking kernel
+    bodies misses nothing)."""
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Region
+
+    from vlpc.passes.common import kernels
+    from vlpc.pipeline import make_context, parse, pipeline, run_passes
+
+    text = (Path(__file__).resolve().parent.parent / "examples" / "sgemm_nt.mlir").read_text()
+    ctx = make_context()
+    module = parse(text, "sgemm_nt.mlir", ctx)
+    run_passes(module, pipeline("gfx906", linalg=False, split_k=4)[:5], ctx)
+    found = kernels(module)
+    assert found == [o for o in module.walk() if isinstance(o, gcn.KernelOp)] and len(found) == 2
+
+    inner = gcn.KernelOp("inner", Region(Block([gcn.SEndpgmOp()])))
+    outer = gcn.KernelOp("outer", Region(Block([inner, gcn.SEndpgmOp()])))
+    ModuleOp([gcn.KernelOp("alone", Region(Block([gcn.SEndpgmOp()])))]).verify()
+    with pytest.raises(VerifyException, match="nested in gcn.kernel @outer"):
+        ModuleOp([outer]).verify()
