@@ -59,16 +59,23 @@ def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
     """(next free VGPR, next free SGPR, uses VCC) from the allocated registers."""
     nv = ns = 0
     vcc = False
-    values = list(kernel.body.block.args)
+    # the register types of every value the kernel defines or uses (a few hundred distinct
+    # objects: allocated types are shared), then each type once; by identity, as the register
+    # types compare equal whatever their registers (xDSL compares their dataclass fields: none)
+    types = {id(a.type): a.type for a in kernel.body.block.args}
     for op in kernel.body.walk():
-        values.extend(op.results)
-        values.extend(op.operands)
-        if isinstance(op, gcn.GCNInstruction) and "vcc" in (op.IMPLICIT_DEFS + op.IMPLICIT_USES):
+        uses_vcc, is_loop = _class_facts(type(op))
+        for v in op.results:
+            t = v.type
+            types[id(t)] = t
+        for v in op.operands:
+            t = v.type
+            types[id(t)] = t
+        if uses_vcc:
             vcc = True
-        if isinstance(op, gcn.LoopOp):
-            values.extend(op.body.block.args)
-    for v in values:
-        t = v.type
+        if is_loop:
+            types.update((id(a.type), a.type) for a in op.body.block.args)
+    for t in types.values():
         if isinstance(t, gcn.VGPRType):
             nv = max(nv, t.first + t.n)
         elif isinstance(t, gcn.SGPRType):
@@ -76,6 +83,18 @@ def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
         elif isinstance(t, gcn.SpecialRegType) and t.reg.data == "vcc":
             vcc = True
     return nv, ns, vcc
+
+
+_CLASS_FACTS: dict[type, tuple[bool, bool]] = {}
+
+
+def _class_facts(cls: type) -> tuple[bool, bool]:
+    """(an instruction reading or writing VCC implicitly, a loop) for ops of ``cls``."""
+    got = _CLASS_FACTS.get(cls)
+    if got is None:
+        got = _CLASS_FACTS[cls] = (issubclass(cls, gcn.GCNInstruction) and "vcc" in (cls.IMPLICIT_DEFS + cls.IMPLICIT_USES),
+                                   issubclass(cls, gcn.LoopOp))
+    return got
 
 
 def check_instructions(kernel: gcn.KernelOp, target) -> None:
