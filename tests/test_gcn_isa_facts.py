@@ -80,6 +80,39 @@ def test_widths_come_from_the_table_and_match_the_isa_guide():
     assert (gcn.GlobalLoadDwordOp.ISA.counters, gcn.GlobalLoadDwordOp.ISA.in_order) == (("vmcnt",), True)
 
 
+def test_thin_ops_are_generated_from_the_table(monkeypatch):
+    # a family base and a mnemonic give the class, its op name and its table facts
+    monkeypatch.setattr(gcn, "TABLE_OPS", list(gcn.TABLE_OPS))   # (the dialect's list stays as it is)
+    sub = gcn._table_op(gcn.VOP2Base, "v_min_f64")
+    assert (sub.__name__, sub.name, sub.ISA, sub.WIDTH, sub.UNIT) == \
+        ("VMinF64Op", "gcn.v_min_f64", isa.lookup("v_min_f64"), 2, "valu")
+    assert "v_min_f64" in sub.__doc__ and sub in gcn.TABLE_OPS
+    with pytest.raises(TypeError, match="v_min_f65"):
+        gcn._table_op(gcn.VOP2Base, "v_min_f65")
+    # the existing names and IR syntax: an _e64 mnemonic keeps the op name without it
+    assert (gcn.VCmpNeU64Op.name, gcn.VCmpNeU64Op.MNEMONIC) == ("gcn.v_cmp_ne_u64", "v_cmp_ne_u64_e64")
+    assert gcn.SAddcU32Op.IMPLICIT_USES == ("scc",) and gcn.SMulI32Op.IMPLICIT_DEFS == ()
+
+
+def test_no_hand_written_thin_op_class_remains():
+    # a class statement on a family base whose body only names the op and its mnemonic (a
+    # docstring, ``name``, ClassVar data) belongs in a _table_op call instead
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(gcn))
+    thin = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or not any(
+                isinstance(b, ast.Name) and b.id.endswith("Base") for b in node.bases):
+            continue
+        body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        if all(isinstance(n, (ast.Assign, ast.AnnAssign)) for n in body):
+            thin.append(node.name)
+    assert thin == []
+    assert len(gcn.TABLE_OPS) >= 55 and all(c in gcn.GCN.operations for c in gcn.TABLE_OPS)
+
+
 def test_branch_condition_outside_the_table_fails_verification():
     assert {"scc0", "scc1", "execnz", "vccz"} <= gcn.branch_conditions()
     op = gcn.SCbranchForwardOp("scc2", ".Lx")
