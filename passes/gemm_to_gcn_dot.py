@@ -59,7 +59,6 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import (
-    LOCAL_SPLIT_LDS_BYTES,
     SMEM_IMM_MAX,
     _Emitter,
     _pow2_parts,
@@ -68,6 +67,10 @@ from vlpc.passes.convert_gemm_to_gcn import (
     zero_if_alpha_zero,
 )
 from vlpc.passes.sqc_k_step import a_batches, k_step_events, run_k_step
+
+#: LDS a local split's reduction uses per workgroup (bytes): the decode GEMV's 16 wavefront
+#: groups of 16 rows sum in two chunks of 8 rows; two such workgroups fit a CU's 64 KiB.
+DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
 #: A and B element types this module compiles.
 DOT_DTYPES = tuple(DOT_PACK)
@@ -442,7 +445,8 @@ class DotKernelBuilder:
                 r, kk, pi, _ = t
                 acc[r] = be(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
 
-            events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch)
+            events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch,
+                                   a_first=b_trans)
             cur = run_k_step(events, cur, lambda bi, nxt_step: [load_piece(pc, pref if nxt_step else koff)
                                                                  for pc in step_batches[bi]],
                              mac, load_b, load_b_all)
@@ -606,36 +610,43 @@ class DotKernelBuilder:
 
     def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
                       lanes: SSAValue, add) -> tuple[list[SSAValue], int]:
-        """Sum the wavefront groups' accumulators into group 0's through LDS, as the f32
-        kernel (convert_gemm_to_gcn): groups 1..L-1 write their rows (chunks that fit
-        LOCAL_SPLIT_LDS_BYTES), a barrier, every group adds them in group order (``add``:
-        ``v_add_f32``, or ``v_add_u32`` for i32).  Returns the sums and the LDS bytes."""
+        """Sum the L wavefront groups' accumulators into group 0's through LDS, the rows summed
+        in parallel: in chunks of R rows that fit :data:`DOT_LOCAL_SPLIT_LDS_BYTES`, every group
+        writes its R partial rows, a barrier, group j < R adds the L partials of the chunk's
+        row j in group order (``add``: ``v_add_f32``, or ``v_add_u32`` for i32) and writes the
+        sum over group 0's partial, a barrier, group 0 reads the R sums.  (Group 0 alone adding
+        all L - 1 partials of every row, as the f32 kernel does, makes the M = 16 decode GEMV's
+        tail 16 x 15 dependent LDS reads long.)  Returns the sums and the LDS bytes."""
         local, mt_n = self.local, self.mt_n
         row_bytes = mt_n * 4
-        rows_per_chunk = max(1, min(len(acc), LOCAL_SPLIT_LDS_BYTES // ((local - 1) * row_bytes)))
-        slot_bytes = rows_per_chunk * row_bytes
+        rows_per_chunk = max(1, min(len(acc), DOT_LOCAL_SPLIT_LDS_BYTES // (local * row_bytes)))
+        group_bytes = rows_per_chunk * row_bytes  # one group's partial rows of a chunk
         vcol = e(gcn.VLshlrevB32Op(2, col)).vdst
-        slot = e(gcn.SMaxU32Op(slice_id, 1)).sdst
-        slot = e(gcn.SSubU32Op(slot, 1)).sdst
-        wbase = e(gcn.VAddU32Op(e.mul(slot, slot_bytes), vcol)).vdst
+        wbase = e(gcn.VAddU32Op(e.mul(slice_id, group_bytes), vcol)).vdst  # group g's rows
+        rbase = e(gcn.VAddU32Op(e.mul(slice_id, row_bytes), vcol)).vdst  # row j = g of every group
         acc = list(acc)
+        read_batch = 8  # partials in flight at once (lgkmcnt counts 15 at most)
         for c0 in range(0, len(acc), rows_per_chunk):
             rows = range(c0, min(c0 + rows_per_chunk, len(acc)))
-            e(gcn.SCmpLgU32Op(slice_id, 0))
-            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # every group writes
             for r in rows:
                 e(gcn.DsWriteB32Op(wbase, acc[r], offset=(r - c0) * row_bytes, comment=f"partial row {r}"))
             e(gcn.SBarrierOp())
-            e(gcn.SCmpEqU32Op(slice_id, 0))  # only group 0 reads and adds (only it stores)
+            e(gcn.SCmpLtU32Op(slice_id, len(rows)))  # group j < R sums row c0 + j
             e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
-            for r in rows:  # all of a row's partial sums in flight, then added in group order
-                parts = [e(gcn.DsReadB32Op(vcol, offset=(g - 1) * slot_bytes + (r - c0) * row_bytes,
-                                           comment=f"group {g} row {r}")).vdst for g in range(1, local)]
+            total = None
+            for g0 in range(0, local, read_batch):
+                parts = [e(gcn.DsReadB32Op(rbase, offset=g * group_bytes, comment=f"group {g} row c0+j")).vdst
+                         for g in range(g0, min(g0 + read_batch, local))]
                 for part in parts:
-                    acc[r] = e(add(acc[r], part)).vdst
-            if c0 + rows_per_chunk < len(acc):
-                e(gcn.SBarrierOp())
-        return acc, (local - 1) * slot_bytes
+                    total = part if total is None else e(add(total, part)).vdst
+            e(gcn.DsWriteB32Op(rbase, total, offset=0, comment="sum of row c0+j over group 0's partial"))
+            e(gcn.SBarrierOp())
+            e(gcn.SCmpEqU32Op(slice_id, 0))  # only group 0 reads the sums (only it stores)
+            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+            for r in rows:
+                acc[r] = e(gcn.DsReadB32Op(vcol, offset=(r - c0) * row_bytes, comment=f"sum row {r}")).vdst
+        return acc, local * group_bytes
 
     def _leftover(self, e: _Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
                   slice_id: SSAValue | None, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue,

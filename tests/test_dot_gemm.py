@@ -212,6 +212,25 @@ def test_decode_gemv_plan_is_chosen_and_exact():
     assert kern.local_split == 4
 
 
+@pytest.mark.parametrize("m, ab, ct", [(16, "i8", "i32"), (11, "f16", "f32"), (16, "f16", "f16")])
+def test_gemv_parallel_local_reduction(m, ab, ct):
+    """The decode GEMV's 16 wavefront groups sum their partial rows through LDS in chunks of
+    8 rows (32 KiB): per chunk every group writes its rows, a barrier, group j adds row j's 16
+    partials, a barrier, group 0 reads the sums: 2 barriers per chunk, the last chunk of
+    M = 11 summed by 3 groups.  Results against the reference; beta = 0 over a NaN C."""
+    p = 2 if ab == "f16" else 4
+    k = 16 * 16 * p * 2 + p - 1  # two K steps for each of the 16 groups, and p - 1 values left over
+    n, ld = 128, k + 1 + (p - (k + 1) % p) % p
+    kern = vlpc.compile(source(m, n, k, ld, ld, n, ab, ct)).kernel("g")
+    assert kern.local_split == 16
+    chunks = -(-m // 8)
+    assert kern.asm.count("s_barrier") == 2 * chunks
+    assert ".amdhsa_group_segment_fixed_size 32768" in kern.asm  # 16 groups x 8 rows x 64 lanes x 4 bytes
+    run_case(kern, m, n, k, ld, ld, n, ab, ct, 1 if ab == "i8" else 0.5, 0 if ab == "i8" else 0.0, local=16,
+             c=None if ab == "i8" else np.full((m, n), np.nan, NP[ct]))
+    run_case(kern, m, n, k, ld, ld, n, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=4, local=16)
+
+
 @pytest.mark.parametrize("path, types", [("hgemm_nt.mlir", ("f16", "f32")), ("gemv_int8.mlir", ("i8", "i32"))])
 def test_examples_run(path, types):
     from pathlib import Path
