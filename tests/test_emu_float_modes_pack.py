@@ -288,3 +288,14 @@ def test_cmp_class_f16_classes(form):
     for bit in range(10):
         out = run1(form + "\nv_cndmask_b32 v20, 0, 1, vcc", vals, [1 << bit] * 10)
         assert out == [int(i == bit) for i in range(10)], bit
+
+
+@pytest.mark.parametrize("r32", [1, 2, 3])
+def test_exact_operations_run_under_directed_rounding(r32):
+    # compares, min/max and widening conversions round nothing: any FP_ROUND mode gives the
+    # IEEE result (Vega ISA guide 3.3, MODE.FP_ROUND)
+    m = FloatMode(round_32=r32, round_16_64=r32).register
+    assert run1("v_cvt_f32_f16 v20, v10", [0x3555], mode=m) == [f32b(h(0x3555))]
+    assert run1("v_cmp_lt_f32 vcc, v10, v11\nv_cndmask_b32 v20, 0, 1, vcc", [f32b(1.0)], [f32b(2.0)],
+                mode=m) == [1]
+    assert run1("v_max_f32 v20, v10, v11", [f32b(-1.5)], [f32b(0.25)], mode=m) == [f32b(0.25)]

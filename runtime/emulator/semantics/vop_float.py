@@ -49,6 +49,8 @@ from . import valu as _valu
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
+#: results that are exact in every round mode (widening conversions)
+_EXACT = frozenset({"v_cvt_f64_f32", "v_cvt_f32_f16"})
 _MAD_F32 = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32"})
 _SKIP = ("v_cmp_class", "v_cmpx_class", "v_frexp_", "v_rcp_iflag_f32", "v_div_")
 _INT_TYPES = ("i32", "u32", "i64", "u64", "i24", "u24", "b32")
@@ -247,9 +249,11 @@ def build(ins, b, p):
     sems: dict[bool, object] = {}
     posts: dict[bool, object] = {}
 
+    exact = is_cmp or mn in _EXACT or mn in _MINMAX   # nothing to round: any FP_ROUND mode
+
     def slow(b, g, mode):
         directed = mn in rounding.DIRECTED and dst_t is not None and round_bits(mode, dst_t)
-        if not directed:
+        if not directed and not exact:
             _check_round(ins, mode, ftypes)
         vals = [flush_in(i, r(b, g), mode) for i, r in enumerate(readers)]
         if is_cmp:
