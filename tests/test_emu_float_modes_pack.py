@@ -299,3 +299,46 @@ def test_exact_operations_run_under_directed_rounding(r32):
     assert run1("v_cmp_lt_f32 vcc, v10, v11\nv_cndmask_b32 v20, 0, 1, vcc", [f32b(1.0)], [f32b(2.0)],
                 mode=m) == [1]
     assert run1("v_max_f32 v20, v10, v11", [f32b(-1.5)], [f32b(0.25)], mode=m) == [f32b(0.25)]
+
+
+# ---- FP_ROUND on f16 results, dot2 and fma_mix (IEEE 754 directed rounding, hand-derived) -----
+
+
+def rmode(r16=0, r32=0):
+    return FloatMode(round_32=r32, round_16_64=r16).register
+
+
+# 1 + 2^-11 lies halfway between the f16 values 1 (0x3C00) and 1 + 2^-10 (0x3C01); 65504 + 65504
+# overflows: nearest and toward the overflow give inf, the others the largest finite 65504 (0x7BFF)
+ROUND16 = {0: (0x3C00, 0xBC00, 0x7C00), 1: (0x3C01, 0xBC00, 0x7C00), 2: (0x3C00, 0xBC01, 0x7BFF),
+           3: (0x3C00, 0xBC00, 0x7BFF)}
+
+
+@pytest.mark.parametrize("r16", [0, 1, 2, 3])
+@pytest.mark.parametrize("form", ["v_add_f16 v20, v10, v11", "v_add_f16_e64 v20, v10, v11",
+                                  "v_add_f16_sdwa v20, v10, v11" + SDWA2, "v_add_f16_dpp v20, v10, v11" + DPP])
+def test_f16_add_rounds_by_the_16_64_mode(form, r16):
+    out = run1(form, [0x3C00, 0xBC00, 0x7BFF], [0x1000, 0x9000, 0x7BFF], mode=rmode(r16=r16))
+    assert out == list(ROUND16[r16])
+
+
+@pytest.mark.parametrize("r16", [0, 1, 2, 3])
+def test_packed_f16_rounds_by_the_16_64_mode(r16):
+    lo, neg, big = ROUND16[r16]
+    out = run1("v_pk_add_f16 v20, v10, v11", [0xBC00 << 16 | 0x3C00, 0x7BFF], [0x9000 << 16 | 0x1000, 0x7BFF],
+               mode=rmode(r16=r16))
+    assert out == [neg << 16 | lo, big]
+
+
+@pytest.mark.parametrize("r32, want", [(0, 0x3F800000), (1, 0x3F800001), (2, 0x3F800000), (3, 0x3F800000)])
+def test_dot2_and_fma_mix_round_by_the_32_mode(r32, want):
+    # 1*1 + 2^-12*2^-12 = 1 + 2^-24: halfway between the f32 values 1 and 1 + 2^-23
+    a = 0x0C00 << 16 | 0x3C00                      # f16 pair (1, 2^-12)
+    assert run1("v_dot2_f32_f16 v20, v10, v10, 0", [a], mode=rmode(r32=r32)) == [want]
+    assert run1("v_fma_mix_f32 v20, v10, v11, v12", [f32b(1.0)], [f32b(1.0)], [0x33800000],
+                mode=rmode(r32=r32)) == [want]
+
+
+def test_fma_mixlo_under_a_directed_f16_mode_is_refused():
+    with pytest.raises(UnsupportedInstruction, match="v_fma_mixlo_f16.*round mode 3"):
+        run1("v_fma_mixlo_f16 v20, v10, v11, 0 op_sel_hi:[1,1,0]", [0x3C00], [0x3C00], mode=rmode(r16=3))

@@ -8,7 +8,9 @@ correctly rounded f64 -> f16 conversion; ``v_fma_f16``'s sum may round twice whe
 the product and addend are more than 2^53 apart).  ``v_mad_f16``/``v_mac_f16``/
 ``v_madak``/``v_madmk`` round the product to f16 before adding (unfused).
 FP_DENORM_16_64 of the wave's MODE flushes f16 denormal inputs/results as for f32
-(:mod:`.vop_float`); ``clamp`` clamps to [0, 1] (NaN to 0 with DX10_CLAMP).
+(:mod:`.vop_float`); FP_ROUND_16_64 rounds the f16 result (nearest even, toward +inf,
+-inf or zero: the exact value in f64 rounded once); ``clamp`` clamps to [0, 1] (NaN to
+0 with DX10_CLAMP).
 Transcendentals (``v_exp/log/rcp/rsq/sqrt/sin/cos_f16``) are correctly rounded
 here; hardware is within 1 ulp.
 """
@@ -20,7 +22,7 @@ import numpy as np
 from .. import isa
 from .. import ops as O
 from ._util import I64, U32, half, raw_reader, raw_reader16, s16
-from .float_mode import denorm_bits, flush16, mode_of
+from .float_mode import denorm_bits, flush16, mode_of, round_bits, round_directed
 
 F16, F64 = np.float16, np.float64
 
@@ -48,6 +50,13 @@ def cmp_class16(x, mask):
                    np.where(e == 0, np.where(m == 0, np.where(neg, 5, 6), np.where(neg, 4, 7)),
                             np.where(neg, 3, 8)))
     return ((np.asarray(mask, U32) >> cls.astype(U32)) & U32(1)) == 1
+
+
+def from_f_rounded(v, rb: int):
+    """f64 values -> f16 bits (uint32) rounded by FP_ROUND mode ``rb`` (the f16/f64 field)."""
+    if rb == 0:
+        return _from_f(v)
+    return round_directed(v, F16, rb).view(np.uint16).astype(U32)
 
 
 def _mod16(x, o):
@@ -167,7 +176,7 @@ def _build(mn, kind):
                         v = np.clip(v, 0.0, 1.0)
                         if (mode >> 8) & 1:
                             v = np.where(nan, 0.0, v)
-                    out = _from_f(v)
+                    out = from_f_rounded(v, round_bits(mode, "f16"))
                     if not (dm & 2):
                         out = flush16(out)
             out = np.asarray(out, U32).astype(I64) & 0xFFFF

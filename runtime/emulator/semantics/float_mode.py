@@ -143,6 +143,29 @@ def flush16(x):
 FLUSH = {"f32": flush32, "f64": flush64, "f16": flush16}
 
 
+def round_directed(v, dtype, rb: int):
+    """f64 values ``v`` (the exact result, or one accurate far beyond ``dtype``) rounded to
+    ``dtype`` (np.float16 / np.float32) by FP_ROUND mode ``rb``: 0 nearest even, 1 toward
+    +inf, 2 toward -inf, 3 toward zero (IEEE 754: a directed mode never rounds a finite
+    value to the infinity it points away from)."""
+    v = np.asarray(v, np.float64)
+    with np.errstate(all="ignore"):
+        r = v.astype(dtype)
+        if rb == 0:
+            return r
+        rv = r.astype(np.float64)
+        if rb == 1:
+            step = rv < v
+            to = np.inf
+        elif rb == 2:
+            step = rv > v
+            to = -np.inf
+        else:
+            step = np.abs(rv) > np.abs(v)
+            to = 0.0
+        return np.where(step, np.nextafter(r, dtype(to)), r).astype(dtype)
+
+
 def denorm_bits(mode: int, ftype: str) -> int:
     """The FP_DENORM field for ``ftype`` (bit 0: keep inputs, bit 1: keep results)."""
     return (mode >> (4 if ftype == "f32" else 6)) & 3

@@ -49,16 +49,16 @@ def _sem(mn: str):
     if mn in i16.FUNCS:
         return i16.FUNCS[mn], "i16"
     if mn == "v_ldexp_f16":
-        return (lambda a, e: f16._from_f(f16._ldexp(f16._to_f(a), e))), "i16"
+        return (lambda a, e, rb=0: f16.from_f_rounded(f16._ldexp(f16._to_f(a), e), rb)), "i16"
     if mn in f16.ARITH and (f16.ARITH[mn][1] <= 2 or mn == "v_mac_f16"):
         g16 = f16.ARITH[mn][0]
-        return (lambda *v: f16._from_f(g16(*[f16._to_f(x) for x in v]))), "i16"
+        return (lambda *v, rb=0: f16.from_f_rounded(g16(*[f16._to_f(x) for x in v]), rb)), "i16"
     if mn in f16.TO_INT:
         t16 = f16.TO_INT[mn]
         return (lambda a: t16(f16._to_f(a))), "i16"
     if mn in f16.FROM_INT:
         i2f = f16.FROM_INT[mn]
-        return (lambda a: f16._from_f(i2f(a))), "i16"
+        return (lambda a, rb=0: f16.from_f_rounded(i2f(a), rb)), "i16"
     if mn.startswith(("v_cmp_", "v_cmpx_")) and mn.endswith(("_f16", "_i16", "_u16")):
         parts = mn.split("_")
         cond, ty = parts[2], parts[-1]
@@ -188,7 +188,7 @@ class _ModePlan:
         self.minmax = mn in _MINMAX
         self.mad = mn in _MAD_F32
         self.always = self.minmax or self.mad
-        self.directed = mn in rounding.DIRECTED
+        self.directed = mn in rounding.DIRECTED or (ftype == "f16" and kind == "i16")
         self._rounding = rounding
         self._sem, self._post_of, self.ins = _sem, _post, ins
         self.ok = True
@@ -236,8 +236,8 @@ class _ModePlan:
 
     def rounding(self, mode):
         """The directed FP_ROUND mode to emulate (0: nearest even); refuses the others."""
-        if self.mn == "v_cvt_f32_f16":
-            return 0  # exact: nothing to round
+        if self.mn == "v_cvt_f32_f16" or self.dst_t is None:
+            return 0  # exact, a compare, or an integer result: nothing to round
         for t in {self.dst_t, *self.src_t}:
             if t is not None and round_bits(mode, t):
                 if self.directed and t == self.dst_t:
@@ -351,8 +351,9 @@ def _build_sdwa(ins, b, p):
             elif kind == "i16":
                 vals = vals + [e(b, g) for e in extra]   # v_mac_f16: the accumulator
                 if mode is not None:
-                    plan.rounding(mode)
-                    res = plan.output(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
+                    rb = plan.rounding(mode)   # f16 results: FP_ROUND_16_64
+                    srcs = plan.flush_sources(vals, mode)
+                    res = plan.output(np.asarray(fn(*srcs, rb=rb) if rb else fn(*srcs), I64) & 0xFFFF, mode)
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
                     if post is not None:
@@ -487,8 +488,9 @@ def _build_dpp(ins, b, p):
             elif kind == "i16":
                 vals = [v & U32(0xFFFF) for v in vals] + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra]
                 if mode is not None:
-                    plan.rounding(mode)
-                    res = plan.output(np.asarray(fn(*plan.flush_sources(vals, mode)), I64) & 0xFFFF, mode)
+                    rb = plan.rounding(mode)   # f16 results: FP_ROUND_16_64
+                    srcs = plan.flush_sources(vals, mode)
+                    res = plan.output(np.asarray(fn(*srcs, rb=rb) if rb else fn(*srcs), I64) & 0xFFFF, mode)
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
                     if post is not None:

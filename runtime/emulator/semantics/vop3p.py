@@ -27,7 +27,9 @@ FLOAT_DENORM_MODE_16_64 flushes inputs, f32 operands (dot2's accumulator, fma_mi
 sources) when FLOAT_DENORM_MODE_32 does; f16 results (packed, ``v_fma_mixlo/hi_f16``)
 when FLOAT_DENORM_MODE_16_64 flushes outputs, f32 results (``v_dot2_f32_f16``,
 ``v_fma_mix_f32``) when FLOAT_DENORM_MODE_32 does; ``clamp`` turns NaN into 0 only
-under DX10_CLAMP.
+under DX10_CLAMP.  FP_ROUND applies to the result: the f16 field to packed f16 results,
+the f32 field to ``v_dot2_f32_f16`` and ``v_fma_mix_f32`` (the exact value rounded once);
+``v_fma_mixlo/hi_f16`` under a directed f16 mode stop with UnsupportedInstruction.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ import numpy as np
 
 from .. import isa
 from .. import ops as O
+from . import rounding
 from ._util import I64, U32, half, raw_reader, s16
-from .float_mode import denorm_bits, flush16, flush32, mode_of
+from ..errors import UnsupportedInstruction
+from .float_mode import denorm_bits, flush16, flush32, mode_of, round_bits, round_directed
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -137,7 +141,8 @@ def _build_packed(mn):
                             v = np.clip(v, 0.0, 1.0)
                             if (mode >> 8) & 1:  # DX10_CLAMP: NaN -> 0
                                 v = np.where(np.isnan(v), 0.0, v)
-                        v = _fh(v)
+                        rb = round_bits(mode, "f16")
+                        v = round_directed(v, F16, rb).view(np.uint16).astype(U32) if rb else _fh(v)
                         if not (dm & 2):
                             v = flush16(v)
                 res.append(np.asarray(v).astype(I64) & 0xFFFF)
@@ -205,7 +210,8 @@ def _build_fdot2(ins, b, p):
         if f["neg"] & 4:
             z = -z
         with np.errstate(all="ignore"):
-            v = (terms[0] + terms[1] + z).astype(F32)
+            rb = round_bits(mode, "f32")
+            v = round_directed(terms[0] + terms[1] + z, F32, rb) if rb else (terms[0] + terms[1] + z).astype(F32)
             if f["clamp"]:
                 v = np.clip(v, F32(0), F32(1))
                 if (mode >> 8) & 1:
@@ -238,7 +244,12 @@ def _build_mix(kind):
         def run(b, g):
             mode = mode_of(b, g)
             a, c, e = (np.broadcast_to(src(i, r(b, g), mode), (g.n, core.WAVE)) for i, r in enumerate(rd))
-            r32 = O.fma32(a, c, e)
+            rb = round_bits(mode, "f32" if kind == "f32" else "f16")
+            if rb and kind != "f32":
+                raise UnsupportedInstruction(
+                    f"{ins.mnemonic}: round mode {rb} for f16 (MODE register) is not emulated (only round "
+                    f"to nearest even)", mnemonic=ins.mnemonic)
+            r32 = rounding.directed("v_fma_f32", [a, c, e], rb) if rb else O.fma32(a, c, e)
             if f["clamp"]:
                 x = np.clip(O.f32(r32), F32(0), F32(1))
                 if (mode >> 8) & 1:
