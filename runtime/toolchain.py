@@ -30,8 +30,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from vlpc.errors import AssemblerError, ToolchainError
-from vlpc.targets import TargetId
+
+if TYPE_CHECKING:  # (imported when used: a kernel-cache hit needs the toolchain's name, not the targets)
+    from vlpc.targets import TargetId
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ def assemble_and_link(asm: str, target_id: TargetId | str, source_name: str = "k
                       toolchain: Toolchain | None = None) -> bytes:
     """Assembly text -> code object bytes (``.hsaco``), with the default toolchain."""
     if isinstance(target_id, str):
+        from vlpc.targets import TargetId
+
         target_id = TargetId.parse(target_id)
     tc = toolchain or find_toolchain()
     return tc.link(tc.assemble(asm, target_id, source_name))

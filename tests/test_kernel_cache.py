@@ -391,3 +391,56 @@ def test_cli_bad_cache_size_is_a_one_line_error(cache_dir, capsys, monkeypatch):
     monkeypatch.setenv("VLPC_CACHE_MAX_SIZE", "lots")
     rc, _, err = _cli(["cache", "info"], capsys)
     assert rc == 1 and err.startswith("vlpc: VLPC_CACHE_MAX_SIZE='lots'") and "Traceback" not in err
+
+
+def test_cli_cache_hit_loads_no_xdsl_pass_or_dialect(cache_dir, tmp_path):
+    """``vlpc compile`` on a filled cache writes the cached code object without importing xDSL,
+    a dialect or a pass (vlpc.options; a cache hit is then about python's start-up)."""
+    src = tmp_path / "small.mlir"
+    src.write_text(SMALL)
+    opts = ["--macro-tile", "16x64", "--micro-tile", "16x1", "--k-step", "8", "--split-k", "1"]
+    outs = [tmp_path / "cold.hsaco", tmp_path / "hit.hsaco"]
+    code = ("from vlpc.cli import main\nimport sys\nrc = main({argv!r})\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'xdsl' or "
+            "m.startswith(('vlpc.passes', 'vlpc.dialects', 'vlpc.pipeline')))\n"
+            "print(rc, len(heavy), heavy[:3])")
+    runs = []
+    for out in outs:
+        argv = ["compile", str(src), "-o", str(out), *opts]
+        proc = subprocess.run([sys.executable, "-c", code.format(argv=argv)], capture_output=True, text=True,
+                              check=True, cwd="/", env=dict(os.environ, PYTHONSAFEPATH="1"))
+        runs.append(proc.stdout.split(None, 2))
+    assert runs[0][0] == "0" and int(runs[0][1]) > 0  # the cold compile needs them
+    assert runs[1][:2] == ["0", "0"], runs[1]
+    assert outs[1].read_bytes() == outs[0].read_bytes() and outs[0].read_bytes()[:4] == b"\x7fELF"
+    assert len(entries(cache_dir)) == 1
+
+
+def test_source_fingerprint_covers_vlpc_not_the_repository(monkeypatch):
+    """The fingerprint of vlpc's sources walks its package folders (vlpc, dialects, passes,
+    runtime), never a folder above them (a source checkout puts the repository root on
+    vlpc.__path__; its walk took a tenth of a second per process), and follows a change of
+    a source file's size or time."""
+    walked = []
+    real_walk = os.walk
+
+    def walk(top, *a, **k):
+        walked.append(os.path.abspath(top))
+        return real_walk(top, *a, **k)
+
+    monkeypatch.setattr(os, "walk", walk)
+    first = cache_mod._source_fingerprint()
+    pkg = os.path.dirname(os.path.abspath(cache_mod.__file__))
+    assert pkg in walked and len(walked) == 4
+    assert not any(pkg.startswith(d + os.sep) for d in walked), walked
+    real_stat = os.stat
+    touched = os.path.abspath(cache_mod.__file__)
+
+    def stat(path, *a, **k):  # vlpc/cache.py as if saved a second later
+        st = real_stat(path, *a, **k)
+        if os.path.abspath(path) != touched:
+            return st
+        return type("Stat", (), {"st_size": st.st_size, "st_mtime_ns": st.st_mtime_ns + 1_000_000_000})()
+
+    monkeypatch.setattr(os, "stat", stat)
+    assert cache_mod._source_fingerprint() != first

@@ -90,8 +90,10 @@ def _source_fingerprint() -> str:
     import importlib.util
 
     h = hashlib.sha256()
-    dirs: set[str] = set()
-    for name in ("vlpc", "vlpc.dialects", "vlpc.passes", "vlpc.runtime"):
+    # vlpc's own folder (not its __path__: run from a source checkout that also holds the
+    # repository root, whose walk, .venv and .git included, took a tenth of a second)
+    dirs: set[str] = {os.path.dirname(os.path.abspath(__file__))}
+    for name in ("vlpc.dialects", "vlpc.passes", "vlpc.runtime"):
         spec = importlib.util.find_spec(name)  # (imports no package but vlpc itself)
         dirs.update(spec.submodule_search_locations or [] if spec is not None else [])
     for d in sorted(dirs):
@@ -139,14 +141,34 @@ def toolchain_fingerprint(tc) -> str:
             st = None
         parts.append(f"{exe}:{st.st_size}:{st.st_mtime_ns}" if st else f"{exe}:?")
     if getattr(tc, "kind", None) == "zig":
-        from importlib import metadata
-
-        try:
-            parts.append(f"ziglang {metadata.version('ziglang')}")
-        except metadata.PackageNotFoundError:
-            parts.append("ziglang ?")
+        parts.append(f"ziglang {_ziglang_version()}")
     fp = _FINGERPRINTS[key] = hashlib.sha256("\n".join(parts).encode()).hexdigest()
     return fp
+
+
+def _ziglang_version() -> str:
+    """The installed ziglang wheel's version: from the name of its ``.dist-info`` folder next to
+    the package (as ``importlib.metadata`` finds it, without importing that: a tenth of a
+    cache hit), else ``importlib.metadata``; ``?`` when not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ziglang")
+    for d in (spec.submodule_search_locations or []) if spec is not None else []:
+        parent = os.path.dirname(os.path.abspath(d))
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        found = sorted(n[len("ziglang-"):-len(".dist-info")] for n in names
+                       if n.startswith("ziglang-") and n.endswith(".dist-info"))
+        if len(found) == 1:
+            return found[0]
+    from importlib import metadata
+
+    try:
+        return metadata.version("ziglang")
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 def make_key(**parts) -> str:

@@ -61,12 +61,45 @@ def _add_ir_printing(p: argparse.ArgumentParser) -> None:
                    help="print the IR before PASS (to stderr; repeat it or give a comma-separated list)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The subcommands, in the order ``vlpc --help`` lists them.
+COMMANDS = ("compile", "opt", "run", "bench", "report", "doctor", "tune", "cache")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``only``: build that subcommand's parser alone (``main`` does
+    when the first argument names one: the others' options, and the modules that define them,
+    are then not needed; a twentieth of a cached compile)."""
     parser = argparse.ArgumentParser(prog="vlpc", description="GEMM compiler for AMD GCN (gfx906) with A in SGPRs")
     from vlpc import __version__
     parser.add_argument("--version", action="version", version=f"vlpc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    def want(name: str) -> bool:
+        return only is None or only == name
+
+    if want("compile"):
+        _add_compile_parser(sub)
+    if want("opt"):
+        _add_opt_parser(sub)
+    if want("run"):
+        _add_run_parser(sub)
+    if want("bench"):
+        _add_bench_parser(sub)
+    if want("report"):
+        _add_report_parser(sub)
+    if want("doctor"):
+        from vlpc.doctor import add_parser as add_doctor_parser
+        add_doctor_parser(sub)
+    if want("tune"):
+        from vlpc.tune import add_parser as add_tune_parser
+        add_tune_parser(sub)
+    if want("cache"):
+        ca = sub.add_parser("cache", help="the kernel cache: where it is and how full (info), or empty it (clear)")
+        ca.add_argument("action", choices=("info", "clear"))
+    return parser
+
+
+def _add_compile_parser(sub) -> None:
     c = sub.add_parser("compile", help="compile a gemm-dialect or linalg MLIR file to a code object")
     c.add_argument("file", help="input MLIR file ('-' for standard input)")
     c.add_argument("-o", "--output", help="output file (default: standard output for text, FILE.hsaco otherwise)")
@@ -84,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_speed_options(c)
     add_codegen_options(c, strategy=True)
 
+
+def _add_opt_parser(sub) -> None:
     o = sub.add_parser("opt", help="run passes on an MLIR file and print the result")
     o.add_argument("file", nargs="?", help="input MLIR file ('-' for standard input; not needed with --list-passes)")
     o.add_argument("-p", "--passes", "--pass-pipeline", dest="passes", default="", metavar="PIPELINE",
@@ -96,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_speed_options(o, cache=False)
     _add_ir_printing(o)
 
+
+def _add_run_parser(sub) -> None:
     r = sub.add_parser("run", help="compile, execute on a device and verify against NumPy")
     r.add_argument("file", help="input MLIR file")
     r.add_argument("--device", default="emulator", choices=("emulator", "hip", "auto"),
@@ -121,14 +158,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
     add_quiet(r)
     add_codegen_options(r, strategy=True)
+    _add_speed_options(r, verify=False)
 
+
+def _add_bench_parser(sub) -> None:
     from vlpc.bench import add_bench_arguments
     b = sub.add_parser("bench", help="throughput (HIP) or executed-instruction counters (emulator) of an MLIR file "
                                      "or of rocblas-bench's problem flags, optionally a sweep")
     add_bench_arguments(b)
     add_quiet(b)
     add_codegen_options(b, strategy=True)
+    _add_speed_options(b, verify=False)
 
+
+def _add_report_parser(sub) -> None:
     rp = sub.add_parser("report", help="the seed's register/LDS/barrier traffic table, measured on the emulator "
                                        "for both strategies")
     rp.add_argument("file", help="input MLIR file (one gemm.matmul)")
@@ -156,15 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --energy: engine clock in MHz (default: the board's; MI60 1700, as the seed measured)")
     add_quiet(rp)
     add_codegen_options(rp)
-    from vlpc.doctor import add_parser as add_doctor_parser
-    add_doctor_parser(sub)
-    from vlpc.tune import add_parser as add_tune_parser
-    add_tune_parser(sub)
-    _add_speed_options(r, verify=False)
-    _add_speed_options(b, verify=False)
-    ca = sub.add_parser("cache", help="the kernel cache: where it is and how full (info), or empty it (clear)")
-    ca.add_argument("action", choices=("info", "clear"))
-    return parser
 
 
 def _pass_names(values: list[str]) -> list[str]:
@@ -247,7 +281,34 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compile_from_cache(args: argparse.Namespace) -> int | None:
+    """``vlpc compile FILE -o OUT.hsaco`` from the kernel cache before anything heavy is imported
+    (vlpc.options needs no xDSL, dialect or pass): 0 when written, None to compile (not cached,
+    the cache is off, or the command asks for more than the code object)."""
+    if (args.emit not in (None, "hsaco") or args.file == "-" or args.print_pipeline or args.print_plan
+            or args.verbose or args.print_ir_after_all or args.print_ir_before_all or args.print_ir_after
+            or args.print_ir_before or not args.output
+            or EMIT_BY_SUFFIX.get(Path(args.output).suffix.lower(), "hsaco") != "hsaco"):
+        return None
+    from vlpc.options import cached
+
+    try:
+        text = read_input(args.file)
+        result = cached(text, args.target, args.file, codegen_options(args))
+    except VlpcError:
+        return None  # the full path reports it, in its order
+    if result is None:
+        return None
+    if args.output != "-":
+        write_atomic(args.output, result.code_object)
+    else:
+        sys.stdout.buffer.write(result.code_object)
+    return 0
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
+    if _compile_from_cache(args) == 0:
+        return 0
     from vlpc.dialects.gcn_asm import print_assembly
     from vlpc.pipeline import PASS_ORDER, header_lines, make_context, parse, pipeline, pipeline_spec, print_ir
     from vlpc.runtime.toolchain import find_toolchain
@@ -441,7 +502,8 @@ def _cmd_opt(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

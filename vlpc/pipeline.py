@@ -26,10 +26,8 @@ the plan is for; None: 60, gfx906's MI50).  See ``passes/gemm_split_k.py``.
 
 from __future__ import annotations
 
-import operator
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, FileLineColLoc, IntAttr, ModuleOp, StringAttr
@@ -46,6 +44,8 @@ from vlpc.dialects.gemm import Gemm
 from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
 # The compiled kernel's launch planning and execution live in vlpc.kernel; importable from here too.
 from vlpc.kernel import CompiledKernel, CompiledModule, LaunchConfig, PlanStep, _combine_stats  # noqa: F401
+# Options and cache records need no xDSL (a cache hit imports neither it nor a pass); importable from here too.
+from vlpc.options import Options, cache_key, module_from_record, parse_tile  # noqa: F401
 from vlpc.passes import get_all_passes
 from vlpc.passes.common import kernels
 from vlpc.passes.gcn_emit_descriptor import kernel_resources
@@ -266,66 +266,6 @@ def _located(op: Operation, message: str, filename: str) -> DiagnosticError:
 DEFAULT_WAVES_PER_SIMD = {"sqc": 0, "lds": 2}
 
 
-@dataclass
-class Options:
-    """Code generation options (see the module docstring)."""
-
-    macro_tile: tuple[int, int] | None = None  # None: 64x256 for f32, 32x256 for f64
-    micro_tile: tuple[int, int] | None = None  # None: 64x1 for f32, 32x1 for f64
-    k_step: int | None = None  # None: 16 for f32, 8 for f64
-    waves_per_simd: int | None = None  # None: DEFAULT_WAVES_PER_SIMD[strategy]
-    split_k: int | str = "auto"
-    strategy: str = "sqc"
-    split_mode: str = "workspace"
-    local_split: int = 1
-    cus: int | None = None
-    gpu: str | None = None  # board the automatic plan is modeled on (mi50, mi60; None: the target's smallest)
-    code_object_version: int = 5  # 4: for ROCm releases before 5.3 (gcn-emit-descriptor)
-    schedule: str = "default"  # strategy sqc: "default", "cover" or "seed" (the seed's 64x256 loop; no split-K)
-    forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
-
-    @staticmethod
-    def from_kwargs(kwargs: dict) -> Options:
-        known = {f for f in Options.__dataclass_fields__}
-        unknown = set(kwargs) - known
-        if unknown:
-            raise VlpcError(f"unknown option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-        o = Options(**kwargs)
-        o.macro_tile = parse_tile(o.macro_tile, "macro_tile")
-        o.micro_tile = parse_tile(o.micro_tile, "micro_tile")
-        for name in ("k_step", "waves_per_simd"):
-            value = getattr(o, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                if name == "waves_per_simd" and isinstance(value, int) and not isinstance(value, bool):
-                    from vlpc.targets import GFX906
-                    raise VlpcError(f"waves-per-simd={value}: {GFX906.name} runs 1 to "
-                                    f"{GFX906.max_waves_per_simd} waves per SIMD")
-                raise VlpcError(f"{name} must be a positive integer, got {value!r}")
-        return o
-
-
-def parse_tile(value, name: str = "macro_tile") -> tuple[int, int] | None:
-    """A tile given as ``"MxN"`` (``"64x128"``), a pair of ints, or None (the default).
-
-    Raises :class:`VlpcError` for anything else (e.g. ``"64*128"``, ``(64,)``, ``(0, 128)``)."""
-    if value is None:
-        return None
-    pair = value
-    if isinstance(value, str):
-        parts = value.lower().replace(" ", "").split("x")
-        pair = tuple(int(x) for x in parts) if len(parts) == 2 and all(x.isdigit() for x in parts) else None
-    elif isinstance(value, list | tuple) and len(value) == 2 and not any(isinstance(x, bool) for x in value):
-        try:
-            pair = (operator.index(value[0]), operator.index(value[1]))
-        except TypeError:
-            pair = None
-    else:
-        pair = None
-    if pair is None or min(pair) < 1:
-        raise VlpcError(f"{name} must be 'MxN' (e.g. '64x256') or a pair of positive integers, got {value!r}")
-    return pair  # type: ignore[return-value]
-
-
 def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[ModulePass]:
     """The configured passes of the default pipeline, in order.
 
@@ -522,7 +462,7 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     kc = open_cache(cache)
     if kc is None:
         return _build(None, None, target, filename, toolchain, options, module_or_text)[0]
-    key, tc = _cache_key(module_or_text, target, filename, toolchain, options)
+    key, tc = cache_key(module_or_text, target, filename, toolchain, options)
     record = kc.get(key)
     if record is not None:
         try:
@@ -532,20 +472,6 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     result, record = _build(None, None, target, filename, tc, options, module_or_text)
     kc.put(key, record)
     return result
-
-
-def _cache_key(text: str, target: str, filename: str, toolchain, options: dict):
-    """(key, toolchain) of a compilation in the kernel cache (see :mod:`vlpc.cache`)."""
-    import dataclasses
-
-    from vlpc.cache import make_key, toolchain_fingerprint, vlpc_fingerprint
-    from vlpc.runtime.toolchain import find_toolchain
-
-    o = Options.from_kwargs(options)  # unknown option names are refused before any lookup
-    tc = toolchain or find_toolchain()
-    key = make_key(ir=text, filename=filename, target=target, options=dataclasses.asdict(o),
-                   vlpc=vlpc_fingerprint(), toolchain=toolchain_fingerprint(tc))
-    return key, tc
 
 
 def _no_gc():
@@ -611,27 +537,6 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
     record = {"asm": asm, "code_object": code, "target_id": str(TargetId.parse(target)),
               "toolchain": tc.describe(), "header": header, "kernels": kernel_records}
     return module_from_record(record), record
-
-
-def module_from_record(record: dict) -> CompiledModule:
-    """The :class:`CompiledModule` of a build record (fresh, or from the kernel cache)."""
-    asm, code = record["asm"], record["code_object"]
-    result = CompiledModule(asm, code, record["target_id"], toolchain=record["toolchain"])
-    companions: dict[str, CompiledKernel] = {}
-    for k in record["kernels"]:
-        meta, li = k["metadata"], k["launch_info"]
-        ck = CompiledKernel(k["name"], meta, li, k["vgprs"], meta[".sgpr_count"], asm, code, result.target_id)
-        if "role" in li:  # a companion (split-K plan, small M): reached through its main kernel
-            companions[k["name"]] = ck
-        else:
-            result.kernels[k["name"]] = ck
-    for ck in result.kernels.values():
-        names = [*str(ck.launch_info.get("plan", ck.name)).split(","),
-                 *str(ck.launch_info.get("small_m", "")).split(",")]
-        for name in names:
-            if name and name != ck.name:
-                ck.companions[name] = companions[name]
-    return result
 
 
 def _looks_like_path(text: str) -> bool:
