@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.irdl.operations import OptionalDef, VariadicDef
@@ -47,6 +47,20 @@ def _spec(cls: type[IRDLOperation]) -> tuple[tuple[int, ...], tuple[int, ...]] |
     return spec
 
 
+#: Classes known to be (or not to be) SSA values / attributes: ``isinstance`` on xDSL's
+#: abstract base classes costs a Python call each time.
+_IS_A: dict[type, dict[type, bool]] = {SSAValue: {}, Attribute: {}}
+
+
+def _is_a(x, item: type) -> bool:
+    known = _IS_A[item]
+    cls = type(x)
+    got = known.get(cls)
+    if got is None:
+        got = known[cls] = isinstance(x, item)
+    return got
+
+
 def _flatten(kinds: tuple[int, ...], args: Sequence, item: type) -> list | None:
     """``args`` flattened as ``irdl_build_arg_list`` does, or None where xDSL's builder must
     decide (or raise)."""
@@ -55,7 +69,7 @@ def _flatten(kinds: tuple[int, ...], args: Sequence, item: type) -> list | None:
     out = []
     for kind, arg in zip(kinds, args):
         if kind == 0:
-            if not isinstance(arg, item):
+            if not _is_a(arg, item):
                 return None
             out.append(arg)
         elif arg is None:
@@ -63,7 +77,7 @@ def _flatten(kinds: tuple[int, ...], args: Sequence, item: type) -> list | None:
                 return None
         elif isinstance(arg, list | tuple) and (kind == 1 or len(arg) <= 1):
             for a in arg:
-                if not isinstance(a, item):
+                if not _is_a(a, item):
                     return None
             out.extend(arg)
         else:
@@ -83,7 +97,8 @@ def init_operation(op: IRDLOperation, operands: Sequence | None, result_types: S
             Operation.__init__(
                 op, operands=built_operands, result_types=built_results,
                 properties={k: v for k, v in properties.items() if v is not None} if properties else {},
-                attributes={k: v for k, v in attributes.items() if v is not None} if attributes else {})
+                attributes={k: v for k, v in attributes.items() if v is not None} if attributes else {},
+                location=UNKNOWN_LOC)  # (what Operation.__init__ would look up, by an import per op)
             return
     IRDLOperation.__init__(op, operands=operands, result_types=result_types, properties=properties,
                            attributes=attributes, successors=successors, regions=regions)
