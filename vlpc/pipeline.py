@@ -100,9 +100,10 @@ def _remember_constraint_checks(dialect) -> None:
         accepted: set = set()
 
         def verify(op, check=check, accepted=accepted) -> None:
+            operands = getattr(op, "_operands", None)  # (the pinned xDSL's tuple; else its view)
             try:
-                key = (type(op), tuple([v.type for v in op.operands]), tuple([r.type for r in op.results]),
-                       tuple(op.properties.items()), tuple(op.attributes.items()))
+                key = (type(op), tuple([v.type for v in (op.operands if operands is None else operands)]),
+                       tuple([r.type for r in op.results]), tuple(op.properties.items()), tuple(op.attributes.items()))
                 if key in accepted:
                     return
             except TypeError:  # an unhashable attribute: check it every time
@@ -146,13 +147,19 @@ def _faster_isolated_from_above() -> None:
             region = regions.pop()
             for block in region.blocks:
                 for child_op in block.ops:
-                    for operand in child_op.operands:
-                        if id(operand) in inside:
-                            continue
-                        if not op.is_ancestor(operand.owner) or operand.owner is op:
-                            raise _VerifyException("Operation using value defined out of its "
-                                                   f"IsolatedFromAbove parent: {child_op}")
-                    if not child_op.has_trait(IsolatedFromAbove):
+                    # (the pinned xDSL's operand tuple, iterated in C; its OpOperands view is a
+                    # Python sequence)
+                    operands = getattr(child_op, "_operands", None)
+                    if operands is None:
+                        operands = child_op.operands
+                    if not inside.issuperset(map(id, operands)):
+                        for operand in operands:
+                            if id(operand) in inside:
+                                continue
+                            if not op.is_ancestor(operand.owner) or operand.owner is op:
+                                raise _VerifyException("Operation using value defined out of its "
+                                                       f"IsolatedFromAbove parent: {child_op}")
+                    if child_op.regions and not child_op.has_trait(IsolatedFromAbove):
                         regions += child_op.regions
 
     verify._vlpc = True  # type: ignore[attr-defined]
