@@ -1024,7 +1024,8 @@ class ConvertGemmToGcnPass(ModulePass):
                 kernels = [SqcKernelBuilder(mm, name, forwarding=self.forwarding, schedule=self.schedule).build()]
             else:
                 kernels = [builders[self.strategy](mm, name).build()]
-            if split > 1:  # the plan's other kernel (gemm-split-k): a reduction after, or a scaling before
+            if split > 1 and shape.dtype not in ("f16", "i8"):  # (dot_kernels adds its own reduce)
+                # the plan's other kernel (gemm-split-k): a reduction after, or a scaling before
                 mode = mm.split_mode.data if mm.split_mode is not None else "workspace"
                 if mode == "workspace":
                     kernels.append(SqcKernelBuilder(mm, f"{name}_reduce", role="reduce").build())

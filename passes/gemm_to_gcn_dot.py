@@ -43,11 +43,17 @@ lane), then C = alpha * that + beta * C in f32 as above.  BLAS rules as for f32:
 does not read C, alpha = 0 drops the products (f16 and dequantized int8: NaN/Inf in A, B or
 the scales do not reach C; for i32 the product with 0 is 0 anyway).
 
-Not (yet) for these types: split-K across workgroups (refused; ``gemm-split-k``'s automatic
-choice keeps S = 1 for them), the bias/relu/gelu epilogues, the ``lds`` strategy and the
-``seed`` schedule.
-A split of K across the wavefront groups of a workgroup (``local-split``) works, with LDS
-reduction as for f32: the decode GEMV plan (M = 1..16) uses it.
+Split-K across workgroups (``split-k=S``, workspace mode only): workgroup z computes K slice
+z and stores its raw f32 (f16 inputs) or i32 (int8) partial tile into slice z of a workspace
+of S x M x ldc x 4 bytes (the last kernel argument); ``<name>_reduce`` sums the S partials of
+each element in slice order and applies the output above (dequantization, alpha = 0 and beta
+= 0 rules included).  ``gemm-split-k``'s automatic choice keeps S = 1 for these types (the
+plan surrogate is fitted to the f32/f64 kernels).  A split of K across the wavefront groups
+of a workgroup (``local-split``) reduces through LDS (:meth:`DotKernelBuilder._local_reduce`):
+the decode GEMV plan (M = 1..16) uses it.
+
+Not (yet) for these types: atomic split-K, the bias/relu/gelu epilogues, the ``lds`` strategy
+and the ``seed`` schedule.
 """
 
 from __future__ import annotations
@@ -78,12 +84,13 @@ DOT_DTYPES = tuple(DOT_PACK)
 _C_TYPE_NAMES = {"f32": "float", "f16": "half", "i32": "int", "i8": "char"}
 
 
-def dot_kernarg_layout(shape: GemmShape) -> list[dict]:
+def dot_kernarg_layout(shape: GemmShape, workspace: bool = False) -> list[dict]:
     """The kernel arguments of a dot kernel (byte offsets as the f32 kernel's):
     A, B, C pointers at 0, 8, 16; M, N, K, lda, ldb, ldc (i32, elements) at 24..44;
     alpha, beta at 48, 52 (f32 for f16 inputs and dequantized int8, i32 for int8 -> i32);
     dequantized int8 (C f32/f16) adds the scale_row and scale_col pointers at 56, 64; a strided
-    batch adds stride_a, stride_b, stride_c (i32, elements) after those (56 or 72)."""
+    batch adds stride_a, stride_b, stride_c (i32, elements) after those (56 or 72); a split-K plan
+    (``workspace``) adds the workspace pointer (f32 or i32 partials) last, at 56 or 72."""
     ab = _C_TYPE_NAMES[shape.dtype]
     ct = _C_TYPE_NAMES[shape.c_type]
     dequant = shape.dtype == "i8" and shape.c_type != "i32"
@@ -98,10 +105,13 @@ def dot_kernarg_layout(shape: GemmShape) -> list[dict]:
         off = 72
     if shape.batch != 0:
         args += [(n, off + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
+        off += 16
+    if workspace:
+        args.append(("workspace", off, 8, "global_buffer", "int*" if shape.c_type == "i32" else "float*"))
     out = [dict(name=n, offset=o, size=s, value_kind=k, type=t) for n, o, s, k, t in args]
     for a in out:
         if a["value_kind"] == "global_buffer":
-            a["access"] = "read_write" if a["name"] == "C" else "read_only"
+            a["access"] = "read_write" if a["name"] in ("C", "workspace") else "read_only"
     return out
 
 
@@ -119,9 +129,9 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
     if mm.epilogue_ops():
         raise op_error(mm, f"fused epilogues are f32/f64 only (this {s.dtype} product has "
                        f"{', '.join(mm.epilogue_ops())})")
-    if (mm.get_int("split_k") or 1) > 1:
-        raise op_error(mm, f"split-k={mm.get_int('split_k')}: {s.dtype} products are not split across "
-                       "workgroups yet (use split-k=1; local-split works)")
+    if (mm.get_int("split_k") or 1) > 1 and mm.split_mode is not None and mm.split_mode.data != "workspace":
+        raise op_error(mm, f"split-k={mm.get_int('split_k')} mode={mm.split_mode.data}: {s.dtype} products are "
+                       "split across workgroups in workspace mode only (f32/i32 partials, a reduce kernel)")
 
 
 def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
@@ -130,6 +140,11 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn)."""
     check_dot(mm, strategy, schedule)
     kernels = [DotKernelBuilder(mm, name, forwarding=forwarding, schedule=schedule).build()]
+    if (mm.get_int("split_k") or 1) > 1:  # workspace mode: the reduce kernel after the main one
+        kernels.append(DotKernelBuilder(mm, f"{name}_reduce", role="reduce").build())
+        steps = ",".join(k.sym_name.data for k in kernels)
+        for k in kernels:  # the launch order, for the runtime
+            k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
     mt_m, mt_n = mm.get_int_array("macro_tile")
     if mm.shape().m < 0:
         rows = []
@@ -161,8 +176,12 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
 class DotKernelBuilder:
     """Builds the dot kernel for one planned f16/i8 ``gemm.matmul`` (module docstring)."""
 
-    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default"):
+    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default",
+                 role: str = "main"):
+        assert role in ("main", "reduce")
         self.mm = mm
+        self.role = role  # reduce: sums a split-K plan's workspace partials, then the epilogue
+        self.split = mm.get_int("split_k") or 1
         self.name = name
         self.forwarding = forwarding
         self.shape: GemmShape = mm.shape()
@@ -171,6 +190,9 @@ class DotKernelBuilder:
         self.k_step = mm.get_int("k_step")  # in dwords of packed K
         self.local = mm.get_int("local_split") or 1
         self.wg_size = mm.get_int_array("workgroup_size")
+        if role == "reduce":  # one group of waves over the macro tile's columns
+            self.wg_size = (self.wg_size[0] // self.local, 1, 1)
+            self.local = 1
         self.pack = DOT_PACK[self.shape.dtype]
         self.eb = ELEMENT_BYTES[self.shape.dtype]
         # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
@@ -179,7 +201,7 @@ class DotKernelBuilder:
         self.late = schedule != "cover" and mm.layout.data[1] == "T"
 
     def kernargs(self) -> list[dict]:
-        return dot_kernarg_layout(self.shape)
+        return dot_kernarg_layout(self.shape, workspace=self.split > 1)
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -222,12 +244,13 @@ class DotKernelBuilder:
         batched = s.batch != 0
         roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
         types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
-        if batched:
+        split_z = self.role == "main" and self.split > 1  # workgroup id z is the K slice
+        if batched or split_z:
             roles.append("workgroup_id_z")
             types.append(gcn.SGPRType.at(4))
         entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
         kp, wg_x, wg_y = entry.args[:3]
-        wg_z = entry.args[3] if batched else None
+        wg_z = entry.args[3] if (batched or split_z) else None
         tid, exec0 = entry.args[-2:]
         e = _Emitter(entry)
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
@@ -252,24 +275,6 @@ class DotKernelBuilder:
         def bytes_of(x: SSAValue | int, n: int) -> SSAValue | int:
             return x * n if isinstance(x, int) else e.mul(x, n)
 
-        # ---- prologue ----
-        ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", eb)
-        ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", eb)
-        k_el = self._arg(e, kp, "K", s.k)
-        lda = self._arg(e, kp, "lda", s.lda)
-        ldb = self._arg(e, kp, "ldb", s.ldb)
-        # K in whole dwords (P values each) and the values left over
-        if isinstance(k_el, int):
-            k_val: SSAValue | int = k_el // P
-            k_left: SSAValue | int = k_el % P
-        else:
-            k_val = e(gcn.SLshrB32Op(k_el, P.bit_length() - 1, comment=f"K dwords = K / {P}")).sdst
-            k_left = e(gcn.SAndB32Op(k_el, P - 1, comment=f"K values left = K % {P}")).sdst
-        k_total = k_val
-        k_begin = None
-        if local > 1:
-            k_val, k_begin = self._k_slice(e, k_val, slice_id, local)
-
         row0 = e.mul(wg_y, mt_m)
         shift = None
         if m_edge:
@@ -287,236 +292,306 @@ class DotKernelBuilder:
         else:
             lanes = e(gcn.SAndB64Op(exec0, -1)).sdst
 
-        lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
-        a_lo, a_hi = e.mul64(row0, lda4)
-        a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
-        b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
-        if b_trans:
-            b_lo, b_hi = e.mul64(col0, ldb4)
-            b_tile0 = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{eb}")
-            voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
-        else:
-            b_tile0 = e.add64(ptr_b, e.mul(col0, eb), 0, comment=f"B tile base = B + wg_x*{mt_n}*{eb} (B is K x N)")
-            voff_b = e(gcn.VLshlrevB32Op(eb.bit_length() - 1, tid)).vdst
-        a_tile, b_tile = a_tile0, b_tile0
-        if k_begin is not None:
-            kb4 = e.mul(k_begin, 4)
-            a_tile = e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice")
-            b_tile = (e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice") if b_trans else
-                      e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
-        n_steps = k_val // ks if isinstance(k_val, int) else None
-        k_tail = k_val % ks if isinstance(k_val, int) else 0
-        esz = 4  # bytes per packed dword of K
-
-        per_load = 16
-
-        def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
-            out = []
-            for r in range(mi_m):
-                for w, k0 in _pow2_runs(kcount, per_load):
-                    out.append((w, [r], list(range(k0, k0 + w))))
-            return out
-
-        def batch(ps: list) -> list[list]:
-            return a_batches(ps, self.late)
-
-        imm_ok = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * esz <= SMEM_IMM_MAX
-        chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
-
-        def stepped(base: SSAValue, idx: int) -> SSAValue:
-            if chain["key"] is base and chain["idx"] == idx - 1:
-                val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
-            elif idx == 0:
-                val = base
-            else:
-                val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
-            chain.update(key=base, idx=idx, val=val)
-            return val
-
-        def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
-            w, rows, kks = pc
-            idx, imm = rows[0], (kbase + kks[0]) * esz
-            text = f"A row {rows[0]} dword {kbase + kks[0]}.."
-            if imm_ok:
-                return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
-            return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
-
-        # B N x K: quads of 4 dwords (global_load_dwordx4); B K x N: one dword per slot, its two
-        # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi)
-        n_slots = ks // 4 if b_trans else ks
-
-        def b_slot_of(kk: int) -> tuple[int, int]:
-            return (kk // 4, kk % 4) if b_trans else (kk, 0)
-
-        def load_pair(base: SSAValue, text: str) -> SSAValue:
-            """The f16 values of rows k and k + 1 of B (K x N) at ``base`` (row k) in one VGPR."""
-            lo = e(gcn.GlobalLoadUshortOp(voff_b, base, comment=f"{text} (row k)")).vdst
-            nxt = e.add64(base, ldb4, 0)
-            return e(gcn.GlobalLoadShortD16HiOp(voff_b, nxt, comment=f"{text} (row k+1)", merge=lo)).vdst
-
-        def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
-            if b_trans:
-                return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
-            if slot == 0:
-                return load_pair(base, text)
-            off = 2 * slot * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * slot)
-            return load_pair(e.add64(base, off, 0), text)  # inside B: under 2^32 bytes (offset_errors)
-
-        def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
-            """Every slot of a step.  B K x N: first the low halves of all slots, then the high
-            halves: the d16 load reads the register it completes (the strict emulator and LLVM
-            wait for the earlier load), so each wait then leaves the other slots' loads in flight."""
-            if b_trans:
-                return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
-            ptrs = [base if q == 0 else e.add64(base, 2 * q * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * q), 0)
-                    for q in range(n_slots)]
-            los = [e(gcn.GlobalLoadUshortOp(voff_b, p, comment=f"{text} {q} (row k)")).vdst for q, p in enumerate(ptrs)]
-            return [e(gcn.GlobalLoadShortD16HiOp(voff_b, e.add64(p, ldb4, 0), comment=f"{text} {q} (row k+1)",
-                                                 merge=lo)).vdst for q, (p, lo) in enumerate(zip(ptrs, los))]
-
-        def b_step_base(koff: SSAValue) -> SSAValue:
-            if b_trans:
-                return e.add64(b_tile, koff, 0, comment="B for the next K step")
-            return e.add64(b_tile, *e.mul64(koff, reg(ldb)), comment="B for the next K step")
-
-        def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
-            q, j = b_slot_of(kk)
-            return e.sub(slots[q], j, 1) if b_trans else slots[q]
-
-        def fma_order(batch_pieces, last: bool):
-            pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
-                     for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
-            k_major = last or not self.forwarding
-            return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
-
-        def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
-            w, rows, kks = batch_pieces[pi]
-            j = kks.index(kk)
-            return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
-
-        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
-        step_batches = batch(pieces(ks))
-
-        # ---- the K loop (steps of k_step dwords) ----
-        skip_main = f".L{self.name}_after_k_loop"
-        if n_steps is None or n_steps > 0:
-            if isinstance(k_val, int):
-                kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
-            else:
-                k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K dwords rounded down to whole K steps")).sdst
-                kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
-                e(gcn.SCmpLtU32Op(k_val, ks))
-                e(gcn.SCbranchForwardOp("scc1", skip_main))
-            koff0 = e.const(0)
-            batch0 = [load_piece(pc, koff0) for pc in step_batches[0]]
-            slots0 = load_all_slots(b_tile, "B slot")
-            nb0 = len(batch0)
-            carried = [koff0, *batch0, *slots0, *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            be = _Emitter(body)
-            koff = body.args[0]
-            cur = list(body.args[1:1 + nb0])
-            slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
-            acc = list(body.args[1 + nb0 + n_slots:])
-            e_outer = e
-            e = be
-            pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
-            pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-            new_slots: list[SSAValue | None] = [None] * n_slots
-            # Few rows (the GEMV plan): the next step's B quads go out back to back after the
-            # step's last dot, so the 64-byte line each lane reads per step is filled once and
-            # dies at once; staggered, the quads of a line arrive apart and with many waves per
-            # CU the lines are evicted from L1 between them (read again from L2).
-            bunch = mi_m <= GEMV_MAX_M or not b_trans  # B K x N: see load_all_slots
-            b_next: list[SSAValue] = []
-
-            def next_b_base() -> SSAValue:
-                if not b_next:  # the next step's B base, needed from the first reload on
-                    b_next.append(b_step_base(pref))
-                return b_next[0]
-
-            def load_b(q: int) -> None:
-                new_slots[q] = load_b_slot(q, next_b_base(), f"B next slot {q}")
-
-            def load_b_all() -> None:
-                new_slots[:] = load_all_slots(next_b_base(), "B next slot")
-
-            def mac(vals: list[SSAValue], bi: int, t: tuple) -> None:
-                r, kk, pi, _ = t
-                acc[r] = be(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
-
-            events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch,
-                                   a_first=b_trans)
-            cur = run_k_step(events, cur, lambda bi, nxt_step: [load_piece(pc, pref if nxt_step else koff)
-                                                                 for pc in step_batches[bi]],
-                             mac, load_b, load_b_all)
-            be(gcn.SCmpLgU32Op(koff, kmax))
-            be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
-            loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
-            e = e_outer
-            e(loop)
-            acc = list(loop.res[1 + nb0 + n_slots:])
-            if not isinstance(k_val, int):
-                e(gcn.LabelOp(skip_main))
-
-        # ---- dword tail, K known only at launch: a loop of single dwords ----
-        if not isinstance(k_val, int):
-            skip_tail = f".L{self.name}_after_k_tail"
-            k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="dword tail = K dwords % k_step")).sdst
-            k_end = e.mul(k_val, esz)
-            k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
-            e(gcn.SCmpLgU32Op(k_rest, 0))
-            e(gcn.SCbranchForwardOp("scc0", skip_tail))
-            carried = [k_first, *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            koff, acc = body.args[0], list(body.args[1:])
-            e_outer = e
-            e = _Emitter(body)
-            bval = (e(gcn.GlobalLoadDwordOp(voff_b, b_step_base(koff), comment="B tail dword")).vdst if b_trans
-                    else load_pair(b_step_base(koff), "B tail dword"))
-            for bp in batch(pieces(1)):
-                vals = [load_piece(pc, koff) for pc in bp]
-                for r, kk, pi, _ in fma_order(bp, False):
-                    acc[r] = e(dot_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
-            k_next = e(gcn.SAddU32Op(koff, esz, comment="next dword")).sdst
-            e(gcn.SCmpLgU32Op(k_next, k_end))
-            e(gcn.LoopBackOp([k_next, *acc], "scc1"))
-            tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
-            e = e_outer
-            e(tail)
-            acc = list(tail.res[1:])
-            e(gcn.LabelOp(skip_tail))
-
-        # ---- dword tail, static K ----
-        if k_tail:
-            k0 = n_steps * ks  # type: ignore[operator]
-            koff_t = e.const(k0 * esz)
-            b_base = b_step_base(koff_t)
-            loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
-            tail_b = []
-            for w, kb in _pow2_runs(k_tail, 4) if b_trans else ():
-                v = e(loads[w](voff_b, b_base, offset=kb * esz, comment=f"B tail dword {k0 + kb}")).vdst
-                tail_b += [(v, j) for j in range(w)]
-            if not b_trans:
-                tail_b = [(load_b_slot(kk, b_base, f"B tail dword {k0 + kk}"), 0) for kk in range(k_tail)]
-            for bp in batch(pieces(k_tail)):
-                vals = [load_piece(pc, koff_t) for pc in bp]
-                for r, kk, pi, _ in fma_order(bp, False):
-                    bv, j = tail_b[kk]
-                    bop = e.sub(bv, j, 1) if bv.type.n > 1 else bv
-                    acc[r] = e(dot_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
-
-        # ---- the K % P values after the last whole dword: one element at a time ----
-        if not (isinstance(k_left, int) and k_left == 0):
-            acc = self._leftover(e, acc, k_total, k_left, slice_id, a_tile0, b_tile0, voff_b, lda4,
-                                 small_load, dot_op, None if b_trans else ldb)
-
-        # ---- local split: the wavefront groups' partial sums through LDS ----
         lds_bytes = 0
-        if local > 1:
-            acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
-            e(gcn.SCmpEqU32Op(slice_id, 0))
-            lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
+        acc: list[SSAValue] = []
+        if self.role == "main":
+            # ---- prologue ----
+            ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", eb)
+            ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", eb)
+            k_el = self._arg(e, kp, "K", s.k)
+            lda = self._arg(e, kp, "lda", s.lda)
+            ldb = self._arg(e, kp, "ldb", s.ldb)
+            # K in whole dwords (P values each) and the values left over
+            if isinstance(k_el, int):
+                k_val: SSAValue | int = k_el // P
+                k_left: SSAValue | int = k_el % P
+            else:
+                k_val = e(gcn.SLshrB32Op(k_el, P.bit_length() - 1, comment=f"K dwords = K / {P}")).sdst
+                k_left = e(gcn.SAndB32Op(k_el, P - 1, comment=f"K values left = K % {P}")).sdst
+            k_total = k_val
+            k_begin = None
+            # K slice: wavefront group slice_id of workgroup z (split-K) takes slice z * L + group
+            pieces = self.split * local
+            piece = slice_id
+            if self.split > 1:
+                piece = wg_z if slice_id is None else \
+                    e(gcn.SAddU32Op(e.mul(wg_z, local), slice_id, comment="K slice")).sdst
+            if pieces > 1:
+                k_val, k_begin = self._k_slice(e, k_val, piece, pieces)
+
+            lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
+            a_lo, a_hi = e.mul64(row0, lda4)
+            a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
+            b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
+            if b_trans:
+                b_lo, b_hi = e.mul64(col0, ldb4)
+                b_tile0 = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{eb}")
+                voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
+            else:
+                b_tile0 = e.add64(ptr_b, e.mul(col0, eb), 0, comment=f"B tile base = B + wg_x*{mt_n}*{eb} (B is K x N)")
+                voff_b = e(gcn.VLshlrevB32Op(eb.bit_length() - 1, tid)).vdst
+            a_tile, b_tile = a_tile0, b_tile0
+            if k_begin is not None:
+                kb4 = e.mul(k_begin, 4)
+                a_tile = e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice")
+                b_tile = (e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice") if b_trans else
+                          e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
+            n_steps = k_val // ks if isinstance(k_val, int) else None
+            k_tail = k_val % ks if isinstance(k_val, int) else 0
+            esz = 4  # bytes per packed dword of K
+
+            per_load = 16
+
+            def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
+                out = []
+                for r in range(mi_m):
+                    for w, k0 in _pow2_runs(kcount, per_load):
+                        out.append((w, [r], list(range(k0, k0 + w))))
+                return out
+
+            def batch(ps: list) -> list[list]:
+                return a_batches(ps, self.late)
+
+            imm_ok = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * esz <= SMEM_IMM_MAX
+            chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
+
+            def stepped(base: SSAValue, idx: int) -> SSAValue:
+                if chain["key"] is base and chain["idx"] == idx - 1:
+                    val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
+                elif idx == 0:
+                    val = base
+                else:
+                    val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
+                chain.update(key=base, idx=idx, val=val)
+                return val
+
+            def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
+                w, rows, kks = pc
+                idx, imm = rows[0], (kbase + kks[0]) * esz
+                text = f"A row {rows[0]} dword {kbase + kks[0]}.."
+                if imm_ok:
+                    return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
+                return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
+
+            # B N x K: quads of 4 dwords (global_load_dwordx4); B K x N: one dword per slot, its two
+            # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi)
+            n_slots = ks // 4 if b_trans else ks
+
+            def b_slot_of(kk: int) -> tuple[int, int]:
+                return (kk // 4, kk % 4) if b_trans else (kk, 0)
+
+            def load_pair(base: SSAValue, text: str) -> SSAValue:
+                """The f16 values of rows k and k + 1 of B (K x N) at ``base`` (row k) in one VGPR."""
+                lo = e(gcn.GlobalLoadUshortOp(voff_b, base, comment=f"{text} (row k)")).vdst
+                nxt = e.add64(base, ldb4, 0)
+                return e(gcn.GlobalLoadShortD16HiOp(voff_b, nxt, comment=f"{text} (row k+1)", merge=lo)).vdst
+
+            def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
+                if b_trans:
+                    return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+                if slot == 0:
+                    return load_pair(base, text)
+                off = 2 * slot * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * slot)
+                return load_pair(e.add64(base, off, 0), text)  # inside B: under 2^32 bytes (offset_errors)
+
+            def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
+                """Every slot of a step.  B K x N: first the low halves of all slots, then the high
+                halves: the d16 load reads the register it completes (the strict emulator and LLVM
+                wait for the earlier load), so each wait then leaves the other slots' loads in flight."""
+                if b_trans:
+                    return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
+                ptrs = [base if q == 0 else e.add64(base, 2 * q * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * q), 0)
+                        for q in range(n_slots)]
+                los = [e(gcn.GlobalLoadUshortOp(voff_b, p, comment=f"{text} {q} (row k)")).vdst for q, p in enumerate(ptrs)]
+                return [e(gcn.GlobalLoadShortD16HiOp(voff_b, e.add64(p, ldb4, 0), comment=f"{text} {q} (row k+1)",
+                                                     merge=lo)).vdst for q, (p, lo) in enumerate(zip(ptrs, los))]
+
+            def b_step_base(koff: SSAValue) -> SSAValue:
+                if b_trans:
+                    return e.add64(b_tile, koff, 0, comment="B for the next K step")
+                return e.add64(b_tile, *e.mul64(koff, reg(ldb)), comment="B for the next K step")
+
+            def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
+                q, j = b_slot_of(kk)
+                return e.sub(slots[q], j, 1) if b_trans else slots[q]
+
+            def fma_order(batch_pieces, last: bool):
+                pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
+                         for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+                k_major = last or not self.forwarding
+                return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
+
+            def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+                w, rows, kks = batch_pieces[pi]
+                j = kks.index(kk)
+                return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
+
+            acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
+            step_batches = batch(pieces(ks))
+
+            # ---- the K loop (steps of k_step dwords) ----
+            skip_main = f".L{self.name}_after_k_loop"
+            if n_steps is None or n_steps > 0:
+                if isinstance(k_val, int):
+                    kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
+                else:
+                    k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K dwords rounded down to whole K steps")).sdst
+                    kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
+                    e(gcn.SCmpLtU32Op(k_val, ks))
+                    e(gcn.SCbranchForwardOp("scc1", skip_main))
+                koff0 = e.const(0)
+                batch0 = [load_piece(pc, koff0) for pc in step_batches[0]]
+                slots0 = load_all_slots(b_tile, "B slot")
+                nb0 = len(batch0)
+                carried = [koff0, *batch0, *slots0, *acc]
+                body = Block(arg_types=[v.type for v in carried])
+                be = _Emitter(body)
+                koff = body.args[0]
+                cur = list(body.args[1:1 + nb0])
+                slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
+                acc = list(body.args[1 + nb0 + n_slots:])
+                e_outer = e
+                e = be
+                pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
+                pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+                new_slots: list[SSAValue | None] = [None] * n_slots
+                # Few rows (the GEMV plan): the next step's B quads go out back to back after the
+                # step's last dot, so the 64-byte line each lane reads per step is filled once and
+                # dies at once; staggered, the quads of a line arrive apart and with many waves per
+                # CU the lines are evicted from L1 between them (read again from L2).
+                bunch = mi_m <= GEMV_MAX_M or not b_trans  # B K x N: see load_all_slots
+                b_next: list[SSAValue] = []
+
+                def next_b_base() -> SSAValue:
+                    if not b_next:  # the next step's B base, needed from the first reload on
+                        b_next.append(b_step_base(pref))
+                    return b_next[0]
+
+                def load_b(q: int) -> None:
+                    new_slots[q] = load_b_slot(q, next_b_base(), f"B next slot {q}")
+
+                def load_b_all() -> None:
+                    new_slots[:] = load_all_slots(next_b_base(), "B next slot")
+
+                def mac(vals: list[SSAValue], bi: int, t: tuple) -> None:
+                    r, kk, pi, _ = t
+                    acc[r] = be(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
+
+                events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch,
+                                       a_first=b_trans)
+                cur = run_k_step(events, cur, lambda bi, nxt_step: [load_piece(pc, pref if nxt_step else koff)
+                                                                     for pc in step_batches[bi]],
+                                 mac, load_b, load_b_all)
+                be(gcn.SCmpLgU32Op(koff, kmax))
+                be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
+                loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
+                e = e_outer
+                e(loop)
+                acc = list(loop.res[1 + nb0 + n_slots:])
+                if not isinstance(k_val, int):
+                    e(gcn.LabelOp(skip_main))
+
+            # ---- dword tail, K known only at launch: a loop of single dwords ----
+            if not isinstance(k_val, int):
+                skip_tail = f".L{self.name}_after_k_tail"
+                k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="dword tail = K dwords % k_step")).sdst
+                k_end = e.mul(k_val, esz)
+                k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
+                e(gcn.SCmpLgU32Op(k_rest, 0))
+                e(gcn.SCbranchForwardOp("scc0", skip_tail))
+                carried = [k_first, *acc]
+                body = Block(arg_types=[v.type for v in carried])
+                koff, acc = body.args[0], list(body.args[1:])
+                e_outer = e
+                e = _Emitter(body)
+                bval = (e(gcn.GlobalLoadDwordOp(voff_b, b_step_base(koff), comment="B tail dword")).vdst if b_trans
+                        else load_pair(b_step_base(koff), "B tail dword"))
+                for bp in batch(pieces(1)):
+                    vals = [load_piece(pc, koff) for pc in bp]
+                    for r, kk, pi, _ in fma_order(bp, False):
+                        acc[r] = e(dot_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+                k_next = e(gcn.SAddU32Op(koff, esz, comment="next dword")).sdst
+                e(gcn.SCmpLgU32Op(k_next, k_end))
+                e(gcn.LoopBackOp([k_next, *acc], "scc1"))
+                tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
+                e = e_outer
+                e(tail)
+                acc = list(tail.res[1:])
+                e(gcn.LabelOp(skip_tail))
+
+            # ---- dword tail, static K ----
+            if k_tail:
+                k0 = n_steps * ks  # type: ignore[operator]
+                koff_t = e.const(k0 * esz)
+                b_base = b_step_base(koff_t)
+                loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
+                tail_b = []
+                for w, kb in _pow2_runs(k_tail, 4) if b_trans else ():
+                    v = e(loads[w](voff_b, b_base, offset=kb * esz, comment=f"B tail dword {k0 + kb}")).vdst
+                    tail_b += [(v, j) for j in range(w)]
+                if not b_trans:
+                    tail_b = [(load_b_slot(kk, b_base, f"B tail dword {k0 + kk}"), 0) for kk in range(k_tail)]
+                for bp in batch(pieces(k_tail)):
+                    vals = [load_piece(pc, koff_t) for pc in bp]
+                    for r, kk, pi, _ in fma_order(bp, False):
+                        bv, j = tail_b[kk]
+                        bop = e.sub(bv, j, 1) if bv.type.n > 1 else bv
+                        acc[r] = e(dot_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+
+            # ---- the K % P values after the last whole dword: one element at a time ----
+            if not (isinstance(k_left, int) and k_left == 0):
+                acc = self._leftover(e, acc, k_total, k_left, piece, a_tile0, b_tile0, voff_b, lda4,
+                                     small_load, dot_op, None if b_trans else ldb)
+
+            # ---- local split: the wavefront groups' partial sums through LDS ----
+            lds_bytes = 0
+            if local > 1:
+                acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
+                e(gcn.SCmpEqU32Op(slice_id, 0))
+                lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
+
+        # ---- split-K (workspace mode): slices of S x M x ldc f32/i32 partials ----
+        if self.split > 1:
+            ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
+            ldw = bytes_of(self._arg(e, kp, "ldc", s.ldc), 4)  # a workspace row in bytes
+            m_rows = self._arg(e, kp, "M", s.m)
+            slice_bytes = (m_rows * ldw if isinstance(m_rows, int) and isinstance(ldw, int) else
+                           e.mul(reg(m_rows), ldw) if isinstance(ldw, int) else e.mul(ldw, m_rows))
+            if split_z:
+                ws = e.add64(ws, *e.mul64(wg_z, slice_bytes), comment="workspace slice z")
+            lo, hi = e.mul64(row0, ldw)
+            ws_row = e.add64(e.add64(ws, lo, hi, comment="workspace tile rows"), e.mul(wg_x, mt_n * 4), 0,
+                             comment="workspace tile columns")
+            voff_w = e(gcn.VLshlrevB32Op(2, tid)).vdst
+            ws_rows = [ws_row]
+            for _ in range(1, mi_m):
+                ws_rows.append(e.add64(ws_rows[-1], ldw, 0))
+            if self.role == "main":  # the raw partial rows (group 0's after a local split)
+                for r in range(mi_m):
+                    if shift is None:
+                        if r == 0:
+                            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+                    else:  # rows below `shift` belong to the tile before this one
+                        e(gcn.SCmpLeU32Op(shift, r))
+                        e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+                    e(gcn.GlobalStoreDwordOp(voff_w, acc[r], ws_rows[r]))  # the partial row r
+                e(gcn.SEndpgmOp())
+                return self._finish(entry, lds_bytes)
+            # reduce: every row's S partials summed in slice order (at most 32 loads in flight)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            offs = [voff_w] + [e(gcn.VAddU32Op(reg(slice_bytes * j if isinstance(slice_bytes, int) else
+                                                   e.mul(slice_bytes, j)), voff_w)).vdst
+                               for j in range(1, self.split)]
+            add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
+            per = max(1, 32 // self.split)
+            for r0 in range(0, mi_m, per):
+                parts = [[e(gcn.GlobalLoadDwordOp(offs[j], ws_rows[r], comment=f"partial {j} row {r}")).vdst
+                          for j in range(self.split)] for r in range(r0, min(r0 + per, mi_m))]
+                for ps in parts:
+                    total = ps[0]
+                    for pj in ps[1:]:
+                        total = e(add(total, pj)).vdst
+                    acc.append(total)
 
         # ---- output: C = alpha * acc + beta * C ----
         ldc = self._arg(e, kp, "ldc", s.ldc)
@@ -596,24 +671,35 @@ class DotKernelBuilder:
                 e(c_store(voff_c, out, ptr))
         e(gcn.SEndpgmOp())
 
+        return self._finish(entry, lds_bytes)
+
+    def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
+        """The kernel op around ``entry``, with its interface (kernarg layout, launch facts)."""
+        s = self.shape
         kernel = gcn.KernelOp(self.name, Region(entry))
         if lds_bytes:
             kernel.attributes["lds_bytes"] = IntegerAttr(lds_bytes, i64)
         extra: dict[str, int | str] = {}
-        if local > 1:
-            extra = dict(split_k=1, split_mode="none", local_split=local, k_per_split=-1)
+        if self.local > 1 or self.split > 1:
+            extra = dict(split_k=self.split, split_mode="workspace" if self.split > 1 else "none",
+                         local_split=self.local, k_per_split=-1)
+        if self.role != "main":
+            extra["role"] = self.role
+        roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
+        if s.batch != 0 or (self.role == "main" and self.split > 1):
+            roles.append("workgroup_id_z")
         kernel_interface(kernel, self.mm, [*roles, "workitem_id_x", "exec"], self.kernargs(), self.wg_size[0],
-                         (mt_m, mt_n), ks, epilogue="", batch=s.batch, c_dtype=c_type, k_pack=P,
-                         static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
-                         **extra)
+                         (self.mt_m, self.mt_n), self.k_step, epilogue="", batch=s.batch, c_dtype=s.c_type,
+                         k_pack=self.pack, static_stride_a=s.stride_a, static_stride_b=s.stride_b,
+                         static_stride_c=s.stride_c, **extra)
         return kernel
 
     def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
                       lanes: SSAValue, add) -> tuple[list[SSAValue], int]:
         """Sum the L wavefront groups' accumulators into group 0's through LDS, the rows summed
         in parallel: in chunks of R rows that fit :data:`DOT_LOCAL_SPLIT_LDS_BYTES`, every group
-        writes its R partial rows, a barrier, group j < R adds the L partials of the chunk's
-        row j in group order (``add``: ``v_add_f32``, or ``v_add_u32`` for i32) and writes the
+        writes its R partial rows, a barrier, group g adds the L partials of the chunk's rows
+        j = g, g + L, ... in group order (``add``: ``v_add_f32``, or ``v_add_u32`` for i32) and writes the
         sum over group 0's partial, a barrier, group 0 reads the R sums.  (Group 0 alone adding
         all L - 1 partials of every row, as the f32 kernel does, makes the M = 16 decode GEMV's
         tail 16 x 15 dependent LDS reads long.)  Returns the sums and the LDS bytes."""
@@ -632,15 +718,17 @@ class DotKernelBuilder:
             for r in rows:
                 e(gcn.DsWriteB32Op(wbase, acc[r], offset=(r - c0) * row_bytes, comment=f"partial row {r}"))
             e(gcn.SBarrierOp())
-            e(gcn.SCmpLtU32Op(slice_id, len(rows)))  # group j < R sums row c0 + j
-            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
-            total = None
-            for g0 in range(0, local, read_batch):
-                parts = [e(gcn.DsReadB32Op(rbase, offset=g * group_bytes, comment=f"group {g} row c0+j")).vdst
-                         for g in range(g0, min(g0 + read_batch, local))]
-                for part in parts:
-                    total = part if total is None else e(add(total, part)).vdst
-            e(gcn.DsWriteB32Op(rbase, total, offset=0, comment="sum of row c0+j over group 0's partial"))
+            for t0 in range(0, len(rows), local):  # group g sums the chunk's rows j = t0 + g
+                e(gcn.SCmpLtU32Op(slice_id, min(local, len(rows) - t0)))
+                e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+                total = None
+                for g0 in range(0, local, read_batch):
+                    parts = [e(gcn.DsReadB32Op(rbase, offset=g * group_bytes + t0 * row_bytes,
+                                               comment=f"group {g} row c0+{t0}+g")).vdst
+                             for g in range(g0, min(g0 + read_batch, local))]
+                    for part in parts:
+                        total = part if total is None else e(add(total, part)).vdst
+                e(gcn.DsWriteB32Op(rbase, total, offset=t0 * row_bytes, comment="the row's sum over group 0's partial"))
             e(gcn.SBarrierOp())
             e(gcn.SCmpEqU32Op(slice_id, 0))  # only group 0 reads the sums (only it stores)
             e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))

@@ -231,6 +231,74 @@ def test_gemv_parallel_local_reduction(m, ab, ct):
     run_case(kern, m, n, k, ld, ld, n, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=4, local=16)
 
 
+@pytest.mark.parametrize("local", [2, 4])
+def test_local_split_more_rows_than_groups(local):
+    """A local split of the default 32 x 256 tile: 16 rows per LDS chunk summed by 2 (4)
+    groups, each adding the rows j = g, g + L, ...; f16 with edges, i8 exact."""
+    m, n, k = 64, 256, 71
+    kern = vlpc.compile(source(m, n, k, 72, 74, n, "f16", "f32"), local_split=local).kernel("g")
+    assert (kern.local_split, kern.launch_info["macro_m"]) == (local, 32)
+    run_case(kern, m, n, k, 72, 74, n, "f16", "f32", 0.75, -1.25, local=local)
+    kern = vlpc.compile(source(70, 300, 261, 264, 268, 301, "i8", "i32"), local_split=local).kernel("g")
+    run_case(kern, 70, 300, 261, 264, 268, 301, "i8", "i32", 3, -2, local=local)
+
+
+@pytest.mark.parametrize("ab, ct, split, local, at_launch", [
+    ("f16", "f32", 3, 1, False),   # K = 301: slices of 48 dwords, a dword tail and a value left over
+    ("f16", "f16", 3, 1, False),
+    ("i8", "i32", 3, 1, False),
+    ("f16", "f32", 2, 2, True),    # sizes at launch, 2 workgroups x 2 wavefront groups per tile
+    ("i8", "i32", 2, 2, True),
+])
+def test_split_k_workspace(ab, ct, split, local, at_launch):
+    """Split-K across workgroups (workspace mode): slice z of the main kernel stores its raw
+    f32 / i32 partial tile, ``g_reduce`` sums the S slices in slice order and applies alpha,
+    beta and the output conversion; the workspace is S x M x ldc x 4 bytes."""
+    p = 2 if ab == "f16" else 4
+    src = (source(None, None, None, None, None, None, ab, ct) if at_launch else
+           source(70, 100, 301, 304, 304, 101, ab, ct))
+    kern = vlpc.compile(src, split_k=split, local_split=local).kernel("g")
+    assert (kern.split_k, kern.split_mode, kern.local_split) == (split, "workspace", local)
+    assert [st.kernel for st in kern.plan(70, 100, 301)] == ["g", "g_reduce"]
+    assert kern.workspace_bytes(70, 101) == split * 70 * 101 * 4
+    alpha, beta = (2, -1) if ab == "i8" else (0.75, 1.5)
+    cases = [(70, 100, 301)] + ([(64, 256, 35 * p + 1), (40, 65, 5)] if at_launch else [])
+    for i, (m, n, k) in enumerate(cases):
+        ld = 304 if (m, n, k) == (70, 100, 301) else -(-k // p) * p + p
+        run_case(kern, m, n, k, ld, ld, n + 1, ab, ct, alpha, beta, seed=i, local=split * local)
+
+
+def test_split_k_blas_rules_and_dequant():
+    """Split-K: alpha = 0 over NaN/Inf in A and B gives beta * C (the reduce drops the partials),
+    beta = 0 over a NaN C never reads C; a W8A8 dequantizing product split in 3."""
+    m, n, k = 40, 70, 99
+    kern = vlpc.compile(source(m, n, k, 100, 100, n, "f16", "f32"), split_k=4).kernel("g")
+    rng = np.random.default_rng(3)
+    a, b, c, _, _ = operands(m, n, k, "f16", "f32", rng)
+    a[1, 2], b[3, 0] = np.nan, np.inf
+    assert np.isfinite(run_case(kern, m, n, k, 100, 100, n, "f16", "f32", 0.0, 0.5, a=a, b=b, c=c, local=4)).all()
+    got = run_case(kern, m, n, k, 100, 100, n, "f16", "f32", 1.0, 0.0, c=np.full((m, n), np.nan, np.float32), local=4)
+    assert np.isfinite(got).all()
+    m, n, k, lda = 70, 100, 71, 72
+    kern = vlpc.compile(dequant_source(m, n, k, lda, lda, "f16"), split_k=3).kernel("g")
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    c = rng.standard_normal((m, n)).astype(np.float16)
+    sr = rng.uniform(1e-3, 2e-2, m).astype(np.float32)
+    sc = rng.uniform(1e-3, 2e-2, n).astype(np.float32)
+    cf = exact(c, n, np.nan)
+    out, _ = launch_dot(kern, exact(a, lda, -7), exact(b, lda, -7), cf, 2.0, 0.25, m, n, k, lda, lda, n,
+                        scales=(sr, sc))
+    exp, bound = reference(a, b, c, 2.0, 0.25, scales=(sr, sc))
+    assert_close(rows_of(out, m, n, n), exp, bound)
+
+
+def test_split_k_atomic_mode_is_refused():
+    with pytest.raises(VlpcError, match="split across workgroups in workspace mode only"):
+        vlpc.compile(source(64, 64, 256, 256, 256, 64, "f16", "f32"), split_k=2, split_mode="atomic",
+                     filename="t.mlir")
+
+
 @pytest.mark.parametrize("path, types", [("hgemm_nt.mlir", ("f16", "f32")), ("gemv_int8.mlir", ("i8", "i32"))])
 def test_examples_run(path, types):
     from pathlib import Path

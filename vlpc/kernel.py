@@ -84,7 +84,7 @@ class CompiledKernel:
         (also 0 when a row-narrow companion computes a small M: it is not split)."""
         if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
             return 0
-        esz = 4 if self.launch_info.get("dtype", "f32") == "f32" else 8
+        esz = 8 if self.launch_info.get("dtype", "f32") == "f64" else 4  # f16/i8: f32/i32 partials
         return self.split_k * m * ldc * esz
 
     def rows_kernel(self, m: int) -> CompiledKernel | None:
