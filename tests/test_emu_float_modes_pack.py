@@ -342,3 +342,45 @@ def test_dot2_and_fma_mix_round_by_the_32_mode(r32, want):
 def test_fma_mixlo_under_a_directed_f16_mode_is_refused():
     with pytest.raises(UnsupportedInstruction, match="v_fma_mixlo_f16.*round mode 3"):
         run1("v_fma_mixlo_f16 v20, v10, v11, 0 op_sel_hi:[1,1,0]", [0x3C00], [0x3C00], mode=rmode(r16=3))
+
+
+@pytest.mark.parametrize("suffix, form", [("_sdwa", SDWA1), ("_dpp", DPP)])
+def test_int_to_float_sdwa_dpp_round_by_the_mode(suffix, form):
+    # 2^24 + 1 is a tie between 2^24 and 2^24 + 2: toward +inf gives 2^24 + 2 (f32 0x4B800001)
+    assert run1(f"v_cvt_f32_i32{suffix} v20, v10" + form, [16777217], mode=rmode(r32=1)) == [0x4B800001]
+    assert run1(f"v_cvt_f32_u32{suffix} v20, v10" + form, [16777217], mode=rmode(r32=2)) == [0x4B800000]
+    # 2049 is a tie between the f16 values 2048 and 2050
+    assert run1(f"v_cvt_f16_u16{suffix} v20, v10" + form, [2049], mode=rmode(r16=1)) == [f16b(2050.0)]
+    assert run1(f"v_cvt_f16_i16{suffix} v20, v10" + form, [(-2049) & 0xFFFF], mode=rmode(r16=1)) == [f16b(-2048.0)]
+
+
+@pytest.mark.parametrize("r32", [1, 2, 3])
+def test_integral_results_run_under_directed_rounding(r32):
+    m = rmode(r32=r32)
+    assert run1("v_trunc_f32 v20, v10", [f32b(-2.5)], mode=m) == [f32b(-2.0)]
+    assert run1("v_floor_f32_sdwa v20, v10" + SDWA1, [f32b(-2.5)], mode=m) == [f32b(-3.0)]
+    assert run1("v_cvt_i32_f32 v20, v10", [f32b(2.7)], mode=m) == [2]            # truncates in any mode
+    assert run1("v_max_f32_dpp v20, v10, v11" + DPP, [f32b(1.5)], [f32b(-1.0)], mode=m) == [f32b(1.5)]
+    assert run1("v_cubema_f32 v20, v10, 0, 0", [f32b(3.0)], mode=m) == [f32b(6.0)]
+
+
+def test_directed_rounding_refused_where_not_emulated():
+    with pytest.raises(UnsupportedInstruction, match="v_div_fmas_f32.*round mode 1"):
+        run1("s_mov_b64 vcc, 0\nv_div_fmas_f32 v20, v10, v10, v10", [f32b(1.0)], mode=rmode(r32=1))
+    with pytest.raises(UnsupportedInstruction, match="v_exp_legacy_f32.*round mode 3"):
+        run1("v_exp_legacy_f32 v20, v10", [f32b(1.0)], mode=rmode(r32=3))
+
+
+@pytest.mark.parametrize("r32", [0, 1, 2, 3])
+def test_unfused_mads_legacy_mul_and_ldexp_round_by_the_mode(r32):
+    m = rmode(r32=r32)
+    up = r32 == 1
+    # v_mad_f32: 1 * 1 exact, then 1 + 2^-24 is a tie (1 or 1 + 2^-23)
+    assert run1("v_mad_f32 v20, v10, v10, v11", [f32b(1.0)], [0x33800000], mode=m) == \
+        [0x3F800001 if up else 0x3F800000]
+    # (1 + 2^-23)^2 = 1 + 2^-22 + 2^-46: nearest/down/zero 1 + 2^-22, up 1 + 2^-22 + 2^-23
+    assert run1("v_mul_legacy_f32 v20, v10, v10", [0x3F800001], mode=m) == [0x3F800003 if up else 0x3F800002]
+    assert run1("v_mov_b32 v20, 0\nv_mac_f32_dpp v20, v10, v10" + DPP, [0x3F800001], mode=m) == \
+        [0x3F800003 if up else 0x3F800002]
+    # 3 * 2^-149 / 2 = 1.5 * 2^-149: nearest even and up give 2 * 2^-149, down and zero 2^-149
+    assert run1("v_ldexp_f32 v20, v10, -1", [3], mode=m) == [1 if r32 in (2, 3) else 2]

@@ -45,6 +45,7 @@ POOL = np.array([
     0x38003800, 0x3C003C00, 0x1E001E00, 0x20002000, 0x4C004C00,   # f16 0.5, 1, 2^-7.., 2^-7, 16
     0x00000001, 0x000FFFFF, 0x00100000, 0x3FF00000, 0x3FE00000,   # f64 high words: den, normal
     0x20000000, 0x5FF00000, 0x00000000,
+    0x3EAAAAAB, 0x3DCCCCCD, 0x35553555, 0x3FD55555, 0xC0490FDB,   # inexact: 1/3, 0.1, f16 1/3, pi
 ], np.uint32)
 
 #: registers the table's samples use: sources v4/v8/v16 (pairs v[4:5] ...), result v12/v[12:13]
@@ -265,6 +266,35 @@ def audit(names: list[str] | None = None, chunk: int = 80, seed: int = 16) -> li
     return findings
 
 
+def round_survey(names: list[str] | None = None, seed: int = 16) -> dict[str, list[str]]:
+    """How each form meets a directed FP_ROUND mode (both fields toward +inf, -inf, zero;
+    denormals kept): ``refused`` (stops with UnsupportedInstruction naming the round mode),
+    ``rounds`` (some result differs from round-to-nearest) or ``same`` (every result equals
+    the round-to-nearest one: an exact operation, or one that ignores FP_ROUND)."""
+    from vlpc.isa.modes import FloatMode
+    rng = np.random.default_rng(seed)
+    inputs = rng.choice(POOL, size=(len(_INIT_V), LANES)).astype(np.uint32)
+    out: dict[str, list[str]] = {"refused": [], "rounds": [], "same": [], "error": []}
+    for mn, a in candidates(names):
+        try:
+            base = _run([a], inputs, FloatMode().register)
+        except Exception:  # noqa: BLE001
+            out["error"].append(a)
+            continue
+        differs, refused = False, False
+        for rb in (1, 2, 3):
+            try:
+                r = _run([a], inputs, FloatMode(round_32=rb, round_16_64=rb).register)
+            except Exception as e:  # noqa: BLE001
+                if "round mode" not in str(e):
+                    raise
+                refused = True
+                break
+            differs |= bool((r != base).any())
+        out["refused" if refused else "rounds" if differs else "same"].append(a)
+    return out
+
+
 def unsupported(findings: list[Finding]) -> list[tuple[str, str]]:
     """(form, the emulator's error) for each form that did not run."""
     return [(f.form, f.error) for f in findings if f.error]
@@ -291,8 +321,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", help="comma-separated mnemonics (default: every float VALU mnemonic)")
     ap.add_argument("--verbose", action="store_true", help="print every form's result")
+    ap.add_argument("--round", action="store_true",
+                    help="instead: how each form meets a directed FP_ROUND mode (refused / rounds / same)")
     args = ap.parse_args(argv)
     names = args.names.split(",") if args.names else None
+    if args.round:
+        survey = round_survey(names)
+        for k, forms_ in survey.items():
+            print(f"{k}: {len(forms_)}")
+            for f in forms_:
+                print(f"  {f}")
+        return 0
     findings = audit(names)
     bad = problems(findings)
     failed = unsupported(findings)

@@ -154,6 +154,9 @@ def _build_scale(is64):
 
 
 def _build_fmas(is64):
+    from ..errors import UnsupportedInstruction
+    from .float_mode import mode_of, round_bits
+
     def build(ins, b, p):
         from .. import core
         from .. import isa
@@ -161,6 +164,10 @@ def _build_fmas(is64):
         wr = core.vwriter(ins.dst[0])
 
         def run(b, g):
+            if round_bits(mode_of(b, g), "f64" if is64 else "f32"):
+                raise UnsupportedInstruction(
+                    f"{ins.mnemonic}: round mode {round_bits(mode_of(b, g), 'f64' if is64 else 'f32')} "
+                    f"(MODE register) is not emulated (only round to nearest even)", mnemonic=ins.mnemonic)
             vcc = O.mask_of(O.u64_of(b.S[isa.VCC_LO][g.sel], b.S[isa.VCC_HI][g.sel]))
             wr(b, g, div_fmas(rd[0](b, g), rd[1](b, g), rd[2](b, g), vcc, is64))
         return run

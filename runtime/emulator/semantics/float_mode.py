@@ -175,11 +175,13 @@ def round_bits(mode: int, ftype: str) -> int:
     return (mode >> (0 if ftype == "f32" else 2)) & 3
 
 
-def plain_flushed(fn, src_types, dst_type):
+def plain_flushed(fn, src_types, dst_type, *, exact: bool = False):
     """Builder for ``D = fn(S0, S1, ...)`` on raw bits (as :func:`._util.plain`) whose float
     sources (``src_types``: "f32"/"f64"/"f16" or None per source) are flushed by their
     type's FP_DENORM input bit and whose result (``dst_type``) by its output bit, before
-    and after the output modifiers (``omod``, ``clamp`` with DX10_CLAMP)."""
+    and after the output modifiers (``omod``, ``clamp`` with DX10_CLAMP).  A directed
+    FP_ROUND mode for the result type stops it with UnsupportedInstruction unless its
+    results are ``exact`` (nothing to round)."""
     def build(ins, b, p):
         from .. import core
         from .vop_float import _post
@@ -189,6 +191,11 @@ def plain_flushed(fn, src_types, dst_type):
 
         def run(b, g):
             mode = mode_of(b, g)
+            if not exact and dst_type is not None and round_bits(mode, dst_type):
+                from ..errors import UnsupportedInstruction
+                raise UnsupportedInstruction(
+                    f"{ins.mnemonic}: round mode {round_bits(mode, dst_type)} for {dst_type} (MODE register) is "
+                    f"not emulated (only round to nearest even)", mnemonic=ins.mnemonic)
             vals = []
             for r, t in zip(rd, src_types):
                 v = r(b, g)

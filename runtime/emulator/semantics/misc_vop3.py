@@ -121,9 +121,10 @@ def _build_pkaccum(ins, b, p):
 
 
 def _f32x3(fn):
-    """Three f32 sources and an f32 result under the wave's FP_DENORM mode and output modifiers."""
+    """Three f32 sources and an f32 result under the wave's FP_DENORM mode and output modifiers
+    (exact: a selection, a negation or a doubling, so any FP_ROUND mode)."""
     from .float_mode import plain_flushed
-    return plain_flushed(fn, ("f32", "f32", "f32"), "f32")
+    return plain_flushed(fn, ("f32", "f32", "f32"), "f32", exact=True)
 
 
 BUILDERS = {

@@ -188,7 +188,11 @@ class _ModePlan:
         self.minmax = mn in _MINMAX
         self.mad = mn in _MAD_F32
         self.always = self.minmax or self.mad
-        self.directed = mn in rounding.DIRECTED or (ftype == "f16" and kind == "i16")
+        from .vop_float import DIRECTED, _directed
+        self.directed = mn in DIRECTED or (ftype == "f16" and kind == "i16")
+        self._directed = _directed
+        from .vop_float import _EXACT
+        self.exact = mn in _EXACT or self.minmax
         self._rounding = rounding
         self._sem, self._post_of, self.ins = _sem, _post, ins
         self.ok = True
@@ -236,7 +240,7 @@ class _ModePlan:
 
     def rounding(self, mode):
         """The directed FP_ROUND mode to emulate (0: nearest even); refuses the others."""
-        if self.mn == "v_cvt_f32_f16" or self.dst_t is None:
+        if self.exact or self.dst_t is None:
             return 0  # exact, a compare, or an integer result: nothing to round
         for t in {self.dst_t, *self.src_t}:
             if t is not None and round_bits(mode, t):
@@ -252,7 +256,7 @@ class _ModePlan:
         with the output modifiers and the result flush."""
         rb = self.rounding(mode)
         if rb:
-            v = self._rounding.directed(self.mn, vals, rb)
+            v = self._directed(self.mn, vals, rb)
         else:
             ieee = bool((mode >> 9) & 1)
             sem = self._sems.get(ieee)
@@ -276,6 +280,11 @@ class _ModePlan:
 
 
 def _plan(ins, mn, kind, ftype, fn):
+    from . import f16
+    from .vop_float import _types
+    if ftype is None:  # conversions from integers: the result's float type
+        ty = _types(mn)
+        ftype = "f16" if mn in f16.FROM_INT else ("f32" if ty is not None and ty[0] == "f32" else None)
     plan = _ModePlan(ins, mn, kind, ftype, fn)
     return plan if plan.ok else None
 

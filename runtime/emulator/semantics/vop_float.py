@@ -44,13 +44,17 @@ from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
 from . import rounding
-from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, specialize
+from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, round_directed, specialize
 from . import valu as _valu
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
-#: results that are exact in every round mode (widening conversions)
-_EXACT = frozenset({"v_cvt_f64_f32", "v_cvt_f32_f16"})
+#: results that are exact in every round mode: widening conversions, rounding to an
+#: integral value, conversions to integers (they truncate or round by their own rule)
+_EXACT = frozenset({"v_cvt_f64_f32", "v_cvt_f32_f16",
+                    *(f"v_{op}_{t}" for op in ("trunc", "floor", "ceil", "rndne") for t in ("f32", "f64")),
+                    "v_cvt_i32_f32", "v_cvt_u32_f32", "v_cvt_i32_f64", "v_cvt_u32_f64", "v_cvt_flr_i32_f32",
+                    "v_cvt_rpi_i32_f32"})
 _MAD_F32 = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32"})
 _SKIP = ("v_cmp_class", "v_cmpx_class", "v_frexp_", "v_rcp_iflag_f32", "v_div_")
 _INT_TYPES = ("i32", "u32", "i64", "u64", "i24", "u24", "b32")
@@ -70,7 +74,7 @@ def _types(mn: str) -> tuple[str | None, list[str | None]] | None:
             return None
         dst = ts[0] if ts[0] in ("f32", "f64", "f16") else None
         src = ts[1] if ts[1] in ("f32", "f64", "f16") else None
-        if src is None and dst is not None and mn in rounding.DIRECTED:
+        if src is None and dst is not None and mn in DIRECTED:
             return dst, [None]  # int -> float: nothing to flush, but it rounds
         if src is None:
             return None
@@ -157,6 +161,30 @@ def _mad_legacy(a, b_, c):
     with np.errstate(all="ignore"):
         p = np.where((fa == 0) | (fb == 0), F32(0), fa * fb)
         return O.b32(p + O.f32(c))
+
+
+#: directed FP_ROUND emulated beyond :data:`.rounding.DIRECTED`: composed of its roundings
+_COMPOSED = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32",
+                       "v_mul_legacy_f32", "v_ldexp_f32"})
+DIRECTED = rounding.DIRECTED | _COMPOSED
+
+
+def _directed(mn: str, vals, rb: int):
+    """Result bits of ``mn`` on raw ``vals`` under the directed FP_ROUND mode ``rb``:
+    :func:`.rounding.directed`, or for the unfused multiply-adds the product rounded (and,
+    as they never keep f32 denormals, flushed) then the sum rounded; the legacy forms'
+    0 * anything = 0 first; ``v_ldexp_f32`` the exact f64 value rounded once."""
+    if mn in rounding.DIRECTED:
+        return rounding.directed(mn, vals, rb)
+    if mn == "v_ldexp_f32":
+        e = np.asarray(vals[1], U32).view(np.int32).astype(F64).clip(-400, 400)
+        return O.b32(round_directed(O.f32(vals[0]).astype(F64) * np.exp2(e), F32, rb))
+    p = rounding.directed("v_mul_f32", vals[:2], rb)
+    if mn in ("v_mul_legacy_f32", "v_mad_legacy_f32"):
+        p = np.where((O.f32(vals[0]) == 0) | (O.f32(vals[1]) == 0), U32(0), p)
+    if mn == "v_mul_legacy_f32":
+        return p
+    return rounding.directed("v_add_f32", [FLUSH["f32"](p), vals[2]], rb)
 
 
 def _sem(mn: str, ieee: bool):
@@ -252,7 +280,7 @@ def build(ins, b, p):
     exact = is_cmp or mn in _EXACT or mn in _MINMAX   # nothing to round: any FP_ROUND mode
 
     def slow(b, g, mode):
-        directed = mn in rounding.DIRECTED and dst_t is not None and round_bits(mode, dst_t)
+        directed = mn in DIRECTED and dst_t is not None and round_bits(mode, dst_t)
         if not directed and not exact:
             _check_round(ins, mode, ftypes)
         vals = [flush_in(i, r(b, g), mode) for i, r in enumerate(readers)]
@@ -272,7 +300,7 @@ def build(ins, b, p):
         if sem is None:
             sem = sems[ieee] = _sem(mn, ieee)
         with np.errstate(all="ignore"):
-            v = rounding.directed(mn, vals, round_bits(mode, dst_t)) if directed else sem(*vals)
+            v = _directed(mn, vals, round_bits(mode, dst_t)) if directed else sem(*vals)
         if dst_t is not None and (mad or not (denorm_bits(mode, dst_t) & 2)):
             v = FLUSH[dst_t](v)
         dx10 = bool((mode >> 8) & 1)
