@@ -11,16 +11,21 @@ not measured: there is no AMD GPU here.  Peaks (gfx906.md, vlpc/targets.py Board
 
 Usage::
 
-    python benchmarks/dot_gemm_figures.py               # all rows (a few minutes on 2 cores)
-    python benchmarks/dot_gemm_figures.py --only gemv   # the decode GEMVs only
-    python benchmarks/dot_gemm_figures.py --csv out.csv
+    python benchmarks/dot_gemm_figures.py               # all rows (about 10 minutes on 2 cores)
+    python benchmarks/dot_gemm_figures.py --only gemv   # the decode GEMVs only (about a minute)
+    python benchmarks/dot_gemm_figures.py -v --csv out.csv  # -v: where the modeled time goes
+
+Every row is one full timing-only launch (the first round's footprints give the L2 miss
+probability; CU 0's workgroups are replayed by the CU model): about 2.5 minutes for a 4096^3
+GEMM, so the CU-0 shortcut of ``benchmarks/seed_sweep.py`` (``dgemm_fast``) is not needed.
 
 GEMV rows: the automatic decode plan (M = 1..16 activations x a weight matrix stored N x K,
 ``vlpc.dialects.gemm.gemv_plan``): macro tile M x 64, K split over 4 (M < 4) or 16 wavefront
 groups of a workgroup (``local_split``, partial sums reduced through LDS), so every weight
 byte is read once by N / 64 workgroups; % of HBM counts the bytes that must move (weights +
 activations + C) over the modeled time; ``(kernel)`` is the same over the time without the modeled
-launch overhead (``launch_overhead_us``, 7.5 us calibrated on the seed's SGEMM).
+launch overhead (``TimingParams.launch_overhead_us`` in vlpc/targets.py, calibrated on the seed's
+SGEMM; the header line prints the value in force).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ class Row:
     hbm_share_kernel: float  # the same without the modeled launch overhead (kernel time only)
     vgprs: int
     sgprs: int
+    where: str = ""  # the model's breakdown of the time (TimingReport.summary)
 
 
 def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi60", clock: float = 1700.0,
@@ -94,7 +100,7 @@ def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi6
     hbm = board.hbm_bytes_per_second
     return Row(name, m, n, k, ab, ct, tm.time_us, ops / (tm.time_us * 1e-6) / 1e12,
                ops / (tm.time_us * 1e-6) / peak, moved / (tm.time_us * 1e-6) / hbm,
-               moved / (kernel_us * 1e-6) / hbm, kern.vgprs, kern.sgprs)
+               moved / (kernel_us * 1e-6) / hbm, kern.vgprs, kern.sgprs, tm.summary())
 
 
 def rows(only: str | None) -> list[tuple]:
@@ -116,9 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--csv")
     ap.add_argument("--gpu", default="mi60")
     ap.add_argument("--clock", type=float, default=1700.0)
+    ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
     args = ap.parse_args(argv)
     results = []
-    print(f"modeled on {args.gpu} @ {args.clock:g} MHz (timing model, not measured)")
+    from vlpc.targets import get_board
+
+    print(f"modeled on {args.gpu} @ {args.clock:g} MHz (timing model, not measured; launch overhead "
+          f"{get_board(args.gpu).timing.launch_overhead_us:g} us)")
     print(f"{'kernel':<14} {'M':>5} {'N':>6} {'K':>6} {'types':<9} {'us':>9} {'T(FL)OP/s':>9} "
           f"{'% peak':>7} {'% HBM':>6} {'(kernel)':>8} {'VGPR':>4} {'SGPR':>4}")
     for name, m, n, k, ab, ct, opts in rows(args.only):
@@ -127,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.name:<14} {m:>5} {n:>6} {k:>6} {ab + '>' + ct:<9} {r.us:>9.1f} {r.rate:>9.2f} "
               f"{100 * r.peak_share:>6.1f}% {100 * r.hbm_share:>5.1f}% {100 * r.hbm_share_kernel:>7.1f}% "
               f"{r.vgprs:>4} {r.sgprs:>4}", flush=True)
+        if args.verbose:
+            print(f"    {r.where}", flush=True)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)
