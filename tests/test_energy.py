@@ -104,6 +104,24 @@ def test_voltage_scaling_and_idle_prediction(micro):
     assert e15.voltage == pytest.approx(_vega20_voltage(1500))
 
 
+def test_power_above_the_board_limit_is_flagged(micro):
+    """MI60's typical board power is 300 W (AMD spec sheet): the same events in a time short
+    enough to average more than that are flagged; in a longer time they are not."""
+    st, rep = micro
+    ev = events_from_stats(st, rep)
+    board = get_board("mi60")
+    assert board.power_limit_watts == 300.0
+    dyn = estimate(ev, board, 1.0, params=PARAMS).dynamic_joules
+    # average power = dynamic / t + idle (42 W): above 300 W iff t < dynamic / 258 W
+    t_edge_us = dyn / (300.0 - 42.0) * 1e6
+    hot = estimate(ev, board, 0.5 * t_edge_us, params=PARAMS)
+    cool = estimate(ev, board, 2.0 * t_edge_us, params=PARAMS)
+    assert hot.watts > 300.0 and hot.over_power_limit and "ABOVE" in hot.summary()
+    assert cool.watts < 300.0 and not cool.over_power_limit and "ABOVE" not in cool.summary()
+    unlimited = estimate(ev, replace(board, power_limit_watts=None), 0.5 * t_edge_us, params=PARAMS)
+    assert not unlimited.over_power_limit
+
+
 MEMORY = """
 s_load_dwordx2 s[4:5], s[0:1], 0x0
 s_waitcnt lgkmcnt(0)

@@ -114,7 +114,8 @@ class EnergyComparison:
         out.append(("modeled time (us)", [f"{e.time_us:,.1f}" for e in es]))
         out.append(("modeled TFLOP/s", [f"{e.tflops:.3f}" for e in es]))
         out.append(("energy per GEMM (mJ)", [f"{e.total_joules * 1e3:,.3f}" for e in es]))
-        out.append(("average board power (W)", [f"{e.watts:.1f}" for e in es]))
+        out.append(("average board power (W)", [f"{e.watts:.1f}" + (" (above the limit)" if e.over_power_limit else "")
+                                                for e in es]))
         out.append(("pJ per FLOP", [f"{e.pj_per_flop:.2f}" for e in es]))
         out.append(("GFLOP/s per W", [f"{e.gflops_per_watt:.1f}" for e in es]))
         for c in COMPONENTS:
@@ -123,6 +124,13 @@ class EnergyComparison:
 
     def savings_lines(self) -> list[str]:
         lines = []
+        for r in self.rows:
+            e = r.energy
+            if e.over_power_limit:
+                lines.append(f"{r.title}: modeled {e.watts:.0f} W is above the {e.board} board's "
+                             f"{e.power_limit_watts:.0f} W power limit: the board would lower its engine clock "
+                             f"(PowerTune), so this variant's modeled time is optimistic and its watts are "
+                             f"not what the board would draw")
         sqc, nof, lds = self.by("sqc"), self.by("sqc-nofwd"), self.by("lds")
         if sqc and lds:
             a, b = sqc.energy, lds.energy

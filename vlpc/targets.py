@@ -462,6 +462,11 @@ class Board:
     timing: TimingParams = TimingParams()
     #: Static (idle) board power in watts at ``engine_clock_mhz`` (seed 002 section 3.2).
     idle_watts: float | None = None
+    #: The board's power limit in watts (typical board power, AMD's spec sheets: 300 W for
+    #: MI25, MI50 and MI60).  Above it the board's power management lowers the engine clock;
+    #: the energy model flags a modeled average power above this limit
+    #: (:attr:`vlpc.runtime.timing.energy.EnergyReport.over_power_limit`).
+    power_limit_watts: float | None = None
 
     @property
     def peak_flops_f32(self) -> float:
@@ -487,13 +492,13 @@ class Board:
 #: The seed measured its MI60 at 1700 MHz engine / 800 MHz memory: those are MI60's
 #: defaults here so the model's default matches the only measurements there are.
 BOARDS: dict[str, Board] = {
-    "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0),
-    "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0),
+    "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0, power_limit_watts=300.0),
+    "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0, power_limit_watts=300.0),
     # MI25 (gfx900): 64 CUs, 1500 MHz peak engine clock, HBM2 2048-bit at 945 MHz (484 GB/s),
     # AMD Radeon Instinct MI25 spec sheet; f64 at 1/16 rate (GFX900.valu_f64_cycles = 64).
     # No idle power is published: the energy model falls back to EnergyParams.idle_ref_watts.
     "mi25": Board("mi25", GFX900, 64, 1500.0, 945.0, hbm_bus_bits=2048,
-                  timing=TimingParams(valu_f64_cycles=GFX900.valu_f64_cycles)),
+                  timing=TimingParams(valu_f64_cycles=GFX900.valu_f64_cycles), power_limit_watts=300.0),
 }
 
 

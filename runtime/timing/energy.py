@@ -193,6 +193,8 @@ class EnergyReport:
     idle_watts: float
     joules: dict[str, float] = field(default_factory=dict)
     events: EnergyEvents | None = None
+    #: The board's power limit (:attr:`vlpc.targets.Board.power_limit_watts`), ``None`` if unknown.
+    power_limit_watts: float | None = None
 
     @property
     def total_joules(self) -> float:
@@ -206,6 +208,14 @@ class EnergyReport:
     def watts(self) -> float:
         """Average board power over the modeled time."""
         return self.total_joules / (self.time_us * 1e-6)
+
+    @property
+    def over_power_limit(self) -> bool:
+        """True when the modeled average power exceeds the board's power limit: a real board
+        would lower its engine clock to stay under it (AMD PowerTune), so the modeled time,
+        which assumes the set clock throughout, is then optimistic and the watts are not
+        what the board would draw."""
+        return self.power_limit_watts is not None and self.watts > self.power_limit_watts
 
     @property
     def pj_per_flop(self) -> float:
@@ -223,7 +233,9 @@ class EnergyReport:
         return (f"modeled {self.total_joules * 1e3:.2f} mJ, {self.watts:.0f} W average "
                 f"({self.idle_watts:.1f} W idle), {self.pj_per_flop:.1f} pJ/FLOP, "
                 f"{self.gflops_per_watt:.1f} GFLOP/s per W on {self.board} @ {self.clock_mhz:.0f} MHz "
-                f"({self.voltage:.3f} V assumed)")
+                f"({self.voltage:.3f} V assumed)"
+                + (f"; ABOVE the board's {self.power_limit_watts:.0f} W limit: the board would lower its "
+                   f"clock, so the modeled time is optimistic" if self.over_power_limit else ""))
 
     def __repr__(self) -> str:
         return f"EnergyReport({self.summary()})"
@@ -280,7 +292,7 @@ def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: Ener
     return EnergyReport(board=board.name, clock_mhz=board.engine_clock_mhz,
                         voltage=p.voltage(board.engine_clock_mhz), time_us=time_us,
                         flops=events.flops if flops is None else float(flops), idle_watts=idle,
-                        joules=joules, events=events)
+                        joules=joules, events=events, power_limit_watts=board.power_limit_watts)
 
 
 def launch_energy(stats, board: Board | str | None = None, *, params: EnergyParams | None = None,
