@@ -36,6 +36,13 @@ def test_every_float_form_reads_its_denorm_modes(audit_mod, findings):
     assert audit_mod.problems(findings) == []
 
 
+def test_exactly_the_min_max_family_reads_the_ieee_mode(audit_mod):
+    changed, failed = audit_mod.ieee_survey()
+    expected = {a for mn, a in audit_mod.candidates() if audit_mod.IEEE_READERS.match(mn)}
+    assert failed == [] and len(expected) == 26
+    assert set(changed) == expected
+
+
 def test_the_audit_bites(audit_mod, monkeypatch):
     # packed f16 math made to ignore the mode (every denorm field read as "keep") is reported
     from vlpc.runtime.emulator.semantics import vop3p

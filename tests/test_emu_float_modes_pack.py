@@ -384,3 +384,34 @@ def test_unfused_mads_legacy_mul_and_ldexp_round_by_the_mode(r32):
         [0x3F800003 if up else 0x3F800002]
     # 3 * 2^-149 / 2 = 1.5 * 2^-149: nearest even and up give 2 * 2^-149, down and zero 2^-149
     assert run1("v_ldexp_f32 v20, v10, -1", [3], mode=m) == [1 if r32 in (2, 3) else 2]
+
+
+# ---- MODE.IEEE in the f16 min/max family (Vega ISA guide, V_MIN_F32 pseudo-code for f16) ------
+
+
+def imode(ieee):
+    return FloatMode(ieee=ieee).register
+
+
+@pytest.mark.parametrize("ieee", [True, False])
+@pytest.mark.parametrize("form", ["v_min_f16 v20, v10, v11", "v_min_f16_e64 v20, v10, v11",
+                                  "v_min_f16_sdwa v20, v10, v11" + SDWA2, "v_min_f16_dpp v20, v10, v11" + DPP])
+def test_f16_min_pseudo_code(form, ieee):
+    # sNaN vs 1: quieted sNaN in IEEE mode, else 1; qNaN vs 1: 1; +0 vs -0: -0 (-0 < +0)
+    out = run1(form, [0x7C01, 0x7E00, 0x0000], [0x3C00, 0x3C00, 0x8000], mode=imode(ieee))
+    assert out == [0x7E01 if ieee else 0x3C00, 0x3C00, 0x8000]
+
+
+@pytest.mark.parametrize("ieee", [True, False])
+def test_f16_max3_med3_and_packed_max(ieee):
+    # V_MAX3 = V_MAX(V_MAX(S0, S1), S2): the sNaN as S2 reaches the outer V_MAX
+    snan_q = 0x7E01 if ieee else None
+    assert run1("v_max3_f16 v20, v10, v11, v12", [0x3C00], [0x4000], [0x7C01], mode=imode(ieee)) == \
+        [snan_q if ieee else 0x4000]
+    # as S0, the inner V_MAX quiets it (IEEE) and the outer one then takes the other operand
+    assert run1("v_max3_f16 v20, v10, v11, v12", [0x7C01], [0x3C00], [0x4000], mode=imode(ieee)) == [0x4000]
+    # V_MED3 with a NaN operand is V_MIN3 of the three: min(min(1, 2), sNaN)
+    assert run1("v_med3_f16 v20, v10, v11, v12", [0x3C00], [0x4000], [0x7C01], mode=imode(ieee)) == \
+        [snan_q if ieee else 0x3C00]
+    assert run1("v_pk_max_f16 v20, v10, v11", [0x7C01 << 16 | 0x0000], [0x3C00 << 16 | 0x8000],
+                mode=imode(ieee)) == [(snan_q if ieee else 0x3C00) << 16 | 0x0000]

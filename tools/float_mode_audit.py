@@ -46,6 +46,7 @@ POOL = np.array([
     0x00000001, 0x000FFFFF, 0x00100000, 0x3FF00000, 0x3FE00000,   # f64 high words: den, normal
     0x20000000, 0x5FF00000, 0x00000000,
     0x3EAAAAAB, 0x3DCCCCCD, 0x35553555, 0x3FD55555, 0xC0490FDB,   # inexact: 1/3, 0.1, f16 1/3, pi
+    0x7F800001, 0x7C017C01, 0x7FF00001, 0x7FC00000,               # signalling NaNs (f32, f16, f64), qNaN
 ], np.uint32)
 
 #: registers the table's samples use: sources v4/v8/v16 (pairs v[4:5] ...), result v12/v[12:13]
@@ -295,6 +296,29 @@ def round_survey(names: list[str] | None = None, seed: int = 16) -> dict[str, li
     return out
 
 
+#: instructions whose results depend on MODE.IEEE (Vega ISA guide, V_MIN_F32 pseudo-code:
+#: a signalling NaN operand returns quieted in IEEE mode, the other operand otherwise)
+IEEE_READERS = re.compile(r"v_(pk_)?(min|max|min3|max3|med3)_f(16|32|64)$")
+
+
+def ieee_survey(names: list[str] | None = None, chunk: int = 80, seed: int = 16) -> tuple[list, list]:
+    """(forms whose results change with MODE.IEEE, forms that did not run)."""
+    from vlpc.isa.modes import FloatMode
+    rng = np.random.default_rng(seed)
+    inputs = rng.choice(POOL, size=(len(_INIT_V), LANES)).astype(np.uint32)
+    cands = candidates(names)
+    changed, failed = [], []
+    for i in range(0, len(cands), chunk):
+        part = [a for _, a in cands[i:i + chunk]]
+        try:
+            on, off = (_run(part, inputs, FloatMode(ieee=v).register) for v in (True, False))
+        except Exception:  # noqa: BLE001
+            failed += part
+            continue
+        changed += [a for k, a in enumerate(part) if (on[k] != off[k]).any()]
+    return changed, failed
+
+
 def unsupported(findings: list[Finding]) -> list[tuple[str, str]]:
     """(form, the emulator's error) for each form that did not run."""
     return [(f.form, f.error) for f in findings if f.error]
@@ -321,10 +345,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", help="comma-separated mnemonics (default: every float VALU mnemonic)")
     ap.add_argument("--verbose", action="store_true", help="print every form's result")
+    ap.add_argument("--ieee", action="store_true",
+                    help="instead: which forms read MODE.IEEE (signalling NaN operands)")
     ap.add_argument("--round", action="store_true",
                     help="instead: how each form meets a directed FP_ROUND mode (refused / rounds / same)")
     args = ap.parse_args(argv)
     names = args.names.split(",") if args.names else None
+    if args.ieee:
+        changed, failed = ieee_survey(names)
+        expected = {a for mn, a in candidates(names) if IEEE_READERS.match(mn)}
+        print(f"forms whose results change with MODE.IEEE: {len(changed)} (expected {len(expected)})")
+        for a in sorted(set(changed) ^ expected):
+            print(f"  {'unexpected' if a in changed else 'ignores IEEE'}: {a}")
+        for a in failed:
+            print(f"  did not run: {a}")
+        return 0
     if args.round:
         survey = round_survey(names)
         for k, forms_ in survey.items():

@@ -95,6 +95,61 @@ def _med3(a, b, c):
     return np.where(anynan, _min(_min(a, b), c), med)
 
 
+def _is_snan16(x):
+    return ((x & U32(0x7C00)) == U32(0x7C00)) & ((x & U32(0x3FF)) != 0) & ((x & U32(0x200)) == 0)
+
+
+def minmax16(a, c, ieee: bool, want_min: bool):
+    """V_MIN_F16 / V_MAX_F16 (Vega ISA guide pseudo-code, as V_MIN_F32) on f16 bits in the low
+    halves: in IEEE mode a signalling NaN operand returns quieted; otherwise a NaN operand
+    yields the other one; -0 < +0."""
+    a, c = np.broadcast_arrays(np.asarray(a, U32) & U32(0xFFFF), np.asarray(c, U32) & U32(0xFFFF))
+    fa, fc = a.astype(np.uint16).view(F16), c.astype(np.uint16).view(F16)
+    with np.errstate(invalid="ignore"):
+        if want_min:
+            pick_a = (fa < fc) | ((fa == fc) & ((a & U32(0x8000)) != 0))
+        else:
+            pick_a = (fa > fc) | ((fa == fc) & ((a & U32(0x8000)) == 0))
+    r = np.where(pick_a, a, c)
+    na, nc = np.isnan(fa), np.isnan(fc)
+    r = np.where(nc & ~na, a, r)
+    r = np.where(na, c, r)
+    if ieee:
+        r = np.where(_is_snan16(c), c | U32(0x200), r)
+        r = np.where(_is_snan16(a), a | U32(0x200), r)
+    return r
+
+
+def _minmax16_fns(mn):
+    def make(ieee):
+        def lo(a, c):
+            return minmax16(a, c, ieee, True)
+
+        def hi(a, c):
+            return minmax16(a, c, ieee, False)
+        if mn == "v_min_f16":
+            return lo
+        if mn == "v_max_f16":
+            return hi
+        if mn == "v_min3_f16":
+            return lambda a, b, c: lo(lo(a, b), c)
+        if mn == "v_max3_f16":
+            return lambda a, b, c: hi(hi(a, b), c)
+
+        def med3(a, b, c):  # V_MED3: a NaN operand -> V_MIN3; else the median
+            fa, fb, fc = (_to_f(x) for x in (a, b, c))
+            anynan = np.isnan(fa) | np.isnan(fb) | np.isnan(fc)
+            fm = _to_f(hi(hi(a, b), c))
+            med = np.where(fm == fa, hi(b, c), np.where(fm == fb, hi(a, c), hi(a, b)))
+            return np.where(anynan, lo(lo(a, b), c), med)
+        return med3
+    return make
+
+
+#: min/max/med3 on f16 bits: mnemonic -> (IEEE mode -> bits function)
+MINMAX16 = {mn: _minmax16_fns(mn) for mn in ("v_min_f16", "v_max_f16", "v_min3_f16", "v_max3_f16", "v_med3_f16")}
+
+
 def _ldexp(a, e):
     return np.ldexp(a, np.clip(s16(e), -100, 100))
 
@@ -150,6 +205,7 @@ def _build(mn, kind):
               "from_int": lambda: FROM_INT[mn]}[kind]()
         nflt = ARITH[mn][1] if kind == "arith" else (1 if kind == "to_int" else 0)
         rd = [(raw_reader16 if i < nflt else _raw)(o) for i, o in enumerate(srcs)]
+        bitwise = mn in MINMAX16
 
         def run(b, g):
             mode = mode_of(b, g)
@@ -161,13 +217,22 @@ def _build(mn, kind):
                     x = _mod16(x, srcs[i])
                     if not (dm & 1):
                         x = flush16(x)
-                    vals.append(_to_f(x))
+                    vals.append(x if bitwise else _to_f(x))
                 else:
                     vals.append(x)
             with np.errstate(all="ignore"):
-                v = fn(*vals)
-                if kind == "to_int":
+                if bitwise:  # the ISA pseudo-code on the bits (IEEE mode: signalling NaNs)
+                    v = MINMAX16[mn](bool((mode >> 9) & 1))(*vals)
+                    if mul is None and not clamp:
+                        kind_out = "bits"
+                    else:
+                        v, kind_out = _to_f(v), kind
+                else:
+                    v, kind_out = fn(*vals), kind
+                if kind_out in ("to_int", "bits"):
                     out = v
+                    if kind_out == "bits" and not (dm & 2):
+                        out = flush16(out)
                 else:
                     if mul is not None:
                         v = v * mul

@@ -50,6 +50,9 @@ def _sem(mn: str):
         return i16.FUNCS[mn], "i16"
     if mn == "v_ldexp_f16":
         return (lambda a, e, rb=0: f16.from_f_rounded(f16._ldexp(f16._to_f(a), e), rb)), "i16"
+    if mn in f16.MINMAX16:  # the ISA pseudo-code on the bits (IEEE mode: signalling NaNs)
+        mm = f16.MINMAX16[mn]
+        return (lambda a, c, rb=0, ieee=True: mm(ieee)(a, c)), "i16"
     if mn in f16.ARITH and (f16.ARITH[mn][1] <= 2 or mn == "v_mac_f16"):
         g16 = f16.ARITH[mn][0]
         return (lambda *v, rb=0: f16.from_f_rounded(g16(*[f16._to_f(x) for x in v]), rb)), "i16"
@@ -192,7 +195,8 @@ class _ModePlan:
         self.directed = mn in DIRECTED or (ftype == "f16" and kind == "i16")
         self._directed = _directed
         from .vop_float import _EXACT
-        self.exact = mn in _EXACT or self.minmax
+        self.minmax16 = mn in _f16.MINMAX16
+        self.exact = mn in _EXACT or self.minmax or self.minmax16
         self._rounding = rounding
         self._sem, self._post_of, self.ins = _sem, _post, ins
         self.ok = True
@@ -362,7 +366,10 @@ def _build_sdwa(ins, b, p):
                 if mode is not None:
                     rb = plan.rounding(mode)   # f16 results: FP_ROUND_16_64
                     srcs = plan.flush_sources(vals, mode)
-                    res = plan.output(np.asarray(fn(*srcs, rb=rb) if rb else fn(*srcs), I64) & 0xFFFF, mode)
+                    kw = {"rb": rb} if rb else {}
+                    if plan.minmax16:
+                        kw["ieee"] = bool((mode >> 9) & 1)
+                    res = plan.output(np.asarray(fn(*srcs, **kw), I64) & 0xFFFF, mode)
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
                     if post is not None:
@@ -499,7 +506,10 @@ def _build_dpp(ins, b, p):
                 if mode is not None:
                     rb = plan.rounding(mode)   # f16 results: FP_ROUND_16_64
                     srcs = plan.flush_sources(vals, mode)
-                    res = plan.output(np.asarray(fn(*srcs, rb=rb) if rb else fn(*srcs), I64) & 0xFFFF, mode)
+                    kw = {"rb": rb} if rb else {}
+                    if plan.minmax16:
+                        kw["ieee"] = bool((mode >> 9) & 1)
+                    res = plan.output(np.asarray(fn(*srcs, **kw), I64) & 0xFFFF, mode)
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
                     if post is not None:

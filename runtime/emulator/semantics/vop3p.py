@@ -41,6 +41,7 @@ from .. import ops as O
 from . import rounding
 from ._util import I64, U32, half, raw_reader, s16
 from ..errors import UnsupportedInstruction
+from .f16 import minmax16
 from .float_mode import denorm_bits, flush16, flush32, mode_of, round_bits, round_directed
 
 F16, F32, F64 = np.float16, np.float32, np.float64
@@ -116,15 +117,20 @@ def _build_packed(mn):
         rd = [_reader(o, is_f16) for o in ins.src]
         d = ins.dst[0].reg
         clamp = f["clamp"]
+        bitwise = mn in ("v_pk_min_f16", "v_pk_max_f16")
 
         def lane_vals(vals, sel_bits, neg_bits, keep_in):
             out = []
             for i, v in enumerate(vals):
                 x = half(v, bool((sel_bits >> i) & 1))
                 if is_f16:
-                    x = _hf(x if keep_in else flush16(x))
-                    if (neg_bits >> i) & 1:
-                        x = -x
+                    x = x if keep_in else flush16(x)
+                    if bitwise:
+                        x = x ^ U32(0x8000) if (neg_bits >> i) & 1 else x
+                    else:
+                        x = _hf(x)
+                        if (neg_bits >> i) & 1:
+                            x = -x
                 out.append(x)
             return out
 
@@ -135,7 +141,15 @@ def _build_packed(mn):
             dm = denorm_bits(mode, "f16")
             for sel_bits, neg_bits in ((f["op_sel"], f["neg"]), (f["op_sel_hi"], f["neg_hi"])):
                 with np.errstate(all="ignore"):
-                    v = fn(*lane_vals(vals, sel_bits, neg_bits, dm & 1), clamp)
+                    if bitwise:  # V_PK_MIN/MAX_F16: the V_MIN/MAX_F16 pseudo-code per lane
+                        v = minmax16(*lane_vals(vals, sel_bits, neg_bits, dm & 1), bool((mode >> 9) & 1),
+                                     mn == "v_pk_min_f16")
+                        if not clamp:
+                            res.append((v if dm & 2 else flush16(v)).astype(I64) & 0xFFFF)
+                            continue
+                        v = _hf(v)
+                    else:
+                        v = fn(*lane_vals(vals, sel_bits, neg_bits, dm & 1), clamp)
                     if is_f16:
                         if clamp:
                             v = np.clip(v, 0.0, 1.0)
