@@ -415,3 +415,16 @@ def test_f16_max3_med3_and_packed_max(ieee):
         [snan_q if ieee else 0x3C00]
     assert run1("v_pk_max_f16 v20, v10, v11", [0x7C01 << 16 | 0x0000], [0x3C00 << 16 | 0x8000],
                 mode=imode(ieee)) == [(snan_q if ieee else 0x3C00) << 16 | 0x0000]
+
+
+@pytest.mark.parametrize("dx10", [True, False])
+def test_div_fixup_output_modifiers_and_f16_operands(dx10):
+    # V_DIV_FIXUP_F32: a NaN quotient with finite operands gives +-inf (sign of S1 ^ S2);
+    # clamp -> 1.0; 0/0 gives NaN, clamped to 0 only under DX10_CLAMP
+    out = run1("v_div_fixup_f32 v20, v10, v11, v12 clamp", [0x7FC00000, f32b(1.0)], [f32b(1.0), 0],
+               [f32b(1.0), 0], mode=mode(dx10=dx10))
+    assert out == [f32b(1.0), 0 if dx10 else 0xFFC00000]
+    # f16: inline constants in f16, neg on bit 15: quotient 1, -1.0 / 1.0 -> sign negative
+    assert run1("v_div_fixup_f16 v20, v10, 1.0, 1.0", [0x3C00]) == [0x3C00]
+    assert run1("v_div_fixup_f16 v20, v10, -v11, v11", [0x3C00], [0x3C00]) == [0xBC00]
+    assert run1("v_div_fixup_f16 v20, v10, v11, v11 mul:2", [0x3C00], [0x4000]) == [0x4000]

@@ -319,6 +319,32 @@ def ieee_survey(names: list[str] | None = None, chunk: int = 80, seed: int = 16)
     return changed, failed
 
 
+def dx10_survey(names: list[str] | None = None, seed: int = 16) -> dict[str, list[str]]:
+    """Forms with the ``clamp`` output modifier (VOP3/VOP3P/SDWA forms LLVM accepts it on),
+    under MODE.DX10_CLAMP on and off (NaNs in the operands): ``changes`` (a clamped NaN
+    becomes 0 only with DX10_CLAMP, Vega ISA guide 3.3), ``same``, ``no_clamp`` (LLVM
+    rejects the modifier) or ``error`` (the emulator stops)."""
+    from vlpc.errors import AssemblerError
+    from vlpc.isa.modes import FloatMode
+    rng = np.random.default_rng(seed)
+    inputs = rng.choice(POOL, size=(len(_INIT_V), LANES)).astype(np.uint32)
+    out: dict[str, list[str]] = {"changes": [], "same": [], "no_clamp": [], "error": []}
+    for mn, a in candidates(names):
+        if "_e32 " in a or "_dpp " in a or mn.startswith(("v_cmp", "v_cmpx")):
+            continue
+        form = (a.replace(" dst_sel:", " clamp dst_sel:", 1) if "_sdwa " in a else a + " clamp")
+        try:
+            on, off = (_run([form], inputs, FloatMode(dx10_clamp=v).register) for v in (True, False))
+        except AssemblerError:
+            out["no_clamp"].append(form)
+            continue
+        except Exception:  # noqa: BLE001
+            out["error"].append(form)
+            continue
+        out["changes" if (on != off).any() else "same"].append(form)
+    return out
+
+
 def unsupported(findings: list[Finding]) -> list[tuple[str, str]]:
     """(form, the emulator's error) for each form that did not run."""
     return [(f.form, f.error) for f in findings if f.error]
@@ -345,12 +371,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", help="comma-separated mnemonics (default: every float VALU mnemonic)")
     ap.add_argument("--verbose", action="store_true", help="print every form's result")
+    ap.add_argument("--dx10", action="store_true",
+                    help="instead: which forms with clamp read MODE.DX10_CLAMP (NaN operands)")
     ap.add_argument("--ieee", action="store_true",
                     help="instead: which forms read MODE.IEEE (signalling NaN operands)")
     ap.add_argument("--round", action="store_true",
                     help="instead: how each form meets a directed FP_ROUND mode (refused / rounds / same)")
     args = ap.parse_args(argv)
     names = args.names.split(",") if args.names else None
+    if args.dx10:
+        for k, forms_ in dx10_survey(names).items():
+            print(f"{k}: {len(forms_)}")
+            for f in forms_:
+                print(f"  {f}")
+        return 0
     if args.ieee:
         changed, failed = ieee_survey(names)
         expected = {a for mn, a in candidates(names) if IEEE_READERS.match(mn)}

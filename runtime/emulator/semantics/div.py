@@ -138,6 +138,32 @@ def div_fixup(s0, s1, s2, ftype):
     return bits
 
 
+def _outmods(ins, ftype):
+    """The output modifiers (omod, clamp: NaN -> 0 under MODE.DX10_CLAMP) as
+    ``fn(batch, group, bits)``, or None."""
+    if not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
+        return None
+    from .float_mode import mode_of
+    from .vop_float import _post
+    posts = {dx10: _post(ins, ftype, dx10) for dx10 in (True, False)}
+    return lambda b, g, v: posts[bool((mode_of(b, g) >> 8) & 1)](v)
+
+
+def _readers(ins, ftype):
+    """Source readers; f16 sources: the half op_sel picks, neg/abs on bit 15, f16 inline constants."""
+    from .. import core
+    if ftype != "f16":
+        return [core.vsrc_reader(o) for o in ins.src[:3]]
+    from ._util import half, raw_reader16
+    from .f16 import _mod16
+    sel = ins.f.get("op_sel", 0)
+
+    def reader(i, o):
+        r = raw_reader16(o)
+        return lambda b, g: _mod16(half(r(b, g), bool((sel >> i) & 1)), o)
+    return [reader(i, o) for i, o in enumerate(ins.src[:3])]
+
+
 def _build_scale(is64):
     def build(ins, b, p):
         from .. import core
@@ -169,7 +195,9 @@ def _build_fmas(is64):
                     f"{ins.mnemonic}: round mode {round_bits(mode_of(b, g), 'f64' if is64 else 'f32')} "
                     f"(MODE register) is not emulated (only round to nearest even)", mnemonic=ins.mnemonic)
             vcc = O.mask_of(O.u64_of(b.S[isa.VCC_LO][g.sel], b.S[isa.VCC_HI][g.sel]))
-            wr(b, g, div_fmas(rd[0](b, g), rd[1](b, g), rd[2](b, g), vcc, is64))
+            v = div_fmas(rd[0](b, g), rd[1](b, g), rd[2](b, g), vcc, is64)
+            wr(b, g, v if post is None else post(b, g, v))
+        post = _outmods(ins, "f64" if is64 else "f32")
         return run
     return build
 
@@ -177,11 +205,13 @@ def _build_fmas(is64):
 def _build_fixup(ftype):
     def build(ins, b, p):
         from .. import core
-        rd = [core.vsrc_reader(o) for o in ins.src[:3]]
+        rd = _readers(ins, ftype)
         wr = core.vwriter(ins.dst[0])
+        post = _outmods(ins, ftype)
 
         def run(b, g):
-            wr(b, g, div_fixup(rd[0](b, g), rd[1](b, g), rd[2](b, g), ftype))
+            v = div_fixup(rd[0](b, g), rd[1](b, g), rd[2](b, g), ftype)
+            wr(b, g, v if post is None else post(b, g, v))
         return run
     return build
 
