@@ -241,14 +241,18 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         m: int | None = None, n: int | None = None, k: int | None = None, batch: int | None = None,
         alpha: float | None = None, beta: float | None = None, device: str | Any = "emulator",
         target: str = "gfx906", kernel: str | None = None, seed: int = 0, verify: bool = True,
-        iterations: int = 1, strict: bool = False, waitcnt: str = "raise", **options: Any) -> RunResult:
+        iterations: int = 1, strict: bool = False, waitcnt: str = "raise", scales: tuple | None = None,
+        **options: Any) -> RunResult:
     """Compile ``module`` (unless already compiled), run it on ``device`` and check C.
 
     ``module``: MLIR text, an xDSL ``ModuleOp``, an upstream MLIR module, a
     :class:`~vlpc.pipeline.CompiledModule` or a :class:`~vlpc.pipeline.CompiledKernel`.
     ``a``, ``b``, ``c``: NumPy arrays (or nested lists) as stored (random when omitted);
     ``m``, ``n``, ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N)
-    for a kernel with a fused ``bias_row``/``bias_col`` epilogue.  A strided batched kernel
+    for a kernel with a fused ``bias_row``/``bias_col`` epilogue.  f16 and int8 kernels (the dot
+    kernels) take A and B of their type (C f32/f16/i32 as compiled), f32 alpha/beta (i32 for
+    int8 -> i32) and, when they dequantize, ``scales=(scale_row, scale_col)`` (random when
+    omitted); their reference and bound are :mod:`vlpc.dot_run`'s.  A strided batched kernel
     takes 3-D arrays (batch, rows, leading dimension), a 2-D array for an operand every
     product shares (batch stride 0), and ``batch`` when the count is dynamic; ``r.c`` is
     then (batch, M, N).  Buffers are sized exactly to the data (the last row ends at its
@@ -276,9 +280,12 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
     dtype_name = str(kern.launch_info.get("dtype", "f32"))
-    if dtype_name not in _NP_DTYPE:  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py)
-        raise VlpcError(f"kernel {kern.name} computes {dtype_name} products: vlpc.run and vlpc run/bench do not "
-                        "run them yet; launch it with CompiledKernel.execute (as tests/dot_support.py does)")
+    if dtype_name not in _NP_DTYPE:  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py): vlpc/dot_run.py
+        return _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations,
+                        strict, waitcnt, bias)
+    if scales is not None:
+        raise VlpcError(f"kernel {kern.name} computes {dtype_name} products: scales are for int8 kernels that "
+                        "dequantize (int8 x int8 -> f32/f16)")
     dtype = _NP_DTYPE[dtype_name]
     a, b, c = (_as_array(name, x, dtype) for name, x in (("A", a), ("B", b), ("C", c)))
     p = resolve(kern, a, b, c, m, n, k, batch)
@@ -337,6 +344,48 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     result.error_ratio = v.worst
     result.verified = v.ok
     result.verdict = v
+    if not v.ok:
+        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
+    return result
+
+
+def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations, strict,
+             waitcnt, bias) -> RunResult:
+    """:func:`run` for an f16/int8 dot kernel (:mod:`vlpc.dot_run`)."""
+    from vlpc.dot_run import NP, run_dot, scalar_type, types_of
+    from vlpc.runtime import get_device
+
+    if bias is not None:
+        raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
+    ab, ct, _ = types_of(kern)
+    a, b = (_as_array(name, x, NP[ab]) for name, x in (("A", a), ("B", b)))
+    c = _as_array("C", c, NP[ct])
+    p = resolve(kern, a, b, c, m, n, k, batch)
+    kern.check_sizes(p.m, p.n, p.k)
+    check_leading_dimensions(kern.layout, p)
+    launch = kern.launch(p.m, p.n, p.k, p.batch or None)
+    st = scalar_type(kern)
+    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
+    if st is np.int32 and (al != int(al) or be != int(be) or not all(-2**31 <= x < 2**31 for x in (al, be))):
+        raise VlpcError(f"alpha={al} beta={be}: kernel {kern.name} (int8 -> i32) takes 32-bit integer alpha and beta")
+    al, be = (int(x) if st is np.int32 else x for x in (al, be))
+    dev_opts = {"target": kern.target_id} if kern.target_id else {}
+    if waitcnt != "raise":
+        if not isinstance(device, str):
+            raise VlpcError("waitcnt= applies to a device vlpc.run makes: pass get_device('emulator', "
+                            "waitcnt=...) as device instead")
+        if strict:
+            raise VlpcError("waitcnt='report' goes on past a missing s_waitcnt, strict=True stops at it: give one")
+        dev_opts["waitcnt"] = waitcnt
+    dev = get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
+    cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
+                                         iterations=iterations, scales=scales)
+    result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
+                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs)
+    if v is None:
+        return result
+    result.max_abs_error, result.tolerance, result.error_ratio = v.max_abs_error, v.max_bound, v.worst
+    result.verified, result.verdict = v.ok, v
     if not v.ok:
         raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
     return result

@@ -266,15 +266,31 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, bet
 
     shapes = storage_shapes(layout, p)
     rng = np.random.default_rng(0)
-    bufs = [dev.upload(rng.standard_normal(shapes[name]).astype(dtype)) for name in "ABC"]
-    kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
-             np.int32(p.ldc), dtype(alpha), dtype(beta)]
+    dot = kernel.launch_info.get("dtype", "f32") in ("f16", "i8")
+    peak_factor = 1.0
+    if dot:  # f16/int8 through the dot instructions (vlpc/dot_run.py): their own types and peaks
+        from vlpc.dot_run import NP, scalar_type, types_of
+        ab, ct, dequant = types_of(kernel)
+        host = [(rng.integers(-128, 128, shapes[x]) if NP[t] is not np.float16 and t != "f32" else
+                 rng.standard_normal(shapes[x])).astype(NP[t]) for x, t in (("A", ab), ("B", ab), ("C", ct))]
+        if dequant:
+            host += [rng.uniform(1e-3, 2e-2, n).astype(np.float32) for n in (p.m, p.n)]
+        bufs = [dev.upload(x) for x in host]
+        st_ = scalar_type(kernel)
+        kargs = [*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
+                 np.int32(p.ldc), st_(alpha), st_(beta), *bufs[3:]]
+        peak_factor = 2.0 if ab == "f16" else 4.0  # v_dot2_f32_f16: 4 FLOP, v_dot4_i32_i8: 8 ops per lane
+    else:
+        bufs = [dev.upload(rng.standard_normal(shapes[name]).astype(dtype)) for name in "ABC"]
+        kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
+                 np.int32(p.ldc), dtype(alpha), dtype(beta)]
     try:
         if emulated and getattr(dev, "board", None) is not None:
             st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
             tm = st.timing
             flops = 2.0 * p.m * p.n * p.k
-            peak = dev.board.peak_flops_f32 / (dev.board.target.f64_rate_divisor if dtype is np.float64 else 1)
+            peak = peak_factor * dev.board.peak_flops_f32 / (dev.board.target.f64_rate_divisor
+                                                              if dtype is np.float64 else 1)
             tf = tm.tflops(flops)
             return BenchRow(p.m, p.n, p.k, modeled_us=tm.time_us, modeled_tflops=tf,
                             peak_share=tf * 1e12 / peak,
@@ -318,7 +334,7 @@ def cmd_bench(args) -> int:
         return run_energy_command(args, text, default_prefix(args.file), m=m, n=n, k=k)
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = compiled.kernel()
-    dtype = np.float32 if kernel.launch_info.get("dtype", "f32") == "f32" else np.float64
+    dtype = np.float64 if kernel.launch_info.get("dtype", "f32") == "f64" else np.float32  # (f16/i8: own types)
     if rb is not None:
         problems = [Problem(rb.n, rb.m, rb.k, rb.ldb, rb.lda, rb.ldc)]
         alpha, beta = rb.alpha, rb.beta

@@ -95,7 +95,15 @@ def cmd_run(args) -> int:
         raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
 
     layout = kernel.launch_info.get("layout", "NT")
-    dtype = np.float32 if kernel.launch_info.get("dtype", "f32") == "f32" else np.float64
+    dtype_name = str(kernel.launch_info.get("dtype", "f32"))
+    dtype = {"f32": np.float32, "f64": np.float64}.get(dtype_name, np.float32)  # alpha/beta (f16, int8: f32 or i32)
+    op_dtypes = {x: dtype for x in "ABC"}
+    int_scalars = False
+    if dtype_name in ("f16", "i8"):  # the dot kernels (vlpc/dot_run.py): A, B and C types differ
+        from vlpc.dot_run import NP, scalar_type, types_of
+        ab, ct, _ = types_of(kernel)
+        op_dtypes = {"A": NP[ab], "B": NP[ab], "C": NP[ct]}
+        int_scalars = scalar_type(kernel) is np.int32
     shapes = storage_shapes(layout, p)
     arrays: dict[str, np.ndarray | None] = {"A": None, "B": None, "C": None}
     if args.inputs:
@@ -103,8 +111,8 @@ def cmd_run(args) -> int:
             arr = _load_npy(x, name)
             rows, ld = shapes[name]
             static_ld = kernel.launch_info[f"static_ld{name.lower()}"]
-            if arr.dtype != dtype:
-                raise VlpcError(f"input {name} has dtype {arr.dtype}, expected {np.dtype(dtype).name}")
+            if arr.dtype != op_dtypes[name]:
+                raise VlpcError(f"input {name} has dtype {arr.dtype}, expected {np.dtype(op_dtypes[name]).name}")
             if (arr.ndim not in ((2, 3) if batched else (2,)) or arr.shape[-2] != rows
                     or (arr.shape[-1] != ld if static_ld >= 0 else arr.shape[-1] < ld)):
                 want = f"({rows}, {ld})" if not batched else f"(batch, {rows}, {ld}) or ({rows}, {ld})"
@@ -116,12 +124,19 @@ def cmd_run(args) -> int:
     kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     launch = kernel.launch(p.m, p.n, p.k, p.batch or None)
     scalars = {}
-    for name, given, default in (("alpha", args.alpha, 1.0), ("beta", args.beta, 0.5)):
+    # beta's default exercises the C term; an int8 -> i32 kernel takes integers (2)
+    for name, given, default in (("alpha", args.alpha, 1.0), ("beta", args.beta, 2 if int_scalars else 0.5)):
         fixed = getattr(kernel, name)  # a value the IR fixes (linalg accumulates: alpha = beta = 1)
         if fixed is not None and given is not None and given != fixed:
             raise VlpcError(f"--{name} {given} contradicts {name}={fixed} fixed by the IR")
         scalars[name] = fixed if fixed is not None else (given if given is not None else default)
     args.alpha, args.beta = scalars["alpha"], scalars["beta"]
+    if int_scalars:
+        for name in ("alpha", "beta"):
+            x = scalars[name]
+            if x != int(x) or not -2**31 <= x < 2**31:
+                raise VlpcError(f"--{name} {x}: kernel {kernel.name} (int8 -> i32) takes 32-bit integer alpha and beta")
+        args.alpha, args.beta = int(scalars["alpha"]), int(scalars["beta"])
     for name in ("alpha", "beta"):
         if not np.isfinite(scalars[name]) or abs(scalars[name]) > float(np.finfo(dtype).max):
             raise VlpcError(f"--{name} {scalars[name]} is not a finite {np.dtype(dtype).name}")
@@ -167,7 +182,8 @@ def cmd_run(args) -> int:
         warnings.simplefilter("always", WaitcntViolationWarning)
         try:
             r = run(kernel, arrays["A"], arrays["B"], arrays["C"], m=p.m, n=p.n, k=p.k, batch=p.batch or None,
-                    alpha=float(dtype(args.alpha)), beta=float(dtype(args.beta)), device=dev, seed=args.seed,
+                    alpha=args.alpha if int_scalars else float(dtype(args.alpha)),
+                    beta=args.beta if int_scalars else float(dtype(args.beta)), device=dev, seed=args.seed,
                     verify=args.verify, iterations=args.iterations)
             failure = None
         except VerificationError as e:

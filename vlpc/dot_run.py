@@ -1,0 +1,241 @@
+"""``vlpc.run`` / ``vlpc run`` for the f16 and int8 dot kernels (passes/gemm_to_gcn_dot.py).
+
+The f32/f64 path (:mod:`vlpc.api`, :mod:`vlpc.verify`) assumes one element type for A, B, C,
+alpha and beta.  The dot kernels mix them: A and B f16 with C f32 or f16 and f32 alpha/beta;
+A and B i8 with C i32 and i32 alpha/beta, or (W8A8 dequantization) C f32/f16 with f32
+alpha/beta and two more f32 vectors, ``scale_row`` (M) and ``scale_col`` (N).
+
+Buffers are exactly sized (the last row of each matrix ends its buffer); the gaps between
+rows are NaN (f16, f32 C) or a garbage pattern (i8: -77, i32: 0x5A5A5A5A), so a kernel that
+reads or writes past the matrices is caught.  Random inputs: f16 standard normal, i8
+uniform in [-128, 127], scales uniform in [1e-3, 2e-2].
+
+**Reference and bound** (README "f16 and int8 through the dot instructions"): float64 math on
+the inputs (every f16 product is exact in float64), BLAS's quick returns (alpha = 0 reads
+neither A nor B, beta = 0 does not read C).  int8 -> i32: exact, ``alpha * A B^T + beta * C``
+wrapped to 32 bits.  f16: ``gamma_n(2^-24) (|alpha| |A||B| + |beta||C|)`` with ``n = ceil(K/2)
++ S L + 2`` (one rounding per dot instruction, per addition of split-K / local-split
+partials, and the epilogue's two; Higham 2002 eq. 3.4).  Dequantized int8: the exact i32 sum,
+then conversion, two scale products, beta * C and the FMA: ``gamma_5(2^-24)`` times the
+magnitudes.  f16 C adds its rounding to f16: ``2^-11 |result| + 2^-25``.  C's padding must
+keep its bits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from vlpc.errors import VlpcError
+from vlpc.verify import Problem, Verdict, geometries, op_matrices, pack
+
+#: NumPy types of the dot kernels' element types.
+NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
+#: Padding of each element type (NaN for floats, a garbage pattern for integers).
+PAD = {"f16": np.nan, "f32": np.nan, "i8": -77, "i32": 0x5A5A5A5A}
+
+U32 = 2.0 ** -24
+U16 = 2.0 ** -11
+
+
+def gamma(n: int, u: float) -> float:
+    return n * u / (1 - n * u)
+
+
+def types_of(kernel) -> tuple[str, str, bool]:
+    """(A/B type, C type, dequantizing) of a dot kernel."""
+    li = kernel.launch_info
+    ab, ct = str(li.get("dtype")), str(li.get("c_dtype", "f32"))
+    return ab, ct, ab == "i8" and ct != "i32"
+
+
+def scalar_type(kernel) -> type:
+    """NumPy type of alpha and beta: i32 for int8 -> i32, else f32."""
+    ab, ct, _ = types_of(kernel)
+    return np.int32 if ab == "i8" and ct == "i32" else np.float32
+
+
+def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
+              pieces: int = 1, scales: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) per element, (batches, M, N), for ``op_a`` (batches, M, K) and ``op_b``
+    (batches, K, N) as stored types; see the module docstring."""
+    k = op_a.shape[2]
+    if ab == "i8" and scales is None:
+        prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)) if alpha != 0 else 0
+        res = np.int64(alpha) * prod + (np.int64(beta) * c0.astype(np.int64) if beta != 0 else 0)
+        res = ((res + 2**31) % 2**32 - 2**31).astype(np.int64) + np.zeros(c0.shape, np.int64)
+        return res, np.zeros(res.shape)
+    with np.errstate(all="ignore"):
+        if ab == "i8":  # W8A8: exact integer sum, then scaled in f32
+            prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)).astype(np.float64)
+            sr, sc = (np.asarray(x, np.float64) for x in scales)
+            d = sr[None, :, None] * sc[None, None, :] * prod if alpha != 0 else np.zeros(prod.shape)
+            exp = alpha * d
+            mag = abs(alpha) * np.abs(d)
+            n_round = 5
+        else:
+            a64, b64 = op_a.astype(np.float64), op_b.astype(np.float64)
+            exp = alpha * (a64 @ b64) if alpha != 0 else np.zeros(c0.shape)
+            mag = abs(alpha) * (np.abs(a64) @ np.abs(b64)) if alpha != 0 else np.zeros(c0.shape)
+            n_round = -(-k // 2) + pieces + 2
+        if beta != 0:
+            exp = exp + beta * c0.astype(np.float64)
+            mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
+    bound = gamma(n_round, U32) * mag
+    if ct == "f16":
+        bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+    return exp, bound
+
+
+class DotVerdict(Verdict):
+    """A :class:`vlpc.verify.Verdict` whose summary names the dot kernels' bound."""
+
+    def summary(self) -> str:
+        if self.max_bound == 0.0 and not np.isinf(self.worst):
+            return "int8 -> i32 results exact (compared bit for bit with NumPy int64 math wrapped to 32 bits)"
+        worst = "a wrong NaN/Inf" if np.isinf(self.worst) else f"{self.worst:.3g} x the bound"
+        return (f"max error {worst} (max abs error {self.max_abs_error:.3e}, largest bound {self.max_bound:.3e}: "
+                "f32 accumulation of exact f16 (or int8) products, gamma_n(2^-24) bound of vlpc/dot_run.py)")
+
+
+def check(layout: str, p: Problem, ab: str, ct: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray,
+          out: np.ndarray, alpha, beta, pieces: int = 1, scales: tuple | None = None) -> Verdict:
+    """C after the launch (flat ``out``) against :func:`reference` of the flat buffers as launched."""
+    g = geometries(layout, p)
+    op_a, op_b = op_matrices(layout, p, a, b)
+    cm = g["C"].matrices(c0)
+    ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales)
+    got = g["C"].matrices(out)
+    if ct == "i32":
+        bad = got.astype(np.int64) != ref
+        err = np.abs(got.astype(np.int64) - ref).astype(np.float64)
+        ratio = np.where(bad, np.inf, 0.0)
+        fin = np.ones(ref.shape, bool)
+    else:
+        got = got.astype(np.float64)
+        fin = np.isfinite(ref)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            err = np.abs(got - ref)
+            ok = np.where(fin, err <= bound, (got == ref) | (np.isnan(got) & np.isnan(ref)))
+            ratio = np.where(fin, err / np.where(bound > 0, bound, np.inf), 0.0)
+            ratio = np.where((~ok & ~fin) | np.isnan(ratio), np.inf, ratio)
+        bad = ~ok
+    finite_err = err[fin & np.isfinite(err)]
+    v = DotVerdict(ok=True, elements=int(ref.size), bad=int(bad.sum()), worst=float(ratio.max(initial=0.0)),
+                max_abs_error=float(finite_err.max(initial=0.0)), max_bound=float(bound[fin].max(initial=0.0)),
+                reference=ref, bound=bound)
+    if v.bad:
+        z, i, j = (int(x) for x in np.argwhere(bad)[0])
+        where = f"C[{z}][{i},{j}]" if p.batch else f"C[{i},{j}]"
+        v.first_bad = f"{where} = {got[z, i, j]!r}, expected {ref[z, i, j]!r} (bound {bound[z, i, j]:.3e})"
+    outside = g["C"].outside(out.size)
+    if outside.any():
+        uint = {2: np.uint16, 4: np.uint32}[out.itemsize]
+        changed = outside & (out.view(uint) != c0.view(uint))
+        v.padding_modified = int(changed.sum())
+        if v.padding_modified:
+            off = int(np.argmax(changed))
+            v.first_padding = f"first at element {off} of C's buffer: {c0[off]!r} became {out[off]!r}"
+    v.ok = not v.bad and not v.padding_modified
+    return v
+
+
+def _buffers(layout: str, p: Problem, ab: str, ct: str, arrays: dict, rng: np.random.Generator) -> dict:
+    out = {}
+    for name, geom in geometries(layout, p).items():
+        t = ab if name in "AB" else ct
+        arr = arrays.get(name)
+        if arr is None:
+            flat = np.full(geom.size, PAD[t], NP[t])
+            nb = 1 if geom.stride == 0 else geom.batches
+            offs = geom.offsets()[:nb].reshape(-1)
+            if t in ("i8", "i32"):
+                lo, hi = (-128, 128) if t == "i8" else (-2**31, 2**31)
+                flat[offs] = rng.integers(lo, hi, offs.size).astype(NP[t])
+            else:
+                flat[offs] = rng.standard_normal(offs.size).astype(NP[t])
+        else:
+            arr = np.asarray(arr)
+            if arr.dtype != NP[t]:
+                raise VlpcError(f"operand {name} has dtype {arr.dtype}, the kernel takes {np.dtype(NP[t]).name}")
+            if arr.shape[-2] != geom.rows or arr.shape[-1] != geom.ld:
+                raise VlpcError(f"operand {name} has shape {arr.shape}, the kernel expects "
+                                f"{(geom.rows, geom.ld)} (rows x leading dimension, as stored)")
+            flat = pack(name, arr, geom, NP[t], fill=PAD[t])
+        out[name] = flat
+    return out
+
+
+def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, verify: bool = True,
+            iterations: int = 1, scales: tuple | None = None):
+    """Run a dot kernel (sizes resolved in ``p``) on ``device`` (a Device) and check C.
+    Returns ``(c, stats, wall, verdict or None, inputs)``: C (batches, M, N) as NumPy, the
+    last launch's statistics, the best wall time, the check, and the operands as launched."""
+    from vlpc.runtime import load_code_object
+
+    ab, ct, dequant = types_of(kern)
+    layout = kern.layout
+    rng = np.random.default_rng(seed)
+    flat = _buffers(layout, p, ab, ct, {"A": a, "B": b, "C": c}, rng)
+    if dequant:
+        if scales is None:
+            scales = (rng.uniform(1e-3, 2e-2, p.m).astype(np.float32), rng.uniform(1e-3, 2e-2, p.n).astype(np.float32))
+        scales = tuple(np.ascontiguousarray(x, np.float32) for x in scales)
+        if scales[0].shape != (p.m,) or scales[1].shape != (p.n,):
+            raise VlpcError(f"scales must be f32 vectors of M = {p.m} and N = {p.n} values, got shapes "
+                            f"{scales[0].shape} and {scales[1].shape}")
+    elif scales is not None:
+        raise VlpcError(f"kernel {kern.name} does not dequantize (int8 with f32/f16 C): do not pass scales")
+    st = scalar_type(kern)
+    host = dict(flat)
+    if dequant:
+        host["scale_row"], host["scale_col"] = scales
+    values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
+              "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
+    co = load_code_object(kern.code_object)
+    bufs: dict[str, Any] = {}
+    walls = []
+    stats = None
+    try:
+        for name, x in host.items():
+            bufs[name] = device.upload(x)
+        args = []
+        for arg in kern.kernargs:
+            name = arg.get(".name", "")
+            if name == "workspace" or str(arg.get(".value_kind", "")).startswith("hidden"):
+                continue
+            if name in bufs:
+                args.append(bufs[name])
+            elif name in ("alpha", "beta"):
+                args.append(st(alpha if name == "alpha" else beta))
+            elif name in values:
+                if not 0 <= values[name] < 2**31:
+                    raise VlpcError(f"{name}={values[name]} does not fit the kernel's 32-bit argument {name}")
+                args.append(np.int32(values[name]))
+            else:
+                raise VlpcError(f"kernel {kern.name} takes an argument '{name}' vlpc does not know how to pass")
+        for it in range(max(1, iterations)):
+            if it:
+                device.write(bufs["C"], flat["C"])
+            t0 = time.perf_counter()
+            stats = kern.execute(device, co, args, p.m, p.n, p.k, p.ldc, p.batch or None)
+            walls.append(time.perf_counter() - t0)
+        out = device.download(bufs["C"], NP[ct], flat["C"].shape)
+    finally:
+        for buf in bufs.values():
+            device.free(buf)
+    cm = np.ascontiguousarray(geometries(layout, p)["C"].matrices(out))
+    verdict = None
+    if verify:
+        pieces = kern.split_k * kern.local_split
+        verdict = check(layout, p, ab, ct, flat["A"], flat["B"], flat["C"], out, alpha, beta, pieces,
+                        scales if dequant else None)
+    inputs = {name: flat[name] for name in "ABC"}
+    if dequant:
+        inputs["scale_row"], inputs["scale_col"] = scales
+    return cm, stats, min(walls), verdict, inputs
+
+
+__all__ = ["check", "reference", "run_dot", "scalar_type", "types_of"]
