@@ -107,7 +107,7 @@ def _linearize(kernel: gcn.KernelOp) -> tuple[list[Operation], list[tuple[int, i
     def walk(block: Block) -> None:
         for o in block.ops:
             order.append(o)
-            if isinstance(o, gcn.LoopOp):
+            if _op_class(type(o))[0]:  # a loop
                 start = len(order) - 1
                 walk(o.body.block)
                 loops.append((start, len(order) - 1, o))
@@ -123,7 +123,7 @@ def _insert_back_edge_copies(kernel: gcn.KernelOp) -> None:
     computed before the current one's last use, they cannot share it, so the back
     edge gets a copy (LLVM's PHI elimination does the same).
     """
-    for loop in [o for o in kernel.body.walk() if isinstance(o, gcn.LoopOp)]:
+    for loop in _loops_in(kernel.body):
         block = loop.body.block
         back = block.last_op
         assert isinstance(back, gcn.LoopBackOp)
@@ -149,6 +149,19 @@ def _insert_back_edge_copies(kernel: gcn.KernelOp) -> None:
             back.operands = new_yield
 
 
+def _loops_in(region) -> list[gcn.LoopOp]:
+    """The ``gcn.loop`` ops in ``region``, in walk order (as ``[o for o in region.walk() if
+    isinstance(o, gcn.LoopOp)]``, without a generator per op)."""
+    out = []
+    for block in region.blocks:
+        for o in block.ops:
+            if _op_class(type(o))[0]:
+                out.append(o)
+            for r in o.regions:
+                out += _loops_in(r)
+    return out
+
+
 def _top_level(op: Operation, block: Block) -> Operation:
     while op.parent_block() is not block:
         op = op.parent_op()
@@ -167,6 +180,21 @@ def _op_class(cls: type) -> tuple[bool, bool, bool]:
         info = _OP_CLASS[cls] = (issubclass(cls, gcn.LoopOp), clobber,
                                  inst and not clobber and not issubclass(cls, gcn.PseudoOp | gcn.LoopOp))
     return info
+
+
+# Per operation class: which register tie it makes (gcn.subreg, gcn.reg_sequence, a global
+# load that may merge into a value), looked up once per class.
+_NO_TIE, _SUBREG, _REG_SEQUENCE, _GLOBAL_LOAD = range(4)
+_TIE_KIND: dict[type, int] = {}
+
+
+def _tie_kind(cls: type) -> int:
+    kind = _TIE_KIND.get(cls)
+    if kind is None:
+        kind = _TIE_KIND[cls] = (_SUBREG if issubclass(cls, gcn.SubregOp) else
+                                 _REG_SEQUENCE if issubclass(cls, gcn.RegSequenceOp) else
+                                 _GLOBAL_LOAD if issubclass(cls, gcn.GlobalLoadBase) else _NO_TIE)
+    return kind
 
 
 # Per type class: "s" (SGPRs), "v" (VGPRs) or None (not a register range to allocate).
@@ -273,16 +301,21 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
         if not union(vid[id(v)], vid[id(u)], delta):
             raise op_error(at, f"internal error in gcn-allocate-registers: conflicting register ties ({why})")
 
+    loads = []
     for o in order:
-        if isinstance(o, gcn.SubregOp):
-            join(o.result, o.source, o.offset.value.data, "subreg", o)
-        elif isinstance(o, gcn.RegSequenceOp):
+        tie = _tie_kind(type(o))
+        if tie == _SUBREG:  # (its one result, its one operand, the source)
+            join(o.results[0], o.operands[0], o.properties["offset"].value.data, "subreg", o)
+        elif tie == _REG_SEQUENCE:  # (its operands are the parts)
             off = 0
-            for part in o.parts:
-                join(part, o.result, off, "reg_sequence", o)
+            result = o.results[0]
+            for part in o.operands:
+                join(part, result, off, "reg_sequence", o)
                 off += part.type.n
-    for o in order:
-        if isinstance(o, gcn.GlobalLoadBase) and o.merge is not None:
+        elif tie == _GLOBAL_LOAD:
+            loads.append(o)
+    for o in loads:
+        if o.merge is not None:
             join(o.vdst, o.merge, 0, "load merge", o)
     for s0, e0, loop in loops:
         block = loop.body.block
