@@ -21,19 +21,25 @@ Otherwise the instruction runs here:
   ``V_MIN_F32`` pseudo-code, with -0 < +0).  These follow the ISA pseudo-code in
   every mode (``v_med3_f32`` with a NaN operand is ``v_min3_f32`` of the three).
 * FP_ROUND: the directed modes are emulated for ``v_add/sub/subrev/mul_f32``,
-  ``v_fma_f32``, ``v_fmac_f32``, ``v_add_f64`` and ``v_mul_f64`` (:mod:`.rounding`);
-  any other float instruction that runs under a directed mode stops with
-  UnsupportedInstruction naming it.
+  ``v_fma_f32``, ``v_fmac_f32``, ``v_add_f64`` and ``v_mul_f64`` (:mod:`.rounding`), and
+  composed of those roundings for the unfused ``v_mad/mac/madak/madmk/mad_legacy_f32``
+  (the product rounded, then the sum), ``v_mul_legacy_f32`` and ``v_ldexp_f32``
+  (:data:`DIRECTED`); compares, min/max, rounding to integral values, conversions to
+  integers and widening conversions are exact (:data:`_EXACT`) and run in any mode; any
+  other float instruction that runs under a directed mode stops with
+  UnsupportedInstruction naming it (``tools/float_mode_audit.py --round`` lists them).
 
 Conversions: ``v_cvt_f16_f32`` flushes its source by the f32 mode and its result by
-the f16/f64 mode, ``v_cvt_f32_f16`` its source by the f16/f64 mode; the ``v_cvt_*``
+the f16/f64 mode, ``v_cvt_f32_f16`` its source by the f16/f64 mode (and reads it as an
+f16: ``abs``/``neg`` on bit 15, inline constants in f16); the ``v_cvt_*``
 from integers have nothing to flush (results are never denormal) but round under a
 directed FP_ROUND mode (:mod:`.rounding`), as do ``v_cvt_f32_f64`` and ``v_cvt_f16_f32``.
 
-Not covered here (their semantics ignore the mode): ``v_cmp_class_*`` (it tests the
-raw operand), ``v_frexp_*``, ``v_rcp_iflag_f32``, the packing conversions
-(``v_cvt_pkrtz``: round toward zero by definition; ``v_cvt_pknorm``: integer results)
-and the bit moves.
+Not covered here: ``v_cmp_class_*`` (it tests the raw operand), ``v_frexp_*`` and
+``v_rcp_iflag_f32`` (their semantics ignore the mode), the packing conversions
+(:mod:`.convert`: ``v_cvt_pkrtz`` rounds toward zero by definition but flushes by the
+modes) and the bit moves.  ``tools/float_mode_audit.py`` checks every float form of
+the table against the denorm, IEEE, DX10-clamp and round fields.
 """
 
 from __future__ import annotations
