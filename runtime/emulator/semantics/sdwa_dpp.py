@@ -25,8 +25,13 @@ The wave's float mode (MODE register) applies as in the plain forms (:mod:`.vop_
 flushed to a signed zero when FP_DENORM flushes inputs, results when it flushes
 outputs (``v_mac_f32`` never keeps f32 denormals); ``clamp`` turns NaN into 0 only under
 DX10_CLAMP; ``v_min/max_f32`` follow the ISA pseudo-code (IEEE mode: a signalling NaN
-operand returns quieted; -0 < +0); the directed FP_ROUND modes are emulated for
-``v_add/sub/subrev/mul_f32`` (:mod:`.rounding`) and refused by name for the others.
+operand returns quieted; -0 < +0; the f16 ones too, on the bits); the directed FP_ROUND
+modes are emulated as in the plain forms (:data:`.vop_float.DIRECTED`, f16 results by
+FP_ROUND_16_64), exact operations run in any mode, the others are refused by name.
+f16 results get the SDWA ``clamp``/``omod`` output modifiers like f32 ones (GFX9 DPP has
+no output modifiers); ``v_cvt_f16_f32``/``v_cvt_f32_f16`` use their source and result
+types (neg/abs bit, flush field, modifiers); an f16 source reads an inline float
+constant in its f16 encoding.
 """
 
 from __future__ import annotations
