@@ -20,10 +20,13 @@ ARCH="${HIP_ARCH:-gfx906}"
 V5_KERNELS="saxpy grid2d kernarg_dump"
 mkdir -p "$OUT"
 if [ "$#" -gt 0 ]; then names="$*"; else names="$(cd "$HERE" && ls *.hip | sed 's/\.hip$//')"; fi
+FTZ_KERNELS="ftz"   # built with f32 denormals flushed (descriptor FLOAT_DENORM_MODE_32 = 0)
 for name in $names; do
   src="$HERE/$name.hip"
+  extra=""
+  case " $FTZ_KERNELS " in *" $name "*) extra="-fgpu-flush-denormals-to-zero" ;; esac
   HIP_PLATFORM=amd "$HIPCC" --offload-arch="$ARCH" --cuda-device-only --no-gpu-bundle-output \
-      -O3 -c "$src" -o "$OUT/$name.hsaco"
+      -O3 $extra -c "$src" -o "$OUT/$name.hsaco"
   echo "built $OUT/$name.hsaco"
   case " $V5_KERNELS " in
     *" $name "*)
