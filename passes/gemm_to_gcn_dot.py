@@ -52,8 +52,11 @@ plan surrogate is fitted to the f32/f64 kernels).  A split of K across the wavef
 of a workgroup (``local-split``) reduces through LDS (:meth:`DotKernelBuilder._local_reduce`):
 the decode GEMV plan (M = 1..16) uses it.
 
-Not (yet) for these types: atomic split-K, the bias/relu/gelu epilogues, the ``lds`` strategy
-and the ``seed`` schedule.
+Fused epilogue (f16 products, C f32 or f16): ``bias_row`` / ``bias_col`` (an f16 vector read
+with ``global_load_ushort`` and widened with ``v_cvt_f32_f16``; kernel argument ``bias`` after
+beta) and ``relu`` (``v_max_f32``), in order, on ``alpha * acc + beta * C`` in f32 before the
+store.  Not (yet) for these types: ``gelu``, epilogues of int8 products, atomic split-K, the
+``lds`` strategy and the ``seed`` schedule.
 """
 
 from __future__ import annotations
@@ -78,17 +81,21 @@ from vlpc.passes.sqc_k_step import a_batches, k_step_events, run_k_step
 #: groups of 16 rows sum in two chunks of 8 rows; two such workgroups fit a CU's 64 KiB.
 DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
+#: Fused epilogue operations of the f16 dot kernels (gelu: f32/f64 only).
+DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu")
+
 #: A and B element types this module compiles.
 DOT_DTYPES = tuple(DOT_PACK)
 
 _C_TYPE_NAMES = {"f32": "float", "f16": "half", "i32": "int", "i8": "char"}
 
 
-def dot_kernarg_layout(shape: GemmShape, workspace: bool = False) -> list[dict]:
+def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = False) -> list[dict]:
     """The kernel arguments of a dot kernel (byte offsets as the f32 kernel's):
     A, B, C pointers at 0, 8, 16; M, N, K, lda, ldb, ldc (i32, elements) at 24..44;
     alpha, beta at 48, 52 (f32 for f16 inputs and dequantized int8, i32 for int8 -> i32);
-    dequantized int8 (C f32/f16) adds the scale_row and scale_col pointers at 56, 64; a strided
+    dequantized int8 (C f32/f16) adds the scale_row and scale_col pointers at 56, 64; a bias
+    epilogue (f16) the bias pointer at 56; a strided
     batch adds stride_a, stride_b, stride_c (i32, elements) after those (56 or 72); a split-K plan
     (``workspace``) adds the workspace pointer (f32 or i32 partials) last, at 56 or 72."""
     ab = _C_TYPE_NAMES[shape.dtype]
@@ -103,6 +110,9 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False) -> list[dict]:
     if dequant:
         args += [("scale_row", 56, 8, "global_buffer", "float*"), ("scale_col", 64, 8, "global_buffer", "float*")]
         off = 72
+    if bias:
+        args.append(("bias", off, 8, "global_buffer", f"{ab}*"))
+        off += 8
     if shape.batch != 0:
         args += [(n, off + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
         off += 16
@@ -126,9 +136,10 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
         raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A "
                        "(A stored M x K) and, for int8, in B too (layout NT: B stored N x K); f16 also "
                        "takes layout NN (B stored K x N, two rows packed per register)")
-    if mm.epilogue_ops():
-        raise op_error(mm, f"fused epilogues are f32/f64 only (this {s.dtype} product has "
-                       f"{', '.join(mm.epilogue_ops())})")
+    bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.dtype != "f16"]
+    if bad:
+        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col and relu "
+                       f"for f16 products (bias f16, C f32 or f16); this is an {s.dtype} product with C {s.c_type}")
     if (mm.get_int("split_k") or 1) > 1 and mm.split_mode is not None and mm.split_mode.data != "workspace":
         raise op_error(mm, f"split-k={mm.get_int('split_k')} mode={mm.split_mode.data}: {s.dtype} products are "
                        "split across workgroups in workspace mode only (f32/i32 partials, a reduce kernel)")
@@ -201,7 +212,7 @@ class DotKernelBuilder:
         self.late = schedule != "cover" and mm.layout.data[1] == "T"
 
     def kernargs(self) -> list[dict]:
-        return dot_kernarg_layout(self.shape, workspace=self.split > 1)
+        return dot_kernarg_layout(self.shape, workspace=self.split > 1, bias=self.mm.bias is not None)
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -638,6 +649,31 @@ class DotKernelBuilder:
                 e(gcn.SCmpLeU32Op(shift, r))
                 e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
 
+        # Fused epilogue (f16 inputs: bias_row / bias_col, an f16 vector widened to f32, and
+        # relu), applied to alpha * acc + beta * C in f32 before the store (and its f16 rounding).
+        epi = self.mm.epilogue_ops()
+        bias_col = bias_row_ptr = None
+        if epi and self.mm.bias is not None:
+            bias_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst
+            if "bias_col" in epi:
+                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
+                base = e.add64(bias_ptr, e.mul(wg_x, mt_n * 2), 0, comment="bias + col0")
+                bias_col = e(gcn.VCvtF32F16Op(e(gcn.GlobalLoadUshortOp(
+                    e(gcn.VLshlrevB32Op(1, tid)).vdst, base, comment="bias[n]")).vdst)).vdst
+            if "bias_row" in epi:
+                bias_row_ptr = e.add64(bias_ptr, *e.mul64(row0, 2), comment="bias + row0")
+                v_zero = e(gcn.VMovB32Op(0)).vdst  # every lane reads bias[row] (a uniform address)
+
+        def apply_epilogue(out: SSAValue, brow: SSAValue | None) -> SSAValue:
+            for x in epi:
+                if x == "bias_row":
+                    out = e(gcn.VAddF32Op(brow, out)).vdst
+                elif x == "bias_col":
+                    out = e(gcn.VAddF32Op(bias_col, out)).vdst
+                elif x == "relu":
+                    out = e(gcn.VMaxF32Op(out)).vdst
+            return out
+
         group = 16
         row_ptr = c_tile
         for g0 in range(0, mi_m, group):
@@ -650,6 +686,11 @@ class DotKernelBuilder:
             if shift is not None and g0:
                 e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
             zeros = [e(gcn.VMovB32Op(0)).vdst for _ in rows]
+            brows: list = [None] * len(rows)
+            if bias_row_ptr is not None:  # bias[row0 + r] for the group's rows, before the C loads
+                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+                brows = [e(gcn.GlobalLoadUshortOp(v_zero, bias_row_ptr, offset=2 * r, comment=f"bias[row {r}]")).vdst
+                         for r in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
                 if shift is not None or i == 0:
@@ -666,6 +707,9 @@ class DotKernelBuilder:
                         c = e(gcn.VCvtF32F16Op(c)).vdst
                     t = e(gcn.VMulF32Op(beta, c)).vdst
                     out = e(gcn.VFmaF32Op(acc[r], alpha, t)).vdst
+                    if brows[i] is not None:
+                        brows[i] = e(gcn.VCvtF32F16Op(brows[i])).vdst
+                    out = apply_epilogue(out, brows[i])
                     if c_type == "f16":
                         out = e(gcn.VCvtF16F32Op(out)).vdst
                 e(c_store(voff_c, out, ptr))
@@ -689,7 +733,8 @@ class DotKernelBuilder:
         if s.batch != 0 or (self.role == "main" and self.split > 1):
             roles.append("workgroup_id_z")
         kernel_interface(kernel, self.mm, [*roles, "workitem_id_x", "exec"], self.kernargs(), self.wg_size[0],
-                         (self.mt_m, self.mt_n), self.k_step, epilogue="", batch=s.batch, c_dtype=s.c_type,
+                         (self.mt_m, self.mt_n), self.k_step, epilogue=",".join(self.mm.epilogue_ops()),
+                         batch=s.batch, c_dtype=s.c_type,
                          k_pack=self.pack, static_stride_a=s.stride_a, static_stride_b=s.stride_b,
                          static_stride_c=s.stride_c, **extra)
         return kernel

@@ -446,6 +446,54 @@ def test_cli_run_and_bench_dot_examples(capsys):
     assert abs(share - 100 * tops * 1e12 / peak) < 0.1
 
 
+def epilogue_source(m, n, k, ct, epi, bias_len, ab="f16"):
+    ta, tb, tc = f"memref<{m}x{k}x{ab}>", f"memref<{n}x{k}x{ab}>", f"memref<{m}x{n}x{ct}>"
+    attrs = 'layout = "NT", epilogue = [' + ", ".join(f'"{x}"' for x in epi) + "]"
+    s = SCALAR[ab] if ct != "f32" or ab != "i8" else "f32"
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}, %bias: memref<{bias_len}x{ab}>) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta bias(%bias : memref<{bias_len}x{ab}>) {{{attrs}}}"
+            f" : {ta}, {tb}, {tc}, {s}, {s}\n  func.return\n}}\n")
+
+
+@pytest.mark.parametrize("epi, split", [(("bias_col", "relu"), 1), (("relu", "bias_row"), 1), (("bias_row", "relu"), 3)])
+def test_f16_bias_relu_epilogue(epi, split):
+    """f16 products fuse bias_row / bias_col (an f16 vector) and relu, in order, on
+    alpha * A B^T + beta * C in f32 before the store (split-K: in the reduce kernel).  C f32
+    against NumPy (bias add: one more rounding, relu(NaN) = 0); C f16 through vlpc.run's check."""
+    m, n, k = 70, 100, 38
+    blen = m if "bias_row" in epi else n
+    kern = vlpc.compile(epilogue_source(m, n, k, "f32", epi, blen), split_k=split).kernel("g")
+    assert kern.launch_info["epilogue"] == ",".join(epi)
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal(x).astype(np.float16) for x in ((m, k), (n, k)))
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    bias = rng.standard_normal(blen).astype(np.float16)
+    r = vlpc.run(kern, a, b, c, alpha=0.75, beta=1.5, bias=bias, strict=True)
+    exp, bound = reference(a, b, c, 0.75, 1.5, split)
+    for x in epi:
+        if x == "relu":
+            exp = np.maximum(exp, 0.0)
+        else:
+            exp = exp + (bias.astype(np.float64)[:, None] if x == "bias_row" else bias.astype(np.float64)[None, :])
+            bound = bound * (1 + 2.0 ** -24) + 2.0 ** -24 * np.abs(exp)
+    assert_close(r.c, exp, bound)
+    assert epi[-1] != "relu" or (r.c.min() >= 0 and (r.c == 0).any())
+    k16 = vlpc.compile(epilogue_source(m, n, k, "f16", epi, blen), split_k=split).kernel("g")
+    r16 = vlpc.run(k16, alpha=0.75, beta=1.5, strict=True)
+    assert r16.verified and r16.c.dtype == np.float16
+
+
+@pytest.mark.parametrize("text, words", [
+    (epilogue_source(64, 64, 32, "f32", ("gelu",), 64).replace(", %bias: memref<64xf16>", "").replace(
+        " bias(%bias : memref<64xf16>)", ""), "the gelu epilogue is f32 only"),
+    (epilogue_source(64, 64, 32, "i32", ("bias_col",), 64, ab="i8"), "this is an i8 product with C i32"),
+])
+def test_dot_epilogues_refused_with_location(text, words):
+    with pytest.raises(VlpcError) as e:
+        vlpc.compile(text, filename="t.mlir")
+    assert words in str(e.value) and "t.mlir:" in str(e.value)
+
+
 def dequant_source(m, n, k, lda, ldb, ct="f32"):
     ta, tb, tc = (f"memref<{m}x{k}xi8, strided<[{lda}, 1]>>", f"memref<{n}x{k}xi8, strided<[{ldb}, 1]>>",
                   f"memref<{m}x{n}x{ct}>")

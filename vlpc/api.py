@@ -355,8 +355,6 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     from vlpc.dot_run import NP, run_dot, scalar_type, types_of
     from vlpc.runtime import get_device
 
-    if bias is not None:
-        raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
     ab, ct, _ = types_of(kern)
     a, b = (_as_array(name, x, NP[ab]) for name, x in (("A", a), ("B", b)))
     c = _as_array("C", c, NP[ct])
@@ -379,7 +377,7 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
         dev_opts["waitcnt"] = waitcnt
     dev = get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
     cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                         iterations=iterations, scales=scales)
+                                         iterations=iterations, scales=scales, bias=bias)
     result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
                        stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs)
     if v is None:

@@ -58,9 +58,12 @@ def scalar_type(kernel) -> type:
 
 
 def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
-              pieces: int = 1, scales: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+              pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """(expected, bound) per element, (batches, M, N), for ``op_a`` (batches, M, K) and ``op_b``
-    (batches, K, N) as stored types; see the module docstring."""
+    (batches, K, N) as stored types; see the module docstring.  ``epilogue`` (f16 products):
+    ``bias_row`` / ``bias_col`` add the f16 ``bias`` (one rounding: the bound becomes
+    ``e (1 + u) + u |y|``), ``relu`` is max(x, 0) with relu(NaN) = 0 (1-Lipschitz: ``e``)."""
     k = op_a.shape[2]
     if ab == "i8" and scales is None:
         prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)) if alpha != 0 else 0
@@ -84,6 +87,13 @@ def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, a
             exp = exp + beta * c0.astype(np.float64)
             mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
     bound = gamma(n_round, U32) * mag
+    for x in epilogue:
+        if x in ("bias_row", "bias_col"):
+            bv = np.asarray(bias, np.float64)
+            exp = exp + (bv[None, :, None] if x == "bias_row" else bv[None, None, :])
+            bound = bound * (1 + U32) + U32 * np.abs(exp)
+        elif x == "relu":
+            exp = np.where(np.isnan(exp), 0.0, np.maximum(exp, 0.0))
     if ct == "f16":
         bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
     return exp, bound
@@ -101,12 +111,13 @@ class DotVerdict(Verdict):
 
 
 def check(layout: str, p: Problem, ab: str, ct: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray,
-          out: np.ndarray, alpha, beta, pieces: int = 1, scales: tuple | None = None) -> Verdict:
+          out: np.ndarray, alpha, beta, pieces: int = 1, scales: tuple | None = None, epilogue=(),
+          bias: np.ndarray | None = None) -> Verdict:
     """C after the launch (flat ``out``) against :func:`reference` of the flat buffers as launched."""
     g = geometries(layout, p)
     op_a, op_b = op_matrices(layout, p, a, b)
     cm = g["C"].matrices(c0)
-    ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales)
+    ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales, epilogue, bias)
     got = g["C"].matrices(out)
     if ct == "i32":
         bad = got.astype(np.int64) != ref
@@ -169,7 +180,7 @@ def _buffers(layout: str, p: Problem, ab: str, ct: str, arrays: dict, rng: np.ra
 
 
 def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, verify: bool = True,
-            iterations: int = 1, scales: tuple | None = None):
+            iterations: int = 1, scales: tuple | None = None, bias: np.ndarray | None = None):
     """Run a dot kernel (sizes resolved in ``p``) on ``device`` (a Device) and check C.
     Returns ``(c, stats, wall, verdict or None, inputs)``: C (batches, M, N) as NumPy, the
     last launch's statistics, the best wall time, the check, and the operands as launched."""
@@ -188,10 +199,22 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
                             f"{scales[0].shape} and {scales[1].shape}")
     elif scales is not None:
         raise VlpcError(f"kernel {kern.name} does not dequantize (int8 with f32/f16 C): do not pass scales")
+    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
+    wants_bias = [x for x in epi if x.startswith("bias")]
+    if wants_bias:
+        length = p.m if wants_bias[0] == "bias_row" else p.n
+        bias = (rng.standard_normal(length).astype(NP[ab]) if bias is None else np.ascontiguousarray(bias))
+        if bias.dtype != NP[ab] or bias.shape != (length,):
+            raise VlpcError(f"bias must be a vector of {length} {np.dtype(NP[ab]).name} values "
+                            f"({wants_bias[0]}), got {bias.dtype} {bias.shape}")
+    elif bias is not None:
+        raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
     st = scalar_type(kern)
     host = dict(flat)
     if dequant:
         host["scale_row"], host["scale_col"] = scales
+    if wants_bias:
+        host["bias"] = bias
     values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
               "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
     co = load_code_object(kern.code_object)
@@ -231,10 +254,12 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
     if verify:
         pieces = kern.split_k * kern.local_split
         verdict = check(layout, p, ab, ct, flat["A"], flat["B"], flat["C"], out, alpha, beta, pieces,
-                        scales if dequant else None)
+                        scales if dequant else None, epi, bias)
     inputs = {name: flat[name] for name in "ABC"}
     if dequant:
         inputs["scale_row"], inputs["scale_col"] = scales
+    if wants_bias:
+        inputs["bias"] = bias
     return cm, stats, min(walls), verdict, inputs
 
 
