@@ -428,3 +428,60 @@ def test_div_fixup_output_modifiers_and_f16_operands(dx10):
     assert run1("v_div_fixup_f16 v20, v10, 1.0, 1.0", [0x3C00]) == [0x3C00]
     assert run1("v_div_fixup_f16 v20, v10, -v11, v11", [0x3C00], [0x3C00]) == [0xBC00]
     assert run1("v_div_fixup_f16 v20, v10, v11, v11 mul:2", [0x3C00], [0x4000]) == [0x4000]
+
+
+# ---- v_fma_f64 under directed rounding ----------------------------------------------------------
+
+
+def _fraction_fma_directed(a: float, b: float, c: float, mode: int) -> float:
+    """The exact a*b + c (rational arithmetic) rounded per IEEE 754 (1 up, 2 down, 3 to zero)."""
+    import math
+    from fractions import Fraction
+    x = Fraction(a) * Fraction(b) + Fraction(c)
+    if x == 0:
+        return a * b + c
+    try:
+        r = x.numerator / x.denominator
+    except OverflowError:
+        r = math.inf if x > 0 else -math.inf
+    if math.isinf(r):
+        fmax = float(np.finfo(np.float64).max)
+        return r if (mode == 1 and x > 0) or (mode == 2 and x < 0) else (fmax if x > 0 else -fmax)
+    d = x - Fraction(r)
+    if (mode == 1 and d > 0) or (mode == 3 and d > 0 and r < 0):
+        return float(np.nextafter(r, math.inf))
+    if (mode == 2 and d < 0) or (mode == 3 and d < 0 and r > 0):
+        return float(np.nextafter(r, -math.inf))
+    return r
+
+
+@pytest.mark.parametrize("rb", [1, 2, 3])
+def test_fma_f64_directed_against_exact_rationals(rb):
+    from vlpc.runtime.emulator.semantics import rounding
+    rng = np.random.default_rng(rb)
+    n = 400
+    with np.errstate(all="ignore"):
+        a = rng.standard_normal(n) * 2.0 ** rng.integers(-600, 600, n)
+        b = rng.standard_normal(n) * 2.0 ** rng.integers(-600, 600, n)
+        c = -(a * b) * (1 + rng.standard_normal(n) * 2.0 ** -rng.integers(1, 60, n))   # cancellation
+        c[::3] = rng.standard_normal(n)[::3] * 2.0 ** rng.integers(-1074, 1000, n)[::3]
+    a[:4], b[:4], c[:4] = [1e308, 1e-200, 2.0 ** -1000, 3.0], [10, 1e-200, 2.0 ** -70, 1 / 3], [0, 0, 0, 1e-17]
+    ok = np.isfinite(c)
+    a, b, c = a[ok], b[ok], c[ok]
+    with np.errstate(all="ignore"):
+        got = rounding.directed("v_fma_f64", [a.view(np.uint64), b.view(np.uint64), c.view(np.uint64)], rb)
+    want = np.array([_fraction_fma_directed(float(x), float(y), float(z), rb) for x, y, z in zip(a, b, c)])
+    assert got.tolist() == want.view(np.uint64).tolist()
+
+
+@pytest.mark.parametrize("r64, low_word", [(0, 1), (1, 1), (2, 0), (3, 0)])
+def test_fma_f64_instruction_rounds_by_the_16_64_mode(r64, low_word):
+    # (1 + 2^-52) * 2^-53 + 1 = 1 + 2^-53 + 2^-105: just above the tie between 1 (low word 0)
+    # and 1 + 2^-52 (low word 1); both have the high word 0x3FF00000
+    a = np.array(1 + 2.0 ** -52).view(np.uint64)
+    b = np.array(2.0 ** -53).view(np.uint64)
+    body = "v_fma_f64 v[20:21], v[10:11], v[12:13], 1.0"
+    (lo, hi), _ = run_lanes(body, [np.full(64, a & 0xFFFFFFFF, np.uint32), np.full(64, a >> 32, np.uint32),
+                                   np.full(64, b & 0xFFFFFFFF, np.uint32), np.full(64, b >> 32, np.uint32)],
+                            n_out=2, mode=FloatMode(round_16_64=r64).register)
+    assert (int(hi[0]), int(lo[0])) == (0x3FF00000, low_word)

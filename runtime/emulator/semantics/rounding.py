@@ -8,7 +8,8 @@ round-to-nearest result ``r`` is then moved one step toward the requested direct
 when the exact residual ``(hi - r) + lo`` says it lies on the wrong side; overflow
 follows IEEE 754 (toward zero and away from the overflow side give the largest finite
 value).  Covered: ``v_add/sub/subrev/mul_f32``, ``v_fma_f32``, ``v_fmac_f32``,
-``v_add_f64``, ``v_mul_f64``, and the rounding conversions ``v_cvt_f32_i32/u32``,
+``v_add_f64``, ``v_mul_f64``, ``v_fma_f64`` (TwoProduct and TwoSum, exact rationals near
+underflow/overflow), and the rounding conversions ``v_cvt_f32_i32/u32``,
 ``v_cvt_f32_f64`` and ``v_cvt_f16_f32`` (their source is exact in f64;
 ``v_cvt_f64_i32/u32`` are exact); other float instructions stop under a directed mode.
 The sign of an exact zero sum follows round-to-nearest (-0 only from -0 + -0).
@@ -41,6 +42,8 @@ def _exact(mn, vals):
         else:
             x = np.asarray(v, np.uint64).view(F64)
         return x, np.zeros_like(x)
+    if mn == "v_fma_f64":
+        return _exact_fma64(*vals)
     if mn.endswith("_f64"):
         a, b = (np.asarray(v, np.uint64).view(F64) for v in vals[:2])
         return _two_sum(a, b) if mn == "v_add_f64" else _two_prod(a, b)
@@ -57,7 +60,42 @@ def _exact(mn, vals):
 
 
 DIRECTED = frozenset({"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_mul_f32", "v_fma_f32", "v_fmac_f32",
-                      "v_add_f64", "v_mul_f64", *_CONVERT})
+                      "v_add_f64", "v_mul_f64", "v_fma_f64", *_CONVERT})
+
+
+def _exact_fma64(a, b, c):
+    """``(hi, lo)`` for the f64 fma ``a * b + c``: ``hi`` a float next to the exact value and
+    ``lo`` carrying the sign of ``exact - hi`` (and ``|lo|`` below ``hi``'s ulp).  Error-free
+    transformations (TwoProduct, TwoSum) where they are exact, exact rational arithmetic in
+    the other lanes (near underflow or overflow); like :func:`..ops.fma64`."""
+    import math
+    from fractions import Fraction
+
+    fa, fb, fc = (np.asarray(x, np.uint64).view(F64) for x in (a, b, c))
+    fa, fb, fc = np.broadcast_arrays(fa, fb, fc)
+    p, e = _two_prod(fa, fb)
+    s, t = _two_sum(p, fc)
+    u, v = _two_sum(t, e)
+    hi, w = _two_sum(s, u)
+    lo = w + v
+    mag = np.abs(p)
+    ok = np.isfinite(hi) & np.isfinite(p) & np.isfinite(e) & (np.abs(fa) < 2.0 ** 995) & (np.abs(fb) < 2.0 ** 995)
+    ok &= ((mag == 0) & ((fa == 0) | (fb == 0))) | ((mag > 2.0 ** -960) & (mag < 2.0 ** 995))
+    ok &= (np.abs(hi) > 2.0 ** -960) | ((hi == 0) & (lo == 0))
+    hi, lo = np.array(hi, F64, copy=True), np.array(lo, F64, copy=True)
+    for i in zip(*np.nonzero(~ok)):
+        x_a, x_b, x_c = float(fa[i]), float(fb[i]), float(fc[i])
+        if not (math.isfinite(x_a) and math.isfinite(x_b) and math.isfinite(x_c)):
+            hi[i], lo[i] = x_a * x_b + x_c, 0.0
+            continue
+        x = Fraction(x_a) * Fraction(x_b) + Fraction(x_c)
+        try:
+            h = x.numerator / x.denominator if x else (x_a * x_b + x_c)
+        except OverflowError:   # beyond the f64 range: the largest finite value and a residual
+            h = float(np.finfo(F64).max) * (1.0 if x > 0 else -1.0)
+        d = x - Fraction(h)
+        hi[i], lo[i] = h, (0.0 if d == 0 else (5e-324 if d > 0 else -5e-324))
+    return hi, lo
 
 
 def directed(mn: str, vals, mode: int):
