@@ -65,12 +65,10 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc.passes.scalar_constants import scalar_constants
+from vlpc.passes.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches, k_step_events, run_k_step
 from vlpc.targets import get_target
 
-#: SGPRs in one batch of A rows with schedule ``cover`` (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
-A_BATCH_SGPRS = 32
-#: SGPRs in one batch of A rows with the default schedule (4 x s_load_dwordx16): one buffer.
-WIDE_A_BATCH_SGPRS = 64
+# A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): passes/sqc_k_step.py
 #: SMEM immediate offsets are 21-bit signed on GFX9 (gfx906.md).
 SMEM_IMM_MAX = (1 << 20) - 1
 
@@ -408,25 +406,8 @@ class SqcKernelBuilder:
                             out.append((w * dw, [r], list(range(k0, k0 + w))))
                 return out
 
-            def batch(ps: list) -> list[list]:
-                out: list[list] = []
-                size = 0
-                for pc in ps:
-                    if not out or size + pc[0] > self.a_batch_sgprs:
-                        out.append([])
-                        size = 0
-                    out[-1].append(pc)
-                    size += pc[0]
-                # The K loop double-buffers batches (one in use, the next loading) and carries
-                # the next step's first batch around the back edge in the first batch's SGPRs:
-                # with an odd number of batches the last one would need a third buffer (its
-                # range overlaps both neighbours'), so split a batch to make the count even.
-                if len(out) > 1 and len(out) % 2 and not self.a_late:
-                    i = next((j for j in reversed(range(len(out))) if len(out[j]) > 1), None)
-                    if i is not None:
-                        half = len(out[i]) // 2
-                        out[i:i + 1] = [out[i][:half], out[i][half:]]
-                return out
+            def batch(ps: list) -> list[list]:  # batches of A_BATCH_SGPRS or WIDE_A_BATCH_SGPRS (sqc_k_step)
+                return a_batches(ps, self.a_late)
 
             if isinstance(lda4, int):
                 imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
@@ -542,35 +523,25 @@ class SqcKernelBuilder:
                 pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
                 pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
                 a_soff = a_step_offset(koff)
-                # the index of the last FMA that reads each B slot in this step
-                all_fmas = [(bi, t) for bi, bp in enumerate(step_batches)
-                            for t in fma_order(bp, bi == len(step_batches) - 1)]
-                last_use = {b_slot_of(t[1])[0]: n for n, (_, t) in enumerate(all_fmas)}
+                # the step's order of A loads, FMAs and B reloads: passes/sqc_k_step.py (shared
+                # with the f16/int8 dot kernels)
                 new_slots: list[SSAValue | None] = [None] * n_slots
-                b_next: SSAValue | None = None
-                n = 0
-                for bi, bp in enumerate(step_batches):
-                    last = bi == len(step_batches) - 1
-                    if self.a_late:
-                        pass  # schedule wide: the next batch is loaded after this one's FMAs
-                    elif not last:
-                        nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
-                    elif bi:  # the next step's offsets are needed only from here on
-                        nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
-                    for r, kk, pi, _ in fma_order(bp, last):
-                        acc[r] = be(fma_op(b_operand(slots, kk), a_operand(cur, bp, pi, r, kk), acc[r])).vdst
-                        q = b_slot_of(kk)[0]
-                        if last_use[q] == n:
-                            if b_next is None:  # the next step's B base, needed from the first reload on
-                                b_next = b_step_base(pref)
-                            new_slots[q] = load_b_slot(q, b_next, f"B next slot {q}")
-                        n += 1
-                    if self.a_late and not last:
-                        nxt = [load_piece(pc, a_soff) for pc in step_batches[bi + 1]]
-                    elif last and (not bi or self.a_late):  # one batch (a few rows) or schedule wide:
-                        # the next step's first batch goes into this batch's SGPRs, after its FMAs
-                        nxt = [load_piece(pc, a_step_offset(pref)) for pc in step_batches[0]]
-                    cur = nxt
+                b_next: list[SSAValue] = []
+
+                def load_b(q: int) -> None:
+                    if not b_next:  # the next step's B base, needed from the first reload on
+                        b_next.append(b_step_base(pref))
+                    new_slots[q] = load_b_slot(q, b_next[0], f"B next slot {q}")
+
+                def mac(vals: list[SSAValue], bi: int, t: tuple) -> None:
+                    r, kk, pi, _ = t
+                    acc[r] = be(fma_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
+
+                def load_a(bi: int, next_step: bool) -> list[SSAValue]:
+                    return [load_piece(pc, a_step_offset(pref) if next_step else a_soff) for pc in step_batches[bi]]
+
+                events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.a_late)
+                cur = run_k_step(events, cur, load_a, mac, load_b, lambda: None)
                 be(gcn.SCmpLgU32Op(koff, kmax))
                 be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
                 loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
