@@ -339,9 +339,12 @@ def test_dot2_and_fma_mix_round_by_the_32_mode(r32, want):
                 mode=rmode(r32=r32)) == [want]
 
 
-def test_fma_mixlo_under_a_directed_f16_mode_is_refused():
-    with pytest.raises(UnsupportedInstruction, match="v_fma_mixlo_f16.*round mode 3"):
-        run1("v_fma_mixlo_f16 v20, v10, v11, 0 op_sel_hi:[1,1,0]", [0x3C00], [0x3C00], mode=rmode(r16=3))
+@pytest.mark.parametrize("r16, want", [(0, 0x3C01), (1, 0x3C02), (2, 0x3C01), (3, 0x3C01)])
+def test_fma_mixlo_rounds_once_by_the_16_64_mode(r16, want):
+    # f16 1 * f16 (1 + 2^-10) + f32 2^-12 = 1 + 2^-10 + 2^-12: between the f16 values
+    # 1 + 2^-10 (0x3C01) and 1 + 2^-9 (0x3C02), below the halfway point
+    body = "v_mov_b32 v20, 0\nv_fma_mixlo_f16 v20, v10, v11, v12 op_sel_hi:[1,1,0]"
+    assert run1(body, [0x3C00], [0x3C01], [f32b(2.0 ** -12)], mode=rmode(r16=r16)) == [want]
 
 
 @pytest.mark.parametrize("suffix, form", [("_sdwa", SDWA1), ("_dpp", DPP)])
@@ -485,3 +488,25 @@ def test_fma_f64_instruction_rounds_by_the_16_64_mode(r64, low_word):
                                    np.full(64, b & 0xFFFFFFFF, np.uint32), np.full(64, b >> 32, np.uint32)],
                             n_out=2, mode=FloatMode(round_16_64=r64).register)
     assert (int(hi[0]), int(lo[0])) == (0x3FF00000, low_word)
+
+
+
+@pytest.mark.parametrize("r32", [0, 1, 2, 3])
+def test_fract_f32_rounds_by_the_mode(r32):
+    from fractions import Fraction
+    x = np.float32(-0.1)
+    exact = Fraction(1) + Fraction(float(x))                   # fract(-0.1f) = 1 - 0.1f, inexact in f32
+    near = np.float32(float(exact))
+    lo_, hi_ = (near, np.nextafter(near, np.float32(1))) if Fraction(float(near)) < exact else \
+        (np.nextafter(near, np.float32(0)), near)
+    want = {0: near, 1: hi_, 2: lo_, 3: lo_}[r32]
+    assert run1("v_fract_f32 v20, v10", [f32b(x)], mode=rmode(r32=r32)) == [f32b(want)]
+
+
+@pytest.mark.parametrize("r64, want", [(0, 2), (1, 2), (2, 1), (3, 1)])
+def test_ldexp_f64_rounds_a_denormal_result_by_the_mode(r64, want):
+    # 3 * 2^-1074 / 2 = 1.5 * 2^-1074: nearest even and up give 2 * 2^-1074, down and zero 2^-1074
+    (lo, hi), _ = run_lanes("v_ldexp_f64 v[20:21], v[10:11], -1", [np.full(64, 3, np.uint32),
+                                                                  np.zeros(64, np.uint32)],
+                            n_out=2, mode=FloatMode(round_16_64=r64).register)
+    assert (int(hi[0]), int(lo[0])) == (0, want)

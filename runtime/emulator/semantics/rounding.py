@@ -44,6 +44,8 @@ def _exact(mn, vals):
         return x, np.zeros_like(x)
     if mn == "v_fma_f64":
         return _exact_fma64(*vals)
+    if mn == "v_ldexp_f64":
+        return _exact_ldexp64(*vals)
     if mn.endswith("_f64"):
         a, b = (np.asarray(v, np.uint64).view(F64) for v in vals[:2])
         return _two_sum(a, b) if mn == "v_add_f64" else _two_prod(a, b)
@@ -60,7 +62,34 @@ def _exact(mn, vals):
 
 
 DIRECTED = frozenset({"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_mul_f32", "v_fma_f32", "v_fmac_f32",
-                      "v_add_f64", "v_mul_f64", "v_fma_f64", *_CONVERT})
+                      "v_add_f64", "v_mul_f64", "v_fma_f64", "v_ldexp_f64", *_CONVERT})
+
+
+def _exact_ldexp64(a, e):
+    """``(hi, lo)`` for V_LDEXP_F64 (S0 * 2^S1): exact in f64 unless the result leaves the
+    normal range; those lanes in exact rational arithmetic."""
+    import math
+    from fractions import Fraction
+
+    x = np.asarray(a, np.uint64).view(F64)
+    n = np.asarray(e, np.uint32).view(np.int32).astype(np.int64).clip(-2200, 2200)
+    x, n = np.broadcast_arrays(x, n)
+    with np.errstate(all="ignore"):
+        hi = np.ldexp(x, n)
+    lo = np.zeros_like(hi)
+    exact = ~np.isfinite(x) | (x == 0) | (np.isfinite(hi) & (np.abs(hi) >= 2.0 ** -1022))
+    hi = np.array(hi, F64, copy=True)
+    for i in zip(*np.nonzero(~exact)):
+        v = Fraction(float(x[i])) * Fraction(2) ** int(n[i])
+        try:
+            h = v.numerator / v.denominator
+        except OverflowError:
+            h = float(np.finfo(F64).max) * (1.0 if v > 0 else -1.0)
+        if h == 0:
+            h = math.copysign(0.0, float(x[i]))
+        d = v - Fraction(h)
+        hi[i], lo[i] = h, (0.0 if d == 0 else (5e-324 if d > 0 else -5e-324))
+    return hi, lo
 
 
 def _exact_fma64(a, b, c):
@@ -103,7 +132,14 @@ def directed(mn: str, vals, mode: int):
     ft = _CONVERT[mn][1] if mn in _CONVERT else (F64 if mn.endswith("_f64") else F32)
     with np.errstate(all="ignore"):
         hi, lo = _exact(mn, vals)
-        hi, lo = np.broadcast_arrays(hi, lo)
+    return round_pair(hi, lo, ft, mode)
+
+
+def round_pair(hi, lo, ft, mode: int):
+    """The value ``hi + lo`` (f64 arrays; ``lo`` may only carry the sign of the residual)
+    rounded to ``ft`` (F16/F32/F64) per ``mode``; raw result bits (uint32 for F16/F32)."""
+    with np.errstate(all="ignore"):
+        hi, lo = np.broadcast_arrays(np.asarray(hi, F64), np.asarray(lo, F64))
         r = hi.astype(ft)
         rd = r.astype(F64)
         resid = np.where(np.isfinite(rd), (hi - rd) + lo, 0.0)

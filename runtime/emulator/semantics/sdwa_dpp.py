@@ -251,14 +251,12 @@ class _ModePlan:
         """The directed FP_ROUND mode to emulate (0: nearest even); refuses the others."""
         if self.exact or self.dst_t is None:
             return 0  # exact, a compare, or an integer result: nothing to round
-        for t in {self.dst_t, *self.src_t}:
-            if t is not None and round_bits(mode, t):
-                if self.directed and t == self.dst_t:
-                    return round_bits(mode, t)
-                raise UnsupportedInstruction(
-                    f"{self.mn} (SDWA/DPP): round mode {round_bits(mode, t)} for {t} (MODE register) is not "
-                    f"emulated (only round to nearest even)", mnemonic=self.mn)
-        return 0
+        rb = round_bits(mode, self.dst_t)   # the result's type rounds (the sources are exact)
+        if rb and not self.directed:
+            raise UnsupportedInstruction(
+                f"{self.mn} (SDWA/DPP): round mode {rb} for {self.dst_t} (MODE register) is not "
+                f"emulated (only round to nearest even)", mnemonic=self.mn)
+        return rb
 
     def compute(self, vals, mode):
         """The plain f32 operation's result bits under ``mode`` (sources already flushed),

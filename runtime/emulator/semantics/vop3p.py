@@ -29,7 +29,7 @@ when FLOAT_DENORM_MODE_16_64 flushes outputs, f32 results (``v_dot2_f32_f16``,
 ``v_fma_mix_f32``) when FLOAT_DENORM_MODE_32 does; ``clamp`` turns NaN into 0 only
 under DX10_CLAMP.  FP_ROUND applies to the result: the f16 field to packed f16 results,
 the f32 field to ``v_dot2_f32_f16`` and ``v_fma_mix_f32`` (the exact value rounded once);
-``v_fma_mixlo/hi_f16`` under a directed f16 mode stop with UnsupportedInstruction.
+``v_fma_mixlo/hi_f16`` under a directed f16 mode round the exact value once to f16.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from .. import isa
 from .. import ops as O
 from . import rounding
 from ._util import I64, U32, half, raw_reader, s16
-from ..errors import UnsupportedInstruction
 from .f16 import minmax16
 from .float_mode import denorm_bits, flush16, flush32, mode_of, round_bits, round_directed
 
@@ -260,9 +259,16 @@ def _build_mix(kind):
             a, c, e = (np.broadcast_to(src(i, r(b, g), mode), (g.n, core.WAVE)) for i, r in enumerate(rd))
             rb = round_bits(mode, "f32" if kind == "f32" else "f16")
             if rb and kind != "f32":
-                raise UnsupportedInstruction(
-                    f"{ins.mnemonic}: round mode {rb} for f16 (MODE register) is not emulated (only round "
-                    f"to nearest even)", mnemonic=ins.mnemonic)
+                # the exact f32-operand fma rounded once to f16 in the directed mode
+                h = rounding.round_pair(*rounding._exact("v_fma_f32", [a, c, e]), F16, rb)
+                if f["clamp"]:
+                    x = np.clip(_hf(h), 0.0, 1.0)
+                    h = _fh(np.where(np.isnan(x), 0.0, x) if (mode >> 8) & 1 else x)
+                h = (h if denorm_bits(mode, "f16") & 2 else flush16(h)).astype(I64)
+                cur = b.V[d][g.sel].astype(I64)
+                out = (cur & ~0xFFFF) | h if kind == "lo" else (cur & 0xFFFF) | (h << 16)
+                b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
+                return
             r32 = rounding.directed("v_fma_f32", [a, c, e], rb) if rb else O.fma32(a, c, e)
             if f["clamp"]:
                 x = np.clip(O.f32(r32), F32(0), F32(1))

@@ -171,7 +171,7 @@ def _mad_legacy(a, b_, c):
 
 #: directed FP_ROUND emulated beyond :data:`.rounding.DIRECTED`: composed of its roundings
 _COMPOSED = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32",
-                       "v_mul_legacy_f32", "v_ldexp_f32"})
+                       "v_mul_legacy_f32", "v_ldexp_f32", "v_fract_f32"})
 DIRECTED = rounding.DIRECTED | _COMPOSED
 
 
@@ -179,12 +179,17 @@ def _directed(mn: str, vals, rb: int):
     """Result bits of ``mn`` on raw ``vals`` under the directed FP_ROUND mode ``rb``:
     :func:`.rounding.directed`, or for the unfused multiply-adds the product rounded (and,
     as they never keep f32 denormals, flushed) then the sum rounded; the legacy forms'
-    0 * anything = 0 first; ``v_ldexp_f32`` the exact f64 value rounded once."""
+    0 * anything = 0 first; ``v_ldexp_f32`` and ``v_fract_f32`` the exact f64 value rounded
+    once."""
     if mn in rounding.DIRECTED:
         return rounding.directed(mn, vals, rb)
     if mn == "v_ldexp_f32":
         e = np.asarray(vals[1], U32).view(np.int32).astype(F64).clip(-400, 400)
         return O.b32(round_directed(O.f32(vals[0]).astype(F64) * np.exp2(e), F32, rb))
+    if mn == "v_fract_f32":  # x - floor(x) is exact in f64; the result stays below 1 (V_FRACT_F32)
+        x = O.f32(vals[0])
+        r = round_directed(x.astype(F64) - np.floor(x.astype(F64)), F32, rb)
+        return O.b32(np.where(np.isinf(x), F32(np.nan), np.minimum(r, F32(0.99999994))))
     p = rounding.directed("v_mul_f32", vals[:2], rb)
     if mn in ("v_mul_legacy_f32", "v_mad_legacy_f32"):
         p = np.where((O.f32(vals[0]) == 0) | (O.f32(vals[1]) == 0), U32(0), p)
@@ -288,7 +293,7 @@ def build(ins, b, p):
     def slow(b, g, mode):
         directed = mn in DIRECTED and dst_t is not None and round_bits(mode, dst_t)
         if not directed and not exact:
-            _check_round(ins, mode, ftypes)
+            _check_round(ins, mode, {dst_t} if dst_t is not None else ftypes)   # the result rounds
         vals = [flush_in(i, r(b, g), mode) for i, r in enumerate(readers)]
         if is_cmp:
             res = (O.f64_cmp if is64 else O.f32_cmp)(cond, vals[0], vals[1])
