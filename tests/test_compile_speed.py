@@ -162,3 +162,21 @@ def test_kernels_are_found_without_walking_their_bodies_and_never_nest():
     ModuleOp([gcn.KernelOp("alone", Region(Block([gcn.SEndpgmOp()])))]).verify()
     with pytest.raises(VerifyException, match="nested in gcn.kernel @outer"):
         ModuleOp([outer]).verify()
+
+
+@pytest.mark.parametrize("command", ["compile", "opt", "run", "bench", "report", "doctor", "tune", "cache"])
+def test_one_command_parser_is_the_full_parsers_part(command, capsys):
+    """main() builds only the named command's parser: its --help (every option, default and
+    choice) is the full parser's, and the full parser lists every command."""
+    from vlpc.cli import COMMANDS, build_parser
+
+    def help_of(parser) -> str:
+        with pytest.raises(SystemExit):
+            parser.parse_args([command, "--help"])
+        return capsys.readouterr().out
+
+    assert help_of(build_parser(only=command)) == help_of(build_parser())
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    top = capsys.readouterr().out
+    assert all(c in top for c in COMMANDS)
