@@ -510,3 +510,20 @@ def test_ldexp_f64_rounds_a_denormal_result_by_the_mode(r64, want):
                                                                   np.zeros(64, np.uint32)],
                             n_out=2, mode=FloatMode(round_16_64=r64).register)
     assert (int(hi[0]), int(lo[0])) == (0, want)
+
+
+@pytest.mark.parametrize("r64", [0, 1, 2, 3])
+def test_fract_f64_rounds_by_the_mode(r64):
+    from fractions import Fraction
+    x = -(2.0 ** -2 + 2.0 ** -54)          # fract = 0.75 - 2^-54: a tie between two f64 values
+    exact = Fraction(1) + Fraction(x)
+    near = float(exact)
+    lo_, hi_ = (near, float(np.nextafter(near, 1.0))) if Fraction(near) < exact else \
+        (float(np.nextafter(near, 0.0)), near)
+    want = {0: near, 1: hi_, 2: lo_, 3: lo_}[r64]
+    assert lo_ != hi_
+    bits = np.array(x).view(np.uint64)
+    (lo, hi), _ = run_lanes("v_fract_f64 v[20:21], v[10:11]", [np.full(64, bits & 0xFFFFFFFF, np.uint32),
+                                                               np.full(64, bits >> 32, np.uint32)],
+                            n_out=2, mode=FloatMode(round_16_64=r64).register)
+    assert (int(hi[0]) << 32 | int(lo[0])) == int(np.array(want).view(np.uint64))

@@ -171,7 +171,7 @@ def _mad_legacy(a, b_, c):
 
 #: directed FP_ROUND emulated beyond :data:`.rounding.DIRECTED`: composed of its roundings
 _COMPOSED = frozenset({"v_mad_f32", "v_mac_f32", "v_madak_f32", "v_madmk_f32", "v_mad_legacy_f32",
-                       "v_mul_legacy_f32", "v_ldexp_f32", "v_fract_f32"})
+                       "v_mul_legacy_f32", "v_ldexp_f32", "v_fract_f32", "v_fract_f64"})
 DIRECTED = rounding.DIRECTED | _COMPOSED
 
 
@@ -190,6 +190,12 @@ def _directed(mn: str, vals, rb: int):
         x = O.f32(vals[0])
         r = round_directed(x.astype(F64) - np.floor(x.astype(F64)), F32, rb)
         return O.b32(np.where(np.isinf(x), F32(np.nan), np.minimum(r, F32(0.99999994))))
+    if mn == "v_fract_f64":  # x - floor(x) exactly as TwoSum's pair, rounded once; below 1
+        x = O.f64(vals[0])
+        with np.errstate(all="ignore"):
+            hi, lo = O.two_sum(x, -np.floor(x))
+            r = np.asarray(rounding.round_pair(hi, np.where(np.isfinite(hi), lo, 0.0), F64, rb), U64).view(F64)
+        return O.b64(np.where(np.isinf(x), np.nan, np.minimum(r, np.nextafter(1.0, 0.0))))
     p = rounding.directed("v_mul_f32", vals[:2], rb)
     if mn in ("v_mul_legacy_f32", "v_mad_legacy_f32"):
         p = np.where((O.f32(vals[0]) == 0) | (O.f32(vals[1]) == 0), U32(0), p)
