@@ -53,13 +53,25 @@ from vlpc.targets import get_target
 Reg = tuple[str, int]
 
 
+#: id(type) -> (the type, its registers): register types are shared objects (and kept alive
+#: here, so an id is never another type's), each looked at many times per kernel.
+_REGS_OF_TYPE: dict[int, tuple[object, tuple[Reg, ...]]] = {}
+
+
 def regs_of(value: SSAValue) -> list[Reg]:
     t = value.type
-    if isinstance(t, gcn.GCNRegisterType):
-        return [(t.PREFIX, r) for r in t.registers()]
-    if isinstance(t, gcn.SpecialRegType):
-        return [(t.reg.data, 0)]
-    return []
+    hit = _REGS_OF_TYPE.get(id(t))
+    if hit is None or hit[0] is not t:
+        if isinstance(t, gcn.GCNRegisterType):
+            regs = tuple((t.PREFIX, r) for r in t.registers())
+        elif isinstance(t, gcn.SpecialRegType):
+            regs = ((t.reg.data, 0),)
+        else:
+            regs = ()
+        hit = (t, regs)
+        if len(_REGS_OF_TYPE) < 1 << 16:
+            _REGS_OF_TYPE[id(t)] = hit
+    return list(hit[1])
 
 
 def reads(op: Operation) -> list[Reg]:
