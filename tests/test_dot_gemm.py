@@ -567,3 +567,32 @@ def test_f16_nn_layout(m, n, k, lda, ldb, ldc, ct, sizes_at_launch):
     assert_close(rows_of(out, m, n, ldc), exp, bound)
     pm = pad_mask(cf.size, m, n, ldc)
     assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
+
+
+def test_report_counters_for_dot_kernels():
+    """vlpc report measures the dot kernels (strategy sqc): C verified, and per k value the A
+    (SMEM) and B (VMEM) dwords are 1/2 (f16) and 1/4 (int8) of the same f32 GEMM's: one
+    register holds 2 or 4 values of K (within 5 %: each kernel's last K step re-reads itself, one
+    step in 64, 32, 16).  The seed's columns are left empty (they are SGEMM's)."""
+    from vlpc.report import build_report
+
+    def text(t, ct):
+        s = "i32" if t == "i8" else "f32"
+        ta, tb, tc = f"memref<64x1024x{t}>", f"memref<256x1024x{t}>", f"memref<64x256x{ct}>"
+        return (f"func.func @h(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
+                f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
+                "  func.return\n}\n")
+    rows = {}
+    for t, ct in (("f32", "f32"), ("f16", "f32"), ("i8", "i32")):
+        rep = build_report(text(t, ct), "h.mlir", ["sqc"], beta=2.0)
+        ms = rep.measurements[0]
+        assert ms.verified and ms.dtype == ("f32" if t == "f32" else f"{t}>{ct}")
+        rows[t] = ms.rows
+        if t != "f32":
+            assert all(r["sqc"]["seed"] is None for r in rep.table_rows())
+            assert f"{t}>{ct} (units: 32-bit registers per k value" in rep.markdown()
+    for t, share in (("f16", 2), ("i8", 4)):
+        for key in ("a_l2l1", "b_l2l1", "a_sgpr_w"):
+            assert rows[t][key] == pytest.approx(rows["f32"][key] / share, rel=0.05), key
+    with pytest.raises(VlpcError, match="compiled by the dot kernels .strategy sqc. only"):
+        build_report(text("f16", "f32"), "h.mlir", ["lds"])

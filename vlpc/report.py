@@ -104,8 +104,8 @@ def _tags_of_kernel(kernel) -> tuple[dict, set]:
 
     Tags: ``ptr:X`` (a pointer into matrix X), ``data:X`` (values of X), ``acc``
     (floating-point results), ``const``, ``kernarg``, ``idx`` (anything else).
-    Accumulators are the values used as the addend of ``v_fma_f32`` (and, through
-    loop arguments, their initial values).
+    Accumulators are the values used as the addend of ``v_fma_f32``, ``v_dot2_f32_f16`` or
+    ``v_dot4_i32_i8`` (and, through loop arguments, their initial values).
     """
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
     from xdsl.ir import BlockArgument, OpResult
@@ -144,7 +144,8 @@ def _tags_of_kernel(kernel) -> tuple[dict, set]:
         return frozenset(t for t in ts if t.startswith("data:") or t == "acc")
 
     float_ops = tuple(c for c in (getattr(gcn, n, None) for n in ("VFmaF32Op", "VMulF32Op", "VFmaF64Op", "VMulF64Op",
-                                                                 "VMaxF32Op", "VAddF32Op")) if c is not None)
+                                                                 "VMaxF32Op", "VAddF32Op", "VDot2F32F16Op",
+                                                                 "VDot4I32I8Op")) if c is not None)
     for _ in range(4):  # loops and LDS round trips settle quickly
         before = dict(tags), dict(lds_content)
         for op in kernel.body.walk():
@@ -191,7 +192,9 @@ def _tags_of_kernel(kernel) -> tuple[dict, set]:
 
     # accumulators: FMA addends, back through loop arguments to their initial values
     acc: set = set()
-    work = [op.src2 for op in kernel.body.walk() if isinstance(op, gcn.VFmaF32Op)]
+    addend_ops = tuple(c for c in (getattr(gcn, n, None) for n in ("VFmaF32Op", "VDot2F32F16Op", "VDot4I32I8Op"))
+                       if c is not None)  # the dot kernels (f16, int8) accumulate with v_dot2/v_dot4
+    work = [op.src2 for op in kernel.body.walk() if isinstance(op, addend_ops)]
     while work:
         v = work.pop()
         if v in acc:
@@ -403,6 +406,8 @@ class Measurement:
     verified: bool
     rows: dict = field(default_factory=dict)
     phases: dict = field(default_factory=dict)  # row -> {phase: value}
+    #: the products' types: "f32", or for the dot kernels "f16" (C f32), "f16>f16", "i8>i32", ...
+    dtype: str = "f32"
 
     @property
     def scale(self) -> float:
@@ -433,10 +438,15 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     ctx = make_context()
     module = parse(text, filename, ctx)
     from vlpc.dialects.gemm import MatmulOp
-    if any(isinstance(o, MatmulOp) and o.shape().dtype != "f32" for o in module.walk()):
+    dtypes = {o.shape().dtype for o in module.walk() if isinstance(o, MatmulOp)}
+    if dtypes - {"f32", "f16", "i8"}:
         from vlpc.errors import VlpcError
         raise VlpcError("vlpc report reproduces the seed's SGEMM table (units of 32-bit elements): the input "
-                        "must be f32; run an f64 kernel with vlpc run or vlpc bench")
+                        "must be f32 (or f16 / int8: the dot kernels); run an f64 kernel with vlpc run or vlpc bench")
+    if dtypes & {"f16", "i8"} and strategy != "sqc":
+        from vlpc.errors import VlpcError
+        raise VlpcError(f"vlpc report: {'/'.join(sorted(dtypes))} products are compiled by the dot kernels (strategy "
+                        f"sqc) only; use --strategies sqc")
     run_passes(module, pipeline(target, strategy=strategy, **options), ctx)
     tid = TargetId.parse(target)
     asm = print_assembly(module, tid, header_lines(module, tid.target.name))
@@ -468,6 +478,9 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
         if val % tile:
             raise VlpcError(f"report: {dim}={val} is not a multiple of {tile} (the {strategy} kernel's tile)")
     rng = np.random.default_rng(seed)
+    dtype = str(li.get("dtype", "f32"))
+    if dtype in ("f16", "i8"):  # the dot kernels: typed operands, f32 or i32 alpha/beta, W8A8 scales
+        return _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progress)
     a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
     b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
     c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
@@ -501,6 +514,62 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     ms = Measurement(strategy, p.m, p.n, p.k, kernel.sym_name.data, nv, meta[".sgpr_count"], lds,
                      li["workgroup_size"], (li["macro_m"], li["macro_n"]), li["k_step"], occ, stats, traffic,
                      float(err.max()), verified)
+    _rows(ms)
+    return ms
+
+
+def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progress) -> Measurement:
+    """:func:`measure` for an f16/int8 dot kernel: operands of its types (f16 standard normal,
+    int8 uniform), checked with :mod:`vlpc.dot_run`'s reference and bound (int8 exact)."""
+    from vlpc.dialects.gcn import metadata_json
+    from vlpc.dot_run import NP, reference
+    from vlpc.passes.gcn_emit_descriptor import kernel_lds_bytes, kernel_resources
+    from vlpc.runtime import get_device, load_code_object
+    from vlpc.targets import get_target
+
+    ab, ct = str(li["dtype"]), str(li.get("c_dtype", "f32"))
+    dequant = ab == "i8" and ct != "i32"
+
+    def draw(shape, t):
+        return (rng.integers(-128, 128, shape) if t in ("i8", "i32") else rng.standard_normal(shape)).astype(NP[t])
+    a, b, c0 = draw((p.m, p.lda), ab), draw((p.n, p.ldb), ab), draw((p.m, p.ldc), ct)
+    scales = ((rng.uniform(1e-3, 2e-2, p.m).astype(np.float32), rng.uniform(1e-3, 2e-2, p.n).astype(np.float32))
+              if dequant else None)
+    if ab == "i8" and not dequant:
+        if alpha != int(alpha) or beta != int(beta):
+            raise VlpcError(f"--alpha {alpha} --beta {beta}: an int8 -> i32 kernel takes integer alpha and beta")
+        al, be = np.int32(alpha), np.int32(beta)
+    else:
+        al, be = np.float32(alpha), np.float32(beta)
+    dev = get_device("emulator", strict=True)
+    co = load_code_object(code)
+    bufs = [dev.upload(x) for x in (a, b, c0, *(scales or ()))]
+    grid = (p.n // li["macro_n"], p.m // li["macro_m"], 1)
+    block = (li["workgroup_size"], 1, 1)
+    if progress is not None:
+        if hasattr(progress, "add_total"):
+            progress.add_total(grid[0] * grid[1] * grid[2])
+        dev.progress = progress
+    try:
+        stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=block,
+                           args=[*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
+                                 np.int32(p.ldb), np.int32(p.ldc), al, be, *bufs[3:]])
+        out = dev.download(bufs[2], NP[ct], (p.m, p.ldc))
+    finally:
+        for buf in bufs:
+            dev.free(buf)
+    ref, bound = reference(a[None, :, :p.k], b[None, :, :p.k].transpose(0, 2, 1), c0[None, :, :p.n], al, be, ab, ct,
+                           int(li.get("local_split", 1)), scales)
+    err = np.abs(out[:, :p.n].astype(np.float64) - ref[0])
+    verified = bool(np.all(err <= bound[0]))
+    traffic = attribute(kernel, co, stats)
+    nv, _, _ = kernel_resources(kernel)
+    meta = metadata_json(kernel)
+    lds = kernel_lds_bytes(kernel)
+    occ = get_target(target).occupancy(nv, meta[".sgpr_count"], lds, li["workgroup_size"])
+    ms = Measurement(strategy, p.m, p.n, p.k, kernel.sym_name.data, nv, meta[".sgpr_count"], lds,
+                     li["workgroup_size"], (li["macro_m"], li["macro_n"]), li["k_step"], occ, stats, traffic,
+                     float(err.max()), verified, dtype=f"{ab}>{ct}")
     _rows(ms)
     return ms
 
@@ -687,7 +756,8 @@ class Report:
         for key, label, seeded in keys:
             row = {"key": key, "label": label}
             for ms in self.measurements:
-                seed = SEED[key][ms.strategy] if seeded and ms.strategy in SEED[key] else None
+                # the seed's figures are SGEMM's: no comparison for f16/int8 (per k, a dword holds 2 / 4 values)
+                seed = SEED[key][ms.strategy] if seeded and ms.strategy in SEED[key] and ms.dtype == "f32" else None
                 meas = ms.rows[key]
                 row[ms.strategy] = {
                     "seed": seed, "measured": meas,
@@ -706,7 +776,10 @@ class Report:
         out = io.StringIO()
         w = out.write
         w(f"# Register, LDS and barrier traffic per 64x256 macro tile and per k (seed 002, section 2.11)\n\n")
-        w(f"Problem: M={ms0.m} N={ms0.n} K={ms0.k}, f32 (units: 32-bit elements; VGPR counts are "
+        units = ("32-bit elements" if ms0.dtype == "f32" else
+                 f"32-bit registers per k value: one register holds {2 if ms0.dtype.startswith('f16') else 4} values "
+                 "of K, so A and B move half (a quarter) of f32's per k; no seed columns")
+        w(f"Problem: M={ms0.m} N={ms0.n} K={ms0.k}, {ms0.dtype} (units: {units}; VGPR counts are "
           "dwords x lanes, SGPR counts are per wave-instruction).  Measured on vlpc's functional GCN "
           "emulator from the executed kernels, normalised by 64*256/(M*N*K); prologue and epilogue included.  "
           "Forwarded VGPR reads (the previous VALU instruction of the wave wrote the register) are excluded "
@@ -833,7 +906,7 @@ class Report:
         ax.set_ylabel("traffic (seed 002, section 2.11 rows)")
         ms0 = self.measurements[0]
         ax.set_title(f"Register, LDS and barrier traffic: seed 002 vs measured\n"
-                     f"M={ms0.m} N={ms0.n} K={ms0.k}, f32, vlpc emulator; forwarded VGPR reads excluded",
+                     f"M={ms0.m} N={ms0.n} K={ms0.k}, {ms0.dtype}, vlpc emulator; forwarded VGPR reads excluded",
                      fontsize=10)
         ax.grid(True, axis="x", alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
