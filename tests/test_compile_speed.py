@@ -180,3 +180,21 @@ def test_one_command_parser_is_the_full_parsers_part(command, capsys):
         build_parser().parse_args(["--help"])
     top = capsys.readouterr().out
     assert all(c in top for c in COMMANDS)
+
+
+def test_gc_is_frozen_only_when_main_is_the_program(tmp_path):
+    """main() run as the program (argv None: the process exits next) freezes the objects left
+    for the exit's teardown (no last full collection); called with arguments (in process, as
+    the tests do) it leaves the collector as it was, enabled."""
+    import subprocess
+    import sys
+
+    code = ("import gc, sys\nfrom vlpc.cli import main\n"
+            "assert main(['cache', 'info']) == 0 and gc.get_freeze_count() == 0 and gc.isenabled()\n"
+            "sys.argv = ['vlpc', 'compile', sys.argv[1], '--emit', 'asm', '-o', sys.argv[2]]\n"
+            "rc = main()\nprint(rc, gc.get_freeze_count() > 0, gc.isenabled())")
+    src = Path(__file__).resolve().parent.parent / "examples" / "sgemm_nt.mlir"
+    proc = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "k.s")], capture_output=True,
+                          text=True, check=True, env=dict(os.environ, VLPC_CACHE_DIR=str(tmp_path / "cache")))
+    assert proc.stdout.splitlines()[-1].split() == ["0", "True", "True"], proc.stdout + proc.stderr
+    assert (tmp_path / "k.s").read_text().count("v_fma_f32") > 100
