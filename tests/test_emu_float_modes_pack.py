@@ -527,3 +527,16 @@ def test_fract_f64_rounds_by_the_mode(r64):
                                                                np.full(64, bits >> 32, np.uint32)],
                             n_out=2, mode=FloatMode(round_16_64=r64).register)
     assert (int(hi[0]) << 32 | int(lo[0])) == int(np.array(want).view(np.uint64))
+
+
+@pytest.mark.parametrize("dx10", [True, False])
+def test_clamp_of_integer_and_f16_results_of_conversions(dx10):
+    # v_cvt_i32_f32: an integer result, clamp does not touch it; v_cvt_f16_f32: the f16 result
+    # clamped to [0, 1] (NaN -> 0 under DX10_CLAMP); v_frexp_mant_f32 / v_rcp_iflag_f32 too
+    m = mode(dx10=dx10)
+    assert run1("v_cvt_i32_f32_e64 v20, v10 clamp", [f32b(-1.0), f32b(3.0)], mode=m) == [0xFFFFFFFF, 3]
+    assert run1("v_cvt_f16_f32_e64 v20, v10 clamp", [f32b(3.0), 0x7FC00000, f32b(0.5)], mode=m) == \
+        [0x3C00, 0 if dx10 else 0x7E00, 0x3800]
+    assert run1("v_frexp_mant_f32_e64 v20, v10 clamp", [0x7FC00000, f32b(3.0)], mode=m) == \
+        [0 if dx10 else 0x7FC00000, f32b(0.75)]
+    assert run1("v_rcp_iflag_f32_e64 v20, v10 clamp", [0x7FC00000], mode=m) == [0 if dx10 else 0x7FC00000]

@@ -319,6 +319,19 @@ def ieee_survey(names: list[str] | None = None, chunk: int = 80, seed: int = 16)
     return changed, failed
 
 
+#: forms whose clamped result cannot be NaN (so DX10_CLAMP cannot show): mnemonic prefix -> why
+DX10_EXEMPT = {
+    "v_cvt_f16_i16": "integer source", "v_cvt_f16_u16": "integer source", "v_cvt_f32_i32": "integer source",
+    "v_cvt_f32_u32": "integer source", "v_cvt_f32_ubyte": "integer source", "v_cvt_f64_i32": "integer source",
+    "v_cvt_f64_u32": "integer source", "v_cvt_off_f32_i4": "integer source",
+    "v_cvt_i": "integer result", "v_cvt_u": "integer result", "v_cvt_norm_": "integer result",
+    "v_cvt_rpi_": "integer result", "v_cvt_flr_": "integer result",
+    "v_cvt_pk": "packed integer (or, v_cvt_pkrtz, refused) result", "v_frexp_exp_": "integer result",
+    "v_cubeid_f32": "a face number", "v_div_scale_": "scales by a power of two (LLVM never clamps it)",
+    "v_trig_preop_f64": "a table value", "v_pack_b32_f16": "a move of two halves",
+}
+
+
 def dx10_survey(names: list[str] | None = None, seed: int = 16) -> dict[str, list[str]]:
     """Forms with the ``clamp`` output modifier (VOP3/VOP3P/SDWA forms LLVM accepts it on),
     under MODE.DX10_CLAMP on and off (NaNs in the operands): ``changes`` (a clamped NaN

@@ -106,6 +106,12 @@ def _result_type(mn, kind, ftype):
         return "f32"
     if mn == "v_cvt_f16_f32":
         return "f16"
+    if ftype == "f32":
+        from .vop_float import _types
+        ty = _types(mn)
+        if ty is not None:
+            return ty[0]          # None for an integer result (v_cvt_i32_f32, ...)
+        return None if mn.startswith("v_frexp_exp") else "f32"
     return ftype
 
 
@@ -117,14 +123,17 @@ def _readers(ins, mn, ftype, nsrc):
 
 
 def _default_post(ins, mn, kind, ftype):
-    """The output modifiers (omod, clamp) in the default MODE (DX10 clamp on), or None."""
+    """The output modifiers (omod, clamp) when no mode plan runs the instruction, as
+    ``fn(bits, batch, group)`` (a clamped NaN becomes 0 under MODE.DX10_CLAMP), or None."""
     rt = _result_type(mn, kind, ftype)
-    if rt == "f32":
-        return _valu._post_f32(ins)
-    if rt == "f16":
-        from .vop_float import _post
-        return _post(ins, "f16", True)
-    return None
+    if rt not in ("f32", "f16") or not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
+        return None
+    if rt == "f32" and not ins.f.get("clamp", 0):
+        p32 = _valu._post_f32(ins)
+        return lambda v, b, g: p32(v)
+    from .vop_float import _post
+    posts = {dx10: _post(ins, rt, dx10) for dx10 in (True, False)}
+    return lambda v, b, g: posts[bool((mode_of(b, g) >> 8) & 1)](v)
 
 
 def _ftype(mn):
@@ -376,14 +385,14 @@ def _build_sdwa(ins, b, p):
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
                     if post is not None:
-                        res = post(res)
+                        res = post(res, b, g)
             elif mode is not None:
                 res = plan.compute(plan.flush_sources(vals + [e(b, g) for e in extra], mode), mode)
             else:
                 # v_mac_f32: the accumulator (the destination) is the third operand
                 res = fn(*vals, *[e(b, g) for e in extra])
                 if post is not None:
-                    res = post(res)
+                    res = post(res, b, g)
         res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
         b.vwrite(g, d, _place(res, b.V[d][g.sel], dsel, unused))
         if cw is not None:
@@ -516,14 +525,14 @@ def _build_dpp(ins, b, p):
                 else:
                     res = np.asarray(fn(*vals), I64) & 0xFFFF
                     if post is not None:
-                        res = post(res)
+                        res = post(res, b, g)
             elif mode is not None:
                 res = plan.compute(plan.flush_sources(
                     vals + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra], mode), mode)
             else:
                 res = fn(*vals, *[np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra])
                 if post is not None:
-                    res = post(res)
+                    res = post(res, b, g)
         res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
         old = b.V[d][g.sel]
         b.vwrite(g, d, np.where(wen, res, old))

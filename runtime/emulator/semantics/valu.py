@@ -203,7 +203,14 @@ def build_valu(ins: Instr, b: Batch, p: Prepared):
     wr = vwriter(ins.dst[0])
     w = ins.dst[0].width
     post = None
-    if "_f32" in mn and w == 1:
+    parts = mn.split("_")
+    int_result = (mn.startswith("v_cvt_") and parts[2][:1] in "iu") or mn.startswith("v_frexp_exp")
+    if int_result:
+        pass  # a float -> integer conversion: the float output modifiers do not apply
+    elif mn == "v_cvt_f16_f32":
+        from .vop_float import _post
+        post = _post(ins, "f16", True) if (ins.f.get("omod", 0) or ins.f.get("clamp", 0)) else None
+    elif "_f32" in mn and w == 1:
         post = _post_f32(ins)
     elif "_f64" in mn and w == 2:
         post = _post_f64(ins)

@@ -341,6 +341,29 @@ def build(ins, b, p):
     return fn
 
 
+#: f32/f64 instructions whose semantics ignore the denorm and round fields (they split or
+#: approximate the raw operand) but whose clamp output modifier follows DX10_CLAMP
+_OUTMODS_ONLY = ("v_frexp_mant_f32", "v_frexp_mant_f64", "v_rcp_iflag_f32")
+
+
+def _build_outmods_only(ins, b, p):
+    if not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
+        return _valu.build_valu(ins, b, p)
+    from .. import core
+    mn = ins.mnemonic
+    t = "f64" if mn.endswith("_f64") else "f32"
+    sem = _valu.VALU[mn]
+    readers = [core.vsrc_reader(o) for o in ins.src]
+    wr = core.vwriter(ins.dst[0])
+    posts = {dx10: _post(ins, t, dx10) for dx10 in (True, False)}
+
+    def fn(b, g):
+        with np.errstate(all="ignore"):
+            v = sem(*[r(b, g) for r in readers])
+            wr(b, g, posts[bool((mode_of(b, g) >> 8) & 1)](v))
+    return fn
+
+
 def _names():
     out = []
     for mn in isa.CORE_EXECUTED:
@@ -350,3 +373,4 @@ def _names():
 
 
 BUILDERS = {mn: build for mn in _names()}
+BUILDERS.update({mn: _build_outmods_only for mn in _OUTMODS_ONLY if mn in isa.CORE_EXECUTED})
