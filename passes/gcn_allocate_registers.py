@@ -272,8 +272,11 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
     offset = [0] * n_vals
 
     def find(i: int) -> tuple[int, int]:
-        if parent[i] == i:
+        p = parent[i]
+        if p == i:
             return i, 0
+        if parent[p] == p:  # (what the compressing walk below returns, and leaves, for a root's child)
+            return p, offset[i]
         path = []
         while parent[i] != i:
             path.append(i)
