@@ -540,3 +540,10 @@ def test_clamp_of_integer_and_f16_results_of_conversions(dx10):
     assert run1("v_frexp_mant_f32_e64 v20, v10 clamp", [0x7FC00000, f32b(3.0)], mode=m) == \
         [0 if dx10 else 0x7FC00000, f32b(0.75)]
     assert run1("v_rcp_iflag_f32_e64 v20, v10 clamp", [0x7FC00000], mode=m) == [0 if dx10 else 0x7FC00000]
+
+
+@pytest.mark.parametrize("form", [" dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD", DPP])
+def test_sat_pk_u8_i16_sdwa_dpp(form):
+    # each i16 half saturated to u8 (ISA: V_SAT_PK_U8_I16): (-128, 256) -> (0, 255); (32, 64) kept
+    mn = "v_sat_pk_u8_i16_sdwa" if "sel" in form else "v_sat_pk_u8_i16_dpp"
+    assert run1(f"{mn} v20, v10" + form, [0x0100FF80, 0x00400020]) == [0xFF00, 0x4020]

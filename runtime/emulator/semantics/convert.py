@@ -127,6 +127,7 @@ RAW = {
     "v_cvt_off_f32_i4": _off_i4,
     "v_exp_legacy_f32": lambda a: O.b32(np.exp2(O.f32(a).astype(F64)).astype(F32)),
     "v_log_legacy_f32": lambda a: O.b32(np.log2(O.f32(a).astype(F64)).astype(F32)),
+    "v_sat_pk_u8_i16": _sat_pk_u8_i16,
 }
 
 BUILDERS = {
@@ -136,7 +137,7 @@ BUILDERS = {
     "v_cvt_pknorm_i16_f16": _build_packing(_pknorm_f16(True), True, False),
     "v_cvt_pknorm_u16_f16": _build_packing(_pknorm_f16(False), True, False),
     "v_cvt_off_f32_i4": plain(RAW["v_cvt_off_f32_i4"]),
-    "v_sat_pk_u8_i16": plain(_sat_pk_u8_i16),
+    "v_sat_pk_u8_i16": plain(RAW["v_sat_pk_u8_i16"]),
     "v_exp_legacy_f32": plain_flushed(RAW["v_exp_legacy_f32"], ("f32",), "f32"),
     "v_log_legacy_f32": plain_flushed(RAW["v_log_legacy_f32"], ("f32",), "f32"),
 }
