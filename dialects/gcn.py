@@ -897,11 +897,12 @@ class SubregOp(PseudoOp):
         super().__init__(operands=[source], result_types=[t], properties={"offset": _i64(offset)})
 
     def verify_(self) -> None:
-        if type(self.source.type) is not type(self.result.type):
+        source, result = self.source.type, self.result.type  # (each accessor call costs: thousands per kernel)
+        if type(source) is not type(result):
             raise VerifyException("gcn.subreg: source and result must be the same register kind")
         off = self.offset.value.data
-        if off < 0 or off + self.result.type.n > self.source.type.n:
-            raise VerifyException(f"gcn.subreg: [{off}, +{self.result.type.n}) is outside a {self.source.type.n}-register range")
+        if off < 0 or off + result.n > source.n:
+            raise VerifyException(f"gcn.subreg: [{off}, +{result.n}) is outside a {source.n}-register range")
 
 
 @irdl_op_definition
