@@ -353,8 +353,21 @@ class DotKernelBuilder:
 
             per_load = 16
 
+            # A's pieces: a row's 16 dwords of the step per s_load_dwordx16 (row-major), or for
+            # the decode GEMV (M <= 16 rows, B N x K) 4 dwords of every row per batch (K-major,
+            # s_load_dwordx4): each batch then reads one B quad per lane, so that quad is reloaded
+            # for the next step right after it (each batch's scalar loads find the B lines the
+            # batch before asked for behind them in the HBM queue, not the whole step's: the
+            # weight stream keeps flowing while the waves wait on A)
+            kmajor = mi_m <= GEMV_MAX_M and b_trans
+
             def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
                 out = []
+                if kmajor:
+                    for w, k0 in _pow2_runs(kcount, 4):
+                        for r in range(mi_m):
+                            out.append((w, [r], list(range(k0, k0 + w))))
+                    return out
                 for r in range(mi_m):
                     for w, k0 in _pow2_runs(kcount, per_load):
                         out.append((w, [r], list(range(k0, k0 + w))))
@@ -466,11 +479,9 @@ class DotKernelBuilder:
                 pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
                 pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
                 new_slots: list[SSAValue | None] = [None] * n_slots
-                # Few rows (the GEMV plan): the next step's B quads go out back to back after the
-                # step's last dot, so the 64-byte line each lane reads per step is filled once and
-                # dies at once; staggered, the quads of a line arrive apart and with many waves per
-                # CU the lines are evicted from L1 between them (read again from L2).
-                bunch = mi_m <= GEMV_MAX_M or not b_trans  # B K x N: see load_all_slots
+                # B K x N: every slot reloaded together after the step's last dot (see load_all_slots);
+                # the GEMV's K-major batches reload each quad after the batch that used it.
+                bunch = not b_trans
                 b_next: list[SSAValue] = []
 
                 def next_b_base() -> SSAValue:
@@ -488,8 +499,7 @@ class DotKernelBuilder:
                     r, kk, pi, _ = t
                     acc[r] = be(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
 
-                events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch,
-                                       a_first=b_trans)
+                events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch)
                 cur = run_k_step(events, cur, lambda bi, nxt_step: [load_piece(pc, pref if nxt_step else koff)
                                                                      for pc in step_batches[bi]],
                                  mac, load_b, load_b_all)

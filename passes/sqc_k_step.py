@@ -61,14 +61,12 @@ def a_batches(pieces: Sequence[Piece], late: bool) -> list[list[Piece]]:
 
 
 def k_step_events(step_batches: Sequence[Sequence[Piece]], fma_order: Callable, slot_of: Callable[[int], int],
-                  late: bool, bunch: bool = False, a_first: bool = False) -> list[tuple]:
+                  late: bool, bunch: bool = False) -> list[tuple]:
     """The events of one K step (module docstring), in program order.
 
     ``fma_order(batch, last)`` gives a batch's multiply-adds as ``(row, kk, piece, index)``;
     ``slot_of(kk)`` the B slot that holds value ``kk`` of the step.  ``bunch``: B's slots are
-    reloaded together after the step's last multiply-add instead of each after its last use;
-    ``a_first`` (with ``bunch``): after the next step's first batch of A is loaded, so those
-    scalar loads are not queued behind the step's B lines (most of them HBM misses)."""
+    reloaded together after the step's last multiply-add instead of each after its last use."""
     nb = len(step_batches)
     fmas = [(bi, t) for bi, bp in enumerate(step_batches) for t in fma_order(bp, bi == nb - 1)]
     last_use = {slot_of(t[1]): n for n, (_, t) in enumerate(fmas)}
@@ -87,15 +85,13 @@ def k_step_events(step_batches: Sequence[Sequence[Piece]], fma_order: Callable, 
             if last_use[slot_of(t[1])] == n:
                 if not bunch:
                     events.append(("b", slot_of(t[1])))
-                elif n == last_n and not a_first:
+                elif n == last_n:
                     events.append(("b_all",))
             n += 1
         if late and not last:
             events.append(("a", bi + 1, False))
         elif last and (not bi or late):  # one batch, or late: into this batch's SGPRs, after its multiply-adds
             events.append(("a", 0, True))
-        if bunch and a_first and last:
-            events.append(("b_all",))
         events.append(("end", bi))
     return events
 

@@ -212,6 +212,17 @@ def test_decode_gemv_plan_is_chosen_and_exact():
     assert kern.local_split == 4
 
 
+def test_gemv_k_major_batches():
+    """The decode GEMV (M = 16) reads A K-major: each 64-SGPR batch is 4 dwords of all 16 rows
+    (16 x s_load_dwordx4), its 64 dots follow one lgkmcnt(0) wait, and after them one B quad
+    (the one the batch used) is reloaded for the next step: four batches and four quads a step."""
+    kern = vlpc.compile(source(16, 128, 2 * 16 * 16 * 2, 1024, 1024, 128, "f16", "f32")).kernel("g")
+    loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+    batches = re.split(r"s_waitcnt[^\n]*lgkmcnt\(0\)", loop)[1:]
+    assert [(c.count("v_dot2"), c.count("B next slot"), c.count("s_load_dwordx4"), c.count("s_load_dwordx16"))
+            for c in batches] == [(64, 1, 16, 0)] * 4
+
+
 @pytest.mark.parametrize("m, ab, ct", [(16, "i8", "i32"), (11, "f16", "f32"), (16, "f16", "f16")])
 def test_gemv_parallel_local_reduction(m, ab, ct):
     """The decode GEMV's 16 wavefront groups sum their partial rows through LDS in chunks of
