@@ -208,10 +208,21 @@ def vgpr(width: int = 1) -> VGPRType:
     return VGPRType.unallocated(width)
 
 
+#: id(register type) -> (the type, its assembly spelling): types are shared objects, spelled
+#: thousands of times per kernel (kept alive here, so an id is never another type's).
+_ASM_OF_TYPE: dict[int, tuple[Attribute, str]] = {}
+
+
 def reg_asm(value: SSAValue) -> str:
     t = value.type
+    hit = _ASM_OF_TYPE.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
     if isinstance(t, GCNRegisterType | SpecialRegType):
-        return t.asm()
+        text = t.asm()
+        if len(_ASM_OF_TYPE) < 1 << 16:
+            _ASM_OF_TYPE[id(t)] = (t, text)
+        return text
     raise VerifyException(f"value of type {t} is not a GCN register")
 
 
