@@ -1578,5 +1578,13 @@ GlobalLoadShortD16HiOp = _table_op(
 )
 
 
+GlobalLoadUbyteD16HiOp = _table_op(
+    GlobalLoadBase, "global_load_ubyte_d16_hi",
+    "``global_load_ubyte_d16_hi``: a byte, zero-extended to 16 bits, into the high half of a "
+    "VGPR, the low half kept (``merge`` as for ``global_load_short_d16_hi``).",
+    DWORDS=1,
+)
+
+
 # the dialect again, so that the operations of this section are registered too
 GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])

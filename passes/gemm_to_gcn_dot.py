@@ -18,13 +18,15 @@ other waves (gemm-tile's default 32-row tiles fit 64 VGPRs: 4 waves per SIMD); `
 double-buffered batches of 32 (B stored K x N always takes ``cover``: its 16 B row pointers
 do not fit beside a 64-SGPR batch).
 
-That pairing needs K contiguous in memory for both operands: layout ``NT`` (A stored M x K,
-B stored N x K: the layout of LLM weights, ``y = x W^T``).  Other layouts would need the
-values of two (four) rows packed into one register first (``s_pack_ll_b32_b16`` for A,
-``global_load_short_d16``/``_d16_hi`` for B) and are refused with a located error.  Rows
-must start on 4-byte boundaries: lda and ldb (and the batch strides of A and B) are
-multiples of P (checked at compile time for static values, at launch otherwise:
-``vlpc.dialects.gemm.offset_errors``).
+That pairing needs K contiguous in memory for A: layouts ``NT`` (A stored M x K, B stored
+N x K: the layout of LLM weights, ``y = x W^T``) and ``NN`` (B stored K x N: each B register
+is packed from P rows, f16 with ``global_load_ushort`` + ``global_load_short_d16_hi``, int8
+with ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two registers joined by
+``v_lshl_add_u32``).  A stored K x M (TN, TT) would need its values of two (four) rows packed
+into one SGPR first (``s_pack_ll_b32_b16`` / ``s_pack_hh_b32_b16`` for f16) and is refused
+with a located error.  Rows read by dwords must start on 4-byte boundaries: lda (and ldb for
+NT, and the batch strides) are multiples of P (checked at compile time for static values,
+at launch otherwise: ``vlpc.dialects.gemm.offset_errors``).
 
 K need not be a multiple of P (nor of the K step): the loop runs over the ``K // P`` whole
 dwords (K steps, then an unrolled or looped tail of whole dwords), and the last ``K % P``
@@ -132,10 +134,9 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
         raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default "
                        "or cover); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
-    if mm.layout.data not in ("NT", "NN") or (mm.layout.data == "NN" and s.dtype != "f16"):
+    if mm.layout.data not in ("NT", "NN"):
         raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A "
-                       "(A stored M x K) and, for int8, in B too (layout NT: B stored N x K); f16 also "
-                       "takes layout NN (B stored K x N, two rows packed per register)")
+                       "(A stored M x K: layouts NT and NN, B stored N x K or K x N)")
     bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.dtype != "f16"]
     if bad:
         raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col and relu "
@@ -398,14 +399,46 @@ class DotKernelBuilder:
                 return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
 
             # B N x K: quads of 4 dwords (global_load_dwordx4); B K x N: one dword per slot, its two
-            # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi)
+            # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi), or its
+            # four int8 values from four rows: rows k, k+2 and k+1, k+3 into the bytes 0 and 2 of
+            # two VGPRs (global_load_ubyte, then global_load_ubyte_d16_hi), joined by
+            # v_lshl_add_u32 (hi << 8) + lo where a step first reads the slot (the loop carries
+            # both halves, so the loads of the next step stay in flight)
             n_slots = ks // 4 if b_trans else ks
+            nn_i8 = is_int and not b_trans
+            n_carry = 2 * n_slots if nn_i8 else n_slots  # B registers the K loop carries
+            joined: dict = {}
 
             def b_slot_of(kk: int) -> tuple[int, int]:
                 return (kk // 4, kk % 4) if b_trans else (kk, 0)
 
+            def row_ptr(base: SSAValue, rows: int) -> SSAValue:
+                """``base`` + ``rows`` rows of B (K x N); inside B: under 2^32 bytes (offset_errors)."""
+                if rows == 0:
+                    return base
+                return e.add64(base, rows * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, rows), 0)
+
+            def load_halves(ptrs: list[SSAValue], text: str) -> list[SSAValue]:
+                """int8 B K x N, slots at ``ptrs`` (row k of each): [lo0, hi0, lo1, hi1, ...], lo holding
+                rows k and k+2 in bytes 0 and 2, hi rows k+1 and k+3; the first bytes of every slot
+                go out before the d16_hi loads that complete them (their waits stay partial)."""
+                first = [e(gcn.GlobalLoadUbyteOp(voff_b, row_ptr(p, j), comment=f"{text} {q} (row k+{j})")).vdst
+                         for q, p in enumerate(ptrs) for j in (0, 1)]
+                return [e(gcn.GlobalLoadUbyteD16HiOp(voff_b, row_ptr(ptrs[i // 2], 2 + i % 2),
+                                                     comment=f"{text} {i // 2} (row k+{2 + i % 2})", merge=v)).vdst
+                        for i, v in enumerate(first)]
+
+            def join(lo: SSAValue, hi: SSAValue) -> SSAValue:
+                key = (lo, hi)
+                if key not in joined:
+                    joined[key] = e(gcn.VLshlAddU32Op(hi, 8, lo)).vdst
+                return joined[key]
+
             def load_pair(base: SSAValue, text: str) -> SSAValue:
-                """The f16 values of rows k and k + 1 of B (K x N) at ``base`` (row k) in one VGPR."""
+                """The f16 values of rows k and k + 1 (int8: k..k+3) of B (K x N) at ``base`` (row k)
+                in one VGPR."""
+                if nn_i8:
+                    return join(*load_halves([base], text))
                 lo = e(gcn.GlobalLoadUshortOp(voff_b, base, comment=f"{text} (row k)")).vdst
                 nxt = e.add64(base, ldb4, 0)
                 return e(gcn.GlobalLoadShortD16HiOp(voff_b, nxt, comment=f"{text} (row k+1)", merge=lo)).vdst
@@ -413,10 +446,7 @@ class DotKernelBuilder:
             def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
                 if b_trans:
                     return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
-                if slot == 0:
-                    return load_pair(base, text)
-                off = 2 * slot * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * slot)
-                return load_pair(e.add64(base, off, 0), text)  # inside B: under 2^32 bytes (offset_errors)
+                return load_pair(row_ptr(base, P * slot), text)
 
             def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
                 """Every slot of a step.  B K x N: first the low halves of all slots, then the high
@@ -424,8 +454,9 @@ class DotKernelBuilder:
                 wait for the earlier load), so each wait then leaves the other slots' loads in flight."""
                 if b_trans:
                     return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
-                ptrs = [base if q == 0 else e.add64(base, 2 * q * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, 2 * q), 0)
-                        for q in range(n_slots)]
+                ptrs = [row_ptr(base, P * q) for q in range(n_slots)]
+                if nn_i8:
+                    return load_halves(ptrs, text)
                 los = [e(gcn.GlobalLoadUshortOp(voff_b, p, comment=f"{text} {q} (row k)")).vdst for q, p in enumerate(ptrs)]
                 return [e(gcn.GlobalLoadShortD16HiOp(voff_b, e.add64(p, ldb4, 0), comment=f"{text} {q} (row k+1)",
                                                      merge=lo)).vdst for q, (p, lo) in enumerate(zip(ptrs, los))]
@@ -437,6 +468,8 @@ class DotKernelBuilder:
 
             def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
                 q, j = b_slot_of(kk)
+                if nn_i8:
+                    return join(slots[2 * q], slots[2 * q + 1])
                 return e.sub(slots[q], j, 1) if b_trans else slots[q]
 
             def fma_order(batch_pieces, last: bool):
@@ -472,13 +505,13 @@ class DotKernelBuilder:
                 be = _Emitter(body)
                 koff = body.args[0]
                 cur = list(body.args[1:1 + nb0])
-                slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
-                acc = list(body.args[1 + nb0 + n_slots:])
+                slots = list(body.args[1 + nb0:1 + nb0 + n_carry])
+                acc = list(body.args[1 + nb0 + n_carry:])
                 e_outer = e
                 e = be
                 pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
                 pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-                new_slots: list[SSAValue | None] = [None] * n_slots
+                new_slots: list[SSAValue | None] = [None] * n_carry
                 # B K x N: every slot reloaded together after the step's last dot (see load_all_slots);
                 # the GEMV's K-major batches reload each quad after the batch that used it.
                 bunch = not b_trans
@@ -508,7 +541,7 @@ class DotKernelBuilder:
                 loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
                 e = e_outer
                 e(loop)
-                acc = list(loop.res[1 + nb0 + n_slots:])
+                acc = list(loop.res[1 + nb0 + n_carry:])
                 if not isinstance(k_val, int):
                     e(gcn.LabelOp(skip_main))
 

@@ -174,9 +174,9 @@ def test_a_schedules(ab, ct):
 
 
 @pytest.mark.parametrize("text, words", [
-    (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"NN"').replace(
-        "memref<64x32xi8, strided<[32, 1]>>", "memref<32x64xi8, strided<[64, 1]>>"),
-     "layout NN: i8 products need K contiguous"),
+    (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TT"').replace(
+        "memref<48x32xi8, strided<[32, 1]>>", "memref<32x48xi8, strided<[48, 1]>>"),
+     "layout TT: i8 products need K contiguous in A"),
     (source(48, 64, 32, 32, 32, 64, "f16", "f32").replace('"NT"', '"TN"').replace(
         "memref<48x32xf16, strided<[32, 1]>>", "memref<32x48xf16, strided<[48, 1]>>").replace(
         "memref<64x32xf16, strided<[32, 1]>>", "memref<32x64xf16, strided<[64, 1]>>"),
@@ -548,13 +548,14 @@ def test_dequant_needs_its_scales():
         vlpc.compile(text, filename="t.mlir")
 
 
-def nn_source(m, n, k, lda, ldb, ldc, ct="f32"):
+def nn_source(m, n, k, lda, ldb, ldc, ct="f32", ab="f16"):
     def mt(rows, cols, ld, t):
         dims = "x".join("?" if x is None else str(x) for x in (rows, cols))
         return f"memref<{dims}x{t}, strided<[{'?' if ld is None else ld}, 1]>>"
-    ta, tb, tc = mt(m, k, lda, "f16"), mt(k, n, ldb, "f16"), mt(m, n, ldc, ct)
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NN\"}} : {ta}, {tb}, {tc}, f32, f32\n"
+    ta, tb, tc = mt(m, k, lda, ab), mt(k, n, ldb, ab), mt(m, n, ldc, ct)
+    s = SCALAR[ab]
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NN\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
             "  func.return\n}\n")
 
 
@@ -576,6 +577,36 @@ def test_f16_nn_layout(m, n, k, lda, ldb, ldc, ct, sizes_at_launch):
     out, _ = launch_dot(kern, exact(a, lda, np.nan), exact(bkn, ldb, np.nan), cf, -0.75, 1.5, m, n, k, lda, ldb, ldc)
     exp, bound = reference(a, bkn.T.copy(), c, -0.75, 1.5, kern.local_split)
     assert_close(rows_of(out, m, n, ldc), exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
+
+
+@pytest.mark.parametrize("m, n, k, lda, ldb, ldc, sizes_at_launch", [
+    (64, 256, 67 * 4 + 3, 272, 256, 256, False),  # K % 4 = 3: four K steps, a dword tail, three values
+    (70, 100, 37, 40, 103, 101, False),           # edges, odd ldb (B rows are read byte by byte)
+    (3, 64, 4127, 4128, 65, 64, False),           # the GEMV plan (local split) on B stored K x N
+    (66, 70, 35, 36, 71, 73, True),               # sizes at launch: the dword tail loop
+])
+def test_i8_nn_layout(m, n, k, lda, ldb, ldc, sizes_at_launch):
+    """int8 with B stored K x N: each B dword packs rows k..k+3 of the lane's column, rows k, k+2
+    and k+1, k+3 into bytes 0 and 2 of two VGPRs (global_load_ubyte + _ubyte_d16_hi) joined by
+    v_lshl_add_u32; exact against NumPy int64, garbage padding, C's padding kept."""
+    dims = (None,) * 6 if sizes_at_launch else (m, n, k, lda, ldb, ldc)
+    kern = vlpc.compile(nn_source(*dims, ct="i32", ab="i8")).kernel("g")
+    if ".Lg_k_loop:" in kern.asm and not sizes_at_launch:
+        loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+        ks = kern.launch_info["k_step"]
+        assert loop.count("global_load_ubyte_d16_hi") == loop.count("global_load_ubyte ") == 2 * ks
+        assert loop.count("v_lshl_add_u32") == ks  # one join per slot and step
+    rng = np.random.default_rng(12)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    bkn = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    c = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)
+    cf = exact(c, ldc, np.int32(0x5A5A5A5A))
+    out, _ = launch_dot(kern, exact(a, lda, np.int8(-77)), exact(bkn, ldb, np.int8(-77)), cf, 3, -2, m, n, k,
+                        lda, ldb, ldc)
+    exp, _ = reference(a, bkn.T.copy(), c, 3, -2)
+    np.testing.assert_array_equal(rows_of(out, m, n, ldc).astype(np.int64), exp)
     pm = pad_mask(cf.size, m, n, ldc)
     assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
 
