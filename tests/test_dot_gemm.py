@@ -457,6 +457,16 @@ def test_cli_run_and_bench_dot_examples(capsys):
     assert abs(share - 100 * tops * 1e12 / peak) < 0.1
 
 
+def test_cli_run_dynamic_int8_rounds_leading_dimensions(tmp_path, capsys):
+    """Sizes at launch with K = 35: lda and ldb default to whole dwords (36), not K."""
+    from vlpc.cli import main
+    path = tmp_path / "q.mlir"
+    path.write_text(source(None, None, None, None, None, None, "i8", "i32"))
+    assert main(["run", str(path), "--m", "70", "--n", "100", "--k", "35", "--strict"]) == 0
+    out = capsys.readouterr().out
+    assert "(lda=36 ldb=36 ldc=100)" in out and "int8 -> i32 results exact" in out
+
+
 def epilogue_source(m, n, k, ct, epi, bias_len, ab="f16"):
     ta, tb, tc = f"memref<{m}x{k}x{ab}>", f"memref<{n}x{k}x{ab}>", f"memref<{m}x{n}x{ct}>"
     attrs = 'layout = "NT", epilogue = [' + ", ".join(f'"{x}"' for x in epi) + "]"

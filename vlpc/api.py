@@ -352,13 +352,14 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
 def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations, strict,
              waitcnt, bias) -> RunResult:
     """:func:`run` for an f16/int8 dot kernel (:mod:`vlpc.dot_run`)."""
-    from vlpc.dot_run import NP, run_dot, scalar_type, types_of
+    from vlpc.dot_run import NP, round_leading_dimensions, run_dot, scalar_type, types_of
     from vlpc.runtime import get_device
 
     ab, ct, _ = types_of(kern)
     a, b = (_as_array(name, x, NP[ab]) for name, x in (("A", a), ("B", b)))
     c = _as_array("C", c, NP[ct])
     p = resolve(kern, a, b, c, m, n, k, batch)
+    round_leading_dimensions(kern, p, a is not None, b is not None)
     kern.check_sizes(p.m, p.n, p.k)
     check_leading_dimensions(kern.layout, p)
     launch = kern.launch(p.m, p.n, p.k, p.batch or None)

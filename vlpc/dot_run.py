@@ -57,6 +57,21 @@ def scalar_type(kernel) -> type:
     return np.int32 if ab == "i8" and ct == "i32" else np.float32
 
 
+def round_leading_dimensions(kern, p: Problem, a_given: bool, b_given: bool) -> None:
+    """Leading dimensions given at launch and not by arrays: A's (and for NT, B's) rows rounded
+    up to whole dwords (2 f16 / 4 int8 values), as the dot kernels need (``offset_errors``);
+    ``p`` is changed in place (not for a batch, whose strides follow the leading dimensions)."""
+    if p.batch:
+        return
+    ab, _, _ = types_of(kern)
+    pack = 2 if ab == "f16" else 4
+    li = kern.launch_info
+    if li["static_lda"] < 0 and not a_given:
+        p.lda = -(-p.lda // pack) * pack
+    if li["static_ldb"] < 0 and not b_given and kern.layout[1] == "T":
+        p.ldb = -(-p.ldb // pack) * pack
+
+
 def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
               pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -263,4 +278,4 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
     return cm, stats, min(walls), verdict, inputs
 
 
-__all__ = ["check", "reference", "run_dot", "scalar_type", "types_of"]
+__all__ = ["check", "reference", "round_leading_dimensions", "run_dot", "scalar_type", "types_of"]

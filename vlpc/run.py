@@ -121,6 +121,9 @@ def cmd_run(args) -> int:
                                    and arr.ndim >= 2 and arr.shape[-1] > ld else ""))
             arrays[name] = arr
     p = resolve(kernel, arrays["A"], arrays["B"], arrays["C"], p.m, p.n, p.k, batch)
+    if dtype_name in ("f16", "i8"):  # dynamic leading dimensions: whole dwords of K (vlpc/dot_run.py)
+        from vlpc.dot_run import round_leading_dimensions
+        round_leading_dimensions(kernel, p, arrays["A"] is not None, arrays["B"] is not None)
     kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     launch = kernel.launch(p.m, p.n, p.k, p.batch or None)
     scalars = {}
