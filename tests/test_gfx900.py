@@ -424,6 +424,10 @@ def test_cli_bench_and_run_model_the_mi25_for_gfx900(capsys):
     assert main(["bench", dyn, "--m", "128", "--n", "256", "--k", "32", "--target", "gfx900", "--gpu", "mi60"]) != 0
     err = capsys.readouterr().err
     assert "gfx906" in err and "gfx900" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    # --gpu mi25 with the default target: one line that names the fix
+    assert main(["bench", dyn, "--m", "128", "--n", "256", "--k", "32", "--gpu", "mi25"]) != 0
+    err = capsys.readouterr().err
+    assert "--target gfx900" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 # -- DGEMM's plan and the modeled figures on MI25 ----------------------------------------------

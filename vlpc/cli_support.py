@@ -175,16 +175,17 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: "
                         "%(default)s); inside a pass option it is quoted: 'gcn-asm{target=\"gfx906:xnack-\"}'")
     p.add_argument("--macro-tile", type=parse_tile_arg, default=None, metavar="MxN",
-                   help="macro tile per workgroup (default: 64x256 for f32, 32x256 for f64; the seed also "
-                        "uses 64x64, 64x128)")
+                   help="macro tile per workgroup (default for strategy sqc: 32 rows for f32/f16/int8, 16 for f64, "
+                        "the columns (64/128/256) chosen by the timing-model surrogate for --gpu; strategy lds and "
+                        "--schedule seed: 64x256 f32, 32x256 f64; the seed also uses 64x64, 64x128)")
     p.add_argument("--micro-tile", type=parse_tile_arg, default=None, metavar="MxN",
-                   help="micro tile per work-item (default: 64x1 for f32, 32x1 for f64)")
+                   help="micro tile per work-item, Mx1 (default: the macro tile's rows x 1)")
     p.add_argument("--k-step", type=int, default=None, choices=(8, 16),
                    help="K values per A load step: 16 (f32 default: one s_load_dwordx16 per row) or 8 "
                         "(f64 default)")
     p.add_argument("--waves-per-simd", type=int, default=None,
-                   help="occupancy the VGPR budget is chosen for (default: the strategy's: 3 -> 84 VGPRs "
-                        "for sqc, 2 -> 128 VGPRs for lds)")
+                   help="occupancy the VGPR budget is chosen for (default: strategy sqc picks the most waves, "
+                        "up to 4, whose register budget fits the kernel's demand; lds: 2 -> 128 VGPRs)")
     p.add_argument("--split-k", type=split_k_arg, default="auto", metavar="S|auto",
                    help="K slices across workgroups: auto (default: chosen from the shape and --cus by the cost "
                         "model of gemm-split-k), 1 (no split) or S > 1")

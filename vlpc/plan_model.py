@@ -184,7 +184,8 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
     if gpu:
         board = get_board(gpu)
         if board.target.name != target_name:
-            raise TargetError(f"board {gpu} is a {board.target.name}, not a {target_name}")
+            raise TargetError(f"board {gpu} is a {board.target.name}, not a {target_name}: compile for "
+                              f"--target {board.target.name} (target='{board.target.name}') to use it")
     else:
         mine = [b for b in BOARDS.values() if b.target.name == target_name]
         if not mine:
