@@ -22,9 +22,11 @@ That pairing needs K contiguous in memory for A: layouts ``NT`` (A stored M x K,
 N x K: the layout of LLM weights, ``y = x W^T``) and ``NN`` (B stored K x N: each B register
 is packed from P rows, f16 with ``global_load_ushort`` + ``global_load_short_d16_hi``, int8
 with ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two registers joined by
-``v_lshl_add_u32``).  A stored K x M (TN, TT) would need its values of two (four) rows packed
-into one SGPR first (``s_pack_ll_b32_b16`` / ``s_pack_hh_b32_b16`` for f16) and is refused
-with a located error.  Rows read by dwords must start on 4-byte boundaries: lda (and ldb for
+``v_lshl_add_u32``).  A stored K x M (TN, TT), f16 only: rows 2kk and 2kk + 1 of A (the
+tile's M values, one scalar load each) go into SGPRs and each dot's A operand is packed from
+their halves (``s_pack_ll_b32_b16`` for even m, ``s_pack_hh_b32_b16`` for odd m: one SALU
+instruction per dot); M and lda must be static and even, the tile 2..32 rows (a power of two),
+so the pairs start on 4-byte boundaries (refused with a located error otherwise).  Rows read by dwords must start on 4-byte boundaries: lda (and ldb for
 NT, and the batch strides) are multiples of P (checked at compile time for static values,
 at launch otherwise: ``vlpc.dialects.gemm.offset_errors``).
 
@@ -134,9 +136,19 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
         raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default "
                        "or cover); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
-    if mm.layout.data not in ("NT", "NN"):
-        raise op_error(mm, f"layout {mm.layout.data}: {s.dtype} products need K contiguous in A "
-                       "(A stored M x K: layouts NT and NN, B stored N x K or K x N)")
+    if mm.layout.data[0] == "T":  # A stored K x M: f16 only, rows k and k+1 packed into one SGPR
+        rows = mm.get_int_array("micro_tile")[0]
+        why = None
+        if s.dtype != "f16":
+            why = f"{s.dtype} products need K contiguous in A (A stored M x K: layouts NT and NN)"
+        elif s.m < 0 or s.m % 2 or s.lda < 0 or s.lda % 2 or (s.batch != 0 and (s.stride_a < 0 or s.stride_a % 2)):
+            why = ("f16 with A stored K x M needs a static, even M and lda (and batch stride of A): the "
+                   "tiles' pairs of A values start on 4-byte boundaries")
+        elif rows not in (2, 4, 8, 16, 32):
+            why = (f"f16 with A stored K x M needs a tile of 2, 4, 8, 16 or 32 rows (one scalar load of each "
+                   f"row of A per K value), got {rows}")
+        if why:
+            raise op_error(mm, f"layout {mm.layout.data}: {why}")
     bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.dtype != "f16"]
     if bad:
         raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col and relu "
@@ -332,8 +344,12 @@ class DotKernelBuilder:
                 k_val, k_begin = self._k_slice(e, k_val, piece, pieces)
 
             lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
-            a_lo, a_hi = e.mul64(row0, lda4)
-            a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
+            a_trans = self.mm.layout.data[0] == "T"  # A stored K x M (f16: rows k, k+1 packed by SALU)
+            if a_trans:
+                a_tile0 = e.add64(ptr_a, e.mul(row0, eb), 0, comment=f"A tile base = A + row0*{eb} (A is K x M)")
+            else:
+                a_lo, a_hi = e.mul64(row0, lda4)
+                a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
             b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
             if b_trans:
                 b_lo, b_hi = e.mul64(col0, ldb4)
@@ -345,7 +361,8 @@ class DotKernelBuilder:
             a_tile, b_tile = a_tile0, b_tile0
             if k_begin is not None:
                 kb4 = e.mul(k_begin, 4)
-                a_tile = e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice")
+                a_tile = (e.add64(a_tile0, *e.mul64(kb4, reg(lda)), comment="A + first row pair of the slice")
+                          if a_trans else e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice"))
                 b_tile = (e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice") if b_trans else
                           e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
             n_steps = k_val // ks if isinstance(k_val, int) else None
@@ -360,10 +377,14 @@ class DotKernelBuilder:
             # for the next step right after it (each batch's scalar loads find the B lines the
             # batch before asked for behind them in the HBM queue, not the whole step's: the
             # weight stream keeps flowing while the waves wait on A)
-            kmajor = mi_m <= GEMV_MAX_M and b_trans
+            kmajor = mi_m <= GEMV_MAX_M and b_trans and not a_trans
 
-            def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
+            def pieces(kcount: int) -> list[tuple]:
                 out = []
+                if a_trans:  # rows 2kk and 2kk+1 of A (K x M): the tile's mi_m values each (mi_m / 2 dwords)
+                    for kk in range(kcount):
+                        out += [(mi_m // 2, list(range(mi_m)), [kk], h) for h in (0, 1)]
+                    return out
                 if kmajor:
                     for w, k0 in _pow2_runs(kcount, 4):
                         for r in range(mi_m):
@@ -375,9 +396,20 @@ class DotKernelBuilder:
                 return out
 
             def batch(ps: list) -> list[list]:
-                return a_batches(ps, self.late)
+                return a_batches(ps, self.late, group=2 if a_trans else 1)
 
-            imm_ok = isinstance(lda4, int) and (mi_m - 1) * lda4 + ks * esz <= SMEM_IMM_MAX
+            imm_ok = isinstance(lda4, int) and ((2 * ks - 1) * lda4 + mi_m * eb if a_trans else
+                                                (mi_m - 1) * lda4 + ks * esz) <= SMEM_IMM_MAX
+            step_rows: dict = {}
+
+            def a_step(soff: SSAValue) -> SSAValue:
+                """A's byte offset for K offset ``soff`` (bytes of packed dwords): itself, or for A
+                K x M the rows it spans (2 per dword) times lda * 2 bytes: soff * lda."""
+                if not a_trans:
+                    return soff
+                if soff not in step_rows:
+                    step_rows[soff] = e(gcn.SMulI32Op(soff, reg(lda), comment="A rows of the K offset")).sdst
+                return step_rows[soff]
             chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
 
             def stepped(base: SSAValue, idx: int) -> SSAValue:
@@ -391,9 +423,13 @@ class DotKernelBuilder:
                 return val
 
             def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
-                w, rows, kks = pc
+                w, rows, kks = pc[:3]
+                soff = a_step(soff)
                 idx, imm = rows[0], (kbase + kks[0]) * esz
                 text = f"A row {rows[0]} dword {kbase + kks[0]}.."
+                if a_trans:
+                    idx, imm = 2 * (kbase + kks[0]) + pc[3], 0
+                    text = f"A row k+{idx} (K x M)"
                 if imm_ok:
                     return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
                 return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
@@ -473,13 +509,18 @@ class DotKernelBuilder:
                 return e.sub(slots[q], j, 1) if b_trans else slots[q]
 
             def fma_order(batch_pieces, last: bool):
-                pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
-                         for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+                pairs = [(r, kk, pi, pc_i) for pi, pc in enumerate(batch_pieces) if len(pc) == 3 or pc[3] == 0
+                         for pc_i, (r, kk) in enumerate((r, kk) for r in pc[1] for kk in pc[2])]
                 k_major = last or not self.forwarding
                 return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
             def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
-                w, rows, kks = batch_pieces[pi]
+                w, rows, kks = batch_pieces[pi][:3]
+                if a_trans:  # A[m][2kk] and A[m][2kk+1]: the halves m % 2 of rows 2kk, 2kk+1 (piece pi + 1)
+                    j = (r - rows[0]) // 2
+                    lo, hi = (e.sub(vals[i], j, 1) if w > 1 else vals[i] for i in (pi, pi + 1))
+                    pack = gcn.SPackLlB32B16Op if (r - rows[0]) % 2 == 0 else gcn.SPackHhB32B16Op
+                    return e(pack(lo, hi)).sdst
                 j = kks.index(kk)
                 return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
 
@@ -595,7 +636,7 @@ class DotKernelBuilder:
             # ---- the K % P values after the last whole dword: one element at a time ----
             if not (isinstance(k_left, int) and k_left == 0):
                 acc = self._leftover(e, acc, k_total, k_left, piece, a_tile0, b_tile0, voff_b, lda4,
-                                     small_load, dot_op, None if b_trans else ldb)
+                                     small_load, dot_op, None if b_trans else ldb, lda if a_trans else None)
 
             # ---- local split: the wavefront groups' partial sums through LDS ----
             lds_bytes = 0
@@ -826,7 +867,8 @@ class DotKernelBuilder:
 
     def _leftover(self, e: _Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
                   slice_id: SSAValue | None, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue,
-                  lda4: SSAValue | int, small_load, dot_op, ldb_rows: SSAValue | int | None = None) -> list[SSAValue]:
+                  lda4: SSAValue | int, small_load, dot_op, ldb_rows: SSAValue | int | None = None,
+                  lda_rows: SSAValue | int | None = None) -> list[SSAValue]:
         """acc[r] += A[r, k] * B[n, k] for the last K % P values of K (k from P * K dwords on),
         read one element each (zero-extended: the dot's other products are 0 x 0).  Runs
         in a ``gcn.loop`` over those values that is skipped when there are none (K % P given at
@@ -855,7 +897,11 @@ class DotKernelBuilder:
             row = be(gcn.SMulI32Op(koff, be.const(ldb_rows) if isinstance(ldb_rows, int) else ldb_rows)).sdst
             bvoff = be(gcn.VAddU32Op(row, voff_b)).vdst
         bval = be(small_load(bvoff, b_tile, comment="B[n, k]")).vdst
-        kv = be(gcn.VMovB32Op(koff)).vdst
+        if lda_rows is None:  # A M x K: k * element bytes along row r
+            kv = be(gcn.VMovB32Op(koff)).vdst
+        else:  # A K x M: row k (koff * lda) and r * element bytes along it
+            kv = be(gcn.VMovB32Op(be(gcn.SMulI32Op(koff, be.const(lda_rows) if isinstance(lda_rows, int)
+                                                      else lda_rows)).sdst)).vdst
         group = 8
         row_off: SSAValue | None = None
         for g0 in range(0, len(acc), group):
@@ -864,6 +910,8 @@ class DotKernelBuilder:
             for r in rows:
                 if r == 0:
                     voff = kv
+                elif lda_rows is not None:
+                    voff = be(gcn.VAddU32Op(be.const(r * eb), kv)).vdst
                 elif isinstance(lda4, int):
                     voff = be(gcn.VAddU32Op(be.const(r * lda4), kv)).vdst
                 else:

@@ -36,26 +36,29 @@ WIDE_A_BATCH_SGPRS = 64
 Piece = tuple  # (width in dwords, rows, kks)
 
 
-def a_batches(pieces: Sequence[Piece], late: bool) -> list[list[Piece]]:
+def a_batches(pieces: Sequence[Piece], late: bool, group: int = 1) -> list[list[Piece]]:
     """Group A's pieces (in order) into batches of at most :data:`WIDE_A_BATCH_SGPRS`
     (``late``) or :data:`A_BATCH_SGPRS` SGPRs.  Not ``late``, the K loop double-buffers batches
     (one in use, the next loading) and carries the next step's first batch around the back
     edge in the first batch's SGPRs: with an odd number of batches the last one would need a
     third buffer (its range overlaps both neighbours'), so a batch is split to make the count
-    even."""
+    even.  ``group``: pieces come in runs of that many that stay in one batch (the f16 dot
+    kernel's A stored K x M packs rows 2kk and 2kk + 1 of a batch into one SGPR)."""
     size_limit = WIDE_A_BATCH_SGPRS if late else A_BATCH_SGPRS
     out: list[list[Piece]] = []
     size = 0
-    for pc in pieces:
-        if not out or size + pc[0] > size_limit:
+    for g0 in range(0, len(pieces), group):
+        run = list(pieces[g0:g0 + group])
+        width = sum(pc[0] for pc in run)
+        if not out or size + width > size_limit:
             out.append([])
             size = 0
-        out[-1].append(pc)
-        size += pc[0]
+        out[-1].extend(run)
+        size += width
     if len(out) > 1 and len(out) % 2 and not late:
-        i = next((j for j in reversed(range(len(out))) if len(out[j]) > 1), None)
+        i = next((j for j in reversed(range(len(out))) if len(out[j]) > group), None)
         if i is not None:
-            half = len(out[i]) // 2
+            half = len(out[i]) // group // 2 * group
             out[i:i + 1] = [out[i][:half], out[i][half:]]
     return out
 

@@ -177,10 +177,10 @@ def test_a_schedules(ab, ct):
     (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TT"').replace(
         "memref<48x32xi8, strided<[32, 1]>>", "memref<32x48xi8, strided<[48, 1]>>"),
      "layout TT: i8 products need K contiguous in A"),
-    (source(48, 64, 32, 32, 32, 64, "f16", "f32").replace('"NT"', '"TN"').replace(
-        "memref<48x32xf16, strided<[32, 1]>>", "memref<32x48xf16, strided<[48, 1]>>").replace(
-        "memref<64x32xf16, strided<[32, 1]>>", "memref<32x64xf16, strided<[64, 1]>>"),
-     "layout TN: f16 products need K contiguous in A"),
+    (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TN"').replace(
+        "memref<48x32xi8, strided<[32, 1]>>", "memref<32x48xi8, strided<[48, 1]>>").replace(
+        "memref<64x32xi8, strided<[32, 1]>>", "memref<32x64xi8, strided<[64, 1]>>"),
+     "layout TN: i8 products need K contiguous in A"),
     (source(64, 64, 31, 31, 32, 64, "f16", "f32"), "lda=31: f16 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 32, 64, "i8", "f64"), "C of an i8 product is i32"),
@@ -619,6 +619,65 @@ def test_i8_nn_layout(m, n, k, lda, ldb, ldc, sizes_at_launch):
     np.testing.assert_array_equal(rows_of(out, m, n, ldc).astype(np.int64), exp)
     pm = pad_mask(cf.size, m, n, ldc)
     assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
+
+
+def t_source(layout, m, n, k, lda, ldb, ldc, ct="f32"):
+    def mt(rows, cols, ld, t):
+        return f"memref<{rows}x{cols}x{t}, strided<[{ld}, 1]>>"
+    ta = mt(k, m, lda, "f16")  # A stored K x M
+    tb = mt(n, k, ldb, "f16") if layout[1] == "T" else mt(k, n, ldb, "f16")
+    tc = mt(m, n, ldc, ct)
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, f32, f32\n"
+            "  func.return\n}\n")
+
+
+@pytest.mark.parametrize("layout, m, n, k, lda, ldb, ldc, ct, opts", [
+    ("TT", 64, 256, 67, 64, 68, 256, "f32", {}),    # K odd: two K steps, a dword tail, one value
+    ("TN", 70, 100, 37, 70, 103, 101, "f32", {}),   # edges (M even), B stored K x N
+    ("TT", 70, 100, 37, 72, 38, 101, "f16", {}),    # padded rows, f16 output
+    ("TT", 16, 128, 1031, 16, 1032, 128, "f32", {}),  # the GEMV plan (16 wavefront groups)
+    ("TN", 64, 256, 301, 66, 256, 256, "f32", {"split_k": 3}),
+])
+def test_f16_a_stored_k_by_m(layout, m, n, k, lda, ldb, ldc, ct, opts):
+    """f16 with A stored K x M (layouts TN, TT): rows 2kk and 2kk+1 of A are loaded into SGPRs
+    (one scalar load per row of the tile's M values) and each dot's A operand is packed from
+    their halves by s_pack_ll_b32_b16 (even m) / s_pack_hh_b32_b16 (odd m): one SALU op per dot."""
+    kern = vlpc.compile(t_source(layout, m, n, k, lda, ldb, ldc, ct), **opts).kernel("g")
+    if ".Lg_k_loop:" in kern.asm:
+        loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+        assert loop.count("s_pack_ll_b32_b16") + loop.count("s_pack_hh_b32_b16") == loop.count("v_dot2_f32_f16") > 0
+    rng = np.random.default_rng(13)
+    at = rng.standard_normal((k, m)).astype(np.float16)  # A as stored, K x M
+    b = rng.standard_normal((n, k) if layout[1] == "T" else (k, n)).astype(np.float16)
+    c = rng.standard_normal((m, n)).astype(NP[ct])
+    cf = exact(c, ldc, np.nan)
+    out, _ = launch_dot(kern, exact(at, lda, np.nan), exact(b, ldb, np.nan), cf, 0.75, -1.5, m, n, k, lda, ldb, ldc)
+    bt = b if layout[1] == "T" else b.T.copy()
+    exp, bound = reference(at.T.copy(), bt, c, 0.75, -1.5, kern.split_k * kern.local_split)
+    assert_close(rows_of(out, m, n, ldc), exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
+    # BLAS: alpha = 0 over NaN A, beta = 0 over a NaN C
+    at[3, 1] = np.nan
+    out, _ = launch_dot(kern, exact(at, lda, np.nan), exact(b, ldb, np.nan), exact(c, ldc, np.nan), 0.0, 0.5,
+                        m, n, k, lda, ldb, ldc)
+    assert np.isfinite(rows_of(out, m, n, ldc)).all()
+    out, _ = launch_dot(kern, exact(at, lda, np.nan), exact(b, ldb, np.nan), exact(np.full_like(c, np.nan), ldc, np.nan),
+                        1.0, 0.0, m, n, k, lda, ldb, ldc)
+    got = rows_of(out, m, n, ldc)
+    assert np.isnan(got[1]).all() and np.isfinite(np.delete(got, 1, axis=0)).all()  # A[1, 3] (m = 1) is NaN
+
+
+@pytest.mark.parametrize("args, words", [
+    (("TT", 70, 100, 37, 71, 38, 101), "needs a static, even M and lda"),
+    (("TT", 71, 100, 37, 72, 38, 101), "needs a static, even M and lda"),
+    (("TT", 6, 64, 37, 6, 38, 64), "needs a tile of 2, 4, 8, 16 or 32 rows"),
+])
+def test_f16_a_stored_k_by_m_refused(args, words):
+    with pytest.raises(VlpcError) as e:
+        vlpc.compile(t_source(*args), filename="t.mlir")
+    assert words in str(e.value) and "t.mlir:" in str(e.value)
 
 
 def test_report_counters_for_dot_kernels():

@@ -17,7 +17,7 @@
 // DYN: macro tile 32x256, micro tile 32x1, k-step 16
 // DYN-NEXT: split-k 1 (auto)
 // DYN: sizes known only at launch
-// HGEMM: macro tile 64x256, micro tile 64x1, k-step 16
+// HGEMM: macro tile 32x256, micro tile 32x1, k-step 16
 // GEMV: macro tile 4x64, micro tile 4x1, k-step 16
 // GEMV-NEXT: split-k 1 (auto), local split 16
 // MI60: plan for @sgemm: M=256 N=512 K=640 f32, 64 CUs
