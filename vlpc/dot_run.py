@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from vlpc.errors import VlpcError
-from vlpc.verify import Problem, Verdict, geometries, op_matrices, pack
+from vlpc.verify import Problem, Verdict, geometries, kernel_arguments, op_matrices, pack
 
 #: NumPy types of the dot kernels' element types.
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
@@ -230,8 +230,6 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
         host["scale_row"], host["scale_col"] = scales
     if wants_bias:
         host["bias"] = bias
-    values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
-              "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
     co = load_code_object(kern.code_object)
     bufs: dict[str, Any] = {}
     walls = []
@@ -239,21 +237,7 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
     try:
         for name, x in host.items():
             bufs[name] = device.upload(x)
-        args = []
-        for arg in kern.kernargs:
-            name = arg.get(".name", "")
-            if name == "workspace" or str(arg.get(".value_kind", "")).startswith("hidden"):
-                continue
-            if name in bufs:
-                args.append(bufs[name])
-            elif name in ("alpha", "beta"):
-                args.append(st(alpha if name == "alpha" else beta))
-            elif name in values:
-                if not 0 <= values[name] < 2**31:
-                    raise VlpcError(f"{name}={values[name]} does not fit the kernel's 32-bit argument {name}")
-                args.append(np.int32(values[name]))
-            else:
-                raise VlpcError(f"kernel {kern.name} takes an argument '{name}' vlpc does not know how to pass")
+        args = kernel_arguments(kern, bufs, p, alpha, beta, scalar=st)
         for it in range(max(1, iterations)):
             if it:
                 device.write(bufs["C"], flat["C"])

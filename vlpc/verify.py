@@ -346,14 +346,16 @@ def pack(name: str, arr: np.ndarray, geom: Geometry, dtype, fill: float = np.nan
     return flat
 
 
-def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: float) -> list:
+def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: float, scalar: type | None = None) -> list:
     """The explicit kernel arguments in the order of the kernel's metadata (without the split-K
     workspace, which :meth:`CompiledKernel.execute` appends): ``buffers`` maps ``A``, ``B``,
     ``C`` (and ``bias``) to device buffers; sizes, leading dimensions and batch strides are
-    32-bit integers (a value beyond 2^31 - 1 is a :class:`VlpcError` naming it)."""
+    32-bit integers (a value beyond 2^31 - 1 is a :class:`VlpcError` naming it).  ``scalar``:
+    the NumPy type of alpha and beta (default: the kernel's element type; the f16/int8 dot
+    kernels take f32/i32 scalars, :func:`vlpc.dot_run.scalar_type`)."""
     from vlpc.errors import VlpcError
 
-    dtype = NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
+    dtype = scalar or NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
     values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
               "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
     args = []
