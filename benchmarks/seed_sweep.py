@@ -124,35 +124,11 @@ def dgemm_fast(m: int = 4096, dtype: str = "f64") -> dict:
     """DGEMM (or, ``dtype="f32"``, SGEMM: the check of this shortcut against the full
     timing-only launch) m x m x 640 on MI60 (modeled): the plan's kernel traced on CU 0's workgroups only,
     the L2 miss probability from :func:`l2_miss_estimate` (the emulator's exact f64 FMA makes
-    the first round's footprint, 1,024 workgroups, take most of an hour)."""
-    import numpy as np
+    the first round's footprint, 1,024 workgroups, take most of an hour).  The shortcut itself is
+    :func:`board_gemm.gemm_fast` (any board and target)."""
+    from board_gemm import gemm_fast
 
-    import vlpc
-    from vlpc.runtime.emulator.device import EmulatorDevice
-    from vlpc.targets import get_board
-
-    board = get_board("mi60")
-    esize, npt = (8, np.float64) if dtype == "f64" else (4, np.float32)
-    mod = vlpc.compile(dgemm_source(m, m) if dtype == "f64" else seed_source(m, m), gpu="mi60")
-    ck = mod.kernel()
-    li = ck.launch_info
-    assert (li.get("split_k") or 1) == 1, "the fast path models a single-kernel plan"
-    dev = EmulatorDevice(gpu=board, timing_only=True)
-    dev.footprint_round = False
-    from vlpc.runtime.timing import residency
-
-    res = residency(board, ck.vgprs, ck.sgprs, 0, li["workgroup_size"])
-    dev.l2_miss = l2_miss_estimate(m, m, K, (li["macro_m"], li["macro_n"]), esize,
-                                   board.compute_units * res.wgs_per_cu)
-    bufs = [dev.alloc(m * K * esize), dev.alloc(m * K * esize), dev.alloc(m * m * esize)]
-    lc = ck.launch(m, m, K)
-    st = dev.launch(mod.code_object, ck.name, grid=lc.grid, block=lc.block,
-                    args=[*bufs, m, m, K, K, K, m, npt(1.0), npt(0.0)])
-    tf = st.timing.tflops(2.0 * m * m * K)
-    peak = board.peak_flops_f32 / (board.target.f64_rate_divisor if dtype == "f64" else 1)
-    return {"modeled_us": st.timing.time_us, "tflops": tf, "peak_share": tf * 1e12 / peak,
-            "plan": f"{li['macro_m']}x{li['macro_n']} k{li['k_step']} S1 L1", "vgprs": ck.vgprs, "error": None,
-            "l2_miss": dev.l2_miss, "method": "CU 0 traced, L2 miss from tile geometry"}
+    return dict(gemm_fast(m, m, K, dtype=dtype, gpu="mi60"), error=None)
 
 
 def main(argv=None) -> int:
