@@ -236,6 +236,22 @@ def stored_arrays(layout: str, p: Problem, flat: dict[str, np.ndarray]) -> dict[
     return out
 
 
+def _device_for(kern, device, waitcnt: str, strict: bool):
+    """``device`` itself, or (a name) a device of the kernel's target made with ``waitcnt`` /
+    ``strict``; contradicting options are a :class:`VlpcError`."""
+    from vlpc.runtime import get_device
+
+    dev_opts = {"target": kern.target_id} if kern.target_id else {}
+    if waitcnt != "raise":
+        if not isinstance(device, str):
+            raise VlpcError("waitcnt= applies to a device vlpc.run makes: pass get_device('emulator', "
+                            "waitcnt=...) as device instead")
+        if strict:
+            raise VlpcError("waitcnt='report' goes on past a missing s_waitcnt, strict=True stops at it: give one")
+        dev_opts["waitcnt"] = waitcnt
+    return get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
+
+
 def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = None,
         c: np.ndarray | None = None, *, bias: np.ndarray | None = None,
         m: int | None = None, n: int | None = None, k: int | None = None, batch: int | None = None,
@@ -269,7 +285,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     :class:`VerificationError`.  The other errors are :class:`~vlpc.errors.VlpcError`
     (bad sizes, options, IR) and :class:`~vlpc.errors.DeviceError` (device faults).
     """
-    from vlpc.runtime import get_device, load_code_object
+    from vlpc.runtime import load_code_object
     from vlpc.verify import check, geometries, kernel_arguments
 
     if isinstance(module, CompiledKernel):
@@ -304,15 +320,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     al = _scalar("alpha", alpha, kern.alpha, 1.0)
     be = _scalar("beta", beta, kern.beta, 0.0)
 
-    dev_opts = {"target": kern.target_id} if kern.target_id else {}  # a device of the kernel's target
-    if waitcnt != "raise":
-        if not isinstance(device, str):
-            raise VlpcError("waitcnt= applies to a device vlpc.run makes: pass get_device('emulator', "
-                            "waitcnt=...) as device instead")
-        if strict:
-            raise VlpcError("waitcnt='report' goes on past a missing s_waitcnt, strict=True stops at it: give one")
-        dev_opts["waitcnt"] = waitcnt
-    dev = get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
+    dev = _device_for(kern, device, waitcnt, strict)
     co = load_code_object(kern.code_object)
     host = {**flat, **({} if bias0 is None else {"bias": bias0})}
     bufs = {}
@@ -353,7 +361,6 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
              waitcnt, bias) -> RunResult:
     """:func:`run` for an f16/int8 dot kernel (:mod:`vlpc.dot_run`)."""
     from vlpc.dot_run import NP, round_leading_dimensions, run_dot, scalar_type, types_of
-    from vlpc.runtime import get_device
 
     ab, ct, _ = types_of(kern)
     a, b = (_as_array(name, x, NP[ab]) for name, x in (("A", a), ("B", b)))
@@ -368,15 +375,7 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     if st is np.int32 and (al != int(al) or be != int(be) or not all(-2**31 <= x < 2**31 for x in (al, be))):
         raise VlpcError(f"alpha={al} beta={be}: kernel {kern.name} (int8 -> i32) takes 32-bit integer alpha and beta")
     al, be = (int(x) if st is np.int32 else x for x in (al, be))
-    dev_opts = {"target": kern.target_id} if kern.target_id else {}
-    if waitcnt != "raise":
-        if not isinstance(device, str):
-            raise VlpcError("waitcnt= applies to a device vlpc.run makes: pass get_device('emulator', "
-                            "waitcnt=...) as device instead")
-        if strict:
-            raise VlpcError("waitcnt='report' goes on past a missing s_waitcnt, strict=True stops at it: give one")
-        dev_opts["waitcnt"] = waitcnt
-    dev = get_device(device, **dev_opts, **({"strict": True} if strict else {})) if isinstance(device, str) else device
+    dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
                                          iterations=iterations, scales=scales, bias=bias)
     result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
