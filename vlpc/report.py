@@ -465,11 +465,7 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
 
     ``progress``: called with the workgroups done during the launch (a
     :class:`vlpc.cli_support.Progress` also gets the launch's workgroups added to its total)."""
-    from vlpc.passes.gcn_emit_descriptor import kernel_lds_bytes, kernel_resources
     from vlpc.run import resolve_problem, tolerance
-    from vlpc.runtime import get_device, load_code_object
-    from vlpc.dialects.gcn import metadata_json
-    from vlpc.targets import get_target
 
     _module, kernel, code, _asm = compile_for_report(text, filename, target, strategy, dict(options or {}))
     li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in kernel.launch.data.items()}
@@ -484,48 +480,20 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
     b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
     c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
-    dev = get_device("emulator", strict=True)
-    co = load_code_object(code)
-    bufs = [dev.upload(x) for x in (a, b, c0)]
-    grid = (p.n // li["macro_n"], p.m // li["macro_m"], 1)
-    block = (li["workgroup_size"], 1, 1)
-    if progress is not None:
-        if hasattr(progress, "add_total"):
-            progress.add_total(grid[0] * grid[1] * grid[2])
-        dev.progress = progress
-    try:
-        stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=block,
-                           args=[*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
-                                 np.int32(p.ldb), np.int32(p.ldc), np.float32(alpha), np.float32(beta)])
-        out = dev.download(bufs[2], np.float32, (p.m, p.ldc))
-    finally:
-        for buf in bufs:
-            dev.free(buf)
+    co, stats, out = _launch_strict(kernel, code, li, p, (a, b, c0), (np.float32(alpha), np.float32(beta)), (),
+                                    np.float32, progress)
     ref = np.float64(np.float32(alpha)) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
         + np.float64(np.float32(beta)) * c0[:, :p.n]
     tol = tolerance(a[:, :p.k], b[:, :p.k], c0[:, :p.n], alpha, beta, p.k)
     err = np.abs(out[:, :p.n].astype(np.float64) - ref)
     verified = bool(np.all(err <= tol))
-    traffic = attribute(kernel, co, stats)
-    nv, ns, _ = kernel_resources(kernel)
-    meta = metadata_json(kernel)
-    lds = kernel_lds_bytes(kernel)
-    occ = get_target(target).occupancy(nv, meta[".sgpr_count"], lds, li["workgroup_size"])
-    ms = Measurement(strategy, p.m, p.n, p.k, kernel.sym_name.data, nv, meta[".sgpr_count"], lds,
-                     li["workgroup_size"], (li["macro_m"], li["macro_n"]), li["k_step"], occ, stats, traffic,
-                     float(err.max()), verified)
-    _rows(ms)
-    return ms
+    return _measurement(strategy, kernel, co, stats, li, p, target, float(err.max()), verified)
 
 
 def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progress) -> Measurement:
     """:func:`measure` for an f16/int8 dot kernel: operands of its types (f16 standard normal,
     int8 uniform), checked with :mod:`vlpc.dot_run`'s reference and bound (int8 exact)."""
-    from vlpc.dialects.gcn import metadata_json
     from vlpc.dot_run import NP, reference
-    from vlpc.passes.gcn_emit_descriptor import kernel_lds_bytes, kernel_resources
-    from vlpc.runtime import get_device, load_code_object
-    from vlpc.targets import get_target
 
     ab, ct = str(li["dtype"]), str(li.get("c_dtype", "f32"))
     dequant = ab == "i8" and ct != "i32"
@@ -541,27 +509,45 @@ def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progre
         al, be = np.int32(alpha), np.int32(beta)
     else:
         al, be = np.float32(alpha), np.float32(beta)
+    co, stats, out = _launch_strict(kernel, code, li, p, (a, b, c0), (al, be), scales or (), NP[ct], progress)
+    ref, bound = reference(a[None, :, :p.k], b[None, :, :p.k].transpose(0, 2, 1), c0[None, :, :p.n], al, be, ab, ct,
+                           int(li.get("local_split", 1)), scales)
+    err = np.abs(out[:, :p.n].astype(np.float64) - ref[0])
+    verified = bool(np.all(err <= bound[0]))
+    return _measurement(strategy, kernel, co, stats, li, p, target, float(err.max()), verified, dtype=f"{ab}>{ct}")
+
+
+def _launch_strict(kernel, code, li, p, operands, scalars, vectors, c_type, progress):
+    """One launch of ``kernel`` on a strict emulator: ``operands`` (A, B, C as stored), the
+    sizes and leading dimensions, ``scalars`` (alpha, beta), then ``vectors`` (W8A8 scales).
+    Returns (loaded code object, LaunchStats, C as ``c_type``, rows x ldc)."""
+    from vlpc.runtime import get_device, load_code_object
+
     dev = get_device("emulator", strict=True)
     co = load_code_object(code)
-    bufs = [dev.upload(x) for x in (a, b, c0, *(scales or ()))]
+    bufs = [dev.upload(x) for x in (*operands, *vectors)]
     grid = (p.n // li["macro_n"], p.m // li["macro_m"], 1)
-    block = (li["workgroup_size"], 1, 1)
     if progress is not None:
         if hasattr(progress, "add_total"):
             progress.add_total(grid[0] * grid[1] * grid[2])
         dev.progress = progress
     try:
-        stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=block,
+        stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=(li["workgroup_size"], 1, 1),
                            args=[*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
-                                 np.int32(p.ldb), np.int32(p.ldc), al, be, *bufs[3:]])
-        out = dev.download(bufs[2], NP[ct], (p.m, p.ldc))
+                                 np.int32(p.ldb), np.int32(p.ldc), *scalars, *bufs[3:]])
+        out = dev.download(bufs[2], c_type, (p.m, p.ldc))
     finally:
         for buf in bufs:
             dev.free(buf)
-    ref, bound = reference(a[None, :, :p.k], b[None, :, :p.k].transpose(0, 2, 1), c0[None, :, :p.n], al, be, ab, ct,
-                           int(li.get("local_split", 1)), scales)
-    err = np.abs(out[:, :p.n].astype(np.float64) - ref[0])
-    verified = bool(np.all(err <= bound[0]))
+    return co, stats, out
+
+
+def _measurement(strategy, kernel, co, stats, li, p, target, max_error, verified, dtype="f32") -> Measurement:
+    """The :class:`Measurement` of one launch: traffic by phase, resources, occupancy."""
+    from vlpc.dialects.gcn import metadata_json
+    from vlpc.passes.gcn_emit_descriptor import kernel_lds_bytes, kernel_resources
+    from vlpc.targets import get_target
+
     traffic = attribute(kernel, co, stats)
     nv, _, _ = kernel_resources(kernel)
     meta = metadata_json(kernel)
@@ -569,7 +555,7 @@ def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progre
     occ = get_target(target).occupancy(nv, meta[".sgpr_count"], lds, li["workgroup_size"])
     ms = Measurement(strategy, p.m, p.n, p.k, kernel.sym_name.data, nv, meta[".sgpr_count"], lds,
                      li["workgroup_size"], (li["macro_m"], li["macro_n"]), li["k_step"], occ, stats, traffic,
-                     float(err.max()), verified, dtype=f"{ab}>{ct}")
+                     max_error, verified, dtype=dtype)
     _rows(ms)
     return ms
 
