@@ -35,3 +35,14 @@ def launch(kern, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta
     finally:
         for buf in bufs:
             dev.free(buf)
+
+
+def run_elementwise(env, kernel: str, n: int, grid, block, ins, outs) -> list[np.ndarray]:
+    """Launch a hipcc-built element-wise test kernel ``kernel(int n, in..., out...)``: ``env`` is
+    (device, loaded code object), ``ins`` the input arrays, ``outs`` the output dtypes (n values
+    each, zero-filled before).  Returns the outputs."""
+    dev, co = env
+    bufs = [dev.upload(np.ascontiguousarray(x)) for x in ins]
+    obufs = [dev.upload(np.zeros(n, dt)) for dt in outs]
+    dev.launch(co, kernel, grid=grid, block=block, args=[np.int32(n), *bufs, *obufs])
+    return [dev.download(b, dt, (n,)) for b, dt in zip(obufs, outs)]

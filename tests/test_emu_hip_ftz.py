@@ -15,6 +15,8 @@ from vlpc.isa.modes import FloatMode
 from vlpc.runtime.code_object import load_code_object
 from vlpc.runtime.device import get_device
 
+from launch_support import run_elementwise
+
 CO = Path(__file__).parent / "data" / "hip" / "ftz.hsaco"
 N = 96
 GRID, BLOCK = (2,), (64,)
@@ -27,11 +29,7 @@ def env():
 
 
 def _run(env, kernel, ins, outs):
-    dev, co = env
-    bufs = [dev.upload(np.ascontiguousarray(x)) for x in ins]
-    obufs = [dev.upload(np.zeros(N, dt)) for dt in outs]
-    dev.launch(co, kernel, grid=GRID, block=BLOCK, args=[np.int32(N), *bufs, *obufs])
-    return [dev.download(b, dt, (N,)) for b, dt in zip(obufs, outs)]
+    return run_elementwise(env, kernel, N, GRID, BLOCK, ins, outs)
 
 
 def ftz(x):
