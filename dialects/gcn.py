@@ -478,6 +478,7 @@ SLshlB32Op = _table_op(SOP2Base, "s_lshl_b32")
 SLshrB32Op = _table_op(SOP2Base, "s_lshr_b32")
 SAndB32Op = _table_op(SOP2Base, "s_and_b32")
 SOrB32Op = _table_op(SOP2Base, "s_or_b32")
+SXorB32Op = _table_op(SOP2Base, "s_xor_b32")
 SMaxU32Op = _table_op(SOP2Base, "s_max_u32")
 
 

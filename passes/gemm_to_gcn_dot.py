@@ -22,11 +22,16 @@ That pairing needs K contiguous in memory for A: layouts ``NT`` (A stored M x K,
 N x K: the layout of LLM weights, ``y = x W^T``) and ``NN`` (B stored K x N: each B register
 is packed from P rows, f16 with ``global_load_ushort`` + ``global_load_short_d16_hi``, int8
 with ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two registers joined by
-``v_lshl_add_u32``).  A stored K x M (TN, TT), f16 only: rows 2kk and 2kk + 1 of A (the
-tile's M values, one scalar load each) go into SGPRs and each dot's A operand is packed from
-their halves (``s_pack_ll_b32_b16`` for even m, ``s_pack_hh_b32_b16`` for odd m: one SALU
-instruction per dot); M and lda must be static and even, the tile 2..32 rows (a power of two),
-so the pairs start on 4-byte boundaries (refused with a located error otherwise).  Rows read by dwords must start on 4-byte boundaries: lda (and ldb for
+``v_lshl_add_u32``).  A stored K x M (TN, TT): rows P kk .. P kk + P - 1 of A (the tile's M
+values, one scalar load each) go into SGPRs and each dot's A operand is packed from them by
+SALU ops.  f16: ``s_pack_ll_b32_b16`` (even m) / ``s_pack_hh_b32_b16`` (odd m) of rows 2kk and
+2kk + 1, one SALU instruction per dot.  int8: a 4x4 byte transpose of the dwords of rows
+4kk..4kk+3 that hold m (``a_int8_t`` in ``build``: two ``s_pack_*_b32_b16`` and a delta swap
+``s_lshr``/``s_xor``/``s_and``/``s_xor``/``s_lshl``/``s_xor``, 8 SALU ops per two dots: the SALU,
+issuing one instruction per SIMD per 4 cycles as the VALU does, bounds that kernel to about a
+quarter of the dot rate).  M and lda (and A's batch stride) must be static multiples of P, the
+tile P..32 rows (a power of two), so the groups start on 4-byte boundaries (refused with a
+located error otherwise).  Rows read by dwords must start on 4-byte boundaries: lda (and ldb for
 NT, and the batch strides) are multiples of P (checked at compile time for static values,
 at launch otherwise: ``vlpc.dialects.gemm.offset_errors``).
 
@@ -136,16 +141,18 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
         raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default "
                        "or cover); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
-    if mm.layout.data[0] == "T":  # A stored K x M: f16 only, rows k and k+1 packed into one SGPR
+    if mm.layout.data[0] == "T":  # A stored K x M: rows k..k+P-1 packed into one SGPR by SALU ops
         rows = mm.get_int_array("micro_tile")[0]
         why = None
-        if s.dtype != "f16":
-            why = f"{s.dtype} products need K contiguous in A (A stored M x K: layouts NT and NN)"
-        elif s.m < 0 or s.m % 2 or s.lda < 0 or s.lda % 2 or (s.batch != 0 and (s.stride_a < 0 or s.stride_a % 2)):
+        p = DOT_PACK[s.dtype]
+        if s.m < 0 or s.m % p or s.lda < 0 or s.lda % p or (s.batch != 0 and (s.stride_a < 0 or s.stride_a % p)):
             why = ("f16 with A stored K x M needs a static, even M and lda (and batch stride of A): the "
-                   "tiles' pairs of A values start on 4-byte boundaries")
-        elif rows not in (2, 4, 8, 16, 32):
-            why = (f"f16 with A stored K x M needs a tile of 2, 4, 8, 16 or 32 rows (one scalar load of each "
+                   "tiles' pairs of A values start on 4-byte boundaries" if p == 2 else
+                   f"{s.dtype} with A stored K x M needs a static M and lda (and batch stride of A) that are "
+                   "multiples of 4: the tiles' groups of 4 A values start on 4-byte boundaries")
+        elif rows not in tuple(x for x in (2, 4, 8, 16, 32) if x >= p):
+            sizes = "2, 4, 8, 16 or 32" if p == 2 else "4, 8, 16 or 32"
+            why = (f"{s.dtype} with A stored K x M needs a tile of {sizes} rows (one scalar load of each "
                    f"row of A per K value), got {rows}")
         if why:
             raise op_error(mm, f"layout {mm.layout.data}: {why}")
@@ -381,9 +388,9 @@ class DotKernelBuilder:
 
             def pieces(kcount: int) -> list[tuple]:
                 out = []
-                if a_trans:  # rows 2kk and 2kk+1 of A (K x M): the tile's mi_m values each (mi_m / 2 dwords)
+                if a_trans:  # rows P*kk .. P*kk+P-1 of A (K x M): the tile's mi_m values each (mi_m / P dwords)
                     for kk in range(kcount):
-                        out += [(mi_m // 2, list(range(mi_m)), [kk], h) for h in (0, 1)]
+                        out += [(mi_m // P, list(range(mi_m)), [kk], h) for h in range(P)]
                     return out
                 if kmajor:
                     for w, k0 in _pow2_runs(kcount, 4):
@@ -396,15 +403,15 @@ class DotKernelBuilder:
                 return out
 
             def batch(ps: list) -> list[list]:
-                return a_batches(ps, self.late, group=2 if a_trans else 1)
+                return a_batches(ps, self.late, group=P if a_trans else 1)
 
-            imm_ok = isinstance(lda4, int) and ((2 * ks - 1) * lda4 + mi_m * eb if a_trans else
+            imm_ok = isinstance(lda4, int) and ((P * ks - 1) * lda4 + mi_m * eb if a_trans else
                                                 (mi_m - 1) * lda4 + ks * esz) <= SMEM_IMM_MAX
             step_rows: dict = {}
 
             def a_step(soff: SSAValue) -> SSAValue:
                 """A's byte offset for K offset ``soff`` (bytes of packed dwords): itself, or for A
-                K x M the rows it spans (2 per dword) times lda * 2 bytes: soff * lda."""
+                K x M the rows it spans (P per dword) times lda * eb bytes: soff * lda (P * eb = 4)."""
                 if not a_trans:
                     return soff
                 if soff not in step_rows:
@@ -428,7 +435,7 @@ class DotKernelBuilder:
                 idx, imm = rows[0], (kbase + kks[0]) * esz
                 text = f"A row {rows[0]} dword {kbase + kks[0]}.."
                 if a_trans:
-                    idx, imm = 2 * (kbase + kks[0]) + pc[3], 0
+                    idx, imm = P * (kbase + kks[0]) + pc[3], 0
                     text = f"A row k+{idx} (K x M)"
                 if imm_ok:
                     return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
@@ -514,8 +521,35 @@ class DotKernelBuilder:
                 k_major = last or not self.forwarding
                 return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
+            transposed: dict = {}
+
+            def a_int8_t(vals: list[SSAValue], pi: int, w: int, r: int) -> SSAValue:
+                """int8, A K x M: A[m][4kk..4kk+3] (bytes m % 4 of dword m // 4 of rows 4kk..4kk+3,
+                pieces pi..pi+3) as one dword, by a 4x4 byte transpose of the four rows' dwords in
+                SALU ops: s_pack_ll_b32_b16 / s_pack_hh_b32_b16 gather the 16-bit halves m % 4 // 2
+                of rows (0, 2) into X and of rows (1, 3) into Y, then a delta swap of bytes
+                t = ((X >> 8) ^ Y) & 0x00FF00FF gives m % 4 = 0, 2: X ^ (t << 8) and 1, 3: Y ^ t
+                (8 SALU ops per two rows of the tile, cached for the second)."""
+                j, half = r // 4, (r % 4) // 2
+                key = (*(vals[pi + h] for h in range(4)), j, half)
+                if key not in transposed:
+                    regs = [e.sub(vals[pi + h], j, 1) if w > 1 else vals[pi + h] for h in range(4)]
+                    pack = gcn.SPackHhB32B16Op if half else gcn.SPackLlB32B16Op
+                    x = e(pack(regs[0], regs[2], comment=f"A rows k, k+2 of m = {r - r % 2}, {r - r % 2 + 1}")).sdst
+                    y = e(pack(regs[1], regs[3], comment="A rows k+1, k+3")).sdst
+                    t = e(gcn.SLshrB32Op(x, 8)).sdst
+                    t = e(gcn.SXorB32Op(t, y)).sdst
+                    t = e(gcn.SAndB32Op(t, 0x00FF00FF)).sdst
+                    odd = e(gcn.SXorB32Op(y, t, comment=f"A[m = {r - r % 2 + 1}][k..k+3]")).sdst
+                    t8 = e(gcn.SLshlB32Op(t, 8)).sdst
+                    even = e(gcn.SXorB32Op(x, t8, comment=f"A[m = {r - r % 2}][k..k+3]")).sdst
+                    transposed[key] = (even, odd)
+                return transposed[key][r % 2]
+
             def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
                 w, rows, kks = batch_pieces[pi][:3]
+                if a_trans and is_int:
+                    return a_int8_t(vals, pi, w, r - rows[0])
                 if a_trans:  # A[m][2kk] and A[m][2kk+1]: the halves m % 2 of rows 2kk, 2kk+1 (piece pi + 1)
                     j = (r - rows[0]) // 2
                     lo, hi = (e.sub(vals[i], j, 1) if w > 1 else vals[i] for i in (pi, pi + 1))

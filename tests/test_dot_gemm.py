@@ -174,13 +174,13 @@ def test_a_schedules(ab, ct):
 
 
 @pytest.mark.parametrize("text, words", [
-    (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TT"').replace(
-        "memref<48x32xi8, strided<[32, 1]>>", "memref<32x48xi8, strided<[48, 1]>>"),
-     "layout TT: i8 products need K contiguous in A"),
-    (source(48, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TN"').replace(
-        "memref<48x32xi8, strided<[32, 1]>>", "memref<32x48xi8, strided<[48, 1]>>").replace(
+    (source(50, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TT"').replace(
+        "memref<50x32xi8, strided<[32, 1]>>", "memref<32x50xi8, strided<[50, 1]>>"),
+     "layout TT: i8 with A stored K x M needs a static M and lda"),
+    (source(50, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TN"').replace(
+        "memref<50x32xi8, strided<[32, 1]>>", "memref<32x50xi8, strided<[50, 1]>>").replace(
         "memref<64x32xi8, strided<[32, 1]>>", "memref<32x64xi8, strided<[64, 1]>>"),
-     "layout TN: i8 products need K contiguous in A"),
+     "layout TN: i8 with A stored K x M needs a static M and lda"),
     (source(64, 64, 31, 31, 32, 64, "f16", "f32"), "lda=31: f16 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 32, 64, "i8", "f64"), "C of an i8 product is i32"),
@@ -621,14 +621,15 @@ def test_i8_nn_layout(m, n, k, lda, ldb, ldc, sizes_at_launch):
     assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
 
 
-def t_source(layout, m, n, k, lda, ldb, ldc, ct="f32"):
+def t_source(layout, m, n, k, lda, ldb, ldc, ct="f32", ab="f16"):
     def mt(rows, cols, ld, t):
         return f"memref<{rows}x{cols}x{t}, strided<[{ld}, 1]>>"
-    ta = mt(k, m, lda, "f16")  # A stored K x M
-    tb = mt(n, k, ldb, "f16") if layout[1] == "T" else mt(k, n, ldb, "f16")
+    ta = mt(k, m, lda, ab)  # A stored K x M
+    tb = mt(n, k, ldb, ab) if layout[1] == "T" else mt(k, n, ldb, ab)
     tc = mt(m, n, ldc, ct)
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, f32, f32\n"
+    sc = SCALAR[ab] if ct != "f32" or ab != "i8" else "f32"
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {sc}, %beta: {sc}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {sc}, {sc}\n"
             "  func.return\n}\n")
 
 
@@ -677,6 +678,56 @@ def test_f16_a_stored_k_by_m(layout, m, n, k, lda, ldb, ldc, ct, opts):
 def test_f16_a_stored_k_by_m_refused(args, words):
     with pytest.raises(VlpcError) as e:
         vlpc.compile(t_source(*args), filename="t.mlir")
+    assert words in str(e.value) and "t.mlir:" in str(e.value)
+
+
+@pytest.mark.parametrize("layout, m, n, k, lda, ldb, ldc, opts", [
+    ("TT", 64, 256, 67 * 4 + 3, 64, 272, 256, {}),  # K % 4 = 3: four K steps, a dword tail, three values
+    ("TN", 68, 100, 37, 72, 103, 101, {}),          # edges (moved-up row tile, EXEC), padded rows, B K x N
+    ("TT", 8, 70, 5, 12, 8, 71, {}),                # a tile of 8 rows, K = 5: one dword and one value
+    ("TT", 16, 128, 4127, 16, 4128, 128, {}),       # the GEMV plan (16 wavefront groups, LDS reduction)
+    ("TT", 4, 64, 1030, 8, 1032, 64, {}),           # the GEMV plan with 4 rows (one 4x4 byte block)
+    ("TN", 64, 256, 301, 68, 256, 256, {"split_k": 3}),  # split-K, workspace mode
+])
+def test_i8_a_stored_k_by_m(layout, m, n, k, lda, ldb, ldc, opts):
+    """int8 with A stored K x M (layouts TN, TT): rows 4kk..4kk+3 of A are loaded into SGPRs
+    (one scalar load per row of the tile's M values) and each dot's A operand A[m][4kk..4kk+3]
+    is a 4x4 byte transpose in SALU ops (s_pack_ll/hh_b32_b16, then a delta swap with
+    s_lshr/s_xor/s_and/s_lshl: 8 ops per two rows).  Exact against NumPy int64 math, garbage
+    padding bytes, C's padding kept; beta = 0 over a garbage C, alpha = 0."""
+    kern = vlpc.compile(t_source(layout, m, n, k, lda, ldb, ldc, "i32", "i8"), **opts).kernel("g")
+    if ".Lg_k_loop:" in kern.asm:
+        loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
+        dots = loop.count("v_dot4_i32_i8")
+        assert dots > 0 and loop.count("s_pack_ll_b32_b16") + loop.count("s_pack_hh_b32_b16") == dots
+        assert loop.count("s_xor_b32") == 3 * dots // 2 and loop.count("0xff00ff") == dots // 2
+    rng = np.random.default_rng(14)
+    at = rng.integers(-128, 128, (k, m)).astype(np.int8)  # A as stored, K x M
+    b = rng.integers(-128, 128, (n, k) if layout[1] == "T" else (k, n)).astype(np.int8)
+    c = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)
+    bt = b if layout[1] == "T" else b.T.copy()
+    af, bf = exact(at, lda, np.int8(-77)), exact(b, ldb, np.int8(-77))
+    garbage = np.int32(0x5A5A5A5A)
+    for alpha, beta, c0 in ((3, -2, c), (-1, 0, np.full_like(c, garbage)), (0, 5, c)):
+        cf = exact(c0, ldc, garbage)
+        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc)
+        exp, _ = reference(at.T.copy(), bt, c0, alpha, beta)
+        np.testing.assert_array_equal(rows_of(out, m, n, ldc).astype(np.int64), exp)
+        pm = pad_mask(cf.size, m, n, ldc)
+        assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
+
+
+@pytest.mark.parametrize("args, words", [
+    (("TT", 70, 100, 37, 72, 40, 101), "i8 with A stored K x M needs a static M and lda (and batch stride of A) "
+                                        "that are multiples of 4"),
+    (("TN", 68, 100, 37, 70, 100, 101), "needs a static M and lda"),
+    (("TT", 12, 64, 37, 12, 40, 64), "i8 with A stored K x M needs a tile of 4, 8, 16 or 32 rows"),
+    (("TT", None, 64, 37, 12, 40, 64), "needs a static M and lda"),
+])
+def test_i8_a_stored_k_by_m_refused(args, words):
+    text = t_source(*args, ct="i32", ab="i8").replace("None", "?")
+    with pytest.raises(VlpcError) as e:
+        vlpc.compile(text, filename="t.mlir")
     assert words in str(e.value) and "t.mlir:" in str(e.value)
 
 
