@@ -966,7 +966,10 @@ class ConvertGemmToGcnPass(ModulePass):
             if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
                 raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
             if "gelu" in mm.epilogue_ops() and shape.dtype != "f32":
-                raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)")
+                raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)" if shape.dtype == "f64"
+                               else f"the gelu epilogue is not implemented for {shape.dtype} products (f32 GEMMs "
+                               "only): the dot kernels fuse bias_row, bias_col and relu for f16 products, no "
+                               "epilogue for int8 ones")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
             expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col)
