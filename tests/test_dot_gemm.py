@@ -719,6 +719,57 @@ def test_i8_a_stored_k_by_m(layout, m, n, k, lda, ldb, ldc, opts):
         assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8))
 
 
+def test_i8_a_stored_k_by_m_batch_and_dequant():
+    """int8 TT with a strided batch (A's batch stride a multiple of 4, garbage between the
+    matrices) exact per batch; and W8A8 dequantization (scales, C f32) with A stored K x M
+    against float64 math on the exact int32 sums (tests/dot_support.py bound)."""
+    nb, m, n, k, lda, ldb, sa, sb, sc = 3, 36, 70, 45, 40, 48, 45 * 40 + 8, 70 * 48 + 4, 36 * 70 + 5
+
+    def t(r, c, ld, st, ty):
+        return f"memref<{nb}x{r}x{c}x{ty}, strided<[{st}, {ld}, 1]>>"
+    ta, tb, tc = t(k, m, lda, sa, "i8"), t(n, k, ldb, sb, "i8"), t(m, n, n, sc, "i32")
+    kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: i32, %beta: i32) {{\n"
+                        f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"TT\"}} : {ta}, {tb}, {tc}, i32, i32\n"
+                        "  func.return\n}\n").kernel("g")
+    rng = np.random.default_rng(15)
+    at = rng.integers(-128, 128, (nb, k, m)).astype(np.int8)
+    b = rng.integers(-128, 128, (nb, n, k)).astype(np.int8)
+    c = rng.integers(-2**31, 2**31, (nb, m, n)).astype(np.int32)
+
+    def flat(x, ld, st, pad):
+        f = np.full((nb - 1) * st + (x.shape[1] - 1) * ld + x.shape[2], pad, x.dtype)
+        for z in range(nb):
+            for i in range(x.shape[1]):
+                f[z * st + i * ld:z * st + i * ld + x.shape[2]] = x[z, i]
+        return f
+    cf = flat(c, n, sc, np.int32(0x5A5A5A5A))
+    out, _ = launch_dot(kern, flat(at, lda, sa, np.int8(-77)), flat(b, ldb, sb, np.int8(-77)), cf, -3, 2,
+                        m, n, k, lda, ldb, n, batch=nb, strides=(sa, sb, sc))
+    for z in range(nb):
+        exp, _ = reference(at[z].T.copy(), b[z], c[z], -3, 2)
+        np.testing.assert_array_equal(rows_of(out[z * sc:], m, n, n).astype(np.int64), exp)
+    gaps = np.ones(cf.size, bool)
+    for z in range(nb):
+        for i in range(m):
+            gaps[z * sc + i * n:z * sc + i * n + n] = False
+    assert np.array_equal(out[gaps], cf[gaps])
+
+    m, n, k, lda = 40, 100, 71, 44
+    ta, tb, tc = (f"memref<{k}x{m}xi8, strided<[{lda}, 1]>>", f"memref<{n}x{k}xi8, strided<[72, 1]>>", f"memref<{m}x{n}xf32>")
+    sr, scl = f"memref<{m}xf32>", f"memref<{n}xf32>"
+    kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %sr: {sr}, %sc: {scl}) {{\n"
+                        f"  gemm.matmul %a, %b, %c, %alpha, %beta scales(%sr, %sc : {sr}, {scl}) {{layout = \"TT\"}}"
+                        f" : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n").kernel("g")
+    at = rng.integers(-128, 128, (k, m)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    scales = (rng.uniform(0.01, 0.1, m).astype(np.float32), rng.uniform(0.01, 0.1, n).astype(np.float32))
+    out, _ = launch_dot(kern, exact(at, lda, np.int8(-77)), exact(b, 72, np.int8(-77)), c.ravel().copy(), 0.5, -1.5,
+                        m, n, k, lda, 72, n, scales=scales)
+    exp, bound = reference(at.T.copy(), b, c, 0.5, -1.5, scales=scales)
+    assert_close(out.reshape(m, n), exp, bound)
+
+
 @pytest.mark.parametrize("args, words", [
     (("TT", 70, 100, 37, 72, 40, 101), "i8 with A stored K x M needs a static M and lda (and batch stride of A) "
                                         "that are multiples of 4"),
