@@ -76,6 +76,7 @@ _MID29 = U64(0x10000000)
 _LOW29 = U64(0x1FFFFFFF)
 _ABS32 = U32(0x7FFFFFFF)
 _MINNORM32 = U32(0x00800000)
+_LOW28 = U64(0x0FFFFFFF)
 
 
 def fma32_into(a, b, c, scratch) -> np.ndarray:
@@ -114,20 +115,43 @@ def fma32_fix(t, a, b, c, rbits) -> None:
     """Repair double-rounding lanes of ``rbits`` (the f32 bits of ``t``) in place.
 
     Candidates: f64 sums whose low 29 mantissa bits are exactly the f32 halfway
-    pattern, and results in the f32 subnormal range (|r| <= 2^-126).
+    pattern, and nonzero results in the f32 subnormal range (|r| <= 2^-126); an
+    exact zero sum is an exact result, never a tie.  Every lane the repair changes
+    is a halfway point of two adjacent f32 values, so its low 28 mantissa bits are
+    zero and it is not zero: :func:`fma32_candidates` is a cheap superset of them.
     """
-    tb = t.view(U64)
-    cand = (tb & _LOW29) == _MID29
-    any1 = cand.any()
-    small = (rbits & _ABS32) <= _MINNORM32
-    if not any1 and not small.any():
+    hit = fma32_candidates(t)
+    if hit.any():
+        fma32_fix_lanes(t, a, b, c, rbits, np.nonzero(hit))
+
+
+def fma32_candidates(t) -> np.ndarray:
+    """Lanes of the f64 sums ``t`` that :func:`fma32_fix` may repair (a superset): low 28
+    mantissa bits zero (every f32 halfway point, normal or subnormal) and ``t != 0``."""
+    hit = (t.view(U64) & _LOW28) == 0
+    if hit.any():
+        hit &= t != 0
+    return hit
+
+
+def fma32_fix_lanes(t, a, b, c, rbits, idx) -> None:
+    """:func:`fma32_fix` on the lanes ``idx`` (a tuple of index arrays into ``t.shape``)
+    that hold every lane to repair (e.g. ``np.nonzero(fma32_candidates(t))``)."""
+    if idx[0].size == 0:
         return
-    cand = cand | small
-    idx = np.nonzero(cand)
+    tt = t[idx]
+    tb = tt.view(U64)
+    rb32 = rbits[idx]
+    # the candidates of the original definition, among the given lanes
+    keep = ((tb & _LOW29) == _MID29) | (((rb32 & _ABS32) <= _MINNORM32) & (tt != 0))
+    if not keep.all():
+        idx = tuple(i[keep] for i in idx)
+        if idx[0].size == 0:
+            return
+        tt = tt[keep]
     fa = np.broadcast_to(f32(a), t.shape)[idx].astype(F64)
     fb = np.broadcast_to(f32(b), t.shape)[idx].astype(F64)
     fc = np.broadcast_to(f32(c), t.shape)[idx].astype(F64)
-    tt = t[idx]
     p = fa * fb
     with np.errstate(all="ignore"):
         r = tt.astype(F32)

@@ -290,8 +290,9 @@ def _build_fma32(ins: Instr, readers):
     mul_other = others[0] if first in (0, 1) else None
 
     def fn(b, g):
-        if not (g.contig and b.full(g)):
+        if not g.contig:
             return generic(b, g)
+        full = b.full(g)
         n = g.n
         shape = (n, WAVE)
         t = b.scratch(shape, F64, 0)
@@ -312,18 +313,29 @@ def _build_fma32(ins: Instr, readers):
             np.add(t, prod, out=t)
         # Double rounding is possible only where the f64 sum sits on an f32 halfway
         # point: low 29 mantissa bits == 0x10000000 (normal range) or == 0 (subnormal
-        # f32 range, and zeros); one AND + compare finds both patterns.
+        # f32 range); one AND + compare finds both patterns (and zeros, exact: dropped
+        # when there are any hits).  Lanes outside EXEC are not written: not repaired.
         uu = u.view(U64)
         np.bitwise_and(t.view(U64), _CAND_MASK, out=uu)
         hit = b.scratch(shape, bool, 3)
         np.equal(uu, 0, out=hit)
+        em = None if full else b.em(g)
+        if em is not None:
+            np.logical_and(hit, em, out=hit)
+        if hit.any():
+            nz = b.scratch(shape, bool, 4)
+            np.not_equal(t, 0.0, out=nz)
+            np.logical_and(hit, nz, out=hit)
         if not hit.any():
-            np.copyto(b.Vf[d][g.sel], t, casting="same_kind")
+            if em is None:
+                np.copyto(b.Vf[d][g.sel], t, casting="same_kind")
+            else:
+                np.copyto(b.Vf[d][g.sel], t, casting="same_kind", where=em)
             return None
         a, bb, c = ra(b, g), rb_(b, g), rc(b, g)
         r = t.astype(F32).view(U32)
-        O.fma32_fix(t, a, bb, c, r)
-        b.V[d][g.sel] = r
+        O.fma32_fix_lanes(t, a, bb, c, r, np.nonzero(hit))
+        b.vwrite(g, d, r)
         return None
     return fn
 
