@@ -797,6 +797,10 @@ class SOP64Base(GCNInstruction, ABC):
 
 
 SAndB64Op = _table_op(SOP64Base, "s_and_b64", IMPLICIT_DEFS=("scc",))
+SXorB64Op = _table_op(SOP64Base, "s_xor_b64", IMPLICIT_DEFS=("scc",))
+#: 64-bit shifts of an SGPR pair (src1: the shift amount, an inline constant or an SGPR)
+SLshlB64Op = _table_op(SOP64Base, "s_lshl_b64", IMPLICIT_DEFS=("scc",))
+SLshrB64Op = _table_op(SOP64Base, "s_lshr_b64", IMPLICIT_DEFS=("scc",))
 
 
 SCselectB64Op = _table_op(

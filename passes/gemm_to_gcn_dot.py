@@ -26,10 +26,12 @@ with ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two registers joi
 values, one scalar load each) go into SGPRs and each dot's A operand is packed from them by
 SALU ops.  f16: ``s_pack_ll_b32_b16`` (even m) / ``s_pack_hh_b32_b16`` (odd m) of rows 2kk and
 2kk + 1, one SALU instruction per dot.  int8: a 4x4 byte transpose of the dwords of rows
-4kk..4kk+3 that hold m (``a_int8_t`` in ``build``: two ``s_pack_*_b32_b16`` and a delta swap
-``s_lshr``/``s_xor``/``s_and``/``s_xor``/``s_lshl``/``s_xor``, 8 SALU ops per two dots: the SALU,
-issuing one instruction per SIMD per 4 cycles as the VALU does, bounds that kernel to about a
-quarter of the dot rate).  M and lda (and A's batch stride) must be static multiples of P, the
+4kk..4kk+3 that hold four rows m (``a_int8_t`` in ``build``: four ``s_pack_*_b32_b16`` into two
+SGPR pairs and a 64-bit delta swap ``s_lshr``/``s_xor``/``s_and``/``s_xor``/``s_lshl``/``s_xor``,
+10 SALU instructions per 4 dots; a tile of 4 rows uses the 32-bit form, 8 per 2 dots, as its
+pairs fragment the SGPRs).  The SALU issues one instruction per SIMD per 4 cycles, as the VALU
+a dot, so the transposes bound those kernels: modeled 4096^3 TT at 37.5 % of the int8 dot
+peak (README).  M and lda (and A's batch stride) must be static multiples of P, the
 tile P..32 rows (a power of two), so the groups start on 4-byte boundaries (refused with a
 located error otherwise).  Rows read by dwords must start on 4-byte boundaries: lda (and ldb for
 NT, and the batch strides) are multiples of P (checked at compile time for static values,
@@ -518,31 +520,63 @@ class DotKernelBuilder:
             def fma_order(batch_pieces, last: bool):
                 pairs = [(r, kk, pi, pc_i) for pi, pc in enumerate(batch_pieces) if len(pc) == 3 or pc[3] == 0
                          for pc_i, (r, kk) in enumerate((r, kk) for r in pc[1] for kk in pc[2])]
-                k_major = last or not self.forwarding
+                # (int8 A K x M: k-major, so only one transposed block of 4 rows is live at a time)
+                k_major = last or not self.forwarding or (a_trans and is_int)
                 return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
             transposed: dict = {}
 
+            # int8, A K x M: the byte mask of the transposes' delta swap, an SGPR pair (bytes 0 and 2
+            # of each dword), set once before the K loop
+            swap_mask = e(gcn.RegSequenceOp([e.const(0x00FF00FF), e.const(0x00FF00FF)])).result \
+                if a_trans and is_int and mi_m > 4 else None
+
             def a_int8_t(vals: list[SSAValue], pi: int, w: int, r: int) -> SSAValue:
                 """int8, A K x M: A[m][4kk..4kk+3] (bytes m % 4 of dword m // 4 of rows 4kk..4kk+3,
                 pieces pi..pi+3) as one dword, by a 4x4 byte transpose of the four rows' dwords in
-                SALU ops: s_pack_ll_b32_b16 / s_pack_hh_b32_b16 gather the 16-bit halves m % 4 // 2
-                of rows (0, 2) into X and of rows (1, 3) into Y, then a delta swap of bytes
-                t = ((X >> 8) ^ Y) & 0x00FF00FF gives m % 4 = 0, 2: X ^ (t << 8) and 1, 3: Y ^ t
-                (8 SALU ops per two rows of the tile, cached for the second)."""
-                j, half = r // 4, (r % 4) // 2
-                key = (*(vals[pi + h] for h in range(4)), j, half)
+                SALU ops, done once for the four m of the dword: the pair X = (s_pack_ll_b32_b16,
+                s_pack_hh_b32_b16) of rows (0, 2) and Y = the same of rows (1, 3) hold the 16-bit
+                halves of m % 4 = 0, 1 (low dword) and 2, 3 (high); a 64-bit delta swap of bytes
+                t = ((X >> 8) ^ Y) & 0x00FF00FF_00FF00FF gives m % 4 = 0, 2 in X ^ (t << 8) and
+                1, 3 in Y ^ t: 4 + 6 SALU instructions per 4 dots."""
+                j = r // 4
+                key = (*(vals[pi + h] for h in range(4)), j)
+                if w == 1:  # a tile of 4 rows: the 32-bit form (the pairs fragment the SGPRs there)
+                    return a_int8_t32(vals, pi, r)
                 if key not in transposed:
-                    regs = [e.sub(vals[pi + h], j, 1) if w > 1 else vals[pi + h] for h in range(4)]
+                    regs = [e.sub(vals[pi + h], j, 1) for h in range(4)]
+
+                    def pair(lo: SSAValue, hi: SSAValue, text: str) -> SSAValue:
+                        return e(gcn.RegSequenceOp([e(gcn.SPackLlB32B16Op(lo, hi, comment=text)).sdst,
+                                                    e(gcn.SPackHhB32B16Op(lo, hi)).sdst])).result
+                    m0 = r - r % 4
+                    x = pair(regs[0], regs[2], f"A rows k, k+2 of m = {m0}..{m0 + 3}")
+                    y = pair(regs[1], regs[3], "A rows k+1, k+3")
+                    t = e(gcn.SLshrB64Op(x, 8)).sdst
+                    t = e(gcn.SXorB64Op(t, y)).sdst
+                    t = e(gcn.SAndB64Op(t, swap_mask)).sdst
+                    odd = e(gcn.SXorB64Op(y, t)).sdst  # m % 4 = 1 (low), 3 (high)
+                    even = e(gcn.SXorB64Op(x, e(gcn.SLshlB64Op(t, 8)).sdst)).sdst  # m % 4 = 0, 2
+                    transposed[key] = [e.sub(even, 0, 1), e.sub(odd, 0, 1), e.sub(even, 1, 1), e.sub(odd, 1, 1)]
+                return transposed[key][r % 4]
+
+            def a_int8_t32(vals: list[SSAValue], pi: int, r: int) -> SSAValue:
+                """:func:`a_int8_t` for a tile of 4 rows (one dword per row of A) in 32-bit SALU ops:
+                X, Y = s_pack_ll_b32_b16 (m % 4 = 0, 1) or s_pack_hh_b32_b16 (2, 3) of rows (0, 2),
+                (1, 3); t = ((X >> 8) ^ Y) & 0x00FF00FF; m even: X ^ (t << 8), m odd: Y ^ t (8 SALU
+                instructions per two dots)."""
+                half = (r % 4) // 2
+                key = (*(vals[pi + h] for h in range(4)), half)
+                if key not in transposed:
                     pack = gcn.SPackHhB32B16Op if half else gcn.SPackLlB32B16Op
-                    x = e(pack(regs[0], regs[2], comment=f"A rows k, k+2 of m = {r - r % 2}, {r - r % 2 + 1}")).sdst
-                    y = e(pack(regs[1], regs[3], comment="A rows k+1, k+3")).sdst
+                    m0 = r - r % 2
+                    x = e(pack(vals[pi], vals[pi + 2], comment=f"A rows k, k+2 of m = {m0}, {m0 + 1}")).sdst
+                    y = e(pack(vals[pi + 1], vals[pi + 3], comment="A rows k+1, k+3")).sdst
                     t = e(gcn.SLshrB32Op(x, 8)).sdst
                     t = e(gcn.SXorB32Op(t, y)).sdst
                     t = e(gcn.SAndB32Op(t, 0x00FF00FF)).sdst
-                    odd = e(gcn.SXorB32Op(y, t, comment=f"A[m = {r - r % 2 + 1}][k..k+3]")).sdst
-                    t8 = e(gcn.SLshlB32Op(t, 8)).sdst
-                    even = e(gcn.SXorB32Op(x, t8, comment=f"A[m = {r - r % 2}][k..k+3]")).sdst
+                    odd = e(gcn.SXorB32Op(y, t, comment=f"A[m = {m0 + 1}][k..k+3]")).sdst
+                    even = e(gcn.SXorB32Op(x, e(gcn.SLshlB32Op(t, 8)).sdst, comment=f"A[m = {m0}][k..k+3]")).sdst
                     transposed[key] = (even, odd)
                 return transposed[key][r % 2]
 

@@ -695,14 +695,18 @@ def test_i8_a_stored_k_by_m(layout, m, n, k, lda, ldb, ldc, opts):
     """int8 with A stored K x M (layouts TN, TT): rows 4kk..4kk+3 of A are loaded into SGPRs
     (one scalar load per row of the tile's M values) and each dot's A operand A[m][4kk..4kk+3]
     is a 4x4 byte transpose in SALU ops (s_pack_ll/hh_b32_b16, then a delta swap with
-    s_lshr/s_xor/s_and/s_lshl: 8 ops per two rows).  Exact against NumPy int64 math, garbage
+    s_lshr/s_xor/s_and/s_lshl: 64-bit, 10 ops per four rows; 32-bit for a 4-row tile, 8 per two).  Exact against NumPy int64 math, garbage
     padding bytes, C's padding kept; beta = 0 over a garbage C, alpha = 0."""
     kern = vlpc.compile(t_source(layout, m, n, k, lda, ldb, ldc, "i32", "i8"), **opts).kernel("g")
     if ".Lg_k_loop:" in kern.asm:
         loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
         dots = loop.count("v_dot4_i32_i8")
         assert dots > 0 and loop.count("s_pack_ll_b32_b16") + loop.count("s_pack_hh_b32_b16") == dots
-        assert loop.count("s_xor_b32") == 3 * dots // 2 and loop.count("0xff00ff") == dots // 2
+        if kern.launch_info["macro_m"] > 4:  # 64-bit delta swaps: 10 SALU instructions per 4 dots
+            assert loop.count("s_xor_b64") == 3 * dots // 4 and loop.count("s_lshr_b64") == dots // 4
+            assert "s_xor_b32" not in loop
+        else:  # a tile of 4 rows: 32-bit swaps, 8 per 2 dots
+            assert loop.count("s_xor_b32") == 3 * dots // 2 and loop.count("0xff00ff") == dots // 2
     rng = np.random.default_rng(14)
     at = rng.integers(-128, 128, (k, m)).astype(np.int8)  # A as stored, K x M
     b = rng.integers(-128, 128, (n, k) if layout[1] == "T" else (k, n)).astype(np.int8)
