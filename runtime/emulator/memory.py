@@ -322,6 +322,25 @@ class Memory:
                 mem[widx] = _rmw(op, old, d, c, dt)
             else:
                 old = np.empty(widx.size, dt)
+                n = widx.size
+                # each lane's rank among the earlier lanes of its address: the lanes of one
+                # rank have distinct addresses, and rank by rank is lane order per address
+                order = np.argsort(widx, kind="stable")
+                sw = widx[order]
+                first = np.ones(n, bool)
+                first[1:] = sw[1:] != sw[:-1]
+                starts = np.flatnonzero(first)
+                rank = np.empty(n, np.int64)
+                rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+                rounds = int(rank.max()) + 1
+                if rounds * 8 <= n:
+                    for r in range(rounds):
+                        sel = np.flatnonzero(rank == r)
+                        w = widx[sel]
+                        o = mem[w]
+                        old[sel] = o
+                        mem[w] = _rmw(op, o, d[sel], None if c is None else c[sel], dt)
+                    return old.view(np.uint32).reshape(-1, width)
                 for i in range(widx.size):
                     o = mem[widx[i]]
                     old[i] = o
