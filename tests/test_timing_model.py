@@ -119,6 +119,47 @@ def test_a_sharers_fill_costs_the_hbm_latency():
     assert inflight.cycles - done.cycles == pytest.approx(n * hbm, abs=n * 2 + 4)
 
 
+def test_refilled_workgroups_do_not_wait_for_sharers_fills():
+    # the first resident set starts with every other CU's first residents (in phase), so
+    # a line another CU fetches is still in flight: each of the n dependent loads waits
+    # for the HBM fill.  A workgroup in a refilled slot starts at a time that differs
+    # from CU to CU: its sharers' fills are done, so each load costs an L2 hit only.
+    n = 8
+    mem = Memory()
+    buf = mem.alloc(64 * n * 2, align=256)
+    tr = traced(_smem_chain(n, 64), mem=mem, kernarg=buf)
+    hbm = P.hbm_latency_ns * B0.engine_clock_mhz / 1000
+    r = cycles(tr, wgs=(0, 0), resident=1, l2_miss=0.0, l2_shared_fill=1.0)
+    assert r.counters["l2_shared_fills"] == n and r.counters["l2_misses"] == 0
+    first, second = r.wg_finish[0], r.wg_finish[1] - r.wg_finish[0]
+    assert first == pytest.approx(n * (P.smem_hit_cycles + P.l2_hit_cycles + hbm), abs=n * 8 + 16)
+    assert second == pytest.approx(n * (P.smem_hit_cycles + P.l2_hit_cycles), abs=n * 8 + 16)
+
+
+def test_l2_misses_are_decided_per_sharing_group():
+    # one workgroup's 16 vector lines and its kernel-argument line have the same sharers
+    # (the footprint holds only this workgroup): a copy fetches all of them or none, and
+    # over 20 copies the share that fetches follows the miss probability (low-discrepancy
+    # draws: within one copy of 0.3 x 20), instead of nearly every copy meeting a miss
+    # among its 17 lines as independent per-line draws would give (1 - 0.7^17 = 99.8 %)
+    mem = Memory()
+    buf = mem.alloc(64 * 4 * 4 + 256, align=256)
+    body = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_waitcnt lgkmcnt(0)",
+            "v_lshlrev_b32 v1, 2, v0"]
+    body += [f"global_load_dword v{10 + i}, v1, s[4:5] offset:{i * 256}" for i in range(4)]
+    body += ["s_waitcnt vmcnt(0)", "s_endpgm"]
+    kernarg = mem.alloc(64, align=64)
+    mem.write(kernarg, np.array([buf], np.uint64).view(np.uint8))
+    tr = traced("\n".join(body) + "\n", mem=mem, kernarg=kernarg)
+    copies, p = 20, 0.3
+    r = cycles(tr, wgs=(0,) * copies, resident=1, l2_miss=p)
+    per_copy = (r.counters["l1_misses"] + r.counters["scalar_misses"]) // copies
+    assert per_copy == 17
+    fetching, rest = divmod(r.counters["l2_misses"], per_copy)
+    assert rest == 0
+    assert abs(fetching - p * copies) <= 1
+
+
 def test_shared_lines_make_time_less_than_inverse_to_the_clock():
     # four workgroups read the same lines (L2 miss probability 1/4): the model's sharers run
     # in phase, so each waits for the HBM fill, fixed in ns; VALU work scales with 1/clock

@@ -380,18 +380,18 @@ class TimingParams:
     l1_hit_cycles: float = 120.0
     l1_bytes_per_cycle: int = 64
     l1_bytes: int = 16 * 1024
-    l2_hit_cycles: float = 250.0
+    l2_hit_cycles: float = 375.0
     l2_bytes: int = 4 * 1024 * 1024
     l2_channels: int = 16
     l2_bytes_per_cycle_per_channel: int = 64
-    hbm_latency_ns: float = 300.0
+    hbm_latency_ns: float = 133.3
     l2_shared_fill_wait: float = 1.0
     lds_latency_cycles: float = 64.0
     lds_banks: int = 32
     scalar_cache_bytes: int = 16 * 1024
     cus_per_scalar_cache: int = 3
     line_bytes: int = 64
-    launch_overhead_us: float = 2.37
+    launch_overhead_us: float = 1.05
     store_latency_cycles: float = 250.0
 
 
@@ -422,14 +422,19 @@ TIMING_SOURCES: dict[str, str] = {
                       "HBM2; on Vega 20 the fabric (FCLK), SoC (SOCCLK) and memory (UCLK) clocks are DPM "
                       "domains of their own beside GFXCLK: amdgpu vega20_print_clk_levels, PP_FCLK/PP_SOCCLK/"
                       "PP_MCLK (PPCLK_UCLK) apart from PP_SCLK, so fixed in ns when the engine clock changes; ROCm Compute Profiler 'L2 cache (TCC)': L2 misses "
-                      "go to Infinity Fabric).  The value is the first calibration's starting point: the "
-                      "1700 MHz column alone cannot tell ns from engine cycles on the same path, so it is "
-                      "not fitted; no published Vega 20 HBM latency in ns was found",
-    "l2_shared_fill_wait": "assumed 1.0: the model's CUs are identical and dispatched breadth-first "
-                           "(runtime/timing/gpu.py), so the workgroups sharing a line run in phase: one "
-                           "fetches it from HBM, the others hit the pending line and wait for the same "
-                           "fill (hit-on-miss, ROCm Compute Profiler 'L2 cache (TCC)'); 0 = sharers far "
-                           "apart in time (the first calibration's rule)",
+                      "go to Infinity Fabric).  Calibrated on the 1700 MHz column: it can be told from "
+                      "l2_hit_cycles there because the share of L2 accesses that also pay it differs by "
+                      "size (runtime/timing/cu.py: every first access of a single-round grid, whose "
+                      "workgroups start in phase with their sharers; only the fetching sharing groups, "
+                      "p_l2_miss, in refilled slots).  No published Vega 20 HBM latency in ns was found; "
+                      "the fitted 133 ns beyond L2 is short for HBM2 (the held-out clocks test it)",
+    "l2_shared_fill_wait": "assumed 1.0 for the first resident set: the dispatcher starts every CU's "
+                           "first workgroups together (breadth-first, runtime/timing/gpu.py), so the "
+                           "workgroups sharing a line run in phase: one fetches it from HBM, the others hit "
+                           "the pending line and wait for the same fill (hit-on-miss, ROCm Compute Profiler "
+                           "'L2 cache (TCC)').  A workgroup in a refilled slot starts when its predecessor "
+                           "ends, at a time that differs from CU to CU, so it does not wait "
+                           "(runtime/timing/cu.py); 0 = sharers far apart in time in every round",
     "lds_latency_cycles": "assumed ~64 cycles (pyhip docs/mem_latency.md measures 64 cycles for "
                           "ds_read_b128 on a later CDNA part)",
     "lds_banks": "gfx906.md 'Memory': LDS 32 banks of 4 bytes",

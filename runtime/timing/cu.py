@@ -118,6 +118,49 @@ def _l2_misses(line: int, p_miss: float) -> bool:
     return h < p_miss * 4294967296.0
 
 
+_GOLDEN = 0.6180339887498949
+_GROUP_CACHE: dict[int, tuple[object, dict[int, int]]] = {}
+
+
+def _group_draw(group: int, copy: int) -> float:
+    """A uniform number in [0, 1) for one sharing group of one workgroup copy: a hash of
+    the group plus ``copy`` times the golden ratio (mod 1), so that over the copies a
+    CU runs the fraction of groups drawn below ``p`` is close to ``p`` (a
+    low-discrepancy sequence) rather than a binomial sample."""
+    h = ((group * 2654435761 + 0x9E3779B9) & 0xFFFFFFFF) / 4294967296.0
+    return (h + copy * _GOLDEN) % 1.0
+
+
+def _sharing_groups(trace: KernelTrace) -> dict[int, int]:
+    """Line -> sharing group of the traced workgroups' lines: lines touched by the same
+    workgroups of the first round (the trace's footprints) form one group (in a tiled
+    GEMM: a workgroup's A panel, shared along its tile row, and its B panel, shared along
+    its tile column).  A group is keyed by its first sharer's linear id and its sharer
+    count.  Cached per footprint (the calibration reuses one trace at many grids)."""
+    fp = trace.footprint
+    hit = _GROUP_CACHE.get(id(fp))
+    if hit is not None and hit[0] is fp:
+        return hit[1]
+    out: dict[int, int] = {}
+    if fp:
+        wgs = sorted(fp)
+        lines = np.concatenate([np.asarray(fp[w], dtype=np.int64) for w in wgs])
+        ids = np.concatenate([np.full(len(fp[w]), w, dtype=np.int64) for w in wgs])
+        order = np.lexsort((ids, lines))
+        lines, ids = lines[order], ids[order]
+        uniq, start, count = np.unique(lines, return_index=True, return_counts=True)
+        first = ids[start]
+        key = dict(zip(uniq.tolist(), (first * 1_000_003 + count).tolist()))
+        for w in trace.traced:
+            if w in fp:
+                for line in np.asarray(fp[w]).tolist():
+                    out[line] = key[line]
+    if len(_GROUP_CACHE) > 8:
+        _GROUP_CACHE.clear()
+    _GROUP_CACHE[id(fp)] = (fp, out)
+    return out
+
+
 def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 resident: int | None = None, l2_miss: float = 0.0,
                 hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1,
@@ -176,9 +219,11 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     wg_waves: list[list[int]] = []
     wg_left: list[int] = []
     wg_finish: list[float] = [0.0] * len(workgroups)
+    first_set: list[bool] = [False] * len(workgroups)  # started at cycle 0 (in phase)
 
     def start_wg(now: float) -> None:
         j, wg = pending_wgs.popleft()
+        first_set[j] = now == 0.0
         copy = seen.get(wg, 0)
         seen[wg] = copy + 1
         ids = []
@@ -228,25 +273,40 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     sc_ready: dict[int, float] = {}
     l1_ready: dict[int, float] = {}
     l2_ready: dict[int, float] = {}
+    groups = _sharing_groups(trace)
     bd = dict.fromkeys(REASONS, 0.0)
     live = len(stream)
     t = 0.0
     last_issue = 0.0
     issued_total = 0
 
-    def l2_path(line: int, now: float) -> float:
-        """Cycles from ``now`` until ``line`` is back from L2 (or from HBM through it)."""
+    def l2_path(line: int, now: float, in_phase: bool) -> float:
+        """Cycles from ``now`` until ``line`` is back from L2 (or from HBM through it).
+        Whether this CU fetches the line from HBM or a sharer did is decided once per
+        sharing group and workgroup copy (:func:`_sharing_groups`), not per line.  A
+        sharer's fill is still in flight (``l2_shared_fill``) only for a workgroup of the
+        first resident set (``in_phase``: dispatched at the start with the other CUs'
+        first residents); a refilled slot starts when its predecessor ends, at a time
+        that differs from CU to CU, so its sharers are out of phase and it hits."""
         nonlocal hbm_free
         ready = l2_ready.get(line)
         if ready is not None:  # this CU asked for it before: in L2, or still on its way
             return max(P.l2_hit_cycles, ready - now)
-        if _l2_misses(line, l2_miss):
+        copy = line >> 36
+        g = groups.get(line - (copy << 36))
+        if g is None:  # not in the footprint: decided per line
+            miss = _l2_misses(line, l2_miss)
+            shared = in_phase and _l2_misses(line * 7 + 3, l2_shared_fill)
+        else:
+            miss = _group_draw(g, copy) < l2_miss
+            shared = in_phase and _group_draw(g * 7 + 3, copy) < l2_shared_fill
+        if miss:
             cnt["l2_misses"] += 1
             cnt["hbm_bytes"] += P.line_bytes
             start = max(now, hbm_free)
             hbm_free = start + hbm_per_line
             lat = (start - now) + P.l2_hit_cycles + hbm_cycles
-        elif _l2_misses(line * 7 + 3, l2_shared_fill):
+        elif shared:
             cnt["l2_shared_fills"] += 1  # a sharer's fill in flight: wait for it
             lat = P.l2_hit_cycles + hbm_cycles
         else:
@@ -349,7 +409,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                             pending = max(pending, sc_ready.get(line, 0.0) - start)
                         else:
                             cnt["scalar_misses"] += 1
-                            ml = l2_path(line, start)
+                            ml = l2_path(line, start, first_set[wg_of[w]])
                             sc_ready[line] = start + P.smem_hit_cycles + ml
                             miss_lat = max(miss_lat, ml)
                     lat = max(lat, P.smem_hit_cycles + miss_lat) if miss_lat else lat
@@ -376,7 +436,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                             cnt["l1_misses"] += 1
                             fs = max(start, fill_free)
                             fill_free = fs + line_cycles
-                            fill = (fs - start) + P.l1_hit_cycles + l2_path(line, fs)
+                            fill = (fs - start) + P.l1_hit_cycles + l2_path(line, fs, first_set[wg_of[w]])
                             l1_ready[line] = start + fill
                             worst = max(worst, fill)
                 done_t = start + occ + worst
