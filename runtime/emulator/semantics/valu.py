@@ -277,39 +277,42 @@ def _build_fma32(ins: Instr, readers):
     if not simple or not vec:
         return generic
 
-    def opnd(b, g, i):
-        k = kinds[i]
+    def getter(i):
+        k, r = kinds[i], regs[i]
         if k == "v":
-            return b.Vf[regs[i]][g.sel]
+            return lambda b, sel: b.Vf[r][sel]
         if k == "s":
-            return b.Sf[regs[i]][g.sel].astype(F64)[:, None]
-        return consts[i]
+            return lambda b, sel: b.Sf[r][sel].astype(F64)[:, None]
+        c = consts[i]
+        return lambda b, sel: c
 
     first = vec[0]
     others = [i for i in (0, 1) if i != first] if first in (0, 1) else [0, 1]
     mul_other = others[0] if first in (0, 1) else None
+    g0, g1, g2 = getter(0), getter(1), getter(2)
+    gx = getter(first)
+    gy = getter(mul_other) if mul_other is not None else None
+    count = np.count_nonzero
 
     def fn(b, g):
         if not g.contig:
             return generic(b, g)
-        full = b.full(g)
         n = g.n
-        shape = (n, WAVE)
-        t = b.scratch(shape, F64, 0)
-        u = b.scratch(shape, F64, 1)
-        if first in (0, 1):
-            np.copyto(t, opnd(b, g, first))
-            np.copyto(u, np.broadcast_to(opnd(b, g, mul_other), shape))
-            np.multiply(t, u, out=t)
-            y = opnd(b, g, 2)
-            if kinds[2] == "v":
-                np.copyto(u, y)
-                y = u
-            np.add(t, y, out=t)
+        sel = g.sel
+        bufs = b.scr.get(("fma32", n))
+        if bufs is None:
+            shape = (n, WAVE)
+            bufs = b.scr[("fma32", n)] = (b.scratch(shape, F64, 0), b.scratch(shape, F64, 1),
+                                      b.scratch(shape, bool, 3), b.scratch(shape, bool, 4))
+        t, u, hit, nz = bufs
+        if gy is not None:
+            # the exact f32 x f32 product in f64, then the f64 sum (the operands cast exactly)
+            np.multiply(gx(b, sel), gy(b, sel), out=t, dtype=F64)
+            np.add(t, g2(b, sel), out=t)
         else:
             # only src2 is a vector: the product is a per-wave scalar (exact in f64)
-            prod = opnd(b, g, 0) * opnd(b, g, 1)
-            np.copyto(t, opnd(b, g, 2))
+            prod = g0(b, sel) * g1(b, sel)
+            np.copyto(t, g2(b, sel))
             np.add(t, prod, out=t)
         # Double rounding is possible only where the f64 sum sits on an f32 halfway
         # point: low 29 mantissa bits == 0x10000000 (normal range) or == 0 (subnormal
@@ -317,25 +320,26 @@ def _build_fma32(ins: Instr, readers):
         # when there are any hits).  Lanes outside EXEC are not written: not repaired.
         uu = u.view(U64)
         np.bitwise_and(t.view(U64), _CAND_MASK, out=uu)
-        hit = b.scratch(shape, bool, 3)
         np.equal(uu, 0, out=hit)
+        full = g._full
+        if full is None:
+            full = b.full(g)
         em = None if full else b.em(g)
         if em is not None:
             np.logical_and(hit, em, out=hit)
-        if hit.any():
-            nz = b.scratch(shape, bool, 4)
+        if count(hit):
             np.not_equal(t, 0.0, out=nz)
             np.logical_and(hit, nz, out=hit)
-        if not hit.any():
-            if em is None:
-                np.copyto(b.Vf[d][g.sel], t, casting="same_kind")
-            else:
-                np.copyto(b.Vf[d][g.sel], t, casting="same_kind", where=em)
-            return None
-        a, bb, c = ra(b, g), rb_(b, g), rc(b, g)
-        r = t.astype(F32).view(U32)
-        O.fma32_fix_lanes(t, a, bb, c, r, np.nonzero(hit))
-        b.vwrite(g, d, r)
+            if count(hit):
+                a, bb, c = ra(b, g), rb_(b, g), rc(b, g)
+                r = t.astype(F32).view(U32)
+                O.fma32_fix_lanes(t, a, bb, c, r, np.nonzero(hit))
+                b.vwrite(g, d, r)
+                return None
+        if em is None:
+            np.copyto(b.Vf[d][sel], t, casting="same_kind")
+        else:
+            np.copyto(b.Vf[d][sel], t, casting="same_kind", where=em)
         return None
     return fn
 
