@@ -235,6 +235,23 @@ def fma64(a, b, c):
         ok &= np.abs(fa) < 2.0 ** 995
         ok &= np.abs(fb) < 2.0 ** 995
         r = np.array(r, F64, copy=True)
+        # Where t + e is inexact (v != 0): round it to odd and add (Boldo & Melquiond,
+        # "Emulation of FMA and correctly rounded sums: proved algorithms using rounding
+        # to odd", IEEE TC 2008, Algorithm 5.4): RN(s + RO(t + e)) is the correctly
+        # rounded a*b + c when nothing underflows or overflows; the range guards keep
+        # every term normal, lanes outside them take the exact rational path.
+        odd = ~ok & (v != 0) & np.isfinite(r) & np.isfinite(p) & np.isfinite(e) & np.isfinite(fc)
+        if odd.any():
+            odd &= (mag > 2.0 ** -900) & (mag < 2.0 ** 990)
+            odd &= (np.abs(fa) < 2.0 ** 990) & (np.abs(fb) < 2.0 ** 990) & (np.abs(fc) < 2.0 ** 990)
+            odd &= (np.abs(s) > 2.0 ** -900) & (np.abs(s) < 2.0 ** 990) & (np.abs(u) > 2.0 ** -900)
+            oi = np.nonzero(odd)
+            if oi[0].size:
+                uo, vo = u[oi], v[oi]
+                even = (uo.view(U64) & U64(1)) == 0
+                uo = np.where(even, np.nextafter(uo, np.where(vo > 0, np.inf, -np.inf)), uo)
+                r[oi] = s[oi] + uo
+                ok = ok | odd
     bad = np.nonzero(~ok)
     if bad[0].size:
         xa, xb, xc = fa[bad], fb[bad], fc[bad]
