@@ -277,19 +277,23 @@ def _build_fma32(ins: Instr, readers):
     if not simple or not vec:
         return generic
 
-    def getter(i):
+    def getter(i, f64=False):
+        # f32 operands; the ufuncs below cast them to f64 exactly (``f64``: cast here)
         k, r = kinds[i], regs[i]
         if k == "v":
-            return lambda b, sel: b.Vf[r][sel]
+            return lambda b, sel: b.Vf[r, sel]
         if k == "s":
-            return lambda b, sel: b.Sf[r][sel].astype(F64)[:, None]
+            if f64:
+                return lambda b, sel: b.Sf[r, sel].astype(F64)[:, None]
+            return lambda b, sel: b.Sf[r, sel][:, None]
         c = consts[i]
         return lambda b, sel: c
 
     first = vec[0]
     others = [i for i in (0, 1) if i != first] if first in (0, 1) else [0, 1]
     mul_other = others[0] if first in (0, 1) else None
-    g0, g1, g2 = getter(0), getter(1), getter(2)
+    g0, g1 = getter(0, True), getter(1, True)
+    g2 = getter(2)
     gx = getter(first)
     gy = getter(mul_other) if mul_other is not None else None
     count = np.count_nonzero
@@ -302,13 +306,14 @@ def _build_fma32(ins: Instr, readers):
         bufs = b.scr.get(("fma32", n))
         if bufs is None:
             shape = (n, WAVE)
-            bufs = b.scr[("fma32", n)] = (b.scratch(shape, F64, 0), b.scratch(shape, F64, 1),
-                                      b.scratch(shape, bool, 3), b.scratch(shape, bool, 4))
-        t, u, hit, nz = bufs
+            t, u = b.scratch(shape, F64, 0), b.scratch(shape, F64, 1)
+            bufs = b.scr[("fma32", n)] = (t, u, b.scratch(shape, bool, 3), b.scratch(shape, bool, 4),
+                                          t.view(U64), u.view(U64))
+        t, u, hit, nz, tb, uu = bufs
         if gy is not None:
             # the exact f32 x f32 product in f64, then the f64 sum (the operands cast exactly)
             np.multiply(gx(b, sel), gy(b, sel), out=t, dtype=F64)
-            np.add(t, g2(b, sel), out=t)
+            np.add(t, g2(b, sel), out=t, dtype=F64)
         else:
             # only src2 is a vector: the product is a per-wave scalar (exact in f64)
             prod = g0(b, sel) * g1(b, sel)
@@ -318,13 +323,12 @@ def _build_fma32(ins: Instr, readers):
         # point: low 29 mantissa bits == 0x10000000 (normal range) or == 0 (subnormal
         # f32 range); one AND + compare finds both patterns (and zeros, exact: dropped
         # when there are any hits).  Lanes outside EXEC are not written: not repaired.
-        uu = u.view(U64)
-        np.bitwise_and(t.view(U64), _CAND_MASK, out=uu)
+        np.bitwise_and(tb, _CAND_MASK, out=uu)
         np.equal(uu, 0, out=hit)
         full = g._full
         if full is None:
             full = b.full(g)
-        em = None if full else b.em(g)
+        em = None if full else g._em
         if em is not None:
             np.logical_and(hit, em, out=hit)
         if count(hit):
@@ -337,9 +341,9 @@ def _build_fma32(ins: Instr, readers):
                 b.vwrite(g, d, r)
                 return None
         if em is None:
-            np.copyto(b.Vf[d][sel], t, casting="same_kind")
+            np.copyto(b.Vf[d, sel], t, casting="same_kind")
         else:
-            np.copyto(b.Vf[d][sel], t, casting="same_kind", where=em)
+            np.copyto(b.Vf[d, sel], t, casting="same_kind", where=em)
         return None
     return fn
 
