@@ -25,6 +25,8 @@ BOARD = get_board("mi60")
 # deterministic, penalty-free rules for the microkernels
 P = replace(BOARD.timing, long_instruction_extra_cycles=0.0, branch_taken_extra_cycles=0)
 B0 = BOARD.at(timing=P)
+#: The sharing-group L2 rule (TimingParams.l2_miss_rule = "group", not the calibrated default).
+BG = BOARD.at(timing=replace(P, l2_miss_rule="group"))
 
 
 def traced(asm: str, block=64, grid=1, wgs=(0,), mem=None, kernarg=0, **cfg):
@@ -120,6 +122,7 @@ def test_a_sharers_fill_costs_the_hbm_latency():
 
 
 def test_refilled_workgroups_do_not_wait_for_sharers_fills():
+    # (l2_miss_rule "group"; under the calibrated "line" rule every round waits alike)
     # the first resident set starts with every other CU's first residents (in phase), so
     # a line another CU fetches is still in flight: each of the n dependent loads waits
     # for the HBM fill.  A workgroup in a refilled slot starts at a time that differs
@@ -129,7 +132,7 @@ def test_refilled_workgroups_do_not_wait_for_sharers_fills():
     buf = mem.alloc(64 * n * 2, align=256)
     tr = traced(_smem_chain(n, 64), mem=mem, kernarg=buf)
     hbm = P.hbm_latency_ns * B0.engine_clock_mhz / 1000
-    r = cycles(tr, wgs=(0, 0), resident=1, l2_miss=0.0, l2_shared_fill=1.0)
+    r = cycles(tr, wgs=(0, 0), board=BG, resident=1, l2_miss=0.0, l2_shared_fill=1.0)
     assert r.counters["l2_shared_fills"] == n and r.counters["l2_misses"] == 0
     first, second = r.wg_finish[0], r.wg_finish[1] - r.wg_finish[0]
     assert first == pytest.approx(n * (P.smem_hit_cycles + P.l2_hit_cycles + hbm), abs=n * 8 + 16)
@@ -137,6 +140,7 @@ def test_refilled_workgroups_do_not_wait_for_sharers_fills():
 
 
 def test_l2_misses_are_decided_per_sharing_group():
+    # (l2_miss_rule "group")
     # one workgroup's 16 vector lines and its kernel-argument line have the same sharers
     # (the footprint holds only this workgroup): a copy fetches all of them or none, and
     # over 20 copies the share that fetches follows the miss probability (low-discrepancy
@@ -152,7 +156,7 @@ def test_l2_misses_are_decided_per_sharing_group():
     mem.write(kernarg, np.array([buf], np.uint64).view(np.uint8))
     tr = traced("\n".join(body) + "\n", mem=mem, kernarg=kernarg)
     copies, p = 20, 0.3
-    r = cycles(tr, wgs=(0,) * copies, resident=1, l2_miss=p)
+    r = cycles(tr, wgs=(0,) * copies, board=BG, resident=1, l2_miss=p)
     per_copy = (r.counters["l1_misses"] + r.counters["scalar_misses"]) // copies
     assert per_copy == 17
     fetching, rest = divmod(r.counters["l2_misses"], per_copy)
@@ -357,3 +361,18 @@ def test_every_timing_parameter_has_a_source():
     for n in names:
         if "latency" in n or n.endswith("_cycles"):
             assert n.endswith(("_cycles", "_ns", "_us")), n
+
+
+def test_line_rule_waits_in_every_round_and_draws_per_line():
+    # the calibrated "line" rule: a refilled slot waits for sharers' fills like the first
+    # resident set, and the same 20 copies as above meet misses line by line (no copy is
+    # all-or-nothing); an unknown rule is refused by name
+    n = 8
+    mem = Memory()
+    buf = mem.alloc(64 * n * 2, align=256)
+    tr = traced(_smem_chain(n, 64), mem=mem, kernarg=buf)
+    r = cycles(tr, wgs=(0, 0), resident=1, l2_miss=0.0, l2_shared_fill=1.0)
+    assert r.counters["l2_shared_fills"] == 2 * n
+    assert r.wg_finish[1] - r.wg_finish[0] == pytest.approx(r.wg_finish[0], abs=n * 8 + 16)
+    with pytest.raises(ValueError, match="l2_miss_rule"):
+        cycles(tr, board=BOARD.at(timing=replace(P, l2_miss_rule="lines")))

@@ -12,7 +12,7 @@
 // NT-NEXT: macro tile 32x64, micro tile 32x1, k-step 16
 // NT-NEXT: split-k 2 (auto), mode workspace, local split 1: 2 K slices of 320
 // NT: 2: 1 rounds, {{.*}} <- chosen
-// LINALG: macro tile 32x64, micro tile 32x1, k-step 16
+// LINALG: macro tile 32x128, micro tile 32x1, k-step 16
 // LINALG-NEXT: split-k 1 (auto), local split 1
 // DYN: macro tile 32x256, micro tile 32x1, k-step 16
 // DYN-NEXT: split-k 1 (auto)

@@ -273,7 +273,10 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     sc_ready: dict[int, float] = {}
     l1_ready: dict[int, float] = {}
     l2_ready: dict[int, float] = {}
-    groups = _sharing_groups(trace)
+    group_rule = P.l2_miss_rule == "group"
+    if P.l2_miss_rule not in ("line", "group"):
+        raise ValueError(f"TimingParams.l2_miss_rule must be 'line' or 'group', not {P.l2_miss_rule!r}")
+    groups = _sharing_groups(trace) if group_rule else {}
     bd = dict.fromkeys(REASONS, 0.0)
     live = len(stream)
     t = 0.0
@@ -282,7 +285,9 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
 
     def l2_path(line: int, now: float, in_phase: bool) -> float:
         """Cycles from ``now`` until ``line`` is back from L2 (or from HBM through it).
-        Whether this CU fetches the line from HBM or a sharer did is decided once per
+        Under ``TimingParams.l2_miss_rule == "line"`` (the calibrated default) each line draws
+        miss and shared fill on its own, in every round.  Under ``"group"``, whether this CU
+        fetches the line from HBM or a sharer did is decided once per
         sharing group and workgroup copy (:func:`_sharing_groups`), not per line.  A
         sharer's fill is still in flight (``l2_shared_fill``) only for a workgroup of the
         first resident set (``in_phase``: dispatched at the start with the other CUs'
@@ -293,8 +298,11 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
         if ready is not None:  # this CU asked for it before: in L2, or still on its way
             return max(P.l2_hit_cycles, ready - now)
         copy = line >> 36
-        g = groups.get(line - (copy << 36))
-        if g is None:  # not in the footprint: decided per line
+        g = groups.get(line - (copy << 36)) if group_rule else None
+        if not group_rule:  # the calibrated 'line' rule: every line draws on its own
+            miss = _l2_misses(line, l2_miss)
+            shared = _l2_misses(line * 7 + 3, l2_shared_fill)
+        elif g is None:  # not in the footprint: decided per line
             miss = _l2_misses(line, l2_miss)
             shared = in_phase and _l2_misses(line * 7 + 3, l2_shared_fill)
         else:
