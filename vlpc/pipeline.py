@@ -482,23 +482,11 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
 
 
 def _no_gc():
-    """A context that pauses Python's cyclic garbage collector: a compilation allocates
-    hundreds of thousands of IR objects and would otherwise trigger many full-heap scans
-    (about 15 % of the pipeline's time); reference counting still frees as usual."""
-    import contextlib
-    import gc
+    """A context that pauses Python's cyclic garbage collector during a compilation
+    (:func:`vlpc.gc_pause.paused_gc`)."""
+    from vlpc.gc_pause import paused_gc
 
-    @contextlib.contextmanager
-    def paused():
-        was = gc.isenabled()
-        gc.disable()
-        try:
-            yield
-        finally:
-            if was:
-                gc.enable()
-
-    return paused()
+    return paused_gc()
 
 
 def _described_resources(kernel: KernelOp) -> tuple[int, int, bool]:

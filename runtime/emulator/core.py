@@ -29,8 +29,6 @@ instruction in the common case.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import os
 import threading
@@ -1092,20 +1090,12 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     pass
 
 
-@contextlib.contextmanager
 def _gc_paused():
-    """The cyclic garbage collector off while a batch runs (restored after).  Compiling
-    and running instructions allocates many small containers (closures, tuples, sets);
-    with the compiler's IR alive in the same process, the collections they trigger cost
-    more than the emulation itself.  A batch creates no reference cycles worth
-    collecting early: they are collected when the collector is back on."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    """The cyclic garbage collector off while a batch runs (restored after): compiling and
+    running instructions allocates many small containers (:func:`vlpc.gc_pause.paused_gc`)."""
+    from vlpc.gc_pause import paused_gc
+
+    return paused_gc()
 
 
 def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> LaunchStats:
