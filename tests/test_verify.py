@@ -206,3 +206,36 @@ def test_api_accepts_lists():
     np.testing.assert_allclose(r.c, a.astype(np.float64) @ b.T, rtol=1e-5, atol=1e-5)
     with pytest.raises(vlpc.VlpcError, match="operand A is a list, not convertible"):
         vlpc.run(compiled, [[1.0, 2.0], [3.0]])
+
+
+@pytest.mark.parametrize("ab,ct", [("i8", "i32"), ("f16", "f32"), ("f16", "f16")])
+def test_dot_check_names_a_wrong_element_and_touched_padding(ab, ct):
+    """vlpc.dot_run.check (the f16/int8 kernels' check) on results from NumPy: exact or
+    rounded products pass; one element off, or one padding element of C changed, fails and
+    is named (C[i,j] / the buffer element)."""
+    from vlpc import dot_run
+
+    m, n, k, ldc = 3, 4, 6, 6
+    rng = np.random.default_rng(3)
+    t_ab, t_c = dot_run.NP[ab], dot_run.NP[ct]
+    if ab == "i8":
+        a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (n, k)))
+        exact = a.astype(np.int64) @ b.T.astype(np.int64)
+    else:
+        a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (n, k)))
+        exact = a.astype(np.float64) @ b.T.astype(np.float64)
+    c = np.zeros((m, ldc), t_c)
+    c[:, n:] = 7  # padding the kernel must leave alone
+    out = c.copy()
+    out[:, :n] = exact.astype(t_c)
+    p = _nt(m, n, k, ldc)
+    assert dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1),
+                         1, 0).ok
+    wrong = out.copy()
+    wrong[2, 1] = wrong[2, 1] + (1 if ab == "i8" else t_c(8.0))
+    v = dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), wrong.reshape(-1), 1, 0)
+    assert not v.ok and v.bad == 1 and "C[2,1]" in v.failure()
+    touched = out.copy()
+    touched[1, 5] = 9
+    v = dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), touched.reshape(-1), 1, 0)
+    assert not v.ok and v.bad == 0 and v.padding_modified == 1 and f"element {1 * ldc + 5}" in v.failure()

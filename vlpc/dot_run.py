@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from vlpc.errors import VlpcError
-from vlpc.verify import Problem, Verdict, geometries, kernel_arguments, op_matrices, pack
+from vlpc.verify import Problem, Verdict, finish_verdict, geometries, kernel_arguments, op_matrices, pack
 
 #: NumPy types of the dot kernels' element types.
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
@@ -148,24 +148,7 @@ def check(layout: str, p: Problem, ab: str, ct: str, a: np.ndarray, b: np.ndarra
             ratio = np.where(fin, err / np.where(bound > 0, bound, np.inf), 0.0)
             ratio = np.where((~ok & ~fin) | np.isnan(ratio), np.inf, ratio)
         bad = ~ok
-    finite_err = err[fin & np.isfinite(err)]
-    v = DotVerdict(ok=True, elements=int(ref.size), bad=int(bad.sum()), worst=float(ratio.max(initial=0.0)),
-                max_abs_error=float(finite_err.max(initial=0.0)), max_bound=float(bound[fin].max(initial=0.0)),
-                reference=ref, bound=bound)
-    if v.bad:
-        z, i, j = (int(x) for x in np.argwhere(bad)[0])
-        where = f"C[{z}][{i},{j}]" if p.batch else f"C[{i},{j}]"
-        v.first_bad = f"{where} = {got[z, i, j]!r}, expected {ref[z, i, j]!r} (bound {bound[z, i, j]:.3e})"
-    outside = g["C"].outside(out.size)
-    if outside.any():
-        uint = {2: np.uint16, 4: np.uint32}[out.itemsize]
-        changed = outside & (out.view(uint) != c0.view(uint))
-        v.padding_modified = int(changed.sum())
-        if v.padding_modified:
-            off = int(np.argmax(changed))
-            v.first_padding = f"first at element {off} of C's buffer: {c0[off]!r} became {out[off]!r}"
-    v.ok = not v.bad and not v.padding_modified
-    return v
+    return finish_verdict(DotVerdict, p, g["C"], ref, bound, got, err, ratio, bad, fin, c0, out)
 
 
 def _buffers(layout: str, p: Problem, ab: str, ct: str, arrays: dict, rng: np.random.Generator) -> dict:

@@ -291,18 +291,24 @@ def check(layout: str, p: Problem, dtype: str, a: np.ndarray, b: np.ndarray, c0:
         ratio = np.where(fin & ~overflow, err / np.where(bound > 0, bound, np.inf), 0.0)
         ratio = np.where(ok | fin, ratio, np.inf)
         ratio = np.where(np.isnan(ratio), np.inf, ratio)
-    bad = ~ok
+    return finish_verdict(Verdict, p, g["C"], ref, bound, got, err, ratio, ~ok, fin, c0, out)
+
+
+def finish_verdict(cls, p: Problem, geom: Geometry, ref, bound, got, err, ratio, bad, fin, c0, out):
+    """The verdict (``cls``: :class:`Verdict` or a subclass) from the element checks: counts,
+    worst ratio, the first bad element, and C's padding compared bit for bit with ``c0``
+    (flat buffers as launched)."""
     finite_err = err[fin & np.isfinite(err)]
-    v = Verdict(ok=True, elements=int(ref.size), bad=int(bad.sum()), worst=float(ratio.max(initial=0.0)),
-                max_abs_error=float(finite_err.max(initial=0.0)), max_bound=float(bound[fin].max(initial=0.0)),
-                reference=ref, bound=bound)
+    v = cls(ok=True, elements=int(ref.size), bad=int(bad.sum()), worst=float(ratio.max(initial=0.0)),
+            max_abs_error=float(finite_err.max(initial=0.0)), max_bound=float(bound[fin].max(initial=0.0)),
+            reference=ref, bound=bound)
     if v.bad:
         z, i, j = (int(x) for x in np.argwhere(bad)[0])
         v.first_bad = (f"{_where(p, z, i, j)} = {got[z, i, j]!r}, expected {ref[z, i, j]!r} "
                        f"(bound {bound[z, i, j]:.3e})")
-    outside = g["C"].outside(out.size)
+    outside = geom.outside(out.size)
     if outside.any():
-        uint = np.uint32 if out.itemsize == 4 else np.uint64
+        uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[out.itemsize]
         changed = outside & (out.view(uint) != c0.view(uint))
         v.padding_modified = int(changed.sum())
         if v.padding_modified:
