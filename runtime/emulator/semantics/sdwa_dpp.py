@@ -375,17 +375,7 @@ def _build_sdwa(ins, b, p):
                 res, carry = fn(vals[0], vals[1], cin)
             elif kind == "i16":
                 vals = vals + [e(b, g) for e in extra]   # v_mac_f16: the accumulator
-                if mode is not None:
-                    rb = plan.rounding(mode)   # f16 results: FP_ROUND_16_64
-                    srcs = plan.flush_sources(vals, mode)
-                    kw = {"rb": rb} if rb else {}
-                    if plan.minmax16:
-                        kw["ieee"] = bool((mode >> 9) & 1)
-                    res = plan.output(np.asarray(fn(*srcs, **kw), I64) & 0xFFFF, mode)
-                else:
-                    res = np.asarray(fn(*vals), I64) & 0xFFFF
-                    if post is not None:
-                        res = post(res, b, g)
+                res = _f16_result(plan, fn, vals, mode, post, b, g)
             elif mode is not None:
                 res = plan.compute(plan.flush_sources(vals + [e(b, g) for e in extra], mode), mode)
             else:
@@ -515,17 +505,7 @@ def _build_dpp(ins, b, p):
                 res, carry = fn(vals[0], vals[1], cin)
             elif kind == "i16":
                 vals = [v & U32(0xFFFF) for v in vals] + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra]
-                if mode is not None:
-                    rb = plan.rounding(mode)   # f16 results: FP_ROUND_16_64
-                    srcs = plan.flush_sources(vals, mode)
-                    kw = {"rb": rb} if rb else {}
-                    if plan.minmax16:
-                        kw["ieee"] = bool((mode >> 9) & 1)
-                    res = plan.output(np.asarray(fn(*srcs, **kw), I64) & 0xFFFF, mode)
-                else:
-                    res = np.asarray(fn(*vals), I64) & 0xFFFF
-                    if post is not None:
-                        res = post(res, b, g)
+                res = _f16_result(plan, fn, vals, mode, post, b, g)
             elif mode is not None:
                 res = plan.compute(plan.flush_sources(
                     vals + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra], mode), mode)
@@ -552,3 +532,18 @@ def builder(ins):
 
 
 BUILDERS: dict = {}
+
+
+def _f16_result(plan, fn, vals, mode, post, b, g):
+    """A 16-bit VOP result of an SDWA/DPP form: under a float ``mode`` the f16 sources flushed
+    and the result rounded by FP_ROUND_16_64 (min/max also read MODE.IEEE), then the output
+    modifiers; without one, ``fn`` on the raw values, then ``post`` (when given).  Low 16
+    bits, as int64."""
+    if mode is None:
+        res = np.asarray(fn(*vals), I64) & 0xFFFF
+        return res if post is None else post(res, b, g)
+    rb = plan.rounding(mode)
+    kw = {"rb": rb} if rb else {}
+    if plan.minmax16:
+        kw["ieee"] = bool((mode >> 9) & 1)
+    return plan.output(np.asarray(fn(*plan.flush_sources(vals, mode), **kw), I64) & 0xFFFF, mode)
