@@ -426,8 +426,12 @@ class MatmulOp(IRDLOperation):
         check("N", n_b, cd[1], b_desc, "C (M x N)")
         if self.bias is not None:
             bt = self.bias.type
-            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or bt.element_type != elt:
-                raise VerifyException(f"bias must be a 1-D memref of {elt}, got {bt}")
+            # dequantized int8 (C f32/f16): an f32 bias, as the scales (the epilogue runs in f32)
+            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or type_name(bt.element_type) != (
+                    "f32" if dequant else type_name(elt)):
+                raise VerifyException(f"bias must be a 1-D memref of {'f32' if dequant else elt}, got {bt}"
+                                      + (" (the bias of a dequantized int8 product is f32, as its scales)"
+                                         if dequant else ""))
             want = cd[0] if wants_bias[0] == "bias_row" else cd[1]
             got = _dims(bt)[0]
             if want >= 0 and got >= 0 and want != got:

@@ -212,6 +212,45 @@ def zero_if_alpha_zero(e, alpha: SSAValue, dw: int, acc: list[SSAValue], label: 
     return list(loop.res)
 
 
+def fused_epilogue(e: _Emitter, epi: tuple[str, ...], bias_col: SSAValue | None, dw: int = 1):
+    """The fused epilogue's instructions, one copy for the f32/f64 kernel and the f16/int8 dot
+    kernels (``passes/gemm_to_gcn_dot.py``, whose epilogue runs in f32 on the converted or
+    dequantized result).  Emits gelu's constants now (before the store loop: three SGPRs and
+    one VGPR) and returns ``apply(out, brow)``: gemm.matmul's ``epi`` in order on ``out`` (an
+    f32 VGPR, or an f64 VGPR pair for ``dw`` = 2), ``brow`` the bias of its row (an SGPR or
+    VGPR, f32/f64), ``bias_col`` the lane's column bias (a VGPR).  bias add: ``v_add_f32/f64``;
+    relu: ``v_max_f32/f64`` with 0 (maxNum: relu(NaN) = 0); gelu (f32 only, gfx906 has no f64
+    exponential): the tanh form ``x * sigmoid(2y)``, ``y = sqrt(2/pi) (x + 0.044715 x^3)``,
+    with ``v_exp_f32`` (2^z) and ``v_rcp_f32`` (both 1-ulp approximations; the error bound is
+    vlpc/verify.py's)."""
+    add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
+    if "gelu" in epi:
+        gelu_k = e.const(_f32_bits(-2.0 * math.log2(math.e)))
+        gelu_c1 = e.const(_f32_bits(0.044715 * math.sqrt(2.0 / math.pi)))
+        gelu_c0 = e(gcn.VMovB32Op(_f32_bits(math.sqrt(2.0 / math.pi)))).vdst
+        one = e.const(_f32_bits(1.0))
+
+    def apply(out: SSAValue, brow: SSAValue | None) -> SSAValue:
+        for x in epi:
+            if x == "bias_row":
+                out = e(add_op(brow, out)).vdst
+            elif x == "bias_col":
+                out = e(add_op(bias_col, out)).vdst
+            elif x == "relu":
+                out = e(gcn.VMaxF32Op(out) if dw == 1 else gcn.VMaxF64Op(out)).vdst
+            elif x == "gelu":  # x * sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3): the tanh form
+                x2 = e(gcn.VMulF32Op(out, out)).vdst
+                p = e(gcn.VFmaF32Op(x2, gelu_c1, gelu_c0)).vdst
+                t = e(gcn.VMulF32Op(out, p)).vdst
+                u = e(gcn.VMulF32Op(gelu_k, t)).vdst
+                ex = e(gcn.VExpF32Op(u)).vdst
+                den = e(gcn.VAddF32Op(one, ex)).vdst
+                out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
+        return out
+
+    return apply
+
+
 class SqcKernelBuilder:
     """Builds the ``sqc`` kernel for one planned ``gemm.matmul`` (see the module docstring)."""
 
@@ -673,29 +712,7 @@ class SqcKernelBuilder:
         if "bias_row" in epi:
             lo, hi = e.mul64(row0, esz)
             bias_row_base = e.add64(bias_ptr, lo, hi, comment="bias + row0")
-        if "gelu" in epi:
-            gelu_k = e.const(_f32_bits(-2.0 * math.log2(math.e)))
-            gelu_c1 = e.const(_f32_bits(0.044715 * math.sqrt(2.0 / math.pi)))
-            gelu_c0 = e(gcn.VMovB32Op(_f32_bits(math.sqrt(2.0 / math.pi)))).vdst
-            one = e.const(_f32_bits(1.0))
-
-        def epilogue(out: SSAValue, brow: SSAValue | None) -> SSAValue:
-            for x in epi:
-                if x == "bias_row":
-                    out = e(add_op(brow, out)).vdst
-                elif x == "bias_col":
-                    out = e(add_op(bias_col, out)).vdst
-                elif x == "relu":
-                    out = e(gcn.VMaxF32Op(out) if dw == 1 else gcn.VMaxF64Op(out)).vdst
-                elif x == "gelu":  # x * sigmoid(2y), y = sqrt(2/pi) (x + 0.044715 x^3): the tanh form
-                    x2 = e(gcn.VMulF32Op(out, out)).vdst
-                    p = e(gcn.VFmaF32Op(x2, gelu_c1, gelu_c0)).vdst
-                    t = e(gcn.VMulF32Op(out, p)).vdst
-                    u = e(gcn.VMulF32Op(gelu_k, t)).vdst
-                    ex = e(gcn.VExpF32Op(u)).vdst
-                    den = e(gcn.VAddF32Op(one, ex)).vdst
-                    out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
-            return out
+        epilogue = fused_epilogue(e, epi, bias_col, dw)
 
         # reduce: slice j's partial tile starts j * M * ldc elements on: one SGPR offset per
         # slice, added to the lane offset just before each load (VGPRs do not grow with S)
@@ -965,11 +982,8 @@ class ConvertGemmToGcnPass(ModulePass):
                       and not consts.allows(o)]
             if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
                 raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
-            if "gelu" in mm.epilogue_ops() and shape.dtype != "f32":
-                raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)" if shape.dtype == "f64"
-                               else f"the gelu epilogue is not implemented for {shape.dtype} products (f32 GEMMs "
-                               "only): the dot kernels fuse bias_row, bias_col and relu for f16 products, no "
-                               "epilogue for int8 ones")
+            if "gelu" in mm.epilogue_ops() and shape.dtype == "f64":  # f16/i8: check_dot (gemm_to_gcn_dot)
+                raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
             expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col)

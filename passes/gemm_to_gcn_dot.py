@@ -63,11 +63,17 @@ plan surrogate is fitted to the f32/f64 kernels).  A split of K across the wavef
 of a workgroup (``local-split``) reduces through LDS (:meth:`DotKernelBuilder._local_reduce`):
 the decode GEMV plan (M = 1..16) uses it.
 
-Fused epilogue (f16 products, C f32 or f16): ``bias_row`` / ``bias_col`` (an f16 vector read
-with ``global_load_ushort`` and widened with ``v_cvt_f32_f16``; kernel argument ``bias`` after
-beta) and ``relu`` (``v_max_f32``), in order, on ``alpha * acc + beta * C`` in f32 before the
-store.  Not (yet) for these types: ``gelu``, epilogues of int8 products, atomic split-K, the
-``lds`` strategy and the ``seed`` schedule.
+Fused epilogue (f16 products with C f32 or f16, and int8 products dequantized into f32 or f16
+C): ``bias_row`` / ``bias_col``, ``relu`` (``v_max_f32``) and ``gelu`` (the tanh form through
+``v_exp_f32`` and ``v_rcp_f32``), in order, on ``alpha * acc + beta * C`` in f32 (for int8:
+after the dequantization) and before the store's rounding to f16; the instructions are the f32
+kernel's (``convert_gemm_to_gcn.fused_epilogue``), so a split-K plan applies them in its reduce
+kernel and the decode GEMV after its LDS reduction.  The bias (kernel argument ``bias``, after
+beta and the scales) is an f16 vector for f16 products (``global_load_ushort`` widened by
+``v_cvt_f32_f16``) and an f32 vector for dequantized int8 (``global_load_dword``), as its
+scales: the epilogue runs in f32, and an int8 bias would lose what the scales give.
+int8 -> i32 products fuse no epilogue (refused, located).  Not for these types: atomic
+split-K, the ``lds`` strategy and the ``seed`` schedule.
 """
 
 from __future__ import annotations
@@ -83,6 +89,7 @@ from vlpc.passes.convert_gemm_to_gcn import (
     _Emitter,
     _pow2_parts,
     _pow2_runs,
+    fused_epilogue,
     kernel_interface,
     zero_if_alpha_zero,
 )
@@ -92,8 +99,9 @@ from vlpc.passes.sqc_k_step import a_batches, k_step_events, run_k_step
 #: groups of 16 rows sum in two chunks of 8 rows; two such workgroups fit a CU's 64 KiB.
 DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
-#: Fused epilogue operations of the f16 dot kernels (gelu: f32/f64 only).
-DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu")
+#: Fused epilogue operations of the dot kernels (f16 products, and int8 products dequantized
+#: into f32/f16 C), in f32 before the store (``convert_gemm_to_gcn.fused_epilogue``).
+DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
 
 #: A and B element types this module compiles.
 DOT_DTYPES = tuple(DOT_PACK)
@@ -106,7 +114,8 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
     A, B, C pointers at 0, 8, 16; M, N, K, lda, ldb, ldc (i32, elements) at 24..44;
     alpha, beta at 48, 52 (f32 for f16 inputs and dequantized int8, i32 for int8 -> i32);
     dequantized int8 (C f32/f16) adds the scale_row and scale_col pointers at 56, 64; a bias
-    epilogue (f16) the bias pointer at 56; a strided
+    epilogue the bias pointer after those (56, or 72 after the scales; an f16 vector for f16
+    products, f32 for dequantized int8); a strided
     batch adds stride_a, stride_b, stride_c (i32, elements) after those (56 or 72); a split-K plan
     (``workspace``) adds the workspace pointer (f32 or i32 partials) last, at 56 or 72."""
     ab = _C_TYPE_NAMES[shape.dtype]
@@ -122,7 +131,7 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
         args += [("scale_row", 56, 8, "global_buffer", "float*"), ("scale_col", 64, 8, "global_buffer", "float*")]
         off = 72
     if bias:
-        args.append(("bias", off, 8, "global_buffer", f"{ab}*"))
+        args.append(("bias", off, 8, "global_buffer", "float*" if dequant else f"{ab}*"))
         off += 8
     if shape.batch != 0:
         args += [(n, off + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
@@ -158,10 +167,11 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
                    f"row of A per K value), got {rows}")
         if why:
             raise op_error(mm, f"layout {mm.layout.data}: {why}")
-    bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.dtype != "f16"]
+    bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.c_type == "i32"]
     if bad:
-        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col and relu "
-                       f"for f16 products (bias f16, C f32 or f16); this is an {s.dtype} product with C {s.c_type}")
+        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu and "
+                       "gelu for f16 products (bias f16) and dequantized int8 ones (C f32 or f16, bias f32); "
+                       f"this is an {s.dtype} product with C {s.c_type}")
     if (mm.get_int("split_k") or 1) > 1 and mm.split_mode is not None and mm.split_mode.data != "workspace":
         raise op_error(mm, f"split-k={mm.get_int('split_k')} mode={mm.split_mode.data}: {s.dtype} products are "
                        "split across workgroups in workspace mode only (f32/i32 partials, a reduce kernel)")
@@ -801,30 +811,25 @@ class DotKernelBuilder:
                 e(gcn.SCmpLeU32Op(shift, r))
                 e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
 
-        # Fused epilogue (f16 inputs: bias_row / bias_col, an f16 vector widened to f32, and
-        # relu), applied to alpha * acc + beta * C in f32 before the store (and its f16 rounding).
+        # Fused epilogue (bias_row / bias_col: an f16 vector widened to f32 for f16 products, an
+        # f32 one for dequantized int8; relu; gelu), applied to alpha * acc + beta * C in f32
+        # before the store (and its f16 rounding): convert_gemm_to_gcn.fused_epilogue.
         epi = self.mm.epilogue_ops()
         bias_col = bias_row_ptr = None
+        bias_load, bias_esz = (gcn.GlobalLoadDwordOp, 4) if dequant else (gcn.GlobalLoadUshortOp, 2)
         if epi and self.mm.bias is not None:
             bias_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst
             if "bias_col" in epi:
                 e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
-                base = e.add64(bias_ptr, e.mul(wg_x, mt_n * 2), 0, comment="bias + col0")
-                bias_col = e(gcn.VCvtF32F16Op(e(gcn.GlobalLoadUshortOp(
-                    e(gcn.VLshlrevB32Op(1, tid)).vdst, base, comment="bias[n]")).vdst)).vdst
+                base = e.add64(bias_ptr, e.mul(wg_x, mt_n * bias_esz), 0, comment="bias + col0")
+                bias_col = e(bias_load(e(gcn.VLshlrevB32Op(bias_esz.bit_length() - 1, tid)).vdst, base,
+                                       comment="bias[n]")).vdst
+                if not dequant:
+                    bias_col = e(gcn.VCvtF32F16Op(bias_col)).vdst
             if "bias_row" in epi:
-                bias_row_ptr = e.add64(bias_ptr, *e.mul64(row0, 2), comment="bias + row0")
+                bias_row_ptr = e.add64(bias_ptr, *e.mul64(row0, bias_esz), comment="bias + row0")
                 v_zero = e(gcn.VMovB32Op(0)).vdst  # every lane reads bias[row] (a uniform address)
-
-        def apply_epilogue(out: SSAValue, brow: SSAValue | None) -> SSAValue:
-            for x in epi:
-                if x == "bias_row":
-                    out = e(gcn.VAddF32Op(brow, out)).vdst
-                elif x == "bias_col":
-                    out = e(gcn.VAddF32Op(bias_col, out)).vdst
-                elif x == "relu":
-                    out = e(gcn.VMaxF32Op(out)).vdst
-            return out
+        apply_epilogue = fused_epilogue(e, epi, bias_col)
 
         group = 16
         row_ptr = c_tile
@@ -841,7 +846,7 @@ class DotKernelBuilder:
             brows: list = [None] * len(rows)
             if bias_row_ptr is not None:  # bias[row0 + r] for the group's rows, before the C loads
                 e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-                brows = [e(gcn.GlobalLoadUshortOp(v_zero, bias_row_ptr, offset=2 * r, comment=f"bias[row {r}]")).vdst
+                brows = [e(bias_load(v_zero, bias_row_ptr, offset=bias_esz * r, comment=f"bias[row {r}]")).vdst
                          for r in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
@@ -859,7 +864,7 @@ class DotKernelBuilder:
                         c = e(gcn.VCvtF32F16Op(c)).vdst
                     t = e(gcn.VMulF32Op(beta, c)).vdst
                     out = e(gcn.VFmaF32Op(acc[r], alpha, t)).vdst
-                    if brows[i] is not None:
+                    if brows[i] is not None and not dequant:
                         brows[i] = e(gcn.VCvtF32F16Op(brows[i])).vdst
                     out = apply_epilogue(out, brows[i])
                     if c_type == "f16":

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from vlpc.errors import VlpcError
-from vlpc.verify import Problem, Verdict, finish_verdict, geometries, kernel_arguments, op_matrices, pack
+from vlpc.verify import (Problem, Verdict, epilogue_step, finish_verdict, geometries, kernel_arguments, op_matrices,
+                         pack)
 
 #: NumPy types of the dot kernels' element types.
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
@@ -38,6 +39,7 @@ PAD = {"f16": np.nan, "f32": np.nan, "i8": -77, "i32": 0x5A5A5A5A}
 
 U32 = 2.0 ** -24
 U16 = 2.0 ** -11
+TINY32 = 2.0 ** -126  # the smallest normal f32
 
 
 def gamma(n: int, u: float) -> float:
@@ -76,9 +78,11 @@ def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, a
               pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray]:
     """(expected, bound) per element, (batches, M, N), for ``op_a`` (batches, M, K) and ``op_b``
-    (batches, K, N) as stored types; see the module docstring.  ``epilogue`` (f16 products):
-    ``bias_row`` / ``bias_col`` add the f16 ``bias`` (one rounding: the bound becomes
-    ``e (1 + u) + u |y|``), ``relu`` is max(x, 0) with relu(NaN) = 0 (1-Lipschitz: ``e``)."""
+    (batches, K, N) as stored types; see the module docstring.  ``epilogue`` (f16 products and
+    dequantized int8), in f32 on the result before its f16 rounding: each operation's reference
+    and bound are :func:`vlpc.verify.epilogue_step`'s with u = 2^-24 (bias add ``e (1 + u) +
+    u |y|``; relu max(x, 0), relu(NaN) = 0, ``e``; gelu the tanh form, ``1.13 e + u |y| (8 + 4
+    |z|)``), plus 2^-126 for a flushed subnormal."""
     k = op_a.shape[2]
     if ab == "i8" and scales is None:
         prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)) if alpha != 0 else 0
@@ -102,13 +106,9 @@ def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, a
             exp = exp + beta * c0.astype(np.float64)
             mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
     bound = gamma(n_round, U32) * mag
-    for x in epilogue:
-        if x in ("bias_row", "bias_col"):
-            bv = np.asarray(bias, np.float64)
-            exp = exp + (bv[None, :, None] if x == "bias_row" else bv[None, None, :])
-            bound = bound * (1 + U32) + U32 * np.abs(exp)
-        elif x == "relu":
-            exp = np.where(np.isnan(exp), 0.0, np.maximum(exp, 0.0))
+    for x in epilogue:  # vlpc.verify's reference and bound of each operation, in f32
+        exp, bound = epilogue_step(x, exp, bound, U32, bias)
+        bound = bound + TINY32  # a flushed f32 subnormal (gelu's x / (1 + e) near 0)
     if ct == "f16":
         bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
     return exp, bound
@@ -201,9 +201,10 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
     wants_bias = [x for x in epi if x.startswith("bias")]
     if wants_bias:
         length = p.m if wants_bias[0] == "bias_row" else p.n
-        bias = (rng.standard_normal(length).astype(NP[ab]) if bias is None else np.ascontiguousarray(bias))
-        if bias.dtype != NP[ab] or bias.shape != (length,):
-            raise VlpcError(f"bias must be a vector of {length} {np.dtype(NP[ab]).name} values "
+        bt = np.float32 if dequant else NP[ab]  # dequantized int8: an f32 bias, as the scales
+        bias = (rng.standard_normal(length).astype(bt) if bias is None else np.ascontiguousarray(bias))
+        if bias.dtype != bt or bias.shape != (length,):
+            raise VlpcError(f"bias must be a vector of {length} {np.dtype(bt).name} values "
                             f"({wants_bias[0]}), got {bias.dtype} {bias.shape}")
     elif bias is not None:
         raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")

@@ -159,6 +159,21 @@ def apply_epilogue(d: np.ndarray, ops, bias: np.ndarray | None) -> np.ndarray:
     return d
 
 
+def epilogue_step(op: str, x: np.ndarray, e: np.ndarray, u: float, bias: np.ndarray | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """One fused-epilogue operation ``op`` on the reference ``x`` (float64) and its bound ``e``,
+    for a kernel rounding with unit roundoff ``u`` (module docstring, term 2): ``(y, bound of
+    y)``.  Shared by :func:`error_bound` and the dot kernels' check (:mod:`vlpc.dot_run`)."""
+    y = apply_epilogue(x, (op,), bias)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if op.startswith("bias"):
+            e = e * (1 + u) + u * np.abs(y)
+        elif op == "gelu":
+            z = _GELU_Z * (x + 0.044715 * x**3)
+            e = GELU_LIPSCHITZ * e + u * np.abs(y) * (8 + 4 * np.abs(z))
+    return y, e
+
+
 def _product(op_a: np.ndarray, op_b: np.ndarray) -> np.ndarray:
     """op_a @ op_b in float64, with IEEE propagation of NaN/Inf (BLAS libraries may skip zeros)."""
     a = np.asarray(op_a, np.float64)
@@ -209,12 +224,7 @@ def error_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float
             e = n * u / (1 - n * u) * mag
             y = x
             for op in epilogue:
-                y = apply_epilogue(x, (op,), bias)
-                if op.startswith("bias"):
-                    e = e * (1 + u) + u * np.abs(y)
-                elif op == "gelu":
-                    z = _GELU_Z * (x + 0.044715 * x**3)
-                    e = GELU_LIPSCHITZ * e + u * np.abs(y) * (8 + 4 * np.abs(z))
+                y, e = epilogue_step(op, x, e, u, bias)
                 x = y
             e = e + u * np.abs(y)  # the store
             total = total + e
@@ -382,5 +392,5 @@ def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: floa
     return args
 
 
-__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "kernel_arguments",
+__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "epilogue_step", "kernel_arguments",
            "error_bound", "geometries", "gelu_tanh", "op_matrices", "pack", "reference", "tolerance"]
