@@ -246,8 +246,11 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                     others.append(f"{macro[0]}x{mn} best split-k {b.split_k}: {b.seconds * 1e6:.1f} us")
             if others:
                 lines.append("  other macro tiles (modeled): " + "; ".join(others))
-        else:
-            lines.append("  (sizes known only at launch or a batch: not split automatically)")
+        else:  # choose_split kept S = 1 without modeling: say why
+            why = ("sizes known only at launch" if not s.is_static() else "a strided batch" if s.batch != 0 else
+                   f"the decode GEMV plan splits K across the {local} wavefront groups of each workgroup instead"
+                   if gemv_plan(s, k_step) and local > 1 else f"the plan surrogate models no {s.dtype} kernel")
+            lines.append(f"  (not split across workgroups automatically: {why})")
     return lines
 
 

@@ -175,10 +175,11 @@ class CompiledKernel:
     def check_offsets(self, args: Sequence, m: int, n: int, k: int, batch: int | None = None,
                       workspace_bytes: int = 0) -> None:
         """Refuse, before any launch, leading dimensions and batch strides (taken from ``args``,
-        the kernel arguments in order) past the kernels' 32-bit byte offsets, overlapping
-        batch entries of C and a workspace of 2^32 bytes or more
-        (:func:`vlpc.dialects.gemm.offset_errors`); raises a one-line
-        :class:`~vlpc.runtime.LaunchError`."""
+        the kernel arguments in order) that differ from the values the IR fixes
+        (:meth:`check_static`: a one-line :class:`VlpcError`), or past the kernels' 32-bit byte
+        offsets, overlapping batch entries of C and a workspace of 2^32 bytes or more
+        (:func:`vlpc.dialects.gemm.offset_errors`; a one-line
+        :class:`~vlpc.runtime.LaunchError`)."""
         from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, offset_errors
         from vlpc.runtime.device import LaunchError
 
@@ -190,6 +191,8 @@ class CompiledKernel:
                 vals[name] = int(v)
             except (TypeError, ValueError):
                 pass
+        # lda, ldb, ldc and the batch strides the IR fixes: the arguments must say the same
+        self.check_static({x: vals.get(x) for x in ("lda", "ldb", "ldc", "stride_a", "stride_b", "stride_c")})
         if li.get("batch", 0) != 0:
             nb = batch if batch is not None else li.get("batch", 0)
         else:
@@ -225,14 +228,22 @@ class CompiledKernel:
         """The kernel arguments (``.args`` of the metadata): name, offset, size, value kind."""
         return list(self.metadata.get(".args", []))
 
+    def check_static(self, values: dict) -> None:
+        """Refuse a launch value that differs from the one the IR fixes (``values``: M, N, K,
+        lda, ldb, ldc, stride_a/b/c by name; None: not given).  The kernel computes with the
+        compiled value and ignores the argument, so a different one would be a silently wrong C:
+        raises a one-line :class:`VlpcError` naming both values."""
+        li = self.launch_info
+        for dim, val in values.items():
+            static = li.get(f"static_{dim.lower()}", -1)
+            if val is not None and static is not None and static >= 0 and val != static:
+                raise VlpcError(f"{self.name} was compiled for {dim}={static} (static in the IR), got {dim}={val}")
+
     def check_sizes(self, m: int, n: int, k: int, lda: int | None = None, ldb: int | None = None,
                     ldc: int | None = None) -> None:
         """Refuse sizes the kernel cannot compute (raises :class:`VlpcError`)."""
         li = self.launch_info
-        for dim, val in (("M", m), ("N", n), ("K", k), ("lda", lda), ("ldb", ldb), ("ldc", ldc)):
-            static = li[f"static_{dim.lower()}"]
-            if val is not None and static >= 0 and val != static:
-                raise VlpcError(f"{self.name} was compiled for {dim}={static}, got {dim}={val}")
+        self.check_static({"M": m, "N": n, "K": k, "lda": lda, "ldb": ldb, "ldc": ldc})
         for dim, val in (("M", m), ("N", n), ("K", k)):
             if val <= 0:
                 raise VlpcError(f"{dim}={val}: sizes must be at least 1")
