@@ -83,7 +83,8 @@ def launch(kern, host: dict, p: Problem, alpha, beta):
     try:
         args = kernel_arguments(kern, bufs, p, alpha, beta, scalar=np.float32)
         sizes = {i: host[name].nbytes for i, x in enumerate(args) for name, buf in bufs.items() if x is buf}
-        kern.execute(dev, load_code_object(kern.code_object), args, p.m, p.n, p.k, p.ldc, buffer_sizes=sizes)
+        kern.execute(dev, load_code_object(kern.code_object), args, p.m, p.n, p.k, p.ldc, p.batch or None,
+                     buffer_sizes=sizes)
         return dev.download(bufs["C"], host["C"].dtype.type, host["C"].shape)
     finally:
         for buf in bufs.values():
@@ -156,16 +157,17 @@ def test_f16_gelu_blas_rules(ct):
     assert np.isfinite(got).all()
 
 
-@pytest.mark.parametrize("m, n, k, ct, epi, opts", [
-    (70, 100, 71, "f32", ("bias_row", "gelu"), {}),            # edges, K % 4 = 3
-    (20, 64, 33, "f16", ("gelu", "bias_col"), {}),             # f16 output
-    (70, 100, 71, "f32", ("bias_col", "relu"), {"split_k": 2}),  # in the reduce kernel
-    (4, 128, 259, "f16", ("relu", "bias_row"), {}),            # the GEMV plan (local split)
+@pytest.mark.parametrize("m, n, k, ct, epi, opts, static", [
+    (70, 100, 71, "f32", ("bias_row", "gelu"), {}, True),            # edges, K % 4 = 3
+    (20, 64, 33, "f16", ("gelu", "bias_col"), {}, True),             # f16 output
+    (70, 100, 71, "f32", ("bias_col", "relu"), {"split_k": 2}, True),  # in the reduce kernel
+    (4, 128, 259, "f16", ("relu", "bias_row"), {}, True),            # the GEMV plan (local split)
+    (5, 70, 35, "f32", ("bias_row", "gelu"), {}, False),             # sizes at launch: a row-narrow kernel
 ])
-def test_dequantized_int8_epilogues(m, n, k, ct, epi, opts):
+def test_dequantized_int8_epilogues(m, n, k, ct, epi, opts, static):
     """W8A8: epi(alpha * scale_row[m] * scale_col[n] * (A B^T)[m, n] + beta * C), the bias f32."""
     lda = -(-k // 4) * 4
-    got = run_case(m, n, k, lda, n, "i8", ct, epi, 0.5, -1.5, opts=opts, seed=2)
+    got = run_case(m, n, k, lda, n, "i8", ct, epi, 0.5, -1.5, opts=opts, seed=2, static=static)
     if epi[-1] == "relu":
         assert got.min() >= 0 and (got == 0).any()
 
@@ -180,6 +182,43 @@ def test_dequantized_int8_epilogue_blas_rules():
     assert np.isfinite(got).all()
     got = run_case(m, n, k, 16, n, "i8", "f16", ("bias_col", "gelu"), 1.0, 0.0, c=np.full((m, n), np.nan, np.float16))
     assert np.isfinite(got).all()
+
+
+def test_f16_gelu_strided_batch():
+    """A strided batch of 2 (f16 -> f16 C, bias_row then gelu; the bias shared by the batch),
+    gaps between the matrices NaN and kept."""
+    nb, m, n, k, ld = 2, 20, 70, 13, 14
+    sa, sb, sc = m * ld + 6, n * ld + 2, m * n + 5
+
+    def t(r, c, ld_, s_, ty):
+        return f"memref<{nb}x{r}x{c}x{ty}, strided<[{s_}, {ld_}, 1]>>"
+    ta, tb, tc = t(m, k, ld, sa, "f16"), t(n, k, ld, sb, "f16"), t(m, n, n, sc, "f16")
+    kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %v: memref<{m}xf16>) {{\n"
+                        f"  gemm.matmul %a, %b, %c, %alpha, %beta bias(%v : memref<{m}xf16>) "
+                        f"{{layout = \"NT\", epilogue = [\"bias_row\", \"gelu\"]}} : {ta}, {tb}, {tc}, f32, f32\n"
+                        "  func.return\n}\n").kernel("g")
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((nb, m, k)).astype(np.float16)
+    b = rng.standard_normal((nb, n, k)).astype(np.float16)
+    c = rng.standard_normal((nb, m, n)).astype(np.float16)
+    bias = rng.standard_normal(m).astype(np.float16)
+
+    def flat(x, ld_, s_):
+        f = np.full((nb - 1) * s_ + (x.shape[1] - 1) * ld_ + x.shape[2], np.nan, x.dtype)
+        for z in range(nb):
+            for i in range(x.shape[1]):
+                f[z * s_ + i * ld_:z * s_ + i * ld_ + x.shape[2]] = x[z, i]
+        return f
+    host = {"A": flat(a, ld, sa), "B": flat(b, ld, sb), "C": flat(c, n, sc), "bias": bias}
+    p = Problem(m, n, k, ld, ld, n, batch=nb, stride_a=sa, stride_b=sb, stride_c=sc)
+    out = launch(kern, host, p, 0.5, 1.25)
+    gaps = np.ones(out.size, bool)
+    for z in range(nb):
+        exp, bound = expected(a[z], b[z], c[z], 0.5, 1.25, ("bias_row", "gelu"), bias)
+        assert_close(rows_of(out[z * sc:], m, n, n), exp, bound)
+        for i in range(m):
+            gaps[z * sc + i * n:z * sc + i * n + n] = False
+    assert np.isnan(out[gaps]).all()
 
 
 def test_vlpc_run_checks_the_dot_epilogues():
