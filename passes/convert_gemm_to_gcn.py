@@ -983,7 +983,8 @@ class ConvertGemmToGcnPass(ModulePass):
             if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
                 raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
             if "gelu" in mm.epilogue_ops() and shape.dtype == "f64":  # f16/i8: check_dot (gemm_to_gcn_dot)
-                raise op_error(mm, "the gelu epilogue is f32 only (gfx906 has no f64 exponential)")
+                raise op_error(mm, "the gelu epilogue computes in f32 (f32, f16 and dequantized int8 products), not "
+                               "f64: gfx906 has no f64 exponential")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
             expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col)

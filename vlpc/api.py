@@ -265,7 +265,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     :class:`~vlpc.pipeline.CompiledModule` or a :class:`~vlpc.pipeline.CompiledKernel`.
     ``a``, ``b``, ``c``: NumPy arrays (or nested lists) as stored (random when omitted);
     ``m``, ``n``, ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N)
-    for a kernel with a fused ``bias_row``/``bias_col`` epilogue.  f16 and int8 kernels (the dot
+    for a kernel with a fused ``bias_row``/``bias_col`` epilogue (of A's element type; f32 for
+    an int8 kernel that dequantizes).  f16 and int8 kernels (the dot
     kernels) take A and B of their type (C f32/f16/i32 as compiled), f32 alpha/beta (i32 for
     int8 -> i32) and, when they dequantize, ``scales=(scale_row, scale_col)`` (random when
     omitted); their reference and bound are :mod:`vlpc.dot_run`'s.  A strided batched kernel
