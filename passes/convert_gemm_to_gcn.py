@@ -945,6 +945,8 @@ class ConvertGemmToGcnPass(ModulePass):
     target: str = "gfx906"
     schedule: str = "default"
     forwarding: bool = True
+    #: f16/int8 with A stored K x M: ``auto``, ``pre`` or ``in-kernel`` (passes/gemm_to_gcn_transpose.py).
+    a_transpose: str = "auto"
 
     #: The schedules of strategy sqc.
     SCHEDULES = ("default", "cover", "seed")
@@ -1005,7 +1007,8 @@ class ConvertGemmToGcnPass(ModulePass):
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
             if shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
                 from vlpc.passes.gemm_to_gcn_dot import dot_kernels
-                kernels = dot_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES)
+                kernels = dot_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES,
+                                      a_transpose=self.a_transpose)
             elif self.schedule == "seed":
                 from vlpc.passes.gemm_to_gcn_seed import SeedKernelBuilder
                 kernels = [SeedKernelBuilder(mm, name, forwarding=self.forwarding).build()]

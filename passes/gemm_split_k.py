@@ -182,7 +182,7 @@ class GemmSplitKPass(ModulePass):
 
 
 def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, auto: bool = False,
-                  gpu: str = "") -> list[str]:
+                  gpu: str = "", a_transpose: str = "auto") -> list[str]:
     """The plan gemm-split-k chose for ``mm``, as text lines (``vlpc compile --print-plan``/``-v``):
     tiles, grid and workgroups against the CU count, the split, the kernels in launch order,
     the workspace size, and for an automatic choice the modeled candidates (plan surrogate,
@@ -218,6 +218,10 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
         kernels.append(f"{kernel_name}_reduce (grid z 1)")
     elif split > 1:
         kernels.insert(0, f"{kernel_name}_scale (grid z 1)")
+    from vlpc.passes.gemm_to_gcn_transpose import describe_a_copy  # f16/i8 A stored K x M copied first
+    copy = describe_a_copy(mm, kernel_name, a_transpose)
+    if copy:
+        kernels.insert(0, copy[0])
     lines.append("  kernels: " + ", then ".join(kernels))
     if split > 1 and mode == "workspace":
         ldc = s.ldc
@@ -225,7 +229,9 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
         lines.append(f"  workspace: {bytes_} bytes ({split} x M x ldc x {s.element_bytes})" if bytes_ >= 0 else
                      f"  workspace: {split} x M x ldc x {s.element_bytes} bytes, allocated at launch")
     else:
-        lines.append("  workspace: none")
+        lines.append("  workspace: none" if not copy else "  workspace: the A copy only")
+    if copy:
+        lines.append(copy[1])
     if auto:
         _, cands = choose_split(s, macro, k_step, local, mode, target, cus, gpu)
         if cands:

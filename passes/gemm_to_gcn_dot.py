@@ -152,21 +152,8 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
         raise op_error(mm, f"{s.dtype} products are compiled by the dot kernels (strategy sqc, schedule default "
                        "or cover); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
-    if mm.layout.data[0] == "T":  # A stored K x M: rows k..k+P-1 packed into one SGPR by SALU ops
-        rows = mm.get_int_array("micro_tile")[0]
-        why = None
-        p = DOT_PACK[s.dtype]
-        if s.m < 0 or s.m % p or s.lda < 0 or s.lda % p or (s.batch != 0 and (s.stride_a < 0 or s.stride_a % p)):
-            why = ("f16 with A stored K x M needs a static, even M and lda (and batch stride of A): the "
-                   "tiles' pairs of A values start on 4-byte boundaries" if p == 2 else
-                   f"{s.dtype} with A stored K x M needs a static M and lda (and batch stride of A) that are "
-                   "multiples of 4: the tiles' groups of 4 A values start on 4-byte boundaries")
-        elif rows not in tuple(x for x in (2, 4, 8, 16, 32) if x >= p):
-            sizes = "2, 4, 8, 16 or 32" if p == 2 else "4, 8, 16 or 32"
-            why = (f"{s.dtype} with A stored K x M needs a tile of {sizes} rows (one scalar load of each "
-                   f"row of A per K value), got {rows}")
-        if why:
-            raise op_error(mm, f"layout {mm.layout.data}: {why}")
+    # A stored K x M: packed in SGPRs by SALU ops where it can be, else through a copy
+    # (passes/gemm_to_gcn_transpose.py: a_transpose_reason); nothing refused here
     bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.c_type == "i32"]
     if bad:
         raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu and "
@@ -178,13 +165,22 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
 
 
 def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
-                forwarding: bool = True, rows_tiles: tuple[int, ...] = (8, 1)) -> list[gcn.KernelOp]:
+                forwarding: bool = True, rows_tiles: tuple[int, ...] = (8, 1), builder=None,
+                a_transpose: str = "auto") -> list[gcn.KernelOp]:
     """The kernels for an f16 or i8 ``mm``: the main kernel and, for M given at launch, the
-    row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn)."""
+    row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn); A stored
+    K x M that the kernel does not pack itself: ``<name>_transpose`` first (``a_transpose``:
+    ``auto``, ``pre``, ``in-kernel``; ``builder``: the kernels' builder class;
+    passes/gemm_to_gcn_transpose.py)."""
     check_dot(mm, strategy, schedule)
-    kernels = [DotKernelBuilder(mm, name, forwarding=forwarding, schedule=schedule).build()]
+    if builder is None:
+        from vlpc.passes.gemm_to_gcn_transpose import a_transpose_reason, transpose_dot_kernels
+        if a_transpose_reason(mm, a_transpose) is not None:
+            return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
+        builder = DotKernelBuilder
+    kernels = [builder(mm, name, forwarding=forwarding, schedule=schedule).build()]
     if (mm.get_int("split_k") or 1) > 1:  # workspace mode: the reduce kernel after the main one
-        kernels.append(DotKernelBuilder(mm, f"{name}_reduce", role="reduce").build())
+        kernels.append(builder(mm, f"{name}_reduce", role="reduce").build())
         steps = ",".join(k.sym_name.data for k in kernels)
         for k in kernels:  # the launch order, for the runtime
             k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
@@ -203,7 +199,7 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
                 clone.set_int_array("workgroup_size", (mt_n, 1, 1))
                 clone.set_int("split_k", 1)
                 clone.set_int("local_split", 1)
-                k = DotKernelBuilder(clone, f"{name}_rows{r}", forwarding=forwarding, schedule=schedule).build()
+                k = builder(clone, f"{name}_rows{r}", forwarding=forwarding, schedule=schedule).build()
             finally:
                 clone.erase()
             k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "role": StringAttr("rows")})
@@ -242,9 +238,14 @@ class DotKernelBuilder:
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
         self.late = schedule != "cover" and mm.layout.data[1] == "T"
+        self.a_trans = mm.layout.data[0] == "T"  # A K x M packed here (False: a copy, gemm_to_gcn_transpose)
 
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=self.split > 1, bias=self.mm.bias is not None)
+
+    def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+        """A's base (an SGPR pair) for the workgroup's batch entry."""
+        return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", self.eb)
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -339,7 +340,7 @@ class DotKernelBuilder:
         acc: list[SSAValue] = []
         if self.role == "main":
             # ---- prologue ----
-            ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", eb)
+            ptr_a = self._a_base(e, kp, kargs, wg_z, batch_base)
             ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", eb)
             k_el = self._arg(e, kp, "K", s.k)
             lda = self._arg(e, kp, "lda", s.lda)
@@ -363,7 +364,7 @@ class DotKernelBuilder:
                 k_val, k_begin = self._k_slice(e, k_val, piece, pieces)
 
             lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
-            a_trans = self.mm.layout.data[0] == "T"  # A stored K x M (f16: rows k, k+1 packed by SALU)
+            a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
             if a_trans:
                 a_tile0 = e.add64(ptr_a, e.mul(row0, eb), 0, comment=f"A tile base = A + row0*{eb} (A is K x M)")
             else:

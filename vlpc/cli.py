@@ -47,7 +47,8 @@ def _plan_lines(module, args: argparse.Namespace) -> list[str]:
             fn = op.parent_op()
             name = fn.sym_name.data if isinstance(fn, func.FuncOp) else "?"
             lines += describe_plan(op, name, get_target(args.target.split(":")[0]), args.cus or 0,
-                                   auto=args.split_k == "auto", gpu=getattr(args, "gpu", None) or "")
+                                   auto=args.split_k == "auto", gpu=getattr(args, "gpu", None) or "",
+                                   a_transpose=getattr(args, "a_transpose", "auto"))
     return lines
 
 

@@ -171,6 +171,10 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
     p.add_argument("--no-forwarding", dest="forwarding", action="store_false",
                    help="order the FMAs K-major so no accumulator comes from the FMA just before it (the "
                         "seed's no-forwarding comparison kernel; C is bit-identical)")
+    p.add_argument("--a-transpose", default="auto", choices=("auto", "pre", "in-kernel"),
+                   help="f16/int8 with A stored K x M (layouts TN, TT): pre (a kernel copies A into an M x K "
+                        "workspace first), in-kernel (the dot kernel packs A by SALU ops where it can) or auto "
+                        "(default: the modeled faster one, passes/gemm_to_gcn_transpose.py)")
     p.add_argument("--target", default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: "
                         "%(default)s); inside a pass option it is quoted: 'gcn-asm{target=\"gfx906:xnack-\"}'")
@@ -213,7 +217,8 @@ def codegen_options(args: argparse.Namespace) -> dict:
                 waves_per_simd=args.waves_per_simd, split_k=args.split_k, split_mode=args.split_mode,
                 local_split=args.local_split, cus=args.cus,
                 strategy=getattr(args, "strategy", "sqc"), schedule=getattr(args, "schedule", "default"),
-                forwarding=getattr(args, "forwarding", True), gpu=getattr(args, "gpu", None))
+                forwarding=getattr(args, "forwarding", True), gpu=getattr(args, "gpu", None),
+                a_transpose=getattr(args, "a_transpose", "auto"))
     if getattr(args, "code_object_version", None) not in (None, 5):
         opts["code_object_version"] = args.code_object_version
     if getattr(args, "options", None):

@@ -79,13 +79,33 @@ class CompiledKernel:
         """L, the K slices across the wavefront groups of a workgroup."""
         return int(self.launch_info.get("local_split", 1))
 
-    def workspace_bytes(self, m: int, ldc: int) -> int:
+    def workspace_bytes(self, m: int, ldc: int, k: int | None = None, batch: int | None = None) -> int:
         """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0
-        (also 0 when a row-narrow companion computes a small M: it is not split)."""
-        if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
-            return 0
+        (also 0 when a row-narrow companion computes a small M: it is not split).  A plan that
+        copies A first (f16/i8 A stored K x M, ``<name>_transpose``; passes/gemm_to_gcn_transpose.py)
+        adds the copy after the partials (kept for a row-narrow companion, which finds the copy at
+        the same offset): batch x M x ceil(K / P) P elements; it needs ``k`` (and a batch count)."""
         esz = 8 if self.launch_info.get("dtype", "f32") == "f64" else 4  # f16/i8: f32/i32 partials
-        return self.split_k * m * ldc * esz
+        pre = self.transpose_kernel()
+        if pre is None:
+            if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
+                return 0
+            return self.split_k * m * ldc * esz
+        if k is None:
+            raise VlpcError(f"{self.name} copies A first: its workspace needs K")
+        li = pre.launch_info
+        pack = int(li["k_pack"])
+        nb = 1 if li.get("batch", 0) == 0 else (batch if batch is not None else int(li["batch"]))
+        partial = int(li["ws_split"]) * m * ldc * esz if int(li["ws_split"]) > 1 else 0
+        return partial + nb * m * (-(-k // pack) * pack) * (1 if li["dtype"] == "i8" else 2)
+
+    def transpose_kernel(self) -> CompiledKernel | None:
+        """The plan's A-transpose pre-kernel (role ``transpose``), or None."""
+        for name in str(self.launch_info.get("plan", "")).split(","):
+            c = self.companions.get(name)
+            if c is not None and c.launch_info.get("role") == "transpose":
+                return c
+        return None
 
     def rows_kernel(self, m: int) -> CompiledKernel | None:
         """The row-narrow companion that computes a problem of M rows alone (M given at
@@ -106,12 +126,21 @@ class CompiledKernel:
         (:meth:`rows_kernel`; unsplit, whatever the split-K plan)."""
         main = self.launch(m, n, k, batch)
         rows = self.rows_kernel(m)
+        pre = self.transpose_kernel()
+        first = []
+        if pre is not None:  # the A-transpose pre-kernel: a tile of A per workgroup, grid z the batch
+            pli = pre.launch_info
+            nb = 1 if self.launch_info.get("batch", 0) == 0 else main.grid[2]  # (no split-K with a batch)
+            first = [PlanStep(pre.name, (-(-m // pli["tile_m"]), -(-k // pli["tile_k"]), nb),
+                              (pli["workgroup_size"], 1, 1))]
         if rows is not None:
-            return [PlanStep(rows.name, main.grid, main.block)]
+            return [*first, PlanStep(rows.name, main.grid, main.block)]
         steps = []
         for name in str(self.launch_info.get("plan", self.name)).split(","):
             if name == self.name:
                 steps.append(PlanStep(name, main.grid, main.block))
+            elif pre is not None and name == pre.name:
+                steps += first
             else:
                 other = self.companions[name]
                 steps.append(PlanStep(name, (main.grid[0], main.grid[1], 1),
@@ -133,7 +162,7 @@ class CompiledKernel:
         each kernel (``iterations``/``warmup`` apply to the whole plan, so an atomic plan's
         scale kernel runs once per plan execution)."""
         steps = self.plan(m, n, k, batch)
-        ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n)
+        ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n, k, batch)
         self.check_offsets(args, m, n, k, batch, ws_bytes)
         ws = device.alloc(ws_bytes) if ws_bytes else None
         full = [*args, ws] if ws is not None else list(args)
@@ -201,8 +230,11 @@ class CompiledKernel:
                                *(vals.get(x, -1) for x in ("lda", "ldb", "ldc")), nb,
                                *(vals.get(x, -1) for x in ("stride_a", "stride_b", "stride_c")))
         if workspace_bytes >= BYTE_OFFSET_LIMIT:
-            errors.append(f"the split-K workspace of {workspace_bytes} bytes (S x M x ldc elements) reaches the "
-                          "32-bit byte offset limit of vlpc's kernels (2^32 bytes): use a smaller --split-k")
+            what = ("the workspace of {} bytes (split-K partials and the copy of A) reaches the 32-bit byte offset "
+                    "limit of vlpc's kernels (2^32 bytes)" if self.transpose_kernel() is not None else
+                    "the split-K workspace of {} bytes (S x M x ldc elements) reaches the "
+                    "32-bit byte offset limit of vlpc's kernels (2^32 bytes): use a smaller --split-k")
+            errors.append(what.format(workspace_bytes))
         if errors:
             raise LaunchError(f"kernel '{self.name}': {errors[0]}")
 

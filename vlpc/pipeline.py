@@ -302,6 +302,8 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
             raise VlpcError(f"{name} must be a positive integer, got {value!r}")
     if o.split_mode not in ("workspace", "atomic"):
         raise VlpcError(f"split_mode must be 'workspace' or 'atomic', got {o.split_mode!r}")
+    if o.a_transpose not in ("auto", "pre", "in-kernel"):
+        raise VlpcError(f"a_transpose must be 'auto', 'pre' or 'in-kernel', got {o.a_transpose!r}")
     if o.code_object_version not in (4, 5) or isinstance(o.code_object_version, bool):
         raise VlpcError(f"code_object_version must be 4 or 5, got {o.code_object_version!r}")
     passes = get_all_passes()
@@ -320,7 +322,7 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                                       else _split_k_option(o.split_k, o.strategy)), mode=o.split_mode,
                              local_split=o.local_split, cus=o.cus or 0, gpu=o.gpu or "", target=proc),
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
-                                    forwarding=bool(o.forwarding)),
+                                    forwarding=bool(o.forwarding), a_transpose=o.a_transpose),
         "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
                                                   else DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3)),
                                        target=proc),

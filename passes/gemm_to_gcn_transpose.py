@@ -1,0 +1,395 @@
+"""The A-transpose pre-kernel of the f16/int8 dot kernels (``passes/gemm_to_gcn_dot.py``).
+
+The dot kernels pair one SGPR of A (P = 2 f16 or P = 4 int8 consecutive values of K) with a
+VGPR of B, so they want K contiguous in A.  A stored K x M (layouts ``TN``, ``TT``) has M
+contiguous; the dot kernel can pack rows P kk .. P kk + P - 1 into its SGPR operands with SALU
+ops (module docstring of ``gemm_to_gcn_dot``), but only for a static M, lda (and A's batch
+stride) that are multiples of P and a tile of P..32 rows, and for int8 that 4x4 byte transpose
+costs 10 SALU instructions per 4 dots: the SALU bounds the kernel.  Otherwise the plan runs
+first ``<name>_transpose``, which copies A into a workspace laid out M x K, then the NT/NN dot
+kernel reads that copy as A (``WorkspaceADotBuilder``: the dot kernel with A's pointer, row
+stride and batch stride those of the copy).
+
+**The copy** (per batch entry): ``W[m, k] = A[k, m]`` for k < K, rows of ``ldw = ceil(K / P)
+* P`` elements (a multiple of 4 bytes, so every row starts on a dword), the pad ``K <= k <
+ldw`` zero (a dot product over it is 0; the dot kernel reads the last K % P values one element
+at a time anyway).  ``M x ldw`` elements per batch entry, batch entries back to back.
+
+**The workspace** (the plan's last kernel argument, as for split-K; one buffer for the plan):
+a split-K plan's S x M x ldc f32/i32 partials first (offset 0, as without the transpose), then
+the copy at ``S M ldc 4`` bytes (S = 1: offset 0).  The partials' region is kept when a
+row-narrow companion (M at launch below the macro tile's M) computes the product unsplit, so
+both kernels find the copy at the same offset.  :meth:`vlpc.kernel.CompiledKernel.workspace_bytes`
+sizes it, :meth:`~vlpc.kernel.CompiledKernel.plan` launches ``<name>_transpose`` first with grid
+``(ceil(M / 64), ceil(K / 64), batch)``.
+
+**The transpose kernel** (one workgroup per 64 x 64 tile of A, 4 wavefronts): it uses LDS,
+as the standard tile transpose does; the GEMM kernel itself keeps the "no LDS" scheme (A in
+SGPRs, B in VGPRs).  Lane m of each wavefront reads A[k, m0 + m] for the 16 rows k of its
+dwords (``global_load_ushort`` + ``global_load_short_d16_hi``: one dword of two f16 rows;
+int8 ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two VGPRs joined by
+``v_lshl_add_u32``, as the NN dot kernel packs B): the 64 lanes read 64 consecutive elements
+of a row (coalesced; any lda, odd included, as element loads need no alignment).  Rows k >= K
+and columns m >= M are not read (EXEC; the registers keep the zero they were given).  The
+packed dwords go to LDS by ``ds_write_b32`` (a row of 64 / P + 1 dwords per m: an odd pitch,
+so the 64 lanes' writes and reads fall in distinct banks), a barrier, then each lane reads back
+one dword of a row of W (consecutive lanes: consecutive dwords) and ``global_store_dword``
+writes whole rows segments of 128 (f16) / 64 (int8) bytes.  Rows m >= M and dwords past ldw
+are not written.  The tile's LDS (64 x (64 / P + 1) dwords: 8448 bytes f16, 4352 int8) is
+checked against the target's LDS per CU.
+
+**When** (:func:`a_transpose_reason`): A stored K x M goes through the copy when the SALU
+packing cannot be used (M, lda or A's batch stride not static multiples of P, a tile of other
+than P..32 rows), and where it is modeled faster (:data:`CHOICE_FIGURES`: MI60 @ 1700 MHz,
+4096^3, ``benchmarks/dot_layout_shortcut.py``, percent of the dot peak, in-kernel -> copy):
+int8 TT 36.8 -> 82.5 %, int8 TN 30.5 -> 36.5 %, f16 TT 69.4 -> 83.5 %.  f16 TN keeps the
+in-kernel packing (53.2 % vs 53.6 %; faster without the copy at 1024^3 and 256^3, 154 vs 161 us
+and 73 vs 77 us): one ``s_pack`` per dot does not bound it, B's K x N packing does (NN: 53.9 %),
+so the copy adds its pass over A and a launch for nothing.  (int8 TN at 256^3: 43 vs 44 us, a
+tie kept on the copy's side for one rule per type.)  ``vlpc compile --a-transpose pre|in-kernel``
+(option ``a_transpose``) overrides the rule where both are possible.
+
+A split-K plan (workspace mode) with the copy: ``<name>_transpose``, ``<name>``, ``<name>_reduce``,
+all taking the same arguments (the workspace pointer last).  The plan surrogate that chooses S
+and the macro tile (``vlpc.plan_model``) does not count the copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp
+from vlpc.passes.common import op_error
+from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_interface
+from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
+from vlpc.targets import GFX906
+
+#: Modeled figures behind the choice (MI60 @ 1700 MHz, 4096^3, percent of the dot peak;
+#: ``python benchmarks/dot_layout_shortcut.py --layout L --dtype D --a-transpose in-kernel|pre``):
+#: (in-kernel SALU packing, transpose pre-kernel + NT/NN dot kernel).  The copy itself: 49 us
+#: (int8) / 71 us (f16) of 2,990 / 5,906 us.  At 1024^3 (us, in-kernel vs copy): int8 TT 159 vs
+#: 102, int8 TN 187 vs 160, f16 TT 123 vs 113, f16 TN 154 vs 161; at 256^3: int8 TT 40 vs 30,
+#: int8 TN 43 vs 44, f16 TT 58 vs 52, f16 TN 73 vs 77.
+CHOICE_FIGURES = {
+    ("i8", "TT"): (36.8, 82.5),
+    ("i8", "TN"): (30.5, 36.5),
+    ("f16", "TT"): (69.4, 83.5),
+    ("f16", "TN"): (53.2, 53.6),
+}
+
+def in_kernel_refusal(mm: MatmulOp) -> str | None:
+    """Why the dot kernel cannot pack A (stored K x M) in SGPRs by SALU ops itself, or None."""
+    s = mm.shape()
+    p = DOT_PACK[s.dtype]
+    rows = mm.get_int_array("micro_tile")[0]
+    if s.m < 0 or s.m % p or s.lda < 0 or s.lda % p or (s.batch != 0 and (s.stride_a < 0 or s.stride_a % p)):
+        return (f"M, lda (and A's batch stride) are not static multiples of {p}: the in-kernel packing needs "
+                f"the tiles' groups of {p} A values on 4-byte boundaries")
+    if rows not in tuple(x for x in (2, 4, 8, 16, 32) if x >= p):
+        return f"a tile of {rows} rows (the in-kernel packing takes {p}..32 rows, a power of two)"
+    return None
+
+
+def a_transpose_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
+    """Why the plan of ``mm`` (f16/i8) copies A into an M x K workspace first, or None: A is
+    stored M x K, or K x M packed by the dot kernel itself.  ``mode``: ``auto`` (the rule,
+    module docstring "When"), ``pre`` (always the copy), ``in-kernel`` (the copy only where the
+    kernel cannot pack A): ``vlpc compile --a-transpose``."""
+    lay = mm.layout.data
+    if lay[0] != "T":
+        return None
+    why = in_kernel_refusal(mm)
+    if why is not None:
+        return why
+    if mode != "auto":
+        return "asked for (--a-transpose pre)" if mode == "pre" else None
+    dtype = mm.shape().dtype
+    if dtype == "i8" or lay == "TT":
+        inside, pre = CHOICE_FIGURES[(dtype, lay)]
+        return (f"modeled faster: {dtype} {lay} 4096^3 at {pre} % of the dot peak with the copy, "
+                f"{inside} % packing A in the kernel")
+    return None
+
+
+def workspace_ld(k: int, pack: int) -> int:
+    """The copy's row stride in elements: K rounded up to P (-1 when K is given at launch)."""
+    return -(-k // pack) * pack if k >= 0 else -1
+
+
+def _static_or_load(e: _Emitter, kp: SSAValue, kargs: dict, name: str, static: int) -> SSAValue | int:
+    if static >= 0:
+        return static
+    return e(gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst
+
+
+def _reg(e: _Emitter, x: SSAValue | int) -> SSAValue:
+    return e.const(x) if isinstance(x, int) else x
+
+
+def _mul(e: _Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
+    if isinstance(x, int) and isinstance(y, int):
+        return x * y
+    if isinstance(x, int):
+        x, y = y, x
+    return e.mul(x, y)  # type: ignore[arg-type]
+
+
+def _ldw(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSAValue | int:
+    """The copy's row stride (elements)."""
+    if s.k >= 0:
+        return workspace_ld(s.k, pack)
+    k = e(gcn.SLoadDwordOp(kp, kargs["K"], comment="kernarg K")).sdst
+    t = e(gcn.SAddU32Op(k, pack - 1)).sdst
+    return e(gcn.SAndB32Op(t, -pack, comment=f"ldw = K rounded up to {pack}")).sdst
+
+
+def copy_base(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, ws_split: int,
+              wg_z: SSAValue | None) -> tuple[SSAValue, SSAValue | int, SSAValue | int]:
+    """(the copy's base for this workgroup's batch entry (an SGPR pair), M, ldw): the workspace
+    pointer + S M ldc 4 (a split-K plan's partials) + batch * M * ldw * element bytes."""
+    eb = ELEMENT_BYTES[s.dtype]
+    ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
+    m = _static_or_load(e, kp, kargs, "M", s.m)
+    if ws_split > 1:
+        ldc = _static_or_load(e, kp, kargs, "ldc", s.ldc)
+        part = _mul(e, _mul(e, m, ldc), 4 * ws_split)
+        ws = e.add64(ws, _reg(e, part) if isinstance(part, int) else part, 0, comment="A's copy after the partials")
+    ldw = _ldw(e, kp, kargs, s, pack)
+    if s.batch != 0:
+        per = _mul(e, _mul(e, m, ldw), eb)
+        lo, hi = e.mul64(wg_z, per)  # type: ignore[arg-type]
+        ws = e.add64(ws, lo, hi, comment="A's copy of the batch entry")
+    return ws, m, ldw
+
+
+class WorkspaceADotBuilder(DotKernelBuilder):
+    """The NT/NN dot kernel of a layout ``T?`` matmul reading A from the copy the transpose
+    kernel wrote (rows of ``ldw`` elements; module docstring).  ``ws_split``: the plan's S
+    (the copy follows S x M x ldc partials when S > 1, also in the unsplit row-narrow kernels)."""
+
+    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default",
+                 role: str = "main", *, ws_split: int = 1):
+        super().__init__(mm, name, forwarding=forwarding, schedule=schedule, role=role)
+        self.a_trans = False  # the copy is M x K
+        self.ws_split = ws_split
+        s = self.shape
+        self.caller_shape = s
+        ldw = workspace_ld(s.k, self.pack)
+        stride = (s.m * ldw if s.m >= 0 and ldw >= 0 else -1) if s.batch != 0 else 0
+        self.shape = replace(s, lda=ldw, stride_a=stride)
+
+    def kernargs(self) -> list[dict]:
+        return dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None)
+
+    def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+        if name == "lda" and static < 0:  # the copy's row stride, from K
+            kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+            return _ldw(e, kp, kargs, self.shape, self.pack)
+        return super()._arg(e, kp, name, static)
+
+    def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+        return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z)[0]
+
+    def build(self) -> gcn.KernelOp:
+        kernel = super().build()
+        li = kernel.attributes["launch"].data
+        kernel.attributes["launch"] = DictionaryAttr({
+            **li, "static_stride_a": IntegerAttr(self.caller_shape.stride_a, i64),
+            "a_copy_ld": IntegerAttr(self.shape.lda, i64)})
+        return kernel
+
+
+#: The transpose kernel's tile: one wavefront's lanes along M, as many values of K.
+TILE = GFX906.wavefront_size
+#: Wavefronts per workgroup of the transpose kernel.
+WAVES = 4
+
+
+def transpose_lds_bytes(pack: int) -> int:
+    """LDS of the transpose kernel's tile: TILE rows of TILE / P + 1 dwords (an odd pitch)."""
+    return TILE * (TILE // pack + 1) * 4
+
+
+def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
+    """``<name>_transpose``: A (K x M, lda, batch stride) into the workspace copy (M x ldw,
+    zero pad); grid (ceil(M / TILE), ceil(K / TILE), batch), TILE x WAVES work-items."""
+    s = mm.shape()
+    P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
+    is_int = s.dtype == "i8"
+    T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
+    pitch = D + 1  # LDS dwords per m
+    lds = transpose_lds_bytes(P)
+    if lds > GFX906.lds_bytes_per_cu:
+        raise op_error(mm, f"the A transpose tile needs {lds} bytes of LDS, the CU has {GFX906.lds_bytes_per_cu}")
+    kargs_list = dot_kernarg_layout(replace(s, lda=workspace_ld(s.k, P)), workspace=True, bias=mm.bias is not None)
+    kargs = {a["name"]: a["offset"] for a in kargs_list}
+    batched = s.batch != 0
+    types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
+    roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
+    if batched:
+        types.append(gcn.SGPRType.at(4))
+        roles.append("workgroup_id_z")
+    entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
+    kp, wg_x, wg_y = entry.args[:3]
+    wg_z = entry.args[3] if batched else None
+    tid, exec0 = entry.args[-2:]
+    e = _Emitter(entry)
+
+    w_base, m_val, ldw = copy_base(e, kp, kargs, s, P, ws_split, wg_z)
+    k_val = _static_or_load(e, kp, kargs, "K", s.k)
+    lda = _static_or_load(e, kp, kargs, "lda", s.lda)
+    a_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
+    if batched:
+        sa = _static_or_load(e, kp, kargs, "stride_a", s.stride_a)
+        lo, hi = e.mul64(wg_z, _reg(e, _mul(e, sa, eb)))  # type: ignore[arg-type]
+        a_ptr = e.add64(a_ptr, lo, hi, comment="A + batch * stride_a")
+    m0 = e.mul(wg_x, T)
+    k0 = e.mul(wg_y, T)
+    lda_b = _mul(e, lda, eb)  # a row of A in bytes
+    lo, hi = e.mul64(k0, _reg(e, lda_b))
+    a_tile = e.add64(e.add64(a_ptr, lo, hi, comment="A + k0 * lda"), e.mul(m0, eb), 0, comment="A tile = + m0")
+    ldw_b = _mul(e, ldw, eb)  # a row of the copy in bytes
+    w_tile = e.add64(w_base, e.mul(m0, ldw_b), 0, comment="copy + m0 rows")
+    w_tile = e.add64(w_tile, e.mul(wg_y, D * 4), 0, comment="copy tile = + k0 values")
+
+    # ---- read A: lane m, wavefront w: the dwords kk = w + WAVES i of the tile's rows of K ----
+    m_edge = not (s.m >= 0 and s.m % T == 0)
+    k_edge = not (s.k >= 0 and s.k % T == 0)
+    full = e(gcn.SAndB64Op(exec0, -1)).sdst  # the launch's lanes (EXEC is rewritten below)
+    lane = e(gcn.VAndB32Op(T - 1, tid)).vdst
+    wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(T.bit_length() - 1, tid)).vdst)).sdst
+    if m_edge:
+        lanes_m = e(gcn.VCmpGtU32Op(_reg(e, m_val), e(gcn.VAddU32Op(m0, lane)).vdst)).sdst
+        lanes_m = e(gcn.SAndB64Op(full, lanes_m)).sdst
+    else:
+        lanes_m = full
+    voff = lane if eb == 1 else e(gcn.VLshlrevB32Op(eb.bit_length() - 1, lane)).vdst
+    wave_rows = e.mul(wave, P)
+    a_wave = e.add64(a_tile, e.mul(wave_rows, lda_b) if not isinstance(lda_b, int) else
+                     e(gcn.SMulI32Op(wave_rows, lda_b)).sdst, 0, comment="A + the wavefront's first row")
+    if k_edge:  # rows k >= K are not read: rem = K - (k0 + P w) rows left (0 when past K)
+        kw = e(gcn.SAddU32Op(k0, wave_rows, comment="first K row of the wavefront")).sdst
+        rem = e(gcn.SSubU32Op(e(gcn.SMaxU32Op(_reg(e, k_val), kw)).sdst, kw, comment="K rows left")).sdst
+        none = e(gcn.SAndB64Op(full, 0)).sdst
+    per_lane = D // WAVES  # dwords of K each lane packs
+    # loads: the first value of every register before the d16_hi loads that complete them
+    # (the waits before those stay partial); int8: rows 0 and 2 of a dword into one VGPR, 1 and 3
+    # into the other
+    firsts = (0,) if P == 2 else (0, 1)
+    # the zeros masked-off lanes keep, written while EXEC is still the launch's
+    vals: dict = {(i, h): e(gcn.VMovB32Op(0)).vdst for i in range(per_lane) for h in range(len(firsts))}
+    for j_set in (firsts, (1,) if P == 2 else (2, 3)):
+        for i in range(per_lane):
+            for j in j_set:
+                c = WAVES * P * i + j  # K row of the tile = P wave + c
+                imm = c * lda_b if isinstance(lda_b, int) else None
+                if imm is not None and imm <= GFX906.global_offset_max:
+                    base, off = a_wave, imm
+                else:
+                    base, off = e.add64(a_wave, imm if imm is not None else e.mul(lda_b, c), 0), 0
+                if k_edge:
+                    e(gcn.SCmpLeU32Op(rem, c))  # row P w + c past K?
+                    e(gcn.SCselectB64Op(none, lanes_m, result_type=gcn.exec_type()))
+                else:
+                    e(gcn.SAndB64Op(lanes_m, -1, result_type=gcn.exec_type()))
+                text = f"A row k0 + {P}w + {c}"
+                h = (i, 0 if P == 2 else j % 2)  # the VGPR of the value
+                first = gcn.GlobalLoadUshortOp if P == 2 else gcn.GlobalLoadUbyteOp
+                hi = gcn.GlobalLoadShortD16HiOp if P == 2 else gcn.GlobalLoadUbyteD16HiOp
+                if j in firsts:
+                    vals[h] = e(first(voff, base, offset=off, comment=text, merge=vals[h])).vdst
+                else:
+                    vals[h] = e(hi(voff, base, offset=off, comment=text, merge=vals[h])).vdst
+    raw = [[vals[(i, h)] for h in range(len(firsts))] for i in range(per_lane)]
+    e(gcn.SAndB64Op(full, -1, result_type=gcn.exec_type()))  # every lane packs and writes LDS
+    packed = [r[0] if P == 2 else e(gcn.VLshlAddU32Op(r[1], 8, r[0])).vdst for r in raw]
+    # LDS: dword (m, kk) at (m * pitch + kk) * 4; this lane's kk = wave + WAVES i
+    w_addr = e(gcn.VMulLoU32Op(lane, e.const(pitch * 4))).vdst
+    w_addr = e(gcn.VAddU32Op(e.mul(wave, 4), w_addr)).vdst
+    for i, v in enumerate(packed):
+        e(gcn.DsWriteB32Op(w_addr, v, offset=WAVES * 4 * i, comment=f"dword wave + {WAVES * i} of the lane's m"))
+    e(gcn.SBarrierOp(comment="the tile is in LDS"))
+
+    # ---- write the copy: lane (r, c) = (tid / D, tid % D): dword c of row r + R i ----
+    R = T * WAVES // D  # rows of the copy per pass
+    col = e(gcn.VAndB32Op(D - 1, tid)).vdst
+    row = e(gcn.VLshrrevB32Op(D.bit_length() - 1, tid)).vdst
+    r_addr = e(gcn.VMulLoU32Op(row, e.const(pitch * 4))).vdst
+    r_addr = e(gcn.VLshlAddU32Op(col, 2, r_addr)).vdst
+    words = [e(gcn.DsReadB32Op(r_addr, offset=R * i * pitch * 4, comment=f"row r + {R * i}")).vdst
+             for i in range(T // R)]
+    voff_w = e(gcn.VMulLoU32Op(row, _reg(e, ldw_b))).vdst
+    voff_w = e(gcn.VLshlAddU32Op(col, 2, voff_w)).vdst
+    kd = e(gcn.SLshrB32Op(_reg(e, ldw), P.bit_length() - 1, comment="dwords of a copy row")).sdst \
+        if not isinstance(ldw, int) else ldw // P
+    col_edge = not (isinstance(kd, int) and kd % D == 0)
+    if col_edge:
+        kd_left = e(gcn.SSubU32Op(_reg(e, kd), e.mul(wg_y, D), comment="dwords of the row from the tile on")).sdst
+        cols = e(gcn.SAndB64Op(full, e(gcn.VCmpGtU32Op(kd_left, col)).sdst)).sdst
+    else:
+        cols = full
+    if m_edge:
+        rows_left = e(gcn.SSubU32Op(_reg(e, m_val), m0, comment="rows of the copy from the tile on")).sdst
+    for i, v in enumerate(words):
+        if m_edge:
+            ok = e(gcn.VCmpGtU32Op(rows_left, e(gcn.VAddU32Op(e.const(R * i), row)).vdst)).sdst
+            e(gcn.SAndB64Op(cols, ok, result_type=gcn.exec_type()))
+        else:
+            e(gcn.SAndB64Op(cols, -1, result_type=gcn.exec_type()))
+        step = _mul(e, ldw_b, R * i)
+        base = w_tile if step == 0 else e.add64(w_tile, _reg(e, step) if isinstance(step, int) else step, 0)
+        e(gcn.GlobalStoreDwordOp(voff_w, v, base))  # row m0 + r + R i of the copy
+    e(gcn.SEndpgmOp())
+
+    kernel = gcn.KernelOp(name, Region(entry))
+    kernel.attributes["lds_bytes"] = IntegerAttr(lds, i64)
+    kernel_interface(kernel, mm, [*roles, "workitem_id_x", "exec"], kargs_list, T * WAVES, (T, T), 1,
+                     role="transpose", batch=s.batch, c_dtype=s.c_type, k_pack=P,
+                     static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
+                     ws_split=ws_split, tile_m=T, tile_k=T)
+    return kernel
+
+
+def transpose_dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
+                          forwarding: bool = True, rows_tiles: tuple[int, ...] = (8, 1),
+                          a_transpose: str = "auto") -> list[gcn.KernelOp]:
+    """The kernels of a plan that copies A first: ``<name>_transpose``, then those of
+    :func:`dot_kernels` built by :class:`WorkspaceADotBuilder` (main, ``_reduce`` of a split-K
+    plan, row-narrow companions); the launch order in every kernel's launch info ``plan``."""
+    import functools
+
+    split = mm.get_int("split_k") or 1
+    builder = functools.partial(WorkspaceADotBuilder, ws_split=split)
+    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, builder=builder)
+    pre = build_transpose(mm, f"{name}_transpose", split)
+    plan = [pre.sym_name.data, name] + ([f"{name}_reduce"] if split > 1 else [])
+    kernels.insert(0, pre)
+    for k in kernels:
+        li = k.attributes["launch"].data
+        k.attributes["launch"] = DictionaryAttr({**li, "plan": StringAttr(",".join(plan)),
+                                                 "a_transpose": StringAttr(pre.sym_name.data)})
+    return kernels
+
+
+def describe_a_copy(mm: MatmulOp, name: str, mode: str = "auto") -> tuple[str, str] | None:
+    """``vlpc compile --print-plan``: (the pre-kernel's entry in the kernel list, the line on the
+    copy's workspace) of a plan that copies A first, or None."""
+    s = mm.shape()
+    if s.dtype not in DOT_PACK or mm.get_int_array("micro_tile") is None:
+        return None
+    why = a_transpose_reason(mm, mode)
+    if why is None:
+        return None
+    p, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
+    nb = 1 if s.batch == 0 else s.batch
+    size = (f"{nb * s.m * workspace_ld(s.k, p) * eb} bytes" if min(s.m, s.k, nb) >= 0 else
+            "allocated at launch")
+    gx = str(-(-s.m // TILE)) if s.m >= 0 else f"ceil(M/{TILE})"
+    gy = str(-(-s.k // TILE)) if s.k >= 0 else f"ceil(K/{TILE})"
+    gz = 1 if s.batch == 0 else (s.batch if s.batch > 0 else "batch")
+    return (f"{name}_transpose (grid {gx}x{gy}x{gz}, LDS {transpose_lds_bytes(p)} bytes)",
+            f"  A copy (A stored K x M -> M x ceil(K/{p})*{p} {s.dtype}, after any split-K partials): {size}; {why}")

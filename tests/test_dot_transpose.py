@@ -1,0 +1,255 @@
+"""The A-transpose pre-kernel of the f16/int8 dot kernels (passes/gemm_to_gcn_transpose.py):
+A stored K x M (layouts TN, TT) copied into an M x K workspace by ``<name>_transpose``, then
+the NT/NN dot kernel reading the copy.  Strict emulator, exactly sized buffers with NaN /
+garbage padding (A's odd leading dimensions included), a workspace the device hands out full
+of garbage (0xFF bytes: f16 NaN, int8 -1), expected values from NumPy (tests/dot_support.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vlpc
+from vlpc.runtime import get_device, load_code_object
+
+from dot_support import assert_close, exact, launch_dot, pad_mask, reference, rows_of
+
+SCALAR = {"f16": "f32", "i8": "i32"}
+NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
+PAD = {"f16": np.float16(np.nan), "i8": np.int8(-77), "f32": np.float32(np.nan), "i32": np.int32(0x5A5A5A5A)}
+
+
+def garbage_device():
+    """A strict emulator whose fresh buffers (the plan's workspace among them) hold 0xFF bytes."""
+    dev = get_device("emulator", strict=True)
+    alloc = dev.alloc
+
+    def filled(nbytes: int):
+        buf = alloc(nbytes)
+        dev.write(buf, np.full(nbytes, 0xFF, np.uint8))
+        return buf
+    dev.alloc = filled
+    return dev
+
+
+def src(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant=False, batch=None):
+    """gemm.matmul with A stored K x M; a None size is '?' (given at launch)."""
+    def d(x):
+        return "?" if x is None else str(x)
+
+    def mt(rows, cols, ld, t, st=None):
+        if batch is not None:
+            return f"memref<{d(batch)}x{d(rows)}x{d(cols)}x{t}, strided<[{d(st)}, {d(ld)}, 1]>>"
+        return f"memref<{d(rows)}x{d(cols)}x{t}, strided<[{d(ld)}, 1]>>"
+    sa, sb, sc = (None, None, None) if batch is None else batch_strides(m, n, k, lda, ldb, ldc, layout)
+    ta = mt(k, m, lda, ab, sa)
+    tb = mt(n, k, ldb, ab, sb) if layout[1] == "T" else mt(k, n, ldb, ab, sb)
+    tc = mt(m, n, ldc, ct, sc)
+    st = "f32" if dequant or ab == "f16" else "i32"
+    if dequant:
+        sr, scl = f"memref<{d(m)}xf32>", f"memref<{d(n)}xf32>"
+        return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %sr: {sr}, %sc: {scl}) {{\n"
+                f"  gemm.matmul %a, %b, %c, %alpha, %beta scales(%sr, %sc : {sr}, {scl}) {{layout = \"{layout}\"}}"
+                f" : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {st}, %beta: {st}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {st}, {st}\n"
+            "  func.return\n}\n")
+
+
+def batch_strides(m, n, k, lda, ldb, ldc, layout):
+    """Odd gaps between the batch entries (A's stride not a multiple of 2 or 4)."""
+    b_rows = n if layout[1] == "T" else k
+    return k * lda + 3, b_rows * ldb + 4, m * ldc + 5
+
+
+def operands(layout, m, n, k, ab, ct, rng, nb=None):
+    shape = (lambda *s: s) if nb is None else (lambda *s: (nb, *s))
+    if ab == "i8":
+        at = rng.integers(-128, 128, shape(k, m)).astype(np.int8)
+        b = rng.integers(-128, 128, shape(n, k) if layout[1] == "T" else shape(k, n)).astype(np.int8)
+    else:
+        at = rng.standard_normal(shape(k, m)).astype(np.float16)
+        b = rng.standard_normal(shape(n, k) if layout[1] == "T" else shape(k, n)).astype(np.float16)
+    if ct == "i32":
+        c = rng.integers(-2**31, 2**31, shape(m, n)).astype(np.int32)
+    else:
+        c = rng.standard_normal(shape(m, n)).astype(NP[ct])
+    return at, b, c
+
+
+def check(out, exp, bound, ct, m, n, ldc, cf):
+    got = rows_of(out, m, n, ldc)
+    if ct == "i32":
+        np.testing.assert_array_equal(got.astype(np.int64), exp)
+    else:
+        assert_close(got, exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8)), "C's padding changed"
+
+
+CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, dequant, options, sizes at launch
+    ("TT", 37, 70, 45, 39, 48, 70, "f16", "f32", False, {}, False),   # odd M, odd lda, K odd
+    ("TN", 35, 64, 33, 37, 66, 67, "f16", "f16", False, {}, False),   # f16 C, B K x N
+    ("TT", 37, 70, 45, 39, 48, 70, "f16", "f32", False, {}, True),    # memref<?x?xf16>
+    ("TN", 70, 100, 37, 71, 103, 101, "f16", "f32", False, {"split_k": 3}, False),  # + split-K
+    ("TT", 37, 70, 45, 39, 48, 70, "i8", "i32", False, {}, False),    # M % 4 = 1, lda odd
+    ("TN", 50, 64, 70, 53, 64, 64, "i8", "i32", False, {}, True),     # sizes at launch, B K x N
+    ("TT", 38, 64, 41, 41, 44, 64, "i8", "f32", True, {}, False),     # W8A8, C f32
+    ("TN", 36, 64, 203, 37, 64, 65, "i8", "i32", False, {"split_k": 2}, False),  # + split-K
+    ("TT", 68, 100, 37, 72, 40, 101, "i8", "i32", False, {}, False),  # packable: the rule copies
+]
+
+
+@pytest.mark.parametrize("layout, m, n, k, lda, ldb, ldc, ab, ct, dequant, opts, dynamic", CASES)
+def test_transpose_plan(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant, opts, dynamic):
+    """alpha/beta against NumPy, C's padding kept bit for bit; alpha = 0 over NaN (f16) A;
+    beta = 0 over a NaN / garbage C; the workspace handed out full of garbage."""
+    dims = (None,) * 6 if dynamic else (m, n, k, lda, ldb, ldc)
+    kern = vlpc.compile(src(layout, *dims, ab, ct, dequant), **opts).kernel("g")
+    assert kern.launch_info["plan"].startswith("g_transpose,g") and kern.transpose_kernel() is not None
+    assert kern.split_k == opts.get("split_k", 1)
+    steps = kern.plan(m, n, k)
+    assert steps[0].kernel == "g_transpose" and steps[0].grid == (-(-m // 64), -(-k // 64), 1)
+    split = kern.split_k
+    p = 2 if ab == "f16" else 4
+    assert kern.workspace_bytes(m, ldc, k) == (split * m * ldc * 4 if split > 1 else 0) + m * -(-k // p) * p * (
+        2 if ab == "f16" else 1)
+    rng = np.random.default_rng(21)
+    at, b, c = operands(layout, m, n, k, ab, ct, rng)
+    scales = ((rng.uniform(0.01, 0.1, m).astype(np.float32), rng.uniform(0.01, 0.1, n).astype(np.float32))
+              if dequant else None)
+    af, bf = exact(at, lda, PAD[ab]), exact(b, ldb, PAD[ab])
+    bt = b if layout[1] == "T" else b.T.copy()
+    dev = garbage_device()
+    cases = [(0.75 if ct != "i32" else 3, -1.5 if ct != "i32" else -2, c),
+             (1 if ct == "i32" else 1.0, 0, np.full_like(c, PAD[ct]))]  # beta = 0 over NaN / garbage C
+    for alpha, beta, c0 in cases:
+        cf = exact(c0, ldc, PAD[ct])
+        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev, scales=scales)
+        exp, bound = reference(at.T.copy(), bt, c0, alpha, beta, split, scales=scales)
+        check(out, exp, bound, ct, m, n, ldc, cf)
+    if ab == "f16":  # alpha = 0 over NaN A and B: C = beta C
+        an, bn = at.copy(), b.copy()
+        an[1, 2], bn[0, 1] = np.nan, np.nan
+        cf = exact(c, ldc, PAD[ct])
+        out, _ = launch_dot(kern, exact(an, lda, PAD[ab]), exact(bn, ldb, PAD[ab]), cf, 0.0, 0.5,
+                            m, n, k, lda, ldb, ldc, device=dev)
+        exp, bound = reference(at.T.copy(), bt, c, 0.0, 0.5)
+        check(out, exp, bound, ct, m, n, ldc, cf)
+        # alpha = 1: one NaN of A reaches its row m of C and no other (the copy moved the value, not its row)
+        out, _ = launch_dot(kern, exact(an, lda, PAD[ab]), bf, exact(c, ldc, PAD[ct]), 1.0, 0.0, m, n, k, lda, ldb, ldc, device=dev)
+        got = rows_of(out, m, n, ldc)
+        assert np.isnan(got[2]).all() and np.isfinite(np.delete(got, 2, axis=0)).all()
+
+
+def test_transpose_plan_small_m_at_launch():
+    """M given at launch below the macro tile's rows: the transpose, then a row-narrow companion
+    (unsplit, finding the copy after the split-K plan's partials)."""
+    kern = vlpc.compile(src("TT", None, 64, 45, None, 48, 64, "f16", "f32"), split_k=2).kernel("g")
+    dev = garbage_device()
+    rng = np.random.default_rng(22)
+    for m, lda in ((5, 7), (40, 41)):
+        steps = kern.plan(m, 64, 45)
+        assert steps[0].kernel == "g_transpose"
+        if m == 5:
+            assert [s.kernel for s in steps] == ["g_transpose", "g_rows1"]
+        at, b, c = operands("TT", m, 64, 45, "f16", "f32", rng)
+        cf = exact(c, 64, PAD["f32"])
+        out, _ = launch_dot(kern, exact(at, lda, PAD["f16"]), exact(b, 48, PAD["f16"]), cf, 1.25, 0.5,
+                            m, 64, 45, lda, 48, 64, device=dev)
+        exp, bound = reference(at.T.copy(), b, c, 1.25, 0.5, 2)
+        check(out, exp, bound, "f32", m, 64, 64, cf)
+
+
+@pytest.mark.parametrize("layout, ab, ct, dynamic", [("TT", "f16", "f32", False), ("TN", "i8", "i32", True)])
+def test_transpose_plan_batch(layout, ab, ct, dynamic):
+    """A strided batch: grid z of the transpose is the batch, the copies back to back; odd batch
+    strides (A's not a multiple of P), garbage between the matrices kept in C."""
+    nb, m, n, k, lda, ldb, ldc = 3, 21, 64, 19, 23, 20 if layout[1] == "T" else 66, 64
+    sa, sb, sc = batch_strides(m, n, k, lda, ldb, ldc, layout)
+    dims = (None,) * 6 if dynamic else (m, n, k, lda, ldb, ldc)
+    kern = vlpc.compile(src_batch(layout, dims, ab, ct, nb, dynamic)).kernel("g")
+    assert kern.plan(m, n, k, nb)[0].grid == (1, 1, nb)
+    rng = np.random.default_rng(23)
+    at, b, c = operands(layout, m, n, k, ab, ct, rng, nb)
+
+    def flat(x, ld, st, pad):
+        f = np.full((nb - 1) * st + (x.shape[1] - 1) * ld + x.shape[2], pad, x.dtype)
+        for z in range(nb):
+            for i in range(x.shape[1]):
+                f[z * st + i * ld:z * st + i * ld + x.shape[2]] = x[z, i]
+        return f
+    cf = flat(c, ldc, sc, PAD[ct])
+    alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
+    out, _ = launch_dot(kern, flat(at, lda, sa, PAD[ab]), flat(b, ldb, sb, PAD[ab]), cf, alpha, beta,
+                        m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
+    gaps = np.ones(cf.size, bool)
+    for z in range(nb):
+        bt = b[z] if layout[1] == "T" else b[z].T.copy()
+        exp, bound = reference(at[z].T.copy(), bt, c[z], alpha, beta)
+        got = rows_of(out[z * sc:], m, n, ldc)
+        if ct == "i32":
+            np.testing.assert_array_equal(got.astype(np.int64), exp)
+        else:
+            assert_close(got, exp, bound)
+        for i in range(m):
+            gaps[z * sc + i * ldc:z * sc + i * ldc + n] = False
+    assert np.array_equal(out[gaps].view(np.uint8), cf[gaps].view(np.uint8))
+
+
+def src_batch(layout, dims, ab, ct, nb, dynamic):
+    m, n, k, lda, ldb, ldc = dims
+    if dynamic:
+        return src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None).replace("memref<", "memref<?x").replace(
+            "strided<[", "strided<[?, ")
+    return src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=nb)
+
+
+@pytest.mark.parametrize("ab, k, split", [("f16", 45, 1), ("i8", 70, 3)])
+def test_the_copy(ab, k, split):
+    """``<name>_transpose`` alone, over a workspace of 0xFF bytes: W[m, k] = A[k, m], the pad
+    k = K..ldw-1 zero, nothing outside the copy written (the split-K partials before it, the
+    bytes after it); A's NaN/garbage padding not copied."""
+    m, lda = 70, 73
+    p = 2 if ab == "f16" else 4
+    ldw = -(-k // p) * p
+    kern = vlpc.compile(src("TT", m, 64, k, lda, ldw + 4, 64, ab, "f32" if ab == "f16" else "i32"),
+                        split_k=split).kernel("g")
+    assert kern.transpose_kernel().launch_info["tile_m"] == 64
+    dev = get_device("emulator", strict=True)
+    rng = np.random.default_rng(24)
+    at, _, _ = operands("TT", m, 64, k, ab, "f32", rng)
+    af = exact(at, lda, PAD[ab])
+    ws_bytes = kern.workspace_bytes(m, 64, k)
+    part = split * m * 64 * 4 if split > 1 else 0
+    assert ws_bytes == part + m * ldw * at.itemsize
+    host = [af, np.zeros(64 * (ldw + 4), at.dtype), np.zeros(m * 64, np.float32)]
+    bufs = [dev.upload(x) for x in host]
+    ws = dev.upload(np.full(ws_bytes, 0xFF, np.uint8))
+    scalar = np.float32 if ab == "f16" else np.int32
+    args = [*bufs, *(np.int32(v) for v in (m, 64, k, lda, ldw + 4, 64)), scalar(1), scalar(0), ws]
+    step = kern.plan(m, 64, k)[0]
+    dev.launch(load_code_object(kern.code_object), step.kernel, grid=step.grid, block=step.block, args=args,
+               buffer_sizes={0: host[0].nbytes, 1: host[1].nbytes, 2: host[2].nbytes, 11: ws_bytes})
+    raw = dev.download(ws, np.uint8, (ws_bytes,))
+    assert (raw[:part] == 0xFF).all(), "the transpose wrote into the split-K partials"
+    w = raw[part:].view(at.dtype).reshape(m, ldw)
+    assert np.array_equal(w[:, :k].view(np.uint8), np.ascontiguousarray(at.T).view(np.uint8))
+    assert (w[:, k:].view(np.uint8) == 0).all(), "the pad of the copy is not zero"
+
+
+def test_rule():
+    """The choice (module docstring of gemm_to_gcn_transpose): f16 TN with sizes the kernel can
+    pack keeps the in-kernel SALU packing (one kernel, no workspace); f16 TT and int8 copy A;
+    forcing in-kernel where it cannot be used still copies."""
+    tn = vlpc.compile(src("TN", 64, 256, 64, 64, 256, 256, "f16", "f32")).kernel("g")
+    assert tn.transpose_kernel() is None and "s_pack_ll_b32_b16" in tn.asm
+    assert tn.workspace_bytes(64, 256, 64) == 0
+    tt = vlpc.compile(src("TT", 64, 256, 64, 64, 64, 256, "f16", "f32")).kernel("g")
+    assert tt.transpose_kernel() is not None and "s_pack_ll_b32_b16" not in tt.asm
+    inside = vlpc.compile(src("TT", 64, 256, 64, 64, 64, 256, "i8", "i32"), a_transpose="in-kernel").kernel("g")
+    odd = vlpc.compile(src("TT", 63, 256, 64, 63, 64, 256, "i8", "i32"), a_transpose="in-kernel").kernel("g")
+    assert inside.transpose_kernel() is None and "s_xor_b64" in inside.asm
+    assert odd.transpose_kernel() is not None
+    pre = vlpc.compile(src("TN", 64, 256, 64, 64, 256, 256, "f16", "f32"), a_transpose="pre").kernel("g")
+    assert pre.transpose_kernel() is not None
