@@ -253,3 +253,26 @@ def test_rule():
     assert odd.transpose_kernel() is not None
     pre = vlpc.compile(src("TN", 64, 256, 64, 64, 256, 256, "f16", "f32"), a_transpose="pre").kernel("g")
     assert pre.transpose_kernel() is not None
+
+
+def test_cli_plan_and_report(tmp_path, capsys):
+    """``vlpc compile --print-plan`` names the copy kernel, its workspace and why; ``vlpc run``
+    runs the plan and verifies C; ``vlpc report`` (single kernels) refuses the plan in one line."""
+    from vlpc.cli import main
+
+    f = tmp_path / "tt.mlir"
+    f.write_text(src("TT", 37, 70, 45, 39, 48, 70, "i8", "i32"))
+    assert main(["compile", str(f), "--print-plan"]) == 0
+    out = capsys.readouterr().out
+    assert "kernels: g_transpose (grid 1x1x1, LDS 4352 bytes), then g (grid z 1)" in out
+    assert "A copy (A stored K x M -> M x ceil(K/4)*4 i8, after any split-K partials): 1776 bytes" in out
+    assert main(["compile", str(f), "--print-plan", "--split-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "then g (grid z 2), then g_reduce (grid z 1)" in out and "workspace: 20720 bytes" in out
+    assert main(["run", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "plan: g_transpose grid (1, 1, 1), then g grid (1, 2, 1); workspace 1776 bytes" in out
+    assert "verification passed" in out
+    assert main(["report", str(f), "--strategies", "sqc"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "this plan copies A (stored K x M) first (g_transpose)" in err[0]
