@@ -96,6 +96,8 @@ class CompiledKernel:
         li = pre.launch_info
         pack = int(li["k_pack"])
         nb = 1 if li.get("batch", 0) == 0 else (batch if batch is not None else int(li["batch"]))
+        if nb < 1:
+            raise VlpcError(f"{self.name} takes its batch count at launch: its workspace needs batch=")
         partial = int(li["ws_split"]) * m * ldc * esz if int(li["ws_split"]) > 1 else 0
         return partial + nb * m * (-(-k // pack) * pack) * (1 if li["dtype"] == "i8" else 2)
 
