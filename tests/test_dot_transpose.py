@@ -128,6 +128,12 @@ def test_transpose_plan(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant, opts, d
         out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev, scales=scales)
         exp, bound = reference(at.T.copy(), bt, c0, alpha, beta, split, scales=scales)
         check(out, exp, bound, ct, m, n, ldc, cf)
+    if dequant:  # alpha = 0 over NaN scales: C = beta C
+        nan_scales = (np.full(m, np.nan, np.float32), scales[1])
+        cf = exact(c, ldc, PAD[ct])
+        out, _ = launch_dot(kern, af, bf, cf, 0.0, 0.5, m, n, k, lda, ldb, ldc, device=dev, scales=nan_scales)
+        exp, bound = reference(at.T.copy(), bt, c, 0.0, 0.5, scales=nan_scales)
+        check(out, exp, bound, ct, m, n, ldc, cf)
     if ab == "f16":  # alpha = 0 over NaN A and B: C = beta C
         an, bn = at.copy(), b.copy()
         an[1, 2], bn[0, 1] = np.nan, np.nan
