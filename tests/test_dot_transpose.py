@@ -97,6 +97,7 @@ CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, dequant, options, sizes at 
     ("TT", 38, 64, 41, 41, 44, 64, "i8", "f32", True, {}, False),     # W8A8, C f32
     ("TN", 36, 64, 203, 37, 64, 65, "i8", "i32", False, {"split_k": 2}, False),  # + split-K
     ("TT", 68, 100, 37, 72, 40, 101, "i8", "i32", False, {}, False),  # packable: the rule copies
+    ("TT", 5, 64, 1030, 7, 1032, 64, "f16", "f32", False, {}, False),  # the decode GEMV plan (local split)
 ]
 
 
@@ -126,7 +127,7 @@ def test_transpose_plan(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant, opts, d
     for alpha, beta, c0 in cases:
         cf = exact(c0, ldc, PAD[ct])
         out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev, scales=scales)
-        exp, bound = reference(at.T.copy(), bt, c0, alpha, beta, split, scales=scales)
+        exp, bound = reference(at.T.copy(), bt, c0, alpha, beta, split * kern.local_split, scales=scales)
         check(out, exp, bound, ct, m, n, ldc, cf)
     if dequant:  # alpha = 0 over NaN scales: C = beta C
         nan_scales = (np.full(m, np.nan, np.float32), scales[1])
