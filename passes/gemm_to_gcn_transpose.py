@@ -32,7 +32,8 @@ int8 ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two VGPRs joined 
 of a row (coalesced; any lda, odd included, as element loads need no alignment).  Rows k >= K
 and columns m >= M are not read (EXEC; the registers keep the zero they were given).  The
 packed dwords go to LDS by ``ds_write_b32`` (a row of 64 / P + 1 dwords per m: an odd pitch,
-so the 64 lanes' writes and reads fall in distinct banks), a barrier, then each lane reads back
+so any 32 lanes' writes fall in distinct banks, as do the f16 reads; an int8 read of two
+16-dword rows has one 2-way conflict per 32 lanes), a barrier, then each lane reads back
 one dword of a row of W (consecutive lanes: consecutive dwords) and ``global_store_dword``
 writes whole rows segments of 128 (f16) / 64 (int8) bytes.  Rows m >= M and dwords past ldw
 are not written.  The tile's LDS (64 x (64 / P + 1) dwords: 8448 bytes f16, 4352 int8) is
