@@ -275,7 +275,7 @@ def test_cli_plan_and_report(tmp_path, capsys):
     assert "A copy (A stored K x M -> M x ceil(K/4)*4 i8, after any split-K partials): 1776 bytes" in out
     assert main(["compile", str(f), "--print-plan", "--split-k", "2"]) == 0
     out = capsys.readouterr().out
-    assert "then g (grid z 2), then g_reduce (grid z 1)" in out and "workspace: 20720 bytes" in out
+    assert "kernels: g_transpose (grid 1x1x1, LDS 4352 bytes), then g (grid z 2), then g_reduce (grid z 1)" in out
     assert main(["run", str(f)]) == 0
     out = capsys.readouterr().out
     assert "plan: g_transpose grid (1, 1, 1), then g grid (1, 2, 1); workspace 1776 bytes" in out
