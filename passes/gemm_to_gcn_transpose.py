@@ -220,7 +220,6 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
     zero pad); grid (ceil(M / TILE), ceil(K / TILE), batch), TILE x WAVES work-items."""
     s = mm.shape()
     P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
-    is_int = s.dtype == "i8"
     T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
     pitch = D + 1  # LDS dwords per m
     lds = transpose_lds_bytes(P)
