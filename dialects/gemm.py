@@ -81,21 +81,33 @@ GEMV_MAX_M = 16
 GEMV_MAX_LOCAL = 16
 
 
-def gemv_plan(shape: "GemmShape", k_step: int = 16) -> tuple[int, int] | None:
-    """``(macro_n, local_split)`` of the decode GEMV plan for ``shape``, or None when it does
-    not apply (A/B not f16/i8, M not static in 1..16, K not static, or a batch).  The local
-    split is 16 wavefront groups for M >= 4 (their A loads wait on the scalar cache: more
-    waves hide it) and 4 for M < 4 (one or two dots per B dword: the weight stream alone
-    matters, and fewer waves per CU keep each lane's B line in L1 until all of it is read;
-    timing model, benchmarks/dot_gemm_figures.py), halved while a group would get less than
-    one K step of ``k_step`` dwords."""
+def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | None:
+    """``(macro_n, local_split, k_step)`` of the decode GEMV plan for ``shape``, or None when
+    it does not apply (A/B not f16/i8, M not static in 1..16, K not static, or a batch).
+
+    * The local split is 16 wavefront groups for M >= 4 (their A loads wait on the scalar
+      cache: more waves hide it) and 4 for M < 4 (one or two dots per B dword: the weight
+      stream alone matters, and fewer waves per CU keep each lane's B line in L1 until all
+      of it is read), halved while a group would get less than one K step.
+    * The K step (dwords of packed K; ``k_step`` when given, else chosen here) is 16 while
+      one step of A read K-major (M rows x 16 dwords, passes/gemm_to_gcn_dot.py) fits one
+      batch of ``sqc_k_step.WIDE_A_BATCH_SGPRS`` (64) SGPRs, i.e. M <= 4, and 8 above: the
+      kernel peels its last K step, whose batches of A load one after another after the
+      weight stream has ended (every wave reaches it at once), so halving the step halves
+      that tail.  Modeled on MI60 (timing model, benchmarks/dot_gemm_figures.py): int8
+      16 x 4096 x 4096 28.8 -> 26.1 us with 8 (26.5 with 16), 16 x 11008 x 4096 74.3 ->
+      65.1 us; M = 1, 2, 4 are 0.2-0.7 % slower with 8 (more loop iterations, same tail)."""
     if shape.dtype not in DOT_PACK or not 1 <= shape.m <= GEMV_MAX_M or shape.k < 0 or shape.batch:
         return None
+    if not k_step:
+        from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS  # (the kernel's A batch size)
+
+        k_step = 16 if shape.m * 16 <= WIDE_A_BATCH_SGPRS else 8
     kd = shape.k // DOT_PACK[shape.dtype]
     local = GEMV_MAX_LOCAL if shape.m >= 4 else 4
     while local > 1 and kd < local * k_step:
         local //= 2
-    return 64, local
+    return 64, local, k_step
 
 
 def type_name(t: Attribute) -> str | None:

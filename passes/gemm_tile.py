@@ -77,6 +77,8 @@ class GemmTilePass(ModulePass):
             auto_n = next((w for w in AUTO_MACRO_N if 0 < n <= w), AUTO_MACRO_N[-1])
             gemv = gemv_plan(mm.shape())  # f16/i8 with M <= 16: the decode GEMV plan's 64 columns
             auto_n = gemv[0] if gemv else auto_n
+            if gemv and self.macro_n in (0, gemv[0]):
+                default_k = gemv[2]  # and its K step (gemv_plan: 8 when a step of A spans two batches)
             if not gemv and self.model and not self.macro_n:
                 auto_n = self._modeled_n(mm, self.macro_m or self.micro_m or default_m, self.k_step or default_k,
                                          auto_n)

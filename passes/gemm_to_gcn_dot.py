@@ -94,9 +94,11 @@ from vlpc.passes.convert_gemm_to_gcn import (
     zero_if_alpha_zero,
 )
 from vlpc.passes.sqc_k_step import a_batches, k_step_events, run_k_step
+from vlpc.targets import GFX906
 
-#: LDS a local split's reduction uses per workgroup (bytes): the decode GEMV's 16 wavefront
-#: groups of 16 rows sum in two chunks of 8 rows; two such workgroups fit a CU's 64 KiB.
+#: LDS a local split's chunked reduction uses per workgroup (bytes): two such workgroups fit a
+#: CU's 64 KiB.  (The decode GEMV, at most L rows over L groups, reduces in one pass instead,
+#: up to a CU's LDS: :meth:`DotKernelBuilder._local_reduce` with ``spread``.)
 DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
 #: Fused epilogue operations of the dot kernels (f16 products, and int8 products dequantized
@@ -337,11 +339,17 @@ class DotKernelBuilder:
             lanes = e(gcn.SAndB64Op(exec0, -1)).sdst
 
         lds_bytes = 0
+        exit_label = None
+        early: dict[str, SSAValue] = {}  # kernel arguments of the output loaded in the prologue
         acc: list[SSAValue] = []
         if self.role == "main":
             # ---- prologue ----
             ptr_a = self._a_base(e, kp, kargs, wg_z, batch_base)
             ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", eb)
+            if local > 1 and self.split == 1:  # the output's kernel arguments now, from A's and B's line
+                early = {name: e(gcn.SLoadDwordx2Op(kp, kargs[name], comment=f"kernarg {name}") if name == "C" else
+                                 gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst
+                         for name in ("C", "alpha", "beta")}
             k_el = self._arg(e, kp, "K", s.k)
             lda = self._arg(e, kp, "lda", s.lda)
             ldb = self._arg(e, kp, "ldb", s.ldb)
@@ -603,6 +611,9 @@ class DotKernelBuilder:
                 j = kks.index(kk)
                 return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
 
+            # the decode GEMV (static K) peels its last K step: it loads nothing of a next step (the
+            # loop's clamped re-read of A and B would queue behind the other waves' last lines)
+            peel = kmajor and local > 1 and n_steps is not None and n_steps >= 2
             acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
             step_batches = batch(pieces(ks))
 
@@ -610,7 +621,7 @@ class DotKernelBuilder:
             skip_main = f".L{self.name}_after_k_loop"
             if n_steps is None or n_steps > 0:
                 if isinstance(k_val, int):
-                    kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
+                    kmax: SSAValue | int = (n_steps - 1 - peel) * ks * esz  # type: ignore[operator]
                 else:
                     k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K dwords rounded down to whole K steps")).sdst
                     kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
@@ -630,7 +641,8 @@ class DotKernelBuilder:
                 e_outer = e
                 e = be
                 pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
-                pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+                if not peel:
+                    pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
                 new_slots: list[SSAValue | None] = [None] * n_carry
                 # B K x N: every slot reloaded together after the step's last dot (see load_all_slots);
                 # the GEMV's K-major batches reload each quad after the batch that used it.
@@ -662,6 +674,19 @@ class DotKernelBuilder:
                 e = e_outer
                 e(loop)
                 acc = list(loop.res[1 + nb0 + n_carry:])
+                if peel:  # the last step: its batches of A and its B slots, nothing of a next step
+                    koff_last = loop.res[0]
+                    slots = list(loop.res[1 + nb0:1 + nb0 + n_carry])
+
+                    def mac_last(vals: list[SSAValue], bi: int, t: tuple) -> None:
+                        r, kk, pi, _ = t
+                        acc[r] = e(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk),
+                                          acc[r])).vdst
+
+                    last = [ev for ev in events if ev[0] not in ("b", "b_all") and not (ev[0] == "a" and ev[2])]
+                    run_k_step(last, list(loop.res[1:1 + nb0]),
+                               lambda bi, _nxt: [load_piece(pc, koff_last) for pc in step_batches[bi]],
+                               mac_last, lambda q: None, lambda: None)
                 if not isinstance(k_val, int):
                     e(gcn.LabelOp(skip_main))
 
@@ -719,7 +744,20 @@ class DotKernelBuilder:
 
             # ---- local split: the wavefront groups' partial sums through LDS ----
             lds_bytes = 0
-            if local > 1:
+            # the decode GEMV: group g < M sums row g in one pass and stores it itself (the output
+            # below for one row, row0 + g): no second barrier, and the stores spread over M waves
+            spread = (local > 1 and self.split == 1 and shift is None and len(acc) <= local
+                      and local * len(acc) * mt_n * 4 <= GFX906.lds_bytes_per_cu)
+            if spread:
+                rows_m = len(acc)
+                acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes,
+                                                    gcn.VAddU32Op if is_int else gcn.VAddF32Op, spread=True)
+                exit_label = f".L{self.name}_groups_done"
+                e(gcn.SCmpLtU32Op(slice_id, rows_m))
+                e(gcn.SCbranchForwardOp("scc0", exit_label))
+                row0 = e(gcn.SAddU32Op(row0, slice_id, comment="this group's row")).sdst
+                mi_m = 1
+            elif local > 1:
                 acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
                 e(gcn.SCmpEqU32Op(slice_id, 0))
                 lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
@@ -770,12 +808,12 @@ class DotKernelBuilder:
         # ---- output: C = alpha * acc + beta * C ----
         ldc = self._arg(e, kp, "ldc", s.ldc)
         ldc_b = bytes_of(ldc, c_esz)
-        ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c", c_esz)
+        ptr_c = batch_base(early.get("C") or e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c", c_esz)
         lo, hi = e.mul64(row0, ldc_b)
         c_tile = e.add64(ptr_c, lo, hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * c_esz), 0, comment="C tile columns")
-        alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
-        beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
+        alpha = early.get("alpha") or e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        beta = early.get("beta") or e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
         dequant = is_int and c_type != "i32"
         if dequant:  # W8A8: acc (i32) -> f32, times scale_row[m] (an SGPR per row) and scale_col[n]
             e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
@@ -871,6 +909,8 @@ class DotKernelBuilder:
                     if c_type == "f16":
                         out = e(gcn.VCvtF16F32Op(out)).vdst
                 e(c_store(voff_c, out, ptr))
+        if exit_label is not None:
+            e(gcn.LabelOp(exit_label))
         e(gcn.SEndpgmOp())
 
         return self._finish(entry, lds_bytes)
@@ -898,17 +938,25 @@ class DotKernelBuilder:
         return kernel
 
     def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
-                      lanes: SSAValue, add) -> tuple[list[SSAValue], int]:
+                      lanes: SSAValue, add, spread: bool = False) -> tuple[list[SSAValue], int]:
         """Sum the L wavefront groups' accumulators into group 0's through LDS, the rows summed
         in parallel: in chunks of R rows that fit :data:`DOT_LOCAL_SPLIT_LDS_BYTES`, every group
         writes its R partial rows, a barrier, group g adds the L partials of the chunk's rows
         j = g, g + L, ... in group order (``add``: ``v_add_f32``, or ``v_add_u32`` for i32) and writes the
         sum over group 0's partial, a barrier, group 0 reads the R sums.  (Group 0 alone adding
         all L - 1 partials of every row, as the f32 kernel does, makes the M = 16 decode GEMV's
-        tail 16 x 15 dependent LDS reads long.)  Returns the sums and the LDS bytes."""
+        tail 16 x 15 dependent LDS reads long.)  Returns the sums and the LDS bytes.
+
+        ``spread`` (the decode GEMV: at most L rows, all of them in one chunk that fits the CU's
+        LDS, checked by the caller): after the barrier group g < M adds the partials of row g
+        and keeps the sum, returned alone (``[sum of row g]``): no write-back, no second
+        barrier, and the caller stores row g from group g.  Modeled (MI60, int8 16 x 4096 x
+        4096): two 8-row chunks took 4 barriers and ~2,000 cycles after the last wave's dots,
+        and group 0 alone storing 16 rows while the other 15 waves ran the same output code
+        under EXEC = 0 another ~2,300; one pass and a row per group, ~900 together."""
         local, mt_n = self.local, self.mt_n
         row_bytes = mt_n * 4
-        rows_per_chunk = max(1, min(len(acc), DOT_LOCAL_SPLIT_LDS_BYTES // (local * row_bytes)))
+        rows_per_chunk = len(acc) if spread else max(1, min(len(acc), DOT_LOCAL_SPLIT_LDS_BYTES // (local * row_bytes)))
         group_bytes = rows_per_chunk * row_bytes  # one group's partial rows of a chunk
         vcol = e(gcn.VLshlrevB32Op(2, col)).vdst
         wbase = e(gcn.VAddU32Op(e.mul(slice_id, group_bytes), vcol)).vdst  # group g's rows
@@ -931,6 +979,8 @@ class DotKernelBuilder:
                              for g in range(g0, min(g0 + read_batch, local))]
                     for part in parts:
                         total = part if total is None else e(add(total, part)).vdst
+                if spread:  # one chunk of at most L rows: group g keeps the sum of row g
+                    return [total], local * group_bytes
                 e(gcn.DsWriteB32Op(rbase, total, offset=t0 * row_bytes, comment="the row's sum over group 0's partial"))
             e(gcn.SBarrierOp())
             e(gcn.SCmpEqU32Op(slice_id, 0))  # only group 0 reads the sums (only it stores)

@@ -215,28 +215,34 @@ def test_decode_gemv_plan_is_chosen_and_exact():
 def test_gemv_k_major_batches():
     """The decode GEMV (M = 16) reads A K-major: each 64-SGPR batch is 4 dwords of all 16 rows
     (16 x s_load_dwordx4), its 64 dots follow one lgkmcnt(0) wait, and after them one B quad
-    (the one the batch used) is reloaded for the next step: four batches and four quads a step."""
+    (the one the batch used) is reloaded for the next step: K steps of 8 dwords (gemv_plan: a
+    step of 16 rows x 16 dwords would span 4 batches), two batches and two quads a step.  The
+    last step is peeled: its second batch of A, its 128 dots, and no load of a next step."""
     kern = vlpc.compile(source(16, 128, 2 * 16 * 16 * 2, 1024, 1024, 128, "f16", "f32")).kernel("g")
+    assert kern.launch_info["k_step"] == 8
     loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
     batches = re.split(r"s_waitcnt[^\n]*lgkmcnt\(0\)", loop)[1:]
     assert [(c.count("v_dot2"), c.count("B next slot"), c.count("s_load_dwordx4"), c.count("s_load_dwordx16"))
-            for c in batches] == [(64, 1, 16, 0)] * 4
+            for c in batches] == [(64, 1, 16, 0)] * 2
+    last = kern.asm.split("s_cbranch_scc1 .Lg_k_loop")[1].split("ds_write")[0]
+    assert (last.count("v_dot2"), last.count("global_load"), last.count("s_load_dwordx4")) == (128, 0, 16)
+    assert "last step re-reads itself" not in kern.asm
 
 
 @pytest.mark.parametrize("m, ab, ct", [(16, "i8", "i32"), (11, "f16", "f32"), (16, "f16", "f16")])
 def test_gemv_parallel_local_reduction(m, ab, ct):
-    """The decode GEMV's 16 wavefront groups sum their partial rows through LDS in chunks of
-    8 rows (32 KiB): per chunk every group writes its rows, a barrier, group j adds row j's 16
-    partials, a barrier, group 0 reads the sums: 2 barriers per chunk, the last chunk of
-    M = 11 summed by 3 groups.  Results against the reference; beta = 0 over a NaN C."""
+    """The decode GEMV's 16 wavefront groups sum their partial rows through LDS in one pass:
+    every group writes its M rows (16 x M x 64 lanes x 4 bytes of LDS), one barrier, group
+    j < M adds row j's 16 partials and stores row j itself (one store in the kernel; groups
+    j >= M branch to the end).  Results against the reference; beta = 0 over a NaN C."""
     p = 2 if ab == "f16" else 4
     k = 16 * 16 * p * 2 + p - 1  # two K steps for each of the 16 groups, and p - 1 values left over
     n, ld = 128, k + 1 + (p - (k + 1) % p) % p
     kern = vlpc.compile(source(m, n, k, ld, ld, n, ab, ct)).kernel("g")
     assert kern.local_split == 16
-    chunks = -(-m // 8)
-    assert kern.asm.count("s_barrier") == 2 * chunks
-    assert ".amdhsa_group_segment_fixed_size 32768" in kern.asm  # 16 groups x 8 rows x 64 lanes x 4 bytes
+    assert kern.asm.count("s_barrier") == 1
+    assert f".amdhsa_group_segment_fixed_size {16 * m * 64 * 4}" in kern.asm
+    assert kern.asm.count("global_store") == 1 and "s_cbranch_scc0 .Lg_groups_done" in kern.asm
     run_case(kern, m, n, k, ld, ld, n, ab, ct, 1 if ab == "i8" else 0.5, 0 if ab == "i8" else 0.0, local=16,
              c=None if ab == "i8" else np.full((m, n), np.nan, NP[ct]))
     run_case(kern, m, n, k, ld, ld, n, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=4, local=16)
