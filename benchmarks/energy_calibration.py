@@ -308,6 +308,11 @@ def report(cache: Path, out: Path, fit_time: str = "model") -> None:
                 print(f"\nNOTE: {KERNELS[n][1]} models at {pr[n].watts:.0f} W, above the board's "
                       f"{pr[n].power_limit_watts:.0f} W limit: a real MI60 would lower its clock, so its modeled "
                       f"time (and its lead) is optimistic.")
+                from vlpc.runtime.timing.energy import power_limited
+                lim = power_limited(load(cache, n), models[(n, clock)][0], params=params, flops=FLOPS)
+                if lim is not None:
+                    print(f"      {lim.summary()}; sqc at {clock} MHz: {pr['sqc'].pj_per_flop:.1f} pJ/FLOP, "
+                          f"{pr['sqc'].tflops:.2f} TFLOP/s.")
         d = pr["lds"].pj_per_flop - pr["sqc"].pj_per_flop
         print(f"\nsqc saves {d:.2f} pJ/FLOP over legacy ({100 * d / pr['lds'].pj_per_flop:.1f}%); dynamic only: "
               f"{(pr['lds'].dynamic_joules - pr['sqc'].dynamic_joules) / FLOPS * 1e12:.2f} pJ/FLOP")

@@ -198,8 +198,8 @@ func.func @sgemm(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m
 """
 
 
-def _energy(**opts):
-    """Run the kernel on the emulator with the MI60 timing model; verify C; return its energy."""
+def _launch(**opts):
+    """Run the kernel on the emulator with the MI60 timing model; verify C; return its LaunchStats."""
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
 
@@ -217,7 +217,11 @@ def _energy(**opts):
     c = dev.download(bufs[2], np.float32, (M, N))
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.allclose(c, ref, rtol=1e-4, atol=1e-4)  # beta = 0 over a NaN C
-    return launch_energy(st, flops=2.0 * M * N * K)
+    return st
+
+
+def _energy(**opts):
+    return launch_energy(_launch(**opts), flops=2.0 * M * N * K)
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +254,32 @@ def test_lds_energy_only_for_the_lds_strategy(kernels):
 def test_sqc_reads_fewer_vgprs_than_lds(kernels):
     """The seed's section 2.11 claim, in joules: sqc's register-file energy is below legacy's."""
     assert kernels["sqc"].joules["vgpr"] < kernels["lds"].joules["vgpr"]
+
+
+def test_power_limited_clock_is_the_highest_within_the_limit():
+    """PowerTune's clock (runtime/timing/energy.py power_limited): the modeled power there is within
+    the limit, one resolution step higher it is not, and the kernel is slower than at the set clock."""
+    from vlpc.runtime.timing import gpu
+    from vlpc.runtime.timing.energy import power_limited
+
+    st = _launch(strategy="lds")
+    flops = 2.0 * M * N * K
+    mi60 = get_board("mi60")
+    at_set = launch_energy(st, mi60, flops=flops)
+    assert power_limited(st, replace(mi60, power_limit_watts=at_set.watts * 1.01), flops=flops) is None
+    limit = at_set.watts * 0.8
+    board = replace(mi60, power_limit_watts=limit)
+    r = power_limited(st, board, flops=flops, resolution_mhz=4.0)
+    assert r is not None and r.at_set_clock.watts > limit
+    assert min(f for f, _ in ENERGY.vf_curve) < r.clock_mhz < mi60.engine_clock_mhz
+    assert r.energy.watts <= limit and r.energy.clock_mhz == r.clock_mhz
+    assert r.energy.time_us > at_set.time_us
+    up = board.at(engine_clock_mhz=r.clock_mhz + 4.0)
+    tr = gpu.model_kernel(st.trace, up, Residency(st.timing.wgs_per_cu, st.trace.waves_per_wg, 0, ""),
+                          l2_miss=st.timing.l2_miss)
+    assert estimate(events_from_stats(st, tr), up, tr.time_us, flops=flops).watts > limit
+    with pytest.raises(EnergyError, match="even at"):
+        power_limited(st, replace(mi60, power_limit_watts=1.0), flops=flops)
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -289,3 +319,20 @@ def test_report_energy_bad_clock_is_one_line(tmp_path, capsys):
     assert main(["report", str(f), "--energy", "--clock", "50", "-o", str(tmp_path / "o"), "-q"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["vlpc: engine clock 50.0 MHz is outside 100..3000 MHz"]
+
+
+def test_report_names_the_power_limited_clock():
+    """A variant above the board's limit: the report's note says where the board would settle."""
+    from vlpc.energy_report import EnergyComparison, EnergyRow
+    from vlpc.runtime.timing.energy import EnergyReport, PowerLimited
+
+    def rep(clock, joules, us):
+        return EnergyReport(board="mi60", clock_mhz=clock, voltage=1.0, time_us=us, flops=1e9, idle_watts=42.0,
+                            joules={c: (joules if c == "vgpr" else 0.0) for c in COMPONENTS}, power_limit_watts=300.0)
+
+    hot, settled = rep(1700, 4e-3, 10.0), rep(1450, 3.5e-3, 12.0)  # 400 W, then 292 W
+    assert hot.over_power_limit and not settled.over_power_limit
+    row = EnergyRow("lds", "legacy (lds)", "k", 64, 64, 64, hot, PowerLimited(300.0, 1450.0, settled, hot))
+    note = next(x for x in EnergyComparison([row]).savings_lines() if x.startswith("legacy (lds)"))
+    assert "above the mi60 board's 300 W power limit" in note
+    assert "would run at about 1450 MHz" in note and "292 W" in note

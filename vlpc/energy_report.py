@@ -47,6 +47,8 @@ class EnergyRow:
     n: int
     k: int
     energy: object  # vlpc.runtime.timing.energy.EnergyReport
+    #: Above the board's power limit: where the board would settle (vlpc.runtime.timing.energy.PowerLimited).
+    limited: object = None
 
 
 def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
@@ -95,7 +97,14 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
         for buf in bufs:
             dev.free(buf)
     rep = launch_energy(stats, dev.board, flops=2.0 * p.m * p.n * p.k)
-    return EnergyRow(variant, title, ck.name, p.m, p.n, p.k, rep)
+    limited = None
+    if rep.over_power_limit:  # where PowerTune would settle: the timing model re-run at lower clocks
+        from vlpc.runtime.timing.energy import EnergyError, power_limited
+        try:
+            limited = power_limited(stats, dev.board, flops=2.0 * p.m * p.n * p.k)
+        except EnergyError:
+            limited = None
+    return EnergyRow(variant, title, ck.name, p.m, p.n, p.k, rep, limited)
 
 
 @dataclass
@@ -130,7 +139,8 @@ class EnergyComparison:
                 lines.append(f"{r.title}: modeled {e.watts:.0f} W is above the {e.board} board's "
                              f"{e.power_limit_watts:.0f} W power limit: the board would lower its engine clock "
                              f"(PowerTune), so this variant's modeled time is optimistic and its watts are "
-                             f"not what the board would draw")
+                             f"not what the board would draw"
+                             + (f"; {r.limited.summary()}" if r.limited is not None else ""))
         sqc, nof, lds = self.by("sqc"), self.by("sqc-nofwd"), self.by("lds")
         if sqc and lds:
             a, b = sqc.energy, lds.energy

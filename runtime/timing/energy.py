@@ -311,3 +311,75 @@ def launch_energy(stats, board: Board | str | None = None, *, params: EnergyPara
     elif isinstance(board, str):
         board = get_board(board, clock_mhz=t.clock_mhz)
     return estimate(ev, board, t.time_us, params=params, flops=flops)
+
+
+@dataclass
+class PowerLimited:
+    """A launch re-modeled at the engine clock its board's power limit allows (modeled).
+
+    ``clock_mhz``: the highest clock (to ``resolution_mhz``) at which the modeled average
+    power is at most ``limit_watts``; ``energy``: the :class:`EnergyReport` there (its
+    ``time_us`` from the timing model re-run at that clock).  ``at_set_clock``: the report
+    at the set clock, above the limit."""
+
+    limit_watts: float
+    clock_mhz: float
+    energy: EnergyReport
+    at_set_clock: EnergyReport
+
+    def summary(self) -> str:
+        e = self.energy
+        return (f"at the {self.limit_watts:.0f} W limit the board would run at about {self.clock_mhz:.0f} MHz "
+                f"(modeled): {e.time_us:,.1f} us, {e.watts:.0f} W, {e.pj_per_flop:.1f} pJ/FLOP, "
+                f"{e.tflops:.2f} TFLOP/s")
+
+
+def power_limited(stats, board: Board | None = None, *, params: EnergyParams | None = None,
+                  flops: float | None = None, resolution_mhz: float = 5.0) -> PowerLimited | None:
+    """Where a launch modeled above its board's power limit would settle (modeled).
+
+    Vega 20's power management (the SMU's package power tracking, ``FEATURE_PPT`` in amdgpu's
+    vega20 power-play tables; AMD PowerTune) lowers the engine clock until the average power is
+    within the limit.  The model: the highest clock, between the lowest point of the V/f curve
+    (:attr:`vlpc.targets.EnergyParams.vf_curve`) and the set clock, at which the modeled power
+    (energy model, with the timing model re-run on the launch's trace at that clock) is at most
+    :attr:`vlpc.targets.Board.power_limit_watts`; found by bisection to ``resolution_mhz``.
+    Assumptions: the clock is continuous (the SMU picks among DPM levels and fine-grained
+    steps), the limit applies to the modeled board power (the limit is AMD's typical board
+    power), and the memory clock stays.  Returns ``None`` when the launch is within the limit
+    (or the board has none).  Raises :class:`EnergyError` without a timing report and trace,
+    or when even the lowest clock is above the limit."""
+    from vlpc.runtime.timing import gpu
+    from vlpc.targets import get_board
+
+    t = getattr(stats, "timing", None)
+    trace = getattr(stats, "trace", None)
+    if t is None or trace is None:
+        raise EnergyError("the power-limited clock needs the launch's timing report and trace "
+                          "(run on the emulator with a timing model)")
+    board = board or get_board(t.board, clock_mhz=t.clock_mhz)
+    p = energy_params(board) if params is None else params
+    limit = board.power_limit_watts
+
+    def at(clock: float) -> EnergyReport:
+        b = board.at(engine_clock_mhz=clock)
+        res = gpu.Residency(t.wgs_per_cu, trace.waves_per_wg, 0, "")
+        tr = gpu.model_kernel(trace, b, res, l2_miss=t.l2_miss)
+        return estimate(events_from_stats(stats, tr), b, tr.time_us, params=p, flops=flops)
+
+    top = at(board.engine_clock_mhz)
+    if limit is None or top.watts <= limit:
+        return None
+    lo = min(f for f, _ in p.vf_curve)
+    low = at(lo)
+    if low.watts > limit:
+        raise EnergyError(f"modeled {low.watts:.0f} W even at {lo:.0f} MHz, above the board's {limit:.0f} W limit")
+    hi = board.engine_clock_mhz
+    while hi - lo > resolution_mhz:
+        mid = 0.5 * (lo + hi)
+        e = at(mid)
+        if e.watts <= limit:
+            lo, low = mid, e
+        else:
+            hi = mid
+    return PowerLimited(limit, lo, low, top)
