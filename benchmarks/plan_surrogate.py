@@ -35,7 +35,14 @@ BOARD, CUS = "mi60", 64
 #: slower; plan_model derives them from the f32 variant of the same macro N (see there).
 VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f32", 32, 256, 8),
             ("f32", 64, 256, 16)]
+#: The f16 and int8 dot kernels (passes/gemm_to_gcn_dot.py; K step in dwords of packed K): fitted
+#: on their own timing-model runs only, C f32 (f16 products) and i32 (int8).
+DOT_VARIANTS = [(dt, 32, mn, 16) for dt in ("f16", "i8") for mn in (256, 128, 64)]
+#: K of the fit's runs in K units (values; dwords of packed K for f16/i8: 2 or 4 values each).
 K1, K2 = 640, 1280
+#: A and B element type -> C's for the dot kernels' runs, and values of K per dword.
+DOT_C = {"f16": "f32", "i8": "i32"}
+PACK = {"f16": 2, "i8": 4}
 #: The fit's grids are square-ish (8 column tiles x 8 R row tiles), as a square C gives: each A
 #: row tile is shared by 8 CUs, each B column tile by 8 R.
 GX = 8
@@ -48,6 +55,12 @@ SKINNY = [(256, 256, 8192), (32, 1024, 8192), (128, 4096, 4096), (4096, 128, 409
 
 
 def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
+    if dtype in DOT_C:  # alpha and beta as arguments (f32 for f16, i32 for int8), C f32 / i32
+        ct, sc = DOT_C[dtype], ("i32" if dtype == "i8" else "f32")
+        ta, tb, tc = f"memref<{m}x{k}x{dtype}>", f"memref<{n}x{k}x{dtype}>", f"memref<{m}x{n}x{ct}>"
+        return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {sc}, %beta: {sc}) {{\n"
+                f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {sc}, {sc}\n"
+                "  return\n}\n")
     return f"""
 func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memref<{m}x{n}x{dtype}>) {{
   %alpha = arith.constant 1.0 : {dtype}
@@ -58,9 +71,41 @@ func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memre
 """
 
 
+def run_dot(m: int, n: int, k: int, dtype: str, opts: dict) -> dict:
+    """Figures of one timing-only launch of an f16 (C f32) or int8 (C i32) NT GEMM, alpha 1,
+    beta 0, on BOARD with CUS CUs (``opts``: vlpc.compile options; {} or {"gpu": ...} for the
+    automatic plan)."""
+    import numpy as np
+
+    import vlpc
+    from vlpc.errors import VlpcError
+    from vlpc.runtime import get_device, load_code_object
+
+    try:
+        kern = vlpc.compile(source(m, n, k, dtype), "gfx906", cus=CUS, **opts).kernel("g")
+        dev = get_device("emulator", gpu=BOARD, cus=CUS, timing_only=True)
+        ab, ct = (np.int8, np.int32) if dtype == "i8" else (np.float16, np.float32)
+        sc = np.int32 if dtype == "i8" else np.float32
+        bufs = [dev.upload(np.zeros(x, t)) for x, t in (((m, k), ab), ((n, k), ab), ((m, n), ct))]
+        try:
+            args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), sc(1), sc(0)]
+            tm = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n).timing
+        finally:
+            for b in bufs:
+                dev.free(b)
+    except VlpcError as e:
+        return {"us": None, "parts_us": [], "wgs_per_cu": 0, "plan": "", "error": str(e).splitlines()[0]}
+    li = kern.launch_info
+    plan = f"{li['macro_m']}x{li['macro_n']} k{li['k_step']} S{li.get('split_k') or 1} L{li.get('local_split') or 1}"
+    return {"us": tm.time_us, "parts_us": [x.time_us for x in (tm.parts or [tm])], "wgs_per_cu": tm.wgs_per_cu,
+            "plan": plan, "error": None}
+
+
 def run(job):
     """(key, figures) of one timing-only launch of an explicit plan (or {} for the auto plan)."""
     key, (m, n, k, dtype), opts = job
+    if dtype in DOT_C:
+        return key, run_dot(m, n, k, dtype, opts)
     from vlpc import tune
 
     r = tune.evaluate(tune.Problem(source(m, n, k, dtype), f"{key}.mlir", None, None, None), opts, "gfx906", BOARD,
@@ -100,27 +145,30 @@ def fit(procs: int) -> dict:
     def key(dt, mm, mn, ks, m, n, k):
         return f"{dt}-{mm}x{mn}-k{ks}-{m}x{n}x{k}"
 
-    def lone(dt, mm, mn, ks, k):  # one workgroup per CU
-        return (mm * CUS // GX, mn * GX, k)
+    def lone(dt, mm, mn, ks, k):  # one workgroup per CU; k in K units (dwords for f16/i8)
+        return (mm * CUS // GX, mn * GX, k * PACK.get(dt, 1))
 
+    variants = VARIANTS + DOT_VARIANTS
     first = []
-    for dt, mm, mn, ks in VARIANTS:
+    for dt, mm, mn, ks in variants:
         for kk in (K1, K2):
             shape = lone(dt, mm, mn, ks, kk)
             first.append((key(dt, mm, mn, ks, *shape), (*shape, dt), explicit(mm, mn, ks)))
     cache = run_all(first, procs)
     second, full = [], {}
-    for dt, mm, mn, ks in VARIANTS:
+    for dt, mm, mn, ks in variants:
         R = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K1))]["wgs_per_cu"]
-        shape = (mm * R * CUS // GX, mn * GX, K1)
+        shape = (mm * R * CUS // GX, mn * GX, K1 * PACK.get(dt, 1))
         full[(dt, mm, mn, ks)] = key(dt, mm, mn, ks, *shape)
         second.append((full[(dt, mm, mn, ks)], (*shape, dt), explicit(mm, mn, ks)))
     # the reduce kernel's bandwidth share: one workspace split plan
     second.append(("reduce-512x512x2048-S4", (512, 512, 2048, "f32"), explicit(64, 256, 16, 4)))
+    # the dot kernels' reduce (f32 partials summed into an f32 C): its own share
+    second.append(("reduce-dot-512x512x4096-f16-S4", (512, 512, 4096, "f16"), explicit(32, 256, 16, 4)))
     cache = run_all(second, procs)
     out = {"fitted_on": f"timing model, {BOARD} @ {mhz:.0f} MHz, {CUS} CUs (benchmarks/plan_surrogate.py fit)",
            "variants": {}}
-    for dt, mm, mn, ks in VARIANTS:
+    for dt, mm, mn, ks in variants:
         a = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K1))]
         c = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K2))]
         b = cache[full[(dt, mm, mn, ks)]]
@@ -146,6 +194,11 @@ def fit(procs: int) -> dict:
         moved = (4 + 1) * m * n * 4  # beta = 0: S partials read, C written
         t = (red["parts_us"][1] - launch) * 1e-6
         out["reduce_efficiency"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
+    red = cache["reduce-dot-512x512x4096-f16-S4"]
+    if red["us"] is not None and len(red["parts_us"]) == 2:
+        moved = (4 * 4 + 4) * 512 * 512  # beta = 0: 4 f32 partials read, f32 C written
+        t = (red["parts_us"][1] - launch) * 1e-6
+        out["reduce_efficiency_dot"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
     return out

@@ -39,8 +39,17 @@ reduce or scale kernel and each launch) with per-kernel facts fitted to the timi
 (``benchmarks/plan_surrogate.py``, which prints its error against the model).  The board
 is ``gpu`` (``mi50``, ``mi60``; default: the target's smallest product, MI50) with ``cus``
 CUs.  Candidates: S = 1 .. MAX_AUTO_SPLIT with at least MIN_K_PER_SPLIT values of K per
-slice; the cheapest wins, ties go to the smaller S.  Sizes known only at launch, batched
-GEMMs and the lds strategy are not split automatically (S = 1).
+slice (for f16/int8: dwords of packed K, 2 or 4 values each); the cheapest wins, ties go to
+the smaller S.  Sizes known only at launch, batched GEMMs and the lds strategy are not split
+automatically (S = 1).
+
+The f16 and int8 dot kernels (``passes/gemm_to_gcn_dot.py``, workspace mode: f32/i32
+partials of 4 bytes) are chosen the same way, on surrogate variants fitted to the timing
+model's dot kernels only (error against the model on shapes outside the fit:
+``benchmarks/dot_split_k_auto.py``, README).  Their decode GEMV plan (M = 1..16, K split
+over the wavefront groups of a workgroup) keeps S = 1: the timing model runs S = 2 and 4
+slower for 1x4096x4096 and 16x4096x4096 (e.g. f16 16x4096x4096 50.5 us at S = 1, 58.8 at
+S = 2, 70.4 at S = 4; MI60, modeled), and the surrogate is not fitted to local splits.
 
 The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
 ``k_per_split``, ``grid``) and ``vlpc compile --print-plan`` prints it, with the
@@ -60,7 +69,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, GemmShape, MatmulOp, gemv_plan
+from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, ELEMENT_BYTES, GemmShape, MatmulOp, gemv_plan
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc import plan_model
 from vlpc.plan_model import PlanCost, k_per_split, plan_board
@@ -69,8 +78,9 @@ from vlpc.targets import Target, TargetError, get_target
 MODES = ("workspace", "atomic")
 #: Largest S the automatic choice considers.
 MAX_AUTO_SPLIT = 32
-#: Smallest slice of K the automatic choice gives a workgroup (16 K steps of 16): below
-#: that the loop's prologue and the partial tile's store are not paid back.
+#: Smallest slice of K the automatic choice gives a workgroup (16 K steps of 16; in dwords of
+#: packed K for f16/int8): below that the loop's prologue and the partial tile's store are not
+#: paid back.
 MIN_K_PER_SPLIT = 256
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
              target: Target, cus: int, gpu: str = "") -> PlanCost:
@@ -78,18 +88,27 @@ def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, 
     plan's board: ``gpu`` or the target's smallest product, with ``cus`` CUs)."""
     board = plan_board(target.name, gpu, cus)
     return plan_model.estimate(shape.m, shape.n, shape.k, shape.dtype, shape.element_bytes, macro, k_step, split,
-                               local, mode, board, beta_nonzero=True, batch=shape.batch)
+                               local, mode, board, beta_nonzero=True, batch=shape.batch,
+                               c_esize=ELEMENT_BYTES[shape.c_type])
+
+
+def workspace_element_bytes(shape: GemmShape) -> int:
+    """Bytes of one workspace partial: 4 for the dot kernels (f32 or i32 partials), else C's element size."""
+    return plan_model.partial_bytes(shape.dtype, shape.element_bytes)
 
 
 def choose_split(shape: GemmShape, macro: tuple[int, int], k_step: int, local: int, mode: str,
                  target: Target, cus: int, gpu: str = "") -> tuple[int, list[PlanCost]]:
-    """The automatic S and every candidate's estimate (S = 1 for sizes known only at launch)."""
-    if not shape.is_static() or shape.batch != 0 or shape.dtype not in ("f32", "f64"):  # f16/i8: not yet
+    """The automatic S and every candidate's estimate (S = 1 for sizes known only at launch,
+    a batch, and the decode GEMV plan of f16/i8 with M <= 16, which splits K inside the workgroup)."""
+    if not shape.is_static() or shape.batch != 0:
+        return 1, []
+    if gemv_plan(shape, k_step) and local > 1:  # the decode GEMV: keeps S = 1 (module docstring)
         return 1, []
     board = plan_board(target.name, gpu, cus)
     best, cands = plan_model.choose(shape.m, shape.n, shape.k, shape.dtype, shape.element_bytes, macro[0],
                                     (macro[1],), k_step, tuple(range(1, MAX_AUTO_SPLIT + 1)), local, mode, board,
-                                    min_k_per_split=MIN_K_PER_SPLIT)
+                                    min_k_per_split=MIN_K_PER_SPLIT, c_esize=ELEMENT_BYTES[shape.c_type])
     return best.split_k, cands
 
 
@@ -141,11 +160,12 @@ class GemmSplitKPass(ModulePass):
             split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus, self.gpu)
         if split > 1 and self.mode == "workspace" and shape.m >= 0 and shape.ldc >= 0:
             # the workspace (S x M x ldc elements) is addressed with 32-bit byte offsets
-            per_slice = shape.m * shape.ldc * shape.element_bytes
+            wsz = workspace_element_bytes(shape)
+            per_slice = shape.m * shape.ldc * wsz
             fits = max(1, (BYTE_OFFSET_LIMIT - 1) // per_slice)
             if split > fits:
                 if self.split_k != 0:
-                    raise op_error(mm, f"split-k={split}: the workspace of {split} x M x ldc x {shape.element_bytes} = "
+                    raise op_error(mm, f"split-k={split}: the workspace of {split} x M x ldc x {wsz} = "
                                    f"{split * per_slice} bytes reaches the 32-bit byte offset limit of vlpc's kernels "
                                    f"(2^32 bytes); use split-k <= {fits} or mode=atomic")
                 split = fits
@@ -225,9 +245,10 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     lines.append("  kernels: " + ", then ".join(kernels))
     if split > 1 and mode == "workspace":
         ldc = s.ldc
-        bytes_ = split * s.m * ldc * s.element_bytes if s.m >= 0 and ldc >= 0 else -1
-        lines.append(f"  workspace: {bytes_} bytes ({split} x M x ldc x {s.element_bytes})" if bytes_ >= 0 else
-                     f"  workspace: {split} x M x ldc x {s.element_bytes} bytes, allocated at launch")
+        wsz = workspace_element_bytes(s)
+        bytes_ = split * s.m * ldc * wsz if s.m >= 0 and ldc >= 0 else -1
+        lines.append(f"  workspace: {bytes_} bytes ({split} x M x ldc x {wsz})" if bytes_ >= 0 else
+                     f"  workspace: {split} x M x ldc x {wsz} bytes, allocated at launch")
     else:
         lines.append("  workspace: none" if not copy else "  workspace: the A copy only")
     if copy:

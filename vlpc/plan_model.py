@@ -22,6 +22,14 @@ For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L
   the HBM bandwidth times the fitted ``reduce_efficiency``, plus a launch; an atomic split
   adds the scale kernel and reads and writes C once per slice.
 
+The f16 and int8 dot kernels (``passes/gemm_to_gcn_dot.py``) have the same structure with
+K counted in dwords of packed K (2 f16 or 4 int8 values; their K step is in dwords): ``steps``
+K steps of ``ceil(K / P)`` dwords, ``V`` = ``mm x k_step`` dot instructions x 4 cycles (one
+``v_dot2_f32_f16`` or ``v_dot4_i32_i8`` issues as one FMA), A and B ``esize`` bytes per
+element, C its own element size (f32, f16 or i32) and the workspace's f32/i32 partials 4
+bytes; their variants and the reduce kernel's bandwidth share (``reduce_efficiency_dot``) are
+fitted to the timing model's dot kernels only.
+
 Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
 runs ~30x slower) take the nearest fitted one (same element type first, else f32; nearest
 macro N, then M, then A dwords per row and K step) with the VALU cycles of their own K step, ``F`` scaled
@@ -37,6 +45,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from vlpc.dialects.gemm import DOT_PACK
 from vlpc.targets import Board
 
 #: The fit's file (written by ``benchmarks/plan_surrogate.py fit``).
@@ -49,6 +58,19 @@ def k_per_split(k: int, pieces: int, k_step: int) -> int:
     """K values per slice when K is cut into ``pieces`` slices (a multiple of ``k_step``)."""
     per = -(-k // pieces)
     return -(-per // k_step) * k_step
+
+
+def k_units(k: int, dtype: str) -> int:
+    """K in the units the kernel's K step counts: values for f32/f64, dwords of packed K
+    (``ceil(K / P)``, P = 2 f16 or 4 int8 values per dword) for the dot kernels."""
+    p = DOT_PACK.get(dtype, 1)
+    return -(-k // p)
+
+
+def partial_bytes(dtype: str, esize: int) -> int:
+    """Bytes of one workspace partial: f32 (f16 products) or i32 (int8) for the dot kernels,
+    else the element size."""
+    return 4 if dtype in DOT_PACK else esize
 
 
 @dataclass(frozen=True)
@@ -138,8 +160,11 @@ class PlanCost:
 
 
 def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, int], k_step: int, split: int,
-             local: int, mode: str, board: Board, beta_nonzero: bool = True, batch: int = 0) -> PlanCost:
-    """Modeled time of a plan for a static ``m x n x k`` problem (see the module docstring)."""
+             local: int, mode: str, board: Board, beta_nonzero: bool = True, batch: int = 0,
+             c_esize: int = 0) -> PlanCost:
+    """Modeled time of a plan for a static ``m x n x k`` problem (see the module docstring).
+    ``esize``: bytes of an A/B element; ``c_esize``: of a C element (0: ``esize``); ``k_step``
+    in the kernel's K units (values, or dwords for f16/i8: :func:`k_units`)."""
     t = board.target
     var = variant(dtype, macro, k_step, board)
     tiles = math.ceil(m / macro[0]) * math.ceil(n / macro[1]) * max(1, batch)
@@ -147,7 +172,7 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
     W = tiles * split
     C = board.compute_units
     R = max(1, var.wgs_per_cu // max(1, local))
-    steps = math.ceil(k_per_split(k, split * local, k_step) / k_step)
+    steps = math.ceil(k_per_split(k_units(k, dtype), split * local, k_step) / k_step)
     v = valu_cycles(dtype, macro[0], k_step, board)
     w_simd = waves_per_wg / t.simds_per_cu
 
@@ -159,17 +184,23 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
     hz = board.engine_clock_mhz * 1e6
     bw = board.hbm_bytes_per_second
     launch = board.timing.launch_overhead_us * 1e-6
-    unique = (m * k + k * n + m * n * (1 + (1 if beta_nonzero and split == 1 else 0))) * esize * max(1, batch)
+    c_esize = c_esize or esize
+    part = partial_bytes(dtype, esize)
+    unique = ((m * k + k * n) * esize + m * n * c_esize * (1 + (1 if beta_nonzero and split == 1 else 0))) \
+        * max(1, batch)
     if split > 1 and mode == "workspace":
-        unique += split * m * n * esize  # partial tiles written
+        unique += split * m * n * part  # partial tiles written
     main = max(cycles / hz, unique / bw) + launch
     reduce = 0.0
     if split > 1:
-        eff = fitted().get("reduce_efficiency", 1.0)
-        if mode == "workspace":
-            moved = (split + 1 + (1 if beta_nonzero else 0)) * m * n * esize
+        fit = fitted()
+        eff = fit.get("reduce_efficiency", 1.0)
+        if dtype in DOT_PACK:
+            eff = fit.get("reduce_efficiency_dot", eff)
+        if mode == "workspace":  # S partials read, C written (and read when beta != 0)
+            moved = split * m * n * part + (1 + (1 if beta_nonzero else 0)) * m * n * c_esize
         else:  # scale kernel (read/write C) + one read-modify-write of C per slice
-            moved = (2 + 2 * split) * m * n * esize
+            moved = (2 + 2 * split) * m * n * c_esize
         reduce = moved / (bw * eff) + launch
     return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro)
 
@@ -196,21 +227,23 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
 
 def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_ns: tuple[int, ...], k_step: int,
            splits: tuple[int, ...], local: int, mode: str, board: Board, beta_nonzero: bool = True,
-           min_k_per_split: int = 0) -> tuple[PlanCost, list[PlanCost]]:
+           min_k_per_split: int = 0, c_esize: int = 0) -> tuple[PlanCost, list[PlanCost]]:
     """The cheapest plan over macro tile N in ``macro_ns`` and split S in ``splits`` (slices of at
-    least ``min_k_per_split`` K values, S = 1 always allowed), and every candidate; ties go to
-    the tile with fewer idle columns past N, then the larger tile, then the smaller S."""
+    least ``min_k_per_split`` K units, values or dwords of packed K for f16/i8 (:func:`k_units`),
+    S = 1 always allowed), and every candidate; ties go to the tile with fewer idle columns past
+    N, then the larger tile, then the smaller S."""
     cands = []
+    ku = k_units(k, dtype)
     for mn in macro_ns:
         for s in splits:
-            if s > 1 and len(splits) > 1 and k_per_split(k, s * local, k_step) < max(min_k_per_split, k_step):
+            if s > 1 and len(splits) > 1 and k_per_split(ku, s * local, k_step) < max(min_k_per_split, k_step):
                 continue  # (a single S given is the plan's: always a candidate)
             cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), k_step, s, local, mode, board,
-                                  beta_nonzero))
+                                  beta_nonzero, c_esize=c_esize))
     # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S
     best = min(cands, key=lambda c: (round(c.seconds, 12), -(-n // c.macro[1]) * c.macro[1] - n, -c.macro[1],
                                      c.split_k))
     return best, cands
 
 
-__all__ = ["PlanCost", "choose", "k_per_split", "plan_board", "Variant", "estimate", "fitted", "valu_cycles", "variant", "variant_key"]
+__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "partial_bytes", "plan_board", "Variant", "estimate", "fitted", "valu_cycles", "variant", "variant_key"]
