@@ -8,8 +8,13 @@
 launches on MI60 @ 1700 MHz (64 CUs): one workgroup per CU at K = 640 and K = 1280 (the
 slope gives the lone wave's cost per K step, the intercept the prologue/epilogue) and R
 workgroups per CU at K = 640 (the cost per step when waves compete).  It also fits the
-reduce kernel's share of the HBM bandwidth on one split plan.  Results are cached in
-build/plan_surrogate.  Every figure is **modeled** (the timing model is the reference here;
+reduce kernel's share of the HBM bandwidth on one split plan.  The f16 and int8 dot kernels
+(``DOT_VARIANTS``: C f32 / i32, K in dwords of packed K, so K = 640 and 1280 dwords are 1280 /
+2560 f16 and 2560 / 5120 int8 values) get their own variants and reduce share
+(``reduce_efficiency_dot``) from their own runs only; their error against the model and the
+automatic S against the model's best: ``benchmarks/dot_split_k_auto.py``.  Results are cached in
+build/plan_surrogate (``--fresh`` after a timing-model change; the whole fit takes about 5
+minutes on 2 cores).  Every figure is **modeled** (the timing model is the reference here;
 its own accuracy against the seed's measurements is benchmarks/timing_calibration.py's).
 
 ``report`` prints (a) the surrogate's error against the timing model for explicit plans on
