@@ -174,13 +174,7 @@ def test_a_schedules(ab, ct):
 
 
 @pytest.mark.parametrize("text, words", [
-    (source(50, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TT"').replace(
-        "memref<50x32xi8, strided<[32, 1]>>", "memref<32x50xi8, strided<[50, 1]>>"),
-     "layout TT: i8 with A stored K x M needs a static M and lda"),
-    (source(50, 64, 32, 32, 32, 64, "i8", "i32").replace('"NT"', '"TN"').replace(
-        "memref<50x32xi8, strided<[32, 1]>>", "memref<32x50xi8, strided<[50, 1]>>").replace(
-        "memref<64x32xi8, strided<[32, 1]>>", "memref<32x64xi8, strided<[64, 1]>>"),
-     "layout TN: i8 with A stored K x M needs a static M and lda"),
+    # (int8 TN/TT with M = lda = 50 compile now: A is copied first, tests/test_dot_transpose.py)
     (source(64, 64, 31, 31, 32, 64, "f16", "f32"), "lda=31: f16 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
     (source(64, 64, 32, 32, 32, 64, "i8", "f64"), "C of an i8 product is i32"),
