@@ -39,8 +39,9 @@ reduce or scale kernel and each launch) with per-kernel facts fitted to the timi
 (``benchmarks/plan_surrogate.py``, which prints its error against the model).  The board
 is ``gpu`` (``mi50``, ``mi60``; default: the target's smallest product, MI50) with ``cus``
 CUs.  Candidates: S = 1 .. MAX_AUTO_SPLIT with at least MIN_K_PER_SPLIT values of K per
-slice (for f16/int8: dwords of packed K, 2 or 4 values each); the cheapest wins, ties go to
-the smaller S.  Sizes known only at launch, batched GEMMs and the lds strategy are not split
+slice (f16/int8 too: 128 or 64 dwords of packed K, 8 or 4 K steps; the surrogate follows the
+timing model there, e.g. int8 1024^3 at S = 2, 74 vs 68.6 us modeled); the cheapest wins,
+ties go to the smaller S.  Sizes known only at launch, batched GEMMs and the lds strategy are not split
 automatically (S = 1).
 
 The f16 and int8 dot kernels (``passes/gemm_to_gcn_dot.py``, workspace mode: f32/i32
@@ -78,9 +79,8 @@ from vlpc.targets import Target, TargetError, get_target
 MODES = ("workspace", "atomic")
 #: Largest S the automatic choice considers.
 MAX_AUTO_SPLIT = 32
-#: Smallest slice of K the automatic choice gives a workgroup (16 K steps of 16; in dwords of
-#: packed K for f16/int8): below that the loop's prologue and the partial tile's store are not
-#: paid back.
+#: Smallest slice of K (values) the automatic choice gives a workgroup (16 f32 K steps of 16):
+#: below that the loop's prologue and the partial tile's store are not paid back.
 MIN_K_PER_SPLIT = 256
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
              target: Target, cus: int, gpu: str = "") -> PlanCost:

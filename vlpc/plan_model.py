@@ -229,14 +229,15 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
            splits: tuple[int, ...], local: int, mode: str, board: Board, beta_nonzero: bool = True,
            min_k_per_split: int = 0, c_esize: int = 0) -> tuple[PlanCost, list[PlanCost]]:
     """The cheapest plan over macro tile N in ``macro_ns`` and split S in ``splits`` (slices of at
-    least ``min_k_per_split`` K units, values or dwords of packed K for f16/i8 (:func:`k_units`),
-    S = 1 always allowed), and every candidate; ties go to the tile with fewer idle columns past
-    N, then the larger tile, then the smaller S."""
+    least ``min_k_per_split`` values of K and one K step; for f16/i8 a slice is whole dwords of
+    packed K, :func:`k_units`, 2 or 4 values each), S = 1 always allowed, and every candidate;
+    ties go to the tile with fewer idle columns past N, then the larger tile, then the smaller S."""
     cands = []
-    ku = k_units(k, dtype)
+    ku, pack = k_units(k, dtype), DOT_PACK.get(dtype, 1)
     for mn in macro_ns:
         for s in splits:
-            if s > 1 and len(splits) > 1 and k_per_split(ku, s * local, k_step) < max(min_k_per_split, k_step):
+            if s > 1 and len(splits) > 1 and \
+                    k_per_split(ku, s * local, k_step) * pack < max(min_k_per_split, k_step * pack):
                 continue  # (a single S given is the plan's: always a candidate)
             cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), k_step, s, local, mode, board,
                                   beta_nonzero, c_esize=c_esize))
