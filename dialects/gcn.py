@@ -1596,3 +1596,14 @@ GlobalLoadUbyteD16HiOp = _table_op(
 
 # the dialect again, so that the operations of this section are registered too
 GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
+
+
+# ---- LDS atomics (the decode GEMV's int8 reduction, passes/gemm_to_gcn_dot.py) ----
+
+DsAddU32Op = _table_op(
+    DsWriteBase, "ds_add_u32",
+    "``ds_add_u32 vaddr, vdata offset:imm``: LDS[vaddr + offset] += vdata (32-bit wrapping "
+    "add, no value returned; counts in lgkmcnt as a ds_write).",
+)
+
+GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])

@@ -226,16 +226,19 @@ def test_gemv_k_major_batches():
 @pytest.mark.parametrize("m, ab, ct", [(16, "i8", "i32"), (11, "f16", "f32"), (16, "f16", "f16")])
 def test_gemv_parallel_local_reduction(m, ab, ct):
     """The decode GEMV's 16 wavefront groups sum their partial rows through LDS in one pass:
-    every group writes its M rows (16 x M x 64 lanes x 4 bytes of LDS), one barrier, group
-    j < M adds row j's 16 partials and stores row j itself (one store in the kernel; groups
-    j >= M branch to the end).  Results against the reference; beta = 0 over a NaN C."""
+    f16, every group writes its M rows (16 x M x 64 lanes x 4 bytes of LDS), one barrier,
+    group j < M adds row j's 16 partials; int8, every group adds its rows into M zeroed rows
+    (ds_add_u32), a barrier, group j reads row j.  Group j stores row j itself (one store in
+    the kernel; groups j >= M branch to the end).  Results against the reference; beta = 0
+    over a NaN C."""
     p = 2 if ab == "f16" else 4
     k = 16 * 16 * p * 2 + p - 1  # two K steps for each of the 16 groups, and p - 1 values left over
     n, ld = 128, k + 1 + (p - (k + 1) % p) % p
     kern = vlpc.compile(source(m, n, k, ld, ld, n, ab, ct)).kernel("g")
     assert kern.local_split == 16
-    assert kern.asm.count("s_barrier") == 1
-    assert f".amdhsa_group_segment_fixed_size {16 * m * 64 * 4}" in kern.asm
+    groups = 1 if ab == "i8" else 16  # LDS rows per row of C
+    assert kern.asm.count("s_barrier") == (2 if ab == "i8" else 1)
+    assert f".amdhsa_group_segment_fixed_size {groups * m * 64 * 4}" in kern.asm
     assert kern.asm.count("global_store") == 1 and "s_cbranch_scc0 .Lg_groups_done" in kern.asm
     run_case(kern, m, n, k, ld, ld, n, ab, ct, 1 if ab == "i8" else 0.5, 0 if ab == "i8" else 0.0, local=16,
              c=None if ab == "i8" else np.full((m, n), np.nan, NP[ct]))

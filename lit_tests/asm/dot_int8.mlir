@@ -11,6 +11,8 @@ func.func @q(%x: memref<4x2051xi8, strided<[2052, 1]>>, %w: memref<256x2051xi8, 
 }
 
 // CHECK: ; kernel q: macro tile 4x64, k-step 16, 1024 work-items per workgroup
+// CHECK: ds_write_b32 {{.*}}; zero the group's row of the sums
+// CHECK: s_barrier
 // CHECK: .Lq_k_loop:
 // CHECK-NOT: v_fma
 // CHECK: v_dot4_i32_i8 v[[ACC:[0-9]+]], v{{[0-9]+}}, s{{[0-9]+}}, v[[ACC]]
@@ -21,11 +23,11 @@ func.func @q(%x: memref<4x2051xi8, strided<[2052, 1]>>, %w: memref<256x2051xi8, 
 // CHECK: global_load_ubyte v{{[0-9]+}}, v{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}] ; B[n, k]
 // CHECK: v_dot4_i32_i8
 // CHECK: s_cbranch_scc1 .Lq_k_left
-// Partial sums of the wavefront groups: integer adds.
-// CHECK: ds_write_b32
+// Partial sums of the wavefront groups: integer adds into the LDS rows zeroed before the
+// K loop, one barrier, group g reads row g.
+// CHECK: ds_add_u32
 // CHECK: s_barrier
-// CHECK: ds_read_b32
-// CHECK: v_add_u32
+// CHECK: ds_read_b32 {{.*}}; the sum of row g
 // i32 epilogue: alpha * acc + beta * C with integer multiplies (two's complement wrap).
 // CHECK: v_mul_lo_u32
 // CHECK: v_mul_lo_u32
