@@ -103,3 +103,19 @@ def test_gemv_row_per_group_epilogues(m, ab, ct, epi):
     p = 2 if ab == "f16" else 4
     k = 16 * 16 * p + 1
     run_epilogue_case(m, 128, k, ld_of(k, p), 128, ab, ct, epi, 0.75, 0.5)
+
+
+@pytest.mark.parametrize("ab, ct", [("i8", "i32"), ("f16", "f16")])
+def test_gemv_uneven_slices(ab, ct):
+    """K dwords not a multiple of 16 groups x the K step (as at K = 11008): slices of 24 dwords,
+    the last non-empty one shorter, the last groups empty (they add zero partial rows); the
+    slice lengths are computed in the kernel, so the loop is not peeled."""
+    m, n, p = 16, 64, 2 if ab == "f16" else 4
+    k = p * 261 + p - 1  # 261 dwords: 10 groups of 24, one of 21, five empty; p - 1 values left over
+    ld = ld_of(k, p)
+    kern = vlpc.compile(source(m, n, k, ld, ld, n, ab, ct)).kernel("g")
+    assert (kern.local_split, kern.launch_info["k_step"]) == (16, 8)
+    assert ("ds_add_u32" in kern.asm) == (ab == "i8")
+    nan_c = np.full((m, n), np.nan, NP[ct]) if ct != "i32" else None
+    run_case(kern, m, n, k, ld, ld, n, ab, ct, 1 if ab == "i8" else 1.0, 0 if ab == "i8" else 0.0, local=16, c=nan_c)
+    run_case(kern, m, n, k, ld, ld, n, ab, ct, 5 if ab == "i8" else -0.5, -1 if ab == "i8" else 2.0, seed=9, local=16)
