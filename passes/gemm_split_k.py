@@ -49,8 +49,9 @@ partials of 4 bytes) are chosen the same way, on surrogate variants fitted to th
 model's dot kernels only (error against the model on shapes outside the fit:
 ``benchmarks/dot_split_k_auto.py``, README).  Their decode GEMV plan (M = 1..16, K split
 over the wavefront groups of a workgroup) keeps S = 1: the timing model runs S = 2 and 4
-slower for 1x4096x4096 and 16x4096x4096 (e.g. f16 16x4096x4096 50.5 us at S = 1, 58.8 at
-S = 2, 70.4 at S = 4; MI60, modeled), and the surrogate is not fitted to local splits.
+slower for 1x4096x4096 and 16x4096x4096, f16 and int8 (e.g. f16 16x4096x4096 46.8 us at
+S = 1, 52.6 at S = 2, 56.3 at S = 4; MI60, modeled; ``benchmarks/dot_split_k_auto.py c``),
+and the surrogate is not fitted to local splits.
 
 The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
 ``k_per_split``, ``grid``) and ``vlpc compile --print-plan`` prints it, with the
