@@ -61,8 +61,8 @@ Split-K across workgroups (``split-k=S``, workspace mode only): workgroup z comp
 z and stores its raw f32 (f16 inputs) or i32 (int8) partial tile into slice z of a workspace
 of S x M x ldc x 4 bytes (the last kernel argument); ``<name>_reduce`` sums the S partials of
 each element in slice order and applies the output above (dequantization, alpha = 0 and beta
-= 0 rules included).  ``gemm-split-k``'s automatic choice keeps S = 1 for these types (the
-plan surrogate is fitted to the f32/f64 kernels).  A split of K across the wavefront groups
+= 0 rules included).  ``gemm-split-k`` chooses S by modeled time for these kernels too (plan
+surrogate variants fitted to the timing model's dot kernels; the decode GEMV keeps S = 1).  A split of K across the wavefront groups
 of a workgroup (``local-split``) reduces through LDS (:meth:`DotKernelBuilder._local_reduce`):
 the decode GEMV plan (M = 1..16) uses it.
 
