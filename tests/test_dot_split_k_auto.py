@@ -79,6 +79,10 @@ def test_skinny_shapes_split_by_the_fitted_dot_variants(m, n, k, ab, ct):
     assert f"{ab} 32x256 k16" in fit["variants"] and 0 < fit["reduce_efficiency_dot"] <= 1
     kern = vlpc.compile(source(m, n, k, k, k, n, ab, ct)).kernel("g")
     li = kern.launch_info
+    # the estimate uses the dot kernel's own fitted variant (not the f32 one of the same tile)
+    v = plan_model.variant(ab, (li["macro_m"], li["macro_n"]), 16, plan_model.plan_board("gfx906"))
+    own = fit["variants"][f"{ab} {li['macro_m']}x{li['macro_n']} k16"]
+    assert (v.fixed, v.latency, v.wgs_per_cu) == (own["fixed"], own["latency"], own["wgs_per_cu"])
     best, cands = modeled_best(m, n, k, ab, ct, (li["macro_m"], li["macro_n"]))
     one = next(c for c in cands if c.split_k == 1)
     assert kern.split_k == best.split_k > 1 and kern.split_mode == "workspace"
