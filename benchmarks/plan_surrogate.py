@@ -119,10 +119,36 @@ def run(job):
                  "error": r.error}
 
 
+def code_version() -> str:
+    """A hash of the contents of vlpc's Python sources (the kernels, the emulator, the timing
+    model and its parameters): cached runs from other code are dropped (plan_model.json, which
+    the fit writes, is not part of it)."""
+    import hashlib
+    import importlib.util
+
+    h = hashlib.sha256()
+    dirs = set()
+    for name in ("vlpc", "vlpc.dialects", "vlpc.passes", "vlpc.runtime"):
+        spec = importlib.util.find_spec(name)
+        dirs.update(spec.submodule_search_locations or [])
+    for d in sorted(dirs):
+        for root, subdirs, files in os.walk(d):
+            subdirs[:] = sorted(x for x in subdirs if x != "__pycache__")
+            for f in sorted(x for x in files if x.endswith(".py")):
+                h.update(f.encode() + b"\0" + Path(root, f).read_bytes())
+    return h.hexdigest()[:16]
+
+
 def run_all(jobs: list, procs: int) -> dict:
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / "runs.json"
     cache = json.loads(path.read_text()) if path.exists() else {}
+    version = code_version()
+    if cache and cache.get("_code") != version:
+        print(f"plan_surrogate: cached runs are from other code ({cache.get('_code')} != {version}): "
+              "running them again", file=sys.stderr)
+        cache = {}
+    cache["_code"] = version
     todo = [j for j in jobs if j[0] not in cache]
     if todo:
         from tqdm import tqdm
