@@ -13,7 +13,8 @@ reduce kernel's share of the HBM bandwidth on one split plan.  The f16 and int8 
 2560 f16 and 2560 / 5120 int8 values) get their own variants and reduce share
 (``reduce_efficiency_dot``) from their own runs only; their error against the model and the
 automatic S against the model's best: ``benchmarks/dot_split_k_auto.py``.  Results are cached in
-build/plan_surrogate (``--fresh`` after a timing-model change; the whole fit takes about 5
+build/plan_surrogate, stamped with a hash of vlpc's Python sources (:func:`code_version`):
+runs from other code are run again (``--fresh`` forces it; the whole fit takes about 5
 minutes on 2 cores).  Every figure is **modeled** (the timing model is the reference here;
 its own accuracy against the seed's measurements is benchmarks/timing_calibration.py's).
 
