@@ -24,6 +24,66 @@ from vlpc.runtime import get_device, load_code_object
 U32 = 2.0 ** -24
 U16 = 2.0 ** -11
 
+#: alpha/beta type of each A/B element type (int8 -> i32; f16 and dequantized int8 take f32).
+SCALAR = {"f16": "f32", "i8": "i32"}
+#: NumPy type of each element type.
+NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
+
+
+def memref(rows, cols, ld, t: str) -> str:
+    """``memref<rows x cols x t, strided<[ld, 1]>>``; a ``None`` size or ``ld`` is ``?`` (given at launch)."""
+    dims = "x".join("?" if x is None else str(x) for x in (rows, cols))
+    return f"memref<{dims}x{t}, strided<[{'?' if ld is None else ld}, 1]>>"
+
+
+def batch_memref(nb: int, rows: int, cols: int, ld: int, stride: int, t: str) -> str:
+    """A strided batch of ``nb`` matrices: ``memref<nb x rows x cols x t, strided<[stride, ld, 1]>>``."""
+    return f"memref<{nb}x{rows}x{cols}x{t}, strided<[{stride}, {ld}, 1]>>"
+
+
+def source(m, n, k, lda, ldb, ldc, ab: str = "f16", ct: str = "f32") -> str:
+    """``func.func @g`` with one NT ``gemm.matmul``: A M x K and B N x K of ``ab``, C M x N of
+    ``ct``, alpha/beta of ``SCALAR[ab]``; ``None`` sizes or leading dimensions are ``?``."""
+    ta, tb, tc = memref(m, k, lda, ab), memref(n, k, ldb, ab), memref(m, n, ldc, ct)
+    s = SCALAR[ab]
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
+            "  func.return\n}\n")
+
+
+def operands(m: int, n: int, k: int, ab: str, ct: str, rng: np.random.Generator):
+    """Random A (M x K), B (N x K), C (M x N) and the padding of A/B and of C:
+    int8 uniform over [-128, 127] with i32 C over all 32-bit values (padding -77 and
+    -0x5A5A5A5A); f16 standard normal with C of ``ct`` (padding NaN)."""
+    if ab == "i8":
+        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+        c = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)
+        return a, b, c, np.int8(-77), np.int32(-0x5A5A5A5A)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = rng.standard_normal((m, n)).astype(NP[ct])
+    return a, b, c, np.nan, np.nan
+
+
+def f16_batch(nb: int, m: int, n: int, k: int, c_type, rng: np.random.Generator):
+    """Standard normal A (nb x M x K) and B (nb x N x K) in f16 and C (nb x M x N) of ``c_type``,
+    drawn in that order."""
+    a = rng.standard_normal((nb, m, k)).astype(np.float16)
+    b = rng.standard_normal((nb, n, k)).astype(np.float16)
+    return a, b, rng.standard_normal((nb, m, n)).astype(c_type)
+
+
+def flat_batch(x: np.ndarray, ld: int, stride: int, pad=np.nan) -> np.ndarray:
+    """The matrices of the 3-D ``x`` (batch, rows, cols) in one exactly sized flat buffer:
+    matrix z starts at ``z * stride``, its rows ``ld`` apart; every gap holds ``pad``."""
+    nb, rows, cols = x.shape
+    f = np.full((nb - 1) * stride + (rows - 1) * ld + cols, pad, x.dtype)
+    for z in range(nb):
+        for i in range(rows):
+            f[z * stride + i * ld:z * stride + i * ld + cols] = x[z, i]
+    return f
+
 
 def gamma(n: int, u: float) -> float:
     return n * u / (1 - n * u)

@@ -24,7 +24,7 @@ from vlpc.errors import VlpcError
 from vlpc.runtime import get_device, load_code_object
 from vlpc.verify import Problem, kernel_arguments
 
-from dot_support import assert_close, exact, pad_mask, reference, rows_of
+from dot_support import assert_close, batch_memref, exact, f16_batch, flat_batch, pad_mask, reference, rows_of
 
 U32, U16, TINY = 2.0 ** -24, 2.0 ** -11, 2.0 ** -126
 NP = {"f16": np.float16, "f32": np.float32, "i8": np.int8}
@@ -189,27 +189,16 @@ def test_f16_gelu_strided_batch():
     gaps between the matrices NaN and kept."""
     nb, m, n, k, ld = 2, 20, 70, 13, 14
     sa, sb, sc = m * ld + 6, n * ld + 2, m * n + 5
-
-    def t(r, c, ld_, s_, ty):
-        return f"memref<{nb}x{r}x{c}x{ty}, strided<[{s_}, {ld_}, 1]>>"
-    ta, tb, tc = t(m, k, ld, sa, "f16"), t(n, k, ld, sb, "f16"), t(m, n, n, sc, "f16")
+    ta, tb = batch_memref(nb, m, k, ld, sa, "f16"), batch_memref(nb, n, k, ld, sb, "f16")
+    tc = batch_memref(nb, m, n, n, sc, "f16")
     kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %v: memref<{m}xf16>) {{\n"
                         f"  gemm.matmul %a, %b, %c, %alpha, %beta bias(%v : memref<{m}xf16>) "
                         f"{{layout = \"NT\", epilogue = [\"bias_row\", \"gelu\"]}} : {ta}, {tb}, {tc}, f32, f32\n"
                         "  func.return\n}\n").kernel("g")
     rng = np.random.default_rng(8)
-    a = rng.standard_normal((nb, m, k)).astype(np.float16)
-    b = rng.standard_normal((nb, n, k)).astype(np.float16)
-    c = rng.standard_normal((nb, m, n)).astype(np.float16)
+    a, b, c = f16_batch(nb, m, n, k, np.float16, rng)
     bias = rng.standard_normal(m).astype(np.float16)
-
-    def flat(x, ld_, s_):
-        f = np.full((nb - 1) * s_ + (x.shape[1] - 1) * ld_ + x.shape[2], np.nan, x.dtype)
-        for z in range(nb):
-            for i in range(x.shape[1]):
-                f[z * s_ + i * ld_:z * s_ + i * ld_ + x.shape[2]] = x[z, i]
-        return f
-    host = {"A": flat(a, ld, sa), "B": flat(b, ld, sb), "C": flat(c, n, sc), "bias": bias}
+    host = {"A": flat_batch(a, ld, sa), "B": flat_batch(b, ld, sb), "C": flat_batch(c, n, sc), "bias": bias}
     p = Problem(m, n, k, ld, ld, n, batch=nb, stride_a=sa, stride_b=sb, stride_c=sc)
     out = launch(kern, host, p, 0.5, 1.25)
     gaps = np.ones(out.size, bool)

@@ -14,34 +14,8 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import assert_close, exact, launch_dot, pad_mask, reference, rows_of
-
-SCALAR = {"f16": "f32", "i8": "i32"}
-NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
-
-
-def source(m, n, k, lda, ldb, ldc, ab="f16", ct="f32", batch=None) -> str:
-    def mt(rows, cols, ld, t):
-        dims = "x".join("?" if x is None else str(x) for x in (rows, cols))
-        lds = "?" if ld is None else str(ld)
-        return f"memref<{dims}x{t}, strided<[{lds}, 1]>>"
-    ta, tb, tc = mt(m, k, lda, ab), mt(n, k, ldb, ab), mt(m, n, ldc, ct)
-    s = SCALAR[ab]
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
-            "  func.return\n}\n")
-
-
-def operands(m, n, k, ab, ct, rng):
-    if ab == "i8":
-        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
-        b = rng.integers(-128, 128, (n, k)).astype(np.int8)
-        c = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)
-        return a, b, c, np.int8(-77), np.int32(-0x5A5A5A5A)
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    b = rng.standard_normal((n, k)).astype(np.float16)
-    c = rng.standard_normal((m, n)).astype(NP[ct])
-    return a, b, c, np.nan, np.nan
+from dot_support import (NP, SCALAR, assert_close, batch_memref, exact, f16_batch, flat_batch, launch_dot,
+                         memref, operands, pad_mask, reference, rows_of, source)
 
 
 def run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, alpha, beta, seed=0, a=None, b=None, c=None, local=1):
@@ -328,26 +302,15 @@ def test_f16_strided_batch():
     """A strided batch (3-D memrefs, batch index = workgroup id z), gaps between matrices NaN."""
     nb, m, n, k, lda, ldb = 3, 20, 70, 13, 14, 14
     sa, sb, sc = m * lda + 6, n * ldb + 2, m * n + 5
-
-    def t(r, c, ld, s, ty):
-        return f"memref<{nb}x{r}x{c}x{ty}, strided<[{s}, {ld}, 1]>>"
-    ta, tb, tc = t(m, k, lda, sa, "f16"), t(n, k, ldb, sb, "f16"), t(m, n, n, sc, "f32")
+    ta, tb = batch_memref(nb, m, k, lda, sa, "f16"), batch_memref(nb, n, k, ldb, sb, "f16")
+    tc = batch_memref(nb, m, n, n, sc, "f32")
     kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32) {{\n"
                         f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, f32, f32\n"
                         "  func.return\n}\n").kernel("g")
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((nb, m, k)).astype(np.float16)
-    b = rng.standard_normal((nb, n, k)).astype(np.float16)
-    c = rng.standard_normal((nb, m, n)).astype(np.float32)
-
-    def flat(x, ld, s):
-        f = np.full((nb - 1) * s + (x.shape[1] - 1) * ld + x.shape[2], np.nan, x.dtype)
-        for z in range(nb):
-            for i in range(x.shape[1]):
-                f[z * s + i * ld:z * s + i * ld + x.shape[2]] = x[z, i]
-        return f
-    cf = flat(c, n, sc)
-    out, _ = launch_dot(kern, flat(a, lda, sa), flat(b, ldb, sb), cf, 1.25, -0.5, m, n, k, lda, ldb, n,
+    a, b, c = f16_batch(nb, m, n, k, np.float32, rng)
+    cf = flat_batch(c, n, sc)
+    out, _ = launch_dot(kern, flat_batch(a, lda, sa), flat_batch(b, ldb, sb), cf, 1.25, -0.5, m, n, k, lda, ldb, n,
                         batch=nb, strides=(sa, sb, sc))
     for z in range(nb):
         exp, bound = reference(a[z], b[z], c[z], 1.25, -0.5)
@@ -562,10 +525,7 @@ def test_dequant_needs_its_scales():
 
 
 def nn_source(m, n, k, lda, ldb, ldc, ct="f32", ab="f16"):
-    def mt(rows, cols, ld, t):
-        dims = "x".join("?" if x is None else str(x) for x in (rows, cols))
-        return f"memref<{dims}x{t}, strided<[{'?' if ld is None else ld}, 1]>>"
-    ta, tb, tc = mt(m, k, lda, ab), mt(k, n, ldb, ab), mt(m, n, ldc, ct)
+    ta, tb, tc = memref(m, k, lda, ab), memref(k, n, ldb, ab), memref(m, n, ldc, ct)
     s = SCALAR[ab]
     return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
             f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NN\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
@@ -625,11 +585,9 @@ def test_i8_nn_layout(m, n, k, lda, ldb, ldc, sizes_at_launch):
 
 
 def t_source(layout, m, n, k, lda, ldb, ldc, ct="f32", ab="f16"):
-    def mt(rows, cols, ld, t):
-        return f"memref<{rows}x{cols}x{t}, strided<[{ld}, 1]>>"
-    ta = mt(k, m, lda, ab)  # A stored K x M
-    tb = mt(n, k, ldb, ab) if layout[1] == "T" else mt(k, n, ldb, ab)
-    tc = mt(m, n, ldc, ct)
+    ta = memref(k, m, lda, ab)  # A stored K x M
+    tb = memref(n, k, ldb, ab) if layout[1] == "T" else memref(k, n, ldb, ab)
+    tc = memref(m, n, ldc, ct)
     sc = SCALAR[ab] if ct != "f32" or ab != "i8" else "f32"
     return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {sc}, %beta: {sc}) {{\n"
             f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {sc}, {sc}\n"
@@ -732,10 +690,8 @@ def test_i8_a_stored_k_by_m_batch_and_dequant():
     matrices) exact per batch; and W8A8 dequantization (scales, C f32) with A stored K x M
     against float64 math on the exact int32 sums (tests/dot_support.py bound)."""
     nb, m, n, k, lda, ldb, sa, sb, sc = 3, 36, 70, 45, 40, 48, 45 * 40 + 8, 70 * 48 + 4, 36 * 70 + 5
-
-    def t(r, c, ld, st, ty):
-        return f"memref<{nb}x{r}x{c}x{ty}, strided<[{st}, {ld}, 1]>>"
-    ta, tb, tc = t(k, m, lda, sa, "i8"), t(n, k, ldb, sb, "i8"), t(m, n, n, sc, "i32")
+    ta, tb = batch_memref(nb, k, m, lda, sa, "i8"), batch_memref(nb, n, k, ldb, sb, "i8")
+    tc = batch_memref(nb, m, n, n, sc, "i32")
     # (the rule copies A first: tests/test_dot_transpose.py)
     kern = vlpc.compile(f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: i32, %beta: i32) {{\n"
                         f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"TT\"}} : {ta}, {tb}, {tc}, i32, i32\n"
@@ -746,14 +702,8 @@ def test_i8_a_stored_k_by_m_batch_and_dequant():
     b = rng.integers(-128, 128, (nb, n, k)).astype(np.int8)
     c = rng.integers(-2**31, 2**31, (nb, m, n)).astype(np.int32)
 
-    def flat(x, ld, st, pad):
-        f = np.full((nb - 1) * st + (x.shape[1] - 1) * ld + x.shape[2], pad, x.dtype)
-        for z in range(nb):
-            for i in range(x.shape[1]):
-                f[z * st + i * ld:z * st + i * ld + x.shape[2]] = x[z, i]
-        return f
-    cf = flat(c, n, sc, np.int32(0x5A5A5A5A))
-    out, _ = launch_dot(kern, flat(at, lda, sa, np.int8(-77)), flat(b, ldb, sb, np.int8(-77)), cf, -3, 2,
+    cf = flat_batch(c, n, sc, np.int32(0x5A5A5A5A))
+    out, _ = launch_dot(kern, flat_batch(at, lda, sa, np.int8(-77)), flat_batch(b, ldb, sb, np.int8(-77)), cf, -3, 2,
                         m, n, k, lda, ldb, n, batch=nb, strides=(sa, sb, sc))
     for z in range(nb):
         exp, _ = reference(at[z].T.copy(), b[z], c[z], -3, 2)

@@ -16,30 +16,7 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import assert_close, exact, launch_dot, reference, rows_of
-
-SCALAR = {"f16": "f32", "i8": "i32"}
-
-
-def source(m, n, k, lda, ldb, ldc, ab="f16", ct="f32") -> str:
-    ta = f"memref<{m}x{k}x{ab}, strided<[{lda}, 1]>>"
-    tb = f"memref<{n}x{k}x{ab}, strided<[{ldb}, 1]>>"
-    tc = f"memref<{m}x{n}x{ct}, strided<[{ldc}, 1]>>"
-    s = SCALAR[ab]
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
-            "  func.return\n}\n")
-
-
-def operands(m, n, k, ab, ct, rng):
-    if ab == "i8":
-        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
-        b = rng.integers(-128, 128, (n, k)).astype(np.int8)
-        c = rng.integers(-2**31, 2**31, (m, n)).astype(np.int32)
-        return a, b, c
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    b = rng.standard_normal((n, k)).astype(np.float16)
-    return a, b, rng.standard_normal((m, n)).astype(np.float16 if ct == "f16" else np.float32)
+from dot_support import assert_close, exact, launch_dot, operands, reference, rows_of, source
 
 
 def check(kern, m, n, k, lda, ldb, ldc, ab, a, b, c, alpha, beta):
@@ -102,7 +79,7 @@ def test_skinny_shapes_split_by_the_fitted_dot_variants(m, n, k, ab, ct):
 def test_auto_split_plan_matches_numpy(m, n, k, lda, ldc, ab, ct):
     kern = vlpc.compile(source(m, n, k, lda, lda, ldc, ab, ct)).kernel("g")
     assert kern.split_k > 1 and kern.split_mode == "workspace" and kern.local_split == 1
-    a, b, c = operands(m, n, k, ab, ct, np.random.default_rng(7))
+    a, b, c, _, _ = operands(m, n, k, ab, ct, np.random.default_rng(7))
     alpha, beta = (3, -2) if ab == "i8" else (0.75, -1.25)
     check(kern, m, n, k, lda, lda, ldc, ab, a, b, c, alpha, beta)
 
@@ -114,12 +91,12 @@ def test_auto_split_blas_rules(ab, ct):
     m, n, k, lda, ldc = 32, 64, 4095 if ab == "f16" else 8190, 8200, 64
     kern = vlpc.compile(source(m, n, k, lda, lda, ldc, ab, ct)).kernel("g")
     assert kern.split_k > 1
-    a, b, c = operands(m, n, k, ab, ct, np.random.default_rng(11))
+    a, b, c, _, _ = operands(m, n, k, ab, ct, np.random.default_rng(11))
     if ab == "f16":
         a[3, 100], b[5, 4000], a[31, 0] = np.nan, np.inf, -np.inf
         got = check(kern, m, n, k, lda, lda, ldc, ab, a, b, c, 0.0, 0.5)
         assert np.isfinite(got).all()
-        a, b, c = operands(m, n, k, ab, ct, np.random.default_rng(12))
+        a, b, c, _, _ = operands(m, n, k, ab, ct, np.random.default_rng(12))
         got = check(kern, m, n, k, lda, lda, ldc, ab, a, b, np.full((m, n), np.nan, np.float32), 1.5, 0.0)
         assert np.isfinite(got).all()
     else:

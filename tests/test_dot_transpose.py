@@ -12,10 +12,8 @@ import pytest
 import vlpc
 from vlpc.runtime import get_device, load_code_object
 
-from dot_support import assert_close, exact, launch_dot, pad_mask, reference, rows_of
+from dot_support import NP, assert_close, exact, flat_batch, launch_dot, pad_mask, reference, rows_of
 
-SCALAR = {"f16": "f32", "i8": "i32"}
-NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
 PAD = {"f16": np.float16(np.nan), "i8": np.int8(-77), "f32": np.float32(np.nan), "i32": np.int32(0x5A5A5A5A)}
 
 
@@ -179,16 +177,9 @@ def test_transpose_plan_batch(layout, ab, ct, dynamic):
     assert kern.plan(m, n, k, nb)[0].grid == (1, 1, nb)
     rng = np.random.default_rng(23)
     at, b, c = operands(layout, m, n, k, ab, ct, rng, nb)
-
-    def flat(x, ld, st, pad):
-        f = np.full((nb - 1) * st + (x.shape[1] - 1) * ld + x.shape[2], pad, x.dtype)
-        for z in range(nb):
-            for i in range(x.shape[1]):
-                f[z * st + i * ld:z * st + i * ld + x.shape[2]] = x[z, i]
-        return f
-    cf = flat(c, ldc, sc, PAD[ct])
+    cf = flat_batch(c, ldc, sc, PAD[ct])
     alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
-    out, _ = launch_dot(kern, flat(at, lda, sa, PAD[ab]), flat(b, ldb, sb, PAD[ab]), cf, alpha, beta,
+    out, _ = launch_dot(kern, flat_batch(at, lda, sa, PAD[ab]), flat_batch(b, ldb, sb, PAD[ab]), cf, alpha, beta,
                         m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
     gaps = np.ones(cf.size, bool)
     for z in range(nb):
