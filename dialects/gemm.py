@@ -222,7 +222,8 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
         for name, ld in k_rows:
             if ld > 0 and ld % pack:
                 out.append(f"{name}={ld}: {dtype} rows and matrices must start on 4-byte boundaries for the dot "
-                           f"kernels' packed loads ({name} a multiple of {pack})")
+                           f"kernels' packed loads ({name} a multiple of {pack}: pad the rows, e.g. "
+                           f"{name}={-(-ld // pack) * pack})")
     a_rows, a_cols = (m, k) if layout[0] == "N" else (k, m)
     b_rows, b_cols = (k, n) if layout[1] == "N" else (n, k)
     for name, rows, cols, ld in (("A", a_rows, a_cols, lda), ("B", b_rows, b_cols, ldb), ("C", m, n, ldc)):
@@ -397,8 +398,11 @@ class MatmulOp(IRDLOperation):
                 f"{elt} and C {types[2].element_type})")
         allowed_c = ("f32", "f16") if dequant else DOT_C_TYPES.get(a_name, (a_name,))
         if c_name not in allowed_c:
-            raise VerifyException(f"element types differ: A is {elt} but C is {types[2].element_type}"
-                                  + (f" (C of an {a_name} product is {' or '.join(allowed_c)})" if a_name in DOT_PACK else ""))
+            if a_name in DOT_PACK:  # C i8 for A i8 is not "types differ": name what C may be
+                raise VerifyException(f"C of an {a_name} product is {' or '.join(allowed_c)}"
+                                      + (" (or f32 / f16 dequantized by scales(...))" if a_name == "i8" else "")
+                                      + f", got {types[2].element_type}")
+            raise VerifyException(f"element types differ: A is {elt} but C is {types[2].element_type}")
         scalar = "f32" if dequant else DOT_SCALAR_TYPES.get(a_name, a_name)
         for name, v in (("alpha", self.alpha), ("beta", self.beta)):
             if type_name(v.type) != scalar:

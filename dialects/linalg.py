@@ -14,6 +14,12 @@ superset of it:
   (B stored N x K), the named ops of MLIR 19 and earlier.
 * ``linalg.batch_matmul`` (``[batch, M, K] x [batch, K, N]``), optionally with
   ``indexing_maps``, so that it can be parsed and refused with a located reason.
+* Mixed element types in the named products (``linalg.matmul ins(%a, %b : memref<..xf16>,
+  memref<..xf16>) outs(%c : memref<..xf32>)``, i8 x i8 -> i32): the body casts each input to
+  the output's element type first, as upstream MLIR's named ops do by default
+  (``cast_signed``: ``arith.extf``/``arith.truncf`` between floats, ``arith.extsi``/
+  ``arith.trunci`` between integers, ``arith.sitofp``/``arith.fptosi`` across); xDSL's own body
+  multiplies the inputs as they are, which does not verify.
 
 Every other operation is xDSL's own class (``xdsl.dialects.linalg``), so this
 dialect is a drop-in replacement for xDSL's ``Linalg`` in a :class:`~xdsl.context.Context`.
@@ -28,7 +34,9 @@ from typing import ClassVar
 
 from xdsl.dialects.linalg import Linalg as XdslLinalg
 from xdsl.dialects.linalg import abstract_ops, attrs, ops
-from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, IntegerType
 from xdsl.ir import Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import irdl_op_definition, opt_prop_def
@@ -73,9 +81,46 @@ def _print_leading_indexing_maps(printer: Printer, maps: ArrayAttr, default: Seq
         printer.print_attribute(maps)
 
 
+def _cast(value: SSAValue, to) -> SSAValue:
+    """``value`` cast to the element type ``to`` as upstream's ``cast_signed`` type function does."""
+    src = value.type
+    if src == to:
+        return value
+    src_int, to_int = isinstance(src, IntegerType), isinstance(to, IntegerType)
+    if src_int and to_int:
+        op = arith.ExtSIOp if src.width.data < to.width.data else arith.TruncIOp
+    elif not src_int and not to_int:
+        op = arith.ExtFOp if src.bitwidth < to.bitwidth else arith.TruncFOp
+    else:
+        op = arith.SIToFPOp if src_int else arith.FPToSIOp
+    return op(value, to).result
+
+
+def mac_region(inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+    """The body of a named matrix product: ``out + cast(in0) * cast(in1)``, each input cast to
+    the output's element type (upstream's default ``cast_signed``); without casts it is xDSL's."""
+    types = abstract_ops.NamedOperation.body_arg_types((*inputs, *outputs))
+    out = types[-1]
+    if all(t == out for t in types):
+        return ops.MatmulOp.get_hidden_region(inputs, outputs)
+    mul, add = (arith.MuliOp, arith.AddiOp) if isinstance(out, IntegerType) else (arith.MulfOp, arith.AddfOp)
+
+    @Builder.implicit_region(types)
+    def body(args) -> None:
+        product = mul(_cast(args[0], out), _cast(args[1], out))
+        ops.YieldOp(add(args[2], product))
+
+    return body
+
+
 class MatmulOp(ops.MatmulOp):
     """``linalg.matmul``: xDSL's op (a subclass: same definition), with upstream's
-    ``indexing_maps = [...]`` syntax for parsing and printing."""
+    ``indexing_maps = [...]`` syntax for parsing and printing and upstream's body for mixed
+    element types (:func:`mac_region`)."""
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        return mac_region(inputs, outputs)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -98,7 +143,7 @@ class _FixedMapsMatmul(abstract_ops.NamedOperation):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        return ops.MatmulOp.get_hidden_region(inputs, outputs)
+        return mac_region(inputs, outputs)
 
     def get_default_indexing_maps(self) -> Sequence[AffineMap]:
         return self.MAPS

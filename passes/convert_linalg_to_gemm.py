@@ -13,11 +13,12 @@ linalg form                                       operands as stored            
 multiply-accumulate body (``arith.mulf`` of the two inputs, ``arith.addf`` with the output)
 ================================================  ==============================  ======
 
-Element types: f32 and f64; f16 (C f16, or f32 from a generic whose body widens the inputs
-with ``arith.extf`` before ``arith.mulf``/``arith.addf`` in f32); i8 x i8 -> i32 from a generic
-whose body is ``arith.extsi`` of both inputs, ``arith.muli``, ``arith.addi`` (the dot kernels,
-``passes/gemm_to_gcn_dot.py``; alpha and beta are then f32 or i32 constants).  xDSL builds no
-valid body for a *named* ``linalg.matmul`` of mixed types, so that form fails in the parser.
+Element types: f32 and f64; f16 (C f16, or f32 from a named product, whose body vlpc's linalg
+dialect widens as upstream's does, or from a generic whose body widens the inputs with
+``arith.extf`` before ``arith.mulf``/``arith.addf`` in f32); i8 x i8 -> i32 from a named product
+(signed, upstream's default ``cast_signed``) or a generic whose body is ``arith.extsi`` of both
+inputs, ``arith.muli``, ``arith.addi`` (the dot kernels, ``passes/gemm_to_gcn_dot.py``; alpha and
+beta are then f32 or i32 constants).
 
 linalg accumulates into its output (``C += op(A) * op(B)``), so the result is
 ``gemm.matmul`` with ``alpha = 1.0`` and ``beta = 1.0``, both ``arith.constant``s
@@ -181,12 +182,15 @@ def classify(op: Operation) -> MatmulForm:
     names = [type_name(t) for t in elts]
     widen = None  # f16 -> f32 ("f") or i8 -> i32 ("i"): the dot kernels' mixed products
     if len(set(elts)) != 1:
-        if names in (["f16", "f16", "f32"], ["i8", "i8", "i32"]) and is_generic:
+        if names in (["f16", "f16", "f32"], ["i8", "i8", "i32"]):
             widen = names[2][0]
+            cast = op.attributes.get("cast") or op.properties.get("cast")
+            if not is_generic and cast is not None and "unsigned" in str(cast):
+                raise NotRaisable(f"{op.name} with {cast}: the dot kernels multiply signed int8 (cast_signed)")
         else:
             raise NotRaisable(f"mixed element types ({', '.join(map(str, elts))}): gemm.matmul needs A, B and C "
-                              "of one type, or f16 x f16 -> f32 / i8 x i8 -> i32 from a linalg.generic that "
-                              "widens its inputs")
+                              "of one type, or f16 x f16 -> f32 / i8 x i8 -> i32 (a named product, or a "
+                              "linalg.generic that widens its inputs)")
     elif not isinstance(elts[0], Float32Type | Float64Type | Float16Type):
         raise NotRaisable(f"element type {elts[0]} is not supported: gemm.matmul computes in f32, f64 or f16 "
                           "(and i8 x i8 -> i32)")
