@@ -123,3 +123,22 @@ def test_f16_c_overflow_check_still_rejects_wrong_values():
     assert not verdict([65504, 512]).ok
     assert not verdict([-np.inf, 512]).ok
     assert not verdict([np.inf, np.inf]).ok
+
+
+def test_report_on_an_f16_kernel_defaults_to_sqc(tmp_path, capsys):
+    """vlpc report without --strategies measures an f16 GEMM with sqc alone (it used to stop
+    on the default lds strategy); asking for lds is a one-line refusal with one 'vlpc:' prefix."""
+    path = tmp_path / "r.mlir"
+    t = ("memref<64x64xf16>", "memref<256x64xf16>", "memref<64x256xf32>")
+    path.write_text(f"func.func @r(%a: {t[0]}, %b: {t[1]}, %c: {t[2]}, %alpha: f32, %beta: f32) {{\n"
+                    f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {', '.join(t)}, f32, f32\n"
+                    "  func.return\n}\n")
+    prefix = tmp_path / "rep"
+    assert main(["report", str(path), "-q", "-o", str(prefix)]) == 0
+    md = (tmp_path / "rep.md").read_text()
+    assert "| sqc | 64x256 |" in md and "| lds |" not in md and "yes (max abs error" in md
+    capsys.readouterr()
+    assert main(["report", str(path), "--strategies", "sqc,lds", "-q", "-o", str(prefix)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("vlpc: report: f16 products are compiled by the dot kernels (strategy sqc) only; "
+                       "use --strategies sqc"), err

@@ -99,6 +99,10 @@ STRATEGY_TITLE = {"lds": "legacy (lds)", "sqc": "sqc"}
 # roles of values: provenance over the compiled IR
 
 
+class DotKernelsOnly(VlpcError):
+    """A strategy other than sqc asked for an f16/int8 product (only the dot kernels compile those)."""
+
+
 def _tags_of_kernel(kernel) -> tuple[dict, set]:
     """Provenance tags of every SSA value of an allocated kernel, and the accumulators.
 
@@ -444,9 +448,8 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
         raise VlpcError("vlpc report reproduces the seed's SGEMM table (units of 32-bit elements): the input "
                         "must be f32 (or f16 / int8: the dot kernels); run an f64 kernel with vlpc run or vlpc bench")
     if dtypes & {"f16", "i8"} and strategy != "sqc":
-        from vlpc.errors import VlpcError
-        raise VlpcError(f"vlpc report: {'/'.join(sorted(dtypes))} products are compiled by the dot kernels (strategy "
-                        f"sqc) only; use --strategies sqc")
+        raise DotKernelsOnly(f"report: {'/'.join(sorted(dtypes))} products are compiled by the dot kernels (strategy "
+                             f"sqc) only; use --strategies sqc")
     run_passes(module, pipeline(target, strategy=strategy, **options), ctx)
     tid = TargetId.parse(target)
     asm = print_assembly(module, tid, header_lines(module, tid.target.name))
@@ -930,8 +933,19 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def build_report(text: str, filename: str, strategies: list[str], progress=None, **kwargs) -> Report:
-    return Report([measure(text, filename, s, progress=progress, **kwargs) for s in strategies])
+def build_report(text: str, filename: str, strategies: list[str], progress=None, dot_sqc_only: bool = False,
+                 **kwargs) -> Report:
+    """Measure each strategy of ``strategies``.  ``dot_sqc_only``: strategies other than sqc are
+    left out for f16/int8 products (the dot kernels exist for sqc only) instead of refused with
+    :class:`DotKernelsOnly` (``vlpc report`` without ``--strategies``)."""
+    out = []
+    for s in strategies:
+        try:
+            out.append(measure(text, filename, s, progress=progress, **kwargs))
+        except DotKernelsOnly:
+            if not (dot_sqc_only and out):
+                raise
+    return Report(out)
 
 
 # ---------------------------------------------------------------------------
@@ -943,7 +957,7 @@ def cmd_report(args) -> int:
         from vlpc.energy_report import default_prefix, run_energy_command
         return run_energy_command(args, read_input(args.file), args.output or default_prefix(args.file),
                                   m=args.m, n=args.n, k=args.k)
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    strategies = [s.strip() for s in (args.strategies or "sqc,lds").split(",") if s.strip()]
     for s in strategies:
         if s not in STRATEGY_TITLE:
             raise VlpcError(f"unknown strategy '{s}' in --strategies (available: {', '.join(STRATEGY_TITLE)})")
@@ -959,7 +973,8 @@ def cmd_report(args) -> int:
     options = codegen_options(args)  # the code generation options of vlpc compile, without the strategy
     options.pop("strategy", None)
     with Progress(0, "vlpc report", quiet=args.quiet) as bar:
-        rep = build_report(text, args.file, strategies, target=args.target, m=args.m, n=args.n, k=args.k,
+        rep = build_report(text, args.file, strategies, dot_sqc_only=args.strategies is None,
+                           target=args.target, m=args.m, n=args.n, k=args.k,
                            seed=args.seed, alpha=args.alpha, beta=args.beta, options=options,
                            progress=None if getattr(args, "quiet", False) else bar)
     md = rep.markdown()
