@@ -21,7 +21,9 @@ Strategy ``sqc`` (the seed's "very low power" scheme, ``shared/seeds/002`` secti
 * The K loop is SALU only: one offset register, clamped with ``s_min_u32`` so the
   prefetch in the last iteration re-reads the last step instead of reading past K
   (the seed's kernel reads past K and needs padded leading dimensions; this one
-  reads only inside the matrices).
+  reads only inside the matrices).  The loop and its tails (K % k_step) are built by
+  ``passes/sqc_k_loop.py`` and a step's order by ``passes/sqc_k_step.py``, both shared
+  with the f16/int8 dot kernels (``passes/gemm_to_gcn_dot.py``).
 * No LDS, no ``s_barrier``.  The epilogue computes ``alpha * acc + beta * C``
   (both honored, BLAS semantics).
 
@@ -65,7 +67,8 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc.passes.scalar_constants import scalar_constants
-from vlpc.passes.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches, k_step_events, run_k_step
+from vlpc.passes.sqc_k_loop import emit_k_loops
+from vlpc.passes.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches
 from vlpc.targets import get_target
 
 # A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): passes/sqc_k_step.py
@@ -532,114 +535,23 @@ class SqcKernelBuilder:
                 j = rows.index(r) if a_trans else kks.index(kk)
                 return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
 
+            def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
+                return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
+
+            b_one = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
             acc = [zero() for _ in range(mi_m)]
-            step_batches = batch(pieces(ks))
-
-            # ---- the K loop (steps of k_step) ----
-            skip_main = f".L{self.name}_after_k_loop"
-            if n_steps is None or n_steps > 0:
-                if isinstance(k_val, int):
-                    kmax: SSAValue | int = (n_steps - 1) * ks * esz  # type: ignore[operator]
-                else:
-                    k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K rounded down to whole K steps")).sdst
-                    kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
-                    # K known only at launch: no K step at all when K < k_step
-                    e(gcn.SCmpLtU32Op(k_val, ks))
-                    e(gcn.SCbranchForwardOp("scc1", skip_main))
-                koff0 = e.const(0)
-                batch0 = [load_piece(pc, a_step_offset(koff0)) for pc in step_batches[0]]
-                slots0 = [load_b_slot(q, b_tile, f"B slot {q}") for q in range(n_slots)]
-                nb0 = len(batch0)
-                carried = [koff0, *batch0, *slots0, *acc]
-                body = Block(arg_types=[v.type for v in carried])
-                be = _Emitter(body)
-                koff = body.args[0]
-                cur = list(body.args[1:1 + nb0])
-                slots = list(body.args[1 + nb0:1 + nb0 + n_slots])
-                acc = list(body.args[1 + nb0 + n_slots:])
-                e_outer = e
-                e = be  # the helpers above emit into the loop body from here on
-                pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
-                pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-                a_soff = a_step_offset(koff)
-                # the step's order of A loads, FMAs and B reloads: passes/sqc_k_step.py (shared
-                # with the f16/int8 dot kernels)
-                new_slots: list[SSAValue | None] = [None] * n_slots
-                b_next: list[SSAValue] = []
-
-                def load_b(q: int) -> None:
-                    if not b_next:  # the next step's B base, needed from the first reload on
-                        b_next.append(b_step_base(pref))
-                    new_slots[q] = load_b_slot(q, b_next[0], f"B next slot {q}")
-
-                def mac(vals: list[SSAValue], bi: int, t: tuple) -> None:
-                    r, kk, pi, _ = t
-                    acc[r] = be(fma_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
-
-                def load_a(bi: int, next_step: bool) -> list[SSAValue]:
-                    return [load_piece(pc, a_step_offset(pref) if next_step else a_soff) for pc in step_batches[bi]]
-
-                events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.a_late)
-                cur = run_k_step(events, cur, load_a, mac, load_b, lambda: None)
-                be(gcn.SCmpLgU32Op(koff, kmax))
-                be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
-                loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
-                e = e_outer
-                e(loop)
-                acc = list(loop.res[1 + nb0 + n_slots:])
-                if not isinstance(k_val, int):
-                    e(gcn.LabelOp(skip_main))
-
-            # ---- K tail, K known only at launch: a loop of single k values ----
-            if not isinstance(k_val, int):
-                skip_tail = f".L{self.name}_after_k_tail"
-                k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="K tail = K % k_step")).sdst
-                k_end = e.mul(k_val, esz)
-                k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
-                e(gcn.SCmpLgU32Op(k_rest, 0))
-                e(gcn.SCbranchForwardOp("scc0", skip_tail))
-                carried = [k_first, *acc]
-                body = Block(arg_types=[v.type for v in carried])
-                koff, acc = body.args[0], list(body.args[1:])
-                e_outer = e
-                e = _Emitter(body)
-                a_soff = a_step_offset(koff)
-                b_one = (gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op)(
-                    voff_b, b_step_base(koff), comment="B tail k")
-                bval = e(b_one).vdst
-                for bp in batch(pieces(1)):
-                    vals = [load_piece(pc, a_soff) for pc in bp]
-                    for r, kk, pi, _ in fma_order(bp, False):
-                        acc[r] = e(fma_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
-                k_next = e(gcn.SAddU32Op(koff, esz, comment="next k")).sdst
-                e(gcn.SCmpLgU32Op(k_next, k_end))
-                e(gcn.LoopBackOp([k_next, *acc], "scc1"))
-                tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
-                e = e_outer
-                e(tail)
-                acc = list(tail.res[1:])
-                e(gcn.LabelOp(skip_tail))
-
-            # ---- K tail (static K not a multiple of k_step) ----
-            if k_tail:
-                k0 = n_steps * ks  # type: ignore[operator]
-                koff_t = e.const(k0 * esz)
-                a_soff = a_step_offset(koff_t)
-                b_base = b_step_base(koff_t)
-                if b_trans:
-                    tail_b = []
-                    loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
-                    for w, kb in _pow2_runs(k_tail, per_quad):
-                        v = e(loads[w * dw](voff_b, b_base, offset=kb * esz, comment=f"B tail k={k0 + kb}")).vdst
-                        tail_b += [(v, j) for j in range(w)]
-                else:
-                    tail_b = [(load_b_slot(kk, b_base, f"B tail k={k0 + kk}"), 0) for kk in range(k_tail)]
-                for bp in batch(pieces(k_tail)):
-                    vals = [load_piece(pc, a_soff) for pc in bp]
-                    for r, kk, pi, _ in fma_order(bp, False):
-                        bv, j = tail_b[kk]
-                        bop = e.sub(bv, j * dw, dw) if bv.type.n > dw else bv
-                        acc[r] = e(fma_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+            # the K loop (steps of k_step) and its tails: passes/sqc_k_loop.py; the step's order
+            # of A loads, FMAs and B reloads: passes/sqc_k_step.py (both shared with the f16/int8
+            # dot kernels)
+            acc = emit_k_loops(
+                e, self.name, acc, k_val, n_steps, k_tail, ks, esz, dw, batches=lambda kc: batch(pieces(kc)),
+                fma_order=fma_order, late=self.a_late, bunch=False, peel=False, mac_op=fma_op,
+                texts={"k_full": "K rounded down to whole K steps", "k_rest": "K tail = K % k_step",
+                       "next": "next k", "b_one": "B tail k", "b_tail": "B tail k={}"},
+                a_offset=a_step_offset, load_piece=load_piece, a_operand=a_operand,
+                b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
+                load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
+                load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst)
 
         # ---- local split: wavefront groups 1..L-1 hand their accumulators to group 0 ----
         lds_bytes = 0

@@ -12,7 +12,7 @@ P = 4 (i8) consecutive values of K, so
   of the lane's column.
 
 A's scalar loads follow the f32 kernel's schedules (``passes/sqc_k_step.py``, shared with
-``convert_gemm_to_gcn``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
+``convert_gemm_to_gcn``, as is the K loop's skeleton, ``passes/sqc_k_loop.py``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
 the previous batch's dots, one ``s_waitcnt lgkmcnt(0)`` per 64 dots, the latency hidden by the
 other waves (gemm-tile's default 32-row tiles fit 64 VGPRs: 4 waves per SIMD); ``cover``,
 double-buffered batches of 32 (B stored K x N always takes ``cover``: its 16 B row pointers
@@ -96,7 +96,8 @@ from vlpc.passes.convert_gemm_to_gcn import (
     kernel_interface,
     zero_if_alpha_zero,
 )
-from vlpc.passes.sqc_k_step import a_batches, k_step_events, run_k_step
+from vlpc.passes.sqc_k_loop import emit_k_loops
+from vlpc.passes.sqc_k_step import a_batches
 from vlpc.targets import GFX906
 
 #: LDS a local split's chunked reduction uses per workgroup (bytes): two such workgroups fit a
@@ -486,7 +487,6 @@ class DotKernelBuilder:
             # both halves, so the loads of the next step stay in flight)
             n_slots = ks // 4 if b_trans else ks
             nn_i8 = is_int and not b_trans
-            n_carry = 2 * n_slots if nn_i8 else n_slots  # B registers the K loop carries
             joined: dict = {}
 
             def b_slot_of(kk: int) -> tuple[int, int]:
@@ -631,127 +631,20 @@ class DotKernelBuilder:
             # loop's clamped re-read of A and B would queue behind the other waves' last lines)
             peel = kmajor and local > 1 and n_steps is not None and n_steps >= 2
             acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
-            step_batches = batch(pieces(ks))
-
-            # ---- the K loop (steps of k_step dwords) ----
-            skip_main = f".L{self.name}_after_k_loop"
-            if n_steps is None or n_steps > 0:
-                if isinstance(k_val, int):
-                    kmax: SSAValue | int = (n_steps - 1 - peel) * ks * esz  # type: ignore[operator]
-                else:
-                    k_full = e(gcn.SAndB32Op(k_val, -ks, comment="K dwords rounded down to whole K steps")).sdst
-                    kmax = e.mul(e(gcn.SSubU32Op(k_full, ks)).sdst, esz)
-                    e(gcn.SCmpLtU32Op(k_val, ks))
-                    e(gcn.SCbranchForwardOp("scc1", skip_main))
-                koff0 = e.const(0)
-                batch0 = [load_piece(pc, koff0) for pc in step_batches[0]]
-                slots0 = load_all_slots(b_tile, "B slot")
-                nb0 = len(batch0)
-                carried = [koff0, *batch0, *slots0, *acc]
-                body = Block(arg_types=[v.type for v in carried])
-                be = _Emitter(body)
-                koff = body.args[0]
-                cur = list(body.args[1:1 + nb0])
-                slots = list(body.args[1 + nb0:1 + nb0 + n_carry])
-                acc = list(body.args[1 + nb0 + n_carry:])
-                e_outer = e
-                e = be
-                pref = be(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
-                if not peel:
-                    pref = be(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
-                new_slots: list[SSAValue | None] = [None] * n_carry
-                # B K x N: every slot reloaded together after the step's last dot (see load_all_slots);
-                # the GEMV's K-major batches reload each quad after the batch that used it.
-                bunch = not b_trans
-                b_next: list[SSAValue] = []
-
-                def next_b_base() -> SSAValue:
-                    if not b_next:  # the next step's B base, needed from the first reload on
-                        b_next.append(b_step_base(pref))
-                    return b_next[0]
-
-                def load_b(q: int) -> None:
-                    new_slots[q] = load_b_slot(q, next_b_base(), f"B next slot {q}")
-
-                def load_b_all() -> None:
-                    new_slots[:] = load_all_slots(next_b_base(), "B next slot")
-
-                def mac(vals: list[SSAValue], bi: int, t: tuple) -> None:
-                    r, kk, pi, _ = t
-                    acc[r] = be(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk), acc[r])).vdst
-
-                events = k_step_events(step_batches, fma_order, lambda kk: b_slot_of(kk)[0], self.late, bunch)
-                cur = run_k_step(events, cur, lambda bi, nxt_step: [load_piece(pc, pref if nxt_step else koff)
-                                                                     for pc in step_batches[bi]],
-                                 mac, load_b, load_b_all)
-                be(gcn.SCmpLgU32Op(koff, kmax))
-                be(gcn.LoopBackOp([pref, *cur, *new_slots, *acc], "scc1"))
-                loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
-                e = e_outer
-                e(loop)
-                acc = list(loop.res[1 + nb0 + n_carry:])
-                if peel:  # the last step: its batches of A and its B slots, nothing of a next step
-                    koff_last = loop.res[0]
-                    slots = list(loop.res[1 + nb0:1 + nb0 + n_carry])
-
-                    def mac_last(vals: list[SSAValue], bi: int, t: tuple) -> None:
-                        r, kk, pi, _ = t
-                        acc[r] = e(dot_op(b_operand(slots, kk), a_operand(vals, step_batches[bi], pi, r, kk),
-                                          acc[r])).vdst
-
-                    last = [ev for ev in events if ev[0] not in ("b", "b_all") and not (ev[0] == "a" and ev[2])]
-                    run_k_step(last, list(loop.res[1:1 + nb0]),
-                               lambda bi, _nxt: [load_piece(pc, koff_last) for pc in step_batches[bi]],
-                               mac_last, lambda q: None, lambda: None)
-                if not isinstance(k_val, int):
-                    e(gcn.LabelOp(skip_main))
-
-            # ---- dword tail, K known only at launch: a loop of single dwords ----
-            if not isinstance(k_val, int):
-                skip_tail = f".L{self.name}_after_k_tail"
-                k_rest = e(gcn.SAndB32Op(k_val, ks - 1, comment="dword tail = K dwords % k_step")).sdst
-                k_end = e.mul(k_val, esz)
-                k_first = e(gcn.SSubU32Op(k_end, e.mul(k_rest, esz))).sdst
-                e(gcn.SCmpLgU32Op(k_rest, 0))
-                e(gcn.SCbranchForwardOp("scc0", skip_tail))
-                carried = [k_first, *acc]
-                body = Block(arg_types=[v.type for v in carried])
-                koff, acc = body.args[0], list(body.args[1:])
-                e_outer = e
-                e = _Emitter(body)
-                bval = (e(gcn.GlobalLoadDwordOp(voff_b, b_step_base(koff), comment="B tail dword")).vdst if b_trans
-                        else load_pair(b_step_base(koff), "B tail dword"))
-                for bp in batch(pieces(1)):
-                    vals = [load_piece(pc, koff) for pc in bp]
-                    for r, kk, pi, _ in fma_order(bp, False):
-                        acc[r] = e(dot_op(bval, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
-                k_next = e(gcn.SAddU32Op(koff, esz, comment="next dword")).sdst
-                e(gcn.SCmpLgU32Op(k_next, k_end))
-                e(gcn.LoopBackOp([k_next, *acc], "scc1"))
-                tail = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_tail")
-                e = e_outer
-                e(tail)
-                acc = list(tail.res[1:])
-                e(gcn.LabelOp(skip_tail))
-
-            # ---- dword tail, static K ----
-            if k_tail:
-                k0 = n_steps * ks  # type: ignore[operator]
-                koff_t = e.const(k0 * esz)
-                b_base = b_step_base(koff_t)
-                loads = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
-                tail_b = []
-                for w, kb in _pow2_runs(k_tail, 4) if b_trans else ():
-                    v = e(loads[w](voff_b, b_base, offset=kb * esz, comment=f"B tail dword {k0 + kb}")).vdst
-                    tail_b += [(v, j) for j in range(w)]
-                if not b_trans:
-                    tail_b = [(load_b_slot(kk, b_base, f"B tail dword {k0 + kk}"), 0) for kk in range(k_tail)]
-                for bp in batch(pieces(k_tail)):
-                    vals = [load_piece(pc, koff_t) for pc in bp]
-                    for r, kk, pi, _ in fma_order(bp, False):
-                        bv, j = tail_b[kk]
-                        bop = e.sub(bv, j, 1) if bv.type.n > 1 else bv
-                        acc[r] = e(dot_op(bop, a_operand(vals, bp, pi, r, kk), acc[r])).vdst
+            # the K loop (steps of k_step dwords) and its dword tails: passes/sqc_k_loop.py (shared
+            # with the f32/f64 kernel); B K x N: every slot reloaded together after the step's last
+            # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
+            # that used it
+            acc = emit_k_loops(
+                e, self.name, acc, k_val, n_steps, k_tail, ks, esz, 1, batches=lambda kc: batch(pieces(kc)),
+                fma_order=fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=dot_op,
+                texts={"k_full": "K dwords rounded down to whole K steps", "k_rest": "dword tail = K dwords % k_step",
+                       "next": "next dword", "b_one": "B tail dword", "b_tail": "B tail dword {}"},
+                a_offset=lambda koff: koff, load_piece=load_piece, a_operand=a_operand,
+                b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
+                load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
+                load_b_one=lambda base, text: (e(gcn.GlobalLoadDwordOp(voff_b, base, comment=text)).vdst
+                                               if b_trans else load_pair(base, text)))
 
             # ---- the K % P values after the last whole dword: one element at a time ----
             if not (isinstance(k_left, int) and k_left == 0):
