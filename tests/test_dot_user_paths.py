@@ -142,3 +142,25 @@ def test_report_on_an_f16_kernel_defaults_to_sqc(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == ("vlpc: report: f16 products are compiled by the dot kernels (strategy sqc) only; "
                        "use --strategies sqc"), err
+
+
+BATCH_I8 = """func.func @bd(%a: memref<?x?x?xi8>, %b: memref<?x?x?xi8>, %c: memref<?x?x?xi32>, %alpha: i32, %beta: i32) {
+  gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"} : memref<?x?x?xi8>, memref<?x?x?xi8>, memref<?x?x?xi32>, i32, i32
+  func.return
+}
+"""
+
+
+def test_dynamic_int8_batch_with_k_not_a_multiple_of_4_runs(tmp_path, capsys):
+    """Sizes, leading dimensions and batch strides all at launch, K = 13: the random operands'
+    rows are padded to whole dwords (lda = ldb = 16) and the batch strides follow (they used to
+    stay 13, refused at launch, and vlpc run has no flag to change them)."""
+    r = vlpc.run(BATCH_I8, m=9, n=33, k=13, batch=3, alpha=3, beta=-2)
+    assert r.c.shape == (3, 9, 33)
+    path = tmp_path / "bd.mlir"
+    path.write_text(BATCH_I8)
+    assert main(["run", str(path), "--m", "9", "--n", "33", "--k", "13", "--batch", "3", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "lda=16 ldb=16 ldc=33) batch=3 (strides 144, 528, 297)" in out and "verification passed" in out
+    assert main(["run", str(path), "--m", "9", "--n", "33", "--k", "13", "-q"]) == 1
+    assert "pass batch= (vlpc run: --batch)" in capsys.readouterr().err

@@ -150,7 +150,8 @@ def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, 
     if nb is None:
         nb = batches[0] if batches else None
     if nb is None:
-        raise VlpcError(f"{kernel.name} takes its batch count at launch: pass batch= or 3-D operand arrays")
+        raise VlpcError(f"{kernel.name} takes its batch count at launch: pass batch= (vlpc run: --batch) or 3-D "
+                        "operand arrays")
     if batch is not None and batch != nb:
         raise VlpcError(f"batch={batch} contradicts the static batch count {nb} in the IR")
     for name, arr in (("A", a), ("B", b), ("C", c)):

@@ -65,16 +65,23 @@ def scalar_type(kernel) -> type:
 def round_leading_dimensions(kern, p: Problem, a_given: bool, b_given: bool) -> None:
     """Leading dimensions given at launch and not by arrays: A's (and for NT, B's) rows rounded
     up to whole dwords (2 f16 / 4 int8 values), as the dot kernels need (``offset_errors``);
-    ``p`` is changed in place (not for a batch, whose strides follow the leading dimensions)."""
-    if p.batch:
-        return
+    ``p`` is changed in place.  In a strided batch whose batch stride is also given at launch
+    (rows x leading dimension) the stride follows the rounded leading dimension; a batch
+    stride the IR fixes keeps the leading dimension as it is."""
     ab, _, _ = types_of(kern)
     pack = 2 if ab == "f16" else 4
     li = kern.launch_info
-    if li["static_lda"] < 0 and not a_given:
-        p.lda = -(-p.lda // pack) * pack
-    if li["static_ldb"] < 0 and not b_given and kern.layout[1] == "T":
-        p.ldb = -(-p.ldb // pack) * pack
+    lay = kern.layout
+    rows = {"a": p.m if lay[0] == "N" else p.k, "b": p.k if lay[1] == "N" else p.n}
+    for x, given in (("a", a_given), ("b", b_given or lay[1] != "T")):
+        ld = getattr(p, f"ld{x}")
+        if li[f"static_ld{x}"] >= 0 or given or ld % pack == 0:
+            continue
+        if p.batch:
+            if li.get(f"static_stride_{x}", -1) >= 0:
+                continue
+            setattr(p, f"stride_{x}", rows[x] * (-(-ld // pack) * pack))
+        setattr(p, f"ld{x}", -(-ld // pack) * pack)
 
 
 def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
