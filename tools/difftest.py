@@ -78,6 +78,8 @@ class Case:
     fill: str = "nan"             # what is outside the matrices: nan | garbage
     special: str = ""             # "", nan_c (beta != 0: NaN reaches C), inf_a (an Inf in A)
     fill_zero: bool = False       # linalg: a zero fill before the product (beta = 0)
+    ab: str = ""                  # the dot kernels: A/B type f16 | i8 ("": f32/f64, dtype)
+    ct: str = ""                  # the dot kernels: C type f32 | f16 | i32 (i8 with f32/f16: dequantized)
 
     def rows_cols(self) -> dict:
         m, n, k, lay = self.m, self.n, self.k, self.layout
@@ -88,8 +90,21 @@ class Case:
         return tuple(rc[x][1] + p for x, p in zip("ABC", self.pads))
 
 
-def draw_case(seed: int, index: int) -> Case:
-    """The case ``index`` of session ``seed`` (deterministic)."""
+TYPES = ("f32", "f64", "f16", "i8")
+
+
+def draw(seed: int, index: int, types: tuple = TYPES) -> Case:
+    """The case ``index`` of session ``seed`` over the element types ``types`` (A/B's: f32,
+    f64, or the dot kernels' f16 and i8; deterministic for the same ``types``)."""
+    fam = types[int(np.random.default_rng([seed, index, 9]).integers(len(types)))]
+    if fam in ("f16", "i8"):
+        return draw_dot_case(seed, index, fam)
+    floats = tuple(x for x in types if x in ("f32", "f64"))
+    return draw_case(seed, index, None if len(floats) == 2 else fam)
+
+
+def draw_case(seed: int, index: int, dtype: str | None = None) -> Case:
+    """The f32/f64 case ``index`` of session ``seed`` (deterministic; ``dtype`` forces the type)."""
     rng = np.random.default_rng([seed, index])
 
     def pick(seq, p=None):
@@ -98,6 +113,7 @@ def draw_case(seed: int, index: int) -> Case:
     c = Case(seed, index)
     c.form = pick(["gemm", "linalg-named", "linalg-generic"], [0.7, 0.15, 0.15])
     c.dtype = pick(["f32", "f64"], [0.7, 0.3])
+    c.dtype = dtype or c.dtype
     c.layout = pick(["NN", "NT", "TN", "TT"])
     strategy = "lds" if (c.form == "gemm" and c.dtype == "f32" and rng.random() < 0.1) else "sqc"
     mt_m = 64 if c.dtype == "f32" else 32
@@ -194,6 +210,8 @@ LINALG_MAPS = {"NN": ("(d0, d2)", "(d2, d1)"), "NT": ("(d0, d2)", "(d1, d2)"),
 
 def source(c: Case) -> str:
     """The MLIR module of case ``c``."""
+    if c.ab:
+        return dot_source(c)
     rc, lds = c.rows_cols(), c.lds()
     dt = c.dtype
     t = {x: _memref(rc[x], ld, dt, st, c.dyn_sizes, c.dyn_ld, c.batch, c.dyn_batch)
@@ -321,9 +339,10 @@ def expected(c: Case, bufs: dict) -> tuple[np.ndarray, np.ndarray]:
     return d, e
 
 
-def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> str:
-    """'' when ``got`` matches, else a one-line description of the worst element."""
-    big = float(np.finfo(NPT[c.dtype]).max)
+def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray, big: float | None = None) -> str:
+    """'' when ``got`` matches, else a one-line description of the worst element (``big``: the
+    largest finite value of C's type, default ``c.dtype``'s)."""
+    big = float(np.finfo(NPT[c.dtype]).max) if big is None else big
     with np.errstate(invalid="ignore", over="ignore"):
         fin = np.isfinite(ref)
         err = np.abs(got - ref)
@@ -335,6 +354,363 @@ def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray) -> str
     z, i, j = (int(v) for v in bad[0])
     return (f"{len(bad)} of {ok.size} elements wrong; first C[{z}][{i},{j}] = {got[z, i, j]!r}, expected "
             f"{ref[z, i, j]!r} (bound {bound[z, i, j]:.3e})")
+
+
+# -- the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py, passes/gemm_to_gcn_transpose.py) --------
+
+#: NumPy types of the dot kernels' element types.
+DOT_NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
+#: bit views of those types (padding compared bit for bit).
+DOT_UINT = {"f16": np.uint16, "i8": np.uint8, "f32": np.uint32, "i32": np.uint32}
+#: values of K per dword (README: rows read by dwords need lda, ldb and batch strides multiples of it).
+DOT_PACK = {"f16": 2, "i8": 4}
+#: "nan" padding of the integer types (a NaN does not exist there: a fixed garbage pattern).
+DOT_INT_PAD = {"i8": -77, "i32": 0x5A5A5A5A}
+
+
+def _dot_dequant(c: Case) -> bool:
+    return c.ab == "i8" and c.ct != "i32"
+
+
+def _dot_scalar(c: Case) -> str:
+    return "i32" if c.ab == "i8" and c.ct == "i32" else "f32"
+
+
+def draw_dot_case(seed: int, index: int, ab: str) -> Case:
+    """The case ``index`` of session ``seed`` for A/B of type ``ab`` (f16 or i8; deterministic).
+
+    README "f16 and int8 through the dot instructions": C f32/f16 for f16 products, i32 or
+    (dequantized with scale_row/scale_col) f32/f16 for int8; any M, N, K (K % 2, K % 4
+    leftovers); all four layouts; the A-transpose pre-kernel for TN/TT; the decode GEMV
+    plan for a static M of 1..16 and static K; split-K in workspace mode (atomic is refused);
+    epilogues for every C but i32; linalg.generic with extf / extsi bodies."""
+    rng = np.random.default_rng([seed, index, 2])
+
+    def pick(seq, p=None):
+        return seq[int(rng.choice(len(seq), p=p))]
+
+    c = Case(seed, index)
+    c.ab = c.dtype = ab
+    c.ct = pick(["f32", "f16"]) if ab == "f16" else pick(["i32", "f32", "f16"], [0.5, 0.25, 0.25])
+    # linalg.generic raises f16 x f16 -> f32 (extf) and i8 x i8 -> i32 (extsi) (README)
+    c.form = "linalg-generic" if c.ct == {"f16": "f32", "i8": "i32"}[ab] and rng.random() < 0.12 else "gemm"
+    c.layout = pick(["NN", "NT", "TN", "TT"])
+    pk = DOT_PACK[ab]
+    opts: dict = {}
+    gemv = c.form == "gemm" and rng.random() < 0.25
+    if gemv:  # the decode GEMV plan: static M 1..16 and K (16 groups need K >= 128 dwords from M = 4)
+        c.m = int(rng.integers(1, 17))
+        c.n = int(rng.integers(64, 129))
+        c.k = int(pick([rng.integers(1, 131), rng.integers(130, 160 * pk)]))
+    else:
+        c.m = int(pick([rng.integers(1, 9), rng.integers(1, 65)], [0.3, 0.7]))
+        c.n = int(pick([rng.integers(1, 9), rng.integers(1, 80)], [0.25, 0.75]))
+        c.k = int(pick([rng.integers(1, 9), rng.integers(1, 64), rng.integers(64, 131)], [0.25, 0.45, 0.3]))
+    pads = [int(pick([0, 0, 1, 2, 3, 5, 17])) for _ in range(3)]
+    rc = c.rows_cols()
+    # A stored M x K (and B stored N x K) is read by dwords: its leading dimension is a multiple
+    # of 2 (f16) / 4 (i8), checked by vlpc; an unaligned one now and then to see it refused
+    aligned = rng.random() < 0.93
+    for i, x in ((0, "A"), (1, "B")):
+        if ((x == "A" and c.layout[0] == "N") or (x == "B" and c.layout[1] == "T")) and aligned:
+            cols = rc[x][1]
+            pads[i] = -(-(cols + pads[i]) // pk) * pk - cols
+    c.pads = tuple(pads)
+    c.dyn_sizes = not gemv and rng.random() < 0.3
+    c.dyn_ld = c.dyn_sizes or rng.random() < 0.2
+    if c.form == "gemm":
+        if _dot_scalar(c) == "i32":  # two's complement wrap (README)
+            c.alpha = float(pick([1, -3, 2, 0, 98765], [0.4, 0.2, 0.1, 0.15, 0.15]))
+            c.beta = float(pick([0, 1, -2, 7, 0x12345], [0.4, 0.2, 0.15, 0.1, 0.15]))
+        else:
+            c.alpha = float(pick([1.0, -1.5, 0.5, 0.0], [0.45, 0.25, 0.15, 0.15]))
+            c.beta = float(pick([0.0, 1.0, 0.5, -2.0], [0.4, 0.2, 0.2, 0.2]))
+    else:
+        c.fill_zero = rng.random() < 0.5
+        c.alpha, c.beta = 1.0, (0.0 if c.fill_zero else 1.0)
+    if c.form == "gemm" and c.ct != "i32" and rng.random() < 0.35:  # int8 -> i32 fuses none
+        chain = [pick(["bias_row", "bias_col", "relu", "gelu"]) for _ in range(int(rng.integers(1, 3)))]
+        biases = [x for x in chain if x.startswith("bias")]
+        rest = [x for x in chain if not x.startswith("bias")]
+        c.epilogue = tuple(rest + biases[:1]) if rng.random() < 0.5 else tuple(biases[:1] + rest)
+    if c.form == "gemm" and not gemv and rng.random() < 0.2:
+        c.batch = int(rng.integers(1, 4))
+        c.dyn_batch = c.dyn_sizes and rng.random() < 0.5
+        lds = c.lds()
+        strides = []
+        for x, ld in zip("ABC", lds):
+            rows, _ = rc[x]
+            if x != "C" and rng.random() < 0.25:
+                strides.append(0)
+            else:
+                strides.append(rows * ld + int(pick([0, 0, pk, 16 * pk, 3]) if x != "C" else pick([0, 0, 3, 64])))
+        c.strides = tuple(strides)
+    if rng.random() < 0.45:
+        if c.batch:
+            opts["split_k"] = 1
+        else:
+            s = pick([1, 2, 3, 4, "auto"])
+            if c.dyn_sizes and s not in (1, 2, 4, "auto"):
+                s = 4
+            opts["split_k"] = s
+        if not gemv and rng.random() < 0.25:
+            opts["local_split"] = int(pick([2, 4]))
+    if not gemv and rng.random() < 0.15:
+        opts["macro_tile"] = pick([(16, 64), (32, 64), (32, 128), (64, 64)])
+    if c.layout[0] == "T" and rng.random() < 0.7:
+        opts["a_transpose"] = pick(["auto", "pre", "in-kernel"])
+    c.options = opts
+    c.exact = rng.random() < 0.7
+    c.fill = pick(["nan", "garbage"])
+    if not c.epilogue and c.ct != "i32" and rng.random() < 0.1:
+        if c.beta != 0:
+            c.special = "nan_c"
+        elif c.alpha != 0 and ab == "f16":
+            c.special = "inf_a"
+    return c
+
+
+def dot_source(c: Case) -> str:
+    """The MLIR module of dot case ``c``."""
+    rc, lds = c.rows_cols(), c.lds()
+    tys = {"A": c.ab, "B": c.ab, "C": c.ct}
+    t = {x: _memref(rc[x], ld, tys[x], st, c.dyn_sizes, c.dyn_ld, c.batch, c.dyn_batch)
+         for x, ld, st in zip("ABC", lds, c.strides)}
+    st = _dot_scalar(c)
+    if c.form == "gemm":
+        args, extra = "", ""
+        if any(x.startswith("bias") for x in c.epilogue):
+            blen = c.m if "bias_row" in c.epilogue else c.n
+            bt = f"memref<{'?' if c.dyn_sizes else blen}x{'f32' if _dot_dequant(c) else c.ab}>"
+            args += f", %bias: {bt}"
+            extra += f" bias(%bias : {bt})"
+        if _dot_dequant(c):
+            sr = f"memref<{'?' if c.dyn_sizes else c.m}xf32>"
+            sc = f"memref<{'?' if c.dyn_sizes else c.n}xf32>"
+            args += f", %sr: {sr}, %sc: {sc}"
+            extra += f" scales(%sr, %sc : {sr}, {sc})"
+        epi = (", epilogue = [" + ", ".join(f'"{x}"' for x in c.epilogue) + "]") if c.epilogue else ""
+        return f"""builtin.module {{
+  func.func @d(%a: {t['A']}, %b: {t['B']}, %c: {t['C']}, %alpha: {st}, %beta: {st}{args}) {{
+    gemm.matmul %a, %b, %c, %alpha, %beta{extra} {{layout = "{c.layout}"{epi}}} : {t['A']}, {t['B']}, {t['C']}, {st}, {st}
+    func.return
+  }}
+}}
+"""
+    zero = "0.0" if c.ct == "f32" else "0"
+    fill = (f"    %zero = arith.constant {zero} : {c.ct}\n    linalg.fill ins(%zero : {c.ct}) outs(%c : {t['C']})\n"
+            if c.fill_zero else "")
+    am, bm = LINALG_MAPS[c.layout]
+    maps = (f"[affine_map<(d0, d1, d2) -> {am}>, affine_map<(d0, d1, d2) -> {bm}>, "
+            "affine_map<(d0, d1, d2) -> (d0, d1)>]")
+    ext, mul, add = ("arith.extf", "arith.mulf", "arith.addf") if c.ab == "f16" else ("arith.extsi", "arith.muli",
+                                                                                    "arith.addi")
+    return f"""builtin.module {{
+  func.func @d(%a: {t['A']}, %b: {t['B']}, %c: {t['C']}) {{
+{fill}    linalg.generic {{indexing_maps = {maps}, iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%a, %b : {t['A']}, {t['B']}) outs(%c : {t['C']}) {{
+    ^bb0(%x: {c.ab}, %y: {c.ab}, %z: {c.ct}):
+      %xe = {ext} %x : {c.ab} to {c.ct}
+      %ye = {ext} %y : {c.ab} to {c.ct}
+      %p = {mul} %xe, %ye : {c.ct}
+      %s = {add} %z, %p : {c.ct}
+      linalg.yield %s : {c.ct}
+    }}
+    func.return
+  }}
+}}
+"""
+
+
+def dot_buffers(c: Case, rng: np.random.Generator) -> dict:
+    """Flat host buffers A, B, C (and bias, scale_row, scale_col) of dot case ``c``: f16
+    standard normal, i8 uniform over [-128, 127], i32 C over all 32-bit values; outside the
+    matrices NaN (integers: a fixed pattern) or random garbage; unread operands (alpha = 0:
+    A and B, beta = 0: C) NaN (integers: garbage)."""
+    out = {}
+    for x in "ABC":
+        ty = c.ab if x in "AB" else c.ct
+        t = DOT_NP[ty]
+        offs = offsets(c, x)
+        size = int(offs.max()) + 1 + (0 if c.exact else int(rng.integers(1, 40)))
+        integer = ty in ("i8", "i32")
+        lo, hi = (-128, 128) if ty == "i8" else (-2**31, 2**31)
+        if c.fill == "nan":
+            buf = np.full(size, DOT_INT_PAD[ty] if integer else np.nan, t)
+        else:
+            buf = rng.integers(lo, hi, size).astype(t) if integer else (rng.standard_normal(size) * 1e3).astype(t)
+        vals = rng.integers(lo, hi, offs.shape).astype(t) if integer else rng.standard_normal(offs.shape).astype(t)
+        unread = (x in "AB" and c.alpha == 0) or (x == "C" and c.beta == 0)
+        if unread and not integer:
+            vals[...] = np.nan
+        buf[offs.reshape(-1)] = vals.reshape(-1)
+        out[x] = buf
+    if c.special == "nan_c":
+        oc = offsets(c, "C").reshape(-1)
+        out["C"][oc[int(rng.integers(0, oc.size))]] = np.nan
+    elif c.special == "inf_a":
+        oa = offsets(c, "A").reshape(-1)
+        out["A"][oa[int(rng.integers(0, oa.size))]] = np.inf
+    if any(x.startswith("bias") for x in c.epilogue):
+        length = c.m if "bias_row" in c.epilogue else c.n
+        out["bias"] = rng.standard_normal(length).astype(np.float32 if _dot_dequant(c) else DOT_NP[c.ab])
+    if _dot_dequant(c):
+        out["scale_row"] = rng.uniform(-2e-2, 2e-2, c.m).astype(np.float32)
+        out["scale_col"] = rng.uniform(-2e-2, 2e-2, c.n).astype(np.float32)
+    return out
+
+
+def dot_expected(c: Case, bufs: dict, pieces: int) -> tuple[np.ndarray, np.ndarray]:
+    """(reference, bound) of dot case ``c``, (batches, M, N), from the README's rules: int8 ->
+    i32 exact (int64 math wrapped to 32 bits, bound 0); f16 products float64 math on the f16
+    inputs with gamma_n(2^-24) (|alpha| |A||B| + |beta| |C|), n = ceil(K/2) + ``pieces`` + 2
+    (``pieces``: the partial sums split-K, a local split or the GEMV's groups add); dequantized
+    int8 the exact sum then gamma_5(2^-24); each epilogue operation in f32 (bias ``e (1 + u) +
+    u |y|``, relu ``e`` with relu(NaN) = 0, gelu ``1.13 e + u |y| (8 + 4 |z|)``, plus 2^-126);
+    f16 C its final rounding ``2^-11 |y| + 2^-25``."""
+    u = 2.0**-24
+    A = bufs["A"][offsets(c, "A")]
+    B = bufs["B"][offsets(c, "B")]
+    C = bufs["C"][offsets(c, "C")]
+    opa = A if c.layout[0] == "N" else np.swapaxes(A, 1, 2)
+    opb = B if c.layout[1] == "N" else np.swapaxes(B, 1, 2)
+    nb = max(1, c.batch)
+    shape = (nb, c.m, c.n)
+    if c.ab == "i8" and c.ct == "i32":
+        res = np.zeros(shape, np.int64)
+        if c.alpha != 0:
+            res += np.int64(c.alpha) * np.einsum("zmk,zkn->zmn", opa.astype(np.int64), opb.astype(np.int64))
+        if c.beta != 0:
+            res += np.int64(c.beta) * C.astype(np.int64)
+        return (res + 2**31) % 2**32 - 2**31, np.zeros(shape)
+    d = np.zeros(shape)
+    mag = np.zeros(shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if c.alpha != 0:
+            if c.ab == "i8":
+                prod = np.einsum("zmk,zkn->zmn", opa.astype(np.int64), opb.astype(np.int64)).astype(np.float64)
+                prod = prod * bufs["scale_row"].astype(np.float64)[None, :, None] \
+                    * bufs["scale_col"].astype(np.float64)[None, None, :]
+                aprod = np.abs(prod)
+            else:
+                a64, b64 = opa.astype(np.float64), opb.astype(np.float64)
+                prod = np.zeros(shape)
+                aprod = np.zeros(shape)
+                for kk in range(c.k):  # IEEE: NaN/Inf propagate as they would in any order
+                    prod += a64[:, :, kk, None] * b64[:, None, kk, :]
+                    aprod += np.abs(a64[:, :, kk, None]) * np.abs(b64[:, None, kk, :])
+            d += c.alpha * prod
+            mag += abs(c.alpha) * aprod
+        if c.beta != 0:
+            d += c.beta * C.astype(np.float64)
+            mag += abs(c.beta) * np.abs(C.astype(np.float64))
+        n_round = 5 if c.ab == "i8" else -(-c.k // 2) + pieces + 2
+        e = n_round * u / (1 - n_round * u) * mag
+        for op in c.epilogue:
+            if op.startswith("bias"):
+                v = bufs["bias"].astype(np.float64)
+                d = d + (v[None, :, None] if op == "bias_row" else v[None, None, :])
+                e = e * (1 + u) + u * np.abs(d)
+            elif op == "relu":
+                d = np.where(np.isnan(d), 0.0, np.maximum(d, 0.0))
+            elif op == "gelu":
+                inner = d + 0.044715 * d**3
+                g = 0.5 * d * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * inner))
+                z = -2.0 * np.log2(np.e) * np.sqrt(2.0 / np.pi) * inner
+                e = 1.13 * e + u * np.abs(g) * (8 + 4 * np.abs(z))
+                d = g
+            e = e + 2.0**-126
+        if c.ct == "f16":
+            e = e * (1 + 2.0**-11) + 2.0**-11 * np.abs(d) + 2.0**-25
+    return d, e
+
+
+def run_dot_case(c: Case) -> tuple[str, str]:
+    """:func:`run_case` for an f16 / int8 case: launched through the machinery ``vlpc.run``
+    uses for these kernels (:func:`vlpc.verify.kernel_arguments` with
+    :func:`vlpc.dot_run.scalar_type`, ``CompiledKernel.execute``), checked against
+    :func:`dot_expected` and cross-checked with :func:`vlpc.dot_run.check`."""
+    from vlpc.dot_run import check as dot_check
+    from vlpc.dot_run import scalar_type, types_of
+    from vlpc.errors import DeviceError, VlpcError
+    from vlpc.pipeline import InternalError
+    from vlpc.runtime import get_device, load_code_object
+    from vlpc.runtime.device import LaunchError
+    from vlpc.verify import Problem, kernel_arguments
+
+    text = dot_source(c)
+    try:
+        kern = compile_case(c, text)
+    except InternalError as e:
+        return "internal error", str(e).splitlines()[0]
+    except VlpcError as e:
+        return "refused at compile", str(e).splitlines()[0]
+    except Exception as e:  # noqa: BLE001
+        return "crash", f"compile: {type(e).__name__}: {e}".splitlines()[0]
+    if types_of(kern) != (c.ab, c.ct, _dot_dequant(c)):
+        return "wrong result", f"kernel types {types_of(kern)}, the source's ({c.ab}, {c.ct}, {_dot_dequant(c)})"
+    rng = np.random.default_rng([c.seed, c.index, 1])
+    bufs = dot_buffers(c, rng)
+    lds = c.lds()
+    p = Problem(c.m, c.n, c.k, *lds, c.batch, *c.strides)
+    st = scalar_type(kern)
+    alpha, beta = (int(c.alpha), int(c.beta)) if st is np.int32 else (c.alpha, c.beta)
+    dev = get_device("emulator", strict=True)
+    dbufs = {}
+    try:
+        for x, arr in bufs.items():
+            dbufs[x] = dev.upload(arr)
+        try:
+            args = kernel_arguments(kern, dbufs, p, alpha, beta, scalar=st)
+            sizes = {i: bufs[name].nbytes for i, a in enumerate(args) for name, b in dbufs.items() if a is b}
+            kern.check_sizes(c.m, c.n, c.k, *lds)
+            kern.execute(dev, load_code_object(kern.code_object), args, c.m, c.n, c.k, lds[2], c.batch or None,
+                         buffer_sizes=sizes)
+        except LaunchError as e:  # refused before it ran (CompiledKernel.check_offsets)
+            return "refused at launch", str(e).splitlines()[0]
+        except DeviceError as e:
+            return "device fault", str(e).splitlines()[0]
+        except VlpcError as e:
+            return "refused at launch", str(e).splitlines()[0]
+        except Exception as e:  # noqa: BLE001
+            return "crash", f"launch: {type(e).__name__}: {e}".splitlines()[0]
+        after = {x: dev.download(b, bufs[x].dtype.type, bufs[x].shape) for x, b in dbufs.items()}
+    finally:
+        for b in dbufs.values():
+            dev.free(b)
+    pieces = kern.split_k * kern.local_split
+    ref, bound = dot_expected(c, bufs, pieces)
+    got = after["C"][offsets(c, "C")]
+    if c.ct == "i32":
+        bad = np.argwhere(got.astype(np.int64) != ref)
+        wrong = "" if not bad.size else (
+            f"{len(bad)} of {got.size} elements wrong; first C[{bad[0][0]}][{bad[0][1]},{bad[0][2]}] = "
+            f"{int(got[tuple(bad[0])])}, expected {int(ref[tuple(bad[0])])} (exact)")
+    else:
+        wrong = compare(c, got.astype(np.float64), ref, bound, big=float(np.finfo(DOT_NP[c.ct]).max))
+    category, detail = ("wrong result", wrong) if wrong else ("", "")
+    ui = DOT_UINT[c.ct]
+    outside = np.ones(bufs["C"].size, bool)
+    outside[offsets(c, "C").reshape(-1)] = False
+    changed = outside & (after["C"].view(ui) != bufs["C"].view(ui))
+    if changed.any() and not category:
+        off = int(np.argmax(changed))
+        category, detail = "padding modified", (f"{int(changed.sum())} elements of C outside the matrices changed; "
+                                                f"first at element {off}: {bufs['C'][off]!r} -> {after['C'][off]!r}")
+    for x in ("A", "B", "bias", "scale_row", "scale_col"):
+        if x in bufs and not category and bufs[x].tobytes() != after[x].tobytes():
+            category, detail = "input modified", f"buffer {x} changed"
+    if category in ("", "wrong result"):
+        a_k = kern.alpha if kern.alpha is not None else alpha
+        b_k = kern.beta if kern.beta is not None else beta
+        scales = (bufs["scale_row"], bufs["scale_col"]) if _dot_dequant(c) else None
+        v = dot_check(kern.layout, p, c.ab, c.ct, bufs["A"], bufs["B"], bufs["C"], after["C"], a_k, b_k, pieces,
+                      scales, c.epilogue, bufs.get("bias"))
+        if not category and not v.ok:
+            category, detail = "false verdict", f"vlpc.dot_run.check: {v.failure()}"
+        elif category and v.ok:
+            category, detail = "missed by vlpc.verify", f"{detail}; vlpc.dot_run.check: {v.summary()}"
+    return category, detail
 
 
 # -- one case --------------------------------------------------------------------------------------
@@ -358,9 +734,12 @@ def compile_case(c: Case, text: str):
 
 def run_case(c: Case) -> tuple[str, str]:
     """(category, detail): category '' for a pass, 'refused at compile/launch', or one of FAILURES."""
+    if c.ab:
+        return run_dot_case(c)
     from vlpc.errors import DeviceError, VlpcError
     from vlpc.pipeline import InternalError
     from vlpc.runtime import get_device, load_code_object
+    from vlpc.runtime.device import LaunchError
 
     text = source(c)
     try:
@@ -398,6 +777,8 @@ def run_case(c: Case) -> tuple[str, str]:
         try:
             kern.check_sizes(c.m, c.n, c.k, *lds)
             kern.execute(dev, load_code_object(kern.code_object), args, c.m, c.n, c.k, lds[2], c.batch or None)
+        except LaunchError as e:  # refused before it ran (CompiledKernel.check_offsets)
+            return "refused at launch", str(e).splitlines()[0]
         except DeviceError as e:
             return "device fault", str(e).splitlines()[0]
         except VlpcError as e:
@@ -456,11 +837,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="session seed (default: random)")
     ap.add_argument("--case", type=int, default=None, help="run only this case of the seed (a reproduction)")
     ap.add_argument("--cases", type=int, default=0, help="stop after this many cases (0: until the budget)")
+    ap.add_argument("--types", default=",".join(TYPES),
+                    help="A/B element types to draw, comma-separated from f32, f64, f16 (C f32/f16), "
+                         "i8 (C i32, or f32/f16 dequantized) (default: %(default)s)")
     ap.add_argument("--show", action="store_true", help="print each case's MLIR and parameters")
+    ap.add_argument("--list-refusals", action="store_true", help="print each refused case (not only the counts)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if args.minutes <= 0:
         ap.error("--minutes must be positive")
+    types = tuple(x.strip() for x in args.types.split(",") if x.strip())
+    if not types or any(x not in TYPES for x in types) or len(set(types)) != len(types):
+        ap.error(f"--types must list some of {', '.join(TYPES)} once each, got {args.types!r}")
+    types_opt = "" if types == TYPES else f" --types {','.join(types)}"
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1, 2**31))
     from tqdm import tqdm
 
@@ -484,7 +873,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             idx = i
         i += 1
-        c = draw_case(seed, idx)
+        c = draw(seed, idx, types)
         if args.show:
             print(f"case {idx}: {describe(c)}\n{source(c)}")
         try:
@@ -492,13 +881,15 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:  # noqa: BLE001 - the tool itself must not stop a long run
             cat, detail = "crash", f"difftest: {type(e).__name__}: {e} | " + traceback.format_exc().splitlines()[-2]
         counts[cat or "passed"] += 1
-        by_form[f"{c.form} {c.dtype}"] += 1
+        by_form[f"{c.form} {c.ab}->{c.ct}" if c.ab else f"{c.form} {c.dtype}"] += 1
         if cat.startswith("refused"):
             refusals[_normalise(detail)] += 1
+            if args.list_refusals:
+                (bar.write if bar else print)(f"refused case {idx}{types_opt}: {detail}\n  {describe(c)}")
         elif cat:
             failures.append((cat, c, detail))
             msg = (f"\nFAIL [{cat}] case {idx}: {detail}\n  {describe(c)}\n"
-                   f"  reproduce: python tools/difftest.py --seed {seed} --case {idx} --show")
+                   f"  reproduce: python tools/difftest.py --seed {seed} --case {idx}{types_opt} --show")
             (bar.write if bar else print)(msg)
         if args.show or indices is not None:
             print(f"case {idx}: {cat or 'passed'}{': ' + detail if detail else ''}")
@@ -508,7 +899,7 @@ def main(argv: list[str] | None = None) -> int:
     if bar:
         bar.close()
     elapsed = time.monotonic() - t0
-    print(f"\ndifftest seed {seed}: {i} cases in {elapsed / 60:.1f} min")
+    print(f"\ndifftest seed {seed}{types_opt}: {i} cases in {elapsed / 60:.1f} min")
     for cat in ("passed", "refused at compile", "refused at launch", *FAILURES):
         if counts[cat]:
             print(f"  {cat}: {counts[cat]}")

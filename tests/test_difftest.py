@@ -1,0 +1,109 @@
+"""tools/difftest.py on the f16 / int8 dot kernels: a short fixed-seed session, and the tool's
+checks seeing a wrong element of C, a changed padding element and a changed input (a device
+wrapper corrupts the buffers it downloads, so the expected verdicts come from outside vlpc)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import difftest  # noqa: E402
+
+
+def test_short_session_f16_int8(capsys):
+    """A few random f16 / int8 cases (types, layouts, sizes, splits, epilogues) all pass."""
+    assert difftest.main(["--seed", "5", "--cases", "10", "--types", "f16,i8", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "10 cases" in out and "passed: " in out and "FAIL" not in out
+
+
+def test_float_draws_unchanged_by_types():
+    """--types f32,f64 draws the cases the tool drew before the dot types existed."""
+    for i in range(20):
+        assert difftest.draw(1, i, ("f32", "f64")) == difftest.draw_case(1, i)
+    assert all(difftest.draw(1, i, ("f32",)).dtype == "f32" for i in range(20))
+    assert {difftest.draw(1, i, ("i8",)).ab for i in range(20)} == {"i8"}
+
+
+def test_bad_types_option():
+    with pytest.raises(SystemExit) as e:
+        difftest.main(["--types", "f32,bf16", "--cases", "1"])
+    assert e.value.code == 2
+
+
+class _Corrupting:
+    """The strict emulator, but the download of upload number ``which`` has ``change`` applied."""
+
+    def __init__(self, dev, which: int, change):
+        self.dev, self.which, self.change, self.uploads = dev, which, change, []
+
+    def upload(self, arr):
+        buf = self.dev.upload(arr)
+        self.uploads.append(buf)
+        return buf
+
+    def download(self, buf, *a, **kw):
+        out = self.dev.download(buf, *a, **kw)
+        if buf is self.uploads[self.which]:
+            out = out.copy()
+            self.change(out)
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self.dev, name)
+
+
+def _case(**kw) -> difftest.Case:
+    base = dict(seed=0, index=0, form="gemm", layout="TN", m=5, n=7, k=7, pads=(1, 2, 3), alpha=1.0, beta=0.5,
+                options={"a_transpose": "pre"}, ab="f16", ct="f32", dtype="f16")
+    base.update(kw)
+    return difftest.Case(**base)
+
+
+def _run(monkeypatch, c: difftest.Case, which: int | None = None, change=None):
+    import vlpc.runtime
+
+    real = vlpc.runtime.get_device
+    if which is not None:
+        monkeypatch.setattr(vlpc.runtime, "get_device", lambda *a, **kw: _Corrupting(real(*a, **kw), which, change))
+    return difftest.run_case(c)
+
+
+def _last_of_c(c: difftest.Case) -> int:
+    return int(difftest.offsets(c, "C").max())
+
+
+@pytest.mark.parametrize("c", [_case(), _case(ab="i8", ct="i32", layout="NN", alpha=-3.0, beta=7.0, pads=(1, 0, 1),
+                                             options={"split_k": 2}),
+                               _case(ab="i8", ct="f16", layout="NT", m=3, n=64, k=9, pads=(3, 3, 2), options={},
+                                     epilogue=("bias_col", "gelu"))],
+                         ids=["f16-TN-pre", "i8-i32-NN-splitk", "i8-f16-dequant-gemv-gelu"])
+def test_checks_see_corruption(monkeypatch, c):
+    assert c.pads[2] > 0
+    assert _run(monkeypatch, c) == ("", "")
+    last = _last_of_c(c)
+    if c.ct == "i32":
+        def bump(out):
+            out[last] = out[last] + np.int32(1)  # one unit: int8 results are exact
+    else:
+        def bump(out):
+            out[last] = out[last] * (1 + 2.0**-8) + 2.0**-8  # far over the f32/f16 bound at this size
+    cat, detail = _run(monkeypatch, c, 2, bump)
+    assert cat == "wrong result" and f"C[0][{c.m - 1},{c.n - 1}]" in detail
+
+    monkeypatch.undo()
+    pad = c.n  # the first element past row 0 of C (ldc > N)
+
+    def touch(out):
+        out[pad] = 0
+    assert _run(monkeypatch, c, 2, touch)[0] == "padding modified"
+
+    monkeypatch.undo()
+
+    def flip_b(out):
+        out.view(np.uint8)[0] ^= 1
+    assert _run(monkeypatch, c, 1, flip_b) == ("input modified", "buffer B changed")
