@@ -10,7 +10,14 @@ or atomic mode, local split); strided batches (batch strides with gaps, stride 0
 or B, a batch count given at launch); linalg forms (named ops, indexing-map forms,
 linalg.generic, a zero fill before); strategies sqc and lds.  Buffers are sized exactly
 to the data or have a tail, and everything outside the matrices is NaN or finite
-garbage.  A case is compiled with vlpc, launched on the strict emulator through
+garbage.  With ``--types`` including f16 or i8 (the default), cases of the dot kernels too
+(``draw_dot_case``): A/B f16 with C f32 or f16, A/B i8 with C i32 (exact, two's complement
+wrap of i32 alpha/beta) or dequantized f32/f16 C (scale_row, scale_col), every layout, odd M,
+N, K (K % 2, K % 4 leftovers), the A-transpose pre-kernel (``a_transpose``), the decode GEMV
+plan (static M 1..16 and K), split-K in workspace mode (auto or explicit S), local splits,
+epilogues (not for i32 C) and linalg.generic (extf / extsi bodies); the reference is
+float64 (int8: int64) math on the inputs with the README's bounds (``dot_expected``) and the
+cross-check is ``vlpc.dot_run.check``.  A case is compiled with vlpc, launched on the strict emulator through
 ``CompiledKernel.execute`` and checked:
 
 * ``wrong result``: an element of C outside this tool's error bound (a loose
@@ -443,7 +450,8 @@ def draw_dot_case(seed: int, index: int, ab: str) -> Case:
             if x != "C" and rng.random() < 0.25:
                 strides.append(0)
             else:
-                strides.append(rows * ld + int(pick([0, 0, pk, 16 * pk, 3]) if x != "C" else pick([0, 0, 3, 64])))
+                gaps = [0, 0, pk, 16 * pk] + ([] if aligned else [3])  # an unaligned stride: refused
+                strides.append(rows * ld + int(pick(gaps) if x != "C" else pick([0, 0, 3, 64])))
         c.strides = tuple(strides)
     if rng.random() < 0.45:
         if c.batch:
