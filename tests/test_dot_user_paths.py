@@ -164,3 +164,20 @@ def test_dynamic_int8_batch_with_k_not_a_multiple_of_4_runs(tmp_path, capsys):
     assert "lda=16 ldb=16 ldc=33) batch=3 (strides 144, 528, 297)" in out and "verification passed" in out
     assert main(["run", str(path), "--m", "9", "--n", "33", "--k", "13", "-q"]) == 1
     assert "pass batch= (vlpc run: --batch)" in capsys.readouterr().err
+
+
+def test_alpha_outside_f32_and_non_finite_alpha():
+    """An f32 alpha past f32's range is a one-line VlpcError (it became Inf, then an
+    OverflowError in the launch checks); alpha = +Inf or NaN is a value, run and checked; an
+    all-NaN f16 C is not summarised as 'int8 -> i32 results exact'."""
+    kern = vlpc.compile(source(16, 64, 32, 32, 32, 64, "f16", "f32")).kernel("g")
+    with pytest.raises(VlpcError, match=r"^alpha=1e\+40 is outside the range of float32, the kernel's alpha type"):
+        vlpc.run(kern, alpha=1e40)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((16, 32)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    r = vlpc.run(kern, a, b, alpha=float("inf"), beta=0.0)
+    exp = np.inf * (a.astype(np.float64) @ b.astype(np.float64).T)
+    assert np.array_equal(r.c, exp.astype(np.float32), equal_nan=True)
+    r = vlpc.run(kern, alpha=float("nan"), beta=0.0)
+    assert np.isnan(r.c).all() and "int8 -> i32" not in r.verdict.summary()

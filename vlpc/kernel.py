@@ -220,7 +220,7 @@ class CompiledKernel:
         for name, v in zip(names, args):
             try:
                 vals[name] = int(v)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # buffers; alpha/beta may be +-Inf or NaN
                 pass
         # lda, ldb, ldc and the batch strides the IR fixes: the arguments must say the same
         self.check_static({x: vals.get(x) for x in ("lda", "ldb", "ldc", "stride_a", "stride_b", "stride_c")})

@@ -382,7 +382,11 @@ def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: floa
         if name in buffers:
             args.append(buffers[name])
         elif name in ("alpha", "beta"):
-            args.append(dtype(alpha if name == "alpha" else beta))
+            value = alpha if name == "alpha" else beta
+            if np.issubdtype(dtype, np.floating) and np.isfinite(value) and abs(value) > float(np.finfo(dtype).max):
+                raise VlpcError(f"{name}={value} is outside the range of {np.dtype(dtype).name}, the kernel's "
+                                f"{name} type (largest finite {np.finfo(dtype).max:.7g})")
+            args.append(dtype(value))
         elif name in values:
             if not 0 <= values[name] < 2**31:
                 raise VlpcError(f"{name}={values[name]} does not fit the kernel's 32-bit argument {name}")
