@@ -376,3 +376,21 @@ def test_line_rule_waits_in_every_round_and_draws_per_line():
     assert r.wg_finish[1] - r.wg_finish[0] == pytest.approx(r.wg_finish[0], abs=n * 8 + 16)
     with pytest.raises(ValueError, match="l2_miss_rule"):
         cycles(tr, board=BOARD.at(timing=replace(P, l2_miss_rule="lines")))
+
+
+@pytest.mark.parametrize("rule", ["line", "group"])
+def test_modeled_time_between_clock_bound_and_clock_free(rule):
+    # Every modeled cost is engine cycles (x 1/clock) or nanoseconds (fixed), so lowering the
+    # clock from f_hi to f_lo can slow the kernel by at most f_hi / f_lo and never speed it up.
+    # A miss rule whose draws depend on the clock (e.g. a window in engine cycles) broke this.
+    from vlpc.runtime.timing import gpu
+
+    st = _modeled(1024, 1024, 128, schedule="seed", split_k=1)
+    t = st.timing
+    board = BOARD.at(timing=replace(BOARD.timing, l2_miss_rule=rule))
+    res = gpu.Residency(t.wgs_per_cu, st.trace.waves_per_wg, 0, "")
+    clocks = (1700, 1500, 1300, 1100)
+    us = {f: gpu.model_kernel(st.trace, board.at(engine_clock_mhz=f), res, l2_miss=t.l2_miss).time_us
+          - board.timing.launch_overhead_us for f in clocks}
+    for hi, lo in zip(clocks, clocks[1:]):
+        assert us[hi] <= us[lo] <= us[hi] * hi / lo * (1 + 1e-9), (hi, lo, us)
