@@ -407,8 +407,8 @@ class MatmulOp(IRDLOperation):
         for name, v in (("alpha", self.alpha), ("beta", self.beta)):
             if type_name(v.type) != scalar:
                 if a_name in DOT_PACK:
-                    raise VerifyException(f"{name} must have type {scalar} (alpha and beta of an {a_name} product), "
-                                          f"got {v.type}")
+                    what = f"a dequantized {a_name} product, C {c_name}" if dequant else f"an {a_name} product"
+                    raise VerifyException(f"{name} must have type {scalar} (alpha and beta of {what}), got {v.type}")
                 raise VerifyException(f"{name} must have the element type {elt}, got {v.type}")
         ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
         if ops is None:

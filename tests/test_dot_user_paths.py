@@ -181,3 +181,14 @@ def test_alpha_outside_f32_and_non_finite_alpha():
     assert np.array_equal(r.c, exp.astype(np.float32), equal_nan=True)
     r = vlpc.run(kern, alpha=float("nan"), beta=0.0)
     assert np.isnan(r.c).all() and "int8 -> i32" not in r.verdict.summary()
+
+
+def test_alpha_type_of_a_dequantized_int8_product_is_explained():
+    """i32 alpha on an int8 product with f32 C: f32 is wanted because it dequantizes (the
+    message used to say 'alpha and beta of an i8 product', whose alpha is i32 otherwise)."""
+    text = source(32, 64, 64, 64, 64, 64, "i8", "f32")
+    text = text.replace("%beta: i32)", "%beta: i32, %sr: memref<32xf32>, %sc: memref<64xf32>)").replace(
+        "%beta {", "%beta scales(%sr, %sc : memref<32xf32>, memref<64xf32>) {")
+    with pytest.raises(VlpcError, match=r"t.mlir:2:3: error: alpha must have type f32 \(alpha and beta of a "
+                                        r"dequantized i8 product, C f32\), got i32"):
+        vlpc.compile(text, filename="t.mlir")
