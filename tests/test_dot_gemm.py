@@ -517,6 +517,15 @@ def test_w8a8_dequant_epilogue(m, n, k, ct, alpha, beta):
     assert np.isfinite(got).all()
 
 
+def test_dequant_arguments_out_of_order_name_the_scales():
+    text = dequant_source(64, 64, 32, 32, 32).replace("%sr: memref<64xf32>, %sc: memref<64xf32>",
+                                                      "%sc: memref<64xf32>, %sr: memref<64xf32>")
+    with pytest.raises(VlpcError) as e:
+        vlpc.compile(text, filename="t.mlir")
+    assert "t.mlir:2:" in str(e.value)
+    assert "A, B, C, alpha, beta, then bias, scale_row, scale_col when used, in that order" in str(e.value)
+
+
 def test_dequant_needs_its_scales():
     text = source(64, 64, 32, 32, 32, 64, "i8", "f32").replace("%alpha: i32, %beta: i32", "%alpha: f32, %beta: f32") \
         .replace("i32, i32\n", "f32, f32\n")
