@@ -189,9 +189,20 @@ def batch_stride(t: MemRefType) -> int:
     return _strides(t)[0]
 
 
+def a_copied_for_alignment(layout: str, dtype: str, lda: int, batch: int = 0, stride_a: int = 0) -> bool:
+    """Whether the plan of an f16/i8 product with A stored M x K (layout ``N?``) copies A into a
+    padded M x ceil(K / P) P workspace first (passes/gemm_to_gcn_transpose.py) because A's rows
+    would not start on 4-byte boundaries: a STATIC lda (or A's batch stride) that is not a
+    multiple of P = 2 (f16) / 4 (i8).  Values given at launch (negative) do not count."""
+    pack = DOT_PACK.get(dtype, 1)
+    if pack == 1 or layout[0] != "N":
+        return False
+    return (lda >= 0 and lda % pack != 0) or (batch != 0 and stride_a >= 0 and stride_a % pack != 0)
+
+
 def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int,
                   batch: int = 0, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
-                  c_dtype: str = "") -> list[str]:
+                  c_dtype: str = "", a_copied: bool = False) -> list[str]:
     """Why sizes break the kernels' 32-bit byte offsets or overlap C's batch entries.
 
     All in elements; a negative value is unknown (given at launch) and checks needing it
@@ -205,7 +216,10 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
       A and B may overlap or repeat (stride 0 broadcasts one matrix), they are only read.
     * for f16 and i8 (the dot kernels read 2 or 4 values of K per dword), a leading
       dimension or batch stride of A or B that is not a multiple of 2 or 4: rows would not
-      start on 4-byte boundaries (scalar loads ignore the low address bits).
+      start on 4-byte boundaries (scalar loads ignore the low address bits).  Not for A when
+      ``a_copied`` (the plan reads A through a padded copy: :func:`a_copied_for_alignment`, any
+      lda and batch stride); a value given at launch is refused naming the fixes (a static
+      leading dimension, which makes the plan copy A, or padded rows).
 
     ``c_dtype``: C's element type when it differs from A's (f16 and i8 kernels; when not
     given, C of an f16 or i8 product is counted as 4 bytes, the larger of its choices).
@@ -216,14 +230,16 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
     out = []
     pack = DOT_PACK.get(dtype, 1)
     if pack > 1:
-        k_rows = [("lda", lda), ("stride_a", stride_a if batch else 0)] if layout[0] == "N" else []
+        k_rows = [("lda", lda), ("stride_a", stride_a if batch else 0)] if layout[0] == "N" and not a_copied else []
         if layout[1] == "T":  # B K x N (NN) is read 16 bits at a time: no alignment beyond the element
             k_rows += [("ldb", ldb), ("stride_b", stride_b if batch else 0)]
         for name, ld in k_rows:
             if ld > 0 and ld % pack:
+                fix = (", or give lda and A's batch stride at compile time: the plan then copies A into a "
+                       "padded workspace first" if name in ("lda", "stride_a") else "")
                 out.append(f"{name}={ld}: {dtype} rows and matrices must start on 4-byte boundaries for the dot "
                            f"kernels' packed loads ({name} a multiple of {pack}: pad the rows, e.g. "
-                           f"{name}={-(-ld // pack) * pack})")
+                           f"{name}={-(-ld // pack) * pack}{fix})")
     a_rows, a_cols = (m, k) if layout[0] == "N" else (k, m)
     b_rows, b_cols = (k, n) if layout[1] == "N" else (n, k)
     for name, rows, cols, ld in (("A", a_rows, a_cols, lda), ("B", b_rows, b_cols, ldb), ("C", m, n, ldc)):
@@ -472,7 +488,8 @@ class MatmulOp(IRDLOperation):
                     f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
         sh = self.shape()
         errors = offset_errors(lay, sh.dtype, sh.m, sh.n, sh.k, sh.lda, sh.ldb, sh.ldc,
-                               sh.batch, sh.stride_a, sh.stride_b, sh.stride_c, sh.c_type)
+                               sh.batch, sh.stride_a, sh.stride_b, sh.stride_c, sh.c_type,
+                               a_copied=a_copied_for_alignment(lay, sh.dtype, sh.lda, sh.batch, sh.stride_a))
         if errors:
             raise VerifyException(errors[0])
 

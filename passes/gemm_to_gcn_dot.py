@@ -38,7 +38,9 @@ workspace first (``<name>_transpose``, passes/gemm_to_gcn_transpose.py; it uses 
 kernel still does not) and this kernel reads the copy as layout N (:attr:`a_trans` False).
 Rows read by dwords must start on 4-byte boundaries: lda for A stored M x K (and ldb for
 NT, and the batch strides) are multiples of P (checked at compile time for static values,
-at launch otherwise: ``vlpc.dialects.gemm.offset_errors``).
+at launch otherwise: ``vlpc.dialects.gemm.offset_errors``), except that a static lda (or A
+batch stride) of A stored M x K that is not makes the plan copy A into the same padded
+workspace first (``a_copied_for_alignment``; the copy kernel with A's strides swapped).
 
 K need not be a multiple of P (nor of the K step): the loop runs over the ``K // P`` whole
 dwords (K steps, then an unrolled or looped tail of whole dwords), and the last ``K % P``

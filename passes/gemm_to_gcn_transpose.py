@@ -10,7 +10,18 @@ first ``<name>_transpose``, which copies A into a workspace laid out M x K, then
 kernel reads that copy as A (``WorkspaceADotBuilder``: the dot kernel with A's pointer, row
 stride and batch stride those of the copy).
 
-**The copy** (per batch entry): ``W[m, k] = A[k, m]`` for k < K, rows of ``ldw = ceil(K / P)
+**A stored M x K with a static lda (or batch stride) not a multiple of P** (layouts ``NN``,
+``NT``; :func:`vlpc.dialects.gemm.a_copied_for_alignment`): the dot kernel's scalar loads would
+meet rows that do not start on 4-byte boundaries, so the plan runs the same copy first, the
+kernel reading its source with A's two strides swapped (``A[m, k]`` at ``m lda + k`` instead
+of ``k lda + m``: lane m of a wavefront reads row m0 + m of A, ``v_mul_lo_u32`` of the lane by
+lda as its offset, the tile's values of K at immediate offsets; not coalesced, any lda), and
+the dot kernel reads the padded copy as for the transposed case.  An lda or batch stride given
+at launch is not copied: it must be a multiple of P (refused at launch in one line naming the
+fixes, ``offset_errors``).  The kernel keeps the name ``<name>_transpose`` (role
+``transpose``) in both cases.
+
+**The copy** (per batch entry): ``W[m, k] = A[k, m]`` (``A[m, k]`` for A stored M x K) for k < K, rows of ``ldw = ceil(K / P)
 * P`` elements (a multiple of 4 bytes, so every row starts on a dword), the pad ``K <= k <
 ldw`` zero (a dot product over it is 0; the dot kernel reads the last K % P values one element
 at a time anyway).  ``M x ldw`` elements per batch entry, batch entries back to back.
@@ -63,7 +74,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, a_copied_for_alignment
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_interface
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
@@ -97,12 +108,20 @@ def in_kernel_refusal(mm: MatmulOp) -> str | None:
 
 def a_transpose_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
     """Why the plan of ``mm`` (f16/i8) copies A into an M x K workspace first, or None: A is
-    stored M x K, or K x M packed by the dot kernel itself.  ``mode``: ``auto`` (the rule,
+    stored M x K with lda and batch stride multiples of P or given at launch, or K x M packed
+    by the dot kernel itself.  A stored M x K with a static lda or batch stride that is not a
+    multiple of P is always copied (whatever ``mode``).  ``mode``: ``auto`` (the rule,
     module docstring "When"), ``pre`` (always the copy), ``in-kernel`` (the copy only where the
     kernel cannot pack A): ``vlpc compile --a-transpose``."""
     lay = mm.layout.data
     if lay[0] != "T":
-        return None
+        s = mm.shape()
+        if not a_copied_for_alignment(lay, s.dtype, s.lda, s.batch, s.stride_a):
+            return None
+        p = DOT_PACK[s.dtype]
+        return (f"A stored M x K with lda={s.lda}" + (f", batch stride {s.stride_a}" if s.batch != 0 else "") +
+                f" (static): its rows do not all start on 4-byte boundaries (lda a multiple of {p}), "
+                "the dot kernel reads a padded copy")
     why = in_kernel_refusal(mm)
     if why is not None:
         return why
@@ -216,10 +235,12 @@ def transpose_lds_bytes(pack: int) -> int:
 
 
 def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
-    """``<name>_transpose``: A (K x M, lda, batch stride) into the workspace copy (M x ldw,
-    zero pad); grid (ceil(M / TILE), ceil(K / TILE), batch), TILE x WAVES work-items."""
+    """``<name>_transpose``: A (K x M for layouts ``T?``, M x K for ``N?``; lda, batch stride)
+    into the workspace copy (M x ldw, zero pad); grid (ceil(M / TILE), ceil(K / TILE), batch),
+    TILE x WAVES work-items.  Raises a located error when the tile's LDS exceeds the CU's."""
     s = mm.shape()
     P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
+    k_rows = mm.layout.data[0] == "T"  # A stored K x M (A[m, k] at k lda + m), else M x K (m lda + k)
     T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
     pitch = D + 1  # LDS dwords per m
     lds = transpose_lds_bytes(P)
@@ -250,8 +271,12 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
     m0 = e.mul(wg_x, T)
     k0 = e.mul(wg_y, T)
     lda_b = _mul(e, lda, eb)  # a row of A in bytes
-    lo, hi = e.mul64(k0, _reg(e, lda_b))
-    a_tile = e.add64(e.add64(a_ptr, lo, hi, comment="A + k0 * lda"), e.mul(m0, eb), 0, comment="A tile = + m0")
+    if k_rows:
+        lo, hi = e.mul64(k0, _reg(e, lda_b))
+        a_tile = e.add64(e.add64(a_ptr, lo, hi, comment="A + k0 * lda"), e.mul(m0, eb), 0, comment="A tile = + m0")
+    else:  # A stored M x K: the strides of m and k swapped
+        lo, hi = e.mul64(m0, _reg(e, lda_b))
+        a_tile = e.add64(e.add64(a_ptr, lo, hi, comment="A + m0 * lda"), e.mul(k0, eb), 0, comment="A tile = + k0")
     ldw_b = _mul(e, ldw, eb)  # a row of the copy in bytes
     w_tile = e.add64(w_base, e.mul(m0, ldw_b), 0, comment="copy + m0 rows")
     w_tile = e.add64(w_tile, e.mul(wg_y, D * 4), 0, comment="copy tile = + k0 values")
@@ -267,10 +292,18 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
         lanes_m = e(gcn.SAndB64Op(full, lanes_m)).sdst
     else:
         lanes_m = full
-    voff = lane if eb == 1 else e(gcn.VLshlrevB32Op(eb.bit_length() - 1, lane)).vdst
-    wave_rows = e.mul(wave, P)
-    a_wave = e.add64(a_tile, e.mul(wave_rows, lda_b) if not isinstance(lda_b, int) else
-                     e(gcn.SMulI32Op(wave_rows, lda_b)).sdst, 0, comment="A + the wavefront's first row")
+    if k_rows:
+        voff = lane if eb == 1 else e(gcn.VLshlrevB32Op(eb.bit_length() - 1, lane)).vdst
+        wave_rows = e.mul(wave, P)
+        a_wave = e.add64(a_tile, e.mul(wave_rows, lda_b) if not isinstance(lda_b, int) else
+                         e(gcn.SMulI32Op(wave_rows, lda_b)).sdst, 0, comment="A + the wavefront's first row")
+        k_step: SSAValue | int = lda_b  # bytes from one K row of the tile to the next
+    else:  # lane m reads row m0 + m of A (M x K): one element of K after another
+        voff = e(gcn.VMulLoU32Op(lane, _reg(e, lda_b))).vdst  # lane m: A row m0 + m
+        wave_rows = e.mul(wave, P)
+        a_wave = e.add64(a_tile, e.mul(wave_rows, eb) if eb > 1 else wave_rows, 0,
+                         comment="A + the wavefront's first value of K")
+        k_step = eb
     if k_edge:  # rows k >= K are not read: rem = K - (k0 + P w) rows left (0 when past K)
         kw = e(gcn.SAddU32Op(k0, wave_rows, comment="first K row of the wavefront")).sdst
         rem = e(gcn.SSubU32Op(e(gcn.SMaxU32Op(_reg(e, k_val), kw)).sdst, kw, comment="K rows left")).sdst
@@ -286,11 +319,11 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
         for i in range(per_lane):
             for j in j_set:
                 c = WAVES * P * i + j  # K row of the tile = P wave + c
-                imm = c * lda_b if isinstance(lda_b, int) else None
+                imm = c * k_step if isinstance(k_step, int) else None
                 if imm is not None and imm <= GFX906.global_offset_max:
                     base, off = a_wave, imm
                 else:
-                    base, off = e.add64(a_wave, imm if imm is not None else e.mul(lda_b, c), 0), 0
+                    base, off = e.add64(a_wave, imm if imm is not None else e.mul(k_step, c), 0), 0
                 if k_edge:
                     e(gcn.SCmpLeU32Op(rem, c))  # row P w + c past K?
                     e(gcn.SCselectB64Op(none, lanes_m, result_type=gcn.exec_type()))
@@ -392,4 +425,5 @@ def describe_a_copy(mm: MatmulOp, name: str, mode: str = "auto") -> tuple[str, s
     gy = str(-(-s.k // TILE)) if s.k >= 0 else f"ceil(K/{TILE})"
     gz = 1 if s.batch == 0 else (s.batch if s.batch > 0 else "batch")
     return (f"{name}_transpose (grid {gx}x{gy}x{gz}, LDS {transpose_lds_bytes(p)} bytes)",
-            f"  A copy (A stored K x M -> M x ceil(K/{p})*{p} {s.dtype}, after any split-K partials): {size}; {why}")
+            f"  A copy (A stored {'K x M' if mm.layout.data[0] == 'T' else 'M x K'} -> M x ceil(K/{p})*{p} {s.dtype}, "
+            f"after any split-K partials): {size}; {why}")

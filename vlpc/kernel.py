@@ -82,7 +82,8 @@ class CompiledKernel:
     def workspace_bytes(self, m: int, ldc: int, k: int | None = None, batch: int | None = None) -> int:
         """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0
         (also 0 when a row-narrow companion computes a small M: it is not split).  A plan that
-        copies A first (f16/i8 A stored K x M, ``<name>_transpose``; passes/gemm_to_gcn_transpose.py)
+        copies A first (f16/i8 A stored K x M, or M x K with a static lda not a multiple of P;
+        ``<name>_transpose``; passes/gemm_to_gcn_transpose.py)
         adds the copy after the partials (kept for a row-narrow companion, which finds the copy at
         the same offset): batch x M x ceil(K / P) P elements; it needs ``k`` (and a batch count)."""
         esz = 8 if self.launch_info.get("dtype", "f32") == "f64" else 4  # f16/i8: f32/i32 partials
@@ -230,7 +231,8 @@ class CompiledKernel:
             nb = 0
         errors = offset_errors(self.layout, str(li.get("dtype", "f32")), m, n, k,
                                *(vals.get(x, -1) for x in ("lda", "ldb", "ldc")), nb,
-                               *(vals.get(x, -1) for x in ("stride_a", "stride_b", "stride_c")))
+                               *(vals.get(x, -1) for x in ("stride_a", "stride_b", "stride_c")),
+                               a_copied=self.transpose_kernel() is not None)
         if workspace_bytes >= BYTE_OFFSET_LIMIT:
             what = ("the workspace of {} bytes (split-K partials and the copy of A) reaches the 32-bit byte offset "
                     "limit of vlpc's kernels (2^32 bytes)" if self.transpose_kernel() is not None else

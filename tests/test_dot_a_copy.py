@@ -1,0 +1,214 @@
+"""A stored M x K (layouts NT, NN) with a static lda (or batch stride) that is not a multiple of
+P = 2 (f16) / 4 (int8): the plan copies A into the padded M x ceil(K / P) P workspace first
+(``<name>_transpose`` with A's strides swapped, passes/gemm_to_gcn_transpose.py), then the dot
+kernel reads the copy.  Strict emulator, exactly sized buffers with NaN / garbage padding, a
+workspace handed out full of garbage (tests/test_dot_transpose.py's device), NumPy reference;
+an odd lda given at launch stays refused, naming the fixes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vlpc
+from vlpc.errors import VlpcError
+
+from dot_support import NP, assert_close, exact, flat_batch, launch_dot, pad_mask, reference, rows_of
+from test_dot_transpose import PAD, garbage_device
+
+
+def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
+    """gemm.matmul with A stored M x K; a None size is '?' (given at launch)."""
+    def d(x):
+        return "?" if x is None else str(x)
+
+    def mt(rows, cols, ld, t, st=None):
+        if batch is not None:
+            return f"memref<{batch}x{d(rows)}x{d(cols)}x{t}, strided<[{d(st)}, {d(ld)}, 1]>>"
+        return f"memref<{d(rows)}x{d(cols)}x{t}, strided<[{d(ld)}, 1]>>"
+    sa, sb, sc = strides or (None, None, None)
+    ta = mt(m, k, lda, ab, sa)
+    tb = mt(n, k, ldb, ab, sb) if layout[1] == "T" else mt(k, n, ldb, ab, sb)
+    tc = mt(m, n, ldc, ct, sc)
+    st = "f32" if ab == "f16" else "i32"
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {st}, %beta: {st}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {st}, {st}\n"
+            "  func.return\n}\n")
+
+
+def operands(layout, m, n, k, ab, ct, rng, nb=None):
+    shape = (lambda *s: s) if nb is None else (lambda *s: (nb, *s))
+    bshape = shape(n, k) if layout[1] == "T" else shape(k, n)
+    if ab == "i8":
+        a = rng.integers(-128, 128, shape(m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, bshape).astype(np.int8)
+    else:
+        a = rng.standard_normal(shape(m, k)).astype(np.float16)
+        b = rng.standard_normal(bshape).astype(np.float16)
+    if ct == "i32":
+        c = rng.integers(-2**31, 2**31, shape(m, n)).astype(np.int32)
+    else:
+        c = rng.standard_normal(shape(m, n)).astype(NP[ct])
+    return a, b, c
+
+
+def check(out, exp, bound, ct, m, n, ldc, cf):
+    got = rows_of(out, m, n, ldc)
+    if ct == "i32":
+        np.testing.assert_array_equal(got.astype(np.int64), exp)
+    else:
+        assert_close(got, exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8)), "C's padding changed"
+
+
+CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, options
+    ("NT", 37, 64, 45, 45, 46, 65, "f16", "f32", {}),     # contiguous rows, K odd
+    ("NN", 70, 64, 33, 35, 66, 64, "f16", "f32", {}),     # lda odd past K, B K x N
+    ("NT", 37, 64, 41, 41, 44, 64, "i8", "i32", {}),      # lda = K = 1 mod 4
+    ("NN", 66, 64, 70, 70, 64, 67, "i8", "i32", {}),      # lda = K = 2 mod 4
+    ("NT", 70, 100, 37, 37, 40, 101, "f16", "f32", {"split_k": 3}),  # + split-K
+]
+
+
+@pytest.mark.parametrize("layout, m, n, k, lda, ldb, ldc, ab, ct, opts", CASES)
+def test_unaligned_a_is_copied(layout, m, n, k, lda, ldb, ldc, ab, ct, opts):
+    """alpha/beta against NumPy, C's padding kept bit for bit; beta = 0 over NaN / garbage C;
+    alpha = 0 over NaN A and B (f16); one NaN of A reaches its row of C and no other."""
+    kern = vlpc.compile(src(layout, m, n, k, lda, ldb, ldc, ab, ct), **opts).kernel("g")
+    assert kern.launch_info["plan"].startswith("g_transpose,g") and kern.transpose_kernel() is not None
+    p = 2 if ab == "f16" else 4
+    split = kern.split_k
+    assert kern.workspace_bytes(m, ldc, k) == (split * m * ldc * 4 if split > 1 else 0) + m * -(-k // p) * p * (
+        2 if ab == "f16" else 1)
+    rng = np.random.default_rng(31)
+    a, b, c = operands(layout, m, n, k, ab, ct, rng)
+    bt = b if layout[1] == "T" else b.T.copy()
+    af, bf = exact(a, lda, PAD[ab]), exact(b, ldb, PAD[ab])
+    dev = garbage_device()
+    for alpha, beta, c0 in [(0.75 if ct != "i32" else 3, -1.5 if ct != "i32" else -2, c),
+                            (1 if ct == "i32" else 1.0, 0, np.full_like(c, PAD[ct]))]:
+        cf = exact(c0, ldc, PAD[ct])
+        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev)
+        exp, bound = reference(a, bt, c0, alpha, beta, split * kern.local_split)
+        check(out, exp, bound, ct, m, n, ldc, cf)
+    if ab == "f16":
+        an, bn = a.copy(), b.copy()
+        an[2, 1], bn[0, 1] = np.nan, np.nan
+        cf = exact(c, ldc, PAD[ct])
+        out, _ = launch_dot(kern, exact(an, lda, PAD[ab]), exact(bn, ldb, PAD[ab]), cf, 0.0, 0.5,
+                            m, n, k, lda, ldb, ldc, device=dev)
+        exp, bound = reference(a, bt, c, 0.0, 0.5)
+        check(out, exp, bound, ct, m, n, ldc, cf)
+        out, _ = launch_dot(kern, exact(an, lda, PAD[ab]), bf, exact(c, ldc, PAD[ct]), 1.0, 0.0,
+                            m, n, k, lda, ldb, ldc, device=dev)
+        got = rows_of(out, m, n, ldc)
+        assert np.isnan(got[2]).all() and np.isfinite(np.delete(got, 2, axis=0)).all()
+
+
+@pytest.mark.parametrize("layout, ab, ct", [("NT", "f16", "f32"), ("NN", "i8", "i32")])
+def test_unaligned_a_batch(layout, ab, ct):
+    """A strided batch with an odd A batch stride (and lda): the copies back to back, grid z the
+    batch; the garbage between C's matrices kept."""
+    nb, m, n, k, lda, ldc = 3, 21, 64, 19, 19, 64
+    ldb = 20 if layout[1] == "T" else 66
+    sa, sb, sc = m * lda + 3, (n if layout[1] == "T" else k) * ldb + 4, m * ldc + 5
+    kern = vlpc.compile(src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=nb, strides=(sa, sb, sc))).kernel("g")
+    assert kern.transpose_kernel() is not None and kern.plan(m, n, k, nb)[0].grid == (1, 1, nb)
+    rng = np.random.default_rng(32)
+    a, b, c = operands(layout, m, n, k, ab, ct, rng, nb)
+    cf = flat_batch(c, ldc, sc, PAD[ct])
+    alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
+    out, _ = launch_dot(kern, flat_batch(a, lda, sa, PAD[ab]), flat_batch(b, ldb, sb, PAD[ab]), cf, alpha, beta,
+                        m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
+    gaps = np.ones(cf.size, bool)
+    for z in range(nb):
+        bt = b[z] if layout[1] == "T" else b[z].T.copy()
+        exp, bound = reference(a[z], bt, c[z], alpha, beta)
+        got = rows_of(out[z * sc:], m, n, ldc)
+        if ct == "i32":
+            np.testing.assert_array_equal(got.astype(np.int64), exp)
+        else:
+            assert_close(got, exp, bound)
+        for i in range(m):
+            gaps[z * sc + i * ldc:z * sc + i * ldc + n] = False
+    assert np.array_equal(out[gaps].view(np.uint8), cf[gaps].view(np.uint8))
+
+
+def test_aligned_a_is_not_copied():
+    """lda a multiple of P: the dot kernel reads A itself (no pre-kernel, no workspace)."""
+    kern = vlpc.compile(src("NT", 64, 64, 45, 46, 46, 64, "f16", "f32")).kernel("g")
+    assert kern.transpose_kernel() is None and kern.workspace_bytes(64, 64, 45) == 0
+
+
+def test_odd_lda_at_launch_is_refused_naming_the_fix():
+    """lda given at launch: still refused before any launch, in one line that names the fixes."""
+    kern = vlpc.compile(src("NT", None, None, None, None, None, None, "f16", "f32")).kernel("g")
+    assert kern.transpose_kernel() is None
+    with pytest.raises(VlpcError) as e:
+        vlpc.run(kern, np.zeros((8, 45), np.float16), np.zeros((64, 46), np.float16),
+                 np.zeros((8, 64), np.float32), k=45, lda=45, ldb=46)
+    msg = str(e.value)
+    assert "\n" not in msg.strip()
+    assert "lda=45" in msg and "pad the rows, e.g. lda=46, or give lda and A's batch stride at compile time" in msg
+
+
+def test_unaligned_a_small_m_at_launch():
+    """M given at launch (lda static, odd): the copy, then a row-narrow companion or the main
+    kernel, each reading the copy."""
+    kern = vlpc.compile(src("NT", None, 64, 45, 45, 46, 64, "f16", "f32")).kernel("g")
+    dev = garbage_device()
+    rng = np.random.default_rng(33)
+    for m in (5, 40):
+        steps = kern.plan(m, 64, 45)
+        assert steps[0].kernel == "g_transpose" and len(steps) == 2
+        a, b, c = operands("NT", m, 64, 45, "f16", "f32", rng)
+        cf = exact(c, 64, PAD["f32"])
+        out, _ = launch_dot(kern, exact(a, 45, PAD["f16"]), exact(b, 46, PAD["f16"]), cf, 1.25, 0.5,
+                            m, 64, 45, 45, 46, 64, device=dev)
+        exp, bound = reference(a, b, c, 1.25, 0.5, kern.local_split)
+        check(out, exp, bound, "f32", m, 64, 64, cf)
+
+
+@pytest.mark.parametrize("ab, k", [("f16", 45), ("i8", 70)])
+def test_the_copy_of_a_stored_m_by_k(ab, k):
+    """``<name>_transpose`` alone over a workspace of 0xFF bytes, A stored M x K: W[m, k] =
+    A[m, k], the pad k = K..ldw-1 zero, nothing past the copy written; A's padding not copied."""
+    from vlpc.runtime import get_device, load_code_object
+
+    m, lda = 70, k + 2 if ab == "f16" else k + 3
+    p = 2 if ab == "f16" else 4
+    ldw = -(-k // p) * p
+    assert lda % p
+    kern = vlpc.compile(src("NT", m, 64, k, lda, ldw + 4, 64, ab, "f32" if ab == "f16" else "i32")).kernel("g")
+    dev = get_device("emulator", strict=True)
+    a, _, _ = operands("NT", m, 64, k, ab, "f32", np.random.default_rng(34))
+    af = exact(a, lda, PAD[ab])
+    ws_bytes = kern.workspace_bytes(m, 64, k)
+    assert ws_bytes == m * ldw * a.itemsize
+    host = [af, np.zeros(64 * (ldw + 4), a.dtype), np.zeros(m * 64, np.float32)]
+    bufs = [dev.upload(x) for x in host]
+    ws = dev.upload(np.full(ws_bytes + 64, 0xFF, np.uint8))
+    scalar = np.float32 if ab == "f16" else np.int32
+    args = [*bufs, *(np.int32(v) for v in (m, 64, k, lda, ldw + 4, 64)), scalar(1), scalar(0), ws]
+    step = kern.plan(m, 64, k)[0]
+    assert step.kernel == "g_transpose"
+    dev.launch(load_code_object(kern.code_object), step.kernel, grid=step.grid, block=step.block, args=args,
+               buffer_sizes={0: host[0].nbytes, 1: host[1].nbytes, 2: host[2].nbytes, 11: ws_bytes + 64})
+    raw = dev.download(ws, np.uint8, (ws_bytes + 64,))
+    assert (raw[ws_bytes:] == 0xFF).all(), "the copy wrote past its rows"
+    w = raw[:ws_bytes].view(a.dtype).reshape(m, ldw)
+    assert np.array_equal(w[:, :k].view(np.uint8), a.view(np.uint8))
+    assert (w[:, k:].view(np.uint8) == 0).all(), "the pad of the copy is not zero"
+
+
+def test_print_plan_names_the_copy(tmp_path, capsys):
+    from vlpc.cli import main
+
+    f = tmp_path / "nt.mlir"
+    f.write_text(src("NT", 37, 64, 41, 41, 44, 64, "i8", "i32"))
+    assert main(["compile", str(f), "--print-plan"]) == 0
+    out = capsys.readouterr().out
+    assert "g_transpose (grid 1x1x1, LDS 4352 bytes)" in out
+    assert f"A copy (A stored M x K -> M x ceil(K/4)*4 i8, after any split-K partials): {37 * 44} bytes" in out
+    assert "lda=41" in out
