@@ -44,6 +44,10 @@ def test_emulator_bench_reports_modeled_time(tmp_path, capsys):
     # the row's own arithmetic: TFLOP/s = 2MNK / time, share = TFLOP/s / MI60's peak at 1700 MHz
     assert tflops == __import__("pytest").approx(2 * 256 * 512 * 64 / (us * 1e-6) / 1e12, rel=1e-3)
     assert share == __import__("pytest").approx(tflops / 13.9264, rel=1e-3)
+    # % of HBM: A and B read once, C written once (beta = 0), over MI60's 819.2 GB/s (800 MHz memory)
+    hbm = float(row[-1])
+    moved = 4 * (256 + 512) * 64 + 4 * 256 * 512
+    assert hbm == __import__("pytest").approx(moved / (us * 1e-6) / 819.2e9, rel=1e-3, abs=6e-5)  # CSV: 4 decimals
     # a lower engine clock cannot make the same kernel faster
     rc = main(["bench", DYN, "--m", "256", "--n", "512", "--k", "64", "--clock", "1100", "--csv", str(csv_path)])
     assert rc == 0
@@ -56,3 +60,18 @@ def test_hip_unavailable_is_one_line(capsys):
     err = capsys.readouterr().err
     assert rc == 4
     assert err.startswith("vlpc: HIP device unavailable") and len(err.strip().splitlines()) == 1
+
+
+def test_int8_bench_counts_ops_and_hbm(tmp_path, capsys):
+    src = tmp_path / "g8.mlir"
+    t = "memref<16x256xi8>", "memref<64x256xi8>", "memref<16x64xi32>"
+    src.write_text(f"func.func @g(%a: {t[0]}, %b: {t[1]}, %c: {t[2]}, %alpha: i32, %beta: i32) {{\n"
+                   f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {t[0]}, {t[1]}, {t[2]}, i32, i32\n"
+                   "  func.return\n}\n")
+    csv_path = tmp_path / "g8.csv"
+    assert main(["bench", str(src), "--csv", str(csv_path), "-q"]) == 0
+    assert "modeled TOP/s" in capsys.readouterr().out
+    row = csv_path.read_text().splitlines()[1].split(",")
+    us, hbm = float(row[3]), float(row[-1])
+    moved = (16 + 64) * 256 + 4 * 16 * 64  # int8 A and B, i32 C written (beta = 0)
+    assert hbm == __import__("pytest").approx(moved / (us * 1e-6) / 819.2e9, rel=1e-3, abs=6e-5)  # CSV: 4 decimals

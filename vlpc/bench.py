@@ -27,7 +27,9 @@ the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi
 (default) or ``mi50``, ``--clock MHZ`` engine clock, ``--cus N`` (also the split-K
 plan's); ``runtime/timing``,
 calibrated on the seed's measured MI60 table, ``benchmarks/timing_calibration.py``):
-modeled time, modeled TFLOP/s, the share of the board's FP32/FP64 peak and where the
+modeled time, modeled TFLOP/s (TOP/s for int8), the share of the board's peak for the
+type (FP32/FP64 FMA, or the f16/int8 dot instructions'), the share of its HBM bandwidth
+that the bytes which must move (A and B once, C once or twice) take, and where the
 cycles go (VALU busy, waiting on SMEM / VMEM / LDS, barrier, other issue, idle SIMDs,
 launch).  Only the workgroups the model traces are executed (a timing-only launch), so
 any size runs in seconds to a minute; ``--no-model`` reports the emulator's counters
@@ -82,6 +84,9 @@ class BenchRow:
     modeled_us: float | None = None
     modeled_tflops: float | None = None
     peak_share: float | None = None
+    #: Bytes that must move (A and B read once, C read when beta != 0 and written once, the
+    #: dequantizing scales) over the modeled time, as a share of the board's HBM bandwidth.
+    hbm_share: float | None = None
     breakdown: dict | None = None
     valu: int | None = None
     vgpr_reads: int | None = None
@@ -268,6 +273,9 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, bet
     rng = np.random.default_rng(0)
     dot = kernel.launch_info.get("dtype", "f32") in ("f16", "i8")
     peak_factor = 1.0
+    size = np.dtype(dtype).itemsize
+    ab_bytes = c_bytes = size
+    extra_bytes = 0
     if dot:  # f16/int8 through the dot instructions (vlpc/dot_run.py): their own types and peaks
         from vlpc.dot_run import NP, scalar_type, types_of
         ab, ct, dequant = types_of(kernel)
@@ -280,6 +288,8 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, bet
         kargs = [*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
                  np.int32(p.ldc), st_(alpha), st_(beta), *bufs[3:]]
         peak_factor = 2.0 if ab == "f16" else 4.0  # v_dot2_f32_f16: 4 FLOP, v_dot4_i32_i8: 8 ops per lane
+        ab_bytes, c_bytes = np.dtype(NP[ab]).itemsize, np.dtype(NP[ct]).itemsize
+        extra_bytes = 4 * (p.m + p.n) if dequant else 0
     else:
         bufs = [dev.upload(rng.standard_normal(shapes[name]).astype(dtype)) for name in "ABC"]
         kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
@@ -292,8 +302,11 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, bet
             peak = peak_factor * dev.board.peak_flops_f32 / (dev.board.target.f64_rate_divisor
                                                               if dtype is np.float64 else 1)
             tf = tm.tflops(flops)
+            moved = (ab_bytes * (p.m + p.n) * p.k + c_bytes * p.m * p.n * (2 if beta != 0 else 1)) \
+                * max(1, p.batch) + extra_bytes
             return BenchRow(p.m, p.n, p.k, modeled_us=tm.time_us, modeled_tflops=tf,
                             peak_share=tf * 1e12 / peak,
+                            hbm_share=moved / (tm.time_us * 1e-6) / dev.board.hbm_bytes_per_second,
                             breakdown={k: v / tm.time_us for k, v in tm.breakdown_us.items()})
         if emulated:
             st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
@@ -375,8 +388,9 @@ def cmd_bench(args) -> int:
     if args.rocblas_csv:
         print(ROCBLAS_CSV_HEADER, flush=True)
     else:
-        print(table_header(emulated, problems[0].k, modeled))
-        print("|---" * (5 if modeled else 7 if emulated else 3) + "|", flush=True)
+        unit = "TOP/s" if kernel.launch_info.get("dtype", "f32") == "i8" else "TFLOP/s"
+        print(table_header(emulated, problems[0].k, modeled, unit))
+        print("|---" * (6 if modeled else 7 if emulated else 3) + "|", flush=True)
     launches = 1 if emulated else args.warmup + args.iterations
     total = sum(kernel.plan_workgroups(p.m, p.n, p.k) for p in problems) * launches
     if modeled:  # timing-only launches: the bar counts sizes
@@ -410,9 +424,11 @@ def cmd_bench(args) -> int:
 BREAKDOWN = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle", "launch")
 
 
-def table_header(emulated: bool, k: int, modeled: bool = False) -> str:
+def table_header(emulated: bool, k: int, modeled: bool = False, unit: str = "TFLOP/s") -> str:
+    """The table's header line; ``unit``: "TFLOP/s", or "TOP/s" for int8 products."""
     if modeled:
-        return (f"| K={k} | modeled time (us) | modeled TFLOP/s | % of peak | where the modeled time goes "
+        return (f"| K={k} | modeled time (us) | modeled {unit} | % of peak | % of HBM (A, B, C once) "
+                f"| where the modeled time goes "
                 f"(VALU busy, waiting on SMEM/VMEM/LDS, barrier, other issue, idle SIMDs, launch) |")
     if emulated:
         return f"| K={k} | wave-instructions | VALU | VGPR reads | SGPR reads | LDS bytes | global bytes |"
@@ -425,7 +441,7 @@ def _format_row(r: BenchRow, emulated: bool, modeled: bool = False) -> str:
         where = ", ".join(f"{k} {r.breakdown.get(k, 0.0) * 100:.0f}%" for k in BREAKDOWN
                           if r.breakdown.get(k, 0.0) >= 0.005)
         return (f"| {size} | {r.modeled_us:.1f} | {r.modeled_tflops:.3f} | {r.peak_share * 100:.1f} | "
-                f"{where} |")
+                f"{r.hbm_share * 100:.1f} | {where} |")
     if emulated:
         return (f"| {size} | {r.instructions} | {r.valu} | {r.vgpr_reads} | {r.sgpr_reads} | "
                 f"{r.lds_bytes} | {r.global_bytes} |")
@@ -438,10 +454,11 @@ def _write_csv(path: str, rows: list[BenchRow], emulated: bool, modeled: bool = 
     buf = io.StringIO()
     w = csv.writer(buf)
     if modeled:
-        w.writerow(["M", "N", "K", "modeled_us", "modeled_tflops", "peak_share"] + [f"share_{k}" for k in BREAKDOWN])
+        w.writerow(["M", "N", "K", "modeled_us", "modeled_tflops", "peak_share"] + [f"share_{k}" for k in BREAKDOWN]
+                   + ["hbm_share"])
         for r in rows:
             w.writerow([r.m, r.n, r.k, f"{r.modeled_us:.3f}", f"{r.modeled_tflops:.4f}", f"{r.peak_share:.4f}"]
-                       + [f"{r.breakdown.get(k, 0.0):.4f}" for k in BREAKDOWN])
+                       + [f"{r.breakdown.get(k, 0.0):.4f}" for k in BREAKDOWN] + [f"{r.hbm_share:.4f}"])
     elif emulated:
         w.writerow(["M", "N", "K", "instructions", "valu", "vgpr_reads", "sgpr_reads", "lds_bytes", "global_bytes"])
         for r in rows:
