@@ -200,9 +200,19 @@ def a_copied_for_alignment(layout: str, dtype: str, lda: int, batch: int = 0, st
     return (lda >= 0 and lda % pack != 0) or (batch != 0 and stride_a >= 0 and stride_a % pack != 0)
 
 
+def b_copied_for_alignment(layout: str, dtype: str, ldb: int, batch: int = 0, stride_b: int = 0) -> bool:
+    """As :func:`a_copied_for_alignment` for B stored N x K (layouts ``?T``): a static ldb (or B
+    batch stride) that is not a multiple of P makes the plan copy B into an N x ceil(K / P) P
+    workspace region first (passes/gemm_to_gcn_transpose.py)."""
+    pack = DOT_PACK.get(dtype, 1)
+    if pack == 1 or layout[1] != "T":
+        return False
+    return (ldb >= 0 and ldb % pack != 0) or (batch != 0 and stride_b >= 0 and stride_b % pack != 0)
+
+
 def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int,
                   batch: int = 0, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
-                  c_dtype: str = "", a_copied: bool = False) -> list[str]:
+                  c_dtype: str = "", a_copied: bool = False, b_copied: bool = False) -> list[str]:
     """Why sizes break the kernels' 32-bit byte offsets or overlap C's batch entries.
 
     All in elements; a negative value is unknown (given at launch) and checks needing it
@@ -218,7 +228,7 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
       dimension or batch stride of A or B that is not a multiple of 2 or 4: rows would not
       start on 4-byte boundaries (scalar loads ignore the low address bits).  Not for A when
       ``a_copied`` (the plan reads A through a padded copy: :func:`a_copied_for_alignment`, any
-      lda and batch stride); a value given at launch is refused naming the fixes (a static
+      lda and batch stride), nor for B when ``b_copied``; a value given at launch is refused naming the fixes (a static
       leading dimension, which makes the plan copy A, or padded rows).
 
     ``c_dtype``: C's element type when it differs from A's (f16 and i8 kernels; when not
@@ -231,12 +241,13 @@ def offset_errors(layout: str, dtype: str, m: int, n: int, k: int, lda: int, ldb
     pack = DOT_PACK.get(dtype, 1)
     if pack > 1:
         k_rows = [("lda", lda), ("stride_a", stride_a if batch else 0)] if layout[0] == "N" and not a_copied else []
-        if layout[1] == "T":  # B K x N (NN) is read 16 bits at a time: no alignment beyond the element
+        if layout[1] == "T" and not b_copied:  # B K x N (NN) is read 16 bits at a time: no alignment beyond the element
             k_rows += [("ldb", ldb), ("stride_b", stride_b if batch else 0)]
         for name, ld in k_rows:
             if ld > 0 and ld % pack:
-                fix = (", or give lda and A's batch stride at compile time: the plan then copies A into a "
-                       "padded workspace first" if name in ("lda", "stride_a") else "")
+                x = "A" if name in ("lda", "stride_a") else "B"
+                fix = (f", or give ld{x.lower()} and {x}'s batch stride at compile time: the plan then copies {x} "
+                       "into a padded workspace first")
                 out.append(f"{name}={ld}: {dtype} rows and matrices must start on 4-byte boundaries for the dot "
                            f"kernels' packed loads ({name} a multiple of {pack}: pad the rows, e.g. "
                            f"{name}={-(-ld // pack) * pack}{fix})")
@@ -489,7 +500,8 @@ class MatmulOp(IRDLOperation):
         sh = self.shape()
         errors = offset_errors(lay, sh.dtype, sh.m, sh.n, sh.k, sh.lda, sh.ldb, sh.ldc,
                                sh.batch, sh.stride_a, sh.stride_b, sh.stride_c, sh.c_type,
-                               a_copied=a_copied_for_alignment(lay, sh.dtype, sh.lda, sh.batch, sh.stride_a))
+                               a_copied=a_copied_for_alignment(lay, sh.dtype, sh.lda, sh.batch, sh.stride_a),
+                               b_copied=b_copied_for_alignment(lay, sh.dtype, sh.ldb, sh.batch, sh.stride_b))
         if errors:
             raise VerifyException(errors[0])
 

@@ -40,7 +40,9 @@ Rows read by dwords must start on 4-byte boundaries: lda for A stored M x K (and
 NT, and the batch strides) are multiples of P (checked at compile time for static values,
 at launch otherwise: ``vlpc.dialects.gemm.offset_errors``), except that a static lda (or A
 batch stride) of A stored M x K that is not makes the plan copy A into the same padded
-workspace first (``a_copied_for_alignment``; the copy kernel with A's strides swapped).
+workspace first (``a_copied_for_alignment``; the copy kernel with A's strides swapped), and a
+static ldb (or B batch stride) of B stored N x K likewise copies B (``<name>_copy_b``,
+``b_copied_for_alignment``; this kernel reads B's copy through :meth:`_b_base`).
 
 K need not be a multiple of P (nor of the K step): the loop runs over the ``K // P`` whole
 dwords (K steps, then an unrolled or looped tail of whole dwords), and the last ``K % P``
@@ -182,8 +184,8 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     passes/gemm_to_gcn_transpose.py)."""
     check_dot(mm, strategy, schedule)
     if builder is None:
-        from vlpc.passes.gemm_to_gcn_transpose import a_transpose_reason, transpose_dot_kernels
-        if a_transpose_reason(mm, a_transpose) is not None:
+        from vlpc.passes.gemm_to_gcn_transpose import plan_copies, transpose_dot_kernels
+        if plan_copies(mm, a_transpose):
             return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
         builder = DotKernelBuilder
     kernels = [builder(mm, name, forwarding=forwarding, schedule=schedule).build()]
@@ -254,6 +256,10 @@ class DotKernelBuilder:
     def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         """A's base (an SGPR pair) for the workgroup's batch entry."""
         return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", self.eb)
+
+    def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+        """B's base (an SGPR pair) for the workgroup's batch entry."""
+        return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", self.eb)
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -351,7 +357,7 @@ class DotKernelBuilder:
         if self.role == "main":
             # ---- prologue ----
             ptr_a = self._a_base(e, kp, kargs, wg_z, batch_base)
-            ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", eb)
+            ptr_b = self._b_base(e, kp, kargs, wg_z, batch_base)
             if local > 1 and self.split == 1:  # the output's kernel arguments now, from A's and B's line
                 early = {name: e(gcn.SLoadDwordx2Op(kp, kargs[name], comment=f"kernarg {name}") if name == "C" else
                                  gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst

@@ -21,6 +21,13 @@ at launch is not copied: it must be a multiple of P (refused at launch in one li
 fixes, ``offset_errors``).  The kernel keeps the name ``<name>_transpose`` (role
 ``transpose``) in both cases.
 
+**B stored N x K with a static ldb (or batch stride) not a multiple of P** (layouts ``NT``,
+``TT``; :func:`b_copy_reason`): the same kernel, reading B as it reads an A stored M x K (rows
+N instead of M), runs as ``<name>_copy_b`` (role ``copy_b``, grid ``(ceil(N / 64), ceil(K /
+64), batch)``) and writes an N x ldw copy; the dot kernel reads B from it
+(``WorkspaceADotBuilder`` with ``copies`` holding ``"B"``: B's pointer, ldb and batch stride
+those of the copy).  Given at launch, ldb must be a multiple of P as before.
+
 **The copy** (per batch entry): ``W[m, k] = A[k, m]`` (``A[m, k]`` for A stored M x K) for k < K, rows of ``ldw = ceil(K / P)
 * P`` elements (a multiple of 4 bytes, so every row starts on a dword), the pad ``K <= k <
 ldw`` zero (a dot product over it is 0; the dot kernel reads the last K % P values one element
@@ -28,7 +35,9 @@ at a time anyway).  ``M x ldw`` elements per batch entry, batch entries back to 
 
 **The workspace** (the plan's last kernel argument, as for split-K; one buffer for the plan):
 a split-K plan's S x M x ldc f32/i32 partials first (offset 0, as without the transpose), then
-the copy at ``S M ldc 4`` bytes (S = 1: offset 0).  The partials' region is kept when a
+the copy at ``S M ldc 4`` bytes (S = 1: offset 0); with B copied too, per batch entry A's copy
+(M x ldw) then B's (N x ldw), the entries back to back (only A's: M x ldw per entry, as before).
+The partials' region is kept when a
 row-narrow companion (M at launch below the macro tile's M) computes the product unsplit, so
 both kernels find the copy at the same offset.  :meth:`vlpc.kernel.CompiledKernel.workspace_bytes`
 sizes it, :meth:`~vlpc.kernel.CompiledKernel.plan` launches ``<name>_transpose`` first with grid
@@ -74,7 +83,8 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, a_copied_for_alignment
+from vlpc.dialects.gemm import (DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, a_copied_for_alignment,
+                                b_copied_for_alignment)
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_interface
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
@@ -135,6 +145,23 @@ def a_transpose_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
     return None
 
 
+def b_copy_reason(mm: MatmulOp) -> str | None:
+    """Why the plan of ``mm`` (f16/i8, B stored N x K) copies B into an N x ceil(K / P) P
+    workspace region first (``<name>_copy_b``), or None: a static ldb or B batch stride that
+    is not a multiple of P (:func:`vlpc.dialects.gemm.b_copied_for_alignment`)."""
+    s = mm.shape()
+    if s.dtype not in DOT_PACK or not b_copied_for_alignment(mm.layout.data, s.dtype, s.ldb, s.batch, s.stride_b):
+        return None
+    return (f"B stored N x K with ldb={s.ldb}" + (f", batch stride {s.stride_b}" if s.batch != 0 else "") +
+            f" (static): its rows do not all start on 4-byte boundaries (ldb a multiple of {DOT_PACK[s.dtype]}), "
+            "the dot kernel reads a padded copy")
+
+
+def plan_copies(mm: MatmulOp, mode: str = "auto") -> tuple[str, ...]:
+    """The operands (``"A"``, ``"B"``) the plan of ``mm`` copies into the workspace first."""
+    return tuple(x for x, why in (("A", a_transpose_reason(mm, mode)), ("B", b_copy_reason(mm))) if why is not None)
+
+
 def workspace_ld(k: int, pack: int) -> int:
     """The copy's row stride in elements: K rounded up to P (-1 when K is given at launch)."""
     return -(-k // pack) * pack if k >= 0 else -1
@@ -168,22 +195,34 @@ def _ldw(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSA
 
 
 def copy_base(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, ws_split: int,
-              wg_z: SSAValue | None) -> tuple[SSAValue, SSAValue | int, SSAValue | int]:
-    """(the copy's base for this workgroup's batch entry (an SGPR pair), M, ldw): the workspace
-    pointer + S M ldc 4 (a split-K plan's partials) + batch * M * ldw * element bytes."""
+              wg_z: SSAValue | None, operand: str = "A",
+              copies: tuple[str, ...] = ("A",)) -> tuple[SSAValue, SSAValue | int, SSAValue | int]:
+    """(the base of ``operand``'s copy for this workgroup's batch entry (an SGPR pair), its rows
+    (M or N), ldw): the workspace pointer + S M ldc 4 (a split-K plan's partials) + batch *
+    (M [A copied] + N [B copied]) * ldw * element bytes (a batch entry's copies back to back,
+    A's first) + M ldw element bytes for B's copy after A's."""
     eb = ELEMENT_BYTES[s.dtype]
     ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
     m = _static_or_load(e, kp, kargs, "M", s.m)
     if ws_split > 1:
         ldc = _static_or_load(e, kp, kargs, "ldc", s.ldc)
         part = _mul(e, _mul(e, m, ldc), 4 * ws_split)
-        ws = e.add64(ws, _reg(e, part) if isinstance(part, int) else part, 0, comment="A's copy after the partials")
+        ws = e.add64(ws, _reg(e, part) if isinstance(part, int) else part, 0,
+                     comment=f"{'A' if 'A' in copies else 'B'}'s copy after the partials")
     ldw = _ldw(e, kp, kargs, s, pack)
+    n = _static_or_load(e, kp, kargs, "N", s.n) if "B" in copies else 0
+    rows: SSAValue | int = m if "A" in copies else 0
+    if "B" in copies:
+        rows = (rows + n if isinstance(rows, int) and isinstance(n, int) else
+                n if isinstance(rows, int) and rows == 0 else e(gcn.SAddU32Op(_reg(e, rows), _reg(e, n))).sdst)
     if s.batch != 0:
-        per = _mul(e, _mul(e, m, ldw), eb)
+        per = _mul(e, _mul(e, rows, ldw), eb)
         lo, hi = e.mul64(wg_z, per)  # type: ignore[arg-type]
-        ws = e.add64(ws, lo, hi, comment="A's copy of the batch entry")
-    return ws, m, ldw
+        ws = e.add64(ws, lo, hi, comment=f"{operand}'s copy of the batch entry")
+    if operand == "B" and "A" in copies:
+        a_bytes = _mul(e, _mul(e, m, ldw), eb)
+        ws = e.add64(ws, _reg(e, a_bytes) if isinstance(a_bytes, int) else a_bytes, 0, comment="B's copy after A's")
+    return ws, (m if operand == "A" else n), ldw
 
 
 class WorkspaceADotBuilder(DotKernelBuilder):
@@ -192,34 +231,53 @@ class WorkspaceADotBuilder(DotKernelBuilder):
     (the copy follows S x M x ldc partials when S > 1, also in the unsplit row-narrow kernels)."""
 
     def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default",
-                 role: str = "main", *, ws_split: int = 1):
+                 role: str = "main", *, ws_split: int = 1, copies: tuple[str, ...] = ("A",)):
         super().__init__(mm, name, forwarding=forwarding, schedule=schedule, role=role)
-        self.a_trans = False  # the copy is M x K
+        self.copies = copies
+        if "A" in copies:
+            self.a_trans = False  # the copy is M x K
         self.ws_split = ws_split
         s = self.shape
         self.caller_shape = s
         ldw = workspace_ld(s.k, self.pack)
-        stride = (s.m * ldw if s.m >= 0 and ldw >= 0 else -1) if s.batch != 0 else 0
-        self.shape = replace(s, lda=ldw, stride_a=stride)
+        rows = (s.m if "A" in copies else 0) + (s.n if "B" in copies else 0)
+        known = ldw >= 0 and ("A" not in copies or s.m >= 0) and ("B" not in copies or s.n >= 0)
+        stride = (rows * ldw if known else -1) if s.batch != 0 else 0
+        if "A" in copies:
+            self.shape = replace(self.shape, lda=ldw, stride_a=stride)
+        if "B" in copies:
+            self.shape = replace(self.shape, ldb=ldw, stride_b=stride)
 
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None)
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
-        if name == "lda" and static < 0:  # the copy's row stride, from K
-            kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        if static < 0 and ((name == "lda" and "A" in self.copies) or (name == "ldb" and "B" in self.copies)):
+            kargs = {a["name"]: a["offset"] for a in self.kernargs()}  # the copy's row stride, from K
             return _ldw(e, kp, kargs, self.shape, self.pack)
         return super()._arg(e, kp, name, static)
 
     def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
-        return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z)[0]
+        if "A" not in self.copies:
+            return super()._a_base(e, kp, kargs, wg_z, batch_base)
+        return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z, "A", self.copies)[0]
+
+    def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+        if "B" not in self.copies:
+            return super()._b_base(e, kp, kargs, wg_z, batch_base)
+        return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z, "B", self.copies)[0]
 
     def build(self) -> gcn.KernelOp:
         kernel = super().build()
         li = kernel.attributes["launch"].data
-        kernel.attributes["launch"] = DictionaryAttr({
-            **li, "static_stride_a": IntegerAttr(self.caller_shape.stride_a, i64),
-            "a_copy_ld": IntegerAttr(self.shape.lda, i64)})
+        extra = {}
+        if "A" in self.copies:
+            extra.update({"static_stride_a": IntegerAttr(self.caller_shape.stride_a, i64),
+                          "a_copy_ld": IntegerAttr(self.shape.lda, i64)})
+        if "B" in self.copies:
+            extra.update({"static_stride_b": IntegerAttr(self.caller_shape.stride_b, i64),
+                          "b_copy_ld": IntegerAttr(self.shape.ldb, i64)})
+        kernel.attributes["launch"] = DictionaryAttr({**li, **extra})
         return kernel
 
 
@@ -234,19 +292,25 @@ def transpose_lds_bytes(pack: int) -> int:
     return TILE * (TILE // pack + 1) * 4
 
 
-def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
+def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
+                    copies: tuple[str, ...] = ("A",)) -> gcn.KernelOp:
     """``<name>_transpose``: A (K x M for layouts ``T?``, M x K for ``N?``; lda, batch stride)
     into the workspace copy (M x ldw, zero pad); grid (ceil(M / TILE), ceil(K / TILE), batch),
-    TILE x WAVES work-items.  Raises a located error when the tile's LDS exceeds the CU's."""
+    TILE x WAVES work-items.  Raises a located error when the tile's LDS exceeds the CU's.
+    ``operand`` ``"B"``: ``<name>_copy_b``, B (N x K, ldb, its batch stride) into its region
+    (N x ldw; grid x over N); ``copies``: the operands the plan copies (workspace layout)."""
     s = mm.shape()
     P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
-    k_rows = mm.layout.data[0] == "T"  # A stored K x M (A[m, k] at k lda + m), else M x K (m lda + k)
+    # A stored K x M (A[m, k] at k lda + m), else M x K (m lda + k); B (N x K) as A M x K
+    k_rows = operand == "A" and mm.layout.data[0] == "T"
+    src_rows, src_ld, src_stride = (s.m, s.lda, s.stride_a) if operand == "A" else (s.n, s.ldb, s.stride_b)
+    ld_name, st_name = ("lda", "stride_a") if operand == "A" else ("ldb", "stride_b")
     T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
     pitch = D + 1  # LDS dwords per m
     lds = transpose_lds_bytes(P)
     if lds > GFX906.lds_bytes_per_cu:
         raise op_error(mm, f"the A transpose tile needs {lds} bytes of LDS, the CU has {GFX906.lds_bytes_per_cu}")
-    kargs_list = dot_kernarg_layout(replace(s, lda=workspace_ld(s.k, P)), workspace=True, bias=mm.bias is not None)
+    kargs_list = dot_kernarg_layout(s, workspace=True, bias=mm.bias is not None)
     kargs = {a["name"]: a["offset"] for a in kargs_list}
     batched = s.batch != 0
     types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
@@ -260,12 +324,12 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
     tid, exec0 = entry.args[-2:]
     e = _Emitter(entry)
 
-    w_base, m_val, ldw = copy_base(e, kp, kargs, s, P, ws_split, wg_z)
+    w_base, m_val, ldw = copy_base(e, kp, kargs, s, P, ws_split, wg_z, operand, copies)
     k_val = _static_or_load(e, kp, kargs, "K", s.k)
-    lda = _static_or_load(e, kp, kargs, "lda", s.lda)
-    a_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
+    lda = _static_or_load(e, kp, kargs, ld_name, src_ld)
+    a_ptr = e(gcn.SLoadDwordx2Op(kp, kargs[operand], comment=f"kernarg {operand}")).sdst
     if batched:
-        sa = _static_or_load(e, kp, kargs, "stride_a", s.stride_a)
+        sa = _static_or_load(e, kp, kargs, st_name, src_stride)
         lo, hi = e.mul64(wg_z, _reg(e, _mul(e, sa, eb)))  # type: ignore[arg-type]
         a_ptr = e.add64(a_ptr, lo, hi, comment="A + batch * stride_a")
     m0 = e.mul(wg_x, T)
@@ -282,7 +346,7 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
     w_tile = e.add64(w_tile, e.mul(wg_y, D * 4), 0, comment="copy tile = + k0 values")
 
     # ---- read A: lane m, wavefront w: the dwords kk = w + WAVES i of the tile's rows of K ----
-    m_edge = not (s.m >= 0 and s.m % T == 0)
+    m_edge = not (src_rows >= 0 and src_rows % T == 0)
     k_edge = not (s.k >= 0 and s.k % T == 0)
     full = e(gcn.SAndB64Op(exec0, -1)).sdst  # the launch's lanes (EXEC is rewritten below)
     lane = e(gcn.VAndB32Op(T - 1, tid)).vdst
@@ -381,7 +445,7 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int) -> gcn.KernelOp:
     kernel = gcn.KernelOp(name, Region(entry))
     kernel.attributes["lds_bytes"] = IntegerAttr(lds, i64)
     kernel_interface(kernel, mm, [*roles, "workitem_id_x", "exec"], kargs_list, T * WAVES, (T, T), 1,
-                     role="transpose", batch=s.batch, c_dtype=s.c_type, k_pack=P,
+                     role="transpose" if operand == "A" else "copy_b", batch=s.batch, c_dtype=s.c_type, k_pack=P,
                      static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
                      ws_split=ws_split, tile_m=T, tile_k=T)
     return kernel
@@ -396,34 +460,47 @@ def transpose_dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedu
     import functools
 
     split = mm.get_int("split_k") or 1
-    builder = functools.partial(WorkspaceADotBuilder, ws_split=split)
+    copies = plan_copies(mm, a_transpose)
+    builder = functools.partial(WorkspaceADotBuilder, ws_split=split, copies=copies)
     kernels = dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, builder=builder)
-    pre = build_transpose(mm, f"{name}_transpose", split)
-    plan = [pre.sym_name.data, name] + ([f"{name}_reduce"] if split > 1 else [])
-    kernels.insert(0, pre)
+    pres = [build_transpose(mm, f"{name}_transpose" if x == "A" else f"{name}_copy_b", split, x, copies)
+            for x in copies]
+    plan = [p.sym_name.data for p in pres] + [name] + ([f"{name}_reduce"] if split > 1 else [])
+    kernels[:0] = pres
+    names = {("a_transpose" if x == "A" else "b_copy"): StringAttr(p.sym_name.data) for x, p in zip(copies, pres)}
     for k in kernels:
         li = k.attributes["launch"].data
-        k.attributes["launch"] = DictionaryAttr({**li, "plan": StringAttr(",".join(plan)),
-                                                 "a_transpose": StringAttr(pre.sym_name.data)})
+        k.attributes["launch"] = DictionaryAttr({**li, "plan": StringAttr(",".join(plan)), **names})
     return kernels
 
 
 def describe_a_copy(mm: MatmulOp, name: str, mode: str = "auto") -> tuple[str, str] | None:
-    """``vlpc compile --print-plan``: (the pre-kernel's entry in the kernel list, the line on the
-    copy's workspace) of a plan that copies A first, or None."""
+    """``vlpc compile --print-plan``: (the pre-kernels' entries in the kernel list, the lines on
+    the copies' workspace) of a plan that copies A and/or B first, or None."""
     s = mm.shape()
     if s.dtype not in DOT_PACK or mm.get_int_array("micro_tile") is None:
         return None
-    why = a_transpose_reason(mm, mode)
-    if why is None:
+    copies = plan_copies(mm, mode)
+    if not copies:
         return None
     p, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
     nb = 1 if s.batch == 0 else s.batch
-    size = (f"{nb * s.m * workspace_ld(s.k, p) * eb} bytes" if min(s.m, s.k, nb) >= 0 else
-            "allocated at launch")
-    gx = str(-(-s.m // TILE)) if s.m >= 0 else f"ceil(M/{TILE})"
     gy = str(-(-s.k // TILE)) if s.k >= 0 else f"ceil(K/{TILE})"
     gz = 1 if s.batch == 0 else (s.batch if s.batch > 0 else "batch")
-    return (f"{name}_transpose (grid {gx}x{gy}x{gz}, LDS {transpose_lds_bytes(p)} bytes)",
-            f"  A copy (A stored {'K x M' if mm.layout.data[0] == 'T' else 'M x K'} -> M x ceil(K/{p})*{p} {s.dtype}, "
-            f"after any split-K partials): {size}; {why}")
+    entries, lines = [], []
+    for x in copies:
+        rows, rname = (s.m, "M") if x == "A" else (s.n, "N")
+        size = (f"{nb * rows * workspace_ld(s.k, p) * eb} bytes" if min(rows, s.k, nb) >= 0 else
+                "allocated at launch")
+        gx = str(-(-rows // TILE)) if rows >= 0 else f"ceil({rname}/{TILE})"
+        kname = f"{name}_transpose" if x == "A" else f"{name}_copy_b"
+        entries.append(f"{kname} (grid {gx}x{gy}x{gz}, LDS {transpose_lds_bytes(p)} bytes)")
+        if x == "A":
+            why = a_transpose_reason(mm, mode)
+            stored = "K x M" if mm.layout.data[0] == "T" else "M x K"
+            lines.append(f"  A copy (A stored {stored} -> M x ceil(K/{p})*{p} "
+                         f"{s.dtype}, after any split-K partials): {size}; {why}")
+        else:
+            lines.append(f"  B copy (B stored N x K -> N x ceil(K/{p})*{p} {s.dtype}, after A's copy if any): "
+                         f"{size}; {b_copy_reason(mm)}")
+    return ", then ".join(entries), "\n".join(lines)

@@ -1,7 +1,8 @@
 """A stored M x K (layouts NT, NN) with a static lda (or batch stride) that is not a multiple of
 P = 2 (f16) / 4 (int8): the plan copies A into the padded M x ceil(K / P) P workspace first
 (``<name>_transpose`` with A's strides swapped, passes/gemm_to_gcn_transpose.py), then the dot
-kernel reads the copy.  Strict emulator, exactly sized buffers with NaN / garbage padding, a
+kernel reads the copy; likewise B stored N x K (NT, TT) with a static odd ldb / batch stride
+(``<name>_copy_b``, its copy after A's).  Strict emulator, exactly sized buffers with NaN / garbage padding, a
 workspace handed out full of garbage (tests/test_dot_transpose.py's device), NumPy reference;
 an odd lda given at launch stays refused, naming the fixes."""
 
@@ -18,7 +19,7 @@ from test_dot_transpose import PAD, garbage_device
 
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
-    """gemm.matmul with A stored M x K; a None size is '?' (given at launch)."""
+    """gemm.matmul (A stored M x K, or K x M for layouts T?); a None size is '?' (given at launch)."""
     def d(x):
         return "?" if x is None else str(x)
 
@@ -27,7 +28,7 @@ def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
             return f"memref<{batch}x{d(rows)}x{d(cols)}x{t}, strided<[{d(st)}, {d(ld)}, 1]>>"
         return f"memref<{d(rows)}x{d(cols)}x{t}, strided<[{d(ld)}, 1]>>"
     sa, sb, sc = strides or (None, None, None)
-    ta = mt(m, k, lda, ab, sa)
+    ta = mt(k, m, lda, ab, sa) if layout[0] == "T" else mt(m, k, lda, ab, sa)
     tb = mt(n, k, ldb, ab, sb) if layout[1] == "T" else mt(k, n, ldb, ab, sb)
     tc = mt(m, n, ldc, ct, sc)
     st = "f32" if ab == "f16" else "i32"
@@ -212,3 +213,94 @@ def test_print_plan_names_the_copy(tmp_path, capsys):
     assert "g_transpose (grid 1x1x1, LDS 4352 bytes)" in out
     assert f"A copy (A stored M x K -> M x ceil(K/4)*4 i8, after any split-K partials): {37 * 44} bytes" in out
     assert "lda=41" in out
+
+
+B_CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, options, copies
+    ("NT", 37, 64, 45, 46, 45, 65, "f16", "f32", {}, ("B",)),            # B's rows odd, A aligned
+    ("NT", 37, 70, 41, 41, 41, 70, "i8", "i32", {}, ("A", "B")),         # both contiguous, K odd
+    ("TT", 37, 64, 45, 39, 47, 64, "f16", "f32", {}, ("A", "B")),        # A K x M transposed, B odd
+    ("NT", 70, 100, 37, 40, 37, 101, "f16", "f32", {"split_k": 3}, ("B",)),  # + split-K
+    ("NT", None, 64, 45, 45, 45, 64, "f16", "f32", {}, ("A", "B")),      # M at launch
+]
+
+
+@pytest.mark.parametrize("layout, m, n, k, lda, ldb, ldc, ab, ct, opts, copies", B_CASES)
+def test_unaligned_b_is_copied(layout, m, n, k, lda, ldb, ldc, ab, ct, opts, copies):
+    """B stored N x K with a static ldb not a multiple of P: ``<name>_copy_b`` into the region
+    after A's copy, the dot kernel reading it; beta = 0 over NaN C, alpha = 0 over NaN A and B."""
+    kern = vlpc.compile(src(layout, m, n, k, lda, ldb, ldc, ab, ct), **opts).kernel("g")
+    m = m or 40
+    want = [x for x, c in (("g_transpose", "A"), ("g_copy_b", "B")) if c in copies]
+    assert kern.launch_info["plan"].startswith(",".join(want + ["g"]))
+    assert [s.kernel for s in kern.plan(m, n, k)][:len(want)] == want
+    assert kern.b_copy_kernel() is not None and (kern.transpose_kernel() is not None) == ("A" in copies)
+    p = 2 if ab == "f16" else 4
+    split = kern.split_k
+    rows = (m if "A" in copies else 0) + n
+    assert kern.workspace_bytes(m, ldc, k, n=n) == (split * m * ldc * 4 if split > 1 else 0) + rows * -(-k // p) * p * (
+        2 if ab == "f16" else 1)
+    rng = np.random.default_rng(35)
+    at = layout[0] == "T"
+    a, b, c = operands(layout, m, n, k, ab, ct, rng)
+    a_st = a.T.copy() if at else a  # as stored
+    af, bf = exact(a_st, lda, PAD[ab]), exact(b, ldb, PAD[ab])
+    dev = garbage_device()
+    for alpha, beta, c0 in [(0.75 if ct != "i32" else 3, -1.5 if ct != "i32" else -2, c),
+                            (1 if ct == "i32" else 1.0, 0, np.full_like(c, PAD[ct]))]:
+        cf = exact(c0, ldc, PAD[ct])
+        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev)
+        exp, bound = reference(a, b, c0, alpha, beta, split * kern.local_split)
+        check(out, exp, bound, ct, m, n, ldc, cf)
+    if ab == "f16":
+        bn = b.copy()
+        bn[3, 1] = np.nan
+        cf = exact(c, ldc, PAD[ct])
+        out, _ = launch_dot(kern, af, exact(bn, ldb, PAD[ab]), cf, 0.0, 0.5, m, n, k, lda, ldb, ldc, device=dev)
+        exp, bound = reference(a, b, c, 0.0, 0.5)
+        check(out, exp, bound, ct, m, n, ldc, cf)
+        out, _ = launch_dot(kern, af, exact(bn, ldb, PAD[ab]), exact(c, ldc, PAD[ct]), 1.0, 0.0,
+                            m, n, k, lda, ldb, ldc, device=dev)
+        got = rows_of(out, m, n, ldc)
+        assert np.isnan(got[:, 3]).all() and np.isfinite(np.delete(got, 3, axis=1)).all()
+
+
+@pytest.mark.parametrize("layout, lda, ab, ct", [("NT", 19, "f16", "f32"), ("NT", 20, "i8", "i32")])
+def test_unaligned_b_batch(layout, lda, ab, ct):
+    """A strided batch with odd B (and A) batch strides: each entry's copies back to back."""
+    nb, m, n, k, ldb, ldc = 3, 21, 64, 19, 19, 64
+    sa, sb, sc = m * lda + 3, n * ldb + 5, m * ldc + 5
+    kern = vlpc.compile(src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=nb, strides=(sa, sb, sc))).kernel("g")
+    assert kern.b_copy_kernel() is not None
+    rng = np.random.default_rng(36)
+    a, b, c = operands(layout, m, n, k, ab, ct, rng, nb)
+    cf = flat_batch(c, ldc, sc, PAD[ct])
+    alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
+    out, _ = launch_dot(kern, flat_batch(a, lda, sa, PAD[ab]), flat_batch(b, ldb, sb, PAD[ab]), cf, alpha, beta,
+                        m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
+    for z in range(nb):
+        exp, bound = reference(a[z], b[z], c[z], alpha, beta)
+        got = rows_of(out[z * sc:], m, n, ldc)
+        if ct == "i32":
+            np.testing.assert_array_equal(got.astype(np.int64), exp)
+        else:
+            assert_close(got, exp, bound)
+
+
+def test_odd_ldb_at_launch_is_refused_naming_the_fix():
+    kern = vlpc.compile(src("NT", None, None, None, None, None, None, "i8", "i32")).kernel("g")
+    with pytest.raises(VlpcError, match=r"ldb=45: .*pad the rows, e.g. ldb=48, or give ldb and B's batch stride at "
+                                        r"compile time"):
+        vlpc.run(kern, np.zeros((8, 48), np.int8), np.zeros((64, 45), np.int8), np.zeros((8, 64), np.int32), k=45)
+
+
+def test_print_plan_names_the_b_copy(tmp_path, capsys):
+    from vlpc.cli import main
+
+    f = tmp_path / "nt.mlir"
+    f.write_text(src("NT", 37, 64, 41, 44, 41, 64, "i8", "i32"))
+    assert main(["compile", str(f), "--print-plan"]) == 0
+    out = capsys.readouterr().out
+    assert "kernels: g_copy_b (grid 1x1x1, LDS 4352 bytes), then g" in out
+    assert f"B copy (B stored N x K -> N x ceil(K/4)*4 i8, after A's copy if any): {64 * 44} bytes" in out
+    assert main(["run", str(f)]) == 0
+    assert "verification passed" in capsys.readouterr().out

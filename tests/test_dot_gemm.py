@@ -150,7 +150,7 @@ def test_a_schedules(ab, ct):
 @pytest.mark.parametrize("text, words", [
     # (int8 TN/TT with M = lda = 50 compile now: A is copied first, tests/test_dot_transpose.py)
     # (a static lda = 31 compiles now: A is copied into a padded workspace first, tests/test_dot_a_copy.py)
-    (source(64, 64, 32, 32, 34, 64, "i8", "i32"), "ldb=34: i8 rows and matrices must start on 4-byte boundaries"),
+    # (a static ldb = 34 compiles now: B is copied into a padded workspace first, tests/test_dot_a_copy.py)
     (source(64, 64, 32, 32, 32, 64, "i8", "f64"), "C of an i8 product is i32"),
     (source(64, 64, 32, 32, 32, 64, "f16", "f32").replace("%alpha: f32", "%alpha: f16").replace("f32, f32\n", "f16, f32\n"),
      "alpha must have type f32"),

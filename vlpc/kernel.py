@@ -79,15 +79,25 @@ class CompiledKernel:
         """L, the K slices across the wavefront groups of a workgroup."""
         return int(self.launch_info.get("local_split", 1))
 
-    def workspace_bytes(self, m: int, ldc: int, k: int | None = None, batch: int | None = None) -> int:
+    def workspace_bytes(self, m: int, ldc: int, k: int | None = None, batch: int | None = None,
+                        n: int | None = None) -> int:
         """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0
         (also 0 when a row-narrow companion computes a small M: it is not split).  A plan that
         copies A first (f16/i8 A stored K x M, or M x K with a static lda not a multiple of P;
         ``<name>_transpose``; passes/gemm_to_gcn_transpose.py)
         adds the copy after the partials (kept for a row-narrow companion, which finds the copy at
-        the same offset): batch x M x ceil(K / P) P elements; it needs ``k`` (and a batch count)."""
+        the same offset): batch x M x ceil(K / P) P elements; it needs ``k`` (and a batch count).
+        A plan that copies B (stored N x K with a static ldb not a multiple of P, ``<name>_copy_b``)
+        adds N x ceil(K / P) P elements per batch entry (after A's copy): it needs ``n``."""
         esz = 8 if self.launch_info.get("dtype", "f32") == "f64" else 4  # f16/i8: f32/i32 partials
         pre = self.transpose_kernel()
+        bpre = self.b_copy_kernel()
+        rows = (m if pre is not None else 0)
+        if bpre is not None:
+            if n is None:
+                raise VlpcError(f"{self.name} copies B first: its workspace needs N")
+            rows += n
+        pre = pre or bpre
         if pre is None:
             if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
                 return 0
@@ -100,13 +110,21 @@ class CompiledKernel:
         if nb < 1:
             raise VlpcError(f"{self.name} takes its batch count at launch: its workspace needs batch=")
         partial = int(li["ws_split"]) * m * ldc * esz if int(li["ws_split"]) > 1 else 0
-        return partial + nb * m * (-(-k // pack) * pack) * (1 if li["dtype"] == "i8" else 2)
+        return partial + nb * rows * (-(-k // pack) * pack) * (1 if li["dtype"] == "i8" else 2)
 
     def transpose_kernel(self) -> CompiledKernel | None:
         """The plan's A-transpose pre-kernel (role ``transpose``), or None."""
         for name in str(self.launch_info.get("plan", "")).split(","):
             c = self.companions.get(name)
             if c is not None and c.launch_info.get("role") == "transpose":
+                return c
+        return None
+
+    def b_copy_kernel(self) -> CompiledKernel | None:
+        """The plan's B-copy pre-kernel (role ``copy_b``), or None."""
+        for name in str(self.launch_info.get("plan", "")).split(","):
+            c = self.companions.get(name)
+            if c is not None and c.launch_info.get("role") == "copy_b":
                 return c
         return None
 
@@ -130,20 +148,24 @@ class CompiledKernel:
         main = self.launch(m, n, k, batch)
         rows = self.rows_kernel(m)
         pre = self.transpose_kernel()
+        bpre = self.b_copy_kernel()
         first = []
-        if pre is not None:  # the A-transpose pre-kernel: a tile of A per workgroup, grid z the batch
-            pli = pre.launch_info
-            nb = 1 if self.launch_info.get("batch", 0) == 0 else main.grid[2]  # (no split-K with a batch)
-            first = [PlanStep(pre.name, (-(-m // pli["tile_m"]), -(-k // pli["tile_k"]), nb),
-                              (pli["workgroup_size"], 1, 1))]
+        copies = {}
+        nb = 1 if self.launch_info.get("batch", 0) == 0 else main.grid[2]  # (no split-K with a batch)
+        for c, rows_of in ((pre, m), (bpre, n)):  # the copies: a tile of A (B) per workgroup, grid z the batch
+            if c is not None:
+                pli = c.launch_info
+                copies[c.name] = PlanStep(c.name, (-(-rows_of // pli["tile_m"]), -(-k // pli["tile_k"]), nb),
+                                          (pli["workgroup_size"], 1, 1))
+                first.append(copies[c.name])
         if rows is not None:
             return [*first, PlanStep(rows.name, main.grid, main.block)]
         steps = []
         for name in str(self.launch_info.get("plan", self.name)).split(","):
             if name == self.name:
                 steps.append(PlanStep(name, main.grid, main.block))
-            elif pre is not None and name == pre.name:
-                steps += first
+            elif name in copies:
+                steps.append(copies[name])
             else:
                 other = self.companions[name]
                 steps.append(PlanStep(name, (main.grid[0], main.grid[1], 1),
@@ -165,7 +187,7 @@ class CompiledKernel:
         each kernel (``iterations``/``warmup`` apply to the whole plan, so an atomic plan's
         scale kernel runs once per plan execution)."""
         steps = self.plan(m, n, k, batch)
-        ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n, k, batch)
+        ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n, k, batch, n=n)
         self.check_offsets(args, m, n, k, batch, ws_bytes)
         ws = device.alloc(ws_bytes) if ws_bytes else None
         full = [*args, ws] if ws is not None else list(args)
@@ -232,10 +254,12 @@ class CompiledKernel:
         errors = offset_errors(self.layout, str(li.get("dtype", "f32")), m, n, k,
                                *(vals.get(x, -1) for x in ("lda", "ldb", "ldc")), nb,
                                *(vals.get(x, -1) for x in ("stride_a", "stride_b", "stride_c")),
-                               a_copied=self.transpose_kernel() is not None)
+                               a_copied=self.transpose_kernel() is not None,
+                               b_copied=self.b_copy_kernel() is not None)
         if workspace_bytes >= BYTE_OFFSET_LIMIT:
-            what = ("the workspace of {} bytes (split-K partials and the copy of A) reaches the 32-bit byte offset "
-                    "limit of vlpc's kernels (2^32 bytes)" if self.transpose_kernel() is not None else
+            what = ("the workspace of {} bytes (split-K partials and the copies of A / B) reaches the 32-bit byte "
+                    "offset limit of vlpc's kernels (2^32 bytes)"
+                    if self.transpose_kernel() is not None or self.b_copy_kernel() is not None else
                     "the split-K workspace of {} bytes (S x M x ldc elements) reaches the "
                     "32-bit byte offset limit of vlpc's kernels (2^32 bytes): use a smaller --split-k")
             errors.append(what.format(workspace_bytes))

@@ -170,7 +170,7 @@ def cmd_run(args) -> int:
     steps = kernel.plan(p.m, p.n, p.k, p.batch or None)
     if len(steps) > 1 or steps[0].kernel != kernel.name:
         print("  plan: " + ", then ".join(f"{st.kernel} grid {st.grid}" for st in steps)
-              + f"; workspace {kernel.workspace_bytes(p.m, p.ldc, p.k, p.batch or None)} bytes", flush=True)
+              + f"; workspace {kernel.workspace_bytes(p.m, p.ldc, p.k, p.batch or None, n=p.n)} bytes", flush=True)
     # The header first, then a progress bar on stderr (a terminal only) while the kernel runs.
     bar = Progress(kernel.plan_workgroups(p.m, p.n, p.k, p.batch or None) * args.iterations, "vlpc run",
                    quiet=getattr(args, "quiet", False))
