@@ -251,7 +251,11 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
         lines.append(f"  workspace: {bytes_} bytes ({split} x M x ldc x {wsz})" if bytes_ >= 0 else
                      f"  workspace: {split} x M x ldc x {wsz} bytes, allocated at launch")
     else:
-        lines.append("  workspace: none" if not copy else "  workspace: the A copy only")
+        if not copy:
+            lines.append("  workspace: none")
+        else:
+            which = [x for x, tag in (("A", "_transpose ("), ("B", "_copy_b (")) if tag in copy[0]]
+            lines.append(f"  workspace: the {' and '.join(which)} cop{'ies' if len(which) > 1 else 'y'} only")
     if copy:
         lines.append(copy[1])
     if auto:

@@ -302,5 +302,9 @@ def test_print_plan_names_the_b_copy(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "kernels: g_copy_b (grid 1x1x1, LDS 4352 bytes), then g" in out
     assert f"B copy (B stored N x K -> N x ceil(K/4)*4 i8, after A's copy if any): {64 * 44} bytes" in out
+    assert "  workspace: the B copy only" in out
     assert main(["run", str(f)]) == 0
     assert "verification passed" in capsys.readouterr().out
+    assert main(["report", str(f), "--strategies", "sqc"]) == 1  # one line naming the copy, not "2 kernels"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "padded workspace first (g_copy_b;" in err[0]

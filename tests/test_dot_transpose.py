@@ -273,4 +273,4 @@ def test_cli_plan_and_report(tmp_path, capsys):
     assert "verification passed" in out
     assert main(["report", str(f), "--strategies", "sqc"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "this plan copies A (stored K x M) first (g_transpose)" in err[0]
+    assert len(err) == 1 and "this plan copies its operands into a padded workspace first (g_transpose;" in err[0]

@@ -458,11 +458,13 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     kernels = [o for o in module.walk() if isinstance(o, KernelOp)]
     if len(kernels) != 1:
         from vlpc.errors import VlpcError
-        copies = [k.sym_name.data for k in kernels if k.sym_name.data.endswith("_transpose")]
-        if copies:  # the A-transpose pre-kernel (passes/gemm_to_gcn_transpose.py) and the dot kernel
-            raise VlpcError(f"vlpc report compares single kernels per strategy: this plan copies A (stored K x M) "
-                            f"first ({copies[0]}); use --a-transpose in-kernel where the dot kernel can pack A "
-                            "(M, lda static multiples of 2 / 4), or vlpc run")
+        copies = [k.sym_name.data for k in kernels if k.sym_name.data.endswith(("_transpose", "_copy_b"))]
+        if copies:  # the copy pre-kernels (passes/gemm_to_gcn_transpose.py) and the dot kernel
+            raise VlpcError(f"vlpc report compares single kernels per strategy: this plan copies its operands into "
+                            f"a padded workspace first ({', '.join(copies)}; `vlpc compile --print-plan` says why); "
+                            "where the dot kernel can read them in place (A stored K x M: --a-transpose in-kernel "
+                            "with M and lda static multiples of 2 / 4; rows of K: lda/ldb multiples of 2 / 4) "
+                            "report that, or use vlpc run / vlpc bench")
         raise VlpcError(f"report: the module has {len(kernels)} kernels; give a file with one gemm.matmul")
     return module, kernels[0], code, asm
 
