@@ -108,18 +108,3 @@ def test_checks_see_corruption(monkeypatch, c):
         out.view(np.uint8)[0] ^= 1
     assert _run(monkeypatch, c, 1, flip_b) == ("input modified", "buffer B changed")
 
-
-@pytest.mark.xfail(strict=True, reason="convert-linalg-to-gemm does not verify the gemm.matmul it raises: a static "
-                                       "unaligned ldb of a linalg.generic f16 product is refused only at launch")
-def test_linalg_static_unaligned_ld_refused_at_compile():
-    """README: lda/ldb of rows read by dwords must be multiples of 2 (f16), "checked at compile
-    time for static values"; gemm.matmul is (a located error), the same product written as
-    linalg.generic compiles (found by difftest --seed 1 --case 348 --types f16,i8)."""
-    import vlpc
-    from vlpc.errors import VlpcError
-
-    c = _case(form="linalg-generic", layout="TT", m=61, n=25, k=2, pads=(17, 17, 5), beta=1.0, options={})
-    with pytest.raises(VlpcError, match="ldb=19"):
-        vlpc.compile(difftest.source(difftest.Case(**{**c.__dict__, "form": "gemm"})), "gfx906")
-    with pytest.raises(VlpcError, match="ldb=19"):
-        vlpc.compile(difftest.source(c), "gfx906")
