@@ -174,3 +174,16 @@ def assert_close(got: np.ndarray, exp: np.ndarray, bound: np.ndarray) -> None:
     err = np.abs(got[fin] - exp[fin])
     worst = np.max(err - bound[fin]) if err.size else 0
     assert np.all(err <= bound[fin]), f"error over the bound by {worst}"
+
+
+def check_c(out: np.ndarray, exp: np.ndarray, bound: np.ndarray, ct: str, m: int, n: int, ldc: int,
+            cf: np.ndarray) -> None:
+    """C (flat ``out``, M x N with ``ldc``) against the reference: i32 exactly, else within
+    ``bound``; every element outside the matrix bit for bit as uploaded (``cf``)."""
+    got = rows_of(out, m, n, ldc)
+    if ct == "i32":
+        np.testing.assert_array_equal(got.astype(np.int64), exp)
+    else:
+        assert_close(got, exp, bound)
+    pm = pad_mask(cf.size, m, n, ldc)
+    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8)), "C's padding changed"

@@ -14,7 +14,7 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import NP, assert_close, exact, flat_batch, launch_dot, pad_mask, reference, rows_of
+from dot_support import NP, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 from test_dot_transpose import PAD, garbage_device
 
 
@@ -51,16 +51,6 @@ def operands(layout, m, n, k, ab, ct, rng, nb=None):
     else:
         c = rng.standard_normal(shape(m, n)).astype(NP[ct])
     return a, b, c
-
-
-def check(out, exp, bound, ct, m, n, ldc, cf):
-    got = rows_of(out, m, n, ldc)
-    if ct == "i32":
-        np.testing.assert_array_equal(got.astype(np.int64), exp)
-    else:
-        assert_close(got, exp, bound)
-    pm = pad_mask(cf.size, m, n, ldc)
-    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8)), "C's padding changed"
 
 
 CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, options

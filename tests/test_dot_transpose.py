@@ -12,7 +12,7 @@ import pytest
 import vlpc
 from vlpc.runtime import get_device, load_code_object
 
-from dot_support import NP, assert_close, exact, flat_batch, launch_dot, pad_mask, reference, rows_of
+from dot_support import NP, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 
 PAD = {"f16": np.float16(np.nan), "i8": np.int8(-77), "f32": np.float32(np.nan), "i32": np.int32(0x5A5A5A5A)}
 
@@ -73,16 +73,6 @@ def operands(layout, m, n, k, ab, ct, rng, nb=None):
     else:
         c = rng.standard_normal(shape(m, n)).astype(NP[ct])
     return at, b, c
-
-
-def check(out, exp, bound, ct, m, n, ldc, cf):
-    got = rows_of(out, m, n, ldc)
-    if ct == "i32":
-        np.testing.assert_array_equal(got.astype(np.int64), exp)
-    else:
-        assert_close(got, exp, bound)
-    pm = pad_mask(cf.size, m, n, ldc)
-    assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8)), "C's padding changed"
 
 
 CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, dequant, options, sizes at launch

@@ -276,21 +276,25 @@ def offsets(c: Case, x: str) -> np.ndarray:
             + np.arange(cols)[None, None, :])
 
 
-def buffers(c: Case, rng: np.random.Generator) -> dict:
-    """Host buffers A, B, C (flat) and bias: matrices random, the rest NaN or garbage; BLAS
-    says unread operands may hold anything, so they are NaN."""
-    t = NPT[c.dtype]
+def _matrix_buffers(c: Case, rng: np.random.Generator, types: dict) -> dict:
+    """Flat host buffers A, B, C of case ``c``: the matrices random, the rest NaN (integers: a
+    fixed pattern) or random garbage; BLAS says unread operands (alpha = 0: A and B, beta = 0:
+    C) may hold anything, so floats there are NaN; then ``c.special``'s NaN in C / Inf in A.
+    ``types``: operand -> (NumPy type, integer range (lo, hi) or None for floats, padding value)."""
     out = {}
     for x in "ABC":
+        t, irange, pad = types[x]
         offs = offsets(c, x)
         size = int(offs.max()) + 1 + (0 if c.exact else int(rng.integers(1, 40)))
         if c.fill == "nan":
-            buf = np.full(size, np.nan, t)
-        else:
+            buf = np.full(size, pad, t)
+        elif irange is None:
             buf = (rng.standard_normal(size) * 1e3).astype(t)
-        vals = rng.standard_normal(offs.shape).astype(t)
+        else:
+            buf = rng.integers(*irange, size).astype(t)
+        vals = rng.standard_normal(offs.shape).astype(t) if irange is None else rng.integers(*irange, offs.shape).astype(t)
         unread = (x in "AB" and c.alpha == 0) or (x == "C" and c.beta == 0)
-        if unread:
+        if unread and irange is None:
             vals[...] = np.nan
         buf[offs.reshape(-1)] = vals.reshape(-1)  # stride 0: the last matrix written is the one read
         out[x] = buf
@@ -300,6 +304,13 @@ def buffers(c: Case, rng: np.random.Generator) -> dict:
     elif c.special == "inf_a":
         oa = offsets(c, "A").reshape(-1)
         out["A"][oa[int(rng.integers(0, oa.size))]] = np.inf
+    return out
+
+
+def buffers(c: Case, rng: np.random.Generator) -> dict:
+    """Host buffers A, B, C (flat) and bias of an f32/f64 case (:func:`_matrix_buffers`)."""
+    t = NPT[c.dtype]
+    out = _matrix_buffers(c, rng, dict.fromkeys("ABC", (t, None, np.nan)))
     if any(x.startswith("bias") for x in c.epilogue):
         out["bias"] = rng.standard_normal(c.m if "bias_row" in c.epilogue else c.n).astype(t)
     return out
@@ -536,30 +547,9 @@ def dot_buffers(c: Case, rng: np.random.Generator) -> dict:
     standard normal, i8 uniform over [-128, 127], i32 C over all 32-bit values; outside the
     matrices NaN (integers: a fixed pattern) or random garbage; unread operands (alpha = 0:
     A and B, beta = 0: C) NaN (integers: garbage)."""
-    out = {}
-    for x in "ABC":
-        ty = c.ab if x in "AB" else c.ct
-        t = DOT_NP[ty]
-        offs = offsets(c, x)
-        size = int(offs.max()) + 1 + (0 if c.exact else int(rng.integers(1, 40)))
-        integer = ty in ("i8", "i32")
-        lo, hi = (-128, 128) if ty == "i8" else (-2**31, 2**31)
-        if c.fill == "nan":
-            buf = np.full(size, DOT_INT_PAD[ty] if integer else np.nan, t)
-        else:
-            buf = rng.integers(lo, hi, size).astype(t) if integer else (rng.standard_normal(size) * 1e3).astype(t)
-        vals = rng.integers(lo, hi, offs.shape).astype(t) if integer else rng.standard_normal(offs.shape).astype(t)
-        unread = (x in "AB" and c.alpha == 0) or (x == "C" and c.beta == 0)
-        if unread and not integer:
-            vals[...] = np.nan
-        buf[offs.reshape(-1)] = vals.reshape(-1)
-        out[x] = buf
-    if c.special == "nan_c":
-        oc = offsets(c, "C").reshape(-1)
-        out["C"][oc[int(rng.integers(0, oc.size))]] = np.nan
-    elif c.special == "inf_a":
-        oa = offsets(c, "A").reshape(-1)
-        out["A"][oa[int(rng.integers(0, oa.size))]] = np.inf
+    ranges = {"i8": (-128, 128), "i32": (-2**31, 2**31)}
+    out = _matrix_buffers(c, rng, {x: (DOT_NP[ty], ranges.get(ty), DOT_INT_PAD.get(ty, np.nan)) for x, ty in
+                                   (("A", c.ab), ("B", c.ab), ("C", c.ct))})
     if any(x.startswith("bias") for x in c.epilogue):
         length = c.m if "bias_row" in c.epilogue else c.n
         out["bias"] = rng.standard_normal(length).astype(np.float32 if _dot_dequant(c) else DOT_NP[c.ab])
