@@ -631,10 +631,9 @@ def run_dot_case(c: Case) -> tuple[str, str]:
     :func:`dot_expected` and cross-checked with :func:`vlpc.dot_run.check`."""
     from vlpc.dot_run import check as dot_check
     from vlpc.dot_run import scalar_type, types_of
-    from vlpc.errors import DeviceError, VlpcError
+    from vlpc.errors import VlpcError
     from vlpc.pipeline import InternalError
     from vlpc.runtime import get_device, load_code_object
-    from vlpc.runtime.device import LaunchError
     from vlpc.verify import Problem, kernel_arguments
 
     text = dot_source(c)
@@ -673,14 +672,8 @@ def run_dot_case(c: Case) -> tuple[str, str]:
             kern.check_sizes(c.m, c.n, c.k, *lds)
             kern.execute(dev, load_code_object(kern.code_object), args, c.m, c.n, c.k, lds[2], c.batch or None,
                          buffer_sizes=sizes)
-        except LaunchError as e:  # refused before it ran (CompiledKernel.check_offsets)
-            return "refused at launch", str(e).splitlines()[0]
-        except DeviceError as e:
-            return "device fault", str(e).splitlines()[0]
-        except VlpcError as e:
-            return "refused at launch", str(e).splitlines()[0]
         except Exception as e:  # noqa: BLE001
-            return "crash", f"launch: {type(e).__name__}: {e}".splitlines()[0]
+            return launch_failure(e)
         after = {x: dev.download(b, bufs[x].dtype.type, bufs[x].shape) for x, b in dbufs.items()}
     finally:
         del dev.alloc
@@ -726,6 +719,23 @@ def run_dot_case(c: Case) -> tuple[str, str]:
 _CACHE: collections.OrderedDict = collections.OrderedDict()
 
 
+def launch_failure(e: Exception) -> tuple[str, str]:
+    """(category, first line) of an exception raised while a case is launched: refused before
+    it ran (``LaunchError``: CompiledKernel.check_offsets, or a VlpcError), a device fault, or
+    a crash of vlpc itself."""
+    from vlpc.errors import DeviceError, VlpcError
+    from vlpc.runtime.device import LaunchError
+
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if isinstance(e, LaunchError):
+        return "refused at launch", first
+    if isinstance(e, DeviceError):
+        return "device fault", first
+    if isinstance(e, VlpcError):
+        return "refused at launch", first
+    return "crash", f"launch: {type(e).__name__}: {e}".splitlines()[0]
+
+
 def compile_case(c: Case, text: str):
     import vlpc
 
@@ -744,10 +754,9 @@ def run_case(c: Case) -> tuple[str, str]:
     """(category, detail): category '' for a pass, 'refused at compile/launch', or one of FAILURES."""
     if c.ab:
         return run_dot_case(c)
-    from vlpc.errors import DeviceError, VlpcError
+    from vlpc.errors import VlpcError
     from vlpc.pipeline import InternalError
     from vlpc.runtime import get_device, load_code_object
-    from vlpc.runtime.device import LaunchError
 
     text = source(c)
     try:
@@ -785,14 +794,8 @@ def run_case(c: Case) -> tuple[str, str]:
         try:
             kern.check_sizes(c.m, c.n, c.k, *lds)
             kern.execute(dev, load_code_object(kern.code_object), args, c.m, c.n, c.k, lds[2], c.batch or None)
-        except LaunchError as e:  # refused before it ran (CompiledKernel.check_offsets)
-            return "refused at launch", str(e).splitlines()[0]
-        except DeviceError as e:
-            return "device fault", str(e).splitlines()[0]
-        except VlpcError as e:
-            return "refused at launch", str(e).splitlines()[0]
         except Exception as e:  # noqa: BLE001
-            return "crash", f"launch: {type(e).__name__}: {e}".splitlines()[0]
+            return launch_failure(e)
         after = {x: dev.download(b, t if x != "bias" else t, bufs[x].shape) for x, b in dbufs.items()}
     finally:
         for b in dbufs.values():
