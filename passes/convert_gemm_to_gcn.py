@@ -178,6 +178,31 @@ class _Emitter:
         return lo, hi
 
 
+class RowStepper:
+    """``stepper(base, idx)`` = base + idx * ``stride`` (an SGPR or a static int: A's row stride
+    in bytes), emitted as one ``s_add_u32`` on the previous result when indices of one base
+    come in order (idx after idx - 1), else an ``s_mul_i32`` and an ``s_add_u32``; idx 0 is
+    ``base`` itself.  Used by the sqc and the dot kernels' A loads."""
+
+    def __init__(self, e: "_Emitter", stride: SSAValue | int):
+        self.e, self.stride = e, stride
+        self.key: SSAValue | None = None
+        self.idx = -1
+        self.val: SSAValue | None = None
+
+    def __call__(self, base: SSAValue, idx: int) -> SSAValue:
+        e = self.e
+        if self.key is base and self.idx == idx - 1:
+            val = e(gcn.SAddU32Op(self.val, self.stride)).sdst  # type: ignore[arg-type]
+        elif idx == 0:
+            val = base
+        else:
+            stride = e.const(self.stride) if isinstance(self.stride, int) else self.stride
+            val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(stride, idx)).sdst)).sdst
+        self.key, self.idx, self.val = base, idx, val
+        return val
+
+
 def scc_nonzero(e, x: SSAValue, dw: int, what: str) -> None:
     """SCC = (x != 0.0) for an f32 SGPR (dw 1) or an f64 SGPR pair (dw 2); -0.0 is zero."""
     if dw == 1:
@@ -456,18 +481,7 @@ class SqcKernelBuilder:
                 imm_ok = imm_limit <= SMEM_IMM_MAX
             else:
                 imm_ok = False
-            chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
-
-            def stepped(base: SSAValue, idx: int) -> SSAValue:
-                """base + idx * lda*4, as a chain of s_add_u32 when indices come in order."""
-                if chain["key"] is base and chain["idx"] == idx - 1:
-                    val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
-                elif idx == 0:
-                    val = base
-                else:
-                    val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
-                chain.update(key=base, idx=idx, val=val)
-                return val
+            stepped = RowStepper(e, lda4)
 
             def a_step_offset(koff: SSAValue) -> SSAValue:
                 """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""

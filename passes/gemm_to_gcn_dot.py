@@ -85,7 +85,7 @@ split-K, the ``lds`` strategy and the ``seed`` schedule.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
@@ -93,8 +93,8 @@ from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, M
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import (
     SMEM_IMM_MAX,
+    RowStepper,
     _Emitter,
-    _pow2_parts,
     _pow2_runs,
     fused_epilogue,
     kernel_interface,
@@ -463,17 +463,7 @@ class DotKernelBuilder:
                 if soff not in step_rows:
                     step_rows[soff] = e(gcn.SMulI32Op(soff, reg(lda), comment="A rows of the K offset")).sdst
                 return step_rows[soff]
-            chain: dict[str, object] = {"key": None, "idx": -1, "val": None}
-
-            def stepped(base: SSAValue, idx: int) -> SSAValue:
-                if chain["key"] is base and chain["idx"] == idx - 1:
-                    val = e(gcn.SAddU32Op(chain["val"], lda4)).sdst  # type: ignore[arg-type]
-                elif idx == 0:
-                    val = base
-                else:
-                    val = e(gcn.SAddU32Op(base, e(gcn.SMulI32Op(reg(lda4), idx)).sdst)).sdst
-                chain.update(key=base, idx=idx, val=val)
-                return val
+            stepped = RowStepper(e, lda4)
 
             def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
                 w, rows, kks = pc[:3]
@@ -787,14 +777,14 @@ class DotKernelBuilder:
         apply_epilogue = fused_epilogue(e, epi, bias_col)
 
         group = 16
-        row_ptr = c_tile
+        c_row = c_tile
         for g0 in range(0, mi_m, group):
             rows = list(range(g0, min(g0 + group, mi_m)))
             ptrs = []
             for r in rows:
-                ptrs.append(row_ptr)
+                ptrs.append(c_row)
                 if r + 1 < mi_m:
-                    row_ptr = e.add64(row_ptr, ldc_b, 0)
+                    c_row = e.add64(c_row, ldc_b, 0)
             if shift is not None and g0:
                 e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
             zeros = [e(gcn.VMovB32Op(0)).vdst for _ in rows]
