@@ -21,7 +21,6 @@ input: 1 and 1, C += A*B; 0 for beta after a zero fill), else to 1 and 0.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -287,8 +286,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     :class:`VerificationError`.  The other errors are :class:`~vlpc.errors.VlpcError`
     (bad sizes, options, IR) and :class:`~vlpc.errors.DeviceError` (device faults).
     """
-    from vlpc.runtime import load_code_object
-    from vlpc.verify import check, geometries, kernel_arguments
+    from vlpc.verify import check, geometries, launch_and_read
 
     if isinstance(module, CompiledKernel):
         kern = module
@@ -323,25 +321,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     be = _scalar("beta", beta, kern.beta, 0.0)
 
     dev = _device_for(kern, device, waitcnt, strict)
-    co = load_code_object(kern.code_object)
     host = {**flat, **({} if bias0 is None else {"bias": bias0})}
-    bufs = {}
-    stats = None
-    walls = []
-    try:
-        for name, x in host.items():
-            bufs[name] = dev.upload(x)
-        args = kernel_arguments(kern, bufs, p, al, be)
-        for it in range(max(1, iterations)):
-            if it:
-                dev.write(bufs["C"], flat["C"])
-            t0 = time.perf_counter()
-            stats = kern.execute(dev, co, args, p.m, p.n, p.k, p.ldc, p.batch or None)
-            walls.append(time.perf_counter() - t0)
-        out = dev.download(bufs["C"], dtype, flat["C"].shape)
-    finally:
-        for buf in bufs.values():
-            dev.free(buf)
+    out, stats, walls = launch_and_read(kern, dev, host, p, al, be, dtype, iterations)
     cm = np.ascontiguousarray(geometries(kern.layout, p)["C"].matrices(out))
     result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
                        stats if getattr(dev, "name", "") == "emulator" else None, min(walls),

@@ -23,14 +23,11 @@ keep its bits.
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import numpy as np
 
 from vlpc.errors import VlpcError
-from vlpc.verify import (Problem, Verdict, epilogue_step, finish_verdict, geometries, kernel_arguments, op_matrices,
-                         pack)
+from vlpc.verify import (Problem, Verdict, epilogue_step, finish_verdict, geometries,
+                         launch_and_read, op_matrices, pack)
 
 #: NumPy types of the dot kernels' element types.
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
@@ -201,8 +198,6 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
     """Run a dot kernel (sizes resolved in ``p``) on ``device`` (a Device) and check C.
     Returns ``(c, stats, wall, verdict or None, inputs)``: C (batches, M, N) as NumPy, the
     last launch's statistics, the best wall time, the check, and the operands as launched."""
-    from vlpc.runtime import load_code_object
-
     ab, ct, dequant = types_of(kern)
     layout = kern.layout
     rng = np.random.default_rng(seed)
@@ -233,24 +228,7 @@ def run_dot(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, ve
         host["scale_row"], host["scale_col"] = scales
     if wants_bias:
         host["bias"] = bias
-    co = load_code_object(kern.code_object)
-    bufs: dict[str, Any] = {}
-    walls = []
-    stats = None
-    try:
-        for name, x in host.items():
-            bufs[name] = device.upload(x)
-        args = kernel_arguments(kern, bufs, p, alpha, beta, scalar=st)
-        for it in range(max(1, iterations)):
-            if it:
-                device.write(bufs["C"], flat["C"])
-            t0 = time.perf_counter()
-            stats = kern.execute(device, co, args, p.m, p.n, p.k, p.ldc, p.batch or None)
-            walls.append(time.perf_counter() - t0)
-        out = device.download(bufs["C"], NP[ct], flat["C"].shape)
-    finally:
-        for buf in bufs.values():
-            device.free(buf)
+    out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta, NP[ct], iterations, scalar=st)
     cm = np.ascontiguousarray(geometries(layout, p)["C"].matrices(out))
     verdict = None
     if verify:

@@ -396,5 +396,36 @@ def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: floa
     return args
 
 
-__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "epilogue_step", "kernel_arguments",
+def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type, iterations: int = 1,
+                    scalar: type | None = None) -> tuple[np.ndarray, object, list[float]]:
+    """Upload ``host`` (name -> flat array: ``A``, ``B``, ``C`` and any ``bias``/scales), run
+    ``kernel``'s plan ``iterations`` times on ``device`` (C re-uploaded before each repeat),
+    read C back as ``c_type`` and free every buffer: ``(C flat, the last launch's stats, wall
+    seconds per launch)``.  Shared by :func:`vlpc.run` and the dot kernels' :mod:`vlpc.dot_run`."""
+    import time
+
+    from vlpc.runtime import load_code_object
+
+    co = load_code_object(kernel.code_object)
+    bufs: dict = {}
+    walls: list[float] = []
+    stats = None
+    try:
+        for name, x in host.items():
+            bufs[name] = device.upload(x)
+        args = kernel_arguments(kernel, bufs, p, alpha, beta, scalar=scalar)
+        for it in range(max(1, iterations)):
+            if it:
+                device.write(bufs["C"], host["C"])
+            t0 = time.perf_counter()
+            stats = kernel.execute(device, co, args, p.m, p.n, p.k, p.ldc, p.batch or None)
+            walls.append(time.perf_counter() - t0)
+        out = device.download(bufs["C"], c_type, host["C"].shape)
+    finally:
+        for buf in bufs.values():
+            device.free(buf)
+    return out, stats, walls
+
+
+__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "epilogue_step", "kernel_arguments", "launch_and_read",
            "error_bound", "geometries", "gelu_tanh", "op_matrices", "pack", "reference", "tolerance"]
