@@ -690,17 +690,8 @@ def run_dot_case(c: Case) -> tuple[str, str]:
     else:
         wrong = compare(c, got.astype(np.float64), ref, bound, big=float(np.finfo(DOT_NP[c.ct]).max))
     category, detail = ("wrong result", wrong) if wrong else ("", "")
-    ui = DOT_UINT[c.ct]
-    outside = np.ones(bufs["C"].size, bool)
-    outside[offsets(c, "C").reshape(-1)] = False
-    changed = outside & (after["C"].view(ui) != bufs["C"].view(ui))
-    if changed.any() and not category:
-        off = int(np.argmax(changed))
-        category, detail = "padding modified", (f"{int(changed.sum())} elements of C outside the matrices changed; "
-                                                f"first at element {off}: {bufs['C'][off]!r} -> {after['C'][off]!r}")
-    for x in ("A", "B", "bias", "scale_row", "scale_col"):
-        if x in bufs and not category and bufs[x].tobytes() != after[x].tobytes():
-            category, detail = "input modified", f"buffer {x} changed"
+    if not category:
+        category, detail = untouched(c, bufs, after, DOT_UINT[c.ct])
     if category in ("", "wrong result"):
         a_k = kern.alpha if kern.alpha is not None else alpha
         b_k = kern.beta if kern.beta is not None else beta
@@ -717,6 +708,23 @@ def run_dot_case(c: Case) -> tuple[str, str]:
 # -- one case --------------------------------------------------------------------------------------
 
 _CACHE: collections.OrderedDict = collections.OrderedDict()
+
+
+def untouched(c: Case, bufs: dict, after: dict, uint: type) -> tuple[str, str]:
+    """("", "") when every element of C outside its matrices kept its bits (compared as
+    ``uint``) and every other buffer (A, B, bias, scales) is unchanged, else the first finding:
+    ("padding modified", ...) or ("input modified", ...)."""
+    outside = np.ones(bufs["C"].size, bool)
+    outside[offsets(c, "C").reshape(-1)] = False
+    changed = outside & (after["C"].view(uint) != bufs["C"].view(uint))
+    if changed.any():
+        off = int(np.argmax(changed))
+        return "padding modified", (f"{int(changed.sum())} elements of C outside the matrices changed; "
+                                    f"first at element {off}: {bufs['C'][off]!r} -> {after['C'][off]!r}")
+    for x in bufs:
+        if x != "C" and bufs[x].tobytes() != after[x].tobytes():
+            return "input modified", f"buffer {x} changed"
+    return "", ""
 
 
 def launch_failure(e: Exception) -> tuple[str, str]:
@@ -807,17 +815,8 @@ def run_case(c: Case) -> tuple[str, str]:
         category, detail = "wrong result", wrong
     else:
         category, detail = "", ""
-    ui = UINT[c.dtype]
-    outside = np.ones(bufs["C"].size, bool)
-    outside[offsets(c, "C").reshape(-1)] = False
-    changed = outside & (after["C"].view(ui) != bufs["C"].view(ui))
-    if changed.any() and not category:
-        off = int(np.argmax(changed))
-        category, detail = "padding modified", (f"{int(changed.sum())} elements of C outside the matrices changed; "
-                                                f"first at element {off}: {bufs['C'][off]!r} -> {after['C'][off]!r}")
-    for x in ("A", "B", "bias"):
-        if x in bufs and not category and not np.array_equal(after[x].view(ui), bufs[x].view(ui)):
-            category, detail = "input modified", f"buffer {x} changed"
+    if not category:
+        category, detail = untouched(c, bufs, after, UINT[c.dtype])
     # vlpc's own verdict on the same buffers
     if category in ("", "wrong result"):
         from vlpc.verify import Problem, check
