@@ -187,3 +187,31 @@ def check_c(out: np.ndarray, exp: np.ndarray, bound: np.ndarray, ct: str, m: int
         assert_close(got, exp, bound)
     pm = pad_mask(cf.size, m, n, ldc)
     assert np.array_equal(out[pm].view(np.uint8), cf[pm].view(np.uint8)), "C's padding changed"
+
+
+def layout_source(layout: str, m, n, k, lda, ldb, ldc, ab: str, ct: str, dequant: bool = False,
+                  batch=None, strides=None) -> str:
+    """``gemm.matmul`` in ``layout`` (A stored K x M for layouts T?, B N x K for ?T), A/B ``ab``,
+    C ``ct``; a None size or leading dimension is '?' (given at launch); ``batch`` (a count) with
+    ``strides`` (A, B, C batch strides) makes it a strided batch; ``dequant``: int8 with
+    ``scales(scale_row, scale_col)`` and f32 alpha/beta."""
+    def d(x):
+        return "?" if x is None else str(x)
+
+    def mt(rows, cols, ld, t, st=None):
+        if batch is not None:
+            return f"memref<{d(batch)}x{d(rows)}x{d(cols)}x{t}, strided<[{d(st)}, {d(ld)}, 1]>>"
+        return f"memref<{d(rows)}x{d(cols)}x{t}, strided<[{d(ld)}, 1]>>"
+    sa, sb, sc = strides or (None, None, None)
+    ta = mt(k, m, lda, ab, sa) if layout[0] == "T" else mt(m, k, lda, ab, sa)
+    tb = mt(n, k, ldb, ab, sb) if layout[1] == "T" else mt(k, n, ldb, ab, sb)
+    tc = mt(m, n, ldc, ct, sc)
+    if dequant:
+        sr, scl = f"memref<{d(m)}xf32>", f"memref<{d(n)}xf32>"
+        return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %sr: {sr}, %sc: {scl}) {{\n"
+                f"  gemm.matmul %a, %b, %c, %alpha, %beta scales(%sr, %sc : {sr}, {scl}) {{layout = \"{layout}\"}}"
+                f" : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
+    st = SCALAR[ab]
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {st}, %beta: {st}) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {st}, {st}\n"
+            "  func.return\n}\n")

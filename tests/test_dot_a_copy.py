@@ -14,27 +14,13 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import NP, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
+from dot_support import NP, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 from test_dot_transpose import PAD, garbage_device
 
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
     """gemm.matmul (A stored M x K, or K x M for layouts T?); a None size is '?' (given at launch)."""
-    def d(x):
-        return "?" if x is None else str(x)
-
-    def mt(rows, cols, ld, t, st=None):
-        if batch is not None:
-            return f"memref<{batch}x{d(rows)}x{d(cols)}x{t}, strided<[{d(st)}, {d(ld)}, 1]>>"
-        return f"memref<{d(rows)}x{d(cols)}x{t}, strided<[{d(ld)}, 1]>>"
-    sa, sb, sc = strides or (None, None, None)
-    ta = mt(k, m, lda, ab, sa) if layout[0] == "T" else mt(m, k, lda, ab, sa)
-    tb = mt(n, k, ldb, ab, sb) if layout[1] == "T" else mt(k, n, ldb, ab, sb)
-    tc = mt(m, n, ldc, ct, sc)
-    st = "f32" if ab == "f16" else "i32"
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {st}, %beta: {st}) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {st}, {st}\n"
-            "  func.return\n}\n")
+    return layout_source(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=batch, strides=strides)
 
 
 def operands(layout, m, n, k, ab, ct, rng, nb=None):

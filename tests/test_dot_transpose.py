@@ -12,7 +12,7 @@ import pytest
 import vlpc
 from vlpc.runtime import get_device, load_code_object
 
-from dot_support import NP, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
+from dot_support import NP, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 
 PAD = {"f16": np.float16(np.nan), "i8": np.int8(-77), "f32": np.float32(np.nan), "i32": np.int32(0x5A5A5A5A)}
 
@@ -31,27 +31,10 @@ def garbage_device():
 
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant=False, batch=None):
-    """gemm.matmul with A stored K x M; a None size is '?' (given at launch)."""
-    def d(x):
-        return "?" if x is None else str(x)
-
-    def mt(rows, cols, ld, t, st=None):
-        if batch is not None:
-            return f"memref<{d(batch)}x{d(rows)}x{d(cols)}x{t}, strided<[{d(st)}, {d(ld)}, 1]>>"
-        return f"memref<{d(rows)}x{d(cols)}x{t}, strided<[{d(ld)}, 1]>>"
-    sa, sb, sc = (None, None, None) if batch is None else batch_strides(m, n, k, lda, ldb, ldc, layout)
-    ta = mt(k, m, lda, ab, sa)
-    tb = mt(n, k, ldb, ab, sb) if layout[1] == "T" else mt(k, n, ldb, ab, sb)
-    tc = mt(m, n, ldc, ct, sc)
-    st = "f32" if dequant or ab == "f16" else "i32"
-    if dequant:
-        sr, scl = f"memref<{d(m)}xf32>", f"memref<{d(n)}xf32>"
-        return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %sr: {sr}, %sc: {scl}) {{\n"
-                f"  gemm.matmul %a, %b, %c, %alpha, %beta scales(%sr, %sc : {sr}, {scl}) {{layout = \"{layout}\"}}"
-                f" : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {st}, %beta: {st}) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {st}, {st}\n"
-            "  func.return\n}\n")
+    """gemm.matmul with A stored K x M (layouts T?); a None size is '?' (given at launch); a
+    batch gets :func:`batch_strides`."""
+    strides = None if batch is None else batch_strides(m, n, k, lda, ldb, ldc, layout)
+    return layout_source(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant=dequant, batch=batch, strides=strides)
 
 
 def batch_strides(m, n, k, lda, ldb, ldc, layout):
