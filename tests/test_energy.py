@@ -37,7 +37,8 @@ s_endpgm
 #   instructions: 6 (4 VALU, 1 SALU, s_endpgm); no memory, LDS or barrier.
 HAND = dict(vgpr_reads=128, forwarded_reads=128, vgpr_writes=256, sgpr_reads=2, sgpr_writes=1,
             fma_f32_lanes=128, fma_f64_lanes=0, valu_other_lanes=128, instructions=6, salu=1, smem=0,
-            scalar_cache_bytes=0, l1_bytes=0, l2_bytes=0, hbm_bytes=0, lds_bytes=0, barriers=0)
+            scalar_cache_bytes=0, l1_bytes=0, l2_bytes=0, hbm_bytes=0, lds_bytes=0, barriers=0,
+            dot2_f32_f16_lanes=0, dot4_i32_i8_lanes=0, pk_fma_f16_lanes=0)
 
 #: Round, distinct coefficients so every term is visible in the sum.
 PARAMS = replace(ENERGY, vgpr_read_pj=2.0, vgpr_write_pj=3.0, forwarded_read_pj=0.5, sgpr_read_pj=7.0,

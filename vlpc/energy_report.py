@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -49,87 +49,149 @@ class EnergyRow:
     energy: object  # vlpc.runtime.timing.energy.EnergyReport
     #: Above the board's power limit: where the board would settle (vlpc.runtime.timing.energy.PowerLimited).
     limited: object = None
+    #: Element types: ``f32``, ``f64``, ``f16 -> f32``, ``i8 -> i32``... (:func:`type_label`).
+    dtype: str = "f32"
+
+
+def type_label(ab: str, ct: str) -> str:
+    """The element types as the report names them: ``f32``, ``f16 -> f32``, ``i8 -> i32``."""
+    return ab if ab == ct else f"{ab} -> {ct}"
+
+
+def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
+    """Zero-filled, exactly sized host buffers of ``ck``'s element types for the problem ``p``
+    (:class:`vlpc.verify.Problem`): ``A``, ``B``, ``C`` (:func:`vlpc.verify.geometries`), the W8A8
+    scales (f32, M and N values) and a fused bias (M or N values: f32 for W8A8, else A's type, as
+    :mod:`vlpc.dot_run` and :func:`vlpc.run` pass them).  Returns ``(buffers, C's NumPy type,
+    alpha/beta's NumPy type (None: the kernel's element type), A/B type, C type)``.  Values do not
+    matter to a timing-only launch: the kernels' work does not depend on them."""
+    from vlpc.verify import NP_DTYPE, geometries
+
+    ab = str(ck.launch_info.get("dtype", "f32"))
+    if ab in ("f16", "i8"):  # the dot kernels: typed A/B and C, f32 or i32 alpha/beta (vlpc/dot_run.py)
+        from vlpc.dot_run import NP, scalar_type, types_of
+
+        ab, ct, dequant = types_of(ck)
+        types, scalar = NP, scalar_type(ck)
+    else:
+        ct, dequant, types, scalar = ab, False, NP_DTYPE, None
+    host = {name: np.zeros(g.size, types[ab if name in "AB" else ct])
+            for name, g in geometries(ck.layout, p).items()}
+    if dequant:
+        host["scale_row"], host["scale_col"] = np.zeros(p.m, np.float32), np.zeros(p.n, np.float32)
+    epi = str(ck.launch_info.get("epilogue", "")).split(",")
+    if "bias_row" in epi or "bias_col" in epi:
+        host["bias"] = np.zeros(p.m if "bias_row" in epi else p.n, np.float32 if dequant else types[ab])
+    return host, types[ct], scalar, ab, ct
 
 
 def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
                    n: int | None = None, k: int | None = None, gpu: str = "mi60", clock: float | None = None,
                    options: dict | None = None, progress=None) -> EnergyRow:
     """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`), run one timing-only launch
-    on the emulator with ``gpu``'s timing model at ``clock`` MHz and price it.  Raises
-    :class:`VlpcError` for sizes the kernel cannot run or a plan of several kernels."""
+    on the emulator with ``gpu``'s timing model at ``clock`` MHz and price it.
+
+    Every element type vlpc compiles: f32 and f64 (the sqc/lds kernels), f16 and int8 (the dot
+    kernels, with their W8A8 scales and fused bias if any; the small-M/GEMV plans too).  Buffers
+    are sized from the kernel's element types (:func:`host_buffers`) and the arguments packed by
+    :func:`vlpc.verify.launch_and_read` (alpha = 1, beta = 0 of the kernel's scalar type).  The
+    operations counted are 2 M N K (FLOPs; integer ops for int8).  Raises :class:`VlpcError` for
+    sizes or options the variant cannot compile or run, and for a plan of several kernels (split-K,
+    the A-transpose / B-copy pre-kernels)."""
     import vlpc
     from vlpc.run import resolve_problem
-    from vlpc.runtime import load_code_object
     from vlpc.runtime.emulator.device import EmulatorDevice
     from vlpc.runtime.timing.energy import launch_energy
+    from vlpc.verify import launch_and_read
 
     over, title = VARIANTS[variant]
     opts = dict(options or {})
     opts.update(over)
     if opts.get("split_k", "auto") == "auto":
         opts["split_k"] = 1
-    if opts.get("split_k") != 1 or opts.get("local_split", 1) != 1:
-        raise VlpcError("--energy compares single kernels: use --split-k 1 --local-split 1")
+    if opts.get("split_k") != 1:  # a local split (--local-split L) is one kernel: allowed
+        raise VlpcError("--energy compares single kernels: use --split-k 1")
     if opts["strategy"] == "lds":
         opts.pop("schedule", None)
     mod = vlpc.compile(text, target, filename=filename, **opts)
     ck = mod.kernel()
     p = resolve_problem(ck.launch_info, m, n, k)
     ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
-    lc = ck.launch(p.m, p.n, p.k)
+    steps = ck.plan(p.m, p.n, p.k)
+    if len(steps) != 1:
+        raise VlpcError(f"--energy prices one kernel, but {ck.name}'s plan for M={p.m} N={p.n} K={p.k} launches "
+                        f"{len(steps)} ({', '.join(s.kernel for s in steps)}): use --split-k 1 "
+                        f"(and --a-transpose in-kernel for a copied A)")
     try:
         dev = EmulatorDevice(gpu=gpu, clock_mhz=clock, timing_only=True)
     except Exception as e:  # DeviceError: unknown board, clock out of range
         raise VlpcError(str(e)) from None
-    layout = ck.layout
-    a_rows = p.m if layout[0] == "N" else p.k
-    b_rows = p.k if layout[1] == "N" else p.n
-    bufs = [dev.alloc(a_rows * p.lda * 4), dev.alloc(b_rows * p.ldb * 4), dev.alloc(p.m * p.ldc * 4)]
+    host, c_type, scalar, ab, ct = host_buffers(ck, p)
     if progress is not None:
         if hasattr(progress, "add_total"):
-            progress.add_total(int(np.prod(lc.grid)))
+            progress.add_total(int(np.prod(steps[0].grid)))
         dev.progress = progress
-    try:
-        stats = dev.launch(load_code_object(mod.code_object), ck.name, grid=lc.grid, block=lc.block,
-                           args=[*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
-                                 np.int32(p.ldb), np.int32(p.ldc), np.float32(1.0), np.float32(0.0)])
-    finally:
-        for buf in bufs:
-            dev.free(buf)
-    rep = launch_energy(stats, dev.board, flops=2.0 * p.m * p.n * p.k)
+    _c, stats, _walls = launch_and_read(ck, dev, host, p, 1, 0, c_type, scalar=scalar)
+    ops = 2.0 * p.m * p.n * p.k
+    rep = launch_energy(stats, dev.board, flops=ops)
     limited = None
     if rep.over_power_limit:  # where PowerTune would settle: the timing model re-run at lower clocks
         from vlpc.runtime.timing.energy import EnergyError, power_limited
         try:
-            limited = power_limited(stats, dev.board, flops=2.0 * p.m * p.n * p.k)
+            limited = power_limited(stats, dev.board, flops=ops)
         except EnergyError:
             limited = None
-    return EnergyRow(variant, title, ck.name, p.m, p.n, p.k, rep, limited)
+    return EnergyRow(variant, title, steps[0].kernel, p.m, p.n, p.k, rep, limited, type_label(ab, ct))
 
 
 @dataclass
 class EnergyComparison:
     rows: list[EnergyRow]
+    #: Variants that do not exist for the kernel's element type or the command's options:
+    #: (title, the compiler's or the kernel's one-line reason).
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def dtype(self) -> str:
+        return self.rows[0].dtype
+
+    @property
+    def op(self) -> str:
+        """The unit counted: ``FLOP``, or ``op`` for integer (int8) products."""
+        return "op" if self.dtype.startswith("i") else "FLOP"
 
     def by(self, variant: str) -> EnergyRow | None:
         return next((r for r in self.rows if r.variant == variant), None)
 
     def table(self) -> list[tuple[str, list[str]]]:
         """(label, one cell per variant) rows of the comparison."""
-        from vlpc.runtime.timing.energy import COMPONENT_TITLE, COMPONENTS
+        from vlpc.runtime.timing.energy import COMPONENTS
 
         out = []
         es = [r.energy for r in self.rows]
+        op = self.op
         out.append(("modeled time (us)", [f"{e.time_us:,.1f}" for e in es]))
-        out.append(("modeled TFLOP/s", [f"{e.tflops:.3f}" for e in es]))
+        out.append((f"modeled T{op.upper() if op == 'op' else op}/s", [f"{e.tflops:.3f}" for e in es]))
         out.append(("energy per GEMM (mJ)", [f"{e.total_joules * 1e3:,.3f}" for e in es]))
         out.append(("average board power (W)", [f"{e.watts:.1f}" + (" (above the limit)" if e.over_power_limit else "")
                                                 for e in es]))
-        out.append(("pJ per FLOP", [f"{e.pj_per_flop:.2f}" for e in es]))
-        out.append(("GFLOP/s per W", [f"{e.gflops_per_watt:.1f}" for e in es]))
+        out.append((f"pJ per {op}", [f"{e.pj_per_flop:.2f}" for e in es]))
+        out.append((f"G{op.upper() if op == 'op' else op}/s per W", [f"{e.gflops_per_watt:.1f}" for e in es]))
         for c in COMPONENTS:
-            out.append((f"{COMPONENT_TITLE[c]} (pJ/FLOP)", [f"{e.joules[c] / e.flops * 1e12:.3f}" for e in es]))
+            out.append((f"{self.component_title(c)} (pJ/{op})", [f"{e.joules[c] / e.flops * 1e12:.3f}" for e in es]))
         return out
+
+    def component_title(self, c: str) -> str:
+        """:data:`COMPONENT_TITLE`'s, with "FMA/dot datapath" when a kernel ran dot or packed-f16
+        instructions (priced in the same component, each with its own coefficient)."""
+        from vlpc.runtime.timing.energy import COMPONENT_TITLE
+
+        if c == "fma" and any(r.energy.events is not None and (r.energy.events.dot2_f32_f16_lanes
+                                                               or r.energy.events.dot4_i32_i8_lanes
+                                                               or r.energy.events.pk_fma_f16_lanes)
+                              for r in self.rows):
+            return "FMA/dot datapath"
+        return COMPONENT_TITLE[c]
 
     def savings_lines(self) -> list[str]:
         lines = []
@@ -142,18 +204,21 @@ class EnergyComparison:
                              f"not what the board would draw"
                              + (f"; {r.limited.summary()}" if r.limited is not None else ""))
         sqc, nof, lds = self.by("sqc"), self.by("sqc-nofwd"), self.by("lds")
+        op = self.op
         if sqc and lds:
             a, b = sqc.energy, lds.energy
             d = b.pj_per_flop - a.pj_per_flop
-            lines.append(f"sqc uses {abs(d):.2f} pJ/FLOP {'less' if d >= 0 else 'more'} than legacy (lds) "
+            lines.append(f"sqc uses {abs(d):.2f} pJ/{op} {'less' if d >= 0 else 'more'} than legacy (lds) "
                          f"({100 * abs(d) / b.pj_per_flop:.1f}%); average power {a.watts:.1f} W vs "
                          f"{b.watts:.1f} W (modeled times {a.time_us:,.1f} us vs {b.time_us:,.1f} us)")
         if sqc and nof:
             a, b = sqc.energy, nof.energy
             dyn = (b.dynamic_joules - a.dynamic_joules) / a.flops * 1e12
-            lines.append(f"forwarding: {dyn:.2f} pJ/FLOP less dynamic energy than without it "
-                         f"({b.pj_per_flop - a.pj_per_flop:.2f} pJ/FLOP in total, with idle power x modeled time); "
+            lines.append(f"forwarding: {dyn:.2f} pJ/{op} less dynamic energy than without it "
+                         f"({b.pj_per_flop - a.pj_per_flop:.2f} pJ/{op} in total, with idle power x modeled time); "
                          f"average power {a.watts:.1f} W vs {b.watts:.1f} W")
+        for title, why in self.left_out:
+            lines.append(f"{title} left out: {why}")
         return lines
 
     def markdown(self) -> str:
@@ -161,7 +226,7 @@ class EnergyComparison:
         e0 = r0.energy
         out = io.StringIO()
         w = out.write
-        w(f"# Modeled energy per GEMM: M={r0.m} N={r0.n} K={r0.k}, f32, {e0.board} @ {e0.clock_mhz:.0f} MHz\n\n")
+        w(f"# Modeled energy per GEMM: M={r0.m} N={r0.n} K={r0.k}, {r0.dtype}, {e0.board} @ {e0.clock_mhz:.0f} MHz\n\n")
         w(f"All figures are modeled (vlpc's timing and energy models on the emulator's counts), not measured: "
           f"core voltage {e0.voltage:.3f} V from the assumed V/f curve, idle power {e0.idle_watts:.1f} W; "
           f"coefficients and sources in vlpc/targets.py (EnergyParams, ENERGY_SOURCES).\n\n")
@@ -189,19 +254,20 @@ class EnergyComparison:
         out = io.StringIO()
         wr = csv.writer(out)
         wr.writerow(["variant", "kernel", "board", "clock_mhz", "voltage", "m", "n", "k", "time_us", "tflops",
-                     "joules", "watts", "pj_per_flop", "gflops_per_watt"] + [f"joules_{c}" for c in COMPONENTS])
+                     "joules", "watts", "pj_per_flop", "gflops_per_watt"] + [f"joules_{c}" for c in COMPONENTS]
+                    + ["dtype"])
         for r in self.rows:
             e = r.energy
             wr.writerow([r.variant, r.kernel, e.board, f"{e.clock_mhz:.0f}", f"{e.voltage:.4f}", r.m, r.n, r.k,
                          f"{e.time_us:.3f}", f"{e.tflops:.4f}", f"{e.total_joules:.6g}", f"{e.watts:.3f}",
                          f"{e.pj_per_flop:.4f}", f"{e.gflops_per_watt:.3f}"]
-                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS])
+                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS] + [r.dtype])
         return out.getvalue()
 
     def figure(self):
         """A stacked bar per variant: pJ per FLOP by component (matplotlib)."""
         from vlpc.cli_support import pyplot
-        from vlpc.runtime.timing.energy import COMPONENT_TITLE, COMPONENTS
+        from vlpc.runtime.timing.energy import COMPONENTS
 
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(8, 6))
@@ -211,16 +277,16 @@ class EnergyComparison:
             vals = [r.energy.joules[c] / r.energy.flops * 1e12 for r in self.rows]
             if not any(vals):
                 continue
-            ax.bar(xs, vals, bottom=bottom, color=COLORS[c], label=COMPONENT_TITLE[c], width=0.6)
+            ax.bar(xs, vals, bottom=bottom, color=COLORS[c], label=self.component_title(c), width=0.6)
             bottom = [b + v for b, v in zip(bottom, vals)]
         for x, r, top in zip(xs, self.rows, bottom):
-            ax.text(x, top * 1.01, f"{top:.1f} pJ/FLOP\n{r.energy.watts:.0f} W", ha="center", va="bottom",
+            ax.text(x, top * 1.01, f"{top:.1f} pJ/{self.op}\n{r.energy.watts:.0f} W", ha="center", va="bottom",
                     fontsize=8)
         ax.set_xticks(xs, [r.title for r in self.rows])
-        ax.set_ylabel("modeled energy per FLOP (pJ)")
+        ax.set_ylabel(f"modeled energy per {self.op} (pJ)")
         ax.set_ylim(0, max(bottom) * 1.18 if bottom else 1)
         r0 = self.rows[0]
-        ax.set_title(f"Modeled energy by component, M={r0.m} N={r0.n} K={r0.k} f32\n"
+        ax.set_title(f"Modeled energy by component, M={r0.m} N={r0.n} K={r0.k} {r0.dtype}\n"
                      f"{r0.energy.board} @ {r0.energy.clock_mhz:.0f} MHz (timing + energy model, not measured)",
                      fontsize=10)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -237,7 +303,25 @@ class EnergyComparison:
 
 
 def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progress=None, **kwargs) -> EnergyComparison:
-    return EnergyComparison([measure_energy(text, filename, v, progress=progress, **kwargs) for v in variants])
+    """:func:`measure_energy` of each variant.  A variant the compiler or the kernel refuses with a
+    user error (:class:`VlpcError` of exit code 1: the lds strategy for f16/int8, a tile or size the
+    variant cannot take under the command's options) is left out with its reason
+    (:attr:`EnergyComparison.left_out`); when every variant is refused, the first refusal is raised.
+    Device faults and internal errors are raised as they are."""
+    from vlpc.errors import EXIT_USER, DiagnosticError
+
+    rows, left, first = [], [], None
+    for v in variants:
+        try:
+            rows.append(measure_energy(text, filename, v, progress=progress, **kwargs))
+        except VlpcError as e:
+            if getattr(e, "exit_code", EXIT_USER) != EXIT_USER:
+                raise
+            first = first or e
+            left.append((VARIANTS[v][1], e.message if isinstance(e, DiagnosticError) else str(e)))
+    if not rows:
+        raise first
+    return EnergyComparison(rows, left)
 
 
 def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) -> int:

@@ -570,6 +570,9 @@ class EnergyParams:
     sgpr_write_pj: float = 1.0
     fma_f32_pj: float = 1.5
     fma_f64_pj: float = 6.0
+    dot2_f32_f16_pj: float = 1.3
+    dot4_i32_i8_pj: float = 0.39
+    pk_fma_f16_pj: float = 0.98
     valu_other_pj: float = 0.5
     valu_lane_overhead_pj: float = 32.62
     issue_pj: float = 10.0
@@ -629,6 +632,14 @@ ENERGY_SOURCES: dict[str, str] = {
     "fma_f32_pj": "assumed: Horowitz ISSCC 2014 (45 nm): f32 add 0.9 pJ + mult 3.7 pJ, scaled to 7 nm",
     "fma_f64_pj": "assumed: 4x the f32 FMA (multiplier array grows with the square of the 53/24-bit "
                   "mantissa)",
+    "dot2_f32_f16_pj": "assumed (per v_dot2_f32_f16 lane: two f16 products summed into f32): Horowitz ISSCC "
+                       "2014 (45 nm) 2 x f16 mult 1.1 pJ + 2 x f32 add 0.9 pJ = 4.0 pJ, scaled to 7 nm by "
+                       "fma_f32_pj's factor (1.5 / 4.6)",
+    "dot4_i32_i8_pj": "assumed (per v_dot4_i32_i8 lane: four 8-bit products summed into i32): Horowitz ISSCC "
+                      "2014 (45 nm) 4 x 8-bit int mult 0.2 pJ + 4 x 32-bit int add 0.1 pJ = 1.2 pJ, scaled "
+                      "to 7 nm by fma_f32_pj's factor (1.5 / 4.6)",
+    "pk_fma_f16_pj": "assumed (per v_pk_fma_f16 lane: two f16 FMAs): Horowitz ISSCC 2014 (45 nm) 2 x (f16 "
+                     "mult 1.1 pJ + f16 add 0.4 pJ) = 3.0 pJ, scaled to 7 nm by fma_f32_pj's factor (1.5 / 4.6)",
     "valu_other_pj": "assumed: 32-bit integer add/logic/move datapath (Horowitz ISSCC 2014: 32-bit add "
                      "0.1 pJ at 45 nm) with its result bus",
     "valu_lane_overhead_pj": "calibrated (per active VALU lane: pipeline registers, operand and result "
@@ -687,7 +698,8 @@ MI60_IDLE_WATTS_1500 = 36.0
 #: Fields scaled by MI25_SAME_FREQUENCY_POWER_RATIO: every per-event energy of the GPU die
 #: (its core rail).  ``hbm_pj_per_byte`` is not: both boards use HBM2 on its own memory rail.
 _DIE_ENERGY_FIELDS = ("vgpr_read_pj", "vgpr_write_pj", "forwarded_read_pj", "sgpr_read_pj", "sgpr_write_pj",
-                      "fma_f32_pj", "fma_f64_pj", "valu_other_pj", "valu_lane_overhead_pj", "issue_pj", "salu_pj",
+                      "fma_f32_pj", "fma_f64_pj", "dot2_f32_f16_pj", "dot4_i32_i8_pj", "pk_fma_f16_pj",
+                      "valu_other_pj", "valu_lane_overhead_pj", "issue_pj", "salu_pj",
                       "smem_access_pj", "scalar_cache_pj_per_byte", "l1_pj_per_byte", "l2_pj_per_byte",
                       "lds_pj_per_byte", "barrier_pj")
 

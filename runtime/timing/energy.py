@@ -17,6 +17,9 @@ forwarded_read         ``LaunchStats.vgpr_reads_forwarded`` (the previous VALU's
 vgpr_write             ``LaunchStats.vgpr_writes``
 sgpr_read / _write     ``LaunchStats.sgpr_reads`` / ``sgpr_writes`` (32-bit x wave-instructions)
 fma_f32 / fma_f64      active lanes of ``v_fma/v_fmac/v_mac/v_mad`` f32 / ``v_fma_f64`` (``by_pc``)
+dot2_f32_f16           active lanes of ``v_dot2_f32_f16`` (``v_dot2c``): 2 f16 products + f32 sum
+dot4_i32_i8            active lanes of ``v_dot4_i32_i8``/``v_dot4_u32_u8`` (``v_dot4c``): 4 products
+pk_fma_f16             active lanes of ``v_pk_fma_f16``: 2 f16 FMAs
 valu_other             active lanes of the other VALU instructions
 valu_lane              active lanes of every VALU instruction (the calibrated overhead)
 issue                  wave-instructions (``LaunchStats.instructions``)
@@ -29,6 +32,13 @@ hbm bytes              the timing model's HBM bytes (L2 misses) plus the bytes s
 lds bytes              ``lds_bytes_read + lds_bytes_written``
 barrier                wave arrivals at ``s_barrier``
 =====================  =======================================================================
+
+The f32/f64 FMA, dot and packed-f16 lanes make the ``fma`` component ("FMA datapath"), each
+kind with its own coefficient (``fma_f32_pj``, ``fma_f64_pj``, ``dot2_f32_f16_pj``,
+``dot4_i32_i8_pj``, ``pk_fma_f16_pj``); the dot and packed coefficients are assumed from
+Horowitz's 45 nm f16 and 8-bit integer figures, never calibrated (:data:`vlpc.targets.ENERGY_SOURCES`).
+Other dot instructions (``v_dot2_i32_i16``, ``v_dot8_i32_i4``...; vlpc does not emit them)
+count as other VALU lanes.
 
 Voltage: every dynamic energy except HBM scales with (V/V_ref)^2, V from the V/f
 curve at the board's engine clock; HBM (memory rail, fixed memory clock) does not.
@@ -70,6 +80,19 @@ COMPONENT_TITLE = {
 
 _FMA_F32 = ("v_fma_f32", "v_fmac_f32", "v_mac_f32", "v_mad_f32")
 _FMA_F64 = ("v_fma_f64",)
+#: Mnemonic -> :class:`EnergyEvents` lane field of the VALU instructions with their own datapath
+#: coefficient (every other ``v_*`` instruction: ``valu_other_lanes``).
+VALU_EVENT = {**{m: "fma_f32_lanes" for m in _FMA_F32}, **{m: "fma_f64_lanes" for m in _FMA_F64},
+              "v_dot2_f32_f16": "dot2_f32_f16_lanes", "v_dot2c_f32_f16": "dot2_f32_f16_lanes",
+              "v_dot4_i32_i8": "dot4_i32_i8_lanes", "v_dot4_u32_u8": "dot4_i32_i8_lanes",
+              "v_dot4c_i32_i8": "dot4_i32_i8_lanes", "v_pk_fma_f16": "pk_fma_f16_lanes"}
+#: Operations per active lane (a multiply and an add are 2): FLOPs, or integer ops for int8.
+OPS_PER_LANE = {"fma_f32_lanes": 2, "fma_f64_lanes": 2, "dot2_f32_f16_lanes": 4, "dot4_i32_i8_lanes": 8,
+                "pk_fma_f16_lanes": 4}
+#: Lane field -> its :class:`vlpc.targets.EnergyParams` coefficient (pJ per active lane).
+LANE_COEFFICIENT = {"fma_f32_lanes": "fma_f32_pj", "fma_f64_lanes": "fma_f64_pj",
+                    "dot2_f32_f16_lanes": "dot2_f32_f16_pj", "dot4_i32_i8_lanes": "dot4_i32_i8_pj",
+                    "pk_fma_f16_lanes": "pk_fma_f16_pj"}
 
 
 class EnergyError(ValueError):
@@ -88,6 +111,9 @@ class EnergyEvents:
     fma_f32_lanes: float = 0.0
     fma_f64_lanes: float = 0.0
     valu_other_lanes: float = 0.0
+    dot2_f32_f16_lanes: float = 0.0
+    dot4_i32_i8_lanes: float = 0.0
+    pk_fma_f16_lanes: float = 0.0
     instructions: float = 0.0
     salu: float = 0.0
     smem: float = 0.0
@@ -100,12 +126,14 @@ class EnergyEvents:
 
     @property
     def valu_lanes(self) -> float:
-        return self.fma_f32_lanes + self.fma_f64_lanes + self.valu_other_lanes
+        return sum(getattr(self, f) for f in OPS_PER_LANE) + self.valu_other_lanes
 
     @property
     def flops(self) -> float:
-        """2 per FMA lane (the GEMM's FLOPs when the kernel does nothing else)."""
-        return 2.0 * (self.fma_f32_lanes + self.fma_f64_lanes)
+        """Operations of the FMA, dot and packed lanes (:data:`OPS_PER_LANE`: 2 per FMA lane, 4 per
+        ``v_dot2_f32_f16`` or ``v_pk_fma_f16`` lane, 8 per ``v_dot4_i32_i8`` lane): the GEMM's
+        2 M N K when the kernel does nothing else."""
+        return float(sum(n * getattr(self, f) for f, n in OPS_PER_LANE.items()))
 
     def scaled(self, factor: float) -> "EnergyEvents":
         return EnergyEvents(**{f.name: getattr(self, f.name) * factor for f in fields(self)})
@@ -114,23 +142,19 @@ class EnergyEvents:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def valu_lanes_by_kind(by_pc: dict) -> tuple[float, float, float]:
-    """(f32 FMA lanes, f64 FMA lanes, other VALU lanes) from ``LaunchStats.by_pc`` rows
-    ``[mnemonic, wave executions, lane executions, ...]``; VALU = mnemonics ``v_*``."""
-    f32 = f64 = other = 0.0
+def valu_lanes_by_kind(by_pc: dict) -> dict[str, float]:
+    """Active VALU lanes by :class:`EnergyEvents` field (``fma_f32_lanes``, ``fma_f64_lanes``,
+    ``dot2_f32_f16_lanes``, ``dot4_i32_i8_lanes``, ``pk_fma_f16_lanes``, ``valu_other_lanes``;
+    :data:`VALU_EVENT`) from ``LaunchStats.by_pc`` rows ``[mnemonic, wave executions, lane
+    executions, ...]``; VALU = mnemonics ``v_*``."""
+    out = dict.fromkeys([*OPS_PER_LANE, "valu_other_lanes"], 0.0)
     for row in by_pc.values():
         mn = str(row[0])
         if not mn.startswith("v_"):
             continue
         base = mn.split("_e64")[0].split("_sdwa")[0].split("_dpp")[0]
-        lanes = float(row[2])
-        if base in _FMA_F32:
-            f32 += lanes
-        elif base in _FMA_F64:
-            f64 += lanes
-        else:
-            other += lanes
-    return f32, f64, other
+        out[VALU_EVENT.get(base, "valu_other_lanes")] += float(row[2])
+    return out
 
 
 def events_from_stats(stats, timing=None) -> EnergyEvents:
@@ -153,7 +177,7 @@ def events_from_stats(stats, timing=None) -> EnergyEvents:
     simulated = max(1, int(next(iter(timing.cu_cycles))))
     s_emu = grid_wgs / executed
     s_cu = grid_wgs / simulated
-    f32, f64, other = valu_lanes_by_kind(stats.by_pc)
+    lanes = valu_lanes_by_kind(stats.by_pc)
     c = timing.counters
     smem_bytes = float(stats.smem_bytes_read)
     stored = float(stats.global_bytes_written)
@@ -166,7 +190,7 @@ def events_from_stats(stats, timing=None) -> EnergyEvents:
         vgpr_writes=float(stats.vgpr_writes) * s_emu,
         sgpr_reads=float(stats.sgpr_reads) * s_emu,
         sgpr_writes=float(stats.sgpr_writes) * s_emu,
-        fma_f32_lanes=f32 * s_emu, fma_f64_lanes=f64 * s_emu, valu_other_lanes=other * s_emu,
+        **{f: v * s_emu for f, v in lanes.items()},
         instructions=float(stats.instructions) * s_emu,
         salu=float(stats.by_class.get("salu", 0)) * s_emu,
         smem=float(stats.by_class.get("smem", 0)) * s_emu,
@@ -273,7 +297,9 @@ def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: Ener
         "vgpr": events.vgpr_reads * p.vgpr_read_pj + events.vgpr_writes * p.vgpr_write_pj,
         "forwarded": events.forwarded_reads * p.forwarded_read_pj,
         "sgpr": events.sgpr_reads * p.sgpr_read_pj + events.sgpr_writes * p.sgpr_write_pj,
-        "fma": events.fma_f32_lanes * p.fma_f32_pj + events.fma_f64_lanes * p.fma_f64_pj,
+        "fma": events.fma_f32_lanes * p.fma_f32_pj + events.fma_f64_lanes * p.fma_f64_pj
+               + events.dot2_f32_f16_lanes * p.dot2_f32_f16_pj + events.dot4_i32_i8_lanes * p.dot4_i32_i8_pj
+               + events.pk_fma_f16_lanes * p.pk_fma_f16_pj,
         "valu_other": events.valu_other_lanes * p.valu_other_pj,
         "valu_overhead": events.valu_lanes * p.valu_lane_overhead_pj,
         "issue": events.instructions * p.issue_pj,

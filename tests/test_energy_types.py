@@ -1,0 +1,230 @@
+"""The energy model and ``vlpc report --energy`` for every element type: f64 (sqc and lds
+kernels), f16 and int8 (the dot kernels, passes/gemm_to_gcn_dot.py), W8A8 with its scales
+and a fused bias.
+
+Expected values come from outside the code under test: lane counts of the dot instructions
+from the GEMM's definition (M N ceil(K/2) ``v_dot2_f32_f16`` lanes, M N K/4 ``v_dot4_i32_i8``
+lanes, one ``v_fma_f64`` lane per multiply-add) and from a full (not timing-only) emulator run
+whose C is checked against NumPy; the datapath energy is those counts times the coefficients of
+:class:`vlpc.targets.EnergyParams`.  Sizes are whole tiles of every variant (the timing-only
+launch's scaling to the grid is then exact) and small, so each test takes seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlpc.runtime.timing import Residency, TraceRequest, model_kernel
+from vlpc.runtime.timing.energy import EnergyEvents, estimate, events_from_stats, valu_lanes_by_kind
+from vlpc.targets import ENERGY, ENERGY_SOURCES, MI25_ENERGY, get_board
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dot_support import layout_source  # noqa: E402
+from test_dot_epilogue import source as epilogue_source  # noqa: E402
+
+M, N, K = 64, 128, 64
+#: pJ of each VALU kind at the reference clock (1700 MHz, where (V/V_ref)^2 = 1).
+PJ = {"v_fma_f32": ENERGY.fma_f32_pj, "v_fma_f64": ENERGY.fma_f64_pj, "v_dot2_f32_f16": ENERGY.dot2_f32_f16_pj,
+      "v_dot4_i32_i8": ENERGY.dot4_i32_i8_pj}
+
+
+def f64_source(m=M, n=N, k=K) -> str:
+    return (f"func.func @dgemm(%a: memref<{m}x{k}xf64>, %b: memref<{n}x{k}xf64>, %c: memref<{m}x{n}xf64>, "
+            f"%alpha: f64, %beta: f64) {{\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : memref<{m}x{k}xf64>, "
+            f"memref<{n}x{k}xf64>, memref<{m}x{n}xf64>, f64, f64\n  return\n}}\n")
+
+
+def dot_source(ab: str, ct: str, epilogue=()) -> str:
+    """NT gemm.matmul of ``ab`` products into ``ct`` (int8 into f32/f16: W8A8 with scales), with a
+    fused ``epilogue`` (a bias of N values: f32 for W8A8, else A's type; tests/test_dot_epilogue.py)."""
+    if epilogue:
+        return epilogue_source(M, N, K, K, K, N, ab, ct, epilogue, N)
+    return layout_source("NT", M, N, K, K, K, N, ab, ct, dequant=ab == "i8" and ct != "i32")
+
+
+def report(tmp_path, text: str, *extra: str) -> tuple[dict, int]:
+    """``vlpc report FILE --energy`` (stdout and stderr left to capsys): (CSV rows by variant, exit code)."""
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(text)
+    prefix = tmp_path / "out"
+    rc = main(["report", str(f), "--energy", "-o", str(prefix), "-q", *extra])
+    rows = {r["variant"]: r for r in csv.DictReader(open(f"{prefix}.csv"))} if rc == 0 else {}
+    return rows, rc
+
+
+def lanes_of(text: str, **opts) -> dict[str, float]:
+    """Active lanes by mnemonic of a full emulator run of the sqc kernel (C checked against
+    NumPy by vlpc.run: beta = 0 over C's NaN padding)."""
+    import vlpc
+
+    r = vlpc.run(text, alpha=1, beta=0, split_k=1, strategy="sqc", **opts)
+    assert r.verified
+    out: dict[str, float] = {}
+    for row in r.stats.by_pc.values():
+        out[str(row[0])] = out.get(str(row[0]), 0.0) + float(row[2])
+    return out
+
+
+def check_rows(rows: dict, ops: float) -> None:
+    """Each variant's components add up to its total; watts and pJ per op agree with them."""
+    for r in rows.values():
+        parts = sum(float(v) for k, v in r.items() if k.startswith("joules_"))
+        assert parts == pytest.approx(float(r["joules"]), rel=1e-5)
+        assert float(r["watts"]) == pytest.approx(float(r["joules"]) / (float(r["time_us"]) * 1e-6), rel=1e-4)
+        assert float(r["pj_per_flop"]) == pytest.approx(float(r["joules"]) / ops * 1e12, rel=1e-4)
+
+
+def datapath_joules(lanes: dict[str, float]) -> float:
+    return sum(lanes.get(mn, 0.0) * pj for mn, pj in PJ.items()) * 1e-12
+
+
+# -- the command line, each type ------------------------------------------------------------
+
+
+def test_f64_report_all_three_variants(tmp_path, capsys):
+    rows, rc = report(tmp_path, f64_source())
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "| figure | sqc | sqc, no forwarding | legacy (lds) |" in out and "K=64, f64," in out
+    assert "pJ per FLOP" in out and "left out" not in out
+    assert list(rows) == ["sqc", "sqc-nofwd", "lds"] and {r["dtype"] for r in rows.values()} == {"f64"}
+    check_rows(rows, 2.0 * M * N * K)
+    lanes = lanes_of(f64_source())
+    assert lanes["v_fma_f64"] >= M * N * K  # one lane per multiply-add (plus the epilogue's)
+    assert float(rows["sqc"]["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
+
+
+def test_f16_report_leaves_lds_out_by_name(tmp_path, capsys):
+    rows, rc = report(tmp_path, dot_source("f16", "f32"))
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "| figure | sqc | sqc, no forwarding |" in out and "K=64, f16 -> f32," in out
+    left = [x for x in out.splitlines() if "left out" in x]
+    assert len(left) == 1 and left[0].startswith("- legacy (lds) left out: f16 products are compiled by the dot")
+    assert "FMA/dot datapath (pJ/FLOP)" in out
+    assert list(rows) == ["sqc", "sqc-nofwd"]
+    check_rows(rows, 2.0 * M * N * K)
+    lanes = lanes_of(dot_source("f16", "f32"))
+    assert lanes["v_dot2_f32_f16"] == M * N * (K // 2)  # two products per lane
+    assert float(rows["sqc"]["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
+    # removing forwarding never lowers the energy: the forwarded reads become bank reads
+    a, b = rows["sqc"], rows["sqc-nofwd"]
+    assert float(a["joules_forwarded"]) > float(b["joules_forwarded"])
+    assert float(b["joules_vgpr"]) > float(a["joules_vgpr"])
+    assert float(b["joules"]) - float(b["joules_static"]) > float(a["joules"]) - float(a["joules_static"])
+    assert float(b["joules"]) >= float(a["joules"])
+
+
+def test_int8_report_counts_ops(tmp_path, capsys):
+    rows, rc = report(tmp_path, dot_source("i8", "i32"))
+    out = capsys.readouterr().out
+    assert rc == 0
+    for label in ("modeled TOP/s", "pJ per op", "GOP/s per W", "FMA/dot datapath (pJ/op)", "K=64, i8 -> i32,"):
+        assert label in out
+    assert "FLOP" not in out.split("| variant | kernel |")[0]
+    assert "- legacy (lds) left out: i8 products" in out
+    check_rows(rows, 2.0 * M * N * K)
+    lanes = lanes_of(dot_source("i8", "i32"))
+    assert lanes["v_dot4_i32_i8"] == M * N * (K // 4)  # four products per lane
+    assert float(rows["sqc"]["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
+    assert float(rows["sqc-nofwd"]["joules"]) >= float(rows["sqc"]["joules"])
+
+
+@pytest.mark.parametrize("ab, ct", [("i8", "f32"), ("f16", "f16")])
+def test_scales_and_bias_arguments(tmp_path, capsys, ab, ct):
+    """W8A8 (scale_row, scale_col) and a fused bias: the kernel's extra buffers are passed."""
+    text = dot_source(ab, ct, ("bias_col", "relu"))
+    rows, rc = report(tmp_path, text)
+    out = capsys.readouterr().out
+    assert rc == 0 and f"K=64, {ab if ab == ct else f'{ab} -> {ct}'}," in out
+    check_rows(rows, 2.0 * M * N * K)
+    lanes = lanes_of(text)
+    assert float(rows["sqc"]["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
+
+
+def test_options_that_no_variant_takes_are_one_line(tmp_path, capsys):
+    """Every variant refused (f16 has no seed schedule, and no lds): the first refusal, one line."""
+    _, rc = report(tmp_path, dot_source("f16", "f32"), "--schedule", "seed")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1
+    assert "error: f16 products are compiled by the dot kernels" in err[0]
+    _, rc = report(tmp_path, dot_source("f16", "f32"), "--split-k", "2")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and err == ["vlpc: --energy compares single kernels: use --split-k 1"]
+
+
+def test_an_option_lds_cannot_take_leaves_it_out(tmp_path, capsys):
+    """f32 with --local-split 2 (one kernel, K split across its wavefront groups): lds does not
+    split K, so it is left out with the compiler's reason."""
+    text = f64_source().replace("f64", "f32")
+    rows, rc = report(tmp_path, text, "--local-split", "2")
+    out = capsys.readouterr().out
+    assert rc == 0 and list(rows) == ["sqc", "sqc-nofwd"]
+    assert "- legacy (lds) left out: " in out and "local-split=2" in out
+
+
+# -- the events and coefficients -------------------------------------------------------------
+
+MICRO = """
+v_mov_b32 v1, 1.0
+v_mov_b32 v2, 2.0
+v_mov_b32 v3, 0
+v_mov_b32 v4, 0
+v_mov_b32 v5, 0
+v_mov_b32 v6, 0
+v_pk_fma_f16 v3, v1, v2, v3
+v_dot2_f32_f16 v4, v1, v2, v4
+v_dot4_i32_i8 v5, v1, v2, v5
+v_dot4_u32_u8 v5, v1, v2, v5
+v_fma_f32 v6, v1, v2, v6
+s_endpgm
+"""
+
+
+def test_dot_and_packed_lanes_counted_by_kind():
+    """By hand, per wave of 64 lanes: one v_pk_fma_f16 (64 lanes), one v_dot2_f32_f16 (64), two
+    v_dot4 (128), one f32 FMA (64), six moves (384 other lanes); workgroup 0 of 2 executed, so x 2."""
+    from vlpc.runtime.emulator.testing import run_program
+
+    _mem, st = run_program(MICRO, grid=(2, 1, 1), trace=TraceRequest((0,), (), True))
+    rep = model_kernel(st.trace, get_board("mi60"), Residency(1, 1, 1, ""))
+    ev = events_from_stats(st, rep)
+    assert (ev.pk_fma_f16_lanes, ev.dot2_f32_f16_lanes, ev.dot4_i32_i8_lanes) == (128, 128, 256)
+    assert (ev.fma_f32_lanes, ev.valu_other_lanes) == (128, 768)
+    assert ev.valu_lanes == 2 * 64 * 11
+    assert ev.flops == 2 * (4 * 64 + 4 * 64 + 8 * 128 + 2 * 64)
+    e = estimate(ev, get_board("mi60"), rep.time_us)
+    want = (128 * ENERGY.pk_fma_f16_pj + 128 * ENERGY.dot2_f32_f16_pj + 256 * ENERGY.dot4_i32_i8_pj
+            + 128 * ENERGY.fma_f32_pj) * 1e-12
+    assert e.joules["fma"] == pytest.approx(want, rel=1e-12)
+    assert e.joules["valu_other"] == pytest.approx(768 * ENERGY.valu_other_pj * 1e-12, rel=1e-12)
+
+
+def test_encoding_suffixes_map_to_the_same_kind():
+    rows = {0: ["v_dot2_f32_f16_e64", 1, 64], 4: ["v_pk_fma_f16", 1, 32], 8: ["v_dot4_i32_i8", 1, 10],
+            12: ["v_add_f32_sdwa", 1, 5], 16: ["s_add_u32", 1, 1], 20: ["v_fma_f64", 1, 3]}
+    got = valu_lanes_by_kind(rows)
+    assert got == {"fma_f32_lanes": 0.0, "fma_f64_lanes": 3.0, "dot2_f32_f16_lanes": 64.0, "dot4_i32_i8_lanes": 10.0,
+                   "pk_fma_f16_lanes": 32.0, "valu_other_lanes": 5.0}
+    assert EnergyEvents(**got).flops == 2 * 3 + 4 * 64 + 8 * 10 + 4 * 32
+
+
+def test_new_coefficients_are_assumed_with_sources_and_derived_for_mi25():
+    for f in ("dot2_f32_f16_pj", "dot4_i32_i8_pj", "pk_fma_f16_pj"):
+        assert ENERGY_SOURCES[f].startswith("assumed") and "Horowitz" in ENERGY_SOURCES[f]
+        # mi25: x2 at 1500 MHz like every other die energy (vlpc/targets.py derive_mi25_energy)
+        assert getattr(MI25_ENERGY, f) == pytest.approx(2.0 * getattr(ENERGY, f) * ENERGY.scale(1500.0))
+    # Horowitz ISSCC 2014, 45 nm, scaled by fma_f32_pj's factor 1.5 / (0.9 + 3.7)
+    s = ENERGY.fma_f32_pj / (0.9 + 3.7)
+    assert ENERGY.dot2_f32_f16_pj == pytest.approx((2 * 1.1 + 2 * 0.9) * s, abs=0.01)
+    assert ENERGY.dot4_i32_i8_pj == pytest.approx((4 * 0.2 + 4 * 0.1) * s, abs=0.01)
+    assert ENERGY.pk_fma_f16_pj == pytest.approx(2 * (1.1 + 0.4) * s, abs=0.01)
+    assert np.isclose(ENERGY.fma_f32_pj, 1.5)  # the calibration's coefficients are untouched
