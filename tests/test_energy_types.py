@@ -228,3 +228,26 @@ def test_new_coefficients_are_assumed_with_sources_and_derived_for_mi25():
     assert ENERGY.dot4_i32_i8_pj == pytest.approx((4 * 0.2 + 4 * 0.1) * s, abs=0.01)
     assert ENERGY.pk_fma_f16_pj == pytest.approx(2 * (1.1 + 0.4) * s, abs=0.01)
     assert np.isclose(ENERGY.fma_f32_pj, 1.5)  # the calibration's coefficients are untouched
+
+
+def test_small_m_runs_the_row_narrow_kernel(tmp_path, capsys):
+    """M given at launch below the macro tile's rows: the plan is the row-narrow companion alone,
+    and that is the kernel run and named (and its dot lanes are the GEMM's M N K/2)."""
+    text = layout_source("NT", None, N, K, K, K, N, "f16", "f32")
+    rows, rc = report(tmp_path, text, "--m", "8")
+    out = capsys.readouterr().out
+    assert rc == 0 and "M=8 N=128 K=64, f16 -> f32," in out
+    assert {r["kernel"] for r in rows.values()} == {"g_rows8"}
+    check_rows(rows, 2.0 * 8 * N * K)
+    lanes = lanes_of(text, m=8)
+    assert lanes["v_dot2_f32_f16"] == 8 * N * (K // 2)
+    assert float(rows["sqc"]["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
+
+
+def test_a_plan_of_several_kernels_is_one_line(tmp_path, capsys):
+    """f16 A stored K x M copied by a pre-kernel (--a-transpose pre): not priced, one line naming the fix."""
+    text = layout_source("TN", M, N, K, M, N, N, "f16", "f32")
+    _, rc = report(tmp_path, text, "--a-transpose", "pre")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1
+    assert "launches 2 (g_transpose, g)" in err[0] and "--a-transpose in-kernel" in err[0]

@@ -9,6 +9,12 @@ and priced by the energy model (:mod:`vlpc.runtime.timing.energy`).  Every figur
 *modeled*: the time by the timing model, the energy by per-event energies (two of them
 calibrated on the seed's measured MI60 power, ``benchmarks/energy_calibration.py``).
 
+Element types: f32 and f64 (all three variants), f16 and int8 (the dot kernels,
+passes/gemm_to_gcn_dot.py: sqc with and without forwarding; the lds strategy does not exist
+for them).  A variant the kernel's type or the command's options rule out is left out of the
+table and named in one line with the compiler's reason; only when no variant compiles is the
+refusal an error.  Operations are 2 M N K: FLOPs, or integer ops ("op") for int8.
+
 Outputs: a Markdown table (stdout and ``PREFIX.md``), ``PREFIX.csv`` and a stacked-bar
 chart of the energy per FLOP by component (``PREFIX.svg``, or ``--chart F.svg|F.png``).
 """
@@ -118,10 +124,11 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     p = resolve_problem(ck.launch_info, m, n, k)
     ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     steps = ck.plan(p.m, p.n, p.k)
-    if len(steps) != 1:
+    if len(steps) != 1:  # the launches of a plan are not priced one by one (kernel.execute merges them)
+        hint = ("--a-transpose in-kernel (A is copied by a pre-kernel)" if ck.transpose_kernel() is not None
+                else "--split-k 1")
         raise VlpcError(f"--energy prices one kernel, but {ck.name}'s plan for M={p.m} N={p.n} K={p.k} launches "
-                        f"{len(steps)} ({', '.join(s.kernel for s in steps)}): use --split-k 1 "
-                        f"(and --a-transpose in-kernel for a copied A)")
+                        f"{len(steps)} ({', '.join(s.kernel for s in steps)}): try {hint}")
     try:
         dev = EmulatorDevice(gpu=gpu, clock_mhz=clock, timing_only=True)
     except Exception as e:  # DeviceError: unknown board, clock out of range
@@ -326,7 +333,8 @@ def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progres
 
 def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) -> int:
     """The shared body of ``vlpc report --energy`` and ``vlpc bench --energy``: outputs are
-    checked first, then the three variants run; the table goes to stdout and ``PREFIX.md``."""
+    checked first, then the variants run (:func:`build_comparison`: those the type or options
+    rule out are left out); the table goes to stdout and ``PREFIX.md``."""
     from vlpc.cli_support import Progress, check_chart, check_writable, codegen_options, write_atomic
 
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
