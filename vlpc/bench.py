@@ -215,7 +215,7 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("-v", "--verbose", action="store_true", help="print the device choice")
     b.add_argument("--energy", action="store_true",
                    help="modeled joules per GEMM, average board watts, pJ/FLOP and GFLOP/s per W by component of "
-                        "sqc, sqc without forwarding and legacy (lds) at one size (timing and energy models; "
+                        "sqc, sqc without forwarding and legacy (lds; f32/f64 only) at one size (timing and energy models; "
                         "writes FILE-energy.md/.csv and the chart FILE-energy.svg or --chart)")
 
 

@@ -192,7 +192,7 @@ def _add_report_parser(sub) -> None:
                     help="where to write the chart (default: PREFIX.svg); the format follows the suffix")
     rp.add_argument("--energy", action="store_true",
                     help="instead of the traffic table: modeled joules per GEMM, average board watts, pJ/FLOP and "
-                         "GFLOP/s per W by component for sqc, sqc without forwarding and legacy (lds), from the "
+                         "GFLOP/s per W by component for sqc, sqc without forwarding and legacy (lds; f32/f64 only), from the "
                          "timing and energy models (PREFIX default: FILE-energy)")
     rp.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
                     help="with --energy: the board modeled (default: the target's: mi60 for gfx906, mi25 for "
