@@ -203,6 +203,179 @@ class RowStepper:
         return val
 
 
+# -- pieces of the sqc (f32/f64) and dot (f16/int8, passes/gemm_to_gcn_dot.py) kernels' builders --
+
+@dataclass
+class KernelEntry:
+    """What :func:`kernel_entry` returns: the entry ``block`` and its emitter ``e``; ``roles``,
+    the entry roles of the SGPR arguments (for :func:`kernel_interface`, before
+    ``workitem_id_x`` and ``exec``); the argument registers ``kp`` (kernarg segment pointer,
+    s[0:1]), ``wg_x``, ``wg_y`` (workgroup ids, s2, s3), ``wg_z`` (s4, or None), ``tid`` (the
+    lane's column within the macro tile, a VGPR) and ``exec0`` (EXEC at entry); ``slice_id``,
+    the wavefront group of a local split (an SGPR, or None)."""
+
+    block: Block
+    e: _Emitter
+    roles: list[str]
+    kp: SSAValue
+    wg_x: SSAValue
+    wg_y: SSAValue
+    wg_z: SSAValue | None
+    tid: SSAValue
+    exec0: SSAValue
+    slice_id: SSAValue | None
+
+
+def kernel_entry(with_z: bool, local: int, mt_n: int) -> KernelEntry:
+    """The entry block of an sqc or dot kernel.  Its arguments: the kernarg segment pointer
+    (s[0:1]), workgroup ids x, y (s2, s3) and, ``with_z`` (a strided batch's index or a split-K
+    slice), z (s4) (system SGPRs follow in order x, y, z), work-item id x (v0) and EXEC.  With a
+    local split (``local`` > 1 wavefront groups of ``mt_n`` work-items each) it emits the group
+    g = work-item id >> log2(mt_n) (``v_lshrrev_b32``), made uniform by ``v_readfirstlane_b32``
+    into ``slice_id`` (an SGPR: the group's K slice), and the column within the macro tile,
+    work-item id & (mt_n - 1) (``v_and_b32``), as ``tid``; otherwise nothing (``tid`` is v0)."""
+    roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
+    types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
+    if with_z:
+        roles.append("workgroup_id_z")
+        types.append(gcn.SGPRType.at(4))
+    entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
+    kp, wg_x, wg_y = entry.args[:3]
+    wg_z = entry.args[3] if with_z else None
+    tid, exec0 = entry.args[-2:]
+    e = _Emitter(entry)
+    slice_id = None
+    if local > 1:  # wavefront group g = work-item id / macro_n takes K slice g of the workgroup
+        g = e(gcn.VLshrrevB32Op(mt_n.bit_length() - 1, tid)).vdst  # the wavefront group
+        slice_id = e(gcn.VReadfirstlaneB32Op(g)).sdst
+        tid = e(gcn.VAndB32Op(mt_n - 1, tid)).vdst  # the column within the macro tile
+    return KernelEntry(entry, e, roles, kp, wg_x, wg_y, wg_z, tid, exec0, slice_id)
+
+
+def tile_origin(e: _Emitter, shape: GemmShape, mt_m: int, mt_n: int, wg_x: SSAValue, wg_y: SSAValue,
+                tid: SSAValue, exec0: SSAValue, arg) -> tuple[SSAValue, SSAValue | None, SSAValue, SSAValue]:
+    """(row0, shift, col0, lanes) of the workgroup's mt_m x mt_n macro tile, all SGPRs, in rows
+    and columns of C.  row0 = wg_y * mt_m; where M (static, or ``arg("M", shape.m)``, the
+    builder's kernel-argument reader) is not a multiple of mt_m the last row tile is moved up
+    to end at row M: row0 = min(wg_y * mt_m, M - mt_m) (``s_min_u32``; needs M >= mt_m) and
+    ``shift`` = wg_y * mt_m - row0 (``s_sub_u32``), the rows at the top of the tile that the
+    tile before owns (0 but for the last tile; None without an M edge; see :func:`row_exec`).
+    col0 = wg_x * mt_n.  ``lanes`` (an SGPR pair): the lanes whose column col0 + tid is below N
+    (``v_cmp_gt_u32`` N, col0 + tid, and EXEC &= lanes) where N (static or ``arg("N", shape.n)``)
+    is not a multiple of mt_n; otherwise a copy of EXEC at entry (``exec0``)."""
+    n_edge = not (shape.n >= 0 and shape.n % mt_n == 0)
+    m_edge = not (shape.m >= 0 and shape.m % mt_m == 0)
+    row0 = e.mul(wg_y, mt_m)
+    shift = None
+    if m_edge:
+        m_val = arg("M", shape.m)
+        last = (m_val - mt_m) if isinstance(m_val, int) else e(gcn.SSubU32Op(m_val, mt_m)).sdst
+        tile_row = row0
+        row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
+        shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
+    col0 = e.mul(wg_x, mt_n)
+    if n_edge:
+        n_val = arg("N", shape.n)
+        n_lane = e(gcn.VAddU32Op(col0, tid)).vdst
+        lanes = e(gcn.VCmpGtU32Op(e.const(n_val) if isinstance(n_val, int) else n_val, n_lane)).sdst
+        e(gcn.SAndB64Op(exec0, lanes, result_type=gcn.exec_type()))
+    else:
+        lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
+    return row0, shift, col0, lanes
+
+
+def row_exec(e: _Emitter, mask: SSAValue, shift: SSAValue | None, r: int) -> None:
+    """EXEC for row r of the macro tile: ``mask`` (``s_and_b64 exec, mask, -1``); with a moved-up
+    last row tile (``shift`` from :func:`tile_origin`), ``mask`` if the row is this tile's
+    (shift <= r: ``s_cmp_le_u32``, ``s_cselect_b64 exec, mask, 0``), else no lane."""
+    if shift is None:
+        e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+    else:  # rows below `shift` belong to the tile before this one
+        e(gcn.SCmpLeU32Op(shift, r))
+        e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
+
+
+def tile_bases(e: _Emitter, ptr_a: SSAValue, ptr_b: SSAValue, row0: SSAValue, col0: SSAValue, tid: SSAValue,
+               lda_b: SSAValue | int, ldb_b: SSAValue | int, esz: int, a_trans: bool, b_trans: bool, mt_n: int,
+               size_texts: tuple[str, str]) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """(a_tile, b_tile, voff_b): the A and B bases of the workgroup's tile (SGPR pairs, 64-bit
+    adds) and the lane's byte offset into B (a VGPR).  A stored M x K: A + row0 * lda_b; K x M
+    (``a_trans``): A + row0 * esz.  B stored N x K (``b_trans``): B + col0 * ldb_b, the lane at
+    tid * ldb_b (``v_mul_lo_u32``); K x N: B + col0 * esz, the lane at tid * esz
+    (``v_lshlrev_b32``).  ``esz``: bytes per element (per packed dword's element for the dot
+    kernels), a power of two; ``lda_b``, ``ldb_b``: the leading dimensions in bytes.
+    ``size_texts``: how the element size reads in the comments of the contiguous and the
+    leading-dimension step."""
+    size, ld_size = size_texts
+    if a_trans:
+        a_tile = e.add64(ptr_a, e.mul(row0, esz), 0, comment=f"A tile base = A + row0*{size} (A is K x M)")
+    else:
+        a_lo, a_hi = e.mul64(row0, lda_b)
+        a_tile = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{ld_size}")
+    if b_trans:
+        b_lo, b_hi = e.mul64(col0, ldb_b)
+        b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{ld_size}")
+        voff_b = e(gcn.VMulLoU32Op(tid, e.const(ldb_b) if isinstance(ldb_b, int) else ldb_b)).vdst
+    else:
+        b_tile = e.add64(ptr_b, e.mul(col0, esz), 0, comment=f"B tile base = B + wg_x*{mt_n}*{size} (B is K x N)")
+        voff_b = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
+    return a_tile, b_tile, voff_b
+
+
+def k_slice(e: _Emitter, k_val: SSAValue | int, piece: SSAValue, pieces: int, k_step: int,
+            static_kc: int | None, texts: tuple[str, str, str]) -> tuple[SSAValue | int, SSAValue]:
+    """(length, begin) of K slice ``piece`` (an SGPR) of ``pieces`` (a power of two), in the
+    units of ``k_val`` (K values for the sqc kernel, dwords of packed K for the dot kernels).
+    Slices hold kc values, the last ones fewer or none: kc = ``static_kc`` for a static K (the
+    length is then the constant kc when every slice is full), else kc = ceil(ceil(K / pieces) /
+    k_step) * k_step in SALU ops; begin = min(piece * kc, K) and length = min(K - begin, kc)
+    (``s_min_u32``, ``s_sub_u32``; SGPRs).  ``texts``: the comments of kc, begin and length."""
+    ks = k_step
+    if isinstance(k_val, int):
+        kc: SSAValue | int = static_kc  # type: ignore[assignment]
+        begin = e.mul(piece, kc)  # type: ignore[arg-type]
+        if kc * pieces == k_val:  # type: ignore[operator]
+            return kc, begin
+    else:  # kc = ceil(ceil(K / pieces) / k_step) * k_step, pieces a power of two
+        t = e(gcn.SAddU32Op(k_val, pieces - 1)).sdst
+        t = e(gcn.SLshrB32Op(t, pieces.bit_length() - 1)).sdst
+        t = e(gcn.SAddU32Op(t, ks - 1)).sdst
+        kc = e(gcn.SAndB32Op(t, -ks, comment=texts[0])).sdst
+        begin = e.mul(piece, kc)
+    kreg = e.const(k_val) if isinstance(k_val, int) else k_val
+    begin = e(gcn.SMinU32Op(begin, kreg, comment=texts[1])).sdst
+    rest = e(gcn.SSubU32Op(kreg, begin)).sdst
+    length = e(gcn.SMinU32Op(rest, kc, comment=texts[2])).sdst
+    return length, begin
+
+
+def rows_kernel(mm: MatmulOp, name: str, r: int, build) -> gcn.KernelOp:
+    """``<name>_rows<r>``: the kernel of ``mm`` with an r x macro_n tile, unsplit, for a
+    launch-time M below the macro tile's M (the launch info's role ``rows``), for the sqc and
+    the dot kernels.  ``build(clone, kernel name)`` builds it from a clone of ``mm`` with those
+    properties (never inserted: the builders read only its operands' types and properties;
+    erased after)."""
+    clone = mm.clone()
+    try:
+        _, mt_n = mm.get_int_array("macro_tile")
+        clone.set_int_array("macro_tile", (r, mt_n))
+        clone.set_int_array("micro_tile", (r, 1))
+        clone.set_int_array("wg_tile", (r, mt_n))
+        clone.set_int_array("sg_tile", (r, mm.get_int_array("sg_tile")[1]))
+        clone.set_int_array("local_range", (1, mm.get_int_array("local_range")[1]))
+        clone.set_int_array("grid", (mm.get_int_array("grid")[0], -1, 1))
+        clone.set_int_array("workgroup_size", (mt_n, 1, 1))
+        clone.set_int("split_k", 1)
+        clone.set_int("local_split", 1)
+        clone.set_int("k_per_split", -1 if mm.shape().k < 0 else mm.shape().k)
+        clone.properties.pop("split_mode", None)
+        kernel = build(clone, f"{name}_rows{r}")
+    finally:
+        clone.erase()
+    kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "role": StringAttr("rows")})
+    return kernel
+
+
 def scc_nonzero(e, x: SSAValue, dw: int, what: str) -> None:
     """SCC = (x != 0.0) for an f32 SGPR (dw 1) or an f64 SGPR pair (dw 2); -0.0 is zero."""
     if dw == 1:
@@ -330,31 +503,16 @@ class SqcKernelBuilder:
     def build(self) -> gcn.KernelOp:
         s = self.shape
         mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
-        # Edges: lanes past N are switched off in EXEC; a last row tile past M is moved up
-        # to end at row M (it overlaps the tile before it) and stores only its own rows.
-        n_edge = not (s.n >= 0 and s.n % mt_n == 0)
-        m_edge = not (s.m >= 0 and s.m % mt_m == 0)
         main = self.role == "main"
         local = self.local if main else 1
         split_z = main and self.split > 1  # workgroup id z is the K slice
 
         batched = s.batch != 0
-        roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
-        types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
-        if batched or split_z:  # the batch index or K slice (system SGPRs follow in order x, y, z)
-            roles.append("workgroup_id_z")
-            types.append(gcn.SGPRType.at(4))
-        entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
-        kp, wg_x, wg_y = entry.args[:3]
-        wg_z = entry.args[3] if (batched or split_z) else None
-        tid, exec0 = entry.args[-2:]
-        e = _Emitter(entry)
+        # the batch index or K slice in workgroup id z; a local split's wavefront group
+        ke = kernel_entry(batched or split_z, local, mt_n)
+        entry, e, roles, slice_id = ke.block, ke.e, ke.roles, ke.slice_id
+        kp, wg_x, wg_y, wg_z, tid, exec0 = ke.kp, ke.wg_x, ke.wg_y, ke.wg_z, ke.tid, ke.exec0
         layout_args = {a["name"]: a["offset"] for a in self.kernargs()}
-        slice_id = None
-        if local > 1:  # wavefront group g = work-item id / macro_n takes K slice g of the workgroup
-            g = e(gcn.VLshrrevB32Op(mt_n.bit_length() - 1, tid)).vdst  # the wavefront group
-            slice_id = e(gcn.VReadfirstlaneB32Op(g)).sdst
-            tid = e(gcn.VAndB32Op(mt_n - 1, tid)).vdst  # the column within the macro tile
 
         def batch_base(ptr: SSAValue, which: str) -> SSAValue:
             """ptr + batch index * batch stride (bytes), for a strided batch."""
@@ -380,7 +538,9 @@ class SqcKernelBuilder:
                 piece = wg_z if split_z else slice_id
                 if split_z and local > 1:
                     piece = e(gcn.SAddU32Op(e.mul(wg_z, local), slice_id, comment="K slice")).sdst
-                k_val, k_begin = self._k_slice(e, k_val, piece, pieces)
+                k_val, k_begin = k_slice(e, k_val, piece, pieces, self.k_step, self.mm.get_int("k_per_split"),
+                                         ("K per slice", "first k of the slice (K for an empty one)",
+                                          "K values of this slice"))
 
         esz = 4 if s.dtype == "f32" else 8  # bytes per element
         dw = esz // 4  # registers (dwords) per element
@@ -402,25 +562,10 @@ class SqcKernelBuilder:
         a_trans = self.mm.layout.data[0] == "T"  # A stored K x M: contiguous along M
         b_trans = self.mm.layout.data[1] == "T"  # B stored N x K: contiguous along K (the seed's)
 
-        # First row of this workgroup's tile: wg_y * mt_m, or M - mt_m for a tile past M.
-        row0 = e.mul(wg_y, mt_m)
-        shift = None
-        if m_edge:
-            m_val = self._arg(e, kp, "M", s.m)
-            last = (m_val - mt_m) if isinstance(m_val, int) else e(gcn.SSubU32Op(m_val, mt_m)).sdst
-            tile_row = row0
-            row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
-            shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
-        col0 = e.mul(wg_x, mt_n)
-
-        # EXEC: the lanes whose column n = col0 + tid is below N.
-        if n_edge:
-            n_val = self._arg(e, kp, "N", s.n)
-            n_lane = e(gcn.VAddU32Op(col0, tid)).vdst
-            lanes = e(gcn.VCmpGtU32Op(reg(n_val), n_lane)).sdst
-            e(gcn.SAndB64Op(exec0, lanes, result_type=gcn.exec_type()))
-        else:
-            lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
+        # Edges: lanes past N are switched off in EXEC; a last row tile past M is moved up
+        # to end at row M (it overlaps the tile before it) and stores only its own rows.
+        row0, shift, col0, lanes = tile_origin(e, s, mt_m, mt_n, wg_x, wg_y, tid, exec0,
+                                               lambda name, static: self._arg(e, kp, name, static))
 
         acc: list[SSAValue] = []
         if main:
@@ -436,18 +581,8 @@ class SqcKernelBuilder:
                     ptr_b = e.add64(ptr_b, *e.mul64(k_begin, ldb4), comment="B + k_begin*ldb*esz")
             n_steps = k_val // ks if isinstance(k_val, int) else None  # main-loop K steps (None: at launch)
             k_tail = k_val % ks if isinstance(k_val, int) else 0
-            if a_trans:
-                a_tile = e.add64(ptr_a, e.mul(row0, esz), 0, comment="A tile base = A + row0*esz (A is K x M)")
-            else:
-                a_lo, a_hi = e.mul64(row0, lda4)
-                a_tile = e.add64(ptr_a, a_lo, a_hi, comment="A tile base = A + row0*lda*4")
-            if b_trans:
-                b_lo, b_hi = e.mul64(col0, ldb4)
-                b_tile = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
-                voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
-            else:
-                b_tile = e.add64(ptr_b, e.mul(col0, esz), 0, comment=f"B tile base = B + wg_x*{mt_n}*esz (B is K x N)")
-                voff_b = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
+            a_tile, b_tile, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, esz, a_trans, b_trans,
+                                                mt_n, ("esz", "4"))
 
             # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
             # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
@@ -620,13 +755,6 @@ class SqcKernelBuilder:
         mul_op = gcn.VMulF32Op if dw == 1 else gcn.VMulF64Op
         add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
 
-        def set_exec(mask: SSAValue, r: int) -> None:
-            if shift is None:
-                e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
-            else:  # rows below `shift` belong to the tile before this one
-                e(gcn.SCmpLeU32Op(shift, r))
-                e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
-
         # Fused epilogue (gemm.matmul's `epilogue`, in order), applied before the store.
         bias_ptr = (e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst
                     if "bias" in kargs and epi else None)
@@ -671,12 +799,12 @@ class SqcKernelBuilder:
             if out_kind == "workspace":
                 for i, (r, ptr) in enumerate(zip(rows, ptrs)):
                     if shift is not None or (g0 == 0 and i == 0):
-                        set_exec(lanes, r)
+                        row_exec(e, lanes, shift, r)
                     e(c_store(voff_c, acc[r], ptr))  # the partial row r
                 continue
             if out_kind == "atomic":
                 for r, ptr in zip(rows, ptrs):
-                    set_exec(lanes, r)
+                    row_exec(e, lanes, shift, r)
                     self._atomic_add(e, e(mul_op(alpha, acc[r])).vdst, voff_c, ptr, exec0, r)
                 continue
             sums: list[SSAValue | None] = [None] * len(rows)
@@ -702,13 +830,13 @@ class SqcKernelBuilder:
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
                 if shift is not None or i == 0:
-                    set_exec(load_lanes, r)
+                    row_exec(e, load_lanes, shift, r)
                 cs.append(e(c_load(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
             brows = ([e(scalar_load(bias_row_base, r * esz, comment=f"bias[row {r}]")).sdst for r in rows]
                      if bias_row_base is not None else [None] * len(rows))
             for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
                 if shift is not None or i == 0:
-                    set_exec(lanes, r)
+                    row_exec(e, lanes, shift, r)
                 t = e(mul_op(beta, c)).vdst
                 if out_kind == "scale":
                     out = t
@@ -733,30 +861,6 @@ class SqcKernelBuilder:
         return kernel
 
     # -- split-K pieces ----------------------------------------------------------
-
-    def _k_slice(self, e: _Emitter, k_val: SSAValue | int, piece: SSAValue,
-                 pieces: int) -> tuple[SSAValue | int, SSAValue]:
-        """(K values of this slice, its first k) for slice ``piece`` of ``pieces``.
-
-        Slices hold ``k_per_split`` values (gemm-split-k); the last ones may be shorter or
-        empty.  When every slice is full the length is a constant (the static K path)."""
-        ks = self.k_step
-        if isinstance(k_val, int):
-            kc: SSAValue | int = self.mm.get_int("k_per_split")
-            begin = e.mul(piece, kc)  # type: ignore[arg-type]
-            if kc * pieces == k_val:  # type: ignore[operator]
-                return kc, begin
-        else:  # kc = ceil(ceil(K / pieces) / k_step) * k_step, pieces a power of two
-            t = e(gcn.SAddU32Op(k_val, pieces - 1)).sdst
-            t = e(gcn.SLshrB32Op(t, pieces.bit_length() - 1)).sdst
-            t = e(gcn.SAddU32Op(t, ks - 1)).sdst
-            kc = e(gcn.SAndB32Op(t, -ks, comment="K per slice")).sdst
-            begin = e.mul(piece, kc)
-        kreg = e.const(k_val) if isinstance(k_val, int) else k_val
-        begin = e(gcn.SMinU32Op(begin, kreg, comment="first k of the slice (K for an empty one)")).sdst
-        rest = e(gcn.SSubU32Op(kreg, begin)).sdst
-        length = e(gcn.SMinU32Op(rest, kc, comment="K values of this slice")).sdst
-        return length, begin
 
     def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
                       lanes: SSAValue, esz: int) -> tuple[list[SSAValue], int]:
@@ -955,7 +1059,9 @@ class ConvertGemmToGcnPass(ModulePass):
                     k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
             # M at launch may be below the macro tile's M (the seed schedule: whole tiles only)
             if self.strategy == "sqc" and self.schedule in ("default", "cover") and shape.m < 0 and shape.dtype in ("f32", "f64"):
-                rows = [self._rows_kernel(mm, name, r, self.forwarding) for r in self.ROWS_TILES if r < mt_m]
+                fwd = self.forwarding
+                rows = [rows_kernel(mm, name, r, lambda c, n: SqcKernelBuilder(c, n, forwarding=fwd).build())
+                        for r in self.ROWS_TILES if r < mt_m]
                 if rows:
                     main = kernels[0] if kernels[0].sym_name.data == name else kernels[1]
                     main.attributes["launch"] = DictionaryAttr({
@@ -968,27 +1074,3 @@ class ConvertGemmToGcnPass(ModulePass):
                 fn.parent_block().insert_op_before(kernel, fn)
             fn.detach()
             fn.erase()
-
-    @staticmethod
-    def _rows_kernel(mm: MatmulOp, name: str, r: int, forwarding: bool = True) -> gcn.KernelOp:
-        """``<name>_rows<r>``: the kernel of ``mm`` with an r x macro_n tile, unsplit, for a
-        launch-time M below the macro tile's M (the launch info's role ``rows``)."""
-        clone = mm.clone()  # never inserted: the builder reads only its operands' types and properties
-        try:
-            _, mt_n = mm.get_int_array("macro_tile")
-            clone.set_int_array("macro_tile", (r, mt_n))
-            clone.set_int_array("micro_tile", (r, 1))
-            clone.set_int_array("wg_tile", (r, mt_n))
-            clone.set_int_array("sg_tile", (r, mm.get_int_array("sg_tile")[1]))
-            clone.set_int_array("local_range", (1, mm.get_int_array("local_range")[1]))
-            clone.set_int_array("grid", (mm.get_int_array("grid")[0], -1, 1))
-            clone.set_int_array("workgroup_size", (mt_n, 1, 1))
-            clone.set_int("split_k", 1)
-            clone.set_int("local_split", 1)
-            clone.set_int("k_per_split", -1 if mm.shape().k < 0 else mm.shape().k)
-            clone.properties.pop("split_mode", None)
-            kernel = SqcKernelBuilder(clone, f"{name}_rows{r}", forwarding=forwarding).build()
-        finally:
-            clone.erase()
-        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "role": StringAttr("rows")})
-        return kernel

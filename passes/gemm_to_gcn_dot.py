@@ -97,7 +97,13 @@ from vlpc.passes.convert_gemm_to_gcn import (
     _Emitter,
     _pow2_runs,
     fused_epilogue,
+    k_slice,
+    kernel_entry,
     kernel_interface,
+    row_exec,
+    rows_kernel,
+    tile_bases,
+    tile_origin,
     zero_if_alpha_zero,
 )
 from vlpc.passes.sqc_k_loop import emit_k_loops
@@ -194,26 +200,12 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
         steps = ",".join(k.sym_name.data for k in kernels)
         for k in kernels:  # the launch order, for the runtime
             k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
-    mt_m, mt_n = mm.get_int_array("macro_tile")
+    mt_m, _ = mm.get_int_array("macro_tile")
     if mm.shape().m < 0:
         rows = []
         for r in (x for x in rows_tiles if x < mt_m):
-            clone = mm.clone()
-            try:
-                clone.set_int_array("macro_tile", (r, mt_n))
-                clone.set_int_array("micro_tile", (r, 1))
-                clone.set_int_array("wg_tile", (r, mt_n))
-                clone.set_int_array("sg_tile", (r, mm.get_int_array("sg_tile")[1]))
-                clone.set_int_array("local_range", (1, mm.get_int_array("local_range")[1]))
-                clone.set_int_array("grid", (mm.get_int_array("grid")[0], -1, 1))
-                clone.set_int_array("workgroup_size", (mt_n, 1, 1))
-                clone.set_int("split_k", 1)
-                clone.set_int("local_split", 1)
-                k = builder(clone, f"{name}_rows{r}", forwarding=forwarding, schedule=schedule).build()
-            finally:
-                clone.erase()
-            k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "role": StringAttr("rows")})
-            rows.append(k)
+            rows.append(rows_kernel(mm, name, r, lambda c, n: builder(c, n, forwarding=forwarding,
+                                                                       schedule=schedule).build()))
         if rows:
             main = kernels[0]
             main.attributes["launch"] = DictionaryAttr({
@@ -267,26 +259,6 @@ class DotKernelBuilder:
         off = {a["name"]: a["offset"] for a in self.kernargs()}[name]
         return e(gcn.SLoadDwordOp(kp, off, comment=f"kernarg {name}")).sdst
 
-    def _k_slice(self, e: _Emitter, kd: SSAValue | int, piece: SSAValue, pieces: int) -> tuple[SSAValue | int, SSAValue]:
-        """(dwords of K in this slice, its first dword) for wavefront group ``piece`` of ``pieces``."""
-        ks = self.k_step
-        if isinstance(kd, int):
-            kc: SSAValue | int = -(-(-(-kd // pieces)) // ks) * ks
-            begin = e.mul(piece, kc)  # type: ignore[arg-type]
-            if kc * pieces == kd:  # type: ignore[operator]
-                return kc, begin
-        else:  # kc = ceil(ceil(Kd / pieces) / k_step) * k_step, pieces a power of two
-            t = e(gcn.SAddU32Op(kd, pieces - 1)).sdst
-            t = e(gcn.SLshrB32Op(t, pieces.bit_length() - 1)).sdst
-            t = e(gcn.SAddU32Op(t, ks - 1)).sdst
-            kc = e(gcn.SAndB32Op(t, -ks, comment="K dwords per slice")).sdst
-            begin = e.mul(piece, kc)
-        kreg = e.const(kd) if isinstance(kd, int) else kd
-        begin = e(gcn.SMinU32Op(begin, kreg, comment="first dword of the slice")).sdst
-        rest = e(gcn.SSubU32Op(kreg, begin)).sdst
-        length = e(gcn.SMinU32Op(rest, kc, comment="K dwords of this slice")).sdst
-        return length, begin
-
     def build(self) -> gcn.KernelOp:
         s = self.shape
         mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
@@ -296,27 +268,13 @@ class DotKernelBuilder:
         small_load = gcn.GlobalLoadUbyteOp if is_int else gcn.GlobalLoadUshortOp
         c_type = s.c_type
         c_esz = ELEMENT_BYTES[c_type]
-        n_edge = not (s.n >= 0 and s.n % mt_n == 0)
-        m_edge = not (s.m >= 0 and s.m % mt_m == 0)
         local = self.local
         batched = s.batch != 0
-        roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
-        types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
         split_z = self.role == "main" and self.split > 1  # workgroup id z is the K slice
-        if batched or split_z:
-            roles.append("workgroup_id_z")
-            types.append(gcn.SGPRType.at(4))
-        entry = Block(arg_types=[*types, gcn.VGPRType.at(0), gcn.exec_type()])
-        kp, wg_x, wg_y = entry.args[:3]
-        wg_z = entry.args[3] if (batched or split_z) else None
-        tid, exec0 = entry.args[-2:]
-        e = _Emitter(entry)
+        ke = kernel_entry(batched or split_z, local, mt_n)  # (roles: _finish)
+        entry, e, slice_id = ke.block, ke.e, ke.slice_id
+        kp, wg_x, wg_y, wg_z, tid, exec0 = ke.kp, ke.wg_x, ke.wg_y, ke.wg_z, ke.tid, ke.exec0
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
-        slice_id = None
-        if local > 1:
-            g = e(gcn.VLshrrevB32Op(mt_n.bit_length() - 1, tid)).vdst
-            slice_id = e(gcn.VReadfirstlaneB32Op(g)).sdst
-            tid = e(gcn.VAndB32Op(mt_n - 1, tid)).vdst
 
         def batch_base(ptr: SSAValue, which: str, esz: int) -> SSAValue:
             if not batched:
@@ -333,22 +291,9 @@ class DotKernelBuilder:
         def bytes_of(x: SSAValue | int, n: int) -> SSAValue | int:
             return x * n if isinstance(x, int) else e.mul(x, n)
 
-        row0 = e.mul(wg_y, mt_m)
-        shift = None
-        if m_edge:
-            m_val = self._arg(e, kp, "M", s.m)
-            last = (m_val - mt_m) if isinstance(m_val, int) else e(gcn.SSubU32Op(m_val, mt_m)).sdst
-            tile_row = row0
-            row0 = e(gcn.SMinU32Op(tile_row, last, comment="last row tile ends at row M")).sdst
-            shift = e(gcn.SSubU32Op(tile_row, row0, comment="rows owned by the tile before")).sdst
-        col0 = e.mul(wg_x, mt_n)
-        if n_edge:
-            n_val = self._arg(e, kp, "N", s.n)
-            n_lane = e(gcn.VAddU32Op(col0, tid)).vdst
-            lanes = e(gcn.VCmpGtU32Op(reg(n_val), n_lane)).sdst
-            e(gcn.SAndB64Op(exec0, lanes, result_type=gcn.exec_type()))
-        else:
-            lanes = e(gcn.SAndB64Op(exec0, -1)).sdst
+        # the N edge's lanes in EXEC; a last row tile past M moved up to end at row M
+        row0, shift, col0, lanes = tile_origin(e, s, mt_m, mt_n, wg_x, wg_y, tid, exec0,
+                                               lambda name, static: self._arg(e, kp, name, static))
 
         lds_bytes = 0
         exit_label = None
@@ -394,23 +339,15 @@ class DotKernelBuilder:
                 piece = wg_z if slice_id is None else \
                     e(gcn.SAddU32Op(e.mul(wg_z, local), slice_id, comment="K slice")).sdst
             if pieces > 1:
-                k_val, k_begin = self._k_slice(e, k_val, piece, pieces)
+                kc = -(-(-(-k_val // pieces)) // ks) * ks if isinstance(k_val, int) else None
+                k_val, k_begin = k_slice(e, k_val, piece, pieces, ks, kc, ("K dwords per slice",
+                                         "first dword of the slice", "K dwords of this slice"))
 
             lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
             a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
-            if a_trans:
-                a_tile0 = e.add64(ptr_a, e.mul(row0, eb), 0, comment=f"A tile base = A + row0*{eb} (A is K x M)")
-            else:
-                a_lo, a_hi = e.mul64(row0, lda4)
-                a_tile0 = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + row0*lda*{eb}")
             b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
-            if b_trans:
-                b_lo, b_hi = e.mul64(col0, ldb4)
-                b_tile0 = e.add64(ptr_b, b_lo, b_hi, comment=f"B tile base = B + wg_x*{mt_n}*ldb*{eb}")
-                voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst
-            else:
-                b_tile0 = e.add64(ptr_b, e.mul(col0, eb), 0, comment=f"B tile base = B + wg_x*{mt_n}*{eb} (B is K x N)")
-                voff_b = e(gcn.VLshlrevB32Op(eb.bit_length() - 1, tid)).vdst
+            a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, eb, a_trans, b_trans,
+                                                  mt_n, (f"{eb}", f"{eb}"))
             a_tile, b_tile = a_tile0, b_tile0
             if k_begin is not None:
                 kb4 = e.mul(k_begin, 4)
@@ -686,12 +623,8 @@ class DotKernelBuilder:
                 ws_rows.append(e.add64(ws_rows[-1], ldw, 0))
             if self.role == "main":  # the raw partial rows (group 0's after a local split)
                 for r in range(mi_m):
-                    if shift is None:
-                        if r == 0:
-                            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-                    else:  # rows below `shift` belong to the tile before this one
-                        e(gcn.SCmpLeU32Op(shift, r))
-                        e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+                    if shift is not None or r == 0:
+                        row_exec(e, lanes, shift, r)
                     e(gcn.GlobalStoreDwordOp(voff_w, acc[r], ws_rows[r]))  # the partial row r
                 e(gcn.SEndpgmOp())
                 return self._finish(entry, lds_bytes)
@@ -749,13 +682,6 @@ class DotKernelBuilder:
         c_load = gcn.GlobalLoadUshortOp if c_type == "f16" else gcn.GlobalLoadDwordOp
         c_store = gcn.GlobalStoreShortOp if c_type == "f16" else gcn.GlobalStoreDwordOp
 
-        def set_exec(mask: SSAValue, r: int) -> None:
-            if shift is None:
-                e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
-            else:
-                e(gcn.SCmpLeU32Op(shift, r))
-                e(gcn.SCselectB64Op(mask, 0, result_type=gcn.exec_type()))
-
         # Fused epilogue (bias_row / bias_col: an f16 vector widened to f32 for f16 products, an
         # f32 one for dequantized int8; relu; gelu), applied to alpha * acc + beta * C in f32
         # before the store (and its f16 rounding): convert_gemm_to_gcn.fused_epilogue.
@@ -796,11 +722,11 @@ class DotKernelBuilder:
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
                 if shift is not None or i == 0:
-                    set_exec(load_lanes, r)
+                    row_exec(e, load_lanes, shift, r)
                 cs.append(e(c_load(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
             for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
                 if shift is not None or i == 0:
-                    set_exec(lanes, r)
+                    row_exec(e, lanes, shift, r)
                 if is_int:
                     t = e(gcn.VMulLoU32Op(c, beta)).vdst
                     out = e(gcn.VAddU32Op(t, e(gcn.VMulLoU32Op(acc[r], alpha)).vdst)).vdst
