@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 from abc import ABC
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -85,12 +86,23 @@ from vlpc.dialects.op_init import init_operation as _init_operation
 _REGISTER_TYPES: dict[tuple, "GCNRegisterType"] = {}
 
 
+@dataclass(frozen=True)
 class GCNRegisterType(ParametrizedAttribute, TypeAttribute, ABC):
-    """A range of ``width`` consecutive 32-bit registers; ``index`` is None until allocated."""
+    """A range of ``width`` consecutive 32-bit registers; ``index`` is None until allocated.
+
+    Two register types are equal (and hash alike) when they are of one kind (SGPR, VGPR) and
+    have the same ``width`` and ``index``: ``!gcn.sgpr<s5>`` is not ``!gcn.sgpr<s6>``,
+    ``!gcn.sgpr<x2>`` or ``!gcn.sgpr<s[5:6]>``, and an allocated range is not the unallocated
+    one of its width (``kind_and_width`` compares only those).  The parameters are declared as
+    dataclass fields of this abstract base, as xDSL declares those of its ``RegisterType``
+    (xdsl/backend/register_type.py): ``irdl_attr_definition`` makes each concrete subclass a
+    frozen dataclass whose generated ``__eq__``/``__hash__`` cover exactly the fields of its
+    dataclass bases, and with ``param_def`` on an undecorated base they covered none.
+    """
 
     PREFIX: ClassVar[str]
-    width: IntAttr = param_def(IntAttr)
-    index: IntAttr | NoneAttr = param_def(IntAttr | NoneAttr)
+    width: IntAttr
+    index: IntAttr | NoneAttr
 
     @classmethod
     def unallocated(cls, width: int = 1):
@@ -198,6 +210,32 @@ class SpecialRegType(ParametrizedAttribute, TypeAttribute):
 
     def asm(self) -> str:
         return self.reg.data
+
+
+def kind_and_width(t: Attribute) -> object:
+    """``(SGPRType or VGPRType, width)`` of a register range, whether allocated or not;
+    ``t`` itself for any other type.  What must agree between values the allocator gives one
+    register range (a loop's init, block argument, yielded value and result), and all the
+    IRDL constraints of a ``gcn`` op can tell apart in an operand or result type (they name
+    register kinds, never registers, which are chosen after the ops are built): verification
+    remembers the signatures it accepted by this (``vlpc.pipeline``), as by the types
+    themselves every allocated operand combination would be checked anew."""
+    cls = t.__class__
+    return (cls, t.width.data) if cls in _RANGE_CLASSES else t
+
+
+def _allocated_first(t: Attribute) -> int | None:
+    """The first register of an allocated range, else None."""
+    if t.__class__ in _RANGE_CLASSES:
+        index = t.index
+        if index.__class__ is IntAttr:
+            return index.data
+    return None
+
+
+#: The register range types (final classes: a class test is an ``isinstance`` without
+#: the ABC's ``__instancecheck__``, verification runs these per operand).
+_RANGE_CLASSES = frozenset((SGPRType, VGPRType))
 
 
 def sgpr(width: int = 1) -> SGPRType:
@@ -851,6 +889,20 @@ class GlobalLoadBase(GCNInstruction, ABC):
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), reg_asm(self.vaddr), reg_asm(self.saddr)]
 
+    def verify_(self) -> None:
+        vdst = self.vdst.type
+        if vdst.n != self.DWORDS:
+            raise VerifyException(f"{self.name} writes {self.DWORDS} VGPRs, result has {vdst.n}")
+        if self.merge is not None:
+            merge = self.merge.type
+            if merge.n != vdst.n:
+                raise VerifyException(f"{self.name}: merge is {merge}, the result {vdst}: the lanes EXEC disables "
+                                      "keep the merge value, so both must be the same width")
+            at, first = _allocated_first(merge), _allocated_first(vdst)
+            if at is not None and first is not None and at != first:
+                raise VerifyException(f"{self.name}: merge is {merge}, the result {vdst}: both must be one "
+                                      "register range")
+
     def asm_suffix(self) -> str:
         off = self.offset.value.data
         return f" offset:{off}" if off else ""
@@ -922,6 +974,10 @@ class SubregOp(PseudoOp):
         off = self.offset.value.data
         if off < 0 or off + result.n > source.n:
             raise VerifyException(f"gcn.subreg: [{off}, +{result.n}) is outside a {source.n}-register range")
+        first, sub = _allocated_first(source), _allocated_first(result)
+        if first is not None and sub is not None and sub != first + off:
+            raise VerifyException(f"gcn.subreg: registers {off}.. of {source} are {source.PREFIX}{first + off}.., "
+                                  f"but the result is {result}")
 
 
 @irdl_op_definition
@@ -939,6 +995,23 @@ class RegSequenceOp(PseudoOp):
     def __init__(self, parts: Sequence[SSAValue]):
         width = sum(p.type.n for p in parts)
         super().__init__(operands=[parts], result_types=[type(parts[0].type).unallocated(width)])
+
+    def verify_(self) -> None:
+        result = self.result.type
+        first = _allocated_first(result)
+        off = 0
+        for i, p in enumerate(self.parts):
+            t = p.type
+            if type(t) is not type(result):
+                raise VerifyException(f"gcn.reg_sequence: part {i} is {t}, the result {result}: "
+                                      "parts and result must be the same register kind")
+            at = _allocated_first(t)
+            if first is not None and at is not None and at != first + off:
+                raise VerifyException(f"gcn.reg_sequence: part {i} is {t}, but registers {off}.. of the result "
+                                      f"{result} are {result.PREFIX}{first + off}..")
+            off += t.n
+        if off != result.n:
+            raise VerifyException(f"gcn.reg_sequence: the parts are {off} registers, the result {result} is {result.n}")
 
 
 @irdl_op_definition
@@ -1049,6 +1122,23 @@ class LoopOp(GCNInstruction):
             raise VerifyException("gcn.loop body must end with gcn.loop_back")
         if len(term.operands) != len(self.iter_args):
             raise VerifyException("gcn.loop_back yields a different number of values than iter_args")
+        if len(self.res) != len(self.iter_args):
+            raise VerifyException("gcn.loop: results and iter_args differ in number")
+        # one register range per loop-carried value (gcn-allocate-registers ties the four):
+        # same kind and width always; the same registers where allocated
+        for i, (init, arg, y, res) in enumerate(zip(self.iter_args, block.args, term.operands, self.res)):
+            want = kind_and_width(init.type)
+            at = _allocated_first(init.type)
+            for what, v in (("block argument", arg), ("yielded value", y), ("result", res)):
+                if kind_and_width(v.type) != want:
+                    raise VerifyException(f"gcn.loop: loop-carried value {i}: the {what} is {v.type}, but the init "
+                                          f"is {init.type} (one register range: same kind and width)")
+                first = _allocated_first(v.type)
+                if at is None:
+                    at = first
+                elif first is not None and first != at:
+                    raise VerifyException(f"gcn.loop: loop-carried value {i}: the {what} is {v.type}, but the loop "
+                                          f"carries it in {type(v.type).PREFIX}{at}.. (one register range)")
 
 
 @irdl_op_definition

@@ -60,8 +60,8 @@ def kernel_resources(kernel: gcn.KernelOp) -> tuple[int, int, bool]:
     nv = ns = 0
     vcc = False
     # the register types of every value the kernel defines or uses (a few hundred distinct
-    # objects: allocated types are shared), then each type once; by identity, as the register
-    # types compare equal whatever their registers (xDSL compares their dataclass fields: none)
+    # objects: allocated types are shared), then each type once; by identity (equal types are
+    # mostly one object, and an id is cheaper to hash than a type's parameters)
     types = {id(a.type): a.type for a in kernel.body.block.args}
     for op in kernel.body.walk():
         uses_vcc, is_loop = _class_facts(type(op))

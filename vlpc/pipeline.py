@@ -38,7 +38,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 import vlpc._xdsl_fixes  # noqa: F401  (xDSL lexer hang on unterminated strings)
-from vlpc.dialects.gcn import GCN, KernelOp, metadata_json
+from vlpc.dialects.gcn import GCN, KernelOp, kind_and_width, metadata_json
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.dialects.gemm import Gemm
 from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
@@ -83,7 +83,9 @@ def _remember_constraint_checks(dialect) -> None:
     its own ``verify_``.  For an operation class without regions or successors whose traits
     check nothing, the definition's verdict is a function of the class, the operand and
     result types, the properties and the attributes (attributes are immutable values), so a
-    signature that passed once passes again: this wraps each such ``OpDef.verify`` to skip a
+    signature that passed once passes again (a register type counts by its kind and width,
+    ``gcn.kind_and_width``: no constraint names registers, and allocated signatures
+    would otherwise all differ): this wraps each such ``OpDef.verify`` to skip a
     signature already accepted (a kernel holds thousands of ``gcn.subreg`` and
     ``v_fma_f32`` ops of a few signatures; the check was half of the final verification).
     Failures are never remembered (they raise every time, with xDSL's message); the
@@ -99,11 +101,11 @@ def _remember_constraint_checks(dialect) -> None:
         check = od.verify
         accepted: set = set()
 
-        def verify(op, check=check, accepted=accepted) -> None:
+        def verify(op, check=check, accepted=accepted, sig=kind_and_width) -> None:
             operands = getattr(op, "_operands", None)  # (the pinned xDSL's tuple; else its view)
             try:
-                key = (type(op), tuple([v.type for v in (op.operands if operands is None else operands)]),
-                       tuple([r.type for r in op.results]), tuple(op.properties.items()), tuple(op.attributes.items()))
+                key = (type(op), tuple([sig(v.type) for v in (op.operands if operands is None else operands)]),
+                       tuple([sig(r.type) for r in op.results]), tuple(op.properties.items()), tuple(op.attributes.items()))
                 if key in accepted:
                     return
             except TypeError:  # an unhashable attribute: check it every time
