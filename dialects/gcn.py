@@ -974,9 +974,9 @@ class SubregOp(PseudoOp):
         off = self.offset.value.data
         if off < 0 or off + result.n > source.n:
             raise VerifyException(f"gcn.subreg: [{off}, +{result.n}) is outside a {source.n}-register range")
-        first, sub = _allocated_first(source), _allocated_first(result)
-        if first is not None and sub is not None and sub != first + off:
-            raise VerifyException(f"gcn.subreg: registers {off}.. of {source} are {source.PREFIX}{first + off}.., "
+        first, sub = source.index, result.index  # (thousands per kernel: no helper call)
+        if first.__class__ is IntAttr and sub.__class__ is IntAttr and sub.data != first.data + off:
+            raise VerifyException(f"gcn.subreg: registers {off}.. of {source} are {source.PREFIX}{first.data + off}.., "
                                   f"but the result is {result}")
 
 
