@@ -563,8 +563,8 @@ class EnergyParams:
     ref_clock_mhz: float = 1700.0
     idle_ref_watts: float = 42.0
     idle_voltage_exponent: float = 2.0
-    vgpr_read_pj: float = 4.74
-    vgpr_write_pj: float = 4.74
+    vgpr_read_pj: float = 6.90
+    vgpr_write_pj: float = 6.90
     forwarded_read_pj: float = 0.3
     sgpr_read_pj: float = 1.0
     sgpr_write_pj: float = 1.0
@@ -574,7 +574,7 @@ class EnergyParams:
     dot4_i32_i8_pj: float = 0.39
     pk_fma_f16_pj: float = 0.98
     valu_other_pj: float = 0.5
-    valu_lane_overhead_pj: float = 32.62
+    valu_lane_overhead_pj: float = 29.30
     issue_pj: float = 10.0
     salu_pj: float = 3.0
     smem_access_pj: float = 5.0
@@ -622,7 +622,9 @@ ENERGY_SOURCES: dict[str, str] = {
                              "proportional to V over this narrow range, P = V I); predicts the seed's 36 W "
                              "at 1500 MHz, which is never fitted",
     "vgpr_read_pj": "calibrated (VGPR bank access per 32-bit lane read; reads and writes are one "
-                    "coefficient), from the seed's forwarding saving at 1700 MHz",
+                    "coefficient), from the seed's 1700 MHz pair as energies: the extra energy per GEMM of the "
+                    "kernel without forwarding (284 W x its run at 9.18 TFLOP/s vs 265 W x 9.5 TFLOP/s, idle "
+                    "42 W x each run's time apart)",
     "vgpr_write_pj": "calibrated (equal to vgpr_read_pj: an SRAM write costs about a read, Horowitz "
                      "ISSCC 2014)",
     "forwarded_read_pj": "assumed: a bypass/operand-latch read, an order of magnitude below a register "
@@ -644,7 +646,7 @@ ENERGY_SOURCES: dict[str, str] = {
                      "0.1 pJ at 45 nm) with its result bus",
     "valu_lane_overhead_pj": "calibrated (per active VALU lane: pipeline registers, operand and result "
                              "networks, SIMD clocking: what the listed events do not cover), from the "
-                             "seed's 265 W at 1700 MHz",
+                             "seed's energy per GEMM at 1700 MHz with forwarding (265 W x its run at 9.5 TFLOP/s)",
     "issue_pj": "assumed: instruction fetch (8 bytes from the 32 KiB instruction cache), decode and "
                 "arbitration per wave-instruction (GPUWattch counts fetch/decode/schedule per warp-instruction)",
     "salu_pj": "assumed: one 32-bit scalar ALU operation",
