@@ -582,7 +582,7 @@ class SqcKernelBuilder:
             n_steps = k_val // ks if isinstance(k_val, int) else None  # main-loop K steps (None: at launch)
             k_tail = k_val % ks if isinstance(k_val, int) else 0
             a_tile, b_tile, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, esz, a_trans, b_trans,
-                                                mt_n, ("esz", "4"))
+                                                mt_n, ("esz", str(esz)))
 
             # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
             # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
