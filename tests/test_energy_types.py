@@ -156,9 +156,6 @@ def test_options_that_no_variant_takes_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1
     assert "error: f16 products are compiled by the dot kernels" in err[0]
-    _, rc = report(tmp_path, dot_source("f16", "f32"), "--split-k", "2")
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and err == ["vlpc: --energy compares single kernels: use --split-k 1"]
 
 
 def test_an_option_lds_cannot_take_leaves_it_out(tmp_path, capsys):
@@ -244,10 +241,121 @@ def test_small_m_runs_the_row_narrow_kernel(tmp_path, capsys):
     assert float(rows["sqc"]["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
 
 
-def test_a_plan_of_several_kernels_is_one_line(tmp_path, capsys):
-    """f16 A stored K x M copied by a pre-kernel (--a-transpose pre): not priced, one line naming the fix."""
+# -- plans of several kernels ----------------------------------------------------------------
+
+
+def f32_source(m, n, k) -> str:
+    return f64_source(m, n, k).replace("f64", "f32")
+
+
+#: K long against few output tiles: auto split-K slices K (16 slices, workspace mode, and a reduce kernel)
+SPLIT = (64, 64, 4096)
+
+
+def priced_one_by_one(text: str, **opts):
+    """Each kernel of ``vlpc.compile(text, **opts)``'s plan launched here, one by one, on a
+    timing-only MI60 emulator (exactly sized zero buffers allocated in the order A, B, C, then the
+    workspace, alpha = 1, beta = 0) and priced alone: ``(plan steps, EnergyReport per launch,
+    LaunchStats per launch)``."""
+    import vlpc
+    from vlpc.run import resolve_problem
+    from vlpc.runtime import load_code_object
+    from vlpc.runtime.emulator.device import EmulatorDevice
+    from vlpc.runtime.timing.energy import launch_energy
+    from vlpc.verify import geometries, kernel_arguments
+
+    ck = vlpc.compile(text, **opts).kernel()
+    p = resolve_problem(ck.launch_info, None, None, None)
+    dev = EmulatorDevice(gpu="mi60", timing_only=True)
+    co = load_code_object(ck.code_object)
+    bufs = {name: dev.alloc(g.size * 4) for name, g in geometries(ck.layout, p).items()}
+    args = kernel_arguments(ck, bufs, p, 1.0, 0.0)
+    ws = ck.workspace_bytes(p.m, p.ldc, p.k, n=p.n)
+    if ws:
+        args.append(dev.alloc(ws))
+    steps = ck.plan(p.m, p.n, p.k)
+    stats = [dev.launch(co, s.kernel, grid=s.grid, block=s.block, args=args) for s in steps]
+    return steps, [launch_energy(st, dev.board) for st in stats], stats
+
+
+def test_split_k_plan_is_the_sum_of_its_kernels(tmp_path, capsys):
+    """Auto split-K picks a plan of two kernels (as vlpc.compile does): the report prices that plan,
+    its energy (each component), time and watts the sums over the kernels launched one by one."""
+    from vlpc.energy_report import measure_energy
+    from vlpc.runtime.timing.energy import COMPONENTS
+
+    text = f32_source(*SPLIT)
+    steps, reps, _ = priced_one_by_one(text)
+    assert [s.kernel for s in steps] == ["dgemm", "dgemm_reduce"] and steps[0].grid[2] > 1
+    rows, rc = report(tmp_path, text)
+    out = capsys.readouterr().out
+    assert rc == 0 and list(rows) == ["sqc", "sqc-nofwd", "lds"]
+    s = steps[0].grid[2]
+    assert f"| figure | sqc (split-K {s}: 2 kernels) | sqc, no forwarding (split-K {s}: 2 kernels) |" in out
+    r = rows["sqc"]
+    assert r["kernel"] == "dgemm+dgemm_reduce" and r["launches"] == "2" and r["plan"] == f"split-K {s}: 2 kernels"
+    time_us = sum(e.time_us for e in reps)
+    joules = sum(e.total_joules for e in reps)
+    assert float(r["time_us"]) == pytest.approx(time_us, rel=1e-5)
+    assert float(r["joules"]) == pytest.approx(joules, rel=1e-5)
+    assert float(r["watts"]) == pytest.approx(joules / (time_us * 1e-6), rel=1e-4)
+    ops = 2.0 * np.prod(SPLIT)
+    assert float(r["pj_per_flop"]) == pytest.approx(joules / ops * 1e12, rel=1e-4)
+    for c in COMPONENTS:
+        assert float(r[f"joules_{c}"]) == pytest.approx(sum(e.joules[c] for e in reps), rel=1e-5, abs=1e-12)
+    check_rows(rows, ops)
+    # the launches as the report ran them: the plan's kernels and grids, in order, each time its own
+    row = measure_energy(text, "g.mlir", "sqc")
+    assert [(x.kernel, x.grid, x.block) for x in row.launches] == [(s.kernel, s.grid, s.block) for s in steps]
+    assert row.energy.time_us == pytest.approx(sum(x.stats.timing.time_us for x in row.launches), rel=1e-12)
+    assert [x.stats.timing.time_us for x in row.launches] == pytest.approx([e.time_us for e in reps], rel=1e-9)
+
+
+def test_split_k_1_forces_one_kernel(tmp_path, capsys):
+    """--split-k 1: the same shape as one kernel, the figures of that kernel launched alone."""
+    text = f32_source(*SPLIT)
+    steps, reps, _ = priced_one_by_one(text, split_k=1)
+    assert [s.kernel for s in steps] == ["dgemm"] and steps[0].grid[2] == 1
+    rows, rc = report(tmp_path, text, "--split-k", "1")
+    out = capsys.readouterr().out
+    assert rc == 0 and "| figure | sqc | sqc, no forwarding | legacy (lds) |" in out
+    r = rows["sqc"]
+    assert (r["kernel"], r["launches"], r["plan"]) == ("dgemm", "1", "")
+    assert float(r["time_us"]) == pytest.approx(reps[0].time_us, rel=1e-5)
+    assert float(r["joules"]) == pytest.approx(reps[0].total_joules, rel=1e-5)
+
+
+def test_gemv_prices_the_local_split_kernel_compile_gives(tmp_path, capsys):
+    """An int8 decode GEMV (M = 4): vlpc.compile's default plan is one kernel whose workgroup splits
+    K over 16 wavefront groups; the report prices that kernel (name, grid, block), not the unsplit one."""
+    import vlpc
+    from vlpc.energy_report import measure_energy
+
+    text = layout_source("NT", 4, N, 1024, 1024, 1024, N, "i8", "i32")
+    ck = vlpc.compile(text).kernel()
+    steps = ck.plan(4, N, 1024)
+    assert ck.local_split > 1 and len(steps) == 1
+    row = measure_energy(text, "g.mlir", "sqc")
+    assert [(x.kernel, x.grid, x.block) for x in row.launches] == [(s.kernel, s.grid, s.block) for s in steps]
+    assert row.plan == f"local split {ck.local_split}"
+    rows, rc = report(tmp_path, text)
+    out = capsys.readouterr().out
+    assert rc == 0 and f"| figure | sqc (local split {ck.local_split}) |" in out
+    assert rows["sqc"]["launches"] == "1"
+    one = vlpc.compile(text, split_k=1).kernel().plan(4, N, 1024)  # the kernel the report priced before
+    assert one[0].block != steps[0].block
+
+
+def test_a_copy_pre_kernel_is_priced_with_the_plan(tmp_path, capsys):
+    """f16 A stored K x M copied by a pre-kernel (--a-transpose pre): both kernels priced and added."""
     text = layout_source("TN", M, N, K, M, N, N, "f16", "f32")
-    _, rc = report(tmp_path, text, "--a-transpose", "pre")
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and len(err) == 1
-    assert "launches 2 (g_transpose, g)" in err[0] and "--a-transpose in-kernel" in err[0]
+    rows, rc = report(tmp_path, text, "--a-transpose", "pre")
+    out = capsys.readouterr().out
+    assert rc == 0 and "| figure | sqc (A copied first: 2 kernels) |" in out
+    r = rows["sqc"]
+    assert r["kernel"] == "g_transpose+g" and r["launches"] == "2"
+    check_rows(rows, 2.0 * M * N * K)
+    # the transpose adds no dot lanes: the datapath energy is the GEMM's M N K/2 v_dot2 lanes
+    lanes = lanes_of(text, a_transpose="pre")
+    assert lanes["v_dot2_f32_f16"] == M * N * (K // 2)
+    assert float(r["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)

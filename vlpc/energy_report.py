@@ -2,10 +2,14 @@
 sqc, sqc without forwarding and the legacy LDS strategy, side by side.
 
 Each variant is compiled (``strategy=sqc`` with the command's options, the same with
-``forwarding=false``, ``strategy=lds``), run once on the emulator with the timing model
+``forwarding=false``, ``strategy=lds``), its plan run once on the emulator with the timing model
 of a board (``EmulatorDevice(gpu=..., clock_mhz=..., timing_only=True)``: only the
 workgroups the timing model needs are executed, so C is not computed or verified here),
-and priced by the energy model (:mod:`vlpc.runtime.timing.energy`).  Every figure is
+and priced by the energy model (:mod:`vlpc.runtime.timing.energy`).  The plan is the one
+``vlpc compile`` / ``vlpc run`` give for the same options (auto split-K and local split stay
+auto; ``--split-k 1`` forces one kernel); a plan of several kernels (split-K and its reduce,
+a copy pre-kernel) is priced launch by launch and added up (energy, modeled time with each
+launch's overhead; watts = energy / time).  Every figure is
 *modeled*: the time by the timing model, the energy by per-event energies (two of them
 calibrated on the seed's measured MI60 power, ``benchmarks/energy_calibration.py``).
 
@@ -57,6 +61,23 @@ class EnergyRow:
     limited: object = None
     #: Element types: ``f32``, ``f64``, ``f16 -> f32``, ``i8 -> i32``... (:func:`type_label`).
     dtype: str = "f32"
+    #: How the plan splits the work (:func:`plan_label`): ``""`` for one kernel that does not split K.
+    plan: str = ""
+    #: The plan's launches as run, in order (:class:`Launch`), each priced alone.
+    launches: list = field(default_factory=list)
+
+    @property
+    def heading(self) -> str:
+        """The variant's column title: its title, and the plan when it is not one plain kernel."""
+        return f"{self.title} ({self.plan})" if self.plan else self.title
+
+    @property
+    def kernels(self) -> str:
+        """The kernels run: the name of one, or each launch's name, grid and modeled time."""
+        if len(self.launches) <= 1:
+            return self.kernel
+        return " + ".join(f"{x.kernel} (grid {'x'.join(map(str, x.grid))}, {x.stats.timing.time_us:,.1f} us)"
+                          for x in self.launches)
 
 
 def type_label(ab: str, ct: str) -> str:
@@ -94,41 +115,39 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
 def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
                    n: int | None = None, k: int | None = None, gpu: str = "mi60", clock: float | None = None,
                    options: dict | None = None, progress=None) -> EnergyRow:
-    """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`), run one timing-only launch
-    on the emulator with ``gpu``'s timing model at ``clock`` MHz and price it.
+    """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`) with the command's options,
+    run its plan once on the emulator with ``gpu``'s timing model at ``clock`` MHz (timing-only
+    launches) and price it.
+
+    The plan priced is the one :func:`vlpc.compile` gives for those options (``split_k="auto"``
+    stays auto; ``split_k=1`` forces one kernel): every kernel of it (the split-K kernel and its
+    reduce or scale kernel, the A-transpose / B-copy pre-kernels, a row-narrow kernel for a small
+    M), each launched in order by :meth:`vlpc.kernel.CompiledKernel.execute` and priced alone
+    (:func:`vlpc.runtime.timing.energy.launch_energy`, its own modeled time with the launch
+    overhead), then added up (:func:`combine_energy`).
 
     Every element type vlpc compiles: f32 and f64 (the sqc/lds kernels), f16 and int8 (the dot
     kernels, with their W8A8 scales and fused bias if any; the small-M/GEMV plans too).  Buffers
     are sized from the kernel's element types (:func:`host_buffers`) and the arguments packed by
     :func:`vlpc.verify.launch_and_read` (alpha = 1, beta = 0 of the kernel's scalar type).  The
     operations counted are 2 M N K (FLOPs; integer ops for int8).  Raises :class:`VlpcError` for
-    sizes or options the variant cannot compile or run, and for a plan of several kernels (split-K,
-    the A-transpose / B-copy pre-kernels)."""
+    sizes or options the variant cannot compile or run."""
     import vlpc
     from vlpc.run import resolve_problem
     from vlpc.runtime.emulator.device import EmulatorDevice
-    from vlpc.runtime.timing.energy import launch_energy
     from vlpc.verify import launch_and_read
 
     over, title = VARIANTS[variant]
     opts = dict(options or {})
     opts.update(over)
-    if opts.get("split_k", "auto") == "auto":
-        opts["split_k"] = 1
-    if opts.get("split_k") != 1:  # a local split (--local-split L) is one kernel: allowed
-        raise VlpcError("--energy compares single kernels: use --split-k 1")
     if opts["strategy"] == "lds":
         opts.pop("schedule", None)
     mod = vlpc.compile(text, target, filename=filename, **opts)
     ck = mod.kernel()
     p = resolve_problem(ck.launch_info, m, n, k)
     ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
-    steps = ck.plan(p.m, p.n, p.k)
-    if len(steps) != 1:  # the launches of a plan are not priced one by one (kernel.execute merges them)
-        hint = ("--a-transpose in-kernel (A is copied by a pre-kernel)" if ck.transpose_kernel() is not None
-                else "--split-k 1")
-        raise VlpcError(f"--energy prices one kernel, but {ck.name}'s plan for M={p.m} N={p.n} K={p.k} launches "
-                        f"{len(steps)} ({', '.join(s.kernel for s in steps)}): try {hint}")
+    batch = p.batch or None
+    steps = ck.plan(p.m, p.n, p.k, batch)
     try:
         dev = EmulatorDevice(gpu=gpu, clock_mhz=clock, timing_only=True)
     except Exception as e:  # DeviceError: unknown board, clock out of range
@@ -136,19 +155,152 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     host, c_type, scalar, ab, ct = host_buffers(ck, p)
     if progress is not None:
         if hasattr(progress, "add_total"):
-            progress.add_total(int(np.prod(steps[0].grid)))
+            progress.add_total(ck.plan_workgroups(p.m, p.n, p.k, batch))
         dev.progress = progress
-    _c, stats, _walls = launch_and_read(ck, dev, host, p, 1, 0, c_type, scalar=scalar)
-    ops = 2.0 * p.m * p.n * p.k
-    rep = launch_energy(stats, dev.board, flops=ops)
+    launches = record_launches(dev)
+    launch_and_read(ck, dev, host, p, 1, 0, c_type, scalar=scalar)
+    if [x.kernel for x in launches] != [s.kernel for s in steps]:  # execute runs the plan, in order
+        raise AssertionError(f"{ck.name}: launched {[x.kernel for x in launches]}, planned {steps}")
+    ops = 2.0 * p.m * p.n * p.k * p.batches
+    rep, limited = price_launches([x.stats for x in launches], dev.board, ops)
+    return EnergyRow(variant, title, "+".join(s.kernel for s in steps), p.m, p.n, p.k, rep, limited,
+                     type_label(ab, ct), plan=plan_label(ck, p.m, steps), launches=launches)
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a plan as run: its name, grid (workgroups), block (work-items) and
+    the emulator's ``LaunchStats`` (with its own ``timing`` report)."""
+
+    kernel: str
+    grid: tuple
+    block: tuple
+    stats: object
+
+
+def record_launches(device) -> list[Launch]:
+    """Record each ``device.launch`` (in order, with its own statistics) from now on: the list
+    returned fills as the device launches.  ``execute`` merges a plan's counters into one
+    ``LaunchStats`` whose timing report has no cache counters, which the energy model cannot
+    price; each launch's own statistics can be."""
+    launches: list[Launch] = []
+    inner = device.launch
+
+    def launch(code_object, kernel, grid=(1, 1, 1), block=(64, 1, 1), *args, **kwargs):
+        st = inner(code_object, kernel, grid, block, *args, **kwargs)
+        launches.append(Launch(kernel, tuple(grid), tuple(block), st))
+        return st
+
+    device.launch = launch
+    return launches
+
+
+def combine_energy(reports: list, flops: float):
+    """The :class:`~vlpc.runtime.timing.energy.EnergyReport` of kernels run one after another
+    (one plan): joules per component, event counts and modeled times (each with its launch
+    overhead) added; ``flops`` the plan's operations (2 M N K).  Watts are then total energy over
+    total time.  All reports must be of one board and clock."""
+    from dataclasses import fields
+
+    from vlpc.runtime.timing.energy import COMPONENTS, EnergyEvents, EnergyReport
+
+    first = reports[0]
+    if any((r.board, r.clock_mhz) != (first.board, first.clock_mhz) for r in reports):
+        raise ValueError("combine_energy: the launches were modeled on different boards or clocks")
+    events = EnergyEvents(**{f.name: sum(getattr(r.events, f.name) for r in reports) for f in fields(EnergyEvents)})
+    return EnergyReport(board=first.board, clock_mhz=first.clock_mhz, voltage=first.voltage,
+                        time_us=sum(r.time_us for r in reports), flops=float(flops), idle_watts=first.idle_watts,
+                        joules={c: sum(r.joules[c] for r in reports) for c in COMPONENTS}, events=events,
+                        power_limit_watts=first.power_limit_watts)
+
+
+def price_launches(stats: list, board, flops: float):
+    """``(EnergyReport, PowerLimited or None)`` of a plan's launches (``LaunchStats`` in order,
+    each with its timing report): one launch is priced by
+    :func:`~vlpc.runtime.timing.energy.launch_energy`; several are each priced alone and added
+    (:func:`combine_energy`).  Above the board's power limit, the clock where the board would
+    settle: :func:`~vlpc.runtime.timing.energy.power_limited` for one launch, the same bisection
+    over the whole plan's power for several (None when it cannot be found)."""
+    from vlpc.runtime.timing.energy import EnergyError, launch_energy, power_limited
+
+    if len(stats) == 1:
+        rep = launch_energy(stats[0], board, flops=flops)
+        limited = None
+        if rep.over_power_limit:  # where PowerTune would settle: the timing model re-run at lower clocks
+            try:
+                limited = power_limited(stats[0], board, flops=flops)
+            except EnergyError:
+                limited = None
+        return rep, limited
+    rep = combine_energy([launch_energy(st, board) for st in stats], flops)
     limited = None
-    if rep.over_power_limit:  # where PowerTune would settle: the timing model re-run at lower clocks
-        from vlpc.runtime.timing.energy import EnergyError, power_limited
+    if rep.over_power_limit:
         try:
-            limited = power_limited(stats, dev.board, flops=ops)
+            limited = _plan_power_limited(stats, board, flops)
         except EnergyError:
             limited = None
-    return EnergyRow(variant, title, steps[0].kernel, p.m, p.n, p.k, rep, limited, type_label(ab, ct))
+    return rep, limited
+
+
+def _plan_power_limited(stats: list, board, flops: float, resolution_mhz: float = 5.0):
+    """:func:`vlpc.runtime.timing.energy.power_limited` for a plan of several launches: the
+    highest clock at which the plan's modeled average power (each launch re-timed on its trace
+    at that clock and priced, then added) is within the board's limit."""
+    from vlpc.runtime.timing import gpu
+    from vlpc.runtime.timing.energy import EnergyError, PowerLimited, estimate, events_from_stats
+    from vlpc.targets import energy_params
+
+    if any(getattr(st, "trace", None) is None for st in stats):
+        raise EnergyError("the power-limited clock needs each launch's trace")
+    params, limit = energy_params(board), board.power_limit_watts
+
+    def at(clock: float):
+        b = board.at(engine_clock_mhz=clock)
+        reps = []
+        for st in stats:
+            t = st.timing
+            tr = gpu.model_kernel(st.trace, b, gpu.Residency(t.wgs_per_cu, st.trace.waves_per_wg, 0, ""),
+                                  l2_miss=t.l2_miss)
+            reps.append(estimate(events_from_stats(st, tr), b, tr.time_us, params=params))
+        return combine_energy(reps, flops)
+
+    top = at(board.engine_clock_mhz)
+    if limit is None or top.watts <= limit:
+        return None
+    lo = min(f for f, _ in params.vf_curve)
+    low = at(lo)
+    if low.watts > limit:
+        raise EnergyError(f"modeled {low.watts:.0f} W even at {lo:.0f} MHz, above the board's {limit:.0f} W limit")
+    hi = board.engine_clock_mhz
+    while hi - lo > resolution_mhz:
+        mid = 0.5 * (lo + hi)
+        e = at(mid)
+        if e.watts <= limit:
+            lo, low = mid, e
+        else:
+            hi = mid
+    return PowerLimited(limit, lo, low, top)
+
+
+def plan_label(ck, m: int, steps: list) -> str:
+    """How the plan splits the work, for the table's header: ``""`` for one kernel that does
+    not split K; else e.g. ``split-K 4: 2 kernels``, ``local split 16``, ``A copied first: 2
+    kernels`` (``ck``: the compiled main kernel; ``m``: M at launch; ``steps``: its plan)."""
+    rows = ck.rows_kernel(m)
+    run = rows if rows is not None else ck
+    parts = []
+    if ck.transpose_kernel() is not None:
+        parts.append("A copied first")
+    if ck.b_copy_kernel() is not None:
+        parts.append("B copied first")
+    if rows is None and ck.split_k > 1:
+        parts.append(f"split-K {ck.split_k}" + (" atomic" if ck.split_mode == "atomic" else ""))
+    if run.local_split > 1:
+        parts.append(f"local split {run.local_split}")
+    label = ", ".join(parts)
+    if len(steps) > 1:
+        label = f"{label}: {len(steps)} kernels" if label else f"{len(steps)} kernels"
+    return label
 
 
 @dataclass
@@ -240,7 +392,7 @@ class EnergyComparison:
         from vlpc.targets import BOARD_ENERGY_NOTE
         if e0.board in BOARD_ENERGY_NOTE:
             w(f"**{BOARD_ENERGY_NOTE[e0.board]}.**\n\n")
-        head = ["figure"] + [r.title for r in self.rows]
+        head = ["figure"] + [r.heading for r in self.rows]
         w("| " + " | ".join(head) + " |\n")
         w("|" + "|".join(["---"] + ["---:"] * len(self.rows)) + "|\n")
         for label, cells in self.table():
@@ -252,7 +404,7 @@ class EnergyComparison:
                 w(f"- {line}\n")
         w("\n| variant | kernel |\n|---|---|\n")
         for r in self.rows:
-            w(f"| {r.title} | {r.kernel} |\n")
+            w(f"| {r.title} | {r.kernels} |\n")
         return out.getvalue()
 
     def csv(self) -> str:
@@ -262,13 +414,13 @@ class EnergyComparison:
         wr = csv.writer(out)
         wr.writerow(["variant", "kernel", "board", "clock_mhz", "voltage", "m", "n", "k", "time_us", "tflops",
                      "joules", "watts", "pj_per_flop", "gflops_per_watt"] + [f"joules_{c}" for c in COMPONENTS]
-                    + ["dtype"])
+                    + ["dtype", "plan", "launches"])
         for r in self.rows:
             e = r.energy
             wr.writerow([r.variant, r.kernel, e.board, f"{e.clock_mhz:.0f}", f"{e.voltage:.4f}", r.m, r.n, r.k,
                          f"{e.time_us:.3f}", f"{e.tflops:.4f}", f"{e.total_joules:.6g}", f"{e.watts:.3f}",
                          f"{e.pj_per_flop:.4f}", f"{e.gflops_per_watt:.3f}"]
-                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS] + [r.dtype])
+                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS] + [r.dtype, r.plan, max(1, len(r.launches))])
         return out.getvalue()
 
     def figure(self):
@@ -289,7 +441,7 @@ class EnergyComparison:
         for x, r, top in zip(xs, self.rows, bottom):
             ax.text(x, top * 1.01, f"{top:.1f} pJ/{self.op}\n{r.energy.watts:.0f} W", ha="center", va="bottom",
                     fontsize=8)
-        ax.set_xticks(xs, [r.title for r in self.rows])
+        ax.set_xticks(xs, [f"{r.title}\n{r.plan}" if r.plan else r.title for r in self.rows])
         ax.set_ylabel(f"modeled energy per {self.op} (pJ)")
         ax.set_ylim(0, max(bottom) * 1.18 if bottom else 1)
         r0 = self.rows[0]
