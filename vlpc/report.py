@@ -491,8 +491,8 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
     b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
     c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
-    co, stats, out = _launch_strict(kernel, code, li, p, (a, b, c0), (np.float32(alpha), np.float32(beta)), (),
-                                    np.float32, progress)
+    co, stats, out = _launch_strict(kernel, code, li, p, {"A": a, "B": b, "C": c0}, np.float32(alpha),
+                                    np.float32(beta), np.float32, progress)
     ref = np.float64(np.float32(alpha)) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
         + np.float64(np.float32(beta)) * c0[:, :p.n]
     tol = tolerance(a[:, :p.k], b[:, :p.k], c0[:, :p.n], alpha, beta, p.k)
@@ -520,7 +520,10 @@ def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progre
         al, be = np.int32(alpha), np.int32(beta)
     else:
         al, be = np.float32(alpha), np.float32(beta)
-    co, stats, out = _launch_strict(kernel, code, li, p, (a, b, c0), (al, be), scales or (), NP[ct], progress)
+    host = {"A": a, "B": b, "C": c0}
+    if scales:
+        host["scale_row"], host["scale_col"] = scales
+    co, stats, out = _launch_strict(kernel, code, li, p, host, al, be, NP[ct], progress, scalar=type(al))
     ref, bound = reference(a[None, :, :p.k], b[None, :, :p.k].transpose(0, 2, 1), c0[None, :, :p.n], al, be, ab, ct,
                            int(li.get("local_split", 1)), scales)
     err = np.abs(out[:, :p.n].astype(np.float64) - ref[0])
@@ -528,29 +531,31 @@ def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progre
     return _measurement(strategy, kernel, co, stats, li, p, target, float(err.max()), verified, dtype=f"{ab}>{ct}")
 
 
-def _launch_strict(kernel, code, li, p, operands, scalars, vectors, c_type, progress):
-    """One launch of ``kernel`` on a strict emulator: ``operands`` (A, B, C as stored), the
-    sizes and leading dimensions, ``scalars`` (alpha, beta), then ``vectors`` (W8A8 scales).
-    Returns (loaded code object, LaunchStats, C as ``c_type``, rows x ldc)."""
+def _launch_strict(kernel, code, li, p, host, alpha, beta, c_type, progress, scalar=None):
+    """Run ``kernel`` (a ``gcn.kernel`` op; :func:`compile_for_report` allows no other kernel in
+    the plan) once on a strict emulator, through the run path every launch takes:
+    :func:`vlpc.verify.launch_and_read` (arguments packed by :func:`vlpc.verify.kernel_arguments`
+    in the order of the kernel's metadata; sizes, leading dimensions and 32-bit offsets checked by
+    :meth:`vlpc.kernel.CompiledKernel.execute`).  ``host``: ``A``, ``B``, ``C`` as stored (rows x
+    leading dimension) and any W8A8 ``scale_row``/``scale_col``; ``alpha``, ``beta`` of the NumPy
+    type ``scalar`` (default: the kernel's element type).  Returns (loaded code object,
+    LaunchStats, C as ``c_type``, rows x ldc)."""
+    from vlpc.dialects.gcn import metadata_json
+    from vlpc.kernel import CompiledKernel
     from vlpc.runtime import get_device, load_code_object
+    from vlpc.verify import launch_and_read
 
+    meta = metadata_json(kernel)
+    ck = CompiledKernel(kernel.sym_name.data, meta, li, int(meta.get(".vgpr_count", 0)), meta[".sgpr_count"],
+                        code_object=code)
     dev = get_device("emulator", strict=True)
-    co = load_code_object(code)
-    bufs = [dev.upload(x) for x in (*operands, *vectors)]
-    grid = (p.n // li["macro_n"], p.m // li["macro_m"], 1)
     if progress is not None:
         if hasattr(progress, "add_total"):
-            progress.add_total(grid[0] * grid[1] * grid[2])
+            progress.add_total(ck.plan_workgroups(p.m, p.n, p.k))
         dev.progress = progress
-    try:
-        stats = dev.launch(co, kernel.sym_name.data, grid=grid, block=(li["workgroup_size"], 1, 1),
-                           args=[*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda),
-                                 np.int32(p.ldb), np.int32(p.ldc), *scalars, *bufs[3:]])
-        out = dev.download(bufs[2], c_type, (p.m, p.ldc))
-    finally:
-        for buf in bufs:
-            dev.free(buf)
-    return co, stats, out
+    flat = {name: np.ascontiguousarray(x).reshape(-1) for name, x in host.items()}
+    out, stats, _walls = launch_and_read(ck, dev, flat, p, alpha, beta, c_type, scalar=scalar)
+    return load_code_object(code), stats, out.reshape(p.m, p.ldc)
 
 
 def _measurement(strategy, kernel, co, stats, li, p, target, max_error, verified, dtype="f32") -> Measurement:
