@@ -359,3 +359,42 @@ def test_a_copy_pre_kernel_is_priced_with_the_plan(tmp_path, capsys):
     lanes = lanes_of(text, a_transpose="pre")
     assert lanes["v_dot2_f32_f16"] == M * N * (K // 2)
     assert float(r["joules_fma"]) == pytest.approx(datapath_joules(lanes), rel=1e-5)
+
+
+def test_power_limited_clock_of_a_plan():
+    """A plan above a (lowered) power limit: the clock where the board would settle is found over
+    the whole plan (each launch re-timed at that clock and priced, then added: within the limit
+    there, above it one resolution step higher); for one launch the search is power_limited's."""
+    from dataclasses import replace
+
+    from vlpc.energy_report import _plan_power_limited, price_launches
+    from vlpc.runtime.timing.energy import launch_energy, power_limited
+
+    _, _, stats = priced_one_by_one(f32_source(*SPLIT))
+    assert len(stats) == 2
+    ops = 2.0 * np.prod(SPLIT)
+    mi60 = get_board("mi60")
+    rep, limited = price_launches(stats, mi60, ops)
+    assert not rep.over_power_limit and limited is None
+    limit = 0.8 * rep.watts
+    board = replace(mi60, power_limit_watts=limit)
+    rep, limited = price_launches(stats, board, ops)
+    assert rep.over_power_limit and limited is not None
+    assert min(f for f, _ in ENERGY.vf_curve) < limited.clock_mhz < mi60.engine_clock_mhz
+    assert limited.energy.watts <= limit and limited.energy.time_us > rep.time_us
+
+    def plan_watts(clock):
+        b = board.at(engine_clock_mhz=clock)
+        joules = time_us = 0.0
+        for st in stats:
+            tr = model_kernel(st.trace, b, Residency(st.timing.wgs_per_cu, st.trace.waves_per_wg, 0, ""),
+                              l2_miss=st.timing.l2_miss)
+            joules += estimate(events_from_stats(st, tr), b, tr.time_us).total_joules
+            time_us += tr.time_us
+        return joules / (time_us * 1e-6)
+
+    assert plan_watts(limited.clock_mhz) == pytest.approx(limited.energy.watts, rel=1e-9)
+    assert plan_watts(limited.clock_mhz + 5.0) > limit
+    one = replace(mi60, power_limit_watts=0.8 * launch_energy(stats[0], mi60).watts)
+    a, b = _plan_power_limited(stats[:1], one, ops), power_limited(stats[0], one, flops=ops)
+    assert a.clock_mhz == b.clock_mhz and a.energy.total_joules == pytest.approx(b.energy.total_joules, rel=1e-12)
