@@ -364,10 +364,10 @@ def test_a_copy_pre_kernel_is_priced_with_the_plan(tmp_path, capsys):
 def test_power_limited_clock_of_a_plan():
     """A plan above a (lowered) power limit: the clock where the board would settle is found over
     the whole plan (each launch re-timed at that clock and priced, then added: within the limit
-    there, above it one resolution step higher); for one launch the search is power_limited's."""
+    there, above it one resolution step higher); a one-launch plan settles where the launch alone does."""
     from dataclasses import replace
 
-    from vlpc.energy_report import _plan_power_limited, price_launches
+    from vlpc.energy_report import price_launches
     from vlpc.runtime.timing.energy import launch_energy, power_limited
 
     _, _, stats = priced_one_by_one(f32_source(*SPLIT))
@@ -396,5 +396,5 @@ def test_power_limited_clock_of_a_plan():
     assert plan_watts(limited.clock_mhz) == pytest.approx(limited.energy.watts, rel=1e-9)
     assert plan_watts(limited.clock_mhz + 5.0) > limit
     one = replace(mi60, power_limit_watts=0.8 * launch_energy(stats[0], mi60).watts)
-    a, b = _plan_power_limited(stats[:1], one, ops), power_limited(stats[0], one, flops=ops)
+    a, b = power_limited(stats[:1], one, flops=ops), power_limited(stats[0], one, flops=ops)
     assert a.clock_mhz == b.clock_mhz and a.energy.total_joules == pytest.approx(b.energy.total_joules, rel=1e-12)

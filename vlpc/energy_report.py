@@ -124,7 +124,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     reduce or scale kernel, the A-transpose / B-copy pre-kernels, a row-narrow kernel for a small
     M), each launched in order by :meth:`vlpc.kernel.CompiledKernel.execute` and priced alone
     (:func:`vlpc.runtime.timing.energy.launch_energy`, its own modeled time with the launch
-    overhead), then added up (:func:`combine_energy`).
+    overhead), then added up (:func:`~vlpc.runtime.timing.energy.combine_energy`).
 
     Every element type vlpc compiles: f32 and f64 (the sqc/lds kernels), f16 and int8 (the dot
     kernels, with their W8A8 scales and fused bias if any; the small-M/GEMV plans too).  Buffers
@@ -195,91 +195,26 @@ def record_launches(device) -> list[Launch]:
     return launches
 
 
-def combine_energy(reports: list, flops: float):
-    """The :class:`~vlpc.runtime.timing.energy.EnergyReport` of kernels run one after another
-    (one plan): joules per component, event counts and modeled times (each with its launch
-    overhead) added; ``flops`` the plan's operations (2 M N K).  Watts are then total energy over
-    total time.  All reports must be of one board and clock."""
-    from dataclasses import fields
-
-    from vlpc.runtime.timing.energy import COMPONENTS, EnergyEvents, EnergyReport
-
-    first = reports[0]
-    if any((r.board, r.clock_mhz) != (first.board, first.clock_mhz) for r in reports):
-        raise ValueError("combine_energy: the launches were modeled on different boards or clocks")
-    events = EnergyEvents(**{f.name: sum(getattr(r.events, f.name) for r in reports) for f in fields(EnergyEvents)})
-    return EnergyReport(board=first.board, clock_mhz=first.clock_mhz, voltage=first.voltage,
-                        time_us=sum(r.time_us for r in reports), flops=float(flops), idle_watts=first.idle_watts,
-                        joules={c: sum(r.joules[c] for r in reports) for c in COMPONENTS}, events=events,
-                        power_limit_watts=first.power_limit_watts)
-
-
 def price_launches(stats: list, board, flops: float):
     """``(EnergyReport, PowerLimited or None)`` of a plan's launches (``LaunchStats`` in order,
     each with its timing report): one launch is priced by
     :func:`~vlpc.runtime.timing.energy.launch_energy`; several are each priced alone and added
-    (:func:`combine_energy`).  Above the board's power limit, the clock where the board would
+    (:func:`~vlpc.runtime.timing.energy.combine_energy`).  Above the board's power limit, the clock where the board would
     settle: :func:`~vlpc.runtime.timing.energy.power_limited` for one launch, the same bisection
     over the whole plan's power for several (None when it cannot be found)."""
-    from vlpc.runtime.timing.energy import EnergyError, launch_energy, power_limited
+    from vlpc.runtime.timing.energy import EnergyError, combine_energy, launch_energy, power_limited
 
     if len(stats) == 1:
         rep = launch_energy(stats[0], board, flops=flops)
-        limited = None
-        if rep.over_power_limit:  # where PowerTune would settle: the timing model re-run at lower clocks
-            try:
-                limited = power_limited(stats[0], board, flops=flops)
-            except EnergyError:
-                limited = None
-        return rep, limited
-    rep = combine_energy([launch_energy(st, board) for st in stats], flops)
+    else:
+        rep = combine_energy([launch_energy(st, board) for st in stats], flops)
     limited = None
-    if rep.over_power_limit:
+    if rep.over_power_limit:  # where PowerTune would settle: the timing model re-run at lower clocks
         try:
-            limited = _plan_power_limited(stats, board, flops)
+            limited = power_limited(stats, board, flops=flops)
         except EnergyError:
             limited = None
     return rep, limited
-
-
-def _plan_power_limited(stats: list, board, flops: float, resolution_mhz: float = 5.0):
-    """:func:`vlpc.runtime.timing.energy.power_limited` for a plan of several launches: the
-    highest clock at which the plan's modeled average power (each launch re-timed on its trace
-    at that clock and priced, then added) is within the board's limit."""
-    from vlpc.runtime.timing import gpu
-    from vlpc.runtime.timing.energy import EnergyError, PowerLimited, estimate, events_from_stats
-    from vlpc.targets import energy_params
-
-    if any(getattr(st, "trace", None) is None for st in stats):
-        raise EnergyError("the power-limited clock needs each launch's trace")
-    params, limit = energy_params(board), board.power_limit_watts
-
-    def at(clock: float):
-        b = board.at(engine_clock_mhz=clock)
-        reps = []
-        for st in stats:
-            t = st.timing
-            tr = gpu.model_kernel(st.trace, b, gpu.Residency(t.wgs_per_cu, st.trace.waves_per_wg, 0, ""),
-                                  l2_miss=t.l2_miss)
-            reps.append(estimate(events_from_stats(st, tr), b, tr.time_us, params=params))
-        return combine_energy(reps, flops)
-
-    top = at(board.engine_clock_mhz)
-    if limit is None or top.watts <= limit:
-        return None
-    lo = min(f for f, _ in params.vf_curve)
-    low = at(lo)
-    if low.watts > limit:
-        raise EnergyError(f"modeled {low.watts:.0f} W even at {lo:.0f} MHz, above the board's {limit:.0f} W limit")
-    hi = board.engine_clock_mhz
-    while hi - lo > resolution_mhz:
-        mid = 0.5 * (lo + hi)
-        e = at(mid)
-        if e.watts <= limit:
-            lo, low = mid, e
-        else:
-            hi = mid
-    return PowerLimited(limit, lo, low, top)
 
 
 def plan_label(ck, m: int, steps: list) -> str:

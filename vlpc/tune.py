@@ -26,7 +26,6 @@ code object, and the model is deterministic.  All times are **modeled**, not mea
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence

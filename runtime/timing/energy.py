@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from vlpc.targets import BOARDS, ENERGY, Board, EnergyParams, energy_params
+from vlpc.targets import BOARDS, Board, EnergyParams, energy_params
 
 #: Components of the breakdown, in display order (``static`` is idle power x time).
 COMPONENTS = ("vgpr", "forwarded", "sgpr", "fma", "valu_other", "valu_overhead", "issue", "salu", "smem",
@@ -360,38 +360,61 @@ class PowerLimited:
                 f"{e.tflops:.2f} TFLOP/s")
 
 
+def combine_energy(reports: list[EnergyReport], flops: float) -> EnergyReport:
+    """The :class:`EnergyReport` of kernels run one after another (one plan: split-K's GEMM
+    and reduction, a copy kernel and the GEMM): joules per component, event counts and
+    modeled times (each with its launch overhead) added; ``flops`` the plan's operations
+    (2 M N K).  Watts are then total energy over total time.  Raises ``ValueError`` unless
+    all reports are of one board and clock."""
+    first = reports[0]
+    if any((r.board, r.clock_mhz) != (first.board, first.clock_mhz) for r in reports):
+        raise ValueError("combine_energy: the launches were modeled on different boards or clocks")
+    events = EnergyEvents(**{f.name: sum(getattr(r.events, f.name) for r in reports) for f in fields(EnergyEvents)})
+    return EnergyReport(board=first.board, clock_mhz=first.clock_mhz, voltage=first.voltage,
+                        time_us=sum(r.time_us for r in reports), flops=float(flops), idle_watts=first.idle_watts,
+                        joules={c: sum(r.joules[c] for r in reports) for c in COMPONENTS}, events=events,
+                        power_limit_watts=first.power_limit_watts)
+
+
 def power_limited(stats, board: Board | None = None, *, params: EnergyParams | None = None,
                   flops: float | None = None, resolution_mhz: float = 5.0) -> PowerLimited | None:
-    """Where a launch modeled above its board's power limit would settle (modeled).
+    """Where a launch, or a plan of launches run one after another, modeled above its board's
+    power limit would settle (modeled).
 
-    Vega 20's power management (the SMU's package power tracking, ``FEATURE_PPT`` in amdgpu's
-    vega20 power-play tables; AMD PowerTune) lowers the engine clock until the average power is
-    within the limit.  The model: the highest clock, between the lowest point of the V/f curve
-    (:attr:`vlpc.targets.EnergyParams.vf_curve`) and the set clock, at which the modeled power
-    (energy model, with the timing model re-run on the launch's trace at that clock) is at most
-    :attr:`vlpc.targets.Board.power_limit_watts`; found by bisection to ``resolution_mhz``.
-    Assumptions: the clock is continuous (the SMU picks among DPM levels and fine-grained
-    steps), the limit applies to the modeled board power (the limit is AMD's typical board
-    power), and the memory clock stays.  Returns ``None`` when the launch is within the limit
-    (or the board has none).  Raises :class:`EnergyError` without a timing report and trace,
-    or when even the lowest clock is above the limit."""
+    ``stats``: one ``LaunchStats`` or a sequence of them (a plan; each launch is re-timed and
+    priced at the trial clock, then added by :func:`combine_energy`, ``flops`` being the whole
+    plan's).  Vega 20's power management (the SMU's package power tracking, ``FEATURE_PPT`` in
+    amdgpu's vega20 power-play tables; AMD PowerTune) lowers the engine clock until the average
+    power is within the limit.  The model: the highest clock, between the lowest point of the
+    V/f curve (:attr:`vlpc.targets.EnergyParams.vf_curve`) and the set clock, at which the
+    modeled power (energy model, with the timing model re-run on each launch's trace at that
+    clock) is at most :attr:`vlpc.targets.Board.power_limit_watts`; found by bisection to
+    ``resolution_mhz``.  Assumptions: the clock is continuous (the SMU picks among DPM levels
+    and fine-grained steps), the limit applies to the modeled board power (the limit is AMD's
+    typical board power), and the memory clock stays.  Returns ``None`` when the launch is
+    within the limit (or the board has none).  Raises :class:`EnergyError` without a timing
+    report and trace, or when even the lowest clock is above the limit."""
     from vlpc.runtime.timing import gpu
     from vlpc.targets import get_board
 
-    t = getattr(stats, "timing", None)
-    trace = getattr(stats, "trace", None)
-    if t is None or trace is None:
-        raise EnergyError("the power-limited clock needs the launch's timing report and trace "
+    plan = list(stats) if isinstance(stats, (list, tuple)) else [stats]
+    if not plan or any(getattr(st, "timing", None) is None or getattr(st, "trace", None) is None for st in plan):
+        raise EnergyError("the power-limited clock needs each launch's timing report and trace "
                           "(run on the emulator with a timing model)")
-    board = board or get_board(t.board, clock_mhz=t.clock_mhz)
+    t0 = plan[0].timing
+    board = board or get_board(t0.board, clock_mhz=t0.clock_mhz)
     p = energy_params(board) if params is None else params
     limit = board.power_limit_watts
 
     def at(clock: float) -> EnergyReport:
         b = board.at(engine_clock_mhz=clock)
-        res = gpu.Residency(t.wgs_per_cu, trace.waves_per_wg, 0, "")
-        tr = gpu.model_kernel(trace, b, res, l2_miss=t.l2_miss)
-        return estimate(events_from_stats(stats, tr), b, tr.time_us, params=p, flops=flops)
+        reps = []
+        for st in plan:
+            t = st.timing
+            res = gpu.Residency(t.wgs_per_cu, st.trace.waves_per_wg, 0, "")
+            tr = gpu.model_kernel(st.trace, b, res, l2_miss=t.l2_miss)
+            reps.append(estimate(events_from_stats(st, tr), b, tr.time_us, params=p, flops=flops))
+        return reps[0] if len(reps) == 1 else combine_energy(reps, flops)
 
     top = at(board.engine_clock_mhz)
     if limit is None or top.watts <= limit:
