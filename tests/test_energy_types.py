@@ -13,6 +13,7 @@ launch's scaling to the grid is then exact) and small, so each test takes second
 from __future__ import annotations
 
 import csv
+import os
 import sys
 from pathlib import Path
 
@@ -398,3 +399,133 @@ def test_power_limited_clock_of_a_plan():
     one = replace(mi60, power_limit_watts=0.8 * launch_energy(stats[0], mi60).watts)
     a, b = power_limited(stats[:1], one, flops=ops), power_limited(stats[0], one, flops=ops)
     assert a.clock_mhz == b.clock_mhz and a.energy.total_joules == pytest.approx(b.energy.total_joules, rel=1e-12)
+
+
+# -- strided batched GEMMs -------------------------------------------------------------------
+
+#: (batch, M, N, K): whole 32x64 tiles of the sqc kernel (the timing-only launch's scaling to the grid is exact)
+BATCH = (3, 64, 64, 32)
+
+
+def batched_text(batch, m, n, k, dynamic=False) -> str:
+    """NT f32 gemm.matmul over 3-D memrefs (tests/test_batched.py's form); static batch strides
+    leave gaps between the matrices (M K + 3, N K + 4, M N + 5), so buffers sized from M, N, K
+    alone would be too short."""
+    from test_batched import batched_source
+
+    return batched_source(batch, m, n, k, m * k + 3, n * k + 4, m * n + 5, dynamic)
+
+
+def fma_lanes(batch, m, n, k) -> int:
+    """v_fma_f32 lanes of the sqc kernel: one per multiply-add (batch M N K) and one per element of
+    C in the epilogue (``v_fma_f32 c, acc, alpha, beta C``, after ``v_mul_f32`` of beta C)."""
+    return batch * m * n * (k + 1)
+
+
+def test_static_batch_is_priced_over_the_whole_batch(tmp_path, capsys):
+    """A static batch of 3: the report runs (it used to stop at "compiled for stride_a=..., got
+    stride_a=0"), counts batch x 2MNK operations, sizes buffers from the batch strides and prices
+    batch x M x N x K FMA lanes (+ the epilogue's M N per matrix) at the f32 FMA coefficient."""
+    import vlpc
+    from vlpc.api import resolve
+    from vlpc.energy_report import host_buffers
+
+    b, m, n, k = BATCH
+    text = batched_text(*BATCH)
+    rows, rc = report(tmp_path, text)
+    out = capsys.readouterr().out
+    assert rc == 0 and f"M={m} N={n} K={k}, batch of {b}, f32," in out
+    assert f"A strided batch of {b} GEMMs: every figure is of the whole batch" in out
+    assert list(rows) == ["sqc", "sqc-nofwd"] and {r["batch"] for r in rows.values()} == {str(b)}
+    assert "- legacy (lds) left out: strategy lds: a strided batch" in out
+    check_rows(rows, 2.0 * b * m * n * k)
+    # the count from the sizes, confirmed by a full (not timing-only) run whose C NumPy checks
+    assert lanes_of(text)["v_fma_f32"] == fma_lanes(*BATCH)
+    for r in rows.values():
+        assert float(r["joules_fma"]) == pytest.approx(fma_lanes(*BATCH) * ENERGY.fma_f32_pj * 1e-12, rel=1e-5)
+    # exactly sized buffers: the last matrix of each operand ends its buffer
+    ck = vlpc.compile(text).kernel()
+    host, *_ = host_buffers(ck, resolve(ck, None, None, None, m, n, k))
+    assert {x: host[x].size for x in "ABC"} == {"A": (b - 1) * (m * k + 3) + m * k,
+                                               "B": (b - 1) * (n * k + 4) + n * k,
+                                               "C": (b - 1) * (m * n + 5) + m * n}
+
+
+def test_dynamic_batch_given_with_batch(tmp_path, capsys):
+    """A '?' batch count given with --batch (report and bench): batch 3's dynamic energy is 3x
+    batch 1's.  Every event count is the batch's workgroups' (exactly 3x: CSV's 6 digits, rel
+    1e-5) but HBM bytes, which the timing model draws from an L2 miss probability estimated from
+    the first round's footprint (runtime/timing/gpu.py l2_miss_probability): those move by a few
+    percent (+1.4 % at 64x64x16), HBM being ~1/6 of the dynamic energy here, so the total is held
+    to 1 %.  The static part (idle power x time) does not triple: the other matrices run on idle
+    CUs in about the same time."""
+    from vlpc.cli import main
+    from vlpc.runtime.timing.energy import COMPONENTS
+
+    b, m, n, k = BATCH
+    text = batched_text(*BATCH, dynamic=True)
+    sizes = ["--m", str(m), "--n", str(n), "--k", str(k)]
+    by = {}
+    for nb in (1, b):
+        by[nb], rc = report(tmp_path, text, *sizes, "--batch", str(nb))
+        assert rc == 0 and f"M={m} N={n} K={k}, batch of {nb}, f32," in capsys.readouterr().out
+    check_rows(by[b], 2.0 * b * m * n * k)
+    one, three = by[1]["sqc"], by[b]["sqc"]
+    assert float(three["joules_fma"]) == pytest.approx(fma_lanes(*BATCH) * ENERGY.fma_f32_pj * 1e-12, rel=1e-5)
+    for c in COMPONENTS:
+        if c not in ("hbm", "static"):
+            assert float(three[f"joules_{c}"]) == pytest.approx(b * float(one[f"joules_{c}"]), rel=1e-5), c
+    assert float(three["joules_hbm"]) == pytest.approx(b * float(one["joules_hbm"]), rel=0.05)
+
+    def dynamic(r):
+        return float(r["joules"]) - float(r["joules_static"])
+
+    assert dynamic(three) == pytest.approx(b * dynamic(one), rel=0.01)
+    assert float(three["joules"]) < 1.5 * float(one["joules"])  # the static part dominates and barely grows
+    # the count is needed when the IR leaves it dynamic: one line naming --batch
+    _, rc = report(tmp_path, text, *sizes)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1 and "--batch" in err[0] and "batch count at launch" in err[0]
+    # vlpc bench --energy takes --batch too (it writes FILE-energy.* in the current directory)
+    f = tmp_path / "bg.mlir"
+    f.write_text(text)
+    cwd = Path.cwd()
+    try:
+        os.chdir(tmp_path)
+        rc = main(["bench", str(f), *sizes, "--batch", str(b), "--energy", "-q"])
+    finally:
+        os.chdir(cwd)
+    assert rc == 0 and f"batch of {b}" in capsys.readouterr().out
+    bench = {r["variant"]: r for r in csv.DictReader(open(tmp_path / "bg-energy.csv"))}
+    assert float(bench["sqc"]["joules"]) == pytest.approx(float(three["joules"]), rel=1e-5)
+
+
+def test_batch_on_a_plain_kernel_is_one_line(tmp_path, capsys):
+    """--batch on a kernel that is not batched: the one line vlpc run gives, exit code 1, from
+    report --energy and bench --energy; without --energy, report and bench name --energy."""
+    from vlpc.cli import main
+
+    f = tmp_path / "plain.mlir"
+    f.write_text(f32_source(M, N, K))
+    assert main(["run", str(f), "--batch", "2", "-q"]) == 1
+    want = capsys.readouterr().err.strip().splitlines()
+    assert len(want) == 1 and "--batch 2: kernel dgemm is not batched" in want[0]
+    assert main(["report", str(f), "--energy", "--batch", "2", "-q", "-o", str(tmp_path / "o")]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == want
+    assert main(["bench", str(f), "--energy", "--batch", "2", "-q"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == want
+    for cmd in (["report", str(f), "--batch", "2", "-q", "-o", str(tmp_path / "o")], ["bench", str(f), "--batch", "2"]):
+        assert main(cmd) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--batch 2: vlpc {cmd[0]} takes it with --energy" in err[0]
+
+
+def test_dynamic_int8_batch_rounds_leading_dimensions_as_vlpc_run(tmp_path, capsys):
+    """int8, sizes, leading dimensions and batch strides all at launch, K = 13: as vlpc run, the
+    rows are padded to whole dwords (lda = ldb = 16) and the batch strides follow; the kernel
+    refuses a launch lda of 13."""
+    from test_dot_user_paths import BATCH_I8
+
+    rows, rc = report(tmp_path, BATCH_I8, "--m", "9", "--n", "33", "--k", "13", "--batch", "3")
+    assert rc == 0 and "M=9 N=33 K=13, batch of 3, i8 -> i32," in capsys.readouterr().out
+    check_rows(rows, 2.0 * 3 * 9 * 33 * 13)

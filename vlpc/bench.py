@@ -217,6 +217,8 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="modeled joules per GEMM, average board watts, pJ/FLOP and GFLOP/s per W by component of "
                         "sqc, sqc without forwarding and legacy (lds; f32/f64 only) at one size (timing and energy models; "
                         "writes FILE-energy.md/.csv and the chart FILE-energy.svg or --chart)")
+    b.add_argument("--batch", type=positive,
+                   help="with --energy: the batch count of a strided batched kernel, when dynamic (as vlpc run)")
 
 
 def rocblas_problem(args) -> RocblasProblem | None:
@@ -345,6 +347,8 @@ def cmd_bench(args) -> int:
             raise VlpcError("--energy compares three kernels at one size: drop --sweep")
         m, n, k = (rb.n, rb.m, rb.k) if rb is not None else (args.m, args.n, args.k)
         return run_energy_command(args, text, default_prefix(args.file), m=m, n=n, k=k)
+    if args.batch is not None:
+        raise VlpcError(f"--batch {args.batch}: vlpc bench takes it with --energy")
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = compiled.kernel()
     dtype = np.float64 if kernel.launch_info.get("dtype", "f32") == "f64" else np.float32  # (f16/i8: own types)

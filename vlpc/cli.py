@@ -182,6 +182,8 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--m", type=int, help="M, for dynamic ('?') dimensions")
     rp.add_argument("--n", type=int, help="N, for dynamic dimensions")
     rp.add_argument("--k", type=int, help="K, for dynamic dimensions")
+    rp.add_argument("--batch", type=int,
+                    help="with --energy: the batch count of a strided batched kernel, when dynamic (as vlpc run)")
     rp.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
     rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
     rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
@@ -536,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
             from vlpc.bench import cmd_bench
             return cmd_bench(args)
         if args.command == "report":
+            if args.batch is not None and not args.energy:
+                raise VlpcError(f"--batch {args.batch}: vlpc report takes it with --energy")
             from vlpc.report import cmd_report
             return cmd_report(args)
         if args.command == "tune":

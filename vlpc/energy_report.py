@@ -17,7 +17,9 @@ Element types: f32 and f64 (all three variants), f16 and int8 (the dot kernels,
 passes/gemm_to_gcn_dot.py: sqc with and without forwarding; the lds strategy does not exist
 for them).  A variant the kernel's type or the command's options rule out is left out of the
 table and named in one line with the compiler's reason; only when no variant compiles is the
-refusal an error.  Operations are 2 M N K: FLOPs, or integer ops ("op") for int8.
+refusal an error.  Operations are 2 M N K (times the batch count of a strided batched GEMM):
+FLOPs, or integer ops ("op") for int8.  Sizes, leading dimensions, the batch count (``--batch``
+when it is dynamic) and batch strides are resolved as ``vlpc run`` resolves them.
 
 Outputs: a Markdown table (stdout and ``PREFIX.md``), ``PREFIX.csv`` and a stacked-bar
 chart of the energy per FLOP by component (``PREFIX.svg``, or ``--chart F.svg|F.png``).
@@ -65,6 +67,8 @@ class EnergyRow:
     plan: str = ""
     #: The plan's launches as run, in order (:class:`Launch`), each priced alone.
     launches: list = field(default_factory=list)
+    #: Products of a strided batched GEMM (:attr:`vlpc.verify.Problem.batch`); 0 for a plain GEMM.
+    batch: int = 0
 
     @property
     def heading(self) -> str:
@@ -114,7 +118,7 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
 
 def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
                    n: int | None = None, k: int | None = None, gpu: str = "mi60", clock: float | None = None,
-                   options: dict | None = None, progress=None) -> EnergyRow:
+                   options: dict | None = None, progress=None, batch: int | None = None) -> EnergyRow:
     """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`) with the command's options,
     run its plan once on the emulator with ``gpu``'s timing model at ``clock`` MHz (timing-only
     launches) and price it.
@@ -129,11 +133,20 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     Every element type vlpc compiles: f32 and f64 (the sqc/lds kernels), f16 and int8 (the dot
     kernels, with their W8A8 scales and fused bias if any; the small-M/GEMV plans too).  Buffers
     are sized from the kernel's element types (:func:`host_buffers`) and the arguments packed by
-    :func:`vlpc.verify.launch_and_read` (alpha = 1, beta = 0 of the kernel's scalar type).  The
-    operations counted are 2 M N K (FLOPs; integer ops for int8).  Raises :class:`VlpcError` for
-    sizes or options the variant cannot compile or run."""
+    :func:`vlpc.verify.launch_and_read` (alpha = 1, beta = 0 of the kernel's scalar type).
+
+    The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_problem`,
+    :func:`vlpc.run.check_batch_option`, :func:`vlpc.api.resolve`, the dot kernels'
+    :func:`vlpc.dot_run.round_leading_dimensions`): static sizes, leading dimensions and batch
+    strides from the IR, the others from ``m``, ``n``, ``k`` and ``batch`` (the batch count of a
+    strided batched kernel when it is dynamic; batch strides given at launch are rows x leading
+    dimension), so a batched kernel's buffers hold its whole batch (:func:`vlpc.verify.geometries`).
+    The operations counted are 2 M N K x the batch count (FLOPs; integer ops for int8).  Raises
+    :class:`VlpcError` for sizes or options the variant cannot compile or run, and for ``batch``
+    given to a kernel that is not batched or contradicting a static batch count."""
     import vlpc
-    from vlpc.run import resolve_problem
+    from vlpc.api import resolve
+    from vlpc.run import check_batch_option, resolve_problem
     from vlpc.runtime.emulator.device import EmulatorDevice
     from vlpc.verify import launch_and_read
 
@@ -144,7 +157,12 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
         opts.pop("schedule", None)
     mod = vlpc.compile(text, target, filename=filename, **opts)
     ck = mod.kernel()
-    p = resolve_problem(ck.launch_info, m, n, k)
+    p = resolve_problem(ck.launch_info, m, n, k)  # as vlpc run (vlpc/run.py cmd_run), without operand arrays
+    check_batch_option(ck, batch)
+    p = resolve(ck, None, None, None, p.m, p.n, p.k, batch)
+    if str(ck.launch_info.get("dtype", "f32")) in ("f16", "i8"):  # leading dimensions given at launch: whole dwords of K
+        from vlpc.dot_run import round_leading_dimensions
+        round_leading_dimensions(ck, p, False, False)
     ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     batch = p.batch or None
     steps = ck.plan(p.m, p.n, p.k, batch)
@@ -164,7 +182,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     ops = 2.0 * p.m * p.n * p.k * p.batches
     rep, limited = price_launches([x.stats for x in launches], dev.board, ops)
     return EnergyRow(variant, title, "+".join(s.kernel for s in steps), p.m, p.n, p.k, rep, limited,
-                     type_label(ab, ct), plan=plan_label(ck, p.m, steps), launches=launches)
+                     type_label(ab, ct), plan=plan_label(ck, p.m, steps), launches=launches, batch=p.batch)
 
 
 @dataclass
@@ -250,6 +268,12 @@ class EnergyComparison:
         return self.rows[0].dtype
 
     @property
+    def batch_text(self) -> str:
+        """``", batch of 3"`` for a strided batched GEMM (the figures are of the whole batch), else ``""``."""
+        b = self.rows[0].batch
+        return f", batch of {b}" if b else ""
+
+    @property
     def op(self) -> str:
         """The unit counted: ``FLOP``, or ``op`` for integer (int8) products."""
         return "op" if self.dtype.startswith("i") else "FLOP"
@@ -320,10 +344,14 @@ class EnergyComparison:
         e0 = r0.energy
         out = io.StringIO()
         w = out.write
-        w(f"# Modeled energy per GEMM: M={r0.m} N={r0.n} K={r0.k}, {r0.dtype}, {e0.board} @ {e0.clock_mhz:.0f} MHz\n\n")
+        w(f"# Modeled energy per GEMM: M={r0.m} N={r0.n} K={r0.k}{self.batch_text}, {r0.dtype}, {e0.board} @ "
+          f"{e0.clock_mhz:.0f} MHz\n\n")
         w(f"All figures are modeled (vlpc's timing and energy models on the emulator's counts), not measured: "
           f"core voltage {e0.voltage:.3f} V from the assumed V/f curve, idle power {e0.idle_watts:.1f} W; "
           f"coefficients and sources in vlpc/targets.py (EnergyParams, ENERGY_SOURCES).\n\n")
+        if r0.batch:
+            w(f"A strided batch of {r0.batch} GEMMs: every figure is of the whole batch "
+              f"({r0.batch} x 2 M N K operations).\n\n")
         from vlpc.targets import BOARD_ENERGY_NOTE
         if e0.board in BOARD_ENERGY_NOTE:
             w(f"**{BOARD_ENERGY_NOTE[e0.board]}.**\n\n")
@@ -349,13 +377,14 @@ class EnergyComparison:
         wr = csv.writer(out)
         wr.writerow(["variant", "kernel", "board", "clock_mhz", "voltage", "m", "n", "k", "time_us", "tflops",
                      "joules", "watts", "pj_per_flop", "gflops_per_watt"] + [f"joules_{c}" for c in COMPONENTS]
-                    + ["dtype", "plan", "launches"])
+                    + ["dtype", "plan", "launches", "batch"])
         for r in self.rows:
             e = r.energy
             wr.writerow([r.variant, r.kernel, e.board, f"{e.clock_mhz:.0f}", f"{e.voltage:.4f}", r.m, r.n, r.k,
                          f"{e.time_us:.3f}", f"{e.tflops:.4f}", f"{e.total_joules:.6g}", f"{e.watts:.3f}",
                          f"{e.pj_per_flop:.4f}", f"{e.gflops_per_watt:.3f}"]
-                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS] + [r.dtype, r.plan, max(1, len(r.launches))])
+                        + [f"{e.joules[c]:.6g}" for c in COMPONENTS] + [r.dtype, r.plan, max(1, len(r.launches)),
+                                                                         r.batch])
         return out.getvalue()
 
     def figure(self):
@@ -380,7 +409,7 @@ class EnergyComparison:
         ax.set_ylabel(f"modeled energy per {self.op} (pJ)")
         ax.set_ylim(0, max(bottom) * 1.18 if bottom else 1)
         r0 = self.rows[0]
-        ax.set_title(f"Modeled energy by component, M={r0.m} N={r0.n} K={r0.k} {r0.dtype}\n"
+        ax.set_title(f"Modeled energy by component, M={r0.m} N={r0.n} K={r0.k}{self.batch_text} {r0.dtype}\n"
                      f"{r0.energy.board} @ {r0.energy.clock_mhz:.0f} MHz (timing + energy model, not measured)",
                      fontsize=10)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
@@ -421,9 +450,13 @@ def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progres
 def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) -> int:
     """The shared body of ``vlpc report --energy`` and ``vlpc bench --energy``: outputs are
     checked first, then the variants run (:func:`build_comparison`: those the type or options
-    rule out are left out); the table goes to stdout and ``PREFIX.md``."""
+    rule out are left out); the table goes to stdout and ``PREFIX.md``.  ``args.batch`` (``--batch``,
+    if the command has it) is the batch count of a strided batched kernel when it is dynamic."""
     from vlpc.cli_support import Progress, check_chart, check_writable, codegen_options, write_atomic
 
+    batch = getattr(args, "batch", None)
+    if batch is not None and batch <= 0:
+        raise VlpcError(f"--batch must be positive, got {batch}")
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
     for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
         check_writable(path, what)
@@ -446,7 +479,8 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     quiet = getattr(args, "quiet", False)
     with Progress(0, "vlpc --energy", quiet=quiet) as bar:
         rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,
-                               k=k, gpu=gpu, clock=clock, options=options, progress=None if quiet else bar)
+                               k=k, gpu=gpu, clock=clock, options=options, progress=None if quiet else bar,
+                               batch=batch)
     md = rep.markdown()
     sys.stdout.write(md)
     write_atomic(f"{prefix}.md", md)

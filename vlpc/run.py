@@ -49,6 +49,13 @@ def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | No
                    ld("ldc", nn))
 
 
+def check_batch_option(kernel, batch: int | None) -> None:
+    """``--batch`` (a dynamic batch count) is for a strided batched kernel: given for another
+    kernel it is a one-line :class:`VlpcError` (``vlpc run``, ``vlpc report/bench --energy``)."""
+    if batch is not None and kernel.launch_info.get("batch", 0) == 0:
+        raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
+
+
 def storage_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
     """(rows, row stride) of A, B and C as stored, for a layout ("NT": A is M x K, B is N x K)."""
     return {"A": (p.m if layout[0] == "N" else p.k, p.lda),
@@ -91,8 +98,7 @@ def cmd_run(args) -> int:
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
     batched = kernel.launch_info.get("batch", 0) != 0
     batch = getattr(args, "batch", None)
-    if batch is not None and not batched:
-        raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
+    check_batch_option(kernel, batch)
 
     layout = kernel.launch_info.get("layout", "NT")
     dtype_name = str(kernel.launch_info.get("dtype", "f32"))
