@@ -45,17 +45,10 @@ def _check(ins, dfmt, nfmt):
     return _DFMT32[dfmt]
 
 
-def _build(ins, b, p):
-    from .. import core
+def _inner_access(ins, b, p, load, d):
+    """``inner_for(nf)``: the core's ``load``/``store_dword[xN]`` builder for ``nf`` 32-bit
+    components through VGPRs ``d..d+nf-1`` (same addressing as ``ins``), built once per ``nf``."""
     from ..decode import vreg
-    pl = _plain(ins.f["op"])
-    if pl is None:
-        return None
-    _, n = pl
-    load = ins.f["op"].startswith("load")
-    if load:
-        p.load_kind = "vm"
-    d = ins.dst[0].reg if load else ins.src[-1].reg
     inners: dict[int, object] = {}
 
     def inner_for(nf):
@@ -70,19 +63,39 @@ def _build(ins, b, p):
                                            src=list(ins.src[:-1]) + [vreg(d, nf)])
             fn = inners[nf] = _memory.build_mubuf(ins2, b, p)
         return fn
+    return inner_for
 
+
+def _format_of(ins, n):
+    """``fmt(b, g)``: (components accessed: the instruction's ``n`` or fewer when the format
+    has fewer, NUM_FORMAT) from the MTBUF fields or the buffer descriptor's word 3 (one
+    format for all waves of the group, else UnsupportedInstruction)."""
     if ins.encoding == "MTBUF":
-        fmt = lambda b, g: (min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"])), ins.f["nfmt"])  # noqa: E731
-    else:
-        r = ins.f["srsrc"].reg
+        return lambda b, g: (min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"])), ins.f["nfmt"])
+    r = ins.f["srsrc"].reg
 
-        def fmt(b, g):
-            w3 = {int(x) for x in b.S[r + 3][g.sel]}
-            if len(w3) != 1:
-                raise UnsupportedInstruction(f"{ins.mnemonic}: waves with different buffer formats",
-                                             mnemonic=ins.mnemonic)
-            v = w3.pop()
-            return min(n, _check(ins, (v >> 15) & 0xF, (v >> 12) & 7)), (v >> 12) & 7
+    def fmt(b, g):
+        w3 = {int(x) for x in b.S[r + 3][g.sel]}
+        if len(w3) != 1:
+            raise UnsupportedInstruction(f"{ins.mnemonic}: waves with different buffer formats",
+                                         mnemonic=ins.mnemonic)
+        v = w3.pop()
+        return min(n, _check(ins, (v >> 15) & 0xF, (v >> 12) & 7)), (v >> 12) & 7
+    return fmt
+
+
+def _build(ins, b, p):
+    from .. import core
+    pl = _plain(ins.f["op"])
+    if pl is None:
+        return None
+    _, n = pl
+    load = ins.f["op"].startswith("load")
+    if load:
+        p.load_kind = "vm"
+    d = ins.dst[0].reg if load else ins.src[-1].reg
+    inner_for = _inner_access(ins, b, p, load, d)
+    fmt = _format_of(ins, n)
 
     def run(b, g):
         nf, nfmt = fmt(b, g)
@@ -103,7 +116,6 @@ def _build_d16(ins, b, p):
     16 bits.  Runs the core's dword access through the destination (or data) VGPRs and
     restores them before packing."""
     from .. import core
-    from ..decode import vreg
     name = ins.f["op"]
     load = name.startswith("load")
     rest = name.split("_format_d16_", 1)[1]
@@ -112,30 +124,8 @@ def _build_d16(ins, b, p):
     if load:
         p.load_kind = "vm"
     d = ins.dst[0].reg if load else ins.src[-1].reg
-    inners: dict[int, object] = {}
-
-    def inner_for(nf):
-        fn = inners.get(nf)
-        if fn is None:
-            op = ("load" if load else "store") + "_dword" + (f"x{nf}" if nf > 1 else "")
-            if load:
-                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
-                                           dst=[vreg(d, nf)])
-            else:
-                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
-                                           src=list(ins.src[:-1]) + [vreg(d, nf)])
-            fn = inners[nf] = _memory.build_mubuf(ins2, b, p)
-        return fn
-
-    def fmt(b, g):
-        if ins.encoding == "MTBUF":
-            return min(n, _check(ins, ins.f["dfmt"], ins.f["nfmt"])), ins.f["nfmt"]
-        w3 = {int(x) for x in b.S[ins.f["srsrc"].reg + 3][g.sel]}
-        if len(w3) != 1:
-            raise UnsupportedInstruction(f"{ins.mnemonic}: waves with different buffer formats",
-                                         mnemonic=ins.mnemonic)
-        v = w3.pop()
-        return min(n, _check(ins, (v >> 15) & 0xF, (v >> 12) & 7)), (v >> 12) & 7
+    inner_for = _inner_access(ins, b, p, load, d)
+    fmt = _format_of(ins, n)
 
     def to16(x, nfmt):
         if nfmt == 7:
