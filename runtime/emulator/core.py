@@ -483,6 +483,22 @@ class Batch:
         self.EM[g.sel] = O.mask_of(ex)
         g.exec_changed()
 
+    def write_exec(self, g: Group, bits):
+        """EXEC := ``bits`` (uint64 lane masks, one per wave of ``g``), lane masks included."""
+        lo, hi = O.split64(bits)
+        self.S[isa.EXEC_LO][g.sel] = lo
+        self.S[isa.EXEC_HI][g.sel] = hi
+        self.refresh_exec(g)
+
+    def write_compare(self, g: Group, wr, res, lanes, to_exec: bool):
+        """A VOPC result: the per-lane booleans ``res`` (broadcastable to (n, 64)) of the
+        ``lanes`` to write (EXEC, or a DPP form's write mask) as 64-bit masks through the
+        SDST writer ``wr``, and to EXEC as well when ``to_exec`` (``v_cmpx_*``)."""
+        bits = O.bits_of(np.broadcast_to(res, (g.n, WAVE)) & lanes)
+        wr(self, g, bits)
+        if to_exec:
+            self.write_exec(g, bits)
+
     def vwrite(self, g: Group, r: int, val):
         """Write a VGPR under EXEC (val broadcastable to (n, 64), uint32)."""
         dst = self.V[r]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import isa
 from .. import ops as O
 from ._util import I64, U32, half, raw_reader, raw_reader16, s16
 from .float_mode import denorm_bits, flush16, mode_of, round_bits, round_directed
@@ -282,13 +281,7 @@ def _build_cmp(mn):
                 res = O.int_cmp(cond, s16(a), s16(c))
             else:
                 res = O.int_cmp(cond, a.astype(I64), c.astype(I64))
-            bits = O.bits_of(np.broadcast_to(res, (g.n, core.WAVE)) & b.em(g))
-            wr(b, g, bits)
-            if x:
-                lo, hi = O.split64(bits)
-                b.S[isa.EXEC_LO][g.sel] = lo
-                b.S[isa.EXEC_HI][g.sel] = hi
-                b.refresh_exec(g)
+            b.write_compare(g, wr, res, b.em(g), x)
         return run
     return build
 

@@ -177,10 +177,7 @@ def build_salu(ins: Instr, b: Batch, p: Prepared):
             e = b.exec64(g)
             new = op(s, e)
             wr(b, g, e)
-            lo, hi = O.split64(np.broadcast_to(new, (g.n,)))
-            b.S[isa.EXEC_LO][g.sel] = lo
-            b.S[isa.EXEC_HI][g.sel] = hi
-            b.refresh_exec(g)
+            b.write_exec(g, np.broadcast_to(new, (g.n,)))
             b.SCC[g.sel] = new != 0
         return fn
     if enc == "SOPC":

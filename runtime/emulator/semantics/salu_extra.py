@@ -112,10 +112,7 @@ def _wrexec(n1: bool):
             s0 = np.broadcast_to(np.asarray(rd(b, g), U64), (g.n,))
             ex = O.u64_of(b.S[isa.EXEC_LO][g.sel], b.S[isa.EXEC_HI][g.sel])
             new = (~ex & s0) if n1 else (s0 & ~ex)
-            lo, hi = O.split64(new)
-            b.S[isa.EXEC_LO][g.sel] = lo
-            b.S[isa.EXEC_HI][g.sel] = hi
-            b.refresh_exec(g)
+            b.write_exec(g, new)
             wr(b, g, new)
             b.SCC[g.sel] = new != 0
         return run

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
 from ._util import I64, U32, raw_reader, raw_reader16, s16
@@ -313,6 +312,46 @@ def _moded(plan, b, g):
     return mode if (plan.always or mode != IEEE_KEEP) else None
 
 
+def _cmp_runner(ins, fn, plan, fetch):
+    """The runner of an SDWA/DPP compare: ``fetch(b, g)`` gives the two sources (after the
+    selection or the lane move, with their modifiers) and the lanes to write."""
+    from .. import core
+    wr = core.swriter(ins.dst[0])
+    x = ins.mnemonic.startswith("v_cmpx_")
+
+    def run_cmp(b, g):
+        (a, c), lanes = fetch(b, g)
+        mode = _moded(plan, b, g)
+        if mode is not None:
+            plan.rounding(mode)
+            a, c = plan.flush_sources([a, c], mode)
+        b.write_compare(g, wr, fn(a, c), lanes, x)
+    return run_cmp
+
+
+def _result(kind, fn, plan, post, vals, extra, acc, mode, b, g):
+    """(result, carry-out or None) of a non-compare SDWA/DPP operation on the sources
+    ``vals`` (after the selection or the lane move, with their modifiers) under ``mode``
+    (:func:`_moded`): ``extra`` reads the further operands (v_cndmask's VCC, the carry-in),
+    ``acc`` their values as the accumulator (v_mac)."""
+    with np.errstate(all="ignore"):
+        if kind == "cndmask":
+            m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
+            return np.where(m, vals[1], vals[0]), None
+        if kind == "carry":
+            cin = None
+            if extra:
+                cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
+            return fn(vals[0], vals[1], cin)
+        if kind == "i16":
+            return _f16_result(plan, fn, vals + acc(b, g), mode, post, b, g), None
+        if mode is not None:
+            return plan.compute(plan.flush_sources(vals + acc(b, g), mode), mode), None
+        # v_mac_f32: the accumulator (the destination) is the third operand
+        res = fn(*vals, *acc(b, g))
+        return (res if post is None else post(res, b, g)), None
+
+
 def _build_sdwa(ins, b, p):
     from .. import core
     mn = ins.mnemonic
@@ -338,51 +377,19 @@ def _build_sdwa(ins, b, p):
         return vals
 
     if kind == "cmp":
-        wr = core.swriter(ins.dst[0])
-        x = mn.startswith("v_cmpx_")
-
-        def run_cmp(b, g):
-            a, c = operands(b, g)
-            mode = _moded(plan, b, g)
-            if mode is not None:
-                plan.rounding(mode)
-                a, c = plan.flush_sources([a, c], mode)
-            bits = O.bits_of(np.broadcast_to(fn(a, c), (g.n, core.WAVE)) & b.em(g))
-            wr(b, g, bits)
-            if x:
-                lo, hi = O.split64(bits)
-                b.S[isa.EXEC_LO][g.sel] = lo
-                b.S[isa.EXEC_HI][g.sel] = hi
-                b.refresh_exec(g)
-        return run_cmp
+        return _cmp_runner(ins, fn, plan, lambda b, g: (operands(b, g), b.em(g)))
 
     d = ins.dst[0].reg
     dsel, unused = sd["dst_sel"], sd["dst_unused"]
     cw = core.swriter(ins.dst[1]) if kind == "carry" else None
 
+    def acc(b, g):
+        return [e(b, g) for e in extra]
+
     def run(b, g):
         vals = operands(b, g)
-        carry = None
         mode = _moded(plan, b, g)
-        with np.errstate(all="ignore"):
-            if kind == "cndmask":
-                m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
-                res = np.where(m, vals[1], vals[0])
-            elif kind == "carry":
-                cin = None
-                if extra:
-                    cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
-                res, carry = fn(vals[0], vals[1], cin)
-            elif kind == "i16":
-                vals = vals + [e(b, g) for e in extra]   # v_mac_f16: the accumulator
-                res = _f16_result(plan, fn, vals, mode, post, b, g)
-            elif mode is not None:
-                res = plan.compute(plan.flush_sources(vals + [e(b, g) for e in extra], mode), mode)
-            else:
-                # v_mac_f32: the accumulator (the destination) is the third operand
-                res = fn(*vals, *[e(b, g) for e in extra])
-                if post is not None:
-                    res = post(res, b, g)
+        res, carry = _result(kind, fn, plan, post, vals, extra, acc, mode, b, g)
         res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
         b.vwrite(g, d, _place(res, b.V[d][g.sel], dsel, unused))
         if cw is not None:
@@ -467,52 +474,22 @@ def _build_dpp(ins, b, p):
         return vals, wen
 
     if kind == "cmp":
-        wr = core.swriter(ins.dst[0])
-        x = mn.startswith("v_cmpx_")
-
-        def run_cmp(b, g):
-            (a, c), wen = fetch(b, g)
-            mode = _moded(plan, b, g)
-            if mode is not None:
-                plan.rounding(mode)
-                a, c = plan.flush_sources([a, c], mode)
-            bits = O.bits_of(np.broadcast_to(fn(a, c), (g.n, core.WAVE)) & wen)
-            wr(b, g, bits)
-            if x:
-                lo, hi = O.split64(bits)
-                b.S[isa.EXEC_LO][g.sel] = lo
-                b.S[isa.EXEC_HI][g.sel] = hi
-                b.refresh_exec(g)
-        return run_cmp
+        return _cmp_runner(ins, fn, plan, fetch)
 
     d = ins.dst[0].reg
     if ins.dst[0].width != 1:
         return None
     cw = core.swriter(ins.dst[1]) if kind == "carry" else None
 
+    def acc(b, g):
+        return [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra]
+
     def run(b, g):
         vals, wen = fetch(b, g)
-        carry = None
+        if kind == "i16":
+            vals = [v & U32(0xFFFF) for v in vals]
         mode = _moded(plan, b, g)
-        with np.errstate(all="ignore"):
-            if kind == "cndmask":
-                m = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
-                res = np.where(m, vals[1], vals[0])
-            elif kind == "carry":
-                cin = None
-                if extra:
-                    cin = O.mask_of(np.broadcast_to(extra[0](b, g), (g.n, 1)).reshape(-1))
-                res, carry = fn(vals[0], vals[1], cin)
-            elif kind == "i16":
-                vals = [v & U32(0xFFFF) for v in vals] + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra]
-                res = _f16_result(plan, fn, vals, mode, post, b, g)
-            elif mode is not None:
-                res = plan.compute(plan.flush_sources(
-                    vals + [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra], mode), mode)
-            else:
-                res = fn(*vals, *[np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra])
-                if post is not None:
-                    res = post(res, b, g)
+        res, carry = _result(kind, fn, plan, post, vals, extra, acc, mode, b, g)
         res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
         old = b.V[d][g.sel]
         b.vwrite(g, d, np.where(wen, res, old))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import isa
 from .. import ops as O
 from ..core import F32, F64, I64, U32, U64, WAVE, Batch, Prepared, ssrc_reader, swriter, vsrc_reader, vwriter
 from ..decode import Instr
@@ -389,14 +388,7 @@ def _build_cmp(ins: Instr):
     wr = swriter(ins.dst[0])
 
     def fn(b, g):
-        res = np.broadcast_to(test(ra(b, g), rb_(b, g)), (g.n, WAVE)) & b.em(g)
-        bits = O.bits_of(res)
-        wr(b, g, bits)
-        if x:
-            lo, hi = O.split64(bits)
-            b.S[isa.EXEC_LO][g.sel] = lo
-            b.S[isa.EXEC_HI][g.sel] = hi
-            b.refresh_exec(g)
+        b.write_compare(g, wr, test(ra(b, g), rb_(b, g)), b.em(g), x)
     return fn
 
 

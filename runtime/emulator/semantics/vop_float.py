@@ -303,14 +303,7 @@ def build(ins, b, p):
         vals = [flush_in(i, r(b, g), mode) for i, r in enumerate(readers)]
         if is_cmp:
             res = (O.f64_cmp if is64 else O.f32_cmp)(cond, vals[0], vals[1])
-            res = np.broadcast_to(res, (g.n, core.WAVE)) & b.em(g)
-            bits = O.bits_of(res)
-            wr(b, g, bits)
-            if x:
-                lo, hi = O.split64(bits)
-                b.S[isa.EXEC_LO][g.sel] = lo
-                b.S[isa.EXEC_HI][g.sel] = hi
-                b.refresh_exec(g)
+            b.write_compare(g, wr, res, b.em(g), x)
             return None
         ieee = bool((mode >> 9) & 1)
         sem = sems.get(ieee)
