@@ -144,7 +144,9 @@ VOP3B_OPS = {"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32",
              "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64", "v_mad_u64_u32", "v_mad_i64_i32"}
 _CARRY_IN = {"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"}
 #: VOP1/VOP2 instructions without a VOP3 encoding (two VGPR results; an inline literal).
-_NO_VOP3_FORM = {"v_swap_b32", "v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16"}
+#: VOP2 multiply-adds with a literal constant K in the dword after the instruction.
+_MADK = ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16")
+_NO_VOP3_FORM = {"v_swap_b32", *_MADK}
 
 
 class Decoder:
@@ -389,23 +391,37 @@ def _smem(pc, w, w1):
 
 # -- vector ALU ---------------------------------------------------------------
 
+_VOP_OPCODES = {"VOP1": isa.VOP1, "VOP2": isa.VOP2, "VOPC": isa.VOPC}
+
+
+def _vop_mnemonic(pc, w, lit, enc, op, plain):
+    """The mnemonic of the VOP1/VOP2/VOPC (``enc``) word ``w`` with opcode ``op``, or the
+    decoded :class:`Instr` when ``w`` is no plain form: an opcode outside the table
+    (unsupported), or the SDWA/DPP form (src0 = 249/250, :func:`_sdwa_dpp` with the
+    plain-form decoder ``plain``)."""
+    mn = _VOP_OPCODES[enc].get(op)
+    if mn is None:
+        return _unsupported(pc, 4, enc, f"{enc} opcode {op}", op)
+    if (w & 0x1FF) in (isa.SDWA, isa.DPP):
+        return _sdwa_dpp(pc, w, lit, enc, mn, plain)
+    return mn
+
+
 def _vop2(pc, w, lit):
     op = (w >> 25) & 0x3F
-    mn = isa.VOP2.get(op)
-    if mn is None:
-        return _unsupported(pc, 4, "VOP2", f"VOP2 opcode {op}", op)
+    mn = _vop_mnemonic(pc, w, lit, "VOP2", op, _vop2)
+    if isinstance(mn, Instr):
+        return mn
     s0 = w & 0x1FF
     v1 = (w >> 9) & 0xFF
     vd = (w >> 17) & 0xFF
-    if s0 in (isa.SDWA, isa.DPP):
-        return _sdwa_dpp(pc, w, lit, "VOP2", mn, _vop2)
     wd = isa.widths(mn, 2)
     isf = _is_float_op(mn)
-    size = 8 if s0 == isa.LITERAL or mn in ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16") else 4
+    size = 8 if s0 == isa.LITERAL or mn in _MADK else 4
     ins = Instr(pc, size, "VOP2", op, mn)
     ins.dst = [vreg(vd, wd[0])]
-    ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=isf), vreg(v1, wd[2])]
-    if mn in ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16"):
+    ins.src = [_ssrc(s0, wd[1], lit, isf), vreg(v1, wd[2])]
+    if mn in _MADK:
         k = Operand("lit", isa.LITERAL, 1, value=lit(), text=f"0x{lit():x}")
         if mn.startswith("v_madmk"):
             ins.src = [ins.src[0], k, ins.src[1]]
@@ -424,19 +440,17 @@ def _vop2(pc, w, lit):
 
 def _vop1(pc, w, lit):
     op = (w >> 9) & 0xFF
-    mn = isa.VOP1.get(op)
-    if mn is None:
-        return _unsupported(pc, 4, "VOP1", f"VOP1 opcode {op}", op)
+    mn = _vop_mnemonic(pc, w, lit, "VOP1", op, _vop1)
+    if isinstance(mn, Instr):
+        return mn
     s0 = w & 0x1FF
     vd = (w >> 17) & 0xFF
-    if s0 in (isa.SDWA, isa.DPP):
-        return _sdwa_dpp(pc, w, lit, "VOP1", mn, _vop1)
     wd = isa.widths(mn, 1)
     ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOP1", op, mn)
     if mn in ("v_nop", "v_clrexcp"):
         ins.size = 4
         return ins
-    ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=_is_float_op(mn))]
+    ins.src = [_ssrc(s0, wd[1], lit, _is_float_op(mn))]
     if mn == "v_readfirstlane_b32":
         ins.dst = [sreg(vd, 1)]
     elif mn == "v_swap_b32":
@@ -452,18 +466,15 @@ def _vop1(pc, w, lit):
 
 def _vopc(pc, w, lit):
     op = (w >> 17) & 0xFF
-    mn = isa.VOPC.get(op)
-    if mn is None:
-        return _unsupported(pc, 4, "VOPC", f"VOPC opcode {op}", op)
+    mn = _vop_mnemonic(pc, w, lit, "VOPC", op, _vopc)
+    if isinstance(mn, Instr):
+        return mn
     s0 = w & 0x1FF
     v1 = (w >> 9) & 0xFF
-    if s0 in (isa.SDWA, isa.DPP):
-        return _sdwa_dpp(pc, w, lit, "VOPC", mn, _vopc)
     wd = isa.widths(mn, 2)
     ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOPC", op, mn)
     ins.dst = [sreg(isa.VCC_LO, 2)]
-    ins.src = [src_operand(s0, wd[1], lit() if s0 == isa.LITERAL else None, is_float=_is_float_op(mn)),
-               vreg(v1, wd[2])]
+    ins.src = [_ssrc(s0, wd[1], lit, _is_float_op(mn)), vreg(v1, wd[2])]
     return ins
 
 
