@@ -45,6 +45,16 @@ class VerificationError(VlpcError):
 from vlpc.verify import Problem  # noqa: E402  (one definition, shared with vlpc run)
 
 
+class MissingBatchError(VlpcError):
+    """:func:`resolve`: a strided batched kernel whose batch count is dynamic got none (no
+    ``batch``, no 3-D operand); ``kernel``: its name.  The command line names its own option."""
+
+    def __init__(self, kernel: str):
+        super().__init__(f"{kernel} takes its batch count at launch: pass batch= (vlpc run: --batch) or 3-D "
+                         "operand arrays")
+        self.kernel = kernel
+
+
 @dataclass
 class RunResult:
     """What :func:`run` did: the output, the launch, and the check against NumPy."""
@@ -149,8 +159,7 @@ def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, 
     if nb is None:
         nb = batches[0] if batches else None
     if nb is None:
-        raise VlpcError(f"{kernel.name} takes its batch count at launch: pass batch= (vlpc run: --batch) or 3-D "
-                        "operand arrays")
+        raise MissingBatchError(kernel.name)
     if batch is not None and batch != nb:
         raise VlpcError(f"batch={batch} contradicts the static batch count {nb} in the IR")
     for name, arr in (("A", a), ("B", b), ("C", c)):
@@ -372,4 +381,4 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     return result
 
 
-__all__ = ["Problem", "RunResult", "VerificationError", "check_leading_dimensions", "resolve", "run", "stored_shapes"]
+__all__ = ["MissingBatchError", "Problem", "RunResult", "VerificationError", "check_leading_dimensions", "resolve", "run", "stored_shapes"]

@@ -79,6 +79,14 @@ class BenchRow:
     n: int
     k: int
     kernel_ms: float | None = None
+    #: Products of a strided batched GEMM (:attr:`vlpc.verify.Problem.batch`); 0 for a plain GEMM.
+    batch: int = 0
+    #: Operations of the launch: 2 M N K x the batch count (FLOPs; integer ops for int8).
+    flops: float = 0.0
+    #: --no-model's full emulator run: C checked by :mod:`vlpc.verify` (None: not checked).
+    verified: bool | None = None
+    #: What failed when ``verified`` is False (:meth:`vlpc.verify.Verdict.failure`).
+    failure: str = ""
     gflops: float | None = None
     instructions: int | None = None
     modeled_us: float | None = None
@@ -218,7 +226,8 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                         "sqc, sqc without forwarding and legacy (lds; f32/f64 only) at one size (timing and energy models; "
                         "writes FILE-energy.md/.csv and the chart FILE-energy.svg or --chart)")
     b.add_argument("--batch", type=positive,
-                   help="with --energy: the batch count of a strided batched kernel, when dynamic (as vlpc run)")
+                   help="the batch count of a strided batched kernel, when dynamic (as vlpc run); FLOPs are "
+                        "batch x 2MNK")
 
 
 def rocblas_problem(args) -> RocblasProblem | None:
@@ -263,71 +272,126 @@ def _sizes(args) -> list[tuple[int, int, int]]:
     return [(args.m, args.n, k)]
 
 
-def measure_size(kernel, dev, co, p, *, emulated: bool, dtype, alpha: float, beta: float, iterations: int,
-                 warmup: int, progress=None) -> BenchRow:
-    """Run ``kernel``'s plan once for the problem ``p`` (:class:`vlpc.run.Problem`) on ``dev`` and
-    return its row: emulator counters, or the HIP mean kernel time and GFLOP/s.  Every figure of
-    a bench row is computed here."""
-    layout = kernel.launch_info.get("layout", "NT")
-    from vlpc.run import storage_shapes
+def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: int | None):
+    """The :class:`vlpc.verify.Problem` of one launch of ``kernel``, resolved as ``vlpc run``
+    resolves it (:func:`vlpc.run.resolve_problem`, :func:`vlpc.api.resolve`, the dot kernels'
+    :func:`vlpc.dot_run.round_leading_dimensions`): static sizes, leading dimensions, batch count
+    and batch strides from the IR, the others from ``m``, ``n``, ``k`` and ``batch`` (batch
+    strides given at launch are rows x leading dimension).  Raises :class:`VlpcError` naming a
+    missing size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count without ``batch``."""
+    from vlpc.api import resolve
+    from vlpc.run import resolve_problem
 
-    shapes = storage_shapes(layout, p)
-    rng = np.random.default_rng(0)
-    dot = kernel.launch_info.get("dtype", "f32") in ("f16", "i8")
-    peak_factor = 1.0
-    size = np.dtype(dtype).itemsize
-    ab_bytes = c_bytes = size
-    extra_bytes = 0
-    if dot:  # f16/int8 through the dot instructions (vlpc/dot_run.py): their own types and peaks
-        from vlpc.dot_run import NP, scalar_type, types_of
-        ab, ct, dequant = types_of(kernel)
-        host = [(rng.integers(-128, 128, shapes[x]) if NP[t] is not np.float16 and t != "f32" else
-                 rng.standard_normal(shapes[x])).astype(NP[t]) for x, t in (("A", ab), ("B", ab), ("C", ct))]
-        if dequant:
-            host += [rng.uniform(1e-3, 2e-2, n).astype(np.float32) for n in (p.m, p.n)]
-        bufs = [dev.upload(x) for x in host]
-        st_ = scalar_type(kernel)
-        kargs = [*bufs[:3], np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
-                 np.int32(p.ldc), st_(alpha), st_(beta), *bufs[3:]]
-        peak_factor = 2.0 if ab == "f16" else 4.0  # v_dot2_f32_f16: 4 FLOP, v_dot4_i32_i8: 8 ops per lane
-        ab_bytes, c_bytes = np.dtype(NP[ab]).itemsize, np.dtype(NP[ct]).itemsize
-        extra_bytes = 4 * (p.m + p.n) if dequant else 0
-    else:
-        bufs = [dev.upload(rng.standard_normal(shapes[name]).astype(dtype)) for name in "ABC"]
-        kargs = [*bufs, np.int32(p.m), np.int32(p.n), np.int32(p.k), np.int32(p.lda), np.int32(p.ldb),
-                 np.int32(p.ldc), dtype(alpha), dtype(beta)]
+    p = resolve_problem(kernel.launch_info, m, n, k)
+    p = resolve(kernel, None, None, None, p.m, p.n, p.k, batch)
+    if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):  # whole dwords of K, as vlpc run
+        from vlpc.dot_run import round_leading_dimensions
+        round_leading_dimensions(kernel, p, False, False)
+    return p
+
+
+def _fill_random(host: dict, rng) -> None:
+    """Standard normal floats (int8 in [-128, 128), i32 in [-2^15, 2^15)) over whole host buffers
+    (matrices, padding and gaps alike: a timed launch reads only the matrices)."""
+    for x in host.values():
+        if np.issubdtype(x.dtype, np.integer):
+            lim = 128 if x.itemsize == 1 else 2**15
+            x[:] = rng.integers(-lim, lim, x.size)
+        else:
+            x[:] = rng.standard_normal(x.size, dtype=np.float64 if x.dtype == np.float64 else np.float32)
+
+
+def measure_size(kernel, dev, co, p, *, emulated: bool, alpha: float, beta: float, iterations: int,
+                 warmup: int, progress=None, seed: int = 0) -> BenchRow:
+    """Run ``kernel``'s plan for the problem ``p`` (:class:`vlpc.verify.Problem`, e.g. from
+    :func:`resolve_launch`: a strided batch runs its ``p.batch`` products) on ``dev`` and return
+    its row.  Every figure of a bench row is computed here; operations are 2 M N K x the batch
+    count.  The launch goes through :mod:`vlpc.verify`'s argument packing (``kernel_arguments``,
+    by the kernel's metadata: batch strides, bias, W8A8 scales) and exactly sized buffers
+    (:func:`vlpc.verify.geometries`, via :func:`vlpc.energy_report.host_buffers`):
+
+    * the emulator with a timing model (``dev.board``): one timing-only launch
+      (:func:`vlpc.verify.launch_and_read`, zero-filled buffers: the work does not depend on
+      the values); modeled time, TFLOP/s, share of peak and of HBM bandwidth;
+    * the emulator without one: a full functional run by :func:`vlpc.run` (random operands,
+      NaN outside the matrices), C checked by :mod:`vlpc.verify` (``row.verified``; a failure
+      also in ``row.failure``); the emulator's counters;
+    * HIP: ``warmup`` + ``iterations`` launches (random operands), the mean kernel time of HIP
+      events and GFLOP/s."""
+    from vlpc.energy_report import host_buffers
+    from vlpc.verify import kernel_arguments, launch_and_read
+
+    ops = 2.0 * p.m * p.n * p.k * p.batches
+    row = BenchRow(p.m, p.n, p.k, batch=p.batch, flops=ops)
+    if emulated and getattr(dev, "board", None) is None:  # a full functional run, checked
+        from vlpc.api import VerificationError, run
+
+        if progress is not None and hasattr(dev, "progress"):
+            dev.progress = progress
+        try:
+            r = run(kernel, m=p.m, n=p.n, k=p.k, batch=p.batch or None, alpha=alpha, beta=beta, device=dev,
+                    seed=seed)
+            row.failure = ""
+        except VerificationError as e:
+            r, row.failure = e.result, e.result.verdict.failure()
+        finally:
+            if hasattr(dev, "progress"):
+                dev.progress = None
+        st = r.stats
+        row.verified = bool(r.verified)
+        row.instructions, row.valu = st.instructions, st.by_class.get("valu", 0)
+        row.vgpr_reads, row.sgpr_reads = st.vgpr_reads, st.sgpr_reads
+        row.lds_bytes = st.lds_bytes_read + st.lds_bytes_written
+        row.global_bytes = st.global_bytes_read + st.global_bytes_written
+        return row
+    host, c_type, scalar, ab, _ct = host_buffers(kernel, p)
+    if emulated:  # the timing model: only the workgroups it traces run (values do not matter)
+        _out, st, _walls = launch_and_read(kernel, dev, host, p, alpha, beta, c_type, scalar=scalar)
+        tm = st.timing
+        # FMA peak of the type: v_dot2_f32_f16 does 4 FLOP per lane and v_dot4_i32_i8 8 ops per FMA slot
+        peak = {"f16": 2.0, "i8": 4.0}.get(ab, 1.0) * dev.board.peak_flops_f32 / (
+            dev.board.target.f64_rate_divisor if ab == "f64" else 1)
+        tf = tm.tflops(ops)
+        # bytes that must move: A and B once (a stride-0 operand is one matrix for the batch), C
+        # written (and read when beta != 0) for every product, the W8A8 scales
+        ab_bytes, c_bytes = host["A"].itemsize, host["C"].itemsize
+        n_a = 1 if p.batch and p.stride_a == 0 else p.batches
+        n_b = 1 if p.batch and p.stride_b == 0 else p.batches
+        moved = (ab_bytes * p.k * (p.m * n_a + p.n * n_b) + c_bytes * p.m * p.n * (2 if beta != 0 else 1) * p.batches
+                 + (4 * (p.m + p.n) if "scale_row" in host else 0))
+        row.modeled_us, row.modeled_tflops, row.peak_share = tm.time_us, tf, tf * 1e12 / peak
+        row.hbm_share = moved / (tm.time_us * 1e-6) / dev.board.hbm_bytes_per_second
+        row.breakdown = {key: v / tm.time_us for key, v in tm.breakdown_us.items()}
+        return row
+    _fill_random(host, np.random.default_rng(seed))
+    bufs: dict = {}
     try:
-        if emulated and getattr(dev, "board", None) is not None:
-            st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
-            tm = st.timing
-            flops = 2.0 * p.m * p.n * p.k
-            peak = peak_factor * dev.board.peak_flops_f32 / (dev.board.target.f64_rate_divisor
-                                                              if dtype is np.float64 else 1)
-            tf = tm.tflops(flops)
-            moved = (ab_bytes * (p.m + p.n) * p.k + c_bytes * p.m * p.n * (2 if beta != 0 else 1)) \
-                * max(1, p.batch) + extra_bytes
-            return BenchRow(p.m, p.n, p.k, modeled_us=tm.time_us, modeled_tflops=tf,
-                            peak_share=tf * 1e12 / peak,
-                            hbm_share=moved / (tm.time_us * 1e-6) / dev.board.hbm_bytes_per_second,
-                            breakdown={k: v / tm.time_us for k, v in tm.breakdown_us.items()})
-        if emulated:
-            st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, progress=progress)
-            return BenchRow(p.m, p.n, p.k, instructions=st.instructions, valu=st.by_class.get("valu", 0),
-                            vgpr_reads=st.vgpr_reads, sgpr_reads=st.sgpr_reads,
-                            lds_bytes=st.lds_bytes_read + st.lds_bytes_written,
-                            global_bytes=st.global_bytes_read + st.global_bytes_written)
-        st = kernel.execute(dev, co, kargs, p.m, p.n, p.k, p.ldc, iterations=iterations, warmup=warmup,
-                            progress=progress)
-        ms = float(np.mean(st.kernel_ms))
-        return BenchRow(p.m, p.n, p.k, kernel_ms=ms, gflops=2.0 * p.m * p.n * p.k / (ms * 1e-3) / 1e9)
+        for name, x in host.items():
+            bufs[name] = dev.upload(x)
+        args = kernel_arguments(kernel, bufs, p, alpha, beta, scalar=scalar)
+        st = kernel.execute(dev, co, args, p.m, p.n, p.k, p.ldc, p.batch or None, iterations=iterations,
+                            warmup=warmup, progress=progress)
     finally:
-        for b in bufs:
+        for b in bufs.values():
             dev.free(b)
+    row.kernel_ms = float(np.mean(st.kernel_ms))
+    row.gflops = ops / (row.kernel_ms * 1e-3) / 1e9
+    return row
+
+
+def _scalar_option(kernel, name: str, given: float | None, default: float) -> float:
+    """--alpha / --beta: the value the IR fixes (linalg accumulates: alpha = beta = 1), else the
+    option, else ``default``; an option contradicting the IR is a :class:`VlpcError` (as vlpc run)."""
+    fixed = getattr(kernel, name)
+    if fixed is not None and given is not None and given != fixed:
+        raise VlpcError(f"--{name} {given} contradicts {name}={fixed} fixed by the IR")
+    return fixed if fixed is not None else (given if given is not None else default)
 
 
 def cmd_bench(args) -> int:
     import vlpc
-    from vlpc.run import Problem, resolve_problem
+    from vlpc.errors import EXIT_VERIFY
+    from vlpc.run import Problem, check_batch_option
     from vlpc.runtime import get_device, load_code_object
 
     if args.warmup < 0:
@@ -347,19 +411,18 @@ def cmd_bench(args) -> int:
             raise VlpcError("--energy compares three kernels at one size: drop --sweep")
         m, n, k = (rb.n, rb.m, rb.k) if rb is not None else (args.m, args.n, args.k)
         return run_energy_command(args, text, default_prefix(args.file), m=m, n=n, k=k)
-    if args.batch is not None:
-        raise VlpcError(f"--batch {args.batch}: vlpc bench takes it with --energy")
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = compiled.kernel()
-    dtype = np.float64 if kernel.launch_info.get("dtype", "f32") == "f64" else np.float32  # (f16/i8: own types)
+    check_batch_option(kernel, args.batch)
     if rb is not None:
         problems = [Problem(rb.n, rb.m, rb.k, rb.ldb, rb.lda, rb.ldc)]
         alpha, beta = rb.alpha, rb.beta
     else:
         sizes = _sizes(args) or [(args.m, args.n, args.k)]
-        problems = [resolve_problem(kernel.launch_info, m, n, k) for m, n, k in sizes]
-        alpha = 1.0 if args.alpha is None else args.alpha
-        beta = 0.0 if args.beta is None else args.beta
+        # as vlpc run: a strided batch's count (--batch when dynamic) and strides (vlpc.api.resolve)
+        problems = [resolve_launch(kernel, m, n, k, args.batch) for m, n, k in sizes]
+        alpha = _scalar_option(kernel, "alpha", args.alpha, 1.0)
+        beta = _scalar_option(kernel, "beta", args.beta, 0.0)
     for p in problems:
         kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     modeled = args.device != "hip" and not args.no_model
@@ -384,7 +447,11 @@ def cmd_bench(args) -> int:
             raise VlpcError(f"M or N up to {max(max(p.m, p.n) for p in too_big)} on the emulator would take very "
                             f"long; sizes above {args.max_emulated} need --max-emulated N (or a HIP device)")
         print("vlpc bench: device is the emulator: no hardware timing; reporting executed-instruction "
-              "and traffic counters instead of GFLOP/s", file=sys.stderr)
+              "and traffic counters instead of GFLOP/s (C checked by vlpc.verify)", file=sys.stderr)
+    if problems[0].batch:
+        p = problems[0]
+        print(f"vlpc bench: a strided batch of {p.batch} GEMMs (batch strides {p.stride_a}, {p.stride_b}, "
+              f"{p.stride_c}): times and FLOPs (batch x 2MNK) are of the whole batch", file=sys.stderr)
     if rb is not None and not args.rocblas_csv:
         print(f"vlpc bench: rocblas-bench's column-major {rb.m} x {rb.n} problem runs as vlpc's row-major "
               f"M={rb.n} N={rb.m} (layout {rb.layout}, A and B exchanged)", file=sys.stderr)
@@ -396,13 +463,13 @@ def cmd_bench(args) -> int:
         print(table_header(emulated, problems[0].k, modeled, unit))
         print("|---" * (6 if modeled else 7 if emulated else 3) + "|", flush=True)
     launches = 1 if emulated else args.warmup + args.iterations
-    total = sum(kernel.plan_workgroups(p.m, p.n, p.k) for p in problems) * launches
+    total = sum(kernel.plan_workgroups(p.m, p.n, p.k, p.batch or None) for p in problems) * launches
     if modeled:  # timing-only launches: the bar counts sizes
         total = len(problems)
     rows = []
     with Progress(total, "vlpc bench", quiet=args.quiet) as bar:
         for i, p in enumerate(problems):
-            row = measure_size(kernel, dev, co, p, emulated=emulated, dtype=dtype, alpha=alpha, beta=beta,
+            row = measure_size(kernel, dev, co, p, emulated=emulated, alpha=alpha, beta=beta,
                                iterations=args.iterations, warmup=args.warmup,
                                progress=None if modeled else bar)
             if modeled:
@@ -421,6 +488,14 @@ def cmd_bench(args) -> int:
         _write_csv(args.csv, rows, emulated, modeled)
     if args.chart:
         plot(args.chart, rows, emulated, modeled, dev if modeled else None)
+    bad = [r for r in rows if r.verified is False]
+    for r in bad:
+        print(f"vlpc: verification FAILED at {_size(r)}: {r.failure}", file=sys.stderr)
+    if bad:
+        return EXIT_VERIFY
+    if any(r.verified for r in rows):
+        print("vlpc bench: C verified at every size (vlpc.verify: within the error bound, elements outside the "
+              "matrices untouched)", file=sys.stderr)
     return 0
 
 
@@ -439,8 +514,14 @@ def table_header(emulated: bool, k: int, modeled: bool = False, unit: str = "TFL
     return f"| K={k} | kernel ms (mean) | TFLOP/s |"
 
 
-def _format_row(r: BenchRow, emulated: bool, modeled: bool = False) -> str:
+def _size(r: BenchRow) -> str:
+    """The table's size cell: ``M=N=256``, ``M=64 N=128``, with `` batch=3`` for a strided batch."""
     size = f"M=N={r.m}" if r.m == r.n else f"M={r.m} N={r.n}"
+    return f"{size} batch={r.batch}" if r.batch else size
+
+
+def _format_row(r: BenchRow, emulated: bool, modeled: bool = False) -> str:
+    size = _size(r)
     if modeled:
         where = ", ".join(f"{k} {r.breakdown.get(k, 0.0) * 100:.0f}%" for k in BREAKDOWN
                           if r.breakdown.get(k, 0.0) >= 0.005)
@@ -459,18 +540,21 @@ def _write_csv(path: str, rows: list[BenchRow], emulated: bool, modeled: bool = 
     w = csv.writer(buf)
     if modeled:
         w.writerow(["M", "N", "K", "modeled_us", "modeled_tflops", "peak_share"] + [f"share_{k}" for k in BREAKDOWN]
-                   + ["hbm_share"])
+                   + ["hbm_share", "batch", "flops"])
         for r in rows:
             w.writerow([r.m, r.n, r.k, f"{r.modeled_us:.3f}", f"{r.modeled_tflops:.4f}", f"{r.peak_share:.4f}"]
-                       + [f"{r.breakdown.get(k, 0.0):.4f}" for k in BREAKDOWN] + [f"{r.hbm_share:.4f}"])
+                       + [f"{r.breakdown.get(k, 0.0):.4f}" for k in BREAKDOWN] + [f"{r.hbm_share:.4f}", r.batch,
+                                                                                   f"{r.flops:.0f}"])
     elif emulated:
-        w.writerow(["M", "N", "K", "instructions", "valu", "vgpr_reads", "sgpr_reads", "lds_bytes", "global_bytes"])
+        w.writerow(["M", "N", "K", "instructions", "valu", "vgpr_reads", "sgpr_reads", "lds_bytes", "global_bytes",
+                    "batch", "flops", "verified"])
         for r in rows:
-            w.writerow([r.m, r.n, r.k, r.instructions, r.valu, r.vgpr_reads, r.sgpr_reads, r.lds_bytes, r.global_bytes])
+            w.writerow([r.m, r.n, r.k, r.instructions, r.valu, r.vgpr_reads, r.sgpr_reads, r.lds_bytes, r.global_bytes,
+                        r.batch, f"{r.flops:.0f}", r.verified])
     else:
-        w.writerow(["M", "N", "K", "kernel_ms", "gflops"])
+        w.writerow(["M", "N", "K", "kernel_ms", "gflops", "batch", "flops"])
         for r in rows:
-            w.writerow([r.m, r.n, r.k, f"{r.kernel_ms:.6f}", f"{r.gflops:.3f}"])
+            w.writerow([r.m, r.n, r.k, f"{r.kernel_ms:.6f}", f"{r.gflops:.3f}", r.batch, f"{r.flops:.0f}"])
     write_atomic(path, buf.getvalue())
 
 

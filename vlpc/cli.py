@@ -183,7 +183,7 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--n", type=int, help="N, for dynamic dimensions")
     rp.add_argument("--k", type=int, help="K, for dynamic dimensions")
     rp.add_argument("--batch", type=int,
-                    help="with --energy: the batch count of a strided batched kernel, when dynamic (as vlpc run)")
+                    help="the batch count of a strided batched kernel, when dynamic (as vlpc run)")
     rp.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
     rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
     rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
@@ -538,8 +538,6 @@ def main(argv: list[str] | None = None) -> int:
             from vlpc.bench import cmd_bench
             return cmd_bench(args)
         if args.command == "report":
-            if args.batch is not None and not args.energy:
-                raise VlpcError(f"--batch {args.batch}: vlpc report takes it with --energy")
             from vlpc.report import cmd_report
             return cmd_report(args)
         if args.command == "tune":
@@ -554,6 +552,10 @@ def main(argv: list[str] | None = None) -> int:
 
         code = getattr(e, "exit_code", EXIT_USER)
         text = str(e) if isinstance(e, DiagnosticError) else f"vlpc: {e}"
+        api = sys.modules.get("vlpc.api")  # (raised only once vlpc.api is imported: no import on other errors)
+        if api is not None and isinstance(e, api.MissingBatchError) and args.command != "run":
+            # the Python API's text names vlpc run's option: name this command's
+            text = f"vlpc: {e.kernel} takes its batch count at launch: give it with vlpc {args.command} --batch N"
         if code == EXIT_INTERNAL:  # a bug in vlpc (a pass failed, LLVM rejected the output)
             if os.environ.get("VLPC_DEBUG"):
                 import traceback

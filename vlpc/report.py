@@ -419,8 +419,11 @@ class Measurement:
         return NORM_M * NORM_N / (self.m * self.n * self.k)
 
 
-def compile_for_report(text: str, filename: str, target: str, strategy: str, options: dict):
-    """(module after the pipeline, code object bytes, launch info) for one strategy."""
+def compile_for_report(text: str, filename: str, target: str, strategy: str, options: dict,
+                       batch: int | None = None):
+    """(module after the pipeline, code object bytes, launch info) for one strategy.  A strided
+    batched GEMM is refused (one line), and so is ``batch`` (``--batch``) for a GEMM that is not
+    batched (the one line of ``vlpc run``, :func:`vlpc.run.check_batch_option`)."""
     from vlpc.dialects.gcn import KernelOp
     from vlpc.dialects.gcn_asm import print_assembly
     from vlpc.pipeline import header_lines, make_context, parse, pipeline, run_passes
@@ -442,7 +445,22 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     ctx = make_context()
     module = parse(text, filename, ctx)
     from vlpc.dialects.gemm import MatmulOp
-    dtypes = {o.shape().dtype for o in module.walk() if isinstance(o, MatmulOp)}
+    shapes = [o.shape() for o in module.walk() if isinstance(o, MatmulOp)]
+    dtypes = {sh.dtype for sh in shapes}
+    if batch is not None:  # --batch for a plain GEMM: vlpc run's line (before the element type's refusal)
+        from types import SimpleNamespace
+
+        from xdsl.dialects.func import FuncOp
+
+        from vlpc.run import check_batch_option
+        funcs = [f.sym_name.data for f in module.walk() if isinstance(f, FuncOp)]
+        check_batch_option(SimpleNamespace(launch_info={"batch": max((sh.batch for sh in shapes), default=0)},
+                                           name=funcs[0] if funcs else "?"), batch)
+    if any(sh.batch != 0 for sh in shapes):
+        from vlpc.errors import VlpcError
+        raise VlpcError("report: the traffic table (one GEMM per 64x256 macro tile and k) does not support a strided "
+                        "batched GEMM (3-D memrefs): report one matrix of it (2-D memrefs), or use vlpc report "
+                        "--energy, vlpc bench or vlpc run, which run the whole batch")
     if dtypes - {"f32", "f16", "i8"}:
         from vlpc.errors import VlpcError
         raise VlpcError("vlpc report reproduces the seed's SGEMM table (units of 32-bit elements): the input "
@@ -471,14 +489,17 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
 
 def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", m: int | None = None,
             n: int | None = None, k: int | None = None, seed: int = 0, alpha: float = 1.0, beta: float = 0.5,
-            options: dict | None = None, progress=None) -> Measurement:
+            options: dict | None = None, progress=None, batch: int | None = None) -> Measurement:
     """Compile ``text`` with ``strategy``, run it on the strict emulator, verify, attribute.
 
     ``progress``: called with the workgroups done during the launch (a
-    :class:`vlpc.cli_support.Progress` also gets the launch's workgroups added to its total)."""
+    :class:`vlpc.cli_support.Progress` also gets the launch's workgroups added to its total).
+    A strided batched GEMM (3-D memrefs) is refused with a one-line :class:`VlpcError` (the
+    table is the traffic of one product per macro tile and k: report one matrix of the batch);
+    ``batch`` (``--batch``) given for a kernel that is not batched is the one line of ``vlpc run``."""
     from vlpc.run import resolve_problem, tolerance
 
-    _module, kernel, code, _asm = compile_for_report(text, filename, target, strategy, dict(options or {}))
+    _module, kernel, code, _asm = compile_for_report(text, filename, target, strategy, dict(options or {}), batch)
     li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in kernel.launch.data.items()}
     p = resolve_problem(li, m, n, k)
     for dim, val, tile in (("M", p.m, li["macro_m"]), ("N", p.n, li["macro_n"]), ("K", p.k, li["k_step"])):
@@ -983,7 +1004,7 @@ def cmd_report(args) -> int:
         rep = build_report(text, args.file, strategies, dot_sqc_only=args.strategies is None,
                            target=args.target, m=args.m, n=args.n, k=args.k,
                            seed=args.seed, alpha=args.alpha, beta=args.beta, options=options,
-                           progress=None if getattr(args, "quiet", False) else bar)
+                           progress=None if getattr(args, "quiet", False) else bar, batch=args.batch)
     md = rep.markdown()
     sys.stdout.write(md)
     write_atomic(f"{prefix}.md", md)
