@@ -14,6 +14,10 @@ GEMM of M = n, N = m with A and B exchanged and layout ``transB transA``, over t
 bytes with the same leading dimensions, so the figures are those of rocblas-bench's
 problem.
 
+A strided batched GEMM (A, B, C as 3-D memrefs) runs its whole batch, resolved as ``vlpc run``
+resolves it (``--batch`` when the count is dynamic; batch strides from the IR, else rows x
+leading dimension), and every FLOP figure below counts batch x 2*M*N*K.
+
 On a HIP device: GFLOP/s = 2*M*N*K / mean kernel time over ``--iterations`` (``-i``)
 launches after ``--warmup`` (``-j``) untimed ones, timed with HIP events; with
 ``--sweep``, M = N from ``--start`` to ``--stop`` in steps of ``--step`` with a fixed K
@@ -33,7 +37,10 @@ that the bytes which must move (A and B once, C once or twice) take, and where t
 cycles go (VALU busy, waiting on SMEM / VMEM / LDS, barrier, other issue, idle SIMDs,
 launch).  Only the workgroups the model traces are executed (a timing-only launch), so
 any size runs in seconds to a minute; ``--no-model`` reports the emulator's counters
-of a full functional run instead.  Every emulator figure is labelled modeled.
+of a full functional run instead, whose C is checked as ``vlpc run`` checks it
+(:mod:`vlpc.verify`: the error bound, elements outside the matrices untouched; a failure
+is exit code 3).  Every emulator figure is labelled modeled.  The CSV's ``batch`` and
+``flops`` columns give the batch count (0: a plain GEMM) and the operations counted.
 """
 
 from __future__ import annotations

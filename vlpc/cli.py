@@ -183,7 +183,8 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--n", type=int, help="N, for dynamic dimensions")
     rp.add_argument("--k", type=int, help="K, for dynamic dimensions")
     rp.add_argument("--batch", type=int,
-                    help="the batch count of a strided batched kernel, when dynamic (as vlpc run)")
+                    help="the batch count of a strided batched kernel, when dynamic (as vlpc run), for --energy "
+                         "(the traffic table refuses a strided batch)")
     rp.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
     rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
     rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
