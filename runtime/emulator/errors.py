@@ -39,16 +39,10 @@ class EmulatorFault(DeviceError):
 
     def locate(self, *, kernel=None, pc=None, address=None, wave=None, instruction=None) -> "EmulatorFault":
         """Fill in location fields that are still unknown (used by the executor)."""
-        if self.kernel is None:
-            self.kernel = kernel
-        if self.pc is None:
-            self.pc = pc
-        if self.address is None:
-            self.address = address
-        if self.wave is None:
-            self.wave = wave
-        if self.instruction is None:
-            self.instruction = instruction
+        for name, value in (("kernel", kernel), ("pc", pc), ("address", address), ("wave", wave),
+                            ("instruction", instruction)):
+            if getattr(self, name) is None:
+                setattr(self, name, value)
         self.args = (self._format(),)
         return self
 

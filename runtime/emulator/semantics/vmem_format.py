@@ -45,25 +45,27 @@ def _check(ins, dfmt, nfmt):
     return _DFMT32[dfmt]
 
 
-def _inner_access(ins, b, p, load, d):
-    """``inner_for(nf)``: the core's ``load``/``store_dword[xN]`` builder for ``nf`` 32-bit
-    components through VGPRs ``d..d+nf-1`` (same addressing as ``ins``), built once per ``nf``."""
+def _access(ins, b, p, n):
+    """(load, d, inner_for, fmt) of the typed buffer access ``ins`` of ``n`` components:
+    whether it loads, its first data VGPR ``d``, ``inner_for(nf)`` the core's
+    ``load``/``store_dword[xN]`` for ``nf`` 32-bit components through VGPRs ``d..d+nf-1``
+    (same addressing as ``ins``, built once per ``nf``) and ``fmt`` (:func:`_format_of`)."""
     from ..decode import vreg
+    load = ins.f["op"].startswith("load")
+    if load:
+        p.load_kind = "vm"
+    d = ins.dst[0].reg if load else ins.src[-1].reg
     inners: dict[int, object] = {}
 
     def inner_for(nf):
         fn = inners.get(nf)
         if fn is None:
             op = ("load" if load else "store") + "_dword" + (f"x{nf}" if nf > 1 else "")
-            if load:
-                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
-                                           dst=[vreg(d, nf)])
-            else:
-                ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF",
-                                           src=list(ins.src[:-1]) + [vreg(d, nf)])
+            data = {"dst": [vreg(d, nf)]} if load else {"src": list(ins.src[:-1]) + [vreg(d, nf)]}
+            ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF", **data)
             fn = inners[nf] = _memory.build_mubuf(ins2, b, p)
         return fn
-    return inner_for
+    return load, d, inner_for, _format_of(ins, n)
 
 
 def _format_of(ins, n):
@@ -89,13 +91,8 @@ def _build(ins, b, p):
     pl = _plain(ins.f["op"])
     if pl is None:
         return None
-    _, n = pl
-    load = ins.f["op"].startswith("load")
-    if load:
-        p.load_kind = "vm"
-    d = ins.dst[0].reg if load else ins.src[-1].reg
-    inner_for = _inner_access(ins, b, p, load, d)
-    fmt = _format_of(ins, n)
+    n = pl[1]
+    load, d, inner_for, fmt = _access(ins, b, p, n)
 
     def run(b, g):
         nf, nfmt = fmt(b, g)
@@ -116,16 +113,10 @@ def _build_d16(ins, b, p):
     16 bits.  Runs the core's dword access through the destination (or data) VGPRs and
     restores them before packing."""
     from .. import core
-    name = ins.f["op"]
-    load = name.startswith("load")
-    rest = name.split("_format_d16_", 1)[1]
+    rest = ins.f["op"].split("_format_d16_", 1)[1]
     hi = rest.startswith("hi_")
     n = _COMPONENTS[rest[3:] if hi else rest]
-    if load:
-        p.load_kind = "vm"
-    d = ins.dst[0].reg if load else ins.src[-1].reg
-    inner_for = _inner_access(ins, b, p, load, d)
-    fmt = _format_of(ins, n)
+    load, d, inner_for, fmt = _access(ins, b, p, n)
 
     def to16(x, nfmt):
         if nfmt == 7:

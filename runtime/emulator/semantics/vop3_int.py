@@ -183,18 +183,11 @@ def _add16(sub: bool, signed: bool):
 def _pack_mods(ins):
     from .. import core
     from ._util import raw_reader16
+    from .f16 import _mod16 as mod
     from .float_mode import denorm_bits, flush16, mode_of
     ra, rb = [raw_reader16(o) for o in ins.src[:2]]
     wr = core.vwriter(ins.dst[0])
     sel = ins.f.get("op_sel", 0)
-
-    def mod(x, o):
-        x = np.asarray(x, U32)
-        if o.abs:
-            x = x & U32(0x7FFF)
-        if o.neg:
-            x = x ^ U32(0x8000)
-        return x
 
     def run(b, g):
         lo = mod(half(ra(b, g), bool(sel & 1)), ins.src[0])
