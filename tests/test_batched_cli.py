@@ -160,3 +160,28 @@ def test_report_traffic_table_refuses_a_batch_in_one_line(tmp_path, capsys, dyna
         assert rc == 1 and len(err) == 1, err
         assert "does not support a strided batched GEMM" in err[0] and "vlpc report --energy, vlpc bench" in err[0]
     assert not (tmp_path / "r.md").exists()
+
+
+def test_modeled_time_grows_with_the_batch_past_the_cus(tmp_path, capsys):
+    """The timing model runs the batch's workgroups (grid z): 128 matrices of 2 workgroups each
+    put 4 workgroups on each of MI60's 64 CUs, which cannot finish sooner than the 2 workgroups
+    of one matrix; the FLOPs are 128x."""
+    path = write(tmp_path, True)
+    rows = {}
+    for nb in (1, 128):
+        rc, rows[nb] = bench(tmp_path, path, *SIZES, "--batch", str(nb))
+        assert rc == 0, capsys.readouterr().err
+    assert float(rows[128]["flops"]) == 128 * float(rows[1]["flops"]) == 128 * 2 * M * N * K
+    assert float(rows[128]["modeled_us"]) > float(rows[1]["modeled_us"])
+
+
+def test_plan_surrogate_and_print_plan_on_a_batch(tmp_path, capsys):
+    """The plan surrogate (vlpc.plan_model.estimate) counts batch x the tiles as workgroups, and
+    the automatic split-K leaves a batch unsplit, saying so."""
+    from vlpc.plan_model import estimate, plan_board
+
+    board = plan_board("gfx906")
+    one, three = (estimate(M, N, K, "f32", 4, (32, 64), 16, 1, 1, "workspace", board, batch=nb) for nb in (0, B))
+    assert three.workgroups == B * one.workgroups == B * (M // 32) * (N // 64)
+    assert main(["compile", write(tmp_path, False), "--print-plan", "-o", str(tmp_path / "k.hsaco")]) == 0
+    assert "(not split across workgroups automatically: a strided batch)" in capsys.readouterr().out
