@@ -337,3 +337,39 @@ def test_report_names_the_power_limited_clock():
     note = next(x for x in EnergyComparison([row]).savings_lines() if x.startswith("legacy (lds)"))
     assert "above the mi60 board's 300 W power limit" in note
     assert "would run at about 1450 MHz" in note and "292 W" in note
+
+
+def test_a_plan_run_in_full_is_priced_as_its_launches():
+    """The README's Python route on a split-K plan: ``launch_energy(vlpc.run(...).stats)`` on an
+    emulator with a board prices the merged statistics of the GEMM and its reduce kernel as the
+    launches priced one by one and added (what ``vlpc report --energy`` does)."""
+    import vlpc
+    from vlpc.energy_report import record_launches
+    from vlpc.runtime import get_device
+    from vlpc.runtime.timing.energy import combine_energy
+
+    dev = get_device("emulator", gpu="mi60")
+    launches = record_launches(dev)
+    r = vlpc.run(_source(), device=dev, split_k=2)
+    assert r.verified and [x.kernel for x in launches] == ["sgemm", "sgemm_reduce"]
+    flops = 2.0 * M * N * K
+    got = launch_energy(r.stats, flops=flops)
+    want = combine_energy([launch_energy(x.stats) for x in launches], flops)
+    assert got.time_us == pytest.approx(want.time_us, rel=1e-12)
+    assert want.joules["l2"] > 0 and want.joules["hbm"] > 0
+    for c in COMPONENTS:
+        assert got.joules[c] == pytest.approx(want.joules[c], rel=1e-9, abs=1e-18), c
+    # without flops, the operations are the FMA lanes run: the GEMM's 2 M N K plus the reduce kernel's
+    assert launch_energy(r.stats).flops > flops
+
+
+def test_a_timing_only_plan_is_refused_naming_the_way_out():
+    import vlpc
+    from vlpc.runtime.emulator.device import EmulatorDevice
+
+    # a grid larger than the workgroups the timing model traces: only some of them are executed
+    r = vlpc.run(_source(4096, 4096, 32), device=EmulatorDevice(gpu="mi60", timing_only=True), split_k=2,
+                 verify=False)
+    assert r.stats.workgroups < r.stats.timing.workgroups and len(r.stats.timing.parts) == 2
+    with pytest.raises(EnergyError, match="record_launches"):
+        launch_energy(r.stats)

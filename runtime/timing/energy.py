@@ -158,12 +158,17 @@ def valu_lanes_by_kind(by_pc: dict) -> dict[str, float]:
 
 
 def events_from_stats(stats, timing=None) -> EnergyEvents:
-    """The whole grid's :class:`EnergyEvents` of one launch.
+    """The whole grid's :class:`EnergyEvents` of one launch, or of a plan run in full.
 
     ``stats``: the emulator's ``LaunchStats``; ``timing``: its ``TimingReport``
     (default ``stats.timing``; required: the L2 and HBM counts come from it).  Counts of a
-    timing-only launch are scaled to the grid (module docstring).  Raises
-    :class:`EnergyError` without a timing report or for a plan's combined report.
+    timing-only launch are scaled to the grid (module docstring).  A plan's merged statistics
+    (:meth:`vlpc.kernel.CompiledKernel.execute`, :func:`vlpc.run`: split-K and its reduce kernel,
+    a copy pre-kernel; ``timing.parts`` holds each kernel's report) are priced when every
+    workgroup of every kernel was executed: the emulator's counts are then the plan's, and the
+    cache counts are each kernel's, scaled by its own report.  Raises :class:`EnergyError`
+    without a timing report, or for a plan of timing-only launches (whose merged counts cannot be
+    scaled back to each kernel: price each launch, :func:`vlpc.energy_report.record_launches`).
     """
     timing = timing if timing is not None else getattr(stats, "timing", None)
     if timing is None:
@@ -171,19 +176,23 @@ def events_from_stats(stats, timing=None) -> EnergyEvents:
                           "board (get_device('emulator', gpu='mi60'))")
     executed = max(1, int(stats.workgroups))
     grid_wgs = int(timing.workgroups)
-    if not timing.cu_cycles or not timing.counters:
-        raise EnergyError("the timing report has no cache counters (a plan's combined report): "
-                          "take the energy of each launch")
-    simulated = max(1, int(next(iter(timing.cu_cycles))))
+    reports = list(getattr(timing, "parts", None) or [timing])
+    if len(reports) > 1 and executed != grid_wgs:
+        raise EnergyError(f"a plan of {len(reports)} timing-only launches ({' + '.join(timing.kernels)}): its "
+                          f"merged counts cannot be scaled to each kernel's grid; price each launch "
+                          f"(vlpc.energy_report.record_launches(device) before the run, launch_energy of each, "
+                          f"combine_energy) or run the plan in full")
+    if any(not r.cu_cycles or not r.counters for r in reports):
+        raise EnergyError("the timing report has no cache counters: take the energy of each launch")
     s_emu = grid_wgs / executed
-    s_cu = grid_wgs / simulated
     lanes = valu_lanes_by_kind(stats.by_pc)
-    c = timing.counters
     smem_bytes = float(stats.smem_bytes_read)
     stored = float(stats.global_bytes_written)
     vmem_bytes = float(stats.global_bytes_read) - smem_bytes + stored
     line = 64.0
-    misses = float(c.get("l1_misses", 0)) + float(c.get("scalar_misses", 0))
+    # lines missing the L1 or the scalar cache, each kernel's simulated workgroups scaled to its grid
+    missed_lines = sum((float(r.counters.get("l1_misses", 0)) + float(r.counters.get("scalar_misses", 0)))
+                       * int(r.workgroups) / max(1, int(next(iter(r.cu_cycles)))) for r in reports)
     ev = EnergyEvents(
         vgpr_reads=float(stats.vgpr_reads - stats.vgpr_reads_forwarded) * s_emu,
         forwarded_reads=float(stats.vgpr_reads_forwarded) * s_emu,
@@ -196,8 +205,8 @@ def events_from_stats(stats, timing=None) -> EnergyEvents:
         smem=float(stats.by_class.get("smem", 0)) * s_emu,
         scalar_cache_bytes=smem_bytes * s_emu,
         l1_bytes=vmem_bytes * s_emu,
-        l2_bytes=misses * line * s_cu + stored * s_emu,
-        hbm_bytes=float(timing.hbm_bytes) + stored * s_emu,
+        l2_bytes=missed_lines * line + stored * s_emu,
+        hbm_bytes=sum(float(r.hbm_bytes) for r in reports) + stored * s_emu,
         lds_bytes=float(stats.lds_bytes_read + stats.lds_bytes_written) * s_emu,
         barriers=float(stats.barriers) * s_emu,
     )
@@ -323,10 +332,16 @@ def estimate(events: EnergyEvents, board: Board, time_us: float, *, params: Ener
 
 def launch_energy(stats, board: Board | str | None = None, *, params: EnergyParams | None = None,
                   flops: float | None = None) -> EnergyReport:
-    """The modeled energy of one emulator launch with a timing model (``stats.timing``).
+    """The modeled energy of one emulator launch with a timing model (``stats.timing``), or of
+    a whole plan run in full (``vlpc.run(..., device=get_device("emulator", gpu="mi60")).stats``:
+    its kernels' energies and modeled times added, see :func:`events_from_stats`).
 
-    ``board`` defaults to the timing report's board at its clock.  Raises
-    :class:`EnergyError` when the launch was run without a timing model.
+    ``board`` defaults to the timing report's board at its clock.  ``flops`` (the operations the
+    pJ/FLOP and GFLOP/s figures divide by) defaults to the FMA and dot lanes executed (x 2, 4 or
+    8 operations per lane), which also counts the epilogue's and a split-K reduction's FMAs; pass
+    ``2 * M * N * K`` for the figures ``vlpc report --energy`` prints.  Raises
+    :class:`EnergyError` when the launch was run without a timing model, or for a plan of
+    timing-only launches.
     """
     from vlpc.targets import get_board
 
