@@ -26,7 +26,7 @@ classes: when a class naming a ``MNEMONIC`` is defined, the mnemonic (and its
 non-gfx906 one is a ``TypeError``; the class gets its table row (``ISA``: encoding,
 opcode, counters, in-order return, issue class), its ``UNIT`` (the row's issue
 class) and the widths its base class reads from the row's operands
-(``_table_facts``: ``DWORDS``, ``DST_WIDTH``, ``WIDTH``, ``OFFSET_UNIT``).  A class
+(``WIDTH_FACTS``/``_table_facts``: ``DWORDS``, ``DST_WIDTH``, ``WIDTH``, ``OFFSET_UNIT``).  A class
 that restates one of them must agree with the table.  The thin ops of a family (a base
 class and a mnemonic, nothing else) are generated from the table by ``_table_op``
 (``TABLE_OPS``); hand-written classes remain for ops with their own operands, syntax or
@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -69,7 +69,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from vlpc import isa as _isa
@@ -341,10 +341,14 @@ class GCNInstruction(IRDLOperation, ABC):
         cls.ISA = None if mnemonic == "s_cbranch" else row
         annotations.setdefault("ISA", "ClassVar")
 
+    #: Widths a family of ops reads from its table row: ``{"DWORDS": 1}`` sets the class's
+    #: ``DWORDS`` to the width (in dwords) of the row's operand 1.
+    WIDTH_FACTS: ClassVar[dict[str, int]] = {}
+
     @classmethod
     def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        """Class data a family of ops reads from its table row (widths in dwords)."""
-        return {}
+        """Class data a family of ops reads from its table row (widths in dwords; ``WIDTH_FACTS``)."""
+        return {fact: row.operands[i][1] for fact, i in cls.WIDTH_FACTS.items()}
 
     @classmethod
     def table_result_type(cls, index: int = 0) -> GCNRegisterType:
@@ -375,6 +379,28 @@ def _imm_text(value: int) -> str:
     return str(value) if -16 <= value <= 64 else hex(value & 0xFFFFFFFF)
 
 
+def _comment(comment: str | None) -> dict[str, Attribute]:
+    """The attributes of an op built with an optional assembly ``comment`` (none for None or '')."""
+    return {"comment": StringAttr(comment)} if comment else {}
+
+
+def _reg_or_imm(src: SSAValue | int) -> tuple[list[SSAValue], dict[str, Attribute]]:
+    """An optional register operand and its alternative, the ``imm`` property: ``([src], {})``
+    for a register, ``([], {"imm": src})`` for an integer."""
+    return ([], {"imm": _i64(src)}) if isinstance(src, int) else ([src], {})
+
+
+def _reg_or_imm_asm(reg: SSAValue | None, imm: IntegerAttr | None) -> str:
+    """Assembly of an operand that is a register or, when absent, the immediate ``imm``."""
+    return reg_asm(reg) if reg is not None else _imm_text(imm.value.data)
+
+
+def _check_reg_xor_imm(op: GCNInstruction, reg: str) -> None:
+    """Exactly one of the optional register operand ``reg`` and the ``imm`` property is set."""
+    if (getattr(op, reg) is None) == (op.imm is None):
+        raise VerifyException(f"{op.name}: exactly one of {reg} and imm must be given")
+
+
 def _table_op(base: type, mnemonic: str, doc: str | None = None, **class_data) -> type:
     """The op class of the gfx906 table's ``mnemonic`` in the family ``base``: a thin class,
     generated (as xDSL's ``riscv`` dialect builds its ops from a few parameterised bases).
@@ -402,30 +428,65 @@ def _table_op(base: type, mnemonic: str, doc: str | None = None, **class_data) -
 TABLE_OPS: list[type[GCNInstruction]] = []
 
 
-# ---- scalar memory --------------------------------------------------------
+# ---- memory access families ----------------------------------------------------
 
 
-class SLoadBase(GCNInstruction, ABC):
-    """``s_load_dwordxN sdst, sbase, [soffset] [offset]`` (SMEM; results return out of order)."""
+class MemoryBase(GCNInstruction, ABC):
+    """A load or store of ``DWORDS`` registers of data at an immediate byte ``offset``.
 
-    EARLY_CLOBBER: ClassVar[bool] = True
+    A load's data is its result, table operand 0; a store's (``STORE``) is its ``vdata``
+    operand, table operand 1 (the table lists an instruction's registers as its assembly
+    does: destination first).  Verification checks the data width against ``DWORDS``.
+    """
+
     DWORDS: ClassVar[int]
-    sdst = result_def(SGPRType)
-    sbase = operand_def(SGPRType)
-    soffset = opt_operand_def(SGPRType)
+    STORE: ClassVar[bool] = False
     offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
 
     @classmethod
     def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DWORDS": row.operands[0][1]}
+        return {"DWORDS": row.operands[1 if cls.STORE else 0][1]}
+
+    def verify_(self) -> None:
+        if self.STORE:
+            data, verb, what = self.vdata, "stores", "data"
+        else:
+            data, verb, what = self.results[0], "writes", "result"
+        t = data.type
+        if t.n != self.DWORDS:
+            kind = "SGPRs" if isinstance(t, SGPRType) else "VGPRs"
+            raise VerifyException(f"{self.name} {verb} {self.DWORDS} {kind}, {what} has {t.n}")
+
+
+class VectorAccessBase(MemoryBase, ABC):
+    """A per-lane load or store (global memory or LDS): reads EXEC, and prints a nonzero
+    ``offset`` as `` offset:N``."""
+
+    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+
+    def asm_suffix(self) -> str:
+        off = self.offset.value.data
+        return f" offset:{off}" if off else ""
+
+
+# ---- scalar memory --------------------------------------------------------
+
+
+class SLoadBase(MemoryBase, ABC):
+    """``s_load_dwordxN sdst, sbase, [soffset] [offset]`` (SMEM; results return out of order)."""
+
+    EARLY_CLOBBER: ClassVar[bool] = True
+    sdst = result_def(SGPRType)
+    sbase = operand_def(SGPRType)
+    soffset = opt_operand_def(SGPRType)
 
     def __init__(self, sbase: SSAValue, offset: int = 0, soffset: SSAValue | None = None,
                  comment: str | None = None):
         super().__init__(
             operands=[sbase, [soffset] if soffset is not None else []],
             result_types=[sgpr(self.DWORDS)],
-            properties={"offset": IntegerAttr(offset, i64)},
-            attributes={"comment": StringAttr(comment)} if comment else {},
+            properties={"offset": _i64(offset)},
+            attributes=_comment(comment),
         )
 
     def asm_operands(self) -> list[str]:
@@ -442,8 +503,7 @@ class SLoadBase(GCNInstruction, ABC):
         return f" offset:{hex(off)}" if self.soffset is not None and off else ""
 
     def verify_(self) -> None:
-        if self.sdst.type.n != self.DWORDS:
-            raise VerifyException(f"{self.name} writes {self.DWORDS} SGPRs, result has {self.sdst.type.n}")
+        super().verify_()
         if self.sbase.type.n != 2:
             raise VerifyException(f"{self.name}: sbase must be an SGPR pair")
 
@@ -475,33 +535,22 @@ class SOP2Base(GCNInstruction, ABC):
 
     IMPLICIT_DEFS: ClassVar[tuple[str, ...]] = ("scc",)
     DST_WIDTH: ClassVar[int]
+    WIDTH_FACTS: ClassVar[dict[str, int]] = {"DST_WIDTH": 0}
     sdst = result_def(SGPRType)
     src0 = operand_def(SGPRType)
     src1 = opt_operand_def(SGPRType)
     imm = opt_prop_def(IntegerAttr)
 
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DST_WIDTH": row.operands[0][1]}
-
     def __init__(self, src0: SSAValue, src1: SSAValue | int, comment: str | None = None):
-        props = {}
-        ops: list = [src0]
-        if isinstance(src1, int):
-            props["imm"] = _i64(src1)
-            ops.append([])
-        else:
-            ops.append([src1])
-        super().__init__(operands=ops, result_types=[sgpr(self.DST_WIDTH)], properties=props,
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+        src1, props = _reg_or_imm(src1)
+        super().__init__(operands=[src0, src1], result_types=[sgpr(self.DST_WIDTH)], properties=props,
+                         attributes=_comment(comment))
 
     def asm_operands(self) -> list[str]:
-        second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
-        return [reg_asm(self.sdst), reg_asm(self.src0), second]
+        return [reg_asm(self.sdst), reg_asm(self.src0), _reg_or_imm_asm(self.src1, self.imm)]
 
     def verify_(self) -> None:
-        if (self.src1 is None) == (self.imm is None):
-            raise VerifyException(f"{self.name}: exactly one of src1 and imm must be given")
+        _check_reg_xor_imm(self, "src1")
 
 
 SAddU32Op = _table_op(SOP2Base, "s_add_u32")
@@ -533,14 +582,11 @@ class SOPCBase(GCNInstruction, ABC):
     imm = opt_prop_def(IntegerAttr)
 
     def __init__(self, src0: SSAValue, src1: SSAValue | int):
-        if isinstance(src1, int):
-            super().__init__(operands=[src0, []], properties={"imm": IntegerAttr(src1, i64)})
-        else:
-            super().__init__(operands=[src0, [src1]])
+        src1, props = _reg_or_imm(src1)
+        super().__init__(operands=[src0, src1], properties=props)
 
     def asm_operands(self) -> list[str]:
-        second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
-        return [reg_asm(self.src0), second]
+        return [reg_asm(self.src0), _reg_or_imm_asm(self.src1, self.imm)]
 
 
 SCmpLgU32Op = _table_op(SOPCBase, "s_cmp_lg_u32")
@@ -563,15 +609,11 @@ class SMovB32Op(GCNInstruction):
     imm = opt_prop_def(IntegerAttr)
 
     def __init__(self, src: SSAValue | int):
-        if isinstance(src, int):
-            super().__init__(operands=[[]], result_types=[self.table_result_type()],
-                             properties={"imm": _i64(src)})
-        else:
-            super().__init__(operands=[[src]], result_types=[self.table_result_type()])
+        src, props = _reg_or_imm(src)
+        super().__init__(operands=[src], result_types=[self.table_result_type()], properties=props)
 
     def asm_operands(self) -> list[str]:
-        src = reg_asm(self.src) if self.src is not None else _imm_text(self.imm.value.data)
-        return [reg_asm(self.sdst), src]
+        return [reg_asm(self.sdst), _reg_or_imm_asm(self.src, self.imm)]
 
 
 # ---- vector ALU -----------------------------------------------------------
@@ -581,15 +623,15 @@ class VOPBase(GCNInstruction, ABC):
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
 
 
-@irdl_op_definition
-class VFmaF32Op(VOPBase):
-    """``v_fma_f32 vdst, src0, src1, src2`` = src0 * src1 + src2, one rounding (VOP3).
+class VFmaBase(VOPBase, ABC):
+    """``v_fma_fN vdst, src0, src1, src2`` = src0 * src1 + src2, one rounding (VOP3), on
+    ``WIDTH`` registers per operand (the table's destination width: 1, or a pair for f64).
 
-    At most one of the sources may be an SGPR (the constant bus, gfx906.md).
+    At most one source may be an SGPR (range) (the constant bus, gfx906.md).
     """
 
-    name = "gcn.v_fma_f32"
-    MNEMONIC: ClassVar[str] = "v_fma_f32"
+    WIDTH: ClassVar[int]
+    WIDTH_FACTS: ClassVar[dict[str, int]] = {"WIDTH": 0}
     vdst = result_def(VGPRType)
     src0 = operand_def(VGPRType | SGPRType)
     src1 = operand_def(VGPRType | SGPRType)
@@ -597,39 +639,21 @@ class VFmaF32Op(VOPBase):
 
     def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue, comment: str | None = None):
         super().__init__(operands=[src0, src1, src2], result_types=[self.table_result_type()],
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+                         attributes=_comment(comment))
 
     def verify_(self) -> None:
-        scalars = {o for o in self.operands if isinstance(o.type, SGPRType)}
-        if len(scalars) > 1:
-            raise VerifyException("v_fma_f32 reads more than one SGPR (constant bus limit is 1 on gfx9)")
-        for o in self.operands:
-            if o.type.n != 1:
-                raise VerifyException("v_fma_f32 operands are single registers")
-
-
-@irdl_op_definition
-class VFmaF64Op(VOPBase):
-    """``v_fma_f64 vdst, src0, src1, src2`` on register pairs, one rounding (VOP3).
-
-    At most one source may be an SGPR pair (constant bus limit, gfx906.md).
-    """
-
-    name = "gcn.v_fma_f64"
-    MNEMONIC: ClassVar[str] = "v_fma_f64"
-    vdst = result_def(VGPRType)
-    src0 = operand_def(VGPRType | SGPRType)
-    src1 = operand_def(VGPRType | SGPRType)
-    src2 = operand_def(VGPRType | SGPRType)
-
-    def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue):
-        super().__init__(operands=[src0, src1, src2], result_types=[self.table_result_type()])
-
-    def verify_(self) -> None:
+        pair = self.WIDTH == 2
         if len({o for o in self.operands if isinstance(o.type, SGPRType)}) > 1:
-            raise VerifyException("v_fma_f64 reads more than one SGPR pair (constant bus limit is 1 on gfx9)")
-        if any(o.type.n != 2 for o in self.operands):
-            raise VerifyException("v_fma_f64 operands are register pairs")
+            raise VerifyException(f"{self.MNEMONIC} reads more than one SGPR{' pair' if pair else ''} "
+                                  "(constant bus limit is 1 on gfx9)")
+        if any(o.type.n != self.WIDTH for o in self.operands):
+            raise VerifyException(f"{self.MNEMONIC} operands are {'register pairs' if pair else 'single registers'}")
+
+
+VFmaF32Op = _table_op(VFmaBase, "v_fma_f32", "``v_fma_f32 vdst, src0, src1, src2`` = src0 * src1 + src2, one "
+                      "rounding (VOP3); at most one source may be an SGPR (the constant bus, gfx906.md).")
+VFmaF64Op = _table_op(VFmaBase, "v_fma_f64", "``v_fma_f64 vdst, src0, src1, src2`` on register pairs, one "
+                      "rounding (VOP3); at most one source may be an SGPR pair (the constant bus, gfx906.md).")
 
 
 class VOP2Base(VOPBase, ABC):
@@ -637,13 +661,10 @@ class VOP2Base(VOPBase, ABC):
     ``WIDTH`` registers per operand (1, or 2 for f64; the table's destination width)."""
 
     WIDTH: ClassVar[int]
+    WIDTH_FACTS: ClassVar[dict[str, int]] = {"WIDTH": 0}
     vdst = result_def(VGPRType)
     src0 = operand_def(VGPRType | SGPRType)
     src1 = operand_def(VGPRType)
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"WIDTH": row.operands[0][1]}
 
     def __init__(self, src0: SSAValue, src1: SSAValue):
         super().__init__(operands=[src0, src1], result_types=[vgpr(self.WIDTH)])
@@ -655,22 +676,6 @@ VAddF32Op = _table_op(VOP2Base, "v_add_f32")
 VAddF64Op = _table_op(VOP2Base, "v_add_f64")
 
 
-@irdl_op_definition
-class VMaxF64Op(VOPBase):
-    """``v_max_f64 vdst, 0, src`` (ReLU on a register pair)."""
-
-    name = "gcn.v_max_f64"
-    MNEMONIC: ClassVar[str] = "v_max_f64"
-    vdst = result_def(VGPRType)
-    src = operand_def(VGPRType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[self.table_result_type()])
-
-    def asm_operands(self) -> list[str]:
-        return [reg_asm(self.vdst), "0", reg_asm(self.src)]
-
-
 class VOP1Base(VOPBase, ABC):
     """``op vdst, src`` (VOP1)."""
 
@@ -679,6 +684,20 @@ class VOP1Base(VOPBase, ABC):
 
     def __init__(self, src: SSAValue):
         super().__init__(operands=[src], result_types=[self.table_result_type()])
+
+
+class VMaxZeroBase(VOP1Base, ABC):
+    """``op vdst, 0, src``: a VOP2 op whose ``src0`` is the inline constant 0, so one register
+    operand as a VOP1 op (``v_max_*``: ReLU)."""
+
+    def asm_operands(self) -> list[str]:
+        return [reg_asm(self.vdst), "0", reg_asm(self.src)]
+
+
+VMaxF32Op = _table_op(VMaxZeroBase, "v_max_f32", "``v_max_f32 vdst, 0, src`` (ReLU).")
+
+
+VMaxF64Op = _table_op(VMaxZeroBase, "v_max_f64", "``v_max_f64 vdst, 0, src`` (ReLU on a register pair).")
 
 
 VExpF32Op = _table_op(
@@ -719,22 +738,22 @@ class VMulLoU32Op(VOPBase):
         super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
 
 
-@irdl_op_definition
-class VLshlrevB32Op(VOPBase):
-    """``v_lshlrev_b32 vdst, shift, src`` with an immediate shift."""
+class VShiftRevBase(VOPBase, ABC):
+    """``op vdst, shift, src`` with an immediate shift (``v_lshlrev_b32``, ``v_lshrrev_b32``)."""
 
-    name = "gcn.v_lshlrev_b32"
-    MNEMONIC: ClassVar[str] = "v_lshlrev_b32"
     vdst = result_def(VGPRType)
     src = operand_def(VGPRType)
     shift = prop_def(IntegerAttr)
 
     def __init__(self, shift: int, src: SSAValue):
         super().__init__(operands=[src], result_types=[self.table_result_type()],
-                         properties={"shift": IntegerAttr(shift, i64)})
+                         properties={"shift": _i64(shift)})
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
+
+
+VLshlrevB32Op = _table_op(VShiftRevBase, "v_lshlrev_b32", "``v_lshlrev_b32 vdst, shift, src`` with an immediate shift.")
 
 
 @irdl_op_definition
@@ -761,15 +780,11 @@ class VMovB32Op(VOPBase):
     imm = opt_prop_def(IntegerAttr)
 
     def __init__(self, src: SSAValue | int):
-        if isinstance(src, int):
-            super().__init__(operands=[[]], result_types=[self.table_result_type()],
-                             properties={"imm": IntegerAttr(src, i64)})
-        else:
-            super().__init__(operands=[[src]], result_types=[self.table_result_type()])
+        src, props = _reg_or_imm(src)
+        super().__init__(operands=[src], result_types=[self.table_result_type()], properties=props)
 
     def asm_operands(self) -> list[str]:
-        src = reg_asm(self.src) if self.src is not None else _imm_text(self.imm.value.data)
-        return [reg_asm(self.vdst), src]
+        return [reg_asm(self.vdst), _reg_or_imm_asm(self.src, self.imm)]
 
 
 VAddU32Op = _table_op(
@@ -792,22 +807,6 @@ class VCmpGtU32Op(VOPBase):
         super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
 
 
-@irdl_op_definition
-class VMaxF32Op(VOPBase):
-    """``v_max_f32 vdst, 0, src`` form: ``src0`` is an inline constant 0 when absent (ReLU)."""
-
-    name = "gcn.v_max_f32"
-    MNEMONIC: ClassVar[str] = "v_max_f32"
-    vdst = result_def(VGPRType)
-    src = operand_def(VGPRType)
-
-    def __init__(self, src: SSAValue):
-        super().__init__(operands=[src], result_types=[self.table_result_type()])
-
-    def asm_operands(self) -> list[str]:
-        return [reg_asm(self.vdst), "0", reg_asm(self.src)]
-
-
 class SOP64Base(GCNInstruction, ABC):
     """64-bit scalar operation whose destination may be EXEC: ``op sdst, src0, src1``.
 
@@ -820,18 +819,12 @@ class SOP64Base(GCNInstruction, ABC):
     imm = opt_prop_def(IntegerAttr)
 
     def __init__(self, src0: SSAValue, src1: SSAValue | int, result_type: Attribute | None = None):
-        props = {}
-        ops: list = [src0]
-        if isinstance(src1, int):
-            props["imm"] = IntegerAttr(src1, i64)
-            ops.append([])
-        else:
-            ops.append([src1])
-        super().__init__(operands=ops, result_types=[result_type or self.table_result_type()], properties=props)
+        src1, props = _reg_or_imm(src1)
+        super().__init__(operands=[src0, src1], result_types=[result_type or self.table_result_type()],
+                         properties=props)
 
     def asm_operands(self) -> list[str]:
-        second = reg_asm(self.src1) if self.src1 is not None else _imm_text(self.imm.value.data)
-        return [reg_asm(self.sdst), reg_asm(self.src0), second]
+        return [reg_asm(self.sdst), reg_asm(self.src0), _reg_or_imm_asm(self.src1, self.imm)]
 
 
 SAndB64Op = _table_op(SOP64Base, "s_and_b64", IMPLICIT_DEFS=("scc",))
@@ -858,43 +851,34 @@ def exec_type() -> SpecialRegType:
 # ---- vector memory ----------------------------------------------------------
 
 
-class GlobalLoadBase(GCNInstruction, ABC):
+class GlobalLoadBase(VectorAccessBase, ABC):
     """``global_load_dwordxN vdst, vaddr, saddr offset:imm``: address = saddr + vaddr + offset.
 
     Vector memory loads return in order (``s_waitcnt vmcnt(N)``).
     """
 
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
     EARLY_CLOBBER: ClassVar[bool] = True
-    DWORDS: ClassVar[int]
     vdst = result_def(VGPRType)
     vaddr = operand_def(VGPRType)
     saddr = operand_def(SGPRType)
     #: Lanes EXEC disables keep their old value: ``merge`` is that old value, and the
     #: allocator gives it the result's registers (it is not printed).
     merge = opt_operand_def(VGPRType)
-    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DWORDS": row.operands[0][1]}
 
     def __init__(self, vaddr: SSAValue, saddr: SSAValue, offset: int = 0, comment: str | None = None,
                  merge: SSAValue | None = None):
         super().__init__(operands=[vaddr, saddr, [merge] if merge is not None else []],
                          result_types=[vgpr(self.DWORDS)],
                          properties={"offset": _i64(offset)},
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+                         attributes=_comment(comment))
 
     def asm_operands(self) -> list[str]:
         return [reg_asm(self.vdst), reg_asm(self.vaddr), reg_asm(self.saddr)]
 
     def verify_(self) -> None:
-        vdst = self.vdst.type
-        if vdst.n != self.DWORDS:
-            raise VerifyException(f"{self.name} writes {self.DWORDS} VGPRs, result has {vdst.n}")
+        super().verify_()
         if self.merge is not None:
-            merge = self.merge.type
+            vdst, merge = self.vdst.type, self.merge.type
             if merge.n != vdst.n:
                 raise VerifyException(f"{self.name}: merge is {merge}, the result {vdst}: the lanes EXEC disables "
                                       "keep the merge value, so both must be the same width")
@@ -902,10 +886,6 @@ class GlobalLoadBase(GCNInstruction, ABC):
             if at is not None and first is not None and at != first:
                 raise VerifyException(f"{self.name}: merge is {merge}, the result {vdst}: both must be one "
                                       "register range")
-
-    def asm_suffix(self) -> str:
-        off = self.offset.value.data
-        return f" offset:{off}" if off else ""
 
 
 GlobalLoadDwordOp = _table_op(GlobalLoadBase, "global_load_dword")
@@ -917,24 +897,29 @@ GlobalLoadDwordx2Op = _table_op(GlobalLoadBase, "global_load_dwordx2")
 GlobalLoadDwordx4Op = _table_op(GlobalLoadBase, "global_load_dwordx4")
 
 
-@irdl_op_definition
-class GlobalStoreDwordOp(GCNInstruction):
-    """``global_store_dword vaddr, vdata, saddr offset:imm``."""
+class GlobalStoreBase(VectorAccessBase, ABC):
+    """``global_store_dwordxN vaddr, vdata, saddr offset:imm`` (operands in the order of
+    ``global_store_dword``: the hazard pass reads ``vdata`` as operand 1)."""
 
-    name = "gcn.global_store_dword"
-    MNEMONIC: ClassVar[str] = "global_store_dword"
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    STORE: ClassVar[bool] = True
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
     saddr = operand_def(SGPRType)
-    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
 
-    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0):
-        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": _i64(offset)})
+    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0,
+                 comment: str | None = None):
+        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": _i64(offset)},
+                         attributes=_comment(comment))
 
-    def asm_suffix(self) -> str:
-        off = self.offset.value.data
-        return f" offset:{off}" if off else ""
+
+GlobalStoreDwordOp = _table_op(GlobalStoreBase, "global_store_dword", "``global_store_dword vaddr, vdata, saddr "
+                               "offset:imm``.")
+
+
+GlobalStoreDwordx2Op = _table_op(GlobalStoreBase, "global_store_dwordx2")
+
+
+GlobalStoreDwordx4Op = _table_op(GlobalStoreBase, "global_store_dwordx4")
 
 
 # ---- pseudo operations (no instruction; resolved by register allocation) -----
@@ -1014,26 +999,6 @@ class RegSequenceOp(PseudoOp):
             raise VerifyException(f"gcn.reg_sequence: the parts are {off} registers, the result {result} is {result.n}")
 
 
-@irdl_op_definition
-class GlobalStoreDwordx2Op(GCNInstruction):
-    """``global_store_dwordx2 vaddr, vdata, saddr offset:imm``."""
-
-    name = "gcn.global_store_dwordx2"
-    MNEMONIC: ClassVar[str] = "global_store_dwordx2"
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
-    vaddr = operand_def(VGPRType)
-    vdata = operand_def(VGPRType)
-    saddr = operand_def(SGPRType)
-    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
-
-    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0):
-        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": IntegerAttr(offset, i64)})
-
-    def asm_suffix(self) -> str:
-        off = self.offset.value.data
-        return f" offset:{off}" if off else ""
-
-
 # ---- program control ----------------------------------------------------------
 
 
@@ -1072,8 +1037,7 @@ class SNopOp(GCNInstruction):
     count = prop_def(IntegerAttr)
 
     def __init__(self, count: int, comment: str | None = None):
-        super().__init__(properties={"count": IntegerAttr(count, i64)},
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+        super().__init__(properties={"count": _i64(count)}, attributes=_comment(comment))
 
     def asm_operands(self) -> list[str]:
         return [str(self.count.value.data)]
@@ -1267,31 +1231,24 @@ def metadata_json(kernel: KernelOp) -> dict:
 # each) for ``ds_write2*``; the builder checks them against vlpc.targets.
 
 
-class DsReadBase(GCNInstruction, ABC):
+class DsAccessBase(VectorAccessBase, ABC):
+    """An LDS read or write of ``DWORDS`` VGPRs at LDS[vaddr + offset]: ``vaddr`` is one VGPR."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.vaddr.type.n != 1:
+            raise VerifyException(f"{self.name}: the address vaddr must be one VGPR, not {self.vaddr.type}")
+
+
+class DsReadBase(DsAccessBase, ABC):
     """``ds_read_bN vdst, vaddr offset:imm``: LDS[vaddr + offset] into ``DWORDS`` VGPRs."""
 
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
-    DWORDS: ClassVar[int]
     vdst = result_def(VGPRType)
     vaddr = operand_def(VGPRType)
-    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DWORDS": row.operands[0][1]}
 
     def __init__(self, vaddr: SSAValue, offset: int = 0, comment: str | None = None):
         super().__init__(operands=[vaddr], result_types=[vgpr(self.DWORDS)],
-                         properties={"offset": IntegerAttr(offset, i64)},
-                         attributes={"comment": StringAttr(comment)} if comment else {})
-
-    def asm_suffix(self) -> str:
-        off = self.offset.value.data
-        return f" offset:{off}" if off else ""
-
-    def verify_(self) -> None:
-        if self.vdst.type.n != self.DWORDS or self.vaddr.type.n != 1:
-            raise VerifyException(f"{self.name}: writes {self.DWORDS} VGPRs from one address VGPR")
+                         properties={"offset": _i64(offset)}, attributes=_comment(comment))
 
 
 DsReadB32Op = _table_op(DsReadBase, "ds_read_b32")
@@ -1306,30 +1263,15 @@ DsReadB128Op = _table_op(DsReadBase, "ds_read_b128")
 DS_READS: dict[int, type[DsReadBase]] = {c.DWORDS: c for c in (DsReadB32Op, DsReadB64Op, DsReadB128Op)}
 
 
-class DsWriteBase(GCNInstruction, ABC):
+class DsWriteBase(DsAccessBase, ABC):
     """``ds_write_bN vaddr, vdata offset:imm``: ``DWORDS`` VGPRs to LDS[vaddr + offset]."""
 
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
-    DWORDS: ClassVar[int]
+    STORE: ClassVar[bool] = True
     vaddr = operand_def(VGPRType)
     vdata = operand_def(VGPRType)
-    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DWORDS": row.operands[1][1]}
 
     def __init__(self, vaddr: SSAValue, vdata: SSAValue, offset: int = 0, comment: str | None = None):
-        super().__init__(operands=[vaddr, vdata], properties={"offset": IntegerAttr(offset, i64)},
-                         attributes={"comment": StringAttr(comment)} if comment else {})
-
-    def asm_suffix(self) -> str:
-        off = self.offset.value.data
-        return f" offset:{off}" if off else ""
-
-    def verify_(self) -> None:
-        if self.vdata.type.n != self.DWORDS or self.vaddr.type.n != 1:
-            raise VerifyException(f"{self.name}: stores {self.DWORDS} VGPRs at one address VGPR")
+        super().__init__(operands=[vaddr, vdata], properties={"offset": _i64(offset)}, attributes=_comment(comment))
 
 
 DsWriteB32Op = _table_op(DsWriteBase, "ds_write_b32")
@@ -1345,40 +1287,51 @@ DS_WRITES: dict[int, type[DsWriteBase]] = {c.DWORDS: c for c in (DsWriteB32Op, D
 
 
 class DsWrite2Base(GCNInstruction, ABC):
-    """``ds_write2[st64]_b32 vaddr, vdata0, vdata1 offset0:a offset1:b``: two dwords at
-    vaddr + a*UNIT and vaddr + b*UNIT (UNIT 4 bytes, or 256 for ``st64``; a, b < 256)."""
+    """``ds_write2[st64]_bN vaddr, vdata0, vdata1 offset0:a offset1:b``: two values of
+    ``DWORDS`` VGPRs (1 for b32, a pair for b64) at vaddr + a*UNIT and vaddr + b*UNIT (UNIT
+    the data width in bytes, x64 for ``st64``; a, b < 256; AMD Vega ISA, DS ops)."""
 
     IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
+    DWORDS: ClassVar[int]
     #: Bytes per offset unit: the data width, x64 for ``st64`` (AMD Vega ISA, DS_WRITE2ST64).
     OFFSET_UNIT: ClassVar[int]
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"OFFSET_UNIT": 4 * row.operands[1][1] * (64 if "st64" in row.mnemonic else 1)}
     vaddr = operand_def(VGPRType)
     vdata0 = operand_def(VGPRType)
     vdata1 = operand_def(VGPRType)
     offset0 = prop_def(IntegerAttr)
     offset1 = prop_def(IntegerAttr)
 
+    @classmethod
+    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
+        dwords = row.operands[1][1]
+        return {"DWORDS": dwords, "OFFSET_UNIT": 4 * dwords * (64 if "st64" in row.mnemonic else 1)}
+
     def __init__(self, vaddr: SSAValue, vdata0: SSAValue, vdata1: SSAValue, offset0: int, offset1: int,
                  comment: str | None = None):
         super().__init__(operands=[vaddr, vdata0, vdata1],
-                         properties={"offset0": IntegerAttr(offset0, i64), "offset1": IntegerAttr(offset1, i64)},
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+                         properties={"offset0": _i64(offset0), "offset1": _i64(offset1)},
+                         attributes=_comment(comment))
 
     def asm_suffix(self) -> str:
         return f" offset0:{self.offset0.value.data} offset1:{self.offset1.value.data}"
 
     def verify_(self) -> None:
-        if any(o.type.n != 1 for o in self.operands):
-            raise VerifyException(f"{self.name}: operands are single VGPRs")
+        if self.vaddr.type.n != 1 or self.vdata0.type.n != self.DWORDS or self.vdata1.type.n != self.DWORDS:
+            data = "single VGPRs" if self.DWORDS == 1 else "VGPR pairs"
+            raise VerifyException(f"{self.name}: one address VGPR and two data values, {data}")
 
 
 DsWrite2B32Op = _table_op(DsWrite2Base, "ds_write2_b32")
 
 
 DsWrite2st64B32Op = _table_op(DsWrite2Base, "ds_write2st64_b32")
+
+
+DsWrite2st64B64Op = _table_op(
+    DsWrite2Base, "ds_write2st64_b64",
+    "``ds_write2st64_b64 vaddr, vdata0, vdata1 offset0:a offset1:b``: two register pairs (doubles) at "
+    "vaddr + a*512 and vaddr + b*512 (a, b < 256; AMD Vega ISA, DS ops).",
+)
 
 
 @irdl_op_definition
@@ -1393,36 +1346,7 @@ class SBarrierOp(GCNInstruction):
     MNEMONIC: ClassVar[str] = "s_barrier"
 
     def __init__(self, comment: str | None = None):
-        super().__init__(attributes={"comment": StringAttr(comment)} if comment else {})
-
-
-class GlobalStoreBase(GCNInstruction, ABC):
-    """``global_store_dwordxN vaddr, vdata, saddr offset:imm`` (operands in the order of
-    ``global_store_dword``: the hazard pass reads ``vdata`` as operand 1)."""
-
-    IMPLICIT_USES: ClassVar[tuple[str, ...]] = ("exec",)
-    DWORDS: ClassVar[int]
-    vaddr = operand_def(VGPRType)
-    vdata = operand_def(VGPRType)
-    saddr = operand_def(SGPRType)
-    offset = prop_def(IntegerAttr, default_value=IntegerAttr(0, i64))
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DWORDS": _isa.store_data(row)[1]}
-
-    def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, offset: int = 0,
-                 comment: str | None = None):
-        super().__init__(operands=[vaddr, vdata, saddr], properties={"offset": IntegerAttr(offset, i64)},
-                         attributes={"comment": StringAttr(comment)} if comment else {})
-
-    def asm_suffix(self) -> str:
-        off = self.offset.value.data
-        return f" offset:{off}" if off else ""
-
-    def verify_(self) -> None:
-        if self.vdata.type.n != self.DWORDS:
-            raise VerifyException(f"{self.name} stores {self.DWORDS} VGPRs, data has {self.vdata.type.n}")
+        super().__init__(attributes=_comment(comment))
 
 
 class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
@@ -1448,7 +1372,7 @@ class GlobalAtomicCmpswapBase(GCNInstruction, ABC):
 
     def __init__(self, vaddr: SSAValue, vdata: SSAValue, saddr: SSAValue, comment: str | None = None):
         super().__init__(operands=[vaddr, vdata, saddr], result_types=[vgpr(self.DWORDS)],
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+                         attributes=_comment(comment))
 
     def asm_suffix(self) -> str:
         return " glc"
@@ -1469,13 +1393,10 @@ class VCmpNeBase(VOPBase, ABC):
     into an SGPR pair (VOP3)."""
 
     DWORDS: ClassVar[int]
+    WIDTH_FACTS: ClassVar[dict[str, int]] = {"DWORDS": 1}
     sdst = result_def(SGPRType)
     src0 = operand_def(VGPRType)
     src1 = operand_def(VGPRType)
-
-    @classmethod
-    def _table_facts(cls, row: _isa.Instruction) -> dict[str, object]:
-        return {"DWORDS": row.operands[1][1]}
 
     def __init__(self, src0: SSAValue, src1: SSAValue):
         super().__init__(operands=[src0, src1], result_types=[self.table_result_type()])
@@ -1485,27 +1406,6 @@ VCmpNeU32Op = _table_op(VCmpNeBase, "v_cmp_ne_u32_e64")
 
 
 VCmpNeU64Op = _table_op(VCmpNeBase, "v_cmp_ne_u64_e64")
-
-
-GlobalStoreDwordx2Op = _table_op(GlobalStoreBase, "global_store_dwordx2")
-
-
-GlobalStoreDwordx4Op = _table_op(GlobalStoreBase, "global_store_dwordx4")
-
-
-class VShiftRevBase(VOPBase, ABC):
-    """``op vdst, shift, src`` with an immediate shift (``v_lshrrev_b32``)."""
-
-    vdst = result_def(VGPRType)
-    src = operand_def(VGPRType)
-    shift = prop_def(IntegerAttr)
-
-    def __init__(self, shift: int, src: SSAValue):
-        super().__init__(operands=[src], result_types=[self.table_result_type()],
-                         properties={"shift": IntegerAttr(shift, i64)})
-
-    def asm_operands(self) -> list[str]:
-        return [reg_asm(self.vdst), str(self.shift.value.data), reg_asm(self.src)]
 
 
 VLshrrevB32Op = _table_op(VShiftRevBase, "v_lshrrev_b32")
@@ -1520,19 +1420,14 @@ class VBitwiseBase(VOPBase, ABC):
     imm = opt_prop_def(IntegerAttr)
 
     def __init__(self, src0: SSAValue | int, src1: SSAValue):
-        if isinstance(src0, int):
-            super().__init__(operands=[[], src1], result_types=[self.table_result_type()],
-                             properties={"imm": IntegerAttr(src0, i64)})
-        else:
-            super().__init__(operands=[[src0], src1], result_types=[self.table_result_type()])
+        src0, props = _reg_or_imm(src0)
+        super().__init__(operands=[src0, src1], result_types=[self.table_result_type()], properties=props)
 
     def asm_operands(self) -> list[str]:
-        first = reg_asm(self.src0) if self.src0 is not None else _imm_text(self.imm.value.data)
-        return [reg_asm(self.vdst), first, reg_asm(self.src1)]
+        return [reg_asm(self.vdst), _reg_or_imm_asm(self.src0, self.imm), reg_asm(self.src1)]
 
     def verify_(self) -> None:
-        if (self.src0 is None) == (self.imm is None):
-            raise VerifyException(f"{self.name}: exactly one of src0 and imm must be given")
+        _check_reg_xor_imm(self, "src0")
 
 
 VAndB32Op = _table_op(VBitwiseBase, "v_and_b32")
@@ -1561,35 +1456,6 @@ class VLshlAddU32Op(VOPBase):
         return [reg_asm(self.vdst), reg_asm(self.src0), str(self.shift.value.data), reg_asm(self.src2)]
 
 
-def _operations() -> list[type[IRDLOperation]]:
-    """Every ``gcn.*`` operation class defined in this module (new ops register themselves)."""
-    return [v for v in globals().values()
-            if isinstance(v, type) and issubclass(v, IRDLOperation) and getattr(v, "name", "").startswith("gcn.")]
-
-
-GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
-
-
-# ---- added for the lds f64 kernel ----
-
-
-@irdl_op_definition
-class DsWrite2st64B64Op(DsWrite2Base):
-    """``ds_write2st64_b64 vaddr, vdata0, vdata1 offset0:a offset1:b``: two register pairs
-    (doubles) at vaddr + a*512 and vaddr + b*512 (a, b < 256; AMD Vega ISA, DS ops)."""
-
-    name = "gcn.ds_write2st64_b64"
-    MNEMONIC: ClassVar[str] = "ds_write2st64_b64"
-
-    def verify_(self) -> None:
-        if self.vaddr.type.n != 1 or self.vdata0.type.n != 2 or self.vdata1.type.n != 2:
-            raise VerifyException(f"{self.name}: one address VGPR and two VGPR pairs")
-
-
-# the dialect again, so that the operations of this section are registered too
-GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
-
-
 # ---- added for the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py) ----
 
 
@@ -1604,7 +1470,7 @@ class VDotBase(VOPBase, ABC):
 
     def __init__(self, src0: SSAValue, src1: SSAValue, src2: SSAValue, comment: str | None = None):
         super().__init__(operands=[src0, src1, src2], result_types=[self.table_result_type()],
-                         attributes={"comment": StringAttr(comment)} if comment else {})
+                         attributes=_comment(comment))
 
     def verify_(self) -> None:
         if any(o.type.n != 1 for o in self.operands):
@@ -1661,10 +1527,6 @@ VCvtF32I32Op = _table_op(
 )
 
 
-# the dialect again, so that the operations of this section are registered too
-GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
-
-
 # ---- added for the f16 dot kernel with B stored K x N (passes/gemm_to_gcn_dot.py) ----
 
 
@@ -1684,10 +1546,6 @@ GlobalLoadUbyteD16HiOp = _table_op(
 )
 
 
-# the dialect again, so that the operations of this section are registered too
-GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
-
-
 # ---- LDS atomics (the decode GEMV's int8 reduction, passes/gemm_to_gcn_dot.py) ----
 
 DsAddU32Op = _table_op(
@@ -1695,5 +1553,12 @@ DsAddU32Op = _table_op(
     "``ds_add_u32 vaddr, vdata offset:imm``: LDS[vaddr + offset] += vdata (32-bit wrapping "
     "add, no value returned; counts in lgkmcnt as a ds_write).",
 )
+
+
+def _operations() -> list[type[IRDLOperation]]:
+    """Every ``gcn.*`` operation class defined in this module (new ops register themselves)."""
+    return [v for v in globals().values()
+            if isinstance(v, type) and issubclass(v, IRDLOperation) and getattr(v, "name", "").startswith("gcn.")]
+
 
 GCN = Dialect("gcn", _operations(), [SGPRType, VGPRType, SpecialRegType])
