@@ -319,7 +319,28 @@ def test_report_energy_bad_clock_is_one_line(tmp_path, capsys):
     f.write_text(_source())
     assert main(["report", str(f), "--energy", "--clock", "50", "-o", str(tmp_path / "o"), "-q"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["vlpc: engine clock 50.0 MHz is outside 100..3000 MHz"]
+    assert err == ["vlpc: --clock 50: engine clock 50.0 MHz is outside 100..3000 MHz"]
+
+
+@pytest.mark.parametrize("clock, outside", [(3000, True), (700, True), (1100, False)])
+def test_report_energy_says_when_the_clock_is_outside_the_vf_curve(tmp_path, capsys, clock, outside):
+    """Past the V/f curve's points (808 and 1801 MHz, Vega 20's as amdgpu reports them) the voltage is
+    extrapolated: the report and a warning say so, with the extrapolated voltage."""
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    prefix = tmp_path / "o"
+    assert main(["report", str(f), "--energy", "--clock", str(clock), "-o", str(prefix), "-q"]) == 0
+    cap = capsys.readouterr()
+    volts = f"({_vega20_voltage(clock):.3f} V)"
+    note = f"{clock} MHz is outside the mi60 V/f curve's 808..1801 MHz: the core voltage {volts} is extrapolated"
+    assert (note in cap.out) == outside
+    assert (note in (tmp_path / "o.md").read_text()) == outside
+    warnings = [x for x in cap.err.splitlines() if x.startswith("vlpc: warning:")]
+    assert warnings == ([f"vlpc: warning: --clock {clock}: " + note + " beyond its last point, and with it every "
+                         "dynamic energy and the idle power, so these figures are outside the energy model's range"]
+                        if outside else [])
 
 
 def test_report_names_the_power_limited_clock():

@@ -256,6 +256,21 @@ def plan_label(ck, m: int, steps: list) -> str:
     return label
 
 
+def vf_range_note(board: str, clock_mhz: float, voltage: float) -> str | None:
+    """A sentence when ``clock_mhz`` is outside the points of ``board``'s V/f curve
+    (:attr:`vlpc.targets.EnergyParams.vf_curve`), where the core voltage, and with it every dynamic
+    energy and the idle power, is extrapolated; ``None`` inside it."""
+    from vlpc.targets import energy_params
+
+    pts = sorted(energy_params(board).vf_curve)
+    lo, hi = pts[0][0], pts[-1][0]
+    if lo <= clock_mhz <= hi:
+        return None
+    return (f"{clock_mhz:.0f} MHz is outside the {board} V/f curve's {lo:.0f}..{hi:.0f} MHz: the core voltage "
+            f"({voltage:.3f} V) is extrapolated beyond its last point, and with it every dynamic energy and the "
+            f"idle power, so these figures are outside the energy model's range")
+
+
 @dataclass
 class EnergyComparison:
     rows: list[EnergyRow]
@@ -352,6 +367,9 @@ class EnergyComparison:
         if r0.batch:
             w(f"A strided batch of {r0.batch} GEMMs: every figure is of the whole batch "
               f"({r0.batch} x 2 M N K operations).\n\n")
+        note = vf_range_note(e0.board, e0.clock_mhz, e0.voltage)
+        if note:
+            w(f"**{note}.**\n\n")
         from vlpc.targets import BOARD_ENERGY_NOTE
         if e0.board in BOARD_ENERGY_NOTE:
             w(f"**{BOARD_ENERGY_NOTE[e0.board]}.**\n\n")
@@ -470,9 +488,13 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     try:
         proc = TargetId.parse(args.target).target
         gpu = gpu or board_for(proc)  # the target's board: mi60 for gfx906, mi25 for gfx900
-        board = get_board(gpu, clock_mhz=clock)  # a bad board or clock fails before any compilation
+        board = get_board(gpu)
     except TargetError as e:
         raise VlpcError(str(e)) from None
+    try:
+        board = get_board(gpu, clock_mhz=clock)  # a bad clock fails before any compilation
+    except TargetError as e:
+        raise VlpcError(f"--clock {clock:g}: {e}") from None
     if board.target.name != proc.name:
         raise VlpcError(f"--energy: --gpu {gpu} is a {board.target.name} board but --target is {args.target}: "
                         f"add --target {board.target.name}")
@@ -481,6 +503,10 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
         rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,
                                k=k, gpu=gpu, clock=clock, options=options, progress=None if quiet else bar,
                                batch=batch)
+    e0 = rep.rows[0].energy
+    note = vf_range_note(e0.board, e0.clock_mhz, e0.voltage)
+    if note:
+        print(f"vlpc: warning: --clock {e0.clock_mhz:g}: {note}", file=sys.stderr)
     md = rep.markdown()
     sys.stdout.write(md)
     write_atomic(f"{prefix}.md", md)
