@@ -50,8 +50,8 @@ def test_search_space_respects_slices_and_dynamic_k():
     assert all((c.split_k * c.local_split) & (c.split_k * c.local_split - 1) == 0 for c in dyn)
     assert not any(c.schedule == "seed" for c in tune.search_space(250, 512, 1024))  # M % 64 != 0
     assert not any(c.schedule == "seed" for c in tune.search_space(256, 512, 1024, "f64"))
-    with pytest.raises(vlpc.VlpcError, match="f32 and f64"):
-        tune.search_space(64, 64, 64, "i8")
+    with pytest.raises(vlpc.VlpcError, match="f32, f64, f16 and int8"):
+        tune.search_space(64, 64, 64, "i32")
 
 
 def test_candidate_options_compile_as_printed():

@@ -5,16 +5,24 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
 1. enumerates candidates (:func:`search_space`): macro tile (64x64, 64x128, 64x256 and
    32-row variants for f32; 32-row and 16-row for f64), K step (8, 16), waves per SIMD
    (the VGPR budget), split-K S (1, 2, 4, ... with at least one K step per slice) and mode,
-   local split L and, for NT f32 shapes it supports, the seed's schedule;
+   local split L and, for NT f32 shapes it supports, the seed's schedule.  f16 and int8
+   GEMMs and GEMVs (the dot kernels, passes/gemm_to_gcn_dot.py) search what those kernels
+   accept: the f32 tiles (rows clipped to a static M, so a decode GEMV's M x 64 tile is one
+   of them), K steps of 8/16 dwords of packed K, waves per SIMD, split S in workspace mode
+   only, local split L up to 16 (the GEMV's), the schedules ``default``/``cover`` (one of
+   them when B is stored K x N, which always takes ``cover``) and, for A stored K x M (TN,
+   TT), ``a_transpose`` ``pre`` (copy A first) or ``in-kernel`` (SALU packing);
 2. compiles each one (the kernel cache makes a repeated candidate free);
 3. **models** its time with the timing model of the board (``--gpu mi60``, ``--clock``,
    ``--cus``; :mod:`vlpc.runtime.timing`, a timing-only launch of the whole plan at the
    real size): modeled microseconds, TFLOP/s and share of the board's peak;
 4. **checks** it (:func:`check_candidate`): the plan runs at the real size on the strict
    emulator for a sample of output tiles (corners and the middle; every K slice and the
-   reduce/scale kernels of a split plan), the sampled C tiles are compared with NumPy's
-   float64 product within :func:`vlpc.verify.error_bound`, and every other element of C
-   must be left untouched bit for bit;
+   reduce/scale kernels of a split plan; a copy pre-kernel of A or B runs whole), the
+   sampled C tiles are compared with NumPy's float64 product within
+   :func:`vlpc.verify.error_bound` (f16/int8: :func:`vlpc.dot_run.check`'s bound, int8 -> i32
+   exact, with the IR's W8A8 scales and bias), and every other element of C must be left
+   untouched bit for bit;
 5. ranks the candidates that passed by modeled time and prints the winner's options as
    ``vlpc compile`` flags and as a pass pipeline string.
 
@@ -38,12 +46,22 @@ from vlpc.errors import VlpcError
 #: waves per SIMD).
 MACRO_TILES = {"f32": ((32, 256), (32, 128), (32, 64), (64, 256), (64, 128), (16, 256)),
                "f64": ((16, 256), (16, 128), (16, 64), (32, 256), (32, 128), (8, 256))}
+#: Element types of A and B compiled by the dot kernels (passes/gemm_to_gcn_dot.py): the f32
+#: kernel's scheme on packed K, so the f32 tiles (32 rows by default, gemm-tile's SQC_DEFAULT_M).
+DOT_TYPES = ("f16", "i8")
+MACRO_TILES.update({t: MACRO_TILES["f32"] for t in DOT_TYPES})
 #: A schedules of the sqc kernel the search tries (convert-gemm-to-gcn's ``schedule``).
 SCHEDULES = ("default", "cover")
 K_STEPS = (16, 8)
 #: Largest S the search tries.
 MAX_SPLIT = 32
 LOCAL_SPLITS = (1, 2, 4)
+#: Local splits of the dot kernels: up to the decode GEMV plan's 16 wavefront groups
+#: (dialects/gemm.py ``gemv_plan``), within the workgroup's work-item limit.
+DOT_LOCAL_SPLITS = (1, 2, 4, 8, 16)
+#: How an f16/int8 A stored K x M (layouts TN, TT) reaches the dot kernel (vlpc.compile's
+#: ``a_transpose``): copied to M x K first, or packed by SALU ops in the kernel.
+A_TRANSPOSES = ("pre", "in-kernel")
 
 
 @dataclass(frozen=True, order=True)
@@ -59,6 +77,7 @@ class Candidate:
     local_split: int = 1
     waves_per_simd: int | None = None
     schedule: str = "default"
+    a_transpose: str = "auto"
 
     def options(self) -> dict:
         """Keyword options of :func:`vlpc.compile`."""
@@ -68,6 +87,8 @@ class Candidate:
             opts["split_mode"] = self.split_mode
         if self.waves_per_simd is not None:
             opts["waves_per_simd"] = self.waves_per_simd
+        if self.a_transpose != "auto":
+            opts["a_transpose"] = self.a_transpose
         return opts
 
     def flags(self) -> str:
@@ -82,6 +103,8 @@ class Candidate:
             f.append(f"--waves-per-simd {self.waves_per_simd}")
         if self.schedule != "default":
             f.append(f"--schedule {self.schedule}")
+        if self.a_transpose != "auto":
+            f.append(f"--a-transpose {self.a_transpose}")
         return " ".join(f)
 
     def label(self) -> str:
@@ -94,6 +117,8 @@ class Candidate:
             s += f" w{self.waves_per_simd}"
         if self.schedule != "default":
             s += f" {self.schedule}"
+        if self.a_transpose != "auto":
+            s += f" A:{self.a_transpose}"
         return s
 
 
@@ -114,6 +139,7 @@ class Result:
     plan: str = ""                       #: the plan the compiler made (tile, k-step, split), as text
     wgs_per_cu: int | None = None        #: resident workgroups per CU of the main kernel (occupancy)
     parts_us: list = field(default_factory=list)  #: modeled us of each kernel of the plan, in launch order
+    exact: bool = False                  #: compared bit for bit (int8 -> i32), not within a bound
     breakdown: dict = field(default_factory=dict)
 
     @property
@@ -141,37 +167,65 @@ def _k_slices(k: int, pieces: int, k_step: int) -> int:
 
 
 def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT", *, dynamic_k: bool = False,
-                 exhaustive: bool = False, modes: Sequence[str] = ("workspace",)) -> list[Candidate]:
-    """The candidates for an ``m x n x k`` GEMM of ``dtype`` (``f32``/``f64``) in ``layout``.
+                 exhaustive: bool = False, modes: Sequence[str] = ("workspace",),
+                 static_m: bool = True) -> list[Candidate]:
+    """The candidates for an ``m x n x k`` GEMM of ``dtype`` (A and B: ``f32``, ``f64``, or
+    ``f16``/``i8`` for the dot kernels) in ``layout``.
 
     Split S runs over powers of two from 1 while every slice keeps at least 4 K steps
     (``exhaustive``: every S up to :data:`MAX_SPLIT`); local split L over 1, 2, 4 with a
     power-of-two macro N; waves per SIMD: automatic (the most, up to 4, that the kernel's
     VGPRs allow) and, for the smallest tiles, 6; the A schedules ``default`` and ``cover``.
-    The seed's schedule is added for NT f32 problems it supports (M % 64, N % 256, K % 8 == 0)."""
+    The seed's schedule is added for NT f32 problems it supports (M % 64, N % 256, K % 8 == 0).
+    A ``static_m`` M below a tile's rows gives a tile of exactly M rows (as gemm-tile does;
+    duplicates are left out).
+
+    f16/i8 (passes/gemm_to_gcn_dot.py): the K step counts dwords of packed K (2 f16 / 4 int8
+    values), so the slices are counted in those; split mode workspace only (atomic is not
+    compiled for them); L up to 16 (:data:`DOT_LOCAL_SPLITS`, the decode GEMV's), with at
+    most the target's work-items per workgroup (macro N x L); schedule ``default`` alone when
+    B is stored K x N (those kernels always run ``cover``); for A stored K x M (TN, TT) each
+    of :data:`A_TRANSPOSES`, ``in-kernel`` only for tiles of 2 (f16) / 4 (int8) to 32 rows, a
+    power of two (other tiles copy A anyway).  Raises :class:`VlpcError` for another type."""
+    from vlpc.dialects.gemm import DOT_PACK
+    from vlpc.plan_model import k_units
+    from vlpc.targets import GFX906
+
     if dtype not in MACRO_TILES:
-        raise VlpcError(f"vlpc tune supports f32 and f64 GEMMs, got {dtype}")
+        raise VlpcError(f"vlpc tune supports f32, f64, f16 and int8 (i8) GEMMs, got {dtype}")
+    dot = dtype in DOT_TYPES
     splits = range(1, MAX_SPLIT + 1) if exhaustive else [1 << i for i in range(6)]
-    out: list[Candidate] = []
+    units = k_units(k, dtype)  # K in the units of the K step (dwords of packed K for f16/int8)
+    locals_ = DOT_LOCAL_SPLITS if dot else LOCAL_SPLITS
+    schedules = ("default",) if dot and layout[1] == "N" else SCHEDULES
+    modes = ("workspace",) if dot else modes
+    pack = DOT_PACK.get(dtype, 1)
+    out: dict[Candidate, None] = {}  # insertion-ordered set
     for macro_m, macro_n in MACRO_TILES[dtype]:
         waves = (None, 6) if macro_m < MACRO_TILES[dtype][0][0] else (None,)
+        rows = m if static_m and 0 < m < macro_m else macro_m
+        transposes = ("auto",)
+        if dot and layout[0] == "T":
+            packs = pack <= rows <= 32 and rows & (rows - 1) == 0
+            transposes = A_TRANSPOSES if packs else A_TRANSPOSES[:1]
         for k_step in K_STEPS:
             for s in splits:
-                for local in LOCAL_SPLITS:
+                for local in locals_:
                     pieces = s * local
-                    if pieces > 1 and (_k_slices(k, pieces, k_step) < 4 * k_step or k < pieces * k_step):
+                    if pieces > 1 and (_k_slices(units, pieces, k_step) < 4 * k_step or units < pieces * k_step):
                         continue
                     if dynamic_k and pieces & (pieces - 1):
                         continue
-                    if local > 1 and macro_n & (macro_n - 1):
+                    if local > 1 and (macro_n & (macro_n - 1) or macro_n * local > GFX906.max_workitems_per_workgroup):
                         continue
                     for mode in (modes if s > 1 else ("workspace",)):
                         for w in waves:
-                            for sch in SCHEDULES:
-                                out.append(Candidate(macro_m, macro_n, k_step, s, mode, local, w, sch))
+                            for sch in schedules:
+                                for at in transposes:
+                                    out[Candidate(rows, macro_n, k_step, s, mode, local, w, sch, at)] = None
     if dtype == "f32" and layout == "NT" and m % 64 == 0 and n % 256 == 0 and k % 8 == 0:
-        out.append(Candidate(64, 256, 8, schedule="seed"))
-    return out
+        out[Candidate(64, 256, 8, schedule="seed")] = None
+    return list(out)
 
 
 def _make_buffers(kernel, p, rng, dtype):
@@ -208,62 +262,113 @@ def sample_tiles(kernel, p) -> list[tuple[int, int]]:
 def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[bool, float, str | None]:
     """Run ``mod``'s plan at the real size on the strict emulator for the sampled tiles of
     :func:`sample_tiles` (every K slice: all workgroups ``(x, y, z)`` of those tiles, in every
-    kernel of the plan) and compare them with NumPy.
+    kernel of the plan but a copy pre-kernel of A or B, which runs whole) and compare them with
+    NumPy: f32/f64 within :func:`vlpc.verify.error_bound` (:func:`vlpc.verify.check`), f16 and
+    int8 by :func:`vlpc.dot_run.check` (int8 -> i32 exact; W8A8 scales and a fused bias as
+    :func:`vlpc.dot_run.run_dot` passes them), each tile as its own M x N block.
 
     Returns ``(ok, worst error/bound ratio, first problem or None)``.  Elements of C outside
     the sampled tiles must keep their initial bits (no workgroup writes outside its tile)."""
+    import re
+
     import numpy as np
 
     from vlpc.runtime.emulator.device import EmulatorDevice
-    from vlpc.verify import NP_DTYPE, error_bound, geometries, op_matrices, reference
+    from vlpc.verify import geometries, op_matrices
 
     kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
-    li = kernel.launch_info
-    dtype_name = str(li.get("dtype", "f32"))
-    dtype = NP_DTYPE[dtype_name]
-    layout = li.get("layout", "NT")
     run_kernel = kernel.rows_kernel(p.m) or kernel
     tm, tn = run_kernel.launch_info["macro_m"], run_kernel.launch_info["macro_n"]
     tiles = sample_tiles(kernel, p)
     cfg = kernel.launch(p.m, p.n, p.k)
     zmax = max(cfg.grid[2], 1)
     dev = EmulatorDevice(strict=True, target=getattr(mod, "target_id", None) or None)  # the code object's chip
-    dev.only_workgroups = {(x, y, z) for (x, y) in tiles for z in range(zmax)}
-    host = _make_buffers(kernel, p, np.random.default_rng(seed), dtype)
-    _, out = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
-    g = geometries(layout, p)
-    op_a, op_b = op_matrices(layout, p, host["A"], host["B"])
+    _sample_workgroups(dev, kernel, {(x, y, z) for (x, y) in tiles for z in range(zmax)})
+    g = geometries(kernel.layout, p)
+    if _is_dot(kernel):
+        from vlpc.dot_run import run_dot
+
+        cm, _, _, _, host = run_dot(kernel, None, None, None, p, alpha, beta, dev, seed=seed, verify=False)
+        got = cm[0]
+    else:
+        host = _make_buffers(kernel, p, np.random.default_rng(seed), _np_type(kernel))
+        _, out = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
+        got = g["C"].matrices(out)[0]
+    op_a, op_b = op_matrices(kernel.layout, p, host["A"], host["B"])
     c0 = g["C"].matrices(host["C"])[0]
-    got = g["C"].matrices(out)[0]
     touched = np.zeros((p.m, p.n), bool)
     worst = 0.0
     for x, y in tiles:
-        r0, r1 = y * tm, min((y + 1) * tm, p.m)
-        c0_, c1 = x * tn, min((x + 1) * tn, p.n)
-        touched[r0:r1, c0_:c1] = True
-        a, b = op_a[0, r0:r1, :], op_b[0, :, c0_:c1]
-        ref = reference(a, b, c0[r0:r1, c0_:c1], alpha, beta)
-        bound = error_bound(a, b, c0[r0:r1, c0_:c1], alpha, beta, p.k, dtype_name)
-        err = np.abs(got[r0:r1, c0_:c1].astype(np.float64) - ref)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(bound > 0, err / bound, np.where(err > 0, np.inf, 0.0))
-        ratio = np.where(np.isnan(ratio), np.inf, ratio)
-        worst = max(worst, float(ratio.max(initial=0.0)))
-        if worst > 1.0:
-            i, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-            return False, worst, (f"C[{r0 + i}, {c0_ + j}] = {got[r0 + i, c0_ + j]!r}, expected {ref[i, j]!r} "
-                                  f"(bound {bound[i, j]:.3e})")
-    untouched = ~touched
-    if (got[untouched].view(np.uint8) != c0[untouched].view(np.uint8)).any():
-        i, j = (int(v) for v in np.argwhere(untouched & (got.view(_uint(dtype)) != c0.view(_uint(dtype))))[0])
+        rows = slice(y * tm, min((y + 1) * tm, p.m))
+        cols = slice(x * tn, min((x + 1) * tn, p.n))
+        touched[rows, cols] = True
+        v = _tile_verdict(kernel, host, op_a[0, rows, :], op_b[0, :, cols], c0[rows, cols], got[rows, cols],
+                          rows, cols, alpha, beta)
+        worst = max(worst, v.worst)
+        if not v.ok:
+            where = re.match(r"C\[(\d+),(\d+)\]", v.first_bad)  # tile coordinates -> C's
+            why = (f"C[{rows.start + int(where[1])}, {cols.start + int(where[2])}]{v.first_bad[where.end():]}"
+                   if where else v.failure())
+            return False, max(worst, v.worst), why
+    uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
+    changed = ~touched & (got.view(uint) != c0.view(uint))
+    if changed.any():
+        i, j = (int(v) for v in np.argwhere(changed)[0])
         return False, worst, f"C[{i}, {j}] outside the sampled tiles was written"
     return True, worst, None
 
 
-def _uint(dtype):
+def _is_dot(kernel) -> bool:
+    """Whether ``kernel`` is an f16/int8 dot kernel (:mod:`vlpc.dot_run` runs and checks it)."""
+    return str(kernel.launch_info.get("dtype", "f32")) in DOT_TYPES
+
+
+def _np_type(kernel):
+    from vlpc.verify import NP_DTYPE
+
+    return NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
+
+
+def _sample_workgroups(dev, kernel, workgroups: set) -> None:
+    """Make ``dev`` run only ``workgroups`` of each launch of ``kernel``'s plan, except the copy
+    pre-kernels of A and B (``_transpose``, ``_copy_b``): their grid is A's (B's) tiles, and
+    every sampled C tile reads the copy's rows, so they run whole."""
+    copies = {c.name for c in (kernel.transpose_kernel(), kernel.b_copy_kernel()) if c is not None}
+    inner = dev.launch
+
+    def launch(code_object, name, *args, **kwargs):
+        dev.only_workgroups = None if name in copies else workgroups
+        return inner(code_object, name, *args, **kwargs)
+
+    dev.launch = launch
+
+
+def _tile_verdict(kernel, host: dict, a, b, c0, got, rows: slice, cols: slice, alpha, beta):
+    """The check (:class:`vlpc.verify.Verdict`) of one C tile as its own ``NN`` problem: ``a``
+    the tile's rows of op(A) (tm x K), ``b`` its columns of op(B) (K x tn), ``c0`` and ``got``
+    C before and after (tm x tn), ``host`` the launch's buffers (the scales and bias are cut to
+    the tile's ``rows`` and ``cols``)."""
     import numpy as np
 
-    return np.uint32 if np.dtype(dtype).itemsize == 4 else np.uint64
+    from vlpc.verify import Problem
+
+    tm, tn = c0.shape
+    k = a.shape[1]
+    tp = Problem(tm, tn, k, k, tn, tn)
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in (a, b, c0, got)]
+    if not _is_dot(kernel):
+        from vlpc.verify import check
+
+        return check("NN", tp, str(kernel.launch_info.get("dtype", "f32")), *flat, alpha, beta)
+    from vlpc.dot_run import check, types_of
+
+    ab, ct, dequant = types_of(kernel)
+    epi = tuple(x for x in str(kernel.launch_info.get("epilogue", "")).split(",") if x)
+    bias = host.get("bias")
+    if bias is not None:
+        bias = bias[rows] if "bias_row" in epi else bias[cols]
+    scales = (host["scale_row"][rows], host["scale_col"][cols]) if dequant else None
+    return check("NN", tp, ab, ct, *flat, alpha, beta, kernel.split_k * kernel.local_split, scales, epi, bias)
 
 
 def _main_kernel(mod):
@@ -275,19 +380,52 @@ def _main_kernel(mod):
 
 
 def model_candidate(mod, p, board: str, clock_mhz: float | None, cus: int | None, alpha: float, beta: float):
-    """Modeled time of ``mod``'s whole plan at the real size (a timing-only launch): the
-    combined :class:`vlpc.runtime.timing.TimingReport`."""
-    import numpy as np
-
+    """Modeled time of ``mod``'s whole plan at the real size (a timing-only launch of each of
+    its kernels in order: a copy pre-kernel, the GEMM, a reduce or scale kernel): the
+    :class:`vlpc.runtime.timing.TimingReport` of the plan, whose time is the sum of the
+    kernels' (``parts``), and the board.  Buffers of the kernel's element types (W8A8 scales
+    and a bias included) as ``vlpc report --energy`` sizes them
+    (:func:`vlpc.energy_report.host_buffers`)."""
+    from vlpc.energy_report import host_buffers
     from vlpc.runtime.emulator.device import EmulatorDevice
-    from vlpc.verify import NP_DTYPE
+    from vlpc.verify import launch_and_read
 
     kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
-    dtype = NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
     dev = EmulatorDevice(gpu=board, clock_mhz=clock_mhz, cus=cus, timing_only=True)
-    host = _make_buffers(kernel, p, np.random.default_rng(1), dtype)
-    st, _ = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
+    host, c_type, scalar, _, _ = host_buffers(kernel, p)
+    _, st, _ = launch_and_read(kernel, dev, host, p, alpha, beta, c_type, scalar=scalar)
     return st.timing, dev.board
+
+
+def resolve(kernel, m: int | None, n: int | None, k: int | None):
+    """The launch problem (:class:`vlpc.verify.Problem`) of ``kernel`` as ``vlpc run`` resolves
+    it: static sizes from the IR, dynamic ones from ``m``, ``n``, ``k`` (:func:`vlpc.run.resolve_problem`);
+    for the dot kernels leading dimensions given at launch are rounded up to whole dwords of K
+    (:func:`vlpc.dot_run.round_leading_dimensions`)."""
+    from vlpc.run import resolve_problem
+
+    p = resolve_problem(kernel.launch_info, m, n, k)
+    if _is_dot(kernel):
+        from vlpc.dot_run import round_leading_dimensions
+
+        round_leading_dimensions(kernel, p, False, False)
+    return p
+
+
+def peak_ops(board, dtype: str) -> float:
+    """The board's peak operations per second for A/B of ``dtype``: the f32 FMA peak, f64's
+    divided by the f64 rate, f16/int8 the dot instructions' (``v_dot2_f32_f16``: 2 products per
+    lane, ``v_dot4_i32_i8``: 4, each counted as 2 operations: the f32 peak x 2 or x 4)."""
+    from vlpc.dialects.gemm import DOT_PACK
+
+    if dtype == "f64":
+        return board.peak_flops_f32 / board.target.f64_rate_divisor
+    return board.peak_flops_f32 * DOT_PACK.get(dtype, 1)
+
+
+def unit(dtype: str) -> str:
+    """TOP/s for int8 products (integer operations), else TFLOP/s."""
+    return "TOP/s" if dtype == "i8" else "TFLOP/s"
 
 
 def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, clock_mhz: float | None,
@@ -296,7 +434,6 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
     options, e.g. ``{}`` for vlpc's default plan); a failure is recorded in the result's
     ``error``, never raised."""
     import vlpc
-    from vlpc.run import resolve_problem
 
     res = Result(cand)
     try:
@@ -306,26 +443,27 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
         opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
         mod = vlpc.compile(problem.text, target, filename=problem.filename, **{"cus": cus or b.compute_units, **opts})
         kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
-        p = resolve_problem(kernel.launch_info, problem.m, problem.n, problem.k)
+        p = resolve(kernel, problem.m, problem.n, problem.k)
         rk = kernel.rows_kernel(p.m) or kernel
         res.vgprs, res.sgprs = rk.vgprs, rk.sgprs
         rli = rk.launch_info
         res.plan = (f"{rli['macro_m']}x{rli['macro_n']} k{rli['k_step']} S{li_get(kernel, 'split_k', 1)}"
                     f"{'a' if kernel.launch_info.get('split_mode') == 'atomic' else ''}"
                     f" L{li_get(kernel, 'local_split', 1)}"
-                    + (f" {opts['schedule']}" if opts.get("schedule", "default") != "default" else ""))
+                    + (f" {opts['schedule']}" if opts.get("schedule", "default") != "default" else "")
+                    + (" A copied" if kernel.transpose_kernel() is not None else ""))
         alpha, beta = _scalars(kernel, problem)
         tm, brd = model_candidate(mod, p, board, clock_mhz, cus, alpha, beta)
         flops = 2.0 * p.m * p.n * p.k
         res.modeled_us = tm.time_us
         res.tflops = tm.tflops(flops)
-        peak = brd.peak_flops_f32 / (brd.target.f64_rate_divisor if kernel.launch_info.get("dtype") == "f64" else 1)
-        res.peak_share = res.tflops * 1e12 / peak
+        res.peak_share = res.tflops * 1e12 / peak_ops(brd, str(kernel.launch_info.get("dtype", "f32")))
         res.breakdown = {k: v / tm.time_us for k, v in tm.breakdown_us.items()}
         res.wgs_per_cu = tm.wgs_per_cu
         res.parts_us = [x.time_us for x in (tm.parts or [tm])]
         if check:
             res.verified, res.max_ratio, why = check_candidate(mod, p, alpha, beta)
+            res.exact = _is_dot(kernel) and str(kernel.launch_info.get("c_dtype", "f32")) == "i32"
             if not res.verified:
                 res.error = f"wrong result: {why}"
     except VlpcError as e:
@@ -343,7 +481,15 @@ def li_get(kernel, key: str, default):
 def _scalars(kernel, problem: Problem) -> tuple[float, float]:
     """alpha and beta of the launch: the IR's constants when it has them, else the problem's."""
     li = kernel.launch_info
-    return float(li.get("alpha", problem.alpha)), float(li.get("beta", problem.beta))
+    alpha, beta = float(li.get("alpha", problem.alpha)), float(li.get("beta", problem.beta))
+    if _is_dot(kernel):  # int8 -> i32 takes i32 alpha and beta (vlpc.dot_run.scalar_type)
+        import numpy as np
+
+        from vlpc.dot_run import scalar_type
+
+        if scalar_type(kernel) is np.int32:
+            return int(alpha), int(beta)
+    return alpha, beta
 
 
 def _evaluate_star(args):
@@ -385,18 +531,29 @@ def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gf
 
 def rank(results: Sequence[Result]) -> list[Result]:
     """Passing candidates by modeled time (ties: the smaller candidate), then the failures."""
-    good = sorted((r for r in results if r.ok), key=lambda r: (r.modeled_us, r.candidate))
-    bad = sorted((r for r in results if not r.ok), key=lambda r: r.candidate)
+    good = sorted((r for r in results if r.ok), key=lambda r: (r.modeled_us, _order(r.candidate)))
+    bad = sorted((r for r in results if not r.ok), key=lambda r: _order(r.candidate))
     return good + bad
 
 
-def table(results: Sequence[Result], limit: int | None = None) -> str:
-    """The ranked results as a Markdown table (modeled figures)."""
-    lines = ["| rank | candidate | modeled us | modeled TFLOP/s | % of peak | VGPRs | check |",
+def _order(cand: Candidate | dict) -> tuple:
+    """A sort key of a candidate: its fields in order, automatic waves per SIMD (None) first."""
+    import dataclasses
+
+    if not isinstance(cand, Candidate):
+        return ()
+    return tuple(-1 if v is None else v for v in dataclasses.astuple(cand))
+
+
+def table(results: Sequence[Result], limit: int | None = None, unit: str = "TFLOP/s") -> str:
+    """The ranked results as a Markdown table (modeled figures; ``unit``: :func:`unit` of the
+    element type, TOP/s for int8)."""
+    lines = [f"| rank | candidate | modeled us | modeled {unit} | % of peak | VGPRs | check |",
              "|---:|---|---:|---:|---:|---:|---|"]
     shown = [r for r in results if r.ok][:limit] if limit else [r for r in results if r.ok]
     for i, r in enumerate(shown, 1):
-        chk = "not run" if r.verified is None else f"ok ({r.max_ratio:.2g} of bound)"
+        chk = ("not run" if r.verified is None else "ok (exact)" if r.exact
+               else f"ok ({r.max_ratio:.2g} of bound)")
         lines.append(f"| {i} | {r.candidate.label()} | {r.modeled_us:,.1f} | {r.tflops:.3f} | "
                      f"{r.peak_share * 100:.1f} | {r.vgprs if r.vgprs is not None else '?'} | {chk} |")
     failed = [r for r in results if not r.ok]
@@ -470,7 +627,6 @@ def cmd_tune(args) -> int:
 
     import vlpc
     from vlpc.cli_support import read_input, write_atomic
-    from vlpc.run import resolve_problem
     from vlpc.targets import get_board
 
     text = read_input(args.file)
@@ -480,17 +636,21 @@ def cmd_tune(args) -> int:
     base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)
     kernel = base.kernel() if len(base.kernels) == 1 else _main_kernel(base)
     li = kernel.launch_info
-    p = resolve_problem(li, args.m, args.n, args.k)
+    p = resolve(kernel, args.m, args.n, args.k)
     dtype, layout = str(li.get("dtype", "f32")), li.get("layout", "NT")
+    if dtype not in MACRO_TILES:
+        raise VlpcError(f"vlpc tune supports f32, f64, f16 and int8 (i8) GEMMs, got {dtype}")
     if li.get("batch", 0) != 0:
         raise VlpcError("vlpc tune: batched GEMMs are not tuned (a batch has no split-K choice); "
                         "tune one product of the batch")
     cands = search_space(p.m, p.n, p.k, dtype, layout, dynamic_k=li["static_k"] < 0, exhaustive=args.exhaustive,
-                         modes=("workspace", "atomic") if args.atomic else ("workspace",))
+                         modes=("workspace", "atomic") if args.atomic else ("workspace",),
+                         static_m=li.get("static_m", -1) >= 0)
     if args.max_candidates:
         cands = cands[:args.max_candidates]
     problem = Problem(text, args.file, args.m, args.n, args.k)
     clock = args.clock or board.engine_clock_mhz
+    u = unit(dtype)
     print(f"vlpc tune: {p.m}x{p.n}x{p.k} {dtype} {layout}, {len(cands)} candidates, times MODELED by the timing "
           f"model of {board.name} ({cus} CUs, {clock:.0f} MHz), not measured; each candidate "
           f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}",
@@ -518,7 +678,7 @@ def cmd_tune(args) -> int:
                    jobs=args.jobs, check=args.check, progress=progress)
     if bar is not None:
         bar.close()
-    print(table(results, args.top))
+    print(table(results, args.top, u))
     good = [r for r in results if r.ok]
     if args.csv:
         import csv
@@ -537,7 +697,7 @@ def cmd_tune(args) -> int:
         return 1
     win = good[0]
     pipe = pipeline_string(win.candidate, args.target, cus)
-    print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} TFLOP/s, {win.peak_share * 100:.1f} % of "
+    print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} {u}, {win.peak_share * 100:.1f} % of "
           f"{board.name} peak): {win.candidate.label()}")
     print(f"  vlpc compile {args.file} --cus {cus} {win.candidate.flags()}")
     print(f"  pipeline: {pipe}")
@@ -546,11 +706,12 @@ def cmd_tune(args) -> int:
             "problem": {"file": args.file, "m": p.m, "n": p.n, "k": p.k, "dtype": dtype, "layout": layout},
             "board": board.name, "cus": cus, "clock_mhz": clock,
             "options": {**win.candidate.options(), "cus": cus}, "flags": f"--cus {cus} " + win.candidate.flags(),
-            "pipeline": pipe, "modeled_us": win.modeled_us, "modeled_tflops": win.tflops,
+            "pipeline": pipe, "modeled_us": win.modeled_us, "modeled_tflops": win.tflops, "unit": u,
+            "modeled_parts_us": win.parts_us,
             "note": "times are modeled by vlpc's timing model, not measured"}, indent=1) + "\n")
         print(f"  written to {args.output} (vlpc compile {args.file} --options {args.output})")
     return 0
 
 
-__all__ = ["Candidate", "Problem", "Result", "check_candidate", "evaluate", "model_candidate", "pipeline_string",
+__all__ = ["Candidate", "Problem", "Result", "check_candidate", "evaluate", "model_candidate", "peak_ops", "pipeline_string", "resolve",
            "rank", "sample_tiles", "search_space", "table", "add_parser", "cmd_tune", "tune"]
