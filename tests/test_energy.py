@@ -308,6 +308,15 @@ def test_report_energy_writes_table_csv_and_chart(tmp_path, capsys):
         assert parts == pytest.approx(float(r["joules"]), rel=1e-5)
         assert float(r["watts"]) == pytest.approx(float(r["joules"]) / (float(r["time_us"]) * 1e-6), rel=1e-4)
         assert float(r["pj_per_flop"]) == pytest.approx(float(r["joules"]) / (2 * M * N * K) * 1e12, rel=1e-4)
+        assert float(r["flops"]) == 2 * M * N * K and r["batch"] == "0"
+    table = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+             for line in out.splitlines() if line.startswith("| ")}
+    # the Markdown table and the CSV give the same figures (rounded in the table)
+    assert table["pJ per FLOP"] == [f"{float(r['pj_per_flop']):.2f}" for r in rows]
+    assert table["modeled time (us)"] == [f"{float(r['time_us']):,.1f}" for r in rows]
+    assert table["energy per GEMM (mJ)"] == [f"{float(r['joules']) * 1e3:,.3f}" for r in rows]
+    assert table["VGPR bank reads/writes (pJ/FLOP)"] == [
+        f"{float(r['joules_vgpr']) / float(r['flops']) * 1e12:.3f}" for r in rows]
     svg = (tmp_path / "out.svg").read_text()
     assert svg.startswith("<?xml") and "pJ/FLOP" in svg
 
