@@ -403,3 +403,23 @@ def test_a_timing_only_plan_is_refused_naming_the_way_out():
     assert r.stats.workgroups < r.stats.timing.workgroups and len(r.stats.timing.parts) == 2
     with pytest.raises(EnergyError, match="record_launches"):
         launch_energy(r.stats)
+
+
+def test_progress_names_the_variant_running(tmp_path):
+    """The bar's total grows as each variant starts, so its description says which one runs."""
+    from vlpc.cli_support import Progress
+    from vlpc.energy_report import build_comparison
+
+    seen = []
+
+    class Recorder(Progress):
+        def add_total(self, workgroups):
+            if workgroups:  # (the constructor's add_total(0) apart)
+                seen.append((self.desc, int(workgroups)))
+            super().add_total(workgroups)
+
+    with Recorder(0, "vlpc --energy", quiet=True) as bar:
+        rep = build_comparison(_source(), "g.mlir", progress=bar, options={"split_k": 1})
+    assert [r.variant for r in rep.rows] == ["sqc", "sqc-nofwd", "lds"]
+    assert [d for d, _ in seen] == ["vlpc --energy: sqc (1/3)", "vlpc --energy: sqc, no forwarding (2/3)",
+                                    "vlpc --energy: legacy (lds) (3/3)"]

@@ -446,6 +446,16 @@ class EnergyComparison:
         plt.close(fig)
 
 
+def describe(progress, text: str) -> None:
+    """Set the description of a :class:`vlpc.cli_support.Progress` bar (shown or not yet created)."""
+    if progress is None or not hasattr(progress, "desc"):
+        return
+    progress.desc = text
+    bar = getattr(progress, "bar", None)
+    if bar is not None:
+        bar.set_description_str(text)
+
+
 def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progress=None, **kwargs) -> EnergyComparison:
     """:func:`measure_energy` of each variant.  A variant the compiler or the kernel refuses with a
     user error (:class:`VlpcError` of exit code 1: the lds strategy for f16/int8, a tile or size the
@@ -455,7 +465,9 @@ def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progres
     from vlpc.errors import EXIT_USER, DiagnosticError
 
     rows, left, first = [], [], None
-    for v in variants:
+    for i, v in enumerate(variants):
+        # the bar's total grows by each variant's workgroups as it starts: say which one runs
+        describe(progress, f"vlpc --energy: {VARIANTS[v][1]} ({i + 1}/{len(variants)})")
         try:
             rows.append(measure_energy(text, filename, v, progress=progress, **kwargs))
         except VlpcError as e:
