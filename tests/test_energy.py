@@ -319,6 +319,11 @@ def test_report_energy_writes_table_csv_and_chart(tmp_path, capsys):
         f"{float(r['joules_vgpr']) / float(r['flops']) * 1e12:.3f}" for r in rows]
     svg = (tmp_path / "out.svg").read_text()
     assert svg.startswith("<?xml") and "pJ/FLOP" in svg
+    # the kernel table gives a one-kernel plan's grid and modeled time too
+    import vlpc
+
+    grid = vlpc.compile(_source(), strategy="lds").kernel().launch(M, N, K).grid
+    assert f"| legacy (lds) | sgemm (grid {'x'.join(map(str, grid))}, {float(by['lds']['time_us']):,.1f} us) |" in out
 
 
 def test_report_energy_bad_clock_is_one_line(tmp_path, capsys):

@@ -77,8 +77,8 @@ class EnergyRow:
 
     @property
     def kernels(self) -> str:
-        """The kernels run: the name of one, or each launch's name, grid and modeled time."""
-        if len(self.launches) <= 1:
+        """The kernels run: each launch's name, grid (workgroups) and modeled time."""
+        if not self.launches:
             return self.kernel
         return " + ".join(f"{x.kernel} (grid {'x'.join(map(str, x.grid))}, {x.stats.timing.time_us:,.1f} us)"
                           for x in self.launches)
