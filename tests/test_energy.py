@@ -428,3 +428,21 @@ def test_progress_names_the_variant_running(tmp_path):
     assert [r.variant for r in rep.rows] == ["sqc", "sqc-nofwd", "lds"]
     assert [d for d, _ in seen] == ["vlpc --energy: sqc (1/3)", "vlpc --energy: sqc, no forwarding (2/3)",
                                     "vlpc --energy: legacy (lds) (3/3)"]
+
+
+def test_forwarding_that_changes_nothing_is_said_plainly(tmp_path, capsys):
+    """An int8 GEMV (M = 4: the row kernel, the same dot order with and without forwarding) has the
+    same counts in both variants: the report says there is no difference instead of "0.00 less"."""
+    from vlpc.cli import main
+
+    f = tmp_path / "gv.mlir"
+    f.write_text("""
+func.func @gv(%x: memref<4x256xi8>, %w: memref<256x256xi8>, %y: memref<4x256xi32>, %alpha: i32, %beta: i32) {
+  gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT"} : memref<4x256xi8>, memref<256x256xi8>, memref<4x256xi32>, i32, i32
+  func.return
+}
+""")
+    assert main(["report", str(f), "--energy", "-o", str(tmp_path / "o"), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "- forwarding: no difference here: sqc with and without it execute the same event counts" in out
+    assert "less dynamic energy" not in out

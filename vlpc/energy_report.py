@@ -344,7 +344,10 @@ class EnergyComparison:
             lines.append(f"sqc uses {abs(d):.2f} pJ/{op} {'less' if d >= 0 else 'more'} than legacy (lds) "
                          f"({100 * abs(d) / b.pj_per_flop:.1f}%); average power {a.watts:.1f} W vs "
                          f"{b.watts:.1f} W (modeled times {a.time_us:,.1f} us vs {b.time_us:,.1f} us)")
-        if sqc and nof:
+        if sqc and nof and sqc.energy.events is not None and sqc.energy.events == nof.energy.events:
+            lines.append("forwarding: no difference here: sqc with and without it execute the same event counts "
+                         "(the FMA/dot order of this kernel is the same either way), so the same modeled energy")
+        elif sqc and nof:
             a, b = sqc.energy, nof.energy
             dyn = (b.dynamic_joules - a.dynamic_joules) / a.flops * 1e12
             lines.append(f"forwarding: {dyn:.2f} pJ/{op} less dynamic energy than without it "
