@@ -446,3 +446,57 @@ func.func @gv(%x: memref<4x256xi8>, %w: memref<256x256xi8>, %y: memref<4x256xi32
     out = capsys.readouterr().out
     assert "- forwarding: no difference here: sqc with and without it execute the same event counts" in out
     assert "less dynamic energy" not in out
+
+
+@pytest.mark.parametrize("flags", [["--device", "hip"], ["--no-model"], ["--rocblas-csv"], ["--strategy", "lds"],
+                                   ["--no-forwarding"]])
+def test_bench_energy_refuses_the_options_it_would_ignore(tmp_path, capsys, monkeypatch, flags):
+    """They used to be ignored silently (exit 0): one line naming the flag, exit 1, no output written."""
+    from vlpc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    rc = main(["bench", "--energy", "-q", "-f", "gemm", "-r", "f32_r", "-m", "64", "-n", "64", "-k", "32", *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1
+    assert err[0].startswith(f"vlpc: {' '.join(flags)}: ") and err[0].endswith(f"drop {' '.join(flags)}")
+    assert not list(tmp_path.iterdir())
+
+
+def test_report_energy_refuses_strategies(tmp_path, capsys):
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    assert main(["report", str(f), "--energy", "--strategies", "lds", "-o", str(tmp_path / "o"), "-q"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "vlpc: --strategies lds: --energy compares sqc, sqc without forwarding and legacy (lds) itself: "
+        "drop --strategies lds"]
+
+
+def test_bench_energy_writes_its_csv_where_csv_says(tmp_path, capsys, monkeypatch):
+    """vlpc bench --energy --csv F.csv: the energy CSV goes to F.csv (it used to be ignored, exit 0)."""
+    import csv
+
+    from vlpc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    assert main(["bench", str(f), "--energy", "-q", "--csv", "mine.csv", "--split-k", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "vlpc: wrote g-energy.md, mine.csv, g-energy.svg" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g-energy.md", "g-energy.svg", "g.mlir", "mine.csv"]
+    rows = list(csv.DictReader(open(tmp_path / "mine.csv")))
+    assert [r["variant"] for r in rows] == ["sqc", "sqc-nofwd", "lds"]
+    assert all(float(r["flops"]) == 2 * M * N * K for r in rows)
+
+
+@pytest.mark.parametrize("ab, warned", [(["--alpha", "1", "--beta", "0"], False), (["--beta", "1"], True)])
+def test_bench_energy_says_alpha_beta_are_not_priced(tmp_path, capsys, monkeypatch, ab, warned):
+    from vlpc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--energy", "-q", "-f", "gemm", "-r", "f32_r", "-m", "64", "-n", "64", "-k", "32", *ab]) == 0
+    warnings = [x for x in capsys.readouterr().err.splitlines() if x.startswith("vlpc: warning:")]
+    assert warnings == (["vlpc: warning: --energy prices every variant with alpha = 1, beta = 0 (C is not read): "
+                         "--alpha/--beta are ignored"] if warned else [])

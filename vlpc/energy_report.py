@@ -483,6 +483,37 @@ def build_comparison(text: str, filename: str, variants=tuple(VARIANTS), progres
     return EnergyComparison(rows, left)
 
 
+#: (argument, value that --energy contradicts or ignores, the flag as typed, why): refused in one line.
+_ENERGY_REFUSED = (
+    ("device", lambda v: v not in (None, "emulator"), "--device {v}",
+     "--energy models the GEMM (emulator counts, timing and energy models); nothing is measured"),
+    ("no_model", lambda v: v, "--no-model", "--energy needs the timing model"),
+    ("rocblas_csv", lambda v: v, "--rocblas-csv", "--energy writes its own table and CSV"),
+    ("strategy", lambda v: v not in (None, "sqc"), "--strategy {v}",
+     "--energy compares sqc, sqc without forwarding and legacy (lds) itself"),
+    ("forwarding", lambda v: v is False, "--no-forwarding",
+     "--energy compares sqc, sqc without forwarding and legacy (lds) itself"),
+    ("strategies", lambda v: v is not None, "--strategies {v}",
+     "--energy compares sqc, sqc without forwarding and legacy (lds) itself"),
+)
+
+
+def check_energy_options(args) -> None:
+    """Refuse, in one line naming the flag, an option of ``vlpc bench`` / ``vlpc report`` that
+    ``--energy`` would otherwise ignore (:data:`_ENERGY_REFUSED`); warn when ``vlpc bench``'s
+    ``--alpha``/``--beta`` differ from the alpha = 1, beta = 0 every variant is priced with."""
+    for name, bad, flag, why in _ENERGY_REFUSED:
+        v = getattr(args, name, None)
+        if bad(v):
+            flag = flag.format(v=v)
+            raise VlpcError(f"{flag}: {why}: drop {flag}")
+    if hasattr(args, "sweep"):  # vlpc bench, whose --alpha/--beta default to None (report's are its table's)
+        alpha, beta = getattr(args, "alpha", None), getattr(args, "beta", None)
+        if (alpha is not None and alpha != 1.0) or (beta is not None and beta != 0.0):
+            print("vlpc: warning: --energy prices every variant with alpha = 1, beta = 0 (C is not read): "
+                  "--alpha/--beta are ignored", file=sys.stderr)
+
+
 def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) -> int:
     """The shared body of ``vlpc report --energy`` and ``vlpc bench --energy``: outputs are
     checked first, then the variants run (:func:`build_comparison`: those the type or options
@@ -493,8 +524,10 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     batch = getattr(args, "batch", None)
     if batch is not None and batch <= 0:
         raise VlpcError(f"--batch must be positive, got {batch}")
+    check_energy_options(args)
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
-    for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
+    csv_path = getattr(args, "csv", None) or f"{prefix}.csv"  # vlpc bench's --csv FILE.csv
+    for path, what in ((f"{prefix}.md", "report"), (csv_path, "CSV")):
         check_writable(path, what)
     check_chart(chart)
     options = codegen_options(args)
@@ -528,9 +561,9 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     md = rep.markdown()
     sys.stdout.write(md)
     write_atomic(f"{prefix}.md", md)
-    write_atomic(f"{prefix}.csv", rep.csv())
+    write_atomic(csv_path, rep.csv())
     rep.write_chart(chart)
-    print(f"\nvlpc: wrote {prefix}.md, {prefix}.csv, {chart}", file=sys.stderr)
+    print(f"\nvlpc: wrote {prefix}.md, {csv_path}, {chart}", file=sys.stderr)
     return 0
 
 
