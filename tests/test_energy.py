@@ -500,3 +500,18 @@ def test_bench_energy_says_alpha_beta_are_not_priced(tmp_path, capsys, monkeypat
     warnings = [x for x in capsys.readouterr().err.splitlines() if x.startswith("vlpc: warning:")]
     assert warnings == (["vlpc: warning: --energy prices every variant with alpha = 1, beta = 0 (C is not read): "
                          "--alpha/--beta are ignored"] if warned else [])
+
+
+def test_bench_energy_says_how_rocblas_sizes_map(tmp_path, capsys, monkeypatch):
+    """rocblas-bench's -m 64 -n 32 (column-major C, 64 x 32) is vlpc's row-major M=32 N=64: the header
+    names vlpc's sizes, so the report says how the flags map (as vlpc bench without --energy does)."""
+    from vlpc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--energy", "-q", "-f", "gemm", "-r", "f32_r", "--transposeA", "T", "-m", "64", "-n", "32",
+                 "-k", "16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# Modeled energy per GEMM: M=32 N=64 K=16, f32,")
+    note = ("rocblas-bench's column-major 64 x 32 problem (-m 64 -n 32) runs as vlpc's row-major M=32 N=64 "
+            "(layout NT, A and B exchanged).")
+    assert note in out and note in (tmp_path / "gemm-energy.md").read_text()

@@ -277,6 +277,8 @@ class EnergyComparison:
     #: Variants that do not exist for the kernel's element type or the command's options:
     #: (title, the compiler's or the kernel's one-line reason).
     left_out: list[tuple[str, str]] = field(default_factory=list)
+    #: Sentences printed under the header (e.g. how rocblas-bench's problem maps to vlpc's).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def dtype(self) -> str:
@@ -367,6 +369,8 @@ class EnergyComparison:
         w(f"All figures are modeled (vlpc's timing and energy models on the emulator's counts), not measured: "
           f"core voltage {e0.voltage:.3f} V from the assumed V/f curve, idle power {e0.idle_watts:.1f} W; "
           f"coefficients and sources in vlpc/targets.py (EnergyParams, ENERGY_SOURCES).\n\n")
+        for note in self.notes:
+            w(f"{note}\n\n")
         if r0.batch:
             w(f"A strided batch of {r0.batch} GEMMs: every figure is of the whole batch "
               f"({r0.batch} x 2 M N K operations).\n\n")
@@ -554,6 +558,11 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
         rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,
                                k=k, gpu=gpu, clock=clock, options=options, progress=None if quiet else bar,
                                batch=batch)
+    if getattr(args, "function", None) is not None and args.m is not None and args.n is not None:
+        # vlpc bench's rocblas-bench flags: the header's M and N are vlpc's row-major problem
+        layout = (args.transpose_b or "N") + (args.transpose_a or "N")
+        rep.notes.append(f"rocblas-bench's column-major {args.m} x {args.n} problem (-m {args.m} -n {args.n}) runs as "
+                         f"vlpc's row-major M={args.n} N={args.m} (layout {layout}, A and B exchanged).")
     e0 = rep.rows[0].energy
     note = vf_range_note(e0.board, e0.clock_mhz, e0.voltage)
     if note:
