@@ -201,3 +201,31 @@ def test_rank_orders_ties_of_automatic_and_given_waves():
     res += [tune.Result(tune.Candidate(16, 256, 8, waves_per_simd=w), error="refused") for w in (6, None)]
     ranked = tune.rank(res)
     assert [(r.candidate.waves_per_simd, r.ok) for r in ranked] == [(None, True), (6, True), (None, False), (6, False)]
+
+
+def test_copy_pre_kernels_run_the_rows_the_sampled_tiles_read():
+    """A and B with odd leading dimensions (f16 NT, lda = ldb = K = 255) are copied first
+    (``g_transpose``, ``g_copy_b``, tiles of 64 rows); with 32 x 64 tiles of a 320 x 320 C the
+    sampled tiles (rows 0, 5, 9 and columns 0, 2, 4 of the 10 x 5 grid) read rows 0-31,
+    160-191, 288-319 of A and 0-63, 128-191, 256-319 of B: copy tiles 0, 2 and 4 of 5, all of K."""
+    text = layout_source("NT", 320, 320, 255, 255, 255, 320, "f16", "f32")
+    mod = vlpc.compile(text, cus=64, macro_tile=(32, 64), split_k=1)
+    ck = mod.kernel()
+    p = tune.resolve(ck, None, None, None)
+    assert [s.kernel for s in ck.plan(p.m, p.n, p.k)] == ["g_transpose", "g_copy_b", "g"]
+
+    class Device:
+        only_workgroups = None
+
+        def launch(self, code_object, name, *args, **kwargs):
+            return self.only_workgroups
+
+    dev = Device()
+    tiles = tune.sample_tiles(ck, p)
+    tune._sample_workgroups(dev, ck, p, tiles, (32, 64), 1)
+    k_tiles = -(-255 // 64)
+    for name in ("g_transpose", "g_copy_b"):
+        assert dev.launch(None, name) == {(i, j, 0) for i in (0, 2, 4) for j in range(k_tiles)}
+    assert dev.launch(None, "g") == {(x, y, 0) for x, y in tiles}
+    ok, worst, why = tune.check_candidate(mod, p, 1, 1)
+    assert ok and worst <= 1, why

@@ -262,7 +262,8 @@ def sample_tiles(kernel, p) -> list[tuple[int, int]]:
 def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[bool, float, str | None]:
     """Run ``mod``'s plan at the real size on the strict emulator for the sampled tiles of
     :func:`sample_tiles` (every K slice: all workgroups ``(x, y, z)`` of those tiles, in every
-    kernel of the plan but a copy pre-kernel of A or B, which runs whole) and compare them with
+    kernel of the plan; a copy pre-kernel of A or B: the workgroups that copy the rows of A or B
+    those tiles read, :func:`_sample_workgroups`) and compare them with
     NumPy: f32/f64 within :func:`vlpc.verify.error_bound` (:func:`vlpc.verify.check`), f16 and
     int8 by :func:`vlpc.dot_run.check` (int8 -> i32 exact; W8A8 scales and a fused bias as
     :func:`vlpc.dot_run.run_dot` passes them), each tile as its own M x N block.
@@ -283,7 +284,7 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
     cfg = kernel.launch(p.m, p.n, p.k)
     zmax = max(cfg.grid[2], 1)
     dev = EmulatorDevice(strict=True, target=getattr(mod, "target_id", None) or None)  # the code object's chip
-    _sample_workgroups(dev, kernel, {(x, y, z) for (x, y) in tiles for z in range(zmax)})
+    _sample_workgroups(dev, kernel, p, tiles, (tm, tn), zmax)
     g = geometries(kernel.layout, p)
     if _is_dot(kernel):
         from vlpc.dot_run import run_dot
@@ -329,15 +330,24 @@ def _np_type(kernel):
     return NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
 
 
-def _sample_workgroups(dev, kernel, workgroups: set) -> None:
-    """Make ``dev`` run only ``workgroups`` of each launch of ``kernel``'s plan, except the copy
-    pre-kernels of A and B (``_transpose``, ``_copy_b``): their grid is A's (B's) tiles, and
-    every sampled C tile reads the copy's rows, so they run whole."""
-    copies = {c.name for c in (kernel.transpose_kernel(), kernel.b_copy_kernel()) if c is not None}
+def _sample_workgroups(dev, kernel, p, tiles, tile: tuple[int, int], zmax: int) -> None:
+    """Make ``dev`` run, of each launch of ``kernel``'s plan (problem ``p``, no batch), only the
+    workgroups the sampled output ``tiles`` (``(x, y)`` of ``tile`` = rows x columns of C) need:
+    theirs, for every K slice z < ``zmax``; of a copy pre-kernel of A (``_transpose``, a grid of
+    A's ``tile_m`` rows x ``tile_k`` values of K) or B (``_copy_b``, B's rows = C's columns), the
+    workgroups that copy the rows of A (B) those tiles read, over all of K."""
+    main = {(x, y, z) for (x, y) in tiles for z in range(zmax)}
+    only = {}
+    for copy, used, size, extent in ((kernel.transpose_kernel(), {y for _, y in tiles}, p.m, tile[0]),
+                                     (kernel.b_copy_kernel(), {x for x, _ in tiles}, p.n, tile[1])):
+        if copy is not None:
+            li = copy.launch_info
+            rows = {r // li["tile_m"] for t in used for r in range(t * extent, min((t + 1) * extent, size))}
+            only[copy.name] = {(i, j, 0) for i in rows for j in range(-(-p.k // li["tile_k"]))}
     inner = dev.launch
 
     def launch(code_object, name, *args, **kwargs):
-        dev.only_workgroups = None if name in copies else workgroups
+        dev.only_workgroups = only.get(name, main)
         return inner(code_object, name, *args, **kwargs)
 
     dev.launch = launch
@@ -421,6 +431,11 @@ def peak_ops(board, dtype: str) -> float:
     if dtype == "f64":
         return board.peak_flops_f32 / board.target.f64_rate_divisor
     return board.peak_flops_f32 * DOT_PACK.get(dtype, 1)
+
+
+def _type_label(dtype: str) -> str:
+    """``"f16 dot "`` / ``"int8 dot "`` before "peak" for the dot kernels, else nothing."""
+    return {"f16": "f16 dot ", "i8": "int8 dot "}.get(dtype, "")
 
 
 def unit(dtype: str) -> str:
@@ -698,7 +713,7 @@ def cmd_tune(args) -> int:
     win = good[0]
     pipe = pipeline_string(win.candidate, args.target, cus)
     print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} {u}, {win.peak_share * 100:.1f} % of "
-          f"{board.name} peak): {win.candidate.label()}")
+          f"{board.name} {_type_label(dtype)}peak): {win.candidate.label()}")
     print(f"  vlpc compile {args.file} --cus {cus} {win.candidate.flags()}")
     print(f"  pipeline: {pipe}")
     if args.output:
