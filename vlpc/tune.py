@@ -661,6 +661,9 @@ def cmd_tune(args) -> int:
     cands = search_space(p.m, p.n, p.k, dtype, layout, dynamic_k=li["static_k"] < 0, exhaustive=args.exhaustive,
                          modes=("workspace", "atomic") if args.atomic else ("workspace",),
                          static_m=li.get("static_m", -1) >= 0)
+    if args.atomic and dtype in DOT_TYPES:
+        print(f"vlpc tune: --atomic ignored: the dot kernels ({dtype}) split K in workspace mode only",
+              file=sys.stderr)
     if args.max_candidates:
         cands = cands[:args.max_candidates]
     problem = Problem(text, args.file, args.m, args.n, args.k)
