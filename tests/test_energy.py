@@ -515,3 +515,27 @@ def test_bench_energy_says_how_rocblas_sizes_map(tmp_path, capsys, monkeypatch):
     note = ("rocblas-bench's column-major 64 x 32 problem (-m 64 -n 32) runs as vlpc's row-major M=32 N=64 "
             "(layout NT, A and B exchanged).")
     assert note in out and note in (tmp_path / "gemm-energy.md").read_text()
+
+
+def test_sizes_past_the_32bit_offsets_are_refused_before_allocating(tmp_path, capsys, monkeypatch):
+    """A 70000 x 70000 f32 C spans 19.6e9 bytes: refused in one line before any buffer is allocated
+    (it used to allocate and fill the 19.6 GB first, about a minute, and only then fail at launch)."""
+    import vlpc.energy_report as er
+    from vlpc.cli import main
+
+    def no_alloc(*a, **k):
+        raise AssertionError("buffers allocated for sizes the kernels cannot address")
+
+    monkeypatch.setattr(er, "host_buffers", no_alloc)
+    f = tmp_path / "d.mlir"
+    f.write_text("""
+func.func @sgemm(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>, %alpha: f32, %beta: f32) {
+  gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"} : memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>, f32, f32
+  return
+}
+""")
+    assert main(["report", str(f), "--energy", "--m", "70000", "--n", "70000", "--k", "64", "-o",
+                 str(tmp_path / "o"), "-q"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "vlpc: kernel 'sgemm': C spans 19600000000 bytes (70000 rows, ldc=70000): over the 32-bit byte offset "
+        "limit of vlpc's kernels (2^32 bytes)"]
