@@ -539,3 +539,13 @@ func.func @sgemm(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>, 
     assert capsys.readouterr().err.strip().splitlines() == [
         "vlpc: kernel 'sgemm': C spans 19600000000 bytes (70000 rows, ldc=70000): over the 32-bit byte offset "
         "limit of vlpc's kernels (2^32 bytes)"]
+
+
+def test_output_prefix_given_with_a_suffix(tmp_path, capsys):
+    """-o out.md writes out.md, out.csv and out.svg (it wrote out.md.md, out.md.csv, out.md.svg)."""
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    assert main(["report", str(f), "--energy", "-o", str(tmp_path / "out.md"), "-q", "--split-k", "1"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.mlir", "out.csv", "out.md", "out.svg"]

@@ -546,6 +546,9 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     if batch is not None and batch <= 0:
         raise VlpcError(f"--batch must be positive, got {batch}")
     check_energy_options(args)
+    for suffix in (".md", ".csv", ".svg", ".png"):  # -o out.md means out.md, not out.md.md
+        if prefix.lower().endswith(suffix) and len(prefix) > len(suffix):
+            prefix = prefix[:-len(suffix)]
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
     csv_path = getattr(args, "csv", None) or f"{prefix}.csv"  # vlpc bench's --csv FILE.csv
     for path, what in ((f"{prefix}.md", "report"), (csv_path, "CSV")):
