@@ -309,6 +309,7 @@ def test_report_energy_writes_table_csv_and_chart(tmp_path, capsys):
         assert float(r["watts"]) == pytest.approx(float(r["joules"]) / (float(r["time_us"]) * 1e-6), rel=1e-4)
         assert float(r["pj_per_flop"]) == pytest.approx(float(r["joules"]) / (2 * M * N * K) * 1e12, rel=1e-4)
         assert float(r["flops"]) == 2 * M * N * K and r["batch"] == "0"
+        assert r["figures"] == "modeled (vlpc timing and energy models), not measured"
     table = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
              for line in out.splitlines() if line.startswith("| ")}
     # the Markdown table and the CSV give the same figures (rounded in the table)

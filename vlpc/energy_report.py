@@ -44,6 +44,9 @@ VARIANTS: dict[str, tuple[dict, str]] = {
     "lds": ({"strategy": "lds", "forwarding": True, "schedule": "default"}, "legacy (lds)"),
 }
 
+#: The CSV's ``figures`` column: every number of the report comes from the models.
+MODELED = "modeled (vlpc timing and energy models), not measured"
+
 COLORS = {"vgpr": "#08519c", "forwarded": "#6baed6", "sgpr": "#9ecae1", "fma": "#31a354",
           "valu_other": "#a1d99b", "valu_overhead": "#74c476", "issue": "#fdae6b", "salu": "#fd8d3c",
           "smem": "#e6550d", "l1": "#bcbddc", "l2": "#9e9ac8", "hbm": "#756bb1", "lds": "#de2d26",
@@ -414,22 +417,23 @@ class EnergyComparison:
 
     def csv(self) -> str:
         """One row per variant: the table's figures unrounded (joules, not pJ/FLOP, per component),
-        ``batch`` (0 for a plain GEMM, as ``vlpc bench --csv``) and ``flops``, the operations the
-        per-FLOP figures divide by (2 M N K x the batch count; integer ops for int8)."""
+        ``batch`` (0 for a plain GEMM, as ``vlpc bench --csv``), ``flops``, the operations the
+        per-FLOP figures divide by (2 M N K x the batch count; integer ops for int8), and
+        ``figures``: :data:`MODELED` (nothing in the file is measured)."""
         from vlpc.runtime.timing.energy import COMPONENTS
 
         out = io.StringIO()
         wr = csv.writer(out)
         wr.writerow(["variant", "kernel", "board", "clock_mhz", "voltage", "m", "n", "k", "time_us", "tflops",
                      "joules", "watts", "pj_per_flop", "gflops_per_watt"] + [f"joules_{c}" for c in COMPONENTS]
-                    + ["dtype", "plan", "launches", "batch", "flops"])
+                    + ["dtype", "plan", "launches", "batch", "flops", "figures"])
         for r in self.rows:
             e = r.energy
             wr.writerow([r.variant, r.kernel, e.board, f"{e.clock_mhz:.0f}", f"{e.voltage:.4f}", r.m, r.n, r.k,
                          f"{e.time_us:.3f}", f"{e.tflops:.4f}", f"{e.total_joules:.6g}", f"{e.watts:.3f}",
                          f"{e.pj_per_flop:.4f}", f"{e.gflops_per_watt:.3f}"]
                         + [f"{e.joules[c]:.6g}" for c in COMPONENTS] + [r.dtype, r.plan, max(1, len(r.launches)),
-                                                                         r.batch, f"{e.flops:.0f}"])
+                                                                         r.batch, f"{e.flops:.0f}", MODELED])
         return out.getvalue()
 
     def figure(self):
