@@ -397,6 +397,13 @@ def test_a_plan_run_in_full_is_priced_as_its_launches():
         assert got.joules[c] == pytest.approx(want.joules[c], rel=1e-9, abs=1e-18), c
     # without flops, the operations are the FMA lanes run: the GEMM's 2 M N K plus the reduce kernel's
     assert launch_energy(r.stats).flops > flops
+    # the power-limited clock re-times each launch's trace: the merged statistics keep none
+    from vlpc.runtime.timing.energy import power_limited
+
+    low = replace(get_board("mi60"), power_limit_watts=want.watts * 0.9)
+    with pytest.raises(EnergyError, match="record_launches"):
+        power_limited(r.stats, low, flops=flops)
+    assert power_limited([x.stats for x in launches], low, flops=flops).energy.watts <= want.watts * 0.9
 
 
 def test_a_timing_only_plan_is_refused_naming_the_way_out():

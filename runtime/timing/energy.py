@@ -413,6 +413,10 @@ def power_limited(stats, board: Board | None = None, *, params: EnergyParams | N
     from vlpc.targets import get_board
 
     plan = list(stats) if isinstance(stats, (list, tuple)) else [stats]
+    if any(getattr(getattr(st, "timing", None), "parts", None) for st in plan):
+        raise EnergyError("a plan's merged statistics (vlpc.run, CompiledKernel.execute) keep no trace to re-time: "
+                          "pass the list of its launches' statistics (vlpc.energy_report.record_launches(device) "
+                          "before the run)")
     if not plan or any(getattr(st, "timing", None) is None or getattr(st, "trace", None) is None for st in plan):
         raise EnergyError("the power-limited clock needs each launch's timing report and trace "
                           "(run on the emulator with a timing model)")
