@@ -557,3 +557,20 @@ def test_output_prefix_given_with_a_suffix(tmp_path, capsys):
     f.write_text(_source())
     assert main(["report", str(f), "--energy", "-o", str(tmp_path / "out.md"), "-q", "--split-k", "1"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.mlir", "out.csv", "out.md", "out.svg"]
+
+
+@pytest.mark.parametrize("flags, line", [
+    (["-o", "{d}/no/such/dir/p"], "cannot write report {d}/no/such/dir/p.md: directory {d}/no/such/dir does not "
+                                  "exist: choose another -o PREFIX"),
+    (["-o", "{d}/p", "--chart", "{d}/none/c.svg"], "cannot write chart {d}/none/c.svg: directory {d}/none does "
+                                                   "not exist: choose another --chart"),
+])
+def test_unwritable_output_names_the_option(tmp_path, capsys, flags, line):
+    """Checked before any compilation: one line, exit 1, naming the option that moves the file."""
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(_source())
+    d = str(tmp_path)
+    assert main(["report", str(f), "--energy", "-q", *[x.format(d=d) for x in flags]]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == ["vlpc: " + line.format(d=d)]

@@ -555,8 +555,21 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
             prefix = prefix[:-len(suffix)]
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
     csv_path = getattr(args, "csv", None) or f"{prefix}.csv"  # vlpc bench's --csv FILE.csv
-    for path, what in ((f"{prefix}.md", "report"), (csv_path, "CSV")):
-        check_writable(path, what)
+    has_output = hasattr(args, "output")  # vlpc report's -o; vlpc bench writes FILE-energy.* in the current directory
+    for path, what, flag in ((f"{prefix}.md", "report", "-o PREFIX"), (csv_path, "CSV", "--csv"),
+                             (chart, "chart", "--chart")):
+        try:
+            check_writable(path, what)
+        except VlpcError as e:  # name the option that moves the file
+            given = {"report": getattr(args, "output", None), "CSV": getattr(args, "csv", None),
+                     "chart": getattr(args, "chart", None)}[what]
+            if given:
+                hint = f"choose another {flag}"
+            elif has_output:
+                hint = "give -o PREFIX in a writable directory"
+            else:
+                hint = "run it from a writable directory"
+            raise VlpcError(f"{e}: {hint}") from None
     check_chart(chart)
     options = codegen_options(args)
     for key in ("strategy", "forwarding"):
