@@ -266,3 +266,15 @@ def test_a_global_load_merges_into_a_value_of_its_width():
     wide = _built(gcn.GlobalLoadDwordOp, [v0, saddr, []], [V.unallocated(2)], _offset(0))
     with pytest.raises(VerifyException, match="gcn.global_load_dword writes 1 VGPRs, result has 2"):
         wide.verify()
+
+
+def test_a_global_store_stores_its_width():
+    """``global_store_dwordxN`` stores N VGPRs: a data range of another width is refused (an
+    instruction llvm-mc would reject; the verifier once accepted it for ``global_store_dword``)."""
+    s47, v0, v12, s8 = _args()
+    saddr = gcn.SubregOp(s47, 0, 2).result
+    gcn.GlobalStoreDwordx2Op(v0, v12, saddr).verify()
+    with pytest.raises(VerifyException, match="stores 1 VGPRs, data has 2"):
+        gcn.GlobalStoreDwordOp(v0, v12, saddr).verify()
+    with pytest.raises(VerifyException, match="stores 4 VGPRs, data has 2"):
+        gcn.GlobalStoreDwordx4Op(v0, v12, saddr).verify()
