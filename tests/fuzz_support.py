@@ -134,7 +134,7 @@ def run_cli(argv: list[str], stdin: bytes | None = None, timeout: float = 120) -
     return rc, out.getvalue(), err.getvalue()
 
 
-_DIAG = re.compile(r"^(?:.+:\d+(?::\d+)?: error: .+|vlpc: .+|usage: vlpc.*)$")
+_DIAG = re.compile(r"^(?:.+:\d+(?::\d+)?: error: .+|vlpc: .+|vlpc [a-z]+: error: .+|usage: vlpc.*)$")
 OUTCOME = {0: "ok", 1: "user error", 2: "usage error", 3: "verification failed", 4: "device fault"}
 
 

@@ -22,8 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-from vlpc.cli_support import (add_codegen_options, add_quiet, codegen_options, parse_tile_arg, positive, read_input,
-                              split_k_arg, write_atomic)
+from vlpc.cli_support import (OneLineParser, add_codegen_options, add_quiet, codegen_options, parse_tile_arg, positive,
+                              read_input, split_k_arg, write_atomic)
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
 
 EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
@@ -70,7 +70,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; ``only``: build that subcommand's parser alone (``main`` does
     when the first argument names one: the others' options, and the modules that define them,
     are then not needed; a twentieth of a cached compile)."""
-    parser = argparse.ArgumentParser(prog="vlpc", description="GEMM compiler for AMD GCN (gfx906) with A in SGPRs")
+    parser = OneLineParser(prog="vlpc", description="GEMM compiler for AMD GCN (gfx906) with A in SGPRs")
     from vlpc import __version__
     parser.add_argument("--version", action="version", version=f"vlpc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -120,6 +120,31 @@ def pyplot():
     return plt
 
 
+# -- the parser -------------------------------------------------------------------------------
+
+class OneLineParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose usage errors (a bad value, an unknown or missing
+    argument) are one line on standard error, ``PROG: error: MESSAGE (see PROG --help)``, and
+    exit code 2, instead of argparse's usage block and error line.  The subcommands' parsers
+    (``add_subparsers().add_parser``) are of the same class, so every ``vlpc`` command answers
+    a mistake the same way."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but unrecognized arguments are reported by the subcommand's parser
+        (``vlpc run: error: unrecognized arguments: ...``), the one whose options were meant."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            target = self
+            for action in self._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    target = action.choices.get(getattr(ns, action.dest, None), self)
+            target.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
+
+
 # -- code generation options -----------------------------------------------------------------
 
 def parse_tile_arg(text: str) -> tuple[int, int]:

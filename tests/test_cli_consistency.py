@@ -1,0 +1,48 @@
+"""The subcommands answer alike (a user walkthrough of vlpc's CLI): one line for a usage mistake
+(exit 2, ``vlpc CMD: error: ... (see vlpc CMD --help)``), the same size options (-m/--m ...),
+the same output prefix rule, options a mode would ignore refused in one line, limits checked
+before buffers are allocated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vlpc.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parent.parent
+NT = str(ROOT / "examples" / "sgemm_nt.mlir")
+DYN = str(ROOT / "examples" / "sgemm_dynamic.mlir")
+
+
+def usage_error(argv, capsys) -> str:
+    """Run ``vlpc argv`` expecting argparse's usage error: exit 2 and exactly one stderr line."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "usage:" not in err and "Traceback" not in err
+    return err.strip()
+
+
+# -- 2. one line for a usage mistake -------------------------------------------------------
+
+@pytest.mark.parametrize("argv,want", [
+    (["report", NT, "--clock", "abc"],
+     "vlpc report: error: argument --clock: invalid float value: 'abc' (see vlpc report --help)"),
+    (["report", NT, "--gpu", "mi70"], "vlpc report: error: argument --gpu: invalid choice: 'mi70'"),
+    (["report"], "vlpc report: error: the following arguments are required: file"),
+    (["run", NT, "--frob"], "vlpc run: error: unrecognized arguments: --frob (see vlpc run --help)"),
+    (["bench", NT, "--iterations", "x"], "vlpc bench: error: argument -i/--iterations:"),
+    (["nope"], "vlpc: error: argument COMMAND: invalid choice: 'nope'"),
+])
+def test_usage_mistake_is_one_line(argv, want, capsys):
+    assert want in usage_error(argv, capsys)
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS])
+def test_every_subcommand_answers_an_unknown_option_in_one_line(command, capsys):
+    err = usage_error([command, "--no-such-option"], capsys)
+    assert err.startswith(f"vlpc {command}: error: ") and err.endswith(f"(see vlpc {command} --help)")
