@@ -46,3 +46,22 @@ def test_usage_mistake_is_one_line(argv, want, capsys):
 def test_every_subcommand_answers_an_unknown_option_in_one_line(command, capsys):
     err = usage_error([command, "--no-such-option"], capsys)
     assert err.startswith(f"vlpc {command}: error: ") and err.endswith(f"(see vlpc {command} --help)")
+
+
+# -- 1. the same size options --------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["run", "bench", "report", "tune"])
+def test_size_options_are_spelled_alike(command):
+    from vlpc.cli import build_parser
+
+    parser = build_parser(command)
+    for spelling in (["-m", "70", "-n", "80", "-k", "90"], ["--m", "70", "--n", "80", "--k", "90"]):
+        args = parser.parse_args([command, DYN, *spelling])
+        assert (args.m, args.n, args.k) == (70, 80, 90)
+
+
+@pytest.mark.parametrize("command", ["run", "bench", "report"])
+def test_a_size_below_one_is_a_one_line_user_error(command, capsys):
+    assert main([command, DYN, "-m", "0", "-n", "64", "-k", "16"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "vlpc: --m must be positive, got 0"

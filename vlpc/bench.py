@@ -65,8 +65,8 @@ class _LazyNumPy(SimpleNamespace):
 
 np = _LazyNumPy()
 
-from vlpc.cli_support import (Progress, check_chart, check_writable, codegen_options, positive, pyplot, read_input,
-                              save_figure, write_atomic)
+from vlpc.cli_support import (Progress, add_size_options, check_chart, check_size_options, check_writable,
+                              codegen_options, positive, pyplot, read_input, save_figure, write_atomic)
 from vlpc.errors import VlpcError
 
 #: Emulated sizes above this need --max-emulated (a 4096^2 x 640 SGEMM takes ~30 s).
@@ -193,10 +193,8 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="op(A): N (A is m x k, column-major) or T (default: N)")
     g.add_argument("--transpose-b", "--transposeB", dest="transpose_b", type=_trans, default=None, metavar="N|T",
                    help="op(B): N (B is k x n, column-major) or T (default: N)")
-    g.add_argument("-m", "--m", dest="m", type=positive, help="M (with a file: for a single measurement)")
-    g.add_argument("-n", "--n", dest="n", type=positive, help="N (with a file: for a single measurement)")
-    g.add_argument("-k", "--k", dest="k", type=positive, default=None,
-                   help="K (default: 640, the seed's, for a file with a dynamic K)")
+    add_size_options(g, m="M (with a file: for a single measurement)", n="N (with a file: for a single measurement)",
+                     k="K (default: 640, the seed's, for a file with a dynamic K)")
     g.add_argument("--lda", type=positive, help="leading dimension of A (default: m for N, k for T)")
     g.add_argument("--ldb", type=positive, help="leading dimension of B (default: k for N, n for T)")
     g.add_argument("--ldc", type=positive, help="leading dimension of C (default: m)")
@@ -403,6 +401,7 @@ def cmd_bench(args) -> int:
 
     if args.warmup < 0:
         raise VlpcError(f"--warmup must be at least 0, got {args.warmup}")
+    check_size_options(args)
     rb = rocblas_problem(args)
     if args.csv:
         check_writable(args.csv, "CSV")

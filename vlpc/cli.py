@@ -22,8 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-from vlpc.cli_support import (OneLineParser, add_codegen_options, add_quiet, codegen_options, parse_tile_arg, positive,
-                              read_input, split_k_arg, write_atomic)
+from vlpc.cli_support import (OneLineParser, add_codegen_options, add_quiet, add_size_options, codegen_options,
+                              parse_tile_arg, positive, read_input, split_k_arg, write_atomic)
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
 
 EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
@@ -138,9 +138,7 @@ def _add_run_parser(sub) -> None:
     r.add_argument("file", help="input MLIR file")
     r.add_argument("--device", default="emulator", choices=("emulator", "hip", "auto"),
                    help="where to execute (default: %(default)s)")
-    r.add_argument("--m", type=int, help="M, for dynamic ('?') dimensions")
-    r.add_argument("--n", type=int, help="N, for dynamic dimensions")
-    r.add_argument("--k", type=int, help="K, for dynamic dimensions")
+    add_size_options(r)
     r.add_argument("--batch", type=int, help="the batch count of a strided batched kernel, when dynamic")
     r.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
     r.add_argument("--alpha", type=float, default=None,
@@ -179,9 +177,7 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--strategies", default=None,
                     help="comma-separated strategies to compile, run and compare (default: sqc,lds; sqc alone "
                          "for f16/int8 products, which only the dot kernels compile)")
-    rp.add_argument("--m", type=int, help="M, for dynamic ('?') dimensions")
-    rp.add_argument("--n", type=int, help="N, for dynamic dimensions")
-    rp.add_argument("--k", type=int, help="K, for dynamic dimensions")
+    add_size_options(rp)
     rp.add_argument("--batch", type=int,
                     help="the batch count of a strided batched kernel, when dynamic (as vlpc run), for --energy "
                          "(the traffic table refuses a strided batch)")

@@ -272,6 +272,31 @@ def tuned_options(path: str) -> dict:
     return out
 
 
+#: The size options' help when a command does not give its own.
+SIZE_HELP = {"m": "M, for a dynamic ('?') dimension", "n": "N, for a dynamic dimension",
+             "k": "K, for a dynamic dimension"}
+
+
+def add_size_options(p, **helps: str) -> None:
+    """The problem size options of ``vlpc run``, ``bench``, ``report`` and ``tune``, spelled
+    alike: ``-m/--m M``, ``-n/--n N``, ``-k/--k K`` (rocblas-bench's spelling and mlir-style
+    long ones), integers stored as ``args.m``, ``args.n``, ``args.k`` (None when not given;
+    :func:`check_size_options` refuses one below 1).  ``p``: a parser or an argument group;
+    ``helps``: a command's own help for ``m``, ``n`` or ``k`` (default :data:`SIZE_HELP`)."""
+    for name in "mnk":
+        p.add_argument(f"-{name}", f"--{name}", dest=name, type=int, default=None, metavar=name.upper(),
+                       help=helps.get(name, SIZE_HELP[name]))
+
+
+def check_size_options(args: argparse.Namespace, names: tuple[str, ...] = ("m", "n", "k", "batch")) -> None:
+    """A size option (``--m``, ``--n``, ``--k``, ``--batch``) below 1 is a one-line
+    :class:`VlpcError` (exit 1), before anything is compiled."""
+    for name in names:
+        given = getattr(args, name, None)
+        if given is not None and given <= 0:
+            raise VlpcError(f"--{name} must be positive, got {given}")
+
+
 def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (it is shown on standard error only when that is a terminal)")

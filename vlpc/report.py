@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vlpc.cli_support import (Progress, check_chart, check_writable, codegen_options, pyplot, read_input,
-                              save_figure, write_atomic)
+from vlpc.cli_support import (Progress, check_chart, check_size_options, check_writable, codegen_options, pyplot,
+                              read_input, save_figure, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
 
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
@@ -981,6 +981,7 @@ def build_report(text: str, filename: str, strategies: list[str], progress=None,
 
 
 def cmd_report(args) -> int:
+    check_size_options(args)
     if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
         from vlpc.energy_report import default_prefix, run_energy_command
         return run_energy_command(args, read_input(args.file), args.output or default_prefix(args.file),

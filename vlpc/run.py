@@ -75,16 +75,13 @@ def cmd_run(args) -> int:
     from vlpc.api import VerificationError, resolve, run
     from vlpc.runtime import get_device
 
-    from vlpc.cli_support import Progress, read_input as _read_input
+    from vlpc.cli_support import Progress, check_size_options, read_input as _read_input
 
     if args.iterations < 1:
         raise VlpcError(f"--iterations must be at least 1, got {args.iterations}")
     if args.seed < 0:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
-    for name in ("m", "n", "k", "batch"):
-        given = getattr(args, name, None)
-        if given is not None and given <= 0:
-            raise VlpcError(f"--{name} must be positive, got {given}")
+    check_size_options(args)
     if args.save_output:
         _check_writable(args.save_output)
     text = _read_input(args.file)

@@ -589,9 +589,8 @@ def add_parser(sub) -> None:
     t = sub.add_parser("tune", help="search macro tile, k-step, waves per SIMD and split-K options by the timing "
                                     "model (modeled times), each candidate checked on the emulator")
     t.add_argument("file", help="input MLIR file with one GEMM (static sizes, or '?' ones given by --m/--n/--k)")
-    t.add_argument("--m", type=int, help="M, for a dynamic ('?') dimension")
-    t.add_argument("--n", type=int, help="N, for a dynamic dimension")
-    t.add_argument("--k", type=int, help="K, for a dynamic dimension")
+    from vlpc.cli_support import add_size_options
+    add_size_options(t)  # -m/--m, -n/--n, -k/--k, as run, bench and report
     t.add_argument("--target", default=None, help="target id (default: the --gpu board's processor: gfx900 for "
                                                   "mi25, else gfx906)")
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
