@@ -65,3 +65,32 @@ def test_a_size_below_one_is_a_one_line_user_error(command, capsys):
     assert main([command, DYN, "-m", "0", "-n", "64", "-k", "16"]) == 1
     err = capsys.readouterr().err.strip()
     assert err == "vlpc: --m must be positive, got 0"
+
+
+# -- 5. -o PREFIX given with a suffix ------------------------------------------------------
+
+SMALL = """builtin.module {
+  func.func @sgemm(%a: memref<32x16xf32>, %b: memref<256x16xf32>, %c: memref<32x256xf32>, %alpha: f32, %beta: f32) {
+    gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"} : memref<32x16xf32>, memref<256x16xf32>, memref<32x256xf32>, f32, f32
+    func.return
+  }
+}
+"""
+
+
+def test_traffic_report_prefix_given_with_a_suffix(tmp_path, capsys):
+    """vlpc report FILE -o t.md writes t.md, t.csv and t.svg (it wrote t.md.md, t.md.csv, t.md.svg)."""
+    pytest.importorskip("matplotlib")
+    f = tmp_path / "g.mlir"
+    f.write_text(SMALL)
+    assert main(["report", str(f), "--strategies", "sqc", "-o", str(tmp_path / "t.md"), "-q"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("t.")) == ["t.csv", "t.md", "t.svg"]
+    assert "sqc" in (tmp_path / "t.md").read_text()
+
+
+@pytest.mark.parametrize("given,want", [("t.md", "t"), ("t.CSV", "t"), ("dir.v2/t.svg", "dir.v2/t"), ("t.png", "t"),
+                                        ("t", "t"), (".md", ".md"), (None, "g-report")])
+def test_output_prefix_rule(given, want):
+    from vlpc.cli_support import output_prefix
+
+    assert output_prefix(given, "g-report") == want

@@ -83,6 +83,21 @@ def check_writable(path: str, what: str = "") -> None:
         raise VlpcError(f"cannot write {label}{path}: directory {parent} is not writable")
 
 
+#: Suffixes of the files a report writes from one ``-o PREFIX`` (PREFIX.md, PREFIX.csv, PREFIX.svg).
+PREFIX_SUFFIXES = (".md", ".csv", ".svg", ".png")
+
+
+def output_prefix(given: str | None, default: str) -> str:
+    """The PREFIX of a report's outputs (``vlpc report``, ``report --energy``, ``bench --energy``):
+    ``given`` (``-o``) without a suffix of the files written from it (``-o out.md`` means
+    ``out``, not ``out.md.md``), else ``default``."""
+    prefix = given or default
+    for suffix in PREFIX_SUFFIXES:
+        if prefix.lower().endswith(suffix) and len(prefix) > len(suffix):
+            return prefix[:-len(suffix)]
+    return prefix
+
+
 def check_chart(path: str, option: str = "--chart") -> str:
     """The chart format (``svg`` or ``png``) from ``path``'s suffix, checked before any work:
     a one-line :class:`VlpcError` for another suffix, an unwritable place or no matplotlib."""

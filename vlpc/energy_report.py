@@ -544,15 +544,13 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     checked first, then the variants run (:func:`build_comparison`: those the type or options
     rule out are left out); the table goes to stdout and ``PREFIX.md``.  ``args.batch`` (``--batch``,
     if the command has it) is the batch count of a strided batched kernel when it is dynamic."""
-    from vlpc.cli_support import Progress, check_chart, check_writable, codegen_options, write_atomic
+    from vlpc.cli_support import Progress, check_chart, check_writable, codegen_options, output_prefix, write_atomic
 
     batch = getattr(args, "batch", None)
     if batch is not None and batch <= 0:
         raise VlpcError(f"--batch must be positive, got {batch}")
     check_energy_options(args)
-    for suffix in (".md", ".csv", ".svg", ".png"):  # -o out.md means out.md, not out.md.md
-        if prefix.lower().endswith(suffix) and len(prefix) > len(suffix):
-            prefix = prefix[:-len(suffix)]
+    prefix = output_prefix(prefix, prefix)  # -o out.md means out, not out.md.md
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
     csv_path = getattr(args, "csv", None) or f"{prefix}.csv"  # vlpc bench's --csv FILE.csv
     has_output = hasattr(args, "output")  # vlpc report's -o; vlpc bench writes FILE-energy.* in the current directory

@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vlpc.cli_support import (Progress, check_chart, check_size_options, check_writable, codegen_options, pyplot,
-                              read_input, save_figure, write_atomic)
+from vlpc.cli_support import (Progress, check_chart, check_size_options, check_writable, codegen_options,
+                              output_prefix, pyplot, read_input, save_figure, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
 
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
@@ -993,7 +993,7 @@ def cmd_report(args) -> int:
     if len(set(strategies)) != len(strategies) or not strategies:
         raise VlpcError("--strategies: give each strategy once, e.g. sqc,lds")
     # Every output is checked before the emulation starts (it takes seconds to minutes).
-    prefix = args.output or f"{Path(args.file).stem}-report"
+    prefix = output_prefix(args.output, f"{Path(args.file).stem}-report")  # -o t.md: t.md, t.csv, t.svg
     chart = args.chart or f"{prefix}.svg"
     for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
         check_writable(path, what)
