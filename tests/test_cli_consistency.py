@@ -94,3 +94,46 @@ def test_output_prefix_rule(given, want):
     from vlpc.cli_support import output_prefix
 
     assert output_prefix(given, "g-report") == want
+
+
+# -- 3. vlpc bench --energy: -o PREFIX as vlpc report has it; -i/-j refused ------------------
+
+def test_bench_energy_writes_to_the_given_prefix(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    f = tmp_path / "g.mlir"
+    f.write_text(SMALL)
+    out = tmp_path / "sub"
+    out.mkdir()
+    assert main(["bench", str(f), "--energy", "-o", str(out / "e.md"), "-q", "--split-k", "1"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["e.csv", "e.md", "e.svg"]
+    assert (out / "e.md").read_text().startswith("# Modeled energy per GEMM: M=32 N=256 K=16")
+
+
+@pytest.mark.parametrize("flags,line", [
+    (["-i", "3"], "vlpc: --iterations 3: --energy runs each variant's plan once"),
+    (["--warmup", "0"], "vlpc: --warmup 0: --energy runs each variant's plan once"),
+    (["--max-emulated", "4096"], "vlpc: --max-emulated 4096: --energy's timing-only launches run any size"),
+])
+def test_bench_energy_refuses_what_it_would_ignore(flags, line, capsys):
+    assert main(["bench", NT, "--energy", "-o", "/nonexistent/p", *flags]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(line), err
+
+
+def test_bench_output_prefix_is_for_energy(capsys):
+    assert main(["bench", NT, "-o", "t"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["vlpc: -o t: -o PREFIX names --energy's outputs; the table is written with --csv FILE.csv and "
+                   "--chart FILE.svg"]
+
+
+def test_report_and_bench_share_the_output_option():
+    from vlpc.cli import build_parser
+
+    def output(command):
+        p = build_parser(command)
+        sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction").choices[command]
+        return next(a for a in sub._actions if a.dest == "output")
+
+    assert output("bench").option_strings == output("report").option_strings == ["-o", "--output"]
+    assert output("bench").metavar == output("report").metavar == "PREFIX"

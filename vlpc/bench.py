@@ -65,12 +65,16 @@ class _LazyNumPy(SimpleNamespace):
 
 np = _LazyNumPy()
 
-from vlpc.cli_support import (Progress, add_size_options, check_chart, check_size_options, check_writable,
-                              codegen_options, positive, pyplot, read_input, save_figure, write_atomic)
+from vlpc.cli_support import (Progress, add_output_prefix, add_size_options, check_chart, check_size_options,
+                              check_writable, codegen_options, output_prefix, positive, pyplot, read_input, save_figure,
+                              write_atomic)
 from vlpc.errors import VlpcError
 
 #: Emulated sizes above this need --max-emulated (a 4096^2 x 640 SGEMM takes ~30 s).
 DEFAULT_MAX_EMULATED = 1024
+
+#: rocblas-bench's defaults of -i (timed launches) and -j (untimed ones first).
+DEFAULT_ITERATIONS, DEFAULT_WARMUP = 10, 1
 
 #: rocblas-bench's ``-r`` precisions vlpc compiles.
 PRECISIONS = {"f32_r": "f32", "s": "f32", "f64_r": "f64", "d": "f64"}
@@ -207,13 +211,15 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--start", type=positive, default=256, help="first M = N of --sweep (default: %(default)s)")
     b.add_argument("--stop", type=positive, default=16384, help="last M = N of --sweep, included (default: %(default)s)")
     b.add_argument("--step", type=positive, default=256, help="M = N increment of --sweep (default: %(default)s)")
-    b.add_argument("-i", "--iterations", type=positive, default=10,
-                   help="timed launches per size on HIP (rocblas-bench's -i; default: %(default)s)")
-    b.add_argument("-j", "--warmup", type=int, default=1,
-                   help="untimed launches first (rocblas-bench's -j, cold iterations; default: %(default)s)")
-    b.add_argument("--max-emulated", type=positive, default=DEFAULT_MAX_EMULATED,
+    b.add_argument("-i", "--iterations", type=positive, default=None,
+                   help=f"timed launches per size on HIP (rocblas-bench's -i; default: {DEFAULT_ITERATIONS}; "
+                        "not with --energy)")
+    b.add_argument("-j", "--warmup", type=int, default=None,
+                   help=f"untimed launches first (rocblas-bench's -j, cold iterations; default: {DEFAULT_WARMUP}; "
+                        "not with --energy)")
+    b.add_argument("--max-emulated", type=positive, default=None,
                    help="with --no-model: largest M or N the emulator is asked to run in full "
-                        "(default: %(default)s)")
+                        f"(default: {DEFAULT_MAX_EMULATED})")
     t = b.add_argument_group("timing model (emulator: modeled, not measured)")
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
                    help="board the timing model predicts (default: the target's: mi60 for gfx906, mi25 for gfx900)")
@@ -229,7 +235,8 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--energy", action="store_true",
                    help="modeled joules per GEMM, average board watts, pJ/FLOP and GFLOP/s per W by component of "
                         "sqc, sqc without forwarding and legacy (lds; f32/f64 only) at one size (timing and energy models; "
-                        "writes FILE-energy.md/.csv and the chart FILE-energy.svg or --chart)")
+                        "writes PREFIX.md/.csv and the chart PREFIX.svg or --chart; -o PREFIX)")
+    add_output_prefix(b, "FILE-energy, gemm-energy for rocblas-bench's flags", when="with --energy: ")
     b.add_argument("--batch", type=positive,
                    help="the batch count of a strided batched kernel, when dynamic (as vlpc run); FLOPs are "
                         "batch x 2MNK")
@@ -399,7 +406,7 @@ def cmd_bench(args) -> int:
     from vlpc.run import Problem, check_batch_option
     from vlpc.runtime import get_device, load_code_object
 
-    if args.warmup < 0:
+    if args.warmup is not None and args.warmup < 0:
         raise VlpcError(f"--warmup must be at least 0, got {args.warmup}")
     check_size_options(args)
     rb = rocblas_problem(args)
@@ -416,7 +423,14 @@ def cmd_bench(args) -> int:
         if args.sweep:
             raise VlpcError("--energy compares three kernels at one size: drop --sweep")
         m, n, k = (rb.n, rb.m, rb.k) if rb is not None else (args.m, args.n, args.k)
-        return run_energy_command(args, text, default_prefix(args.file), m=m, n=n, k=k)
+        return run_energy_command(args, text, output_prefix(args.output, default_prefix(args.file)), m=m, n=n, k=k)
+    if args.output is not None:
+        raise VlpcError(f"-o {args.output}: -o PREFIX names --energy's outputs; the table is written with "
+                        "--csv FILE.csv and --chart FILE.svg")
+    for name, default in (("iterations", DEFAULT_ITERATIONS), ("warmup", DEFAULT_WARMUP),
+                          ("max_emulated", DEFAULT_MAX_EMULATED)):
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = compiled.kernel()
     check_batch_option(kernel, args.batch)

@@ -22,8 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-from vlpc.cli_support import (OneLineParser, add_codegen_options, add_quiet, add_size_options, codegen_options,
-                              parse_tile_arg, positive, read_input, split_k_arg, write_atomic)
+from vlpc.cli_support import (OneLineParser, add_codegen_options, add_output_prefix, add_quiet, add_size_options,
+                              codegen_options, parse_tile_arg, positive, read_input, split_k_arg, write_atomic)
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
 
 EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
@@ -184,9 +184,7 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
     rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
     rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
-    rp.add_argument("-o", "--output", metavar="PREFIX",
-                    help="write PREFIX.md, PREFIX.csv and the chart PREFIX.svg (default: FILE-report in the current "
-                         "directory)")
+    add_output_prefix(rp, "FILE-report, FILE-energy with --energy")
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
                     help="where to write the chart (default: PREFIX.svg); the format follows the suffix")
     rp.add_argument("--energy", action="store_true",

@@ -98,6 +98,16 @@ def output_prefix(given: str | None, default: str) -> str:
     return prefix
 
 
+def add_output_prefix(p, default: str, when: str = "") -> None:
+    """``-o/--output PREFIX`` of the commands that write a report as PREFIX.md, PREFIX.csv and a
+    chart PREFIX.svg (``vlpc report``, ``report --energy``, ``bench --energy``; the rule:
+    :func:`output_prefix`).  ``default``: the prefix's default as the help names it; ``when``:
+    the mode the option belongs to (e.g. "with --energy: ")."""
+    p.add_argument("-o", "--output", metavar="PREFIX",
+                   help=f"{when}write PREFIX.md, PREFIX.csv and the chart PREFIX.svg (default: {default} in the "
+                        f"current directory; a .md, .csv, .svg or .png suffix given is dropped)")
+
+
 def check_chart(path: str, option: str = "--chart") -> str:
     """The chart format (``svg`` or ``png``) from ``path``'s suffix, checked before any work:
     a one-line :class:`VlpcError` for another suffix, an unwritable place or no matplotlib."""

@@ -520,6 +520,12 @@ _ENERGY_REFUSED = (
      "--energy compares sqc, sqc without forwarding and legacy (lds) itself"),
     ("strategies", lambda v: v is not None, "--strategies {v}",
      "--energy compares sqc, sqc without forwarding and legacy (lds) itself"),
+    ("iterations", lambda v: v is not None, "--iterations {v}",
+     "--energy runs each variant's plan once, as a timing-only launch on the emulator (nothing is timed)"),
+    ("warmup", lambda v: v is not None, "--warmup {v}",
+     "--energy runs each variant's plan once, as a timing-only launch on the emulator (nothing is timed)"),
+    ("max_emulated", lambda v: v is not None, "--max-emulated {v}",
+     "--energy's timing-only launches run any size (only the workgroups the timing model traces)"),
 )
 
 
@@ -553,7 +559,6 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     prefix = output_prefix(prefix, prefix)  # -o out.md means out, not out.md.md
     chart = getattr(args, "chart", None) or f"{prefix}.svg"
     csv_path = getattr(args, "csv", None) or f"{prefix}.csv"  # vlpc bench's --csv FILE.csv
-    has_output = hasattr(args, "output")  # vlpc report's -o; vlpc bench writes FILE-energy.* in the current directory
     for path, what, flag in ((f"{prefix}.md", "report", "-o PREFIX"), (csv_path, "CSV", "--csv"),
                              (chart, "chart", "--chart")):
         try:
@@ -561,12 +566,7 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
         except VlpcError as e:  # name the option that moves the file
             given = {"report": getattr(args, "output", None), "CSV": getattr(args, "csv", None),
                      "chart": getattr(args, "chart", None)}[what]
-            if given:
-                hint = f"choose another {flag}"
-            elif has_output:
-                hint = "give -o PREFIX in a writable directory"
-            else:
-                hint = "run it from a writable directory"
+            hint = f"choose another {flag}" if given else "give -o PREFIX in a writable directory"
             raise VlpcError(f"{e}: {hint}") from None
     check_chart(chart)
     options = codegen_options(args)
