@@ -137,3 +137,40 @@ def test_report_and_bench_share_the_output_option():
 
     assert output("bench").option_strings == output("report").option_strings == ["-o", "--output"]
     assert output("bench").metavar == output("report").metavar == "PREFIX"
+
+
+# -- 6. report's traffic-table options under --energy ----------------------------------------
+
+@pytest.mark.parametrize("flags,line", [
+    (["--beta", "0.5"], "vlpc: --beta 0.5: --energy prices every variant with alpha = 1, beta = 0 (C is not read): "
+                        "drop --beta (it is the traffic table's)"),
+    (["--alpha", "2"], "vlpc: --alpha 2: --energy prices every variant with alpha = 1, beta = 0"),
+    (["--seed", "7"], "vlpc: --seed 7: --energy's timing-only launches read zero-filled buffers"),
+])
+def test_report_energy_refuses_the_traffic_table_options(flags, line, capsys):
+    assert main(["report", NT, "--energy", "-o", "/nonexistent/p", *flags]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(line), err
+
+
+def test_report_energy_accepts_the_values_it_prices(capsys):
+    # alpha = 1 and beta = 0 are what --energy prices: not refused (the unwritable -o stops it after the check)
+    assert main(["report", NT, "--energy", "-o", "/nonexistent/p", "--alpha", "1", "--beta", "0"]) == 1
+    assert "cannot write report /nonexistent/p.md" in capsys.readouterr().err
+
+
+def test_report_traffic_table_defaults_are_kept(monkeypatch, tmp_path):
+    """Without --alpha/--beta/--seed the traffic table still runs with alpha 1, beta 0.5, seed 0."""
+    import vlpc.report as report
+
+    seen = {}
+
+    def fake(text, filename, strategies, **kw):
+        seen.update(kw)
+        raise report.VlpcError("stop")
+
+    monkeypatch.setattr(report, "build_report", fake)
+    assert main(["report", NT, "-o", str(tmp_path / "r"), "-q"]) == 1
+    assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, 0.5, 0)
+    assert main(["report", NT, "-o", str(tmp_path / "r"), "-q", "--beta", "0", "--seed", "3"]) == 1
+    assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, 0.0, 3)

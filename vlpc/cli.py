@@ -181,9 +181,13 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--batch", type=int,
                     help="the batch count of a strided batched kernel, when dynamic (as vlpc run), for --energy "
                          "(the traffic table refuses a strided batch)")
-    rp.add_argument("--seed", type=int, default=0, help="random seed for the inputs (default: %(default)s)")
-    rp.add_argument("--alpha", type=float, default=1.0, help="alpha (default: %(default)s)")
-    rp.add_argument("--beta", type=float, default=0.5, help="beta (default: %(default)s)")
+    rp.add_argument("--seed", type=int, default=None,
+                    help="random seed for the traffic table's inputs (default: 0; not with --energy, whose buffers "
+                         "are zero-filled)")
+    rp.add_argument("--alpha", type=float, default=None,
+                    help="alpha of the traffic table's run (default: 1.0; --energy prices alpha = 1)")
+    rp.add_argument("--beta", type=float, default=None,
+                    help="beta of the traffic table's run (default: 0.5; --energy prices beta = 0: C is not read)")
     add_output_prefix(rp, "FILE-report, FILE-energy with --energy")
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
                     help="where to write the chart (default: PREFIX.svg); the format follows the suffix")

@@ -984,6 +984,15 @@ def cmd_report(args) -> int:
     check_size_options(args)
     if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
         from vlpc.energy_report import default_prefix, run_energy_command
+
+        # the traffic table's run options: --energy prices alpha = 1, beta = 0 on zero-filled buffers
+        for name, priced in (("alpha", 1.0), ("beta", 0.0), ("seed", None)):
+            given = getattr(args, name, None)
+            if given is not None and given != priced:
+                why = ("--energy's timing-only launches read zero-filled buffers (the work does not depend on "
+                       "the values)" if name == "seed" else
+                       "--energy prices every variant with alpha = 1, beta = 0 (C is not read)")
+                raise VlpcError(f"--{name} {given:g}: {why}: drop --{name} (it is the traffic table's)")
         return run_energy_command(args, read_input(args.file), args.output or default_prefix(args.file),
                                   m=args.m, n=args.n, k=args.k)
     strategies = [s.strip() for s in (args.strategies or "sqc,lds").split(",") if s.strip()]
@@ -1004,7 +1013,9 @@ def cmd_report(args) -> int:
     with Progress(0, "vlpc report", quiet=args.quiet) as bar:
         rep = build_report(text, args.file, strategies, dot_sqc_only=args.strategies is None,
                            target=args.target, m=args.m, n=args.n, k=args.k,
-                           seed=args.seed, alpha=args.alpha, beta=args.beta, options=options,
+                           seed=0 if args.seed is None else args.seed,
+                           alpha=1.0 if args.alpha is None else args.alpha,
+                           beta=0.5 if args.beta is None else args.beta, options=options,
                            progress=None if getattr(args, "quiet", False) else bar, batch=args.batch)
     md = rep.markdown()
     sys.stdout.write(md)
