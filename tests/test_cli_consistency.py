@@ -174,3 +174,39 @@ def test_report_traffic_table_defaults_are_kept(monkeypatch, tmp_path):
     assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, 0.5, 0)
     assert main(["report", NT, "-o", str(tmp_path / "r"), "-q", "--beta", "0", "--seed", "3"]) == 1
     assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, 0.0, 3)
+
+
+# -- 7. one resolution of a launch's problem -----------------------------------------------
+
+def test_resolve_launch_lives_in_run_and_resolves_as_blas():
+    import vlpc
+    from vlpc.errors import VlpcError
+    from vlpc.run import resolve_launch
+
+    kernel = vlpc.compile(Path(DYN).read_text(), "gfx906", filename=DYN).kernel()
+    p = resolve_launch(kernel, 64, 256, 32)
+    # layout NT: A is M x K (lda = K), B is N x K (ldb = K), C is M x N (ldc = N); no batch
+    assert (p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch) == (64, 256, 32, 32, 32, 256, 0)
+    with pytest.raises(VlpcError, match="is not batched"):
+        resolve_launch(kernel, 64, 256, 32, batch=2)
+    with pytest.raises(VlpcError, match=r"K is dynamic \('\?'\) in the IR: give it with --k"):
+        resolve_launch(kernel, 64, 256, None)
+
+
+@pytest.mark.parametrize("argv", [["run", NT], ["bench", NT], ["report", NT, "--energy", "-o", "{d}/e"]])
+def test_every_command_resolves_through_run_resolve_launch(argv, monkeypatch, tmp_path, capsys):
+    import importlib
+
+    from vlpc.errors import VlpcError
+
+    run_module = importlib.import_module("vlpc.run")  # (the attribute vlpc.run is the function)
+    calls = []
+
+    def spy(kernel, m, n, k, batch=None, *arrays):
+        calls.append((kernel.name, m, n, k, batch))
+        raise VlpcError("resolved")
+
+    monkeypatch.setattr(run_module, "resolve_launch", spy)
+    assert main([a.format(d=tmp_path) for a in argv]) == 1
+    assert "vlpc: resolved" in capsys.readouterr().err
+    assert calls and calls[0][0] == "sgemm"

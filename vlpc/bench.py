@@ -284,24 +284,6 @@ def _sizes(args) -> list[tuple[int, int, int]]:
     return [(args.m, args.n, k)]
 
 
-def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: int | None):
-    """The :class:`vlpc.verify.Problem` of one launch of ``kernel``, resolved as ``vlpc run``
-    resolves it (:func:`vlpc.run.resolve_problem`, :func:`vlpc.api.resolve`, the dot kernels'
-    :func:`vlpc.dot_run.round_leading_dimensions`): static sizes, leading dimensions, batch count
-    and batch strides from the IR, the others from ``m``, ``n``, ``k`` and ``batch`` (batch
-    strides given at launch are rows x leading dimension).  Raises :class:`VlpcError` naming a
-    missing size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count without ``batch``."""
-    from vlpc.api import resolve
-    from vlpc.run import resolve_problem
-
-    p = resolve_problem(kernel.launch_info, m, n, k)
-    p = resolve(kernel, None, None, None, p.m, p.n, p.k, batch)
-    if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):  # whole dwords of K, as vlpc run
-        from vlpc.dot_run import round_leading_dimensions
-        round_leading_dimensions(kernel, p, False, False)
-    return p
-
-
 def _fill_random(host: dict, rng) -> None:
     """Standard normal floats (int8 in [-128, 128), i32 in [-2^15, 2^15)) over whole host buffers
     (matrices, padding and gaps alike: a timed launch reads only the matrices)."""
@@ -316,7 +298,7 @@ def _fill_random(host: dict, rng) -> None:
 def measure_size(kernel, dev, co, p, *, emulated: bool, alpha: float, beta: float, iterations: int,
                  warmup: int, progress=None, seed: int = 0) -> BenchRow:
     """Run ``kernel``'s plan for the problem ``p`` (:class:`vlpc.verify.Problem`, e.g. from
-    :func:`resolve_launch`: a strided batch runs its ``p.batch`` products) on ``dev`` and return
+    :func:`vlpc.run.resolve_launch`: a strided batch runs its ``p.batch`` products) on ``dev`` and return
     its row.  Every figure of a bench row is computed here; operations are 2 M N K x the batch
     count.  The launch goes through :mod:`vlpc.verify`'s argument packing (``kernel_arguments``,
     by the kernel's metadata: batch strides, bias, W8A8 scales) and exactly sized buffers
@@ -403,7 +385,7 @@ def _scalar_option(kernel, name: str, given: float | None, default: float) -> fl
 def cmd_bench(args) -> int:
     import vlpc
     from vlpc.errors import EXIT_VERIFY
-    from vlpc.run import Problem, check_batch_option
+    from vlpc.run import Problem, check_batch_option, resolve_launch
     from vlpc.runtime import get_device, load_code_object
 
     if args.warmup is not None and args.warmup < 0:

@@ -138,18 +138,15 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     are sized from the kernel's element types (:func:`host_buffers`) and the arguments packed by
     :func:`vlpc.verify.launch_and_read` (alpha = 1, beta = 0 of the kernel's scalar type).
 
-    The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_problem`,
-    :func:`vlpc.run.check_batch_option`, :func:`vlpc.api.resolve`, the dot kernels'
-    :func:`vlpc.dot_run.round_leading_dimensions`): static sizes, leading dimensions and batch
-    strides from the IR, the others from ``m``, ``n``, ``k`` and ``batch`` (the batch count of a
-    strided batched kernel when it is dynamic; batch strides given at launch are rows x leading
-    dimension), so a batched kernel's buffers hold its whole batch (:func:`vlpc.verify.geometries`).
+    The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`): static
+    sizes, leading dimensions and batch strides from the IR, the others from ``m``, ``n``, ``k``
+    and ``batch`` (the batch count of a strided batched kernel when it is dynamic; batch strides
+    given at launch are rows x leading dimension), so a batched kernel's buffers hold its whole batch (:func:`vlpc.verify.geometries`).
     The operations counted are 2 M N K x the batch count (FLOPs; integer ops for int8).  Raises
     :class:`VlpcError` for sizes or options the variant cannot compile or run, and for ``batch``
     given to a kernel that is not batched or contradicting a static batch count."""
     import vlpc
-    from vlpc.api import resolve
-    from vlpc.run import check_batch_option, resolve_problem
+    from vlpc.run import resolve_launch
     from vlpc.runtime.emulator.device import EmulatorDevice
     from vlpc.verify import launch_and_read
 
@@ -160,12 +157,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
         opts.pop("schedule", None)
     mod = vlpc.compile(text, target, filename=filename, **opts)
     ck = mod.kernel()
-    p = resolve_problem(ck.launch_info, m, n, k)  # as vlpc run (vlpc/run.py cmd_run), without operand arrays
-    check_batch_option(ck, batch)
-    p = resolve(ck, None, None, None, p.m, p.n, p.k, batch)
-    if str(ck.launch_info.get("dtype", "f32")) in ("f16", "i8"):  # leading dimensions given at launch: whole dwords of K
-        from vlpc.dot_run import round_leading_dimensions
-        round_leading_dimensions(ck, p, False, False)
+    p = resolve_launch(ck, m, n, k, batch)  # as vlpc run and vlpc bench resolve it, without operand arrays
     ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     check_offsets_before_allocating(ck, p)
     batch = p.batch or None

@@ -56,6 +56,28 @@ def check_batch_option(kernel, batch: int | None) -> None:
         raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
 
 
+def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None,
+                   a=None, b=None, c=None) -> Problem:
+    """The :class:`vlpc.verify.Problem` of one launch of ``kernel``, as ``vlpc run``, ``vlpc bench``
+    and ``vlpc report/bench --energy`` resolve it: :func:`resolve_problem` (static sizes from the
+    IR, dynamic ones from ``m``, ``n``, ``k``), :func:`check_batch_option`, :func:`vlpc.api.resolve`
+    (leading dimensions, the batch count (``batch`` when it is dynamic) and batch strides: from
+    the IR, else from the operand arrays ``a``, ``b``, ``c`` if given, else rows x leading
+    dimension) and, for the f16/int8 dot kernels, :func:`vlpc.dot_run.round_leading_dimensions`
+    (leading dimensions given at launch: whole dwords of K).  Raises :class:`VlpcError` naming a
+    missing or contradicting size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count
+    without ``batch``."""
+    from vlpc.api import resolve
+
+    p = resolve_problem(kernel.launch_info, m, n, k)
+    check_batch_option(kernel, batch)
+    p = resolve(kernel, a, b, c, p.m, p.n, p.k, batch)
+    if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):
+        from vlpc.dot_run import round_leading_dimensions
+        round_leading_dimensions(kernel, p, a is not None, b is not None)
+    return p
+
+
 def storage_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
     """(rows, row stride) of A, B and C as stored, for a layout ("NT": A is M x K, B is N x K)."""
     return {"A": (p.m if layout[0] == "N" else p.k, p.lda),
@@ -72,7 +94,7 @@ def operands(layout: str, p: Problem, a: np.ndarray, b: np.ndarray) -> tuple[np.
 
 def cmd_run(args) -> int:
     import vlpc
-    from vlpc.api import VerificationError, resolve, run
+    from vlpc.api import VerificationError, run
     from vlpc.runtime import get_device
 
     from vlpc.cli_support import Progress, check_size_options, read_input as _read_input
@@ -123,10 +145,7 @@ def cmd_run(args) -> int:
                                 + (f" (ld{name.lower()}={ld} is static in the IR)" if static_ld >= 0
                                    and arr.ndim >= 2 and arr.shape[-1] > ld else ""))
             arrays[name] = arr
-    p = resolve(kernel, arrays["A"], arrays["B"], arrays["C"], p.m, p.n, p.k, batch)
-    if dtype_name in ("f16", "i8"):  # dynamic leading dimensions: whole dwords of K (vlpc/dot_run.py)
-        from vlpc.dot_run import round_leading_dimensions
-        round_leading_dimensions(kernel, p, arrays["A"] is not None, arrays["B"] is not None)
+    p = resolve_launch(kernel, p.m, p.n, p.k, batch, arrays["A"], arrays["B"], arrays["C"])
     kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
     launch = kernel.launch(p.m, p.n, p.k, p.batch or None)
     scalars = {}
