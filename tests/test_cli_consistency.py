@@ -210,3 +210,50 @@ def test_every_command_resolves_through_run_resolve_launch(argv, monkeypatch, tm
     assert main([a.format(d=tmp_path) for a in argv]) == 1
     assert "vlpc: resolved" in capsys.readouterr().err
     assert calls and calls[0][0] == "sgemm"
+
+
+# -- 4. limits checked before any buffer is allocated ---------------------------------------
+
+HUGE = ["--m", "70000", "--n", "70000", "--k", "64"]
+OFFSETS = ("vlpc: kernel 'sgemm_dyn': C spans 19600000000 bytes (70000 rows, ldc=70000): over the 32-bit byte "
+           "offset limit of vlpc's kernels (2^32 bytes)")
+
+
+def _no_alloc(*a, **k):
+    raise AssertionError("buffers allocated for sizes the kernels cannot address")
+
+
+@pytest.mark.parametrize("command,module,name", [
+    ("run", "vlpc.api", "operand_buffers"),
+    ("bench", "vlpc.energy_report", "host_buffers"),
+    ("tune", "vlpc.tune", "search_space"),
+])
+def test_sizes_past_the_32bit_offsets_are_refused_before_allocating(command, module, name, monkeypatch, capsys):
+    """A 70000 x 70000 f32 C spans 19.6e9 bytes: one line, exit 1, before anything is allocated
+    (vlpc run used to allocate and fill 19.6 GB for over 30 s and fail at launch)."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(module), name, _no_alloc)
+    assert main([command, DYN, *HUGE, "-q"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [OFFSETS]
+
+
+def test_launch_and_read_checks_offsets_before_uploading():
+    import numpy as np
+
+    import vlpc
+    from vlpc.errors import VlpcError
+    from vlpc.run import resolve_launch
+    from vlpc.verify import launch_and_read
+
+    kernel = vlpc.compile(Path(DYN).read_text(), "gfx906", filename=DYN).kernel()
+    p = resolve_launch(kernel, 70000, 70000, 64)
+
+    class NoUpload:
+        def upload(self, x):
+            raise AssertionError("uploaded")
+
+    host = {name: np.zeros(4, np.float32) for name in "ABC"}
+    with pytest.raises(VlpcError, match=r"C spans 19600000000 bytes") as e:
+        launch_and_read(kernel, NoUpload(), host, p, 1.0, 0.0, np.float32)
+    assert e.value.exit_code == 1

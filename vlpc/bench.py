@@ -425,8 +425,9 @@ def cmd_bench(args) -> int:
         problems = [resolve_launch(kernel, m, n, k, args.batch) for m, n, k in sizes]
         alpha = _scalar_option(kernel, "alpha", args.alpha, 1.0)
         beta = _scalar_option(kernel, "beta", args.beta, 0.0)
-    for p in problems:
-        kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    from vlpc.verify import check_before_allocating
+    for p in problems:  # every size of a sweep, before the first runs (vlpc/verify.py)
+        check_before_allocating(kernel, p)
     modeled = args.device != "hip" and not args.no_model
     dev_opts = {"target": args.target}
     if modeled:

@@ -148,7 +148,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     import vlpc
     from vlpc.run import resolve_launch
     from vlpc.runtime.emulator.device import EmulatorDevice
-    from vlpc.verify import launch_and_read
+    from vlpc.verify import check_before_allocating, launch_and_read
 
     over, title = VARIANTS[variant]
     opts = dict(options or {})
@@ -158,8 +158,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     mod = vlpc.compile(text, target, filename=filename, **opts)
     ck = mod.kernel()
     p = resolve_launch(ck, m, n, k, batch)  # as vlpc run and vlpc bench resolve it, without operand arrays
-    ck.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
-    check_offsets_before_allocating(ck, p)
+    check_before_allocating(ck, p)  # sizes and 32-bit offsets, before any buffer (vlpc/verify.py)
     batch = p.batch or None
     steps = ck.plan(p.m, p.n, p.k, batch)
     try:
@@ -179,22 +178,6 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     rep, limited = price_launches([x.stats for x in launches], dev.board, ops)
     return EnergyRow(variant, title, "+".join(s.kernel for s in steps), p.m, p.n, p.k, rep, limited,
                      type_label(ab, ct), plan=plan_label(ck, p.m, steps), launches=launches, batch=p.batch)
-
-
-def check_offsets_before_allocating(ck, p) -> None:
-    """Refuse sizes past the kernels' 32-bit byte offsets (:func:`vlpc.dialects.gemm.offset_errors`,
-    the check :meth:`vlpc.kernel.CompiledKernel.check_offsets` makes at launch) before the host and
-    emulator buffers are allocated: a 70000 x 70000 C would otherwise allocate 19.6 GB first."""
-    from vlpc.dialects.gemm import offset_errors
-
-    li = ck.launch_info
-    ab = str(li.get("dtype", "f32"))
-    ct = str(li.get("c_dtype", "f32")) if ab in ("f16", "i8") else ab
-    errors = offset_errors(ck.layout, ab, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch, p.stride_a, p.stride_b,
-                           p.stride_c, c_dtype=ct, a_copied=ck.transpose_kernel() is not None,
-                           b_copied=ck.b_copy_kernel() is not None)
-    if errors:
-        raise VlpcError(f"kernel '{ck.name}': {errors[0]}")
 
 
 @dataclass

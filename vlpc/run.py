@@ -22,6 +22,7 @@ import numpy as np
 from vlpc.errors import EXIT_VERIFY, VlpcError
 
 from vlpc.verify import UNIT_ROUNDOFF, Problem, apply_epilogue, gelu_tanh, tolerance  # noqa: F401  (re-exported)
+from vlpc.verify import check_before_allocating
 
 
 def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | None) -> Problem:
@@ -146,7 +147,7 @@ def cmd_run(args) -> int:
                                    and arr.ndim >= 2 and arr.shape[-1] > ld else ""))
             arrays[name] = arr
     p = resolve_launch(kernel, p.m, p.n, p.k, batch, arrays["A"], arrays["B"], arrays["C"])
-    kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    check_before_allocating(kernel, p)  # sizes and 32-bit offsets before the operands are made (vlpc/verify.py)
     launch = kernel.launch(p.m, p.n, p.k, p.batch or None)
     scalars = {}
     # beta's default exercises the C term; an int8 -> i32 kernel takes integers (2)

@@ -651,6 +651,8 @@ def cmd_tune(args) -> int:
     kernel = base.kernel() if len(base.kernels) == 1 else _main_kernel(base)
     li = kernel.launch_info
     p = resolve(kernel, args.m, args.n, args.k)
+    from vlpc.verify import check_before_allocating
+    check_before_allocating(kernel, p)  # sizes and 32-bit offsets before any candidate's buffers
     dtype, layout = str(li.get("dtype", "f32")), li.get("layout", "NT")
     if dtype not in MACRO_TILES:
         raise VlpcError(f"vlpc tune supports f32, f64, f16 and int8 (i8) GEMMs, got {dtype}")

@@ -396,6 +396,38 @@ def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: floa
     return args
 
 
+def check_before_allocating(kernel, p: Problem) -> None:
+    """The launch's limit checks, made before any host or device buffer is allocated: the
+    sizes the kernel can compute (:meth:`CompiledKernel.check_sizes`), the 32-bit kernel
+    arguments (:func:`kernel_arguments`), and the check :meth:`CompiledKernel.execute` makes at
+    launch (:meth:`CompiledKernel.check_offsets`: values the IR fixes, the kernels' 32-bit byte
+    offsets, overlapping batch entries of C, a workspace of 2^32 bytes or more), here on
+    placeholder buffers.  A 70000 x 70000 f32 C (19.6 GB) is refused at once instead of after
+    its buffers were allocated, filled and uploaded.  Raises a one-line :class:`VlpcError`
+    (exit code 1: the sizes are the user's).  Used by ``vlpc run``, ``vlpc bench``, ``vlpc tune``,
+    the energy report and :func:`launch_and_read`."""
+    kernel.check_sizes(p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    check_offsets_before_allocating(kernel, p)
+
+
+def check_offsets_before_allocating(kernel, p: Problem) -> None:
+    """:meth:`CompiledKernel.check_offsets` (the launch's check of the values the IR fixes, the
+    32-bit byte offsets, C's batch entries and the workspace) for the problem ``p``, on
+    placeholder buffers, as a one-line :class:`VlpcError`; the part of
+    :func:`check_before_allocating` that :func:`launch_and_read` makes before it uploads."""
+    from vlpc.errors import VlpcError
+
+    placeholders = {a.get(".name"): None for a in kernel.kernargs
+                    if str(a.get(".value_kind", "")) == "global_buffer"}
+    args = kernel_arguments(kernel, placeholders, p, 0.0, 0.0, scalar=np.float32)
+    batch = p.batch or None
+    try:
+        kernel.check_offsets(args, p.m, p.n, p.k, batch,
+                             kernel.workspace_bytes(p.m, p.ldc, p.k, batch, n=p.n))
+    except VlpcError as e:  # LaunchError: the same one line, as the user's mistake
+        raise VlpcError(str(e)) from None
+
+
 def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type, iterations: int = 1,
                     scalar: type | None = None) -> tuple[np.ndarray, object, list[float]]:
     """Upload ``host`` (name -> flat array: ``A``, ``B``, ``C`` and any ``bias``/scales), run
@@ -406,6 +438,7 @@ def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type,
 
     from vlpc.runtime import load_code_object
 
+    check_offsets_before_allocating(kernel, p)  # before the device buffers (the host ones are the caller's)
     co = load_code_object(kernel.code_object)
     bufs: dict = {}
     walls: list[float] = []
@@ -427,5 +460,6 @@ def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type,
     return out, stats, walls
 
 
-__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "epilogue_step", "kernel_arguments", "launch_and_read",
+__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check",
+           "check_before_allocating", "check_offsets_before_allocating", "epilogue_step", "kernel_arguments", "launch_and_read",
            "error_bound", "geometries", "gelu_tanh", "op_matrices", "pack", "reference", "tolerance"]
