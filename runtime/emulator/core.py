@@ -140,6 +140,8 @@ class LaunchStats:
       writes, SGPR reads, SGPR writes, forwarded VGPR reads]`` (lane executions are
       counted for instructions that access VGPRs).  ``vlpc report`` attributes
       traffic to the matrices with it.
+    * ``code_id``: a digest of the code image the launch ran (``by_pc``'s offsets are offsets
+      in it); :meth:`merge` refuses statistics of another code image.
     """
 
     instructions: int = 0
@@ -164,6 +166,8 @@ class LaunchStats:
     trace: object = field(default=None, repr=False)
     #: The timing model's :class:`vlpc.runtime.timing.TimingReport` (modeled, not measured).
     timing: object = field(default=None, repr=False)
+    #: Digest of the code image run (:func:`code_id`); None for a chunk of a launch not yet merged.
+    code_id: str | None = field(default=None, repr=False)
 
     @property
     def cycles(self) -> float | None:
@@ -185,6 +189,20 @@ class LaunchStats:
                 f"wall_seconds={self.wall_seconds:.3f}, by_pc=<{len(self.by_pc)} PCs>)")
 
     def merge(self, o: "LaunchStats") -> None:
+        """Add ``o``'s counters to these: chunks of one launch, or the launches of one plan (its
+        kernels share one code object, so their ``by_pc`` offsets are distinct).  Statistics of
+        launches from different code images are refused (ValueError): ``by_pc`` is keyed by the
+        byte offset in the code image, and the same offset in another image is another
+        instruction whose counts would be added to this one's silently.  No vlpc path merges
+        them (a plan runs from one code object, :meth:`vlpc.kernel.CompiledKernel.execute`)."""
+        if (self.code_id is not None and o.code_id is not None and self.code_id != o.code_id
+                and (self.by_pc or o.by_pc)):
+            raise ValueError("LaunchStats.merge: the two launches ran different code objects (code images "
+                             f"{self.code_id} and {o.code_id}); by_pc is keyed by the byte offset in one code "
+                             "image, so their rows would collide: keep each code object's statistics apart "
+                             "(e.g. price each launch with launch_energy and add them with combine_energy)")
+        if self.code_id is None:
+            self.code_id = o.code_id
         for k in ("instructions", "vgpr_reads", "vgpr_writes", "vgpr_reads_forwarded", "sgpr_reads",
                   "sgpr_writes", "lds_bytes_read", "lds_bytes_written", "global_bytes_read",
                   "global_bytes_written", "smem_bytes_read", "barriers", "waves", "workgroups"):
@@ -1163,5 +1181,14 @@ def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> Launc
     for r in results:
         if r is not None:
             total.merge(r)
+    total.code_id = code_id(cfg.code)
     total.wall_seconds = time.perf_counter() - t0
     return total
+
+
+def code_id(code) -> str:
+    """A short digest of a code image's bytes (:attr:`LaunchStats.code_id`): launches of the same
+    code object have the same one."""
+    import hashlib
+
+    return hashlib.blake2b(bytes(code), digest_size=8).hexdigest()
