@@ -141,7 +141,8 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`): static
     sizes, leading dimensions and batch strides from the IR, the others from ``m``, ``n``, ``k``
     and ``batch`` (the batch count of a strided batched kernel when it is dynamic; batch strides
-    given at launch are rows x leading dimension), so a batched kernel's buffers hold its whole batch (:func:`vlpc.verify.geometries`).
+    given at launch are rows x leading dimension), so a batched kernel's buffers hold its whole
+    batch (:func:`vlpc.verify.geometries`).
     The operations counted are 2 M N K x the batch count (FLOPs; integer ops for int8).  Raises
     :class:`VlpcError` for sizes or options the variant cannot compile or run, and for ``batch``
     given to a kernel that is not batched or contradicting a static batch count."""

@@ -461,5 +461,6 @@ def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type,
 
 
 __all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check",
-           "check_before_allocating", "check_offsets_before_allocating", "epilogue_step", "kernel_arguments", "launch_and_read",
+           "check_before_allocating", "check_offsets_before_allocating", "epilogue_step", "kernel_arguments",
+           "launch_and_read",
            "error_bound", "geometries", "gelu_tanh", "op_matrices", "pack", "reference", "tolerance"]
