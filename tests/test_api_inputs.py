@@ -78,3 +78,19 @@ def test_launch_stats_repr_is_short():
     assert f"by_pc=<{len(st.by_pc)} PCs>" in shown
     assert f"instructions={st.instructions}," in shown and f"workgroups={st.workgroups}," in shown
     assert st.workgroups == vlpc.compile(text).kernel().plan_workgroups(128, 256, 64)
+
+
+@pytest.mark.parametrize("example, sizes", [("sgemm_dynamic.mlir", dict(m=70000, n=70000, k=64))])
+def test_run_refuses_32_bit_offsets_before_making_operands(example, sizes, monkeypatch):
+    """vlpc.run checks the launch's limits (a 19.6 GB C: over the kernels' 32-bit byte offsets)
+    before it builds or uploads any operand: the refusal must not depend on allocating them."""
+    import vlpc.api as api
+    from vlpc.errors import VlpcError
+
+    def no_alloc(*a, **k):
+        raise AssertionError("operands were built before the limit check")
+
+    monkeypatch.setattr(api, "operand_buffers", no_alloc)
+    root = Path(__file__).resolve().parents[1]
+    with pytest.raises(VlpcError, match="32-bit byte offset"):
+        vlpc.run(str(root / "examples" / example), **sizes)

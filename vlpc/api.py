@@ -295,7 +295,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     :class:`VerificationError`.  The other errors are :class:`~vlpc.errors.VlpcError`
     (bad sizes, options, IR) and :class:`~vlpc.errors.DeviceError` (device faults).
     """
-    from vlpc.verify import check, geometries, launch_and_read
+    from vlpc.verify import check, check_before_allocating, geometries, launch_and_read
 
     if isinstance(module, CompiledKernel):
         kern = module
@@ -316,6 +316,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     p = resolve(kern, a, b, c, m, n, k, batch)
     kern.check_sizes(p.m, p.n, p.k)
     check_leading_dimensions(kern.layout, p)
+    check_before_allocating(kern, p)  # 32-bit offsets etc. before operands are made or uploaded
     launch = kern.launch(p.m, p.n, p.k, p.batch or None)
     rng = np.random.default_rng(seed)
     flat = operand_buffers(kern.layout, p, dtype, {"A": a, "B": b, "C": c}, rng)
@@ -353,6 +354,7 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
              waitcnt, bias) -> RunResult:
     """:func:`run` for an f16/int8 dot kernel (:mod:`vlpc.dot_run`)."""
     from vlpc.dot_run import NP, round_leading_dimensions, run_dot, scalar_type, types_of
+    from vlpc.verify import check_before_allocating
 
     ab, ct, _ = types_of(kern)
     a, b = (_as_array(name, x, NP[ab]) for name, x in (("A", a), ("B", b)))
@@ -361,6 +363,7 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     round_leading_dimensions(kern, p, a is not None, b is not None)
     kern.check_sizes(p.m, p.n, p.k)
     check_leading_dimensions(kern.layout, p)
+    check_before_allocating(kern, p)
     launch = kern.launch(p.m, p.n, p.k, p.batch or None)
     st = scalar_type(kern)
     al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
