@@ -11,6 +11,19 @@ import numpy as np
 from vlpc.runtime import get_device, load_code_object
 
 
+def nt_source(m: int, n: int, k: int, dtype: str = "f32") -> str:
+    """A static ``gemm.matmul`` (layout NT: A M x K, B N x K, C M x N) with alpha and beta
+    given at launch: the plain GEMM many tests compile."""
+    a, b, c = f"memref<{m}x{k}x{dtype}>", f"memref<{n}x{k}x{dtype}>", f"memref<{m}x{n}x{dtype}>"
+    return f"""builtin.module {{
+  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: {dtype}, %beta: {dtype}) {{
+    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {a}, {b}, {c}, {dtype}, {dtype}
+    func.return
+  }}
+}}
+"""
+
+
 def launch(kern, a: np.ndarray, b: np.ndarray, c: np.ndarray, alpha: float, beta: float,
            m: int, n: int, k: int, *, bias: np.ndarray | None = None, lds: tuple[int, int, int] | None = None,
            batch: int | None = None, strides: tuple[int, int, int] | None = None,

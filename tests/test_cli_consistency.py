@@ -109,13 +109,18 @@ def test_bench_energy_writes_to_the_given_prefix(tmp_path, capsys):
     assert (out / "e.md").read_text().startswith("# Modeled energy per GEMM: M=32 N=256 K=16")
 
 
-@pytest.mark.parametrize("flags,line", [
-    (["-i", "3"], "vlpc: --iterations 3: --energy runs each variant's plan once"),
-    (["--warmup", "0"], "vlpc: --warmup 0: --energy runs each variant's plan once"),
-    (["--max-emulated", "4096"], "vlpc: --max-emulated 4096: --energy's timing-only launches run any size"),
+@pytest.mark.parametrize("command,flags,line", [
+    ("bench", ["-i", "3"], "vlpc: --iterations 3: --energy runs each variant's plan once"),
+    ("bench", ["--warmup", "0"], "vlpc: --warmup 0: --energy runs each variant's plan once"),
+    ("bench", ["--max-emulated", "4096"], "vlpc: --max-emulated 4096: --energy's timing-only launches run any size"),
+    # 6. report's traffic-table options under --energy
+    ("report", ["--beta", "0.5"], "vlpc: --beta 0.5: --energy prices every variant with alpha = 1, beta = 0 (C is "
+                                  "not read): drop --beta (it is the traffic table's)"),
+    ("report", ["--alpha", "2"], "vlpc: --alpha 2: --energy prices every variant with alpha = 1, beta = 0"),
+    ("report", ["--seed", "7"], "vlpc: --seed 7: --energy's timing-only launches read zero-filled buffers"),
 ])
-def test_bench_energy_refuses_what_it_would_ignore(flags, line, capsys):
-    assert main(["bench", NT, "--energy", "-o", "/nonexistent/p", *flags]) == 1
+def test_energy_refuses_what_it_would_ignore(command, flags, line, capsys):
+    assert main([command, NT, "--energy", "-o", "/nonexistent/p", *flags]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(line), err
 
@@ -140,18 +145,6 @@ def test_report_and_bench_share_the_output_option():
 
 
 # -- 6. report's traffic-table options under --energy ----------------------------------------
-
-@pytest.mark.parametrize("flags,line", [
-    (["--beta", "0.5"], "vlpc: --beta 0.5: --energy prices every variant with alpha = 1, beta = 0 (C is not read): "
-                        "drop --beta (it is the traffic table's)"),
-    (["--alpha", "2"], "vlpc: --alpha 2: --energy prices every variant with alpha = 1, beta = 0"),
-    (["--seed", "7"], "vlpc: --seed 7: --energy's timing-only launches read zero-filled buffers"),
-])
-def test_report_energy_refuses_the_traffic_table_options(flags, line, capsys):
-    assert main(["report", NT, "--energy", "-o", "/nonexistent/p", *flags]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(line), err
-
 
 def test_report_energy_accepts_the_values_it_prices(capsys):
     # alpha = 1 and beta = 0 are what --energy prices: not refused (the unwritable -o stops it after the check)

@@ -9,17 +9,11 @@ import copy
 import pytest
 
 import vlpc
+from launch_support import nt_source
 
 
 def _source(k: int) -> str:
-    a, b, c = f"memref<32x{k}xf32>", f"memref<256x{k}xf32>", "memref<32x256xf32>"
-    return f"""builtin.module {{
-  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: f32, %beta: f32) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {a}, {b}, {c}, f32, f32
-    func.return
-  }}
-}}
-"""
+    return nt_source(32, 256, k)
 
 
 @pytest.fixture(scope="module")

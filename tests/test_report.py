@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from launch_support import nt_source
 from vlpc.cli import main
 from vlpc.report import SEED, build_report
 
@@ -16,14 +17,7 @@ M, N, K = 64, 256, 128
 
 
 def source(m=M, n=N, k=K):
-    a, b, c = f"memref<{m}x{k}xf32>", f"memref<{n}x{k}xf32>", f"memref<{m}x{n}xf32>"
-    return f"""builtin.module {{
-  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: f32, %beta: f32) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {a}, {b}, {c}, f32, f32
-    func.return
-  }}
-}}
-"""
+    return nt_source(m, n, k)
 
 
 @pytest.fixture(scope="module")
