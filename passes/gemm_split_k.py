@@ -202,10 +202,32 @@ class GemmSplitKPass(ModulePass):
             mm.set_int_array("local_range", (*lr, local))
 
 
+def _main_launch(mm: MatmulOp, kernel_name: str, split: int, local: int, mode: str):
+    """The main kernel's :class:`vlpc.kernel.LaunchConfig` for ``mm`` after this pass, from
+    :meth:`vlpc.kernel.CompiledKernel.launch` (the host's own computation, so the plan printed is
+    the one launched) on the launch information the IR fixes so far.  Sizes known only at launch
+    are replaced by one macro tile (their grid dimension is then printed as a formula) and a batch
+    count known only at launch by 1 (one batch entry)."""
+    from vlpc.kernel import CompiledKernel
+
+    s = mm.shape()
+    macro = mm.get_int_array("macro_tile")
+    k_step = mm.get_int("k_step")
+    li = {"workgroup_size": mm.get_int_array("workgroup_size")[0], "macro_m": macro[0], "macro_n": macro[1],
+          "k_step": k_step, "static_m": s.m, "static_n": s.n, "static_k": s.k, "static_lda": s.lda,
+          "static_ldb": s.ldb, "static_ldc": s.ldc, "layout": mm.layout.data, "dtype": s.dtype,
+          "batch": s.batch, "split_k": split, "split_mode": mode, "local_split": local}
+    kernel = CompiledKernel(kernel_name, {}, li, 0, 0)
+    m, n, k = (x if x >= 0 else d for x, d in ((s.m, macro[0]), (s.n, macro[1]), (s.k, k_step)))
+    return kernel.launch(m, n, k, 1 if s.batch < 0 else None)
+
+
 def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, auto: bool = False,
                   gpu: str = "", a_transpose: str = "auto") -> list[str]:
     """The plan gemm-split-k chose for ``mm``, as text lines (``vlpc compile --print-plan``/``-v``):
-    tiles, grid and workgroups against the CU count, the split, the kernels in launch order,
+    tiles, the main kernel's launch grid and workgroups against the CU count (of the whole batch:
+    :meth:`vlpc.kernel.CompiledKernel.launch`, grid z = S x batch; a batch count given at launch is
+    printed as a factor ``x batch``), the split, the kernels in launch order,
     the workspace size, and for an automatic choice the modeled candidates (plan surrogate,
     :mod:`vlpc.plan_model`): every S for the chosen tile and the best S of each tile N."""
     board = plan_board(target.name, gpu, cus)
@@ -215,7 +237,6 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     k_step = mm.get_int("k_step")
     split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
     mode = mm.split_mode.data if mm.split_mode is not None else "none"
-    gx, gy, gz = mm.get_int_array("grid")
     wg = mm.get_int_array("workgroup_size")[0]
 
     def size(x: int) -> str:
@@ -228,13 +249,22 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                  + (f", mode {mode}" if split > 1 else "") + f", local split {local}: "
                  + (f"{split * local} K slices of {kps}" if kps is not None and kps >= 0 else
                     f"{split * local} K slices (length computed at launch)"))
-    if gx >= 0 and gy >= 0:
+    # the main kernel's launch grid as the host computes it (CompiledKernel.launch: grid z is the
+    # split-K slices times the batch); a dynamic batch is launched per entry (batch 1) and said so
+    launch = _main_launch(mm, kernel_name, split, local, mode)
+    gx, gy, gz = launch.grid
+    per_batch = " x batch (given at launch)" if s.batch < 0 else ""
+    if s.m >= 0 and s.n >= 0:
         n_wg = gx * gy * gz
-        lines.append(f"  grid {gx}x{gy}x{gz} = {n_wg} workgroups of {wg} work-items: {n_wg / cus:.2f} per CU, "
-                     f"{n_wg * (wg // target.wavefront_size)} wavefronts on {cus * target.simds_per_cu} SIMDs")
+        of_batch = f" ({s.batch} batch entries x {n_wg // s.batch})" if s.batch > 0 else ""
+        lines.append(f"  grid {gx}x{gy}x{gz}{per_batch} = {n_wg} workgroups{per_batch and ' x batch'}{of_batch} "
+                     f"of {wg} work-items: {n_wg / cus:.2f} per CU{per_batch and ' x batch'}, "
+                     f"{n_wg * (wg // target.wavefront_size)} wavefronts{per_batch and ' x batch'} "
+                     f"on {cus * target.simds_per_cu} SIMDs")
     else:
-        lines.append(f"  grid ceil(N/{macro[1]})xceil(M/{macro[0]})x{gz} workgroups of {wg} work-items")
-    kernels = [f"{kernel_name} (grid z {gz})"]
+        lines.append(f"  grid {gx if s.n >= 0 else f'ceil(N/{macro[1]})'}x{gy if s.m >= 0 else f'ceil(M/{macro[0]})'}"
+                     f"x{gz}{per_batch} workgroups of {wg} work-items")
+    kernels = [f"{kernel_name} (grid z {('batch' if gz == 1 else f'{gz} x batch') if per_batch else gz})"]
     if split > 1 and mode == "workspace":
         kernels.append(f"{kernel_name}_reduce (grid z 1)")
     elif split > 1:
