@@ -26,6 +26,10 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
 5. ranks the candidates that passed by modeled time and prints the winner's options as
    ``vlpc compile`` flags and as a pass pipeline string.
 
+The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`).  A
+strided batched GEMM (3-D memrefs; ``--batch`` for a count given at launch) is tuned whole: no
+split across workgroups (S = 1), the model times and the check runs every batch entry.
+
 Candidates run in parallel worker processes (``--jobs``, default: the machine's cores).
 A result is reproducible from its printed options: compiling with them gives the same
 code object, and the model is deterministic.  All times are **modeled**, not measured
@@ -149,7 +153,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Problem:
-    """The GEMM being tuned: the MLIR text, its file name and the launch sizes (elements)."""
+    """The GEMM being tuned: the MLIR text, its file name and the launch sizes (elements; None:
+    static in the IR), and a strided batch's count when it is dynamic."""
 
     text: str
     filename: str
@@ -158,6 +163,8 @@ class Problem:
     k: int | None
     alpha: float = 1.0
     beta: float = 1.0
+    #: the batch count of a strided batched GEMM whose count is given at launch (else None)
+    batch: int | None = None
 
 
 def _k_slices(k: int, pieces: int, k_step: int) -> int:
@@ -168,7 +175,7 @@ def _k_slices(k: int, pieces: int, k_step: int) -> int:
 
 def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT", *, dynamic_k: bool = False,
                  exhaustive: bool = False, modes: Sequence[str] = ("workspace",),
-                 static_m: bool = True) -> list[Candidate]:
+                 static_m: bool = True, batched: bool = False) -> list[Candidate]:
     """The candidates for an ``m x n x k`` GEMM of ``dtype`` (A and B: ``f32``, ``f64``, or
     ``f16``/``i8`` for the dot kernels) in ``layout``.
 
@@ -178,7 +185,9 @@ def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT",
     VGPRs allow) and, for the smallest tiles, 6; the A schedules ``default`` and ``cover``.
     The seed's schedule is added for NT f32 problems it supports (M % 64, N % 256, K % 8 == 0).
     A ``static_m`` M below a tile's rows gives a tile of exactly M rows (as gemm-tile does;
-    duplicates are left out).
+    duplicates are left out).  A strided batch (``batched``) is not split across workgroups
+    (S = 1: gemm-split-k refuses S > 1 with a batch, whose entries already fill grid z) and
+    has no seed schedule (its kernel computes one product).
 
     f16/i8 (passes/gemm_to_gcn_dot.py): the K step counts dwords of packed K (2 f16 / 4 int8
     values), so the slices are counted in those; split mode workspace only (atomic is not
@@ -194,7 +203,7 @@ def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT",
     if dtype not in MACRO_TILES:
         raise VlpcError(f"vlpc tune supports f32, f64, f16 and int8 (i8) GEMMs, got {dtype}")
     dot = dtype in DOT_TYPES
-    splits = range(1, MAX_SPLIT + 1) if exhaustive else [1 << i for i in range(6)]
+    splits = [1] if batched else range(1, MAX_SPLIT + 1) if exhaustive else [1 << i for i in range(6)]
     units = k_units(k, dtype)  # K in the units of the K step (dwords of packed K for f16/int8)
     locals_ = DOT_LOCAL_SPLITS if dot else LOCAL_SPLITS
     schedules = ("default",) if dot and layout[1] == "N" else SCHEDULES
@@ -223,7 +232,7 @@ def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT",
                             for sch in schedules:
                                 for at in transposes:
                                     out[Candidate(rows, macro_n, k_step, s, mode, local, w, sch, at)] = None
-    if dtype == "f32" and layout == "NT" and m % 64 == 0 and n % 256 == 0 and k % 8 == 0:
+    if not batched and dtype == "f32" and layout == "NT" and m % 64 == 0 and n % 256 == 0 and k % 8 == 0:
         out[Candidate(64, 256, 8, schedule="seed")] = None
     return list(out)
 
@@ -243,7 +252,7 @@ def _launch(kernel, co, dev, p, host: dict, alpha: float, beta: float):
     bufs = {name: dev.upload(host[name]) for name in "ABC"}
     try:
         args = kernel_arguments(kernel, bufs, p, alpha, beta)
-        st = kernel.execute(dev, co, args, p.m, p.n, p.k, p.ldc)
+        st = kernel.execute(dev, co, args, p.m, p.n, p.k, p.ldc, p.batch or None)
         out = dev.download(bufs["C"], dtype=dtype)
     finally:
         for b in bufs.values():
@@ -252,8 +261,9 @@ def _launch(kernel, co, dev, p, host: dict, alpha: float, beta: float):
 
 
 def sample_tiles(kernel, p) -> list[tuple[int, int]]:
-    """Output tiles ``(x, y)`` the check runs: the four corners and the middle of the grid."""
-    cfg = kernel.launch(p.m, p.n, p.k)
+    """Output tiles ``(x, y)`` the check runs: the four corners and the middle of the grid (of
+    every entry of a strided batch)."""
+    cfg = kernel.launch(p.m, p.n, p.k, p.batch or None)
     gx, gy = cfg.grid[0], cfg.grid[1]
     pts = {(0, 0), (gx - 1, gy - 1), (gx - 1, 0), (0, gy - 1), (gx // 2, gy // 2)}
     return sorted(pts)
@@ -266,7 +276,8 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
     those tiles read, :func:`_sample_workgroups`) and compare them with
     NumPy: f32/f64 within :func:`vlpc.verify.error_bound` (:func:`vlpc.verify.check`), f16 and
     int8 by :func:`vlpc.dot_run.check` (int8 -> i32 exact; W8A8 scales and a fused bias as
-    :func:`vlpc.dot_run.run_dot` passes them), each tile as its own M x N block.
+    :func:`vlpc.dot_run.run_dot` passes them), each tile as its own M x N block.  A strided
+    batch (``p.batch``) runs and checks those tiles in every one of its products.
 
     Returns ``(ok, worst error/bound ratio, first problem or None)``.  Elements of C outside
     the sampled tiles must keep their initial bits (no workgroup writes outside its tile)."""
@@ -281,41 +292,45 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
     run_kernel = kernel.rows_kernel(p.m) or kernel
     tm, tn = run_kernel.launch_info["macro_m"], run_kernel.launch_info["macro_n"]
     tiles = sample_tiles(kernel, p)
-    cfg = kernel.launch(p.m, p.n, p.k)
-    zmax = max(cfg.grid[2], 1)
+    cfg = kernel.launch(p.m, p.n, p.k, p.batch or None)
+    zmax = max(cfg.grid[2], 1)  # the K slices of a split plan, or the entries of a batch
     dev = EmulatorDevice(strict=True, target=getattr(mod, "target_id", None) or None)  # the code object's chip
     _sample_workgroups(dev, kernel, p, tiles, (tm, tn), zmax)
     g = geometries(kernel.layout, p)
     if _is_dot(kernel):
         from vlpc.dot_run import run_dot
 
-        cm, _, _, _, host = run_dot(kernel, None, None, None, p, alpha, beta, dev, seed=seed, verify=False)
-        got = cm[0]
+        got, _, _, _, host = run_dot(kernel, None, None, None, p, alpha, beta, dev, seed=seed, verify=False)
     else:
         host = _make_buffers(kernel, p, np.random.default_rng(seed), _np_type(kernel))
         _, out = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
-        got = g["C"].matrices(out)[0]
+        got = g["C"].matrices(out)
     op_a, op_b = op_matrices(kernel.layout, p, host["A"], host["B"])
-    c0 = g["C"].matrices(host["C"])[0]
-    touched = np.zeros((p.m, p.n), bool)
+    c0 = g["C"].matrices(host["C"])
+    touched = np.zeros((p.batches, p.m, p.n), bool)
     worst = 0.0
-    for x, y in tiles:
-        rows = slice(y * tm, min((y + 1) * tm, p.m))
-        cols = slice(x * tn, min((x + 1) * tn, p.n))
-        touched[rows, cols] = True
-        v = _tile_verdict(kernel, host, op_a[0, rows, :], op_b[0, :, cols], c0[rows, cols], got[rows, cols],
-                          rows, cols, alpha, beta)
-        worst = max(worst, v.worst)
-        if not v.ok:
-            where = re.match(r"C\[(\d+),(\d+)\]", v.first_bad)  # tile coordinates -> C's
-            why = (f"C[{rows.start + int(where[1])}, {cols.start + int(where[2])}]{v.first_bad[where.end():]}"
-                   if where else v.failure())
-            return False, max(worst, v.worst), why
+
+    def at(z: int, i: int, j: int) -> str:  # an element of C as vlpc.verify names it
+        return f"C[{z}][{i}, {j}]" if p.batch else f"C[{i}, {j}]"
+
+    for z in range(p.batches):
+        for x, y in tiles:
+            rows = slice(y * tm, min((y + 1) * tm, p.m))
+            cols = slice(x * tn, min((x + 1) * tn, p.n))
+            touched[z, rows, cols] = True
+            v = _tile_verdict(kernel, host, op_a[z, rows, :], op_b[z, :, cols], c0[z, rows, cols],
+                              got[z, rows, cols], rows, cols, alpha, beta)
+            worst = max(worst, v.worst)
+            if not v.ok:
+                where = re.match(r"C\[(\d+),(\d+)\]", v.first_bad)  # tile coordinates -> C's
+                why = (f"{at(z, rows.start + int(where[1]), cols.start + int(where[2]))}{v.first_bad[where.end():]}"
+                       if where else v.failure())
+                return False, max(worst, v.worst), why
     uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[got.dtype.itemsize]
     changed = ~touched & (got.view(uint) != c0.view(uint))
     if changed.any():
-        i, j = (int(v) for v in np.argwhere(changed)[0])
-        return False, worst, f"C[{i}, {j}] outside the sampled tiles was written"
+        z, i, j = (int(v) for v in np.argwhere(changed)[0])
+        return False, worst, f"{at(z, i, j)} outside the sampled tiles was written"
     return True, worst, None
 
 
@@ -331,11 +346,12 @@ def _np_type(kernel):
 
 
 def _sample_workgroups(dev, kernel, p, tiles, tile: tuple[int, int], zmax: int) -> None:
-    """Make ``dev`` run, of each launch of ``kernel``'s plan (problem ``p``, no batch), only the
+    """Make ``dev`` run, of each launch of ``kernel``'s plan (problem ``p``), only the
     workgroups the sampled output ``tiles`` (``(x, y)`` of ``tile`` = rows x columns of C) need:
     theirs, for every K slice z < ``zmax``; of a copy pre-kernel of A (``_transpose``, a grid of
     A's ``tile_m`` rows x ``tile_k`` values of K) or B (``_copy_b``, B's rows = C's columns), the
-    workgroups that copy the rows of A (B) those tiles read, over all of K."""
+    workgroups that copy the rows of A (B) those tiles read, over all of K (and every batch entry,
+    grid z of a copy)."""
     main = {(x, y, z) for (x, y) in tiles for z in range(zmax)}
     only = {}
     for copy, used, size, extent in ((kernel.transpose_kernel(), {y for _, y in tiles}, p.m, tile[0]),
@@ -343,7 +359,8 @@ def _sample_workgroups(dev, kernel, p, tiles, tile: tuple[int, int], zmax: int) 
         if copy is not None:
             li = copy.launch_info
             rows = {r // li["tile_m"] for t in used for r in range(t * extent, min((t + 1) * extent, size))}
-            only[copy.name] = {(i, j, 0) for i in rows for j in range(-(-p.k // li["tile_k"]))}
+            only[copy.name] = {(i, j, z) for i in rows for j in range(-(-p.k // li["tile_k"]))
+                               for z in range(p.batches)}
     inner = dev.launch
 
     def launch(code_object, name, *args, **kwargs):
@@ -407,19 +424,15 @@ def model_candidate(mod, p, board: str, clock_mhz: float | None, cus: int | None
     return st.timing, dev.board
 
 
-def resolve(kernel, m: int | None, n: int | None, k: int | None):
+def resolve(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None):
     """The launch problem (:class:`vlpc.verify.Problem`) of ``kernel`` as ``vlpc run`` resolves
-    it: static sizes from the IR, dynamic ones from ``m``, ``n``, ``k`` (:func:`vlpc.run.resolve_problem`);
-    for the dot kernels leading dimensions given at launch are rounded up to whole dwords of K
-    (:func:`vlpc.dot_run.round_leading_dimensions`)."""
-    from vlpc.run import resolve_problem
+    it: :func:`vlpc.run.resolve_launch` without operand arrays (static sizes from the IR, dynamic
+    ones from ``m``, ``n``, ``k``; leading dimensions and a strided batch's strides from the IR,
+    else rows x leading dimension; a dynamic batch count from ``batch``; the dot kernels' leading
+    dimensions given at launch rounded up to whole dwords of K).  Raises :class:`VlpcError`."""
+    from vlpc.run import resolve_launch
 
-    p = resolve_problem(kernel.launch_info, m, n, k)
-    if _is_dot(kernel):
-        from vlpc.dot_run import round_leading_dimensions
-
-        round_leading_dimensions(kernel, p, False, False)
-    return p
+    return resolve_launch(kernel, m, n, k, batch)
 
 
 def peak_ops(board, dtype: str) -> float:
@@ -458,7 +471,7 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
         opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
         mod = vlpc.compile(problem.text, target, filename=problem.filename, **{"cus": cus or b.compute_units, **opts})
         kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
-        p = resolve(kernel, problem.m, problem.n, problem.k)
+        p = resolve(kernel, problem.m, problem.n, problem.k, problem.batch)
         rk = kernel.rows_kernel(p.m) or kernel
         res.vgprs, res.sgprs = rk.vgprs, rk.sgprs
         rli = rk.launch_info
@@ -469,7 +482,7 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
                     + (" A copied" if kernel.transpose_kernel() is not None else ""))
         alpha, beta = _scalars(kernel, problem)
         tm, brd = model_candidate(mod, p, board, clock_mhz, cus, alpha, beta)
-        flops = 2.0 * p.m * p.n * p.k
+        flops = 2.0 * p.m * p.n * p.k * p.batches  # every product of a strided batch
         res.modeled_us = tm.time_us
         res.tflops = tm.tflops(flops)
         res.peak_share = res.tflops * 1e12 / peak_ops(brd, str(kernel.launch_info.get("dtype", "f32")))
@@ -591,6 +604,8 @@ def add_parser(sub) -> None:
     t.add_argument("file", help="input MLIR file with one GEMM (static sizes, or '?' ones given by --m/--n/--k)")
     from vlpc.cli_support import add_size_options
     add_size_options(t)  # -m/--m, -n/--n, -k/--k, as run, bench and report
+    t.add_argument("--batch", type=int, default=None,
+                   help="the batch count of a strided batched GEMM, when dynamic (a batch is tuned whole, with S = 1)")
     t.add_argument("--target", default=None, help="target id (default: the --gpu board's processor: gfx900 for "
                                                   "mi25, else gfx906)")
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
@@ -650,27 +665,28 @@ def cmd_tune(args) -> int:
     base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)
     kernel = base.kernel() if len(base.kernels) == 1 else _main_kernel(base)
     li = kernel.launch_info
-    p = resolve(kernel, args.m, args.n, args.k)
+    from vlpc.cli_support import check_size_options
+
+    check_size_options(args)
+    p = resolve(kernel, args.m, args.n, args.k, args.batch)
     from vlpc.verify import check_before_allocating
     check_before_allocating(kernel, p)  # sizes and 32-bit offsets before any candidate's buffers
     dtype, layout = str(li.get("dtype", "f32")), li.get("layout", "NT")
     if dtype not in MACRO_TILES:
         raise VlpcError(f"vlpc tune supports f32, f64, f16 and int8 (i8) GEMMs, got {dtype}")
-    if li.get("batch", 0) != 0:
-        raise VlpcError("vlpc tune: batched GEMMs are not tuned (a batch has no split-K choice); "
-                        "tune one product of the batch")
     cands = search_space(p.m, p.n, p.k, dtype, layout, dynamic_k=li["static_k"] < 0, exhaustive=args.exhaustive,
                          modes=("workspace", "atomic") if args.atomic else ("workspace",),
-                         static_m=li.get("static_m", -1) >= 0)
+                         static_m=li.get("static_m", -1) >= 0, batched=li.get("batch", 0) != 0)
     if args.atomic and dtype in DOT_TYPES:
         print(f"vlpc tune: --atomic ignored: the dot kernels ({dtype}) split K in workspace mode only",
               file=sys.stderr)
     if args.max_candidates:
         cands = cands[:args.max_candidates]
-    problem = Problem(text, args.file, args.m, args.n, args.k)
+    problem = Problem(text, args.file, args.m, args.n, args.k, batch=args.batch)
     clock = args.clock or board.engine_clock_mhz
     u = unit(dtype)
-    print(f"vlpc tune: {p.m}x{p.n}x{p.k} {dtype} {layout}, {len(cands)} candidates, times MODELED by the timing "
+    print(f"vlpc tune: {p.m}x{p.n}x{p.k}{f' batch {p.batch}' if p.batch else ''} {dtype} {layout}, "
+          f"{len(cands)} candidates, times MODELED by the timing "
           f"model of {board.name} ({cus} CUs, {clock:.0f} MHz), not measured; each candidate "
           f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}",
           file=sys.stderr)
@@ -722,7 +738,8 @@ def cmd_tune(args) -> int:
     print(f"  pipeline: {pipe}")
     if args.output:
         write_atomic(args.output, json.dumps({
-            "problem": {"file": args.file, "m": p.m, "n": p.n, "k": p.k, "dtype": dtype, "layout": layout},
+            "problem": {"file": args.file, "m": p.m, "n": p.n, "k": p.k, "batch": p.batch, "dtype": dtype,
+                        "layout": layout},
             "board": board.name, "cus": cus, "clock_mhz": clock,
             "options": {**win.candidate.options(), "cus": cus}, "flags": f"--cus {cus} " + win.candidate.flags(),
             "pipeline": pipe, "modeled_us": win.modeled_us, "modeled_tflops": win.tflops, "unit": u,
