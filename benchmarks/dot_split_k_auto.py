@@ -15,7 +15,12 @@ of explicit plans (tile 32x256 or 32x64, S = 1 or 4/8) on f16 and int8 shapes th
 automatic plan (``vlpc.compile`` with ``gpu=mi60``: the plan is made for the board the model runs)
 and of the best S the timing model finds among S in {1, 2, 4, 8, 16, 32} (square shapes: {1, 2}
 or {1, 2, 4}: a full GPU gains nothing from more slices and each 4096^3 run takes minutes), all with
-the default tile.  ``auto / best`` is the automatic plan's time over the best one's.
+the default tile.  ``auto / best`` is the automatic plan's time (its own tile N and local split L) over the best one's (the default tile, L = 1).
+
+(d) **Local split and tile N**: the automatic plan (gemm-tile's tile N and gemm-split-k's S and local
+split L by the surrogate, whose dot variants model L: its LDS hand-over and occupancy) against the
+former automatic plan (tile N the smallest of 64/128/256 covering N, S at L = 1), both run on the
+timing model (``(same)``: the plan did not change; the decode GEMVs keep their own plan).
 
 (c) **Decode GEMV** (M = 1..16, the plan that splits K over the wavefront groups of a workgroup):
 S = 1 (kept by gemm-split-k) against S = 2 and 4 with the same local split.
@@ -104,6 +109,7 @@ def table_b(procs: int, square: bool) -> None:
         s_auto = autos[(m, n, k, dt)][0]
         for s in sorted(set(splits) | {s_auto}):
             jobs.append((f"dots-{m}x{n}x{k}-{dt}-S{s}", (m, n, k, dt), {"split_k": s, "gpu": ps.BOARD}))
+        jobs.append((f"dotauto-{m}x{n}x{k}-{dt}", (m, n, k, dt), {"gpu": ps.BOARD}))  # the automatic plan itself
     cache = ps.run_all(jobs, procs)
     print("## (b) Automatic S vs S = 1 vs the best S of the timing model (default tile; modeled, MI60, 64 CUs)\n")
     print("| shape | types | kind | S = 1 us | auto plan | auto us | best S (model) | best us | S1 / auto | "
@@ -114,10 +120,57 @@ def table_b(procs: int, square: bool) -> None:
         runs = {s: cache[f"dots-{m}x{n}x{k}-{dt}-S{s}"] for s in sorted(set(splits) | {s_auto})}
         ok = {s: r for s, r in runs.items() if r["us"] is not None}
         best = min(ok, key=lambda s: ok[s]["us"])
-        one, auto = ok[1]["us"], ok[s_auto]["us"]
+        one, auto = ok[1]["us"], cache[f"dotauto-{m}x{n}x{k}-{dt}"]["us"]  # (with its tile and local split)
         print(f"| {m}x{n}x{k} | {dt}>{CT[dt]} | {kind} | {one:,.1f} | 32x{mn} S{s_auto} L{local} | {auto:,.1f} | "
               f"S{best} of {{{','.join(map(str, sorted(runs)))}}} | {ok[best]['us']:,.1f} | {one / auto:.2f}x | "
               f"{auto / ok[best]['us']:.3f} |", flush=True)
+    print()
+
+
+#: (d) the automatic plan with local splits and tile N against the former one (tile N: the smallest of
+#: 64/128/256 covering N, else 256; S by the surrogate at L = 1): (m, n, k, dtype)
+LOCAL = [(256, 512, 640, "f16"), (256, 256, 16384, "f16"), (256, 256, 32768, "f16"), (64, 1024, 16384, "f16"),
+         (512, 512, 8192, "f16"), (1024, 1024, 1024, "f16"), (2048, 2048, 2048, "f16"), (128, 4096, 4096, "f16"),
+         (4096, 4096, 4096, "f16"), (128, 128, 32768, "i8"), (128, 128, 65536, "i8"), (512, 512, 16384, "i8"),
+         (1024, 1024, 1024, "i8"), (128, 4096, 4096, "i8"), (4096, 4096, 4096, "i8"),
+         (1, 4096, 4096, "f16"), (4, 4096, 4096, "i8"), (16, 4096, 4096, "f16"), (16, 11008, 4096, "i8")]
+
+
+def former_plan(m, n, k, dt) -> tuple[int, int, int]:
+    """(S, local split, tile N) of the automatic plan before local splits were modeled (M > 16): tile N
+    the smallest of 64/128/256 covering N (else 256), S the surrogate's best at L = 1."""
+    from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
+    from vlpc.plan_model import choose, plan_board
+
+    mn = next((w for w in (64, 128, 256) if n <= w), 256)
+    best, _ = choose(m, n, k, dt, 2 if dt == "f16" else 1, 32, (mn,), 16, tuple(range(1, MAX_AUTO_SPLIT + 1)), 1,
+                     "workspace", plan_board("gfx906", ps.BOARD, ps.CUS), min_k_per_split=MIN_K_PER_SPLIT, c_esize=4)
+    return best.split_k, 1, mn
+
+
+def table_d(procs: int, square: bool) -> None:
+    jobs, rows = [], []
+    for m, n, k, dt in LOCAL:
+        if not square and m * n * k >= 2048 ** 3:
+            continue
+        new = auto_plan(m, n, k, dt)
+        old = new if m <= 16 else former_plan(m, n, k, dt)  # (the decode GEMV plan is unchanged)
+        rows.append((m, n, k, dt, old, new))
+        jobs.append((f"dotauto-{m}x{n}x{k}-{dt}", (m, n, k, dt), {"gpu": ps.BOARD}))
+        if old != new:
+            s, _, mn = old
+            jobs.append((f"dotold-{m}x{n}x{k}-{dt}-32x{mn}-S{s}", (m, n, k, dt), ps.explicit(32, mn, 16, s)))
+    cache = ps.run_all(jobs, procs)
+    print("## (d) Automatic plan with local split L and tile N vs the former automatic plan (L = 1; modeled, MI60)\n")
+    print("| shape | types | former plan | former us | automatic plan | auto us | surrogate us | auto / former |")
+    print("|---|---|---|---:|---|---:|---:|---:|")
+    for m, n, k, dt, old, new in rows:
+        r = cache[f"dotauto-{m}x{n}x{k}-{dt}"]
+        ro = r if old == new else cache[f"dotold-{m}x{n}x{k}-{dt}-32x{old[2]}-S{old[0]}"]
+        est = surrogate_us(m, n, k, dt, (32, new[2]), new[0], new[1]) if m > 16 else float("nan")
+        fo = f"32x{old[2]} S{old[0]} L{old[1]}" if old != new else "(same)"
+        print(f"| {m}x{n}x{k} | {dt}>{CT[dt]} | {fo} | {ro['us']:,.1f} | {r['plan']} | {r['us']:,.1f} | "
+              f"{est:,.1f} | {r['us'] / ro['us']:.3f} |", flush=True)
     print()
 
 
@@ -143,7 +196,7 @@ def table_c(procs: int) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tables", nargs="*", choices=("a", "b", "c"), default=["a", "b", "c"])
+    ap.add_argument("tables", nargs="*", choices=("a", "b", "c", "d"), default=["a", "b", "c", "d"])
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--no-square", action="store_true", help="skip the 2048^3 and 4096^3 rows")
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
@@ -153,7 +206,8 @@ def main(argv=None) -> int:
     print(f"modeled on {ps.BOARD} @ 1700 MHz, {ps.CUS} CUs (timing model; plan surrogate "
           f"vlpc/plan_model.json: {__import__('vlpc.plan_model').plan_model.fitted().get('fitted_on', 'no fit')})\n")
     for t in a.tables:
-        {"a": lambda: table_a(a.jobs), "b": lambda: table_b(a.jobs, not a.no_square), "c": lambda: table_c(a.jobs)}[t]()
+        {"a": lambda: table_a(a.jobs), "b": lambda: table_b(a.jobs, not a.no_square), "c": lambda: table_c(a.jobs),
+         "d": lambda: table_d(a.jobs, not a.no_square)}[t]()
     return 0
 
 

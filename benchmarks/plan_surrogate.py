@@ -1,6 +1,7 @@
 """Fit the plan surrogate (vlpc/plan_model.py) to the timing model, and measure its error and the auto plan's.
 
     python benchmarks/plan_surrogate.py fit       # timing-model runs per kernel variant -> vlpc/plan_model.json
+    python benchmarks/plan_surrogate.py fit-local # only the dot kernels' local split term (2 runs)
     python benchmarks/plan_surrogate.py report    # surrogate vs timing model on shapes it was not fitted on;
                                                   # auto plan vs the best tuned plan on the skinny shapes
 
@@ -44,6 +45,9 @@ VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f
 #: The f16 and int8 dot kernels (passes/gemm_to_gcn_dot.py; K step in dwords of packed K): fitted
 #: on their own timing-model runs only, C f32 (f16 products) and i32 (int8).
 DOT_VARIANTS = [(dt, 32, mn, 16) for dt in ("f16", "i8") for mn in (256, 128, 64)]
+#: The dot kernels' local split fit (macro M, macro N, L): one lone workgroup per CU at K1 with L groups
+#: (``local_reduce_cycles_per_row``: plan_model.local_reduce_cycles).
+LOCAL_FIT = (32, 64, 8)
 #: K of the fit's runs in K units (values; dwords of packed K for f16/i8: 2 or 4 values each).
 K1, K2 = 640, 1280
 #: A and B element type -> C's for the dot kernels' runs, and values of K per dword.
@@ -231,8 +235,44 @@ def fit(procs: int) -> dict:
         moved = (4 * 4 + 4) * 512 * 512  # beta = 0: 4 f32 partials read, f32 C written
         t = (red["parts_us"][1] - launch) * 1e-6
         out["reduce_efficiency_dot"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
+    fit_local(procs, out)
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
+    return out
+
+
+def fit_local(procs: int, out: dict) -> dict:
+    """Fit the dot kernels' local split term into ``out`` (a fit's dict, its ``variants`` already
+    fitted): one timing-only launch per dot type of LOCAL_FIT's tile with L groups, one workgroup
+    per CU at K1 dwords; the cycles beyond the variant's prologue/epilogue and K steps (each group
+    1/L of them, the workgroup's L x waves sharing the SIMDs) per extra group and macro row are
+    ``local_reduce_cycles_per_row`` (the LDS hand-over, plan_model.local_reduce_cycles)."""
+    from vlpc.targets import get_board
+    from vlpc.plan_model import valu_cycles, variant_key
+
+    board = get_board(BOARD)
+    mhz, launch = board.engine_clock_mhz, board.timing.launch_overhead_us
+    mm, mn, ls = LOCAL_FIT
+    jobs = {}
+    for dt in DOT_C:
+        shape = (mm * CUS // GX, mn * GX, K1 * PACK[dt])
+        jobs[dt] = (f"local-{dt}-{mm}x{mn}-k16-L{ls}-{shape[0]}x{shape[1]}x{shape[2]}", (*shape, dt),
+                    explicit(mm, mn, 16) | {"local_split": ls})
+    cache = run_all(list(jobs.values()), procs)
+    per_row = {}
+    for dt, job in jobs.items():
+        r = cache[job[0]]
+        var = out["variants"].get(variant_key(dt, (mm, mn), 16))
+        if r["us"] is None or var is None:
+            print(f"skipping the {dt} local split fit: {r['error'] or 'no variant'}", file=sys.stderr)
+            continue
+        v = valu_cycles(dt, mm, 16, board)
+        steps = -(-K1 // (16 * ls))
+        w = max(1, mn // 64) * ls / 4
+        pred = var["fixed"] + steps * max(w * v * var["per_wave_ratio"], v + var["latency"])
+        per_row[dt] = round(max(0.0, ((r["us"] - launch) * mhz - pred) / ((ls - 1) * mm)), 2)
+    if per_row:
+        out["local_reduce_cycles_per_row"] = per_row
     return out
 
 
@@ -298,7 +338,7 @@ def report(procs: int) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("steps", nargs="+", choices=("fit", "report"))
+    ap.add_argument("steps", nargs="+", choices=("fit", "fit-local", "report"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
     a = ap.parse_args(argv)
@@ -307,6 +347,12 @@ def main(argv=None) -> int:
     for step in a.steps:
         if step == "fit":
             fit(a.jobs)
+            from vlpc.plan_model import fitted
+            fitted.cache_clear()
+        elif step == "fit-local":  # only the dot kernels' local split term, on the variants in OUT
+            out = fit_local(a.jobs, json.loads(OUT.read_text()))
+            OUT.write_text(json.dumps(out, indent=1) + "\n")
+            print(json.dumps(out.get("local_reduce_cycles_per_row"), indent=1))
             from vlpc.plan_model import fitted
             fitted.cache_clear()
         else:

@@ -50,8 +50,12 @@ model's dot kernels only (error against the model on shapes outside the fit:
 ``benchmarks/dot_split_k_auto.py``, README).  Their decode GEMV plan (M = 1..16, K split
 over the wavefront groups of a workgroup) keeps S = 1: the timing model runs S = 2 and 4
 slower for 1x4096x4096 and 16x4096x4096, f16 and int8 (e.g. f16 16x4096x4096 46.8 us at
-S = 1, 52.6 at S = 2, 56.3 at S = 4; MI60, modeled; ``benchmarks/dot_split_k_auto.py c``),
-and the surrogate is not fitted to local splits.
+S = 1, 52.6 at S = 2, 56.3 at S = 4; MI60, modeled; ``benchmarks/dot_split_k_auto.py c``).
+Their other GEMMs (M > 16), with ``local-split`` left at 1 and S automatic, get S and the local
+split L together (:func:`choose_split_local`: L in AUTO_LOCAL_SPLITS, each S slice at least
+MIN_K_PER_SPLIT values of K, each of the S x L pieces one K step; the surrogate models L's LDS
+hand-over and occupancy), e.g. examples/hgemm_nt.mlir 32x128 S2 L8, 32.0 us against the former
+32x256 S2 L1, 78.6 us (MI60, timing model; ``benchmarks/dot_split_k_auto.py d``).
 
 The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
 ``k_per_split``, ``grid``) and ``vlpc compile --print-plan`` prints it, with the
@@ -71,7 +75,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, ELEMENT_BYTES, GemmShape, MatmulOp, gemv_plan
+from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, gemv_plan
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc import plan_model
 from vlpc.plan_model import PlanCost, k_per_split, plan_board
@@ -83,6 +87,8 @@ MAX_AUTO_SPLIT = 32
 #: Smallest slice of K (values) the automatic choice gives a workgroup (16 f32 K steps of 16):
 #: below that the loop's prologue and the partial tile's store are not paid back.
 MIN_K_PER_SPLIT = 256
+#: Local splits L the automatic plan of the f16/int8 dot kernels (M > 16) considers (module docstring).
+AUTO_LOCAL_SPLITS = (1, 2, 4, 8, 16)
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
              target: Target, cus: int, gpu: str = "") -> PlanCost:
     """Modeled time of a plan for a static problem (:func:`vlpc.plan_model.estimate` on the
@@ -111,6 +117,26 @@ def choose_split(shape: GemmShape, macro: tuple[int, int], k_step: int, local: i
                                     (macro[1],), k_step, tuple(range(1, MAX_AUTO_SPLIT + 1)), local, mode, board,
                                     min_k_per_split=MIN_K_PER_SPLIT, c_esize=ELEMENT_BYTES[shape.c_type])
     return best.split_k, cands
+
+
+def choose_split_local(shape: GemmShape, macro: tuple[int, int], k_step: int, mode: str, target: Target, cus: int,
+                       gpu: str = "", items: int = 0) -> tuple[int, int, list[PlanCost]]:
+    """The automatic (S, L) of an f16/i8 dot-kernel GEMM (not the decode GEMV) and every
+    candidate's estimate: S in 1..MAX_AUTO_SPLIT and L in AUTO_LOCAL_SPLITS (L > 1 only for a
+    power-of-two macro tile N and workgroups of ``items`` (default: macro N) x L work-items within
+    the target's limit) by the plan surrogate; (1, 1, []) for sizes known only at launch and a batch."""
+    if not shape.is_static() or shape.batch != 0:
+        return 1, 1, []
+    items = items or macro[1]
+    pow2 = macro[1] & (macro[1] - 1) == 0
+    locals_ = tuple(x for x in AUTO_LOCAL_SPLITS
+                    if x == 1 or (pow2 and items * x <= target.max_workitems_per_workgroup))
+    board = plan_board(target.name, gpu, cus)
+    best, cands = plan_model.choose(shape.m, shape.n, shape.k, shape.dtype, shape.element_bytes, macro[0],
+                                    (macro[1],), k_step, tuple(range(1, MAX_AUTO_SPLIT + 1)), 1, mode, board,
+                                    min_k_per_split=MIN_K_PER_SPLIT, c_esize=ELEMENT_BYTES[shape.c_type],
+                                    locals_=locals_, max_workitems=target.max_workitems_per_workgroup)
+    return best.split_k, best.local_split, cands
 
 
 @dataclass(frozen=True)
@@ -158,7 +184,11 @@ class GemmSplitKPass(ModulePass):
             gemv = gemv_plan(shape, k_step)  # f16/i8 with M <= 16: K over the wavefront groups
             if gemv and local == 1 and macro[1] == gemv[0]:
                 local = gemv[1]
-            split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus, self.gpu)
+            if local == 1 and not gemv and shape.dtype in DOT_PACK and self.mode == "workspace":
+                split, local, _ = choose_split_local(shape, macro, k_step, self.mode, target, cus, self.gpu,
+                                                     items=mm.get_int_array("workgroup_size")[0])
+            else:
+                split, _ = choose_split(shape, macro, k_step, local, self.mode, target, cus, self.gpu)
         if split > 1 and self.mode == "workspace" and shape.m >= 0 and shape.ldc >= 0:
             # the workspace (S x M x ldc elements) is addressed with 32-bit byte offsets
             wsz = workspace_element_bytes(shape)
@@ -308,6 +338,17 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                     others.append(f"{macro[0]}x{mn} best split-k {b.split_k}: {b.seconds * 1e6:.1f} us")
             if others:
                 lines.append("  other macro tiles (modeled): " + "; ".join(others))
+            if s.dtype in DOT_PACK and not gemv_plan(s, k_step):  # the dot kernels' automatic L: best S of each L
+                _, _, lc = choose_split_local(s, macro, k_step, "workspace", target, cus, gpu, items=wg // local)
+                per = {}
+                for c in lc:
+                    if c.local_split not in per or (c.seconds, c.split_k) < (per[c.local_split].seconds,
+                                                                            per[c.local_split].split_k):
+                        per[c.local_split] = c
+                if per:
+                    lines.append("  local splits (modeled, this tile): " + "; ".join(
+                        f"L{x} best split-k {c.split_k}: {c.seconds * 1e6:.1f} us"
+                        + (" <- chosen" if x == local and c.split_k == split else "") for x, c in sorted(per.items())))
         else:  # choose_split kept S = 1 without modeling: say why
             why = ("sizes known only at launch" if not s.is_static() else "a strided batch" if s.batch != 0 else
                    f"the decode GEMV plan splits K across the {local} wavefront groups of each workgroup instead"
@@ -316,4 +357,4 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     return lines
 
 
-__all__ = ["GemmSplitKPass", "PlanCost", "choose_split", "describe_plan", "estimate", "k_per_split"]
+__all__ = ["AUTO_LOCAL_SPLITS", "GemmSplitKPass", "PlanCost", "choose_split", "choose_split_local", "describe_plan", "estimate", "k_per_split"]

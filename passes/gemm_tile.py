@@ -51,7 +51,10 @@ class GemmTilePass(ModulePass):
     1..32) on the board ``gpu`` with ``cus`` CUs, by the plan surrogate
     (:mod:`vlpc.plan_model`, fitted to the timing model; ``vlpc compile --print-plan`` shows
     the candidates); otherwise the smallest of 64, 128, 256 that covers a static N (fewer idle
-    lanes and more tiles for narrow C), else 256.
+    lanes and more tiles for narrow C), else 256.  The f16/i8 dot kernels (not the decode GEMV)
+    weigh each tile N with S and, when S is automatic, gemm-split-k's local split L too; they
+    take the modeled best tile only when its plan has a local split, else the smallest covering
+    N as before (the surrogate's choice of N without L is not validated for them).
     """
 
     name = "gemm-tile"
@@ -93,14 +96,25 @@ class GemmTilePass(ModulePass):
         from vlpc.plan_model import choose, plan_board
         from vlpc.targets import TargetError
 
+        from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES
+        from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS
+
         s = mm.shape()
-        if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64") or s.m < macro_m:
+        if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64", *DOT_PACK) or s.m < macro_m:
             return fallback
         try:
             board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
         except TargetError as e:
             raise op_error(mm, str(e)) from None
         splits = tuple(range(1, MAX_AUTO_SPLIT + 1)) if self.split_k == 0 else (self.split_k,)
+        if s.dtype in DOT_PACK:  # the dot kernels: with gemm-split-k's automatic local split L when S is auto
+            best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
+                             "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0,
+                             c_esize=ELEMENT_BYTES[s.c_type], locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
+                             max_workitems=board.target.max_workitems_per_workgroup)
+            # a plan without a local split keeps the former tile (the smallest of 64/128/256 covering N,
+            # else 256): the surrogate's tile-N choice without L is not validated for the dot kernels
+            return best.macro[1] if best.local_split > 1 else fallback
         best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
                          "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0)
         return best.macro[1]

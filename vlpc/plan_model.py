@@ -28,7 +28,10 @@ K steps of ``ceil(K / P)`` dwords, ``V`` = ``mm x k_step`` dot instructions x 4 
 ``v_dot2_f32_f16`` or ``v_dot4_i32_i8`` issues as one FMA), A and B ``esize`` bytes per
 element, C its own element size (f32, f16 or i32) and the workspace's f32/i32 partials 4
 bytes; their variants and the reduce kernel's bandwidth share (``reduce_efficiency_dot``) are
-fitted to the timing model's dot kernels only.
+fitted to the timing model's dot kernels only.  Their local split L adds the LDS hand-over after
+the main loop to ``F`` (``(L - 1) x mm x c``, ``c`` fitted per type: :func:`local_reduce_cycles`)
+and bounds ``R`` by the LDS a workgroup's hand-over holds (:func:`dot_local_lds_bytes`); the
+automatic plan weighs L through :func:`choose`'s ``locals_``.
 
 Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
 runs ~30x slower) take the nearest fitted one (same element type first, else f32; nearest
@@ -142,6 +145,27 @@ def variant(dtype: str, macro: tuple[int, int], k_step: int, board: Board, wgs_p
                    min(board.target.max_workgroups_per_cu, r))
 
 
+def local_reduce_cycles(dtype: str, macro_m: int, local: int) -> float:
+    """Engine cycles a workgroup of a local split L spends handing the accumulators of groups
+    1..L-1 to group 0 through LDS after the main loop: ``(L - 1) x macro_m x c``, ``c`` fitted
+    per dot element type to the timing model (``local_reduce_cycles_per_row`` in the fit file:
+    ``benchmarks/plan_surrogate.py fit``; f16/i8 only, 0 for other types and without a fit)."""
+    if local <= 1 or dtype not in DOT_PACK:
+        return 0.0
+    return (local - 1) * macro_m * fitted().get("local_reduce_cycles_per_row", {}).get(dtype, 0.0)
+
+
+def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
+    """LDS bytes of one dot-kernel workgroup's local split hand-over (L groups x a chunk of rows of
+    ``macro N`` 4-byte partials, chunks of at most ``DOT_LOCAL_SPLIT_LDS_BYTES``:
+    ``passes/gemm_to_gcn_dot.py``, ``DotKernelBuilder._local_reduce``)."""
+    from vlpc.passes.gemm_to_gcn_dot import DOT_LOCAL_SPLIT_LDS_BYTES
+
+    row = macro[1] * 4
+    rows = max(1, min(macro[0], DOT_LOCAL_SPLIT_LDS_BYTES // (local * row)))
+    return local * rows * row
+
+
 @dataclass(frozen=True)
 class PlanCost:
     """The surrogate's estimate for one plan (seconds; modeled)."""
@@ -153,6 +177,7 @@ class PlanCost:
     main_seconds: float
     reduce_seconds: float
     macro: tuple[int, int] = (0, 0)
+    local_split: int = 1
 
     @property
     def seconds(self) -> float:
@@ -172,12 +197,16 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
     W = tiles * split
     C = board.compute_units
     R = max(1, var.wgs_per_cu // max(1, local))
+    if local > 1 and dtype in DOT_PACK:  # the dot kernels' LDS hand-over also bounds the occupancy
+        R = max(1, min(R, t.lds_bytes_per_cu // dot_local_lds_bytes(macro, local)))
     steps = math.ceil(k_per_split(k_units(k, dtype), split * local, k_step) / k_step)
     v = valu_cycles(dtype, macro[0], k_step, board)
     w_simd = waves_per_wg / t.simds_per_cu
 
+    fixed = var.fixed + local_reduce_cycles(dtype, macro[0], local)
+
     def duration(r: int) -> float:
-        return var.fixed + steps * max(r * w_simd * var.per_wave, v + var.latency)
+        return fixed + steps * max(r * w_simd * var.per_wave, v + var.latency)
 
     n0 = math.ceil(W / C)
     cycles = (n0 // R) * duration(R) + (duration(n0 % R) if n0 % R else 0.0)
@@ -202,7 +231,7 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
         else:  # scale kernel (read/write C) + one read-modify-write of C per slice
             moved = (2 + 2 * split) * m * n * c_esize
         reduce = moved / (bw * eff) + launch
-    return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro)
+    return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro, local)
 
 
 def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
@@ -227,24 +256,38 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
 
 def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_ns: tuple[int, ...], k_step: int,
            splits: tuple[int, ...], local: int, mode: str, board: Board, beta_nonzero: bool = True,
-           min_k_per_split: int = 0, c_esize: int = 0) -> tuple[PlanCost, list[PlanCost]]:
+           min_k_per_split: int = 0, c_esize: int = 0, locals_: tuple[int, ...] = (),
+           max_workitems: int = 0) -> tuple[PlanCost, list[PlanCost]]:
     """The cheapest plan over macro tile N in ``macro_ns`` and split S in ``splits`` (slices of at
     least ``min_k_per_split`` values of K and one K step; for f16/i8 a slice is whole dwords of
     packed K, :func:`k_units`, 2 or 4 values each), S = 1 always allowed, and every candidate;
-    ties go to the tile with fewer idle columns past N, then the larger tile, then the smaller S."""
+    ties go to the tile with fewer idle columns past N, then the larger tile, then the smaller S.
+
+    ``locals_`` (the f16/i8 dot kernels' automatic plan): also every local split L in it (instead
+    of ``local``) whose workgroup (``macro N x L`` work-items) stays within ``max_workitems``
+    (0: no limit); there each of the S slices keeps ``min_k_per_split`` values of K and each of
+    the S x L pieces at least one K step (L's cost is its LDS hand-over, modeled, not a slice's
+    prologue and partial store), and ties go to the smaller L after the smaller S."""
     cands = []
     ku, pack = k_units(k, dtype), DOT_PACK.get(dtype, 1)
     for mn in macro_ns:
-        for s in splits:
-            if s > 1 and len(splits) > 1 and \
-                    k_per_split(ku, s * local, k_step) * pack < max(min_k_per_split, k_step * pack):
-                continue  # (a single S given is the plan's: always a candidate)
-            cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), k_step, s, local, mode, board,
-                                  beta_nonzero, c_esize=c_esize))
-    # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S
+        for L in (locals_ or (local,)):
+            if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * k_step):
+                continue
+            for s in splits:
+                if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
+                    if not locals_ and k_per_split(ku, s * local, k_step) * pack < max(min_k_per_split,
+                                                                                      k_step * pack):
+                        continue
+                    if locals_ and (k_per_split(ku, s, k_step) * pack < max(min_k_per_split, k_step * pack)
+                                    or ku < s * L * k_step):
+                        continue
+                cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), k_step, s, L, mode, board,
+                                      beta_nonzero, c_esize=c_esize))
+    # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S, then the smaller L
     best = min(cands, key=lambda c: (round(c.seconds, 12), -(-n // c.macro[1]) * c.macro[1] - n, -c.macro[1],
-                                     c.split_k))
+                                     c.split_k, c.local_split))
     return best, cands
 
 
-__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "partial_bytes", "plan_board", "Variant", "estimate", "fitted", "valu_cycles", "variant", "variant_key"]
+__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "local_reduce_cycles", "dot_local_lds_bytes", "partial_bytes", "plan_board", "Variant", "estimate", "fitted", "valu_cycles", "variant", "variant_key"]

@@ -1,4 +1,5 @@
-// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --emit asm | filecheck %s
+// RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --split-k 1 --emit asm | filecheck %s
+// (S = 1 pinned: the automatic plan may add a local split, gemm-split-k; this test is the one-group kernel)
 
 // f16 x f16 -> f16 through v_dot2_f32_f16 (passes/gemm_to_gcn_dot.py): K = 67 is 33 dwords
 // of two f16 values (two K steps of 16 dwords, a tail of one) and one value left over.

@@ -1,4 +1,5 @@
-// RUN: vlpc compile %s --a-transpose in-kernel --emit asm | filecheck %s
+// RUN: vlpc compile %s --a-transpose in-kernel --macro-tile 32x256 --micro-tile 32x1 --split-k 4 --emit asm | filecheck %s
+// (the tile and S = 4 pinned: the automatic plan may add a local split, gemm-split-k; this test is the one-group kernel)
 
 // int8 x int8 -> i32 with A stored K x M (layout TT): rows 4kk..4kk+3 of A (the tile's 32
 // values each, one s_load_dwordx8 per row) go into SGPRs, and the v_dot4_i32_i8 A operands

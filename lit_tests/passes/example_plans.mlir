@@ -1,5 +1,5 @@
 // The plan vlpc chooses for each bundled example (gemm-tile's macro tile N and gemm-split-k's
-// S are chosen by modeled time on the default board, MI50 with 60 CUs: vlpc/plan_model.py).
+// S, and for f16/int8 the local split L, are chosen by modeled time on the default board, MI50 with 60 CUs: vlpc/plan_model.py).
 // A model or policy change that alters a choice fails here, so it is seen in review.
 // RUN: vlpc compile %S/../../examples/sgemm_nt.mlir --print-plan | filecheck %s --check-prefix=NT
 // RUN: vlpc compile %S/../../examples/linalg_matmul_transpose_b.mlir --print-plan | filecheck %s --check-prefix=LINALG
@@ -17,7 +17,9 @@
 // DYN: macro tile 32x256, micro tile 32x1, k-step 16
 // DYN-NEXT: split-k 1 (auto)
 // DYN: sizes known only at launch
-// HGEMM: macro tile 32x256, micro tile 32x1, k-step 16
+// HGEMM: macro tile 32x128, micro tile 32x1, k-step 16
+// HGEMM-NEXT: split-k 1 (auto), local split 8
+// HGEMM: L8 best split-k 1: {{.*}} <- chosen
 // GEMV: macro tile 4x64, micro tile 4x1, k-step 16
 // GEMV-NEXT: split-k 1 (auto), local split 16
 // MI60: plan for @sgemm: M=256 N=512 K=640 f32, 64 CUs
