@@ -624,6 +624,23 @@ def dot_expected(c: Case, bufs: dict, pieces: int) -> tuple[np.ndarray, np.ndarr
     return d, e
 
 
+def compile_or_classify(c: Case, text: str):
+    """(kernel, None), or (None, (category, detail)) when compiling ``text`` fails: an internal
+    error, a refusal (a located one-line VlpcError) or a crash (any other exception: what the
+    tool looks for)."""
+    from vlpc.errors import VlpcError
+    from vlpc.pipeline import InternalError
+
+    try:
+        return compile_case(c, text), None
+    except InternalError as e:
+        return None, ("internal error", str(e).splitlines()[0])
+    except VlpcError as e:
+        return None, ("refused at compile", str(e).splitlines()[0])
+    except Exception as e:  # noqa: BLE001 - a crash is what the tool looks for
+        return None, ("crash", f"compile: {type(e).__name__}: {e}".splitlines()[0])
+
+
 def run_dot_case(c: Case) -> tuple[str, str]:
     """:func:`run_case` for an f16 / int8 case: launched through the machinery ``vlpc.run``
     uses for these kernels (:func:`vlpc.verify.kernel_arguments` with
@@ -631,20 +648,13 @@ def run_dot_case(c: Case) -> tuple[str, str]:
     :func:`dot_expected` and cross-checked with :func:`vlpc.dot_run.check`."""
     from vlpc.dot_run import check as dot_check
     from vlpc.dot_run import scalar_type, types_of
-    from vlpc.errors import VlpcError
-    from vlpc.pipeline import InternalError
     from vlpc.runtime import get_device, load_code_object
     from vlpc.verify import Problem, kernel_arguments
 
     text = dot_source(c)
-    try:
-        kern = compile_case(c, text)
-    except InternalError as e:
-        return "internal error", str(e).splitlines()[0]
-    except VlpcError as e:
-        return "refused at compile", str(e).splitlines()[0]
-    except Exception as e:  # noqa: BLE001
-        return "crash", f"compile: {type(e).__name__}: {e}".splitlines()[0]
+    kern, failed = compile_or_classify(c, text)
+    if failed:
+        return failed
     if types_of(kern) != (c.ab, c.ct, _dot_dequant(c)):
         return "wrong result", f"kernel types {types_of(kern)}, the source's ({c.ab}, {c.ct}, {_dot_dequant(c)})"
     rng = np.random.default_rng([c.seed, c.index, 1])
@@ -762,19 +772,12 @@ def run_case(c: Case) -> tuple[str, str]:
     """(category, detail): category '' for a pass, 'refused at compile/launch', or one of FAILURES."""
     if c.ab:
         return run_dot_case(c)
-    from vlpc.errors import VlpcError
-    from vlpc.pipeline import InternalError
     from vlpc.runtime import get_device, load_code_object
 
     text = source(c)
-    try:
-        kern = compile_case(c, text)
-    except InternalError as e:
-        return "internal error", str(e).splitlines()[0]
-    except VlpcError as e:
-        return "refused at compile", str(e).splitlines()[0]
-    except Exception as e:  # noqa: BLE001 - a crash is what the tool looks for
-        return "crash", f"compile: {type(e).__name__}: {e}".splitlines()[0]
+    kern, failed = compile_or_classify(c, text)
+    if failed:
+        return failed
     rng = np.random.default_rng([c.seed, c.index, 1])
     bufs = buffers(c, rng)
     lds = c.lds()

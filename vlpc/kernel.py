@@ -112,21 +112,21 @@ class CompiledKernel:
         partial = int(li["ws_split"]) * m * ldc * esz if int(li["ws_split"]) > 1 else 0
         return partial + nb * rows * (-(-k // pack) * pack) * (1 if li["dtype"] == "i8" else 2)
 
-    def transpose_kernel(self) -> CompiledKernel | None:
-        """The plan's A-transpose pre-kernel (role ``transpose``), or None."""
+    def _plan_companion(self, role: str) -> CompiledKernel | None:
+        """The kernel of this plan (``launch_info["plan"]``) whose ``role`` is ``role``, or None."""
         for name in str(self.launch_info.get("plan", "")).split(","):
             c = self.companions.get(name)
-            if c is not None and c.launch_info.get("role") == "transpose":
+            if c is not None and c.launch_info.get("role") == role:
                 return c
         return None
 
+    def transpose_kernel(self) -> CompiledKernel | None:
+        """The plan's A-transpose pre-kernel (role ``transpose``), or None."""
+        return self._plan_companion("transpose")
+
     def b_copy_kernel(self) -> CompiledKernel | None:
         """The plan's B-copy pre-kernel (role ``copy_b``), or None."""
-        for name in str(self.launch_info.get("plan", "")).split(","):
-            c = self.companions.get(name)
-            if c is not None and c.launch_info.get("role") == "copy_b":
-                return c
-        return None
+        return self._plan_companion("copy_b")
 
     def rows_kernel(self, m: int) -> CompiledKernel | None:
         """The row-narrow companion that computes a problem of M rows alone (M given at
