@@ -215,3 +215,47 @@ def layout_source(layout: str, m, n, k, lda, ldb, ldc, ab: str, ct: str, dequant
     return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {st}, %beta: {st}) {{\n"
             f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{layout}\"}} : {ta}, {tb}, {tc}, {st}, {st}\n"
             "  func.return\n}\n")
+
+
+#: What the buffers hold outside the matrices (NaN for floats, a byte pattern for integers):
+#: a kernel that reads or writes there shows.
+PAD = {"f16": np.float16(np.nan), "i8": np.int8(-77), "f32": np.float32(np.nan), "i32": np.int32(0x5A5A5A5A)}
+
+
+def garbage_device():
+    """A strict emulator whose fresh buffers (the plan's workspace among them) hold 0xFF bytes."""
+    dev = get_device("emulator", strict=True)
+    alloc = dev.alloc
+
+    def filled(nbytes: int):
+        buf = alloc(nbytes)
+        dev.write(buf, np.full(nbytes, 0xFF, np.uint8))
+        return buf
+    dev.alloc = filled
+    return dev
+
+
+def check_strided_batch(kern, layout: str, a, b, c, ab: str, ct: str, m, n, k, lda, ldb, ldc, strides) -> None:
+    """Launch ``kern`` on a strided batch (``a``, ``b``, ``c``: (batch, rows, cols) as stored for
+    ``layout``; ``strides``: the batch strides in elements) with exactly-sized buffers padded
+    with :data:`PAD` and a workspace of 0xFF bytes; every C matrix must match :func:`reference`
+    (int8 -> i32 exactly), and everything between and beyond C's matrices keep its bits."""
+    sa, sb, sc = strides
+    nb = len(c)
+    cf = flat_batch(c, ldc, sc, PAD[ct])
+    alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
+    out, _ = launch_dot(kern, flat_batch(a, lda, sa, PAD[ab]), flat_batch(b, ldb, sb, PAD[ab]), cf, alpha, beta,
+                        m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
+    gaps = np.ones(cf.size, bool)
+    for z in range(nb):
+        op_a = a[z] if layout[0] == "N" else a[z].T.copy()
+        bt = b[z] if layout[1] == "T" else b[z].T.copy()
+        exp, bound = reference(op_a, bt, c[z], alpha, beta)
+        got = rows_of(out[z * sc:], m, n, ldc)
+        if ct == "i32":
+            np.testing.assert_array_equal(got.astype(np.int64), exp)
+        else:
+            assert_close(got, exp, bound)
+        for i in range(m):
+            gaps[z * sc + i * ldc:z * sc + i * ldc + n] = False
+    assert np.array_equal(out[gaps].view(np.uint8), cf[gaps].view(np.uint8))

@@ -14,8 +14,7 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import NP, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
-from test_dot_transpose import PAD, garbage_device
+from dot_support import PAD, NP, check_strided_batch, garbage_device, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
@@ -94,22 +93,7 @@ def test_unaligned_a_batch(layout, ab, ct):
     assert kern.transpose_kernel() is not None and kern.plan(m, n, k, nb)[0].grid == (1, 1, nb)
     rng = np.random.default_rng(32)
     a, b, c = operands(layout, m, n, k, ab, ct, rng, nb)
-    cf = flat_batch(c, ldc, sc, PAD[ct])
-    alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
-    out, _ = launch_dot(kern, flat_batch(a, lda, sa, PAD[ab]), flat_batch(b, ldb, sb, PAD[ab]), cf, alpha, beta,
-                        m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
-    gaps = np.ones(cf.size, bool)
-    for z in range(nb):
-        bt = b[z] if layout[1] == "T" else b[z].T.copy()
-        exp, bound = reference(a[z], bt, c[z], alpha, beta)
-        got = rows_of(out[z * sc:], m, n, ldc)
-        if ct == "i32":
-            np.testing.assert_array_equal(got.astype(np.int64), exp)
-        else:
-            assert_close(got, exp, bound)
-        for i in range(m):
-            gaps[z * sc + i * ldc:z * sc + i * ldc + n] = False
-    assert np.array_equal(out[gaps].view(np.uint8), cf[gaps].view(np.uint8))
+    check_strided_batch(kern, layout, a, b, c, ab, ct, m, n, k, lda, ldb, ldc, (sa, sb, sc))
 
 
 def test_aligned_a_is_not_copied():
@@ -179,16 +163,31 @@ def test_the_copy_of_a_stored_m_by_k(ab, k):
     assert (w[:, k:].view(np.uint8) == 0).all(), "the pad of the copy is not zero"
 
 
-def test_print_plan_names_the_copy(tmp_path, capsys):
+@pytest.mark.parametrize("lda, ldb, lines, report_err", [
+    (41, 44, ["g_transpose (grid 1x1x1, LDS 4352 bytes)",
+              f"A copy (A stored M x K -> M x ceil(K/4)*4 i8, after any split-K partials): {37 * 44} bytes",
+              "lda=41"], None),
+    (44, 41, ["kernels: g_copy_b (grid 1x1x1, LDS 4352 bytes), then g",
+              f"B copy (B stored N x K -> N x ceil(K/4)*4 i8, after A's copy if any): {64 * 44} bytes",
+              "  workspace: the B copy only"], "padded workspace first (g_copy_b;"),
+])
+def test_print_plan_names_the_copy(lda, ldb, lines, report_err, tmp_path, capsys):
+    """An odd static lda (ldb): --print-plan names the copy kernel and its workspace, and the
+    plan runs and verifies."""
     from vlpc.cli import main
 
     f = tmp_path / "nt.mlir"
-    f.write_text(src("NT", 37, 64, 41, 41, 44, 64, "i8", "i32"))
+    f.write_text(src("NT", 37, 64, 41, lda, ldb, 64, "i8", "i32"))
     assert main(["compile", str(f), "--print-plan"]) == 0
     out = capsys.readouterr().out
-    assert "g_transpose (grid 1x1x1, LDS 4352 bytes)" in out
-    assert f"A copy (A stored M x K -> M x ceil(K/4)*4 i8, after any split-K partials): {37 * 44} bytes" in out
-    assert "lda=41" in out
+    for line in lines:
+        assert line in out
+    assert main(["run", str(f)]) == 0
+    assert "verification passed" in capsys.readouterr().out
+    if report_err:  # the traffic report: one line naming the copy, not "2 kernels"
+        assert main(["report", str(f), "--strategies", "sqc"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and report_err in err[0]
 
 
 B_CASES = [  # layout, M, N, K, lda, ldb, ldc, A/B, C, options, copies
@@ -267,20 +266,3 @@ def test_odd_ldb_at_launch_is_refused_naming_the_fix():
     with pytest.raises(VlpcError, match=r"ldb=45: .*pad the rows, e.g. ldb=48, or give ldb and B's batch stride at "
                                         r"compile time"):
         vlpc.run(kern, np.zeros((8, 48), np.int8), np.zeros((64, 45), np.int8), np.zeros((8, 64), np.int32), k=45)
-
-
-def test_print_plan_names_the_b_copy(tmp_path, capsys):
-    from vlpc.cli import main
-
-    f = tmp_path / "nt.mlir"
-    f.write_text(src("NT", 37, 64, 41, 44, 41, 64, "i8", "i32"))
-    assert main(["compile", str(f), "--print-plan"]) == 0
-    out = capsys.readouterr().out
-    assert "kernels: g_copy_b (grid 1x1x1, LDS 4352 bytes), then g" in out
-    assert f"B copy (B stored N x K -> N x ceil(K/4)*4 i8, after A's copy if any): {64 * 44} bytes" in out
-    assert "  workspace: the B copy only" in out
-    assert main(["run", str(f)]) == 0
-    assert "verification passed" in capsys.readouterr().out
-    assert main(["report", str(f), "--strategies", "sqc"]) == 1  # one line naming the copy, not "2 kernels"
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "padded workspace first (g_copy_b;" in err[0]

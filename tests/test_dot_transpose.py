@@ -12,23 +12,7 @@ import pytest
 import vlpc
 from vlpc.runtime import get_device, load_code_object
 
-from dot_support import NP, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
-
-PAD = {"f16": np.float16(np.nan), "i8": np.int8(-77), "f32": np.float32(np.nan), "i32": np.int32(0x5A5A5A5A)}
-
-
-def garbage_device():
-    """A strict emulator whose fresh buffers (the plan's workspace among them) hold 0xFF bytes."""
-    dev = get_device("emulator", strict=True)
-    alloc = dev.alloc
-
-    def filled(nbytes: int):
-        buf = alloc(nbytes)
-        dev.write(buf, np.full(nbytes, 0xFF, np.uint8))
-        return buf
-    dev.alloc = filled
-    return dev
-
+from dot_support import PAD, NP, check_strided_batch, garbage_device, layout_source, check_c as check, exact, launch_dot, reference, rows_of
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, dequant=False, batch=None):
     """gemm.matmul with A stored K x M (layouts T?); a None size is '?' (given at launch); a
@@ -150,22 +134,7 @@ def test_transpose_plan_batch(layout, ab, ct, dynamic):
     assert kern.plan(m, n, k, nb)[0].grid == (1, 1, nb)
     rng = np.random.default_rng(23)
     at, b, c = operands(layout, m, n, k, ab, ct, rng, nb)
-    cf = flat_batch(c, ldc, sc, PAD[ct])
-    alpha, beta = (3, -2) if ct == "i32" else (0.5, 2.0)
-    out, _ = launch_dot(kern, flat_batch(at, lda, sa, PAD[ab]), flat_batch(b, ldb, sb, PAD[ab]), cf, alpha, beta,
-                        m, n, k, lda, ldb, ldc, batch=nb, strides=(sa, sb, sc), device=garbage_device())
-    gaps = np.ones(cf.size, bool)
-    for z in range(nb):
-        bt = b[z] if layout[1] == "T" else b[z].T.copy()
-        exp, bound = reference(at[z].T.copy(), bt, c[z], alpha, beta)
-        got = rows_of(out[z * sc:], m, n, ldc)
-        if ct == "i32":
-            np.testing.assert_array_equal(got.astype(np.int64), exp)
-        else:
-            assert_close(got, exp, bound)
-        for i in range(m):
-            gaps[z * sc + i * ldc:z * sc + i * ldc + n] = False
-    assert np.array_equal(out[gaps].view(np.uint8), cf[gaps].view(np.uint8))
+    check_strided_batch(kern, layout, at, b, c, ab, ct, m, n, k, lda, ldb, ldc, (sa, sb, sc))
 
 
 def src_batch(layout, dims, ab, ct, nb, dynamic):
