@@ -259,3 +259,17 @@ def check_strided_batch(kern, layout: str, a, b, c, ab: str, ct: str, m, n, k, l
         for i in range(m):
             gaps[z * sc + i * ldc:z * sc + i * ldc + n] = False
     assert np.array_equal(out[gaps].view(np.uint8), cf[gaps].view(np.uint8))
+
+
+def check_general_and_beta0(kern, af, bf, op_a, bt, c, ct: str, m, n, k, lda, ldb, ldc, dev) -> None:
+    """Launch ``kern`` twice on the padded stored operands ``af``, ``bf``: a general alpha/beta
+    over ``c``, then alpha = 1, beta = 0 over a C filled with :data:`PAD` (NaN for floats: C
+    must not be read); each result against :func:`reference` of ``op_a`` (M x K) and ``bt``
+    (N x K), C's padding kept (:func:`check_c`)."""
+    parts = kern.split_k * kern.local_split
+    for alpha, beta, c0 in [(0.75 if ct != "i32" else 3, -1.5 if ct != "i32" else -2, c),
+                            (1 if ct == "i32" else 1.0, 0, np.full_like(c, PAD[ct]))]:
+        cf = exact(c0, ldc, PAD[ct])
+        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev)
+        exp, bound = reference(op_a, bt, c0, alpha, beta, parts)
+        check_c(out, exp, bound, ct, m, n, ldc, cf)

@@ -14,7 +14,7 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import PAD, NP, check_strided_batch, garbage_device, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
+from dot_support import PAD, NP, check_general_and_beta0, check_strided_batch, garbage_device, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
@@ -62,12 +62,7 @@ def test_unaligned_a_is_copied(layout, m, n, k, lda, ldb, ldc, ab, ct, opts):
     bt = b if layout[1] == "T" else b.T.copy()
     af, bf = exact(a, lda, PAD[ab]), exact(b, ldb, PAD[ab])
     dev = garbage_device()
-    for alpha, beta, c0 in [(0.75 if ct != "i32" else 3, -1.5 if ct != "i32" else -2, c),
-                            (1 if ct == "i32" else 1.0, 0, np.full_like(c, PAD[ct]))]:
-        cf = exact(c0, ldc, PAD[ct])
-        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev)
-        exp, bound = reference(a, bt, c0, alpha, beta, split * kern.local_split)
-        check(out, exp, bound, ct, m, n, ldc, cf)
+    check_general_and_beta0(kern, af, bf, a, bt, c, ct, m, n, k, lda, ldb, ldc, dev)
     if ab == "f16":
         an, bn = a.copy(), b.copy()
         an[2, 1], bn[0, 1] = np.nan, np.nan
@@ -220,12 +215,7 @@ def test_unaligned_b_is_copied(layout, m, n, k, lda, ldb, ldc, ab, ct, opts, cop
     a_st = a.T.copy() if at else a  # as stored
     af, bf = exact(a_st, lda, PAD[ab]), exact(b, ldb, PAD[ab])
     dev = garbage_device()
-    for alpha, beta, c0 in [(0.75 if ct != "i32" else 3, -1.5 if ct != "i32" else -2, c),
-                            (1 if ct == "i32" else 1.0, 0, np.full_like(c, PAD[ct]))]:
-        cf = exact(c0, ldc, PAD[ct])
-        out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev)
-        exp, bound = reference(a, b, c0, alpha, beta, split * kern.local_split)
-        check(out, exp, bound, ct, m, n, ldc, cf)
+    check_general_and_beta0(kern, af, bf, a, b, c, ct, m, n, k, lda, ldb, ldc, dev)
     if ab == "f16":
         bn = b.copy()
         bn[3, 1] = np.nan
