@@ -17,7 +17,7 @@ import vlpc
 from vlpc.runtime import load_code_object
 from vlpc.runtime import get_device
 
-from dot_support import assert_close, exact, launch_dot, operands, reference, rows_of, source
+from dot_support import PAD, check_general_and_beta0, exact, garbage_device, operands, source
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "hgemm_nt.mlir"
 
@@ -62,20 +62,13 @@ def test_square_4096_keeps_its_plan():
 ])
 def test_automatic_local_split_matches_numpy(m, n, k, lda, ldc, ab, ct):
     """A small, deep shape whose automatic plan uses a local split: exact-size buffers with NaN /
-    garbage padding, against NumPy (int8 exact)."""
+    garbage padding and a workspace of 0xFF bytes, a general alpha/beta and beta = 0 over a
+    NaN-filled C, against NumPy (int8 exact), C's padding kept."""
     kern = vlpc.compile(source(m, n, k, lda, lda, ldc, ab, ct)).kernel("g")
     assert kern.local_split > 1
     a, b, c, _, _ = operands(m, n, k, ab, ct, np.random.default_rng(5))
-    alpha, beta = (2, -3) if ab == "i8" else (0.5, 1.5)
-    pad_ab, pad_c = (np.int8(-77), np.int32(-0x5A5A5A5A)) if ab == "i8" else (np.nan, np.nan)
-    out, _ = launch_dot(kern, exact(a, lda, pad_ab), exact(b, lda, pad_ab), exact(c, ldc, pad_c), alpha, beta,
-                        m, n, k, lda, lda, ldc)
-    got = rows_of(out, m, n, ldc)
-    exp, bound = reference(a, b, c, alpha, beta, kern.split_k * kern.local_split)
-    if ab == "i8":
-        np.testing.assert_array_equal(got.astype(np.int64), exp)
-    else:
-        assert_close(got, exp, bound)
+    af, bf = exact(a, lda, PAD[ab]), exact(b, lda, PAD[ab])
+    check_general_and_beta0(kern, af, bf, a, b, c, ct, m, n, k, lda, lda, ldc, garbage_device())
 
 
 @pytest.mark.parametrize("macro_n, split, local", [(64, 2, 4), (64, 1, 8), (256, 1, 2)])
