@@ -87,6 +87,18 @@ class Case:
     fill_zero: bool = False       # linalg: a zero fill before the product (beta = 0)
     ab: str = ""                  # the dot kernels: A/B type f16 | i8 ("": f32/f64, dtype)
     ct: str = ""                  # the dot kernels: C type f32 | f16 | i32 (i8 with f32/f16: dequantized)
+    target: str = "gfx906"        # vlpc.compile's target id (the emulator runs the same one)
+    dyn_dims: str = ""            # with dyn_sizes: which of M, N, K are '?' ("": all three)
+    plain: bool = False           # identity memref layouts (no strided<>) where pads and strides allow
+
+    def is_dyn(self, dim: str) -> bool:
+        """Whether size ``dim`` (M, N or K) is '?' in the IR (given at launch)."""
+        return self.dyn_sizes and (not self.dyn_dims or dim in self.dyn_dims)
+
+    def dim_names(self) -> dict:
+        lay = self.layout
+        return {"A": ("M", "K") if lay[0] == "N" else ("K", "M"), "B": ("K", "N") if lay[1] == "N" else ("N", "K"),
+                "C": ("M", "N")}
 
     def rows_cols(self) -> dict:
         m, n, k, lay = self.m, self.n, self.k, self.layout
@@ -196,18 +208,115 @@ def draw_case(seed: int, index: int, dtype: str | None = None) -> Case:
             c.special = "nan_c"
         elif c.alpha != 0:
             c.special = "inf_a"
+    draw_extras(c, np.random.default_rng([seed, index, 3]))
     return c
+
+
+#: local splits beyond the base draw's 2 and 4 (README: L x macro N work-items, at most 1024)
+WIDE_LOCAL = (8, 16)
+
+
+def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
+    """Add to case ``c`` (in place) the options and forms the base draws never pick, from a
+    stream of its own (``rng``) so the base draw is unchanged: target gfx900 and a target id
+    with features, code object v4, ``--waves-per-simd``, the other ``--k-step``, ``--schedule
+    cover`` and ``seed`` (rebuilding the problem as the seed's kernel needs it: f32 NT, whole
+    64x256 tiles, K a multiple of 8, no split, epilogue or batch), ``--no-forwarding``, the
+    default and other macro tiles (rows 8/16/32, N automatic), an explicit micro tile, local
+    splits 8 and 16, ``--gpu`` and ``--cus`` (the automatic plan), some but not all sizes given
+    at launch, a K given at launch that is not a multiple of the K step (README: an unrolled
+    tail), and identity memref layouts (no ``strided<>``).  ``gemv``: a dot case drawn for the
+    decode GEMV plan (M and K stay static)."""
+
+    def pick(seq, p=None):
+        return seq[int(rng.choice(len(seq), p=p))]
+
+    o = c.options
+    lds = o.get("strategy") == "lds"
+    dot = bool(c.ab)
+    if rng.random() < 0.04 and not dot and c.form == "gemm" and c.dtype == "f32":
+        # the seed's hand-written loop (README: f32, layout NT, M/N/K multiples of 64/256/8)
+        c.layout, c.epilogue, c.batch, c.dyn_batch, c.strides = "NT", (), 0, False, (0, 0, 0)
+        c.m, c.n, c.k = 64 * int(rng.integers(1, 3)), 256 * int(rng.integers(1, 3)), 8 * int(rng.integers(1, 25))
+        c.dyn_sizes = False
+        o.clear()
+        o.update(schedule="seed", macro_tile=(64, 256), split_k=1)
+        lds = True  # below: waves per SIMD 1 or 2, then nothing that changes the seed's tile or split
+        if rng.random() < 0.3:
+            o["forwarding"] = False
+    # sizes: some of M, N, K at launch; a K at launch that is not a multiple of the K step
+    if c.dyn_sizes and rng.random() < 0.35:
+        dims = pick(["M", "N", "K", "MN", "MK", "NK"])
+        if not ("K" in dims and any(isinstance(o.get(x), int) and o.get(x, 1) & (o.get(x, 1) - 1)
+                                    for x in ("split_k", "local_split"))):
+            c.dyn_dims = dims
+    if gemv and rng.random() < 0.2:  # the GEMV plan keeps M and K static; N may come at launch
+        c.dyn_sizes, c.dyn_dims = True, "N"
+    if not dot and c.is_dyn("K") and rng.random() < 0.5:
+        c.k = max(1, c.k - int(rng.integers(1, 16)))
+    if rng.random() < 0.3:
+        c.plain = True
+    # target, code object
+    r = rng.random()
+    if r < (0.03 if dot else 0.15):
+        c.target = "gfx900"  # dot: a located error naming v_dot2_f32_f16 (a refusal)
+    elif r < (0.08 if dot else 0.2):
+        c.target = pick(["gfx906:sramecc+:xnack-", "gfx906:xnack+"] if c.target == "gfx906" else ["gfx900:xnack-"])
+    if rng.random() < 0.1:
+        o["code_object_version"] = 4
+    if rng.random() < 0.15:
+        o["waves_per_simd"] = int(pick([1, 2, 3, 4, 6, 8] if not lds else [1, 2]))
+    if o.get("schedule") == "seed":
+        return
+    if rng.random() < 0.2:
+        o["k_step"] = int(pick([8, 16]))
+    if lds:
+        return
+    if rng.random() < 0.2:
+        o["schedule"] = "cover"
+    if rng.random() < 0.15:
+        o["forwarding"] = False
+    if rng.random() < 0.3 and not gemv:
+        rows = {"f32": [8, 16, 32], "f64": [8, 16], "f16": [8, 16, 32], "i8": [8, 16, 32]}[c.dtype]
+        o["macro_tile"] = pick([None, None, (pick(rows), pick([64, 128, 256]))])
+        if o["macro_tile"] is None:
+            del o["macro_tile"]
+    if "macro_tile" in o and rng.random() < 0.15:
+        o["micro_tile"] = (o["macro_tile"][0], 1)
+    if rng.random() < 0.08 and not gemv:
+        mt_n = o["macro_tile"][1] if "macro_tile" in o else 64
+        o["macro_tile"] = o.get("macro_tile", (32 if c.dtype != "f64" else 16, 64))
+        local = int(pick([x for x in WIDE_LOCAL if x * mt_n <= 1024] or [2]))
+        if not (c.is_dyn("K") and o.get("split_k", 1) not in (1, 2, 4, 8, "auto")):
+            o["local_split"] = local
+    if rng.random() < 0.1:
+        o["gpu"] = "mi25" if c.target.startswith("gfx900") else pick(["mi50", "mi60"])
+    if rng.random() < 0.1:
+        o["cus"] = int(pick([1, 4, 16, 120]))
 
 
 # -- the MLIR text --------------------------------------------------------------------------------
 
-def _memref(dims, ld, dt, stride=None, dyn=False, dyn_ld=False, batch=0, dyn_batch=False):
-    r, cc = ("?", "?") if dyn else dims
-    ldt = "?" if dyn_ld else ld
-    if batch:
-        b = "?" if dyn_batch else batch
-        st = "?" if (dyn_ld or dyn_batch or dyn) else stride
+def _memref(c: Case, x: str, dt: str) -> str:
+    """The memref type of operand ``x`` (A, B or C) of case ``c`` with element type ``dt``:
+    '?' for the sizes given at launch, strided<[stride, ld, 1]>, or the identity layout
+    (``c.plain``) when it means the same (no row padding, batch stride rows x ld)."""
+    i = "ABC".index(x)
+    rows, cols = c.rows_cols()[x]
+    names = c.dim_names()[x]
+    ld, stride = c.lds()[i], c.strides[i]
+    dyn = any(c.is_dyn(nm) for nm in names)
+    r, cc = ("?" if c.is_dyn(nm) else v for nm, v in zip(names, (rows, cols)))
+    ldt = "?" if c.dyn_ld else ld
+    plain = c.plain and c.pads[i] == 0 and (not c.batch or stride == rows * ld)
+    if c.batch:
+        b = "?" if c.dyn_batch else c.batch
+        if plain:
+            return f"memref<{b}x{r}x{cc}x{dt}>"
+        st = "?" if (c.dyn_ld or c.dyn_batch or dyn) else stride
         return f"memref<{b}x{r}x{cc}x{dt}, strided<[{st}, {ldt}, 1]>>"
+    if plain:
+        return f"memref<{r}x{cc}x{dt}>"
     return f"memref<{r}x{cc}x{dt}, strided<[{ldt}, 1]>>"
 
 
@@ -219,14 +328,12 @@ def source(c: Case) -> str:
     """The MLIR module of case ``c``."""
     if c.ab:
         return dot_source(c)
-    rc, lds = c.rows_cols(), c.lds()
     dt = c.dtype
-    t = {x: _memref(rc[x], ld, dt, st, c.dyn_sizes, c.dyn_ld, c.batch, c.dyn_batch)
-         for x, ld, st in zip("ABC", lds, c.strides)}
+    t = {x: _memref(c, x, dt) for x in "ABC"}
     if c.form == "gemm":
         has_bias = any(x.startswith("bias") for x in c.epilogue)
         blen = c.m if "bias_row" in c.epilogue else c.n
-        bt = f"memref<{'?' if c.dyn_sizes else blen}x{dt}>"
+        bt = f"memref<{'?' if c.is_dyn('M' if 'bias_row' in c.epilogue else 'N') else blen}x{dt}>"
         bias_arg = f", %bias: {bt}" if has_bias else ""
         bias_use = f" bias(%bias : {bt})" if has_bias else ""
         epi = (", epilogue = [" + ", ".join(f'"{x}"' for x in c.epilogue) + "]") if c.epilogue else ""
@@ -487,26 +594,26 @@ def draw_dot_case(seed: int, index: int, ab: str) -> Case:
             c.special = "nan_c"
         elif c.alpha != 0 and ab == "f16":
             c.special = "inf_a"
+    draw_extras(c, np.random.default_rng([seed, index, 3]), gemv)
     return c
 
 
 def dot_source(c: Case) -> str:
     """The MLIR module of dot case ``c``."""
-    rc, lds = c.rows_cols(), c.lds()
     tys = {"A": c.ab, "B": c.ab, "C": c.ct}
-    t = {x: _memref(rc[x], ld, tys[x], st, c.dyn_sizes, c.dyn_ld, c.batch, c.dyn_batch)
-         for x, ld, st in zip("ABC", lds, c.strides)}
+    t = {x: _memref(c, x, tys[x]) for x in "ABC"}
     st = _dot_scalar(c)
     if c.form == "gemm":
         args, extra = "", ""
         if any(x.startswith("bias") for x in c.epilogue):
             blen = c.m if "bias_row" in c.epilogue else c.n
-            bt = f"memref<{'?' if c.dyn_sizes else blen}x{'f32' if _dot_dequant(c) else c.ab}>"
+            bdim = "M" if "bias_row" in c.epilogue else "N"
+            bt = f"memref<{'?' if c.is_dyn(bdim) else blen}x{'f32' if _dot_dequant(c) else c.ab}>"
             args += f", %bias: {bt}"
             extra += f" bias(%bias : {bt})"
         if _dot_dequant(c):
-            sr = f"memref<{'?' if c.dyn_sizes else c.m}xf32>"
-            sc = f"memref<{'?' if c.dyn_sizes else c.n}xf32>"
+            sr = f"memref<{'?' if c.is_dyn('M') else c.m}xf32>"
+            sc = f"memref<{'?' if c.is_dyn('N') else c.n}xf32>"
             args += f", %sr: {sr}, %sc: {sc}"
             extra += f" scales(%sr, %sc : {sr}, {sc})"
         epi = (", epilogue = [" + ", ".join(f'"{x}"' for x in c.epilogue) + "]") if c.epilogue else ""
@@ -663,7 +770,7 @@ def run_dot_case(c: Case) -> tuple[str, str]:
     p = Problem(c.m, c.n, c.k, *lds, c.batch, *c.strides)
     st = scalar_type(kern)
     alpha, beta = (int(c.alpha), int(c.beta)) if st is np.int32 else (c.alpha, c.beta)
-    dev = get_device("emulator", strict=True)
+    dev = get_device("emulator", strict=True, target=c.target)
     alloc = dev.alloc
 
     def garbage_alloc(nbytes: int):  # hipMalloc does not clear: the plan's workspace (split-K, A's copy)
@@ -757,11 +864,11 @@ def launch_failure(e: Exception) -> tuple[str, str]:
 def compile_case(c: Case, text: str):
     import vlpc
 
-    key = (text, json.dumps(c.options, sort_keys=True))
+    key = (text, c.target, json.dumps(c.options, sort_keys=True))
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    kern = vlpc.compile(text, "gfx906", filename=f"case{c.index}.mlir", **c.options).kernel()
+    kern = vlpc.compile(text, c.target, filename=f"case{c.index}.mlir", **c.options).kernel()
     _CACHE[key] = kern
     if len(_CACHE) > 32:
         _CACHE.popitem(last=False)
@@ -784,7 +891,7 @@ def run_case(c: Case) -> tuple[str, str]:
     values = {"M": c.m, "N": c.n, "K": c.k, "lda": lds[0], "ldb": lds[1], "ldc": lds[2],
               "stride_a": c.strides[0], "stride_b": c.strides[1], "stride_c": c.strides[2]}
     t = NPT[c.dtype]
-    dev = get_device("emulator", strict=True)
+    dev = get_device("emulator", strict=True, target=c.target)
     dbufs = {}
     try:
         for x, arr in bufs.items():
