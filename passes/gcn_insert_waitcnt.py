@@ -24,7 +24,9 @@ Rules (``shared/reference/gfx906.md``; LLVM ``SIInsertWaitcnts.cpp``):
   the new one with no VALU instruction in between, the ``lgkmcnt(0)`` that older
   use needs is placed *before* the new load.  Waiting at the use would also wait
   for the new load (out-of-order return), leaving it no latency cover; waiting
-  earlier costs the older loads only the scalar instructions in between.
+  earlier costs the older loads only the scalar instructions in between.  A wait
+  the kernel places itself between the new load and that use (the seed schedule's
+  hand-placed ``lgkmcnt(0)``) is honored instead.
 
 Counts above the counter maxima (vmcnt 63, lgkmcnt 15 on gfx906) are clamped,
 which only makes a wait stricter.
@@ -334,6 +336,8 @@ class _Inserter:
         u_old = None
         valu_between = 0
         for op in _flatten(rest):
+            if u_old is None and isinstance(op, gcn.SWaitcntOp) and op.lgkmcnt is not None:
+                return False  # the kernel's own wait retires them first (schedule seed places its waits)
             touched = self.rw(op)[2]
             if u_old is None:
                 if touched & old:

@@ -2,19 +2,25 @@
 
 Seed ``002_8d37cee11d069122.txt`` ("An Alternative SGEMM on VEGA", sections 2.1-2.10)
 describes its kernel, which was measured on an MI60 (section 3: TFLOP/s at four engine
-clocks, board power with and without data forwarding).  This builder reproduces that
-loop from the description, so that a timing or energy model can be calibrated on the
-kernel that was measured, next to vlpc's default ``sqc`` schedule:
+clocks, board power with and without data forwarding); the kernels themselves are public
+(github.com/fsword73/SGEMM_on_VEGA: ``sgemm_64x256_sqc.s`` with forwarding,
+``sgemm_64x256_sqc_sum_no_reuse.s`` without).  This builder reproduces that loop's
+instruction order, so that a timing or energy model can be calibrated on the kernel that
+was measured, next to vlpc's default ``sqc`` schedule:
 
 * Workgroup 256 work-items, grid (N/256, M/64), micro tile 64x1: work-item t computes
   C[row0 .. row0+63, col0 + t] (macro tile 64x256, the gemm-tile default).
 * A (M x K, row-major) is read 8 k at a time: one ``s_load_dwordx8`` per row, whose
   SGPR offset (``soffset``) is address arithmetic per load as in the seed
   (``s_load_dwordx8 s[32:39], s[12:13], s18``; ``s_add_u32 s18, s18, lda*4``).  The 64
-  rows go in 8 *groups* of 8 rows (64 SGPRs, s32..s95 in the seed): the group's eight
-  loads, then at once ``s_waitcnt lgkmcnt(0)`` (SMEM returns out of order; 0 VALU
-  instructions of latency cover, the seed's section 2 limit), then the group's 64
-  ``v_fma_f32 vC, vB, sA, vC``.  There is no double buffer for A (96 SGPRs).
+  rows go in 8 *groups* of 8 rows (64 SGPRs, s32..s95 in the seed).  A group starts with
+  one ``s_waitcnt lgkmcnt(0)`` (SMEM returns out of order), placed by this builder where
+  the seed places it; right after the FMAs that read a row's 8 SGPRs, one
+  ``s_load_dwordx8`` refills them with the same row of the next group (of group 0 of the
+  next 8-k step after the last group; the prologue loads the first group).  A group's
+  loads are thus covered by the FMAs of the group before, except the last one, which the
+  next group's wait meets at once (0 VALU instructions of cover, the seed's section 2
+  limit).  There is no double buffer for A (96 SGPRs).
 * B (N x K, row-major) is double-buffered in 2 x 8 VGPRs: at the top of each 8-k step
   two ``global_load_dwordx4`` fetch the next 8 k of the lane's B row while the FMAs use
   the current 8; the B address advances by 16 bytes per load with
@@ -24,17 +30,15 @@ kernel that was measured, next to vlpc's default ``sqc`` schedule:
 * An iteration of the K loop is two 8-k steps, the B buffers in turn (one buffer per step
   would need 8 ``v_mov_b32`` per step on the back edge).  The seed's kernel prefetches
   past K; this one does not: the loop covers the steps before the last in pairs, an odd
-  one follows it, and the last step is peeled without a prefetch, so every access stays
-  inside the matrices (the strict emulator checks it).
-* FMA order: with ``forwarding`` (the default), row by row within a group, so each
-  FMA's accumulator comes from the FMA just before it (data forwarding, section 2.9);
-  without, K-major (for each k, the group's 8 rows: the seed's ``sum_no_reuse``), so no
-  accumulator is produced by the VALU instruction just before the one reading it.
-  Either way each accumulator sums its k in increasing order, so results are
-  bit-identical.  The group's rows are visited last-loaded first: the first FMA then
-  reads the youngest load, so ``gcn-insert-waitcnt``'s placement policy (wait for older
-  SMEM results before a new load when an older one is needed first) keeps the eight
-  loads together and retires them with a single ``lgkmcnt(0)``.
+  one follows it, and the last step is peeled without a prefetch (of B or A), so every
+  access stays inside the matrices (the strict emulator checks it).
+* FMA order: with ``forwarding`` (the default), row by row, so each FMA's accumulator
+  comes from the FMA just before it (data forwarding, section 2.9), and each row's load
+  follows its 8 FMAs; without, the seed's ``sum_no_reuse``: the FMAs of a pair of rows
+  alternate, K-major (row r, row r+1 for each k), so no accumulator is produced by the
+  VALU instruction just before the one reading it, and the pair's two loads follow its 16
+  FMAs.  Either way each accumulator sums its k in increasing order, so results are
+  bit-identical.
 * No LDS, no barrier.  Epilogue: C = alpha * acc + beta * C per BLAS: beta = 0 does not
   read C (EXEC is empty for the C loads, which return 0), alpha = 0 clears the
   accumulators (the quick return of ``convert_gemm_to_gcn.zero_if_alpha_zero``), so NaN or
@@ -77,16 +81,16 @@ GROUP_ROWS = 8
 SOFFSET_MAX = (1 << 32) - 1
 
 
-def group_fma_order(rows: list[int], forwarding: bool) -> list[tuple[int, int]]:
-    """(row, k) pairs of one load group's FMAs, in issue order.
-
-    ``rows`` are in load order; they are visited last-loaded first.  ``forwarding``:
-    row by row (each FMA reads the accumulator the FMA just before wrote); otherwise
-    K-major, so consecutive FMAs write different accumulators (needs >= 2 rows)."""
-    order = list(reversed(rows))
+def group_fma_order(rows: list[int], forwarding: bool) -> list[list[tuple[int, int]]]:
+    """(row, k) pairs of one load group's FMAs, in issue order, cut where the seed issues
+    the next group's loads: after each row with ``forwarding`` (row by row, so each FMA
+    reads the accumulator the FMA just before wrote), after each pair of rows without
+    (the pair's FMAs alternate, K-major, so consecutive FMAs write different
+    accumulators: the seed's ``sgemm_64x256_sqc_sum_no_reuse.s``).  ``rows`` in load order."""
     if forwarding:
-        return [(r, kk) for r in order for kk in range(SEED_K)]
-    return [(r, kk) for kk in range(SEED_K) for r in order]
+        return [[(r, kk) for kk in range(SEED_K)] for r in rows]
+    pairs = [rows[i:i + 2] for i in range(0, len(rows), 2)]
+    return [[(r, kk) for kk in range(SEED_K) for r in pair] for pair in pairs]
 
 
 class SeedKernelBuilder:
@@ -176,33 +180,62 @@ class SeedKernelBuilder:
                 ptr = e.add64(ptr, 16)
             return quads, ptr
 
-        def step(koff: SSAValue, b_cur: list[SSAValue], acc: list[SSAValue],
-                 b_ptr: SSAValue | None) -> tuple[list[SSAValue], SSAValue | None]:
+        def load_a(off: SSAValue | int, row: int) -> SSAValue:
+            return e(gcn.SLoadDwordx8Op(a_tile, soffset=reg(off), comment=f"A row {row} k+0..7")).sdst
+
+        def first_group(koff: SSAValue | int) -> tuple[list[SSAValue], SSAValue | int]:
+            """Group 0's rows at koff, loaded back to back (the prologue's loads); returns them
+            and the offset of the last one."""
+            vals, off = [], koff
+            for r in range(GROUP_ROWS):
+                if r:
+                    off = e(gcn.SAddU32Op(reg(off), lda4)).sdst
+                vals.append(load_a(off, r))
+            return vals, off
+
+        def step(koff: SSAValue, b_cur: list[SSAValue], acc: list[SSAValue], b_ptr: SSAValue | None,
+                 a_cur: list[SSAValue], a_off: SSAValue | int, next_koff: SSAValue | int | None
+                 ) -> tuple[list[SSAValue], SSAValue | None, list[SSAValue], SSAValue | int]:
             """One 8-k step at byte offset koff along K: with ``b_ptr``, first the prefetch of the
-            next step's B (returned with the advanced pointer), then 8 load groups of 8 rows, then
-            the wait that retires the prefetch."""
+            next step's B (returned with the advanced pointer); then the 8 load groups of 8 rows.
+            ``a_cur`` holds group 0's rows (loaded before; ``a_off`` is the last one's offset).
+            As in the seed's loop, each row's SGPRs are reloaded right after the FMAs that read
+            them, with the same row of the next group, or of group 0 at ``next_koff`` after the
+            last group (none when ``next_koff`` is None): the loads of a group are covered by the
+            FMAs of the group before, and the group's first FMA waits for them all
+            (``lgkmcnt(0)``: SMEM returns out of order).  Then the wait that retires the B prefetch."""
             nxt: list[SSAValue] = []
             if b_ptr is not None:
                 nxt, b_ptr = load_b(b_ptr, "B next")
-            off = koff
-            for g in range(mt_m // GROUP_ROWS):
+            off = a_off
+            groups = mt_m // GROUP_ROWS
+            for g in range(groups):
                 rows = list(range(g * GROUP_ROWS, (g + 1) * GROUP_ROWS))
-                vals = {}
-                for r in rows:
-                    if r:  # row r's offset: the previous row's + lda*4 (address arithmetic per load)
-                        off = e(gcn.SAddU32Op(off, lda4)).sdst
-                    vals[r] = e(gcn.SLoadDwordx8Op(a_tile, soffset=off, comment=f"A row {r} k+0..7")).sdst
-                for r, kk in group_fma_order(rows, self.forwarding):
-                    b = e.sub(b_cur[kk // 4], kk % 4)
-                    acc[r] = e(gcn.VFmaF32Op(b, e.sub(vals[r], kk), acc[r])).vdst
+                vals = dict(zip(rows, a_cur))
+                loads: list[SSAValue] = []
+                e(gcn.SWaitcntOp(lgkmcnt=0))  # the group's loads, all at once (the seed's placement)
+                for chunk in group_fma_order(rows, self.forwarding):
+                    for r, kk in chunk:
+                        b = e.sub(b_cur[kk // 4], kk % 4)
+                        acc[r] = e(gcn.VFmaF32Op(b, e.sub(vals[r], kk), acc[r])).vdst
+                    for r in dict.fromkeys(r for r, _ in chunk):  # the chunk's rows, in order
+                        if g + 1 < groups:  # the same row of the next group, in this step
+                            off = e(gcn.SAddU32Op(reg(off), lda4)).sdst
+                            loads.append(load_a(off, r + GROUP_ROWS))
+                        elif next_koff is not None:  # group 0 of the next step
+                            i = r - g * GROUP_ROWS
+                            off = next_koff if i == 0 else e(gcn.SAddU32Op(reg(off), lda4)).sdst
+                            loads.append(load_a(off, i))
+                a_cur = loads
             if b_ptr is not None:
                 e(gcn.SWaitcntOp(vmcnt=0))  # the next step's B has arrived
-            return nxt, b_ptr
+            return nxt, b_ptr, a_cur, off
 
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mt_m)]
         b_cur, b_ptr = load_b(b_tile, "B")
         e(gcn.SWaitcntOp(vmcnt=0))  # the first step's B (the loop's waits are its own)
         koff: SSAValue = e.const(0)
+        a_cur, a_off = first_group(koff)  # group 0 of the first step (the seed's prologue loads)
 
         # ---- the K loop: two 8-k steps per iteration (B buffers 0 and 1 in turn), each
         # prefetching the next step's B.  Steps: n = K/8; the n-1 steps before the last
@@ -222,30 +255,33 @@ class SeedKernelBuilder:
             if not isinstance(loop_end, int):  # K = 16 at launch: no loop iteration
                 e(gcn.SCmpEqU32Op(loop_end, 0))
                 e(gcn.SCbranchForwardOp("scc1", skip))
-            carried = [koff, b_ptr, *b_cur, *acc]
+            carried = [koff, b_ptr, *b_cur, a_off, *a_cur, *acc]
             body = Block(arg_types=[v.type for v in carried])
-            lk, lbp = body.args[0], body.args[1]
+            lk, lbp, laoff = body.args[0], body.args[1], body.args[4]
             buf0 = list(body.args[2:4])
-            lacc = list(body.args[4:])
+            la = list(body.args[5:5 + GROUP_ROWS])
+            lacc = list(body.args[5 + GROUP_ROWS:])
             e_outer, e = e, _Emitter(body)
-            buf1, lbp = step(lk, buf0, lacc, lbp)
             k1 = e(gcn.SAddU32Op(lk, step_bytes, comment="second step of the iteration")).sdst
-            buf0, lbp = step(k1, buf1, lacc, lbp)
+            buf1, lbp, la, laoff = step(lk, buf0, lacc, lbp, la, laoff, k1)
             knext = e(gcn.SAddU32Op(lk, pair_bytes, comment="next K steps")).sdst
+            buf0, lbp, la, laoff = step(k1, buf1, lacc, lbp, la, laoff, knext)
             e(gcn.SCmpLgU32Op(knext, loop_end))
-            e(gcn.LoopBackOp([knext, lbp, *buf0, *lacc], "scc1"))
+            e(gcn.LoopBackOp([knext, lbp, *buf0, laoff, *la, *lacc], "scc1"))
             loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
             e = e_outer
             e(loop)
-            koff, b_ptr = loop.res[0], loop.res[1]
+            koff, b_ptr, a_off = loop.res[0], loop.res[1], loop.res[4]
             b_cur = list(loop.res[2:4])
-            acc = list(loop.res[4:])
+            a_cur = list(loop.res[5:5 + GROUP_ROWS])
+            acc = list(loop.res[5 + GROUP_ROWS:])
             if not isinstance(loop_end, int):
                 e(gcn.LabelOp(skip))
-        if odd:  # the step before the last, prefetching the last one's B
-            b_cur, _ = step(koff, b_cur, acc, b_ptr)
-            koff = e(gcn.SAddU32Op(koff, step_bytes, comment="the last K step")).sdst
-        step(koff, b_cur, acc, None)
+        if odd:  # the step before the last, prefetching the last one's B and A group 0
+            klast = e(gcn.SAddU32Op(koff, step_bytes, comment="the last K step")).sdst
+            b_cur, _, a_cur, a_off = step(koff, b_cur, acc, b_ptr, a_cur, a_off, klast)
+            koff = klast
+        step(koff, b_cur, acc, None, a_cur, a_off, None)
 
         # ---- epilogue: C = alpha * acc + beta * C (BLAS: beta == 0 does not read C) ----
         ldc4 = nbytes(arg("ldc", s.ldc))

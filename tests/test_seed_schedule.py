@@ -112,15 +112,30 @@ def test_loop_figures_match_the_seed():
     assert (launch.grid, launch.block) == ((2, 2, 1), (256, 1, 1))  # grid (N/256, M/64), workgroup 256
 
 
-def test_loop_groups_eight_loads_then_one_wait():
-    """Inside the loop: 8 s_load_dwordx8, s_waitcnt lgkmcnt(0), 64 v_fma_f32 whose SGPR source
-    is one of the 8 loads' registers."""
-    asm = compiled(64, 256, 32).kernel().asm
+@pytest.mark.parametrize("forwarding", [True, False])
+def test_loop_refills_each_row_after_its_fmas(forwarding):
+    """Inside the loop, as in the seed's published kernels (github.com/fsword73/SGEMM_on_VEGA,
+    ``sgemm_64x256_sqc.s`` and ``sgemm_64x256_sqc_sum_no_reuse.s``): each group of 8 rows starts
+    with one s_waitcnt lgkmcnt(0); with forwarding, each row's 8 v_fma_f32 are followed by the
+    s_load_dwordx8 that refills the SGPRs they read (the same row of the next group); without,
+    the FMAs of a pair of rows alternate and the pair's two loads follow them."""
+    asm = compiled(64, 256, 32, forwarding=forwarding).kernel().asm
     body = asm[asm.index(".Lsgemm_k_loop:"):asm.index("s_cbranch_scc1 .Lsgemm_k_loop")]
     lines = [x.split(";")[0].strip() for x in body.splitlines()[1:] if x.strip()]
     kinds = "".join("L" if x.startswith("s_load_dwordx8") else "W" if x.startswith("s_waitcnt lgkmcnt(0)")
                     else "F" if x.startswith("v_fma_f32") else "" for x in lines)
-    assert kinds == ("L" * 8 + "W" + "F" * 64) * 16
+    group = ("F" * 8 + "L") * 8 if forwarding else ("F" * 16 + "LL") * 4
+    assert kinds == ("W" + group) * 16  # two 8-k steps of 8 groups per iteration
+    # every load writes exactly the SGPRs that the FMAs since the previous load read
+    read: set[str] = set()
+    for x in lines:
+        if x.startswith("v_fma_f32"):
+            read.add(x.replace(",", " ").split()[3])
+        elif x.startswith("s_load_dwordx8"):
+            lo, hi = (int(v) for v in x.split()[1].strip("s[],").split(":"))
+            assert {f"s{i}" for i in range(lo, hi + 1)} <= read, x
+            read -= {f"s{i}" for i in range(lo, hi + 1)}
+    assert not read
 
 
 # ---- correctness on the strict emulator ---------------------------------------

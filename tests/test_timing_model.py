@@ -293,19 +293,6 @@ def _modeled(m, n, k, board="mi60", **opts):
     return st
 
 
-def test_seed_schedule_models_slower_than_default():
-    # the seed: three workgroups per CU (144 on 64 CUs), as in its large sizes.  With L2
-    # sharers far apart in time (l2_shared_fill_wait = 0: an L2 hit costs l2_hit_cycles)
-    # the default's latency cover (VALU between an A load and its wait) pays off.  With
-    # the default assumption (sharers in phase: every first L2 access of a line waits for
-    # the HBM fill) the order is not a rule: nearly all of the default's scalar loads miss
-    # the scalar cache (232 hits in 123,216 at 4096x4096x640) and each waits for a fill.
-    far = BOARD.at(timing=replace(BOARD.timing, l2_shared_fill_wait=0.0))
-    seed = _modeled(1536, 1536, 64, board=far, schedule="seed", split_k=1)
-    default = _modeled(1536, 1536, 64, board=far, split_k=1)
-    assert seed.timing.time_us > default.timing.time_us
-
-
 def test_split_plan_time_is_the_sum_of_its_kernels():
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
