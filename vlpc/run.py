@@ -230,10 +230,10 @@ def cmd_run(args) -> int:
     if waitcnt == "report":
         print(f"  waitcnt report: {len(races)} missing s_waitcnt" + (
             " (execution went on with the loaded values)" if races else ""))
-        timing = getattr(r.stats, "timing", None)
-        if timing is not None:
-            flops = 2.0 * p.m * p.n * p.k * max(1, p.batch or 1)
-            print(f"  {timing.summary()}; {timing.tflops(flops):.3f} TFLOP/s modeled")
+    timing = getattr(r.stats, "timing", None)  # -v on the emulator: the timing model's modeled time
+    if timing is not None:
+        flops = 2.0 * p.m * p.n * p.k * max(1, p.batch or 1)
+        print(f"  {timing.summary()}; {timing.tflops(flops):.3f} TFLOP/s modeled")
     if args.save_output:
         import io
 
