@@ -256,6 +256,12 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
         c.k = max(1, c.k - int(rng.integers(1, 16)))
     if rng.random() < 0.3:
         c.plain = True
+    # BLAS compares alpha and beta with zero: -0.0 is zero too (A and B, resp. C, not read)
+    if c.form == "gemm" and (not dot or _dot_scalar(c) == "f32"):
+        if c.alpha == 0 and rng.random() < 0.3:
+            c.alpha = -0.0
+        if c.beta == 0 and rng.random() < 0.3:
+            c.beta = -0.0
     # target, code object
     r = rng.random()
     if r < (0.03 if dot else 0.15):
@@ -771,14 +777,7 @@ def run_dot_case(c: Case) -> tuple[str, str]:
     st = scalar_type(kern)
     alpha, beta = (int(c.alpha), int(c.beta)) if st is np.int32 else (c.alpha, c.beta)
     dev = get_device("emulator", strict=True, target=c.target)
-    alloc = dev.alloc
-
-    def garbage_alloc(nbytes: int):  # hipMalloc does not clear: the plan's workspace (split-K, A's copy)
-        buf = alloc(nbytes)
-        if int(nbytes) > 0:
-            dev.write(buf, rng.integers(0, 256, int(nbytes)).astype(np.uint8))
-        return buf
-    dev.alloc = garbage_alloc
+    garbage_allocs(dev, rng)
     dbufs = {}
     try:
         for x, arr in bufs.items():
@@ -823,6 +822,20 @@ def run_dot_case(c: Case) -> tuple[str, str]:
 
 
 # -- one case --------------------------------------------------------------------------------------
+
+def garbage_allocs(dev, rng: np.random.Generator) -> None:
+    """Make ``dev.alloc`` hand out buffers full of random bytes, as hipMalloc does not clear
+    (the emulator's are zero-filled): the plan's workspace (split-K partials, A's or B's copy)
+    must be written before it is read.  ``del dev.alloc`` undoes it."""
+    alloc = dev.alloc
+
+    def garbage_alloc(nbytes: int):
+        buf = alloc(nbytes)
+        if int(nbytes) > 0:
+            dev.write(buf, rng.integers(0, 256, int(nbytes)).astype(np.uint8))
+        return buf
+    dev.alloc = garbage_alloc
+
 
 _CACHE: collections.OrderedDict = collections.OrderedDict()
 
@@ -911,11 +924,13 @@ def run_case(c: Case) -> tuple[str, str]:
                 return "crash", f"unknown kernel argument {name}"
         try:
             kern.check_sizes(c.m, c.n, c.k, *lds)
+            garbage_allocs(dev, rng)
             kern.execute(dev, load_code_object(kern.code_object), args, c.m, c.n, c.k, lds[2], c.batch or None)
         except Exception as e:  # noqa: BLE001
             return launch_failure(e)
         after = {x: dev.download(b, t if x != "bias" else t, bufs[x].shape) for x, b in dbufs.items()}
     finally:
+        dev.__dict__.pop("alloc", None)
         for b in dbufs.values():
             dev.free(b)
     ref, bound = expected(c, bufs)
