@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from vlpc.cli_support import (OneLineParser, add_codegen_options, add_output_prefix, add_quiet, add_size_options,
-                              codegen_options, parse_tile_arg, positive, read_input, split_k_arg, write_atomic)
+                              check_clock, check_not_input, codegen_options, parse_tile_arg, positive, read_input, split_k_arg,
+                              write_atomic)
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
 
 EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
@@ -125,7 +126,7 @@ def _add_opt_parser(sub) -> None:
     o.add_argument("-p", "--passes", "--pass-pipeline", dest="passes", default="", metavar="PIPELINE",
                    help="pass pipeline, e.g. 'gemm-tile{macro-n=128},gemm-map-workgroups'; mlir-opt's "
                         "'builtin.module(gemm-tile{macro-n=128},...)' is accepted too")
-    o.add_argument("-o", "--output", help="output file (default: standard output)")
+    o.add_argument("-o", "--output", help="output file ('-' or default: standard output)")
     o.add_argument("--emit", choices=("mlir", "asm"), default="mlir", help="print IR (default) or assembly")
     o.add_argument("--target", default="gfx906", help="target id for --emit asm (default: %(default)s)")
     o.add_argument("--list-passes", action="store_true", help="list the available passes with their options and exit")
@@ -310,6 +311,7 @@ def _compile_from_cache(args: argparse.Namespace) -> int | None:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
+    check_not_input(args.output, args.file)
     if _compile_from_cache(args) == 0:
         return 0
     from vlpc.dialects.gcn_asm import print_assembly
@@ -491,13 +493,14 @@ def _cmd_opt(args: argparse.Namespace) -> int:
         TargetId.parse(args.target)
     except TargetError as e:
         raise VlpcError(str(e)) from None
+    check_not_input(args.output, args.file)
     on_before, on_after = _ir_printer(args, [p.name for p in passes])
     text = read_input(args.file)
     ctx = make_context()
     module = parse(text, "<stdin>" if args.file == "-" else args.file, ctx)
     _run_with_dumps(module, passes, ctx, on_before, on_after)
     out = print_assembly(module, args.target) if args.emit == "asm" else print_ir(module)
-    if args.output:
+    if args.output and args.output != "-":
         write_atomic(args.output, out)
     else:
         sys.stdout.write(out)
@@ -524,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     if gc_paused:
         gc.disable()
     try:
+        check_clock(getattr(args, "clock", None))  # bench, report, tune: before any work
         if args.command == "cache":
             return _cmd_cache(args)
         if args.command == "compile":

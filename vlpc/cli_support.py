@@ -83,6 +83,20 @@ def check_writable(path: str, what: str = "") -> None:
         raise VlpcError(f"cannot write {label}{path}: directory {parent} is not writable")
 
 
+def check_not_input(output: str | None, input_path: str | None, option: str = "-o") -> None:
+    """Refuse an ``output`` that is the input file itself (under any spelling of its path):
+    writing it would replace the user's MLIR with the command's output."""
+    if not output or output == "-" or not input_path or input_path == "-":
+        return
+    try:
+        same = os.path.samefile(output, input_path)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return
+    if same:
+        raise VlpcError(f"{option} {output} is the input file: writing it would replace {input_path}; "
+                        "choose another output name")
+
+
 #: Suffixes of the files a report writes from one ``-o PREFIX`` (PREFIX.md, PREFIX.csv, PREFIX.svg).
 PREFIX_SUFFIXES = (".md", ".csv", ".svg", ".png")
 
@@ -152,7 +166,12 @@ class OneLineParser(argparse.ArgumentParser):
     argument) are one line on standard error, ``PROG: error: MESSAGE (see PROG --help)``, and
     exit code 2, instead of argparse's usage block and error line.  The subcommands' parsers
     (``add_subparsers().add_parser``) are of the same class, so every ``vlpc`` command answers
-    a mistake the same way."""
+    a mistake the same way.  A long option is matched whole, as mlir-opt and LLVM tools do: a
+    prefix (``--see`` for ``--seed``) is an unrecognized argument, not silently another option."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -190,6 +209,20 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
     return value
+
+
+def check_clock(clock: float | None) -> None:
+    """``--clock MHZ`` (bench, report, tune) outside the range the boards' timing model accepts
+    (:func:`vlpc.targets.get_board` holds it) is a one-line :class:`VlpcError` (exit 1) before
+    any work, as ``--energy`` reports it."""
+    if clock is None:
+        return
+    from vlpc.targets import TargetError, get_board
+
+    try:
+        get_board("mi60", clock_mhz=clock)
+    except TargetError as e:
+        raise VlpcError(f"--clock {clock:g}: {e}") from None
 
 
 def split_k_arg(text: str) -> int | str:

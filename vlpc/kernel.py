@@ -383,8 +383,8 @@ def _combine_stats(per_iteration: list[list]):
 class CompiledModule:
     """The result of :func:`compile`: assembly, code object and per-kernel information."""
 
-    asm: str
-    code_object: bytes
+    asm: str = field(repr=False)
+    code_object: bytes = field(repr=False)
     target_id: str
     kernels: dict[str, CompiledKernel] = field(default_factory=dict)
     toolchain: str = ""

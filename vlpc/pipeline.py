@@ -236,6 +236,9 @@ def _parse_error(e: ParseError, filename: str) -> DiagnosticError:
 
 def parse(text: str, filename: str = "<input>", ctx: Context | None = None) -> ModuleOp:
     """Parse MLIR text into a verified module; errors are ``file:line:col`` diagnostics."""
+    if all(not line.strip() or line.lstrip().startswith("//") for line in text.splitlines()):
+        raise DiagnosticError("empty input: expected an MLIR module with a gemm.matmul or a linalg matrix product",
+                              filename, 1, 1)
     ctx = ctx or make_context()
     try:
         module = _LocatingParser(ctx, text, filename).parse_module()

@@ -655,9 +655,13 @@ def cmd_tune(args) -> int:
     import json
 
     import vlpc
-    from vlpc.cli_support import read_input, write_atomic
+    from vlpc.cli_support import check_not_input, check_writable, read_input, write_atomic
     from vlpc.targets import get_board
 
+    for path, option, what in ((args.output, "-o", "tuned options"), (args.csv, "--csv", "CSV")):
+        if path:  # before the search, which takes minutes
+            check_not_input(path, args.file, option)
+            check_writable(path, what)
     text = read_input(args.file)
     args.target, args.gpu = board_and_target(args.target, args.gpu)
     board = get_board(args.gpu)

@@ -1,0 +1,134 @@
+"""A first walk through vlpc as a user: what the README shows must do what it says, and the
+usual mistakes (an output named like the input, an unwritable output of a long run, a
+truncated option, a bad clock, an empty file) must be one-line errors that lose nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import vlpc
+from vlpc.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SMALL = """builtin.module {
+  func.func @g(%a: memref<64x32xf32>, %b: memref<256x32xf32>, %c: memref<64x256xf32>, %alpha: f32, %beta: f32) {
+    gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"}
+        : memref<64x32xf32>, memref<256x32xf32>, memref<64x256xf32>, f32, f32
+    func.return
+  }
+}
+"""
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    f = tmp_path / "g.mlir"
+    f.write_text(SMALL)
+    return f
+
+
+# -- README: `vlpc run FILE -v` also prints the modeled time ----------------------------------
+
+def test_run_verbose_prints_the_modeled_time(small, capsys):
+    assert main(["run", str(small), "-v", "-q"]) == 0
+    out = capsys.readouterr().out
+    line = next((x for x in out.splitlines() if "TFLOP/s modeled" in x), None)
+    assert line is not None, out
+    assert "modeled" in line and " us" in line  # the timing model's time and rate
+    assert main(["run", str(small), "-q"]) == 0  # without -v: no timing model, no modeled line
+    assert "TFLOP/s modeled" not in capsys.readouterr().out
+
+
+# -- an output named like the input never replaces it -------------------------------------------
+
+@pytest.mark.parametrize("cmd", [["compile"], ["compile", "--emit", "mlir"], ["opt", "-p", "gemm-tile"]])
+def test_output_onto_the_input_is_refused(small, capsys, cmd):
+    before = small.read_text()
+    assert main([cmd[0], str(small), *cmd[1:], "-o", str(small)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is the input file" in err and "Traceback" not in err
+    assert small.read_text() == before
+
+
+def test_output_onto_the_input_through_another_path_is_refused(small, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = small.read_text()
+    assert main(["compile", "g.mlir", "-o", str(tmp_path / "." / "g.mlir")]) == 1
+    assert "is the input file" in capsys.readouterr().err
+    assert small.read_text() == before
+
+
+def test_tune_checks_its_outputs_before_the_search(small, capsys, tmp_path, monkeypatch):
+    import vlpc.tune
+
+    def boom(*a, **k):
+        raise AssertionError("the search ran before the outputs were checked")
+
+    monkeypatch.setattr(vlpc.tune, "tune", boom)
+    assert main(["tune", str(small), "-q", "-o", str(tmp_path / "nodir" / "t.json")]) == 1
+    assert "directory" in capsys.readouterr().err
+    assert main(["tune", str(small), "-q", "--csv", str(tmp_path / "nodir" / "t.csv")]) == 1
+    assert "directory" in capsys.readouterr().err
+    before = small.read_text()
+    assert main(["tune", str(small), "-q", "-o", str(small)]) == 1
+    assert "is the input file" in capsys.readouterr().err and small.read_text() == before
+
+
+def test_opt_dash_o_dash_is_standard_output(small, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["opt", str(small), "-p", "gemm-tile", "-o", "-"]) == 0
+    assert "macro_tile" in capsys.readouterr().out
+    assert not (tmp_path / "-").exists()
+
+
+# -- options --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["run", "{f}", "--see", "1"], ["compile", "{f}", "--emi", "asm"],
+                                  ["bench", "{f}", "--ener"]])
+def test_a_truncated_option_is_not_taken_for_another(small, capsys, argv):
+    with pytest.raises(SystemExit) as e:
+        main([a.format(f=small) for a in argv])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cmd", ["bench", "report", "tune"])
+@pytest.mark.parametrize("clock", ["0", "-5", "nan", "5000"])
+def test_a_clock_outside_the_range_is_a_user_error(small, capsys, cmd, clock, monkeypatch):
+    import vlpc.tune
+
+    def boom(*a, **k):
+        raise AssertionError("the search ran with a clock the timing model refuses")
+
+    monkeypatch.setattr(vlpc.tune, "tune", boom)
+    # a user error (1), as --energy reports it, before any work: not a device fault (4)
+    assert main([cmd, str(small), "--clock", clock]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"vlpc: --clock {float(clock):g}: engine clock") and "100..3000 MHz" in err
+    assert err.count("\n") == 1
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["", "\n  \n", "// only a comment\n"])
+def test_an_empty_input_says_so(tmp_path, capsys, text):
+    f = tmp_path / "empty.mlir"
+    f.write_text(text)
+    assert main(["compile", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{f}:1:1: error: empty input") and "Could not parse" not in err
+    with pytest.raises(vlpc.VlpcError, match="empty input"):
+        vlpc.compile(text)
+
+
+# -- the Python API -----------------------------------------------------------------------------------
+
+def test_compiled_module_repr_is_short():
+    mod = vlpc.compile(SMALL)
+    text = repr(mod)
+    assert len(text) < 4000 and "s_load_dwordx16" not in text and "\\x7fELF" not in text
+    assert "target_id='gfx906'" in text
