@@ -98,9 +98,10 @@ def test_a_truncated_option_is_not_taken_for_another(small, capsys, argv):
 
 @pytest.mark.parametrize("cmd", ["bench", "report", "tune"])
 @pytest.mark.parametrize("clock", ["0", "-5", "nan", "5000"])
-def test_a_clock_outside_the_range_is_a_user_error(small, capsys, cmd, clock, monkeypatch):
+def test_a_clock_outside_the_range_is_a_user_error(small, capsys, cmd, clock, monkeypatch, tmp_path):
     import vlpc.tune
 
+    monkeypatch.chdir(tmp_path)  # (a report that ran anyway would write its files here)
     def boom(*a, **k):
         raise AssertionError("the search ran with a clock the timing model refuses")
 
@@ -132,3 +133,30 @@ def test_compiled_module_repr_is_short():
     text = repr(mod)
     assert len(text) < 4000 and "s_load_dwordx16" not in text and "\\x7fELF" not in text
     assert "target_id='gfx906'" in text
+
+
+def test_save_output_onto_an_input_is_refused(small, capsys, tmp_path):
+    import numpy as np
+
+    paths = []
+    for name, shape in (("A", (64, 32)), ("B", (256, 32)), ("C", (64, 256))):
+        paths.append(tmp_path / f"{name}.npy")
+        np.save(paths[-1], np.full(shape, 0.5, np.float32))
+    c_before = paths[2].read_bytes()
+    args = ["run", str(small), "-q", "--inputs", *map(str, paths)]
+    assert main([*args, "--save-output", str(paths[2])]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--save-output" in err and "is the input file" in err
+    assert paths[2].read_bytes() == c_before  # the user's C is kept
+    assert main([*args, "--save-output", str(tmp_path / "out.npy")]) == 0
+    assert np.load(tmp_path / "out.npy")[0, 0] == np.float32(0.5 * 0.5 * 32 + 0.5 * 0.5) and paths[2].read_bytes() == c_before
+
+
+@pytest.mark.parametrize("opt", ["--macro-tile", "--micro-tile"])
+@pytest.mark.parametrize("value", ["0x64", "32x0", "-32x64"])
+def test_a_tile_below_one_is_a_usage_error_naming_the_option(small, capsys, opt, value):
+    with pytest.raises(SystemExit) as e:
+        main(["compile", str(small), f"{opt}={value}"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {opt}:" in err and "at least 1" in err and "_tile" not in err and err.count("\n") == 1

@@ -195,9 +195,12 @@ def parse_tile_arg(text: str) -> tuple[int, int]:
     """argparse type for ``MxN``."""
     try:
         a, b = text.lower().split("x")
-        return int(a), int(b)
+        m, n = int(a), int(b)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected MxN (e.g. 64x256), got '{text}'") from None
+    if m < 1 or n < 1:
+        raise argparse.ArgumentTypeError(f"expected MxN with M and N at least 1 (e.g. 64x256), got '{text}'")
+    return m, n
 
 
 def positive(text: str) -> int:

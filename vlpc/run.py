@@ -106,6 +106,9 @@ def cmd_run(args) -> int:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     check_size_options(args)
     if args.save_output:
+        from vlpc.cli_support import check_not_input
+        for given in (args.file, *(getattr(args, "inputs", None) or ())):  # C.npy of --inputs is the user's
+            check_not_input(args.save_output, given, "--save-output")
         _check_writable(args.save_output)
     text = _read_input(args.file)
     from vlpc.cli_support import codegen_options
