@@ -160,3 +160,12 @@ def test_a_tile_below_one_is_a_usage_error_naming_the_option(small, capsys, opt,
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {opt}:" in err and "at least 1" in err and "_tile" not in err and err.count("\n") == 1
+
+
+def test_compile_of_a_directory_path_says_it_is_a_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").mkdir()
+    for given in ("examples", str(tmp_path / "examples")):
+        with pytest.raises(vlpc.VlpcError, match="Is a directory") as e:
+            vlpc.compile(given)
+        assert "not registered" not in str(e.value)

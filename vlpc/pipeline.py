@@ -543,11 +543,11 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
 
 def _looks_like_path(text: str) -> bool:
     """A string that names a file rather than holding MLIR: one line, no MLIR punctuation,
-    and either an existing file or a ``.mlir`` suffix."""
+    and either an existing file (or directory: refused by name) or a ``.mlir`` suffix."""
     t = text.strip()
     if not t or "\n" in t or any(ch in t for ch in "{}()%=\"<>"):
         return False
-    return os.path.isfile(t) or t.lower().endswith(".mlir") or (len(t.split()) == 1 and ("/" in t or "\\" in t))
+    return os.path.exists(t) or t.lower().endswith(".mlir") or (len(t.split()) == 1 and ("/" in t or "\\" in t))
 
 
 def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=None, cache: bool | None = None,
