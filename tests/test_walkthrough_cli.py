@@ -169,3 +169,19 @@ def test_compile_of_a_directory_path_says_it_is_a_directory(tmp_path, monkeypatc
         with pytest.raises(vlpc.VlpcError, match="Is a directory") as e:
             vlpc.compile(given)
         assert "not registered" not in str(e.value)
+
+
+def test_print_plan_describes_the_options_of_a_tuned_json(small, capsys, tmp_path):
+    """`vlpc compile FILE --options TUNED.json --print-plan` describes the plan compiled with the
+    file's options (its CU count and explicit split), as the same options given as flags do."""
+    import json
+
+    tuned = tmp_path / "t.json"
+    tuned.write_text(json.dumps({"options": {"macro_tile": [32, 64], "k_step": 8, "split_k": 2, "cus": 64}}))
+    assert main(["compile", str(small), "--options", str(tuned), "--print-plan"]) == 0
+    from_file = capsys.readouterr().out
+    assert main(["compile", str(small), "--macro-tile", "32x64", "--k-step", "8", "--split-k", "2", "--cus", "64",
+                 "--print-plan"]) == 0
+    from_flags = capsys.readouterr().out
+    assert from_file == from_flags
+    assert "64 CUs" in from_file and "split-k 2," in from_file and "(auto)" not in from_file

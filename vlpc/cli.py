@@ -42,14 +42,15 @@ def _plan_lines(module, args: argparse.Namespace) -> list[str]:
     from vlpc.passes.gemm_split_k import describe_plan
     from vlpc.targets import get_target
 
+    opts = codegen_options(args)  # the flags and --options TUNED.json, as the module was compiled
     lines = []
     for op in module.walk():
         if isinstance(op, MatmulOp):
             fn = op.parent_op()
             name = fn.sym_name.data if isinstance(fn, func.FuncOp) else "?"
-            lines += describe_plan(op, name, get_target(args.target.split(":")[0]), args.cus or 0,
-                                   auto=args.split_k == "auto", gpu=getattr(args, "gpu", None) or "",
-                                   a_transpose=getattr(args, "a_transpose", "auto"))
+            lines += describe_plan(op, name, get_target(args.target.split(":")[0]), opts.get("cus") or 0,
+                                   auto=opts.get("split_k") == "auto", gpu=opts.get("gpu") or "",
+                                   a_transpose=opts.get("a_transpose") or "auto")
     return lines
 
 
