@@ -185,3 +185,14 @@ def test_print_plan_describes_the_options_of_a_tuned_json(small, capsys, tmp_pat
     from_flags = capsys.readouterr().out
     assert from_file == from_flags
     assert "64 CUs" in from_file and "split-k 2," in from_file and "(auto)" not in from_file
+
+
+def test_report_of_standard_input_writes_gemm_report(capsys, tmp_path, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SMALL.encode())))
+    assert main(["report", "-", "--strategies", "sqc", "-q"]) == 0
+    assert "wrote gemm-report.md" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm-report.csv", "gemm-report.md", "gemm-report.svg"]

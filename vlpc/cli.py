@@ -190,7 +190,7 @@ def _add_report_parser(sub) -> None:
                     help="alpha of the traffic table's run (default: 1.0; --energy prices alpha = 1)")
     rp.add_argument("--beta", type=float, default=None,
                     help="beta of the traffic table's run (default: 0.5; --energy prices beta = 0: C is not read)")
-    add_output_prefix(rp, "FILE-report, FILE-energy with --energy")
+    add_output_prefix(rp, "FILE-report, FILE-energy with --energy (gemm-report, gemm-energy for standard input)")
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
                     help="where to write the chart (default: PREFIX.svg); the format follows the suffix")
     rp.add_argument("--energy", action="store_true",

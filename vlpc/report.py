@@ -1002,7 +1002,8 @@ def cmd_report(args) -> int:
     if len(set(strategies)) != len(strategies) or not strategies:
         raise VlpcError("--strategies: give each strategy once, e.g. sqc,lds")
     # Every output is checked before the emulation starts (it takes seconds to minutes).
-    prefix = output_prefix(args.output, f"{Path(args.file).stem}-report")  # -o t.md: t.md, t.csv, t.svg
+    stem = Path(args.file).stem if args.file != "-" else "gemm"  # standard input: gemm-report, as gemm-energy
+    prefix = output_prefix(args.output, f"{stem}-report")  # -o t.md: t.md, t.csv, t.svg
     chart = args.chart or f"{prefix}.svg"
     for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
         check_writable(path, what)
