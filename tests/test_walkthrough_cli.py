@@ -196,3 +196,12 @@ def test_report_of_standard_input_writes_gemm_report(capsys, tmp_path, monkeypat
     assert main(["report", "-", "--strategies", "sqc", "-q"]) == 0
     assert "wrote gemm-report.md" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm-report.csv", "gemm-report.md", "gemm-report.svg"]
+
+
+def test_sweep_over_static_sizes_or_with_m_n_says_why(small, capsys):
+    assert main(["bench", str(small), "--sweep", "--stop", "512", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "--sweep varies M = N, but the IR fixes M=64 N=256" in err and err.count("\n") == 1
+    dyn = str(ROOT / "examples" / "sgemm_dynamic.mlir")
+    assert main(["bench", dyn, "--sweep", "--stop", "512", "-m", "100", "-q"]) == 1
+    assert "drop -m" in capsys.readouterr().err

@@ -420,6 +420,15 @@ def cmd_bench(args) -> int:
         problems = [Problem(rb.n, rb.m, rb.k, rb.ldb, rb.lda, rb.ldc)]
         alpha, beta = rb.alpha, rb.beta
     else:
+        if args.sweep:  # M = N vary: they must be '?' in the IR, and not given as well
+            given = [f"-{x}" for x in "mn" if getattr(args, x) is not None]
+            if given:
+                raise VlpcError(f"--sweep sets M = N from --start to --stop itself: drop {' and '.join(given)}")
+            fixed = [f"{x.upper()}={kernel.launch_info[f'static_{x}']}" for x in "mn"
+                     if kernel.launch_info.get(f"static_{x}", -1) >= 0]
+            if fixed:
+                raise VlpcError(f"--sweep varies M = N, but the IR fixes {' '.join(fixed)}: write them as '?' "
+                                "(as examples/sgemm_dynamic.mlir does)")
         sizes = _sizes(args) or [(args.m, args.n, args.k)]
         # as vlpc run: a strided batch's count (--batch when dynamic) and strides (vlpc.api.resolve)
         problems = [resolve_launch(kernel, m, n, k, args.batch) for m, n, k in sizes]
