@@ -205,3 +205,14 @@ def test_sweep_over_static_sizes_or_with_m_n_says_why(small, capsys):
     dyn = str(ROOT / "examples" / "sgemm_dynamic.mlir")
     assert main(["bench", dyn, "--sweep", "--stop", "512", "-m", "100", "-q"]) == 1
     assert "drop -m" in capsys.readouterr().err
+
+
+def test_report_of_an_int8_gemm_runs_with_its_default_beta(capsys, tmp_path):
+    """README: `vlpc report` measures the dot kernels too; an int8 -> i32 kernel's default beta is
+    an integer (2, as vlpc run), not the f32 default 0.5 it then refuses."""
+    f = tmp_path / "q.mlir"
+    f.write_text(SMALL.replace("f32>", "i8>").replace("64x256xi8>", "64x256xi32>").replace("f32", "i32"))
+    assert main(["report", str(f), "-o", str(tmp_path / "q"), "-q"]) == 0
+    out = capsys.readouterr().out
+    row = next(x for x in out.splitlines() if x.startswith("| sqc | 64x256 |"))
+    assert row.endswith("| yes (max abs error 0.00e+00) |")  # int8 -> i32 is exact

@@ -146,7 +146,7 @@ def _add_run_parser(sub) -> None:
     r.add_argument("--alpha", type=float, default=None,
                    help="alpha (default: the value the IR fixes, e.g. 1 for linalg input, else 1.0)")
     r.add_argument("--beta", type=float, default=None,
-                   help="beta (default: the value the IR fixes, e.g. 1 for linalg input, else 0.5)")
+                   help="beta (default: the value the IR fixes, e.g. 1 for linalg input, else 0.5; 2 for int8 -> i32)")
     r.add_argument("--iterations", type=int, default=1, help="launches (default: %(default)s)")
     r.add_argument("--no-verify", dest="verify", action="store_false", help="skip the NumPy comparison")
     r.add_argument("--inputs", nargs=3, metavar=("A.npy", "B.npy", "C.npy"), help="inputs instead of random ones")
@@ -189,7 +189,8 @@ def _add_report_parser(sub) -> None:
     rp.add_argument("--alpha", type=float, default=None,
                     help="alpha of the traffic table's run (default: 1.0; --energy prices alpha = 1)")
     rp.add_argument("--beta", type=float, default=None,
-                    help="beta of the traffic table's run (default: 0.5; --energy prices beta = 0: C is not read)")
+                    help="beta of the traffic table's run (default: 0.5, 2 for int8 -> i32; --energy prices beta = 0: C "
+                         "is not read)")
     add_output_prefix(rp, "FILE-report, FILE-energy with --energy (gemm-report, gemm-energy for standard input)")
     rp.add_argument("--chart", metavar="FILE.svg|FILE.png",
                     help="where to write the chart (default: PREFIX.svg); the format follows the suffix")

@@ -488,9 +488,10 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
 
 
 def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", m: int | None = None,
-            n: int | None = None, k: int | None = None, seed: int = 0, alpha: float = 1.0, beta: float = 0.5,
+            n: int | None = None, k: int | None = None, seed: int = 0, alpha: float = 1.0, beta: float | None = None,
             options: dict | None = None, progress=None, batch: int | None = None) -> Measurement:
     """Compile ``text`` with ``strategy``, run it on the strict emulator, verify, attribute.
+    ``beta`` None: 0.5, or 2 for an int8 -> i32 kernel (its beta is an integer), as ``vlpc run``.
 
     ``progress``: called with the workgroups done during the launch (a
     :class:`vlpc.cli_support.Progress` also gets the launch's workgroups added to its total).
@@ -509,6 +510,7 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     dtype = str(li.get("dtype", "f32"))
     if dtype in ("f16", "i8"):  # the dot kernels: typed operands, f32 or i32 alpha/beta, W8A8 scales
         return _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progress)
+    beta = 0.5 if beta is None else beta
     a = rng.standard_normal((p.m, p.lda), dtype=np.float32)
     b = rng.standard_normal((p.n, p.ldb), dtype=np.float32)
     c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
@@ -535,6 +537,8 @@ def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progre
     a, b, c0 = draw((p.m, p.lda), ab), draw((p.n, p.ldb), ab), draw((p.m, p.ldc), ct)
     scales = ((rng.uniform(1e-3, 2e-2, p.m).astype(np.float32), rng.uniform(1e-3, 2e-2, p.n).astype(np.float32))
               if dequant else None)
+    if beta is None:
+        beta = 2 if ab == "i8" and not dequant else 0.5
     if ab == "i8" and not dequant:
         if alpha != int(alpha) or beta != int(beta):
             raise VlpcError(f"--alpha {alpha} --beta {beta}: an int8 -> i32 kernel takes integer alpha and beta")
@@ -1016,7 +1020,7 @@ def cmd_report(args) -> int:
                            target=args.target, m=args.m, n=args.n, k=args.k,
                            seed=0 if args.seed is None else args.seed,
                            alpha=1.0 if args.alpha is None else args.alpha,
-                           beta=0.5 if args.beta is None else args.beta, options=options,
+                           beta=args.beta, options=options,
                            progress=None if getattr(args, "quiet", False) else bar, batch=args.batch)
     md = rep.markdown()
     sys.stdout.write(md)
