@@ -216,3 +216,15 @@ def test_report_of_an_int8_gemm_runs_with_its_default_beta(capsys, tmp_path):
     out = capsys.readouterr().out
     row = next(x for x in out.splitlines() if x.startswith("| sqc | 64x256 |"))
     assert row.endswith("| yes (max abs error 0.00e+00) |")  # int8 -> i32 is exact
+
+
+def test_list_passes_says_each_sentence_once(capsys):
+    import re
+
+    assert main(["opt", "--list-passes"]) == 0
+    out = capsys.readouterr().out
+    for block in re.split(r"\n(?=\S)", out):  # one pass: its name, then its indented text
+        text = " ".join(block.split("\n", 1)[-1].split())
+        openings = [" ".join(s.split()[:4]) for s in re.split(r"(?<=\.) ", text) if len(s.split()) >= 4]
+        assert len(openings) == len(set(openings)), block
+    assert out.count("Raise linalg matrix products") == 1

@@ -463,6 +463,8 @@ def list_passes() -> str:
         summary = mod.strip().split("\n\n")[0].split(": ", 1)[-1] if mod.strip().startswith("``") else ""
         doc = (cls.__doc__ or "").strip().split("\n\n")[0]
         summary = summary[:1].upper() + summary[1:]
+        if summary.split()[:3] == doc.split()[:3]:  # the class says it again, more precisely: once
+            summary = ""
         doc = " ".join(x.rstrip(".") + "." for x in (summary, doc) if x)
         doc = re.sub(r"``([^`]*)``", r"\1", " ".join(doc.split()))
         doc = re.sub(r":\w+:`~?([^`]*)`", r"\1", doc)
