@@ -228,3 +228,9 @@ def test_list_passes_says_each_sentence_once(capsys):
         openings = [" ".join(s.split()[:4]) for s in re.split(r"(?<=\.) ", text) if len(s.split()) >= 4]
         assert len(openings) == len(set(openings)), block
     assert out.count("Raise linalg matrix products") == 1
+
+
+def test_an_error_naming_its_command_is_not_prefixed_twice(small, capsys):
+    assert main(["tune", str(small), "--gpu", "mi25", "--target", "gfx906"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vlpc tune: --gpu mi25 is a gfx900 board") and "vlpc: vlpc" not in err

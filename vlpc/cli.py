@@ -558,7 +558,8 @@ def main(argv: list[str] | None = None) -> int:
         from vlpc.errors import DiagnosticError
 
         code = getattr(e, "exit_code", EXIT_USER)
-        text = str(e) if isinstance(e, DiagnosticError) else f"vlpc: {e}"
+        # (a message that names its command already, "vlpc tune: ...", is not prefixed twice)
+        text = str(e) if isinstance(e, DiagnosticError) or str(e).startswith("vlpc ") else f"vlpc: {e}"
         api = sys.modules.get("vlpc.api")  # (raised only once vlpc.api is imported: no import on other errors)
         if api is not None and isinstance(e, api.MissingBatchError) and args.command != "run":
             # the Python API's text names vlpc run's option: name this command's
