@@ -164,7 +164,8 @@ def test_report_traffic_table_defaults_are_kept(monkeypatch, tmp_path):
 
     monkeypatch.setattr(report, "build_report", fake)
     assert main(["report", NT, "-o", str(tmp_path / "r"), "-q"]) == 1
-    assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, 0.5, 0)
+    # beta None: report.measure's default, 0.5 (2 for int8 -> i32; tests/test_walkthrough_cli.py)
+    assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, None, 0)
     assert main(["report", NT, "-o", str(tmp_path / "r"), "-q", "--beta", "0", "--seed", "3"]) == 1
     assert (seen["alpha"], seen["beta"], seen["seed"]) == (1.0, 0.0, 3)
 

@@ -234,3 +234,23 @@ def test_an_error_naming_its_command_is_not_prefixed_twice(small, capsys):
     assert main(["tune", str(small), "--gpu", "mi25", "--target", "gfx906"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("vlpc tune: --gpu mi25 is a gfx900 board") and "vlpc: vlpc" not in err
+
+
+@pytest.mark.parametrize("elem, scalar, beta", [("f32", "f32", 0.5), ("i8", "i32", 2)])
+def test_report_default_beta_per_element_type(tmp_path, monkeypatch, elem, scalar, beta):
+    """The traffic table's default beta: 0.5, and 2 for int8 -> i32 (an integer, as vlpc run)."""
+    import vlpc.report as report
+
+    seen = {}
+
+    def fake(kernel, code, li, p, host, alpha, beta, *a, **k):
+        seen["beta"] = beta
+        raise vlpc.VlpcError("stop")
+
+    monkeypatch.setattr(report, "_launch_strict", fake)
+    f = tmp_path / "q.mlir"
+    c = "i32" if elem == "i8" else elem
+    f.write_text(SMALL.replace("f32>", f"{elem}>").replace(f"64x256x{elem}>", f"64x256x{c}>")
+                 .replace("f32", scalar))
+    assert main(["report", str(f), "--strategies", "sqc", "-o", str(tmp_path / "q"), "-q"]) == 1
+    assert seen["beta"] == beta and type(seen["beta"]).__name__ == ("int32" if elem == "i8" else "float32")
