@@ -4,6 +4,7 @@ truncated option, a bad clock, an empty file) must be one-line errors that lose 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -219,8 +220,6 @@ def test_report_of_an_int8_gemm_runs_with_its_default_beta(capsys, tmp_path):
 
 
 def test_list_passes_says_each_sentence_once(capsys):
-    import re
-
     assert main(["opt", "--list-passes"]) == 0
     out = capsys.readouterr().out
     for block in re.split(r"\n(?=\S)", out):  # one pass: its name, then its indented text
@@ -254,3 +253,19 @@ def test_report_default_beta_per_element_type(tmp_path, monkeypatch, elem, scala
                  .replace("f32", scalar))
     assert main(["report", str(f), "--strategies", "sqc", "-o", str(tmp_path / "q"), "-q"]) == 1
     assert seen["beta"] == beta and type(seen["beta"]).__name__ == ("int32" if elem == "i8" else "float32")
+
+
+def test_local_split_help_says_what_one_means(capsys):
+    """--local-split's help: with --split-k auto, 1 lets the plan choose L for the dot kernels;
+    --split-k given as well keeps L = 1 (checked on the bundled f16 example's plan)."""
+    from vlpc.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    helptext = next(a.help for a in sub.choices["compile"]._actions if "--local-split" in a.option_strings)
+    assert "1 lets the plan choose L" in helptext and "give --split-k too to keep L = 1" in helptext
+    hgemm = str(ROOT / "examples" / "hgemm_nt.mlir")
+    assert main(["compile", hgemm, "--print-plan", "--local-split", "1"]) == 0
+    auto = capsys.readouterr().out
+    assert re.search(r"local split ([2-9]|1[0-6]):", auto), auto
+    assert main(["compile", hgemm, "--print-plan", "--local-split", "1", "--split-k", "1"]) == 0
+    assert "split-k 1, local split 1:" in capsys.readouterr().out

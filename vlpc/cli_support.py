@@ -283,7 +283,9 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                    help="how global K slices are summed: workspace (a reduce kernel sums partials in a fixed "
                         "order: deterministic, default) or atomic (global_atomic_cmpswap loops into C)")
     p.add_argument("--local-split", type=positive, default=1, metavar="L",
-                   help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1)")
+                   help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1; "
+                        "with --split-k auto, 1 lets the plan choose L for f16/int8 GEMMs and decode GEMVs: "
+                        "give --split-k too to keep L = 1)")
     p.add_argument("--cus", type=positive, default=None,
                    help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
     if "--gpu" not in p._option_string_actions:  # vlpc bench has its own (the same board)
