@@ -31,3 +31,10 @@ def test_readme_names_the_encoding_classes_the_emulator_does_not_run():
     assert said is not None
     named = {w.upper() for w in re.findall(r"[A-Za-z]+", said.group(1)) if w != "and"}
     assert named == {cls for cls, c in coverage().items() if c.executable == 0}
+
+
+def test_docs_name_test_files_that_exist():
+    """A test file the docs (or the generator of docs/cli.md) send the reader to exists."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "vlpc" / "docs.py"]:
+        for name in set(re.findall(r"tests/(test_\w+\.py)", path.read_text())):
+            assert (ROOT / "tests" / name).exists(), (path.name, name)
