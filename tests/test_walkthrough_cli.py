@@ -269,3 +269,31 @@ def test_local_split_help_says_what_one_means(capsys):
     assert re.search(r"local split ([2-9]|1[0-6]):", auto), auto
     assert main(["compile", hgemm, "--print-plan", "--local-split", "1", "--split-k", "1"]) == 0
     assert "split-k 1, local split 1:" in capsys.readouterr().out
+
+
+def _refuses_files(directory: str) -> bool:
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return False
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not (Path("/sys").is_dir() and _refuses_files("/sys")), reason="needs a directory that refuses files")
+def test_outputs_in_a_directory_that_refuses_files_are_refused_before_the_run(small, capsys, monkeypatch):
+    """os.access says yes to root everywhere; the check before a long run creates a file to know."""
+    import vlpc.api
+
+    def boom(*a, **k):
+        raise AssertionError("the run started before its output was checked")
+
+    monkeypatch.setattr(vlpc.api, "run", boom)
+    monkeypatch.setattr("vlpc.verify.check_before_allocating", boom)
+    for argv in (["run", str(small), "-q", "--save-output", "/sys/c.npy"],
+                 ["bench", str(small), "-q", "--csv", "/sys/t.csv"],
+                 ["report", str(small), "-q", "-o", "/sys/r"]):
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert err.startswith("vlpc: cannot write ") and "/sys/" in err and err.count("\n") == 1, err

@@ -81,6 +81,11 @@ def check_writable(path: str, what: str = "") -> None:
         raise VlpcError(f"cannot write {label}{path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise VlpcError(f"cannot write {label}{path}: directory {parent} is not writable")
+    try:  # what os.access cannot tell: a read-only file system, or root on one that refuses files
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as e:
+        raise VlpcError(f"cannot write {label}{path}: {e.strerror or e} (directory {parent})") from None
 
 
 def check_not_input(output: str | None, input_path: str | None, option: str = "-o") -> None:

@@ -276,17 +276,9 @@ def _load_npy(path: str, name: str) -> np.ndarray:
 
 def _check_writable(path: str) -> None:
     """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
-    import os
-    from pathlib import Path
+    from vlpc.cli_support import check_writable
 
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir():
-        raise VlpcError(f"cannot write {path}: it is a directory")
-    if not parent.is_dir():
-        raise VlpcError(f"cannot write {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise VlpcError(f"cannot write {path}: directory {parent} is not writable")
+    check_writable(path)
 
 
 def _counters(stats) -> str:
