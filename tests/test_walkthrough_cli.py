@@ -297,3 +297,15 @@ def test_outputs_in_a_directory_that_refuses_files_are_refused_before_the_run(sm
         assert main(argv) == 1, argv
         err = capsys.readouterr().err
         assert err.startswith("vlpc: cannot write ") and "/sys/" in err and err.count("\n") == 1, err
+
+
+def test_coverage_tool_into_a_closed_pipe_has_no_traceback():
+    """`python -m vlpc.runtime.emulator.coverage | head` (README): the reader leaving early is no error."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "vlpc.runtime.emulator.coverage"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    proc.stdout.close()  # before the table is printed (computing it takes a while)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and "Traceback" not in err and "BrokenPipe" not in err, err
