@@ -309,3 +309,18 @@ def test_coverage_tool_into_a_closed_pipe_has_no_traceback():
     proc.stdout.close()  # before the table is printed (computing it takes a while)
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.parametrize("spec, want", [("gemm-tile{macro-n=abc}", "option macro-n takes an integer, got abc"),
+                                        ("gemm-tile{model=maybe}", "option model takes true or false, got maybe"),
+                                        ("gemm-split-k{mode=1}", "option mode takes a name, got 1")])
+def test_a_pass_option_of_the_wrong_type_is_named(small, capsys, spec, want):
+    assert main(["opt", str(small), "-p", spec]) == 1
+    err = capsys.readouterr().err
+    assert err == f"vlpc: bad pass pipeline '{spec}': {want}\n"  # no list of passes: the pass is known
+
+
+def test_an_unknown_pass_lists_the_passes(small, capsys):
+    assert main(["opt", str(small), "-p", "gemm-tiles"]) == 1
+    err = capsys.readouterr().err
+    assert "Unrecognized passes: ['gemm-tiles'] (available: convert-linalg-to-gemm, gemm-tile," in err

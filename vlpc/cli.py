@@ -427,7 +427,15 @@ def pipeline_error(spec: str, error: BaseException, offset: int = 0) -> VlpcErro
                          + hint)
     last = text.strip().splitlines()[-1] if text.strip() else type(error).__name__
     last = re.sub(r'"([a-z][a-z0-9_]*)"', lambda x: '"' + x.group(1).replace("_", "-") + '"', last)
-    return VlpcError(f"bad pass pipeline '{hyphenate_options(spec)}': {last} (available: {available})")
+    kinds = {"int": "an integer", "bool": "true or false", "str": "a name", "float": "a number"}
+    bad = re.match(r"Incompatible types: given \((.*?),?\), expected <class '(\w+)'>", last)
+    if bad:  # xDSL's words for an option value of the wrong type: name the option and what it takes
+        value = bad.group(1).strip("'\"")
+        names = re.findall(rf"([\w-]+)\s*=\s*['\"]?{re.escape(value)}['\"]?(?=[\s}}])", spec)
+        option = f"option {names[0].replace('_', '-')}" if len(set(names)) == 1 else "an option"
+        last = f"{option} takes {kinds.get(bad.group(2), bad.group(2))}, got {value}"
+    where = f" (available: {available})" if "nrecognized pass" in last else ""
+    return VlpcError(f"bad pass pipeline '{hyphenate_options(spec)}': {last}{where}")
 
 
 def parse_pass_pipeline(spec: str):
