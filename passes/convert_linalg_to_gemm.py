@@ -28,7 +28,8 @@ launch information; the kernel still takes alpha and beta as arguments).  A
 (``beta = 0.0``), the usual "zero then accumulate" idiom of frontends.
 
 Refused, each with a located diagnostic saying why: ``linalg.batch_matmul`` and
-batched generics ("batched GEMM is not supported yet"), tensor operands (bufferize
+batched generics ("batched linalg products are not raised yet": gemm.matmul on 3-D
+memrefs is the strided batched GEMM), tensor operands (bufferize
 first), other mixed or integer element types, indexing maps that are not a matrix
 product, bodies that are not a multiply-accumulate, memrefs that are not row-major
 with unit inner stride or that have a non-zero offset.  With ``strict=true`` (the
@@ -74,7 +75,8 @@ BATCHED = ("linalg.batch_matmul", "linalg.batch_matmul_transpose_a", "linalg.bat
 #: Operations that live inside a linalg body, never raised on their own.
 BODY_OPS = ("linalg.yield", "linalg.index")
 
-BATCH_MESSAGE = "batched GEMM is not supported yet: {what}, and the gemm dialect has no batch dimension"
+BATCH_MESSAGE = ("batched linalg products are not raised yet: {what}; write the product as a gemm.matmul on "
+                 "3-D memrefs (a strided batched GEMM)")
 
 
 class NotRaisable(Exception):

@@ -149,8 +149,8 @@ TENSOR = """func.func @f(%a: tensor<16x32xf32>, %b: tensor<32x64xf32>, %c: tenso
 
 
 @pytest.mark.parametrize("text, line, words", [
-    (BATCH, 2, "batched GEMM is not supported yet: linalg.batch_matmul computes one product per batch element"),
-    (BATCH_GENERIC, 2, "batched GEMM is not supported yet: loop d0 indexes A, B and C"),
+    (BATCH, 2, "batched linalg products are not raised yet: linalg.batch_matmul computes one product per batch element"),
+    (BATCH_GENERIC, 2, "batched linalg products are not raised yet: loop d0 indexes A, B and C"),
     (TENSOR, 2, "operates on tensors: vlpc needs memrefs (bufferize first"),
     (generic("NT", "%xe = arith.extf %x : f16 to f64\n    %ye = arith.extf %y : f16 to f64\n"
              "    %p = arith.mulf %xe, %ye : f64\n    %s = arith.addf %z, %p : f64\n    linalg.yield %s : f64")

@@ -86,7 +86,7 @@ def test_upstream_default_matmul_raises_to_nn():
 
 def test_upstream_batch_matmul_is_refused():
     _, text = build_matmul(transpose_b=False, batch=2)
-    with pytest.raises(vlpc.DiagnosticError, match="batched GEMM is not supported yet"):
+    with pytest.raises(vlpc.DiagnosticError, match="batched linalg products are not raised yet"):
         vlpc.compile(text, **SMALL)
 
 
