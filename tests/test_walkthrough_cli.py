@@ -324,3 +324,14 @@ def test_an_unknown_pass_lists_the_passes(small, capsys):
     assert main(["opt", str(small), "-p", "gemm-tiles"]) == 1
     err = capsys.readouterr().err
     assert "Unrecognized passes: ['gemm-tiles'] (available: convert-linalg-to-gemm, gemm-tile," in err
+
+
+@pytest.mark.parametrize("option", ["-j", "--max-candidates", "--top"])
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_tune_counts_below_one_are_usage_errors(small, capsys, option, value):
+    """--max-candidates -2 used to tune all but the last two candidates, 0 all of them."""
+    with pytest.raises(SystemExit) as e:
+        main(["tune", str(small), "-q", f"{option}={value}"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "expected a positive integer" in err and err.count("\n") == 1

@@ -602,7 +602,7 @@ def add_parser(sub) -> None:
     t = sub.add_parser("tune", help="search macro tile, k-step, waves per SIMD and split-K options by the timing "
                                     "model (modeled times), each candidate checked on the emulator")
     t.add_argument("file", help="input MLIR file with one GEMM (static sizes, or '?' ones given by --m/--n/--k)")
-    from vlpc.cli_support import add_size_options
+    from vlpc.cli_support import add_size_options, positive
     add_size_options(t)  # -m/--m, -n/--n, -k/--k, as run, bench and report
     t.add_argument("--batch", type=int, default=None,
                    help="the batch count of a strided batched GEMM, when dynamic (a batch is tuned whole, with S = 1)")
@@ -612,15 +612,15 @@ def add_parser(sub) -> None:
                    "(default: the target's: mi60 for gfx906, mi25 for gfx900)")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ", help="engine clock (default: the board's)")
     t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
-    t.add_argument("-j", "--jobs", type=int, default=None,
+    t.add_argument("-j", "--jobs", type=positive, default=None,
                    help="candidates evaluated in parallel (default: the machine's CPU count)")
     t.add_argument("--exhaustive", action="store_true", help="every split S from 1 to 32, not only powers of two")
     t.add_argument("--atomic", action="store_true", help="also try split-K mode atomic (not bit-reproducible)")
-    t.add_argument("--max-candidates", type=int, default=None, metavar="N",
+    t.add_argument("--max-candidates", type=positive, default=None, metavar="N",
                    help="evaluate only the first N candidates of the search space (in its order)")
     t.add_argument("--no-check", dest="check", action="store_false",
                    help="skip the emulator check of each candidate (the ranking is then unverified)")
-    t.add_argument("--top", type=int, default=20, help="rows of the ranked table shown (default: %(default)s)")
+    t.add_argument("--top", type=positive, default=20, help="rows of the ranked table shown (default: %(default)s)")
     t.add_argument("-o", "--output", metavar="TUNED.json",
                    help="write the winner (options, flags, pipeline, modeled figures) as JSON; "
                         "`vlpc compile FILE --options TUNED.json` compiles it")
