@@ -335,3 +335,8 @@ def test_tune_counts_below_one_are_usage_errors(small, capsys, option, value):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "expected a positive integer" in err and err.count("\n") == 1
+
+
+def test_report_negative_seed_is_a_user_error(small, capsys, tmp_path):
+    assert main(["report", str(small), "-q", "--seed", "-1", "-o", str(tmp_path / "r")]) == 1
+    assert capsys.readouterr().err == "vlpc: --seed must be a non-negative integer, got -1\n"

@@ -986,6 +986,8 @@ def build_report(text: str, filename: str, strategies: list[str], progress=None,
 
 def cmd_report(args) -> int:
     check_size_options(args)
+    if args.seed is not None and args.seed < 0:  # as vlpc run (NumPy's generator takes none)
+        raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
         from vlpc.energy_report import default_prefix, run_energy_command
 
