@@ -244,6 +244,16 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
         lds = True  # below: waves per SIMD 1 or 2, then nothing that changes the seed's tile or split
         if rng.random() < 0.3:
             o["forwarding"] = False
+    # a deep K (small M, N): the automatic split-K plan splits (slices of at least
+    # gemm_split_k.MIN_K_PER_SPLIT values, S up to 32, uneven last slices), or an explicit large S
+    if rng.random() < 0.08 and not lds and not gemv and not c.batch and not c.dyn_sizes:
+        c.k = int(rng.integers(300, 1500)) * DOT_PACK.get(c.ab, 1)
+        c.m, c.n = min(c.m, 40), min(c.n, 70)
+        if rng.random() < 0.5:
+            o.pop("split_k", None)
+            o.pop("split_mode", None)
+        else:
+            o["split_k"] = int(pick([3, 5, 7, 13, 32]))
     # sizes: some of M, N, K at launch; a K at launch that is not a multiple of the K step
     if c.dyn_sizes and rng.random() < 0.35:
         dims = pick(["M", "N", "K", "MN", "MK", "NK"])
