@@ -340,3 +340,12 @@ def test_tune_counts_below_one_are_usage_errors(small, capsys, option, value):
 def test_report_negative_seed_is_a_user_error(small, capsys, tmp_path):
     assert main(["report", str(small), "-q", "--seed", "-1", "-o", str(tmp_path / "r")]) == 1
     assert capsys.readouterr().err == "vlpc: --seed must be a non-negative integer, got -1\n"
+
+
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+@pytest.mark.parametrize("value", ["inf", "nan", "1e39"])
+def test_report_non_finite_alpha_beta_is_a_user_error(small, capsys, tmp_path, name, value):
+    """As vlpc run: not a verification failure (exit 3) with NumPy warnings."""
+    assert main(["report", str(small), "-q", f"--{name}={value}", "-o", str(tmp_path / "r")]) == 1
+    assert capsys.readouterr().err == f"vlpc: --{name} {float(value)} is not a finite float32\n"
+    assert not (tmp_path / "r.md").exists()

@@ -988,6 +988,10 @@ def cmd_report(args) -> int:
     check_size_options(args)
     if args.seed is not None and args.seed < 0:  # as vlpc run (NumPy's generator takes none)
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
+    for name in ("alpha", "beta"):  # as vlpc run: the table's run computes in float32
+        x = getattr(args, name)
+        if x is not None and not (np.isfinite(x) and abs(x) <= float(np.finfo(np.float32).max)):
+            raise VlpcError(f"--{name} {x} is not a finite float32")
     if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
         from vlpc.energy_report import default_prefix, run_energy_command
 
