@@ -349,3 +349,11 @@ def test_report_non_finite_alpha_beta_is_a_user_error(small, capsys, tmp_path, n
     assert main(["report", str(small), "-q", f"--{name}={value}", "-o", str(tmp_path / "r")]) == 1
     assert capsys.readouterr().err == f"vlpc: --{name} {float(value)} is not a finite float32\n"
     assert not (tmp_path / "r.md").exists()
+
+
+@pytest.mark.parametrize("name", ["alpha", "beta"])
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_bench_non_finite_alpha_beta_is_a_user_error(small, capsys, name, value):
+    """(a NaN alpha was 'C verified' with --no-model: NaN against a NaN reference)"""
+    assert main(["bench", str(small), "-q", "--no-model", f"--{name}={value}"]) == 1
+    assert capsys.readouterr().err == f"vlpc: --{name} {float(value)} is not a finite number\n"

@@ -65,9 +65,9 @@ class _LazyNumPy(SimpleNamespace):
 
 np = _LazyNumPy()
 
-from vlpc.cli_support import (Progress, add_output_prefix, add_size_options, check_chart, check_size_options,
-                              check_writable, codegen_options, output_prefix, positive, pyplot, read_input, save_figure,
-                              write_atomic)
+from vlpc.cli_support import (Progress, add_output_prefix, add_size_options, check_chart, check_finite_scalars,
+                              check_size_options, check_writable, codegen_options, output_prefix, positive, pyplot,
+                              read_input, save_figure, write_atomic)
 from vlpc.errors import VlpcError
 
 #: Emulated sizes above this need --max-emulated (a 4096^2 x 640 SGEMM takes ~30 s).
@@ -391,6 +391,7 @@ def cmd_bench(args) -> int:
     if args.warmup is not None and args.warmup < 0:
         raise VlpcError(f"--warmup must be at least 0, got {args.warmup}")
     check_size_options(args)
+    check_finite_scalars(args, float32=False)  # as vlpc run (an f64 GEMM takes beyond float32's range)
     rb = rocblas_problem(args)
     if args.csv:
         check_writable(args.csv, "CSV")

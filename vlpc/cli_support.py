@@ -356,6 +356,17 @@ def add_size_options(p, **helps: str) -> None:
                        help=helps.get(name, SIZE_HELP[name]))
 
 
+def check_finite_scalars(args: argparse.Namespace, float32: bool = True) -> None:
+    """``--alpha``/``--beta`` given as NaN or an infinity (``float32``: or beyond float32's range)
+    is a one-line :class:`VlpcError` (exit 1) before any work, as ``vlpc run`` refuses them."""
+    import math
+
+    for name in ("alpha", "beta"):
+        x = getattr(args, name, None)
+        if x is not None and not (math.isfinite(x) and (not float32 or abs(x) <= 3.4028234663852886e38)):
+            raise VlpcError(f"--{name} {x} is not a finite {'float32' if float32 else 'number'}")
+
+
 def check_size_options(args: argparse.Namespace, names: tuple[str, ...] = ("m", "n", "k", "batch")) -> None:
     """A size option (``--m``, ``--n``, ``--k``, ``--batch``) below 1 is a one-line
     :class:`VlpcError` (exit 1), before anything is compiled."""

@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vlpc.cli_support import (Progress, check_chart, check_size_options, check_writable, codegen_options,
-                              output_prefix, pyplot, read_input, save_figure, write_atomic)
+from vlpc.cli_support import (Progress, check_chart, check_finite_scalars, check_size_options, check_writable,
+                              codegen_options, output_prefix, pyplot, read_input, save_figure, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
 
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
@@ -988,10 +988,7 @@ def cmd_report(args) -> int:
     check_size_options(args)
     if args.seed is not None and args.seed < 0:  # as vlpc run (NumPy's generator takes none)
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
-    for name in ("alpha", "beta"):  # as vlpc run: the table's run computes in float32
-        x = getattr(args, name)
-        if x is not None and not (np.isfinite(x) and abs(x) <= float(np.finfo(np.float32).max)):
-            raise VlpcError(f"--{name} {x} is not a finite float32")
+    check_finite_scalars(args)  # as vlpc run: the table's run computes in float32
     if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
         from vlpc.energy_report import default_prefix, run_energy_command
 
