@@ -357,3 +357,15 @@ def test_bench_non_finite_alpha_beta_is_a_user_error(small, capsys, name, value)
     """(a NaN alpha was 'C verified' with --no-model: NaN against a NaN reference)"""
     assert main(["bench", str(small), "-q", "--no-model", f"--{name}={value}"]) == 1
     assert capsys.readouterr().err == f"vlpc: --{name} {float(value)} is not a finite number\n"
+
+
+@pytest.mark.parametrize("options, want", [({"foo": 1}, "unknown option(s): foo"),
+                                           ({"macro_tile": "abc"}, "macro_tile must be 'MxN'")])
+def test_a_bad_options_file_is_named_in_the_error(small, capsys, tmp_path, options, want):
+    import json
+
+    tuned = tmp_path / "t.json"
+    tuned.write_text(json.dumps({"options": options}))
+    assert main(["compile", str(small), "--options", str(tuned), "--emit", "asm"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"vlpc: --options {tuned}: {want}") and err.count("\n") == 1

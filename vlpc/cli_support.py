@@ -337,6 +337,12 @@ def tuned_options(path: str) -> dict:
     for key in ("macro_tile", "micro_tile"):
         if isinstance(out.get(key), list):
             out[key] = tuple(out[key])
+    from vlpc.options import Options
+
+    try:  # names and tiles checked here, so an error names the file it came from
+        Options.from_kwargs(out)
+    except VlpcError as e:
+        raise VlpcError(f"--options {path}: {e}") from None
     return out
 
 
