@@ -369,3 +369,17 @@ def test_a_bad_options_file_is_named_in_the_error(small, capsys, tmp_path, optio
     assert main(["compile", str(small), "--options", str(tuned), "--emit", "asm"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"vlpc: --options {tuned}: {want}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cmd", ["run", "bench", "tune"])
+def test_a_file_of_two_gemms_is_one_line_for_commands_that_run_one(tmp_path, capsys, cmd, monkeypatch):
+    import vlpc.tune
+
+    monkeypatch.setattr(vlpc.tune, "tune", lambda *a, **k: pytest.fail("tuned one of two GEMMs silently"))
+    func_g = SMALL[SMALL.index("  func.func"):SMALL.rindex("}")]  # the function, without the module's braces
+    f = tmp_path / "two.mlir"
+    f.write_text("builtin.module {\n" + func_g + func_g.replace("@g", "@h") + "}\n")
+    assert main(["compile", str(f), "-o", str(tmp_path / "two.hsaco")]) == 0  # both kernels compile
+    assert main([cmd, str(f), "-q"]) == 1
+    assert capsys.readouterr().err == (f"vlpc {cmd} runs one GEMM, and the module has 2 kernels (g, h): give it a "
+                                       "file with one func.func holding a gemm.matmul\n")

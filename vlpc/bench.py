@@ -67,7 +67,7 @@ np = _LazyNumPy()
 
 from vlpc.cli_support import (Progress, add_output_prefix, add_size_options, check_chart, check_finite_scalars,
                               check_size_options, check_writable, codegen_options, output_prefix, positive, pyplot,
-                              read_input, save_figure, write_atomic)
+                              read_input, save_figure, single_kernel, write_atomic)
 from vlpc.errors import VlpcError
 
 #: Emulated sizes above this need --max-emulated (a 4096^2 x 640 SGEMM takes ~30 s).
@@ -415,7 +415,7 @@ def cmd_bench(args) -> int:
         if getattr(args, name) is None:
             setattr(args, name, default)
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
-    kernel = compiled.kernel()
+    kernel = single_kernel(compiled, "bench")
     check_batch_option(kernel, args.batch)
     if rb is not None:
         problems = [Problem(rb.n, rb.m, rb.k, rb.ldb, rb.lda, rb.ldc)]

@@ -362,6 +362,16 @@ def add_size_options(p, **helps: str) -> None:
                        help=helps.get(name, SIZE_HELP[name]))
 
 
+def single_kernel(compiled, command: str):
+    """The one kernel of ``compiled`` for ``vlpc run``, ``bench`` and ``tune``, which run one GEMM:
+    a module of several (one per ``func.func``) is a one-line :class:`VlpcError` naming them
+    (``vlpc compile`` builds them all; from Python, ``compiled.kernel(name)`` picks one)."""
+    if len(compiled.kernels) != 1:
+        raise VlpcError(f"vlpc {command} runs one GEMM, and the module has {len(compiled.kernels)} kernels "
+                        f"({', '.join(compiled.kernels)}): give it a file with one func.func holding a gemm.matmul")
+    return compiled.kernel()
+
+
 def check_finite_scalars(args: argparse.Namespace, float32: bool = True) -> None:
     """``--alpha``/``--beta`` given as NaN or an infinity (``float32``: or beyond float32's range)
     is a one-line :class:`VlpcError` (exit 1) before any work, as ``vlpc run`` refuses them."""

@@ -117,7 +117,8 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
     t_compile = time.perf_counter() - t0
-    kernel = compiled.kernel()
+    from vlpc.cli_support import single_kernel
+    kernel = single_kernel(compiled, "run")
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
     batched = kernel.launch_info.get("batch", 0) != 0
     batch = getattr(args, "batch", None)

@@ -667,7 +667,8 @@ def cmd_tune(args) -> int:
     board = get_board(args.gpu)
     cus = args.cus or board.compute_units
     base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)
-    kernel = base.kernel() if len(base.kernels) == 1 else _main_kernel(base)
+    from vlpc.cli_support import single_kernel
+    kernel = single_kernel(base, "tune")  # (not the first of several functions, silently)
     li = kernel.launch_info
     from vlpc.cli_support import check_size_options
 
