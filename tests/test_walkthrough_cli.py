@@ -371,7 +371,7 @@ def test_a_bad_options_file_is_named_in_the_error(small, capsys, tmp_path, optio
     assert err.startswith(f"vlpc: --options {tuned}: {want}") and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("cmd", ["run", "bench", "tune"])
+@pytest.mark.parametrize("cmd", ["run", "bench", "tune", "bench --energy", "report --energy"])
 def test_a_file_of_two_gemms_is_one_line_for_commands_that_run_one(tmp_path, capsys, cmd, monkeypatch):
     import vlpc.tune
 
@@ -380,6 +380,9 @@ def test_a_file_of_two_gemms_is_one_line_for_commands_that_run_one(tmp_path, cap
     f = tmp_path / "two.mlir"
     f.write_text("builtin.module {\n" + func_g + func_g.replace("@g", "@h") + "}\n")
     assert main(["compile", str(f), "-o", str(tmp_path / "two.hsaco")]) == 0  # both kernels compile
-    assert main([cmd, str(f), "-q"]) == 1
-    assert capsys.readouterr().err == (f"vlpc {cmd} runs one GEMM, and the module has 2 kernels (g, h): give it a "
+    monkeypatch.chdir(tmp_path)
+    words = cmd.split()
+    assert main([words[0], str(f), *words[1:], "-q"]) == 1
+    name = "bench/report --energy" if "--energy" in cmd else cmd
+    assert capsys.readouterr().err == (f"vlpc {name} runs one GEMM, and the module has 2 kernels (g, h): give it a "
                                        "file with one func.func holding a gemm.matmul\n")

@@ -157,7 +157,8 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     if opts["strategy"] == "lds":
         opts.pop("schedule", None)
     mod = vlpc.compile(text, target, filename=filename, **opts)
-    ck = mod.kernel()
+    from vlpc.cli_support import single_kernel
+    ck = single_kernel(mod, "bench/report --energy")
     p = resolve_launch(ck, m, n, k, batch)  # as vlpc run and vlpc bench resolve it, without operand arrays
     check_before_allocating(ck, p)  # sizes and 32-bit offsets, before any buffer (vlpc/verify.py)
     batch = p.batch or None
