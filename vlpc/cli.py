@@ -164,8 +164,9 @@ def _add_run_parser(sub) -> None:
 
 def _add_bench_parser(sub) -> None:
     from vlpc.bench import add_bench_arguments
-    b = sub.add_parser("bench", help="throughput (HIP) or executed-instruction counters (emulator) of an MLIR file "
-                                     "or of rocblas-bench's problem flags, optionally a sweep")
+    b = sub.add_parser("bench", help="throughput of an MLIR file or of rocblas-bench's problem flags, optionally a "
+                                     "sweep: measured on HIP, modeled by the timing model on the emulator (--no-model: "
+                                     "the emulator's executed-instruction counters)")
     add_bench_arguments(b)
     add_quiet(b)
     add_codegen_options(b, strategy=True)
