@@ -38,3 +38,18 @@ def test_docs_name_test_files_that_exist():
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "vlpc" / "docs.py"]:
         for name in set(re.findall(r"tests/(test_\w+\.py)", path.read_text())):
             assert (ROOT / "tests" / name).exists(), (path.name, name)
+
+
+def test_bench_is_described_as_modeling_on_the_emulator(capsys):
+    """vlpc bench on the emulator prints modeled times (counters only with --no-model): its help,
+    docs/cli.md and the README's quickstart say so."""
+    from vlpc.cli import main
+
+    dyn = str(ROOT / "examples" / "sgemm_dynamic.mlir")
+    assert main(["bench", dyn, "-m", "64", "-n", "64", "-k", "16", "-q"]) == 0
+    assert "modeled time (us)" in capsys.readouterr().out
+    cli_md = (ROOT / "docs" / "cli.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "modeled by the timing model on the emulator" in cli_md
+    assert "executed-instruction counters (emulator)" not in cli_md
+    assert "emulator: counters" not in readme and "emulator modeled" in readme
