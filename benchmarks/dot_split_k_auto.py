@@ -17,10 +17,12 @@ and of the best S the timing model finds among S in {1, 2, 4, 8, 16, 32} (square
 or {1, 2, 4}: a full GPU gains nothing from more slices and each 4096^3 run takes minutes), all with
 the default tile.  ``auto / best`` is the automatic plan's time (its own tile N and local split L) over the best one's (the default tile, L = 1).
 
-(d) **Local split and tile N**: the automatic plan (gemm-tile's tile N and gemm-split-k's S and local
-split L by the surrogate, whose dot variants model L: its LDS hand-over and occupancy) against the
-former automatic plan (tile N the smallest of 64/128/256 covering N, S at L = 1), both run on the
-timing model (``(same)``: the plan did not change; the decode GEMVs keep their own plan).
+(d) **Local split, tile N and K step**: the automatic plan (gemm-tile's tile N and K step, 16 or 8
+dwords, and gemm-split-k's S and local split L by the surrogate, whose dot variants model L: its LDS
+hand-over and occupancy) against the automatic plan with the K step kept at 16 (``k_step=16``: the
+plan before the K step was weighed) and the former automatic plan (tile N the smallest of 64/128/256
+covering N, S at L = 1, K step 16), all run on the timing model (``(same)``: the plan did not change;
+the decode GEMVs keep their own plan).
 
 (c) **Decode GEMV** (M = 1..16, the plan that splits K over the wavefront groups of a workgroup):
 S = 1 (kept by gemm-split-k) against S = 2 and 4 with the same local split.
@@ -51,13 +53,13 @@ SQUARE = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096)]
 GEMV = [(1, 4096, 4096), (16, 4096, 4096)]
 
 
-def surrogate_us(m, n, k, dt, macro, split, local=1) -> float:
+def surrogate_us(m, n, k, dt, macro, split, local=1, k_step=16) -> float:
     from vlpc.plan_model import estimate
     from vlpc.targets import get_board
 
     board = get_board(ps.BOARD, cus=ps.CUS)
     esize = 2 if dt == "f16" else 1
-    return estimate(m, n, k, dt, esize, macro, 16, split, local, "workspace", board, beta_nonzero=False,
+    return estimate(m, n, k, dt, esize, macro, k_step, split, local, "workspace", board, beta_nonzero=False,
                     c_esize=4).seconds * 1e6
 
 
@@ -89,12 +91,13 @@ def table_a(procs: int) -> None:
               f"{len(errs)} plans (max {100 * max(errs):.1f} %)\n")
 
 
-def auto_plan(m, n, k, dt) -> tuple[int, int, int]:
-    """(S, local split, tile N) of the automatic plan for the model's board."""
+def auto_plan(m, n, k, dt, **opts) -> tuple[int, int, int, int]:
+    """(S, local split, tile N, K step) of the automatic plan for the model's board (``opts``: more
+    vlpc.compile options, e.g. ``k_step=16``)."""
     import vlpc
 
-    li = vlpc.compile(ps.source(m, n, k, dt), "gfx906", gpu=ps.BOARD, cus=ps.CUS).kernel("g").launch_info
-    return li.get("split_k") or 1, li.get("local_split") or 1, li["macro_n"]
+    li = vlpc.compile(ps.source(m, n, k, dt), "gfx906", gpu=ps.BOARD, cus=ps.CUS, **opts).kernel("g").launch_info
+    return li.get("split_k") or 1, li.get("local_split") or 1, li["macro_n"], li["k_step"]
 
 
 def table_b(procs: int, square: bool) -> None:
@@ -116,7 +119,7 @@ def table_b(procs: int, square: bool) -> None:
           "auto / best |")
     print("|---|---|---|---:|---|---:|---|---:|---:|---:|")
     for m, n, k, dt, kind, splits in rows:
-        s_auto, local, mn = autos[(m, n, k, dt)]
+        s_auto, local, mn, _ = autos[(m, n, k, dt)]
         runs = {s: cache[f"dots-{m}x{n}x{k}-{dt}-S{s}"] for s in sorted(set(splits) | {s_auto})}
         ok = {s: r for s, r in runs.items() if r["us"] is not None}
         best = min(ok, key=lambda s: ok[s]["us"])
@@ -136,16 +139,21 @@ LOCAL = [(256, 512, 640, "f16"), (256, 256, 16384, "f16"), (256, 256, 32768, "f1
          (1, 4096, 4096, "f16"), (4, 4096, 4096, "i8"), (16, 4096, 4096, "f16"), (16, 11008, 4096, "i8")]
 
 
-def former_plan(m, n, k, dt) -> tuple[int, int, int]:
-    """(S, local split, tile N) of the automatic plan before local splits were modeled (M > 16): tile N
-    the smallest of 64/128/256 covering N (else 256), S the surrogate's best at L = 1."""
+def former_plan(m, n, k, dt) -> tuple[int, int, int, int]:
+    """(S, local split, tile N, K step) of the automatic plan before local splits were modeled (M > 16):
+    tile N the smallest of 64/128/256 covering N (else 256), S the surrogate's best at L = 1, K step 16."""
     from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
     from vlpc.plan_model import choose, plan_board
 
     mn = next((w for w in (64, 128, 256) if n <= w), 256)
     best, _ = choose(m, n, k, dt, 2 if dt == "f16" else 1, 32, (mn,), 16, tuple(range(1, MAX_AUTO_SPLIT + 1)), 1,
                      "workspace", plan_board("gfx906", ps.BOARD, ps.CUS), min_k_per_split=MIN_K_PER_SPLIT, c_esize=4)
-    return best.split_k, 1, mn
+    return best.split_k, 1, mn, 16
+
+
+def plan_label(p) -> str:
+    s, local, mn, ks = p
+    return f"32x{mn} k{ks} S{s} L{local}"
 
 
 def table_d(procs: int, square: bool) -> None:
@@ -154,23 +162,35 @@ def table_d(procs: int, square: bool) -> None:
         if not square and m * n * k >= 2048 ** 3:
             continue
         new = auto_plan(m, n, k, dt)
-        old = new if m <= 16 else former_plan(m, n, k, dt)  # (the decode GEMV plan is unchanged)
-        rows.append((m, n, k, dt, old, new))
+        # the automatic plan with the K step kept at 16 (before it was weighed), the former one; the decode
+        # GEMV plan (M <= 16) chooses its own K step (gemv_plan) and is unchanged
+        k16 = new if m <= 16 else auto_plan(m, n, k, dt, k_step=16)
+        old = new if m <= 16 else former_plan(m, n, k, dt)
+        rows.append((m, n, k, dt, old, k16, new))
         jobs.append((f"dotauto-{m}x{n}x{k}-{dt}", (m, n, k, dt), {"gpu": ps.BOARD}))
-        if old != new:
-            s, _, mn = old
-            jobs.append((f"dotold-{m}x{n}x{k}-{dt}-32x{mn}-S{s}", (m, n, k, dt), ps.explicit(32, mn, 16, s)))
+        for p in {old, k16} - {new}:
+            s, local, mn, ks = p
+            jobs.append((f"dotplan-{m}x{n}x{k}-{dt}-{plan_label(p).replace(' ', '-')}", (m, n, k, dt),
+                         ps.explicit(32, mn, ks, s) | {"local_split": local}))
     cache = ps.run_all(jobs, procs)
-    print("## (d) Automatic plan with local split L and tile N vs the former automatic plan (L = 1; modeled, MI60)\n")
-    print("| shape | types | former plan | former us | automatic plan | auto us | surrogate us | auto / former |")
-    print("|---|---|---|---:|---|---:|---:|---:|")
-    for m, n, k, dt, old, new in rows:
+
+    def us(m, n, k, dt, p, new):
+        return cache[f"dotauto-{m}x{n}x{k}-{dt}" if p == new else
+                     f"dotplan-{m}x{n}x{k}-{dt}-{plan_label(p).replace(' ', '-')}"]["us"]
+
+    print("## (d) Automatic plan (tile N, K step 16 or 8, S, local split L) vs the automatic plan with the K step "
+          "kept at 16 and the former one (L = 1, K step 16; modeled, MI60)\n")
+    print("| shape | types | former plan | former us | K step 16 plan | k16 us | automatic plan | auto us | "
+          "surrogate us | auto / k16 | auto / former |")
+    print("|---|---|---|---:|---|---:|---|---:|---:|---:|---:|")
+    for m, n, k, dt, old, k16, new in rows:
         r = cache[f"dotauto-{m}x{n}x{k}-{dt}"]
-        ro = r if old == new else cache[f"dotold-{m}x{n}x{k}-{dt}-32x{old[2]}-S{old[0]}"]
-        est = surrogate_us(m, n, k, dt, (32, new[2]), new[0], new[1]) if m > 16 else float("nan")
-        fo = f"32x{old[2]} S{old[0]} L{old[1]}" if old != new else "(same)"
-        print(f"| {m}x{n}x{k} | {dt}>{CT[dt]} | {fo} | {ro['us']:,.1f} | {r['plan']} | {r['us']:,.1f} | "
-              f"{est:,.1f} | {r['us'] / ro['us']:.3f} |", flush=True)
+        uo, u16 = us(m, n, k, dt, old, new), us(m, n, k, dt, k16, new)
+        est = surrogate_us(m, n, k, dt, (32, new[2]), new[0], new[1], new[3]) if m > 16 else float("nan")
+        fo = plan_label(old) if old != new else "(same)"
+        f16 = plan_label(k16) if k16 != new else "(same)"
+        print(f"| {m}x{n}x{k} | {dt}>{CT[dt]} | {fo} | {uo:,.1f} | {f16} | {u16:,.1f} | {r['plan']} | {r['us']:,.1f} | "
+              f"{est:,.1f} | {r['us'] / u16:.3f} | {r['us'] / uo:.3f} |", flush=True)
     print()
 
 
@@ -178,7 +198,7 @@ def table_c(procs: int) -> None:
     jobs, plans = [], {}
     for m, n, k in GEMV:
         for dt in ("f16", "i8"):
-            s_auto, local, mn = auto_plan(m, n, k, dt)
+            s_auto, local, mn, _ = auto_plan(m, n, k, dt)
             plans[(m, n, k, dt)] = (s_auto, local)
             for s in (1, 2, 4):
                 jobs.append((f"dotg-{m}x{n}x{k}-{dt}-S{s}-L{local}", (m, n, k, dt),

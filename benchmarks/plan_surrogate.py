@@ -1,6 +1,8 @@
 """Fit the plan surrogate (vlpc/plan_model.py) to the timing model, and measure its error and the auto plan's.
 
     python benchmarks/plan_surrogate.py fit       # timing-model runs per kernel variant -> vlpc/plan_model.json
+    python benchmarks/plan_surrogate.py fit-dot   # only the f16/int8 dot variants (K steps 16 and 8), their
+                                                  # reduce share and local split term; f32 kept
     python benchmarks/plan_surrogate.py fit-local # only the dot kernels' local split term (2 runs)
     python benchmarks/plan_surrogate.py report    # surrogate vs timing model on shapes it was not fitted on;
                                                   # auto plan vs the best tuned plan on the skinny shapes
@@ -31,6 +33,7 @@ import json
 import multiprocessing as mp
 import os
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,9 +45,10 @@ BOARD, CUS = "mi60", 64
 #: slower; plan_model derives them from the f32 variant of the same macro N (see there).
 VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f32", 32, 256, 8),
             ("f32", 64, 256, 16)]
-#: The f16 and int8 dot kernels (passes/gemm_to_gcn_dot.py; K step in dwords of packed K): fitted
-#: on their own timing-model runs only, C f32 (f16 products) and i32 (int8).
-DOT_VARIANTS = [(dt, 32, mn, 16) for dt in ("f16", "i8") for mn in (256, 128, 64)]
+#: The f16 and int8 dot kernels (passes/gemm_to_gcn_dot.py; K step in dwords of packed K, 16 and 8:
+#: their automatic plan weighs both): fitted on their own timing-model runs only, C f32 (f16
+#: products) and i32 (int8).
+DOT_VARIANTS = [(dt, 32, mn, ks) for ks in (16, 8) for dt in ("f16", "i8") for mn in (256, 128, 64)]
 #: The dot kernels' local split fit (macro M, macro N, L): one lone workgroup per CU at K1 with L groups
 #: (``local_reduce_cycles_per_row``: plan_model.local_reduce_cycles).
 LOCAL_FIT = (32, 64, 8)
@@ -124,10 +128,12 @@ def run(job):
                  "error": r.error}
 
 
+@lru_cache(maxsize=1)
 def code_version() -> str:
     """A hash of the contents of vlpc's Python sources (the kernels, the emulator, the timing
     model and its parameters): cached runs from other code are dropped (plan_model.json, which
-    the fit writes, is not part of it)."""
+    the fit writes, is not part of it).  Taken once per invocation, so the runs of one fit share
+    it (an edit of vlpc during a fit does not drop its first runs)."""
     import hashlib
     import importlib.util
 
@@ -171,7 +177,10 @@ def explicit(macro_m, macro_n, k_step, split=1, mode="workspace"):
                 split_mode=mode)
 
 
-def fit(procs: int) -> dict:
+def fit(procs: int, dot_only: bool = False) -> dict:
+    """Fit every variant (VARIANTS + DOT_VARIANTS), both reduce shares and the local split term,
+    and write OUT; ``dot_only`` (step ``fit-dot``): only DOT_VARIANTS, ``reduce_efficiency_dot``
+    and the local split term, the f32 variants and ``reduce_efficiency`` kept from OUT."""
     from vlpc.targets import get_board
     from vlpc.plan_model import valu_cycles, variant_key
 
@@ -184,7 +193,7 @@ def fit(procs: int) -> dict:
     def lone(dt, mm, mn, ks, k):  # one workgroup per CU; k in K units (dwords for f16/i8)
         return (mm * CUS // GX, mn * GX, k * PACK.get(dt, 1))
 
-    variants = VARIANTS + DOT_VARIANTS
+    variants = DOT_VARIANTS if dot_only else VARIANTS + DOT_VARIANTS
     first = []
     for dt, mm, mn, ks in variants:
         for kk in (K1, K2):
@@ -198,12 +207,18 @@ def fit(procs: int) -> dict:
         full[(dt, mm, mn, ks)] = key(dt, mm, mn, ks, *shape)
         second.append((full[(dt, mm, mn, ks)], (*shape, dt), explicit(mm, mn, ks)))
     # the reduce kernel's bandwidth share: one workspace split plan
-    second.append(("reduce-512x512x2048-S4", (512, 512, 2048, "f32"), explicit(64, 256, 16, 4)))
+    if not dot_only:
+        second.append(("reduce-512x512x2048-S4", (512, 512, 2048, "f32"), explicit(64, 256, 16, 4)))
     # the dot kernels' reduce (f32 partials summed into an f32 C): its own share
     second.append(("reduce-dot-512x512x4096-f16-S4", (512, 512, 4096, "f16"), explicit(32, 256, 16, 4)))
     cache = run_all(second, procs)
     out = {"fitted_on": f"timing model, {BOARD} @ {mhz:.0f} MHz, {CUS} CUs (benchmarks/plan_surrogate.py fit)",
            "variants": {}}
+    if dot_only:  # the f32 variants and the f32 reduce share as they are
+        old = json.loads(OUT.read_text())
+        out["variants"] = {k: v for k, v in old["variants"].items() if k.split()[0] not in DOT_C}
+        out["reduce_efficiency"] = old["reduce_efficiency"]
+        out["fitted_on"] += "; dot variants refitted by `benchmarks/plan_surrogate.py fit-dot`"
     for dt, mm, mn, ks in variants:
         a = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K1))]
         c = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K2))]
@@ -224,7 +239,7 @@ def fit(procs: int) -> dict:
         out["variants"][variant_key(dt, (mm, mn), ks)] = {
             "macro_m": mm, "macro_n": mn, "fixed": round(fixed, 1), "latency": round(lat, 1),
             "per_wave_ratio": round(per_wave / v, 4), "wgs_per_cu": R}
-    red = cache["reduce-512x512x2048-S4"]
+    red = cache.get("reduce-512x512x2048-S4", {"us": None})
     if red["us"] is not None and len(red["parts_us"]) == 2:
         m = n = 512
         moved = (4 + 1) * m * n * 4  # beta = 0: S partials read, C written
@@ -338,15 +353,15 @@ def report(procs: int) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("steps", nargs="+", choices=("fit", "fit-local", "report"))
+    ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "report"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
     a = ap.parse_args(argv)
     if a.fresh and (CACHE / "runs.json").exists():
         (CACHE / "runs.json").unlink()
     for step in a.steps:
-        if step == "fit":
-            fit(a.jobs)
+        if step in ("fit", "fit-dot"):
+            fit(a.jobs, dot_only=step == "fit-dot")
             from vlpc.plan_model import fitted
             fitted.cache_clear()
         elif step == "fit-local":  # only the dot kernels' local split term, on the variants in OUT

@@ -26,6 +26,9 @@ from vlpc.dialects.gemm import gemv_plan
 from vlpc.passes.common import matmuls, op_error
 
 SUPPORTED_K_STEPS = (8, 16)
+#: K steps (dwords of packed K) the f16/i8 dot kernels' automatic plan weighs (class docstring): the
+#: plan surrogate has a fitted variant of each (benchmarks/plan_surrogate.py fit-dot); ties keep 16.
+DOT_AUTO_K_STEPS = (16, 8)
 #: Macro tile N extents the automatic choice picks from (seed 002: 64x64, 64x128, 64x256).
 AUTO_MACRO_N = (64, 128, 256)
 #: Macro/micro tile rows of the sqc kernel when not given (``model``): 32 for f32, 16 for f64.
@@ -54,7 +57,10 @@ class GemmTilePass(ModulePass):
     lanes and more tiles for narrow C), else 256.  The f16/i8 dot kernels (not the decode GEMV)
     weigh each tile N with S and, when S is automatic, gemm-split-k's local split L too; they
     take the modeled best tile only when its plan has a local split, else the smallest covering
-    N as before (the surrogate's choice of N without L is not validated for them).
+    N as before (the surrogate's choice of N without L is not validated for them).  When neither
+    ``k-step`` nor the tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or
+    8 dwords of packed K, each a fitted surrogate variant; ties keep 16): the best plan's, or with
+    the covering N the best K step of that N.  The decode GEMV keeps its own K step (``gemv_plan``).
     """
 
     name = "gemm-tile"
@@ -83,15 +89,17 @@ class GemmTilePass(ModulePass):
             if gemv and self.macro_n in (0, gemv[0]):
                 default_k = gemv[2]  # and its K step (gemv_plan: 8 when a step of A spans two batches)
             if not gemv and self.model and not self.macro_n:
-                auto_n = self._modeled_n(mm, self.macro_m or self.micro_m or default_m, self.k_step or default_k,
-                                         auto_n)
+                auto_n, default_k = self._modeled_n(mm, self.macro_m or self.micro_m or default_m,
+                                                    self.k_step or default_k, auto_n,
+                                                    choose_k=not (self.k_step or self.macro_m or self.micro_m))
             tile = dataclasses.replace(self, macro_n=self.macro_n or auto_n, macro_m=self.macro_m or (self.micro_m or default_m),
                                        micro_m=self.micro_m or (self.macro_m or default_m),
                                        k_step=self.k_step or default_k)
             tile._apply_one(mm)
 
-    def _modeled_n(self, mm, macro_m: int, k_step: int, fallback: int) -> int:
-        """Macro tile N by modeled time (see the class docstring), or ``fallback``."""
+    def _modeled_n(self, mm, macro_m: int, k_step: int, fallback: int, choose_k: bool = False) -> tuple[int, int]:
+        """(macro tile N, K step) by modeled time (see the class docstring), or (``fallback``, ``k_step``);
+        ``choose_k``: the f16/i8 dot kernels' K step too (DOT_AUTO_K_STEPS)."""
         from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
         from vlpc.plan_model import choose, plan_board
         from vlpc.targets import TargetError
@@ -101,23 +109,31 @@ class GemmTilePass(ModulePass):
 
         s = mm.shape()
         if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64", *DOT_PACK) or s.m < macro_m:
-            return fallback
+            return fallback, k_step
         try:
             board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
         except TargetError as e:
             raise op_error(mm, str(e)) from None
         splits = tuple(range(1, MAX_AUTO_SPLIT + 1)) if self.split_k == 0 else (self.split_k,)
         if s.dtype in DOT_PACK:  # the dot kernels: with gemm-split-k's automatic local split L when S is auto
-            best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
-                             "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0,
-                             c_esize=ELEMENT_BYTES[s.c_type], locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
-                             max_workitems=board.target.max_workitems_per_workgroup)
+            def best_of(macro_ns):
+                return choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, macro_ns, k_step, splits, 1,
+                              "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0,
+                              c_esize=ELEMENT_BYTES[s.c_type],
+                              locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
+                              max_workitems=board.target.max_workitems_per_workgroup,
+                              k_steps=DOT_AUTO_K_STEPS if choose_k else ())[0]
+
+            best = best_of(AUTO_MACRO_N)
             # a plan without a local split keeps the former tile (the smallest of 64/128/256 covering N,
-            # else 256): the surrogate's tile-N choice without L is not validated for the dot kernels
-            return best.macro[1] if best.local_split > 1 else fallback
+            # else 256): the surrogate's tile-N choice without L is not validated for the dot kernels;
+            # its K step is the best plan's of that tile
+            if best.local_split <= 1:
+                best = best_of((fallback,))
+            return best.macro[1], best.k_step
         best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
                          "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0)
-        return best.macro[1]
+        return best.macro[1], k_step
 
     def _apply_one(self, mm) -> None:
         if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:

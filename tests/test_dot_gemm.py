@@ -134,7 +134,8 @@ def test_a_schedules(ab, ct):
     m, n, k = 70, 300, (3 * 16 + 5) * p + p - 1
     lda = ldb = -(-k // p) * p + p
     for schedule, per_wait in (("default", 64), ("cover", 32)):
-        kern = vlpc.compile(source(m, n, k, lda, ldb, n + 1, ab, ct), schedule=schedule).kernel("g")
+        # (K step 16 given: the automatic plan weighs 8 too, gemm-tile's DOT_AUTO_K_STEPS)
+        kern = vlpc.compile(source(m, n, k, lda, ldb, n + 1, ab, ct), schedule=schedule, k_step=16).kernel("g")
         rows, ks = kern.launch_info["macro_m"], kern.launch_info["k_step"]
         assert (rows, ks) == (32, 16)
         loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]

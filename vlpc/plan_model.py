@@ -31,7 +31,8 @@ bytes; their variants and the reduce kernel's bandwidth share (``reduce_efficien
 fitted to the timing model's dot kernels only.  Their local split L adds the LDS hand-over after
 the main loop to ``F`` (``(L - 1) x mm x c``, ``c`` fitted per type: :func:`local_reduce_cycles`)
 and bounds ``R`` by the LDS a workgroup's hand-over holds (:func:`dot_local_lds_bytes`); the
-automatic plan weighs L through :func:`choose`'s ``locals_``.
+automatic plan weighs L through :func:`choose`'s ``locals_``, and the K step (16 or 8 dwords,
+a fitted variant of each: ``benchmarks/plan_surrogate.py fit-dot``) through its ``k_steps``.
 
 Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
 runs ~30x slower) take the nearest fitted one (same element type first, else f32; nearest
@@ -178,6 +179,7 @@ class PlanCost:
     reduce_seconds: float
     macro: tuple[int, int] = (0, 0)
     local_split: int = 1
+    k_step: int = 0  #: in the kernel's K units (values, or dwords for f16/i8)
 
     @property
     def seconds(self) -> float:
@@ -231,7 +233,7 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
         else:  # scale kernel (read/write C) + one read-modify-write of C per slice
             moved = (2 + 2 * split) * m * n * c_esize
         reduce = moved / (bw * eff) + launch
-    return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro, local)
+    return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro, local, k_step)
 
 
 def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
@@ -257,7 +259,7 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
 def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_ns: tuple[int, ...], k_step: int,
            splits: tuple[int, ...], local: int, mode: str, board: Board, beta_nonzero: bool = True,
            min_k_per_split: int = 0, c_esize: int = 0, locals_: tuple[int, ...] = (),
-           max_workitems: int = 0) -> tuple[PlanCost, list[PlanCost]]:
+           max_workitems: int = 0, k_steps: tuple[int, ...] = ()) -> tuple[PlanCost, list[PlanCost]]:
     """The cheapest plan over macro tile N in ``macro_ns`` and split S in ``splits`` (slices of at
     least ``min_k_per_split`` values of K and one K step; for f16/i8 a slice is whole dwords of
     packed K, :func:`k_units`, 2 or 4 values each), S = 1 always allowed, and every candidate;
@@ -267,26 +269,31 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
     of ``local``) whose workgroup (``macro N x L`` work-items) stays within ``max_workitems``
     (0: no limit); there each of the S slices keeps ``min_k_per_split`` values of K and each of
     the S x L pieces at least one K step (L's cost is its LDS hand-over, modeled, not a slice's
-    prologue and partial store), and ties go to the smaller L after the smaller S."""
+    prologue and partial store), and ties go to the smaller L after the smaller S.
+
+    ``k_steps`` (the f16/i8 dot kernels' automatic plan, e.g. ``(16, 8)``): also every K step in it
+    (instead of ``k_step``), each with its own fitted variant and its own slice and piece bounds
+    (whole K steps); ties go to the larger K step last."""
     cands = []
     ku, pack = k_units(k, dtype), DOT_PACK.get(dtype, 1)
-    for mn in macro_ns:
-        for L in (locals_ or (local,)):
-            if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * k_step):
-                continue
-            for s in splits:
-                if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
-                    if not locals_ and k_per_split(ku, s * local, k_step) * pack < max(min_k_per_split,
-                                                                                      k_step * pack):
-                        continue
-                    if locals_ and (k_per_split(ku, s, k_step) * pack < max(min_k_per_split, k_step * pack)
-                                    or ku < s * L * k_step):
-                        continue
-                cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), k_step, s, L, mode, board,
-                                      beta_nonzero, c_esize=c_esize))
-    # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S, then the smaller L
+    for ks in (k_steps or (k_step,)):
+        for mn in macro_ns:
+            for L in (locals_ or (local,)):
+                if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * ks):
+                    continue
+                for s in splits:
+                    if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
+                        if not locals_ and k_per_split(ku, s * local, ks) * pack < max(min_k_per_split, ks * pack):
+                            continue
+                        if locals_ and (k_per_split(ku, s, ks) * pack < max(min_k_per_split, ks * pack)
+                                        or ku < s * L * ks):
+                            continue
+                    cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), ks, s, L, mode, board,
+                                          beta_nonzero, c_esize=c_esize))
+    # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S, then the smaller L,
+    # then the larger K step
     best = min(cands, key=lambda c: (round(c.seconds, 12), -(-n // c.macro[1]) * c.macro[1] - n, -c.macro[1],
-                                     c.split_k, c.local_split))
+                                     c.split_k, c.local_split, -c.k_step))
     return best, cands
 
 

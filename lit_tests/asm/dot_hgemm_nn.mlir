@@ -1,4 +1,4 @@
-// RUN: vlpc compile %s --emit asm | filecheck %s
+// RUN: vlpc compile %s --k-step 16 --emit asm | filecheck %s
 
 // f16 with B stored K x N (layout NN): each VGPR of B packs the values of rows k and k + 1 of
 // the lane's column, the low half with global_load_ushort and the high half with
