@@ -85,45 +85,15 @@ func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memre
 """
 
 
-def run_dot(m: int, n: int, k: int, dtype: str, opts: dict) -> dict:
-    """Figures of one timing-only launch of an f16 (C f32) or int8 (C i32) NT GEMM, alpha 1,
-    beta 0, on BOARD with CUS CUs (``opts``: vlpc.compile options; {} or {"gpu": ...} for the
-    automatic plan)."""
-    import numpy as np
-
-    import vlpc
-    from vlpc.errors import VlpcError
-    from vlpc.runtime import get_device, load_code_object
-
-    try:
-        kern = vlpc.compile(source(m, n, k, dtype), "gfx906", cus=CUS, **opts).kernel("g")
-        dev = get_device("emulator", gpu=BOARD, cus=CUS, timing_only=True)
-        ab, ct = (np.int8, np.int32) if dtype == "i8" else (np.float16, np.float32)
-        sc = np.int32 if dtype == "i8" else np.float32
-        bufs = [dev.upload(np.zeros(x, t)) for x, t in (((m, k), ab), ((n, k), ab), ((m, n), ct))]
-        try:
-            args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), sc(1), sc(0)]
-            tm = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n).timing
-        finally:
-            for b in bufs:
-                dev.free(b)
-    except VlpcError as e:
-        return {"us": None, "parts_us": [], "wgs_per_cu": 0, "plan": "", "error": str(e).splitlines()[0]}
-    li = kern.launch_info
-    plan = f"{li['macro_m']}x{li['macro_n']} k{li['k_step']} S{li.get('split_k') or 1} L{li.get('local_split') or 1}"
-    return {"us": tm.time_us, "parts_us": [x.time_us for x in (tm.parts or [tm])], "wgs_per_cu": tm.wgs_per_cu,
-            "plan": plan, "error": None}
-
-
 def run(job):
-    """(key, figures) of one timing-only launch of an explicit plan (or {} for the auto plan)."""
+    """(key, figures) of one timing-only launch of an explicit plan (or {} / {"gpu": ...} for the
+    automatic plan): :func:`vlpc.tune.evaluate` without the check, alpha 1 and beta 0 (C not read;
+    the dot kernels take them as arguments: f32 for f16, i32 for int8), on BOARD with CUS CUs."""
     key, (m, n, k, dtype), opts = job
-    if dtype in DOT_C:
-        return key, run_dot(m, n, k, dtype, opts)
     from vlpc import tune
 
-    r = tune.evaluate(tune.Problem(source(m, n, k, dtype), f"{key}.mlir", None, None, None), opts, "gfx906", BOARD,
-                      None, CUS, check=False)
+    r = tune.evaluate(tune.Problem(source(m, n, k, dtype), f"{key}.mlir", None, None, None, alpha=1.0, beta=0.0),
+                      opts, "gfx906", BOARD, None, CUS, check=False)
     return key, {"us": r.modeled_us, "parts_us": r.parts_us, "wgs_per_cu": r.wgs_per_cu, "plan": r.plan,
                  "error": r.error}
 
