@@ -261,7 +261,8 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     :meth:`vlpc.kernel.CompiledKernel.launch`, grid z = S x batch; a batch count given at launch is
     printed as a factor ``x batch``), the split, the kernels in launch order,
     the workspace size, and for an automatic choice the modeled candidates (plan surrogate,
-    :mod:`vlpc.plan_model`): every S for the chosen tile and the best S of each tile N."""
+    :mod:`vlpc.plan_model`): every S for the chosen tile and the best S of each tile N (f16/i8 dot
+    kernels: also the best S of each local split L, and the best S and L of each K step)."""
     board = plan_board(target.name, gpu, cus)
     cus = board.compute_units
     s = mm.shape()
@@ -351,6 +352,16 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                     lines.append("  local splits (modeled, this tile): " + "; ".join(
                         f"L{x} best split-k {c.split_k}: {c.seconds * 1e6:.1f} us"
                         + (" <- chosen" if x == local and c.split_k == split else "") for x, c in sorted(per.items())))
+                from vlpc.passes.gemm_tile import DOT_AUTO_K_STEPS  # the K steps gemm-tile weighs: best S, L of each
+                steps = []
+                for ks in DOT_AUTO_K_STEPS:
+                    _, _, kc = choose_split_local(s, macro, ks, "workspace", target, cus, gpu, items=wg // local)
+                    if kc:
+                        b = min(kc, key=lambda c: (round(c.seconds, 12), c.split_k, c.local_split))
+                        steps.append(f"k{ks} best split-k {b.split_k} L{b.local_split}: {b.seconds * 1e6:.1f} us"
+                                     + (" <- chosen" if (ks, b.split_k, b.local_split) == (k_step, split, local) else ""))
+                if steps:
+                    lines.append("  K steps (modeled, this tile): " + "; ".join(steps))
         else:  # choose_split kept S = 1 without modeling: say why
             why = ("sizes known only at launch" if not s.is_static() else "a strided batch" if s.batch != 0 else
                    f"the decode GEMV plan splits K across the {local} wavefront groups of each workgroup instead"

@@ -89,3 +89,24 @@ def test_automatic_k8_plan_matches_numpy(m, n, k, lda, ldc, ab, ct):
     a, b, c, _, _ = operands(m, n, k, ab, ct, np.random.default_rng(7))
     af, bf = exact(a, lda, PAD[ab]), exact(b, lda, PAD[ab])
     check_general_and_beta0(kern, af, bf, a, b, c, ct, m, n, k, lda, lda, ldc, garbage_device())
+
+
+def test_print_plan_shows_each_k_step(tmp_path, capsys):
+    """``--print-plan`` lists the best S and L of each K step for the chosen tile, the surrogate's
+    figures (recomputed here), and marks the chosen one: k8 for the hgemm example on MI60."""
+    import re
+
+    from vlpc.cli import main
+
+    assert main(["compile", str(EXAMPLE), "--gpu", "mi60", "--print-plan", "-o", str(tmp_path / "k.hsaco")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("K steps (modeled"))
+    got = {int(k): (int(s), int(l), float(us), bool(mark)) for k, s, l, us, mark in
+           re.findall(r"k(\d+) best split-k (\d+) L(\d+): ([\d.]+) us( <- chosen)?", line)}
+    assert set(got) == {16, 8} and [k for k, v in got.items() if v[3]] == [8]
+    kern = vlpc.compile(EXAMPLE.read_text(), gpu="mi60").kernel("hgemm")
+    for ks, (s, l, us, _) in got.items():
+        best = surrogate_best(256, 512, 641, "f16", "f32", "mi60", (ks,))  # (its tile N may differ from the plan's)
+        assert best.seconds * 1e6 <= us + 0.05
+        if best.macro[1] == kern.launch_info["macro_n"]:
+            assert (best.split_k, best.local_split) == (s, l) and abs(best.seconds * 1e6 - us) < 0.05
+    assert got[8][:2] == (kern.split_k, kern.local_split)
