@@ -180,3 +180,55 @@ def test_short_session_float_new_options(capsys):
     assert difftest.main(["--seed", "424242", "--cases", "12", "--types", "f32,f64", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "12 cases" in out and "FAIL" not in out
+
+
+def _float_case(**kw) -> difftest.Case:
+    base = dict(seed=0, index=0, form="gemm", dtype="f32", layout="TN", m=5, n=7, k=9, pads=(1, 2, 3), alpha=-1.5,
+                beta=0.5, options={"macro_tile": (32, 64)})
+    base.update(kw)
+    return difftest.Case(**base)
+
+
+@pytest.mark.parametrize("c", [_float_case(), _float_case(dtype="f64", layout="NN", options={"split_k": 2}),
+                               _float_case(epilogue=("bias_col", "gelu"), options={"local_split": 2})],
+                         ids=["f32-TN", "f64-NN-splitk", "f32-bias-gelu-local"])
+def test_float_checks_see_corruption(monkeypatch, c):
+    """The f32/f64 path's checks: an element of C off by far more than the bound, an element
+    of C's padding and a bit of B changed by a corrupting device are each reported."""
+    assert _run(monkeypatch, c) == ("", "")
+    last = _last_of_c(c)
+
+    def bump(out):
+        out[last] = out[last] * (1 + 2.0**-8) + 2.0**-8
+    cat, detail = _run(monkeypatch, c, 2, bump)
+    assert cat == "wrong result" and f"C[0][{c.m - 1},{c.n - 1}]" in detail
+    monkeypatch.undo()
+
+    def touch(out):
+        out[c.n] = 0
+    assert _run(monkeypatch, c, 2, touch)[0] == "padding modified"
+    monkeypatch.undo()
+
+    def flip_b(out):
+        out.view(np.uint8)[0] ^= 1
+    assert _run(monkeypatch, c, 1, flip_b) == ("input modified", "buffer B changed")
+
+
+def test_api_check(monkeypatch):
+    """vlpc.run on the case's matrices (a batch of 2: A's stride with a gap the IR fixes, B
+    shared with stride 0) gives C bit for bit; a different C is reported."""
+    monkeypatch.setattr(difftest, "API_SHARE", 1.0)
+    c = _float_case(layout="NT", m=6, n=5, k=4, pads=(1, 0, 2), batch=2, strides=(6 * 5 + 3, 0, 6 * 7),
+                    epilogue=("bias_row",))
+    assert difftest.run_case(c) == ("", "")
+    kern = difftest.compile_case(c, difftest.source(c))
+    bufs = difftest.buffers(c, np.random.default_rng(1))
+    arrays = difftest.api_arrays(c, bufs)
+    assert arrays["A"].shape == (2, 6, 5) and arrays["B"].shape == (5, 4) and arrays["C"].shape == (2, 6, 7)
+    import vlpc
+    got = vlpc.run(kern, arrays["A"], arrays["B"], arrays["C"], alpha=c.alpha, beta=c.beta, bias=bufs["bias"]).c
+    assert difftest.api_check(c, kern, bufs, got, c.alpha, c.beta) == ("", "")
+    bad = got.copy()
+    bad[1, 5, 4] = np.nextafter(bad[1, 5, 4], np.float32(np.inf))
+    cat, detail = difftest.api_check(c, kern, bufs, bad, c.alpha, c.beta)
+    assert cat == "wrong result" and "C[1][5,4]" in detail

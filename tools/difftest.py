@@ -55,6 +55,8 @@ import numpy as np
 U = {"f32": 2.0**-24, "f64": 2.0**-53}
 NPT = {"f32": np.float32, "f64": np.float64}
 UINT = {"f32": np.uint32, "f64": np.uint64}
+#: share of the passing cases run again through vlpc.run (api_check)
+API_SHARE = 0.2
 FAILURES = ("wrong result", "padding modified", "input modified", "false verdict", "missed by vlpc.verify",
             "device fault", "internal error", "crash")
 
@@ -818,6 +820,8 @@ def run_dot_case(c: Case) -> tuple[str, str]:
     category, detail = ("wrong result", wrong) if wrong else ("", "")
     if not category:
         category, detail = untouched(c, bufs, after, DOT_UINT[c.ct])
+    if not category and np.random.default_rng([c.seed, c.index, 4]).random() < API_SHARE:
+        category, detail = api_check(c, kern, bufs, got, alpha, beta)
     if category in ("", "wrong result"):
         a_k = kern.alpha if kern.alpha is not None else alpha
         b_k = kern.beta if kern.beta is not None else beta
@@ -952,6 +956,8 @@ def run_case(c: Case) -> tuple[str, str]:
         category, detail = "", ""
     if not category:
         category, detail = untouched(c, bufs, after, UINT[c.dtype])
+    if not category and np.random.default_rng([c.seed, c.index, 4]).random() < API_SHARE:
+        category, detail = api_check(c, kern, bufs, after["C"][offsets(c, "C")], c.alpha, c.beta)
     # vlpc's own verdict on the same buffers
     if category in ("", "wrong result"):
         from vlpc.verify import Problem, check
@@ -965,6 +971,69 @@ def run_case(c: Case) -> tuple[str, str]:
         elif category and v.ok:
             category, detail = "missed by vlpc.verify", f"{detail}; vlpc.verify: {v.summary()}"
     return category, detail
+
+
+def api_arrays(c: Case, bufs: dict) -> dict | None:
+    """A, B and C as ``vlpc.run`` takes them (rows x leading dimension, 3-D for a batch, 2-D
+    for a batch stride of 0, padding as in difftest's buffers), or None when ``vlpc.run``
+    cannot express the case's geometry (a batch stride with a gap that the IR does not fix:
+    ``vlpc.run`` then takes rows x leading dimension)."""
+    out = {}
+    rc, lds = c.rows_cols(), c.lds()
+    for i, x in enumerate("ABC"):
+        rows, ld = rc[x][0], lds[i]
+        stride = c.strides[i]
+        buf = bufs[x]
+        if not c.batch or stride == 0:
+            flat = np.concatenate([buf, np.zeros(rows * ld, buf.dtype)])
+            out[x] = flat[:rows * ld].reshape(rows, ld).copy()
+            continue
+        static_stride = not (c.dyn_ld or c.dyn_batch or any(c.is_dyn(d) for d in c.dim_names()[x])) or (
+            c.plain and c.pads[i] == 0 and stride == rows * ld)
+        if stride != rows * ld and not static_stride:
+            return None
+        flat = np.concatenate([buf, np.zeros(c.batch * max(stride, rows * ld), buf.dtype)])
+        out[x] = np.stack([flat[z * stride:z * stride + rows * ld].reshape(rows, ld) for z in range(c.batch)])
+    return out
+
+
+def api_check(c: Case, kern, bufs: dict, got: np.ndarray, alpha, beta) -> tuple[str, str]:
+    """Run the case again through ``vlpc.run`` (its argument resolution, buffer packing and
+    verdict; the padding its own, NaN) on the same matrices: ("", "") when it verifies and its
+    C is bit-identical to ``got`` (atomic split mode: within vlpc's verdict only), else a
+    failure ("false verdict" for a VerificationError on a C difftest accepted, "wrong result"
+    for other bits)."""
+    import vlpc
+    from vlpc.api import VerificationError
+    from vlpc.runtime import get_device
+
+    arrays = api_arrays(c, bufs)
+    if arrays is None:
+        return "", ""
+    kw = {}
+    if kern.alpha is None:
+        kw["alpha"], kw["beta"] = alpha, beta
+    if "bias" in bufs:
+        kw["bias"] = bufs["bias"]
+    if "scale_row" in bufs:
+        kw["scales"] = (bufs["scale_row"], bufs["scale_col"])
+    dev = get_device("emulator", strict=True, target=c.target)
+    try:
+        r = vlpc.run(kern, arrays["A"], arrays["B"], arrays["C"], m=c.m, n=c.n, k=c.k, batch=c.batch or None,
+                     device=dev, **kw)
+    except VerificationError as e:
+        return "false verdict", f"vlpc.run: {str(e).splitlines()[0]}"
+    except Exception as e:  # noqa: BLE001
+        cat, detail = launch_failure(e)
+        return ("crash" if cat.startswith("refused") else cat), f"vlpc.run: {detail}"
+    rc = np.asarray(r.c).reshape(got.shape)
+    if kern.split_mode != "atomic" and rc.tobytes() != got.tobytes():
+        bad = np.argwhere((rc != got) & ~(np.isnan(rc.astype(np.float64)) & np.isnan(got.astype(np.float64))))
+        if bad.size:
+            z, i, j = (int(v) for v in bad[0])
+            return "wrong result", (f"vlpc.run's C differs from the same launch through CompiledKernel.execute at "
+                                    f"{len(bad)} elements; first C[{z}][{i},{j}]: {rc[z, i, j]!r} vs {got[z, i, j]!r}")
+    return "", ""
 
 
 def describe(c: Case) -> str:
