@@ -386,3 +386,14 @@ def test_a_file_of_two_gemms_is_one_line_for_commands_that_run_one(tmp_path, cap
     name = "bench/report --energy" if "--energy" in cmd else cmd
     assert capsys.readouterr().err == (f"vlpc {name} runs one GEMM, and the module has 2 kernels (g, h): give it a "
                                        "file with one func.func holding a gemm.matmul\n")
+
+
+@pytest.mark.parametrize("action", ["info", "clear"])
+def test_cache_commands_say_when_the_cache_is_not_a_directory(tmp_path, capsys, monkeypatch, action):
+    f = tmp_path / "cachefile"
+    f.write_text("keep")
+    monkeypatch.setenv("VLPC_CACHE_DIR", str(f))
+    assert main(["cache", action]) == 1
+    err = capsys.readouterr().err
+    assert err == f"vlpc: the kernel cache {f} is not a directory: compiles cannot use it (set VLPC_CACHE_DIR to a directory)\n"
+    assert f.read_text() == "keep"

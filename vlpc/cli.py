@@ -281,6 +281,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         kc = KernelCache()
     except CacheError as e:
         raise VlpcError(str(e)) from None
+    if kc.directory.exists() and not kc.directory.is_dir():  # compiles skip such a cache silently
+        raise VlpcError(f"the kernel cache {kc.directory} is not a directory: compiles cannot use it "
+                        "(set VLPC_CACHE_DIR to a directory)")
     if args.action == "info":
         print("\n".join(kc.info().lines()))
     else:
