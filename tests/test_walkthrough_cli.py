@@ -397,3 +397,16 @@ def test_cache_commands_say_when_the_cache_is_not_a_directory(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert err == f"vlpc: the kernel cache {f} is not a directory: compiles cannot use it (set VLPC_CACHE_DIR to a directory)\n"
     assert f.read_text() == "keep"
+
+
+@pytest.mark.parametrize("argv, option", [(["compile", "{f}", "-o", ""], "-o"),
+                                          (["run", "{f}", "-q", "--save-output", ""], "--save-output"),
+                                          (["bench", "{f}", "-q", "--csv", ""], "--csv"),
+                                          (["report", "{f}", "-q", "-o", ""], "-o")])
+def test_an_empty_output_name_is_refused(small, capsys, tmp_path, monkeypatch, argv, option):
+    """(run and bench skipped an empty name silently, report wrote small-report.*, compile said
+    'cannot write : it is a directory')"""
+    monkeypatch.chdir(tmp_path)
+    assert main([a.format(f=small) for a in argv]) == 1
+    assert capsys.readouterr().err == f"vlpc: {option}: empty file name\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.mlir"]

@@ -544,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
         gc.disable()
     try:
         check_clock(getattr(args, "clock", None))  # bench, report, tune: before any work
+        for dest in ("output", "save_output", "csv", "chart", "options"):  # `-o ""` was skipped or misread
+            if getattr(args, dest, None) == "":
+                raise VlpcError(f"{'-o' if dest == 'output' else '--' + dest.replace('_', '-')}: empty file name")
         if args.command == "cache":
             return _cmd_cache(args)
         if args.command == "compile":
