@@ -232,3 +232,18 @@ def test_api_check(monkeypatch):
     bad[1, 5, 4] = np.nextafter(bad[1, 5, 4], np.float32(np.inf))
     cat, detail = difftest.api_check(c, kern, bufs, bad, c.alpha, c.beta)
     assert cat == "wrong result" and "C[1][5,4]" in detail
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_flushed_subnormals_are_wrong(monkeypatch, dtype):
+    """A tiny case (C subnormal) passes; the same C with its subnormals flushed to zero, as a
+    kernel in flush mode would write it, is a wrong result for difftest and for vlpc.verify
+    (before, both bounds had an absolute term of the smallest normal number per operation:
+    "missed by vlpc.verify", and difftest itself accepted it)."""
+    c = _float_case(dtype=dtype, layout="NN", options={"split_k": 2}, tiny=True)
+    assert _run(monkeypatch, c) == ("", "")
+
+    def flush(out):
+        out[np.isfinite(out) & (np.abs(out) < np.finfo(out.dtype).tiny)] = 0
+    cat, detail = _run(monkeypatch, c, 2, flush)
+    assert cat == "wrong result" and "35 of 35" in detail

@@ -92,6 +92,7 @@ class Case:
     target: str = "gfx906"        # vlpc.compile's target id (the emulator runs the same one)
     dyn_dims: str = ""            # with dyn_sizes: which of M, N, K are '?' ("": all three)
     plain: bool = False           # identity memref layouts (no strided<>) where pads and strides allow
+    tiny: bool = False            # f32/f64: A, B scaled by 2^-TINY_EXP, C and bias by 2^-2 TINY_EXP (C subnormal)
 
     def is_dyn(self, dim: str) -> bool:
         """Whether size ``dim`` (M, N or K) is '?' in the IR (given at launch)."""
@@ -214,6 +215,11 @@ def draw_case(seed: int, index: int, dtype: str | None = None) -> Case:
     return c
 
 
+#: the scale of tiny cases (Case.tiny): products and C near 2^-140 (f32) / 2^-1060 (f64), subnormal
+#: results with about 10 significant bits: a kernel flushing subnormals (or an emulator doing so
+#: against the descriptor's FLOAT_DENORM_MODE) returns 0 there, far outside the bound
+TINY_EXP = {"f32": 70, "f64": 530}
+
 #: local splits beyond the base draw's 2 and 4 (README: L x macro N work-items, at most 1024)
 WIDE_LOCAL = (8, 16)
 
@@ -268,6 +274,8 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
         c.k = max(1, c.k - int(rng.integers(1, 16)))
     if rng.random() < 0.3:
         c.plain = True
+    if not dot and rng.random() < 0.06:
+        c.tiny = True
     # BLAS compares alpha and beta with zero: -0.0 is zero too (A and B, resp. C, not read)
     if c.form == "gemm" and (not dot or _dot_scalar(c) == "f32"):
         if c.alpha == 0 and rng.random() < 0.3:
@@ -438,6 +446,12 @@ def buffers(c: Case, rng: np.random.Generator) -> dict:
     out = _matrix_buffers(c, rng, dict.fromkeys("ABC", (t, None, np.nan)))
     if any(x.startswith("bias") for x in c.epilogue):
         out["bias"] = rng.standard_normal(c.m if "bias_row" in c.epilogue else c.n).astype(t)
+    if c.tiny:  # exact power-of-two scaling of the matrices' elements (the padding keeps its values)
+        e = TINY_EXP[c.dtype]
+        for x in out:
+            offs = offsets(c, x).reshape(-1) if x != "bias" else np.arange(out[x].size)
+            with np.errstate(invalid="ignore"):
+                out[x][offs] = np.ldexp(out[x][offs], -e if x in "AB" else -2 * e)
     return out
 
 
@@ -478,7 +492,11 @@ def expected(c: Case, bufs: dict) -> tuple[np.ndarray, np.ndarray]:
                 g = 0.5 * d * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (d + 0.044715 * d**3)))
                 e = 1.13 * e + 64 * 2.0**-24 * (np.abs(d) + np.abs(g))
                 d = g
-        e = e + 2 * u * np.abs(d) + (c.k + 10) * float(np.finfo(NPT[c.dtype]).tiny)
+        # underflow: the kernels keep subnormals (README, FLOAT_DENORM_MODE 3), so an operation's
+        # absolute error is at most half the smallest subnormal (Higham eq. (2.8) with gradual
+        # underflow); an epilogue's transcendental may flush: the smallest normal per operation
+        fi = np.finfo(NPT[c.dtype])
+        e = e + 2 * u * np.abs(d) + (c.k + 10) * float(fi.smallest_subnormal) + len(c.epilogue) * float(fi.tiny)
     return d, e
 
 
