@@ -150,10 +150,10 @@ def fit_coefficients(models: dict, params, fit_time: str = "seed") -> tuple[floa
     ``fit_time="seed"`` (the default, the calibrated values in vlpc/targets.py): the target is the
     *energy* the seed measured, its watts times the time of the same run (:func:`seed_time_us`; with
     the idle power times that time apart, the dynamic energy per GEMM), which is what per-event
-    energies describe: the coefficients do not take up the timing model's errors (its 1700 MHz time
-    is 2.8 % shorter than the seed's power run, and it runs the kernel without forwarding as fast as
-    the one with it, where the seed measured it 3.4 % slower), so the modeled *watts* at the modeled
-    time show those errors.  ``"model"``: the modeled power at the modeled 1700 MHz time equals the
+    energies describe: the coefficients do not take up the timing model's errors (at 1700 MHz it runs
+    the kernel with forwarding 0.9 % and the one without 2.7 % faster than the seed's power runs: it
+    models a 1.6 % slowdown without forwarding where the seed measured 3.4 %), so the modeled *watts*
+    at the modeled time show those errors.  ``"model"``: the modeled power at the modeled 1700 MHz time equals the
     seed's watts (the calibration until 2026-11-24: 4.74 / 32.62 pJ), so the coefficients take up
     the timing model's 1700 MHz errors.  ``report`` prints both.  Either way only 1700 MHz
     measurements enter."""
@@ -282,7 +282,7 @@ def report(cache: Path, out: Path, fit_time: str = "seed") -> None:
     print(f"diagnosis (uses the seed's 1500 MHz times, so it is NOT a prediction): the energy model given each "
           f"run's own time gives sqc {w_at['sqc']:.1f} W ({_pct(w_at['sqc'], 223)}), no forwarding "
           f"{w_at['sqc-nofwd']:.1f} W ({_pct(w_at['sqc-nofwd'], 240)}), saving {s_at:.1f} W ({_pct(s_at, s_meas)}); "
-          f"the rest of the error above is the timing model's (its 1500 MHz time, and no slowdown without forwarding)")
+          f"the rest of the error above is the timing model's (its 1500 MHz times)")
     pr15 = summary[1500][0]
     ok_p = all(abs(pr15[n].watts - w) / w <= 0.05 for n, w in (("sqc", 223.0), ("sqc-nofwd", 240.0)))
     ok_s = abs(summary[1500][1] - 17.0) / 17.0 <= 0.30 and abs(summary[1700][1] - 19.0) / 19.0 <= 0.30

@@ -9,8 +9,8 @@ engine clocks 1700, 1500, 1300 and 1100 MHz.  The protocol (DEVELOPERS.md):
   ``vlpc/targets.py``) are fitted on the **1700 MHz column only**;
 * the 1500/1300/1100 MHz columns are **predictions**, reported, never fitted.
 
-The kernel is vlpc's ``convert-gemm-to-gcn{schedule=seed}`` (the seed's loop rebuilt
-from its description).  Steps (each cached under ``--cache``):
+The kernel is vlpc's ``convert-gemm-to-gcn{schedule=seed}`` (the seed's loop in the
+instruction order of its published ``sgemm_64x256_sqc.s``).  Steps (each cached under ``--cache``):
 
 ``collect``  compile the seed-schedule kernel for each size, run a timing-only launch on
              the emulator: the L2 footprint of the first round (miss probability) per
