@@ -12,14 +12,9 @@ import pytest
 
 from vlpc.cli import main
 
-SMALL = """builtin.module {
-  func.func @g(%a: memref<64x32xf32>, %b: memref<256x32xf32>, %c: memref<64x256xf32>, %alpha: f32, %beta: f32) {
-    gemm.matmul %a, %b, %c, %alpha, %beta {layout = "NT"}
-        : memref<64x32xf32>, memref<256x32xf32>, memref<64x256xf32>, f32, f32
-    func.return
-  }
-}
-"""
+from launch_support import nt_source
+
+SMALL = nt_source(64, 256, 32)  # C 64x256, K 32
 
 
 @pytest.fixture
