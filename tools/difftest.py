@@ -17,8 +17,16 @@ N, K (K % 2, K % 4 leftovers), the A-transpose pre-kernel (``a_transpose``), the
 plan (static M 1..16 and K), split-K in workspace mode (auto or explicit S), local splits,
 epilogues (not for i32 C) and linalg.generic (extf / extsi bodies); the reference is
 float64 (int8: int64) math on the inputs with the README's bounds (``dot_expected``) and the
-cross-check is ``vlpc.dot_run.check``.  A case is compiled with vlpc, launched on the strict emulator through
-``CompiledKernel.execute`` and checked:
+cross-check is ``vlpc.dot_run.check``.  On top of either draw, ``draw_extras`` (a random stream of
+its own) adds what the base draws never pick: targets gfx900 and ids with features (the
+emulator runs the same target), code object v4, waves per SIMD, the other K step, schedules
+cover and seed, no forwarding, the default and other macro tiles, micro tiles, local splits 8
+and 16, --gpu/--cus, a deep K that the automatic plan splits (or S up to 32), some but not all
+sizes at launch, K at launch off the K step, identity memref layouts, alpha/beta -0.0, and tiny
+values (subnormal C: the bound allows gradual underflow only, so a flush is a wrong result).
+A case is compiled with vlpc, launched on the strict emulator through
+``CompiledKernel.execute`` (its workspace full of garbage, as hipMalloc gives it) and checked;
+a fifth of the passing cases run again through ``vlpc.run`` (``api_check``: C bit for bit):
 
 * ``wrong result``: an element of C outside this tool's error bound (a loose
   Higham-style bound, 2 (K+4) u (|alpha||A||B| + |beta||C| + |bias|) plus epilogue terms),
@@ -92,7 +100,8 @@ class Case:
     target: str = "gfx906"        # vlpc.compile's target id (the emulator runs the same one)
     dyn_dims: str = ""            # with dyn_sizes: which of M, N, K are '?' ("": all three)
     plain: bool = False           # identity memref layouts (no strided<>) where pads and strides allow
-    tiny: bool = False            # f32/f64: A, B scaled by 2^-TINY_EXP, C and bias by 2^-2 TINY_EXP (C subnormal)
+    tiny: bool = False            # f32/f64: A, B scaled by 2^-TINY_EXP, C and bias by 2^-2 TINY_EXP (C subnormal);
+    #                               f16: A, B by 2^-8, C and bias by 2^-16 (f16 C subnormal)
 
     def is_dyn(self, dim: str) -> bool:
         """Whether size ``dim`` (M, N or K) is '?' in the IR (given at launch)."""
@@ -274,7 +283,7 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
         c.k = max(1, c.k - int(rng.integers(1, 16)))
     if rng.random() < 0.3:
         c.plain = True
-    if not dot and rng.random() < 0.06:
+    if (not dot or c.ab == "f16") and rng.random() < 0.06:
         c.tiny = True
     # BLAS compares alpha and beta with zero: -0.0 is zero too (A and B, resp. C, not read)
     if c.form == "gemm" and (not dot or _dot_scalar(c) == "f32"):
@@ -699,6 +708,11 @@ def dot_buffers(c: Case, rng: np.random.Generator) -> dict:
     if _dot_dequant(c):
         out["scale_row"] = rng.uniform(-2e-2, 2e-2, c.m).astype(np.float32)
         out["scale_col"] = rng.uniform(-2e-2, 2e-2, c.n).astype(np.float32)
+    if c.tiny and c.ab == "f16":  # A, B near 2^-8 (some f16 subnormal), C and bias near 2^-16: f16 C subnormal
+        for x in out:
+            offs = offsets(c, x).reshape(-1) if x != "bias" else np.arange(out[x].size)
+            with np.errstate(invalid="ignore", under="ignore"):
+                out[x][offs] = np.ldexp(out[x][offs].astype(np.float64), -8 if x in "AB" else -16).astype(out[x].dtype)
     return out
 
 
