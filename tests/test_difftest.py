@@ -252,3 +252,12 @@ def test_flushed_subnormals_are_wrong(monkeypatch, dtype):
         out[np.isfinite(out) & (np.abs(out) < small)] = 0
     cat, detail = _run(monkeypatch, c, 2, flush)
     assert cat == "wrong result" and (dtype == "f16" or "35 of 35" in detail)
+
+
+def test_overflow_keeps_the_sign():
+    """A result past the largest f32 may be the infinity of the reference's sign, not the other."""
+    c = difftest.Case(seed=0, index=0)
+    big = float(np.finfo(np.float32).max)
+    ref, bound = np.array([[[big, -big, 1.0]]]), np.array([[[1e32, 1e32, 1e-7]]])
+    assert difftest.compare(c, np.array([[[np.inf, -np.inf, 1.0]]]), ref, bound) == ""
+    assert difftest.compare(c, np.array([[[-np.inf, -np.inf, 1.0]]]), ref, bound).startswith("1 of 3 elements wrong")

@@ -516,7 +516,7 @@ def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray, big: f
     with np.errstate(invalid="ignore", over="ignore"):
         fin = np.isfinite(ref)
         err = np.abs(got - ref)
-        ok = np.where(fin, (err <= bound) | (np.isinf(got) & (np.abs(ref) + bound > big)),
+        ok = np.where(fin, (err <= bound) | (np.isinf(got) & (np.abs(ref) + bound > big) & (np.sign(got) == np.sign(ref))),
                       (got == ref) | (np.isnan(got) & np.isnan(ref)))
     if ok.all():
         return ""
