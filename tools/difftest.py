@@ -165,7 +165,7 @@ def draw_case(seed: int, index: int, dtype: str | None = None) -> Case:
     c.dyn_sizes = strategy == "sqc" and rng.random() < 0.35
     c.dyn_ld = c.dyn_sizes or (strategy == "sqc" and rng.random() < 0.2)
     if c.dyn_sizes:
-        c.k = max(k_step, -(-c.k // k_step) * k_step)  # README: K given at launch is a multiple of the K step
+        c.k = max(k_step, -(-c.k // k_step) * k_step)  # a multiple of the K step here; draw_extras draws others
     # alpha, beta (BLAS quick returns at 0)
     if c.form == "gemm":
         c.alpha = float(pick([1.0, -1.5, 0.5, 0.0], [0.45, 0.25, 0.15, 0.15]))
