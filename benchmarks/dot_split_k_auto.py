@@ -3,6 +3,7 @@
     python benchmarks/dot_split_k_auto.py                # both tables (about 25 minutes on 2 cores)
     python benchmarks/dot_split_k_auto.py --no-square    # skip the 2048^3 / 4096^3 rows (a few minutes)
     python benchmarks/dot_split_k_auto.py --fresh        # drop the cached runs (after a timing-model change)
+    python benchmarks/dot_split_k_auto.py a --k-step 8   # table a on the K step 8 variants
 
 Re-fit the surrogate first when the timing model changed: ``python benchmarks/plan_surrogate.py fit
 --fresh`` (its dot variants: ``DOT_VARIANTS`` there).  Runs are cached with the fit's in
@@ -14,8 +15,10 @@ of explicit plans (tile 32x256 or 32x64, S = 1 or 4/8) on f16 and int8 shapes th
 (b) **Automatic S**: for skinny and square shapes of each type, the modeled time of S = 1, of the
 automatic plan (``vlpc.compile`` with ``gpu=mi60``: the plan is made for the board the model runs)
 and of the best S the timing model finds among S in {1, 2, 4, 8, 16, 32} (square shapes: {1, 2}
-or {1, 2, 4}: a full GPU gains nothing from more slices and each 4096^3 run takes minutes), all with
-the default tile.  ``auto / best`` is the automatic plan's time (its own tile N and local split L) over the best one's (the default tile, L = 1).
+or {1, 2, 4}: a full GPU gains nothing from more slices and each 4096^3 run takes minutes), the S runs
+with the default tile (tile N the smallest of 64/128/256 covering N, else 256; K step 16; L = 1).
+``auto / best`` is the automatic plan's time (its own tile N, K step and local split L) over the best
+S run's.
 
 (d) **Local split, tile N and K step**: the automatic plan (gemm-tile's tile N and K step, 16 or 8
 dwords, and gemm-split-k's S and local split L by the surrogate, whose dot variants model L: its LDS
@@ -63,28 +66,29 @@ def surrogate_us(m, n, k, dt, macro, split, local=1, k_step=16) -> float:
                     c_esize=4).seconds * 1e6
 
 
-def table_a(procs: int) -> None:
+def table_a(procs: int, k_step: int = 16) -> None:
     jobs, plans = [], {}
     for m, n, k, dt, tiles, splits in VALIDATE:
         for mn in tiles:
             for s in splits:
-                key = f"dotv-{m}x{n}x{k}-{dt}-32x{mn}-S{s}"
+                key = f"dotv-{m}x{n}x{k}-{dt}-32x{mn}-S{s}" + (f"-k{k_step}" if k_step != 16 else "")
                 plans[key] = (m, n, k, dt, (32, mn), s)
-                jobs.append((key, (m, n, k, dt), ps.explicit(32, mn, 16, s)))
+                jobs.append((key, (m, n, k, dt), ps.explicit(32, mn, k_step, s)))
     cache = ps.run_all(jobs, procs)
-    print("## (a) Surrogate vs timing model, dot kernels (explicit plans, shapes outside the fit; modeled)\n")
+    print(f"## (a) Surrogate vs timing model, dot kernels (explicit plans, K step {k_step}, shapes outside the fit; "
+          "modeled)\n")
     print("| shape | plan | timing model us | surrogate us | error |")
     print("|---|---|---:|---:|---:|")
     errs = []
     for key, (m, n, k, dt, macro, s) in plans.items():
         r = cache[key]
         if r["us"] is None:
-            print(f"| {m}x{n}x{k} {dt} | {macro[0]}x{macro[1]} S{s} | failed: {r['error']} | | |")
+            print(f"| {m}x{n}x{k} {dt} | {macro[0]}x{macro[1]} k{k_step} S{s} | failed: {r['error']} | | |")
             continue
-        est = surrogate_us(m, n, k, dt, macro, s)
+        est = surrogate_us(m, n, k, dt, macro, s, k_step=k_step)
         e = est / r["us"] - 1
         errs.append(abs(e))
-        print(f"| {m}x{n}x{k} {dt}>{CT[dt]} | {macro[0]}x{macro[1]} S{s} | {r['us']:,.1f} | {est:,.1f} | "
+        print(f"| {m}x{n}x{k} {dt}>{CT[dt]} | {macro[0]}x{macro[1]} k{k_step} S{s} | {r['us']:,.1f} | {est:,.1f} | "
               f"{e * 100:+.1f} % |")
     if errs:
         print(f"\ndot-kernel surrogate MAPE against the timing model: {100 * sum(errs) / len(errs):.1f} % over "
@@ -111,20 +115,21 @@ def table_b(procs: int, square: bool) -> None:
         autos[(m, n, k, dt)] = auto_plan(m, n, k, dt)
         s_auto = autos[(m, n, k, dt)][0]
         for s in sorted(set(splits) | {s_auto}):
-            jobs.append((f"dots-{m}x{n}x{k}-{dt}-S{s}", (m, n, k, dt), {"split_k": s, "gpu": ps.BOARD}))
+            jobs.append((f"dots-{m}x{n}x{k}-{dt}-S{s}", (m, n, k, dt), {"split_k": s, "k_step": 16, "gpu": ps.BOARD}))
         jobs.append((f"dotauto-{m}x{n}x{k}-{dt}", (m, n, k, dt), {"gpu": ps.BOARD}))  # the automatic plan itself
     cache = ps.run_all(jobs, procs)
-    print("## (b) Automatic S vs S = 1 vs the best S of the timing model (default tile; modeled, MI60, 64 CUs)\n")
+    print("## (b) Automatic plan vs S = 1 vs the best S of the timing model (S runs: the default tile, K step 16, "
+          "L = 1; modeled, MI60, 64 CUs)\n")
     print("| shape | types | kind | S = 1 us | auto plan | auto us | best S (model) | best us | S1 / auto | "
           "auto / best |")
     print("|---|---|---|---:|---|---:|---|---:|---:|---:|")
     for m, n, k, dt, kind, splits in rows:
-        s_auto, local, mn, _ = autos[(m, n, k, dt)]
+        s_auto, local, mn, ks = autos[(m, n, k, dt)]
         runs = {s: cache[f"dots-{m}x{n}x{k}-{dt}-S{s}"] for s in sorted(set(splits) | {s_auto})}
         ok = {s: r for s, r in runs.items() if r["us"] is not None}
         best = min(ok, key=lambda s: ok[s]["us"])
         one, auto = ok[1]["us"], cache[f"dotauto-{m}x{n}x{k}-{dt}"]["us"]  # (with its tile and local split)
-        print(f"| {m}x{n}x{k} | {dt}>{CT[dt]} | {kind} | {one:,.1f} | 32x{mn} S{s_auto} L{local} | {auto:,.1f} | "
+        print(f"| {m}x{n}x{k} | {dt}>{CT[dt]} | {kind} | {one:,.1f} | 32x{mn} k{ks} S{s_auto} L{local} | {auto:,.1f} | "
               f"S{best} of {{{','.join(map(str, sorted(runs)))}}} | {ok[best]['us']:,.1f} | {one / auto:.2f}x | "
               f"{auto / ok[best]['us']:.3f} |", flush=True)
     print()
@@ -219,6 +224,7 @@ def main(argv=None) -> int:
     ap.add_argument("tables", nargs="*", choices=("a", "b", "c", "d"), default=["a", "b", "c", "d"])
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--no-square", action="store_true", help="skip the 2048^3 and 4096^3 rows")
+    ap.add_argument("--k-step", type=int, choices=(16, 8), default=16, help="table a's K step (dwords)")
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
     a = ap.parse_args(argv)
     if a.fresh and (ps.CACHE / "runs.json").exists():
@@ -226,7 +232,7 @@ def main(argv=None) -> int:
     print(f"modeled on {ps.BOARD} @ 1700 MHz, {ps.CUS} CUs (timing model; plan surrogate "
           f"vlpc/plan_model.json: {__import__('vlpc.plan_model').plan_model.fitted().get('fitted_on', 'no fit')})\n")
     for t in a.tables:
-        {"a": lambda: table_a(a.jobs), "b": lambda: table_b(a.jobs, not a.no_square), "c": lambda: table_c(a.jobs),
+        {"a": lambda: table_a(a.jobs, a.k_step), "b": lambda: table_b(a.jobs, not a.no_square), "c": lambda: table_c(a.jobs),
          "d": lambda: table_d(a.jobs, not a.no_square)}[t]()
     return 0
 
