@@ -179,7 +179,12 @@ def gemm_reference(a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | N
         bound = (gamma(terms, u) + gamma(terms, 2.0**-53)) * mag
     else:
         bound = bound_nonlinear
-    bound = bound + u * np.abs(d) + (terms + 2) * float(np.finfo(dt).tiny)
+    # underflow (Higham (2.8) with gradual underflow: vlpc's kernels keep subnormals, FLOAT_DENORM_MODE
+    # 3): at most half the smallest subnormal per operation, the kernel's and the reference's; gelu's
+    # v_exp_f32 / v_rcp_f32 may flush: the smallest normal per gelu
+    fi = np.finfo(dt)
+    bound = (bound + u * np.abs(d) + (terms + 2) * float(fi.smallest_subnormal)
+             + sum(op == "gelu" for op in epilogue) * float(fi.tiny))
     return d, bound
 
 

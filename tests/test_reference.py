@@ -142,3 +142,21 @@ def test_an_operand_shared_by_the_batch():
     assert exp.shape == bound.shape == (3, 2, 2) and (exp == 2 * a + 1).all()
     exp, _ = gemm_reference(a, b, c, 0.0, 3.0)
     assert exp.shape == (3, 2, 2) and (exp == 3.0).all()
+
+
+@pytest.mark.parametrize("dtype,scale", [("f32", 2.0**-70), ("f64", 2.0**-530)])
+def test_bound_rejects_a_flushed_subnormal_result(dtype, scale):
+    """vlpc's kernels keep subnormals (FLOAT_DENORM_MODE 3), so a product in the subnormal range
+    must not verify as 0 (a kernel that flushed it): the underflow term is the smallest
+    subnormal per operation (Higham (2.8), gradual underflow), not the smallest normal."""
+    np_dt = {"f32": np.float32, "f64": np.float64}[dtype]
+    a = np.full((2, 4), scale, np_dt)  # NT: A 2 x 4, B 3 x 4
+    b = np.full((3, 4), scale, np_dt)
+    expected, bound = gemm_reference(a, b, None, 1.0, 0.0, layout="NT")
+    fi = np.finfo(np_dt)
+    assert np.all((0 < expected) & (expected < fi.tiny))  # 4 scale^2: subnormal in the kernel's type
+    assert np.all(expected > bound)  # so 0 (flushed) is outside the bound ...
+    flushed = np.zeros_like(expected)
+    with pytest.raises(AssertionError):
+        assert_gemm_close(flushed, expected, bound)
+    assert_gemm_close(expected.astype(np_dt), expected, bound)  # ... and the exact subnormal inside
