@@ -79,6 +79,9 @@ DOT_PACK = {"f16": 2, "i8": 4}
 #: N / 64 workgroups stream every weight byte once with 16 waves each.
 GEMV_MAX_M = 16
 GEMV_MAX_LOCAL = 16
+#: Above this many rows the decode GEMV reads A in 8-dword pieces with a K step of 16
+#: (:func:`gemv_a_width`).
+GEMV_NARROW_A_MAX_M = 15
 
 
 def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | None:
@@ -91,23 +94,62 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
       of it is read), halved while a group would get less than one K step.
     * The K step (dwords of packed K; ``k_step`` when given, else chosen here) is 16 while
       one step of A read K-major (M rows x 16 dwords, passes/gemm_to_gcn_dot.py) fits one
-      batch of ``sqc_k_step.WIDE_A_BATCH_SGPRS`` (64) SGPRs, i.e. M <= 4, and 8 above: the
-      kernel peels its last K step, whose batches of A load one after another after the
-      weight stream has ended (every wave reaches it at once), so halving the step halves
-      that tail.  Modeled on MI60 (timing model, benchmarks/dot_gemm_figures.py): int8
-      16 x 4096 x 4096 28.8 -> 26.1 us with 8 (26.5 with 16), 16 x 11008 x 4096 74.3 ->
-      65.1 us; M = 1, 2, 4 are 0.2-0.7 % slower with 8 (more loop iterations, same tail)."""
+      batch of ``sqc_k_step.WIDE_A_BATCH_SGPRS`` (64) SGPRs, i.e. M <= 4, and 8 above up to
+      GEMV_NARROW_A_MAX_M (15) rows: the kernel peels its last K step, whose batches of A load
+      one after another after the weight stream has ended (every wave reaches it at once), so
+      halving the step halves that tail (M = 1, 2, 4 are 0.2-0.7 % slower with 8: more loop
+      iterations, same tail).  16 rows take 16 again, with A in 8-dword pieces
+      (:func:`gemv_a_width`): their 4-dword pieces made the scalar loads, not the weights,
+      bound the kernel.  Modeled on MI60 under the recalibrated timing model (commit 2c7f965;
+      benchmarks/dot_gemm_figures.py): int8 16 x 4096 x 4096 27.3 us with 8 and 4-dword
+      pieces, 26.1 us with 16 and 8-dword pieces; 16 x 4096 x 11008 69.3 -> 63.1 us; f16
+      51.1 -> 48.0 and 133.3 -> 121.4 us.  M = 13..15 stay with 8 (int8 M = 14: 24.9 us,
+      26.1 with 16 and 8-dword pieces)."""
     if shape.dtype not in DOT_PACK or not 1 <= shape.m <= GEMV_MAX_M or shape.k < 0 or shape.batch:
         return None
     if not k_step:
         from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS  # (the kernel's A batch size)
 
-        k_step = 16 if shape.m * 16 <= WIDE_A_BATCH_SGPRS else 8
+        k_step = 16 if shape.m * 16 <= WIDE_A_BATCH_SGPRS or shape.m > GEMV_NARROW_A_MAX_M else 8
     kd = shape.k // DOT_PACK[shape.dtype]
     local = GEMV_MAX_LOCAL if shape.m >= 4 else 4
     while local > 1 and kd < local * k_step:
         local //= 2
     return 64, local, k_step
+
+
+def gemv_a_width(m: int, k_step: int) -> int:
+    """Dwords of one A row per scalar load (``s_load_dwordx4/x8/x16``) of the decode GEMV's
+    K-major A pieces (passes/gemm_to_gcn_dot.py: a batch is ``width`` dwords of every row of a
+    run of rows), for a tile of ``m`` rows (1..GEMV_MAX_M) and a K step of ``k_step`` dwords.
+
+    * ``k_step`` when a whole step of A (m x k_step dwords) fits one batch of
+      ``sqc_k_step.WIDE_A_BATCH_SGPRS`` (64) SGPRs (M <= 4 with a step of 16): one load per row
+      and step;
+    * 8 for more than GEMV_NARROW_A_MAX_M (15) rows and a step of 16: a batch is 8 rows x 8
+      dwords, its dots read two of the step's four B quads;
+    * else 4 (a batch reads one B quad).
+
+    Why: the timing model charges the scalar cache's data return per 64-byte line touched by
+    each load (``TimingParams.scalar_bytes_per_cycle``, shared by ``cus_per_scalar_cache``
+    CUs: 10 cycles a line on MI60), so a 16-byte ``s_load_dwordx4`` costs as much as a whole
+    line.  With 4-dword pieces, 16 rows need 16 x K / 16 loads per workgroup: for int8
+    16 x 4096 x 4096 (one workgroup per CU) 40,960 cycles of scalar returns against 34,900
+    cycles of the CU's HBM share for its weights, so A, not the weight stream, bounded the
+    kernel (modeled 27.3 us, 76.4 % of HBM).  8-dword pieces halve that (26.1 us);
+    16-dword pieces (4 rows per batch) quarter it but make every batch read all four B quads,
+    so the quads reload only at the end of a step (28.7 us).  M = 5..15 with two or more
+    batches a step keep 4-dword pieces and a step of 8 (int8 M = 12: 24.6 us against 25.7
+    with 8-dword pieces and a step of 16; M = 15: 25.7 against 25.9); a step that fits one
+    batch (M <= 4 with 16, M <= 8 with 8) gains a little from the wider loads (int8 M = 4
+    23.4 -> 23.1 us, M = 8 23.9 -> 23.6 us)."""
+    from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
+
+    if m * k_step <= WIDE_A_BATCH_SGPRS:
+        return k_step
+    if m > GEMV_NARROW_A_MAX_M and k_step >= 16:
+        return 8
+    return 4
 
 
 def type_name(t: Attribute) -> str | None:

@@ -89,7 +89,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp, gemv_a_width
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import (
     SMEM_IMM_MAX,
@@ -362,12 +362,14 @@ class DotKernelBuilder:
             per_load = 16
 
             # A's pieces: a row's 16 dwords of the step per s_load_dwordx16 (row-major), or for
-            # the decode GEMV (M <= 16 rows, B N x K) 4 dwords of every row per batch (K-major,
-            # s_load_dwordx4): each batch then reads one B quad per lane, so that quad is reloaded
-            # for the next step right after it (each batch's scalar loads find the B lines the
-            # batch before asked for behind them in the HBM queue, not the whole step's: the
-            # weight stream keeps flowing while the waves wait on A)
+            # the decode GEMV (M <= 16 rows, B N x K) K-major: ``a_width`` dwords of every row
+            # (gemv_a_width: the whole step when it fits one batch, else 4, or 8 for 16 rows) per
+            # run of batches, so a batch reads one B quad per lane (two with 8-dword pieces) and that
+            # quad is reloaded for the next step right after it (each batch's scalar loads find the
+            # B lines the batch before asked for behind them in the HBM queue, not the whole
+            # step's: the weight stream keeps flowing while the waves wait on A)
             kmajor = mi_m <= GEMV_MAX_M and b_trans and not a_trans
+            a_width = gemv_a_width(mi_m, ks) if kmajor else per_load  # dwords of a row per scalar load
 
             def pieces(kcount: int) -> list[tuple]:
                 out = []
@@ -376,7 +378,7 @@ class DotKernelBuilder:
                         out += [(mi_m // P, list(range(mi_m)), [kk], h) for h in range(P)]
                     return out
                 if kmajor:
-                    for w, k0 in _pow2_runs(kcount, 4):
+                    for w, k0 in _pow2_runs(kcount, a_width):
                         for r in range(mi_m):
                             out.append((w, [r], list(range(k0, k0 + w))))
                     return out
@@ -491,7 +493,8 @@ class DotKernelBuilder:
                 pairs = [(r, kk, pi, pc_i) for pi, pc in enumerate(batch_pieces) if len(pc) == 3 or pc[3] == 0
                          for pc_i, (r, kk) in enumerate((r, kk) for r in pc[1] for kk in pc[2])]
                 # (int8 A K x M: k-major, so only one transposed block of 4 rows is live at a time)
-                k_major = last or not self.forwarding or (a_trans and is_int)
+                # (the decode GEMV's 8-dword pieces: k-major, so each B quad reloads as early as it can)
+                k_major = last or not self.forwarding or (a_trans and is_int) or (kmajor and a_width == 8)
                 return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
             transposed: dict = {}

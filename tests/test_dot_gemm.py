@@ -182,19 +182,20 @@ def test_decode_gemv_plan_is_chosen_and_exact():
 
 
 def test_gemv_k_major_batches():
-    """The decode GEMV (M = 16) reads A K-major: each 64-SGPR batch is 4 dwords of all 16 rows
-    (16 x s_load_dwordx4), its 64 dots follow one lgkmcnt(0) wait, and after them one B quad
-    (the one the batch used) is reloaded for the next step: K steps of 8 dwords (gemv_plan: a
-    step of 16 rows x 16 dwords would span 4 batches), two batches and two quads a step.  The
-    last step is peeled: its second batch of A, its 128 dots, and no load of a next step."""
-    kern = vlpc.compile(source(16, 128, 2 * 16 * 16 * 2, 1024, 1024, 128, "f16", "f32")).kernel("g")
-    assert kern.launch_info["k_step"] == 8
+    """The decode GEMV (M = 16) reads A K-major: K steps of 16 dwords (gemv_plan) in 8-dword
+    pieces (gemv_a_width: s_load_dwordx8), each 64-SGPR batch 8 dwords of 8 rows, its 64 dots
+    (k-major) after one lgkmcnt(0) wait; the batches of rows 8..15 are the last to read their
+    two B quads, which are reloaded for the next step right after their last dots.  Four batches
+    and four quads a step.  The last step is peeled: its other three batches of A, its 256 dots,
+    and no load of a next step."""
+    kern = vlpc.compile(source(16, 128, 2 * 16 * 16 * 2 * 2, 2048, 2048, 128, "f16", "f32")).kernel("g")
+    assert kern.launch_info["k_step"] == 16
     loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
     batches = re.split(r"s_waitcnt[^\n]*lgkmcnt\(0\)", loop)[1:]
-    assert [(c.count("v_dot2"), c.count("B next slot"), c.count("s_load_dwordx4"), c.count("s_load_dwordx16"))
-            for c in batches] == [(64, 1, 16, 0)] * 2
+    assert [(c.count("v_dot2"), c.count("B next slot"), c.count("s_load_dwordx8"), c.count("s_load_dwordx4"))
+            for c in batches] == [(64, 0, 8, 0), (64, 2, 8, 0)] * 2
     last = kern.asm.split("s_cbranch_scc1 .Lg_k_loop")[1].split("ds_write")[0]
-    assert (last.count("v_dot2"), last.count("global_load"), last.count("s_load_dwordx4")) == (128, 0, 16)
+    assert (last.count("v_dot2"), last.count("global_load"), last.count("s_load_dwordx8")) == (256, 0, 24)
     assert "last step re-reads itself" not in kern.asm
 
 
