@@ -55,8 +55,8 @@ Their other GEMMs (M > 16), with ``local-split`` left at 1 and S automatic, get 
 split L together (:func:`choose_split_local`: L in AUTO_LOCAL_SPLITS, each S slice at least
 MIN_K_PER_SPLIT values of K, each of the S x L pieces one K step; the surrogate models L's LDS
 hand-over and occupancy), with the tile N and the K step (16 or 8 dwords) gemm-tile chose from the
-same candidates, e.g. examples/hgemm_nt.mlir 32x64 k8 S1 L8, 21.4 us against 32x128 k16 S2 L8, 32.0 us
-with the K step kept at 16 and the former 32x256 S2 L1, 78.6 us (MI60, timing model, beta = 1;
+same candidates, e.g. examples/hgemm_nt.mlir 32x64 k8 S1 L8, 21.4 us against 32x128 k16 S2 L8, 30.4 us
+with the K step kept at 16 and the former 32x256 S2 L1, 81.5 us (MI60, timing model, beta = 1;
 ``benchmarks/dot_split_k_auto.py d`` compares them at beta = 0).
 
 The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
