@@ -277,7 +277,8 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                    help="micro tile per work-item, Mx1 (default: the macro tile's rows x 1)")
     p.add_argument("--k-step", type=int, default=None, choices=(8, 16),
                    help="K values per A load step: 16 (f32 default: one s_load_dwordx16 per row) or 8 "
-                        "(f64 default)")
+                        "(f64 default); f16/int8: dwords of packed K per step (16 or 8; default: the automatic "
+                        "plan weighs both, the decode GEMV uses its own)")
     p.add_argument("--waves-per-simd", type=int, default=None,
                    help="occupancy the VGPR budget is chosen for (default: strategy sqc picks the most waves, "
                         "up to 4, whose register budget fits the kernel's demand; lds: 2 -> 128 VGPRs)")
