@@ -151,7 +151,7 @@ def fit_coefficients(models: dict, params, fit_time: str = "seed") -> tuple[floa
     *energy* the seed measured, its watts times the time of the same run (:func:`seed_time_us`; with
     the idle power times that time apart, the dynamic energy per GEMM), which is what per-event
     energies describe: the coefficients do not take up the timing model's errors (at 1700 MHz it runs
-    the kernel with forwarding 0.9 % and the one without 2.7 % faster than the seed's power runs: it
+    the kernel with forwarding 0.9 % and the one without 2.8 % faster than the seed's power runs: it
     models a 1.6 % slowdown without forwarding where the seed measured 3.4 %), so the modeled *watts*
     at the modeled time show those errors.  ``"model"``: the modeled power at the modeled 1700 MHz time equals the
     seed's watts (the calibration until 2026-11-24: 4.74 / 32.62 pJ), so the coefficients take up
