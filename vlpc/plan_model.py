@@ -43,6 +43,7 @@ by them and ``Lat`` by their A dwords per K step (the number of waits); without 
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass
@@ -276,20 +277,18 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
     (whole K steps); ties go to the larger K step last."""
     cands = []
     ku, pack = k_units(k, dtype), DOT_PACK.get(dtype, 1)
-    for ks in (k_steps or (k_step,)):
-        for mn in macro_ns:
-            for L in (locals_ or (local,)):
-                if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * ks):
+    for ks, mn, L in itertools.product(k_steps or (k_step,), macro_ns, locals_ or (local,)):
+        if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * ks):
+            continue
+        for s in splits:
+            if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
+                if not locals_ and k_per_split(ku, s * local, ks) * pack < max(min_k_per_split, ks * pack):
                     continue
-                for s in splits:
-                    if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
-                        if not locals_ and k_per_split(ku, s * local, ks) * pack < max(min_k_per_split, ks * pack):
-                            continue
-                        if locals_ and (k_per_split(ku, s, ks) * pack < max(min_k_per_split, ks * pack)
-                                        or ku < s * L * ks):
-                            continue
-                    cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), ks, s, L, mode, board,
-                                          beta_nonzero, c_esize=c_esize))
+                if locals_ and (k_per_split(ku, s, ks) * pack < max(min_k_per_split, ks * pack)
+                                or ku < s * L * ks):
+                    continue
+            cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), ks, s, L, mode, board,
+                                  beta_nonzero, c_esize=c_esize))
     # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S, then the smaller L,
     # then the larger K step
     best = min(cands, key=lambda c: (round(c.seconds, 12), -(-n // c.macro[1]) * c.macro[1] - n, -c.macro[1],
