@@ -23,8 +23,8 @@ superset of it:
 
 Every other operation is xDSL's own class (``xdsl.dialects.linalg``), so this
 dialect is a drop-in replacement for xDSL's ``Linalg`` in a :class:`~xdsl.context.Context`.
-``xdsl-opt`` keeps xDSL's linalg (plugins may not redefine a dialect): there, use
-``linalg.matmul`` (default or braced ``{indexing_maps = ...}``) or ``linalg.generic``.
+``xdsl-opt`` reads it too: vlpc's plugin (``vlpc/universe.py``) makes xDSL's universe load
+this dialect as ``linalg``.
 """
 
 from __future__ import annotations
