@@ -2,7 +2,7 @@
 
 Subcommands:
 
-* ``vlpc compile FILE --target gfx906 [-o OUT] [--emit mlir|asm|obj|hsaco]``:
+* ``vlpc compile FILE --target gfx906 [-o OUT] [--emit mlir|asm|obj|hsaco|hip-launcher]``:
   lower a gemm-dialect file to a code object (``--emit`` is inferred from the
   suffix of ``-o``: ``.mlir``, ``.s``, ``.o``, ``.hsaco``/``.co``).
 * ``vlpc opt FILE -p 'pass{opt=val},...'``: run named passes and print the IR.
@@ -106,8 +106,10 @@ def _add_compile_parser(sub) -> None:
     c = sub.add_parser("compile", help="compile a gemm-dialect or linalg MLIR file to a code object")
     c.add_argument("file", help="input MLIR file ('-' for standard input)")
     c.add_argument("-o", "--output", help="output file (default: standard output for text, FILE.hsaco otherwise)")
-    c.add_argument("--emit", choices=("mlir", "asm", "obj", "hsaco"),
-                   help="what to write (default: from the -o suffix, else hsaco)")
+    c.add_argument("--emit", choices=("mlir", "asm", "obj", "hsaco", "hip-launcher"),
+                   help="what to write (default: from the -o suffix, else hsaco); hip-launcher: a C header and "
+                        "source, -o STEM writes STEM.h and STEM.c (default: FILE_launch), that embed the code object "
+                        "and launch the whole plan through HIP (docs/hip.md)")
     _add_ir_printing(c)
     c.add_argument("--print-pipeline", action="store_true", help="print the pass pipeline with its options and exit")
     c.add_argument("--print-plan", action="store_true",
@@ -337,6 +339,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         raise VlpcError(f"--emit {args.emit} conflicts with -o {args.output} (a {Path(args.output).suffix} "
                         f"file holds {implied}); drop --emit or change the output name")
     emit = args.emit or implied or "hsaco"
+    if emit == "hip-launcher":
+        return _emit_hip_launcher(args)
     if args.output is None and emit in ("obj", "hsaco"):
         stem = "out" if args.file == "-" else Path(args.file).stem
         args.output = f"{stem}.{'o' if emit == 'obj' else 'hsaco'}"
@@ -395,6 +399,22 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(out)
     else:
         sys.stdout.write(out)
+    return 0
+
+
+def _emit_hip_launcher(args: argparse.Namespace) -> int:
+    """``--emit hip-launcher``: STEM.h and STEM.c (:mod:`vlpc.hip_launcher`)."""
+    from vlpc.hip_launcher import output_paths, write_launcher
+    from vlpc.pipeline import compile as compile_module
+
+    if args.output == "-":
+        raise VlpcError("--emit hip-launcher writes two files: give -o STEM (STEM.h and STEM.c), not -o -")
+    stem = args.output or f"{'out' if args.file == '-' else Path(args.file).stem}_launch"
+    for path in output_paths(stem):
+        check_not_input(str(path), args.file)
+    filename = "<stdin>" if args.file == "-" else args.file
+    compiled = compile_module(read_input(args.file), args.target, filename=filename, **codegen_options(args))
+    write_launcher(compiled, stem, Path(filename).name)
     return 0
 
 
