@@ -1,4 +1,4 @@
-"""vlpc as a compiler backend, from Python: compile, inspect the kernel, launch it yourself,
+"""vlpc as a compiler backend, from Python: compile, inspect the kernel, run its plan yourself,
 use the one-call vlpc.run, and put vlpc's passes into your own xDSL pipeline.
 
     python examples/embed.py            # runs on the built-in GCN emulator (no GPU needed)
@@ -33,12 +33,15 @@ def main() -> None:
           f"for {kernel.target_id}, {kernel.vgprs} VGPRs, {kernel.sgprs} SGPRs")
     print("  kernel arguments:", ", ".join(f"{a['.name']}@{a['.offset']}" for a in kernel.kernargs))
 
-    # 2. The launch configuration is a function of the problem size (M, N, K; batch must be 1).
+    # 2. The plan is a function of the problem size (M, N, K): the launches, in order (a split-K
+    #    plan adds its _reduce kernel, a small M a row-narrow companion; CompiledKernel.plan).
     m, n, k = 128, 256, 64
-    cfg = kernel.launch(m, n, k)
-    print(f"  launch: grid {cfg.grid} workgroups x block {cfg.block} work-items")
+    for step in kernel.plan(m, n, k):
+        print(f"  launch {step.kernel}: grid {step.grid} workgroups x block {step.block} work-items")
 
-    # 3. Launch it yourself with the runtime (the kernel ABI: A, B, C, M, N, K, lda, ldb, ldc, alpha, beta).
+    # 3. Run the whole plan yourself with the runtime (the kernel ABI: A, B, C, M, N, K, lda, ldb,
+    #    ldc, alpha, beta): CompiledKernel.execute adds the workspace and launches every kernel of the
+    #    plan (C and C++ hosts: vlpc compile --emit hip-launcher, docs/hip.md).
     rng = np.random.default_rng(0)
     a = rng.standard_normal((m, k), dtype=np.float32)         # A: M x K
     b = rng.standard_normal((n, k), dtype=np.float32)         # B: N x K (transposed operand)
@@ -46,7 +49,7 @@ def main() -> None:
     dev = get_device("emulator")                              # or "hip" on a gfx906, or "auto"
     bufs = [dev.upload(x) for x in (a, b, c)]
     args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), np.float32(kernel.alpha), np.float32(kernel.beta)]
-    dev.launch(load_code_object(kernel.code_object), kernel.name, grid=cfg.grid, block=cfg.block, args=args)
+    kernel.execute(dev, load_code_object(kernel.code_object), args, m, n, k)
     out = dev.download(bufs[2], np.float32, (m, n))
     for buf in bufs:
         dev.free(buf)

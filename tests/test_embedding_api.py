@@ -203,3 +203,19 @@ def test_run_fused_epilogue_with_bias():
         vlpc.run(compiled, bias=np.zeros(16, np.float32))
     with pytest.raises(vlpc.VlpcError, match="no bias epilogue"):
         vlpc.run(GEMM_NT, bias=bias, **SMALL)
+
+
+def test_run_reports_the_whole_plan_it_ran():
+    """Issue 36 item 9: vlpc.run is the one call that runs a whole plan; its result lists every
+    launch (a split-K plan's _reduce kernel, a small M's row-narrow companion), not just the main
+    kernel's grid."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir").read_text()
+    kern = vlpc.compile(text, split_k=2, macro_tile=(32, 64)).kernel()
+    r = vlpc.run(kern, m=40, n=64, k=32)
+    assert r.verified
+    assert [s.kernel for s in r.plan] == ["sgemm_dyn", "sgemm_dyn_reduce"]
+    assert r.plan == kern.plan(40, 64, 32) and r.plan[0].grid == r.launch.grid == (1, 2, 2)
+    r = vlpc.run(kern, m=9, n=64, k=32)
+    assert r.verified and [s.kernel for s in r.plan] == ["sgemm_dyn_rows8"]

@@ -4,10 +4,10 @@ Python API::
 
     import vlpc
     result = vlpc.compile(open("gemm.mlir").read(), target="gfx906")
-    result.asm, result.code_object, result.kernel().launch(m, n, k)
+    result.asm, result.code_object, result.kernel().plan(m, n, k)   # the launches of the plan
     passes = vlpc.pipeline("gfx906", macro_tile=(64, 128))   # xDSL ModulePass objects
     r = vlpc.run(text, a, b, c)          # compile, launch (emulator by default), verify
-    r.c, r.launch, r.stats, r.max_abs_error
+    r.c, r.plan, r.stats, r.max_abs_error
 
 Inputs: the ``gemm`` dialect, linalg matrix products on memrefs, or an upstream
 MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run`; the

@@ -62,7 +62,7 @@ class RunResult:
     c: np.ndarray                      #: C after the launch, M x N (batched: batch x M x N)
     kernel: CompiledKernel
     problem: Problem
-    launch: LaunchConfig
+    launch: LaunchConfig               #: the main kernel's grid and block (the first of ``plan`` it computes)
     alpha: float
     beta: float
     device: str                        #: the device's description, e.g. ``emulator (gfx906)``
@@ -76,6 +76,9 @@ class RunResult:
     verdict: Any = field(default=None, repr=False)  #: the :class:`vlpc.verify.Verdict`
     #: A, B, C0 as launched, as stored: (rows, ld), batched (batch, rows, ld); and the bias
     inputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: every launch that ran, in order (:meth:`CompiledKernel.plan`: copies, the main kernel or its
+    #: row-narrow companion, the split-K reduce or scale kernel)
+    plan: list = field(default_factory=list)
 
 
 def stored_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
@@ -336,7 +339,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     cm = np.ascontiguousarray(geometries(kern.layout, p)["C"].matrices(out))
     result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
                        stats if getattr(dev, "name", "") == "emulator" else None, min(walls),
-                       inputs={**stored_arrays(kern.layout, p, flat), **({} if bias0 is None else {"bias": bias0})})
+                       inputs={**stored_arrays(kern.layout, p, flat), **({} if bias0 is None else {"bias": bias0})},
+                       plan=kern.plan(p.m, p.n, p.k, p.batch or None))
     if not verify:
         return result
     v = check(kern.layout, p, dtype_name, flat["A"], flat["B"], flat["C"], out, al, be, epi, bias0)
@@ -374,7 +378,8 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
                                          iterations=iterations, scales=scales, bias=bias)
     result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
-                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs)
+                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs,
+                       plan=kern.plan(p.m, p.n, p.k, p.batch or None))
     if v is None:
         return result
     result.max_abs_error, result.tolerance, result.error_ratio = v.max_abs_error, v.max_bound, v.worst

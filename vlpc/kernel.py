@@ -177,6 +177,8 @@ class CompiledKernel:
                 warmup: int = 0, progress=None):
         """Run the plan on ``device``: allocate the workspace (appended to ``args``), launch each
         kernel in order, free the workspace.  ``args`` are the kernel arguments without it.
+        This (and :func:`vlpc.run` over it) is the one way vlpc runs a plan from Python;
+        ``vlpc compile --emit hip-launcher`` (:mod:`vlpc.hip_launcher`) generates the same for C.
 
         ``progress``, if given, is called with the workgroups done so far over the whole plan and
         its iterations (out of :meth:`plan_workgroups` x (``warmup`` + ``iterations``)); only a
@@ -327,6 +329,8 @@ class CompiledKernel:
         """Grid (workgroups) and block (work-items) for an M x N x K problem; a strided
         batch runs its ``batch`` products in grid z (workgroup id z is the batch index).
 
+        Not a way to run a problem: a plan may need a workspace and more kernels; run it with
+        :meth:`execute` (or :func:`vlpc.run`; C/C++ hosts: ``vlpc compile --emit hip-launcher``).
         This is the launch of this kernel, the main one of its plan (a split plan's reduce
         or scale kernel runs with the same grid x and y, see :meth:`plan`), except for an M
         below the macro tile's M given at launch: then the row-narrow companion that
