@@ -266,6 +266,8 @@ def test_rocblas_bench_command_and_csv(capsys):
             "-k", "32", "--alpha", "1", "--beta", "0", "-i", "10", "-j", "1", "--rocblas-csv"]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("# modeled: ")  # the emulator's times are the timing model's (issue 36)
+    out = out[1:]
     assert out[0] == "transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us"
     # rocblas-bench's defaults: lda = m (N), ldb = n (T), ldc = m; then Gflops and us (no hardware
     # time on the emulator: empty, or the timing model's figures)

@@ -14,6 +14,16 @@ GEMM of M = n, N = m with A and B exchanged and layout ``transB transA``, over t
 bytes with the same leading dimensions, so the figures are those of rocblas-bench's
 problem.
 
+Types (rocblas-bench's flags; rocBLAS's ``rocblas_gemm_ex`` type table): ``-f gemm -r f32_r|f64_r``
+(``s``/``d``), ``-r f16_r`` (``h``: rocBLAS's hgemm, f16 in and out; vlpc accumulates in f32 with
+f32 alpha/beta, said on stderr), and ``-f gemm_ex`` with ``--a_type/--b_type/--c_type/--d_type/
+--compute_type`` (each defaults to ``-r``, D's to C's: vlpc writes D in place of C, so ``--ldd``
+must equal ``--ldc``): f32, f64, f16 x f16 -> f16 or f32 (compute f32; compute f16 runs in f32,
+said) on ``v_dot2_f32_f16``, i8 x i8 -> i32 (compute i32, integer alpha/beta) on
+``v_dot4_i32_i8``.  Other combinations are refused in one line.  ``bench`` prints the solution
+that runs each size (stderr, as rocblas-bench prints its solution): the plan's kernels and
+grids, macro tile, K step, split-K, local split, VGPRs, SGPRs and occupancy.
+
 A strided batched GEMM (A, B, C as 3-D memrefs) runs its whole batch, resolved as ``vlpc run``
 resolves it (``--batch`` when the count is dynamic; batch strides from the IR, else rows x
 leading dimension), and every FLOP figure below counts batch x 2*M*N*K.
@@ -24,7 +34,11 @@ launches after ``--warmup`` (``-j``) untimed ones, timed with HIP events; with
 (the seed's section 3.1: 256..16384 step 256, K = 640), printed as a table in the
 seed's format and optionally saved as CSV and as a chart (``--chart F.svg|F.png``,
 matplotlib).  ``--rocblas-csv`` prints rocblas-bench's CSV instead of the table:
-``transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us``.
+``transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us``.  On the emulator the two time
+fields hold the timing model's figures, and a comment line ``# modeled: ... not measured`` comes
+before the header (the columns stay rocblas-bench's, so a script that reads them by name works
+unchanged; rocblas-bench also prints lines before its CSV); with ``--no-model`` they are empty
+after ``# no time: ...``.
 
 On the emulator (the default device, as for ``vlpc run``) there is no hardware time;
 the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi60``
@@ -76,8 +90,18 @@ DEFAULT_MAX_EMULATED = 1024
 #: rocblas-bench's defaults of -i (timed launches) and -j (untimed ones first).
 DEFAULT_ITERATIONS, DEFAULT_WARMUP = 10, 1
 
-#: rocblas-bench's ``-r`` precisions vlpc compiles.
-PRECISIONS = {"f32_r": "f32", "s": "f32", "f64_r": "f64", "d": "f64"}
+#: rocblas-bench's type names (``-r``, ``--a_type`` ... ``--compute_type``) and vlpc's element types.
+PRECISIONS = {"f32_r": "f32", "s": "f32", "f64_r": "f64", "d": "f64", "f16_r": "f16", "h": "f16",
+              "i8_r": "i8", "i32_r": "i32"}
+#: rocblas-bench's other type names: known, refused with the supported list.
+OTHER_PRECISIONS = ("bf16_r", "c", "z", "f32_c", "f64_c", "f16_c", "u8_r", "u32_r", "i8_c", "i32_c", "bf16_c")
+
+#: rocBLAS gemm_ex's type combinations vlpc runs (rocBLAS "rocblas_gemm_ex": supported types),
+#: (A = B, C = D, compute) -> (vlpc's A/B type, C type).  f16 x f16 runs on the dot kernels
+#: (v_dot2_f32_f16: f32 accumulation), int8 on v_dot4_i32_i8 (i32 accumulation).
+GEMM_EX_TYPES = {("f32", "f32", "f32"): ("f32", "f32"), ("f64", "f64", "f64"): ("f64", "f64"),
+                 ("f16", "f16", "f32"): ("f16", "f16"), ("f16", "f32", "f32"): ("f16", "f32"),
+                 ("f16", "f16", "f16"): ("f16", "f16"), ("i8", "i32", "i32"): ("i8", "i32")}
 
 ROCBLAS_CSV_HEADER = "transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us"
 
@@ -116,7 +140,8 @@ class BenchRow:
 
 @dataclass
 class RocblasProblem:
-    """rocblas-bench's problem flags (column-major BLAS terms)."""
+    """rocblas-bench's problem flags (column-major BLAS terms); ``precision`` is A's and B's
+    element type, ``c_type`` C's (and D's: vlpc writes C in place; "" = ``precision``)."""
 
     precision: str
     trans_a: str
@@ -129,6 +154,18 @@ class RocblasProblem:
     ldc: int
     alpha: float
     beta: float
+    c_type: str = ""
+    #: rocblas-bench's function (``gemm`` or ``gemm_ex``), for the comment of the IR
+    function: str = "gemm"
+
+    @property
+    def scalar_type(self) -> str:
+        """alpha's and beta's type: the dot kernels' f32 (i32 for int8 -> i32), else the element type."""
+        if self.precision == "f16":
+            return "f32"
+        if self.precision == "i8":
+            return "i32" if (self.c_type or "i32") == "i32" else "f32"
+        return self.precision
 
     @property
     def layout(self) -> str:
@@ -137,41 +174,94 @@ class RocblasProblem:
 
     def mlir(self) -> str:
         """The gemm-dialect module of the row-major transpose, sizes and leading dimensions static."""
-        t = self.precision
+        t, ct, st = self.precision, self.c_type or self.precision, self.scalar_type
         mm, nn, k = self.n, self.m, self.k  # vlpc's M, N
         a_shape = (mm, k) if self.trans_b == "N" else (k, mm)  # vlpc's A is rocblas's B
         b_shape = (k, nn) if self.trans_a == "N" else (nn, k)  # vlpc's B is rocblas's A
 
-        def memref(shape: tuple[int, int], ld: int) -> str:
+        def memref(shape: tuple[int, int], ld: int, e: str) -> str:
             strided = f", strided<[{ld}, 1]>" if ld != shape[1] else ""
-            return f"memref<{shape[0]}x{shape[1]}x{t}{strided}>"
+            return f"memref<{shape[0]}x{shape[1]}x{e}{strided}>"
 
-        ta, tb, tc = memref(a_shape, self.ldb), memref(b_shape, self.lda), memref((mm, nn), self.ldc)
-        return (f"// rocblas-bench -f gemm -r {t}_r --transposeA {self.trans_a} --transposeB {self.trans_b} "
+        ta, tb, tc = memref(a_shape, self.ldb, t), memref(b_shape, self.lda, t), memref((mm, nn), self.ldc, ct)
+        types = (f"-r {t}_r" if self.function == "gemm" else
+                 f"--a_type {t}_r --b_type {t}_r --c_type {ct}_r --d_type {ct}_r")
+        name = f"gemm_{t}" + (f"_{ct}" if ct != t else "")
+        return (f"// rocblas-bench -f {self.function} {types} --transposeA {self.trans_a} --transposeB {self.trans_b} "
                 f"-m {self.m} -n {self.n} -k {self.k} --lda {self.lda} --ldb {self.ldb} --ldc {self.ldc}\n"
                 f"// as vlpc's row-major transpose: C^T = op(B)^T op(A)^T\n"
                 "builtin.module {\n"
-                f"  func.func @gemm_{t}_{self.trans_a}{self.trans_b}(%a: {ta}, %b: {tb}, %c: {tc}, "
-                f"%alpha: {t}, %beta: {t}) {{\n"
+                f"  func.func @{name}_{self.trans_a}{self.trans_b}(%a: {ta}, %b: {tb}, %c: {tc}, "
+                f"%alpha: {st}, %beta: {st}) {{\n"
                 f"    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"{self.layout}\"}}\n"
-                f"        : {ta}, {tb}, {tc}, {t}, {t}\n"
+                f"        : {ta}, {tb}, {tc}, {st}, {st}\n"
                 "    func.return\n  }\n}\n")
 
     @staticmethod
-    def of(p, layout: str, precision: str, alpha: float, beta: float) -> RocblasProblem:
+    def of(p, layout: str, precision: str, alpha: float, beta: float, c_type: str = "") -> RocblasProblem:
         """rocblas-bench's terms of vlpc's row-major problem ``p`` (the inverse of the mapping above)."""
-        return RocblasProblem(precision, layout[1], layout[0], p.n, p.m, p.k, p.ldb, p.lda, p.ldc, alpha, beta)
+        return RocblasProblem(precision, layout[1], layout[0], p.n, p.m, p.k, p.ldb, p.lda, p.ldc, alpha, beta,
+                              c_type)
 
     def csv_line(self, row: BenchRow) -> str:
-        """rocblas-bench's result line (Gflops and microseconds empty without hardware time)."""
-        gf = "" if row.gflops is None else f"{row.gflops:.4g}"
-        us = "" if row.kernel_ms is None else f"{row.kernel_ms * 1e3:.4g}"
+        """rocblas-bench's result line: Gflops and microseconds of HIP events, else the timing
+        model's (``row.modeled_us``: the caller labels them modeled), else empty (--no-model)."""
+        if row.gflops is not None:
+            gf, us = f"{row.gflops:.4g}", f"{row.kernel_ms * 1e3:.4g}"
+        elif row.modeled_us is not None:
+            gf, us = f"{row.flops / (row.modeled_us * 1e-6) / 1e9:.4g}", f"{row.modeled_us:.4g}"
+        else:
+            gf = us = ""
         return (f"{self.trans_a},{self.trans_b},{self.m},{self.n},{self.k},{_num(self.alpha)},{self.lda},"
                 f"{_num(self.beta)},{self.ldb},{self.ldc},{gf},{us}")
 
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _precision(text: str) -> str:
+    """A rocblas-bench type name (``f16_r``, ``h`` ...) -> vlpc's element type."""
+    t = text.lower()
+    if t in PRECISIONS:
+        return PRECISIONS[t]
+    known = "known to rocblas-bench, not to vlpc; " if t in OTHER_PRECISIONS else ""
+    raise argparse.ArgumentTypeError(f"'{text}': {known}vlpc runs f32_r (s), f64_r (d), f16_r (h), i8_r and i32_r")
+
+
+def gemm_types(function: str, precision: str | None, a: str | None, b: str | None, c: str | None,
+               d: str | None, compute: str | None) -> tuple[str, str, str]:
+    """(A/B type, C type, a note or "") of rocblas-bench's type flags (vlpc's type names).
+
+    ``-f gemm``: one type, ``-r`` (f32, f64, or f16: rocBLAS's hgemm, f16 in and out, which
+    vlpc accumulates in f32).  ``-f gemm_ex``: each of ``--a_type`` ... ``--compute_type``
+    defaults to ``-r`` (rocblas-bench's rule), and the combination must be one of
+    :data:`GEMM_EX_TYPES` with A = B and D = C.  Anything else is a one-line :class:`VlpcError`."""
+    prec = precision or "f32"
+    if function == "gemm":
+        given = [f"--{x}_type" for x, v in (("a", a), ("b", b), ("c", c), ("d", d), ("compute", compute))
+                 if v is not None]
+        if given:
+            raise VlpcError(f"{', '.join(given)}: gemm_ex's flags; -f gemm takes one type, -r (or use -f gemm_ex)")
+        if prec in ("i8", "i32"):
+            raise VlpcError(f"-f gemm -r {prec}_r: rocBLAS has no integer gemm; use -f gemm_ex --a_type i8_r "
+                            "--b_type i8_r --c_type i32_r --d_type i32_r --compute_type i32_r")
+        note = ("-r f16_r: rocBLAS's hgemm computes in f16; vlpc accumulates the f16 products in f32 "
+                "(v_dot2_f32_f16), with f32 alpha and beta" if prec == "f16" else "")
+        return prec, prec, note
+    a, b, c, compute = (x or prec for x in (a, b, c, compute))
+    d = d or c  # (rocblas-bench defaults it to -r: vlpc writes D in place of C, so to C's type)
+    if d != c:
+        raise VlpcError(f"--d_type {d}_r differs from --c_type {c}_r: vlpc writes D in place of C (rocBLAS's "
+                        "D = C), so their types must agree")
+    if a != b or (a, c, compute) not in GEMM_EX_TYPES:
+        raise VlpcError(f"gemm_ex with a_type {a}_r, b_type {b}_r, c_type {c}_r, compute_type {compute}_r: vlpc "
+                        "runs f32 and f64 (one type), f16 x f16 -> f16 or f32 (compute f32) and i8 x i8 -> i32 "
+                        "(compute i32)")
+    ab, ct = GEMM_EX_TYPES[(a, c, compute)]
+    note = ("compute_type f16_r: vlpc accumulates the f16 products in f32 (v_dot2_f32_f16), with f32 alpha and beta"
+            if compute == "f16" else "")
+    return ab, ct, note
 
 
 def _trans(text: str) -> str:
@@ -190,9 +280,16 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="where to run (default: %(default)s, as vlpc run; auto: a gfx906 through HIP if present, "
                         "else the emulator)")
     g = b.add_argument_group("rocblas-bench problem flags")
-    g.add_argument("-f", "--function", choices=("gemm",), help="rocblas-bench's function: gemm")
-    g.add_argument("-r", "--precision", choices=tuple(PRECISIONS), default=None,
-                   help="element type: f32_r (s) or f64_r (d) (default: f32_r)")
+    g.add_argument("-f", "--function", choices=("gemm", "gemm_ex"),
+                   help="rocblas-bench's function: gemm (one type, -r) or gemm_ex (--a_type ... --compute_type)")
+    g.add_argument("-r", "--precision", type=_precision, default=None,
+                   help="element type: f32_r (s), f64_r (d), f16_r (h: f16 in and out, f32 accumulation); with "
+                        "gemm_ex the default of each --*_type (default: f32_r)")
+    for x, what in (("a", "A"), ("b", "B"), ("c", "C"), ("d", "D (vlpc writes C in place: D's type is C's)"),
+                    ("compute", "the computation")):
+        g.add_argument(f"--{x}-type", f"--{x}_type", dest=f"{x}_type", type=_precision, default=None,
+                       metavar="TYPE", help=f"gemm_ex: type of {what} (default: -r's)")
+    g.add_argument("--ldd", type=positive, help="gemm_ex: leading dimension of D; must equal --ldc (D is C)")
     g.add_argument("--transpose-a", "--transposeA", dest="transpose_a", type=_trans, default=None, metavar="N|T",
                    help="op(A): N (A is m x k, column-major) or T (default: N)")
     g.add_argument("--transpose-b", "--transposeB", dest="transpose_b", type=_trans, default=None, metavar="N|T",
@@ -242,10 +339,31 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                         "batch x 2MNK")
 
 
+def solution_line(kernel, p, target: str) -> str:
+    """Which solution runs the problem ``p`` (as rocblas-bench prints its solution): the plan's
+    kernels, the macro tile, K step, split-K and local split, and the computing kernel's VGPRs,
+    SGPRs and occupancy (:meth:`vlpc.targets.Target.occupancy`)."""
+    from vlpc.targets import get_target
+
+    steps = kernel.plan(p.m, p.n, p.k, p.batch or None)
+    rows = kernel.rows_kernel(p.m)
+    comp = rows or kernel
+    li, md = comp.launch_info, comp.metadata
+    occ = get_target(target).occupancy(comp.vgprs, int(md.get(".sgpr_count", comp.sgprs)),
+                                       int(md.get(".group_segment_fixed_size", 0)), int(li["workgroup_size"]))
+    split = ("split-K 1" if rows is not None or kernel.split_k == 1
+             else f"split-K {kernel.split_k} ({kernel.split_mode})")
+    return (f"solution: plan {' -> '.join(f'{s.kernel} {s.grid[0]}x{s.grid[1]}x{s.grid[2]}' for s in steps)} "
+            f"(workgroups); macro tile {li['macro_m']}x{li['macro_n']}, K step {li['k_step']}, {split}, local split "
+            f"{1 if rows is not None else kernel.local_split}; {comp.name}: {comp.vgprs} VGPRs, {comp.sgprs} SGPRs, "
+            f"occupancy {occ}")
+
+
 def rocblas_problem(args) -> RocblasProblem | None:
     """The problem of rocblas-bench's flags, or None when a file is given (flags checked)."""
-    given = [name for name in ("function", "precision", "transpose_a", "transpose_b", "lda", "ldb", "ldc")
-             if getattr(args, name) is not None]
+    given = [name for name in ("function", "precision", "transpose_a", "transpose_b", "lda", "ldb", "ldc",
+                               "a_type", "b_type", "c_type", "d_type", "compute_type", "ldd")
+             if getattr(args, name, None) is not None]
     if args.file is not None:
         if given:
             flags = ", ".join("--" + x.replace("_", "-") for x in given)
@@ -269,8 +387,19 @@ def rocblas_problem(args) -> RocblasProblem | None:
         if ld < least:
             raise VlpcError(f"--{name} {ld} is smaller than {least} (rocblas-bench's matrices are column-major: "
                             f"{name} is at least the rows of the stored matrix)")
-    return RocblasProblem(PRECISIONS[args.precision or "f32_r"], ta, tb, m, n, k, lda, ldb, ldc,
-                          1.0 if args.alpha is None else args.alpha, 0.0 if args.beta is None else args.beta)
+    if args.ldd is not None and args.function != "gemm_ex":
+        raise VlpcError("--ldd is gemm_ex's (D's leading dimension); -f gemm writes C")
+    if args.ldd is not None and args.ldd != ldc:
+        raise VlpcError(f"--ldd {args.ldd} differs from --ldc {ldc}: vlpc writes D in place of C (rocBLAS's D = C)")
+    ab, ct, note = gemm_types(args.function, args.precision, args.a_type, args.b_type, args.c_type, args.d_type,
+                              args.compute_type)
+    alpha, beta = 1.0 if args.alpha is None else args.alpha, 0.0 if args.beta is None else args.beta
+    if ct == "i32" and not all(float(x).is_integer() and -2**31 <= x < 2**31 for x in (alpha, beta)):
+        raise VlpcError(f"--alpha {_num(alpha)} --beta {_num(beta)}: an i8 x i8 -> i32 gemm_ex (compute_type i32_r) "
+                        "takes 32-bit integer alpha and beta")
+    if note:
+        print(f"vlpc bench: {note}", file=sys.stderr)
+    return RocblasProblem(ab, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, ct, args.function)
 
 
 def _sizes(args) -> list[tuple[int, int, int]]:
@@ -468,8 +597,23 @@ def cmd_bench(args) -> int:
     if rb is not None and not args.rocblas_csv:
         print(f"vlpc bench: rocblas-bench's column-major {rb.m} x {rb.n} problem runs as vlpc's row-major "
               f"M={rb.n} N={rb.m} (layout {rb.layout}, A and B exchanged)", file=sys.stderr)
+    shown = set()
+    for p in problems:  # the solution of each size whose plan differs (rocblas-bench prints its solution)
+        line = solution_line(kernel, p, args.target)
+        key = line.split(" (workgroups)")[1] + " ".join(s.kernel for s in kernel.plan(p.m, p.n, p.k, p.batch or None))
+        if key not in shown:
+            shown.add(key)
+            size = f" at M={p.m} N={p.n} K={p.k}" if len(problems) > 1 else ""
+            print(f"vlpc bench: {line}{size}", file=sys.stderr)
     co = load_code_object(compiled.code_object)
     if args.rocblas_csv:
+        if modeled:
+            b = dev.board
+            print(f"# modeled: rocblas-Gflops and us are vlpc's timing model of {b.name} ({b.compute_units} CUs, "
+                  f"engine {b.engine_clock_mhz:.0f} MHz), not measured", flush=True)
+        elif emulated:
+            print("# no time: the emulator without its timing model (--no-model) leaves rocblas-Gflops and us empty",
+                  flush=True)
         print(ROCBLAS_CSV_HEADER, flush=True)
     else:
         unit = "TOP/s" if kernel.launch_info.get("dtype", "f32") == "i8" else "TFLOP/s"
@@ -490,7 +634,7 @@ def cmd_bench(args) -> int:
             rows.append(row)
             if args.rocblas_csv:
                 line = (rb or RocblasProblem.of(p, kernel.layout, kernel.launch_info.get("dtype", "f32"),
-                                                alpha, beta)).csv_line(row)
+                                                alpha, beta, kernel.launch_info.get("c_dtype", ""))).csv_line(row)
             else:
                 line = _format_row(row, emulated, modeled)
             if bar.bar is not None:
