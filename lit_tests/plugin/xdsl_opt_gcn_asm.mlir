@@ -1,6 +1,6 @@
 // vlpc as an xdsl-opt plugin (entry point xdsl.universe: vlpc.universe:VLPC_UNIVERSE):
 // xdsl-opt itself parses the linalg input, runs vlpc's passes and prints GCN assembly.
-// In xdsl-opt, linalg is xDSL's dialect: a transposed operand is written with braced indexing maps.
+// The braced indexing-maps form; vlpc's named ops (linalg_matmul_transpose_b.mlir) parse too.
 // RUN: xdsl-opt %s -p 'convert-linalg-to-gemm,gemm-tile{macro-m=16 macro-n=64 micro-m=16 micro-n=1 k-step=8},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k,convert-gemm-to-gcn,gcn-allocate-registers,gcn-insert-waitcnt,gcn-insert-hazard-nops,gcn-emit-descriptor' -t gcn-asm | filecheck %s
 // RUN: xdsl-opt %s -p convert-linalg-to-gemm | filecheck %s --check-prefix=GEMM
 
