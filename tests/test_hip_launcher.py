@@ -22,6 +22,7 @@ from vlpc.runtime.kernargs import LaunchGeometry, pack_kernargs
 ROOT = Path(__file__).resolve().parent.parent
 HIP_HEADER = Path("/usr/include/hip/hip_runtime_api.h")
 CC = shutil.which("gcc") or shutil.which("cc")
+CXX = shutil.which("g++") or shutil.which("c++")
 
 needs_hip = pytest.mark.skipif(CC is None or not HIP_HEADER.exists(),
                                reason="needs gcc and Debian's libamdhip64 headers (libamdhip64-dev)")
@@ -121,15 +122,18 @@ def _compile(name: str):
     return vlpc.compile(text, "gfx906", **opts)
 
 
-def _build(tmp_path: Path, module, main: str, *defines: str) -> Path:
+def _build(tmp_path: Path, module, main: str, *defines: str, cxx: bool = False) -> Path:
+    """The launcher and ``main`` built with gcc as C11 (or g++ as C++17) with every warning an error."""
     header, source = generate(module, str(tmp_path / "launch"), "test")
     (tmp_path / "launch.h").write_text(header)
     (tmp_path / "launch.c").write_text(source)
     (tmp_path / "main.c").write_text(main)
     exe = tmp_path / ("dry" if defines else "run")
-    subprocess.run([CC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__", "-I/usr/include",
-                    *defines, "-o", str(exe), str(tmp_path / "launch.c"), str(tmp_path / "main.c"), "-lamdhip64"],
-                   check=True, capture_output=True, text=True, timeout=120)
+    lang = ["-x", "c++", "-std=c++17"] if cxx else ["-std=c11"]
+    r = subprocess.run([CXX if cxx else CC, *lang, "-Wall", "-Wextra", "-Werror", "-D__HIP_PLATFORM_AMD__",
+                        "-I/usr/include", *defines, "-o", str(exe), str(tmp_path / "launch.c"), str(tmp_path / "main.c"),
+                        "-x", "none", "-lamdhip64"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
     return exe
 
 
@@ -210,13 +214,16 @@ def test_plan_and_kernargs_match_the_python_runtime(tmp_path, name):
 
 
 @needs_hip
-def test_launch_without_a_device_returns_hip_error_no_device(tmp_path):
+@pytest.mark.parametrize("cxx", [False, True], ids=["c11", "c++17"])
+def test_launch_without_a_device_returns_hip_error_no_device(tmp_path, cxx):
     """The whole path (split-K workspace plan) linked against libamdhip64 and run: no GPU here, so
     the launch returns hipErrorNoDevice (100) cleanly; bad sizes return hipErrorInvalidValue (1)
     before HIP is asked anything."""
     module = _compile("sgemm_workspace")
     main = NO_DEVICE.replace("NAME", "sgemm_dyn").replace("(T)", "(float)").replace("SIZES", "100, 300, 640, 640, 640, 300")
-    exe = _build(tmp_path, module, main)
+    if cxx and CXX is None:
+        pytest.skip("no C++ compiler")
+    exe = _build(tmp_path, module, main, cxx=cxx)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     if r.stdout.strip() == "skip":
