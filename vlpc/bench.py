@@ -157,6 +157,8 @@ class RocblasProblem:
     c_type: str = ""
     #: rocblas-bench's function (``gemm`` or ``gemm_ex``), for the comment of the IR
     function: str = "gemm"
+    #: how vlpc's computation differs from the requested one (f16 compute runs in f32), or ""
+    note: str = ""
 
     @property
     def scalar_type(self) -> str:
@@ -284,11 +286,13 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="rocblas-bench's function: gemm (one type, -r) or gemm_ex (--a_type ... --compute_type)")
     g.add_argument("-r", "--precision", type=_precision, default=None,
                    help="element type: f32_r (s), f64_r (d), f16_r (h: f16 in and out, f32 accumulation); with "
-                        "gemm_ex the default of each --*_type (default: f32_r)")
-    for x, what in (("a", "A"), ("b", "B"), ("c", "C"), ("d", "D (vlpc writes C in place: D's type is C's)"),
-                    ("compute", "the computation")):
+                        "gemm_ex the default of --a_type, --b_type, --c_type, --compute_type (also i8_r, i32_r) "
+                        "(default: f32_r)")
+    for x, what in (("a", "A (default: -r's)"), ("b", "B (default: -r's)"), ("c", "C (default: -r's)"),
+                    ("d", "D (default: C's; vlpc writes D in place of C, so it must be C's)"),
+                    ("compute", "the computation (default: -r's)")):
         g.add_argument(f"--{x}-type", f"--{x}_type", dest=f"{x}_type", type=_precision, default=None,
-                       metavar="TYPE", help=f"gemm_ex: type of {what} (default: -r's)")
+                       metavar="TYPE", help=f"gemm_ex: type of {what}")
     g.add_argument("--ldd", type=positive, help="gemm_ex: leading dimension of D; must equal --ldc (D is C)")
     g.add_argument("--transpose-a", "--transposeA", dest="transpose_a", type=_trans, default=None, metavar="N|T",
                    help="op(A): N (A is m x k, column-major) or T (default: N)")
@@ -303,7 +307,8 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
     g.add_argument("--beta", type=float, default=None, help="beta (default: 0)")
     g.add_argument("--rocblas-csv", action="store_true",
                    help="print rocblas-bench's CSV (transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us) "
-                        "instead of the table")
+                        "instead of the table; on the emulator the time fields are the timing model's, after a "
+                        "'# modeled: ...' line")
     b.add_argument("--sweep", action="store_true", help="M = N from --start to --stop in steps of --step")
     b.add_argument("--start", type=positive, default=256, help="first M = N of --sweep (default: %(default)s)")
     b.add_argument("--stop", type=positive, default=16384, help="last M = N of --sweep, included (default: %(default)s)")
@@ -397,9 +402,7 @@ def rocblas_problem(args) -> RocblasProblem | None:
     if ct == "i32" and not all(float(x).is_integer() and -2**31 <= x < 2**31 for x in (alpha, beta)):
         raise VlpcError(f"--alpha {_num(alpha)} --beta {_num(beta)}: an i8 x i8 -> i32 gemm_ex (compute_type i32_r) "
                         "takes 32-bit integer alpha and beta")
-    if note:
-        print(f"vlpc bench: {note}", file=sys.stderr)
-    return RocblasProblem(ab, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, ct, args.function)
+    return RocblasProblem(ab, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, ct, args.function, note)
 
 
 def _sizes(args) -> list[tuple[int, int, int]]:
@@ -594,6 +597,8 @@ def cmd_bench(args) -> int:
         p = problems[0]
         print(f"vlpc bench: a strided batch of {p.batch} GEMMs (batch strides {p.stride_a}, {p.stride_b}, "
               f"{p.stride_c}): times and FLOPs (batch x 2MNK) are of the whole batch", file=sys.stderr)
+    if rb is not None and rb.note:
+        print(f"vlpc bench: {rb.note}", file=sys.stderr)
     if rb is not None and not args.rocblas_csv:
         print(f"vlpc bench: rocblas-bench's column-major {rb.m} x {rb.n} problem runs as vlpc's row-major "
               f"M={rb.n} N={rb.m} (layout {rb.layout}, A and B exchanged)", file=sys.stderr)
