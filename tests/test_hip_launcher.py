@@ -277,3 +277,28 @@ def test_output_paths():
     assert output_paths("g.c") == (Path("g.h"), Path("g.c"))
     with pytest.raises(VlpcError):
         output_paths("")
+
+
+@needs_hip
+def test_alpha_and_beta_the_ir_fixes_must_match(tmp_path):
+    """linalg accumulates (alpha = beta = 1 in the IR): another value would be silently ignored by the
+    kernel, so the launcher refuses it (hipErrorInvalidValue), as vlpc.run does."""
+    module = vlpc.compile((ROOT / "examples" / "linalg_matmul_transpose_b.mlir").read_text())
+    main = r"""
+#include <stdio.h>
+#include "launch.h"
+hipError_t dry(const char *k, const unsigned g[3], const unsigned b[3], const unsigned char *a, size_t n)
+{ (void)k; (void)g; (void)b; (void)a; (void)n; return hipSuccess; }
+int main(void)
+{
+    const void *p = (const void *)0x1000;
+    printf("%d %d %d\n",
+           (int)vlpc_matmul_tb_launch_workspace(p, p, (void *)0x2000, 128, 256, 64, 64, 64, 256, 1.f, 1.f, NULL, 0, NULL),
+           (int)vlpc_matmul_tb_launch_workspace(p, p, (void *)0x2000, 128, 256, 64, 64, 64, 256, 2.f, 1.f, NULL, 0, NULL),
+           (int)vlpc_matmul_tb_launch_workspace(p, p, (void *)0x2000, 128, 256, 64, 64, 64, 256, 1.f, 0.f, NULL, 0, NULL));
+    return 0;
+}
+"""
+    exe = _build(tmp_path, module, main, "-DVLPC_LAUNCHER_DRY_RUN=dry")
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split() == ["0", "1", "1"]

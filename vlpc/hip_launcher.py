@@ -382,8 +382,7 @@ def generate(module: CompiledModule, stem: str, source: str = "") -> tuple[str, 
             src.append(_pack_function(kern, index[kern.name], t).replace("vlpc_args", f"vlpc_{ident}_args")
                        .replace(f"vlpc_pack_{index[kern.name]}(", f"vlpc_pack_{ident}_{index[kern.name]}("))
         src.append(_plan_function(k, ident, index))
-        fixed = [f"{x} != ({t}){getattr(k, x)!r}" for x in SCALARS
-                 if x not in [a[".name"] for a in k.kernargs] and getattr(k, x) is not None]
+        fixed = [f"{x} != ({t}){getattr(k, x)!r}" for x in SCALARS if getattr(k, x) is not None]
         src += [f"hipError_t vlpc_{ident}_launch_workspace({_launch_args(t)},",
                 "        void *workspace, size_t workspace_bytes, hipStream_t stream)",
                 "{",
