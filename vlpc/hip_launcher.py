@@ -156,7 +156,7 @@ def _bytes_array(data: bytes) -> str:
     return "\n".join(rows)
 
 
-def _plan_function(k: CompiledKernel, ident: str, index: dict[str, int]) -> str:
+def _plan_function(k: CompiledKernel, ident: str) -> str:
     """The C body of ``vlpc_<ident>_plan``: :meth:`CompiledKernel.check_sizes`,
     :meth:`~CompiledKernel.plan`, :meth:`~CompiledKernel.workspace_bytes` and the offset
     checks of :func:`vlpc.dialects.gemm.offset_errors`, specialised to ``k``."""
@@ -249,8 +249,6 @@ def _plan_function(k: CompiledKernel, ident: str, index: dict[str, int]) -> str:
             L += step(other, ("mx", "my", "1"), other.launch_info["workgroup_size"])
     if ws_main:
         L.append(ws_main)
-    used = [kern.name for kern in _plan_kernels(k)]
-    assert all(u in index for u in used)
     L += (["planned:"] if small and li.get("static_m", 0) < 0 else []) + [
           f"    if (ws >= {OFFSET_LIMIT}ULL) return hipErrorInvalidValue;  /* 32-bit byte offsets of the workspace */",
           "    for (i = 0; i < s; i++)  /* HIP's grid limit: grid x block work-items in 32 bits */",
@@ -263,11 +261,12 @@ def _plan_function(k: CompiledKernel, ident: str, index: dict[str, int]) -> str:
             f"        vlpc_plan_step steps[VLPC_MAX_STEPS], int *nsteps, size_t *workspace_bytes)\n{{\n{body}\n}}\n")
 
 
-def _pack_function(kern: CompiledKernel, idx: int, t: str) -> str:
-    """``vlpc_pack_<idx>``: the kernarg segment of ``kern`` (explicit arguments at the
-    metadata's offsets, as :func:`vlpc.runtime.kernargs.pack_kernargs` lays them out)."""
+def _pack_function(kern: CompiledKernel, ident: str, idx: int) -> str:
+    """``vlpc_pack_<ident>_<idx>``: the kernarg segment of ``kern`` (explicit arguments at the
+    metadata's offsets, as :func:`vlpc.runtime.kernargs.pack_kernargs` lays them out) from the
+    launch's ``vlpc_<ident>_args``."""
     size = int(kern.metadata.get(".kernarg_segment_size", 0))
-    lines = [f"static void vlpc_pack_{idx}(unsigned char *kernargs, const vlpc_args *a)", "{",
+    lines = [f"static void vlpc_pack_{ident}_{idx}(unsigned char *kernargs, const vlpc_{ident}_args *a)", "{",
              f"    memset(kernargs, 0, {max(size, 1)});"]
     for arg in kern.kernargs:
         name, off = arg[".name"], int(arg[".offset"])
@@ -372,16 +371,15 @@ def generate(module: CompiledModule, stem: str, source: str = "") -> tuple[str, 
            "}", ""]
     for k, (ident, t) in zip(kernels, entries):
         sub = _plan_kernels(k)
-        src += [f"/* ---- {k.name}: plan {li_plan(k)} ---- */",
+        src += [f"/* ---- {k.name}: plan {_plan_text(k)} ---- */",
                 "typedef struct {",
                 "    const void *A, *B;", "    void *C, *ws;",
                 "    int M, N, K, lda, ldb, ldc;",
                 f"    {t} alpha, beta;",
                 f"}} vlpc_{ident}_args;", ""]
         for kern in sub:
-            src.append(_pack_function(kern, index[kern.name], t).replace("vlpc_args", f"vlpc_{ident}_args")
-                       .replace(f"vlpc_pack_{index[kern.name]}(", f"vlpc_pack_{ident}_{index[kern.name]}("))
-        src.append(_plan_function(k, ident, index))
+            src.append(_pack_function(kern, ident, index[kern.name]))
+        src.append(_plan_function(k, ident))
         fixed = [f"{x} != ({t}){getattr(k, x)!r}" for x in SCALARS if getattr(k, x) is not None]
         src += [f"hipError_t vlpc_{ident}_launch_workspace({_launch_args(t)},",
                 "        void *workspace, size_t workspace_bytes, hipStream_t stream)",
@@ -455,7 +453,8 @@ def generate(module: CompiledModule, stem: str, source: str = "") -> tuple[str, 
     return _header(module, guard, unload, entries), "\n".join(src)
 
 
-def li_plan(k: CompiledKernel) -> str:
+def _plan_text(k: CompiledKernel) -> str:
+    """The kernels of ``k``'s plan, in order, for a comment."""
     return str(k.launch_info.get("plan", k.name)).replace(",", " -> ")
 
 
