@@ -208,10 +208,10 @@ class RocblasProblem:
     def csv_line(self, row: BenchRow) -> str:
         """rocblas-bench's result line: Gflops and microseconds of HIP events, else the timing
         model's (``row.modeled_us``: the caller labels them modeled), else empty (--no-model)."""
-        if row.gflops is not None:
-            gf, us = f"{row.gflops:.4g}", f"{row.kernel_ms * 1e3:.4g}"
+        if row.gflops is not None:  # fixed-point, as rocblas-bench prints them
+            gf, us = f"{row.gflops:.1f}", f"{row.kernel_ms * 1e3:.2f}"
         elif row.modeled_us is not None:
-            gf, us = f"{row.flops / (row.modeled_us * 1e-6) / 1e9:.4g}", f"{row.modeled_us:.4g}"
+            gf, us = f"{row.flops / (row.modeled_us * 1e-6) / 1e9:.1f}", f"{row.modeled_us:.2f}"
         else:
             gf = us = ""
         return (f"{self.trans_a},{self.trans_b},{self.m},{self.n},{self.k},{_num(self.alpha)},{self.lda},"
