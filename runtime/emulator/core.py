@@ -859,6 +859,13 @@ def compile_instr(ins: Instr, b: Batch) -> Prepared:
     if fn is None:
         fn = _raise(UnsupportedInstruction(f"{ins.mnemonic} has no semantics in the emulator",
                                            mnemonic=ins.mnemonic))
+    # implicit SCC operands from the one table (isa.SCC_WRITERS / SCC_READERS), after the
+    # builder so no builder's own key bookkeeping can drop them
+    if ins.mnemonic in isa.SCC_READERS:
+        p.rkeys = p.rkeys | {isa.SCC}
+    if ins.mnemonic in isa.SCC_WRITERS:
+        p.wkeys = p.wkeys | {isa.SCC}
+    p.keys = p.rkeys | p.wkeys
     p.fn = fn
     return p
 

@@ -185,6 +185,45 @@ CORE_EXECUTED = frozenset({
 
 
 # --------------------------------------------------------------------------
+# Implicit SCC operands (the uninitialised-register and waitcnt checkers read these).
+
+def _scalar_mnemonics() -> frozenset:
+    return frozenset(SOP1.values()) | frozenset(SOP2.values()) | frozenset(SOPK.values()) | \
+        frozenset(SOPC.values())
+
+
+def _scc_writers() -> frozenset:
+    names = _scalar_mnemonics()
+    ops32 = ("and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor")
+    explicit = {"s_add_u32", "s_sub_u32", "s_add_i32", "s_sub_i32", "s_addc_u32", "s_subb_u32",
+                "s_min_i32", "s_min_u32", "s_max_i32", "s_max_u32", "s_absdiff_i32",
+                "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_lshr_b64", "s_ashr_i32", "s_ashr_i64",
+                "s_bfe_u32", "s_bfe_i32", "s_bfe_u64", "s_bfe_i64",
+                "s_not_b32", "s_not_b64", "s_wqm_b32", "s_wqm_b64", "s_quadmask_b32", "s_quadmask_b64",
+                "s_bcnt0_i32_b32", "s_bcnt0_i32_b64", "s_bcnt1_i32_b32", "s_bcnt1_i32_b64",
+                "s_abs_i32", "s_andn1_wrexec_b64", "s_andn2_wrexec_b64", "s_addk_i32"}
+    explicit |= {f"s_{op}_{w}" for op in ops32 for w in ("b32", "b64")}
+    explicit |= {f"s_lshl{n}_add_u32" for n in (1, 2, 3, 4)}
+    out = {m for m in names if m in explicit or m.endswith("_saveexec_b64")
+           or m.startswith(("s_cmp_", "s_cmpk_", "s_bitcmp"))}
+    return frozenset(out)
+
+
+#: Scalar instructions that write SCC (besides any explicit ``src_scc`` destination): the
+#: Vega ISA guide's SOP1/SOP2/SOPK/SOPC descriptions ("SCC = ..."), which agree with LLVM's
+#: ``Defs = [SCC]`` in SOPInstructions.td; ``s_quadmask_b32/b64`` also set SCC = (D != 0) per
+#: the ISA guide (LLVM does not model it).  Not writers: s_mov/cmov/cselect, s_mul*, s_bfm,
+#: s_pack*, s_brev, s_ff*/s_flbit*, s_sext*, s_bitset*, s_movrel*, s_movk/mulk, s_get/setreg,
+#: s_getpc/setpc/swappc/call, s_setvskip, s_set_gpr_idx_*.
+SCC_WRITERS: frozenset = _scc_writers()
+
+#: Instructions that read SCC (carry-in, select, conditional move or branch).
+SCC_READERS: frozenset = frozenset({"s_addc_u32", "s_subb_u32", "s_cselect_b32", "s_cselect_b64",
+                                    "s_cmov_b32", "s_cmov_b64", "s_cmovk_i32",
+                                    "s_cbranch_scc0", "s_cbranch_scc1"})
+
+
+# --------------------------------------------------------------------------
 # Operand encodings (9-bit VOP source field; SALU uses the low 8 bits).
 
 SGPR_LIMIT = 102          # s0..s101 are general SGPRs on GFX9

@@ -216,15 +216,6 @@ def build_salu(ins: Instr, b: Batch, p: Prepared):
             wr(b, g, res)
             if scc is not None:
                 b.SCC[g.sel] = scc
-    if mn in ("s_addc_u32", "s_subb_u32", "s_cselect_b32", "s_cselect_b64", "s_cmov_b32"):
-        p.rkeys = p.rkeys | {isa.SCC}
-        p.keys = p.rkeys | p.wkeys
-    if mn not in ("s_mov_b32", "s_mov_b64", "s_cselect_b32", "s_cselect_b64", "s_mul_i32",
-                  "s_bfm_b32", "s_mul_hi_u32", "s_mul_hi_i32", "s_brev_b32", "s_ff1_i32_b32",
-                  "s_ff0_i32_b32", "s_flbit_i32_b32", "s_ff1_i32_b64", "s_sext_i32_i8",
-                  "s_sext_i32_i16", "s_pack_ll_b32_b16", "s_pack_lh_b32_b16", "s_pack_hh_b32_b16"):
-        p.wkeys = p.wkeys | {isa.SCC}
-        p.keys = p.rkeys | p.wkeys
     return fn
 
 
