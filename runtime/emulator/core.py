@@ -44,7 +44,7 @@ from . import isa
 from . import ops as O
 from . import semantics
 from .decode import Decoder, Instr, Operand
-from .errors import (EmulatorFault, MisalignedRegisterTuple,
+from .errors import (EmulatorFault, EmulatorFindingWarning, MisalignedRegisterTuple,
                      RegisterRangeError, RunawayKernel, UninitializedRegisterRead,
                      UninitializedRegisterWarning, UnsupportedInstruction, WaitcntViolation)
 from .memory import Memory
@@ -105,6 +105,14 @@ class DispatchConfig:
     #: a missing s_waitcnt (unless strict): "raise" (WaitcntViolation) or "report" (warn once per
     #: kernel, pc and register, take the loaded value and go on); semantics/race.py
     waitcnt: str = "raise"
+    #: the mode of each check whose outcome the hardware defines, ``{"waitcnt" | "lds_range" |
+    #: "buffer_range": "raise" | "report"}``; missing entries take semantics/findings.py's
+    #: defaults (``waitcnt`` above for "waitcnt")
+    checks: dict | None = None
+    #: private segment (scratch) bytes per work-item (the code object's
+    #: ``.amdhsa_private_segment_fixed_size``): each wave gets 64 x this many bytes of device
+    #: memory, addressed through the private segment buffer / flat scratch SGPRs
+    private_segment_size: int = 0
     #: the processor the code is for (``gfx906``, ``gfx900``): instructions it lacks are refused by name
     target: str = "gfx906"
     #: A :class:`vlpc.runtime.timing.trace.TraceRequest`: record instruction streams and
@@ -1068,7 +1076,8 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     with warnings.catch_warnings(record=True) as wl:
                         warnings.simplefilter("always")
                         stats = [work(c) for c in part]
-                    msgs = [str(x.message) for x in wl if issubclass(x.category, UninitializedRegisterWarning)]
+                    msgs = [(x.category, str(x.message)) for x in wl
+                            if issubclass(x.category, (UninitializedRegisterWarning, EmulatorFindingWarning))]
                     payload = ("ok", stats, msgs)
                 except BaseException as e:  # noqa: BLE001
                     payload = ("err", e, [])
@@ -1106,8 +1115,8 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     kind, val, msgs = pickle.loads(bytes(data))
                 except Exception:  # noqa: BLE001
                     kind, val, msgs = "err", EmulatorFault("an emulator worker process died"), []
-                for m in dict.fromkeys(msgs):
-                    warnings.warn(UninitializedRegisterWarning(m), stacklevel=3)
+                for cat, m in dict.fromkeys(msgs):
+                    warnings.warn(cat(m), stacklevel=3)
                 if kind == "ok":
                     results.extend(val)
                 elif first_err is None:

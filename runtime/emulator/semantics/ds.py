@@ -34,6 +34,7 @@ from ._util import I64, U32
 from ..core import WAVE, Batch, Prepared, lds_bank_cycles
 from ..decode import Instr
 from ._util import core_executed
+from .findings import finding
 from .memory import _issue
 from . import memory as _memory
 
@@ -55,6 +56,23 @@ def _addr(b, g, ra, off, nbytes):
         e.wave_index = int(wi[0])
         raise e
     return a + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+
+
+def _out_of_range(b, g, p, a, nbytes, limit):
+    """None when every active lane's ``[a, a + nbytes)`` is inside the workgroup's ``limit``
+    LDS bytes, else the mask of active lanes that are: the others are a ``"lds_range"``
+    finding (:mod:`.findings`: LdsOutOfRange, or a warning and the hardware's result: the
+    write dropped, 0 read)."""
+    em = b.em(g)
+    bad = em & ((a < 0) | (a + nbytes > limit))
+    if not bad.any():
+        return None
+    wi, ln = np.nonzero(bad)
+    e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
+                      f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {limit} bytes "
+                      f"(lanes {sorted(set(ln[:16].tolist()))})", lds_address=int(a[wi[0], ln[0]]))
+    finding(b, "lds_range", b.fault(e, g, p, int(wi[0])))
+    return em & ~bad
 
 
 def _write_lanes(b, g, reg, vals_by_lane, em):
@@ -432,20 +450,13 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
     sub_bytes = {"ds_read_u8": (1, False), "ds_read_i8": (1, True), "ds_read_u16": (2, False),
                  "ds_read_i16": (2, True), "ds_write_b8": (1, False), "ds_write_b16": (2, False)}.get(mn)
 
+    nb_lane = sub_bytes[0] if sub_bytes else 4 * sz
+
     def lane_index(b, g, extra):
+        """(n, 64) LDS byte addresses of one address set, and None or the (n, 64) mask of the
+        active lanes inside the allocation (the others: a finding, see _out_of_range)."""
         a = b.V[ra][g.sel].astype(np.int64) + extra
-        em = b.em(g)
-        nb = sub_bytes[0] if sub_bytes else 4 * sz
-        bad = em & ((a < 0) | (a + nb > lds_limit))
-        if bad.any():
-            wi, ln = np.nonzero(bad)
-            e = LdsOutOfRange(
-                f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, {int(a[wi[0], ln[0]]) + nb}) "
-                f"but the workgroup has {lds_limit} bytes (lanes {sorted(set(ln[:16].tolist()))})",
-                lds_address=int(a[wi[0], ln[0]]))
-            e.wave_index = int(wi[0])
-            raise e
-        return a
+        return a, _out_of_range(b, g, p, a, nb_lane, lds_limit)
 
     def wgbase(b, g):
         return (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
@@ -455,13 +466,17 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
 
         def fn(b, g):
             em = b.em(g)
-            full = b.full(g)
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
-            col = 0
+            # every address set is read before any result is written: the destination may
+            # overlap the address VGPR (ds_read2st64_b32 v[15:16], v15)
+            loaded = []
             for o in offs:
-                a = lane_index(b, g, o) + base
-                aa = a.reshape(-1) if full else a[em]
+                a, ok = lane_index(b, g, o)
+                a = a + base
+                use = em if ok is None else ok
+                full = ok is None and b.full(g)
+                aa = a.reshape(-1) if full else a[use]
                 if sub_bytes:
                     nb, signed = sub_bytes
                     raw = flat8[aa[:, None] + np.arange(nb)]
@@ -476,6 +491,9 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                     else:
                         data = flat8[aa[:, None] + np.arange(4 * sz)].view(U32).reshape(-1, sz)
                     b.st.lds_bytes_read += 4 * sz * aa.size
+                loaded.append((a, ok, use, full, data))
+            col = 0
+            for a, ok, use, full, data in loaded:
                 for i in range(data.shape[1]):
                     if full:
                         b.V[dst + col + i][g.sel] = data[:, i].reshape(g.n, WAVE)
@@ -483,7 +501,9 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                         cur = b.V[dst + col + i][g.sel]
                         if not g.contig:
                             cur = cur.copy()
-                        cur[em] = data[:, i]
+                        if ok is not None:
+                            cur[em & ~ok] = 0  # out of range: the hardware returns 0
+                        cur[use] = data[:, i]
                         if not g.contig:
                             b.V[dst + col + i][g.sel] = cur
                 col += sz
@@ -496,14 +516,16 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
 
         def fn(b, g):
             em = b.em(g)
-            full = b.full(g)
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
             for o, dr in zip(offs, datas):
-                a = lane_index(b, g, o) + base
-                aa = a.reshape(-1) if full else a[em]
+                a, ok = lane_index(b, g, o)
+                a = a + base
+                use = em if ok is None else ok  # out of range: the hardware drops the write
+                full = ok is None and b.full(g)
+                aa = a.reshape(-1) if full else a[use]
                 vals = np.stack([b.V[dr + i][g.sel] for i in range(sz)], axis=-1)
-                vals = vals.reshape(-1, sz) if full else vals[em]
+                vals = vals.reshape(-1, sz) if full else vals[use]
                 if sub_bytes:
                     nb = sub_bytes[0]
                     flat8[aa[:, None] + np.arange(nb)] = vals[:, 0].astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
@@ -536,7 +558,17 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
     def fn(b, g):
         em = b.em(g)
         base = wgbase(b, g)
-        a = lane_index(b, g, offs[0]) + base
+        a, ok = lane_index(b, g, offs[0])
+        a = a + base
+        if ok is not None:  # out of range: no update, the returned value is 0
+            em = ok
+            if rtn is not None:
+                cur = b.V[rtn][g.sel]
+                if not g.contig:
+                    cur = cur.copy()
+                cur[b.em(g) & ~ok] = 0
+                if not g.contig:
+                    b.V[rtn][g.sel] = cur
         aa = a[em]
         if (aa & 3).any():
             raise LdsOutOfRange("misaligned LDS atomic")
