@@ -249,6 +249,10 @@ def _build_sopc(ins: Instr):
     return fn
 
 
+#: hwreg id of SH_MEM_BASES (LLVM SIDefines.h, ID_MEM_BASES)
+HW_REG_SH_MEM_BASES = 15
+
+
 def _build_sopk(ins: Instr, b: Batch):
     mn = ins.mnemonic
     simm = ins.f["simm16"]
@@ -301,8 +305,16 @@ def _build_sopk(ins: Instr, b: Batch):
             return tgt
         return fn
     if mn in ("s_getreg_b32",):
+        # hwreg(id, offset, size): SH_MEM_BASES gives the apertures (LLVM reads it for
+        # addrspacecast on gfx9: private base [15:0], shared base [31:16], each the aperture
+        # address >> 48); other registers read 0 (MODE: float_mode.py)
+        from ..core import PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE
+        hw, off, size = simm & 0x3F, (simm >> 6) & 0x1F, ((simm >> 11) & 0x1F) + 1
+        val = 0
+        if hw == HW_REG_SH_MEM_BASES:
+            val = (PRIVATE_APERTURE_BASE >> 48) | ((SHARED_APERTURE_BASE >> 48) << 16)
         wr = swriter(ins.dst[0])
-        z = np.array(0, U32)
+        z = np.array((val >> off) & ((1 << size) - 1), U32)
         return lambda b, g: wr(b, g, z)
     if mn in ("s_setreg_b32", "s_setreg_imm32_b32"):
         return lambda b, g: None
