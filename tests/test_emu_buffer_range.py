@@ -133,3 +133,25 @@ def test_out_of_range_is_a_finding_raised_on_request_and_strict():
         _, out = _run(LOAD_OOR, 64, 64, 0, 64)
     assert sum(issubclass(w.category, BufferOutOfRangeWarning) for w in rec) == 1
     np.testing.assert_array_equal(out, np.where(LANE < 16, LANE + 1, 0))
+
+
+def test_loads_whose_destination_overlaps_the_address():
+    """Every lane's address is taken before any loaded dword is written: ``buffer_load_dwordx2
+    v[1:2], v1`` (swizzled per dword too) and ``global_load_dwordx4 v[12:15], v[12:13]``."""
+    body = """v_lshlrev_b32 v1, 3, v0
+    buffer_load_dwordx2 v[1:2], v1, s[8:11], 0 offen
+    s_waitcnt vmcnt(0)
+    v_lshlrev_b32 v3, 3, v0
+    global_store_dwordx2 v3, v[1:2], s[6:7]
+    v_lshlrev_b32 v12, 4, v0
+    v_mov_b32 v13, s5
+    v_add_co_u32 v12, vcc, s4, v12
+    v_addc_co_u32 v13, vcc, v13, 0, vcc
+    global_load_dwordx4 v[12:15], v[12:13], off
+    s_waitcnt vmcnt(0)
+    v_lshlrev_b32 v3, 4, v0
+    v_add_u32 v3, 0x200, v3
+    global_store_dwordx4 v3, v[12:15], s[6:7]"""
+    _, out = _run(body, 256, 128 + 256, 0, 1024)
+    np.testing.assert_array_equal(out[:128], np.arange(128) + 1)
+    np.testing.assert_array_equal(out[128:], np.arange(256) + 1)
