@@ -113,3 +113,28 @@ def test_atomic_out_of_range_reported_returns_zero():
         old, now = lanes(body, checks={"lds_range": "report"})
     np.testing.assert_array_equal(old, np.where(LANE < 32, LANE + 100, 0))
     np.testing.assert_array_equal(now, np.where(LANE < 32, LANE + 105, LANE + 100))
+
+
+@pytest.mark.parametrize("body, want_old, want_after", [
+    # 64-bit atomic: old value returned in range, 0 out of range; no update out of range
+    ("v_mov_b32 v7, 0\nds_add_rtn_u64 v[9:10], v4, v[6:7]", "v9", None),
+    # d16 read into the high half, keeping the low half (0x63)
+    ("v_mov_b32 v9, 0x63\nds_read_u16_d16_hi v9, v4", "v9", None),
+    # add-TID read at M0[15:0] = 0xff00 for every lane: all out of range
+    ("s_mov_b32 m0, 0xff00\nv_mov_b32 v9, 1\nds_read_addtid_b32 v9", "v9", None),
+])
+def test_other_ds_forms_out_of_range_reported(body, want_old, want_after):
+    shift = 3 if "u64" in body else 2
+    prog = (f"v_lshlrev_b32 v4, {shift}, v0\nv_mov_b32 v5, 0xf00000\nv_cmp_gt_u32 vcc, 32, v0\n"
+            "v_cndmask_b32 v4, v5, v4, vcc\nv_mov_b32 v6, 5\n" + body +
+            f"\ns_waitcnt lgkmcnt(0)\nv_mov_b32 v20, {want_old}")
+    with pytest.raises(LdsOutOfRange):
+        lanes(prog, n_out=1)
+    with pytest.warns(LdsOutOfRangeWarning):
+        (got,) = lanes(prog, n_out=1, checks={"lds_range": "report"})
+    if "addtid" in body:
+        np.testing.assert_array_equal(got, 0)
+    elif "d16_hi" in body:
+        np.testing.assert_array_equal(got, np.where(LANE < 32, ((LANE + 100) << 16) | 0x63, 0x63))
+    else:  # lane l's qword is dwords 2l, 2l + 1 (FILL: 2l + 100 while 2l < 64)
+        np.testing.assert_array_equal(got, np.where(LANE < 32, 2 * LANE + 100, 0))

@@ -20,7 +20,9 @@
 
 Addresses are bytes in the workgroup's LDS (``addr + offset``, two offsets scaled by
 the element size (x64 for ``st64``) for the ``2`` forms); an access outside the LDS
-allocation raises LdsOutOfRange.
+allocation is an ``"lds_range"`` finding (:mod:`.findings`: LdsOutOfRange, or reported with
+the hardware's result: the write dropped, 0 read), except for ``ds_append``/``ds_consume``
+and the ``src2`` forms, which always raise LdsOutOfRange.
 """
 
 from __future__ import annotations
@@ -44,18 +46,26 @@ def _core():
     return core
 
 
-def _addr(b, g, ra, off, nbytes):
+def _addr(b, g, ra, off, nbytes, p=None):
+    """(n, 64) LDS byte addresses (the workgroup's base added) of ``V[ra] + off`` and the
+    (n, 64) mask of the active lanes that are in range (the others are an ``"lds_range"``
+    finding, :func:`_out_of_range`; without ``p`` any of them raises LdsOutOfRange)."""
     a = b.V[ra][g.sel].astype(np.int64) + off
     em = b.em(g)
-    bad = em & ((a < 0) | (a + nbytes > b.lds_bytes))
-    if bad.any():
-        wi, ln = np.nonzero(bad)
-        e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
-                          f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {b.lds_bytes} bytes",
-                          lds_address=int(a[wi[0], ln[0]]))
-        e.wave_index = int(wi[0])
-        raise e
-    return a + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+    ok = em
+    if p is not None:
+        inside = _out_of_range(b, g, p, a, nbytes, b.lds_bytes)
+        ok = em if inside is None else inside
+    else:
+        bad = em & ((a < 0) | (a + nbytes > b.lds_bytes))
+        if bad.any():
+            wi, ln = np.nonzero(bad)
+            e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
+                              f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {b.lds_bytes} bytes",
+                              lds_address=int(a[wi[0], ln[0]]))
+            e.wave_index = int(wi[0])
+            raise e
+    return a + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None], ok
 
 
 def _out_of_range(b, g, p, a, nbytes, limit):
@@ -217,8 +227,10 @@ def _build_atomic(ins, b, p):
     def run(b, g):
         em = b.em(g)
         mem8 = b.LDS.reshape(-1).view(np.uint8)
-        addrs = [_addr(b, g, ra, o, 4 * wide)[em] for o in offs]
-        if any((a & (4 * wide - 1 if wide == 2 else 3)).any() for a in addrs):
+        found = [_addr(b, g, ra, o, 4 * wide, p) for o in offs]
+        addrs = [a[em] for a, _ in found]
+        keeps = [ok[em] for _, ok in found]  # out of range: no update, 0 returned
+        if any((a[k] & (4 * wide - 1 if wide == 2 else 3)).any() for a, k in zip(addrs, keeps)):
             raise LdsOutOfRange(f"{mn}: misaligned LDS atomic address")
         dv = [np.stack([b.V[r + i][g.sel][em] for i in range(wide)], axis=-1) for r in datas]
 
@@ -229,8 +241,10 @@ def _build_atomic(ins, b, p):
             return x
         olds = []
         for j, a in enumerate(addrs):
-            out = np.empty((a.size, wide), U32)
+            out = np.zeros((a.size, wide), U32)
             for k in range(a.size):  # lane order
+                if not keeps[j][k]:
+                    continue
                 base = int(a[k])
                 old = int.from_bytes(mem8[base: base + 4 * wide].tobytes(), "little")
                 if two:
@@ -244,8 +258,8 @@ def _build_atomic(ins, b, p):
                 for i in range(wide):
                     out[k, i] = (old >> (32 * i)) & 0xFFFFFFFF
             olds.append(out)
-            b.st.lds_bytes_read += 4 * wide * a.size
-            b.st.lds_bytes_written += 4 * wide * a.size
+            b.st.lds_bytes_read += 4 * wide * int(keeps[j].sum())
+            b.st.lds_bytes_written += 4 * wide * int(keeps[j].sum())
         if rtn is not None:
             col = 0
             for out in olds:
@@ -271,8 +285,11 @@ def _build_d16(ins, b, p):
 
         def run_r(b, g):
             em = b.em(g)
-            a = _addr(b, g, ra, off, nb)[em]
+            a, ok = _addr(b, g, ra, off, nb, p)
+            keep = ok[em]
+            a = np.where(keep, a[em], 0)  # out of range: reads 0
             raw = b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)]
+            raw = np.where(keep[:, None], raw, 0).astype(np.uint8)
             v = raw[:, 0].astype(I64) if nb == 1 else raw.view("<u2")[:, 0].astype(I64)
             if signed:
                 v = np.where(v >= (1 << (8 * nb - 1)), v - (1 << (8 * nb)), v)
@@ -287,8 +304,8 @@ def _build_d16(ins, b, p):
     rd = ins.src[1].reg
 
     def run_w(b, g):
-        em = b.em(g)
-        a = _addr(b, g, ra, off, nb)[em]
+        a, em = _addr(b, g, ra, off, nb, p)  # out of range: dropped
+        a = a[em]
         v = b.V[rd][g.sel][em] >> U32(16)
         by = v.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
         b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)] = by
@@ -320,7 +337,7 @@ def _build_src2(ins, b, p):
             v = ((o1 & 0x40) << 9) | ((o1 & 0x7F) << 8) | o0
             rel = np.full(a_.shape, v - 0x10000 if v & 0x8000 else v, np.int64)
         base = (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
-        A_ = _addr(b, g, ra, 0, 4 * wide)[em]
+        A_ = _addr(b, g, ra, 0, 4 * wide)[0][em]
         B_ = (a_ + rel * 4 * wide)
         bad = em & ((B_ < 0) | (B_ + 4 * wide > b.lds_bytes))
         if bad.any():
@@ -383,9 +400,13 @@ def _build_addtid(ins, b, p):
     def run(b, g):
         em = b.em(g)
         a_ = (b.S[eisa.M0][g.sel].astype(np.int64) & 0xFFFF)[:, None] + off + lane4
-        bad = em & ((a_ + 4 > b.lds_bytes) | (a_ & 3 != 0))
-        if bad.any():
-            raise LdsOutOfRange(f"{ins.mnemonic}: LDS address outside the allocation or misaligned")
+        if (em & (a_ & 3 != 0)).any():
+            raise LdsOutOfRange(f"{ins.mnemonic}: misaligned LDS address")
+        inside = _out_of_range(b, g, p, a_, 4, b.lds_bytes)
+        if inside is not None:  # out of range: dropped / 0
+            if read:
+                _write_lanes(b, g, reg, np.zeros(int((em & ~inside).sum()), U32), em & ~inside)
+            em = inside
         a_ = a_ + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
         w = b.LDS.reshape(-1)
         if read:
