@@ -138,3 +138,16 @@ def test_other_ds_forms_out_of_range_reported(body, want_old, want_after):
         np.testing.assert_array_equal(got, np.where(LANE < 32, ((LANE + 100) << 16) | 0x63, 0x63))
     else:  # lane l's qword is dwords 2l, 2l + 1 (FILL: 2l + 100 while 2l < 64)
         np.testing.assert_array_equal(got, np.where(LANE < 32, 2 * LANE + 100, 0))
+
+
+def test_findings_from_forked_workers_reach_the_caller_once(monkeypatch):
+    """A launch big enough for worker processes (>= 512 waves): each worker's finding is
+    forwarded, and one finding per kernel and pc reaches the caller."""
+    from vlpc.runtime.emulator.testing import run_program
+
+    monkeypatch.setenv("VLPC_EMU_PROCS", "2")
+    prog = "v_mov_b32 v4, 0xf00000\nv_mov_b32 v6, 7\nds_write_b32 v4, v6\ns_waitcnt lgkmcnt(0)\ns_endpgm\n"
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        run_program(prog, grid=(600, 1, 1), lds_bytes=256, checks={"lds_range": "report"})
+    assert [w.category for w in rec] == [LdsOutOfRangeWarning]

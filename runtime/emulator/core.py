@@ -1106,7 +1106,7 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     with warnings.catch_warnings(record=True) as wl:
                         warnings.simplefilter("always")
                         stats = [work(c) for c in part]
-                    msgs = [(x.category, str(x.message)) for x in wl
+                    msgs = [(x.category, str(x.message), getattr(x.message, "ident", None)) for x in wl
                             if issubclass(x.category, (UninitializedRegisterWarning, EmulatorFindingWarning))]
                     payload = ("ok", stats, msgs)
                 except BaseException as e:  # noqa: BLE001
@@ -1126,6 +1126,7 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
         for r in children:
             sel.register(r, selectors.EVENT_READ)
         results, first_err, open_n = [], None, len(children)
+        seen: set = set()
         while open_n:
             if poll is not None:
                 poll()
@@ -1145,7 +1146,11 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     kind, val, msgs = pickle.loads(bytes(data))
                 except Exception:  # noqa: BLE001
                     kind, val, msgs = "err", EmulatorFault("an emulator worker process died"), []
-                for cat, m in dict.fromkeys(msgs):
+                for cat, m, ident in dict.fromkeys(msgs):
+                    if ident is not None:  # a finding: once per kernel, pc and key over all workers
+                        if ident in seen:
+                            continue
+                        seen.add(ident)
                     warnings.warn(cat(m), stacklevel=3)
                 if kind == "ok":
                     results.extend(val)

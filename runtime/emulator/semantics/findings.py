@@ -81,4 +81,6 @@ def finding(b, check: str, fault: EmulatorFault, key=None) -> None:
         first = ident not in b.run.warned
         b.run.warned.add(ident)
     if first:
-        warnings.warn(CHECKS[check](str(fault)), stacklevel=3)
+        w = CHECKS[check](str(fault))
+        w.ident = ident  # forked workers' warnings are merged by it (core._run_forked)
+        warnings.warn(w, stacklevel=3)
