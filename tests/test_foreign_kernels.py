@@ -511,6 +511,22 @@ def test_kernarg_segment_seen_by_the_kernel(dev, file, grid):
     assert checked == (12 if file.endswith(".v5.hsaco") else 0)
 
 
+# -- SCC from 64-bit scalar compares ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("key,alt", [(5, 9), (0, 9), (9, 9), (-(1 << 40), 3)])
+def test_uniform_64bit_compare_and_select(dev, key, alt):
+    """hipcc selects ``s_cmp_eq_u64`` then ``s_cselect_b64`` for uniform 64-bit conditions, here
+    the kernel's first SCC writer: the strict emulator must see SCC written by the compare (it
+    used to fault, "scc is read before anything wrote it")."""
+    n = 128
+    a = rng(7).integers(-(1 << 50), 1 << 50, n).astype(np.int64)
+    out = dev.upload(np.zeros(n, np.int64))
+    launch(dev, "scc64.hsaco", "select64", (1,), (n,), [dev.upload(a), out, np.int64(key), np.int64(alt)])
+    want = a + (key if key != 0 else alt) * (1 if key == alt else 2)
+    np.testing.assert_array_equal(dev.download(out, np.int64, (n,)), want)
+
+
 # -- scratch (the private segment) ----------------------------------------------------------
 
 
