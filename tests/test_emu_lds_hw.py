@@ -151,3 +151,19 @@ def test_findings_from_forked_workers_reach_the_caller_once(monkeypatch):
         warnings.simplefilter("always")
         run_program(prog, grid=(600, 1, 1), lds_bytes=256, checks={"lds_range": "report"})
     assert [w.category for w in rec] == [LdsOutOfRangeWarning]
+
+
+def test_device_checks_option():
+    from vlpc.errors import DeviceError
+    from vlpc.runtime import get_device
+
+    assert get_device("emulator").checks == {"waitcnt": "raise", "lds_range": "raise", "buffer_range": "report"}
+    assert set(get_device("emulator", checks="report").checks.values()) == {"report"}
+    d = get_device("emulator", checks={"lds_range": "report"}, waitcnt="report")
+    assert d.checks == {"waitcnt": "report", "lds_range": "report", "buffer_range": "report"}
+    with pytest.raises(DeviceError, match="unknown check 'lds': the checks are waitcnt, lds_range, buffer_range"):
+        get_device("emulator", checks={"lds": "report"})
+    with pytest.raises(DeviceError, match="checks must be one of"):
+        get_device("emulator", checks="ignore")
+    with pytest.raises(DeviceError, match="waitcnt must be 'raise' or 'report'"):
+        get_device("emulator", waitcnt="warn")
