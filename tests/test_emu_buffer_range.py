@@ -155,3 +155,19 @@ def test_loads_whose_destination_overlaps_the_address():
     _, out = _run(body, 256, 128 + 256, 0, 1024)
     np.testing.assert_array_equal(out[:128], np.arange(128) + 1)
     np.testing.assert_array_equal(out[128:], np.arange(256) + 1)
+
+
+def test_typed_loads_are_checked_all_or_nothing():
+    # buffer_load_format_xyzw (32-bit float components): lane 6's four dwords straddle
+    # num_records 100 (offset 96): all four read 0, unlike buffer_load_dwordx4's per-dword rule
+    w3 = (14 << 15) | (7 << 12) | 0xFAC  # DATA_FORMAT 32_32_32_32, NUM_FORMAT float, dst_sel xyzw
+    body = """v_lshlrev_b32 v1, 4, v0
+    buffer_load_format_xyzw v[2:5], v1, s[8:11], 0 offen
+    s_waitcnt vmcnt(0)
+    global_store_dwordx4 v1, v[2:5], s[6:7]"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BufferOutOfRangeWarning)
+        _, out = _run(body, 25, 256, 0, 100, w3)
+    want = np.arange(256) + 1
+    want[np.arange(256) >= 24] = 0
+    np.testing.assert_array_equal(out, want)

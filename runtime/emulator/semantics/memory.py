@@ -313,9 +313,10 @@ def build_mubuf(ins: Instr, b: Batch, p: Prepared):
         nbytes = _SUB[sub][0] if sub in _SUB else 4 * (ins.dst[0].width if ins.dst else ins.src[-1].width)
     else:
         nbytes = 4 * f["width"]
-    # dword loads and stores are range-checked (and swizzled) per dword; formats, sub-dword
-    # accesses and atomics all or nothing (Vega ISA guide, "Range Checking", notes)
-    per_dword = sub.startswith("dword") and nbytes > 4
+    # dword loads and stores are range-checked (and swizzled) per dword; formats (``typed``: a
+    # format access run as dwords by vmem_format.py), sub-dword accesses and atomics all or
+    # nothing (Vega ISA guide, "Range Checking", notes)
+    per_dword = sub.startswith("dword") and nbytes > 4 and not f.get("typed")
     comps = nbytes // 4 if per_dword else 1
     csize = 4 if per_dword else nbytes
     lane = np.arange(WAVE, dtype=np.int64)
