@@ -511,6 +511,54 @@ def test_kernarg_segment_seen_by_the_kernel(dev, file, grid):
     assert checked == (12 if file.endswith(".v5.hsaco") else 0)
 
 
+# -- SCC from 64-bit scalar compares ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("key,alt", [(5, 9), (0, 9), (9, 9), (-(1 << 40), 3)])
+def test_uniform_64bit_compare_and_select(dev, key, alt):
+    """hipcc selects ``s_cmp_eq_u64`` then ``s_cselect_b64`` for uniform 64-bit conditions, here
+    the kernel's first SCC writer: the strict emulator must see SCC written by the compare (it
+    used to fault, "scc is read before anything wrote it")."""
+    n = 128
+    a = rng(7).integers(-(1 << 50), 1 << 50, n).astype(np.int64)
+    out = dev.upload(np.zeros(n, np.int64))
+    launch(dev, "scc64.hsaco", "select64", (1,), (n,), [dev.upload(a), out, np.int64(key), np.int64(alt)])
+    want = a + (key if key != 0 else alt) * (1 if key == alt else 2)
+    np.testing.assert_array_equal(dev.download(out, np.int64, (n,)), want)
+
+
+# -- scratch (the private segment) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,block", [(200, 64), (300, 128)])
+def test_private_array_in_scratch(dev, n, block):
+    """A private array indexed at run time lives in scratch: MUBUF through the private segment
+    buffer (swizzled, ADD_TID) at the wave's private segment offset."""
+    r = rng(n)
+    x = r.standard_normal(n).astype(np.float32)
+    sel = r.integers(0, 1000, n).astype(np.int32)
+    y = dev.upload(np.full(n, np.nan, np.float32))
+    launch(dev, "scratch.hsaco", "private_array", (cdiv(n, block),), (block,),
+           [dev.upload(x), y, dev.upload(sel), np.int32(n)])
+    a = lambda k: x * (k + 1).astype(np.float32)  # noqa: E731
+    np.testing.assert_array_equal(dev.download(y, np.float32, (n,)), a(sel % 48) + a((sel + 7) % 48))
+
+
+def test_spilled_pointers_reload_at_O0(dev):
+    """hipcc -O0 stores every local (the 64-bit pointers too) to scratch and reloads it, through
+    the private segment buffer and through flat addresses in the private aperture: the
+    reloaded pointers must be the kernel's arguments (they used to reload 0)."""
+    n = 200
+    x = rng(5).standard_normal(n).astype(np.float32)
+    y = dev.upload(np.full(n + 8, 7.0, np.float32))
+    a = np.float32(1.5)
+    launch(dev, "scratch.O0.hsaco", "spill_pointers", (cdiv(n, 64),), (64,), [dev.upload(x), y, a, np.int32(n)])
+    got = dev.download(y, np.float32, (n + 8,))
+    want = (x.astype(np.float64) * a + np.arange(n)).astype(np.float32)  # one rounding: v_fma
+    np.testing.assert_array_equal(got[:n], want)
+    assert (got[n:] == 7.0).all()
+
+
 # -- rebuilding with hipcc -------------------------------------------------------------------
 
 

@@ -44,7 +44,7 @@ from . import isa
 from . import ops as O
 from . import semantics
 from .decode import Decoder, Instr, Operand
-from .errors import (EmulatorFault, MisalignedRegisterTuple,
+from .errors import (EmulatorFault, EmulatorFindingWarning, MisalignedRegisterTuple,
                      RegisterRangeError, RunawayKernel, UninitializedRegisterRead,
                      UninitializedRegisterWarning, UnsupportedInstruction, WaitcntViolation)
 from .memory import Memory
@@ -105,6 +105,14 @@ class DispatchConfig:
     #: a missing s_waitcnt (unless strict): "raise" (WaitcntViolation) or "report" (warn once per
     #: kernel, pc and register, take the loaded value and go on); semantics/race.py
     waitcnt: str = "raise"
+    #: the mode of each check whose outcome the hardware defines, ``{"waitcnt" | "lds_range" |
+    #: "buffer_range": "raise" | "report"}``; missing entries take semantics/findings.py's
+    #: defaults (``waitcnt`` above for "waitcnt")
+    checks: dict | None = None
+    #: private segment (scratch) bytes per work-item (the code object's
+    #: ``.amdhsa_private_segment_fixed_size``): each wave gets 64 x this many bytes of device
+    #: memory, addressed through the private segment buffer / flat scratch SGPRs
+    private_segment_size: int = 0
     #: the processor the code is for (``gfx906``, ``gfx900``): instructions it lacks are refused by name
     target: str = "gfx906"
     #: A :class:`vlpc.runtime.timing.trace.TraceRequest`: record instruction streams and
@@ -373,9 +381,13 @@ def classify(ins: Instr) -> str:
 # the batch (state of many waves) and its executor
 
 class Batch:
-    def __init__(self, run: "_Run", wg_list: list[tuple[int, int, int]]):
+    def __init__(self, run: "_Run", wg_list: list[tuple[int, int, int]], scratch_base: int = 0):
         cfg = run.cfg
         self.run = run
+        #: device address of this batch's private segment (scratch) memory: wave w owns
+        #: [scratch_base + w * scratch_wave_bytes, + scratch_wave_bytes); 0: none
+        self.scratch_base = int(scratch_base)
+        self.scratch_wave_bytes = scratch_wave_bytes(cfg)
         self.cfg = cfg
         self.mem = run.mem
         self.wgs = wg_list
@@ -430,7 +442,7 @@ class Batch:
             put([v & 0xFFFFFFFF, (v >> 32) & 0xFFFFFFFF] + [0] * (n - 2), n)
 
         if cfg.user_sgpr_private_segment_buffer:
-            put([0, 0, 0, 0], 4)
+            put(private_segment_buffer(self.scratch_base), 4)
         if cfg.user_sgpr_dispatch_ptr:
             put64(cfg.dispatch_ptr)
         if cfg.user_sgpr_queue_ptr:
@@ -439,10 +451,10 @@ class Batch:
             put64(cfg.kernarg_address)
         if cfg.user_sgpr_dispatch_id:
             put64(0)
-        if cfg.user_sgpr_flat_scratch_init:
-            put64(0)
+        if cfg.user_sgpr_flat_scratch_init:  # gfx9: the scratch base; the kernel adds its wave offset
+            put64(self.scratch_base)
         if cfg.user_sgpr_private_segment_size:
-            put([0], 1)
+            put([int(cfg.private_segment_size)], 1)
         if cfg.user_sgpr_count is not None:
             i = int(cfg.user_sgpr_count)
         wgid = np.array(self.wgs, np.int64)[self.wg_of_wave]
@@ -455,7 +467,9 @@ class Batch:
         if cfg.sgpr_workgroup_info:
             put([0], 1)
         if cfg.sgpr_private_segment_wave_offset:
-            put([0], 1)
+            S[i] = (np.arange(self.nw, dtype=np.int64) * self.scratch_wave_bytes).astype(U32)
+            SI[i] = True
+            i += 1
         # work-item ids
         bx, by, bz = cfg.block
         t = self.wave_in_wg[:, None] * WAVE + np.arange(WAVE)[None, :]
@@ -859,6 +873,13 @@ def compile_instr(ins: Instr, b: Batch) -> Prepared:
     if fn is None:
         fn = _raise(UnsupportedInstruction(f"{ins.mnemonic} has no semantics in the emulator",
                                            mnemonic=ins.mnemonic))
+    # implicit SCC operands from the one table (isa.SCC_WRITERS / SCC_READERS), after the
+    # builder so no builder's own key bookkeeping can drop them
+    if ins.mnemonic in isa.SCC_READERS:
+        p.rkeys = p.rkeys | {isa.SCC}
+    if ins.mnemonic in isa.SCC_WRITERS:
+        p.wkeys = p.wkeys | {isa.SCC}
+    p.keys = p.rkeys | p.wkeys
     p.fn = fn
     return p
 
@@ -988,6 +1009,30 @@ def lds_bank_cycles(a: np.ndarray, em: np.ndarray, dwords: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
+# private segment (scratch)
+
+def scratch_wave_bytes(cfg: DispatchConfig) -> int:
+    """Scratch bytes per wave: 64 lanes x the private segment size, in 1 KiB granules (the
+    SPI allocates scratch per wave in units of 256 dwords: AMDGPUUsage, COMPUTE_TMPRING_SIZE
+    WAVESIZE)."""
+    n = WAVE * max(0, int(cfg.private_segment_size))
+    return -(-n // 1024) * 1024
+
+
+def private_segment_buffer(base: int) -> list[int]:
+    """The private segment buffer V# (4 SGPRs) the HSA runtime gives a gfx9 wave: the scratch
+    base, swizzled (SWIZZLE_ENABLE), stride 0, ADD_TID_ENABLE, INDEX_STRIDE 64 (AMDGPUUsage,
+    "Private Segment Buffer"; LLVM SIInstrInfo::getScratchRsrcWords23); num_records is not
+    checked for this (ADD_TID, no idxen) form.  ``base`` 0: the all-zero descriptor of a
+    kernel without scratch."""
+    if not base:
+        return [0, 0, 0, 0]
+    w1 = ((base >> 32) & 0xFFFF) | (1 << 31)
+    w3 = (4 << 15) | (3 << 21) | (1 << 23)  # DATA_FORMAT 32, INDEX_STRIDE 64, ADD_TID_ENABLE
+    return [base & 0xFFFFFFFF, w1, 0xFFFFFFFF, w3]
+
+
+# ---------------------------------------------------------------------------
 # dispatch
 
 class _Run:
@@ -1061,7 +1106,8 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     with warnings.catch_warnings(record=True) as wl:
                         warnings.simplefilter("always")
                         stats = [work(c) for c in part]
-                    msgs = [str(x.message) for x in wl if issubclass(x.category, UninitializedRegisterWarning)]
+                    msgs = [(x.category, str(x.message), getattr(x.message, "ident", None)) for x in wl
+                            if issubclass(x.category, (UninitializedRegisterWarning, EmulatorFindingWarning))]
                     payload = ("ok", stats, msgs)
                 except BaseException as e:  # noqa: BLE001
                     payload = ("err", e, [])
@@ -1080,6 +1126,7 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
         for r in children:
             sel.register(r, selectors.EVENT_READ)
         results, first_err, open_n = [], None, len(children)
+        seen: set = set()
         while open_n:
             if poll is not None:
                 poll()
@@ -1099,8 +1146,12 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
                     kind, val, msgs = pickle.loads(bytes(data))
                 except Exception:  # noqa: BLE001
                     kind, val, msgs = "err", EmulatorFault("an emulator worker process died"), []
-                for m in dict.fromkeys(msgs):
-                    warnings.warn(UninitializedRegisterWarning(m), stacklevel=3)
+                for cat, m, ident in dict.fromkeys(msgs):
+                    if ident is not None:  # a finding: once per kernel, pc and key over all workers
+                        if ident in seen:
+                            continue
+                        seen.add(ident)
+                    warnings.warn(cat(m), stacklevel=3)
                 if kind == "ok":
                     results.extend(val)
                 elif first_err is None:
@@ -1162,7 +1213,7 @@ def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> Launc
 
     def work(chunk):
         with np.errstate(all="ignore"), _gc_paused():
-            b = Batch(run, chunk)
+            b = Batch(run, chunk, scratch_of.get(id(chunk), 0))
             b.execute()
             r = b.collect()
         if done is not None:  # progress: workgroups done, shared with forked workers
@@ -1174,10 +1225,22 @@ def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> Launc
 
     nprocs = min(workers, len(chunks))
     done = None if progress is None else __import__("multiprocessing").get_context("fork").Value("q", 0)
-    if nprocs <= 1:
-        results = [work(c) for c in chunks]
-    else:
-        results = _run_forked(run, chunks, nprocs, work, None if done is None else lambda: progress(done.value))
+    # scratch: one region per batch running at a time (worker k runs chunks k, k + nprocs, ...)
+    per_wave = scratch_wave_bytes(cfg)
+    slots, scratch_of = [], {}
+    try:
+        if per_wave:
+            slot_bytes = per_wave * per_batch * wpg
+            slots = [memory.alloc(slot_bytes, align=1024, tag=f"private segment (scratch) of {cfg.kernel_name}")
+                     for _ in range(max(1, nprocs))]
+            scratch_of = {id(c): slots[i % len(slots)] for i, c in enumerate(chunks)}
+        if nprocs <= 1:
+            results = [work(c) for c in chunks]
+        else:
+            results = _run_forked(run, chunks, nprocs, work, None if done is None else lambda: progress(done.value))
+    finally:
+        for a in slots:
+            memory.free(a)
     for r in results:
         if r is not None:
             total.merge(r)

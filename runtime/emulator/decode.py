@@ -23,6 +23,7 @@ import struct
 from dataclasses import dataclass, field
 
 from vlpc import isa as _table
+from vlpc.targets import GFX906
 
 from . import isa
 
@@ -140,9 +141,8 @@ def _is_float_op(mn: str) -> bool:
 # ---------------------------------------------------------------------------
 # decoding
 
-VOP3B_OPS = {"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32", "v_subb_co_u32",
-             "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64", "v_mad_u64_u32", "v_mad_i64_i32"}
-_CARRY_IN = {"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"}
+VOP3B_OPS = isa.VOP3B_OPS
+_CARRY_IN = isa.CARRY_IN
 #: VOP1/VOP2 instructions without a VOP3 encoding (two VGPR results; an inline literal).
 #: VOP2 multiply-adds with a literal constant K in the dword after the instruction.
 _MADK = ("v_madmk_f32", "v_madak_f32", "v_madmk_f16", "v_madak_f16")
@@ -840,13 +840,15 @@ def format_instr(ins: Instr) -> str:
             return mn
         if mn == "s_waitcnt":
             parts = []
-            if ins.f["vmcnt"] != 63:
+            T = GFX906  # a counter at its maximum is no wait (the assembler omits it)
+            if ins.f["vmcnt"] != T.vmcnt_max:
                 parts.append(f"vmcnt({ins.f['vmcnt']})")
-            if ins.f["expcnt"] != 7:
+            if ins.f["expcnt"] != T.expcnt_max:
                 parts.append(f"expcnt({ins.f['expcnt']})")
-            if ins.f["lgkmcnt"] != 15:
+            if ins.f["lgkmcnt"] != T.lgkmcnt_max:
                 parts.append(f"lgkmcnt({ins.f['lgkmcnt']})")
-            return f"{mn} {' '.join(parts) if parts else 'vmcnt(63) expcnt(7) lgkmcnt(15)'}"
+            full = f"vmcnt({T.vmcnt_max}) expcnt({T.expcnt_max}) lgkmcnt({T.lgkmcnt_max})"
+            return f"{mn} {' '.join(parts) if parts else full}"
         if "target" in ins.f:
             return f"{mn} {simm - 0x10000 if simm & 0x8000 else simm}"
         return f"{mn} {simm}"

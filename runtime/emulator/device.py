@@ -69,7 +69,12 @@ class EmulatorDevice(Device):
     kernel), ``max_waves_in_flight`` (core scheduling), ``memory`` (share an
     existing :class:`Memory`), ``waitcnt`` (``"raise"``: a missing s_waitcnt is a
     WaitcntViolation; ``"report"``, non-strict: a WaitcntViolationWarning naming kernel,
-    PC, wave, instruction and register, and the kernel goes on with the loaded value).
+    PC, wave, instruction and register, and the kernel goes on with the loaded value),
+    ``checks`` (the mode of every check whose outcome the hardware defines: ``"raise"`` or
+    ``"report"`` for all of them, or a dict ``{"waitcnt" | "lds_range" | "buffer_range":
+    mode}``; defaults: waitcnt and LDS range raise, buffer range reports; ``strict`` raises
+    for all; :mod:`vlpc.runtime.emulator.semantics.findings`).  Foreign code objects that
+    rely on the hardware's out-of-range LDS or buffer behaviour run with ``checks="report"``.
 
     Timing (modeled, not measured): ``gpu`` (``"mi50"``, ``"mi60"`` or a
     :class:`vlpc.targets.Board`) turns on the timing model, ``clock_mhz`` sets the
@@ -87,7 +92,8 @@ class EmulatorDevice(Device):
     def __init__(self, *, target: str | TargetId | None = None, strict: bool = False,
                  instruction_budget: int = 10**9, max_waves_in_flight: int | None = None,
                  memory: Any = None, gpu: Any = None, clock_mhz: float | None = None,
-                 cus: int | None = None, timing_only: bool = False, waitcnt: str = "raise"):
+                 cus: int | None = None, timing_only: bool = False, waitcnt: str | None = None,
+                 checks: str | dict | None = None):
         super().__init__()
         self.board = None
         if gpu is not None:
@@ -115,9 +121,12 @@ class EmulatorDevice(Device):
         if self.board is not None and self.board.target.name != self.target_id.target.name:
             raise DeviceError(f"board {self.board.name} is a {self.board.target.name}, not {self.target_id}")
         self.strict = bool(strict)
-        if waitcnt not in ("raise", "report"):
-            raise DeviceError(f"waitcnt must be 'raise' or 'report', not {waitcnt!r}")
-        self.waitcnt = waitcnt
+        from vlpc.runtime.emulator.semantics.findings import resolve
+        try:
+            self.checks = resolve(checks, waitcnt)
+        except ValueError as e:
+            raise DeviceError(str(e)) from None
+        self.waitcnt = self.checks["waitcnt"]
         self.instruction_budget = int(instruction_budget)
         self.max_waves_in_flight = max_waves_in_flight
         self.memory = memory if memory is not None else _memory_class()()
@@ -216,6 +225,9 @@ class EmulatorDevice(Device):
             max_waves_in_flight=self.max_waves_in_flight,
             mode=FloatMode.from_rsrc1(d.compute_pgm_rsrc1).register,
             waitcnt=self.waitcnt,
+            checks=dict(self.checks, waitcnt=self.waitcnt),
+            private_segment_size=max(d.private_segment_fixed_size,
+                                     kernel.metadata.private_segment_fixed_size),
             target=self.target_id.target.name,
         )
 

@@ -104,9 +104,19 @@ class MisalignedRegisterTuple(EmulatorFault):
 
 
 class LdsOutOfRange(EmulatorFault):
-    """An LDS access beyond the workgroup's group-segment size."""
+    """An LDS access beyond the workgroup's group-segment size (the hardware drops such a
+    write and reads 0: a fault only under ``checks={"lds_range": "raise"}``, the default, or
+    ``strict``)."""
 
     what = "LDS access out of range"
+
+
+class BufferOutOfRange(EmulatorFault):
+    """A MUBUF/MTBUF access outside its buffer resource's ``num_records`` (the hardware drops
+    such a store and loads 0: a fault only under ``checks={"buffer_range": "raise"}`` or
+    ``strict``)."""
+
+    what = "buffer access out of range"
 
 
 class RunawayKernel(EmulatorFault):
@@ -127,8 +137,23 @@ class UninitializedRegisterRead(EmulatorFault):
     what = "read of uninitialised register"
 
 
-class WaitcntViolationWarning(UserWarning):
+class EmulatorFindingWarning(UserWarning):
+    """A finding reported instead of raised: a check in ``"report"`` mode (non-strict); the
+    message names kernel, PC, wave and instruction like the fault would."""
+
+
+class WaitcntViolationWarning(EmulatorFindingWarning):
     """A missing s_waitcnt, reported instead of raised (``waitcnt="report"``, non-strict)."""
+
+
+class LdsOutOfRangeWarning(EmulatorFindingWarning):
+    """An out-of-range LDS access, reported (``checks={"lds_range": "report"}``): the write was
+    dropped, the read returned 0, as on the hardware."""
+
+
+class BufferOutOfRangeWarning(EmulatorFindingWarning):
+    """A buffer access outside ``num_records``, reported (``buffer_range`` in ``"report"``
+    mode, the default): the store was dropped, the load returned 0, as on the hardware."""
 
 
 class UninitializedRegisterWarning(UserWarning):

@@ -2,8 +2,9 @@
 
 Each encoding's opcode -> mnemonic map comes from the one gfx906 table,
 :mod:`vlpc.isa` (generated through LLVM's disassembler, checked against its
-assembler by ``tests/test_isa_table.py``); operand widths (in dwords) are derived
-from the mnemonic's type suffixes with a small override table.
+assembler by ``tests/test_isa_table.py``), and so do the operand widths (in dwords,
+:func:`widths`, from the table's operands) and the implicit SCC operands
+(:data:`SCC_WRITERS`, :data:`SCC_READERS`).
 
 Nothing here executes anything: :mod:`.decode` turns bytes into
 :class:`~.decode.Instr` objects with these tables and :mod:`.core` gives them
@@ -185,6 +186,45 @@ CORE_EXECUTED = frozenset({
 
 
 # --------------------------------------------------------------------------
+# Implicit SCC operands (the uninitialised-register and waitcnt checkers read these).
+
+def _scalar_mnemonics() -> frozenset:
+    return frozenset(SOP1.values()) | frozenset(SOP2.values()) | frozenset(SOPK.values()) | \
+        frozenset(SOPC.values())
+
+
+def _scc_writers() -> frozenset:
+    names = _scalar_mnemonics()
+    ops32 = ("and", "or", "xor", "andn2", "orn2", "nand", "nor", "xnor")
+    explicit = {"s_add_u32", "s_sub_u32", "s_add_i32", "s_sub_i32", "s_addc_u32", "s_subb_u32",
+                "s_min_i32", "s_min_u32", "s_max_i32", "s_max_u32", "s_absdiff_i32",
+                "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_lshr_b64", "s_ashr_i32", "s_ashr_i64",
+                "s_bfe_u32", "s_bfe_i32", "s_bfe_u64", "s_bfe_i64",
+                "s_not_b32", "s_not_b64", "s_wqm_b32", "s_wqm_b64", "s_quadmask_b32", "s_quadmask_b64",
+                "s_bcnt0_i32_b32", "s_bcnt0_i32_b64", "s_bcnt1_i32_b32", "s_bcnt1_i32_b64",
+                "s_abs_i32", "s_andn1_wrexec_b64", "s_andn2_wrexec_b64", "s_addk_i32"}
+    explicit |= {f"s_{op}_{w}" for op in ops32 for w in ("b32", "b64")}
+    explicit |= {f"s_lshl{n}_add_u32" for n in (1, 2, 3, 4)}
+    out = {m for m in names if m in explicit or m.endswith("_saveexec_b64")
+           or m.startswith(("s_cmp_", "s_cmpk_", "s_bitcmp"))}
+    return frozenset(out)
+
+
+#: Scalar instructions that write SCC (besides any explicit ``src_scc`` destination): the
+#: Vega ISA guide's SOP1/SOP2/SOPK/SOPC descriptions ("SCC = ..."), which agree with LLVM's
+#: ``Defs = [SCC]`` in SOPInstructions.td; ``s_quadmask_b32/b64`` also set SCC = (D != 0) per
+#: the ISA guide (LLVM does not model it).  Not writers: s_mov/cmov/cselect, s_mul*, s_bfm,
+#: s_pack*, s_brev, s_ff*/s_flbit*, s_sext*, s_bitset*, s_movrel*, s_movk/mulk, s_get/setreg,
+#: s_getpc/setpc/swappc/call, s_setvskip, s_set_gpr_idx_*.
+SCC_WRITERS: frozenset = _scc_writers()
+
+#: Instructions that read SCC (carry-in, select, conditional move or branch).
+SCC_READERS: frozenset = frozenset({"s_addc_u32", "s_subb_u32", "s_cselect_b32", "s_cselect_b64",
+                                    "s_cmov_b32", "s_cmov_b64", "s_cmovk_i32",
+                                    "s_cbranch_scc0", "s_cbranch_scc1"})
+
+
+# --------------------------------------------------------------------------
 # Operand encodings (9-bit VOP source field; SALU uses the low 8 bits).
 
 SGPR_LIMIT = 102          # s0..s101 are general SGPRs on GFX9
@@ -240,45 +280,39 @@ def inline_int(code: int) -> int | None:
 
 
 # --------------------------------------------------------------------------
-# Operand widths (dwords) from the mnemonic.
+# Operand widths (dwords) from the table's operands.
 
-def _suffix_width(t: str) -> int:
-    return 2 if t.endswith("64") else 1
-
-
-#: mnemonic -> (dst dwords, src dwords...) where the suffix rule is wrong.
-WIDTH_OVERRIDES: dict[str, tuple[int, ...]] = {
-    "v_mad_u64_u32": (2, 1, 1, 2), "v_mad_i64_i32": (2, 1, 1, 2),
-    "v_lshlrev_b64": (2, 1, 2), "v_lshrrev_b64": (2, 1, 2), "v_ashrrev_i64": (2, 1, 2),
-    "v_ldexp_f64": (2, 2, 1), "v_cmp_class_f64": (2, 2, 1), "v_cmpx_class_f64": (2, 2, 1),
-    "v_div_fixup_f64": (2, 2, 2, 2), "v_div_fmas_f64": (2, 2, 2, 2), "v_div_scale_f64": (2, 2, 2, 2),
-    "v_frexp_exp_i32_f64": (1, 2), "v_frexp_mant_f64": (2, 2),
-    "v_readlane_b32": (1, 1, 1), "v_writelane_b32": (1, 1, 1),
-    "s_lshl_b64": (2, 2, 1), "s_lshr_b64": (2, 2, 1), "s_ashr_i64": (2, 2, 1),
-    "s_bfe_u64": (2, 2, 1), "s_bfe_i64": (2, 2, 1), "s_bfm_b64": (2, 1, 1),
-    "s_bcnt0_i32_b64": (1, 2), "s_bcnt1_i32_b64": (1, 2), "s_ff0_i32_b64": (1, 2),
-    "s_ff1_i32_b64": (1, 2), "s_flbit_i32_b64": (1, 2), "s_flbit_i32_i64": (1, 2),
-    "s_bitcmp0_b64": (0, 2, 1), "s_bitcmp1_b64": (0, 2, 1),
-    "s_bitset0_b64": (2, 1), "s_bitset1_b64": (2, 1), "s_getpc_b64": (2,), "s_setpc_b64": (0, 2),
-    "s_swappc_b64": (2, 2), "s_bitreplicate_b64_b32": (2, 1), "s_quadmask_b64": (2, 2),
-}
+#: scalar instructions whose only operand is a source (the table lists operands in assembly
+#: order without marking destinations)
+_SOURCE_ONLY = frozenset({"s_setpc_b64", "s_rfe_b64", "s_cbranch_join", "s_set_gpr_idx_idx"})
+#: VALU instructions with a carry-out SGPR pair after the destination (VOP3b's sdst, VCC in e32)
+VOP3B_OPS = frozenset({"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32",
+                        "v_subb_co_u32", "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64",
+                        "v_mad_u64_u32", "v_mad_i64_i32"})
+#: VALU instructions with a carry in (VCC in e32, an SGPR pair in VOP3b)
+CARRY_IN = frozenset({"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"})
+#: VOP2 instructions whose e32 form reads VCC as a last, implicit operand
+_VCC_IN = CARRY_IN | {"v_cndmask_b32"}
 
 
 def widths(mnemonic: str, nsrc: int) -> tuple[int, ...]:
-    """(dst width, src widths...) in dwords for a VALU/SALU mnemonic."""
-    base = mnemonic
-    for suf in ("_e32", "_e64"):
-        if base.endswith(suf):
-            base = base[: -len(suf)]
-    if base in WIDTH_OVERRIDES:
-        w = WIDTH_OVERRIDES[base]
-        return w + (w[-1],) * (1 + nsrc - len(w)) if len(w) < 1 + nsrc else w[: 1 + nsrc]
-    parts = base.split("_")
-    types = [p for p in parts if p[:1] in "fiub" and p[1:].isdigit()]
-    if base.startswith("v_cvt_") and len(types) >= 2:
-        return (_suffix_width(types[0]),) + (_suffix_width(types[1]),) * nsrc
-    if base.startswith(("v_cmp", "s_cmp")):
-        w = _suffix_width(types[-1]) if types else 1
-        return (2 if base.startswith("v_") else 0,) + (w,) * nsrc
-    w = _suffix_width(types[-1]) if types else 1
-    return (w,) + (w,) * nsrc
+    """(dst width, src widths...) in dwords of a VALU/SALU mnemonic, from the gfx906 table's
+    operands (:mod:`vlpc.isa`, assembly order): a compare or source-only scalar instruction
+    has dst width 0; the implicit VCC operands of e32 forms (carry out, carry in,
+    ``v_cndmask``'s mask), VOP3b's carry-out SGPR pair and inline literal K operands
+    (``v_madmk``/``v_madak``) are not sources here; missing sources repeat the last width."""
+    row = _table.lookup(mnemonic)
+    base = row.mnemonic
+    ops = [w for _, w in row.operands]
+    if row.encoding == "SOPC" or base in _SOURCE_ONLY:
+        ops = [0] + ops
+    else:
+        if base in VOP3B_OPS:
+            ops = ops[:1] + ops[2:]
+        if row.encoding == "VOP2":
+            if base in _VCC_IN:
+                ops = ops[:-1]
+            ops = [w for w in ops if w]  # v_madmk/v_madak's K
+    if len(ops) < 1 + nsrc:
+        ops = ops + [ops[-1] if ops else 1] * (1 + nsrc - len(ops))
+    return tuple(ops[:1 + nsrc])

@@ -75,8 +75,7 @@ def build_sopp(ins: Instr, b: Batch, p: Prepared):
         kind = mn[len("s_cbranch_"):]
         if kind in ("scc0", "scc1"):
             want = kind == "scc1"
-            cond = lambda b, g: b.SCC[g.sel] == want  # noqa: E731
-            p.rkeys = frozenset({isa.SCC})
+            cond = lambda b, g: b.SCC[g.sel] == want  # noqa: E731  (SCC read: isa.SCC_READERS)
         elif kind in ("vccz", "vccnz"):
             z = kind == "vccz"
             cond = lambda b, g: ((b.S[isa.VCC_LO][g.sel] | b.S[isa.VCC_HI][g.sel]) == 0) == z  # noqa: E731

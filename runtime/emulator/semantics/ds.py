@@ -20,7 +20,9 @@
 
 Addresses are bytes in the workgroup's LDS (``addr + offset``, two offsets scaled by
 the element size (x64 for ``st64``) for the ``2`` forms); an access outside the LDS
-allocation raises LdsOutOfRange.
+allocation is an ``"lds_range"`` finding (:mod:`.findings`: LdsOutOfRange, or reported with
+the hardware's result: the write dropped, 0 read), except for ``ds_append``/``ds_consume``
+and the ``src2`` forms, which always raise LdsOutOfRange.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ._util import I64, U32
 from ..core import WAVE, Batch, Prepared, lds_bank_cycles
 from ..decode import Instr
 from ._util import core_executed
+from .findings import finding
 from .memory import _issue
 from . import memory as _memory
 
@@ -43,18 +46,43 @@ def _core():
     return core
 
 
-def _addr(b, g, ra, off, nbytes):
+def _addr(b, g, ra, off, nbytes, p=None):
+    """(n, 64) LDS byte addresses (the workgroup's base added) of ``V[ra] + off`` and the
+    (n, 64) mask of the active lanes that are in range (the others are an ``"lds_range"``
+    finding, :func:`_out_of_range`; without ``p`` any of them raises LdsOutOfRange)."""
     a = b.V[ra][g.sel].astype(np.int64) + off
     em = b.em(g)
-    bad = em & ((a < 0) | (a + nbytes > b.lds_bytes))
-    if bad.any():
-        wi, ln = np.nonzero(bad)
-        e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
-                          f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {b.lds_bytes} bytes",
-                          lds_address=int(a[wi[0], ln[0]]))
-        e.wave_index = int(wi[0])
-        raise e
-    return a + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
+    ok = em
+    if p is not None:
+        inside = _out_of_range(b, g, p, a, nbytes, b.lds_bytes)
+        ok = em if inside is None else inside
+    else:
+        bad = em & ((a < 0) | (a + nbytes > b.lds_bytes))
+        if bad.any():
+            wi, ln = np.nonzero(bad)
+            e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
+                              f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {b.lds_bytes} bytes",
+                              lds_address=int(a[wi[0], ln[0]]))
+            e.wave_index = int(wi[0])
+            raise e
+    return a + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None], ok
+
+
+def _out_of_range(b, g, p, a, nbytes, limit):
+    """None when every active lane's ``[a, a + nbytes)`` is inside the workgroup's ``limit``
+    LDS bytes, else the mask of active lanes that are: the others are a ``"lds_range"``
+    finding (:mod:`.findings`: LdsOutOfRange, or a warning and the hardware's result: the
+    write dropped, 0 read)."""
+    em = b.em(g)
+    bad = em & ((a < 0) | (a + nbytes > limit))
+    if not bad.any():
+        return None
+    wi, ln = np.nonzero(bad)
+    e = LdsOutOfRange(f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, "
+                      f"{int(a[wi[0], ln[0]]) + nbytes}) but the workgroup has {limit} bytes "
+                      f"(lanes {sorted(set(ln[:16].tolist()))})", lds_address=int(a[wi[0], ln[0]]))
+    finding(b, "lds_range", b.fault(e, g, p, int(wi[0])))
+    return em & ~bad
 
 
 def _write_lanes(b, g, reg, vals_by_lane, em):
@@ -199,8 +227,10 @@ def _build_atomic(ins, b, p):
     def run(b, g):
         em = b.em(g)
         mem8 = b.LDS.reshape(-1).view(np.uint8)
-        addrs = [_addr(b, g, ra, o, 4 * wide)[em] for o in offs]
-        if any((a & (4 * wide - 1 if wide == 2 else 3)).any() for a in addrs):
+        found = [_addr(b, g, ra, o, 4 * wide, p) for o in offs]
+        addrs = [a[em] for a, _ in found]
+        keeps = [ok[em] for _, ok in found]  # out of range: no update, 0 returned
+        if any((a[k] & (4 * wide - 1 if wide == 2 else 3)).any() for a, k in zip(addrs, keeps)):
             raise LdsOutOfRange(f"{mn}: misaligned LDS atomic address")
         dv = [np.stack([b.V[r + i][g.sel][em] for i in range(wide)], axis=-1) for r in datas]
 
@@ -211,8 +241,10 @@ def _build_atomic(ins, b, p):
             return x
         olds = []
         for j, a in enumerate(addrs):
-            out = np.empty((a.size, wide), U32)
+            out = np.zeros((a.size, wide), U32)
             for k in range(a.size):  # lane order
+                if not keeps[j][k]:
+                    continue
                 base = int(a[k])
                 old = int.from_bytes(mem8[base: base + 4 * wide].tobytes(), "little")
                 if two:
@@ -226,8 +258,8 @@ def _build_atomic(ins, b, p):
                 for i in range(wide):
                     out[k, i] = (old >> (32 * i)) & 0xFFFFFFFF
             olds.append(out)
-            b.st.lds_bytes_read += 4 * wide * a.size
-            b.st.lds_bytes_written += 4 * wide * a.size
+            b.st.lds_bytes_read += 4 * wide * int(keeps[j].sum())
+            b.st.lds_bytes_written += 4 * wide * int(keeps[j].sum())
         if rtn is not None:
             col = 0
             for out in olds:
@@ -253,8 +285,11 @@ def _build_d16(ins, b, p):
 
         def run_r(b, g):
             em = b.em(g)
-            a = _addr(b, g, ra, off, nb)[em]
+            a, ok = _addr(b, g, ra, off, nb, p)
+            keep = ok[em]
+            a = np.where(keep, a[em], 0)  # out of range: reads 0
             raw = b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)]
+            raw = np.where(keep[:, None], raw, 0).astype(np.uint8)
             v = raw[:, 0].astype(I64) if nb == 1 else raw.view("<u2")[:, 0].astype(I64)
             if signed:
                 v = np.where(v >= (1 << (8 * nb - 1)), v - (1 << (8 * nb)), v)
@@ -269,8 +304,8 @@ def _build_d16(ins, b, p):
     rd = ins.src[1].reg
 
     def run_w(b, g):
-        em = b.em(g)
-        a = _addr(b, g, ra, off, nb)[em]
+        a, em = _addr(b, g, ra, off, nb, p)  # out of range: dropped
+        a = a[em]
         v = b.V[rd][g.sel][em] >> U32(16)
         by = v.astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
         b.LDS.reshape(-1).view(np.uint8)[a[:, None] + np.arange(nb)] = by
@@ -302,7 +337,7 @@ def _build_src2(ins, b, p):
             v = ((o1 & 0x40) << 9) | ((o1 & 0x7F) << 8) | o0
             rel = np.full(a_.shape, v - 0x10000 if v & 0x8000 else v, np.int64)
         base = (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
-        A_ = _addr(b, g, ra, 0, 4 * wide)[em]
+        A_ = _addr(b, g, ra, 0, 4 * wide)[0][em]
         B_ = (a_ + rel * 4 * wide)
         bad = em & ((B_ < 0) | (B_ + 4 * wide > b.lds_bytes))
         if bad.any():
@@ -365,9 +400,13 @@ def _build_addtid(ins, b, p):
     def run(b, g):
         em = b.em(g)
         a_ = (b.S[eisa.M0][g.sel].astype(np.int64) & 0xFFFF)[:, None] + off + lane4
-        bad = em & ((a_ + 4 > b.lds_bytes) | (a_ & 3 != 0))
-        if bad.any():
-            raise LdsOutOfRange(f"{ins.mnemonic}: LDS address outside the allocation or misaligned")
+        if (em & (a_ & 3 != 0)).any():
+            raise LdsOutOfRange(f"{ins.mnemonic}: misaligned LDS address")
+        inside = _out_of_range(b, g, p, a_, 4, b.lds_bytes)
+        if inside is not None:  # out of range: dropped / 0
+            if read:
+                _write_lanes(b, g, reg, np.zeros(int((em & ~inside).sum()), U32), em & ~inside)
+            em = inside
         a_ = a_ + (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
         w = b.LDS.reshape(-1)
         if read:
@@ -432,20 +471,13 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
     sub_bytes = {"ds_read_u8": (1, False), "ds_read_i8": (1, True), "ds_read_u16": (2, False),
                  "ds_read_i16": (2, True), "ds_write_b8": (1, False), "ds_write_b16": (2, False)}.get(mn)
 
+    nb_lane = sub_bytes[0] if sub_bytes else 4 * sz
+
     def lane_index(b, g, extra):
+        """(n, 64) LDS byte addresses of one address set, and None or the (n, 64) mask of the
+        active lanes inside the allocation (the others: a finding, see _out_of_range)."""
         a = b.V[ra][g.sel].astype(np.int64) + extra
-        em = b.em(g)
-        nb = sub_bytes[0] if sub_bytes else 4 * sz
-        bad = em & ((a < 0) | (a + nb > lds_limit))
-        if bad.any():
-            wi, ln = np.nonzero(bad)
-            e = LdsOutOfRange(
-                f"lane {int(ln[0])} accesses LDS bytes [{int(a[wi[0], ln[0]])}, {int(a[wi[0], ln[0]]) + nb}) "
-                f"but the workgroup has {lds_limit} bytes (lanes {sorted(set(ln[:16].tolist()))})",
-                lds_address=int(a[wi[0], ln[0]]))
-            e.wave_index = int(wi[0])
-            raise e
-        return a
+        return a, _out_of_range(b, g, p, a, nb_lane, lds_limit)
 
     def wgbase(b, g):
         return (b.wg_of_wave[g.idx].astype(np.int64) * b.lds_words * 4)[:, None]
@@ -455,13 +487,17 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
 
         def fn(b, g):
             em = b.em(g)
-            full = b.full(g)
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
-            col = 0
+            # every address set is read before any result is written: the destination may
+            # overlap the address VGPR (ds_read2st64_b32 v[15:16], v15)
+            loaded = []
             for o in offs:
-                a = lane_index(b, g, o) + base
-                aa = a.reshape(-1) if full else a[em]
+                a, ok = lane_index(b, g, o)
+                a = a + base
+                use = em if ok is None else ok
+                full = ok is None and b.full(g)
+                aa = a.reshape(-1) if full else a[use]
                 if sub_bytes:
                     nb, signed = sub_bytes
                     raw = flat8[aa[:, None] + np.arange(nb)]
@@ -476,6 +512,9 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                     else:
                         data = flat8[aa[:, None] + np.arange(4 * sz)].view(U32).reshape(-1, sz)
                     b.st.lds_bytes_read += 4 * sz * aa.size
+                loaded.append((a, ok, use, full, data))
+            col = 0
+            for a, ok, use, full, data in loaded:
                 for i in range(data.shape[1]):
                     if full:
                         b.V[dst + col + i][g.sel] = data[:, i].reshape(g.n, WAVE)
@@ -483,7 +522,9 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                         cur = b.V[dst + col + i][g.sel]
                         if not g.contig:
                             cur = cur.copy()
-                        cur[em] = data[:, i]
+                        if ok is not None:
+                            cur[em & ~ok] = 0  # out of range: the hardware returns 0
+                        cur[use] = data[:, i]
                         if not g.contig:
                             b.V[dst + col + i][g.sel] = cur
                 col += sz
@@ -496,14 +537,16 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
 
         def fn(b, g):
             em = b.em(g)
-            full = b.full(g)
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
             for o, dr in zip(offs, datas):
-                a = lane_index(b, g, o) + base
-                aa = a.reshape(-1) if full else a[em]
+                a, ok = lane_index(b, g, o)
+                a = a + base
+                use = em if ok is None else ok  # out of range: the hardware drops the write
+                full = ok is None and b.full(g)
+                aa = a.reshape(-1) if full else a[use]
                 vals = np.stack([b.V[dr + i][g.sel] for i in range(sz)], axis=-1)
-                vals = vals.reshape(-1, sz) if full else vals[em]
+                vals = vals.reshape(-1, sz) if full else vals[use]
                 if sub_bytes:
                     nb = sub_bytes[0]
                     flat8[aa[:, None] + np.arange(nb)] = vals[:, 0].astype("<u4").view(np.uint8).reshape(-1, 4)[:, :nb]
@@ -536,7 +579,17 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
     def fn(b, g):
         em = b.em(g)
         base = wgbase(b, g)
-        a = lane_index(b, g, offs[0]) + base
+        a, ok = lane_index(b, g, offs[0])
+        a = a + base
+        if ok is not None:  # out of range: no update, the returned value is 0
+            em = ok
+            if rtn is not None:
+                cur = b.V[rtn][g.sel]
+                if not g.contig:
+                    cur = cur.copy()
+                cur[b.em(g) & ~ok] = 0
+                if not g.contig:
+                    b.V[rtn][g.sel] = cur
         aa = a[em]
         if (aa & 3).any():
             raise LdsOutOfRange("misaligned LDS atomic")

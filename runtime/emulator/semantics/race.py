@@ -2,7 +2,8 @@
 be outstanding, i.e. an insufficient ``s_waitcnt``.
 
 Real kernels sometimes rely on timing instead of a sufficient wait (the seed's epilogue
-waits ``vmcnt(30)`` where some rows need less).  ``DispatchConfig.waitcnt`` chooses:
+waits ``vmcnt(30)`` where some rows need less).  The ``"waitcnt"`` check's mode
+(:mod:`.findings`; ``DispatchConfig.waitcnt`` or ``checks["waitcnt"]``) chooses:
 
 * ``"raise"`` (default) and any ``strict`` run: :class:`~..errors.WaitcntViolation`;
 * ``"report"``: a :class:`~..errors.WaitcntViolationWarning` naming the kernel, PC,
@@ -14,19 +15,9 @@ waits ``vmcnt(30)`` where some rows need less).  ``DispatchConfig.waitcnt`` choo
 
 from __future__ import annotations
 
-import warnings
-
-from ..errors import WaitcntViolationWarning
+from .findings import finding
 
 
 def waitcnt_violation(b, g, key, fault) -> None:
-    cfg = b.cfg
-    if cfg.strict or getattr(cfg, "waitcnt", "raise") != "report":
-        raise fault
+    finding(b, "waitcnt", fault, key)
     g.pending.pop(key, None)
-    ident = ("waitcnt", cfg.kernel_name, fault.pc, key)
-    with b.run.lock:
-        first = ident not in b.run.warned
-        b.run.warned.add(ident)
-    if first:
-        warnings.warn(WaitcntViolationWarning(str(fault)), stacklevel=3)

@@ -216,15 +216,6 @@ def build_salu(ins: Instr, b: Batch, p: Prepared):
             wr(b, g, res)
             if scc is not None:
                 b.SCC[g.sel] = scc
-    if mn in ("s_addc_u32", "s_subb_u32", "s_cselect_b32", "s_cselect_b64", "s_cmov_b32"):
-        p.rkeys = p.rkeys | {isa.SCC}
-        p.keys = p.rkeys | p.wkeys
-    if mn not in ("s_mov_b32", "s_mov_b64", "s_cselect_b32", "s_cselect_b64", "s_mul_i32",
-                  "s_bfm_b32", "s_mul_hi_u32", "s_mul_hi_i32", "s_brev_b32", "s_ff1_i32_b32",
-                  "s_ff0_i32_b32", "s_flbit_i32_b32", "s_ff1_i32_b64", "s_sext_i32_i8",
-                  "s_sext_i32_i16", "s_pack_ll_b32_b16", "s_pack_lh_b32_b16", "s_pack_hh_b32_b16"):
-        p.wkeys = p.wkeys | {isa.SCC}
-        p.keys = p.rkeys | p.wkeys
     return fn
 
 
@@ -256,6 +247,10 @@ def _build_sopc(ins: Instr):
             a, c = np.asarray(a, U32), np.asarray(c, U32)
         b.SCC[g.sel] = np.broadcast_to(O.int_cmp(cond, a, c), (g.n,))
     return fn
+
+
+#: hwreg id of SH_MEM_BASES (LLVM SIDefines.h, ID_MEM_BASES)
+HW_REG_SH_MEM_BASES = 15
 
 
 def _build_sopk(ins: Instr, b: Batch):
@@ -310,8 +305,16 @@ def _build_sopk(ins: Instr, b: Batch):
             return tgt
         return fn
     if mn in ("s_getreg_b32",):
+        # hwreg(id, offset, size): SH_MEM_BASES gives the apertures (LLVM reads it for
+        # addrspacecast on gfx9: private base [15:0], shared base [31:16], each the aperture
+        # address >> 48); other registers read 0 (MODE: float_mode.py)
+        from ..core import PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE
+        hw, off, size = simm & 0x3F, (simm >> 6) & 0x1F, ((simm >> 11) & 0x1F) + 1
+        val = 0
+        if hw == HW_REG_SH_MEM_BASES:
+            val = (PRIVATE_APERTURE_BASE >> 48) | ((SHARED_APERTURE_BASE >> 48) << 16)
         wr = swriter(ins.dst[0])
-        z = np.array(0, U32)
+        z = np.array((val >> off) & ((1 << size) - 1), U32)
         return lambda b, g: wr(b, g, z)
     if mn in ("s_setreg_b32", "s_setreg_imm32_b32"):
         return lambda b, g: None

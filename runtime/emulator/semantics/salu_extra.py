@@ -34,8 +34,6 @@ def _per_wave(fn, nbits_out, scc=None, reads_dst=False):
         d = ins.dst[0]
         old = core.ssrc_reader(d) if reads_dst else None
         wr = core.swriter(d)
-        if scc is not None:
-            _writes(p, isa.SCC)
 
         def run(b, g):
             srcs = [np.broadcast_to(r(b, g), (g.n,)) for r in rd]
@@ -55,7 +53,8 @@ def _per_wave(fn, nbits_out, scc=None, reads_dst=False):
 
 
 def _writes(p, *keys):
-    """Registers the instruction writes beyond its decoded destinations (SCC, EXEC)."""
+    """Registers the instruction writes beyond its decoded destinations (EXEC; SCC is
+    :data:`..isa.SCC_WRITERS`, added by the core)."""
     p.wkeys = p.wkeys | set(keys)
     p.keys = p.rkeys | p.wkeys
 
@@ -104,7 +103,7 @@ def _wrexec(n1: bool):
         from .. import ops as O
         rd = core.ssrc_reader(ins.src[0])
         wr = core.swriter(ins.dst[0])
-        _writes(p, isa.SCC, isa.EXEC_LO, isa.EXEC_HI)
+        _writes(p, isa.EXEC_LO, isa.EXEC_HI)  # SCC: isa.SCC_WRITERS
         p.rkeys = p.rkeys | {isa.EXEC_LO, isa.EXEC_HI}
         p.keys = p.rkeys | p.wkeys
 

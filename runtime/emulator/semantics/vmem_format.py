@@ -62,7 +62,8 @@ def _access(ins, b, p, n):
         if fn is None:
             op = ("load" if load else "store") + "_dword" + (f"x{nf}" if nf > 1 else "")
             data = {"dst": [vreg(d, nf)]} if load else {"src": list(ins.src[:-1]) + [vreg(d, nf)]}
-            ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf), encoding="MUBUF", **data)
+            ins2 = dataclasses.replace(ins, f=dict(ins.f, op=op, ndwords=nf, typed=True), encoding="MUBUF",
+                                       **data)
             fn = inners[nf] = _memory.build_mubuf(ins2, b, p)
         return fn
     return load, d, inner_for, _format_of(ins, n)

@@ -21,6 +21,7 @@ V5_KERNELS="saxpy grid2d kernarg_dump"
 mkdir -p "$OUT"
 if [ "$#" -gt 0 ]; then names="$*"; else names="$(cd "$HERE" && ls *.hip | sed 's/\.hip$//')"; fi
 FTZ_KERNELS="ftz"   # built with f32 denormals flushed (descriptor FLOAT_DENORM_MODE_32 = 0)
+O0_KERNELS="scratch"  # also built at -O0 (*.O0.hsaco): every local goes through scratch
 for name in $names; do
   src="$HERE/$name.hip"
   extra=""
@@ -33,6 +34,13 @@ for name in $names; do
       HIP_PLATFORM=amd "$HIPCC" --offload-arch="$ARCH" --cuda-device-only --no-gpu-bundle-output \
           -O3 -mcode-object-version=5 -c "$src" -o "$OUT/$name.v5.hsaco"
       echo "built $OUT/$name.v5.hsaco"
+      ;;
+  esac
+  case " $O0_KERNELS " in
+    *" $name "*)
+      HIP_PLATFORM=amd "$HIPCC" --offload-arch="$ARCH" --cuda-device-only --no-gpu-bundle-output \
+          -O0 -c "$src" -o "$OUT/$name.O0.hsaco"
+      echo "built $OUT/$name.O0.hsaco"
       ;;
   esac
   if [ "$name" = saxpy ]; then
