@@ -383,9 +383,11 @@ def cmd_run_code_object(args) -> int:
     from vlpc.runtime import get_device
 
     for opt, bad in (("--device hip", args.device == "hip"),
-                     ("--inputs", args.inputs), ("--iterations", args.iterations != 1)):
+                     ("--inputs", args.inputs), ("--iterations", args.iterations != 1),
+                     ("-m/-n/-k/--batch", any(getattr(args, x, None) is not None for x in ("m", "n", "k", "batch")))):
         if bad:
-            raise VlpcError(f"{opt} is for an MLIR FILE; a code object runs once on the emulator")
+            raise VlpcError(f"{opt} is for an MLIR FILE; a code object runs once on the emulator "
+                            "(it takes --grid, --block and --arg)")
     if args.save_output:
         from vlpc.cli_support import check_not_input
         check_not_input(args.save_output, args.file, "--save-output")

@@ -241,8 +241,7 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
         for what, given in (("m", m), ("n", n), ("k", k), ("batch", batch)):
             if given is not None:
                 raise VlpcError(f"--{what} is for an MLIR FILE; a code object takes --grid, --block and --arg")
-        g = parse_dims(grid if isinstance(grid, str) or grid is None else ",".join(map(str, grid)), "grid", (1,))
-        b = parse_dims(block if isinstance(block, str) or block is None else ",".join(map(str, block)), "block", (64,))
+        g, b = (parse_dims(_dims_text(v), what, d) for v, what, d in ((grid, "grid", (1,)), (block, "block", (64,))))
         src = name if name != "<bytes>" else data
         run = launch_code_object(dev, src, kernel, g, b, list(args), dynamic_lds=dynamic_lds, seed=seed)
         findings += run.findings
@@ -277,6 +276,12 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
                for co, kern_, geom, stats in dev.profiled if getattr(stats, "trace", None) is not None]
     return Profile(name, board.name, board.engine_clock_mhz, board.memory_clock_mhz, kernels, findings, flops,
                    board.peak_flops_f32, board.hbm_bytes_per_second, problem)
+
+
+def _dims_text(v) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    return str(v) if isinstance(v, (int, np.integer)) else ",".join(map(str, v))
 
 
 def _listing(co, kernel) -> list[tuple[int, str]]:
@@ -355,22 +360,20 @@ def profile_launch(co, kernel, geometry, stats, board, device, max_events: int =
 
 
 def limiter(kp: KernelProfile) -> str:
-    """The limiter in one sentence: the (instruction, cause) with the most stall cycles, as a share of
-    the simulated waves' cycles; or, when waves stall less than they issue, that they are issue-bound."""
+    """The limiter in one sentence: the stall cause with the most cycles over the simulated waves
+    (as a share of their cycles) and the instruction that waits longest for it; or, when the waves
+    stall less than half their cycles, that they are issue-bound."""
     wc = kp.simulated["wave_cycles"] or 1.0
-    best = None
-    for ip in kp.instructions:
-        for c, v in ip.stalls.items():
-            if v > 0 and (best is None or v > best[0]):
-                best = (v, c, ip)
     tot = kp.totals()
-    stall_share = sum(v for c, v in tot.items() if c != "issue") / wc
-    if best is None:
+    stalls = {c: v for c, v in tot.items() if c != "issue" and v > 0}
+    if not stalls:
         return "issue-bound: the waves never stall (modeled)"
-    v, c, ip = best
-    sentence = (f"{CAUSE_TEXT[c].split(' (')[0]}: {v / wc * 100:.0f} % of wave-cycles waiting at "
-                f"`{ip.text}` at +0x{ip.offset:x}")
-    if stall_share < 0.5:
+    cause = max(stalls, key=stalls.__getitem__)
+    ip = max(kp.instructions, key=lambda i: i.stalls.get(cause, 0.0))
+    where = "after" if cause in ("fetch", "barrier") else "waiting at"
+    sentence = (f"{CAUSE_TEXT[cause].split(' (')[0]}: {stalls[cause] / wc * 100:.0f} % of wave-cycles, the most "
+                f"({ip.stalls[cause] / wc * 100:.0f} %) {where} `{ip.text}` at +0x{ip.offset:x}")
+    if sum(stalls.values()) < 0.5 * wc:
         sentence = (f"issue-bound: the waves issue {tot['issue'] / wc * 100:.0f} % of their cycles; the largest "
                     f"stall is {sentence}")
     return sentence + " (modeled)"
