@@ -271,6 +271,17 @@ def test_race_is_a_finding_unless_strict(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and "s_waitcnt violation" in err
 
 
+def test_uninitialised_read_of_a_hipcc_kernel_is_a_finding(capsys):
+    """row_dot's `v_mad_u64_u32` adds the undefined high half of its 64-bit addend (see
+    tests/test_foreign_kernels.py): a finding, and the profile is still made."""
+    rc = main(["profile", str(HIP / "loops.hsaco"), "--kernel", "row_dot", "--grid", "2", "--block", "64",
+               "--arg", "0=random:2600", "--arg", "1=random:40", "--arg", "2=zeros:400", "--arg", "3=65",
+               "--arg", "4=10", "--flops", "1300"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "uninitialised-read: " in out and "v_mad_u64_u32" in out
+    assert "TFLOP/s modeled" in out and "annotated assembly of row_dot" in out
+
+
 def test_out_of_bounds_is_a_fatal_finding(tmp_path, capsys):
     path = write(tmp_path, "race", build("race", RACE_BODY, BUF_ARG, 8))
     trace = tmp_path / "t.json"

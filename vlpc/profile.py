@@ -188,7 +188,7 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
             k: int | None = None, batch: int | None = None, gpu: str | None = None,
             clock_mhz: float | None = None, memory_clock_mhz: float | None = None, strict: bool = False,
             timing_only: bool = False, seed: int = 0, max_events: int = 500_000,
-            target: str = "gfx906", **compile_options: Any) -> Profile:
+            target: str = "gfx906", flops: float | None = None, **compile_options: Any) -> Profile:
     """Profile a kernel on the emulator and the timing model (modeled, not measured).
 
     ``source``: a gfx906 code object (a path to an ELF file, or its bytes), or a gemm/linalg MLIR
@@ -200,7 +200,9 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
     verified unless ``timing_only``, a failed check is a finding).  ``gpu`` (``mi60``, ``mi50``,
     ``mi25``; default: the target's, mi60 for gfx906), ``clock_mhz`` / ``memory_clock_mhz`` (engine
     and HBM clocks; default the board's), ``timing_only`` (execute only the workgroups the model
-    traces: large grids fast, outputs not computed), ``max_events`` (timeline events kept per kernel).
+    traces: large grids fast, outputs not computed), ``max_events`` (timeline events kept per kernel),
+    ``flops``: the floating-point operations a code object's launch performs, for its TFLOP/s (an
+    MLIR GEMM's are 2 M N K x batch).
 
     The emulator's checks stay on: out of ``strict`` mode a race (a register used while its load
     may be outstanding) and an uninitialised read are :class:`~vlpc.launch_cli.Finding` s; an
@@ -235,7 +237,8 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
     board = _board(gpu, target, clock_mhz, memory_clock_mhz, compile_options.get("cus"))
     dev = _capturing_device(board, strict, timing_only)
     findings: list[Finding] = []
-    flops = None
+    if flops is not None and not (flops > 0 and np.isfinite(flops)):
+        raise VlpcError(f"--flops must be a positive number, got {flops:g}")
     problem = ""
     if data is not None:
         for what, given in (("m", m), ("n", n), ("k", k), ("batch", batch)):
@@ -246,7 +249,8 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
         run = launch_code_object(dev, src, kernel, g, b, list(args), dynamic_lds=dynamic_lds, seed=seed)
         findings += run.findings
     else:
-        for what, given in (("kernel", kernel), ("grid", grid), ("block", block), ("arg", args or None)):
+        for what, given in (("kernel", kernel), ("grid", grid), ("block", block), ("arg", args or None),
+                            ("flops", flops)):
             if given is not None:
                 raise VlpcError(f"--{what} is for a code object FILE; an MLIR FILE takes -m, -n, -k")
         import vlpc
@@ -620,6 +624,9 @@ def add_parser(sub) -> None:
     p.add_argument("--trace", metavar="FILE.json",
                    help="also write the wave timeline in the Chrome Trace Event Format (Perfetto UI, chrome://tracing)")
     p.add_argument("--timeline", metavar="FILE.png", help="also write the wave timeline as a PNG picture")
+    p.add_argument("--flops", type=float, default=None, metavar="N",
+                   help="code object FILE: floating-point operations of the launch, for a modeled TFLOP/s and %% of "
+                        "peak (an MLIR GEMM's: 2 M N K)")
     p.add_argument("--max-events", type=int, default=500_000, metavar="N",
                    help="timeline events kept per kernel (default: %(default)s)")
     add_codegen_options(p, strategy=True)
@@ -652,7 +659,7 @@ def cmd_profile(args) -> int:
                    dynamic_lds=args.dynamic_lds, m=args.m, n=args.n, k=args.k, batch=args.batch, gpu=args.gpu,
                    clock_mhz=args.clock, memory_clock_mhz=args.memory_clock, strict=args.strict,
                    timing_only=args.timing_only, seed=args.seed, max_events=args.max_events,
-                   target=args.target, **opts)
+                   target=args.target, flops=args.flops, **opts)
     files = []
     if args.html:
         files.append((args.html, format_html(prof)))
