@@ -203,6 +203,7 @@ def test_profile_hipcc_kernel_from_the_cli(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert "MODELED" in out and "on mi50 @ 1500 MHz engine, 900 MHz memory" in out
+    assert "of the HBM peak (922 GB/s)" in out  # 4096 bits x 2 x 900 MHz / 8
     assert "limiter:" in out and "occupancy:" in out and "GB/s" in out
     assert "global_load_dword" in out and "s_waitcnt" in out
     assert json.loads(trace.read_text())["traceEvents"]
@@ -322,6 +323,11 @@ def test_bad_input_one_line_nothing_written(tmp_path, capsys, command, argv, mes
     assert rc == 1
     assert len(err.strip().splitlines()) == 1 and err.startswith("vlpc: ") and message in err, err
     assert list(out.iterdir()) == []
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(VlpcError, match="no such file"):
+        profile(str(tmp_path / "k.hsaco"))
 
 
 def test_wrong_buffer_size_for_a_typed_pointer(tmp_path, capsys):

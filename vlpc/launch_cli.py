@@ -63,7 +63,7 @@ def is_code_object(path: str) -> bool:
         return False
 
 
-def add_launch_arguments(p, *, kernel_required_help: str = "") -> None:
+def add_launch_arguments(p) -> None:
     """``--kernel``, ``--grid``, ``--block``, ``--arg``, ``--dynamic-lds`` (for a code object FILE)."""
     p.add_argument("--kernel", metavar="NAME",
                    help="code object FILE: the kernel to launch (default: its only kernel)")

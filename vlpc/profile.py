@@ -231,6 +231,8 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     raise VlpcError(f"{path} is neither a code object (ELF) nor UTF-8 MLIR text") from None
+        elif "\n" not in path and path.endswith((".hsaco", ".co", ".o", ".elf", ".mlir")):
+            raise VlpcError(f"cannot read {path}: no such file")
         else:
             text = path
     target = str(compile_options.pop("target", None) or target)
