@@ -134,8 +134,23 @@ class Profile:
 
     @property
     def global_bytes(self) -> int:
-        """Bytes moved to and from global memory by the launches (emulator counters)."""
-        return int(sum(k.stats.global_bytes_read + k.stats.global_bytes_written for k in self.kernels))
+        """Bytes moved to and from global memory by the launches' memory instructions (emulator
+        counters; with ``timing_only``, scaled from the executed workgroups to the grid)."""
+        total = 0.0
+        for k in self.kernels:
+            moved = k.stats.global_bytes_read + k.stats.global_bytes_written
+            executed = int(getattr(k.stats, "workgroups", 0) or 0)
+            total += moved * (int(np.prod(k.grid)) / executed if executed else 1.0)
+        return int(total)
+
+    @property
+    def hbm_bytes(self) -> float:
+        """Bytes the timing model fetches from HBM (L2 misses; modeled)."""
+        return float(sum(k.timing.hbm_bytes for k in self.kernels))
+
+    @property
+    def hbm_gbps(self) -> float | None:
+        return self.hbm_bytes / (self.time_us * 1e-6) / 1e9 if self.time_us else None
 
     @property
     def tflops(self) -> float | None:
@@ -365,23 +380,43 @@ def profile_launch(co, kernel, geometry, stats, board, device, max_events: int =
     return kp
 
 
+#: The timing model's SIMD-time reasons (``runtime/timing/cu.py``) -> the stall cause they are.
+_REASON_CAUSE = {"smem": "lgkmcnt_smem", "vmem": "vmcnt", "lds": "lgkmcnt_lds", "barrier": "barrier"}
+
+
 def limiter(kp: KernelProfile) -> str:
-    """The limiter in one sentence: the stall cause with the most cycles over the simulated waves
-    (as a share of their cycles) and the instruction that waits longest for it; or, when the waves
-    stall less than half their cycles, that they are issue-bound."""
+    """The limiter in one sentence.  The cause is the largest loss of the SIMDs' time in the timing
+    model's breakdown (cycles in which no VALU instruction issued because the waves waited on
+    scalar loads, vector memory, LDS, a barrier, or issued other instructions), and the instruction
+    named is the one whose waves stalled longest for that cause.  Prefixed "VALU-bound" when the
+    VALUs are busy half the time or more; suffixed when launch overhead and idle SIMDs take half."""
     wc = kp.simulated["wave_cycles"] or 1.0
     tot = kp.totals()
     stalls = {c: v for c, v in tot.items() if c != "issue" and v > 0}
+    bd = dict(kp.timing.breakdown_us)
+    T = kp.time_us or 1.0
+    valu = bd.get("valu", 0.0) / T
     if not stalls:
-        return "issue-bound: the waves never stall (modeled)"
-    cause = max(stalls, key=stalls.__getitem__)
+        return f"issue-bound: the waves never stall; VALUs busy {valu * 100:.0f} % of the time (modeled)"
+    losses = {r: bd.get(r, 0.0) for r in ("smem", "vmem", "lds", "barrier", "issue")}
+    reason = max(losses, key=losses.__getitem__)
+    if losses[reason] <= 0:
+        cause = max(stalls, key=stalls.__getitem__)
+        lost = ""
+    else:
+        cause = _REASON_CAUSE.get(reason) or max(("port", "fetch", "valu_busy"), key=lambda c: tot.get(c, 0.0))
+        lost = f"the SIMDs lose {losses[reason] / T * 100:.0f} % of the time to it; "
+        if tot.get(cause, 0.0) <= 0:
+            cause = max(stalls, key=stalls.__getitem__)
     ip = max(kp.instructions, key=lambda i: i.stalls.get(cause, 0.0))
-    where = "after" if cause in ("fetch", "barrier") else "waiting at"
-    sentence = (f"{CAUSE_TEXT[cause].split(' (')[0]}: {stalls[cause] / wc * 100:.0f} % of wave-cycles, the most "
-                f"({ip.stalls[cause] / wc * 100:.0f} %) {where} `{ip.text}` at +0x{ip.offset:x}")
-    if sum(stalls.values()) < 0.5 * wc:
-        sentence = (f"issue-bound: the waves issue {tot['issue'] / wc * 100:.0f} % of their cycles; the largest "
-                    f"stall is {sentence}")
+    where = "after" if cause in ("fetch", "barrier") else "at"
+    sentence = (f"{CAUSE_TEXT[cause].split(' (')[0]}: {lost}waves wait longest for it {where} `{ip.text}` at "
+                f"+0x{ip.offset:x} ({ip.stalls[cause] / wc * 100:.0f} % of wave-cycles)")
+    if valu >= 0.5:
+        sentence = f"VALU-bound: VALUs busy {valu * 100:.0f} % of the time; the largest loss is {sentence}"
+    overhead = (bd.get("launch", 0.0) + bd.get("idle", 0.0) + bd.get("tail", 0.0)) / T
+    if overhead >= 0.5:
+        sentence += f"; launch overhead and idle SIMDs take {overhead * 100:.0f} % (a small launch)"
     return sentence + " (modeled)"
 
 
@@ -402,11 +437,13 @@ def summary_lines(prof: Profile) -> list[str]:
         if prof.tflops is not None:
             line += (f"; {prof.tflops:.3f} TFLOP/s modeled, {prof.tflops * 1e12 / prof.peak_flops * 100:.1f} % of "
                      f"the FP32 FMA peak ({prof.peak_flops / 1e12:.2f} TFLOP/s)")
-        if prof.gbps is not None:
-            line += (f"; {prof.gbps:.1f} GB/s of global traffic modeled, "
-                     f"{prof.gbps * 1e9 / prof.hbm_bytes_per_second * 100:.1f} % of the HBM peak "
-                     f"({prof.hbm_bytes_per_second / 1e9:.0f} GB/s)")
         out.append(line)
+        if prof.gbps is not None:
+            out.append(f"  memory: {prof.gbps:.1f} GB/s requested by memory instructions (emulator byte counters "
+                       f"over the modeled time); {prof.hbm_gbps:.1f} GB/s read from HBM modeled "
+                       "(L2 load misses; stores not modeled), "
+                       f"{prof.hbm_gbps * 1e9 / prof.hbm_bytes_per_second * 100:.1f} % of the HBM peak "
+                       f"({prof.hbm_bytes_per_second / 1e9:.0f} GB/s)")
     for kp in prof.kernels:
         r, o, s = kp.resources, kp.occupancy, kp.simulated
         out.append(f"  kernel {kp.name}: grid {kp.grid} x block {kp.block}; {kp.time_us:.2f} us modeled "
@@ -442,7 +479,11 @@ def annotated_lines(kp: KernelProfile, top: int | None = None) -> list[str]:
         keep = set(id(i) for i in sorted(rows, key=lambda i: -(i.issue_cycles + i.stall_cycles))[:top])
         rows = [i for i in rows if id(i) in keep]
     heads = ["offset", "execs", "issues", "issue"] + [CAUSE_HEAD[c] for c in STALL_CAUSES]
-    out = [f"  annotated assembly of {kp.name} (execs: wave executions in the whole launch; issues and cycles: "
+    executed = int(getattr(kp.stats, "workgroups", 0) or 0)
+    whole = int(np.prod(kp.grid))
+    scope = ("in the whole launch" if executed >= whole else
+             f"in the {executed} of {whole} workgroups executed (--timing-only)")
+    out = [f"  annotated assembly of {kp.name} (execs: wave executions {scope}; issues and cycles: "
            f"the simulated CU's {kp.simulated['waves']} waves, modeled; '*' hot spot)",
            "  " + " ".join(f"{h:>9}" for h in heads) + "   instruction"]
     for ip in rows:
