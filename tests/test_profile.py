@@ -289,7 +289,7 @@ def test_out_of_bounds_is_a_fatal_finding(tmp_path, capsys):
     rc = main(["profile", path, "--arg", "x=zeros:16", "--trace", str(trace)])  # 64 lanes, 4 floats
     captured = capsys.readouterr()
     assert rc == 4 and "out-of-bounds (launch stopped)" in captured.out
-    assert "Traceback" not in captured.err
+    assert "Traceback" not in captured.err and not trace.exists()
     rc = main(["run", path, "--arg", "x=zeros:16"])
     assert rc == 4 and "out-of-bounds" in capsys.readouterr().out
 

@@ -666,7 +666,8 @@ def add_parser(sub) -> None:
     p.add_argument("--html", metavar="FILE.html", help="also write the summary and annotated assembly as HTML")
     p.add_argument("--trace", metavar="FILE.json",
                    help="also write the wave timeline in the Chrome Trace Event Format (Perfetto UI, chrome://tracing)")
-    p.add_argument("--timeline", metavar="FILE.png", help="also write the wave timeline as a PNG picture")
+    p.add_argument("--timeline", metavar="FILE.png|FILE.svg",
+                   help="also write the wave timeline as a picture (matplotlib; the format follows the suffix)")
     p.add_argument("--flops", type=float, default=None, metavar="N",
                    help="code object FILE: floating-point operations of the launch, for a modeled TFLOP/s and %% of "
                         "peak (an MLIR GEMM's: 2 M N K)")
@@ -684,6 +685,9 @@ def cmd_profile(args) -> int:
     for opt, path in outputs:
         check_not_input(path, args.file, f"--{opt}")
         check_writable(path)
+    if args.timeline:
+        from vlpc.cli_support import check_chart
+        check_chart(args.timeline, "--timeline")
     if len({os.path.abspath(p) for _, p in outputs}) < len(outputs):
         raise VlpcError("--html, --trace and --timeline must name different files")
     if args.top is not None and args.top < 1:
@@ -703,19 +707,23 @@ def cmd_profile(args) -> int:
                    clock_mhz=args.clock, memory_clock_mhz=args.memory_clock, strict=args.strict,
                    timing_only=args.timing_only, seed=args.seed, max_events=args.max_events,
                    target=args.target, flops=args.flops, **opts)
+    if not prof.kernels:  # a fault stopped the launch: the findings, and no file
+        from vlpc.errors import EXIT_DEVICE
+        sys.stdout.write(format_text(prof, args.top))
+        print("vlpc: no launch to profile: a fault stopped it (see findings); nothing written", file=sys.stderr)
+        return EXIT_DEVICE
     files = []
     if args.html:
         files.append((args.html, format_html(prof)))
     if args.trace:
         import json
         files.append((args.trace, json.dumps(chrome_trace(prof))))
-    if args.timeline:
-        files.append((args.timeline, timeline_png(prof)))
+    figure = timeline_figure(prof) if args.timeline else None
     sys.stdout.write(format_text(prof, args.top))
     for path, data in files:
         write_atomic(path, data)
-    if not prof.kernels:
-        from vlpc.errors import EXIT_DEVICE
-        print("vlpc: no launch to profile: a fault stopped it (see findings)", file=sys.stderr)
-        return EXIT_DEVICE
+    if figure is not None:
+        from vlpc.cli_support import pyplot, save_figure
+        save_figure(figure, args.timeline)
+        pyplot().close(figure)
     return 0
