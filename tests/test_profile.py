@@ -169,7 +169,8 @@ def test_chrome_trace_format(reduce_profile, tmp_path):
         assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0
         tracks.setdefault((e["pid"], e["tid"]), []).append(e)
     kp, = reduce_profile.kernels
-    assert len(tracks) == kp.simulated["waves"]
+    assert len([k for k in tracks if k[1] > 0]) == kp.simulated["waves"]  # a thread per wave
+    assert {e["cat"] for e in xs} == {"issue", "stall", "valu"}
     names = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert set(tracks) <= names
     for evs in tracks.values():
@@ -347,6 +348,19 @@ def test_mlir_profile_names_the_gemm(capsys):
     assert main(["profile", SGEMM, "-m", "64", "-n", "256", "-k", "16",
                  "--arg", "0=1"]) == 1
     assert "--arg is for a code object" in capsys.readouterr().err
+
+
+def test_split_k_plan_profiles_each_kernel():
+    prof = profile(SGEMM, m=64, n=256, k=64, split_k=2)
+    assert [k.name for k in prof.kernels] == ["sgemm_dyn", "sgemm_dyn_reduce"]
+    assert prof.time_us == pytest.approx(sum(k.timing.time_us for k in prof.kernels))
+    assert prof.flops == 2 * 64 * 256 * 64 and not prof.findings
+    doc = chrome_trace(prof)
+    pids = {e["pid"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert pids <= set(range(1, 9)) and pids & {1, 2, 3, 4} and pids & {5, 6, 7, 8}
+    first_end = max(e["ts"] + e["dur"] for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] <= 4)
+    second_start = min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] > 4)
+    assert second_start >= first_end - 1e-9  # the plan's kernels run one after the other
 
 
 @pytest.mark.parametrize("cause", STALL_CAUSES)

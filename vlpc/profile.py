@@ -76,7 +76,7 @@ class KernelProfile:
     ``simulated``: what the CU model ran: ``workgroups``, ``waves``, ``cycles``, ``wave_cycles`` (sum
     of wave lifetimes), ``turn_cycles``; ``instructions``: :class:`InstructionProfile` in address
     order; ``waves``: the recorder's :class:`~vlpc.runtime.timing.recorder.WaveRecord` list and
-    ``events`` its ``(wave, pc, issue cycle, stall start cycle, cause index)`` tuples;
+    ``events`` its ``(wave, pc, issue cycle, stall start cycle, cause index, VALU busy cycles)`` tuples;
     ``stats``: the emulator's ``LaunchStats``; ``limiter``: one sentence."""
 
     name: str
@@ -534,10 +534,11 @@ def format_html(prof: Profile) -> str:
 
 def chrome_trace(prof: Profile) -> dict:
     """The wave timeline of the simulated CU(s) in the Chrome Trace Event Format (a JSON object with
-    ``traceEvents``): one process per SIMD (``pid``), one thread per wave (``tid``), an ``"X"``
+    ``traceEvents``): one process per SIMD (``pid``), one thread per wave (``tid`` >= 1), an ``"X"``
     (complete) event per issued instruction (``cat`` ``issue``) and per stall before one (``cat``
-    ``stall``, named by its largest cause); ``ts``/``dur`` in microseconds (modeled engine cycles /
-    MHz), non-decreasing per track.  A plan's kernels follow each other in time."""
+    ``stall``, named by its largest cause), and a thread ``tid`` 0 per SIMD with its VALU's busy
+    spans (``cat`` ``valu``); ``ts``/``dur`` in microseconds (modeled engine cycles / MHz),
+    non-decreasing and not overlapping per track.  A plan's kernels follow each other in time."""
     from vlpc.runtime.timing.recorder import STALL_CAUSES
 
     ev: list[dict] = []
@@ -556,8 +557,14 @@ def chrome_trace(prof: Profile) -> dict:
                 continue
             ev.append({"ph": "M", "name": "thread_name", "pid": ki * 4 + wr.simd + 1, "tid": w + 1,
                        "args": {"name": f"wave {w} (workgroup {wr.wg}, traced {wr.key[0]}.{wr.key[1]})"}})
-        for (w, pc, t, since, cause) in kp.events:
+        for simd in range(4):
+            ev.append({"ph": "M", "name": "thread_name", "pid": ki * 4 + simd + 1, "tid": 0,
+                       "args": {"name": f"SIMD {simd} VALU busy"}})
+        for (w, pc, t, since, cause, busy) in kp.events:
             pid = ki * 4 + kp.waves[w].simd + 1
+            if busy:
+                ev.append({"ph": "X", "cat": "valu", "name": "VALU", "pid": pid, "tid": 0,
+                           "ts": offset_us + t / mhz, "dur": busy / mhz, "args": {"wave": w}})
             if t > since:
                 ev.append({"ph": "X", "cat": "stall", "name": f"stall: {STALL_CAUSES[cause]}", "pid": pid,
                            "tid": w + 1, "ts": offset_us + since / mhz, "dur": (t - since) / mhz,
@@ -599,7 +606,7 @@ def timeline_figure(prof: Profile):
                 labels.append(f"{kp.name[:16]} s{wr.simd} w{w}")
                 y += 1
         bars: dict[tuple[int, str], list] = {}
-        for (w, pc, t, since, cause) in kp.events:
+        for (w, pc, t, since, cause, _busy) in kp.events:
             if t > since:
                 bars.setdefault((rows_of[w], STALL_CAUSES[cause]), []).append((offset + since / mhz, (t - since) / mhz))
             bars.setdefault((rows_of[w], "issue"), []).append((offset + t / mhz, kp.simulated["turn_cycles"] / mhz))

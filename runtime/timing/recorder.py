@@ -63,8 +63,9 @@ class WaveRecord:
 class IssueRecorder:
     """Collects, per PC (byte offset in the code image), ``rows[pc]`` = ``[issues, issue cycles,
     stall cycles per cause...]`` (:data:`ROW_FIELDS`), per wave a :class:`WaveRecord`, and
-    ``events``: ``(wave, pc, issue cycle, stall start cycle, cause index or -1)`` per issue (the
-    stall runs from the stall start to the issue; cause: the largest of its causes)."""
+    ``events``: ``(wave, pc, issue cycle, stall start cycle, cause index or -1, VALU busy cycles)``
+    per issue (the stall runs from the stall start to the issue; cause: the largest of its causes;
+    VALU busy: cycles the instruction occupies its SIMD's VALU, 0 for other instructions)."""
 
     max_events: int = 500_000
     rows: dict = field(default_factory=dict)
@@ -156,7 +157,7 @@ class IssueRecorder:
         st[3] = cls == "barrier"
         st[4] = None
         if len(self.events) < self.max_events:
-            self.events.append((w, pc, t, earliest, cause))
+            self.events.append((w, pc, t, earliest, cause, busy if cls == "valu" else 0))
         else:
             self.events_dropped += 1
 
