@@ -113,7 +113,9 @@ class Profile:
     """A profile: ``source`` (file name or ``<text>``), ``board`` (name), ``clock_mhz`` /
     ``memory_clock_mhz`` (engine and HBM clocks modeled), ``kernels`` (:class:`KernelProfile` per
     launch, in order), ``findings`` (:class:`~vlpc.launch_cli.Finding`), ``flops`` (the GEMM's
-    2 M N K x batch; None for a code object), ``peak_flops`` (FP32 FMA peak, FLOP/s) and
+    2 M N K x batch, integer operations for int8; None for a code object without ``flops``),
+    ``peak_flops`` (operations per second: the FP32 FMA peak, FP64's, or the f16/int8 dot
+    instructions', :func:`vlpc.tune.peak_ops`), ``dtype`` (the GEMM's A/B type, else ``f32``) and
     ``hbm_bytes_per_second`` (the board's HBM peak).  Every time is modeled."""
 
     source: str
@@ -126,6 +128,7 @@ class Profile:
     peak_flops: float = 0.0
     hbm_bytes_per_second: float = 0.0
     problem: str = ""
+    dtype: str = "f32"
 
     @property
     def time_us(self) -> float:
@@ -251,12 +254,22 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
         else:
             text = path
     target = str(compile_options.pop("target", None) or target)
+    if data is not None:  # the board defaults to the code object's processor's (mi25 for gfx900)
+        from vlpc.runtime.code_object import CodeObjectError, load_code_object
+        try:
+            target = load_code_object(data).target_id.target.name
+        except CodeObjectError:
+            pass  # reported with the launch
     board = _board(gpu, target, clock_mhz, memory_clock_mhz, compile_options.get("cus"))
+    if data is None and board.target.name != target.split(":")[0]:
+        raise VlpcError(f"--gpu {board.name} is a {board.target.name} board; the kernel is compiled for {target} "
+                        f"(give --target {board.target.name} or another --gpu)")
     dev = _capturing_device(board, strict, timing_only)
     findings: list[Finding] = []
     if flops is not None and not (flops > 0 and np.isfinite(flops)):
         raise VlpcError(f"--flops must be a positive number, got {flops:g}")
     problem = ""
+    dtype = "f32"
     if data is not None:
         for what, given in (("m", m), ("n", n), ("k", k), ("batch", batch)):
             if given is not None:
@@ -273,10 +286,10 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
         import vlpc
         from vlpc.api import VerificationError
 
-        compiled = vlpc.compile(text, board.target.name if ":" not in target else target,
-                                filename=name, **{k_: v for k_, v in compile_options.items() if v is not None})
+        compiled = vlpc.compile(text, target, filename=name, **{k_: v for k_, v in compile_options.items() if v is not None})
         from vlpc.cli_support import single_kernel
         kern = single_kernel(compiled, "profile")
+        dtype = str(kern.launch_info.get("dtype", "f32"))  # A/B's type (the dot kernels' too)
         with FindingCollector() as fc:
             try:
                 r = vlpc.run(kern, m=m, n=n, k=k, batch=batch, device=dev, seed=seed, verify=not timing_only)
@@ -295,8 +308,9 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
         findings[:0] = fc.findings
     kernels = [profile_launch(co, kern_, geom, stats, board, dev, max_events)
                for co, kern_, geom, stats in dev.profiled if getattr(stats, "trace", None) is not None]
+    from vlpc.tune import peak_ops
     return Profile(name, board.name, board.engine_clock_mhz, board.memory_clock_mhz, kernels, findings, flops,
-                   board.peak_flops_f32, board.hbm_bytes_per_second, problem)
+                   peak_ops(board, dtype), board.hbm_bytes_per_second, problem, dtype)
 
 
 def _dims_text(v) -> str | None:
@@ -435,8 +449,10 @@ def summary_lines(prof: Profile) -> list[str]:
     if prof.kernels:
         line = f"  time {prof.time_us:.2f} us modeled"
         if prof.tflops is not None:
-            line += (f"; {prof.tflops:.3f} TFLOP/s modeled, {prof.tflops * 1e12 / prof.peak_flops * 100:.1f} % of "
-                     f"the FP32 FMA peak ({prof.peak_flops / 1e12:.2f} TFLOP/s)")
+            unit = "TOP/s" if prof.dtype == "i8" else "TFLOP/s"
+            peak = {"f64": "FP64", "f16": "f16 dot", "i8": "int8 dot"}.get(prof.dtype, "FP32 FMA")
+            line += (f"; {prof.tflops:.3f} {unit} modeled, {prof.tflops * 1e12 / prof.peak_flops * 100:.1f} % of "
+                     f"the {peak} peak ({prof.peak_flops / 1e12:.2f} {unit})")
         out.append(line)
         if prof.gbps is not None:
             out.append(f"  memory: {prof.gbps:.1f} GB/s requested by memory instructions (emulator byte counters "
