@@ -363,6 +363,11 @@ def test_split_k_plan_profiles_each_kernel():
     assert second_start >= first_end - 1e-9  # the plan's kernels run one after the other
 
 
+def test_board_and_target_must_agree(capsys):
+    assert main(["profile", SGEMM, "-m", "64", "-n", "64", "-k", "64", "--gpu", "mi25"]) == 1
+    assert "--gpu mi25 is a gfx900 board; the kernel is compiled for gfx906" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("cause", STALL_CAUSES)
 def test_every_cause_has_a_heading_and_a_sentence(cause):
     assert cause in CAUSE_HEAD and cause in CAUSE_TEXT

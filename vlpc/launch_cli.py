@@ -395,9 +395,9 @@ def cmd_run_code_object(args) -> int:
     grid = parse_dims(args.grid, "grid", (1,))
     block = parse_dims(args.block, "block", (64,))
     opts: dict = {"strict": True} if args.strict else {"waitcnt": "report"}
-    if args.verbose:
+    if args.verbose:  # the modeled time on the code object's processor's board (MI60 for gfx906)
         from vlpc.targets import board_for
-        opts["gpu"] = board_for("gfx906")
+        opts["gpu"] = board_for(load_kernel(args.file, args.kernel)[0].target_id.target.name)
     dev = get_device("emulator", **opts)
     run = launch_code_object(dev, args.file, args.kernel, grid, block, args.arg,
                              dynamic_lds=args.dynamic_lds, seed=args.seed)
