@@ -344,15 +344,15 @@ def profile_launch(co, kernel, geometry, stats, board, device, max_events: int =
     an :class:`~vlpc.runtime.timing.recorder.IssueRecorder` (the same modeled time)."""
     from vlpc.runtime import timing
     from vlpc.runtime.emulator.decode import decode_at
-    from vlpc.runtime.timing.recorder import STALL_CAUSES, IssueRecorder
+    from vlpc.runtime.timing.recorder import STALL_CAUSES, IssueRecorder, recording
 
     d = kernel.descriptor
     wg_size = int(np.prod(geometry.block))
     lds = d.group_segment_fixed_size + geometry.dynamic_lds
     res = timing.residency(board, d.vgpr_count, d.sgpr_count, lds, wg_size)
     rec = IssueRecorder(max_events=max_events)
-    rep = timing.model_kernel(stats.trace, board, res, kernel.name, l2_miss=getattr(device, "l2_miss", None),
-                              recorder=rec)
+    with recording(rec):
+        rep = timing.model_kernel(stats.trace, board, res, kernel.name, l2_miss=getattr(device, "l2_miss", None))
     listing = dict(_listing(co, kernel))
     pcs = set(listing) | set(rec.rows) | set(stats.by_pc)
     for pc in pcs - set(listing):

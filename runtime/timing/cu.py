@@ -161,11 +161,10 @@ def _sharing_groups(trace: KernelTrace) -> dict[int, int]:
     return out
 
 
-def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
+def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, recorder=None,
                 resident: int | None = None, l2_miss: float = 0.0,
                 hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1,
-                l2_shared_fill: float = 0.0,
-                recorder=None) -> CuResult:
+                l2_shared_fill: float = 0.0) -> CuResult:
     """Run ``workgroups`` (linear ids present in ``trace``; an id may repeat: each
     repetition is a fresh workgroup on distinct addresses) on one CU, at most
     ``resident`` at a time (default: all at once); when one ends the next starts, as
@@ -184,7 +183,12 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     (TCC)"; the data cannot return before it arrives).
 
     ``recorder``: an optional :class:`~.recorder.IssueRecorder` that receives every issue and
-    wait (per-instruction stall accounting for ``vlpc profile``); None (default): no cost."""
+    wait (per-instruction stall accounting for ``vlpc profile``); None (default): the one
+    :func:`~.recorder.recording` installs around a :func:`~.gpu.model_kernel` call, if any, else
+    none (no cost)."""
+    if recorder is None:
+        from .recorder import current_recorder
+        recorder = current_recorder()
     P = board.timing
     ghz = board.engine_clock_mhz / 1000.0
     hbm_cycles = P.hbm_latency_ns * ghz

@@ -141,8 +141,7 @@ def sqc_sharers(board: Board, active_cus: int) -> int:
 
 
 def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "",
-                 max_simulated: int | None = None, l2_miss: float | None = None,
-                 recorder=None) -> TimingReport:
+                 max_simulated: int | None = None, l2_miss: float | None = None) -> TimingReport:
     """The modeled time of one traced launch.
 
     CU 0 receives ``n0 = ceil(W / C)`` of the ``W`` workgroups (breadth-first dispatch
@@ -153,8 +152,7 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     before the last ``R`` times the workgroups not simulated (the ramp-up and the
     drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
     shortcut against a full simulation.  ``l2_miss`` overrides the miss probability
-    the trace's footprints give.  ``recorder``: an optional
-    :class:`~.recorder.IssueRecorder` for the simulated CU (per-instruction stalls).
+    the trace's footprints give.
     """
     W = trace.workgroups
     C = board.compute_units
@@ -173,8 +171,7 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     # the others, in phase on identical CUs, wait for that fill (TimingParams.l2_shared_fill_wait)
     shared_fill = board.timing.l2_shared_fill_wait if p_miss < 1.0 else 0.0
     r = simulate_cu(trace, wgs, board, resident=R, l2_miss=p_miss, hbm_share_bytes_per_cycle=share,
-                    sqc_sharers=sqc_sharers(board, active), l2_shared_fill=shared_fill,
-                    recorder=recorder)
+                    sqc_sharers=sqc_sharers(board, active), l2_shared_fill=shared_fill)
     fin = sorted(r.wg_finish)
     cycles = fin[-1]
     if n0 > n_sim:

@@ -1,8 +1,8 @@
 """Per-instruction accounting of the CU model (:func:`~.cu.simulate_cu`), for ``vlpc profile``.
 
-Pass an :class:`IssueRecorder` as ``simulate_cu(..., recorder=rec)`` (or
-``model_kernel(..., recorder=rec)``); without one the model runs as before (the hooks are
-``if recorder is not None`` tests).  All figures are *modeled* engine cycles of the simulated
+Pass an :class:`IssueRecorder` as ``simulate_cu(..., recorder=rec)``, or install it around a
+launch's model with ``with recording(rec): model_kernel(...)`` (the CU simulation inside takes
+it); without one the model runs as before (the hooks are ``if recorder is not None`` tests).  All figures are *modeled* engine cycles of the simulated
 CU (CU 0 of :mod:`.gpu`'s shortcut: its resident workgroups, repeated traces included).
 
 For each issued instruction of a wave the recorder splits the cycles since the wave's previous
@@ -35,6 +35,8 @@ Events (for the wave timeline) are kept per issue up to ``max_events``.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 #: Stall causes, in the order the profile prints them.
@@ -174,3 +176,22 @@ class IssueRecorder:
     def wave_cycles(self) -> float:
         """Sum of the waves' lifetimes (cycles): the denominator of the stall shares."""
         return sum(w.end - w.start for w in self.waves if w is not None)
+
+
+_CURRENT: ContextVar = ContextVar("vlpc_issue_recorder", default=None)
+
+
+def current_recorder():
+    """The :class:`IssueRecorder` :func:`recording` installed, or None."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def recording(recorder: IssueRecorder):
+    """Within the block, :func:`~.cu.simulate_cu` calls without a ``recorder`` report to
+    ``recorder`` (so that :func:`~.gpu.model_kernel` needs no parameter for it)."""
+    token = _CURRENT.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _CURRENT.reset(token)
