@@ -7,13 +7,13 @@ Python API::
     result.asm, result.code_object, result.kernel().launch(m, n, k)
     passes = vlpc.pipeline("gfx906", macro_tile=(64, 128))   # xDSL ModulePass objects
     r = vlpc.run(text, a, b, c)          # compile, launch (emulator by default), verify
-    p = vlpc.profile("k.hsaco", grid=4, block=64, args=["0=250", "1=2.0", "2=random:1000", "3=zeros:1000"])
     r.c, r.launch, r.stats, r.max_abs_error
 
 Inputs: the ``gemm`` dialect, linalg matrix products on memrefs, or an upstream
 MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run`; the
 ``vlpc run`` command's module stays importable as ``from vlpc.run import ...``; ``vlpc.profile``
-is :func:`vlpc.profile.profile` (modeled per-instruction stalls, docs/profile.md).
+is :func:`vlpc.profile.profile` (modeled per-instruction stalls, docs/profile.md), e.g.
+``vlpc.profile("k.hsaco", grid=4, block=64, args=["0=250", "1=2.0", "2=random:1000", "3=zeros:1000"])``.
 
 The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 """
