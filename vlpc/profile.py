@@ -334,7 +334,10 @@ def _listing(co, kernel) -> list[tuple[int, str]]:
             ins = decode_at(image, pc)
         except Exception:
             break
-        out.append((pc, ins.text or ins.mnemonic))
+        text = ins.text or ins.mnemonic
+        if "target" in ins.f:  # a branch: where it goes, as an offset from the entry
+            text += f"  ; -> +0x{ins.f['target'] - start:x}"
+        out.append((pc, text))
         pc += max(4, int(ins.size))
     return out
 
