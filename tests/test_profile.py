@@ -335,6 +335,12 @@ def test_wrong_buffer_size_for_a_typed_pointer(tmp_path, capsys):
     path = write(tmp_path, "race", build("race", RACE_BODY, BUF_ARG, 8))
     with pytest.raises(VlpcError, match="1001 bytes is not a whole number of float32 elements"):
         profile(path, args=["x=random:1001"])
+    INT_ARG = BUF_ARG.replace("'float*'", "'int*'")
+    ipath = write(tmp_path, "iraces", build("iraces", RACE_BODY, INT_ARG, 8))
+    with pytest.raises(VlpcError, match="points to int32, which has no NaN"):
+        profile(ipath, args=["x=nan:256"])
+    with pytest.raises(VlpcError, match="not a whole number of int32 elements"):
+        profile(ipath, args=["x=zeros:6"])
     np.save(tmp_path / "d.npy", np.zeros(4, np.float64))
     with pytest.raises(VlpcError, match="holds float64, argument 'x' .* points to float32"):
         profile(path, args=[f"x={tmp_path / 'd.npy'}"])

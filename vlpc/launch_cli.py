@@ -10,8 +10,8 @@ to every explicit argument with ``--arg KEY=VALUE``; KEY is the argument's metad
 * a **buffer** (``global_buffer``): ``zeros:BYTES`` (zero-filled), ``random:BYTES`` (uniform
   in [-1, 1) of the pointee type when the metadata names it -- ``float*`` float32, ``double*``
   float64, ``half*`` float16, integer pointees random integers in [0, 100) --, float32
-  otherwise), ``nan:BYTES`` (float32 quiet NaNs: padding that must stay untouched or is read
-  by mistake), or ``FILE.npy`` (the array's bytes).  BYTES is a positive integer, optionally
+  otherwise), ``nan:BYTES`` (quiet NaNs of a float pointee, float32 when untyped: padding that
+  must be overwritten or never read), or ``FILE.npy`` (the array's bytes).  BYTES is a positive integer, optionally
   with a ``K``/``M`` suffix (KiB, MiB), a whole number of the pointee's elements;
 * a **scalar** (``by_value``): an integer (``1024``, ``0x400``, ``-3``) or a real
   (``1.5``, ``1e-3``, ``nan``, ``inf``); a real for an argument without a type name fills a
@@ -200,8 +200,10 @@ def plan_arguments(kernel, specs: list[str], seed: int = 0) -> tuple[list[Any], 
             if colon and kind in ("zeros", "random", "nan"):
                 n = _bytes_of(size_text, spec, label)
                 el = dt if dt is not None else np.dtype(np.float32 if n % 4 == 0 else np.uint8)
-                if kind == "nan":
-                    el = np.dtype(np.float32)
+                if kind == "nan":  # NaNs of the float pointee (float32 when untyped)
+                    if dt is not None and dt.kind != "f":
+                        raise VlpcError(f"--arg {spec}: argument {label} points to {dt.name}, which has no NaN")
+                    el = dt if dt is not None else np.dtype(np.float32)
                 if n % el.itemsize:
                     raise VlpcError(f"--arg {spec}: {n} bytes is not a whole number of {el.name} elements "
                                     f"({el.itemsize} bytes each) for argument {label}")
