@@ -307,9 +307,12 @@ def test_out_of_bounds_is_a_fatal_finding(tmp_path, capsys):
      "not a number of bytes"),
     (["--kernel", "saxpy", "--arg", "0=zeros:4", "--arg", "1=2.0", "--arg", "2=zeros:8", "--arg", "3=zeros:8"],
      "passed by value"),
-    (["--kernel", "saxpy", "--arg", "0=1", "--arg", "1=2.0", "--arg", "2=7", "--arg", "3=zeros:8"], "is a buffer"),
+    (["--kernel", "saxpy", "--arg", "0=1", "--arg", "1=2.0", "--arg", "2=7", "--arg", "3=zeros:8"], "takes zeros:BYTES"),
     (["--kernel", "saxpy", "--arg", "9=1"], "has no argument '9'"),
     (["--kernel", "saxpy", "--grid", "0"], "--grid"),
+    (["--kernel", "saxpy", "--seed", "-1"], "--seed must be a non-negative integer"),
+    (["--kernel", "saxpy", "--arg", "0"], "expected KEY=VALUE"),
+    (["--kernel", "saxpy", "--arg", "0=1", "--arg", "0=2"], "is given twice"),
     ([], "holds 2 kernels"),
     (["-m", "64", "--kernel", "saxpy"], "-m/-n/-k"),
 ])

@@ -224,7 +224,7 @@ def plan_arguments(kernel, specs: list[str], seed: int = 0) -> tuple[list[Any], 
                     raise VlpcError(f"--arg {spec}: {value} holds {data.dtype}, argument {label} points to {dt.name}")
                 el = data.dtype
             else:
-                raise VlpcError(f"--arg {spec}: argument {label} is a buffer: give {BUFFER_SYNTAX}")
+                raise VlpcError(f"--arg {spec}: argument {label} takes {BUFFER_SYNTAX}")
             buffers[i] = HostBuffer(key, data.reshape(-1) if data.ndim != 1 else data, np.dtype(el))
             values.append(None)
         elif a.value_kind == "by_value":
@@ -390,6 +390,8 @@ def cmd_run_code_object(args) -> int:
         if bad:
             raise VlpcError(f"{opt} is for an MLIR FILE; a code object runs once on the emulator "
                             "(it takes --grid, --block and --arg)")
+    if args.seed < 0:
+        raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.save_output:
         from vlpc.cli_support import check_not_input
         check_not_input(args.save_output, args.file, "--save-output")

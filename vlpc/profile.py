@@ -674,7 +674,8 @@ def add_parser(sub) -> None:
     add_size_options(p)
     p.add_argument("--batch", type=int, help="MLIR FILE: the batch count of a strided batched kernel, when dynamic")
     p.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
-                   help="board modeled (default: the target's: mi60 for gfx906, mi25 for gfx900)")
+                   help="board modeled (default: the processor's -- the code object's, or --target's -- board: "
+                        "mi60 for gfx906, mi25 for gfx900)")
     p.add_argument("--clock", type=float, default=None, metavar="MHZ",
                    help="engine clock in MHz (default: the board's; MI60 1700, as the seed measured)")
     p.add_argument("--memory-clock", type=float, default=None, metavar="MHZ",
@@ -718,6 +719,8 @@ def cmd_profile(args) -> int:
         raise VlpcError("--html, --trace and --timeline must name different files")
     if args.top is not None and args.top < 1:
         raise VlpcError(f"--top must be at least 1, got {args.top}")
+    if args.seed < 0:
+        raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.max_events < 0:
         raise VlpcError(f"--max-events must not be negative, got {args.max_events}")
     if not os.path.isfile(args.file):
