@@ -121,20 +121,6 @@ def _bytes_of(text: str, spec: str, label: str) -> int:
     return n
 
 
-def _load_npy(path: str, spec: str) -> np.ndarray:
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(6)
-        if magic != b"\x93NUMPY":
-            raise VlpcError(f"--arg {spec}: {path} is not a NumPy .npy file (save arrays with numpy.save)")
-        arr = np.load(path, allow_pickle=False)
-    except OSError as e:
-        raise VlpcError(f"--arg {spec}: cannot read {path}: {e.strerror or e}") from None
-    except (ValueError, EOFError) as e:
-        raise VlpcError(f"--arg {spec}: {path} is not a readable .npy array ({str(e).splitlines()[0] if str(e) else e})") from None
-    return arr
-
-
 def _scalar(text: str, spec: str, label: str):
     t = text.strip()
     try:
@@ -217,7 +203,8 @@ def plan_arguments(kernel, specs: list[str], seed: int = 0) -> tuple[list[Any], 
                 else:
                     data = rng.integers(0, 100, count).astype(el)
             elif value.endswith(".npy") or Path(value).suffix == ".npy":
-                data = np.ascontiguousarray(_load_npy(value, spec))
+                from vlpc.run import _load_npy  # vlpc run --inputs' reader and its messages
+                data = np.ascontiguousarray(_load_npy(value, f"{label} (--arg {spec})"))
                 if data.nbytes == 0:
                     raise VlpcError(f"--arg {spec}: {value} is empty; a buffer needs at least one byte")
                 if dt is not None and data.dtype != dt:
