@@ -11,7 +11,9 @@ Python API::
 
 Inputs: the ``gemm`` dialect, linalg matrix products on memrefs, or an upstream
 MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run`; the
-``vlpc run`` command's module stays importable as ``from vlpc.run import ...``.
+``vlpc run`` command's module stays importable as ``from vlpc.run import ...``; ``vlpc.profile``
+is :func:`vlpc.profile.profile` (modeled per-instruction stalls, docs/profile.md), e.g.
+``vlpc.profile("k.hsaco", grid=4, block=64, args=["0=250", "1=2.0", "2=random:1000", "3=zeros:1000"])``.
 
 The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 """
@@ -54,7 +56,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"run", "pipeline"})
+    return sorted(set(globals()) | set(_LAZY) | {"run", "pipeline", "profile"})
 
 
 import sys as _sys  # noqa: E402
@@ -75,6 +77,16 @@ class _Package(_types.ModuleType):
         pass
 
     @property
+    def profile(self):
+        """:func:`vlpc.profile.profile` (per-instruction stalls and a wave timeline, modeled)."""
+        from vlpc.profile import profile
+        return profile
+
+    @profile.setter
+    def profile(self, value) -> None:  # as for run
+        pass
+
+    @property
     def pipeline(self):
         """:func:`vlpc.pipeline.pipeline` (the configured passes)."""
         from vlpc.pipeline import pipeline
@@ -89,4 +101,4 @@ _sys.modules[__name__].__class__ = _Package
 del _sys, _types
 
 __all__ = ["CompiledKernel", "CompiledModule", "DiagnosticError", "LaunchConfig", "RunResult", "VerificationError",
-           "VlpcError", "compile", "compile_file", "parse", "pipeline", "pipeline_options", "pipeline_spec", "run", "__version__"]
+           "VlpcError", "compile", "compile_file", "parse", "pipeline", "pipeline_options", "pipeline_spec", "profile", "run", "__version__"]

@@ -7,7 +7,8 @@ Subcommands:
   suffix of ``-o``: ``.mlir``, ``.s``, ``.o``, ``.hsaco``/``.co``).
 * ``vlpc opt FILE -p 'pass{opt=val},...'``: run named passes and print the IR.
 * ``vlpc run FILE``: compile, execute on a device (the emulator by default) and
-  verify against NumPy.
+  verify against NumPy (a code object FILE: run it on the emulator, vlpc/launch_cli.py).
+* ``vlpc profile FILE``: per-instruction stalls and a wave timeline, modeled (vlpc/profile.py).
 
 Exit codes: 0 success; 1 user error (bad input or options, unsupported sizes);
 2 usage error; 3 verification failed; 4 device fault; 70 internal error (a bug in
@@ -65,7 +66,7 @@ def _add_ir_printing(p: argparse.ArgumentParser) -> None:
 
 
 #: The subcommands, in the order ``vlpc --help`` lists them.
-COMMANDS = ("compile", "opt", "run", "bench", "report", "doctor", "tune", "cache")
+COMMANDS = ("compile", "opt", "run", "profile", "bench", "report", "doctor", "tune", "cache")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -86,6 +87,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         _add_opt_parser(sub)
     if want("run"):
         _add_run_parser(sub)
+    if want("profile"):
+        from vlpc.profile import add_parser as add_profile_parser
+        add_profile_parser(sub)
     if want("bench"):
         _add_bench_parser(sub)
     if want("report"):
@@ -138,8 +142,9 @@ def _add_opt_parser(sub) -> None:
 
 
 def _add_run_parser(sub) -> None:
-    r = sub.add_parser("run", help="compile, execute on a device and verify against NumPy")
-    r.add_argument("file", help="input MLIR file")
+    r = sub.add_parser("run", help="compile, execute on a device and verify against NumPy; or run any gfx906 "
+                                   "code object on the emulator (--kernel, --grid, --block, --arg)")
+    r.add_argument("file", help="input MLIR file, or a gfx906 code object (docs/profile.md: arguments from its metadata)")
     r.add_argument("--device", default="emulator", choices=("emulator", "hip", "auto"),
                    help="where to execute (default: %(default)s)")
     add_size_options(r)
@@ -159,6 +164,8 @@ def _add_run_parser(sub) -> None:
                         "stops the run (raise, default) or is reported once per kernel, pc and register while "
                         "execution goes on with the loaded value (report)")
     r.add_argument("-v", "--verbose", action="store_true", help="print the device choice and more detail")
+    from vlpc.launch_cli import add_launch_arguments
+    add_launch_arguments(r)
     add_quiet(r)
     add_codegen_options(r, strategy=True)
     _add_speed_options(r, verify=False)
@@ -576,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from vlpc.run import cmd_run
             return cmd_run(args)
+        if args.command == "profile":
+            from vlpc.profile import cmd_profile
+            return cmd_profile(args)
         if args.command == "bench":
             from vlpc.bench import cmd_bench
             return cmd_bench(args)

@@ -100,6 +100,13 @@ def cmd_run(args) -> int:
 
     from vlpc.cli_support import Progress, check_size_options, read_input as _read_input
 
+    from vlpc.launch_cli import cmd_run_code_object, is_code_object
+    if is_code_object(args.file):  # any gfx906 code object, arguments from its metadata
+        return cmd_run_code_object(args)
+    for opt in ("kernel", "grid", "block", "arg", "dynamic_lds"):
+        if getattr(args, opt, None):
+            opt = "--" + opt.replace("_", "-")
+            raise VlpcError(f"{opt} is for a code object FILE; {args.file} is MLIR (sizes: -m, -n, -k)")
     if args.iterations < 1:
         raise VlpcError(f"--iterations must be at least 1, got {args.iterations}")
     if args.seed < 0:

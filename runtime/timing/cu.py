@@ -161,7 +161,7 @@ def _sharing_groups(trace: KernelTrace) -> dict[int, int]:
     return out
 
 
-def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
+def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, recorder=None,
                 resident: int | None = None, l2_miss: float = 0.0,
                 hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1,
                 l2_shared_fill: float = 0.0) -> CuResult:
@@ -180,7 +180,15 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     A cache hit on a line whose fill is still outstanding (scalar cache, L1, or L2 for a
     line this CU requested before) completes when the fill does, not after the hit
     latency (hit-on-miss: AMD's L2 counts it as a hit, ROCm Compute Profiler "L2 cache
-    (TCC)"; the data cannot return before it arrives)."""
+    (TCC)"; the data cannot return before it arrives).
+
+    ``recorder``: an optional :class:`~.recorder.IssueRecorder` that receives every issue and
+    wait (per-instruction stall accounting for ``vlpc profile``); None (default): the one
+    :func:`~.recorder.recording` installs around a :func:`~.gpu.model_kernel` call, if any, else
+    none (no cost)."""
+    if recorder is None:
+        from .recorder import current_recorder
+        recorder = current_recorder()
     P = board.timing
     ghz = board.engine_clock_mhz / 1000.0
     hbm_cycles = P.hbm_latency_ns * ghz
@@ -245,6 +253,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
             simd_waves[s_].append(w)
             simd_live[s_] += 1
             ids.append(w)
+            if recorder is not None:
+                recorder.start(w, now, s_, j, key, turn)
         while len(wg_waves) <= j:
             wg_waves.append([])
             wg_left.append(0)
@@ -378,6 +388,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                         need = c
                         why = kind
                 if need > t:
+                    if recorder is not None:
+                        recorder.wait(w, t)
                     ready[w] = need
                     reason[w] = why
                     continue
@@ -393,6 +405,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                             reason[x] = "issue"
                     at_barrier[w] = False
                 else:
+                    if recorder is not None:
+                        recorder.issue(w, pc, cls, t, ready[w], reason[w], t + turn, 0)
                     ready[w] = _INF
                     reason[w] = "barrier"
                     ptr[w] += 1
@@ -472,6 +486,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 nxt = max(nxt, t + nop + 1)
             if cat == "branch" and p < len(stream[w]) and stream[w][p] != pc + size:
                 nxt += P.branch_taken_extra_cycles
+            if recorder is not None:
+                recorder.issue(w, pc, cls, t, ready[w], reason[w], nxt, busy)
             ready[w] = nxt
             reason[w] = "issue"
             if ends or p >= len(stream[w]):
