@@ -13,8 +13,10 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   in order, at most one instruction per turn; an 8-byte instruction may cost
   ``long_instruction_extra_cycles`` more before the wave's next issue (CLRX),
   a taken branch ``branch_taken_extra_cycles``.
-* **VALU.**  A wave64 VALU instruction occupies its SIMD 4 cycles (f64 8, 
-  transcendental 16).
+* **VALU.**  A wave64 VALU instruction occupies its SIMD for its issue cycles in the
+  ISA table (:func:`vlpc.isa.issue_cycles`: 4 at full rate; 8 for half-rate
+  ``v_mul_lo/hi_u32``, ``v_swap_b32`` and gfx906's f64; 16 for transcendentals; gfx900's
+  f64 64).
 * **Counters.**  ``s_waitcnt`` holds the wave until its outstanding VMEM (vmcnt, in
   order) and SMEM/LDS (lgkmcnt) operations have completed down to the thresholds.
 * **Scalar memory.**  A scalar cache (LRU, 64-byte lines, ``scalar_cache_bytes``
@@ -49,9 +51,11 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
+from vlpc.isa import issue_cycles
 from vlpc.targets import Board
 
 from .trace import KernelTrace
@@ -60,6 +64,17 @@ CATEGORIES = ("valu", "scalar", "vmem", "lds", "branch", "internal")
 REASONS = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle")
 
 _INF = float("inf")
+
+
+@lru_cache(maxsize=None)
+def valu_issue_cycles(mnemonic: str, target: str) -> int:
+    """Issue cycles of VALU ``mnemonic`` on processor ``target`` (a name: ``gfx906``), the ISA
+    table's; 4 for a mnemonic the table does not know (the emulator only runs instructions
+    it decodes from the table)."""
+    try:
+        return issue_cycles(mnemonic, target)
+    except KeyError:
+        return 4
 
 
 def category_of(cls: str) -> str:
@@ -191,7 +206,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     for pc, s in static.items():
         cat = category_of(s.cls)
         if s.cls == "valu":
-            busy = P.valu_trans_cycles if s.trans else (P.valu_f64_cycles if s.f64 else P.valu_cycles)
+            busy = valu_issue_cycles(s.mnemonic, board.target.name)
         else:
             busy = 0
         extra = P.long_instruction_extra_cycles if s.size == 8 else 0.0
