@@ -36,8 +36,10 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   ``vega20_print_clk_levels``: ``PP_FCLK``, ``PP_SOCCLK``, ``PP_MCLK`` beside ``PP_SCLK``) -- is fixed
   in time (``hbm_latency_ns``).  A line another CU's workgroup is fetching for the same
   round (``l2_shared_fill``) costs this CU that fixed time as well.
-* **LDS.**  Bank-conflict cycles per instruction (recorded by the emulator) on one
-  LDS pipeline per CU, plus ``lds_latency_cycles``.
+* **LDS.**  One LDS pipeline per CU (128 bytes per clock) busy for each instruction's
+  cycles as the emulator records them (``core.lds_bank_cycles``: 32-dword passes per
+  address set, a pass as long as its worst bank conflict; a conflict-free access of W
+  dwords per lane 2W cycles), plus ``lds_latency_cycles``.
 * **Barriers.**  ``s_barrier`` releases a workgroup's waves when all have arrived.
 
 The result (:class:`CuResult`) gives each workgroup's finish cycle and where each
@@ -470,9 +472,9 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 cnt["vmem_instructions"] += 1
             elif cat == "lds":
                 ev = memev[w].get(ptr[w])
-                bank = ev[1] if ev is not None else 2
+                bank = ev[1] if ev is not None else 2   # unrecorded (permute, atomics): b32's 2
                 start = max(t, lds_free)
-                occ = max(2, bank)
+                occ = max(1, bank)
                 lds_free = start + occ
                 lgkm[w].append((start + occ + P.lds_latency_cycles, "lds"))
                 cnt["lds_instructions"] += 1

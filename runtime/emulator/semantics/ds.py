@@ -459,8 +459,10 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
             col = 0
+            sets = []
             for o in offs:
                 a = lane_index(b, g, o) + base
+                sets.append(a)
                 aa = a.reshape(-1) if full else a[em]
                 if sub_bytes:
                     nb, signed = sub_bytes
@@ -488,7 +490,7 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                             b.V[dst + col + i][g.sel] = cur
                 col += sz
             if b.rec is not None and g.traced:
-                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(sets, em, sz))
             _issue(g, p, "lds")
         return fn
     if mn.startswith("ds_write"):
@@ -499,8 +501,10 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
             full = b.full(g)
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
+            sets = []
             for o, dr in zip(offs, datas):
                 a = lane_index(b, g, o) + base
+                sets.append(a)
                 aa = a.reshape(-1) if full else a[em]
                 vals = np.stack([b.V[dr + i][g.sel] for i in range(sz)], axis=-1)
                 vals = vals.reshape(-1, sz) if full else vals[em]
@@ -515,7 +519,7 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                     flat8[aa[:, None] + np.arange(4 * sz)] = np.ascontiguousarray(vals).view(np.uint8).reshape(-1, 4 * sz)
                     b.st.lds_bytes_written += 4 * sz * aa.size
             if b.rec is not None and g.traced:
-                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(sets, em, sz))
             _issue(g, p, "lds")
         return fn
     # LDS atomics (32-bit)
