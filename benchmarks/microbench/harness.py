@@ -108,59 +108,17 @@ def measurements(path: str | None = None) -> dict[str, Measurement]:
 
 # -- kernels -------------------------------------------------------------------------------
 
-_TEMPLATE = """\
-.amdgcn_target "amdgcn-amd-amdhsa--gfx906"
-.amdhsa_code_object_version 5
-.text
-.globl {name}
-.p2align 8
-.type {name},@function
-{name}:
-{body}
-.L{name}_end:
-.size {name}, .L{name}_end-{name}
-
-.rodata
-.p2align 6
-.amdhsa_kernel {name}
-  .amdhsa_next_free_vgpr {vgprs}
-  .amdhsa_next_free_sgpr {sgprs}
-  .amdhsa_kernarg_size 0
-  .amdhsa_group_segment_fixed_size {lds}
-  .amdhsa_reserve_flat_scratch 0
-  .amdhsa_user_sgpr_kernarg_segment_ptr 0
-  .amdhsa_system_sgpr_workgroup_id_x 1
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [ 1, 2 ]
-amdhsa.target: amdgcn-amd-amdhsa--gfx906
-amdhsa.kernels:
-  - .name: {name}
-    .symbol: {name}.kd
-    .kernarg_segment_size: 0
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: {lds}
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: {sgprs}
-    .vgpr_count: {vgprs}
-    .max_flat_workgroup_size: 256
-    .args: []
-...
-.end_amdgpu_metadata
-"""
-
-
 @functools.lru_cache(maxsize=None)
 def code_object(name: str, body: str, *, vgprs: int = 32, sgprs: int = 16, lds: int = 0) -> bytes:
     """A gfx906 code object (``.hsaco`` bytes) of one kernel without kernel arguments:
     ``body`` is its instructions (ending in ``s_endpgm``); the workgroup id x is in ``s0``;
     ``lds`` bytes of static LDS.  Assembled and linked by vlpc's toolchain."""
+    from vlpc.runtime.emulator.testing import kernel_source
     from vlpc.runtime.toolchain import assemble_and_link
 
-    asm = _TEMPLATE.format(name=name, body=body, vgprs=vgprs, sgprs=sgprs, lds=lds)
+    asm = kernel_source(name, body, vgprs=vgprs, sgprs=sgprs, lds=lds,
+                        directives="  .amdhsa_user_sgpr_kernarg_segment_ptr 0\n"
+                                   "  .amdhsa_system_sgpr_workgroup_id_x 1")
     return assemble_and_link(asm, "gfx906", source_name=f"{name}.s")
 
 
