@@ -1,10 +1,12 @@
 """Public gfx906 microbenchmark measurements against the timing model (all times **modeled**).
 
-    python benchmarks/microbench/run.py [--gpu mi50] [--clock MHZ] [--only ips,lds] [--plot out.png]
-    python -m benchmarks.microbench ...          (the same, from the repository root)
+    python benchmarks/microbench/run.py [--gpu mi50] [--clock MHZ] [--only issue,lds] [--plot out.png]
+
+(Not ``python -m benchmarks.microbench``: the xdsl wheel installs a top-level ``benchmarks``
+package that shadows this folder.)
 
 Discovers the suite modules in this folder (every ``*.py`` but ``harness``, ``run`` and
-``__main__``/``__init__``), calls each one's ``points(board)`` and prints, per point: the
+``__init__``), calls each one's ``points(board)`` and prints, per point: the
 measured value or range, the modeled value, the error (``harness.Measurement.error``: 0
 inside a measured range, else relative to its nearest end; relative to the value for a
 single value) and the source.  Then the ratios between instruction classes (``ratios()``
@@ -27,7 +29,7 @@ if str(HERE) not in sys.path:
 
 from harness import Measurement, Point, Ratio, measurements  # noqa: E402
 
-SKIP = {"harness", "run", "__main__", "__init__"}
+SKIP = {"harness", "run", "__init__"}
 POINT_GOAL = 0.10
 RATIO_GOAL = 0.05
 
