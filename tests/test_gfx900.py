@@ -65,9 +65,9 @@ def test_mi25_board_matches_the_spec_sheet():
     assert b.peak_flops_f32 / 1e12 == pytest.approx(12.3, rel=0.01)        # 12.3 TFLOP/s f32
     assert b.peak_flops_f32 / GFX900.f64_rate_divisor / 1e9 == pytest.approx(768, rel=0.01)  # f64
     assert b.hbm_bytes_per_second / 1e9 == pytest.approx(484, rel=0.01)
-    # the timing model's f64 issue time is the target's (the board must not keep gfx906's 8)
-    assert b.timing.valu_f64_cycles == GFX900.valu_f64_cycles == 64
-    assert get_board("mi60").timing.valu_f64_cycles == GFX906.valu_f64_cycles == 8
+    # the f64 issue time is the target's, from the ISA table (the board must not keep gfx906's 8)
+    assert GFX900.valu_f64_cycles == 64 and GFX906.valu_f64_cycles == 8
+    assert GFX900.f64_rate_divisor == 16 and GFX906.f64_rate_divisor == 2
     assert GFX900.compute_units == {"MI25": 64} and not GFX900.has_fmac_f32
 
 
@@ -382,6 +382,11 @@ def test_issue_cycles_follow_the_targets_f64_rate():
     assert issue_cycles("v_fma_f64", "gfx906") == isa.lookup("v_fma_f64").cycles == 8
     assert issue_cycles("v_fma_f64", "gfx900") == 4 * 16      # MI25: f64 at 1/16 of the f32 rate
     assert issue_cycles("v_fma_f32", "gfx900") == issue_cycles("v_fma_f32", "gfx906") == 4
+    # every f64 VALU instruction at gfx900's rate (at least 64), nothing else differs
+    for mn in ("v_add_f64", "v_mul_f64", "v_rcp_f64", "v_cvt_f32_f64", "v_cmp_lt_f64"):
+        assert issue_cycles(mn, "gfx900") == 64, mn
+    for mn in ("v_lshlrev_b64", "v_mul_lo_u32", "v_sin_f32"):
+        assert issue_cycles(mn, "gfx900") == issue_cycles(mn, "gfx906") == isa.lookup(mn).cycles, mn
     with pytest.raises(KeyError, match="v_fmac_f32 is not a gfx900 instruction"):
         issue_cycles("v_fmac_f32", "gfx900")
 

@@ -8,13 +8,8 @@ from __future__ import annotations
 
 import functools
 
+from vlpc.runtime.emulator.testing import kernel_source
 from vlpc.runtime.toolchain import assemble_and_link
-
-HEADER = """\
-.amdgcn_target "amdgcn-amd-amdhsa--gfx906"
-.amdhsa_code_object_version 5
-"""
-
 
 def hidden_v5(start: int) -> tuple[str, int]:
     """Metadata lines for the standard v5 hidden block at ``start`` (8-aligned) and the
@@ -37,46 +32,8 @@ def hidden_v5(start: int) -> tuple[str, int]:
 
 def _kernel(name: str, body: str, directives: str, args_md: str, *, kernarg_size: int,
             vgprs: int, sgprs: int, lds: int = 0, max_wg: int = 256, extra_md: str = "") -> str:
-    return f"""{HEADER}
-.text
-.globl {name}
-.p2align 8
-.type {name},@function
-{name}:
-{body}
-.L{name}_end:
-.size {name}, .L{name}_end-{name}
-
-.rodata
-.p2align 6
-.amdhsa_kernel {name}
-  .amdhsa_next_free_vgpr {vgprs}
-  .amdhsa_next_free_sgpr {sgprs}
-  .amdhsa_kernarg_size {kernarg_size}
-  .amdhsa_group_segment_fixed_size {lds}
-  .amdhsa_reserve_flat_scratch 0
-{directives}
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [ 1, 2 ]
-amdhsa.target: amdgcn-amd-amdhsa--gfx906
-amdhsa.kernels:
-  - .name: {name}
-    .symbol: {name}.kd
-    .kernarg_segment_size: {kernarg_size}
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: {lds}
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: {sgprs}
-    .vgpr_count: {vgprs}
-    .max_flat_workgroup_size: {max_wg}
-{extra_md}    .args:
-{args_md}...
-.end_amdgpu_metadata
-"""
+    return kernel_source(name, body, vgprs=vgprs, sgprs=sgprs, lds=lds, kernarg_size=kernarg_size,
+                         directives=directives, args_md=args_md, extra_md=extra_md, max_wg=max_wg)
 
 
 def vadd_source() -> str:

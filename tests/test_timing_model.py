@@ -64,7 +64,19 @@ def test_f64_fma_is_half_rate():
     body = ("v_mov_b32 v2, 0\nv_mov_b32 v3, 0\nv_mov_b32 v4, 0\nv_mov_b32 v5, 0\n"
             + "v_fma_f64 v[2:3], v[4:5], v[4:5], v[2:3]\n" * n + "s_endpgm\n")
     r = cycles(traced(body))
-    assert r.cycles == pytest.approx(4 * 4 + n * P.valu_f64_cycles, abs=12)
+    assert r.cycles == pytest.approx(4 * 4 + n * 8, abs=12)   # gfx906: f64 at half rate, 8 cycles
+
+
+def test_half_rate_integer_multiply_chain():
+    """v_mul_lo_u32 runs at half rate (the ISA table's 8 cycles per wave64, measured on MI50):
+    n of them in one wave take n x 8 cycles, n v_mul_u32_u24 n x 4."""
+    n = 100
+    head = "v_mov_b32 v1, 3\nv_mov_b32 v2, 5\n"
+    half = cycles(traced(head + "v_mul_lo_u32 v1, v1, v2\n" * n + "s_endpgm\n"))
+    full = cycles(traced(head + "v_mul_u32_u24 v1, v1, v2\n" * n + "s_endpgm\n"))
+    assert half.breakdown["valu"] == 2 * 4 + n * 8
+    assert full.breakdown["valu"] == 2 * 4 + n * 4
+    assert half.cycles == pytest.approx(2 * 4 + n * 8, abs=12)
 
 
 def _smem_chain(n: int, stride: int) -> str:
@@ -218,7 +230,20 @@ def test_lds_bank_conflicts_from_lane_addresses():
     assert lds_bank_cycles(linear, em, 1)[0] == 2         # 32 lanes, 32 banks: one pass per half
     assert lds_bank_cycles(same_bank, em, 1)[0] == 64     # 32 distinct words in one bank per half
     assert lds_bank_cycles(broadcast, em, 1)[0] == 2      # one address: a broadcast
-    assert lds_bank_cycles(linear, em, 4)[0] == 8         # b128: four dword passes
+    assert lds_bank_cycles(linear, em, 4)[0] == 8         # b128 at overlapping addresses: 8 passes
+    # 128 B per clock: a conflict-free access of W dwords per lane takes 2W cycles
+    assert lds_bank_cycles(linear * 2, em, 2)[0] == 4     # b64: 4 passes of 16 lanes
+    assert lds_bank_cycles(linear * 4, em, 4)[0] == 8     # b128: 8 passes of 8 lanes (not 4-way x 4)
+    # b32 at a 16-byte stride: 8 banks serve 32 lanes, 4 distinct dwords each: 4 per half wave
+    assert lds_bank_cycles(linear * 4, em, 1)[0] == 8
+    # b128 at a 128-byte stride: the 8 lanes of a pass all in banks 0..3, 8-way
+    assert lds_bank_cycles(linear * 32, em, 4)[0] == 8 * 8
+    # two address sets (ds_read2_b32, ds_read2st64_b32): both count, 2 + 2 cycles
+    assert lds_bank_cycles([linear, linear + 256 * 64], em, 1)[0] == 4
+    # only the active lanes count; a pass with none costs nothing
+    half = np.zeros((1, 64), bool)
+    half[0, :32] = True
+    assert lds_bank_cycles(linear, half, 1)[0] == 1
 
 
 def _lds_kernel(stride_bytes: int, n: int) -> str:
@@ -235,6 +260,29 @@ def test_lds_conflicts_cost_cycles():
     assert conflict.cycles >= 4 * n * 64
     assert free.cycles <= n * (P.lds_latency_cycles + 2 + 2 * P.issue_turn_cycles) + 64
     assert free.cycles < conflict.cycles / 3
+
+
+def _lds_burst(read: str, shift: int, n: int) -> str:
+    """n independent LDS reads per wave (lane address = v0 << shift), one wait at the end."""
+    return (f"v_lshlrev_b32 v1, {shift}, v0\n" + f"{read}\n" * n
+            + "s_waitcnt lgkmcnt(0)\ns_endpgm\n")
+
+
+@pytest.mark.parametrize("read,shift,per_wave", [
+    ("ds_read_b128 v[4:7], v1", 4, 8),                     # conflict-free b128: 1024 B / 128 B per clock
+    ("ds_read_b32 v4, v1", 4, 8),                          # 4-way conflict: 4 cycles per half wave
+    ("ds_read_b32 v4, v1", 2, 2),                          # conflict-free b32
+    ("ds_read2_b32 v[4:5], v1 offset1:64", 2, 4),          # two address sets: 2 + 2
+    ("ds_read2st64_b32 v[4:5], v1 offset1:1", 2, 4),       # st64: 2 + 2, not one set's 2
+])
+def test_lds_pipeline_serves_128_bytes_per_clock(read, shift, per_wave):
+    """4 waves (one per SIMD) issue n independent reads each: the CU's one LDS pipeline is busy
+    4 x n x (cycles per wave access), the access's cycles from the rule above; the last
+    result returns lds_latency_cycles later."""
+    n = 12  # below lgkmcnt's 15
+    r = cycles(traced(_lds_burst(read, shift, n), block=256, lds_bytes=65536))
+    busy = 4 * n * per_wave
+    assert busy <= r.cycles <= busy + P.lds_latency_cycles + 40
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

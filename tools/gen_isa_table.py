@@ -313,9 +313,21 @@ def operands(text: str) -> list[list]:
 # ---------------------------------------------------------------------------
 # derived properties (the rules are documented in vlpc/isa/__init__.py)
 
+# Issue cycles of one wave64 VALU instruction on gfx906 (a SIMD16 takes 4 cycles at full
+# rate).  Sources, in order of precedence: measured MI50 rates (carlushuang/gcnasm
+# measure_ips_bench: v_mul_lo_u32, v_mul_hi_u32 and v_swap_b32 at 3.2e12 lane-instructions/s
+# against 6.2e12 for full-rate instructions, so 8 cycles; v_sin_f32, v_cos_f16 and v_sqrt_f32
+# at 1.6e12, so 16), then LLVM SISchedule.td (WriteTrans32 and WriteQuarterRate32 quarter
+# rate; WriteIntMul quarter rate for the 64-bit v_mad_*64_*32; Write64Bit half rate for
+# 64-bit integer shifts and compares) and AMDGPU.td (gfx906: FeatureHalfRate64Ops, f64 at
+# half rate).  The f64 rate of other targets: F64_RATE_DIVISOR.
 _TRANS = ("v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_")
-_QUARTER_INT = {"v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32", "v_mad_u64_u32",
-                "v_mad_i64_i32"}
+_HALF = {"v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_swap_b32"}
+_QUARTER_INT = {"v_mad_u64_u32", "v_mad_i64_i32"}
+#: f64 VALU throughput as a fraction of f32's, per target: gfx906 1/2 (LLVM AMDGPU.td
+#: FeatureHalfRate64Ops; MI50 6.6 TFLOP/s f64 vs 13.3 f32, AMD spec sheet), gfx900 1/16
+#: (no HalfRate64Ops; MI25 768 GFLOP/s f64 vs 12.3 TFLOP/s f32, AMD spec sheet).
+F64_RATE_DIVISOR = {"gfx906": 2, "gfx900": 16}
 
 
 def counters(enc: str, mn: str) -> tuple[list[str], bool]:
@@ -344,6 +356,8 @@ def issue(enc: str, mn: str) -> tuple[str, int]:
             return "valu", 16
         if mn in _QUARTER_INT:
             return "valu", 16
+        if mn in _HALF:
+            return "valu", 8
         if "_f64" in mn or mn.endswith(("_b64", "_i64", "_u64")):
             return "valu", 8
         return "valu", 4
@@ -482,7 +496,18 @@ def target_availability(mc: str, rows: list[dict], mcpu: str) -> dict:
             "llvm": _llvm_version(mc),
             "missing": sorted(missing, key=order.__getitem__),
             "missing_forms": dict(sorted(forms.items(), key=lambda kv: order[kv[0]])),
-            "other_mnemonic": dict(sorted(other.items(), key=lambda kv: order[kv[0]]))}
+            "other_mnemonic": dict(sorted(other.items(), key=lambda kv: order[kv[0]])),
+            "cycles": target_cycles(rows, mcpu, missing)}
+
+
+def target_cycles(rows: list[dict], mcpu: str, missing=()) -> dict[str, int]:
+    """Issue cycles on ``mcpu`` that differ from gfx906's ``cycles`` column: f64 VALU
+    instructions at ``mcpu``'s f64 rate (:data:`F64_RATE_DIVISOR`): at least
+    4 x the divisor cycles per wave64 (gfx900: 64)."""
+    floor = 4 * F64_RATE_DIVISOR[mcpu]
+    return {r["mnemonic"]: max(r["cycles"], floor) for r in rows
+            if r["issue_class"] == "valu" and "_f64" in r["mnemonic"] and r["mnemonic"] not in missing
+            and max(r["cycles"], floor) != r["cycles"]}
 
 
 def _llvm_version(mc: str) -> str:

@@ -103,9 +103,11 @@ def variant_key(dtype: str, macro: tuple[int, int], k_step: int) -> str:
 
 
 def valu_cycles(dtype: str, macro_m: int, k_step: int, board: Board) -> float:
-    """VALU cycles of one wave's K step: ``macro_m x k_step`` FMAs (the ISA table's rate)."""
-    t = board.timing
-    per = t.valu_f64_cycles if dtype == "f64" else t.valu_cycles
+    """VALU cycles of one wave's K step: ``macro_m x k_step`` FMAs at the ISA table's issue
+    cycles on the board's target (``v_fma_f64`` for f64, else ``v_fma_f32``)."""
+    from vlpc.isa import issue_cycles
+
+    per = issue_cycles("v_fma_f64" if dtype == "f64" else "v_fma_f32", board.target)
     return macro_m * k_step * per
 
 

@@ -99,18 +99,12 @@ class Target:
     ds_offset2_max: int = 255
     #: At most one SGPR or literal per VALU instruction (LLVM ``getConstantBusLimit``).
     constant_bus_limit: int = 1
-    #: Cycles a SIMD16 takes for one wave64 VALU instruction (gfx906.md, "The chip").
-    valu_cycles_per_instruction: int = 4
     #: Peak engine clock (MI50's, the lower of the two products) and HBM2 bandwidth; the
     #: split-K cost model's units (gfx906.md, "The chip").
     clock_hz: float = 1.725e9
     memory_bytes_per_second: float = 1.0e12
     has_fmac_f32: bool = True
     has_global_atomic_add_f32: bool = False
-    #: f64 VALU throughput as a fraction of f32's: an f64 instruction occupies the SIMD
-    #: ``f64_rate_divisor`` times as long (gfx906: 2, LLVM ``AMDGPU.td`` ``HalfRate64Ops``;
-    #: gfx900: 16, MI25's 768 GFLOP/s f64 vs 12.3 TFLOP/s f32 on AMD's spec sheet).
-    f64_rate_divisor: int = 2
     #: LLVM ``AMDGPU.td`` ``FeatureISAVersion9_0_x`` features beyond the GFX9 consumer common set
     #: (documentation of where the instruction availability in ``vlpc/isa`` comes from).
     llvm_features: tuple[str, ...] = ()
@@ -124,9 +118,26 @@ class Target:
     # -- registers ---------------------------------------------------------
 
     @property
+    def valu_cycles_per_instruction(self) -> int:
+        """Cycles one wave64 full-rate VALU instruction (``v_fma_f32``) occupies its SIMD16: 4
+        (the ISA table, :func:`vlpc.isa.issue_cycles`)."""
+        from vlpc.isa import issue_cycles
+
+        return issue_cycles("v_fma_f32", self)
+
+    @property
     def valu_f64_cycles(self) -> int:
-        """Cycles one wave64 f64 VALU instruction occupies its SIMD16 (8 on gfx906, 64 on gfx900)."""
-        return self.valu_cycles_per_instruction * self.f64_rate_divisor
+        """Cycles one wave64 ``v_fma_f64`` occupies its SIMD16 (8 on gfx906, 64 on gfx900: the
+        ISA table, :func:`vlpc.isa.issue_cycles`)."""
+        from vlpc.isa import issue_cycles
+
+        return issue_cycles("v_fma_f64", self)
+
+    @property
+    def f64_rate_divisor(self) -> int:
+        """f64 VALU throughput as a fraction of f32's (gfx906: 2, gfx900: 16; the ISA table's
+        ``v_fma_f64`` over ``v_fma_f32`` issue cycles)."""
+        return self.valu_f64_cycles // self.valu_cycles_per_instruction
 
     def allocated_vgprs(self, vgprs: int) -> int:
         """VGPRs actually allocated for ``vgprs`` used (rounded up to the granule)."""
@@ -319,7 +330,6 @@ GFX900 = Target(
     memory_bytes_per_second=484e9,
     has_fmac_f32=False,
     has_dot_insts=False,
-    f64_rate_divisor=16,
     llvm_features=("FeatureMadMixInsts",),
     features=("xnack",),
 )
@@ -372,9 +382,6 @@ class TimingParams:
     """
 
     issue_turn_cycles: int = 4
-    valu_cycles: int = 4
-    valu_f64_cycles: int = 8
-    valu_trans_cycles: int = 16
     long_instruction_extra_cycles: float = 0.0
     branch_taken_extra_cycles: int = 4
     smem_hit_cycles: float = 99.4
@@ -404,10 +411,6 @@ class TimingParams:
 TIMING_SOURCES: dict[str, str] = {
     "issue_turn_cycles": "AMD GCN architecture whitepaper (2012): round-robin issue, each SIMD "
                          "gets a turn every 4 cycles (gfx906.md 'Timing and power')",
-    "valu_cycles": "gfx906.md: a wave64 VALU instruction occupies a SIMD16 for 4 cycles",
-    "valu_f64_cycles": "LLVM AMDGPU.td: gfx906 has HalfRate64Ops (f64 FMA at half rate); the mi25 "
-                       "board sets GFX900.valu_f64_cycles (64: f64 at 1/16 rate, MI25 spec sheet)",
-    "valu_trans_cycles": "LLVM SISchedule.td: WriteTrans32 is quarter rate on GFX9",
     "long_instruction_extra_cycles": "calibrated (CLRX 'GCN ISA Instruction Timings': an 8-byte "
                                      "instruction may need up to 4 extra cycles to dispatch)",
     "branch_taken_extra_cycles": "CLRX 'GCN ISA Instruction Timings' (jump penalties, one 4-cycle penalty)",
@@ -509,10 +512,10 @@ BOARDS: dict[str, Board] = {
     "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0, power_limit_watts=300.0),
     "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0, power_limit_watts=300.0),
     # MI25 (gfx900): 64 CUs, 1500 MHz peak engine clock, HBM2 2048-bit at 945 MHz (484 GB/s),
-    # AMD Radeon Instinct MI25 spec sheet; f64 at 1/16 rate (GFX900.valu_f64_cycles = 64).
-    # No idle power is published: the energy model falls back to EnergyParams.idle_ref_watts.
-    "mi25": Board("mi25", GFX900, 64, 1500.0, 945.0, hbm_bus_bits=2048,
-                  timing=TimingParams(valu_f64_cycles=GFX900.valu_f64_cycles), power_limit_watts=300.0),
+    # AMD Radeon Instinct MI25 spec sheet; f64 at 1/16 rate (the ISA table's gfx900 cycles:
+    # v_fma_f64 64).  No idle power is published: the energy model falls back to
+    # EnergyParams.idle_ref_watts.
+    "mi25": Board("mi25", GFX900, 64, 1500.0, 945.0, hbm_bus_bits=2048, power_limit_watts=300.0),
 }
 
 

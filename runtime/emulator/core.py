@@ -985,27 +985,39 @@ def vwriter(op: Operand):
 
 # -- LDS bank model (used by the DS semantics and the timing trace) --------------------
 
-def lds_bank_cycles(a: np.ndarray, em: np.ndarray, dwords: int) -> np.ndarray:
-    """LDS cycles per wave for one DS access: (n, 64) byte addresses -> (n,) cycles.
+def lds_bank_cycles(addrs, em: np.ndarray, dwords: int, banks: int = 32) -> np.ndarray:
+    """LDS cycles per wave for one DS instruction: ``addrs`` ((n, 64) byte addresses, or a
+    list of them: the two address sets of ``ds_read2*``/``ds_write2*``, each an access of
+    its own), ``em`` (n, 64) active lanes, ``dwords`` per lane per address set -> (n,) cycles.
 
-    GCN's LDS has 32 banks of 4 bytes and serves half a wave (32 lanes) per pass;
-    lanes that hit the same bank at different dword addresses serialise (the same
-    address is a broadcast).  Each dword of a wider access is one more pass.
-    Source: AMD "Vega" ISA guide, "Local Data Share"; gfx906.md "Memory".
+    GCN's LDS has ``banks`` = 32 banks of 4 bytes, dword-interleaved, and serves 128 bytes
+    per clock: a wave64 access is split into passes of 32 dwords, 32 lanes per pass for
+    b32, 16 for b64, 8 for b96/b128 (AMD "Understanding AMD GPU LDS and Bank Conflicts",
+    Composable Kernel docs: ``ds_write_b128`` in 8 phases of 8 lanes; AMD APP programming
+    guide: b32 conflicts are checked per half wave).  A pass costs the largest number of
+    distinct dwords any one bank serves in it (lanes reading the same dword share it: a
+    broadcast), at least 1 when a lane is active; the passes and the address sets add.
+    So a conflict-free access of W dwords per lane costs 2W cycles (64 x 4W / 128).
     """
-    words = np.asarray(a, np.int64) >> 2
-    n = words.shape[0]
-    out = np.zeros(n, np.int64)
-    for w in range(n):
-        total = 0
-        for half in (slice(0, 32), slice(32, 64)):
-            ws = words[w, half][em[w, half]]
-            if ws.size == 0:
-                continue
-            uniq = np.unique(ws)
-            total += int(np.bincount(uniq % 32, minlength=32).max())
-        out[w] = total * max(1, dwords)
-    return out
+    sets = list(addrs) if isinstance(addrs, (list, tuple)) else [addrs]
+    em = np.asarray(em, bool)
+    w = max(1, int(dwords))
+    lanes = 32 >> (w - 1).bit_length()          # lanes per pass: 32, 16, 8 (b32, b64, b96/b128)
+    total = None
+    for a in sets:
+        words = np.asarray(a, np.int64) >> 2
+        n, nl = words.shape
+        x = words[:, :, None] + np.arange(w)     # (n, lanes, w) dwords each lane touches
+        x = np.where(em[:, :, None], x, -1).reshape(n, nl // lanes, lanes * w)
+        x = np.sort(x, axis=-1)
+        distinct = np.ones(x.shape, bool)
+        distinct[..., 1:] = x[..., 1:] != x[..., :-1]
+        distinct &= x >= 0
+        bank = np.where(distinct, x % banks, banks)  # `banks`: a bin for inactive/duplicates
+        per_bank = (bank[..., None] == np.arange(banks)).sum(axis=-2)   # (n, passes, banks)
+        cyc = per_bank.max(axis=-1).sum(axis=-1)
+        total = cyc if total is None else total + cyc
+    return total.astype(np.int64)
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,65 @@ from .core import DispatchConfig, LaunchStats, run_dispatch
 from .memory import Memory
 
 
+_KERNEL = """\
+.amdgcn_target "amdgcn-amd-amdhsa--{target}"
+.amdhsa_code_object_version 5
+.text
+.globl {name}
+.p2align 8
+.type {name},@function
+{name}:
+{body}
+.L{name}_end:
+.size {name}, .L{name}_end-{name}
+
+.rodata
+.p2align 6
+.amdhsa_kernel {name}
+  .amdhsa_next_free_vgpr {vgprs}
+  .amdhsa_next_free_sgpr {sgprs}
+  .amdhsa_kernarg_size {kernarg_size}
+  .amdhsa_group_segment_fixed_size {lds}
+  .amdhsa_reserve_flat_scratch 0
+{directives}
+.end_amdhsa_kernel
+
+.amdgpu_metadata
+---
+amdhsa.version: [ 1, 2 ]
+amdhsa.target: amdgcn-amd-amdhsa--{target}
+amdhsa.kernels:
+  - .name: {name}
+    .symbol: {name}.kd
+    .kernarg_segment_size: {kernarg_size}
+    .kernarg_segment_align: 8
+    .group_segment_fixed_size: {lds}
+    .private_segment_fixed_size: 0
+    .wavefront_size: 64
+    .sgpr_count: {sgprs}
+    .vgpr_count: {vgprs}
+    .max_flat_workgroup_size: {max_wg}
+{extra_md}    .args:{args_md}
+...
+.end_amdgpu_metadata
+"""
+
+
+def kernel_source(name: str, body: str, *, vgprs: int, sgprs: int, lds: int = 0, kernarg_size: int = 0,
+                  directives: str = "", args_md: str | None = None, extra_md: str = "", max_wg: int = 256,
+                  target: str = "gfx906") -> str:
+    """Assembly of one hand-written kernel with its descriptor and code object v5 metadata:
+    ``body`` (instructions ending in ``s_endpgm``), ``vgprs``/``sgprs`` (next free
+    register), ``lds`` bytes of static LDS, ``directives`` (more ``.amdhsa_*`` lines),
+    ``args_md`` (the metadata ``.args`` rows, YAML lines; None: an empty list),
+    ``extra_md`` (more metadata lines of the kernel).  Assemble it with
+    :func:`vlpc.runtime.toolchain.assemble_and_link`."""
+    args = " []" if args_md is None else "\n" + args_md.rstrip("\n")
+    return _KERNEL.format(name=name, body=body, vgprs=vgprs, sgprs=sgprs, lds=lds,
+                          kernarg_size=kernarg_size, directives=directives, args_md=args,
+                          extra_md=extra_md, max_wg=max_wg, target=target)
+
+
 @functools.lru_cache(maxsize=256)
 def assemble_text(asm: str) -> bytes:
     from elftools.elf.elffile import ELFFile

@@ -13,8 +13,10 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   in order, at most one instruction per turn; an 8-byte instruction may cost
   ``long_instruction_extra_cycles`` more before the wave's next issue (CLRX),
   a taken branch ``branch_taken_extra_cycles``.
-* **VALU.**  A wave64 VALU instruction occupies its SIMD 4 cycles (f64 8, 
-  transcendental 16).
+* **VALU.**  A wave64 VALU instruction occupies its SIMD for its issue cycles in the
+  ISA table (:func:`vlpc.isa.issue_cycles`: 4 at full rate; 8 for half-rate
+  ``v_mul_lo/hi_u32``, ``v_swap_b32`` and gfx906's f64; 16 for transcendentals; gfx900's
+  f64 64).
 * **Counters.**  ``s_waitcnt`` holds the wave until its outstanding VMEM (vmcnt, in
   order) and SMEM/LDS (lgkmcnt) operations have completed down to the thresholds.
 * **Scalar memory.**  A scalar cache (LRU, 64-byte lines, ``scalar_cache_bytes``
@@ -34,8 +36,10 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   ``vega20_print_clk_levels``: ``PP_FCLK``, ``PP_SOCCLK``, ``PP_MCLK`` beside ``PP_SCLK``) -- is fixed
   in time (``hbm_latency_ns``).  A line another CU's workgroup is fetching for the same
   round (``l2_shared_fill``) costs this CU that fixed time as well.
-* **LDS.**  Bank-conflict cycles per instruction (recorded by the emulator) on one
-  LDS pipeline per CU, plus ``lds_latency_cycles``.
+* **LDS.**  One LDS pipeline per CU (128 bytes per clock) busy for each instruction's
+  cycles as the emulator records them (``core.lds_bank_cycles``: 32-dword passes per
+  address set, a pass as long as its worst bank conflict; a conflict-free access of W
+  dwords per lane 2W cycles), plus ``lds_latency_cycles``.
 * **Barriers.**  ``s_barrier`` releases a workgroup's waves when all have arrived.
 
 The result (:class:`CuResult`) gives each workgroup's finish cycle and where each
@@ -49,9 +53,11 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
+from vlpc.isa import issue_cycles
 from vlpc.targets import Board
 
 from .trace import KernelTrace
@@ -60,6 +66,17 @@ CATEGORIES = ("valu", "scalar", "vmem", "lds", "branch", "internal")
 REASONS = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle")
 
 _INF = float("inf")
+
+
+@lru_cache(maxsize=None)
+def valu_issue_cycles(mnemonic: str, target: str) -> int:
+    """Issue cycles of VALU ``mnemonic`` on processor ``target`` (a name: ``gfx906``), the ISA
+    table's; 4 for a mnemonic the table does not know (the emulator only runs instructions
+    it decodes from the table)."""
+    try:
+        return issue_cycles(mnemonic, target)
+    except KeyError:
+        return 4
 
 
 def category_of(cls: str) -> str:
@@ -199,7 +216,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
     for pc, s in static.items():
         cat = category_of(s.cls)
         if s.cls == "valu":
-            busy = P.valu_trans_cycles if s.trans else (P.valu_f64_cycles if s.f64 else P.valu_cycles)
+            busy = valu_issue_cycles(s.mnemonic, board.target.name)
         else:
             busy = 0
         extra = P.long_instruction_extra_cycles if s.size == 8 else 0.0
@@ -469,9 +486,9 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                 cnt["vmem_instructions"] += 1
             elif cat == "lds":
                 ev = memev[w].get(ptr[w])
-                bank = ev[1] if ev is not None else 2
+                bank = ev[1] if ev is not None else 2   # unrecorded (permute, atomics): b32's 2
                 start = max(t, lds_free)
-                occ = max(2, bank)
+                occ = max(1, bank)
                 lds_free = start + occ
                 lgkm[w].append((start + occ + P.lds_latency_cycles, "lds"))
                 cnt["lds_instructions"] += 1

@@ -53,8 +53,6 @@ class StaticInstr:
     vmcnt: int = 63    # s_waitcnt thresholds
     lgkmcnt: int = 15
     nop: int = 0       # s_nop: wait states - 1
-    f64: bool = False  # VALU on 64-bit floats
-    trans: bool = False  # transcendental VALU (quarter rate)
     store: bool = False  # VMEM/LDS store (no data returns)
     ends: bool = False  # s_endpgm
 
@@ -179,9 +177,6 @@ def _lines(addr: np.ndarray, nbytes: int) -> np.ndarray:
     return np.unique(np.concatenate([first, last]))
 
 
-_TRANS = ("v_rcp", "v_rsq", "v_sqrt", "v_exp", "v_log", "v_sin", "v_cos")
-
-
 def static_of(ins, cls: str) -> StaticInstr:
     """The timing-relevant facts of a decoded instruction (``runtime/emulator/decode.Instr``)."""
     mn = ins.mnemonic
@@ -193,9 +188,6 @@ def static_of(ins, cls: str) -> StaticInstr:
         s.nop = int(ins.f.get("simm16", 0)) & 0xF
     elif mn == "s_endpgm":
         s.ends = True
-    if cls == "valu":
-        s.f64 = mn.endswith("_f64") or "_f64_" in mn
-        s.trans = mn.startswith(_TRANS)
     if cls in ("vmem", "lds"):
         s.store = "store" in mn or ("write" in mn and mn.startswith("ds_"))
     return s

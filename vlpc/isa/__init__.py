@@ -28,12 +28,17 @@ Each :class:`Instruction` row gives:
   export``) and ``cycles``: issue cycles of one wave64 instruction on its unit.
   VALU: 4 (64 lanes on a SIMD16); f64 and other 64-bit VALU operations: 8
   (gfx906 runs f64 at half rate: LLVM ``AMDGPU.td`` ``FeatureHalfRate64Ops`` for
-  gfx906, ``SISchedule.td`` ``Write64Bit``/``WriteDouble``); transcendentals
-  (``v_rcp/rsq/sqrt/exp/log/sin/cos`` in every precision) and 32-bit integer
-  multiplies (``v_mul_lo/hi_u32``, ``v_mad_u64_u32``): 16 (quarter rate,
-  ``SISchedule.td`` ``WriteTrans32``/``WriteQuarterRate32``).  Scalar, memory and
-  branch instructions: 1 issue cycle (their latency is the timing model's own
-  parameter, not a table fact).
+  gfx906, ``SISchedule.td`` ``Write64Bit``/``WriteDouble``); 32-bit integer
+  multiplies ``v_mul_lo/hi_u32``, ``v_mul_hi_i32`` and ``v_swap_b32``: 8 (half rate,
+  measured on MI50: 3.2e12 against 6.2e12 lane-instructions/s, carlushuang/gcnasm
+  ``measure_ips_bench``; LLVM's ``WriteIntMul`` says quarter rate); transcendentals
+  (``v_rcp/rsq/sqrt/exp/log/sin/cos`` in every precision, measured at 1.6e12) and
+  ``v_mad_u64_u32``/``v_mad_i64_i32``: 16 (quarter rate, ``SISchedule.td``
+  ``WriteTrans32``/``WriteIntMul``).  Scalar, memory and branch instructions: 1 issue
+  cycle (their latency is the timing model's own parameter, not a table fact).  Another
+  target's differences are in its own file (``gfx900.json`` ``cycles``: f64 at 1/16
+  rate, 64); :func:`issue_cycles` reads both, and the timing model, ``Target`` and the
+  plan model read :func:`issue_cycles`.
 """
 
 from __future__ import annotations

@@ -72,18 +72,18 @@ def available(mnemonic: str, target="gfx906") -> bool:
 
 
 def issue_cycles(mnemonic: str, target="gfx906") -> int:
-    """Issue cycles of one wave64 ``mnemonic`` on ``target``: the table's ``cycles`` (gfx906),
-    with f64 VALU instructions at the target's f64 rate (gfx900: 64 = 4 x 16, MI25's 1/16
-    rate; gfx906: the table's 8).  Raises ``KeyError`` for a mnemonic ``target`` lacks."""
+    """Issue cycles of one wave64 ``mnemonic`` on ``target``: the ISA table's ``cycles``
+    column, the one place the fact lives (gfx906's in ``gfx906.json``; another target's
+    differences, f64 at its rate, in ``<target>.json`` ``cycles``: gfx900's f64 at 1/16 of
+    the f32 rate, 64).  Sources: ``tools/gen_isa_table.py`` (measured MI50 rates, LLVM
+    ``SISchedule.td``, ``AMDGPU.td``).  Raises ``KeyError`` for a mnemonic ``target`` lacks."""
     from vlpc.targets import Target, get_target
 
     t = target if isinstance(target, Target) else get_target(str(target))
     if not available(mnemonic, t):
         raise KeyError(unavailable_reason(mnemonic, t))
     row = lookup(mnemonic)
-    if row.issue_class == "valu" and "_f64" in row.mnemonic and row.cycles == 8:
-        return t.valu_f64_cycles
-    return row.cycles
+    return int(_data(t)[1].get("cycles", {}).get(row.mnemonic, row.cycles))
 
 
 def unavailable_reason(mnemonic: str, target) -> str:

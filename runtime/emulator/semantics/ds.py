@@ -529,7 +529,7 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                             b.V[dst + col + i][g.sel] = cur
                 col += sz
             if b.rec is not None and g.traced:
-                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
+                b.rec.memory(g, a, em, 0, lds_bank_cycles([x[0] for x in loaded], em, sz))
             _issue(g, p, "lds")
         return fn
     if mn.startswith("ds_write"):
@@ -539,9 +539,11 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
             em = b.em(g)
             base = wgbase(b, g)
             flat8 = b.LDS.reshape(-1).view(np.uint8)
+            sets = []
             for o, dr in zip(offs, datas):
                 a, ok = lane_index(b, g, o)
                 a = a + base
+                sets.append(a)
                 use = em if ok is None else ok  # out of range: the hardware drops the write
                 full = ok is None and b.full(g)
                 aa = a.reshape(-1) if full else a[use]
@@ -558,7 +560,7 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
                     flat8[aa[:, None] + np.arange(4 * sz)] = np.ascontiguousarray(vals).view(np.uint8).reshape(-1, 4 * sz)
                     b.st.lds_bytes_written += 4 * sz * aa.size
             if b.rec is not None and g.traced:
-                b.rec.memory(g, a, em, 0, lds_bank_cycles(a, em, sz))
+                b.rec.memory(g, a, em, 0, lds_bank_cycles(sets, em, sz))
             _issue(g, p, "lds")
         return fn
     # LDS atomics (32-bit)
