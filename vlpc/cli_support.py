@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -38,13 +39,53 @@ def read_input(path: str) -> str:
                         f"{e.start}); expected an MLIR file") from None
 
 
-def write_atomic(path: str, data: str | bytes) -> None:
-    """Write ``path`` via a temporary file in the same directory and a rename, so a
-    failure never leaves a partial file or clobbers an existing good one."""
+def _through(path: str) -> Path:
+    """The file an output named ``path`` lands in, as ``open()`` (and ``cc -o``) would reach it:
+    a symbolic link is followed to its target (a dangling one to the file it names), so the
+    link itself stays a link; anything else is ``path`` itself."""
     p = Path(path)
-    mode = "wb" if isinstance(data, bytes) else "w"
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+def _special(p: Path) -> bool:
+    """``p`` exists and is not a regular file or directory: a character or block device (e.g.
+    ``/dev/null``), a FIFO or a socket, which an output is written *into*, never replaced."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def write_atomic(path: str, data: str | bytes) -> None:
+    """Write the output ``path`` as ``cc -o`` does, through whatever the path names.
+
+    * a regular file or a new path: via a temporary file in the same directory and a rename,
+      so a failure never leaves a partial file or clobbers an existing good one (the
+      replaced file's permission bits are kept; a new one gets the umask's);
+    * a character or block device (``/dev/null``) or a FIFO: opened and written in place
+      (``open(2)`` without ``O_CREAT``), never replaced or unlinked; a FIFO blocks until a
+      reader opens it, as any writer does;
+    * a symbolic link: followed, and its target written by the rules above (the link stays).
+
+    Nothing but the named output (and, for the rename, a ``.NAME.*`` temporary beside it,
+    removed on failure) is created or changed.  Failures are one-line :class:`VlpcError` errors."""
+    p = _through(path)
     if p.is_dir():
         raise VlpcError(f"cannot write {path}: it is a directory")
+    if _special(p):
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        try:
+            fd = os.open(p, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        except OSError as e:
+            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+        except OSError as e:
+            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
+        return
+    mode = "wb" if isinstance(data, bytes) else "w"
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
     except OSError as e:
@@ -71,12 +112,18 @@ def write_atomic(path: str, data: str | bytes) -> None:
 
 
 def check_writable(path: str, what: str = "") -> None:
-    """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
-    p = Path(path)
+    """Fail before a long run when ``path`` cannot be written (by :func:`write_atomic`'s rules:
+    a device or FIFO, or a symbolic link to one, must be writable itself; a regular file or a
+    new path needs a writable directory for the atomic rename)."""
+    p = _through(path)
     parent = p.parent if str(p.parent) else Path(".")
     label = f"{what} " if what else ""
     if p.is_dir():
         raise VlpcError(f"cannot write {label}{path}: it is a directory")
+    if _special(p):
+        if not os.access(p, os.W_OK):
+            raise VlpcError(f"cannot write {label}{path}: permission denied")
+        return
     if not parent.is_dir():
         raise VlpcError(f"cannot write {label}{path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
