@@ -46,3 +46,57 @@ def test_compiled_plan_uses_the_explicit_macro_tile(tmp_path, capsys):
     assert main(["compile", str(EXAMPLE), "--options", tuned, "--macro-tile", "4x64", "--print-plan"]) == 0
     out = capsys.readouterr().out
     assert "macro tile 4x64," in out and "macro tile 4x256" not in out
+
+
+# -- one default board -----------------------------------------------------------------------
+
+from launch_support import nt_source  # noqa: E402
+
+SMALL = nt_source(64, 256, 32).replace("@sgemm", "@g")  # C 64x256, K 32
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    f = tmp_path / "g.mlir"
+    f.write_text(SMALL)
+    return f
+
+
+def test_one_default_board_for_plans_models_and_the_api():
+    from vlpc.plan_model import plan_board
+    from vlpc.targets import board_for, get_board
+    from vlpc.tune import board_and_target
+
+    assert board_for("gfx906") == "mi50" and board_for("gfx906:sramecc+:xnack-") == "mi50"
+    assert board_for("gfx900") == "mi25"
+    # the plan's board (compile, run, vlpc.compile) is the models' board (bench, tune, report, run -v)
+    assert plan_board("gfx906") == get_board(board_for("gfx906"))
+    assert plan_board("gfx900") == get_board(board_for("gfx900"))
+    assert board_and_target(None, None) == ("gfx906", "mi50")
+    assert board_and_target("gfx900", None) == ("gfx900", "mi25")
+
+
+def test_print_plan_is_made_for_the_mi50_by_default(small, capsys):
+    assert main(["compile", str(small), "--print-plan"]) == 0
+    assert ", 60 CUs" in capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.mark.parametrize("extra, board", [([], "mi50"), (["--gpu", "mi60"], "mi60")])
+def test_run_verbose_models_the_board_the_plan_was_made_for(small, capsys, extra, board):
+    assert main(["run", str(small), "-v", "-q", *extra]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "TFLOP/s modeled" in x)
+    assert f" on {board} @ " in line
+
+
+def test_run_verbose_models_the_board_of_an_options_file(small, capsys, tmp_path):
+    tuned = _tuned(tmp_path, gpu="mi60", cus=64)
+    assert main(["run", str(small), "-v", "-q", "--options", tuned]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "TFLOP/s modeled" in x)
+    assert " on mi60 @ " in line
+
+
+@pytest.mark.parametrize("extra, board, cus", [([], "mi50", 60), (["--gpu", "mi60"], "mi60", 64)])
+def test_bench_models_the_default_board(small, capsys, extra, board, cus):
+    assert main(["bench", str(small), "-q", *extra]) == 0
+    err = capsys.readouterr().err
+    assert f"timing model of {board} ({cus} CUs" in err

@@ -27,8 +27,8 @@ matplotlib).  ``--rocblas-csv`` prints rocblas-bench's CSV instead of the table:
 ``transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us``.
 
 On the emulator (the default device, as for ``vlpc run``) there is no hardware time;
-the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi60``
-(default) or ``mi50``, ``--clock MHZ`` engine clock, ``--cus N`` (also the split-K
+the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi50``
+(default, :data:`vlpc.targets.DEFAULT_BOARDS`) or ``mi60``, ``--clock MHZ`` engine clock, ``--cus N`` (also the split-K
 plan's); ``runtime/timing``,
 calibrated on the seed's measured MI60 table, ``benchmarks/timing_calibration.py``):
 modeled time, modeled TFLOP/s (TOP/s for int8), the share of the board's peak for the
@@ -221,8 +221,10 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="with --no-model: largest M or N the emulator is asked to run in full "
                         f"(default: {DEFAULT_MAX_EMULATED})")
     t = b.add_argument_group("timing model (emulator: modeled, not measured)")
+    from vlpc.targets import default_boards_text
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
-                   help="board the timing model predicts (default: the target's: mi60 for gfx906, mi25 for gfx900)")
+                   help="board the plan is made for and the timing model predicts (default: the target's default "
+                        f"board: {default_boards_text()})")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ",
                    help="engine clock in MHz (default: the board's: MI60 1700, as the seed measured; MI50 1725; "
                         "MI25 1500)")
@@ -442,8 +444,9 @@ def cmd_bench(args) -> int:
     dev_opts = {"target": args.target}
     if modeled:
         from vlpc.targets import board_for
-        dev_opts.update({"gpu": args.gpu or board_for(args.target), "clock_mhz": args.clock,
-                         "cus": getattr(args, "cus", None), "timing_only": True})
+        plan = codegen_options(args)  # the board and CUs the plan was made for (flags, --options file)
+        dev_opts.update({"gpu": plan.get("gpu") or board_for(args.target), "clock_mhz": args.clock,
+                         "cus": plan.get("cus"), "timing_only": True})
     dev = get_device(args.device, **dev_opts)
     emulated = dev.name == "emulator"
     modeled = emulated and getattr(dev, "board", None) is not None

@@ -272,10 +272,10 @@ def check_clock(clock: float | None) -> None:
     any work, as ``--energy`` reports it."""
     if clock is None:
         return
-    from vlpc.targets import TargetError, get_board
+    from vlpc.targets import TargetError, board_for, get_board
 
     try:
-        get_board("mi60", clock_mhz=clock)
+        get_board(board_for("gfx906"), clock_mhz=clock)
     except TargetError as e:
         raise VlpcError(f"--clock {clock:g}: {e}") from None
 
@@ -360,11 +360,14 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                         "with --split-k auto, 1 lets the plan choose L for f16/int8 GEMMs and decode GEMVs: "
                         "give --split-k too to keep L = 1)")
     p.add_argument("--cus", action=_StoreGiven, type=positive, default=None,
-                   help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
-    if "--gpu" not in p._option_string_actions:  # vlpc bench has its own (the same board)
+                   help="compute units of the device the split-K plan is for (default: the --gpu board's: 60 on "
+                        "the MI50, 64 on the MI60)")
+    if "--gpu" not in p._option_string_actions:  # vlpc bench and report have their own (the same board)
+        from vlpc.targets import default_boards_text
+
         p.add_argument("--gpu", action=_StoreGiven, default=None, choices=("mi50", "mi60", "mi25"),
-                       help="board the automatic plan (macro tile N, split-K) is modeled on (default: the "
-                            "target's smallest product: MI50 for gfx906)")
+                       help="board the automatic plan (macro tile N, split-K) is made for, and `run -v` models "
+                            f"(default: the target's default board: {default_boards_text()})")
     p.add_argument("--options", metavar="TUNED.json", default=None,
                    help="take the code generation options from a `vlpc tune -o` result; an option also given on "
                         "the command line wins over the file's")
