@@ -657,8 +657,8 @@ def test_tune_gpu_mi25_implies_gfx900(capsys):
 
     assert board_and_target(None, "mi25") == ("gfx900", "mi25")
     assert board_and_target("gfx900:xnack-", None) == ("gfx900:xnack-", "mi25")
-    assert board_and_target(None, None) == ("gfx906", "mi60")
-    assert board_and_target("gfx906", "mi50") == ("gfx906", "mi50")
+    assert board_and_target(None, None) == ("gfx906", "mi50")  # the default board (vlpc.targets.DEFAULT_BOARDS)
+    assert board_and_target("gfx906", "mi60") == ("gfx906", "mi60")
     dyn = str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir")
     args = ["tune", dyn, "--m", "256", "--n", "256", "--k", "64", "--max-candidates", "1", "-j", "1", "-q"]
     assert main([*args, "--gpu", "mi25", "--target", "gfx906"]) != 0
