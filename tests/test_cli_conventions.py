@@ -50,16 +50,7 @@ def test_compiled_plan_uses_the_explicit_macro_tile(tmp_path, capsys):
 
 # -- one default board -----------------------------------------------------------------------
 
-from launch_support import nt_source  # noqa: E402
-
-SMALL = nt_source(64, 256, 32).replace("@sgemm", "@g")  # C 64x256, K 32
-
-
-@pytest.fixture
-def small(tmp_path) -> Path:
-    f = tmp_path / "g.mlir"
-    f.write_text(SMALL)
-    return f
+from test_walkthrough_cli import small  # noqa: E402, F401 (the fixture: C 64x256, K 32)
 
 
 def test_one_default_board_for_plans_models_and_the_api():
