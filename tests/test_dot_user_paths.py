@@ -145,6 +145,8 @@ def test_report_on_an_f16_kernel_defaults_to_sqc(tmp_path, capsys):
     assert f"| sqc | {tile} |" in md and "| lds |" not in md and "yes (max abs error" in md
     assert "seed sqc" not in md and "| — |" not in md.split("## Summary")[0]
     assert "## Notes" not in md
+    svg = (tmp_path / "rep.svg").read_text()  # nor seed bars in the chart
+    assert ", seed" not in svg and "seed 002 vs measured" not in svg and "traffic: measured" in svg
     capsys.readouterr()
     assert main(["report", str(path), "--strategies", "sqc,lds", "-q", "-o", str(prefix)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
