@@ -524,16 +524,11 @@ def _evaluate_star(args):
     return evaluate(*args)
 
 
-def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gfx906", board: str | None = None,
+def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gfx906", board: str = "mi60",
          clock_mhz: float | None = None, cus: int | None = None, jobs: int | None = None, check: bool = True,
          progress: Callable[[Result], None] | None = None) -> list[Result]:
     """Evaluate ``candidates`` (in ``jobs`` worker processes; default: the CPU count) and return
-    the results, fastest modeled time first; failed candidates last.  ``board``: the board modeled
-    (default: the target's default board, :func:`vlpc.targets.board_for`)."""
-    if board is None:
-        from vlpc.targets import board_for
-
-        board = board_for(target)
+    the results, fastest modeled time first; failed candidates last."""
     jobs = jobs or os.cpu_count() or 1
     work = [(problem, c, target, board, clock_mhz, cus, check) for c in candidates]
     results: list[Result] = []
