@@ -336,7 +336,7 @@ def __getattr__(name: str) -> Any:
 #: Options of the emulator's timing model (the board it models, its clock and CU count, and
 #: timing-only launches).  A GPU is measured, not modeled: the HIP device accepts and ignores
 #: them (``--device auto`` of ``vlpc bench`` passes them whichever device answers).
-MODEL_OPTIONS = frozenset({"gpu", "clock_mhz", "cus", "timing_only"})
+MODEL_OPTIONS = frozenset({"gpu", "clock_mhz", "memory_clock_mhz", "cus", "timing_only"})
 
 
 def _emulator(options: dict[str, Any]) -> Device:

@@ -416,7 +416,9 @@ def cmd_bench(args) -> int:
                           ("max_emulated", DEFAULT_MAX_EMULATED)):
         if getattr(args, name) is None:
             setattr(args, name, default)
-    compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
+    plan = codegen_options(args)  # the flags, and --options TUNED.json for what they leave out
+    compiled = vlpc.compile(text, args.target, filename=filename, **plan)
+    args.gpu, args.cus = plan.get("gpu"), plan.get("cus")  # the timing model's board and CUs are the plan's
     kernel = single_kernel(compiled, "bench")
     check_batch_option(kernel, args.batch)
     if rb is not None:
@@ -444,9 +446,8 @@ def cmd_bench(args) -> int:
     dev_opts = {"target": args.target}
     if modeled:
         from vlpc.targets import board_for
-        plan = codegen_options(args)  # the board and CUs the plan was made for (flags, --options file)
-        dev_opts.update({"gpu": plan.get("gpu") or board_for(args.target), "clock_mhz": args.clock,
-                         "cus": plan.get("cus"), "timing_only": True})
+        dev_opts.update({"gpu": args.gpu or board_for(args.target), "clock_mhz": args.clock,
+                         "cus": getattr(args, "cus", None), "timing_only": True})
     dev = get_device(args.device, **dev_opts)
     emulated = dev.name == "emulator"
     modeled = emulated and getattr(dev, "board", None) is not None

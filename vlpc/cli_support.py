@@ -272,10 +272,10 @@ def check_clock(clock: float | None) -> None:
     any work, as ``--energy`` reports it."""
     if clock is None:
         return
-    from vlpc.targets import TargetError, board_for, get_board
+    from vlpc.targets import TargetError, get_board
 
     try:
-        get_board(board_for("gfx906"), clock_mhz=clock)
+        get_board("mi60", clock_mhz=clock)
     except TargetError as e:
         raise VlpcError(f"--clock {clock:g}: {e}") from None
 

@@ -120,12 +120,12 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
 
 
 def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
-                   n: int | None = None, k: int | None = None, gpu: str | None = None, clock: float | None = None,
+                   n: int | None = None, k: int | None = None, gpu: str = "mi60", clock: float | None = None,
                    options: dict | None = None, progress=None, batch: int | None = None) -> EnergyRow:
     """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`) with the command's options,
     run its plan once on the emulator with ``gpu``'s timing model at ``clock`` MHz (timing-only
-    launches) and price it.  ``gpu``: default the target's default board
-    (:func:`vlpc.targets.board_for`); the plan is made for that board unless ``options`` name one.
+    launches) and price it.  ``gpu`` None: the target's default board (:func:`vlpc.targets.board_for`,
+    as ``report --energy`` passes it); the plan is made for that board unless ``options`` name one.
 
     The plan priced is the one :func:`vlpc.compile` gives for those options (``split_k="auto"``
     stays auto; ``split_k=1`` forces one kernel): every kernel of it (the split-K kernel and its
