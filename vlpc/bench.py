@@ -416,9 +416,7 @@ def cmd_bench(args) -> int:
                           ("max_emulated", DEFAULT_MAX_EMULATED)):
         if getattr(args, name) is None:
             setattr(args, name, default)
-    plan = codegen_options(args)  # the flags, and --options TUNED.json for what they leave out
-    compiled = vlpc.compile(text, args.target, filename=filename, **plan)
-    args.gpu, args.cus = plan.get("gpu"), plan.get("cus")  # the timing model's board and CUs are the plan's
+    compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
     kernel = single_kernel(compiled, "bench")
     check_batch_option(kernel, args.batch)
     if rb is not None:
@@ -442,6 +440,8 @@ def cmd_bench(args) -> int:
     from vlpc.verify import check_before_allocating
     for p in problems:  # every size of a sweep, before the first runs (vlpc/verify.py)
         check_before_allocating(kernel, p)
+    plan = codegen_options(args)  # the flags, and --options TUNED.json for what they leave out:
+    args.gpu, args.cus = plan.get("gpu"), plan.get("cus")  # the timing model's board and CUs are the plan's
     modeled = args.device != "hip" and not args.no_model
     dev_opts = {"target": args.target}
     if modeled:
