@@ -333,6 +333,11 @@ def __getattr__(name: str) -> Any:
 
 # -- selection ------------------------------------------------------------------------------
 
+#: Options of the emulator's timing model (the board it models, its clock and CU count, and
+#: timing-only launches).  A GPU is measured, not modeled: the HIP device accepts and ignores
+#: them (``--device auto`` of ``vlpc bench`` passes them whichever device answers).
+MODEL_OPTIONS = frozenset({"gpu", "clock_mhz", "memory_clock_mhz", "cus", "timing_only"})
+
 
 def _emulator(options: dict[str, Any]) -> Device:
     from vlpc.runtime.emulator.device import EmulatorDevice
@@ -354,7 +359,8 @@ def _hip(options: dict[str, Any], *, filter_options: bool = False) -> Device:
     factory = getattr(hip_mod, "HipDevice", None) or getattr(hip_mod, "get_device", None)
     if factory is None:
         raise DeviceError("HIP device unavailable: vlpc.runtime.hip has no HipDevice")
-    if filter_options:
+    if filter_options:  # "auto": the timing model's options are the emulator's; a GPU is measured
+        options = {k: v for k, v in options.items() if k not in MODEL_OPTIONS}
         try:
             params = inspect.signature(factory).parameters
             if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
@@ -376,8 +382,10 @@ def get_device(name: str = "auto", **options: Any) -> Device:
     """A :class:`Device` by name: ``"emulator"``, ``"hip"`` or ``"auto"``.
 
     ``options`` go to the device's constructor (emulator: ``target``,
-    ``strict``, ``instruction_budget``, ``max_waves_in_flight``).  ``"auto"``
-    tries HIP with the options it accepts and keeps it only when its target is
+    ``strict``, ``instruction_budget``, ``max_waves_in_flight``, and the timing
+    model's :data:`MODEL_OPTIONS` ``gpu``, ``clock_mhz``, ``cus``, ``timing_only``).
+    ``"auto"`` tries HIP with the options it accepts (the timing model's are left
+    out: a GPU is measured) and keeps it only when its target is
     gfx906-compatible (with ``target`` when given); otherwise it quietly uses the
     emulator.  ``device.selection_reason`` records the choice.  Unknown names and
     an unavailable HIP (for ``"hip"``) raise :class:`DeviceError`.
@@ -406,7 +414,10 @@ def get_device(name: str = "auto", **options: Any) -> Device:
         dev.selection_reason = f"auto: HIP unavailable ({why}); using the emulator"
         return dev
     if want.compatible_with(hip_dev.target_id) and hip_dev.target_id.compatible_with(want):
-        hip_dev.selection_reason = f"auto: HIP device {hip_dev.target_id} is {want}-compatible"
+        ignored = sorted(k for k in options if k in MODEL_OPTIONS)
+        hip_dev.selection_reason = (f"auto: HIP device {hip_dev.target_id} is {want}-compatible"
+                                    + (f"; timing-model option(s) {', '.join(ignored)} ignored: the GPU is "
+                                       "measured, not modeled" if ignored else ""))
         return hip_dev
     close = getattr(hip_dev, "close", None)
     if callable(close):

@@ -45,7 +45,7 @@ import numpy as np
 from vlpc.errors import EXIT_USER, DeviceError
 from vlpc.targets import TargetError, TargetId
 
-from vlpc.runtime.device import Device, LaunchError
+from vlpc.runtime.device import MODEL_OPTIONS, Device, LaunchError
 
 #: ``HIP_LAUNCH_PARAM_*`` markers of the ``extra`` array (hip_runtime_api.h).
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
@@ -590,8 +590,9 @@ class _Prepared:
     kernarg_size: int
 
 
-#: Options get_device() may pass that belong to the emulator; a HipDevice ignores them.
-_EMULATOR_ONLY_OPTIONS = frozenset({"strict", "instruction_budget", "max_waves_in_flight"})
+#: Options get_device() may pass that belong to the emulator (its checks, and its timing
+#: model's :data:`vlpc.runtime.device.MODEL_OPTIONS`: a GPU is measured); a HipDevice ignores them.
+_EMULATOR_ONLY_OPTIONS = frozenset({"strict", "instruction_budget", "max_waves_in_flight"}) | MODEL_OPTIONS
 
 
 class HipDevice(Device):

@@ -24,8 +24,12 @@ STATIC_STRIDES = (M * K + 3, N * K + 4, M * N + 5)
 #: a dynamic batch's strides are rows x leading dimension (vlpc.api.resolve): no gaps
 DYNAMIC_STRIDES = (M * K, N * K, M * N)
 SIZES = ["--m", str(M), "--n", str(N), "--k", str(K)]
-#: MI60's HBM bandwidth (800 MHz memory), the modeled bench's default board
-MI60_HBM = 819.2e9
+def default_hbm() -> float:
+    """HBM bytes per second of the modeled bench's default board (MI50): a 4096-bit HBM2 bus,
+    double data rate at the board's memory clock."""
+    from vlpc.targets import board_for, get_board
+
+    return 4096 / 8 * 2 * get_board(board_for("gfx906")).memory_clock_mhz * 1e6
 
 
 def write(tmp_path, dynamic: bool):
@@ -61,7 +65,7 @@ def test_modeled_bench_counts_the_whole_batch(tmp_path, capsys, dynamic):
     us = float(row["modeled_us"])
     assert float(row["modeled_tflops"]) == pytest.approx(flops / (us * 1e-6) / 1e12, rel=1e-3, abs=6e-5)
     moved = B * (4 * (M + N) * K + 4 * M * N)  # f32 A and B read once, C written once (beta = 0)
-    assert float(row["hbm_share"]) == pytest.approx(moved / (us * 1e-6) / MI60_HBM, rel=1e-3, abs=6e-5)
+    assert float(row["hbm_share"]) == pytest.approx(moved / (us * 1e-6) / default_hbm(), rel=1e-3, abs=6e-5)
 
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
@@ -164,7 +168,7 @@ def test_report_traffic_table_refuses_a_batch_in_one_line(tmp_path, capsys, dyna
 
 def test_modeled_time_grows_with_the_batch_past_the_cus(tmp_path, capsys):
     """The timing model runs the batch's workgroups (grid z): 128 matrices of 2 workgroups each
-    put 4 workgroups on each of MI60's 64 CUs, which cannot finish sooner than the 2 workgroups
+    put at least 4 workgroups on each of the default MI50's 60 CUs, which cannot finish sooner than the 2 workgroups
     of one matrix; the FLOPs are 128x."""
     path = write(tmp_path, True)
     rows = {}

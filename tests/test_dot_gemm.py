@@ -771,7 +771,10 @@ def test_report_counters_for_dot_kernels():
                 "  func.return\n}\n")
     rows = {}
     for t, ct in (("f32", "f32"), ("f16", "f32"), ("i8", "i32")):
-        rep = build_report(text(t, ct), "h.mlir", ["sqc"], beta=2.0)
+        # one macro tile for the three (the seed's 64x256): the dot kernels' own plan would pick
+        # its own, and B's traffic per k grows with the number of tile rows
+        rep = build_report(text(t, ct), "h.mlir", ["sqc"], beta=2.0,
+                           options={"macro_tile": (64, 256), "micro_tile": (64, 1)})
         ms = rep.measurements[0]
         assert ms.verified and ms.dtype == ("f32" if t == "f32" else f"{t}>{ct}")
         rows[t] = ms.rows

@@ -137,7 +137,16 @@ def test_report_on_an_f16_kernel_defaults_to_sqc(tmp_path, capsys):
     prefix = tmp_path / "rep"
     assert main(["report", str(path), "-q", "-o", str(prefix)]) == 0
     md = (tmp_path / "rep.md").read_text()
-    assert "| sqc | 64x256 |" in md and "| lds |" not in md and "yes (max abs error" in md
+    # the kernel measured is the one vlpc compiles (its plan's macro tile, one kernel), not the
+    # seed's SGEMM tile 64x256; no seed columns (the seed has no f16 figures) and no empty Notes
+    info = vlpc.compile(path.read_text(), split_k=1).kernel().launch_info
+    tile = f"{info['macro_m']}x{info['macro_n']}"
+    assert tile != "64x256"
+    assert f"| sqc | {tile} |" in md and "| lds |" not in md and "yes (max abs error" in md
+    assert "seed sqc" not in md and "| — |" not in md.split("## Summary")[0]
+    assert "## Notes" not in md
+    svg = (tmp_path / "rep.svg").read_text()  # nor seed bars in the chart
+    assert ", seed" not in svg and "seed 002 vs measured" not in svg and "traffic: measured" in svg
     capsys.readouterr()
     assert main(["report", str(path), "--strategies", "sqc,lds", "-q", "-o", str(prefix)]) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -346,7 +346,7 @@ def test_report_energy_says_when_the_clock_is_outside_the_vf_curve(tmp_path, cap
     f = tmp_path / "g.mlir"
     f.write_text(_source())
     prefix = tmp_path / "o"
-    assert main(["report", str(f), "--energy", "--clock", str(clock), "-o", str(prefix), "-q"]) == 0
+    assert main(["report", str(f), "--energy", "--gpu", "mi60", "--clock", str(clock), "-o", str(prefix), "-q"]) == 0
     cap = capsys.readouterr()
     volts = f"({_vega20_voltage(clock):.3f} V)"
     note = f"{clock} MHz is outside the mi60 V/f curve's 808..1801 MHz: the core voltage {volts} is extrapolated"

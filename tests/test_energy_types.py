@@ -50,13 +50,15 @@ def dot_source(ab: str, ct: str, epilogue=()) -> str:
 
 
 def report(tmp_path, text: str, *extra: str) -> tuple[dict, int]:
-    """``vlpc report FILE --energy`` (stdout and stderr left to capsys): (CSV rows by variant, exit code)."""
+    """``vlpc report FILE --energy`` (stdout and stderr left to capsys): (CSV rows by variant, exit code).
+    On the MI60 at 1700 MHz, the reference operating point of the energy coefficients (the seed's
+    calibration), so a datapath's joules are its lanes x the coefficients' picojoules."""
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
     f.write_text(text)
     prefix = tmp_path / "out"
-    rc = main(["report", str(f), "--energy", "-o", str(prefix), "-q", *extra])
+    rc = main(["report", str(f), "--energy", "--gpu", "mi60", "-o", str(prefix), "-q", *extra])
     rows = {r["variant"]: r for r in csv.DictReader(open(f"{prefix}.csv"))} if rc == 0 else {}
     return rows, rc
 
@@ -258,7 +260,8 @@ def priced_one_by_one(text: str, **opts):
     """Each kernel of ``vlpc.compile(text, **opts)``'s plan launched here, one by one, on a
     timing-only MI60 emulator (exactly sized zero buffers allocated in the order A, B, C, then the
     workspace, alpha = 1, beta = 0) and priced alone: ``(plan steps, EnergyReport per launch,
-    LaunchStats per launch)``."""
+    LaunchStats per launch)``.  The plan is made for the MI60 too (as ``report --energy --gpu mi60``
+    makes it), unless ``opts`` name a board."""
     import vlpc
     from vlpc.run import resolve_problem
     from vlpc.runtime import load_code_object
@@ -266,7 +269,7 @@ def priced_one_by_one(text: str, **opts):
     from vlpc.runtime.timing.energy import launch_energy
     from vlpc.verify import geometries, kernel_arguments
 
-    ck = vlpc.compile(text, **opts).kernel()
+    ck = vlpc.compile(text, **{"gpu": "mi60", **opts}).kernel()
     p = resolve_problem(ck.launch_info, None, None, None)
     dev = EmulatorDevice(gpu="mi60", timing_only=True)
     co = load_code_object(ck.code_object)
@@ -307,7 +310,7 @@ def test_split_k_plan_is_the_sum_of_its_kernels(tmp_path, capsys):
         assert float(r[f"joules_{c}"]) == pytest.approx(sum(e.joules[c] for e in reps), rel=1e-5, abs=1e-12)
     check_rows(rows, ops)
     # the launches as the report ran them: the plan's kernels and grids, in order, each time its own
-    row = measure_energy(text, "g.mlir", "sqc")
+    row = measure_energy(text, "g.mlir", "sqc", gpu="mi60")
     assert [(x.kernel, x.grid, x.block) for x in row.launches] == [(s.kernel, s.grid, s.block) for s in steps]
     assert row.energy.time_us == pytest.approx(sum(x.stats.timing.time_us for x in row.launches), rel=1e-12)
     assert [x.stats.timing.time_us for x in row.launches] == pytest.approx([e.time_us for e in reps], rel=1e-9)
@@ -337,7 +340,7 @@ def test_gemv_prices_the_local_split_kernel_compile_gives(tmp_path, capsys):
     ck = vlpc.compile(text).kernel()
     steps = ck.plan(4, N, 1024)
     assert ck.local_split > 1 and len(steps) == 1
-    row = measure_energy(text, "g.mlir", "sqc")
+    row = measure_energy(text, "g.mlir", "sqc", gpu="mi60")
     assert [(x.kernel, x.grid, x.block) for x in row.launches] == [(s.kernel, s.grid, s.block) for s in steps]
     assert row.plan == f"local split {ck.local_split}"
     rows, rc = report(tmp_path, text)
@@ -493,7 +496,7 @@ def test_dynamic_batch_given_with_batch(tmp_path, capsys):
     cwd = Path.cwd()
     try:
         os.chdir(tmp_path)
-        rc = main(["bench", str(f), *sizes, "--batch", str(b), "--energy", "-q"])
+        rc = main(["bench", str(f), *sizes, "--batch", str(b), "--energy", "--gpu", "mi60", "-q"])
     finally:
         os.chdir(cwd)
     assert rc == 0 and f"batch of {b}" in capsys.readouterr().out

@@ -143,23 +143,50 @@ def test_available_api():
         available("v_fma_f32", "gfx908")
 
 
+def _generator():
+    """tools/gen_isa_table.py as a module (in this process: no Python subprocess to start)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("gen_isa_table", root / "tools" / "gen_isa_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_generator_reproduces_the_committed_data():
-    """tools/gen_isa_table.py --target gfx900 (LLVM's disassembler) gives the committed file."""
+    """tools/gen_isa_table.py --target gfx900 (LLVM's disassembler) gives the committed file.
+
+    It once failed under load: the generator ignored how llvm-mc ended, so a run that did not
+    finish (or lost its output) read as "every instruction missing".  It now checks llvm-mc's
+    exit status and that every candidate's marker came back (test below), feeds it through a
+    pipe instead of a temporary file, and the test runs it in this process, with no time limit."""
     import json
     import shutil
     mc = shutil.which("llvm-mc-19") or shutil.which("llvm-mc")
     if mc is None:
         pytest.skip("no llvm-mc on PATH")
     root = Path(__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "gfx900.json"
-        subprocess.run([__import__("sys").executable, str(root / "tools" / "gen_isa_table.py"),
-                        "--llvm-mc", mc, "--target", "gfx900", "-o", str(out)], check=True,
-                       capture_output=True)
-        new = json.loads(out.read_text())
+    gen = _generator()
+    rows = json.loads((root / "vlpc" / "isa" / "gfx906.json").read_text())["instructions"]
+    new = gen.target_availability(mc, rows, "gfx900")
     old = json.loads((root / "vlpc" / "isa" / "gfx900.json").read_text())
     assert {k: new[k] for k in ("missing", "missing_forms", "other_mnemonic")} == \
            {k: old[k] for k in ("missing", "missing_forms", "other_mnemonic")}
+
+
+@pytest.mark.parametrize("script, why", [
+    ("exit 0", "printed 0 of the 2 candidates' markers"),  # no output at all
+    ("kill -9 $$", "exited with -9"),  # killed (out of memory, a limit)
+    ("echo 'error: out of memory' >&2; exit 1", "exited with 1: error: out of memory"),
+])
+def test_generator_refuses_an_unfinished_disassembly(tmp_path, script, why):
+    """An llvm-mc that did not answer for every candidate is an error, not "all missing"."""
+    mc = tmp_path / "llvm-mc"
+    mc.write_text(f"#!/bin/sh\ncat > /dev/null\n{script}\n")
+    mc.chmod(0o755)
+    with pytest.raises(RuntimeError, match=re.escape(why)):
+        _generator().disassemble(str(mc), [[0xBE800080], [0xBE800081]], "gfx900")
 
 
 # -- end to end on the strict emulator -------------------------------------------------------
@@ -635,8 +662,8 @@ def test_tune_gpu_mi25_implies_gfx900(capsys):
 
     assert board_and_target(None, "mi25") == ("gfx900", "mi25")
     assert board_and_target("gfx900:xnack-", None) == ("gfx900:xnack-", "mi25")
-    assert board_and_target(None, None) == ("gfx906", "mi60")
-    assert board_and_target("gfx906", "mi50") == ("gfx906", "mi50")
+    assert board_and_target(None, None) == ("gfx906", "mi50")  # the default board (vlpc.targets.DEFAULT_BOARDS)
+    assert board_and_target("gfx906", "mi60") == ("gfx906", "mi60")
     dyn = str(Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir")
     args = ["tune", dyn, "--m", "256", "--n", "256", "--k", "64", "--max-candidates", "1", "-j", "1", "-q"]
     assert main([*args, "--gpu", "mi25", "--target", "gfx906"]) != 0

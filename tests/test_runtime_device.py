@@ -420,3 +420,23 @@ def test_emulator_device_frees_on_fault(monkeypatch, vadd_co):
     assert live == {a.address, cfg.code_address}
     dev.unload(vadd_co)
     assert {x.address for x in dev.memory.allocations()} == {a.address}
+
+
+def test_auto_picks_an_available_hip_even_with_timing_model_options(monkeypatch):
+    """`vlpc bench --device auto` passes the timing model's options (board, clock, CUs,
+    timing-only); a GPU that answers must still be chosen, and say what it ignored."""
+    import functools
+
+    import vlpc.runtime.hip as hip_mod
+    from test_hip_device import FakeHip
+
+    monkeypatch.setattr(hip_mod, "HipDevice", functools.partial(hip_mod.HipDevice, _hip=FakeHip()))
+    dev = get_device("auto", target="gfx906", gpu="mi50", clock_mhz=1500.0, cus=60, timing_only=True)
+    assert dev.name == "hip", dev.selection_reason
+    assert dev.selection_reason.startswith("auto: HIP device gfx906")
+    assert "clock_mhz, cus, gpu, timing_only ignored" in dev.selection_reason
+    # the HIP device itself takes them too (and ignores them), as it does the emulator's checks
+    assert hip_mod.HipDevice(gpu="mi60", clock_mhz=1700.0, strict=True).name == "hip"
+    # an emulator-only mode it cannot honour still keeps the emulator, and says why
+    dev = get_device("auto", target="gfx906", waitcnt="report")
+    assert dev.name == "emulator" and "HIP unavailable" in dev.selection_reason and "waitcnt" in dev.selection_reason

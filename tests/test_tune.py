@@ -129,7 +129,7 @@ def test_cli_tune_writes_options_that_compile_accepts(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "MODELED" in r.stderr and "modeled" in r.stdout
     data = json.loads(out.read_text())
-    assert data["modeled_us"] > 0 and data["board"] == "mi60"
+    assert data["modeled_us"] > 0 and data["board"] == "mi50"  # the default board (vlpc.targets.DEFAULT_BOARDS)
     # compiling with --options gives exactly what compiling with the printed flags gives
     a = subprocess.run([sys.executable, "-m", "vlpc.cli", "compile", str(f), "--options", str(out), "--emit", "asm"],
                        capture_output=True, text=True, env=env)

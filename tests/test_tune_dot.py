@@ -36,13 +36,15 @@ W8A8 = """func.func @g(%a: memref<64x256xi8>, %b: memref<128x256xi8>, %c: memref
 """
 
 
-def modeled_launches(text: str, options: dict, m=None, n=None, k=None) -> tuple[list[str], float]:
+def modeled_launches(text: str, options: dict, m=None, n=None, k=None, board: str = "mi60") -> tuple[list[str], float]:
     """The kernels ``options``' plan launches and the sum of their modeled times (us), each
-    launch timed alone on a timing-only MI60 (64 CUs), alpha = beta = 1."""
-    mod = vlpc.compile(text, "gfx906", **{"cus": 64, **options})
+    launch timed alone on a timing-only ``board`` (MI60 unless named; its CUs unless ``options``
+    give them), alpha = beta = 1."""
+    cus = options.get("cus") or get_board(board).compute_units
+    mod = vlpc.compile(text, "gfx906", **{"cus": cus, **options})
     ck = mod.kernel()
     p = tune.resolve(ck, m, n, k)
-    dev = EmulatorDevice(gpu="mi60", cus=64, timing_only=True)
+    dev = EmulatorDevice(gpu=board, cus=cus, timing_only=True)
     launches = record_launches(dev)
     host, ct, scalar, _, _ = host_buffers(ck, p)
     launch_and_read(ck, dev, host, p, 1, 1, ct, scalar=scalar)
@@ -170,7 +172,7 @@ def test_cli_tune_f16_and_int8(tmp_path, capsys):
     assert len(rows) == 3 and "modeled TFLOP/s" in stdout
     best = next(line for line in stdout.splitlines() if line.startswith("| 1 |"))
     # the winner's options compile to a plan whose kernels' modeled times add up to the table's
-    names, total = modeled_launches(F16, data["options"])
+    names, total = modeled_launches(F16, data["options"], board=data["board"])  # the default board (MI50)
     assert abs(data["modeled_us"] - total) <= 1e-9 * total and len(data["modeled_parts_us"]) == len(names)
     assert best.split("|")[3].strip() == f"{total:,.1f}"
     _same_asm(capsys, f, data, path)
@@ -180,7 +182,7 @@ def test_cli_tune_f16_and_int8(tmp_path, capsys):
     assert "modeled TOP/s" in stdout and "ok (exact)" in stdout and data["unit"] == "TOP/s"
     assert {r["candidate"].split()[-1] for r in rows} == {"A:pre", "A:in-kernel"}
     assert data["options"]["a_transpose"] in ("pre", "in-kernel") and "--a-transpose" in data["flags"]
-    names, total = modeled_launches(I8_TT, data["options"])
+    names, total = modeled_launches(I8_TT, data["options"], board=data["board"])
     assert abs(data["modeled_us"] - total) <= 1e-9 * total
     _same_asm(capsys, f, data, path)
 

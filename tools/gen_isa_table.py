@@ -31,7 +31,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,11 +239,14 @@ def disassemble(mc: str, words_list: list[list[int]], mcpu: str = "gfx906") -> l
         marker = 0xB0000000 | (i & 0xFFFF)  # s_movk_i32 s0, i
         lines.append(" ".join(f"0x{b:02x}" for b in marker.to_bytes(4, "little")))
         lines.append(" ".join(f"0x{b:02x}" for w in [*words, FILLER] for b in w.to_bytes(4, "little")))
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(lines) + "\n")
-        path = f.name
-    r = subprocess.run([mc, "--disassemble", "-arch=amdgcn", f"-mcpu={mcpu}", path],
+    # The input goes through a pipe (no temporary file to leak or share), and llvm-mc's
+    # answer is checked whole: a run that did not finish (killed, out of memory or processes
+    # under load) or lost its output is an error, never a table with everything "missing".
+    r = subprocess.run([mc, "--disassemble", "-arch=amdgcn", f"-mcpu={mcpu}"], input="\n".join(lines) + "\n",
                        capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{mc} --disassemble -mcpu={mcpu} exited with {r.returncode}: "
+                           f"{(r.stderr.strip().splitlines() or ['no message'])[-1]}")
     bad = set()
     for m in re.finditer(r":(\d+):\d+: warning: invalid instruction encoding", r.stderr):
         bad.add(int(m.group(1)))
@@ -260,6 +262,9 @@ def disassemble(mc: str, words_list: list[list[int]], mcpu: str = "gfx906") -> l
             continue
         if cur is not None and out[cur] is None:
             out[cur] = t
+    if nxt != len(words_list):
+        raise RuntimeError(f"{mc} --disassemble -mcpu={mcpu} printed {nxt} of the {len(words_list)} "
+                           "candidates' markers: its output is incomplete")
     for i in range(len(out)):
         if (2 * i + 2) in bad:
             out[i] = None

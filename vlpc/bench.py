@@ -41,8 +41,8 @@ unchanged; rocblas-bench also prints lines before its CSV); with ``--no-model`` 
 after ``# no time: ...``.
 
 On the emulator (the default device, as for ``vlpc run``) there is no hardware time;
-the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi60``
-(default) or ``mi50``, ``--clock MHZ`` engine clock, ``--cus N`` (also the split-K
+the figures are **modeled** by vlpc's timing model of a gfx906 board (``--gpu mi50``
+(default, :data:`vlpc.targets.DEFAULT_BOARDS`) or ``mi60``, ``--clock MHZ`` engine clock, ``--cus N`` (also the split-K
 plan's); ``runtime/timing``,
 calibrated on the seed's measured MI60 table, ``benchmarks/timing_calibration.py``):
 modeled time, modeled TFLOP/s (TOP/s for int8), the share of the board's peak for the
@@ -323,8 +323,10 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="with --no-model: largest M or N the emulator is asked to run in full "
                         f"(default: {DEFAULT_MAX_EMULATED})")
     t = b.add_argument_group("timing model (emulator: modeled, not measured)")
+    from vlpc.targets import default_boards_text
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
-                   help="board the timing model predicts (default: the target's: mi60 for gfx906, mi25 for gfx900)")
+                   help="board the plan is made for and the timing model predicts (default: the target's default "
+                        f"board: {default_boards_text()})")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ",
                    help="engine clock in MHz (default: the board's: MI60 1700, as the seed measured; MI50 1725; "
                         "MI25 1500)")
@@ -570,6 +572,8 @@ def cmd_bench(args) -> int:
     from vlpc.verify import check_before_allocating
     for p in problems:  # every size of a sweep, before the first runs (vlpc/verify.py)
         check_before_allocating(kernel, p)
+    plan = codegen_options(args)  # the flags, and --options TUNED.json for what they leave out:
+    args.gpu, args.cus = plan.get("gpu"), plan.get("cus")  # the timing model's board and CUs are the plan's
     modeled = args.device != "hip" and not args.no_model
     dev_opts = {"target": args.target}
     if modeled:

@@ -208,9 +208,11 @@ def _add_report_parser(sub) -> None:
                     help="instead of the traffic table: modeled joules per GEMM, average board watts, pJ/FLOP and "
                          "GFLOP/s per W by component for sqc, sqc without forwarding and legacy (lds; f32/f64 only), from the "
                          "timing and energy models (PREFIX default: FILE-energy)")
+    from vlpc.targets import default_boards_text
     rp.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
-                    help="with --energy: the board modeled (default: the target's: mi60 for gfx906, mi25 for "
-                         "gfx900, whose energy coefficients are derived, not measured)")
+                    help="the board the plan is made for and, with --energy, the board modeled (default: the "
+                         f"target's default board: {default_boards_text()}; the MI50's and MI25's energy "
+                         "coefficients are derived from the MI60's, not measured)")
     rp.add_argument("--clock", type=float, default=None, metavar="MHZ",
                     help="with --energy: engine clock in MHz (default: the board's; MI60 1700, as the seed measured)")
     add_quiet(rp)

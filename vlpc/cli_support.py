@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -38,13 +39,53 @@ def read_input(path: str) -> str:
                         f"{e.start}); expected an MLIR file") from None
 
 
-def write_atomic(path: str, data: str | bytes) -> None:
-    """Write ``path`` via a temporary file in the same directory and a rename, so a
-    failure never leaves a partial file or clobbers an existing good one."""
+def _through(path: str) -> Path:
+    """The file an output named ``path`` lands in, as ``open()`` (and ``cc -o``) would reach it:
+    a symbolic link is followed to its target (a dangling one to the file it names), so the
+    link itself stays a link; anything else is ``path`` itself."""
     p = Path(path)
-    mode = "wb" if isinstance(data, bytes) else "w"
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+def _special(p: Path) -> bool:
+    """``p`` exists and is not a regular file or directory: a character or block device (e.g.
+    ``/dev/null``), a FIFO or a socket, which an output is written *into*, never replaced."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def write_atomic(path: str, data: str | bytes) -> None:
+    """Write the output ``path`` as ``cc -o`` does, through whatever the path names.
+
+    * a regular file or a new path: via a temporary file in the same directory and a rename,
+      so a failure never leaves a partial file or clobbers an existing good one (the
+      replaced file's permission bits are kept; a new one gets the umask's);
+    * a character or block device (``/dev/null``) or a FIFO: opened and written in place
+      (``open(2)`` without ``O_CREAT``), never replaced or unlinked; a FIFO blocks until a
+      reader opens it, as any writer does;
+    * a symbolic link: followed, and its target written by the rules above (the link stays).
+
+    Nothing but the named output (and, for the rename, a ``.NAME.*`` temporary beside it,
+    removed on failure) is created or changed.  Failures are one-line :class:`VlpcError` errors."""
+    p = _through(path)
     if p.is_dir():
         raise VlpcError(f"cannot write {path}: it is a directory")
+    if _special(p):
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        try:
+            fd = os.open(p, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        except OSError as e:
+            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+        except OSError as e:
+            raise VlpcError(f"cannot write {path}: {e.strerror or e}") from None
+        return
+    mode = "wb" if isinstance(data, bytes) else "w"
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
     except OSError as e:
@@ -71,12 +112,18 @@ def write_atomic(path: str, data: str | bytes) -> None:
 
 
 def check_writable(path: str, what: str = "") -> None:
-    """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
-    p = Path(path)
+    """Fail before a long run when ``path`` cannot be written (by :func:`write_atomic`'s rules:
+    a device or FIFO, or a symbolic link to one, must be writable itself; a regular file or a
+    new path needs a writable directory for the atomic rename)."""
+    p = _through(path)
     parent = p.parent if str(p.parent) else Path(".")
     label = f"{what} " if what else ""
     if p.is_dir():
         raise VlpcError(f"cannot write {label}{path}: it is a directory")
+    if _special(p):
+        if not os.access(p, os.W_OK):
+            raise VlpcError(f"cannot write {label}{path}: permission denied")
+        return
     if not parent.is_dir():
         raise VlpcError(f"cannot write {label}{path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -250,57 +297,80 @@ STRATEGY_HELP = ("instruction selection: sqc (A in SGPRs, no LDS: the seed's sch
                  "(the legacy kernel: A and B tiles through LDS, 8x8 micro tile per work-item)")
 
 
+class _Given(argparse.Action):
+    """Mixin of the code generation options' actions: records the option's ``dest`` in the
+    namespace's ``given_options`` set when it appears on the command line, so an options file
+    (``--options TUNED.json``) fills only what the command line left out."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        given = set(getattr(namespace, "given_options", ()) or ())
+        given.add(self.dest)
+        namespace.given_options = given
+
+
+class _StoreGiven(_Given, argparse._StoreAction):
+    pass
+
+
+class _StoreFalseGiven(_Given, argparse._StoreFalseAction):
+    pass
+
+
 def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> None:
     """The code generation options shared by compile, run, bench and report."""
     if strategy:
-        p.add_argument("--strategy", default="sqc", choices=("sqc", "lds"), help=STRATEGY_HELP)
-    p.add_argument("--schedule", default="default", choices=("default", "cover", "seed"),
+        p.add_argument("--strategy", action=_StoreGiven, default="sqc", choices=("sqc", "lds"), help=STRATEGY_HELP)
+    p.add_argument("--schedule", action=_StoreGiven, default="default", choices=("default", "cover", "seed"),
                    help="strategy sqc's loop: default (A in batches of 64 SGPRs, each loaded after the previous "
                         "batch's FMAs: one lgkmcnt(0) wait per 64 FMAs), cover (batches of 32 SGPRs, each loaded "
                         "while the previous one feeds 32 FMAs: twice the waits, each covered), or seed (the seed's hand-written 64x256 SGEMM loop: "
                         "s_load_dwordx8 groups, B double-buffered; f32, layout NT, M/N/K multiples of 64/256/8)")
-    p.add_argument("--no-forwarding", dest="forwarding", action="store_false",
+    p.add_argument("--no-forwarding", dest="forwarding", action=_StoreFalseGiven,
                    help="order the FMAs K-major so no accumulator comes from the FMA just before it (the "
                         "seed's no-forwarding comparison kernel; C is bit-identical)")
-    p.add_argument("--a-transpose", default="auto", choices=("auto", "pre", "in-kernel"),
+    p.add_argument("--a-transpose", action=_StoreGiven, default="auto", choices=("auto", "pre", "in-kernel"),
                    help="f16/int8 with A stored K x M (layouts TN, TT): pre (a kernel copies A into an M x K "
                         "workspace first), in-kernel (the dot kernel packs A by SALU ops where it can) or auto "
                         "(default: the modeled faster one, passes/gemm_to_gcn_transpose.py)")
-    p.add_argument("--target", default="gfx906",
+    p.add_argument("--target", action=_StoreGiven, default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: "
                         "%(default)s); inside a pass option it is quoted: 'gcn-asm{target=\"gfx906:xnack-\"}'")
-    p.add_argument("--macro-tile", type=parse_tile_arg, default=None, metavar="MxN",
+    p.add_argument("--macro-tile", action=_StoreGiven, type=parse_tile_arg, default=None, metavar="MxN",
                    help="macro tile per workgroup (default for strategy sqc: 32 rows for f32/f16/int8, 16 for f64, "
                         "the columns (64/128/256) chosen by the timing-model surrogate for --gpu; strategy lds and "
                         "--schedule seed: 64x256 f32, 32x256 f64; the seed also uses 64x64, 64x128)")
-    p.add_argument("--micro-tile", type=parse_tile_arg, default=None, metavar="MxN",
+    p.add_argument("--micro-tile", action=_StoreGiven, type=parse_tile_arg, default=None, metavar="MxN",
                    help="micro tile per work-item, Mx1 (default: the macro tile's rows x 1)")
-    p.add_argument("--k-step", type=int, default=None, choices=(8, 16),
+    p.add_argument("--k-step", action=_StoreGiven, type=int, default=None, choices=(8, 16),
                    help="K values per A load step: 16 (f32 default: one s_load_dwordx16 per row) or 8 "
                         "(f64 default); f16/int8: dwords of packed K per step (16 or 8; default: the automatic "
                         "plan weighs both, the decode GEMV uses its own)")
-    p.add_argument("--waves-per-simd", type=int, default=None,
+    p.add_argument("--waves-per-simd", action=_StoreGiven, type=int, default=None,
                    help="occupancy the VGPR budget is chosen for (default: strategy sqc picks the most waves, "
                         "up to 4, whose register budget fits the kernel's demand; lds: 2 -> 128 VGPRs)")
-    p.add_argument("--split-k", type=split_k_arg, default="auto", metavar="S|auto",
+    p.add_argument("--split-k", action=_StoreGiven, type=split_k_arg, default="auto", metavar="S|auto",
                    help="K slices across workgroups: auto (default: chosen from the shape and --cus by the cost "
                         "model of gemm-split-k), 1 (no split) or S > 1")
-    p.add_argument("--split-mode", default="workspace", choices=("workspace", "atomic"),
+    p.add_argument("--split-mode", action=_StoreGiven, default="workspace", choices=("workspace", "atomic"),
                    help="how global K slices are summed: workspace (a reduce kernel sums partials in a fixed "
                         "order: deterministic, default) or atomic (global_atomic_cmpswap loops into C)")
-    p.add_argument("--local-split", type=positive, default=1, metavar="L",
+    p.add_argument("--local-split", action=_StoreGiven, type=positive, default=1, metavar="L",
                    help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1; "
                         "with --split-k auto, 1 lets the plan choose L for f16/int8 GEMMs and decode GEMVs: "
                         "give --split-k too to keep L = 1)")
-    p.add_argument("--cus", type=positive, default=None,
-                   help="compute units of the device the split-K plan is for (default: 60, MI50; MI60 has 64)")
-    if "--gpu" not in p._option_string_actions:  # vlpc bench has its own (the same board)
-        p.add_argument("--gpu", default=None, choices=("mi50", "mi60", "mi25"),
-                       help="board the automatic plan (macro tile N, split-K) is modeled on (default: the "
-                            "target's smallest product: MI50 for gfx906)")
+    p.add_argument("--cus", action=_StoreGiven, type=positive, default=None,
+                   help="compute units of the device the split-K plan is for (default: the --gpu board's: 60 on "
+                        "the MI50, 64 on the MI60)")
+    if "--gpu" not in p._option_string_actions:  # vlpc bench and report have their own (the same board)
+        from vlpc.targets import default_boards_text
+
+        p.add_argument("--gpu", action=_StoreGiven, default=None, choices=("mi50", "mi60", "mi25"),
+                       help="board the automatic plan (macro tile N, split-K) is made for, and `run -v` models "
+                            f"(default: the target's default board: {default_boards_text()})")
     p.add_argument("--options", metavar="TUNED.json", default=None,
-                   help="take the code generation options from a `vlpc tune -o` result (flags given as well "
-                        "are overridden by the file)")
+                   help="take the code generation options from a `vlpc tune -o` result; an option also given on "
+                        "the command line wins over the file's")
 
 
 def codegen_options(args: argparse.Namespace) -> dict:
@@ -315,8 +385,11 @@ def codegen_options(args: argparse.Namespace) -> dict:
                 a_transpose=getattr(args, "a_transpose", "auto"))
     if getattr(args, "code_object_version", None) not in (None, 5):
         opts["code_object_version"] = args.code_object_version
-    if getattr(args, "options", None):
-        opts.update(tuned_options(args.options))
+    if getattr(args, "options", None):  # the file fills what the command line left out
+        given = set(getattr(args, "given_options", ()) or ())
+        if getattr(args, "gpu", None) is not None:  # bench's own --gpu records nothing
+            given.add("gpu")
+        opts.update({k: v for k, v in tuned_options(args.options).items() if k not in given})
     return opts
 
 

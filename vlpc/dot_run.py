@@ -27,7 +27,7 @@ import numpy as np
 
 from vlpc.errors import VlpcError
 from vlpc.verify import (Problem, Verdict, epilogue_step, finish_verdict, geometries,
-                         launch_and_read, op_matrices, pack)
+                         launch_and_read, op_matrices, pack, worst_error_text)
 
 #: NumPy types of the dot kernels' element types.
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
@@ -130,8 +130,7 @@ class DotVerdict(Verdict):
     def summary(self) -> str:
         if self.exact and not np.isinf(self.worst):
             return "int8 -> i32 results exact (compared bit for bit with NumPy int64 math wrapped to 32 bits)"
-        worst = "a wrong NaN/Inf" if np.isinf(self.worst) else f"{self.worst:.3g} x the bound"
-        return (f"max error {worst} (max abs error {self.max_abs_error:.3e}, largest bound {self.max_bound:.3e}: "
+        return (f"max error {worst_error_text(self.worst)} (max abs error {self.max_abs_error:.3e}, largest bound {self.max_bound:.3e}: "
                 "f32 accumulation of exact f16 (or int8) products, gamma_n(2^-24) bound of vlpc/dot_run.py)")
 
 

@@ -124,7 +124,8 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
                    options: dict | None = None, progress=None, batch: int | None = None) -> EnergyRow:
     """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`) with the command's options,
     run its plan once on the emulator with ``gpu``'s timing model at ``clock`` MHz (timing-only
-    launches) and price it.
+    launches) and price it.  ``gpu`` None: the target's default board (:func:`vlpc.targets.board_for`,
+    as ``report --energy`` passes it); the plan is made for that board unless ``options`` name one.
 
     The plan priced is the one :func:`vlpc.compile` gives for those options (``split_k="auto"``
     stays auto; ``split_k=1`` forces one kernel): every kernel of it (the split-K kernel and its
@@ -154,6 +155,11 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     over, title = VARIANTS[variant]
     opts = dict(options or {})
     opts.update(over)
+    if gpu is None:  # the target's default board (vlpc.targets.DEFAULT_BOARDS)
+        from vlpc.targets import board_for
+
+        gpu = board_for(target)
+    opts["gpu"] = opts.get("gpu") or gpu  # the plan is made for the board it is priced on
     if opts["strategy"] == "lds":
         opts.pop("schedule", None)
     mod = vlpc.compile(text, target, filename=filename, **opts)
@@ -554,7 +560,7 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     from vlpc.targets import TargetError, TargetId, board_for, get_board
     try:
         proc = TargetId.parse(args.target).target
-        gpu = gpu or board_for(proc)  # the target's board: mi60 for gfx906, mi25 for gfx900
+        gpu = gpu or board_for(proc)  # the target's default board (vlpc.targets.DEFAULT_BOARDS)
         board = get_board(gpu)
     except TargetError as e:
         raise VlpcError(str(e)) from None

@@ -36,6 +36,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 import vlpc._xdsl_fixes  # noqa: F401  (xDSL lexer hang on unterminated strings)
 from vlpc.dialects.gcn import GCN, KernelOp, kind_and_width, metadata_json
@@ -203,7 +204,30 @@ class _OpParseError(ParseError):
 
 
 class _LocatingParser(Parser):
-    """xDSL's parser, recording each operation's ``file:line:col`` as its location."""
+    """xDSL's parser, recording each operation's ``file:line:col`` as its location, and the
+    first use of each value not yet defined, so a value never defined is reported where it is
+    used (xDSL reports it at the end of the module)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._first_use: dict[str, Span] = {}
+
+    def resolve_operand(self, operand, type):
+        if operand.operand_name not in self.ssa_values:
+            self._first_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            undefined = [n for n in self.forward_ssa_references if n in self._first_use]
+            if not (e.msg.startswith("values used but not defined") and undefined):
+                raise
+            undefined.sort(key=lambda n: self._first_use[n].start)
+            first, rest = undefined[0], undefined[1:]
+            more = f" (nor {', '.join('%' + n for n in rest)})" if rest else ""
+            raise ParseError(self._first_use[first], f"value %{first} is used but never defined{more}") from None
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span

@@ -241,10 +241,10 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
 
 def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
     """The board a plan is made for: ``gpu`` by name (``mi50``, ``mi60``, ``mi25``), else the
-    target's smallest product (gfx906: MI50, 60 CUs; vlpc's long-standing default), with
+    target's default board (:data:`vlpc.targets.DEFAULT_BOARDS`; gfx906: MI50, 60 CUs), with
     ``cus`` compute units when given.  Raises :class:`vlpc.targets.TargetError` for an
     unknown board or one of another target."""
-    from vlpc.targets import BOARDS, TargetError, get_board
+    from vlpc.targets import TargetError, board_for, get_board
 
     if gpu:
         board = get_board(gpu)
@@ -252,10 +252,7 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
             raise TargetError(f"board {gpu} is a {board.target.name}, not a {target_name}: compile for "
                               f"--target {board.target.name} (target='{board.target.name}') to use it")
     else:
-        mine = [b for b in BOARDS.values() if b.target.name == target_name]
-        if not mine:
-            raise TargetError(f"no board of target {target_name} is known")
-        board = min(mine, key=lambda b: b.compute_units)
+        board = get_board(board_for(target_name))
     return board.at(compute_units=cus) if cus and cus != board.compute_units else board
 
 

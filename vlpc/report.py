@@ -434,10 +434,6 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     # The report compares one kernel per strategy (traffic per macro tile and k): no split-K plan.
     if options.get("split_k", "auto") == "auto":
         options["split_k"] = 1
-    # The seed's table is per 64x1x256 micro/macro tile: the sqc kernel is built on that tile
-    # unless one is given (vlpc's own default is half as tall, see passes/gemm_tile.py).
-    if strategy == "sqc" and not options.get("macro_tile") and not options.get("micro_tile"):
-        options["macro_tile"], options["micro_tile"] = (64, 256), (64, 1)
     if options["split_k"] != 1 or options.get("local_split", 1) != 1:
         from vlpc.errors import VlpcError
         raise VlpcError("vlpc report compares single kernels per strategy: use --split-k 1 --local-split 1 "
@@ -468,6 +464,13 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     if dtypes & {"f16", "i8"} and strategy != "sqc":
         raise DotKernelsOnly(f"report: {'/'.join(sorted(dtypes))} products are compiled by the dot kernels (strategy "
                              f"sqc) only; use --strategies sqc")
+    # The seed's SGEMM table is per 64x1x256 micro/macro tile: an f32 sqc kernel is built on that
+    # tile unless one is given (vlpc's own default is half as tall, see passes/gemm_tile.py).  The
+    # f16/int8 dot kernels have no seed figures: they are measured as vlpc compiles them (its plan's
+    # macro tile, with one kernel).
+    if (strategy == "sqc" and dtypes == {"f32"} and not options.get("macro_tile")
+            and not options.get("micro_tile")):
+        options["macro_tile"], options["micro_tile"] = (64, 256), (64, 1)
     run_passes(module, pipeline(target, strategy=strategy, **options), ctx)
     tid = TargetId.parse(target)
     asm = print_assembly(module, tid, header_lines(module, tid.target.name))
@@ -812,20 +815,26 @@ class Report:
           "Forwarded VGPR reads (the previous VALU instruction of the wave wrote the register) are excluded "
           "where the seed assumes forwarding and listed separately.\n\n")
         strategies = [m.strategy for m in self.measurements]
+        rows = self.table_rows()
+        # a strategy's seed and deviation columns only where the seed has figures (f32, not f16/int8)
+        seeded = {s: any(row[s]["seed"] is not None for row in rows) for s in strategies}
         head = ["row"]
         for s in strategies:
-            head += [f"seed {STRATEGY_TITLE[s]}", f"measured {STRATEGY_TITLE[s]}", "deviation"]
-        if "lds" in strategies and "sqc" in strategies:
+            head += ([f"seed {STRATEGY_TITLE[s]}", f"measured {STRATEGY_TITLE[s]}", "deviation"] if seeded[s]
+                     else [f"measured {STRATEGY_TITLE[s]}"])
+        ratio = "lds" in strategies and "sqc" in strategies
+        if ratio:
             head.append("measured legacy/sqc")
         w("| " + " | ".join(head) + " |\n")
         w("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|\n")
-        for row in self.table_rows():
+        for row in rows:
             cells = [row["label"]]
             for s in strategies:
                 c = row[s]
-                cells += [_fmt(c["seed"]), _fmt(c["measured"]),
-                          "" if c["seed"] is None else f"{_fmt(c['deviation'])} ({c['deviation_pct']})"]
-            if len(head) > 1 + 3 * len(strategies):
+                cells += ([_fmt(c["seed"]), _fmt(c["measured"]),
+                           "" if c["seed"] is None else f"{_fmt(c['deviation'])} ({c['deviation_pct']})"]
+                          if seeded[s] else [_fmt(c["measured"])])
+            if ratio:
                 cells.append("—" if row["ratio"] is None else f"{row['ratio']:.2f}")
             w("| " + " | ".join(cells) + " |\n")
         w("\n## Summary\n\n")
@@ -838,15 +847,14 @@ class Report:
             w(f"| {STRATEGY_TITLE[ms.strategy]} | {ms.macro_tile[0]}x{ms.macro_tile[1]} | {ms.k_step} | "
               f"{ms.workgroup_size} | {ms.vgprs} | {ms.sgprs} | {ms.lds_bytes} | {ms.occupancy} | "
               f"{'yes' if ms.verified else 'NO'} (max abs error {ms.max_error:.2e}) |\n")
-        w("\n## Notes: why a measured row differs from the seed's\n\n")
-        for row in self.table_rows():
-            if row["key"].startswith("inst_"):
-                continue
-            for ms in self.measurements:
-                c = row[ms.strategy]
-                if c["note"] and c["note"] != "matches" and c["seed"] is not None:
-                    w(f"- **{row['label']}, {STRATEGY_TITLE[ms.strategy]}** ({_fmt(c['measured'])} vs "
-                      f"{_fmt(c['seed'])}, {c['deviation_pct']}): {c['note']}.\n")
+        notes = [f"- **{row['label']}, {STRATEGY_TITLE[ms.strategy]}** ({_fmt(c['measured'])} vs "
+                 f"{_fmt(c['seed'])}, {c['deviation_pct']}): {c['note']}.\n"
+                 for row in rows if not row["key"].startswith("inst_")
+                 for ms in self.measurements
+                 for c in [row[ms.strategy]] if c["note"] and c["note"] != "matches" and c["seed"] is not None]
+        if notes:  # no heading without a note (f16/int8: no seed figures to differ from)
+            w("\n## Notes: why a measured row differs from the seed's\n\n")
+            w("".join(notes))
         return out.getvalue()
 
     def summary_lines(self) -> list[str]:
@@ -905,8 +913,9 @@ class Report:
                   ("sqc", "seed"): "#92c5de", ("sqc", "measured"): "#0571b0"}
         series = []
         for ms in self.measurements:
-            series.append((f"{STRATEGY_TITLE[ms.strategy]}, seed", colors[(ms.strategy, "seed")],
-                           [SEED[k][ms.strategy] for k in self.CHART_ROWS]))
+            if ms.dtype == "f32":  # the seed's figures are SGEMM's: no seed bars for f16/int8 (as the table)
+                series.append((f"{STRATEGY_TITLE[ms.strategy]}, seed", colors[(ms.strategy, "seed")],
+                               [SEED[k][ms.strategy] for k in self.CHART_ROWS]))
             series.append((f"{STRATEGY_TITLE[ms.strategy]}, measured", colors[(ms.strategy, "measured")],
                            [ms.rows[k] for k in self.CHART_ROWS]))
         return names, series
@@ -932,7 +941,8 @@ class Report:
         ax.set_xlabel("elements per 64x256 macro tile and per k (log scale; 32-bit elements)")
         ax.set_ylabel("traffic (seed 002, section 2.11 rows)")
         ms0 = self.measurements[0]
-        ax.set_title(f"Register, LDS and barrier traffic: seed 002 vs measured\n"
+        versus = "seed 002 vs measured" if any(label.endswith(", seed") for label, _, _ in series) else "measured"
+        ax.set_title(f"Register, LDS and barrier traffic: {versus}\n"
                      f"M={ms0.m} N={ms0.n} K={ms0.k}, {ms0.dtype}, vlpc emulator; forwarded VGPR reads excluded",
                      fontsize=10)
         ax.grid(True, axis="x", alpha=0.3)

@@ -189,10 +189,13 @@ def cmd_run(args) -> int:
         dev_opts["waitcnt"] = waitcnt
     dev_opts["target"] = args.target  # the device must be (compatible with) the compile target
     if args.verbose and args.device == "emulator":
-        # -v on the emulator: also the timing model's modeled time (gfx906: MI60 @ 1700 MHz, as the
-        # seed measured; gfx900: MI25)
+        # -v on the emulator: also the timing model's modeled time, on the board (and CUs) the plan
+        # was made for: --gpu / --cus / --options, else the target's default board
+        from vlpc.cli_support import codegen_options
         from vlpc.targets import board_for
-        dev_opts["gpu"] = board_for(args.target)
+        plan = codegen_options(args)
+        dev_opts["gpu"] = plan.get("gpu") or board_for(args.target)
+        dev_opts["cus"] = plan.get("cus")
     dev = get_device(args.device, **dev_opts)
     if args.verbose:
         reason = getattr(dev, "selection_reason", "")
@@ -237,14 +240,17 @@ def cmd_run(args) -> int:
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
           f"launch wall time {r.wall_time:.3f} s (best of {args.iterations})")
     if dev.name == "emulator" and r.stats is not None:
-        print("  emulator counters (not hardware time): " + _counters(r.stats))
+        print("\n".join(_counters(r.stats)))
     if waitcnt == "report":
         print(f"  waitcnt report: {len(races)} missing s_waitcnt" + (
             " (execution went on with the loaded values)" if races else ""))
     timing = getattr(r.stats, "timing", None)  # -v on the emulator: the timing model's modeled time
     if timing is not None:
         flops = 2.0 * p.m * p.n * p.k * max(1, p.batch or 1)
-        print(f"  {timing.summary()}; {timing.tflops(flops):.3f} TFLOP/s modeled")
+        from vlpc.tune import unit  # TOP/s for int8 products (integer operations), else TFLOP/s
+
+        print(f"  {timing.summary()}; {timing.tflops(flops):.3f} {unit(kernel.launch_info.get('dtype', 'f32'))} "
+              "modeled")
     if args.save_output:
         import io
 
@@ -289,10 +295,21 @@ def _check_writable(path: str) -> None:
     check_writable(path)
 
 
-def _counters(stats) -> str:
+def _counters(stats) -> list[str]:
+    """What the emulator counted in the launch, as labelled lines a first-time reader can follow
+    (the counts of :class:`vlpc.runtime.emulator.core.LaunchStats`; the ISA terms in brackets)."""
     c = stats.by_class
-    return (f"{stats.instructions} wave-instructions (VALU {c.get('valu', 0)}, SALU {c.get('salu', 0)}, "
-            f"SMEM {c.get('smem', 0)}, VMEM {c.get('vmem', 0)}, LDS {c.get('lds', 0)}, waitcnt {c.get('waitcnt', 0)}), "
-            f"VGPR reads {stats.vgpr_reads} ({stats.vgpr_reads_forwarded} forwarded), VGPR writes {stats.vgpr_writes}, "
-            f"SGPR reads {stats.sgpr_reads}, LDS bytes {stats.lds_bytes_read + stats.lds_bytes_written}, "
-            f"global bytes read {stats.global_bytes_read} written {stats.global_bytes_written}, barriers {stats.barriers}")
+    return [
+        "  emulator counts (what the kernel did, not how long it took; -v adds the modeled time):",
+        f"    instructions: {stats.instructions:,} run, counted once per wavefront of 64 work-items "
+        f"(vector ALU [VALU] {c.get('valu', 0):,}, scalar ALU [SALU] {c.get('salu', 0):,}, scalar loads [SMEM] "
+        f"{c.get('smem', 0):,}, vector memory [VMEM] {c.get('vmem', 0):,}, local data share [LDS] {c.get('lds', 0):,}, "
+        f"waits for memory [s_waitcnt] {c.get('waitcnt', 0):,})",
+        f"    registers: vector [VGPR] reads {stats.vgpr_reads:,} ({stats.vgpr_reads_forwarded:,} of them straight "
+        f"from the previous instruction's result), writes {stats.vgpr_writes:,}; scalar [SGPR] reads "
+        f"{stats.sgpr_reads:,} (32-bit registers: a VGPR access counts once per active work-item, an SGPR "
+        f"access once per wavefront)",
+        f"    memory: local data share {stats.lds_bytes_read + stats.lds_bytes_written:,} bytes; global memory "
+        f"{stats.global_bytes_read:,} bytes read, {stats.global_bytes_written:,} written; workgroup barriers "
+        f"{stats.barriers:,}",
+    ]

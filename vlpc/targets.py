@@ -519,11 +519,28 @@ BOARDS: dict[str, Board] = {
 }
 
 
+#: The one default board of each processor: what every command (compile, run, bench, report,
+#: tune, profile) and the Python API (``vlpc.compile``, ``vlpc.run``, ``get_device``) plan and
+#: model for when no board is named (``--gpu``, ``gpu=``).  gfx906: the MI50, the board most
+#: gfx906 owners have (the MI60 is the seed's measured board: name it with ``--gpu mi60``);
+#: gfx900: the MI25, its only one.  The reason is written in docs/cli_conventions.md.
+DEFAULT_BOARDS: dict[str, str] = {"gfx906": "mi50", "gfx900": "mi25"}
+
+
 def board_for(target: str | Target) -> str:
-    """The default board of a processor or target id: ``mi60`` for gfx906 (the seed's
-    measured board), ``mi25`` for gfx900.  Raises :class:`TargetError` for an unknown target."""
+    """The default board (:data:`DEFAULT_BOARDS`) of a processor or target id: ``mi50`` for
+    gfx906, ``mi25`` for gfx900.  Raises :class:`TargetError` for an unknown target or one
+    without a board."""
     t = target if isinstance(target, Target) else get_target(str(target))
-    return next(name for name, b in BOARDS.items() if b.target.name == t.name)
+    try:
+        return DEFAULT_BOARDS[t.name]
+    except KeyError:
+        raise TargetError(f"no board of target {t.name} is known") from None
+
+
+def default_boards_text() -> str:
+    """:data:`DEFAULT_BOARDS` as the options' help names them: ``mi50 for gfx906, mi25 for gfx900``."""
+    return ", ".join(f"{board} for {proc}" for proc, board in DEFAULT_BOARDS.items())
 
 
 def get_board(name: str | Board, *, clock_mhz: float | None = None,

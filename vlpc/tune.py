@@ -608,8 +608,9 @@ def add_parser(sub) -> None:
                    help="the batch count of a strided batched GEMM, when dynamic (a batch is tuned whole, with S = 1)")
     t.add_argument("--target", default=None, help="target id (default: the --gpu board's processor: gfx900 for "
                                                   "mi25, else gfx906)")
+    from vlpc.targets import default_boards_text
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
-                   "(default: the target's: mi60 for gfx906, mi25 for gfx900)")
+                   f"and the plans are made for (default: the target's default board: {default_boards_text()})")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ", help="engine clock (default: the board's)")
     t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
     t.add_argument("-j", "--jobs", type=positive, default=None,
@@ -631,7 +632,7 @@ def add_parser(sub) -> None:
 def board_and_target(target: str | None, gpu: str | None) -> tuple[str, str]:
     """``(target id, board)`` of ``vlpc tune``: a missing one follows the other (``--gpu mi25``
     implies ``--target gfx900``; ``--target gfx900`` implies ``--gpu mi25``; neither: gfx906 on
-    mi60).  Raises :class:`VlpcError` (one line naming the fix) for an unknown target or a
+    its default board, :func:`vlpc.targets.board_for`).  Raises :class:`VlpcError` (one line naming the fix) for an unknown target or a
     board of another processor."""
     from vlpc.targets import TargetError, TargetId, board_for, get_board
 

@@ -243,6 +243,19 @@ def tolerance(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta:
     return error_bound(np.asarray(a), np.asarray(bt).T, np.asarray(c0), alpha, beta, k, dtype)
 
 
+def worst_error_text(worst: float) -> str:
+    """The worst element's error against its bound in words: ``within the error bound (83 % of
+    it used)`` (a pass: ``worst`` <= 1), ``1.5 x the error bound`` (a failure) or ``a wrong
+    NaN/Inf`` (``worst`` infinite).  ``worst``: max over elements of |error| / bound."""
+    if np.isinf(worst):
+        return "a wrong NaN/Inf"
+    if worst <= 1:
+        pct = worst * 100
+        return f"within the error bound ({pct:.0f} % of it used)" if pct >= 10 else \
+            f"within the error bound ({pct:.2g} % of it used)"
+    return f"{worst:.3g} x the error bound"
+
+
 @dataclass
 class Verdict:
     """The check of one launch's C: matrix elements against the bound, padding bit for bit."""
@@ -260,9 +273,9 @@ class Verdict:
     bound: np.ndarray | None = field(default=None, repr=False)
 
     def summary(self) -> str:
-        """One line: what the bound judged (the worst error as a multiple of the bound)."""
-        worst = "a wrong NaN/Inf" if np.isinf(self.worst) else f"{self.worst:.3g} x the bound"
-        return (f"max error {worst} (max abs error {self.max_abs_error:.3e}, largest bound "
+        """One line: what the bound judged (:func:`worst_error_text`: the worst error within the
+        bound, as the share of it used, or a multiple of it)."""
+        return (f"max error {worst_error_text(self.worst)} (max abs error {self.max_abs_error:.3e}, largest bound "
                 f"{self.max_bound:.3e}: Higham's gamma_(K+2)(|alpha||A||B|+|beta||C|) + epilogue and "
                 f"store roundings, see vlpc/verify.py)")
 
@@ -271,7 +284,7 @@ class Verdict:
         parts = []
         if self.bad:
             parts.append(f"{self.bad} of {self.elements} elements outside the error bound (worst "
-                         f"{'a wrong NaN/Inf' if np.isinf(self.worst) else f'{self.worst:.3g} x the bound'}); "
+                         f"{worst_error_text(self.worst)}); "
                          f"{self.first_bad}")
         if self.padding_modified:
             parts.append(f"{self.padding_modified} elements of C outside the M x N matrices were modified; "
