@@ -135,7 +135,7 @@ def test_rocblas_csv_on_the_emulator_has_the_modeled_times_labelled(capsys):
             "128", "-k", "64", "--rocblas-csv", "-q"]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("# modeled:") and "not measured" in out[0] and "mi60" in out[0]
+    assert out[0].startswith("# modeled:") and "not measured" in out[0] and "mi50" in out[0]
     assert out[1] == "transA,transB,M,N,K,alpha,lda,beta,ldb,ldc,rocblas-Gflops,us"
     f = out[2].split(",")
     gflops, us = float(f[10]), float(f[11])

@@ -397,8 +397,8 @@ def cmd_run_code_object(args) -> int:
           f"({k.descriptor.vgpr_count} VGPRs, {k.descriptor.sgpr_count} SGPRs, "
           f"{k.descriptor.group_segment_fixed_size + args.dynamic_lds} B LDS)")
     if run.stats is not None:
-        from vlpc.run import _counters
-        print("  emulator counters (not hardware time): " + _counters(run.stats))
+        from vlpc.run import counters_text
+        print("\n".join(counters_text(run.stats)))
         timing = getattr(run.stats, "timing", None)
         if timing is not None:
             gb = global_bytes(run.stats) / (timing.time_us * 1e-6) / 1e9

@@ -216,7 +216,7 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
     bytes.  For MLIR: ``m``, ``n``, ``k``, ``batch`` as :func:`vlpc.run` takes them and
     ``compile_options`` for :func:`vlpc.compile` (every kernel of the plan is profiled; C is
     verified unless ``timing_only``, a failed check is a finding).  ``gpu`` (``mi60``, ``mi50``,
-    ``mi25``; default: the target's, mi60 for gfx906), ``clock_mhz`` / ``memory_clock_mhz`` (engine
+    ``mi25``; default: the target's board, :data:`vlpc.targets.DEFAULT_BOARDS`), ``clock_mhz`` / ``memory_clock_mhz`` (engine
     and HBM clocks; default the board's), ``timing_only`` (execute only the workgroups the model
     traces: large grids fast, outputs not computed), ``max_events`` (timeline events kept per kernel),
     ``flops``: the floating-point operations a code object's launch performs, for its TFLOP/s (an
@@ -665,6 +665,7 @@ def add_parser(sub) -> None:
     """``vlpc profile``'s options."""
     from vlpc.cli_support import add_codegen_options, add_size_options
     from vlpc.launch_cli import add_launch_arguments
+    from vlpc.targets import default_boards_text
 
     p = sub.add_parser("profile", help="where the time goes inside a kernel (MLIR file or any gfx906 code object): "
                                        "summary, annotated assembly with stall causes, wave timeline -- modeled "
@@ -675,7 +676,7 @@ def add_parser(sub) -> None:
     p.add_argument("--batch", type=int, help="MLIR FILE: the batch count of a strided batched kernel, when dynamic")
     p.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"),
                    help="board modeled (default: the processor's -- the code object's, or --target's -- board: "
-                        "mi60 for gfx906, mi25 for gfx900)")
+                        + default_boards_text() + ")")
     p.add_argument("--clock", type=float, default=None, metavar="MHZ",
                    help="engine clock in MHz (default: the board's; MI60 1700, as the seed measured)")
     p.add_argument("--memory-clock", type=float, default=None, metavar="MHZ",

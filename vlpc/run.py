@@ -240,7 +240,7 @@ def cmd_run(args) -> int:
     print(f"  grid {launch.grid} x block {launch.block} on {dev.name}; compile {t_compile:.2f} s, "
           f"launch wall time {r.wall_time:.3f} s (best of {args.iterations})")
     if dev.name == "emulator" and r.stats is not None:
-        print("\n".join(_counters(r.stats)))
+        print("\n".join(counters_text(r.stats)))
     if waitcnt == "report":
         print(f"  waitcnt report: {len(races)} missing s_waitcnt" + (
             " (execution went on with the loaded values)" if races else ""))
@@ -295,7 +295,7 @@ def _check_writable(path: str) -> None:
     check_writable(path)
 
 
-def _counters(stats) -> list[str]:
+def counters_text(stats) -> list[str]:
     """What the emulator counted in the launch, as labelled lines a first-time reader can follow
     (the counts of :class:`vlpc.runtime.emulator.core.LaunchStats`; the ISA terms in brackets)."""
     c = stats.by_class
