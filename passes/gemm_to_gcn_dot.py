@@ -236,6 +236,7 @@ class DotKernelBuilder:
             self.local = 1
         self.pack = DOT_PACK[self.shape.dtype]
         self.eb = ELEMENT_BYTES[self.shape.dtype]
+        self.ldb_unit = self.eb  # bytes per unit of ldb (1 for a quantized B's bytes: gemm_to_gcn_quant)
         # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
@@ -252,6 +253,18 @@ class DotKernelBuilder:
     def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         """B's base (an SGPR pair) for the workgroup's batch entry."""
         return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", self.eb)
+
+    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+        """B's byte offset (stored N x K) of the K slice from dword ``k_begin`` (``kb4`` = 4 x that)."""
+        return kb4
+
+    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+                         voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue] | None:
+        """The accumulators ``acc`` (zeros, one per row of the tile) after another K loop than
+        :func:`emit_k_loops` over ``k_val`` dwords of A from ``a_tile``, B from ``b_tile`` (the
+        slice's bases) and ``voff_b`` (a subclass's, e.g. the
+        quantized GEMV of passes/gemm_to_gcn_quant.py), or None for this kernel's."""
+        return None
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -343,7 +356,7 @@ class DotKernelBuilder:
                 k_val, k_begin = k_slice(e, k_val, piece, pieces, ks, kc, ("K dwords per slice",
                                          "first dword of the slice", "K dwords of this slice"))
 
-            lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
+            lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, self.ldb_unit)  # row strides in bytes
             a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
             b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
             a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, eb, a_trans, b_trans,
@@ -353,7 +366,8 @@ class DotKernelBuilder:
                 kb4 = e.mul(k_begin, 4)
                 a_tile = (e.add64(a_tile0, *e.mul64(kb4, reg(lda)), comment="A + first row pair of the slice")
                           if a_trans else e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice"))
-                b_tile = (e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice") if b_trans else
+                b_tile = (e.add64(b_tile0, self._b_slice_bytes(e, k_begin, kb4), 0, comment="B + first dword of the slice")
+                          if b_trans else
                           e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
             n_steps = k_val // ks if isinstance(k_val, int) else None
             k_tail = k_val % ks if isinstance(k_val, int) else 0
@@ -573,7 +587,8 @@ class DotKernelBuilder:
             # with the f32/f64 kernel); B K x N: every slot reloaded together after the step's last
             # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
             # that used it
-            acc = emit_k_loops(
+            quant = self._k_loop_override(e, acc, a_tile, b_tile, voff_b, k_val, lda4)  # (gemm_to_gcn_quant)
+            acc = quant if quant is not None else emit_k_loops(
                 e, self.name, acc, k_val, n_steps, k_tail, ks, esz, 1, batches=lambda kc: batch(pieces(kc)),
                 fma_order=fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=dot_op,
                 texts={"k_full": "K dwords rounded down to whole K steps", "k_rest": "dword tail = K dwords % k_step",

@@ -305,6 +305,9 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
     dtype_name = str(kern.launch_info.get("dtype", "f32"))
+    if kern.launch_info.get("b_format"):  # f16 x GGUF-quantized weights: vlpc/quant_run.py
+        return _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt,
+                          bias, scales)
     if dtype_name not in _NP_DTYPE:  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py): vlpc/dot_run.py
         return _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations,
                         strict, waitcnt, bias)
@@ -345,6 +348,51 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     result.error_ratio = v.worst
     result.verified = v.ok
     result.verdict = v
+    if not v.ok:
+        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
+    return result
+
+
+def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt, bias,
+               scales) -> RunResult:
+    """:func:`run` for the quantized-weight GEMV (:mod:`vlpc.quant_run`): ``a`` f16 (M x lda),
+    ``b`` the GGUF tensor's bytes (uint8, N x row bytes), ``c`` f32/f16; M and N at launch from
+    the arrays or ``m``, ``n``."""
+    from vlpc.quant_run import row_bytes, run_quant
+
+    if bias is not None or scales is not None:
+        raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no bias or scales")
+    li = kern.launch_info
+
+    def size(name: str, given, arr, axis: int) -> int:
+        static = li[f"static_{name}"]
+        got = given if given is not None else (np.asarray(arr).shape[axis] if arr is not None else None)
+        if static >= 0:
+            if got is not None and got != static:
+                raise VlpcError(f"{name.upper()}={got} contradicts the static size {name.upper()}={static} in the IR")
+            return static
+        if got is None:
+            raise VlpcError(f"{name.upper()} is dynamic ('?') in the IR: give it (or the operand)")
+        return int(got)
+
+    mm, nn, kk = size("m", m, a if a is not None else c, 0), size("n", n, b, 0), li["static_k"]
+
+    def ld(name: str, default: int) -> int:
+        return li[f"static_{name}"] if li[f"static_{name}"] >= 0 else default
+
+    p = Problem(mm, nn, kk, ld("lda", kk), ld("ldb", row_bytes(str(li["b_format"]), kk)), ld("ldc", nn))
+    kern.check_sizes(p.m, p.n, p.k)
+    launch = kern.launch(p.m, p.n, p.k)
+    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
+    dev = _device_for(kern, device, waitcnt, strict)
+    cm, stats, wall, v, inputs = run_quant(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
+                                           iterations=iterations)
+    result = RunResult(cm[0], kern, p, launch, al, be, dev.describe(),
+                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs)
+    if v is None:
+        return result
+    result.max_abs_error, result.tolerance, result.error_ratio = v.max_abs_error, v.max_bound, v.worst
+    result.verified, result.verdict = v.ok, v
     if not v.ok:
         raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
     return result

@@ -1,0 +1,226 @@
+"""The GEMV of f16 activations and block-quantized weights (GGUF Q8_0, Q4_0) on gfx906.
+
+``gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q8_0"}`` (docs/quantized.md):
+A holds M rows of f16 activations (stored M x K), B the bytes of a GGUF tensor of N rows (weights
+stored N x K, as LLM layers keep them) of K / 32 blocks each, C is f32 or f16.  The kernel is the
+f16 decode GEMV of ``passes/gemm_to_gcn_dot.py`` (:class:`QuantGemvBuilder` subclasses its
+builder: the same prologue, wavefront-group split of K, LDS reduction, output with alpha, beta and
+the fused epilogue, row-narrow companions for an M given at launch) with another K loop:
+
+* A in SGPRs as there: per block, ``s_load_dwordx16`` brings the 16 dwords (32 f16 values) of a
+  row, in batches of 4 rows (64 SGPRs) loaded after the previous batch's dots; each SGPR is the
+  scalar operand of ``v_dot2_f32_f16``.
+* B one lane per weight row (column n of C): an iteration reads two GGUF blocks (64 weights:
+  68 bytes of Q8_0, 36 of Q4_0; with K a multiple of 64 and ldb of 4 each lane's loads start on
+  4-byte boundaries) with ``global_load_dwordx4`` and ``global_load_dword``; the next
+  iteration's loads go out as soon as a block's dequantization frees their registers (those
+  block 0 alone reads after block 0, the rest after block 1), carried around the loop, the last
+  iteration peeled; every weight byte is read once.
+* Dequantization in registers, exact, into the packed f16 pairs the dot takes.  An integer
+  0 <= u < 1024 in the low bits of the f16 pattern ``0x6400`` is the f16 value 1024 + u, so
+  ``v_perm_b32`` (bytes from {0x64646464, x}) builds two such halves from two bytes at once and
+  ``v_pk_add_f16`` subtracts the offset: Q8_0 bytes b (signed) go through ``v_xor_b32``
+  0x80808080 (u = b + 128) and 1152 is subtracted; Q4_0 nibbles (``v_and_b32`` 0x0F0F0F0F, and
+  after ``v_lshrrev_b32`` 4 for the high ones) give u in 0..15, 1032 = 1024 + 8 subtracted (GGUF's
+  offset 8).  Both results are small integers, exact in f16; per pair of weights 2 (Q8_0: 2.5)
+  VALU instructions, shared by the tile's M rows.
+* Per block and row, 16 dots sum the block's exact f16 products in f32 from 0 (``v_dot2_f32_f16``
+  rounds once per instruction), then ``v_fma_f32 acc, d, s, acc`` with d the block's f16 scale
+  (``v_cvt_f32_f16``, exact).  GGUF's dequantized weight is d * q, exact in f32 (11 + 8 bits), so
+  the error is f32 accumulation's alone: ``gamma_n(2^-24) sum_k |a_k| |w_k|`` with
+  n = 16 + K / 32 + L + 2 (vlpc/quant_run.py's bound).
+
+Why f16 activations and ``v_dot2_f32_f16`` rather than llama.cpp's int8 activations (Q8_1 blocks)
+and ``v_dot4_i32_i8``: the results stay within f32 accumulation of the exact weights (no
+activation rounding to 8 bits), one kernel and one dequantization serve both formats, and at
+M = 1..4 the GEMV is bound by the weight stream, not by the VALU (modeled:
+``benchmarks/quant_gemv.py``); at M = 16 the dots (8 per weight pair and row group) bound it,
+where ``v_dot4_i32_i8`` on int8 activations would need a quarter of the instructions (not built).
+
+Refused (located): a split of K across workgroups (``split-k`` > 1), a local split that does not
+divide K / 64, strategies and schedules other than sqc default/cover.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp
+from vlpc.passes.common import op_error
+from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
+
+#: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
+#: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel).
+QUANT_ROWS_TILES = (8, 4, 2, 1)
+#: Rows of A per batch of scalar loads (4 x 16 dwords = 64 SGPRs, sqc_k_step.WIDE_A_BATCH_SGPRS).
+A_BATCH_ROWS = 4
+#: f16 bit patterns: 0x64 is the high byte of 1024.0 (v_perm_b32's magic); -(1024 + 128) and
+#: -(1024 + 8) in both halves (v_pk_add_f16 removes the offsets of Q8_0 and Q4_0).
+F16_MAGIC_BYTES = 0x64646464
+F16_OFFSET = {"q8_0": 0xE480E480, "q4_0": 0xE408E408}
+#: v_perm_b32 selectors: bytes (p, p + 1) of src1 into the low bytes of the two f16 halves, the
+#: high bytes from src0 (0x64646464).
+PERM_SELECT = {0: 0x04010400, 2: 0x04030402}
+
+
+def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
+                  forwarding: bool = True) -> list[gcn.KernelOp]:
+    """The kernels of a ``gemm.matmul`` with ``b_format``: the GEMV and, for an M given at launch,
+    its row-narrow companions (:data:`QUANT_ROWS_TILES`)."""
+    s = mm.shape()
+    split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
+    if split > 1:
+        raise op_error(mm, f"split-k={split}: a {s.b_format} GEMV splits K over the wavefront groups of a "
+                       "workgroup only (local-split); use split-k=1")
+    pairs = s.k // QUANT_K_PAIR
+    if pairs % local:
+        raise op_error(mm, f"local-split={local} does not divide the {pairs} block pairs of K={s.k} "
+                       f"({QUANT_K_PAIR} weights each): every wavefront group runs whole pairs")
+    return dot_kernels(mm, name, strategy, schedule, forwarding, QUANT_ROWS_TILES, builder=QuantGemvBuilder)
+
+
+class QuantGemvBuilder(DotKernelBuilder):
+    """:class:`DotKernelBuilder` with a block-quantized B (module docstring): its K loop
+    (:meth:`_k_loop_override`), B's byte geometry and the ``b_format`` launch fact."""
+
+    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default",
+                 role: str = "main"):
+        super().__init__(mm, name, forwarding=forwarding, schedule=schedule, role=role)
+        self.fmt = self.shape.b_format
+        self.block, self.block_bytes = B_FORMATS[self.fmt]
+        self.ldb_unit = 1  # ldb counts bytes
+
+    def kernargs(self) -> list[dict]:
+        out = super().kernargs()
+        for a in out:
+            if a["name"] == "B":
+                a["type"] = "char*"  # the GGUF tensor's bytes
+        return out
+
+    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+        # k_begin dwords of A = k_begin / 32 block pairs of 2 x block_bytes
+        pairs = e(gcn.SLshrB32Op(k_begin, 5, comment="first block pair of the slice")).sdst
+        return e.mul(pairs, 2 * self.block_bytes)
+
+    def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
+        kernel = super()._finish(entry, lds_bytes)
+        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                      "b_format": StringAttr(self.fmt)})
+        return kernel
+
+    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+                         voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
+        assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
+        iters = k_val // 32  # block pairs of this slice: 32 dwords of A (128 bytes) each
+        pair_bytes = 2 * self.block_bytes
+        n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and iteration
+        rows = len(acc)
+        magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
+        select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
+        offset = e.const(F16_OFFSET[self.fmt])
+        zero = e(gcn.VMovB32Op(0)).vdst
+        imm_rows = isinstance(lda4, int) and (rows - 1) * lda4 + 64 <= SMEM_IMM_MAX
+        stepped = RowStepper(e, lda4)
+
+        n_loads = n_dw // 4 + 1
+
+        def load_b(ptr: SSAValue, loads=range(n_loads)) -> list[SSAValue]:
+            """Loads ``loads`` of the iteration's n_dw dwords of the lane's row: dwordx4 loads, then
+            one dword."""
+            return [e(gcn.GlobalLoadDwordx4Op(voff_b, ptr, offset=16 * q, comment=f"B blocks, dwords {4 * q}..")).vdst
+                    if q < n_dw // 4 else
+                    e(gcn.GlobalLoadDwordOp(voff_b, ptr, offset=4 * (n_dw - 1), comment=f"B blocks, dword {n_dw - 1}")).vdst
+                    for q in loads]
+
+        # the loads block 0 alone reads (its dwords end before block 1's first): reloaded for the next
+        # pair once block 0 is dequantized, the others once block 1 is (each into the registers it frees)
+        first = (self.block_bytes // 4) // 4
+
+        def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue],
+                    nxt: SSAValue | None = None) -> tuple[list[SSAValue], list[SSAValue]]:
+            acc = list(acc)
+            words: dict = {}
+            reloaded: list[SSAValue] = []
+
+            def dw(i: int) -> SSAValue:
+                return e.sub(loaded[i // 4], i % 4, 1) if i // 4 < n_dw // 4 else loaded[-1]
+
+            def word(kind: str, i: int) -> SSAValue:
+                if (kind, i) not in words:
+                    if kind == "x":  # Q8_0: b ^ 0x80 = b + 128 as an unsigned byte
+                        v = e(gcn.VXorB32Op(0x80808080, dw(i))).vdst
+                    elif kind == "lo":  # Q4_0: the low nibbles
+                        v = e(gcn.VAndB32Op(0x0F0F0F0F, dw(i))).vdst
+                    else:  # Q4_0: the high nibbles
+                        v = e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, dw(i))).vdst)).vdst
+                    words[(kind, i)] = v
+                return words[(kind, i)]
+
+            def a_batch(blk: int, r0: int) -> list[SSAValue]:
+                out = []
+                for r in range(r0, min(r0 + A_BATCH_ROWS, rows)):
+                    text = f"A row {r}, block {blk}"
+                    if imm_rows:
+                        out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * blk, soffset=koff,
+                                                         comment=text)).sdst)
+                    else:
+                        out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * blk, soffset=stepped(koff, r),
+                                                         comment=text)).sdst)
+                return out
+
+            for blk in range(2):
+                o = blk * self.block_bytes  # the block's first byte in the pair
+                batch = a_batch(blk, 0)  # in flight while the block dequantizes
+                scale = dw(o // 4)
+                if o % 4:
+                    scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
+                d = e(gcn.VCvtF32F16Op(scale)).vdst  # the block's scale, exact in f32
+                pairs = []
+                for p in range(16):
+                    if self.fmt == "q8_0":
+                        byte, kind = o + 2 + 2 * p, "x"
+                    else:  # weights 2p, 2p + 1: low nibbles of qs[2p..], then high ones of qs[2p - 16..]
+                        byte, kind = (o + 2 + 2 * p, "lo") if p < 8 else (o + 2 + 2 * p - 16, "hi")
+                    halves = e(gcn.VPermB32Op(magic, word(kind, byte // 4), select[byte % 4])).vdst
+                    pairs.append(e(gcn.VPkAddF16Op(offset, halves)).vdst)
+                if nxt is not None:  # the next pair's B, into the registers this block's dwords free
+                    reloaded += load_b(nxt, range(first) if blk == 0 else range(first, n_loads))
+                for r0 in range(0, rows, A_BATCH_ROWS):
+                    if r0:
+                        batch = a_batch(blk, r0)
+                    for i, a_row in enumerate(batch):
+                        s = zero
+                        for j in range(16):
+                            s = e(gcn.VDot2F32F16Op(pairs[j], e.sub(a_row, j, 1), s)).vdst
+                        r = r0 + i
+                        acc[r] = e(gcn.VFmaF32Op(d, s, acc[r], comment=f"row {r} += d * block sum")).vdst
+            return acc, reloaded
+
+        koff0 = e.const(0)
+        bptr0 = e.add64(b_tile, 0, 0, comment="B of the first block pair")
+        loaded = load_b(bptr0)
+        koff, bptr = koff0, bptr0
+        if iters >= 2:
+            carried = [koff0, bptr0, *loaded, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            outer, e.block = e.block, body
+            try:
+                koff_i, bptr_i = body.args[0], body.args[1]
+                loaded_i = list(body.args[2:2 + len(loaded)])
+                acc_i = list(body.args[2 + len(loaded):])
+                bnext = e.add64(bptr_i, pair_bytes, 0, comment="B of the next block pair")
+                acc_i, loaded_next = compute(koff_i, loaded_i, acc_i, bnext)
+                knext = e(gcn.SAddU32Op(koff_i, 128, comment="A of the next block pair")).sdst
+                e(gcn.SCmpLgU32Op(knext, e.const(128 * (iters - 1))))
+                e(gcn.LoopBackOp([knext, bnext, *loaded_next, *acc_i], "scc1"))
+            finally:
+                e.block = outer
+            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))
+            res = list(loop.res)
+            koff, bptr = res[0], res[1]
+            loaded = res[2:2 + len(loaded)]
+            acc = res[2 + len(loaded):]
+        return compute(koff, loaded, acc)[0]  # the last pair, peeled: nothing loaded past it
