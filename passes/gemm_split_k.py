@@ -219,7 +219,7 @@ class GemmSplitKPass(ModulePass):
             raise op_error(mm, f"split-k x local-split = {pieces} slices of a K known only at launch: "
                            "the kernel divides K by shifting, so the product must be a power of two")
         if split > 1 and self.mode == "atomic":
-            bad = [x for x in mm.epilogue_ops() if x in ("relu", "gelu")]
+            bad = [x for x in mm.epilogue_ops() if x in ("relu", "gelu", "silu")]
             if bad:
                 raise op_error(mm, f"the {bad[0]} epilogue needs the complete sum: use mode=workspace "
                                "(atomic mode adds partial products straight into C)")

@@ -117,7 +117,7 @@ DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
 #: Fused epilogue operations of the dot kernels (f16 products, and int8 products dequantized
 #: into f32/f16 C), in f32 before the store (``convert_gemm_to_gcn.fused_epilogue``).
-DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
+DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu")
 
 #: A and B element types this module compiles.
 DOT_DTYPES = tuple(DOT_PACK)
@@ -172,8 +172,8 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
     # (passes/gemm_to_gcn_transpose.py: a_transpose_reason); nothing refused here
     bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.c_type == "i32"]
     if bad:
-        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu and "
-                       "gelu for f16 products (bias f16) and dequantized int8 ones (C f32 or f16, bias f32); "
+        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu, "
+                       "gelu and silu for f16 products (bias f16) and dequantized int8 ones (C f32 or f16, bias f32); "
                        f"this is an {s.dtype} product with C {s.c_type}")
     if (mm.get_int("split_k") or 1) > 1 and mm.split_mode is not None and mm.split_mode.data != "workspace":
         raise op_error(mm, f"split-k={mm.get_int('split_k')} mode={mm.split_mode.data}: {s.dtype} products are "
