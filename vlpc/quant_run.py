@@ -74,7 +74,7 @@ def read_gguf_tensor(path: str, name: str) -> tuple[str, np.ndarray]:
     except (ValueError, IndexError, KeyError, OSError, OverflowError, UnicodeDecodeError) as e:
         # gguf raises ValueError for a bad magic or version; a truncated file ends in numpy's
         # memmap/frombuffer errors while the reader walks the header and tensor table
-        raise VlpcError(f"{path}: not a readable GGUF file ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'truncated'})") from None
+        raise VlpcError(f"{path}: not a readable GGUF file, truncated or corrupted ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'truncated'})") from None
     tensors = {t.name: t for t in reader.tensors}
     if name not in tensors:
         some = ", ".join(list(tensors)[:6])
@@ -149,5 +149,31 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
     return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c}
 
 
+
+
+def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
+    """``vlpc run --weights FILE.gguf:TENSOR``: the tensor's rows (uint8, N x row bytes) and N, checked
+    against ``kernel`` (a ``b_format`` kernel of the same format and K; N the IR's, or ``n``)."""
+    fmt = kernel.launch_info.get("b_format")
+    if not fmt:
+        raise VlpcError(f"--weights: kernel {kernel.name} has no quantized B (gemm.matmul ... "
+                        "{b_format = \"q8_0\"}, docs/quantized.md)")
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path or not name:
+        raise VlpcError(f"--weights {spec}: expected FILE.gguf:TENSOR (e.g. model.gguf:blk.0.ffn_up.weight)")
+    got, rows = read_gguf_tensor(path, name)
+    k = int(kernel.launch_info["static_k"])
+    if got != fmt:
+        raise VlpcError(f"--weights: tensor '{name}' is {got.upper()}, kernel {kernel.name} takes {str(fmt).upper()}")
+    if rows.shape[1] != row_bytes(fmt, k):
+        raise VlpcError(f"--weights: tensor '{name}' has rows of {rows.shape[1] // row_bytes(fmt, 32) * 32} weights, "
+                        f"kernel {kernel.name} has K={k}")
+    static_n = int(kernel.launch_info["static_n"])
+    for given, what in ((static_n, "the IR's"), (n if n is not None else -1, "--n")):
+        if given >= 0 and given != rows.shape[0]:
+            raise VlpcError(f"--weights: tensor '{name}' has {rows.shape[0]} rows, {what} N is {given}")
+    return rows, rows.shape[0]
+
+
 __all__ = ["B_PAD", "b_buffer", "dequantize", "ggml_type", "random_weights", "read_gguf_tensor", "row_bytes",
-           "run_quant"]
+           "run_quant", "weights_option"]

@@ -1,0 +1,212 @@
+"""The f16 x GGUF Q8_0/Q4_0 GEMV (``b_format``; passes/gemm_to_gcn_quant.py, docs/quantized.md).
+
+The oracle is the `gguf` package: its quantizer makes the weights, its dequantizer the float64
+reference (vlpc/quant_run.py; bound gamma_n(2^-24) with n = 16 + K/32 + L + 2).  Strict emulator,
+exactly sized buffers: A's row gaps NaN, B's gaps after each row's last block garbage (0xB5), C's
+NaN and checked bit for bit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import vlpc  # noqa: E402
+from vlpc.dialects.gemm import B_FORMATS  # noqa: E402
+from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
+from vlpc.quant_run import B_PAD, dequantize, read_gguf_tensor, row_bytes  # noqa: E402
+
+QT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0}
+
+
+def source(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None, epilogue=()) -> str:
+    """A b_format matmul: A m x k f16 (lda), B n rows of row_bytes (ldb bytes), C m x n (ldc)."""
+    rb = row_bytes(fmt, k)
+
+    def mem(rows, cols, ld, t):
+        lay = f", strided<[{ld}, 1]>" if ld is not None and ld != cols else ""
+        return f"memref<{rows}x{cols}x{t}{lay}>"
+    ms = "?" if m is None else m
+    ta, tb, tc = mem(ms, k, lda, "f16"), mem(n, rb, ldb, "i8"), mem(ms, n, ldc, ct)
+    epi = f', epilogue = [{", ".join(f"{chr(34)}{x}{chr(34)}" for x in epilogue)}]' if epilogue else ""
+    return (f"func.func @g(%x: {ta}, %w: {tb}, %y: {tc}, %alpha: f32, %beta: f32) {{\n"
+            f'  gemm.matmul %x, %w, %y, %alpha, %beta {{layout = "NT", b_format = "{fmt}"{epi}}}\n'
+            f"      : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
+
+
+def test_formats_are_ggufs():
+    """Block sizes and bytes as gguf's table, and the row bytes the IR wants."""
+    for fmt, (block, size) in B_FORMATS.items():
+        assert gguf.GGML_QUANT_SIZES[QT[fmt]] == (block, size)
+        w = np.random.default_rng(0).standard_normal((3, 128)).astype(np.float32)
+        assert gguf.quants.quantize(w, QT[fmt]).shape == (3, row_bytes(fmt, 128))
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct, local, iters", [
+    ("q8_0", 1, 80, 1024, "f32", 4, 4),    # 4 groups x 4 block pairs (a loop and its peeled last pair); N edge
+    ("q4_0", 1, 80, 1024, "f32", 4, 4),
+    ("q4_0", 4, 64, 1536, "f16", 8, 3),    # 24 pairs over 8 groups; f16 C
+    ("q8_0", 16, 64, 2048, "f32", 16, 2),  # 16 rows: 4 batches of A per block
+    ("q8_0", 3, 70, 64, "f16", 1, 1),      # one block pair: no local split, no loop
+])
+def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
+    """Padded A (lda), B (ldb: garbage after each row's last block) and C (NaN columns past N):
+    beta = 0 over a C that is all NaN, then alpha and beta nonzero; C's padding unchanged."""
+    rb = row_bytes(fmt, k)
+    lda, ldb, ldc = k + 6, rb + 12, n + 3
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
+    assert kern.local_split == local and kern.launch_info["b_format"] == fmt
+    asm = kern.asm
+    assert ("_block_pairs" in asm) == (iters > 1)
+    b_loads = [ln for ln in asm.splitlines() if "; B blocks" in ln]
+    assert len(b_loads) == (2 * B_FORMATS[fmt][1] // 16 + 1) * (2 if iters > 1 else 1)  # before and in the loop
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = gguf.quants.quantize(w, QT[fmt])
+    bpad = np.full((n, ldb), B_PAD, np.uint8)
+    bpad[:, :rb] = b
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
+    dt = np.float32 if ct == "f32" else np.float16
+    c = np.full((m, ldc), np.nan, dt)
+    r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
+    assert r.verified and np.isfinite(r.c).all()
+    # every weight byte read once, A once per workgroup, 32 bytes of kernel arguments per wave (beta = 0:
+    # C not read)
+    st = r.stats
+    assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
+    ref = (a[:, :k].astype(np.float64) @ gguf.quants.dequantize(b, QT[fmt]).astype(np.float64).T)
+    assert np.allclose(r.c, ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
+    c[:, :n] = rng.standard_normal((m, n)).astype(dt)
+    r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)
+    assert r.verified and r.error_ratio < 1
+
+
+def test_alpha_zero_over_nan_inputs():
+    """alpha = 0 drops the products: NaN activations and a NaN block scale do not reach C."""
+    m, n, k = 2, 64, 128
+    kern = vlpc.compile(source(m, n, k, "q8_0")).kernel("g")
+    rng = np.random.default_rng(2)
+    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT["q8_0"])
+    b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    a[1, 7] = np.nan
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    r = vlpc.run(kern, a, b, c, alpha=0.0, beta=2.0, strict=True)
+    assert r.verified and np.array_equal(r.c, 2.0 * c)
+    r = vlpc.run(kern, a, b, c, alpha=1.0, beta=0.0, strict=True, verify=False)
+    assert np.isnan(r.c[:, 5]).all() and np.isnan(r.c[1]).all() and np.isfinite(r.c[0, :5]).all()
+
+
+@pytest.mark.parametrize("m", [1, 3, 5, 16, 19])
+def test_m_at_launch(m):
+    """M given at launch: the 16-row kernel (16 groups), or for M < 16 the row-narrow companion
+    of the most rows not above M (8, 4, 2, 1; unsplit); a last row tile past M moved up."""
+    n, k = 64, 1024
+    kern = vlpc.compile(source(None, n, k, "q4_0", "f16")).kernel("g")
+    assert kern.launch_info["macro_m"] == 16 and set(kern.companions) == {f"g_rows{r}" for r in (8, 4, 2, 1)}
+    r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
+    assert r.verified and r.c.shape == (m, n)
+
+
+@pytest.mark.parametrize("ct", ["f32", "f16"])
+def test_silu_epilogue(ct):
+    """silu(alpha x.W^T + beta C) on the quantized GEMV, checked with vlpc/verify.py's silu bound;
+    against x sigmoid(x) computed here too."""
+    m, n, k = 2, 64, 256
+    kern = vlpc.compile(source(m, n, k, "q4_0", ct, epilogue=("silu",))).kernel("g")
+    assert "v_exp_f32" in kern.asm and "v_rcp_f32" in kern.asm
+    rng = np.random.default_rng(3)
+    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT["q4_0"])
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    r = vlpc.run(kern, a, b, np.zeros((m, n), np.float16 if ct == "f16" else np.float32), beta=0.0, strict=True)
+    x = a.astype(np.float64) @ dequantize("q4_0", b).T
+    assert r.verified and np.allclose(r.c, x / (1 + np.exp(-x)), rtol=2e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("src, match", [
+    (source(1, 64, 128, "q8_0").replace('"q8_0"', '"q5_1"'), "unsupported b_format 'q5_1'"),
+    (source(1, 64, 96, "q8_0"), "K=96: vlpc's q8_0 GEMV reads blocks in pairs"),
+    (source(1, 64, 128, "q8_0").replace("64x136xi8", "64x134xi8").replace("64x136", "64x134"),
+     "B has rows of 134 bytes; q8_0 with K=128 needs 4 blocks of 34 bytes = 136 bytes"),
+    (source(1, 64, 128, "q4_0", ldb=74), "ldb=74 bytes"),
+    (source(1, 64, 128, "q4_0", lda=129), "lda=129"),
+    (source(1, 64, 128, "q4_0").replace('layout = "NT"', 'layout = "NN"'), "needs layout NT"),
+    (source(1, 64, 128, "q4_0").replace("x128xf16", "x128xf32"), "A of a q4_0 product holds f16"),
+])
+def test_located_errors(src, match):
+    with pytest.raises(DiagnosticError, match=match) as e:
+        vlpc.compile(src)
+    assert "<input>:2:" in str(e.value).splitlines()[0]
+
+
+def test_k_not_a_multiple_of_the_block():
+    src = source(1, 64, 128, "q8_0").replace("1x128xf16", "1x100xf16")
+    with pytest.raises(DiagnosticError, match="K=100 is not a multiple of 32: a GGUF q8_0 row is whole blocks"):
+        vlpc.compile(src)
+
+
+def test_refused_plans():
+    src = source(4, 64, 1024, "q8_0")
+    with pytest.raises(VlpcError, match="split-k=2: a q8_0 GEMV splits K over the wavefront groups"):
+        vlpc.compile(src, split_k=2)
+    with pytest.raises(VlpcError, match="local-split=32 does not divide|makes 2048 work-items"):
+        vlpc.compile(src, local_split=32)
+
+
+def _write_gguf(path, tensors: dict) -> None:
+    wr = gguf.GGUFWriter(str(path), "llama")
+    for name, (arr, t) in tensors.items():
+        wr.add_tensor(name, arr, raw_dtype=t)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+
+
+@pytest.fixture
+def model(tmp_path):
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((96, 128)).astype(np.float32)
+    q8, q4 = gguf.quants.quantize(w, QT["q8_0"]), gguf.quants.quantize(w, QT["q4_0"])
+    path = tmp_path / "m.gguf"
+    _write_gguf(path, {"blk.0.ffn_up.weight": (q8, QT["q8_0"]), "blk.0.ffn_gate.weight": (q4, QT["q4_0"]),
+                       "token_embd.weight": (w, None)})
+    return path, q8, q4
+
+
+def test_read_gguf_tensor_by_name(model, tmp_path):
+    path, q8, q4 = model
+    assert read_gguf_tensor(str(path), "blk.0.ffn_up.weight")[0] == "q8_0"
+    assert np.array_equal(read_gguf_tensor(str(path), "blk.0.ffn_up.weight")[1], q8)
+    assert np.array_equal(read_gguf_tensor(str(path), "blk.0.ffn_gate.weight")[1], q4)
+    with pytest.raises(VlpcError, match="no tensor 'blk.1.ffn_up.weight'"):
+        read_gguf_tensor(str(path), "blk.1.ffn_up.weight")
+    with pytest.raises(VlpcError, match="is F32; vlpc's quantized GEMV takes Q8_0 or Q4_0"):
+        read_gguf_tensor(str(path), "token_embd.weight")
+    data = path.read_bytes()
+    for name, blob in (("trunc", data[:len(data) // 2]), ("short", data[:40]), ("magic", b"GGUX" + data[4:])):
+        bad = tmp_path / f"{name}.gguf"
+        bad.write_bytes(blob)
+        with pytest.raises(VlpcError, match="not a readable GGUF file, truncated or corrupted"):
+            read_gguf_tensor(str(bad), "blk.0.ffn_up.weight")
+
+
+def test_cli_weights(model, tmp_path):
+    """vlpc run --weights FILE:TENSOR runs the tensor as B; bad files and names: one line, exit 1."""
+    path, _, _ = model
+    src = tmp_path / "up.mlir"
+    src.write_text(source(None, 96, 128, "q8_0", epilogue=("silu",)))
+    cmd = [sys.executable, "-m", "vlpc.cli", "run", str(src), "--m", "3", "--strict"]
+    p = subprocess.run([*cmd, "--weights", f"{path}:blk.0.ffn_up.weight"], capture_output=True, text=True)
+    assert p.returncode == 0 and "verification passed" in p.stdout, p.stdout + p.stderr
+    (tmp_path / "t.gguf").write_bytes(path.read_bytes()[:300])
+    for spec, match in ((f"{path}:blk.0.ffn_gate.weight", "is Q4_0, kernel g takes Q8_0"),
+                        (f"{tmp_path / 't.gguf'}:blk.0.ffn_up.weight", "truncated or corrupted"),
+                        (str(path), "expected FILE.gguf:TENSOR")):
+        p = subprocess.run([*cmd, "--weights", spec], capture_output=True, text=True)
+        assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and match in p.stderr, p.stderr
