@@ -51,6 +51,7 @@ from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
+from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
 
 #: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
 #: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel).
@@ -171,9 +172,14 @@ class QuantGemvBuilder(DotKernelBuilder):
                                                          comment=text)).sdst)
                 return out
 
+            # the first batch of each block in flight while the block dequantizes; up to 2 rows,
+            # both blocks' A at once (32 or 64 SGPRs: one wait for the pair)
+            early: dict = {}
             for blk in range(2):
                 o = blk * self.block_bytes  # the block's first byte in the pair
-                batch = a_batch(blk, 0)  # in flight while the block dequantizes
+                batch = early.pop(blk) if blk in early else a_batch(blk, 0)
+                if blk == 0 and rows * 32 <= WIDE_A_BATCH_SGPRS:
+                    early[1] = a_batch(1, 0)
                 scale = dw(o // 4)
                 if o % 4:
                     scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
@@ -199,28 +205,43 @@ class QuantGemvBuilder(DotKernelBuilder):
                         acc[r] = e(gcn.VFmaF32Op(d, s, acc[r], comment=f"row {r} += d * block sum")).vdst
             return acc, reloaded
 
-        koff0 = e.const(0)
-        bptr0 = e.add64(b_tile, 0, 0, comment="B of the first block pair")
-        loaded = load_b(bptr0)
-        koff, bptr = koff0, bptr0
-        if iters >= 2:
-            carried = [koff0, bptr0, *loaded, *acc]
+        # B two block pairs ahead: the loop body takes two pairs, each reloading its registers for
+        # the pair after the next (no rotation of registers across the back edge); an odd count
+        # runs one pair before the loop, the last two after it (nothing loaded past the slice)
+        koff = e.const(0)
+        bptr = e.add64(b_tile, 0, 0, comment="B of the first block pair")
+        if iters == 1:
+            return compute(koff, load_b(bptr), acc)[0]
+        sets = [load_b(bptr), load_b(e.add64(bptr, pair_bytes, 0, comment="B of the second block pair"))]
+        nxt = e.add64(bptr, 2 * pair_bytes, 0, comment="B of the third block pair")
+        if iters % 2:
+            acc, again = compute(koff, sets[0], acc, nxt)
+            sets = [sets[1], again]
+            koff = e(gcn.SAddU32Op(koff, 128, comment="A of the second block pair")).sdst
+            nxt = e.add64(nxt, pair_bytes, 0, comment="B of the fourth block pair")
+        looped = iters - iters % 2 - 2  # pairs the loop computes, two an iteration
+        if looped:
+            n0 = len(sets[0])
+            carried = [koff, nxt, *sets[0], *sets[1], *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
             try:
-                koff_i, bptr_i = body.args[0], body.args[1]
-                loaded_i = list(body.args[2:2 + len(loaded)])
-                acc_i = list(body.args[2 + len(loaded):])
-                bnext = e.add64(bptr_i, pair_bytes, 0, comment="B of the next block pair")
-                acc_i, loaded_next = compute(koff_i, loaded_i, acc_i, bnext)
-                knext = e(gcn.SAddU32Op(koff_i, 128, comment="A of the next block pair")).sdst
-                e(gcn.SCmpLgU32Op(knext, e.const(128 * (iters - 1))))
-                e(gcn.LoopBackOp([knext, bnext, *loaded_next, *acc_i], "scc1"))
+                koff_i, nxt_i = body.args[0], body.args[1]
+                cur = [list(body.args[2:2 + n0]), list(body.args[2 + n0:2 + 2 * n0])]
+                acc_i = list(body.args[2 + 2 * n0:])
+                acc_i, new0 = compute(koff_i, cur[0], acc_i, nxt_i)
+                nxt1 = e.add64(nxt_i, pair_bytes, 0)
+                koff1 = e(gcn.SAddU32Op(koff_i, 128)).sdst
+                acc_i, new1 = compute(koff1, cur[1], acc_i, nxt1)
+                knext = e(gcn.SAddU32Op(koff_i, 256, comment="A of the next two block pairs")).sdst
+                e(gcn.SCmpLgU32Op(knext, e.const(128 * (iters - 2))))
+                e(gcn.LoopBackOp([knext, e.add64(nxt_i, 2 * pair_bytes, 0), *new0, *new1, *acc_i], "scc1"))
             finally:
                 e.block = outer
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))
             res = list(loop.res)
-            koff, bptr = res[0], res[1]
-            loaded = res[2:2 + len(loaded)]
-            acc = res[2 + len(loaded):]
-        return compute(koff, loaded, acc)[0]  # the last pair, peeled: nothing loaded past it
+            koff = res[0]
+            sets = [res[2:2 + n0], res[2 + n0:2 + 2 * n0]]
+            acc = res[2 + 2 * n0:]
+        acc = compute(koff, sets[0], acc)[0]  # the last two pairs: nothing loaded past them
+        return compute(e(gcn.SAddU32Op(koff, 128)).sdst, sets[1], acc)[0]
