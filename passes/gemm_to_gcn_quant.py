@@ -234,8 +234,9 @@ class QuantGemvBuilder(DotKernelBuilder):
                 koff1 = e(gcn.SAddU32Op(koff_i, 128)).sdst
                 acc_i, new1 = compute(koff1, cur[1], acc_i, nxt1)
                 knext = e(gcn.SAddU32Op(koff_i, 256, comment="A of the next two block pairs")).sdst
+                bnext = e.add64(nxt_i, 2 * pair_bytes, 0)  # (before the compare: s_add sets SCC)
                 e(gcn.SCmpLgU32Op(knext, e.const(128 * (iters - 2))))
-                e(gcn.LoopBackOp([knext, e.add64(nxt_i, 2 * pair_bytes, 0), *new0, *new1, *acc_i], "scc1"))
+                e(gcn.LoopBackOp([knext, bnext, *new0, *new1, *acc_i], "scc1"))
             finally:
                 e.block = outer
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))

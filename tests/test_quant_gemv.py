@@ -47,11 +47,13 @@ def test_formats_are_ggufs():
 
 
 @pytest.mark.parametrize("fmt, m, n, k, ct, local, iters", [
-    ("q8_0", 1, 80, 1024, "f32", 4, 4),    # 4 groups x 4 block pairs (a loop and its peeled last pair); N edge
+    ("q8_0", 1, 80, 1024, "f32", 4, 4),    # 4 groups x 4 block pairs: the loop once, two pairs after it; N edge
     ("q4_0", 1, 80, 1024, "f32", 4, 4),
-    ("q4_0", 4, 64, 1536, "f16", 8, 3),    # 24 pairs over 8 groups; f16 C
-    ("q8_0", 16, 64, 2048, "f32", 16, 2),  # 16 rows: 4 batches of A per block
-    ("q8_0", 3, 70, 64, "f16", 1, 1),      # one block pair: no local split, no loop
+    ("q4_0", 4, 64, 1536, "f16", 4, 6),    # 24 pairs over 4 groups, the loop twice; f16 C
+    ("q8_0", 16, 64, 2048, "f32", 4, 8),   # 16 rows: 4 batches of A per block
+    ("q4_0", 2, 64, 320, "f16", 1, 5),     # 5 pairs: one before the loop (odd), no local split
+    ("q8_0", 2, 64, 512, "f32", 4, 2),     # 2 pairs a group: no loop
+    ("q8_0", 3, 70, 64, "f16", 1, 1),      # one block pair
 ])
 def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     """Padded A (lda), B (ldb: garbage after each row's last block) and C (NaN columns past N):
@@ -61,9 +63,12 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
     assert kern.local_split == local and kern.launch_info["b_format"] == fmt
     asm = kern.asm
-    assert ("_block_pairs" in asm) == (iters > 1)
+    looped = iters - iters % 2 - 2 > 0
+    assert ("_block_pairs" in asm) == looped
+    # B two pairs ahead: the first two pairs' loads, an odd count's reload before the loop, two in it
+    sets = 1 if iters == 1 else 2 + (iters % 2) + 2 * looped
     b_loads = [ln for ln in asm.splitlines() if "; B blocks" in ln]
-    assert len(b_loads) == (2 * B_FORMATS[fmt][1] // 16 + 1) * (2 if iters > 1 else 1)  # before and in the loop
+    assert len(b_loads) == (2 * B_FORMATS[fmt][1] // 16 + 1) * sets
     rng = np.random.default_rng(1)
     w = rng.standard_normal((n, k)).astype(np.float32)
     b = gguf.quants.quantize(w, QT[fmt])
