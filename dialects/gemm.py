@@ -81,8 +81,9 @@ B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18)}
 #: K values per iteration of the quantized GEMV (passes/gemm_to_gcn_quant.py): two GGUF blocks,
 #: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
 QUANT_K_PAIR = 64
-#: Wavefront groups (K slices) per workgroup of the quantized GEMV (:func:`quant_plan`).
-QUANT_LOCAL = 4
+#: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
+#: M = 8: :func:`quant_plan`).
+QUANT_LOCAL = 8
 
 
 #: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K
@@ -133,17 +134,16 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
 
 def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     """``(macro_n, local_split, k_step)`` of the quantized-B GEMV (passes/gemm_to_gcn_quant.py):
-    64 columns per workgroup and K over L = QUANT_LOCAL (4) wavefront groups, halved until L
-    divides the K / 64 block pairs (every group then runs the same static number of pairs;
-    K = 4096: 4, 384: 2).  The K step (16 dwords) only sizes the slices: the kernel steps by block
-    pairs (:data:`QUANT_K_PAIR`).  Why 4: modeled on MI50 @ 1725 MHz (benchmarks/quant_gemv.py's
-    launch, the timing model before its HBM/L2 correction), Q4_0 1 x 4096 x 4096 takes 11.9 us with
-    L = 4, 16.9 with 8, 29.0 with 16, and 16 x 4096 x 4096 33.5 us with 4, 65.3 with 16: with the
-    loads two block pairs ahead, longer slices keep more weight bytes in flight per wave.  (L = 2
-    models faster still, 8.7 us, but above the HBM ceiling, which says the model, not the kernel,
-    bounds that figure; 4 waves per workgroup also keep one wave per SIMD on real hardware.)"""
+    64 columns per workgroup and K over L wavefront groups, L = 8 for M < 8 and 16 from M = 8 (or
+    M given at launch), halved until L divides the K / 64 block pairs (every group then runs the
+    same static number of pairs; K = 4096: 8 or 16, 384: 2).  The K step (16 dwords) only sizes
+    the slices: the kernel steps by block pairs (:data:`QUANT_K_PAIR`).  Why: modeled on MI50 @
+    1725 MHz (timing-only launches as benchmarks/quant_gemv.py's, the timing model before its
+    HBM/L2 correction), Q4_0 1 x 4096 x 4096 takes 22.8 us with L = 4, 22.3 with 8, 26.0 with 16
+    (Q8_0: 35.4, 36.5 with 4, 8), and 16 x 4096 x 4096 118.6, 70.7, 65.3 us with 4, 8, 16 (the
+    dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
     pairs = max(1, shape.k // QUANT_K_PAIR)
-    local = QUANT_LOCAL
+    local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16

@@ -140,9 +140,28 @@ class QuantGemvBuilder(DotKernelBuilder):
         # pair once block 0 is dequantized, the others once block 1 is (each into the registers it frees)
         first = (self.block_bytes // 4) // 4
 
-        def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue],
-                    nxt: SSAValue | None = None) -> tuple[list[SSAValue], list[SSAValue]]:
+        def a_batch(koff: SSAValue, blk: int, r0: int) -> list[SSAValue]:
+            """Rows r0.. (up to A_BATCH_ROWS) of A's 16 dwords of block ``blk`` of the pair at ``koff``."""
+            out = []
+            for r in range(r0, min(r0 + A_BATCH_ROWS, rows)):
+                text = f"A row {r}, block {blk}"
+                if imm_rows:
+                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * blk, soffset=koff,
+                                                     comment=text)).sdst)
+                else:
+                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * blk, soffset=stepped(koff, r),
+                                                     comment=text)).sdst)
+            return out
+
+        def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None = None,
+                    a_cur: list[SSAValue] | None = None, a_koff: SSAValue | None = None
+                    ) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+            """acc += the pair at ``koff`` (B in ``loaded``); ``nxt``: reload ``loaded``'s registers
+            with the pair there; ``a_cur``: A of the pair, loaded before (one row: both blocks),
+            ``a_koff``: load the next pair's A (from there) right after the pair's first dot (its
+            wait then covers only ``a_cur``).  Returns (acc, the reloaded B, the next A)."""
             acc = list(acc)
+            a_next: list[SSAValue] = []
             words: dict = {}
             reloaded: list[SSAValue] = []
 
@@ -160,26 +179,14 @@ class QuantGemvBuilder(DotKernelBuilder):
                     words[(kind, i)] = v
                 return words[(kind, i)]
 
-            def a_batch(blk: int, r0: int) -> list[SSAValue]:
-                out = []
-                for r in range(r0, min(r0 + A_BATCH_ROWS, rows)):
-                    text = f"A row {r}, block {blk}"
-                    if imm_rows:
-                        out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * blk, soffset=koff,
-                                                         comment=text)).sdst)
-                    else:
-                        out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * blk, soffset=stepped(koff, r),
-                                                         comment=text)).sdst)
-                return out
-
             # the first batch of each block in flight while the block dequantizes; up to 2 rows,
             # both blocks' A at once (32 or 64 SGPRs: one wait for the pair)
-            early: dict = {}
+            early: dict = {} if a_cur is None else {0: [a_cur[0]], 1: [a_cur[1]]}
             for blk in range(2):
                 o = blk * self.block_bytes  # the block's first byte in the pair
-                batch = early.pop(blk) if blk in early else a_batch(blk, 0)
-                if blk == 0 and rows * 32 <= WIDE_A_BATCH_SGPRS:
-                    early[1] = a_batch(1, 0)
+                batch = early.pop(blk) if blk in early else a_batch(koff, blk, 0)
+                if blk == 0 and a_cur is None and rows * 32 <= WIDE_A_BATCH_SGPRS:
+                    early[1] = a_batch(koff, 1, 0)
                 scale = dw(o // 4)
                 if o % 4:
                     scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
@@ -196,53 +203,70 @@ class QuantGemvBuilder(DotKernelBuilder):
                     reloaded += load_b(nxt, range(first) if blk == 0 else range(first, n_loads))
                 for r0 in range(0, rows, A_BATCH_ROWS):
                     if r0:
-                        batch = a_batch(blk, r0)
+                        batch = a_batch(koff, blk, r0)
                     for i, a_row in enumerate(batch):
                         s = zero
                         for j in range(16):
                             s = e(gcn.VDot2F32F16Op(pairs[j], e.sub(a_row, j, 1), s)).vdst
+                            if a_koff is not None and not a_next:  # after the wait for a_cur
+                                a_next = [a_batch(a_koff, 0, 0)[0], a_batch(a_koff, 1, 0)[0]]
                         r = r0 + i
                         acc[r] = e(gcn.VFmaF32Op(d, s, acc[r], comment=f"row {r} += d * block sum")).vdst
-            return acc, reloaded
+            return acc, reloaded, a_next
 
         # B two block pairs ahead: the loop body takes two pairs, each reloading its registers for
         # the pair after the next (no rotation of registers across the back edge); an odd count
-        # runs one pair before the loop, the last two after it (nothing loaded past the slice)
+        # runs one pair before the loop, the last two after it (nothing loaded past the slice).
+        # One row of A (32 SGPRs a pair): A one pair ahead too, alternating between two buffers
+        # (the loop carries the first pair's); more rows load A in each pair, in batches.
+        ahead = rows == 1
         koff = e.const(0)
         bptr = e.add64(b_tile, 0, 0, comment="B of the first block pair")
+        a_cur = [a_batch(koff, 0, 0)[0], a_batch(koff, 1, 0)[0]] if ahead else None
+
+        def step(koff: SSAValue, loaded, acc, nxt, a_cur, last: bool):
+            """compute() of the pair at koff, and the next pair's A (``ahead``, unless ``last``)."""
+            a_koff = e(gcn.SAddU32Op(koff, 128, comment="A of the next block pair")).sdst \
+                if ahead and not last else None
+            acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, a_koff)
+            return acc, reloaded, (a_next or None), a_koff
+
         if iters == 1:
-            return compute(koff, load_b(bptr), acc)[0]
+            return step(koff, load_b(bptr), acc, None, a_cur, True)[0]
         sets = [load_b(bptr), load_b(e.add64(bptr, pair_bytes, 0, comment="B of the second block pair"))]
         nxt = e.add64(bptr, 2 * pair_bytes, 0, comment="B of the third block pair")
         if iters % 2:
-            acc, again = compute(koff, sets[0], acc, nxt)
+            acc, again, a_cur, _ = step(koff, sets[0], acc, nxt, a_cur, False)
             sets = [sets[1], again]
             koff = e(gcn.SAddU32Op(koff, 128, comment="A of the second block pair")).sdst
             nxt = e.add64(nxt, pair_bytes, 0, comment="B of the fourth block pair")
         looped = iters - iters % 2 - 2  # pairs the loop computes, two an iteration
         if looped:
-            n0 = len(sets[0])
-            carried = [koff, nxt, *sets[0], *sets[1], *acc]
+            n0, na = len(sets[0]), (2 if ahead else 0)
+            carried = [koff, nxt, *sets[0], *sets[1], *(a_cur or []), *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
             try:
-                koff_i, nxt_i = body.args[0], body.args[1]
-                cur = [list(body.args[2:2 + n0]), list(body.args[2 + n0:2 + 2 * n0])]
-                acc_i = list(body.args[2 + 2 * n0:])
-                acc_i, new0 = compute(koff_i, cur[0], acc_i, nxt_i)
+                args = list(body.args)
+                koff_i, nxt_i = args[0], args[1]
+                cur = [args[2:2 + n0], args[2 + n0:2 + 2 * n0]]
+                a_i = args[2 + 2 * n0:2 + 2 * n0 + na] or None
+                acc_i = args[2 + 2 * n0 + na:]
+                acc_i, new0, a_i, koff1 = step(koff_i, cur[0], acc_i, nxt_i, a_i, False)
                 nxt1 = e.add64(nxt_i, pair_bytes, 0)
-                koff1 = e(gcn.SAddU32Op(koff_i, 128)).sdst
-                acc_i, new1 = compute(koff1, cur[1], acc_i, nxt1)
-                knext = e(gcn.SAddU32Op(koff_i, 256, comment="A of the next two block pairs")).sdst
+                koff1 = koff1 or e(gcn.SAddU32Op(koff_i, 128)).sdst
+                acc_i, new1, a_i, knext = step(koff1, cur[1], acc_i, nxt1, a_i, False)
+                knext = knext or e(gcn.SAddU32Op(koff_i, 256, comment="A of the next two block pairs")).sdst
                 bnext = e.add64(nxt_i, 2 * pair_bytes, 0)  # (before the compare: s_add sets SCC)
                 e(gcn.SCmpLgU32Op(knext, e.const(128 * (iters - 2))))
-                e(gcn.LoopBackOp([knext, bnext, *new0, *new1, *acc_i], "scc1"))
+                e(gcn.LoopBackOp([knext, bnext, *new0, *new1, *(a_i or []), *acc_i], "scc1"))
             finally:
                 e.block = outer
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))
             res = list(loop.res)
             koff = res[0]
             sets = [res[2:2 + n0], res[2 + n0:2 + 2 * n0]]
-            acc = res[2 + 2 * n0:]
-        acc = compute(koff, sets[0], acc)[0]  # the last two pairs: nothing loaded past them
-        return compute(e(gcn.SAddU32Op(koff, 128)).sdst, sets[1], acc)[0]
+            a_cur = res[2 + 2 * n0:2 + 2 * n0 + na] or None
+            acc = res[2 + 2 * n0 + na:]
+        acc, _, a_cur, koff1 = step(koff, sets[0], acc, None, a_cur, False)  # the last two pairs: no B past them
+        return step(koff1 or e(gcn.SAddU32Op(koff, 128)).sdst, sets[1], acc, None, a_cur, True)[0]
