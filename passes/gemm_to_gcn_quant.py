@@ -73,13 +73,10 @@ def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str 
     its row-narrow companions (:data:`QUANT_ROWS_TILES`)."""
     s = mm.shape()
     split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
-    if split > 1:
-        raise op_error(mm, f"split-k={split}: a {s.b_format} GEMV splits K over the wavefront groups of a "
-                       "workgroup only (local-split); use split-k=1")
     pairs = s.k // QUANT_K_PAIR
-    if pairs % local:
-        raise op_error(mm, f"local-split={local} does not divide the {pairs} block pairs of K={s.k} "
-                       f"({QUANT_K_PAIR} weights each): every wavefront group runs whole pairs")
+    if pairs % (split * local):
+        raise op_error(mm, f"split-k={split} x local-split={local} does not divide the {pairs} block pairs of "
+                       f"K={s.k} ({QUANT_K_PAIR} weights each): every K slice runs whole pairs")
     return dot_kernels(mm, name, strategy, schedule, forwarding, QUANT_ROWS_TILES, builder=QuantGemvBuilder)
 
 

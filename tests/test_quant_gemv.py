@@ -215,3 +215,45 @@ def test_cli_weights(model, tmp_path):
                         (str(path), "expected FILE.gguf:TENSOR")):
         p = subprocess.run([*cmd, "--weights", spec], capture_output=True, text=True)
         assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1 and match in p.stderr, p.stderr
+
+
+def _plain(m, n, k, ab, ct, epilogue, scales=False) -> str:
+    s = "f32" if ab != "i8" or ct != "i32" else "i32"
+    ta, tb, tc = f"memref<{m}x{k}x{ab}>", f"memref<{n}x{k}x{ab}>", f"memref<{m}x{n}x{ct}>"
+    sc_args = f", %sr: memref<{m}xf32>, %sc: memref<{n}xf32>" if scales else ""
+    sc_op = f" scales(%sr, %sc : memref<{m}xf32>, memref<{n}xf32>)" if scales else ""
+    epi = ", ".join(f'"{x}"' for x in epilogue)
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}{sc_args}) {{\n"
+            f'  gemm.matmul %a, %b, %c, %alpha, %beta{sc_op} {{layout = "NT", epilogue = [{epi}]}}\n'
+            f"      : {ta}, {tb}, {tc}, {s}, {s}\n  func.return\n}}\n")
+
+
+@pytest.mark.parametrize("m, n, k, ab, ct, scales, options", [
+    (64, 128, 64, "f32", "f32", False, {}),                 # the sqc kernel
+    (40, 96, 256, "f32", "f32", False, {"split_k": 2}),     # split-K: silu in the reduce kernel
+    (4, 128, 128, "f16", "f16", False, {}),                 # the f16 decode GEMV, f16 C
+    (32, 64, 64, "i8", "f32", True, {}),                    # dequantized int8
+])
+def test_silu_on_existing_kernels(m, n, k, ab, ct, scales, options):
+    """epilogue = ["silu"] on the f32 and dot kernels: vlpc.run's check (vlpc/verify.py's silu
+    reference x sigmoid(x) and bound), and large |x| (exp overflow: silu(-x) -> -0, silu(x) -> x)."""
+    kern = vlpc.compile(_plain(m, n, k, ab, ct, ("silu",), scales), **options).kernel("g")
+    r = vlpc.run(kern, beta=0.5, strict=True, seed=5)
+    assert r.verified
+    if ab == "f32":
+        a = np.zeros((m, k), np.float32)
+        a[:, 0] = 1.0
+        b = np.zeros((n, k), np.float32)
+        b[:, 0] = np.linspace(-300, 300, n, dtype=np.float32)
+        r = vlpc.run(kern, a, b, np.zeros((m, n), np.float32), beta=0.0, strict=True)
+        x = b[:, 0].astype(np.float64)
+        with np.errstate(over="ignore"):
+            assert r.verified and np.allclose(r.c[0], x / (1 + np.exp(-x)), rtol=1e-6, atol=1e-30)
+
+
+def test_silu_needs_the_whole_sum():
+    with pytest.raises(VlpcError, match="the silu epilogue needs the complete sum"):
+        vlpc.compile(_plain(64, 128, 256, "f32", "f32", ("silu",)), split_k=2, split_mode="atomic")
+    with pytest.raises(VlpcError, match="the silu epilogue computes in f32"):
+        vlpc.compile(_plain(32, 64, 64, "f64", "f64", ("silu",)).replace("%alpha: f32, %beta: f32", "%alpha: f64, %beta: f64")
+                     .replace(", f32, f32\n", ", f64, f64\n"))

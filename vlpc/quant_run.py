@@ -13,9 +13,9 @@ after the launch.
 **Bound.** Each block's 32 exact f16 products are summed by 16 ``v_dot2_f32_f16`` from 0 (one
 rounding each), the block sum is added to the row's accumulator by one FMA with the block's scale
 (whose product with a quantized value is exact in f32: GGUF's weight d * q), the L wavefront
-groups' sums are added (L - 1 roundings, at most L) and the epilogue's ``beta * C`` and FMA round
+groups' sums (and S split-K slices') are added (at most S L roundings) and the epilogue's ``beta * C`` and FMA round
 twice: recursive summation (Higham 2002, eq. 3.4) bounds every element of C by
-``gamma_n(2^-24) (|alpha| sum_k |a_k| |w_k| + |beta| |c|)``, n = 16 + K / 32 + L + 2, plus f16 C's
+``gamma_n(2^-24) (|alpha| sum_k |a_k| |w_k| + |beta| |c|)``, n = 16 + K / 32 + S L + 2, plus f16 C's
 final rounding and the epilogue's terms as in vlpc/dot_run.py.
 """
 
@@ -142,10 +142,10 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
     verdict = None
     if verify:
         w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(p.n)]))
-        local = kern.local_split
-        verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, local,
+        pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
+        verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, pieces,
                         epilogue=tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x),
-                        op_b=w.T[None], rounds=16 + p.k // 32 + local + 2)
+                        op_b=w.T[None], rounds=16 + p.k // 32 + pieces + 2)
     return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c}
 
 
