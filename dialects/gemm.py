@@ -149,6 +149,31 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     return 64, local, 16
 
 
+def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]:
+    """``(split_k, local_split)`` of the quantized-B GEMV on a GPU of ``cus`` compute units, with
+    ``split`` workgroups along K if given (> 0; the groups then halved until S x L divides the
+    block pairs): the groups of :func:`quant_plan`, and for fewer than 2 x ``cus`` workgroups of 64 columns (N given
+    at launch: not split) K also split over S = 4 (else 2) workgroups (workspace mode, the reduce
+    kernel after) with half the groups, S x L dividing the block pairs.  Why: with N / 64
+    workgroups a little above the CU count, some CUs run two and the others idle half the time
+    (4096 rows: 64 workgroups on MI50's 60 CUs).  Modeled on MI50 (the timing model before its
+    HBM/L2 correction): Q4_0 1 x 4096 x 4096 22.3 -> 18.1 us (S = 4, L = 4), 1 x 4096 x 14336
+    64.4 -> 45.6 us, 16 x 4096 x 4096 65.3 -> 61.8 us (S = 4, L = 8)."""
+    local = quant_plan(shape)[1]
+    pairs = max(1, shape.k // QUANT_K_PAIR)
+    if split > 0:
+        while local > 1 and pairs % (split * local):
+            local //= 2
+        return split, local
+    if shape.n < 0 or -(-shape.n // 64) >= 2 * cus:
+        return 1, local
+    half = max(1, local // 2)
+    for split in (4, 2):
+        if pairs % (split * half) == 0:
+            return split, half
+    return 1, local
+
+
 def gemv_a_width(m: int, k_step: int) -> int:
     """Dwords of one A row per scalar load (``s_load_dwordx4/x8/x16``) of the decode GEMV's
     K-major A pieces (passes/gemm_to_gcn_dot.py: a batch is ``width`` dwords of every row of a

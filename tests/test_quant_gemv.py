@@ -60,7 +60,7 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     beta = 0 over a C that is all NaN, then alpha and beta nonzero; C's padding unchanged."""
     rb = row_bytes(fmt, k)
     lda, ldb, ldc = k + 6, rb + 12, n + 3
-    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1).kernel("g")  # (one workgroup's K)
     assert kern.local_split == local and kern.launch_info["b_format"] == fmt
     asm = kern.asm
     looped = iters - iters % 2 - 2 > 0
@@ -91,6 +91,21 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     assert r.verified and r.error_ratio < 1
 
 
+@pytest.mark.parametrize("m, n, k, cus, plan", [
+    (1, 4096, 4096, 60, (4, 4)),     # 64 workgroups on 60 CUs: K also over 4 workgroups, 4 groups each
+    (16, 4096, 14336, 60, (4, 8)),
+    (1, 14336, 4096, 60, (1, 8)),    # 224 workgroups: no split across workgroups
+    (8, 14336, 4096, 60, (1, 16)),
+    (1, 4096, 4096, 30, (1, 8)),
+    (1, 256, 384, 60, (2, 1)),       # 6 block pairs: L = 2 divides them, halved to 1 with S = 2
+])
+def test_automatic_plan(m, n, k, cus, plan):
+    """quant_plan / quant_split (dialects/gemm.py): L = 8 for M < 8, 16 from 8; split-K over S = 4
+    workgroups (L halved) below 2 x CUs workgroups; S x L divides the K / 64 block pairs."""
+    kern = vlpc.compile(source(m, n, k, "q4_0"), cus=cus).kernel("g")
+    assert (kern.split_k, kern.local_split) == plan
+
+
 def test_alpha_zero_over_nan_inputs():
     """alpha = 0 drops the products: NaN activations and a NaN block scale do not reach C."""
     m, n, k = 2, 64, 128
@@ -109,11 +124,13 @@ def test_alpha_zero_over_nan_inputs():
 
 @pytest.mark.parametrize("m", [1, 3, 5, 16, 19])
 def test_m_at_launch(m):
-    """M given at launch: the 16-row kernel (16 groups), or for M < 16 the row-narrow companion
+    """M given at launch: the 16-row kernel (split-K plan), or for M < 16 the row-narrow companion
     of the most rows not above M (8, 4, 2, 1; unsplit); a last row tile past M moved up."""
     n, k = 64, 1024
     kern = vlpc.compile(source(None, n, k, "q4_0", "f16")).kernel("g")
-    assert kern.launch_info["macro_m"] == 16 and set(kern.companions) == {f"g_rows{r}" for r in (8, 4, 2, 1)}
+    # 16 rows, 16 groups; N = 64 (one workgroup of columns): K over 2 workgroups too, then g_reduce
+    assert kern.launch_info["macro_m"] == 16 and (kern.split_k, kern.local_split) == (2, 8)
+    assert set(kern.companions) == {"g_reduce", *(f"g_rows{r}" for r in (8, 4, 2, 1))}
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
 
