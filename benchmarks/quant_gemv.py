@@ -3,8 +3,8 @@
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, README "Timing model") on
 MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s, the model's streaming
 ceiling ``Board.hbm_bytes_per_second``), not measured: there is no AMD GPU here.  Each row is
-one timing-only launch of the automatic plan (macro tile M x 64, K over the wavefront groups of
-``quant_plan``) with weights from gguf's quantizer.  Printed: modeled time, weight traffic
+one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,
+for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from gguf's quantizer.  Printed: modeled time, weight traffic
 (N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
 launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).
 
@@ -60,7 +60,7 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 
     wb = b.nbytes
     return dict(fmt=fmt, m=m, n=n, k=k, us=tm.time_us, gbs=wb / (tm.time_us * 1e-6) / 1e9,
                 share=wb / (tm.time_us * 1e-6) / ceiling, share_kernel=wb / (kernel_us * 1e-6) / ceiling,
-                local=kern.local_split, vgprs=kern.vgprs, sgprs=kern.sgprs, where=tm.summary())
+                local=kern.local_split, split=kern.split_k, vgprs=kern.vgprs, sgprs=kern.sgprs, where=tm.summary())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"modeled (timing model, not measured) on {args.gpu} @ {args.clock:g} MHz, HBM "
           f"{board.hbm_bytes_per_second / 1e9:.0f} GB/s, launch overhead {board.timing.launch_overhead_us:g} us; "
           f"vlpc commit {commit or '?'}")
-    print(f"{'format':<6} {'M':>3} {'N':>6} {'K':>6} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
+    print(f"{'format':<6} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
           f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for fmt in args.formats.split(","):
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             for m in (int(x) for x in args.m.split(",")):
                 t0 = time.perf_counter()
                 r = modeled(fmt, m, n, k, args.gpu, args.clock)
-                print(f"{fmt:<6} {m:>3} {n:>6} {k:>6} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
+                print(f"{fmt:<6} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
                       f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
                       f"{time.perf_counter() - t0:>6.0f}", flush=True)
                 if args.verbose:
