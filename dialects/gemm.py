@@ -594,15 +594,7 @@ class MatmulOp(IRDLOperation):
                 if want >= 0 and got >= 0 and want != got:
                     raise VerifyException(f"{name} needs {want} values (one per {'row' if name == 'scale_row' else 'column'} "
                                           f"of C), it has {got}")
-        for name, t in zip("ABC", types):
-            try:
-                ld = leading_dimension(t)
-            except VerifyException as e:
-                raise VerifyException(f"operand {name}: {e}") from None
-            cols = _dims(t)[-1]
-            if ld >= 0 and cols >= 0 and ld < cols:
-                raise VerifyException(
-                    f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
+        check_leading_dimensions(types)
         sh = self.shape()
         errors = offset_errors(lay, sh.dtype, sh.m, sh.n, sh.k, sh.lda, sh.ldb, sh.ldc,
                                sh.batch, sh.stride_a, sh.stride_b, sh.stride_c, sh.c_type,
@@ -610,6 +602,19 @@ class MatmulOp(IRDLOperation):
                                b_copied=b_copied_for_alignment(lay, sh.dtype, sh.ldb, sh.batch, sh.stride_b))
         if errors:
             raise VerifyException(errors[0])
+
+
+def check_leading_dimensions(types: list) -> None:
+    """Each of A, B, C (memref ``types``) row-major with a leading dimension at least its row
+    length (static values); raises VerifyException naming the operand."""
+    for name, t in zip("ABC", types):
+        try:
+            ld = leading_dimension(t)
+        except VerifyException as e:
+            raise VerifyException(f"operand {name}: {e}") from None
+        cols = _dims(t)[-1]
+        if ld >= 0 and cols >= 0 and ld < cols:
+            raise VerifyException(f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
 
 
 def verify_b_format(mm: MatmulOp) -> None:
@@ -658,14 +663,7 @@ def verify_b_format(mm: MatmulOp) -> None:
     for what, x, y in (("M", ad[0], cd[0]), ("N", bd[0], cd[1])):
         if x >= 0 and y >= 0 and x != y:
             raise VerifyException(f"inconsistent {what}: {'A' if what == 'M' else 'B'} has {x} but C has {y}")
-    for name, t, in zip("ABC", types):
-        try:
-            ld = leading_dimension(t)
-        except VerifyException as e:
-            raise VerifyException(f"operand {name}: {e}") from None
-        cols = _dims(t)[-1]
-        if ld >= 0 and cols >= 0 and ld < cols:
-            raise VerifyException(f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
+    check_leading_dimensions(types)
     lda, ldb = leading_dimension(types[0]), leading_dimension(types[1])
     if lda >= 0 and lda % 2:
         raise VerifyException(f"lda={lda}: the rows of A (f16) must start on 4-byte boundaries (an even lda)")

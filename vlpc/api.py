@@ -387,7 +387,13 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = run_quant(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
                                            iterations=iterations)
-    result = RunResult(cm[0], kern, p, launch, al, be, dev.describe(),
+    return _checked_result(kern, p, launch, al, be, dev, cm[0], stats, wall, v, inputs)
+
+
+def _checked_result(kern, p, launch, al, be, dev, c, stats, wall, v, inputs) -> RunResult:
+    """The :class:`RunResult` of a dot or quantized kernel's launch with its verdict ``v`` (None: not
+    checked); a failed check raises :class:`VerificationError` carrying it."""
+    result = RunResult(c, kern, p, launch, al, be, dev.describe(),
                        stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs)
     if v is None:
         return result
@@ -421,15 +427,7 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
                                          iterations=iterations, scales=scales, bias=bias)
-    result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
-                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs)
-    if v is None:
-        return result
-    result.max_abs_error, result.tolerance, result.error_ratio = v.max_abs_error, v.max_bound, v.worst
-    result.verified, result.verdict = v.ok, v
-    if not v.ok:
-        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
-    return result
+    return _checked_result(kern, p, launch, al, be, dev, cm if p.batch else cm[0], stats, wall, v, inputs)
 
 
 __all__ = ["MissingBatchError", "Problem", "RunResult", "VerificationError", "check_leading_dimensions", "resolve", "run", "stored_shapes"]
