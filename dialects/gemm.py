@@ -497,6 +497,32 @@ class MatmulOp(IRDLOperation):
                          leading_dimension(ct), dtype, batch, sa, sb, sc,
                          c_name if c_name != dtype else "", fmt)
 
+    def verify_epilogue(self, bias_type: str, c_dims: list[int], why: str = "") -> None:
+        """The epilogue's checks: known operations, at most one bias and a bias operand exactly with
+        one, a 1-D ``bias_type`` bias (``why``: a note on that type) of C's rows or columns
+        (``c_dims``, -1 where given at launch).  Raises VerifyException."""
+        ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
+        if ops is None:
+            raise VerifyException("epilogue must be an array of strings")
+        for x in ops:
+            if x not in EPILOGUE_OPS:
+                raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
+        wants_bias = [x for x in ops if x.startswith("bias")]
+        if len(wants_bias) > 1:
+            raise VerifyException("at most one bias operation per epilogue")
+        if wants_bias and self.bias is None:
+            raise VerifyException(f"epilogue '{wants_bias[0]}' needs a bias operand: gemm.matmul ... bias(%v : memref<...>)")
+        if self.bias is not None and not wants_bias:
+            raise VerifyException("a bias operand is given but the epilogue has no bias_row or bias_col")
+        if self.bias is not None:
+            bt = self.bias.type
+            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or type_name(bt.element_type) != bias_type:
+                raise VerifyException(f"bias must be a 1-D memref of {bias_type}, got {bt}{why}")
+            want = c_dims[0] if wants_bias[0] == "bias_row" else c_dims[1]
+            got = _dims(bt)[0]
+            if want >= 0 and got >= 0 and want != got:
+                raise VerifyException(f"{wants_bias[0]} needs {want} values (one per {'row' if wants_bias[0] == 'bias_row' else 'column'} of C), the bias has {got}")
+
     def verify_(self) -> None:
         lay = self.layout.data
         if lay not in LAYOUTS:
@@ -543,19 +569,6 @@ class MatmulOp(IRDLOperation):
                     what = f"a dequantized {a_name} product, C {c_name}" if dequant else f"an {a_name} product"
                     raise VerifyException(f"{name} must have type {scalar} (alpha and beta of {what}), got {v.type}")
                 raise VerifyException(f"{name} must have the element type {elt}, got {v.type}")
-        ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
-        if ops is None:
-            raise VerifyException("epilogue must be an array of strings")
-        for x in ops:
-            if x not in EPILOGUE_OPS:
-                raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
-        wants_bias = [x for x in ops if x.startswith("bias")]
-        if len(wants_bias) > 1:
-            raise VerifyException("at most one bias operation per epilogue")
-        if wants_bias and self.bias is None:
-            raise VerifyException(f"epilogue '{wants_bias[0]}' needs a bias operand: gemm.matmul ... bias(%v : memref<...>)")
-        if self.bias is not None and not wants_bias:
-            raise VerifyException("a bias operand is given but the epilogue has no bias_row or bias_col")
         ad, bd, cd = (_dims(t)[-2:] for t in types)
         for name, dims in zip("ABC", (ad, bd, cd)):
             for d in dims:
@@ -573,18 +586,8 @@ class MatmulOp(IRDLOperation):
         check("K", k_a, k_b, a_desc, b_desc)
         check("M", m_a, cd[0], a_desc, "C (M x N)")
         check("N", n_b, cd[1], b_desc, "C (M x N)")
-        if self.bias is not None:
-            bt = self.bias.type
-            # dequantized int8 (C f32/f16): an f32 bias, as the scales (the epilogue runs in f32)
-            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or type_name(bt.element_type) != (
-                    "f32" if dequant else type_name(elt)):
-                raise VerifyException(f"bias must be a 1-D memref of {'f32' if dequant else elt}, got {bt}"
-                                      + (" (the bias of a dequantized int8 product is f32, as its scales)"
-                                         if dequant else ""))
-            want = cd[0] if wants_bias[0] == "bias_row" else cd[1]
-            got = _dims(bt)[0]
-            if want >= 0 and got >= 0 and want != got:
-                raise VerifyException(f"{wants_bias[0]} needs {want} values (one per {'row' if wants_bias[0] == 'bias_row' else 'column'} of C), the bias has {got}")
+        self.verify_epilogue("f32" if dequant else type_name(elt), cd,
+                             " (the bias of a dequantized int8 product is f32, as its scales)" if dequant else "")
         if dequant:
             for name, v, want in (("scale_row", self.scale_row, cd[0]), ("scale_col", self.scale_col, cd[1])):
                 vt = v.type
@@ -674,13 +677,7 @@ def verify_b_format(mm: MatmulOp) -> None:
     if ldb >= 0 and n > 0 and (n - 1) * ldb + row_bytes >= BYTE_OFFSET_LIMIT:
         raise VerifyException(f"B spans {(n - 1) * ldb + row_bytes} bytes: over the 32-bit byte offset limit of "
                               "vlpc's kernels (2^32 bytes)")
-    ops = mm.epilogue_ops()
-    for x in ops:
-        if x not in EPILOGUE_OPS:
-            raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
-    wants_bias = [x for x in ops if x.startswith("bias")]
-    if wants_bias or mm.bias is not None:
-        raise VerifyException(f"a bias epilogue is not implemented for {fmt} products yet (docs/quantized.md)")
+    mm.verify_epilogue("f16", cd, f" (the bias of an f16 x {fmt} product is f16, as its activations)")
 
 
 Gemm = Dialect("gemm", [MatmulOp], [])

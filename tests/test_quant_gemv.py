@@ -288,3 +288,24 @@ def test_silu_needs_the_whole_sum():
     with pytest.raises(VlpcError, match="the silu epilogue computes in f32"):
         vlpc.compile(_plain(32, 64, 64, "f64", "f64", ("silu",)).replace("%alpha: f32, %beta: f32", "%alpha: f64, %beta: f64")
                      .replace(", f32, f32\n", ", f64, f64\n"))
+
+
+def _with_bias(src: str, length: int, t: str = "f16") -> str:
+    return (src.replace("%beta: f32) {", f"%beta: f32, %bias: memref<{length}x{t}>) {{")
+               .replace("%alpha, %beta {", f"%alpha, %beta bias(%bias : memref<{length}x{t}>) {{"))
+
+
+@pytest.mark.parametrize("epilogue, length, split", [(("bias_col", "silu"), 80, 1), (("bias_row", "relu"), 3, 2)])
+def test_bias_epilogue(epilogue, length, split):
+    """bias_row / bias_col (an f16 vector, as for the f16 dot kernels) then silu or relu, in f32
+    before f16 C's rounding; with split-K in the reduce kernel."""
+    kern = vlpc.compile(_with_bias(source(3, 80, 1024, "q4_0", "f16", epilogue=epilogue), length),
+                        split_k=split).kernel("g")
+    bias = np.linspace(-4, 4, length).astype(np.float16)
+    r = vlpc.run(kern, beta=0.5, bias=bias, strict=True)
+    assert r.verified and np.array_equal(r.inputs["bias"], bias)
+    with pytest.raises(VlpcError, match=f"bias must be a vector of {length} float16 values"):
+        vlpc.run(kern, bias=np.zeros(length, np.float32))
+    with pytest.raises(DiagnosticError, match="bias must be a 1-D memref of f16, got memref<80xf32> "
+                       r"\(the bias of an f16 x q4_0 product is f16"):
+        vlpc.compile(_with_bias(source(3, 80, 1024, "q4_0", epilogue=("bias_col",)), 80, "f32"))

@@ -360,8 +360,9 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     the arrays or ``m``, ``n``."""
     from vlpc.quant_run import row_bytes, run_quant
 
-    if bias is not None or scales is not None:
-        raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no bias or scales")
+    if scales is not None:
+        raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its blocks "
+                        "carry their own")
     li = kern.launch_info
 
     def size(name: str, given, arr, axis: int) -> int:
@@ -386,7 +387,7 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
     dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = run_quant(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                           iterations=iterations)
+                                           iterations=iterations, bias=bias)
     return _checked_result(kern, p, launch, al, be, dev, cm[0], stats, wall, v, inputs)
 
 

@@ -111,8 +111,9 @@ def b_buffer(rows: np.ndarray, n: int, ldb: int, rb: int) -> np.ndarray:
 
 
 def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, seed: int = 0,
-              verify: bool = True, iterations: int = 1):
-    """Run the quantized GEMV ``kern`` (sizes in ``p``; ldb in bytes) on ``device`` and check C.
+              verify: bool = True, iterations: int = 1, bias: np.ndarray | None = None):
+    """Run the quantized GEMV ``kern`` (sizes in ``p``; ldb in bytes) on ``device`` and check C;
+    ``bias``: the f16 vector of a ``bias_row``/``bias_col`` epilogue (random when omitted).
     Returns ``(C (1, M, N), stats, wall, verdict or None, inputs)`` as :func:`vlpc.dot_run.run_dot`."""
     from vlpc.dot_run import NP, PAD, check
 
@@ -137,6 +138,17 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
     else:
         flat_c = pack("C", np.asarray(c), g["C"], NP[ct], fill=np.nan)
     host = {"A": flat_a, "B": flat_b, "C": flat_c}
+    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
+    wants_bias = [x for x in epi if x.startswith("bias")]
+    if wants_bias:
+        length = p.m if wants_bias[0] == "bias_row" else p.n
+        bias = rng.standard_normal(length).astype(np.float16) if bias is None else np.ascontiguousarray(bias)
+        if bias.dtype != np.float16 or bias.shape != (length,):
+            raise VlpcError(f"bias must be a vector of {length} float16 values ({wants_bias[0]}), got {bias.dtype} "
+                            f"{bias.shape}")
+        host["bias"] = bias
+    elif bias is not None:
+        raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
     out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta, NP[ct], iterations, scalar=np.float32)
     cm = np.ascontiguousarray(g["C"].matrices(out))
     verdict = None
@@ -144,9 +156,9 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
         w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(p.n)]))
         pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
         verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, pieces,
-                        epilogue=tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x),
-                        op_b=w.T[None], rounds=16 + p.k // 32 + pieces + 2)
-    return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c}
+                        epilogue=epi, bias=bias, op_b=w.T[None], rounds=16 + p.k // 32 + pieces + 2)
+    return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c,
+                                            **({"bias": bias} if wants_bias else {})}
 
 
 
