@@ -152,20 +152,23 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
 def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]:
     """``(split_k, local_split)`` of the quantized-B GEMV on a GPU of ``cus`` compute units, with
     ``split`` workgroups along K if given (> 0; the groups then halved until S x L divides the
-    block pairs): the groups of :func:`quant_plan`, and for fewer than 2 x ``cus`` workgroups of 64 columns (N given
-    at launch: not split) K also split over S = 4 (else 2) workgroups (workspace mode, the reduce
-    kernel after) with half the groups, S x L dividing the block pairs.  Why: with N / 64
-    workgroups a little above the CU count, some CUs run two and the others idle half the time
-    (4096 rows: 64 workgroups on MI50's 60 CUs).  Modeled on MI50 (the timing model before its
-    HBM/L2 correction): Q4_0 1 x 4096 x 4096 22.3 -> 18.1 us (S = 4, L = 4), 1 x 4096 x 14336
-    64.4 -> 45.6 us, 16 x 4096 x 4096 65.3 -> 61.8 us (S = 4, L = 8)."""
+    block pairs): the groups of :func:`quant_plan`, and for M < 8 with fewer than 2 x ``cus``
+    workgroups of 64 columns (N and M static) K also split over S = 4 (else 2) workgroups
+    (workspace mode, the reduce kernel after) with half the groups, S x L dividing the block
+    pairs.  Why: with N / 64 workgroups a little above the CU count, some CUs run two and the
+    others idle half the time (4096 rows: 64 workgroups on MI50's 60 CUs).  Modeled on MI50 (the
+    timing model before its HBM/L2 correction): Q4_0 1 x 4096 x 4096 22.3 -> 18.1 us (S = 4,
+    L = 4), 1 x 4096 x 14336 64.4 -> 45.6 us; Q8_0 1 x 4096 x 4096 36.5 -> 29.3 us.  From M = 8
+    the 16 rows' waits on A want the 16 groups: Q8_0 16 x 4096 x 4096 76.7 us unsplit, 94.9 with
+    S = 4, L = 8 (16 x 4096 x 14336: 231.9, 267.9; Q4_0, at fewer VGPRs, gains a little: 65.3 ->
+    61.8, 203.1 -> 171.1)."""
     local = quant_plan(shape)[1]
     pairs = max(1, shape.k // QUANT_K_PAIR)
     if split > 0:
         while local > 1 and pairs % (split * local):
             local //= 2
         return split, local
-    if shape.n < 0 or -(-shape.n // 64) >= 2 * cus:
+    if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
         return 1, local
     half = max(1, local // 2)
     for split in (4, 2):

@@ -93,7 +93,8 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
 
 @pytest.mark.parametrize("m, n, k, cus, plan", [
     (1, 4096, 4096, 60, (4, 4)),     # 64 workgroups on 60 CUs: K also over 4 workgroups, 4 groups each
-    (16, 4096, 14336, 60, (4, 8)),
+    (4, 4096, 14336, 60, (4, 4)),
+    (16, 4096, 14336, 60, (1, 16)),  # from M = 8: 16 groups, no split
     (1, 14336, 4096, 60, (1, 8)),    # 224 workgroups: no split across workgroups
     (8, 14336, 4096, 60, (1, 16)),
     (1, 4096, 4096, 30, (1, 8)),
@@ -124,13 +125,12 @@ def test_alpha_zero_over_nan_inputs():
 
 @pytest.mark.parametrize("m", [1, 3, 5, 16, 19])
 def test_m_at_launch(m):
-    """M given at launch: the 16-row kernel (split-K plan), or for M < 16 the row-narrow companion
+    """M given at launch: the 16-row kernel (16 groups), or for M < 16 the row-narrow companion
     of the most rows not above M (8, 4, 2, 1; unsplit); a last row tile past M moved up."""
     n, k = 64, 1024
     kern = vlpc.compile(source(None, n, k, "q4_0", "f16")).kernel("g")
-    # 16 rows, 16 groups; N = 64 (one workgroup of columns): K over 2 workgroups too, then g_reduce
-    assert kern.launch_info["macro_m"] == 16 and (kern.split_k, kern.local_split) == (2, 8)
-    assert set(kern.companions) == {"g_reduce", *(f"g_rows{r}" for r in (8, 4, 2, 1))}
+    assert kern.launch_info["macro_m"] == 16 and (kern.split_k, kern.local_split) == (1, 16)
+    assert set(kern.companions) == {f"g_rows{r}" for r in (8, 4, 2, 1)}
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
 
