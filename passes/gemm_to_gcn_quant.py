@@ -56,6 +56,9 @@ from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
 #: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
 #: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel).
 QUANT_ROWS_TILES = (8, 4, 2, 1)
+#: Block pairs of B in flight per lane ahead of the one computed (each its own registers).  3 made
+#: the register allocator fail on SGPR fragmentation (one row of A a pair ahead, 1 x 14336 x 4096).
+QUANT_B_AHEAD = 2
 #: Rows of A per batch of scalar loads (4 x 16 dwords = 64 SGPRs, sqc_k_step.WIDE_A_BATCH_SGPRS).
 A_BATCH_ROWS = 4
 #: f16 bit patterns: 0x64 is the high byte of 1024.0 (v_perm_b32's magic); -(1024 + 128) and
@@ -211,59 +214,64 @@ class QuantGemvBuilder(DotKernelBuilder):
                         acc[r] = e(gcn.VFmaF32Op(d, s, acc[r], comment=f"row {r} += d * block sum")).vdst
             return acc, reloaded, a_next
 
-        # B two block pairs ahead: the loop body takes two pairs, each reloading its registers for
-        # the pair after the next (no rotation of registers across the back edge); an odd count
-        # runs one pair before the loop, the last two after it (nothing loaded past the slice).
-        # One row of A (32 SGPRs a pair): A one pair ahead too, alternating between two buffers
-        # (the loop carries the first pair's); more rows load A in each pair, in batches.
+        # B QUANT_B_AHEAD (D) block pairs ahead: the loop body takes D pairs, each reloading its
+        # registers for the pair D later (no rotation of registers across the back edge); the
+        # (iters - D) % D pairs before the loop reload likewise, the last D pairs after it load
+        # nothing (nothing is read past the slice).  One row of A (32 SGPRs a pair): A one pair
+        # ahead too, alternating between two buffers (the loop carries the next pair's); more rows
+        # load A in each pair, in batches.
         ahead = rows == 1
+        depth = QUANT_B_AHEAD
         koff = e.const(0)
         bptr = e.add64(b_tile, 0, 0, comment="B of the first block pair")
         a_cur = [a_batch(koff, 0, 0)[0], a_batch(koff, 1, 0)[0]] if ahead else None
+        left = [iters]  # pairs not yet computed
 
-        def step(koff: SSAValue, loaded, acc, nxt, a_cur, last: bool):
-            """compute() of the pair at koff, and the next pair's A (``ahead``, unless ``last``)."""
+        def step(koff: SSAValue, loaded, acc, nxt, a_cur):
+            """compute() of the pair at koff, and the next pair's A (``ahead``, unless it is the last)."""
+            left[0] -= 1
             a_koff = e(gcn.SAddU32Op(koff, 128, comment="A of the next block pair")).sdst \
-                if ahead and not last else None
+                if ahead and left[0] else None
             acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, a_koff)
-            return acc, reloaded, (a_next or None), a_koff
+            return acc, reloaded, (a_next or None), a_koff or (e(gcn.SAddU32Op(koff, 128)).sdst if left[0] else None)
 
-        if iters == 1:
-            return step(koff, load_b(bptr), acc, None, a_cur, True)[0]
-        sets = [load_b(bptr), load_b(e.add64(bptr, pair_bytes, 0, comment="B of the second block pair"))]
-        nxt = e.add64(bptr, 2 * pair_bytes, 0, comment="B of the third block pair")
-        if iters % 2:
-            acc, again, a_cur, _ = step(koff, sets[0], acc, nxt, a_cur, False)
-            sets = [sets[1], again]
-            koff = e(gcn.SAddU32Op(koff, 128, comment="A of the second block pair")).sdst
-            nxt = e.add64(nxt, pair_bytes, 0, comment="B of the fourth block pair")
-        looped = iters - iters % 2 - 2  # pairs the loop computes, two an iteration
-        if looped:
+        sets = []
+        for j in range(min(depth, iters)):
+            sets.append(load_b(bptr if j == 0 else e.add64(bptr, j * pair_bytes, 0, comment=f"B of block pair {j}")))
+        nxt = e.add64(bptr, depth * pair_bytes, 0, comment=f"B of block pair {depth}") if iters > depth else None
+        for _ in range((iters - depth) % depth if iters > depth else 0):  # before the loop, reloading
+            acc, again, a_cur, koff = step(koff, sets[0], acc, nxt, a_cur)
+            sets = [*sets[1:], again]
+            nxt = e.add64(nxt, pair_bytes, 0)
+        if left[0] > depth:  # the loop: D pairs an iteration
             n0, na = len(sets[0]), (2 if ahead else 0)
-            carried = [koff, nxt, *sets[0], *sets[1], *(a_cur or []), *acc]
+            carried = [koff, nxt, *(v for st in sets for v in st), *(a_cur or []), *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
+            count = left[0]
             try:
                 args = list(body.args)
                 koff_i, nxt_i = args[0], args[1]
-                cur = [args[2:2 + n0], args[2 + n0:2 + 2 * n0]]
-                a_i = args[2 + 2 * n0:2 + 2 * n0 + na] or None
-                acc_i = args[2 + 2 * n0 + na:]
-                acc_i, new0, a_i, koff1 = step(koff_i, cur[0], acc_i, nxt_i, a_i, False)
-                nxt1 = e.add64(nxt_i, pair_bytes, 0)
-                koff1 = koff1 or e(gcn.SAddU32Op(koff_i, 128)).sdst
-                acc_i, new1, a_i, knext = step(koff1, cur[1], acc_i, nxt1, a_i, False)
-                knext = knext or e(gcn.SAddU32Op(koff_i, 256, comment="A of the next two block pairs")).sdst
-                bnext = e.add64(nxt_i, 2 * pair_bytes, 0)  # (before the compare: s_add sets SCC)
-                e(gcn.SCmpLgU32Op(knext, e.const(128 * (iters - 2))))
-                e(gcn.LoopBackOp([knext, bnext, *new0, *new1, *(a_i or []), *acc_i], "scc1"))
+                cur = [args[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
+                a_i = args[2 + depth * n0:2 + depth * n0 + na] or None
+                acc_i = args[2 + depth * n0 + na:]
+                news, k_j, n_j = [], koff_i, nxt_i
+                for j in range(depth):
+                    acc_i, new, a_i, k_j = step(k_j, cur[j], acc_i, n_j, a_i)
+                    news.append(new)
+                    n_j = e.add64(n_j, pair_bytes, 0)  # (the last: the next iteration's, before the compare)
+                left[0] = count  # (the body's steps are one iteration's)
+                e(gcn.SCmpLgU32Op(k_j, e.const(128 * (iters - depth))))
+                e(gcn.LoopBackOp([k_j, n_j, *(v for st in news for v in st), *(a_i or []), *acc_i], "scc1"))
             finally:
                 e.block = outer
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))
             res = list(loop.res)
             koff = res[0]
-            sets = [res[2:2 + n0], res[2 + n0:2 + 2 * n0]]
-            a_cur = res[2 + 2 * n0:2 + 2 * n0 + na] or None
-            acc = res[2 + 2 * n0 + na:]
-        acc, _, a_cur, koff1 = step(koff, sets[0], acc, None, a_cur, False)  # the last two pairs: no B past them
-        return step(koff1 or e(gcn.SAddU32Op(koff, 128)).sdst, sets[1], acc, None, a_cur, True)[0]
+            sets = [res[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
+            a_cur = res[2 + depth * n0:2 + depth * n0 + na] or None
+            acc = res[2 + depth * n0 + na:]
+            left[0] = depth
+        for j in range(len(sets)):  # the last pairs: no B past them
+            acc, _, a_cur, koff = step(koff, sets[j], acc, None, a_cur)
+        return acc

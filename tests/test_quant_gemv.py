@@ -65,7 +65,8 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     asm = kern.asm
     looped = iters - iters % 2 - 2 > 0
     assert ("_block_pairs" in asm) == looped
-    # B two pairs ahead: the first two pairs' loads, an odd count's reload before the loop, two in it
+    # B two pairs ahead (QUANT_B_AHEAD): the first two pairs' loads, an odd count's reload before the
+    # loop, two in it
     sets = 1 if iters == 1 else 2 + (iters % 2) + 2 * looped
     b_loads = [ln for ln in asm.splitlines() if "; B blocks" in ln]
     assert len(b_loads) == (2 * B_FORMATS[fmt][1] // 16 + 1) * sets
