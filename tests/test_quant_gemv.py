@@ -310,3 +310,16 @@ def test_bias_epilogue(epilogue, length, split):
     with pytest.raises(DiagnosticError, match="bias must be a 1-D memref of f16, got memref<80xf32> "
                        r"\(the bias of an f16 x q4_0 product is f16"):
         vlpc.compile(_with_bias(source(3, 80, 1024, "q4_0", epilogue=("bias_col",)), 80, "f32"))
+
+
+def test_api_operand_errors():
+    """vlpc.run: B must be the tensor's bytes (uint8 N x row bytes), A f16; one-line errors."""
+    kern = vlpc.compile(source(1, 64, 128, "q8_0")).kernel("g")
+    with pytest.raises(VlpcError, match=r"B must be the tensor's bytes, uint8 of shape \(64, 136\)"):
+        vlpc.run(kern, b=np.zeros((64, 128), np.float16))
+    with pytest.raises(VlpcError, match=r"B must be the tensor's bytes, uint8 of shape \(64, 136\)"):
+        vlpc.run(kern, b=np.zeros((64, 130), np.uint8))
+    with pytest.raises(VlpcError, match="A must be f16 activations, got float32"):
+        vlpc.run(kern, a=np.zeros((1, 128), np.float32))
+    with pytest.raises(VlpcError, match="takes no scales"):
+        vlpc.run(kern, scales=(np.ones(1, np.float32), np.ones(64, np.float32)))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlpc.errors import VlpcError
-from vlpc.verify import Geometry, Problem, geometries, launch_and_read, pack
+from vlpc.verify import Problem, geometries, launch_and_read, pack
 
 #: The garbage byte in B's row gaps (after each row's last block).
 B_PAD = 0xB5
@@ -45,9 +45,11 @@ def ggml_type(fmt: str):
 
 
 def row_bytes(fmt: str, k: int) -> int:
-    """Bytes of one row of K weights in ``fmt`` (gguf's GGML_QUANT_SIZES: 32 weights per block)."""
-    gguf = _gguf()
-    block, size = gguf.GGML_QUANT_SIZES[ggml_type(fmt)]
+    """Bytes of one row of K weights in ``fmt`` (``B_FORMATS``: 32 weights per block, as gguf's
+    GGML_QUANT_SIZES, which tests/test_quant_gemv.py compares)."""
+    from vlpc.dialects.gemm import B_FORMATS
+
+    block, size = B_FORMATS[fmt]
     return k // block * size
 
 
@@ -100,7 +102,7 @@ def b_buffer(rows: np.ndarray, n: int, ldb: int, rb: int) -> np.ndarray:
     rows = np.asarray(rows)
     if rows.dtype == np.int8:
         rows = rows.view(np.uint8)
-    if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[0] != n or rows.shape[1] not in (rb, ldb) and rows.shape[1] < ldb:
+    if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[0] != n or (rows.shape[1] != rb and rows.shape[1] < ldb):
         raise VlpcError(f"B must be the tensor's bytes, uint8 of shape ({n}, {rb}) (or ({n}, {ldb}) with the row "
                         f"gaps), got {rows.dtype} {rows.shape}")
     flat = np.full((n - 1) * ldb + rb, B_PAD, np.uint8)
