@@ -359,29 +359,17 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     ``b`` the GGUF tensor's bytes (uint8, N x row bytes), ``c`` f32/f16; M and N at launch from
     the arrays or ``m``, ``n``."""
     from vlpc.quant_run import row_bytes, run_quant
+    from vlpc.run import resolve_problem
 
     if scales is not None:
         raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its blocks "
                         "carry their own")
     li = kern.launch_info
-
-    def size(name: str, given, arr, axis: int) -> int:
-        static = li[f"static_{name}"]
-        got = given if given is not None else (np.asarray(arr).shape[axis] if arr is not None else None)
-        if static >= 0:
-            if got is not None and got != static:
-                raise VlpcError(f"{name.upper()}={got} contradicts the static size {name.upper()}={static} in the IR")
-            return static
-        if got is None:
-            raise VlpcError(f"{name.upper()} is dynamic ('?') in the IR: give it (or the operand)")
-        return int(got)
-
-    mm, nn, kk = size("m", m, a if a is not None else c, 0), size("n", n, b, 0), li["static_k"]
-
-    def ld(name: str, default: int) -> int:
-        return li[f"static_{name}"] if li[f"static_{name}"] >= 0 else default
-
-    p = Problem(mm, nn, kk, ld("lda", kk), ld("ldb", row_bytes(str(li["b_format"]), kk)), ld("ldc", nn))
+    m_arr, n_arr = (a if a is not None else c), b  # M and N at launch: from the operands if not given
+    p = resolve_problem(li, m if m is not None or m_arr is None else np.asarray(m_arr).shape[0],
+                        n if n is not None or n_arr is None else np.asarray(n_arr).shape[0], None)
+    if li["static_ldb"] < 0:  # (resolve_problem's default is K: B's rows are bytes here)
+        p.ldb = row_bytes(str(li["b_format"]), p.k)
     kern.check_sizes(p.m, p.n, p.k)
     launch = kern.launch(p.m, p.n, p.k)
     al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
