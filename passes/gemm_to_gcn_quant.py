@@ -43,18 +43,22 @@ divide K / 64, strategies and schedules other than sqc default/cover.
 
 from __future__ import annotations
 
+import dataclasses
+
 from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp
+from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, rows_kernel
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
 from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
 
 #: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
-#: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel).
+#: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel); each
+#: splits K over the wavefront groups of ``quant_plan`` for its rows (unlike the other kernels'
+#: companions, which run one group).
 QUANT_ROWS_TILES = (8, 4, 2, 1)
 #: Block pairs of B in flight per lane ahead of the one computed (each its own registers).  3 made
 #: the register allocator fail on SGPR fragmentation (one row of A a pair ahead, 1 x 14336 x 4096).
@@ -80,7 +84,22 @@ def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str 
     if pairs % (split * local):
         raise op_error(mm, f"split-k={split} x local-split={local} does not divide the {pairs} block pairs of "
                        f"K={s.k} ({QUANT_K_PAIR} weights each): every K slice runs whole pairs")
-    return dot_kernels(mm, name, strategy, schedule, forwarding, QUANT_ROWS_TILES, builder=QuantGemvBuilder)
+    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, (), builder=QuantGemvBuilder)
+    mt_m = mm.get_int_array("macro_tile")[0]
+    if s.m < 0:  # the row-narrow companions, each with its own split of K over wavefront groups
+        def build(clone: MatmulOp, kname: str, r: int) -> gcn.KernelOp:
+            groups = quant_plan(dataclasses.replace(s, m=r))[1]
+            clone.set_int("local_split", groups)
+            clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
+            return QuantGemvBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
+
+        rows = [rows_kernel(mm, name, r, lambda c, n, r=r: build(c, n, r)) for r in QUANT_ROWS_TILES if r < mt_m]
+        if rows:
+            main = kernels[0]
+            main.attributes["launch"] = DictionaryAttr({
+                **main.attributes["launch"].data, "small_m": StringAttr(",".join(k.sym_name.data for k in rows))})
+            kernels += rows
+    return kernels
 
 
 class QuantGemvBuilder(DotKernelBuilder):

@@ -134,6 +134,9 @@ def test_m_at_launch(m):
     assert set(kern.companions) == {f"g_rows{r}" for r in (8, 4, 2, 1)}
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
+    rows = kern.rows_kernel(m)  # the companion keeps a split of K over wavefront groups (quant_plan)
+    assert (rows.local_split, rows.launch(m, n, k).block[0]) == ((8, 512) if m < 16 else (16, 1024)) if rows \
+        else m >= 16
 
 
 @pytest.mark.parametrize("ct", ["f32", "f16"])
