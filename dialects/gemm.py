@@ -60,7 +60,7 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 #: matrix bases are 64-bit.  So a matrix (one batch entry) must span fewer bytes, and
 #: every leading dimension and batch stride must be fewer bytes, than this.
 BYTE_OFFSET_LIMIT = 1 << 32
-EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu")
+EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu", "swiglu")
 DYNAMIC = -1
 #: Bytes per element of each element type name.
 ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "i8": 1, "i32": 4}
@@ -487,8 +487,8 @@ class MatmulOp(IRDLOperation):
             return known[0] if known else DYNAMIC
 
         m = pick(m, cd[0])
-        n = pick(n, cd[1])
         fmt = self.b_format.data if self.b_format is not None else ""
+        n = pick(cd[1], n) if fmt else pick(n, cd[1])  # (b_format swiglu: B has 2N rows, gate then up)
         k = pick(k, kb) if not fmt else k  # B's rows are bytes of blocks: K is A's
         dtype = type_name(at.element_type) or "f64"
         c_name = type_name(ct.element_type) or dtype
@@ -510,6 +510,9 @@ class MatmulOp(IRDLOperation):
         for x in ops:
             if x not in EPILOGUE_OPS:
                 raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
+        if "swiglu" in ops and (self.b_format is None or ops[0] != "swiglu"):
+            raise VerifyException("swiglu fuses a gate and an up projection of quantized weights: the first epilogue "
+                                  "operation of a gemm.matmul with b_format (docs/quantized.md)")
         wants_bias = [x for x in ops if x.startswith("bias")]
         if len(wants_bias) > 1:
             raise VerifyException("at most one bias operation per epilogue")
@@ -666,7 +669,12 @@ def verify_b_format(mm: MatmulOp) -> None:
     if bd[1] >= 0 and bd[1] != row_bytes:
         raise VerifyException(f"B has rows of {bd[1]} bytes; {fmt} with K={k} needs {k // block} blocks of "
                               f"{block_bytes} bytes = {row_bytes} bytes per row")
-    for what, x, y in (("M", ad[0], cd[0]), ("N", bd[0], cd[1])):
+    swiglu = "swiglu" in mm.epilogue_ops()
+    if swiglu and (bd[0] < 0 or cd[1] < 0 or bd[0] != 2 * cd[1] or leading_dimension(types[1]) < 0):
+        raise VerifyException(f"swiglu: B holds the gate's N rows then the up projection's N rows, static: "
+                              f"2 x C's columns ({cd[1]}), got {bd[0]} rows" + (" (and a static ldb)"
+                                                                                   if bd[0] == 2 * cd[1] else ""))
+    for what, x, y in (("M", ad[0], cd[0]), ("N", bd[0] // 2 if swiglu else bd[0], cd[1])):
         if x >= 0 and y >= 0 and x != y:
             raise VerifyException(f"inconsistent {what}: {'A' if what == 'M' else 'B'} has {x} but C has {y}")
     check_leading_dimensions(types)

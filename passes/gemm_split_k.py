@@ -183,7 +183,7 @@ class GemmSplitKPass(ModulePass):
         local = self.local_split
         split = self.split_k
         if shape.b_format and local == 1:  # the quantized GEMV: K over groups (and workgroups for a small N)
-            split, local = quant_split(shape, cus, split)
+            split, local = quant_split(shape, cus, split or (1 if "swiglu" in mm.epilogue_ops() else 0))
         elif split == 0 and shape.b_format:
             split = 1
         if split == 0:

@@ -170,7 +170,8 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
     # A stored K x M: packed in SGPRs by SALU ops where it can be, else through a copy
     # (passes/gemm_to_gcn_transpose.py: a_transpose_reason); nothing refused here
-    bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.c_type == "i32"]
+    bad = [x for x in mm.epilogue_ops() if (x not in DOT_EPILOGUE_OPS and not (x == "swiglu" and s.b_format))
+           or s.c_type == "i32"]
     if bad:
         raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu, "
                        "gelu and silu for f16 products (bias f16) and dequantized int8 ones (C f32 or f16, bias f32); "
@@ -237,6 +238,7 @@ class DotKernelBuilder:
         self.pack = DOT_PACK[self.shape.dtype]
         self.eb = ELEMENT_BYTES[self.shape.dtype]
         self.ldb_unit = self.eb  # bytes per unit of ldb (1 for a quantized B's bytes: gemm_to_gcn_quant)
+        self.acc_per_row = 1  # accumulators per row of the tile until _combine_rows (2: a SwiGLU's gate and up)
         # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
@@ -265,6 +267,11 @@ class DotKernelBuilder:
         slice's bases) and ``voff_b`` (a subclass's, e.g. the
         quantized GEMV of passes/gemm_to_gcn_quant.py), or None for this kernel's."""
         return None
+
+    def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
+        """One accumulator per row from the ``acc_per_row`` sums of each row after the K loop and
+        the groups' reduction (a subclass's: the quantized GEMV's SwiGLU); here ``acc`` itself."""
+        return acc
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -323,7 +330,7 @@ class DotKernelBuilder:
             # the decode GEMV's reduction in one pass, group g < M storing row g (see below); int8:
             # the groups add their i32 partials into one M-row LDS block (ds_add_u32: exact in any
             # order), zeroed here while the kernel arguments load, a barrier before any adds
-            one_pass = (local > 1 and self.split == 1 and shift is None and mi_m <= local
+            one_pass = (local > 1 and self.split == 1 and shift is None and mi_m <= local and self.acc_per_row == 1
                         and local * mi_m * mt_n * 4 <= GFX906.lds_bytes_per_cu)
             lds_add = one_pass and is_int
             if lds_add:
@@ -622,6 +629,7 @@ class DotKernelBuilder:
                 acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
                 e(gcn.SCmpEqU32Op(slice_id, 0))
                 lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
+            acc = self._combine_rows(e, acc)
 
         # ---- split-K (workspace mode): slices of S x M x ldc f32/i32 partials ----
         if self.split > 1:

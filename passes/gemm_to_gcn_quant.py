@@ -44,6 +44,7 @@ divide K / 64, strategies and schedules other than sqc default/cover.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -51,7 +52,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, rows_kernel
+from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
 from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
 
@@ -81,6 +82,9 @@ def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str 
     s = mm.shape()
     split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
     pairs = s.k // QUANT_K_PAIR
+    if split > 1 and "swiglu" in mm.epilogue_ops():
+        raise op_error(mm, f"split-k={split}: a swiglu GEMV sums its gate and up projections within the workgroup "
+                       "(use split-k=1)")
     if pairs % (split * local):
         raise op_error(mm, f"split-k={split} x local-split={local} does not divide the {pairs} block pairs of "
                        f"K={s.k} ({QUANT_K_PAIR} weights each): every K slice runs whole pairs")
@@ -112,6 +116,10 @@ class QuantGemvBuilder(DotKernelBuilder):
         self.fmt = self.shape.b_format
         self.block, self.block_bytes = B_FORMATS[self.fmt]
         self.ldb_unit = 1  # ldb counts bytes
+        # swiglu: each lane computes the gate's row n and the up projection's row N + n (B holds both,
+        # N static), combined after the groups' reduction as silu(gate) * up (_combine_rows)
+        self.swiglu = "swiglu" in mm.epilogue_ops()
+        self.acc_per_row = 2 if self.swiglu else 1
 
     def kernargs(self) -> list[dict]:
         out = super().kernargs()
@@ -131,6 +139,20 @@ class QuantGemvBuilder(DotKernelBuilder):
                                                       "b_format": StringAttr(self.fmt)})
         return kernel
 
+    def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
+        """swiglu: silu(gate) * up per row, silu(g) = g / (1 + 2^(-g log2 e)) as the silu epilogue."""
+        if not self.swiglu:
+            return acc
+        rows = len(acc) // 2
+        k = e.const(_f32_bits(-math.log2(math.e)))
+        one = e.const(_f32_bits(1.0))
+        out = []
+        for g, u in zip(acc[:rows], acc[rows:]):
+            den = e(gcn.VAddF32Op(one, e(gcn.VExpF32Op(e(gcn.VMulF32Op(k, g)).vdst)).vdst)).vdst
+            s = e(gcn.VMulF32Op(g, e(gcn.VRcpF32Op(den)).vdst)).vdst
+            out.append(e(gcn.VMulF32Op(s, u)).vdst)
+        return out
+
     def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
@@ -138,6 +160,9 @@ class QuantGemvBuilder(DotKernelBuilder):
         pair_bytes = 2 * self.block_bytes
         n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and iteration
         rows = len(acc)
+        if self.swiglu:  # the up projection's accumulators after the gate's
+            acc = [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(rows))]
+            up_off = self.shape.n * self.shape.ldb  # bytes from a gate row to its up row (static: verified)
         magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
         offset = e.const(F16_OFFSET[self.fmt])
@@ -246,17 +271,30 @@ class QuantGemvBuilder(DotKernelBuilder):
         a_cur = [a_batch(koff, 0, 0)[0], a_batch(koff, 1, 0)[0]] if ahead else None
         left = [iters]  # pairs not yet computed
 
+        def load_set(ptr: SSAValue) -> list[SSAValue]:
+            """A pair's B (swiglu: the gate's, then the up projection's)."""
+            if not self.swiglu:
+                return load_b(ptr)
+            return [*load_b(ptr), *load_b(e.add64(ptr, up_off, 0, comment="the up projection's rows"))]
+
         def step(koff: SSAValue, loaded, acc, nxt, a_cur):
             """compute() of the pair at koff, and the next pair's A (``ahead``, unless it is the last)."""
             left[0] -= 1
             a_koff = e(gcn.SAddU32Op(koff, 128, comment="A of the next block pair")).sdst \
                 if ahead and left[0] else None
-            acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, a_koff)
+            if self.swiglu:  # gate then up, one A
+                half = len(loaded) // 2
+                acc_g, re_g, _ = compute(koff, loaded[:half], acc[:rows], nxt, a_cur, None)
+                nxt_u = e.add64(nxt, up_off, 0) if nxt is not None else None
+                acc_u, re_u, a_next = compute(koff, loaded[half:], acc[rows:], nxt_u, a_cur, a_koff)
+                acc, reloaded = [*acc_g, *acc_u], [*re_g, *re_u]
+            else:
+                acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, a_koff)
             return acc, reloaded, (a_next or None), a_koff or (e(gcn.SAddU32Op(koff, 128)).sdst if left[0] else None)
 
         sets = []
         for j in range(min(depth, iters)):
-            sets.append(load_b(bptr if j == 0 else e.add64(bptr, j * pair_bytes, 0, comment=f"B of block pair {j}")))
+            sets.append(load_set(bptr if j == 0 else e.add64(bptr, j * pair_bytes, 0, comment=f"B of block pair {j}")))
         nxt = e.add64(bptr, depth * pair_bytes, 0, comment=f"B of block pair {depth}") if iters > depth else None
         for _ in range((iters - depth) % depth if iters > depth else 0):  # before the loop, reloading
             acc, again, a_cur, koff = step(koff, sets[0], acc, nxt, a_cur)

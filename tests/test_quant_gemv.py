@@ -326,3 +326,50 @@ def test_api_operand_errors():
         vlpc.run(kern, a=np.zeros((1, 128), np.float32))
     with pytest.raises(VlpcError, match="takes no scales"):
         vlpc.run(kern, scales=(np.ones(1, np.float32), np.ones(64, np.float32)))
+
+
+def _swiglu_source(m, n, k, fmt, ct="f32", extra=()) -> str:
+    rb = row_bytes(fmt, k)
+    return source(m, n, k, fmt, ct, epilogue=("swiglu", *extra)).replace(f"memref<{n}x{rb}xi8>",
+                                                                         f"memref<{2 * n}x{rb}xi8>")
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct, extra", [
+    ("q4_0", 1, 80, 2048, "f32", ()),        # the loop; N edge
+    ("q8_0", 3, 64, 1024, "f16", ("relu",)),  # f16 C, another epilogue after it
+    ("q4_0", None, 64, 512, "f32", ()),       # M at launch (5: the 4-row companion, two row tiles)
+])
+def test_swiglu(fmt, m, n, k, ct, extra):
+    """epilogue = ["swiglu", ...]: B holds the gate's N rows then the up projection's N rows (as one
+    tensor); C = alpha * silu(x Wg^T) * (x Wu^T) + beta * C in one launch, checked against gguf's
+    dequantized weights (vlpc/quant_run.py's swiglu_reference and bound) and computed here too."""
+    kern = vlpc.compile(_swiglu_source(m, n, k, fmt, ct, extra)).kernel("g")
+    assert kern.split_k == 1 and "v_exp_f32" in kern.asm
+    mm = 5 if m is None else m
+    rng = np.random.default_rng(6)
+    wg, wu = (rng.standard_normal((n, k)).astype(np.float32) for _ in range(2))
+    b = np.concatenate([gguf.quants.quantize(wg, QT[fmt]), gguf.quants.quantize(wu, QT[fmt])])
+    a = rng.standard_normal((mm, k)).astype(np.float16)
+    dt = np.float16 if ct == "f16" else np.float32
+    r = vlpc.run(kern, a, b, np.full((mm, n), np.nan, dt), beta=0.0, strict=True)
+    assert r.verified
+    g = a.astype(np.float64) @ dequantize(fmt, b[:n]).T
+    u = a.astype(np.float64) @ dequantize(fmt, b[n:]).T
+    want = g / (1 + np.exp(-g)) * u
+    if extra:
+        want = np.maximum(want, 0)
+    assert np.allclose(r.c, want, rtol=2e-3 if ct == "f16" else 1e-4, atol=1e-3)
+    r = vlpc.run(kern, a, b, np.ones((mm, n), dt), alpha=0.5, beta=-1.0, strict=True)
+    assert r.verified
+
+
+@pytest.mark.parametrize("src, options, match", [
+    (_swiglu_source(1, 64, 128, "q4_0").replace('"swiglu"', '"relu", "swiglu"'), {},
+     "swiglu fuses a gate and an up projection of quantized weights: the first epilogue operation"),
+    (source(1, 64, 128, "q4_0", epilogue=("swiglu",)), {}, "swiglu: B holds the gate's N rows then the up"),
+    (_swiglu_source(1, 64, 1024, "q4_0"), {"split_k": 2}, "split-k=2: a swiglu GEMV sums its gate and up"),
+    (_plain(4, 64, 64, "f16", "f32", ("swiglu",)), {}, "swiglu fuses a gate and an up projection"),
+])
+def test_swiglu_refused(src, options, match):
+    with pytest.raises(VlpcError, match=match):
+        vlpc.compile(src, **options)

@@ -366,8 +366,9 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
                         "carry their own")
     li = kern.launch_info
     m_arr, n_arr = (a if a is not None else c), b  # M and N at launch: from the operands if not given
+    b_rows = 2 if "swiglu" in str(li.get("epilogue", "")) else 1  # (swiglu: B holds the gate's N rows, then up's)
     p = resolve_problem(li, m if m is not None or m_arr is None else np.asarray(m_arr).shape[0],
-                        n if n is not None or n_arr is None else np.asarray(n_arr).shape[0], None)
+                        n if n is not None or n_arr is None else np.asarray(n_arr).shape[0] // b_rows, None)
     if li["static_ldb"] < 0:  # (resolve_problem's default is K: B's rows are bytes here)
         p.ldb = row_bytes(str(li["b_format"]), p.k)
     kern.check_sizes(p.m, p.n, p.k)

@@ -138,16 +138,21 @@ class DotVerdict(Verdict):
 
 def check(layout: str, p: Problem, ab: str, ct: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray,
           out: np.ndarray, alpha, beta, pieces: int = 1, scales: tuple | None = None, epilogue=(),
-          bias: np.ndarray | None = None, op_b: np.ndarray | None = None, rounds: int | None = None) -> Verdict:
+          bias: np.ndarray | None = None, op_b: np.ndarray | None = None, rounds: int | None = None,
+          expected: tuple | None = None) -> Verdict:
     """C after the launch (flat ``out``) against :func:`reference` of the flat buffers as launched
-    (``op_b``: op(B) (batches, K, N) itself instead of ``b``'s, e.g. dequantized weights)."""
+    (``op_b``: op(B) (batches, K, N) itself instead of ``b``'s, e.g. dequantized weights;
+    ``expected``: the (reference, bound) pair itself, e.g. a SwiGLU's: vlpc/quant_run.py)."""
     g = geometries(layout, p)
-    if op_b is None:
-        op_a, op_b = op_matrices(layout, p, a, b)
-    else:
-        op_a = g["A"].matrices(a)
     cm = g["C"].matrices(c0)
-    ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales, epilogue, bias, rounds)
+    if expected is not None:
+        ref, bound = expected
+    else:
+        if op_b is None:
+            op_a, op_b = op_matrices(layout, p, a, b)
+        else:
+            op_a = g["A"].matrices(a)
+        ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales, epilogue, bias, rounds)
     got = g["C"].matrices(out)
     if ct == "i32":
         bad = got.astype(np.int64) != ref

@@ -121,6 +121,8 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
 
     fmt = str(kern.launch_info["b_format"])
     ct = str(kern.launch_info.get("c_dtype", "f32"))
+    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
+    nb = 2 * p.n if "swiglu" in epi else p.n  # B's rows (swiglu: the gate's N, then the up projection's)
     rng = np.random.default_rng(seed)
     rb = row_bytes(fmt, p.k)
     if p.ldb < rb or p.ldb % 4:
@@ -132,15 +134,14 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
     if flat_a is None:
         raise VlpcError(f"A must be f16 activations, got {np.asarray(a).dtype}")
     if b is None:
-        b = random_weights(fmt, p.n, p.k, rng)
-    flat_b = b_buffer(b, p.n, p.ldb, rb)
+        b = random_weights(fmt, nb, p.k, rng)
+    flat_b = b_buffer(b, nb, p.ldb, rb)
     if c is None:
         flat_c = np.full(g["C"].size, PAD[ct], NP[ct])
         flat_c[g["C"].offsets().reshape(-1)] = rng.standard_normal(p.m * p.n).astype(NP[ct])
     else:
         flat_c = pack("C", np.asarray(c), g["C"], NP[ct], fill=np.nan)
     host = {"A": flat_a, "B": flat_b, "C": flat_c}
-    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
     wants_bias = [x for x in epi if x.startswith("bias")]
     if wants_bias:
         length = p.m if wants_bias[0] == "bias_row" else p.n
@@ -155,14 +156,53 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
     cm = np.ascontiguousarray(g["C"].matrices(out))
     verdict = None
     if verify:
-        w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(p.n)]))
+        w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
         pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
+        rounds = 16 + p.k // 32 + pieces + 2
+        expected = None
+        if "swiglu" in epi:
+            expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
+                                        rounds, epi[1:], bias)
         verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, pieces,
-                        epilogue=epi, bias=bias, op_b=w.T[None], rounds=16 + p.k // 32 + pieces + 2)
+                        epilogue=epi, bias=bias, op_b=w.T[None], rounds=rounds, expected=expected)
     return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c,
                                             **({"bias": bias} if wants_bias else {})}
 
 
+
+
+def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float, beta: float, ct: str,
+                     rounds: int, epilogue=(), bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) of ``C = alpha * silu(A Wg^T) * (A Wu^T) + beta * C``, then ``epilogue``, for
+    ``a`` (1, M, K), ``w`` the 2N x K dequantized weights (gate rows, then up rows), ``c0`` (1, M, N).
+    Each product's bound is f32 accumulation's (vlpc/dot_run.py's ``rounds``); silu's is
+    vlpc/verify.py's (1.1 e + u |s| (8 + 4 log2 e |g|)); the product s u adds |s| e_u + |u| e_s +
+    e_s e_u and one rounding; alpha * . + beta * C two (gamma_2)."""
+    from vlpc.dot_run import TINY32, U16, U32, gamma, reference
+    from vlpc.verify import epilogue_step
+
+    n = w.shape[0] // 2
+    zero = np.zeros(c0.shape)
+    g, eg = reference(a, w[:n].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+    u, eu = reference(a, w[n:].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+    with np.errstate(all="ignore"):
+        s, es = epilogue_step("silu", g, eg, U32, None)
+        es = es + TINY32
+        prod = s * u
+        ep = np.abs(s) * eu + np.abs(u) * es + es * eu + U32 * np.abs(prod)
+        exp = alpha * prod if alpha != 0 else zero
+        mag = np.abs(exp)
+        bound = abs(alpha) * ep if alpha != 0 else zero
+        if beta != 0:
+            exp = exp + beta * c0.astype(np.float64)
+            mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
+        bound = bound * (1 + gamma(2, U32)) + gamma(2, U32) * mag
+        for x in epilogue:
+            exp, bound = epilogue_step(x, exp, bound, U32, bias)
+            bound = bound + TINY32
+        if ct == "f16":
+            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+    return exp, bound
 
 
 def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
