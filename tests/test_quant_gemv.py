@@ -243,6 +243,13 @@ def test_cli_weights(model, tmp_path):
     cmd = [sys.executable, "-m", "vlpc.cli", "run", str(src), "--m", "3", "--strict"]
     p = subprocess.run([*cmd, "--weights", f"{path}:blk.0.ffn_up.weight"], capture_output=True, text=True)
     assert p.returncode == 0 and "verification passed" in p.stdout, p.stdout + p.stderr
+    sw = tmp_path / "swiglu.mlir"  # gate and up from two tensors (here the same one twice)
+    sw.write_text(_swiglu_source(1, 96, 128, "q4_0"))
+    p = subprocess.run([*cmd[:4], str(sw), "--strict", "--weights",
+                        f"{path}:blk.0.ffn_gate.weight,blk.0.ffn_gate.weight"], capture_output=True, text=True)
+    assert p.returncode == 0 and "verification passed" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([*cmd[:4], str(sw), "--weights", f"{path}:blk.0.ffn_gate.weight"], capture_output=True, text=True)
+    assert p.returncode == 1 and "expected FILE.gguf:GATE,UP" in p.stderr, p.stderr
     (tmp_path / "t.gguf").write_bytes(path.read_bytes()[:300])
     for spec, match in ((f"{path}:blk.0.ffn_gate.weight", "is Q4_0, kernel g takes Q8_0"),
                         (f"{tmp_path / 't.gguf'}:blk.0.ffn_up.weight", "truncated or corrupted"),

@@ -206,27 +206,38 @@ def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float,
 
 
 def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
-    """``vlpc run --weights FILE.gguf:TENSOR``: the tensor's rows (uint8, N x row bytes) and N, checked
-    against ``kernel`` (a ``b_format`` kernel of the same format and K; N the IR's, or ``n``)."""
+    """``vlpc run --weights FILE.gguf:TENSOR`` (a swiglu kernel: ``FILE.gguf:GATE,UP``): the rows of
+    the tensor(s) (uint8, N x row bytes; swiglu: the gate's N rows, then the up projection's) and N,
+    checked against ``kernel`` (a ``b_format`` kernel of the same format and K; N the IR's, or ``n``)."""
     fmt = kernel.launch_info.get("b_format")
     if not fmt:
         raise VlpcError(f"--weights: kernel {kernel.name} has no quantized B (gemm.matmul ... "
                         "{b_format = \"q8_0\"}, docs/quantized.md)")
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path or not name:
-        raise VlpcError(f"--weights {spec}: expected FILE.gguf:TENSOR (e.g. model.gguf:blk.0.ffn_up.weight)")
-    got, rows = read_gguf_tensor(path, name)
+    path, sep, names = spec.rpartition(":")
+    swiglu = "swiglu" in str(kernel.launch_info.get("epilogue", ""))
+    want = "FILE.gguf:GATE,UP (e.g. model.gguf:blk.0.ffn_gate.weight,blk.0.ffn_up.weight)" if swiglu else \
+        "FILE.gguf:TENSOR (e.g. model.gguf:blk.0.ffn_up.weight)"
+    parts = names.split(",")
+    if not sep or not path or not all(parts) or len(parts) != (2 if swiglu else 1):
+        raise VlpcError(f"--weights {spec}: expected {want}")
     k = int(kernel.launch_info["static_k"])
-    if got != fmt:
-        raise VlpcError(f"--weights: tensor '{name}' is {got.upper()}, kernel {kernel.name} takes {str(fmt).upper()}")
-    if rows.shape[1] != row_bytes(fmt, k):
-        raise VlpcError(f"--weights: tensor '{name}' has rows of {rows.shape[1] // row_bytes(fmt, 32) * 32} weights, "
-                        f"kernel {kernel.name} has K={k}")
-    static_n = int(kernel.launch_info["static_n"])
-    for given, what in ((static_n, "the IR's"), (n if n is not None else -1, "--n")):
-        if given >= 0 and given != rows.shape[0]:
-            raise VlpcError(f"--weights: tensor '{name}' has {rows.shape[0]} rows, {what} N is {given}")
-    return rows, rows.shape[0]
+    blocks = []
+    for name in parts:
+        got, rows = read_gguf_tensor(path, name)
+        if got != fmt:
+            raise VlpcError(f"--weights: tensor '{name}' is {got.upper()}, kernel {kernel.name} takes {str(fmt).upper()}")
+        if rows.shape[1] != row_bytes(fmt, k):
+            raise VlpcError(f"--weights: tensor '{name}' has rows of {rows.shape[1] // row_bytes(fmt, 32) * 32} "
+                            f"weights, kernel {kernel.name} has K={k}")
+        static_n = int(kernel.launch_info["static_n"])
+        for given, what in ((static_n, "the IR's"), (n if n is not None else -1, "--n")):
+            if given >= 0 and given != rows.shape[0]:
+                raise VlpcError(f"--weights: tensor '{name}' has {rows.shape[0]} rows, {what} N is {given}")
+        blocks.append(rows)
+    if len(blocks) == 2 and blocks[0].shape != blocks[1].shape:
+        raise VlpcError(f"--weights: the gate and up tensors differ in shape: {blocks[0].shape[0]} and "
+                        f"{blocks[1].shape[0]} rows")
+    return np.concatenate(blocks), blocks[0].shape[0]
 
 
 __all__ = ["B_PAD", "b_buffer", "dequantize", "ggml_type", "random_weights", "read_gguf_tensor", "row_bytes",
