@@ -15,6 +15,13 @@ Usage::
 
     python benchmarks/quant_gemv.py                       # 2 formats x 3 shapes x M = 1, 4, 16
     python benchmarks/quant_gemv.py --formats q4_0 --m 1 --shapes 4096x4096 -v
+    python benchmarks/quant_gemv.py --llama                # one decode step of a Llama-3-8B-shaped stack
+
+``--llama``: the modeled time of one decode step's GEMVs (M = 1) of a Llama-3-8B-shaped model, 32 layers
+of q and o (4096 x 4096), k and v (1024 x 4096: 8 KV heads of 128), gate and up (14336 x 4096) and
+down (4096 x 14336), plus the output head (128256 x 4096), all in one format, as tokens per second of
+the GEMV part alone (no attention, norms, activations or sampling; launches back to back, each with
+the model's launch overhead).
 """
 
 from __future__ import annotations
@@ -71,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", default="mi50")
     ap.add_argument("--clock", type=float, default=1725.0)
     ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
+    ap.add_argument("--llama", action="store_true", help="the modeled GEMV time of a Llama-3-8B-shaped decode step")
     args = ap.parse_args(argv)
     import subprocess
 
@@ -81,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"modeled (timing model, not measured) on {args.gpu} @ {args.clock:g} MHz, HBM "
           f"{board.hbm_bytes_per_second / 1e9:.0f} GB/s, launch overhead {board.timing.launch_overhead_us:g} us; "
           f"vlpc commit {commit or '?'}")
+    if args.llama:
+        return llama(args)
     print(f"{'format':<6} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
           f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
@@ -94,6 +104,24 @@ def main(argv: list[str] | None = None) -> int:
                       f"{time.perf_counter() - t0:>6.0f}", flush=True)
                 if args.verbose:
                     print(f"    {r['where']}", flush=True)
+    return 0
+
+
+#: A Llama-3-8B decode step's GEMVs: (N, K) -> how many per token.
+LLAMA3_8B = {(4096, 4096): 2 * 32, (1024, 4096): 2 * 32, (14336, 4096): 2 * 32, (4096, 14336): 32,
+             (128256, 4096): 1}
+
+
+def llama(args) -> int:
+    for fmt in args.formats.split(","):
+        total = 0.0
+        for (n, k), count in LLAMA3_8B.items():
+            t0 = time.perf_counter()
+            r = modeled(fmt, 1, n, k, args.gpu, args.clock)
+            total += count * r["us"]
+            print(f"{fmt:<6} 1 x {n:>6} x {k:<6} S {r['split']} L {r['local']:>2}: {r['us']:8.1f} us x {count:>2} "
+                  f"({r['gbs']:.0f} GB/s; {time.perf_counter() - t0:.0f} s)", flush=True)
+        print(f"{fmt}: {total:.0f} us of GEMVs per token: {1e6 / total:.1f} tokens/s (modeled, GEMVs only)", flush=True)
     return 0
 
 
