@@ -37,8 +37,12 @@ M = 1..4 the GEMV is bound by the weight stream, not by the VALU (modeled:
 ``benchmarks/quant_gemv.py``); at M = 16 the dots (8 per weight pair and row group) bound it,
 where ``v_dot4_i32_i8`` on int8 activations would need a quarter of the instructions (not built).
 
-Refused (located): a split of K across workgroups (``split-k`` > 1), a local split that does not
-divide K / 64, strategies and schedules other than sqc default/cover.
+Plans: K over L wavefront groups of a workgroup and, for few workgroups, S workgroups (workspace
+mode: the dot kernels' reduce kernel), ``quant_plan`` / ``quant_split`` in dialects/gemm.py.  The
+fused SwiGLU (``epilogue = ["swiglu", ...]``, B the gate's N rows then the up projection's): each
+lane computes both rows of its column, :meth:`QuantGemvBuilder._combine_rows` forms silu(gate) * up
+after the groups' reduction.  Refused (located): S x L not dividing the K / 64 block pairs, a
+swiglu split across workgroups, strategies and schedules other than sqc default/cover.
 """
 
 from __future__ import annotations
