@@ -1555,6 +1555,26 @@ DsAddU32Op = _table_op(
 )
 
 
+# ---- the quantized-weight GEMV's dequantization in registers (passes/gemm_to_gcn_quant.py) ----
+
+VPermB32Op = _table_op(
+    VFmaBase, "v_perm_b32",
+    "``v_perm_b32 vdst, src0, src1, sel``: byte i of vdst is byte sel.byte[i] of the 8-byte value "
+    "{src0, src1} (0-3 from src1, 4-7 from src0; 12 gives 0x00; BYTE_PERMUTE, AMD Vega ISA); at most one "
+    "SGPR source (the constant bus).",
+)
+
+
+VXorB32Op = _table_op(VBitwiseBase, "v_xor_b32")
+
+
+VPkAddF16Op = _table_op(
+    VOP2Base, "v_pk_add_f16",
+    "``v_pk_add_f16 vdst, src0, src1``: both f16 halves added (VOP3P, round to nearest even); src0 may "
+    "be an SGPR.",
+)
+
+
 def _operations() -> list[type[IRDLOperation]]:
     """Every ``gcn.*`` operation class defined in this module (new ops register themselves)."""
     return [v for v in globals().values()

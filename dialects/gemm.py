@@ -60,7 +60,7 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 #: matrix bases are 64-bit.  So a matrix (one batch entry) must span fewer bytes, and
 #: every leading dimension and batch stride must be fewer bytes, than this.
 BYTE_OFFSET_LIMIT = 1 << 32
-EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
+EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu", "swiglu")
 DYNAMIC = -1
 #: Bytes per element of each element type name.
 ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "i8": 1, "i32": 4}
@@ -72,6 +72,18 @@ DOT_C_TYPES = {"f16": ("f32", "f16"), "i8": ("i32",)}
 DOT_SCALAR_TYPES = {"f16": "f32", "i8": "i32"}
 #: Elements of A/B in one dword (one SGPR of A, one VGPR of B) for the dot kernels.
 DOT_PACK = {"f16": 2, "i8": 4}
+#: Block-quantized weight formats of B (``gemm.matmul ... {b_format = "q8_0"}``; docs/quantized.md):
+#: name -> (weights per block along K, bytes per block), GGUF's layouts (ggml's ``block_q8_0``: an
+#: f16 scale and 32 int8; ``block_q4_0``: an f16 scale and 16 bytes of 4-bit values, weight j in the
+#: low nibble of byte j and weight j + 16 in its high nibble, both offset by 8).  B is then an i8
+#: memref of N rows of K / 32 blocks (its row length in bytes), used as GGUF stores the tensor.
+B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18)}
+#: K values per iteration of the quantized GEMV (passes/gemm_to_gcn_quant.py): two GGUF blocks,
+#: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
+QUANT_K_PAIR = 64
+#: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
+#: M = 8: :func:`quant_plan`).
+QUANT_LOCAL = 8
 
 
 #: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K
@@ -105,6 +117,8 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
       pieces, 26.1 us with 16 and 8-dword pieces; 16 x 4096 x 11008 69.3 -> 63.1 us; f16
       51.1 -> 48.0 and 133.3 -> 121.4 us.  M = 13..15 stay with 8 (int8 M = 14: 24.9 us,
       26.1 with 16 and 8-dword pieces)."""
+    if shape.b_format:
+        return quant_plan(shape)
     if shape.dtype not in DOT_PACK or not 1 <= shape.m <= GEMV_MAX_M or shape.k < 0 or shape.batch:
         return None
     if not k_step:
@@ -116,6 +130,51 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
     while local > 1 and kd < local * k_step:
         local //= 2
     return 64, local, k_step
+
+
+def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
+    """``(macro_n, local_split, k_step)`` of the quantized-B GEMV (passes/gemm_to_gcn_quant.py):
+    64 columns per workgroup and K over L wavefront groups, L = 8 for M < 8 and 16 from M = 8 (or
+    M given at launch), halved until L divides the K / 64 block pairs (every group then runs the
+    same static number of pairs; K = 4096: 8 or 16, 384: 2).  The K step (16 dwords) only sizes
+    the slices: the kernel steps by block pairs (:data:`QUANT_K_PAIR`).  Why: modeled on MI50 @
+    1725 MHz (timing-only launches as benchmarks/quant_gemv.py's, the timing model before its
+    HBM/L2 correction), Q4_0 1 x 4096 x 4096 takes 22.8 us with L = 4, 22.3 with 8, 26.0 with 16
+    (Q8_0: 35.4, 36.5 with 4, 8), and 16 x 4096 x 4096 118.6, 70.7, 65.3 us with 4, 8, 16 (the
+    dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
+    pairs = max(1, shape.k // QUANT_K_PAIR)
+    local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
+    while local > 1 and pairs % local:
+        local //= 2
+    return 64, local, 16
+
+
+def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]:
+    """``(split_k, local_split)`` of the quantized-B GEMV on a GPU of ``cus`` compute units, with
+    ``split`` workgroups along K if given (> 0; the groups then halved until S x L divides the
+    block pairs): the groups of :func:`quant_plan`, and for M < 8 with fewer than 2 x ``cus``
+    workgroups of 64 columns (N and M static) K also split over S = 4 (else 2) workgroups
+    (workspace mode, the reduce kernel after) with half the groups, S x L dividing the block
+    pairs.  Why: with N / 64 workgroups a little above the CU count, some CUs run two and the
+    others idle half the time (4096 rows: 64 workgroups on MI50's 60 CUs).  Modeled on MI50 (the
+    timing model before its HBM/L2 correction): Q4_0 1 x 4096 x 4096 22.3 -> 18.1 us (S = 4,
+    L = 4), 1 x 4096 x 14336 64.4 -> 45.6 us; Q8_0 1 x 4096 x 4096 36.5 -> 29.3 us.  From M = 8
+    the 16 rows' waits on A want the 16 groups: Q8_0 16 x 4096 x 4096 76.7 us unsplit, 94.9 with
+    S = 4, L = 8 (16 x 4096 x 14336: 231.9, 267.9; Q4_0, at fewer VGPRs, gains a little: 65.3 ->
+    61.8, 203.1 -> 171.1)."""
+    local = quant_plan(shape)[1]
+    pairs = max(1, shape.k // QUANT_K_PAIR)
+    if split > 0:
+        while local > 1 and pairs % (split * local):
+            local //= 2
+        return split, local
+    if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
+        return 1, local
+    half = max(1, local // 2)
+    for split in (4, 2):
+        if pairs % (split * half) == 0:
+            return split, half
+    return 1, local
 
 
 def gemv_a_width(m: int, k_step: int) -> int:
@@ -184,6 +243,8 @@ class GemmShape:
     stride_c: int = 0
     #: C's element type when it differs from A's ("f32" or "f16" for f16, "i32" for i8).
     c_dtype: str = ""
+    #: B's block-quantized format (:data:`B_FORMATS`; "" for plain B); ldb is then in bytes.
+    b_format: str = ""
 
     @property
     def element_bytes(self) -> int:
@@ -364,6 +425,9 @@ class MatmulOp(IRDLOperation):
     local_split = opt_prop_def(IntegerAttr)
     #: gemm-split-k: K values per slice (a multiple of k_step; -1 when K is known only at launch).
     k_per_split = opt_prop_def(IntegerAttr)
+    #: B block-quantized (:data:`B_FORMATS`, "q8_0" or "q4_0"): B is the i8 memref of the GGUF
+    #: tensor's bytes, N rows of K / 32 blocks (docs/quantized.md).
+    b_format = opt_prop_def(StringAttr)
 
     traits = traits_def(_MemEffects())
     irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
@@ -423,8 +487,9 @@ class MatmulOp(IRDLOperation):
             return known[0] if known else DYNAMIC
 
         m = pick(m, cd[0])
-        n = pick(n, cd[1])
-        k = pick(k, kb)
+        fmt = self.b_format.data if self.b_format is not None else ""
+        n = pick(cd[1], n) if fmt else pick(n, cd[1])  # (b_format swiglu: B has 2N rows, gate then up)
+        k = pick(k, kb) if not fmt else k  # B's rows are bytes of blocks: K is A's
         dtype = type_name(at.element_type) or "f64"
         c_name = type_name(ct.element_type) or dtype
         batch = sa = sb = sc = 0
@@ -433,12 +498,43 @@ class MatmulOp(IRDLOperation):
             sa, sb, sc = batch_stride(at), batch_stride(bt), batch_stride(ct)
         return GemmShape(m, n, k, leading_dimension(at), leading_dimension(bt),
                          leading_dimension(ct), dtype, batch, sa, sb, sc,
-                         c_name if c_name != dtype else "")
+                         c_name if c_name != dtype else "", fmt)
+
+    def verify_epilogue(self, bias_type: str, c_dims: list[int], why: str = "") -> None:
+        """The epilogue's checks: known operations, at most one bias and a bias operand exactly with
+        one, a 1-D ``bias_type`` bias (``why``: a note on that type) of C's rows or columns
+        (``c_dims``, -1 where given at launch).  Raises VerifyException."""
+        ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
+        if ops is None:
+            raise VerifyException("epilogue must be an array of strings")
+        for x in ops:
+            if x not in EPILOGUE_OPS:
+                raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
+        if "swiglu" in ops and (self.b_format is None or ops[0] != "swiglu"):
+            raise VerifyException("swiglu fuses a gate and an up projection of quantized weights: the first epilogue "
+                                  "operation of a gemm.matmul with b_format (docs/quantized.md)")
+        wants_bias = [x for x in ops if x.startswith("bias")]
+        if len(wants_bias) > 1:
+            raise VerifyException("at most one bias operation per epilogue")
+        if wants_bias and self.bias is None:
+            raise VerifyException(f"epilogue '{wants_bias[0]}' needs a bias operand: gemm.matmul ... bias(%v : memref<...>)")
+        if self.bias is not None and not wants_bias:
+            raise VerifyException("a bias operand is given but the epilogue has no bias_row or bias_col")
+        if self.bias is not None:
+            bt = self.bias.type
+            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or type_name(bt.element_type) != bias_type:
+                raise VerifyException(f"bias must be a 1-D memref of {bias_type}, got {bt}{why}")
+            want = c_dims[0] if wants_bias[0] == "bias_row" else c_dims[1]
+            got = _dims(bt)[0]
+            if want >= 0 and got >= 0 and want != got:
+                raise VerifyException(f"{wants_bias[0]} needs {want} values (one per {'row' if wants_bias[0] == 'bias_row' else 'column'} of C), the bias has {got}")
 
     def verify_(self) -> None:
         lay = self.layout.data
         if lay not in LAYOUTS:
             raise VerifyException(f"layout must be one of {', '.join(LAYOUTS)} (BLAS transa/transb), got '{lay}'")
+        if self.b_format is not None:
+            return verify_b_format(self)
         types = [v.type for v in (self.a, self.b, self.c)]
         for name, t in zip("ABC", types):
             if not isinstance(t, MemRefType) or len(t.get_shape()) not in (2, 3):
@@ -479,19 +575,6 @@ class MatmulOp(IRDLOperation):
                     what = f"a dequantized {a_name} product, C {c_name}" if dequant else f"an {a_name} product"
                     raise VerifyException(f"{name} must have type {scalar} (alpha and beta of {what}), got {v.type}")
                 raise VerifyException(f"{name} must have the element type {elt}, got {v.type}")
-        ops = self.epilogue_ops() if self.epilogue is None or all(isinstance(x, StringAttr) for x in self.epilogue.data) else None
-        if ops is None:
-            raise VerifyException("epilogue must be an array of strings")
-        for x in ops:
-            if x not in EPILOGUE_OPS:
-                raise VerifyException(f"unknown epilogue operation '{x}' (known: {', '.join(EPILOGUE_OPS)})")
-        wants_bias = [x for x in ops if x.startswith("bias")]
-        if len(wants_bias) > 1:
-            raise VerifyException("at most one bias operation per epilogue")
-        if wants_bias and self.bias is None:
-            raise VerifyException(f"epilogue '{wants_bias[0]}' needs a bias operand: gemm.matmul ... bias(%v : memref<...>)")
-        if self.bias is not None and not wants_bias:
-            raise VerifyException("a bias operand is given but the epilogue has no bias_row or bias_col")
         ad, bd, cd = (_dims(t)[-2:] for t in types)
         for name, dims in zip("ABC", (ad, bd, cd)):
             for d in dims:
@@ -509,18 +592,8 @@ class MatmulOp(IRDLOperation):
         check("K", k_a, k_b, a_desc, b_desc)
         check("M", m_a, cd[0], a_desc, "C (M x N)")
         check("N", n_b, cd[1], b_desc, "C (M x N)")
-        if self.bias is not None:
-            bt = self.bias.type
-            # dequantized int8 (C f32/f16): an f32 bias, as the scales (the epilogue runs in f32)
-            if not isinstance(bt, MemRefType) or len(bt.get_shape()) != 1 or type_name(bt.element_type) != (
-                    "f32" if dequant else type_name(elt)):
-                raise VerifyException(f"bias must be a 1-D memref of {'f32' if dequant else elt}, got {bt}"
-                                      + (" (the bias of a dequantized int8 product is f32, as its scales)"
-                                         if dequant else ""))
-            want = cd[0] if wants_bias[0] == "bias_row" else cd[1]
-            got = _dims(bt)[0]
-            if want >= 0 and got >= 0 and want != got:
-                raise VerifyException(f"{wants_bias[0]} needs {want} values (one per {'row' if wants_bias[0] == 'bias_row' else 'column'} of C), the bias has {got}")
+        self.verify_epilogue("f32" if dequant else type_name(elt), cd,
+                             " (the bias of a dequantized int8 product is f32, as its scales)" if dequant else "")
         if dequant:
             for name, v, want in (("scale_row", self.scale_row, cd[0]), ("scale_col", self.scale_col, cd[1])):
                 vt = v.type
@@ -530,15 +603,7 @@ class MatmulOp(IRDLOperation):
                 if want >= 0 and got >= 0 and want != got:
                     raise VerifyException(f"{name} needs {want} values (one per {'row' if name == 'scale_row' else 'column'} "
                                           f"of C), it has {got}")
-        for name, t in zip("ABC", types):
-            try:
-                ld = leading_dimension(t)
-            except VerifyException as e:
-                raise VerifyException(f"operand {name}: {e}") from None
-            cols = _dims(t)[-1]
-            if ld >= 0 and cols >= 0 and ld < cols:
-                raise VerifyException(
-                    f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
+        check_leading_dimensions(types)
         sh = self.shape()
         errors = offset_errors(lay, sh.dtype, sh.m, sh.n, sh.k, sh.lda, sh.ldb, sh.ldc,
                                sh.batch, sh.stride_a, sh.stride_b, sh.stride_c, sh.c_type,
@@ -546,6 +611,84 @@ class MatmulOp(IRDLOperation):
                                b_copied=b_copied_for_alignment(lay, sh.dtype, sh.ldb, sh.batch, sh.stride_b))
         if errors:
             raise VerifyException(errors[0])
+
+
+def check_leading_dimensions(types: list) -> None:
+    """Each of A, B, C (memref ``types``) row-major with a leading dimension at least its row
+    length (static values); raises VerifyException naming the operand."""
+    for name, t in zip("ABC", types):
+        try:
+            ld = leading_dimension(t)
+        except VerifyException as e:
+            raise VerifyException(f"operand {name}: {e}") from None
+        cols = _dims(t)[-1]
+        if ld >= 0 and cols >= 0 and ld < cols:
+            raise VerifyException(f"operand {name}: leading dimension {ld} is smaller than the row length {cols}")
+
+
+def verify_b_format(mm: MatmulOp) -> None:
+    """The checks of a ``gemm.matmul`` with a block-quantized B (``b_format``, docs/quantized.md):
+    layout NT, A f16 stored M x K with K static, a multiple of the block (GGUF: a row is whole
+    blocks) and of :data:`QUANT_K_PAIR` (64: the kernel's aligned block pairs), an even lda; B an
+    i8 memref of N rows of exactly K / 32 blocks (bytes), a leading dimension (bytes) that is a
+    multiple of 4; C f32 or f16; alpha, beta f32; 2-D only, no scales.  Raises VerifyException."""
+    fmt = mm.b_format.data
+    if fmt not in B_FORMATS:
+        raise VerifyException(f"unsupported b_format '{fmt}' (supported: {', '.join(B_FORMATS)})")
+    if mm.layout.data != "NT":
+        raise VerifyException(f"b_format = \"{fmt}\" needs layout NT (weights stored N x K, as GGUF keeps "
+                              f"them), got '{mm.layout.data}'")
+    types = [v.type for v in (mm.a, mm.b, mm.c)]
+    for name, t in zip("ABC", types):
+        if not isinstance(t, MemRefType) or len(t.get_shape()) != 2:
+            raise VerifyException(f"operand {name} must be a 2-D memref with b_format (no batch), got {t}")
+    if type_name(types[0].element_type) != "f16":
+        raise VerifyException(f"A of a {fmt} product holds f16 activations, got {types[0].element_type}")
+    bt = types[1].element_type
+    if not (isinstance(bt, IntegerType) and bt.width.data == 8):
+        raise VerifyException(f"B of a {fmt} product is the tensor's bytes (an i8 memref), got {bt}")
+    if type_name(types[2].element_type) not in ("f32", "f16"):
+        raise VerifyException(f"C of a {fmt} product is f32 or f16, got {types[2].element_type}")
+    for name, v in (("alpha", mm.alpha), ("beta", mm.beta)):
+        if type_name(v.type) != "f32":
+            raise VerifyException(f"{name} must have type f32 (alpha and beta of a {fmt} product), got {v.type}")
+    if mm.scale_row is not None:
+        raise VerifyException(f"scales(...) dequantize int8 products; a {fmt} B carries its own block scales")
+    ad, bd, cd = (_dims(t) for t in types)
+    k = ad[1]
+    block, block_bytes = B_FORMATS[fmt]
+    if k < 0:
+        raise VerifyException(f"K must be static for b_format = \"{fmt}\" (A's columns are ?)")
+    if k % block:
+        raise VerifyException(f"K={k} is not a multiple of {block}: a GGUF {fmt} row is whole blocks of {block} "
+                              "weights")
+    if k % QUANT_K_PAIR:
+        raise VerifyException(f"K={k}: vlpc's {fmt} GEMV reads blocks in pairs ({QUANT_K_PAIR} weights) so each "
+                              f"lane's loads start on 4-byte boundaries; K must be a multiple of {QUANT_K_PAIR}")
+    row_bytes = k // block * block_bytes
+    if bd[1] >= 0 and bd[1] != row_bytes:
+        raise VerifyException(f"B has rows of {bd[1]} bytes; {fmt} with K={k} needs {k // block} blocks of "
+                              f"{block_bytes} bytes = {row_bytes} bytes per row")
+    swiglu = "swiglu" in mm.epilogue_ops()
+    if swiglu and (bd[0] < 0 or cd[1] < 0 or bd[0] != 2 * cd[1] or leading_dimension(types[1]) < 0):
+        raise VerifyException(f"swiglu: B holds the gate's N rows then the up projection's N rows, static: "
+                              f"2 x C's columns ({cd[1]}), got {bd[0]} rows" + (" (and a static ldb)"
+                                                                                   if bd[0] == 2 * cd[1] else ""))
+    for what, x, y in (("M", ad[0], cd[0]), ("N", bd[0] // 2 if swiglu else bd[0], cd[1])):
+        if x >= 0 and y >= 0 and x != y:
+            raise VerifyException(f"inconsistent {what}: {'A' if what == 'M' else 'B'} has {x} but C has {y}")
+    check_leading_dimensions(types)
+    lda, ldb = leading_dimension(types[0]), leading_dimension(types[1])
+    if lda >= 0 and lda % 2:
+        raise VerifyException(f"lda={lda}: the rows of A (f16) must start on 4-byte boundaries (an even lda)")
+    if ldb >= 0 and ldb % 4:
+        raise VerifyException(f"ldb={ldb} bytes: the rows of a {fmt} B must start on 4-byte boundaries "
+                              "(a multiple of 4)")
+    n = bd[0] if bd[0] >= 0 else cd[1]
+    if ldb >= 0 and n > 0 and (n - 1) * ldb + row_bytes >= BYTE_OFFSET_LIMIT:
+        raise VerifyException(f"B spans {(n - 1) * ldb + row_bytes} bytes: over the 32-bit byte offset limit of "
+                              "vlpc's kernels (2^32 bytes)")
+    mm.verify_epilogue("f16", cd, f" (the bias of an f16 x {fmt} product is f16, as its activations)")
 
 
 Gemm = Dialect("gemm", [MatmulOp], [])

@@ -420,7 +420,8 @@ def fused_epilogue(e: _Emitter, epi: tuple[str, ...], bias_col: SSAValue | None,
     one VGPR) and returns ``apply(out, brow)``: gemm.matmul's ``epi`` in order on ``out`` (an
     f32 VGPR, or an f64 VGPR pair for ``dw`` = 2), ``brow`` the bias of its row (an SGPR or
     VGPR, f32/f64), ``bias_col`` the lane's column bias (a VGPR).  bias add: ``v_add_f32/f64``;
-    relu: ``v_max_f32/f64`` with 0 (maxNum: relu(NaN) = 0); gelu (f32 only, gfx906 has no f64
+    relu: ``v_max_f32/f64`` with 0 (maxNum: relu(NaN) = 0); silu (f32 only) ``x / (1 + 2^(-x log2 e))``
+    through ``v_exp_f32`` and ``v_rcp_f32``; gelu (f32 only, gfx906 has no f64
     exponential): the tanh form ``x * sigmoid(2y)``, ``y = sqrt(2/pi) (x + 0.044715 x^3)``,
     with ``v_exp_f32`` (2^z) and ``v_rcp_f32`` (both 1-ulp approximations; the error bound is
     vlpc/verify.py's)."""
@@ -429,7 +430,10 @@ def fused_epilogue(e: _Emitter, epi: tuple[str, ...], bias_col: SSAValue | None,
         gelu_k = e.const(_f32_bits(-2.0 * math.log2(math.e)))
         gelu_c1 = e.const(_f32_bits(0.044715 * math.sqrt(2.0 / math.pi)))
         gelu_c0 = e(gcn.VMovB32Op(_f32_bits(math.sqrt(2.0 / math.pi)))).vdst
+    if "gelu" in epi or "silu" in epi:
         one = e.const(_f32_bits(1.0))
+    if "silu" in epi:
+        silu_k = e.const(_f32_bits(-math.log2(math.e)))
 
     def apply(out: SSAValue, brow: SSAValue | None) -> SSAValue:
         for x in epi:
@@ -445,6 +449,10 @@ def fused_epilogue(e: _Emitter, epi: tuple[str, ...], bias_col: SSAValue | None,
                 t = e(gcn.VMulF32Op(out, p)).vdst
                 u = e(gcn.VMulF32Op(gelu_k, t)).vdst
                 ex = e(gcn.VExpF32Op(u)).vdst
+                den = e(gcn.VAddF32Op(one, ex)).vdst
+                out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
+            elif x == "silu":  # x * sigmoid(x) = x / (1 + 2^(-x log2 e)) (SiLU, Elfwing et al. 2018)
+                ex = e(gcn.VExpF32Op(e(gcn.VMulF32Op(silu_k, out)).vdst)).vdst
                 den = e(gcn.VAddF32Op(one, ex)).vdst
                 out = e(gcn.VMulF32Op(out, e(gcn.VRcpF32Op(den)).vdst)).vdst
         return out
@@ -1014,8 +1022,9 @@ class ConvertGemmToGcnPass(ModulePass):
                       and not consts.allows(o)]
             if others or sum(isinstance(o, MatmulOp) for o in fn.body.walk()) != 1:
                 raise op_error(mm, f"func.func @{fn.sym_name.data} must contain exactly one gemm.matmul and a return")
-            if "gelu" in mm.epilogue_ops() and shape.dtype == "f64":  # f16/i8: check_dot (gemm_to_gcn_dot)
-                raise op_error(mm, "the gelu epilogue computes in f32 (f32, f16 and dequantized int8 products), not "
+            transcendental = [x for x in mm.epilogue_ops() if x in ("gelu", "silu")]
+            if transcendental and shape.dtype == "f64":  # f16/i8: check_dot (gemm_to_gcn_dot)
+                raise op_error(mm, f"the {transcendental[0]} epilogue computes in f32 (f32, f16 and dequantized int8 products), not "
                                "f64: gfx906 has no f64 exponential")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
@@ -1036,7 +1045,10 @@ class ConvertGemmToGcnPass(ModulePass):
             if self.strategy != "sqc" and (split > 1 or local > 1):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
-            if shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
+            if shape.b_format:  # f16 x block-quantized weights: passes/gemm_to_gcn_quant.py
+                from vlpc.passes.gemm_to_gcn_quant import quant_kernels
+                kernels = quant_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
+            elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
                 from vlpc.passes.gemm_to_gcn_dot import dot_kernels
                 kernels = dot_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES,
                                       a_transpose=self.a_transpose)

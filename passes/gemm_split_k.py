@@ -77,7 +77,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, gemv_plan
+from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, gemv_plan, quant_split
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc import plan_model
 from vlpc.plan_model import PlanCost, k_per_split, plan_board
@@ -182,6 +182,10 @@ class GemmSplitKPass(ModulePass):
         k_step = mm.get_int("k_step")
         local = self.local_split
         split = self.split_k
+        if shape.b_format and local == 1:  # the quantized GEMV: K over groups (and workgroups for a small N)
+            split, local = quant_split(shape, cus, split or (1 if "swiglu" in mm.epilogue_ops() else 0))
+        elif split == 0 and shape.b_format:
+            split = 1
         if split == 0:
             gemv = gemv_plan(shape, k_step)  # f16/i8 with M <= 16: K over the wavefront groups
             if gemv and local == 1 and macro[1] == gemv[0]:
@@ -217,7 +221,7 @@ class GemmSplitKPass(ModulePass):
             raise op_error(mm, f"split-k x local-split = {pieces} slices of a K known only at launch: "
                            "the kernel divides K by shifting, so the product must be a power of two")
         if split > 1 and self.mode == "atomic":
-            bad = [x for x in mm.epilogue_ops() if x in ("relu", "gelu")]
+            bad = [x for x in mm.epilogue_ops() if x in ("relu", "gelu", "silu")]
             if bad:
                 raise op_error(mm, f"the {bad[0]} epilogue needs the complete sum: use mode=workspace "
                                "(atomic mode adds partial products straight into C)")

@@ -117,7 +117,7 @@ DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
 #: Fused epilogue operations of the dot kernels (f16 products, and int8 products dequantized
 #: into f32/f16 C), in f32 before the store (``convert_gemm_to_gcn.fused_epilogue``).
-DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu")
+DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu")
 
 #: A and B element types this module compiles.
 DOT_DTYPES = tuple(DOT_PACK)
@@ -170,10 +170,11 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
     # A stored K x M: packed in SGPRs by SALU ops where it can be, else through a copy
     # (passes/gemm_to_gcn_transpose.py: a_transpose_reason); nothing refused here
-    bad = [x for x in mm.epilogue_ops() if x not in DOT_EPILOGUE_OPS or s.c_type == "i32"]
+    bad = [x for x in mm.epilogue_ops() if (x not in DOT_EPILOGUE_OPS and not (x == "swiglu" and s.b_format))
+           or s.c_type == "i32"]
     if bad:
-        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu and "
-                       "gelu for f16 products (bias f16) and dequantized int8 ones (C f32 or f16, bias f32); "
+        raise op_error(mm, f"fused epilogue {', '.join(bad)}: the dot kernels fuse bias_row, bias_col, relu, "
+                       "gelu and silu for f16 products (bias f16) and dequantized int8 ones (C f32 or f16, bias f32); "
                        f"this is an {s.dtype} product with C {s.c_type}")
     if (mm.get_int("split_k") or 1) > 1 and mm.split_mode is not None and mm.split_mode.data != "workspace":
         raise op_error(mm, f"split-k={mm.get_int('split_k')} mode={mm.split_mode.data}: {s.dtype} products are "
@@ -236,6 +237,8 @@ class DotKernelBuilder:
             self.local = 1
         self.pack = DOT_PACK[self.shape.dtype]
         self.eb = ELEMENT_BYTES[self.shape.dtype]
+        self.ldb_unit = self.eb  # bytes per unit of ldb (1 for a quantized B's bytes: gemm_to_gcn_quant)
+        self.acc_per_row = 1  # accumulators per row of the tile until _combine_rows (2: a SwiGLU's gate and up)
         # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
@@ -252,6 +255,23 @@ class DotKernelBuilder:
     def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         """B's base (an SGPR pair) for the workgroup's batch entry."""
         return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", self.eb)
+
+    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+        """B's byte offset (stored N x K) of the K slice from dword ``k_begin`` (``kb4`` = 4 x that)."""
+        return kb4
+
+    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+                         voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue] | None:
+        """The accumulators ``acc`` (zeros, one per row of the tile) after another K loop than
+        :func:`emit_k_loops` over ``k_val`` dwords of A from ``a_tile``, B from ``b_tile`` (the
+        slice's bases) and ``voff_b`` (a subclass's, e.g. the
+        quantized GEMV of passes/gemm_to_gcn_quant.py), or None for this kernel's."""
+        return None
+
+    def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
+        """One accumulator per row from the ``acc_per_row`` sums of each row after the K loop and
+        the groups' reduction (a subclass's: the quantized GEMV's SwiGLU); here ``acc`` itself."""
+        return acc
 
     def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
@@ -310,7 +330,7 @@ class DotKernelBuilder:
             # the decode GEMV's reduction in one pass, group g < M storing row g (see below); int8:
             # the groups add their i32 partials into one M-row LDS block (ds_add_u32: exact in any
             # order), zeroed here while the kernel arguments load, a barrier before any adds
-            one_pass = (local > 1 and self.split == 1 and shift is None and mi_m <= local
+            one_pass = (local > 1 and self.split == 1 and shift is None and mi_m <= local and self.acc_per_row == 1
                         and local * mi_m * mt_n * 4 <= GFX906.lds_bytes_per_cu)
             lds_add = one_pass and is_int
             if lds_add:
@@ -343,7 +363,7 @@ class DotKernelBuilder:
                 k_val, k_begin = k_slice(e, k_val, piece, pieces, ks, kc, ("K dwords per slice",
                                          "first dword of the slice", "K dwords of this slice"))
 
-            lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, eb)  # row strides in bytes
+            lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, self.ldb_unit)  # row strides in bytes
             a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
             b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
             a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, eb, a_trans, b_trans,
@@ -353,7 +373,8 @@ class DotKernelBuilder:
                 kb4 = e.mul(k_begin, 4)
                 a_tile = (e.add64(a_tile0, *e.mul64(kb4, reg(lda)), comment="A + first row pair of the slice")
                           if a_trans else e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice"))
-                b_tile = (e.add64(b_tile0, kb4, 0, comment="B + first dword of the slice") if b_trans else
+                b_tile = (e.add64(b_tile0, self._b_slice_bytes(e, k_begin, kb4), 0, comment="B + first dword of the slice")
+                          if b_trans else
                           e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
             n_steps = k_val // ks if isinstance(k_val, int) else None
             k_tail = k_val % ks if isinstance(k_val, int) else 0
@@ -573,7 +594,8 @@ class DotKernelBuilder:
             # with the f32/f64 kernel); B K x N: every slot reloaded together after the step's last
             # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
             # that used it
-            acc = emit_k_loops(
+            quant = self._k_loop_override(e, acc, a_tile, b_tile, voff_b, k_val, lda4)  # (gemm_to_gcn_quant)
+            acc = quant if quant is not None else emit_k_loops(
                 e, self.name, acc, k_val, n_steps, k_tail, ks, esz, 1, batches=lambda kc: batch(pieces(kc)),
                 fma_order=fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=dot_op,
                 texts={"k_full": "K dwords rounded down to whole K steps", "k_rest": "dword tail = K dwords % k_step",
@@ -607,6 +629,7 @@ class DotKernelBuilder:
                 acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
                 e(gcn.SCmpEqU32Op(slice_id, 0))
                 lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
+            acc = self._combine_rows(e, acc)
 
         # ---- split-K (workspace mode): slices of S x M x ldc f32/i32 partials ----
         if self.split > 1:

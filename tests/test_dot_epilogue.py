@@ -228,7 +228,7 @@ def test_vlpc_run_checks_the_dot_epilogues():
     (source(64, 64, 32, 32, 32, 64, "i8", "f32", ("gelu",)).replace("%alpha: f32, %beta: f32, %sr", "%alpha: i32, %beta: i32, %sr")
      .replace("x64xf32, strided<[64, 1]>>", "x64xi32, strided<[64, 1]>>").replace(", f32, f32\n", ", i32, i32\n")
      .replace(", %sr: memref<64xf32>, %sc: memref<64xf32>", "").replace(" scales(%sr, %sc : memref<64xf32>, memref<64xf32>)", ""),
-     "fused epilogue gelu: the dot kernels fuse bias_row, bias_col, relu and gelu for f16 products"),
+     "fused epilogue gelu: the dot kernels fuse bias_row, bias_col, relu, gelu and silu for f16 products"),
     (source(64, 64, 32, 32, 32, 64, "i8", "f32", ("bias_row",), 64).replace("memref<64xf32>)", "memref<64xi8>)")
      .replace("%bias: memref<64xf32>", "%bias: memref<64xi8>"),
      "bias must be a 1-D memref of f32, got memref<64xi8> (the bias of a dequantized int8 product is f32"),

@@ -308,6 +308,9 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
     dtype_name = str(kern.launch_info.get("dtype", "f32"))
+    if kern.launch_info.get("b_format"):  # f16 x GGUF-quantized weights: vlpc/quant_run.py
+        return _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt,
+                          bias, scales)
     if dtype_name not in _NP_DTYPE:  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py): vlpc/dot_run.py
         return _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations,
                         strict, waitcnt, bias)
@@ -354,6 +357,48 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     return result
 
 
+def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt, bias,
+               scales) -> RunResult:
+    """:func:`run` for the quantized-weight GEMV (:mod:`vlpc.quant_run`): ``a`` f16 (M x lda),
+    ``b`` the GGUF tensor's bytes (uint8, N x row bytes), ``c`` f32/f16; M and N at launch from
+    the arrays or ``m``, ``n``."""
+    from vlpc.quant_run import row_bytes, run_quant
+    from vlpc.run import resolve_problem
+
+    if scales is not None:
+        raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its blocks "
+                        "carry their own")
+    li = kern.launch_info
+    m_arr, n_arr = (a if a is not None else c), b  # M and N at launch: from the operands if not given
+    b_rows = 2 if "swiglu" in str(li.get("epilogue", "")) else 1  # (swiglu: B holds the gate's N rows, then up's)
+    p = resolve_problem(li, m if m is not None or m_arr is None else np.asarray(m_arr).shape[0],
+                        n if n is not None or n_arr is None else np.asarray(n_arr).shape[0] // b_rows, None)
+    if li["static_ldb"] < 0:  # (resolve_problem's default is K: B's rows are bytes here)
+        p.ldb = row_bytes(str(li["b_format"]), p.k)
+    kern.check_sizes(p.m, p.n, p.k)
+    launch = kern.launch(p.m, p.n, p.k)
+    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
+    dev = _device_for(kern, device, waitcnt, strict)
+    cm, stats, wall, v, inputs = run_quant(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
+                                           iterations=iterations, bias=bias)
+    return _checked_result(kern, p, launch, al, be, dev, cm[0], stats, wall, v, inputs)
+
+
+def _checked_result(kern, p, launch, al, be, dev, c, stats, wall, v, inputs) -> RunResult:
+    """The :class:`RunResult` of a dot or quantized kernel's launch with its verdict ``v`` (None: not
+    checked); a failed check raises :class:`VerificationError` carrying it."""
+    result = RunResult(c, kern, p, launch, al, be, dev.describe(),
+                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs,
+                       plan=kern.plan(p.m, p.n, p.k, p.batch or None))
+    if v is None:
+        return result
+    result.max_abs_error, result.tolerance, result.error_ratio = v.max_abs_error, v.max_bound, v.worst
+    result.verified, result.verdict = v.ok, v
+    if not v.ok:
+        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
+    return result
+
+
 def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations, strict,
              waitcnt, bias) -> RunResult:
     """:func:`run` for an f16/int8 dot kernel (:mod:`vlpc.dot_run`)."""
@@ -377,16 +422,7 @@ def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, v
     dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
                                          iterations=iterations, scales=scales, bias=bias)
-    result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
-                       stats if getattr(dev, "name", "") == "emulator" else None, wall, inputs=inputs,
-                       plan=kern.plan(p.m, p.n, p.k, p.batch or None))
-    if v is None:
-        return result
-    result.max_abs_error, result.tolerance, result.error_ratio = v.max_abs_error, v.max_bound, v.worst
-    result.verified, result.verdict = v.ok, v
-    if not v.ok:
-        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
-    return result
+    return _checked_result(kern, p, launch, al, be, dev, cm if p.batch else cm[0], stats, wall, v, inputs)
 
 
 __all__ = ["MissingBatchError", "Problem", "RunResult", "VerificationError", "check_leading_dimensions", "resolve", "run", "stored_shapes"]

@@ -443,7 +443,12 @@ def single_kernel(compiled, command: str):
     if len(compiled.kernels) != 1:
         raise VlpcError(f"vlpc {command} runs one GEMM, and the module has {len(compiled.kernels)} kernels "
                         f"({', '.join(compiled.kernels)}): give it a file with one func.func holding a gemm.matmul")
-    return compiled.kernel()
+    kernel = compiled.kernel()
+    fmt = kernel.launch_info.get("b_format")
+    if fmt and command != "run":  # the quantized GEMV: vlpc run and benchmarks/quant_gemv.py (docs/quantized.md)
+        raise VlpcError(f"vlpc {command} does not take {fmt} weights yet (kernel {kernel.name}): run it with vlpc run, "
+                        "model it with benchmarks/quant_gemv.py (docs/quantized.md)")
+    return kernel
 
 
 def check_finite_scalars(args: argparse.Namespace, float32: bool = True) -> None:

@@ -82,14 +82,15 @@ def round_leading_dimensions(kern, p: Problem, a_given: bool, b_given: bool) -> 
 
 
 def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
-              pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+              pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None,
+              rounds: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(expected, bound) per element, (batches, M, N), for ``op_a`` (batches, M, K) and ``op_b``
     (batches, K, N) as stored types; see the module docstring.  ``epilogue`` (f16 products and
     dequantized int8), in f32 on the result before its f16 rounding: each operation's reference
     and bound are :func:`vlpc.verify.epilogue_step`'s with u = 2^-24 (bias add ``e (1 + u) +
     u |y|``; relu max(x, 0), relu(NaN) = 0, ``e``; gelu the tanh form, ``1.13 e + u |y| (8 + 4
-    |z|)``), plus 2^-126 for a flushed subnormal."""
+    |z|)``), plus 2^-126 for a flushed subnormal.  ``rounds``: n of the f16 bound when the kernel
+    rounds fewer times than one per dot and partial (the quantized GEMV: vlpc/quant_run.py)."""
     k = op_a.shape[2]
     if ab == "i8" and scales is None:
         prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)) if alpha != 0 else 0
@@ -108,7 +109,7 @@ def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, a
             a64, b64 = op_a.astype(np.float64), op_b.astype(np.float64)
             exp = alpha * (a64 @ b64) if alpha != 0 else np.zeros(c0.shape)
             mag = abs(alpha) * (np.abs(a64) @ np.abs(b64)) if alpha != 0 else np.zeros(c0.shape)
-            n_round = -(-k // 2) + pieces + 2
+            n_round = rounds if rounds is not None else -(-k // 2) + pieces + 2
         if beta != 0:
             exp = exp + beta * c0.astype(np.float64)
             mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
@@ -136,12 +137,21 @@ class DotVerdict(Verdict):
 
 def check(layout: str, p: Problem, ab: str, ct: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray,
           out: np.ndarray, alpha, beta, pieces: int = 1, scales: tuple | None = None, epilogue=(),
-          bias: np.ndarray | None = None) -> Verdict:
-    """C after the launch (flat ``out``) against :func:`reference` of the flat buffers as launched."""
+          bias: np.ndarray | None = None, op_b: np.ndarray | None = None, rounds: int | None = None,
+          expected: tuple | None = None) -> Verdict:
+    """C after the launch (flat ``out``) against :func:`reference` of the flat buffers as launched
+    (``op_b``: op(B) (batches, K, N) itself instead of ``b``'s, e.g. dequantized weights;
+    ``expected``: the (reference, bound) pair itself, e.g. a SwiGLU's: vlpc/quant_run.py)."""
     g = geometries(layout, p)
-    op_a, op_b = op_matrices(layout, p, a, b)
     cm = g["C"].matrices(c0)
-    ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales, epilogue, bias)
+    if expected is not None:
+        ref, bound = expected
+    else:
+        if op_b is None:
+            op_a, op_b = op_matrices(layout, p, a, b)
+        else:
+            op_a = g["A"].matrices(a)
+        ref, bound = reference(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales, epilogue, bias, rounds)
     got = g["C"].matrices(out)
     if ct == "i32":
         bad = got.astype(np.int64) != ref

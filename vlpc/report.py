@@ -452,6 +452,11 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
         funcs = [f.sym_name.data for f in module.walk() if isinstance(f, FuncOp)]
         check_batch_option(SimpleNamespace(launch_info={"batch": max((sh.batch for sh in shapes), default=0)},
                                            name=funcs[0] if funcs else "?"), batch)
+    fmts = sorted({sh.b_format for sh in shapes if sh.b_format})
+    if fmts:
+        from vlpc.errors import VlpcError
+        raise VlpcError(f"vlpc report does not take {fmts[0]} weights yet: run the GEMV with vlpc run, model it with "
+                        "benchmarks/quant_gemv.py (docs/quantized.md)")
     if any(sh.batch != 0 for sh in shapes):
         from vlpc.errors import VlpcError
         raise VlpcError("report: the traffic table (one GEMM per 64x256 macro tile and k) does not support a strided "

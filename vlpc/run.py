@@ -126,6 +126,10 @@ def cmd_run(args) -> int:
     t_compile = time.perf_counter() - t0
     from vlpc.cli_support import single_kernel
     kernel = single_kernel(compiled, "run")
+    weights = None
+    if getattr(args, "weights", None):  # a GGUF tensor as B (vlpc/quant_run.py)
+        from vlpc.quant_run import weights_option
+        weights, args.n = weights_option(kernel, args.weights, args.n)
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
     batched = kernel.launch_info.get("batch", 0) != 0
     batch = getattr(args, "batch", None)
@@ -141,8 +145,12 @@ def cmd_run(args) -> int:
         ab, ct, _ = types_of(kernel)
         op_dtypes = {"A": NP[ab], "B": NP[ab], "C": NP[ct]}
         int_scalars = scalar_type(kernel) is np.int32
+        if kernel.launch_info.get("b_format"):  # B: the GGUF tensor's bytes
+            op_dtypes["B"] = np.uint8
     shapes = storage_shapes(layout, p)
-    arrays: dict[str, np.ndarray | None] = {"A": None, "B": None, "C": None}
+    arrays: dict[str, np.ndarray | None] = {"A": None, "B": weights, "C": None}
+    if args.inputs and weights is not None:
+        raise VlpcError("--weights gives B: with it, give A and C by --inputs of a kernel without --weights, not both")
     if args.inputs:
         for x, name in zip(args.inputs, "ABC"):
             arr = _load_npy(x, name)

@@ -7,7 +7,7 @@ means A and B are not read (D = beta * C, so NaN/Inf in A or B never enter it);
 operands that *are* read propagate as IEEE arithmetic says (each product summed, not a
 BLAS library's shortcut).  ``relu`` is ``max(x, 0)`` with IEEE 754-2008 maxNum semantics,
 what ``v_max_f32``/``v_max_f64`` compute: ``relu(NaN) = 0``.  ``gelu`` is the tanh form the
-kernel computes (:func:`gelu_tanh`).
+kernel computes (:func:`gelu_tanh`); ``silu`` is ``x sigmoid(x)``.
 
 **Error bound**, element-wise, for a kernel computing in precision u (f32: 2^-24,
 f64: 2^-53).  Sources: N. J. Higham, *Accuracy and Stability of Numerical Algorithms*,
@@ -24,7 +24,8 @@ for split-K (partials summed in slice order, or by atomics).  Terms:
    gelu ``L e + u |y| (8 + 4 |z|)``, L = 1.13 >= max |gelu'| (1.1289, at x = 2.42),
    z = the argument of ``v_exp_f32`` (an error in z is relative ``ln 2 |z| u`` in the
    exponential; ``v_exp_f32`` and ``v_rcp_f32`` are 1-ulp approximations and the form has
-   five more roundings);
+   five more roundings); silu (``x / (1 + 2^(-x log2 e))``: ``v_exp_f32``, ``v_rcp_f32``)
+   ``1.1 e + u |y| (8 + 4 |z|)``, 1.1 >= max |silu'| (1.0998, at x = 2.4), z = -x log2 e;
 3. the store: ``u |D|``, the rounding of the value written to C in its precision;
 4. underflow: ``(K + 3) * the smallest subnormal`` (the kernels keep subnormals, so each
    operation's absolute term of eq. (2.8) is at most half of it, the reference's another
@@ -49,6 +50,8 @@ UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
 NP_DTYPE = {"f32": np.float32, "f64": np.float64}
 #: max over x of |d/dx gelu_tanh(x)| is 1.1289 (at x = 2.42); the bound uses 1.13.
 GELU_LIPSCHITZ = 1.13
+#: max |d/dx x sigmoid(x)| = 1.0998 (at x = 2.3994), rounded up: the silu bound's factor.
+SILU_LIPSCHITZ = 1.1
 #: the scale of gelu_tanh's exponent: v_exp_f32 computes 2^z, z = -2 log2(e) sqrt(2/pi) (x + 0.044715 x^3)
 _GELU_Z = -2.0 * np.log2(np.e) * np.sqrt(2.0 / np.pi)
 
@@ -155,6 +158,9 @@ def apply_epilogue(d: np.ndarray, ops, bias: np.ndarray | None) -> np.ndarray:
             d = np.fmax(d, 0.0)
         elif x == "gelu":
             d = gelu_tanh(d)
+        elif x == "silu":
+            with np.errstate(over="ignore", invalid="ignore"):
+                d = d / (1.0 + np.exp(-d))
         elif x:
             raise VlpcError(f"unknown epilogue operation '{x}'")
     return d
@@ -172,6 +178,8 @@ def epilogue_step(op: str, x: np.ndarray, e: np.ndarray, u: float, bias: np.ndar
         elif op == "gelu":
             z = _GELU_Z * (x + 0.044715 * x**3)
             e = GELU_LIPSCHITZ * e + u * np.abs(y) * (8 + 4 * np.abs(z))
+        elif op == "silu":
+            e = SILU_LIPSCHITZ * e + u * np.abs(y) * (8 + 4 * np.log2(np.e) * np.abs(x))
     return y, e
 
 

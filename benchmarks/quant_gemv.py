@@ -1,0 +1,129 @@
+"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 GEMV (passes/gemm_to_gcn_quant.py).
+
+Every figure is **modeled** by vlpc's timing model (runtime/timing/, README "Timing model") on
+MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s, the model's streaming
+ceiling ``Board.hbm_bytes_per_second``), not measured: there is no AMD GPU here.  Each row is
+one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,
+for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from gguf's quantizer.  Printed: modeled time, weight traffic
+(N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
+launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).
+
+The HBM/L2 part of the timing model is being corrected in another branch: re-run this script
+after it lands; the figures in docs/quantized.md name the commit they were modeled at.
+
+Usage::
+
+    python benchmarks/quant_gemv.py                       # 2 formats x 3 shapes x M = 1, 4, 16
+    python benchmarks/quant_gemv.py --formats q4_0 --m 1 --shapes 4096x4096 -v
+    python benchmarks/quant_gemv.py --llama                # one decode step of a Llama-3-8B-shaped stack
+
+``--llama``: the modeled time of one decode step's GEMVs (M = 1) of a Llama-3-8B-shaped model, 32 layers
+of q and o (4096 x 4096), k and v (1024 x 4096: 8 KV heads of 128), gate and up (14336 x 4096) and
+down (4096 x 14336), plus the output head (128256 x 4096), all in one format, as tokens per second of
+the GEMV part alone (no attention, norms, activations or sampling; launches back to back, each with
+the model's launch overhead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import vlpc
+from vlpc.quant_run import random_weights, row_bytes
+from vlpc.runtime import get_device, load_code_object
+
+SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336))  # N x K: Llama-3-8B's q/o, gate/up, down
+
+
+def source(m: int, n: int, k: int, fmt: str) -> str:
+    rb = row_bytes(fmt, k)
+    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{n}x{rb}xi8>", f"memref<{m}x{n}xf32>"
+    return (f"func.func @g(%x: {ta}, %w: {tb}, %y: {tc}, %alpha: f32, %beta: f32) {{\n"
+            f'  gemm.matmul %x, %w, %y, %alpha, %beta {{layout = "NT", b_format = "{fmt}"}} : {ta}, {tb}, {tc}, f32, f32\n'
+            "  func.return\n}\n")
+
+
+def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 1725.0) -> dict:
+    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+    dev = get_device("emulator", gpu=gpu, clock_mhz=clock, timing_only=True)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = random_weights(fmt, n, k, rng)
+    c = np.zeros((m, n), np.float32)
+    bufs = [dev.upload(x) for x in (a, b.reshape(-1), c)]
+    try:
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1], n)), np.float32(1), np.float32(0)]
+        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
+    finally:
+        for x in bufs:
+            dev.free(x)
+    tm = st.timing
+    ceiling = dev.board.hbm_bytes_per_second
+    kernel_us = tm.time_us - tm.breakdown_us.get("launch", 0.0)
+    wb = b.nbytes
+    return dict(fmt=fmt, m=m, n=n, k=k, us=tm.time_us, gbs=wb / (tm.time_us * 1e-6) / 1e9,
+                share=wb / (tm.time_us * 1e-6) / ceiling, share_kernel=wb / (kernel_us * 1e-6) / ceiling,
+                local=kern.local_split, split=kern.split_k, vgprs=kern.vgprs, sgprs=kern.sgprs, where=tm.summary())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--formats", default="q8_0,q4_0")
+    ap.add_argument("--m", default="1,4,16", help="activation rows, comma-separated")
+    ap.add_argument("--shapes", default=",".join(f"{n}x{k}" for n, k in SHAPES), help="N x K, comma-separated")
+    ap.add_argument("--gpu", default="mi50")
+    ap.add_argument("--clock", type=float, default=1725.0)
+    ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
+    ap.add_argument("--llama", action="store_true", help="the modeled GEMV time of a Llama-3-8B-shaped decode step")
+    args = ap.parse_args(argv)
+    import subprocess
+
+    from vlpc.targets import get_board
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    board = get_board(args.gpu)
+    print(f"modeled (timing model, not measured) on {args.gpu} @ {args.clock:g} MHz, HBM "
+          f"{board.hbm_bytes_per_second / 1e9:.0f} GB/s, launch overhead {board.timing.launch_overhead_us:g} us; "
+          f"vlpc commit {commit or '?'}")
+    if args.llama:
+        return llama(args)
+    print(f"{'format':<6} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
+          f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}")
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
+    for fmt in args.formats.split(","):
+        for n, k in shapes:
+            for m in (int(x) for x in args.m.split(",")):
+                t0 = time.perf_counter()
+                r = modeled(fmt, m, n, k, args.gpu, args.clock)
+                print(f"{fmt:<6} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
+                      f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
+                      f"{time.perf_counter() - t0:>6.0f}", flush=True)
+                if args.verbose:
+                    print(f"    {r['where']}", flush=True)
+    return 0
+
+
+#: A Llama-3-8B decode step's GEMVs: (N, K) -> how many per token.
+LLAMA3_8B = {(4096, 4096): 2 * 32, (1024, 4096): 2 * 32, (14336, 4096): 2 * 32, (4096, 14336): 32,
+             (128256, 4096): 1}
+
+
+def llama(args) -> int:
+    for fmt in args.formats.split(","):
+        total = 0.0
+        for (n, k), count in LLAMA3_8B.items():
+            t0 = time.perf_counter()
+            r = modeled(fmt, 1, n, k, args.gpu, args.clock)
+            total += count * r["us"]
+            print(f"{fmt:<6} 1 x {n:>6} x {k:<6} S {r['split']} L {r['local']:>2}: {r['us']:8.1f} us x {count:>2} "
+                  f"({r['gbs']:.0f} GB/s; {time.perf_counter() - t0:.0f} s)", flush=True)
+        print(f"{fmt}: {total:.0f} us of GEMVs per token: {1e6 / total:.1f} tokens/s (modeled, GEMVs only)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

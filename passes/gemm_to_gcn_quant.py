@@ -1,0 +1,338 @@
+"""The GEMV of f16 activations and block-quantized weights (GGUF Q8_0, Q4_0) on gfx906.
+
+``gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q8_0"}`` (docs/quantized.md):
+A holds M rows of f16 activations (stored M x K), B the bytes of a GGUF tensor of N rows (weights
+stored N x K, as LLM layers keep them) of K / 32 blocks each, C is f32 or f16.  The kernel is the
+f16 decode GEMV of ``passes/gemm_to_gcn_dot.py`` (:class:`QuantGemvBuilder` subclasses its
+builder: the same prologue, wavefront-group split of K, LDS reduction, output with alpha, beta and
+the fused epilogue, row-narrow companions for an M given at launch) with another K loop:
+
+* A in SGPRs as there: per block, ``s_load_dwordx16`` brings the 16 dwords (32 f16 values) of a
+  row, in batches of 4 rows (64 SGPRs) loaded after the previous batch's dots; each SGPR is the
+  scalar operand of ``v_dot2_f32_f16``.
+* B one lane per weight row (column n of C): an iteration reads two GGUF blocks (64 weights:
+  68 bytes of Q8_0, 36 of Q4_0; with K a multiple of 64 and ldb of 4 each lane's loads start on
+  4-byte boundaries) with ``global_load_dwordx4`` and ``global_load_dword``; the next
+  iteration's loads go out as soon as a block's dequantization frees their registers (those
+  block 0 alone reads after block 0, the rest after block 1), carried around the loop, the last
+  iteration peeled; every weight byte is read once.
+* Dequantization in registers, exact, into the packed f16 pairs the dot takes.  An integer
+  0 <= u < 1024 in the low bits of the f16 pattern ``0x6400`` is the f16 value 1024 + u, so
+  ``v_perm_b32`` (bytes from {0x64646464, x}) builds two such halves from two bytes at once and
+  ``v_pk_add_f16`` subtracts the offset: Q8_0 bytes b (signed) go through ``v_xor_b32``
+  0x80808080 (u = b + 128) and 1152 is subtracted; Q4_0 nibbles (``v_and_b32`` 0x0F0F0F0F, and
+  after ``v_lshrrev_b32`` 4 for the high ones) give u in 0..15, 1032 = 1024 + 8 subtracted (GGUF's
+  offset 8).  Both results are small integers, exact in f16; per pair of weights 2 (Q8_0: 2.5)
+  VALU instructions, shared by the tile's M rows.
+* Per block and row, 16 dots sum the block's exact f16 products in f32 from 0 (``v_dot2_f32_f16``
+  rounds once per instruction), then ``v_fma_f32 acc, d, s, acc`` with d the block's f16 scale
+  (``v_cvt_f32_f16``, exact).  GGUF's dequantized weight is d * q, exact in f32 (11 + 8 bits), so
+  the error is f32 accumulation's alone: ``gamma_n(2^-24) sum_k |a_k| |w_k|`` with
+  n = 16 + K / 32 + L + 2 (vlpc/quant_run.py's bound).
+
+Why f16 activations and ``v_dot2_f32_f16`` rather than llama.cpp's int8 activations (Q8_1 blocks)
+and ``v_dot4_i32_i8``: the results stay within f32 accumulation of the exact weights (no
+activation rounding to 8 bits), one kernel and one dequantization serve both formats, and at
+M = 1..4 the GEMV is bound by the weight stream, not by the VALU (modeled:
+``benchmarks/quant_gemv.py``); at M = 16 the dots (8 per weight pair and row group) bound it,
+where ``v_dot4_i32_i8`` on int8 activations would need a quarter of the instructions (not built).
+
+Plans: K over L wavefront groups of a workgroup and, for few workgroups, S workgroups (workspace
+mode: the dot kernels' reduce kernel), ``quant_plan`` / ``quant_split`` in dialects/gemm.py.  The
+fused SwiGLU (``epilogue = ["swiglu", ...]``, B the gate's N rows then the up projection's): each
+lane computes both rows of its column, :meth:`QuantGemvBuilder._combine_rows` forms silu(gate) * up
+after the groups' reduction.  Refused (located): S x L not dividing the K / 64 block pairs, a
+swiglu split across workgroups, strategies and schedules other than sqc default/cover.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp, quant_plan
+from vlpc.passes.common import op_error
+from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
+from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
+from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
+
+#: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
+#: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel); each
+#: splits K over the wavefront groups of ``quant_plan`` for its rows (unlike the other kernels'
+#: companions, which run one group).
+QUANT_ROWS_TILES = (8, 4, 2, 1)
+#: Block pairs of B in flight per lane ahead of the one computed (each its own registers).  3 made
+#: the register allocator fail on SGPR fragmentation (one row of A a pair ahead, 1 x 14336 x 4096).
+QUANT_B_AHEAD = 2
+#: Rows of A per batch of scalar loads (4 x 16 dwords = 64 SGPRs, sqc_k_step.WIDE_A_BATCH_SGPRS).
+A_BATCH_ROWS = 4
+#: f16 bit patterns: 0x64 is the high byte of 1024.0 (v_perm_b32's magic); -(1024 + 128) and
+#: -(1024 + 8) in both halves (v_pk_add_f16 removes the offsets of Q8_0 and Q4_0).
+F16_MAGIC_BYTES = 0x64646464
+F16_OFFSET = {"q8_0": 0xE480E480, "q4_0": 0xE408E408}
+#: v_perm_b32 selectors: bytes (p, p + 1) of src1 into the low bytes of the two f16 halves, the
+#: high bytes from src0 (0x64646464).
+PERM_SELECT = {0: 0x04010400, 2: 0x04030402}
+
+
+def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
+                  forwarding: bool = True) -> list[gcn.KernelOp]:
+    """The kernels of a ``gemm.matmul`` with ``b_format``: the GEMV and, for an M given at launch,
+    its row-narrow companions (:data:`QUANT_ROWS_TILES`)."""
+    s = mm.shape()
+    split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
+    pairs = s.k // QUANT_K_PAIR
+    if split > 1 and "swiglu" in mm.epilogue_ops():
+        raise op_error(mm, f"split-k={split}: a swiglu GEMV sums its gate and up projections within the workgroup "
+                       "(use split-k=1)")
+    if pairs % (split * local):
+        raise op_error(mm, f"split-k={split} x local-split={local} does not divide the {pairs} block pairs of "
+                       f"K={s.k} ({QUANT_K_PAIR} weights each): every K slice runs whole pairs")
+    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, (), builder=QuantGemvBuilder)
+    mt_m = mm.get_int_array("macro_tile")[0]
+    if s.m < 0:  # the row-narrow companions, each with its own split of K over wavefront groups
+        def build(clone: MatmulOp, kname: str, r: int) -> gcn.KernelOp:
+            groups = quant_plan(dataclasses.replace(s, m=r))[1]
+            clone.set_int("local_split", groups)
+            clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
+            return QuantGemvBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
+
+        rows = [rows_kernel(mm, name, r, lambda c, n, r=r: build(c, n, r)) for r in QUANT_ROWS_TILES if r < mt_m]
+        if rows:
+            main = kernels[0]
+            main.attributes["launch"] = DictionaryAttr({
+                **main.attributes["launch"].data, "small_m": StringAttr(",".join(k.sym_name.data for k in rows))})
+            kernels += rows
+    return kernels
+
+
+class QuantGemvBuilder(DotKernelBuilder):
+    """:class:`DotKernelBuilder` with a block-quantized B (module docstring): its K loop
+    (:meth:`_k_loop_override`), B's byte geometry and the ``b_format`` launch fact."""
+
+    def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default",
+                 role: str = "main"):
+        super().__init__(mm, name, forwarding=forwarding, schedule=schedule, role=role)
+        self.fmt = self.shape.b_format
+        self.block, self.block_bytes = B_FORMATS[self.fmt]
+        self.ldb_unit = 1  # ldb counts bytes
+        # swiglu: each lane computes the gate's row n and the up projection's row N + n (B holds both,
+        # N static), combined after the groups' reduction as silu(gate) * up (_combine_rows)
+        self.swiglu = "swiglu" in mm.epilogue_ops()
+        self.acc_per_row = 2 if self.swiglu else 1
+
+    def kernargs(self) -> list[dict]:
+        out = super().kernargs()
+        for a in out:
+            if a["name"] == "B":
+                a["type"] = "char*"  # the GGUF tensor's bytes
+        return out
+
+    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+        # k_begin dwords of A = k_begin / 32 block pairs of 2 x block_bytes
+        pairs = e(gcn.SLshrB32Op(k_begin, 5, comment="first block pair of the slice")).sdst
+        return e.mul(pairs, 2 * self.block_bytes)
+
+    def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
+        kernel = super()._finish(entry, lds_bytes)
+        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                      "b_format": StringAttr(self.fmt)})
+        return kernel
+
+    def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
+        """swiglu: silu(gate) * up per row, silu(g) = g / (1 + 2^(-g log2 e)) as the silu epilogue."""
+        if not self.swiglu:
+            return acc
+        rows = len(acc) // 2
+        k = e.const(_f32_bits(-math.log2(math.e)))
+        one = e.const(_f32_bits(1.0))
+        out = []
+        for g, u in zip(acc[:rows], acc[rows:]):
+            den = e(gcn.VAddF32Op(one, e(gcn.VExpF32Op(e(gcn.VMulF32Op(k, g)).vdst)).vdst)).vdst
+            s = e(gcn.VMulF32Op(g, e(gcn.VRcpF32Op(den)).vdst)).vdst
+            out.append(e(gcn.VMulF32Op(s, u)).vdst)
+        return out
+
+    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+                         voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
+        assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
+        iters = k_val // 32  # block pairs of this slice: 32 dwords of A (128 bytes) each
+        pair_bytes = 2 * self.block_bytes
+        n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and iteration
+        rows = len(acc)
+        if self.swiglu:  # the up projection's accumulators after the gate's
+            acc = [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(rows))]
+            up_off = self.shape.n * self.shape.ldb  # bytes from a gate row to its up row (static: verified)
+        magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
+        select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
+        offset = e.const(F16_OFFSET[self.fmt])
+        zero = e(gcn.VMovB32Op(0)).vdst
+        imm_rows = isinstance(lda4, int) and (rows - 1) * lda4 + 64 <= SMEM_IMM_MAX
+        stepped = RowStepper(e, lda4)
+
+        n_loads = n_dw // 4 + 1
+
+        def load_b(ptr: SSAValue, loads=range(n_loads)) -> list[SSAValue]:
+            """Loads ``loads`` of the iteration's n_dw dwords of the lane's row: dwordx4 loads, then
+            one dword."""
+            return [e(gcn.GlobalLoadDwordx4Op(voff_b, ptr, offset=16 * q, comment=f"B blocks, dwords {4 * q}..")).vdst
+                    if q < n_dw // 4 else
+                    e(gcn.GlobalLoadDwordOp(voff_b, ptr, offset=4 * (n_dw - 1), comment=f"B blocks, dword {n_dw - 1}")).vdst
+                    for q in loads]
+
+        # the loads block 0 alone reads (its dwords end before block 1's first): reloaded for the next
+        # pair once block 0 is dequantized, the others once block 1 is (each into the registers it frees)
+        first = (self.block_bytes // 4) // 4
+
+        def a_batch(koff: SSAValue, blk: int, r0: int) -> list[SSAValue]:
+            """Rows r0.. (up to A_BATCH_ROWS) of A's 16 dwords of block ``blk`` of the pair at ``koff``."""
+            out = []
+            for r in range(r0, min(r0 + A_BATCH_ROWS, rows)):
+                text = f"A row {r}, block {blk}"
+                if imm_rows:
+                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * blk, soffset=koff,
+                                                     comment=text)).sdst)
+                else:
+                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * blk, soffset=stepped(koff, r),
+                                                     comment=text)).sdst)
+            return out
+
+        def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None = None,
+                    a_cur: list[SSAValue] | None = None, a_koff: SSAValue | None = None
+                    ) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue]]:
+            """acc += the pair at ``koff`` (B in ``loaded``); ``nxt``: reload ``loaded``'s registers
+            with the pair there; ``a_cur``: A of the pair, loaded before (one row: both blocks),
+            ``a_koff``: load the next pair's A (from there) right after the pair's first dot (its
+            wait then covers only ``a_cur``).  Returns (acc, the reloaded B, the next A)."""
+            acc = list(acc)
+            a_next: list[SSAValue] = []
+            words: dict = {}
+            reloaded: list[SSAValue] = []
+
+            def dw(i: int) -> SSAValue:
+                return e.sub(loaded[i // 4], i % 4, 1) if i // 4 < n_dw // 4 else loaded[-1]
+
+            def word(kind: str, i: int) -> SSAValue:
+                if (kind, i) not in words:
+                    if kind == "x":  # Q8_0: b ^ 0x80 = b + 128 as an unsigned byte
+                        v = e(gcn.VXorB32Op(0x80808080, dw(i))).vdst
+                    elif kind == "lo":  # Q4_0: the low nibbles
+                        v = e(gcn.VAndB32Op(0x0F0F0F0F, dw(i))).vdst
+                    else:  # Q4_0: the high nibbles
+                        v = e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, dw(i))).vdst)).vdst
+                    words[(kind, i)] = v
+                return words[(kind, i)]
+
+            # the first batch of each block in flight while the block dequantizes; up to 2 rows,
+            # both blocks' A at once (32 or 64 SGPRs: one wait for the pair)
+            early: dict = {} if a_cur is None else {0: [a_cur[0]], 1: [a_cur[1]]}
+            for blk in range(2):
+                o = blk * self.block_bytes  # the block's first byte in the pair
+                batch = early.pop(blk) if blk in early else a_batch(koff, blk, 0)
+                if blk == 0 and a_cur is None and rows * 32 <= WIDE_A_BATCH_SGPRS:
+                    early[1] = a_batch(koff, 1, 0)
+                scale = dw(o // 4)
+                if o % 4:
+                    scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
+                d = e(gcn.VCvtF32F16Op(scale)).vdst  # the block's scale, exact in f32
+                pairs = []
+                for p in range(16):
+                    if self.fmt == "q8_0":
+                        byte, kind = o + 2 + 2 * p, "x"
+                    else:  # weights 2p, 2p + 1: low nibbles of qs[2p..], then high ones of qs[2p - 16..]
+                        byte, kind = (o + 2 + 2 * p, "lo") if p < 8 else (o + 2 + 2 * p - 16, "hi")
+                    halves = e(gcn.VPermB32Op(magic, word(kind, byte // 4), select[byte % 4])).vdst
+                    pairs.append(e(gcn.VPkAddF16Op(offset, halves)).vdst)
+                if nxt is not None:  # the next pair's B, into the registers this block's dwords free
+                    reloaded += load_b(nxt, range(first) if blk == 0 else range(first, n_loads))
+                for r0 in range(0, rows, A_BATCH_ROWS):
+                    if r0:
+                        batch = a_batch(koff, blk, r0)
+                    for i, a_row in enumerate(batch):
+                        s = zero
+                        for j in range(16):
+                            s = e(gcn.VDot2F32F16Op(pairs[j], e.sub(a_row, j, 1), s)).vdst
+                            if a_koff is not None and not a_next:  # after the wait for a_cur
+                                a_next = [a_batch(a_koff, 0, 0)[0], a_batch(a_koff, 1, 0)[0]]
+                        r = r0 + i
+                        acc[r] = e(gcn.VFmaF32Op(d, s, acc[r], comment=f"row {r} += d * block sum")).vdst
+            return acc, reloaded, a_next
+
+        # B QUANT_B_AHEAD (D) block pairs ahead: the loop body takes D pairs, each reloading its
+        # registers for the pair D later (no rotation of registers across the back edge); the
+        # (iters - D) % D pairs before the loop reload likewise, the last D pairs after it load
+        # nothing (nothing is read past the slice).  One row of A (32 SGPRs a pair): A one pair
+        # ahead too, alternating between two buffers (the loop carries the next pair's); more rows
+        # load A in each pair, in batches.
+        ahead = rows == 1
+        depth = QUANT_B_AHEAD
+        koff = e.const(0)
+        bptr = e.add64(b_tile, 0, 0, comment="B of the first block pair")
+        a_cur = [a_batch(koff, 0, 0)[0], a_batch(koff, 1, 0)[0]] if ahead else None
+        left = [iters]  # pairs not yet computed
+
+        def load_set(ptr: SSAValue) -> list[SSAValue]:
+            """A pair's B (swiglu: the gate's, then the up projection's)."""
+            if not self.swiglu:
+                return load_b(ptr)
+            return [*load_b(ptr), *load_b(e.add64(ptr, up_off, 0, comment="the up projection's rows"))]
+
+        def step(koff: SSAValue, loaded, acc, nxt, a_cur):
+            """compute() of the pair at koff, and the next pair's A (``ahead``, unless it is the last)."""
+            left[0] -= 1
+            a_koff = e(gcn.SAddU32Op(koff, 128, comment="A of the next block pair")).sdst \
+                if ahead and left[0] else None
+            if self.swiglu:  # gate then up, one A
+                half = len(loaded) // 2
+                acc_g, re_g, _ = compute(koff, loaded[:half], acc[:rows], nxt, a_cur, None)
+                nxt_u = e.add64(nxt, up_off, 0) if nxt is not None else None
+                acc_u, re_u, a_next = compute(koff, loaded[half:], acc[rows:], nxt_u, a_cur, a_koff)
+                acc, reloaded = [*acc_g, *acc_u], [*re_g, *re_u]
+            else:
+                acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, a_koff)
+            return acc, reloaded, (a_next or None), a_koff or (e(gcn.SAddU32Op(koff, 128)).sdst if left[0] else None)
+
+        sets = []
+        for j in range(min(depth, iters)):
+            sets.append(load_set(bptr if j == 0 else e.add64(bptr, j * pair_bytes, 0, comment=f"B of block pair {j}")))
+        nxt = e.add64(bptr, depth * pair_bytes, 0, comment=f"B of block pair {depth}") if iters > depth else None
+        for _ in range((iters - depth) % depth if iters > depth else 0):  # before the loop, reloading
+            acc, again, a_cur, koff = step(koff, sets[0], acc, nxt, a_cur)
+            sets = [*sets[1:], again]
+            nxt = e.add64(nxt, pair_bytes, 0)
+        if left[0] > depth:  # the loop: D pairs an iteration
+            n0, na = len(sets[0]), (2 if ahead else 0)
+            carried = [koff, nxt, *(v for st in sets for v in st), *(a_cur or []), *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            outer, e.block = e.block, body
+            count = left[0]
+            try:
+                args = list(body.args)
+                koff_i, nxt_i = args[0], args[1]
+                cur = [args[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
+                a_i = args[2 + depth * n0:2 + depth * n0 + na] or None
+                acc_i = args[2 + depth * n0 + na:]
+                news, k_j, n_j = [], koff_i, nxt_i
+                for j in range(depth):
+                    acc_i, new, a_i, k_j = step(k_j, cur[j], acc_i, n_j, a_i)
+                    news.append(new)
+                    n_j = e.add64(n_j, pair_bytes, 0)  # (the last: the next iteration's, before the compare)
+                left[0] = count  # (the body's steps are one iteration's)
+                e(gcn.SCmpLgU32Op(k_j, e.const(128 * (iters - depth))))
+                e(gcn.LoopBackOp([k_j, n_j, *(v for st in news for v in st), *(a_i or []), *acc_i], "scc1"))
+            finally:
+                e.block = outer
+            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))
+            res = list(loop.res)
+            koff = res[0]
+            sets = [res[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
+            a_cur = res[2 + depth * n0:2 + depth * n0 + na] or None
+            acc = res[2 + depth * n0 + na:]
+            left[0] = depth
+        for j in range(len(sets)):  # the last pairs: no B past them
+            acc, _, a_cur, koff = step(koff, sets[j], acc, None, a_cur)
+        return acc

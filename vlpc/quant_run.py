@@ -1,0 +1,244 @@
+"""Running and checking the quantized-weight GEMV (passes/gemm_to_gcn_quant.py; docs/quantized.md).
+
+B is the bytes of a GGUF tensor (Q8_0 or Q4_0): N rows of K / 32 blocks, as :mod:`gguf` writes and
+reads them.  The `gguf` package (PyPI; the ``quant`` extra) is the oracle: its quantizer makes random
+test weights (:func:`random_weights`) and its dequantizer gives the weights of the float64
+reference (:func:`dequantize`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
+name with ``gguf.GGUFReader`` (``vlpc run --weights model.gguf:blk.0.ffn_up.weight``).
+
+Buffers are exactly sized as for the other dot kernels (vlpc/dot_run.py): A's row gaps NaN, B's
+gaps after each row's last block a garbage byte pattern (0xB5), C's NaN, compared bit for bit
+after the launch.
+
+**Bound.** Each block's 32 exact f16 products are summed by 16 ``v_dot2_f32_f16`` from 0 (one
+rounding each), the block sum is added to the row's accumulator by one FMA with the block's scale
+(whose product with a quantized value is exact in f32: GGUF's weight d * q), the L wavefront
+groups' sums (and S split-K slices') are added (at most S L roundings) and the epilogue's ``beta * C`` and FMA round
+twice: recursive summation (Higham 2002, eq. 3.4) bounds every element of C by
+``gamma_n(2^-24) (|alpha| sum_k |a_k| |w_k| + |beta| |c|)``, n = 16 + K / 32 + S L + 2, plus f16 C's
+final rounding and the epilogue's terms as in vlpc/dot_run.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vlpc.errors import VlpcError
+from vlpc.verify import Problem, geometries, launch_and_read, pack
+
+#: The garbage byte in B's row gaps (after each row's last block).
+B_PAD = 0xB5
+
+
+def _gguf():
+    try:
+        import gguf
+    except ImportError:
+        raise VlpcError("the quantized-weight formats need the gguf package: pip install 'vlpc[quant]' "
+                        "(or pip install gguf)") from None
+    return gguf
+
+
+def ggml_type(fmt: str):
+    """gguf's GGMLQuantizationType of a ``b_format`` name ("q8_0", "q4_0")."""
+    return getattr(_gguf().GGMLQuantizationType, fmt.upper())
+
+
+def row_bytes(fmt: str, k: int) -> int:
+    """Bytes of one row of K weights in ``fmt`` (``B_FORMATS``: 32 weights per block, as gguf's
+    GGML_QUANT_SIZES, which tests/test_quant_gemv.py compares)."""
+    from vlpc.dialects.gemm import B_FORMATS
+
+    block, size = B_FORMATS[fmt]
+    return k // block * size
+
+
+def random_weights(fmt: str, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """N x K standard normal weights quantized by gguf: uint8 (N, row bytes)."""
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    return np.ascontiguousarray(_gguf().quants.quantize(w, ggml_type(fmt)))
+
+
+def dequantize(fmt: str, rows: np.ndarray) -> np.ndarray:
+    """The N x K weights of ``rows`` (uint8, N x row bytes) as gguf dequantizes them, float64."""
+    return _gguf().quants.dequantize(np.ascontiguousarray(rows, np.uint8), ggml_type(fmt)).astype(np.float64)
+
+
+def read_gguf_tensor(path: str, name: str) -> tuple[str, np.ndarray]:
+    """``(format, rows)``: tensor ``name`` of the GGUF file ``path`` (Q8_0 or Q4_0; rows uint8, N x row
+    bytes, as stored).  A missing, truncated or corrupted file, an unknown tensor name or another
+    tensor type is a one-line :class:`VlpcError`."""
+    gguf = _gguf()
+    try:
+        reader = gguf.GGUFReader(path)
+    except FileNotFoundError:
+        raise VlpcError(f"{path}: no such GGUF file") from None
+    except (ValueError, IndexError, KeyError, OSError, OverflowError, UnicodeDecodeError) as e:
+        # gguf raises ValueError for a bad magic or version; a truncated file ends in numpy's
+        # memmap/frombuffer errors while the reader walks the header and tensor table
+        raise VlpcError(f"{path}: not a readable GGUF file, truncated or corrupted ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'truncated'})") from None
+    tensors = {t.name: t for t in reader.tensors}
+    if name not in tensors:
+        some = ", ".join(list(tensors)[:6])
+        raise VlpcError(f"{path}: no tensor '{name}' (it has {len(tensors)}: {some}{', ...' if len(tensors) > 6 else ''})")
+    t = tensors[name]
+    fmt = t.tensor_type.name.lower()
+    if fmt not in ("q8_0", "q4_0"):
+        raise VlpcError(f"{path}: tensor '{name}' is {t.tensor_type.name}; vlpc's quantized GEMV takes Q8_0 or Q4_0")
+    shape = [int(x) for x in t.shape]  # GGUF order: K (the row) first, then N
+    if len(shape) != 2:
+        raise VlpcError(f"{path}: tensor '{name}' has shape {shape}: a weight matrix is 2-D")
+    k, n = shape
+    want = row_bytes(fmt, k)
+    data = np.asarray(t.data)
+    if data.size != n * want:
+        raise VlpcError(f"{path}: tensor '{name}' holds {data.size} bytes, {n} rows of {want} expected (truncated?)")
+    return fmt, data.reshape(n, want).view(np.uint8)
+
+
+def b_buffer(rows: np.ndarray, n: int, ldb: int, rb: int) -> np.ndarray:
+    """An exactly sized flat uint8 buffer of N rows of ``rb`` bytes every ``ldb`` bytes, the gaps
+    :data:`B_PAD`; ``rows`` is (N, rb) or (N, >= ldb) (its gaps then kept)."""
+    rows = np.asarray(rows)
+    if rows.dtype == np.int8:
+        rows = rows.view(np.uint8)
+    if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[0] != n or (rows.shape[1] != rb and rows.shape[1] < ldb):
+        raise VlpcError(f"B must be the tensor's bytes, uint8 of shape ({n}, {rb}) (or ({n}, {ldb}) with the row "
+                        f"gaps), got {rows.dtype} {rows.shape}")
+    flat = np.full((n - 1) * ldb + rb, B_PAD, np.uint8)
+    for i in range(n):
+        width = rb if i == n - 1 or rows.shape[1] == rb else ldb
+        flat[i * ldb:i * ldb + width] = rows[i, :width]
+    return flat
+
+
+def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, seed: int = 0,
+              verify: bool = True, iterations: int = 1, bias: np.ndarray | None = None):
+    """Run the quantized GEMV ``kern`` (sizes in ``p``; ldb in bytes) on ``device`` and check C;
+    ``bias``: the f16 vector of a ``bias_row``/``bias_col`` epilogue (random when omitted).
+    Returns ``(C (1, M, N), stats, wall, verdict or None, inputs)`` as :func:`vlpc.dot_run.run_dot`."""
+    from vlpc.dot_run import NP, PAD, check
+
+    fmt = str(kern.launch_info["b_format"])
+    ct = str(kern.launch_info.get("c_dtype", "f32"))
+    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
+    nb = 2 * p.n if "swiglu" in epi else p.n  # B's rows (swiglu: the gate's N, then the up projection's)
+    rng = np.random.default_rng(seed)
+    rb = row_bytes(fmt, p.k)
+    if p.ldb < rb or p.ldb % 4:
+        raise VlpcError(f"ldb={p.ldb}: a {fmt} row of K={p.k} is {rb} bytes; ldb must be at least that and a multiple of 4")
+    g = geometries("NT", p)
+    if a is None:
+        a = rng.standard_normal((p.m, p.lda)).astype(np.float16)
+    flat_a = pack("A", np.asarray(a), g["A"], np.float16, fill=np.nan) if np.asarray(a).dtype == np.float16 else None
+    if flat_a is None:
+        raise VlpcError(f"A must be f16 activations, got {np.asarray(a).dtype}")
+    if b is None:
+        b = random_weights(fmt, nb, p.k, rng)
+    flat_b = b_buffer(b, nb, p.ldb, rb)
+    if c is None:
+        flat_c = np.full(g["C"].size, PAD[ct], NP[ct])
+        flat_c[g["C"].offsets().reshape(-1)] = rng.standard_normal(p.m * p.n).astype(NP[ct])
+    else:
+        flat_c = pack("C", np.asarray(c), g["C"], NP[ct], fill=np.nan)
+    host = {"A": flat_a, "B": flat_b, "C": flat_c}
+    wants_bias = [x for x in epi if x.startswith("bias")]
+    if wants_bias:
+        length = p.m if wants_bias[0] == "bias_row" else p.n
+        bias = rng.standard_normal(length).astype(np.float16) if bias is None else np.ascontiguousarray(bias)
+        if bias.dtype != np.float16 or bias.shape != (length,):
+            raise VlpcError(f"bias must be a vector of {length} float16 values ({wants_bias[0]}), got {bias.dtype} "
+                            f"{bias.shape}")
+        host["bias"] = bias
+    elif bias is not None:
+        raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
+    out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta, NP[ct], iterations, scalar=np.float32)
+    cm = np.ascontiguousarray(g["C"].matrices(out))
+    verdict = None
+    if verify:
+        w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
+        pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
+        rounds = 16 + p.k // 32 + pieces + 2
+        expected = None
+        if "swiglu" in epi:
+            expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
+                                        rounds, epi[1:], bias)
+        verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, pieces,
+                        epilogue=epi, bias=bias, op_b=w.T[None], rounds=rounds, expected=expected)
+    return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c,
+                                            **({"bias": bias} if wants_bias else {})}
+
+
+
+
+def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float, beta: float, ct: str,
+                     rounds: int, epilogue=(), bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) of ``C = alpha * silu(A Wg^T) * (A Wu^T) + beta * C``, then ``epilogue``, for
+    ``a`` (1, M, K), ``w`` the 2N x K dequantized weights (gate rows, then up rows), ``c0`` (1, M, N).
+    Each product's bound is f32 accumulation's (vlpc/dot_run.py's ``rounds``); silu's is
+    vlpc/verify.py's (1.1 e + u |s| (8 + 4 log2 e |g|)); the product s u adds |s| e_u + |u| e_s +
+    e_s e_u and one rounding; alpha * . + beta * C two (gamma_2)."""
+    from vlpc.dot_run import TINY32, U16, U32, gamma, reference
+    from vlpc.verify import epilogue_step
+
+    n = w.shape[0] // 2
+    zero = np.zeros(c0.shape)
+    g, eg = reference(a, w[:n].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+    u, eu = reference(a, w[n:].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+    with np.errstate(all="ignore"):
+        s, es = epilogue_step("silu", g, eg, U32, None)
+        es = es + TINY32
+        prod = s * u
+        ep = np.abs(s) * eu + np.abs(u) * es + es * eu + U32 * np.abs(prod)
+        exp = alpha * prod if alpha != 0 else zero
+        mag = np.abs(exp)
+        bound = abs(alpha) * ep if alpha != 0 else zero
+        if beta != 0:
+            exp = exp + beta * c0.astype(np.float64)
+            mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
+        bound = bound * (1 + gamma(2, U32)) + gamma(2, U32) * mag
+        for x in epilogue:
+            exp, bound = epilogue_step(x, exp, bound, U32, bias)
+            bound = bound + TINY32
+        if ct == "f16":
+            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+    return exp, bound
+
+
+def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
+    """``vlpc run --weights FILE.gguf:TENSOR`` (a swiglu kernel: ``FILE.gguf:GATE,UP``): the rows of
+    the tensor(s) (uint8, N x row bytes; swiglu: the gate's N rows, then the up projection's) and N,
+    checked against ``kernel`` (a ``b_format`` kernel of the same format and K; N the IR's, or ``n``)."""
+    fmt = kernel.launch_info.get("b_format")
+    if not fmt:
+        raise VlpcError(f"--weights: kernel {kernel.name} has no quantized B (gemm.matmul ... "
+                        "{b_format = \"q8_0\"}, docs/quantized.md)")
+    path, sep, names = spec.rpartition(":")
+    swiglu = "swiglu" in str(kernel.launch_info.get("epilogue", ""))
+    want = "FILE.gguf:GATE,UP (e.g. model.gguf:blk.0.ffn_gate.weight,blk.0.ffn_up.weight)" if swiglu else \
+        "FILE.gguf:TENSOR (e.g. model.gguf:blk.0.ffn_up.weight)"
+    parts = names.split(",")
+    if not sep or not path or not all(parts) or len(parts) != (2 if swiglu else 1):
+        raise VlpcError(f"--weights {spec}: expected {want}")
+    k = int(kernel.launch_info["static_k"])
+    blocks = []
+    for name in parts:
+        got, rows = read_gguf_tensor(path, name)
+        if got != fmt:
+            raise VlpcError(f"--weights: tensor '{name}' is {got.upper()}, kernel {kernel.name} takes {str(fmt).upper()}")
+        if rows.shape[1] != row_bytes(fmt, k):
+            raise VlpcError(f"--weights: tensor '{name}' has rows of {rows.shape[1] // row_bytes(fmt, 32) * 32} "
+                            f"weights, kernel {kernel.name} has K={k}")
+        static_n = int(kernel.launch_info["static_n"])
+        for given, what in ((static_n, "the IR's"), (n if n is not None else -1, "--n")):
+            if given >= 0 and given != rows.shape[0]:
+                raise VlpcError(f"--weights: tensor '{name}' has {rows.shape[0]} rows, {what} N is {given}")
+        blocks.append(rows)
+    if len(blocks) == 2 and blocks[0].shape != blocks[1].shape:
+        raise VlpcError(f"--weights: the gate and up tensors differ in shape: {blocks[0].shape[0]} and "
+                        f"{blocks[1].shape[0]} rows")
+    return np.concatenate(blocks), blocks[0].shape[0]
+
+
+__all__ = ["B_PAD", "b_buffer", "dequantize", "ggml_type", "random_weights", "read_gguf_tensor", "row_bytes",
+           "run_quant", "weights_option"]
