@@ -35,22 +35,23 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from vlpc.errors import VlpcError
+
+if TYPE_CHECKING:  # NumPy loads with a launch, not with vlpc --help
+    import numpy as np
 
 #: What ``--arg`` accepts for a buffer (for messages).
 BUFFER_SYNTAX = "zeros:BYTES, random:BYTES, nan:BYTES or FILE.npy"
 
 _POINTEE = {
-    "float": np.float32, "double": np.float64, "half": np.float16, "_Float16": np.float16,
-    "__half": np.float16, "int": np.int32, "unsigned int": np.uint32, "unsigned": np.uint32,
-    "uint32_t": np.uint32, "int32_t": np.int32, "long": np.int64, "int64_t": np.int64,
-    "unsigned long": np.uint64, "uint64_t": np.uint64, "short": np.int16, "int16_t": np.int16,
-    "unsigned short": np.uint16, "uint16_t": np.uint16, "char": np.int8, "signed char": np.int8,
-    "int8_t": np.int8, "unsigned char": np.uint8, "uint8_t": np.uint8,
+    "float": "float32", "double": "float64", "half": "float16", "_Float16": "float16",
+    "__half": "float16", "int": "int32", "unsigned int": "uint32", "unsigned": "uint32",
+    "uint32_t": "uint32", "int32_t": "int32", "long": "int64", "int64_t": "int64",
+    "unsigned long": "uint64", "uint64_t": "uint64", "short": "int16", "int16_t": "int16",
+    "unsigned short": "uint16", "uint16_t": "uint16", "char": "int8", "signed char": "int8",
+    "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",
 }
 
 
@@ -102,6 +103,7 @@ def arg_label(i: int, a) -> str:
 
 def pointee_dtype(a) -> np.dtype | None:
     """The element type a buffer argument's metadata names (``.type_name`` ``float*``), or None."""
+    import numpy as np
     t = (a.type_name or "").replace("const", "").replace("volatile", "").replace("__restrict__", "")
     t = t.replace("restrict", "").strip()
     if not t.endswith("*"):
@@ -148,6 +150,7 @@ def plan_arguments(kernel, specs: list[str], seed: int = 0) -> tuple[list[Any], 
     scalar and None for each buffer, and the buffers' host contents by position.  Raises
     :class:`VlpcError` (before any allocation) for an unknown key, a repeated one, a missing argument,
     a malformed value or a buffer size that is not a whole number of the pointee's elements."""
+    import numpy as np
     explicit = list(kernel.explicit_args)
     by_key: dict[str, int] = {}
     for i, a in enumerate(explicit):
@@ -364,6 +367,7 @@ def global_bytes(stats) -> int:
 def cmd_run_code_object(args) -> int:
     """``vlpc run K.hsaco --kernel NAME --grid ... --block ... --arg ...``: launch on the emulator and
     print the counters and the findings (exit 4 when a fault stopped the launch)."""
+    import numpy as np
     import io
     import sys
 

@@ -17,12 +17,13 @@ Format, for Perfetto UI or ``chrome://tracing``) and :func:`timeline_png` (matpl
 from __future__ import annotations
 
 import html
+import math
+import numbers
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 from vlpc.errors import VlpcError
 from vlpc.launch_cli import Finding
@@ -143,7 +144,7 @@ class Profile:
         for k in self.kernels:
             moved = k.stats.global_bytes_read + k.stats.global_bytes_written
             executed = int(getattr(k.stats, "workgroups", 0) or 0)
-            total += moved * (int(np.prod(k.grid)) / executed if executed else 1.0)
+            total += moved * (int(math.prod(k.grid)) / executed if executed else 1.0)
         return int(total)
 
     @property
@@ -266,7 +267,7 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
                         f"(give --target {board.target.name} or another --gpu)")
     dev = _capturing_device(board, strict, timing_only)
     findings: list[Finding] = []
-    if flops is not None and not (flops > 0 and np.isfinite(flops)):
+    if flops is not None and not (flops > 0 and math.isfinite(flops)):
         raise VlpcError(f"--flops must be a positive number, got {flops:g}")
     problem = ""
     dtype = "f32"
@@ -316,7 +317,7 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
 def _dims_text(v) -> str | None:
     if v is None or isinstance(v, str):
         return v
-    return str(v) if isinstance(v, (int, np.integer)) else ",".join(map(str, v))
+    return str(v) if isinstance(v, numbers.Integral) else ",".join(map(str, v))
 
 
 def _listing(co, kernel) -> list[tuple[int, str]]:
@@ -350,7 +351,7 @@ def profile_launch(co, kernel, geometry, stats, board, device, max_events: int =
     from vlpc.runtime.timing.recorder import STALL_CAUSES, IssueRecorder, recording
 
     d = kernel.descriptor
-    wg_size = int(np.prod(geometry.block))
+    wg_size = int(math.prod(geometry.block))
     lds = d.group_segment_fixed_size + geometry.dynamic_lds
     res = timing.residency(board, d.vgpr_count, d.sgpr_count, lds, wg_size)
     rec = IssueRecorder(max_events=max_events)
@@ -499,7 +500,7 @@ def annotated_lines(kp: KernelProfile, top: int | None = None) -> list[str]:
         rows = [i for i in rows if id(i) in keep]
     heads = ["offset", "execs", "issues", "issue"] + [CAUSE_HEAD[c] for c in STALL_CAUSES]
     executed = int(getattr(kp.stats, "workgroups", 0) or 0)
-    whole = int(np.prod(kp.grid))
+    whole = int(math.prod(kp.grid))
     scope = ("in the whole launch" if executed >= whole else
              f"in the {executed} of {whole} workgroups executed (--timing-only)")
     out = [f"  annotated assembly of {kp.name} (execs: wave executions {scope}; issues and cycles: "
