@@ -421,6 +421,9 @@ def cmd_bench(args) -> int:
         if getattr(args, name) is None:
             setattr(args, name, default)
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
+    from vlpc.tunedb import print_notes
+
+    print_notes(compiled.plan_notes, args.verbose)  # the tuning database's entry (vlpc tune), if any
     kernel = single_kernel(compiled, "bench")
     check_batch_option(kernel, args.batch)
     if rb is not None:

@@ -116,6 +116,9 @@ def cmd_run(args) -> int:
     opts = codegen_options(args)
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
+    from vlpc.tunedb import print_notes
+
+    print_notes(compiled.plan_notes, args.verbose)  # the tuning database's entry (vlpc tune), if any
     t_compile = time.perf_counter() - t0
     from vlpc.cli_support import single_kernel
     kernel = single_kernel(compiled, "run")

@@ -478,7 +478,8 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
 
         b = get_board(board)
         opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
-        mod = vlpc.compile(problem.text, target, filename=problem.filename, **{"cus": cus or b.compute_units, **opts})
+        mod = vlpc.compile(problem.text, target, filename=problem.filename, tuned=False,
+                           **{"cus": cus or b.compute_units, **opts})
         kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
         p = resolve(kernel, problem.m, problem.n, problem.k, problem.batch)
         rk = kernel.rows_kernel(p.m) or kernel
@@ -677,7 +678,14 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
     brd = get_board(board)
     brd = brd.at(compute_units=cus) if cus and cus != brd.compute_units else brd
     est = {c: estimate_us(c, m, n, k, dtype, c_dtype, brd, batch) for c in candidates}
-    order = [AUTO] + sorted(candidates, key=lambda c: est[c])
+    # one representative per plan (tile, K step, S, L, split mode, A copy) in the order of its
+    # estimate; its variants (waves per SIMD, the A schedule) only for the fastest plans
+    groups: dict[Candidate, list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault(_plan_of(c), []).append(c)
+    reps = {g: min(cs, key=lambda c: (c.waves_per_simd is not None, c.schedule != "default"))
+            for g, cs in groups.items()}
+    order = [AUTO] + sorted(reps.values(), key=lambda c: est[c])
     done = db.measured(key) if db is not None and key is not None else {}
     out = Outcome([], None, None, space=len(candidates) + 1)
     by_key: dict[str, Result] = {}
@@ -732,6 +740,13 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
             flush()
             if not ok:
                 break
+        # the variants of the fastest plans
+        if not runner.stopped:
+            top = [r.candidate for r in rank(list(by_key.values())) if r.ok and isinstance(r.candidate, Candidate)]
+            sib = [c for t in top[:finalists] for c in groups[_plan_of(t)] if candidate_key(c) not in by_key]
+            if sib:
+                runner.map(_evaluate8, work(sib, False, True), lambda i, r: store(r))
+                flush()
         out.modeled = sum(1 for r in by_key.values() if r.modeled_us is not None or r.error)
         # the finalists: the fastest modeled, checked on the emulator until one passes
         if check and not runner.stopped:
@@ -769,6 +784,15 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
         out.entry = db.record(key, opts, label(w.candidate, w.plan), w.modeled_us,
                               out.default.modeled_us if out.default else None)
     return out
+
+
+def _plan_of(c: Candidate) -> Candidate:
+    """The plan ``c`` is a variant of: automatic waves per SIMD, the default A schedule (the
+    seed's schedule is a plan of its own)."""
+    import dataclasses
+
+    sch = c.schedule if c.schedule == "seed" else "default"
+    return dataclasses.replace(c, waves_per_simd=None, schedule=sch)
 
 
 def _evaluate8(problem, cand, target, board, clock_mhz, cus, check, model):
@@ -1048,7 +1072,7 @@ def _prepare(job: Job, args, cus: int):
     import vlpc
     from vlpc.cli_support import single_kernel
 
-    base = vlpc.compile(job.text, args.target, filename=job.filename, cus=cus, split_k=1)
+    base = vlpc.compile(job.text, args.target, filename=job.filename, cus=cus, split_k=1, tuned=False)
     kernel = single_kernel(base, "tune")  # (not the first of several functions, silently)
     li = kernel.launch_info
     p = resolve(kernel, job.m, job.n, job.k, job.batch)

@@ -368,6 +368,46 @@ def tuned_options(kernel, target: str, options: dict, m: int | None = None, n: i
                                        f"on {key.machine()})"]
 
 
+def lookup_enabled() -> bool:
+    """Whether a compilation looks the database up: it is on and its file exists (cheap: no
+    SQLite is opened otherwise)."""
+    p = default_path()
+    return p is not None and p.is_file()
+
+
+def resolve_options(text: str, target: str, filename: str, options: dict, *, toolchain=None, cache=None,
+                    m: int | None = None, n: int | None = None, k: int | None = None,
+                    batch: int | None = None) -> tuple[dict, list[str], int | None]:
+    """The options to compile MLIR ``text`` with: ``options`` merged with the tuned entry of its
+    one GEMM (compiled first with ``options``, through the kernel cache, for its types, layout and
+    sizes; dynamic sizes from ``m``/``n``/``k``/``batch``), the notes of :func:`tuned_options`,
+    and the entry's number (None: not used)."""
+    from vlpc.pipeline import compile as compile_module
+
+    base = compile_module(text, target, filename=filename, toolchain=toolchain, cache=cache, tuned=False, **options)
+    if len(base.kernels) != 1:
+        return options, [], None
+    db = open_default()
+    if db is None:
+        return options, [], None
+    with db:
+        opts, notes = tuned_options(base.kernel(), target, options, m, n, k, batch, db=db)
+        entry = None
+        if opts is not None:
+            entry = int(notes[-1].split("#", 1)[1].split()[0])
+    return ({**options, **opts} if opts is not None else options), notes, entry
+
+
+def print_notes(notes: list[str], verbose: bool) -> None:
+    """The lookup's notes on standard error as the CLI gives them: an entry not used always (never
+    silently), the entry used under ``-v``."""
+    import sys
+
+    for note in notes:
+        if verbose or "not used" in note:
+            print(f"vlpc: {note}", file=sys.stderr)
+
+
 def iter_lines(entries: list[Entry]) -> Iterator[str]:
     """``vlpc tune list``'s table (Markdown)."""
     yield "| # | problem | board | winner | modeled us | automatic plan us | vlpc | made (UTC) |"
@@ -380,4 +420,4 @@ def iter_lines(entries: list[Entry]) -> Iterator[str]:
 
 
 __all__ = ["Entry", "Key", "TuneDB", "TuneDBError", "default_path", "explicit_plan", "key_of", "open_default",
-           "tuned_options", "version"]
+           "lookup_enabled", "resolve_options", "tuned_options", "version"]
