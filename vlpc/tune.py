@@ -744,6 +744,8 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
         if not runner.stopped:
             top = [r.candidate for r in rank(list(by_key.values())) if r.ok and isinstance(r.candidate, Candidate)]
             sib = [c for t in top[:finalists] for c in groups[_plan_of(t)] if candidate_key(c) not in by_key]
+            if max_modeled is not None:
+                sib = sib[:max(0, max_modeled + 1 - sum(1 for r in by_key.values() if r.modeled_us is not None))]
             if sib:
                 runner.map(_evaluate8, work(sib, False, True), lambda i, r: store(r))
                 flush()
