@@ -1120,10 +1120,10 @@ def cmd_tune(args) -> int:
     t0 = time.monotonic()
     deadline = None if args.budget is None else t0 + args.budget
     tty = _isatty(sys.stderr) and not args.quiet
-    print(f"vlpc tune: {len(jobs)} problem(s); times MODELED by the timing model of {board.name} ({cus} CUs, "
-          f"{clock:.0f} MHz), not measured; the finalists "
-          f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}"
-          f"{f'; results in {db.path}' if db is not None else '; no tuning database (off)'}", file=sys.stderr)
+    header = (f"vlpc tune: {len(jobs)} problem(s); times MODELED by the timing model of {board.name} ({cus} CUs, "
+              f"{clock:.0f} MHz), not measured; the finalists "
+              f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}"
+              f"{f'; results in {db.path}' if db is not None else '; no tuning database (off)'}")
     from vlpc.tune_run import Runner
     from vlpc.tunedb import key_of
 
@@ -1150,6 +1150,12 @@ def cmd_tune(args) -> int:
                 tuned.name = (f"{p.m}x{p.n}x{p.k}{f' batch {p.batch}' if p.batch else ''} "
                               f"{dtype}{'' if dtype == 'f32' else '->' + str(kernel.launch_info.get('c_dtype', dtype) or dtype)} {layout}")
                 tuned.dtype, tuned.p, tuned.layout = dtype, p, layout
+                if header:  # (once a problem is ready: a bad one's error stays one line)
+                    print(header, file=sys.stderr)
+                    header = ""
+                if len(jobs) == 1:
+                    print(f"vlpc tune: {tuned.name}: {len(cands) + 1} candidates (the automatic plan included)",
+                          file=sys.stderr)
                 key = key_of(kernel, p.m, p.n, p.k, p.batch, args.target, board.at(compute_units=cus)
                              if cus != board.compute_units else board, clock, cus)
                 bar = None
@@ -1202,7 +1208,7 @@ def cmd_tune(args) -> int:
         pipe = pipeline_string(win.candidate, args.target, cus)
         ceil = ceiling(t.outcome.results)
         sh = share(win, ceil)
-        what = "of the HBM bandwidth (streaming ceiling)" if ceil == "HBM" else \
+        what = f"of {board.name} HBM bandwidth, the streaming ceiling" if ceil == "HBM" else \
             f"of {board.name} {_type_label(t.dtype)}peak"
         print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} {u}, {sh * 100:.1f} % {what}): "
               f"{label(win.candidate, win.plan)}" + (f"; the automatic plan: {t.outcome.default.modeled_us:,.1f} us"
