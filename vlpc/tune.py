@@ -656,7 +656,7 @@ class Outcome:
 def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target: str, board: str,
            clock_mhz: float | None, cus: int | None, shape: tuple, check: bool = True, finalists: int = 3,
            max_modeled: int | None = None, prune: bool = True, margin: float = 0.15, db=None, key=None,
-           progress: Callable[[Result], None] | None = None) -> Outcome:
+           progress: Callable[[Result], None] | None = None, model_deadline: float | None = None) -> Outcome:
     """Tune one problem: the automatic plan and ``candidates``, in the order of the plan model's
     estimate (:func:`estimate_us`), modeled in batches of twice the ``runner``'s width; after
     each batch the search stops when the next candidate cannot win: its estimate times the
@@ -668,7 +668,8 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
     ``shape``: ``(m, n, k, dtype, c_dtype, batch)`` of the launch (for the estimates).  ``db`` and
     ``key`` (:mod:`vlpc.tunedb`): candidates measured by an earlier run are taken from it (resume),
     each new one is stored as it finishes, and the winner is recorded.  A stop (the runner's
-    budget or Ctrl-C) keeps everything finished so far."""
+    budget or Ctrl-C) keeps everything finished so far; past ``model_deadline`` (a
+    :func:`time.monotonic` value: part of a budget kept for the checks) no new batch is modeled."""
     import time
 
     from vlpc.targets import get_board
@@ -719,6 +720,9 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
             if max_modeled is not None and len(modeled) >= max_modeled + 1:
                 out.pruned = f"--max-candidates {max_modeled}"
                 break
+            if model_deadline is not None and pos > 0 and time.monotonic() >= model_deadline:
+                out.pruned = "the budget (the rest is kept for the checks)"
+                break
             if prune and best is not None and pos > 1:
                 ratios = [r.modeled_us / est[r.candidate] for r in modeled
                           if isinstance(r.candidate, Candidate) and est.get(r.candidate, 0) not in (0, float("inf"))]
@@ -741,7 +745,7 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
             if not ok:
                 break
         # the variants of the fastest plans
-        if not runner.stopped:
+        if not runner.stopped and not (model_deadline is not None and time.monotonic() >= model_deadline):
             top = [r.candidate for r in rank(list(by_key.values())) if r.ok and isinstance(r.candidate, Candidate)]
             sib = [c for t in top[:finalists] for c in groups[_plan_of(t)] if candidate_key(c) not in by_key]
             if max_modeled is not None:
@@ -899,7 +903,8 @@ def add_parser(sub) -> None:
                    help="evaluate candidates as Ray tasks: auto (the running cluster, else one started on this "
                         "machine with --jobs CPUs) or a cluster's address (pip install 'vlpc[distributed]')")
     t.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="stop after SECONDS of wall time, keeping every result so far (as Ctrl-C does)")
+                   help="stop after SECONDS of wall time, keeping every result so far (as Ctrl-C does); no new "
+                        "candidate is modeled after three quarters of it (the rest is for the checks)")
     t.add_argument("--db", metavar="FILE", default=None,
                    help="the tuning database (default: $VLPC_TUNE_DB, else tune.sqlite3 in the kernel cache's "
                         "folder; VLPC_TUNE_DB=off: none)")
@@ -1178,7 +1183,7 @@ def cmd_tune(args) -> int:
                         cands, runner, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
                         shape=(p.m, p.n, p.k, dtype, c_dtype, p.batch or 0), check=args.check,
                         finalists=args.finalists, max_modeled=args.max_candidates, prune=args.prune, db=db, key=key,
-                        progress=progress)
+                        progress=progress, model_deadline=None if deadline is None else t0 + 0.75 * args.budget)
                 finally:
                     if bar is not None:
                         bar.close()
