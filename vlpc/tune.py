@@ -1201,6 +1201,9 @@ def cmd_tune(args) -> int:
         print(table(done[0].outcome.results, args.top, u))
     elif not single:
         print(summary(done))
+    if not stopped and args.budget is not None and any(t.outcome and t.outcome.pruned.startswith("the budget")
+                                                       for t in done):
+        stopped = "budget"
     if stopped:
         print(f"vlpc tune: stopped ({'Ctrl-C' if interrupted else f'--budget {args.budget:g} s'}) after "
               f"{time.monotonic() - t0:.1f} s; every result so far is kept"
@@ -1238,7 +1241,8 @@ def _line(t: Tuned, dtype: str) -> str:
     if o is None:
         return f"{t.name}: {t.error}"
     w, d = o.winner, o.default
-    head = f"{t.name}: {o.modeled} of {o.space} modeled ({o.resumed} resumed), {o.checked} checked, {o.seconds:.1f} s"
+    head = (f"{t.name}: {o.modeled} of {o.space} modeled ({o.resumed} resumed), {o.checked} checked, "
+            f"{o.seconds:.1f} s{f' (modeling stopped by {o.pruned})' if o.pruned else ''}")
     if w is None:
         return head + f"; no winner{f' ({o.stopped})' if o.stopped else ''}"
     auto = f", automatic plan {d.modeled_us:,.1f} us" if d is not None and d.modeled_us is not None else ""
