@@ -55,7 +55,7 @@ def default() -> None:
             f = tmp / f"{s.m}x{s.n}x{s.k}_{s.dtype}.mlir"
             f.write_text(s.mlir())
             load = os.getloadavg()[0]
-            wall, r = _run(["tune", str(f), "-q", "--top", "5"], _env(tmp, f.stem))
+            wall, r = _run(["tune", str(f), "--top", "5"], _env(tmp, f.stem))
             if r.returncode != 0:
                 sys.exit(f"{s.name()}: vlpc tune failed:\n{r.stderr}")
             best = re.search(r"best \(modeled ([\d,.]+) us.*?\): (.*?); the automatic plan: ([\d,.]+) us", r.stdout)

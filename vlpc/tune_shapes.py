@@ -157,7 +157,8 @@ def model_shapes(path: str, batches: list[int]) -> tuple[list[Shape], list[str]]
             continue
         gtype = t.tensor_type.name
         if gtype not in GGML_TYPES:
-            skipped.setdefault(f"GGML type {gtype}: vlpc does not compile it yet", []).append(name)
+            skipped.setdefault(f"GGML type {gtype}: vlpc tune does not tune these weights yet (f32 and f16 only)",
+                               []).append(name)
             continue
         k, n = dims[0], dims[1]  # GGML's ne0 (input features, contiguous) and ne1 (outputs)
         layers.setdefault((n, k, GGML_TYPES[gtype]), []).append(name)
