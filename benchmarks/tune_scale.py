@@ -8,7 +8,9 @@ file locally and on a local 2-worker Ray cluster (identical results asserted).
 Every run starts from an empty kernel cache and tuning database (temporary folders), so the
 wall times include every compilation.  Times inside the tables are **modeled** by vlpc's timing
 model (MI60, 64 CUs, 1700 MHz); the wall times are measured on this machine, whose load the
-script prints (``os.getloadavg``): on a shared machine they are upper bounds.
+script prints (``os.getloadavg``): on a shared machine they are upper bounds, and the CPU seconds
+(user + system of the command and its worker processes) over the cores bound an idle machine's
+wall time.
 """
 
 from __future__ import annotations
@@ -37,10 +39,18 @@ SHAPES_FILE = "\n".join(
                        (16, 512, 2048), (64, 512, 512), (128, 256, 512), (8, 1024, 512), (2, 2048, 512))]) + "\n"
 
 
-def _run(argv: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
-    t0 = time.monotonic()
+def _run(argv: list[str], env: dict) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall seconds, CPU seconds (user + system of the command and the worker processes it
+    waited for: not Ray's workers, which Ray starts) and the finished command."""
+    import resource
+
+    def cpu() -> float:
+        u = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return u.ru_utime + u.ru_stime
+
+    t0, c0 = time.monotonic(), cpu()
     r = subprocess.run([sys.executable, "-m", "vlpc.cli", *argv], capture_output=True, text=True, env=env)
-    return time.monotonic() - t0, r
+    return time.monotonic() - t0, cpu() - c0, r
 
 
 def _env(tmp: Path, name: str) -> dict:
@@ -55,13 +65,13 @@ def default() -> None:
             f = tmp / f"{s.m}x{s.n}x{s.k}_{s.dtype}.mlir"
             f.write_text(s.mlir())
             load = os.getloadavg()[0]
-            wall, r = _run(["tune", str(f), "--top", "5"], _env(tmp, f.stem))
+            wall, cpu, r = _run(["tune", str(f), "--top", "5"], _env(tmp, f.stem))
             if r.returncode != 0:
                 sys.exit(f"{s.name()}: vlpc tune failed:\n{r.stderr}")
             best = re.search(r"best \(modeled ([\d,.]+) us.*?\): (.*?); the automatic plan: ([\d,.]+) us", r.stdout)
             line = next((x for x in r.stderr.splitlines() if x.startswith("vlpc tune: [1/1]")), "")
             counts = re.search(r"(\d+) of (\d+) modeled.*?(\d+) checked", line)
-            print(f"{s.name()}: wall {wall:.1f} s (load average {load:.1f} at the start); "
+            print(f"{s.name()}: wall {wall:.1f} s, CPU {cpu:.1f} s (load average {load:.1f} at the start); "
                   f"{counts[1]} of {counts[2]} candidates modeled, {counts[3]} checked; "
                   f"winner {best[2]} {best[1]} us vs the automatic plan {best[3]} us (modeled)")
 
@@ -81,12 +91,12 @@ def shapes() -> None:
         results = {}
         for name, extra in (("local", ["-j", "2"]), ("ray", ["-j", "2", "--ray", "auto"])):
             load = os.getloadavg()[0]
-            wall, r = _run(["tune", "--shapes", str(f), *extra], _env(tmp, name))
+            wall, cpu, r = _run(["tune", "--shapes", str(f), *extra], _env(tmp, name))
             if r.returncode != 0:
                 sys.exit(f"{name}: vlpc tune failed:\n{r.stderr[-3000:]}")
             results[name] = _entries(tmp / f"{name}.sqlite3")
-            print(f"20 shapes, {name} ({' '.join(extra)}): wall {wall:.1f} s (load average {load:.1f} at the "
-                  f"start); {len(results[name])} entries")
+            print(f"20 shapes, {name} ({' '.join(extra)}): wall {wall:.1f} s, CPU {cpu:.1f} s (without Ray's "
+                  f"workers) (load average {load:.1f} at the start); {len(results[name])} entries")
         same = results["local"] == results["ray"]
         print(f"identical results (winner, options, modeled times of all 20): {same}")
         if not same:

@@ -653,15 +653,22 @@ class Outcome:
     entry: int | None = None              #: the tuning database's entry recorded
 
 
+#: A best modeled time within this share above the streaming floor (its bytes at the HBM
+#: bandwidth, a bound no plan beats) ends the search: no candidate can gain more.
+FLOOR_TOLERANCE = 0.05
+
+
 def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target: str, board: str,
            clock_mhz: float | None, cus: int | None, shape: tuple, check: bool = True, finalists: int = 3,
-           max_modeled: int | None = None, prune: bool = True, margin: float = 0.15, db=None, key=None,
+           max_modeled: int | None = None, prune: bool = True, margin: float = 0.10, db=None, key=None,
            progress: Callable[[Result], None] | None = None, model_deadline: float | None = None) -> Outcome:
     """Tune one problem: the automatic plan and ``candidates``, in the order of the plan model's
     estimate (:func:`estimate_us`), modeled in batches of twice the ``runner``'s width; after
     each batch the search stops when the next candidate cannot win: its estimate times the
-    smallest modeled/estimate ratio seen so far, less ``margin``, is above the best modeled time
-    (``prune``), or when ``max_modeled`` are modeled.  Then the fastest ``finalists`` are checked
+    smallest modeled/estimate ratio seen so far, less ``margin``, is above the best modeled time,
+    or the best is within :data:`FLOOR_TOLERANCE` of the streaming floor (``prune``), or when
+    ``max_modeled`` are modeled.  Variants (waves per SIMD, the A schedule) are modeled for the
+    ``finalists`` fastest plans within ``margin`` of the best.  Then the fastest ``finalists`` are checked
     on the emulator (more while none passes); the winner is the fastest that passed, never
     slower than the automatic plan (a candidate itself; it wins ties).
 
@@ -724,6 +731,13 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
                 out.pruned = "the budget (the rest is kept for the checks)"
                 break
             if prune and best is not None and pos > 1:
+                # the streaming floor (the bytes at the HBM bandwidth) bounds every candidate from below
+                floor = min((r.hbm_share * r.modeled_us for r in modeled if r.hbm_share and r.error is None),
+                            default=0.0)
+                if best <= floor * (1 + FLOOR_TOLERANCE):
+                    out.pruned = (f"the streaming ceiling: the best is within {FLOOR_TOLERANCE:.0%} of the HBM "
+                                  "time of its bytes")
+                    break
                 ratios = [r.modeled_us / est[r.candidate] for r in modeled
                           if isinstance(r.candidate, Candidate) and est.get(r.candidate, 0) not in (0, float("inf"))]
                 nxt = next((c for c in order[pos:] if candidate_key(c) not in by_key), None)
@@ -746,7 +760,9 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
                 break
         # the variants of the fastest plans
         if not runner.stopped and not (model_deadline is not None and time.monotonic() >= model_deadline):
-            top = [r.candidate for r in rank(list(by_key.values())) if r.ok and isinstance(r.candidate, Candidate)]
+            best = min((r.modeled_us for r in by_key.values() if r.ok), default=0.0)
+            top = [r.candidate for r in rank(list(by_key.values()))
+                   if r.ok and isinstance(r.candidate, Candidate) and r.modeled_us <= best * (1 + margin)]
             sib = [c for t in top[:finalists] for c in groups[_plan_of(t)] if candidate_key(c) not in by_key]
             if max_modeled is not None:
                 sib = sib[:max(0, max_modeled + 1 - sum(1 for r in by_key.values() if r.modeled_us is not None))]
