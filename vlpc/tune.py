@@ -12,25 +12,32 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
    only, local split L up to 16 (the GEMV's), the schedules ``default``/``cover`` (one of
    them when B is stored K x N, which always takes ``cover``) and, for A stored K x M (TN,
    TT), ``a_transpose`` ``pre`` (copy A first) or ``in-kernel`` (SALU packing);
-2. compiles each one (the kernel cache makes a repeated candidate free);
-3. **models** its time with the timing model of the board (``--gpu mi60``, ``--clock``,
+2. orders them by the plan model's estimate (:func:`estimate_us`), adds the automatic plan
+   (vlpc's own choice) as a candidate, and compiles and models them in that order until none
+   left can win (:func:`search`; the kernel cache makes a repeated candidate free);
+3. **models** each one's time with the timing model of the board (``--gpu mi60``, ``--clock``,
    ``--cus``; :mod:`vlpc.runtime.timing`, a timing-only launch of the whole plan at the
    real size): modeled microseconds, TFLOP/s and share of the board's peak;
-4. **checks** it (:func:`check_candidate`): the plan runs at the real size on the strict
+4. **checks** the fastest (the finalists; :func:`check_candidate`): the plan runs at the real size on the strict
    emulator for a sample of output tiles (corners and the middle; every K slice and the
    reduce/scale kernels of a split plan; a copy pre-kernel of A or B runs whole), the
    sampled C tiles are compared with NumPy's float64 product within
    :func:`vlpc.verify.error_bound` (f16/int8: :func:`vlpc.dot_run.check`'s bound, int8 -> i32
    exact, with the IR's W8A8 scales and bias), and every other element of C must be left
    untouched bit for bit;
-5. ranks the candidates that passed by modeled time and prints the winner's options as
-   ``vlpc compile`` flags and as a pass pipeline string.
+5. ranks the candidates that passed by modeled time, prints the winner's options as
+   ``vlpc compile`` flags and as a pass pipeline string, and records it in the tuning database
+   (:mod:`vlpc.tunedb`) that :func:`vlpc.compile` consults.
+
+``--shapes`` and ``--model`` tune many problems (:mod:`vlpc.tune_shapes`); ``--ray`` runs the
+candidates on a Ray cluster and ``--budget``/Ctrl-C stop a run keeping its results
+(:mod:`vlpc.tune_run`); docs/tuning.md is the manual.
 
 The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`).  A
 strided batched GEMM (3-D memrefs; ``--batch`` for a count given at launch) is tuned whole: no
 split across workgroups (S = 1), the model times and the check runs every batch entry.
 
-Candidates run in parallel worker processes (``--jobs``, default: the machine's cores).
+Candidates run in parallel worker processes (``--jobs``, default: the machine's cores) or Ray tasks.
 A result is reproducible from its printed options: compiling with them gives the same
 code object, and the model is deterministic.  All times are **modeled**, not measured
 (the model's accuracy against the seed's measured MI60 table is in the README).
