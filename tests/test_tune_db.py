@@ -296,3 +296,18 @@ def test_model_layers_from_a_gguf_file(tmp_path):
     assert r.returncode == 1 and "batch sizes like 1,4,16,512" in r.stderr
     r = _vlpc("tune", "--model", tmp_path / "none.gguf", db="off")
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_run_matches_a_dynamic_kernel_at_the_sizes_given(tmp_path):
+    from pathlib import Path
+
+    dyn = Path(__file__).resolve().parent.parent / "examples" / "sgemm_dynamic.mlir"
+    path = tmp_path / "t.db"
+    kernel = vlpc.compile(dyn.read_text(), tuned=False).kernel()
+    n = tunedb.TuneDB(path).record(tunedb.key_of(kernel, 64, 128, 256, 0, "gfx906", plan_board("gfx906")),
+                                   {"macro_tile": [16, 64], "micro_tile": [16, 1], "k_step": 8, "split_k": 1},
+                                   "16x64 k8 S1", 3.0, 6.0)
+    r = _vlpc("run", dyn, "-m", "64", "-n", "128", "-k", "256", "-v", db=path)
+    assert r.returncode == 0 and f"plan: tuned entry #{n}" in r.stderr and "verification passed" in r.stdout
+    r = _vlpc("run", dyn, "-m", "64", "-n", "128", "-k", "512", "-v", db=path)  # other sizes: no entry
+    assert r.returncode == 0 and "tuned entry" not in r.stderr

@@ -398,6 +398,27 @@ def resolve_options(text: str, target: str, filename: str, options: dict, *, too
     return ({**options, **opts} if opts is not None else options), notes, entry
 
 
+def dynamic_sizes_entry(compiled, text: str, target: str, filename: str, options: dict, m: int, n: int, k: int,
+                        batch: int | None = None):
+    """For ``compiled`` (one GEMM whose sizes are dynamic in the IR, compiled without a tuned
+    entry) launched at ``m x n x k``: the module compiled with the tuning database's entry for
+    those sizes, or None (no entry, a plan option given, sizes static, or the database off); and
+    the lookup's notes (:func:`tuned_options`).  ``vlpc run`` calls it once the sizes are known."""
+    if compiled.tuned_entry is not None or len(compiled.kernels) != 1 or not lookup_enabled():
+        return None, []
+    li = compiled.kernel().launch_info
+    if all(li.get(f"static_{x}", -1) >= 0 for x in "mnk") and int(li.get("batch", 0) or 0) >= 0:
+        return None, []
+    opts, notes, entry = resolve_options(text, target, filename, options, m=m, n=n, k=k, batch=batch)
+    if entry is None:
+        return None, notes
+    from vlpc.pipeline import compile as compile_module
+
+    result = compile_module(text, target, filename=filename, tuned=False, **opts)
+    result.tuned_entry, result.plan_notes = entry, notes
+    return result, notes
+
+
 def print_notes(notes: list[str], verbose: bool) -> None:
     """The lookup's notes on standard error as the CLI gives them: an entry not used always (never
     silently), the entry used under ``-v``."""
@@ -420,4 +441,4 @@ def iter_lines(entries: list[Entry]) -> Iterator[str]:
 
 
 __all__ = ["Entry", "Key", "TuneDB", "TuneDBError", "default_path", "explicit_plan", "key_of", "open_default",
-           "lookup_enabled", "resolve_options", "tuned_options", "version"]
+           "dynamic_sizes_entry", "lookup_enabled", "resolve_options", "tuned_options", "version"]
