@@ -85,3 +85,27 @@ def test_a_worker_killed_mid_run_costs_only_its_task(cluster, local):
     t.join()
     assert killed, "no Ray worker was seen running a task"
     assert got == local and out.stopped is None  # the lost task ran again elsewhere: same results
+
+
+def test_shapes_in_flight_at_once_give_the_sequential_results(cluster, tmp_path, monkeypatch, capsys):
+    """Several problems' searches at once on Ray (as on a cluster of 8 CPUs or more) record what
+    one after another records."""
+    import sqlite3
+
+    from vlpc.cli import main
+
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text("-f gemm -r f32_r --transposeA T --transposeB N -m 128 -n 64 -k 256\n"
+                      "-f gemm -r f32_r --transposeA T --transposeB N -m 64 -n 64 -k 128\n")
+
+    def entries(db):
+        with sqlite3.connect(db) as c:
+            return sorted(c.execute("SELECT m, n, k, options, modeled_us, default_us FROM entries"))
+
+    argv = ["tune", "--shapes", str(shapes), "--max-candidates", "2", "-q"]
+    assert main([*argv, "-j", "1", "--db", str(tmp_path / "one.db")]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(tune, "shapes_in_flight", lambda runner, problems: problems)
+    assert main([*argv, "--ray", "auto", "--db", str(tmp_path / "ray.db")]) == 0
+    assert capsys.readouterr().out.count("| 64x") == 2
+    assert entries(tmp_path / "one.db") == entries(tmp_path / "ray.db") and len(entries(tmp_path / "one.db")) == 2

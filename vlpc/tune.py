@@ -1152,66 +1152,39 @@ def cmd_tune(args) -> int:
               f"{clock:.0f} MHz), not measured; the finalists "
               f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}"
               f"{f'; results in {db.path}' if db is not None else '; no tuning database (off)'}")
+    import contextlib
+    import threading
+
     from vlpc.tune_run import Runner
-    from vlpc.tunedb import key_of
+    from vlpc.tunedb import TuneDB
 
-    done: list[Tuned] = []
-    interrupted = False
+    done: list[Tuned] = [Tuned(job, job.source or job.filename) for job in jobs]
+    ctx = dict(args=args, cus=cus, clock=clock, board=board, tty=tty, n=len(jobs), t0=t0, deadline=deadline,
+               header=[header], lock=threading.Lock())
     with Runner(args.jobs, args.ray, deadline) as runner:
+        parallel = shapes_in_flight(runner, len(jobs))
         try:
-            for i, job in enumerate(jobs, 1):
-                tuned = Tuned(job, job.source or job.filename)
-                done.append(tuned)
-                if runner.stopped:
-                    tuned.error = f"not tuned ({runner.stopped})"
-                    continue
-                try:
-                    kernel, p, dtype, layout, cands = _prepare(job, args, cus)
-                except VlpcError as e:
-                    if len(jobs) == 1:
-                        raise
-                    tuned.error = str(e).splitlines()[0]
-                    continue
-                if args.atomic and dtype in DOT_TYPES and i == 1:
-                    print(f"vlpc tune: --atomic ignored: the dot kernels ({dtype}) split K in workspace mode only",
-                          file=sys.stderr)
-                tuned.name = (f"{p.m}x{p.n}x{p.k}{f' batch {p.batch}' if p.batch else ''} "
-                              f"{dtype}{'' if dtype == 'f32' else '->' + str(kernel.launch_info.get('c_dtype', dtype) or dtype)} {layout}")
-                tuned.dtype, tuned.p, tuned.layout = dtype, p, layout
-                if header:  # (once a problem is ready: a bad one's error stays one line)
-                    print(header, file=sys.stderr)
-                    header = ""
-                if len(jobs) == 1:
-                    print(f"vlpc tune: {tuned.name}: {len(cands) + 1} candidates (the automatic plan included)",
-                          file=sys.stderr)
-                key = key_of(kernel, p.m, p.n, p.k, p.batch, args.target, board.at(compute_units=cus)
-                             if cus != board.compute_units else board, clock, cus)
-                bar = None
-                if tty:
-                    from tqdm import tqdm
+            if parallel <= 1:
+                for i, tuned in enumerate(done, 1):
+                    _tune_one(i, tuned, runner, db, ctx)
+            else:  # Ray: several shapes' searches at once (each a thread submitting its candidates' tasks)
+                from concurrent.futures import ThreadPoolExecutor, wait
 
-                    bar = tqdm(total=len(cands) + 1, desc=f"[{i}/{len(jobs)}] {tuned.name}", unit="cand",
-                               file=sys.stderr, leave=False, dynamic_ncols=True, mininterval=0.2)
+                ctx["tty"] = False
 
-                def progress(r: Result, bar=bar) -> None:
-                    if bar is not None:
-                        bar.update(1)
-                        if r.modeled_us is not None:
-                            bar.set_postfix_str(f"{label(r.candidate, r.plan)} {r.modeled_us:,.1f} us (modeled)")
+                def one(i, tuned):
+                    with TuneDB(db.path) if db is not None else contextlib.nullcontext() as own:
+                        _tune_one(i, tuned, runner, own, ctx)
 
-                c_dtype = str(kernel.launch_info.get("c_dtype", "") or dtype)
-                try:
-                    tuned.outcome = search(
-                        Problem(job.text, job.filename, job.m, job.n, job.k, job.alpha, job.beta, job.batch),
-                        cands, runner, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
-                        shape=(p.m, p.n, p.k, dtype, c_dtype, p.batch or 0), check=args.check,
-                        finalists=args.finalists, max_modeled=args.max_candidates, prune=args.prune, db=db, key=key,
-                        progress=progress, model_deadline=None if deadline is None else t0 + 0.75 * args.budget)
-                finally:
-                    if bar is not None:
-                        bar.close()
-                if not args.quiet and not tty or len(jobs) > 1 and not args.quiet:
-                    print(f"vlpc tune: [{i}/{len(jobs)}] {_line(tuned, dtype)}", file=sys.stderr)
+                with ThreadPoolExecutor(parallel) as ex:
+                    futures = [ex.submit(one, i, t) for i, t in enumerate(done, 1)]
+                    try:
+                        while wait(futures, timeout=0.2).not_done:
+                            pass
+                    except KeyboardInterrupt:
+                        runner.stopped = "interrupted"
+                    for f in futures:
+                        f.result()
         except KeyboardInterrupt:
             runner.stopped = "interrupted"
         interrupted = runner.stopped == "interrupted"
@@ -1256,6 +1229,75 @@ def cmd_tune(args) -> int:
     if single and not good:
         print("vlpc tune: no candidate passed (see the dropped rows above)", file=sys.stderr)
     return 0 if len(good) == len(done) else 1
+
+
+def shapes_in_flight(runner, problems: int) -> int:
+    """Problems tuned at once: one locally; on Ray, one per 4 CPUs of the cluster (a search keeps
+    about twice its width of candidates in flight, and stops early), at most ``problems``."""
+    if getattr(runner, "_remote", None) is None or problems <= 1:
+        return 1
+    return max(1, min(problems, runner.width // 4))
+
+
+def _tune_one(i: int, tuned: Tuned, runner, db, ctx: dict) -> None:
+    """Search the ``i``-th problem of a run (``tuned``: filled in) with ``runner``, recording in
+    ``db``; ``ctx``: the run's settings (:func:`cmd_tune`)."""
+    from vlpc.tunedb import key_of
+
+    args, cus, board, tty, n = ctx["args"], ctx["cus"], ctx["board"], ctx["tty"], ctx["n"]
+    job = tuned.job
+    if runner.stopped:
+        tuned.error = f"not tuned ({runner.stopped})"
+        return
+    try:
+        kernel, p, dtype, layout, cands = _prepare(job, args, cus)
+    except VlpcError as e:
+        if n == 1:
+            raise
+        tuned.error = str(e).splitlines()[0]
+        return
+    c_dtype = str(kernel.launch_info.get("c_dtype", "") or dtype)
+    tuned.name = f"{p.m}x{p.n}x{p.k}{f' batch {p.batch}' if p.batch else ''} " \
+                 f"{dtype}{'' if dtype == 'f32' else '->' + c_dtype} {layout}"
+    tuned.dtype, tuned.p, tuned.layout = dtype, p, layout
+    with ctx["lock"]:
+        if ctx["header"][0]:  # (once a problem is ready: a bad one's error stays one line)
+            print(ctx["header"][0], file=sys.stderr)
+            ctx["header"][0] = ""
+            if args.atomic and dtype in DOT_TYPES:
+                print(f"vlpc tune: --atomic ignored: the dot kernels ({dtype}) split K in workspace mode only",
+                      file=sys.stderr)
+        if n == 1:
+            print(f"vlpc tune: {tuned.name}: {len(cands) + 1} candidates (the automatic plan included)",
+                  file=sys.stderr)
+    key = key_of(kernel, p.m, p.n, p.k, p.batch, args.target,
+                 board.at(compute_units=cus) if cus != board.compute_units else board, ctx["clock"], cus)
+    bar = None
+    if tty:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(cands) + 1, desc=f"[{i}/{n}] {tuned.name}", unit="cand", file=sys.stderr,
+                   leave=False, dynamic_ncols=True, mininterval=0.2)
+
+    def progress(r: Result) -> None:
+        if bar is not None:
+            bar.update(1)
+            if r.modeled_us is not None:
+                bar.set_postfix_str(f"{label(r.candidate, r.plan)} {r.modeled_us:,.1f} us (modeled)")
+
+    try:
+        tuned.outcome = search(
+            Problem(job.text, job.filename, job.m, job.n, job.k, job.alpha, job.beta, job.batch),
+            cands, runner, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
+            shape=(p.m, p.n, p.k, dtype, c_dtype, p.batch or 0), check=args.check, finalists=args.finalists,
+            max_modeled=args.max_candidates, prune=args.prune, db=db, key=key, progress=progress,
+            model_deadline=None if ctx["deadline"] is None else ctx["t0"] + 0.75 * args.budget)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.quiet and (not tty or n > 1):
+        with ctx["lock"]:
+            print(f"vlpc tune: [{i}/{n}] {_line(tuned, dtype)}", file=sys.stderr)
 
 
 def _line(t: Tuned, dtype: str) -> str:

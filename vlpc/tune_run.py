@@ -98,10 +98,20 @@ class Runner:
             if self._remote is not None:
                 return self._map_ray(fn, items, on_result)
             if self.jobs <= 1 or len(items) <= 1:
-                for i, it in enumerate(items):
-                    if not self._time_left():
-                        return False
-                    on_result(i, fn(*it))
+                # one process: no emulator workers either (a SIGINT sent to this process alone must
+                # not leave forked emulator workers behind, writing to a pipe nobody reads)
+                old = os.environ.get("VLPC_EMU_PROCS")
+                os.environ["VLPC_EMU_PROCS"] = "1"
+                try:
+                    for i, it in enumerate(items):
+                        if not self._time_left():
+                            return False
+                        on_result(i, fn(*it))
+                finally:
+                    if old is None:
+                        os.environ.pop("VLPC_EMU_PROCS", None)
+                    else:
+                        os.environ["VLPC_EMU_PROCS"] = old
                 return True
             return self._map_pool(fn, items, on_result)
         except KeyboardInterrupt:
