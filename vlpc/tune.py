@@ -924,7 +924,8 @@ def add_parser(sub) -> None:
                    help="candidates evaluated in parallel (default: the machine's CPU count)")
     t.add_argument("--ray", metavar="auto|ADDRESS", default=None,
                    help="evaluate candidates as Ray tasks: auto (the running cluster, else one started on this "
-                        "machine with --jobs CPUs) or a cluster's address (pip install 'vlpc[distributed]')")
+                        "machine with --jobs CPUs) or a cluster's address; several problems at once on 8 CPUs or "
+                        "more (pip install 'vlpc[distributed]')")
     t.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="stop after SECONDS of wall time, keeping every result so far (as Ctrl-C does); no new "
                         "candidate is modeled after three quarters of it (the rest is for the checks)")
