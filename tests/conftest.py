@@ -19,6 +19,9 @@ _CACHE_DIR = tempfile.mkdtemp(prefix="vlpc-test-cache-")
 os.environ["VLPC_CACHE_DIR"] = _CACHE_DIR
 os.environ.pop("VLPC_CACHE", None)
 os.environ.pop("VLPC_CACHE_MAX_SIZE", None)
+# The tuning database (vlpc/tunedb.py) is off: no test's compile picks up another test's `vlpc
+# tune` winner; the database's own tests give theirs (--db, VLPC_TUNE_DB).
+os.environ["VLPC_TUNE_DB"] = "off"
 # The IR is verified after every pass in the tests (the compiler's default: once, at the end).
 os.environ["VLPC_VERIFY_EACH"] = "1"
 

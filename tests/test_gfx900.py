@@ -671,4 +671,5 @@ def test_tune_gpu_mi25_implies_gfx900(capsys):
     assert "--target gfx900" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert main([*args, "--gpu", "mi25"]) == 0
     out = capsys.readouterr().out
-    assert 'target="gfx900"' in out and "of mi25 peak" in out
+    # (256x256x64 is memory-bound: the share is of mi25's HBM bandwidth, else of its peak)
+    assert 'target="gfx900"' in out and ("of mi25 peak" in out or "of mi25 HBM bandwidth" in out)

@@ -137,7 +137,8 @@ def test_cli_tune_writes_options_that_compile_accepts(tmp_path):
                        capture_output=True, text=True, env=env)
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert a.stdout == b.stdout
-    assert (tmp_path / "t.csv").read_text().count("\n") == 4
+    # the header, the automatic plan and the 3 candidates modeled
+    assert (tmp_path / "t.csv").read_text().count("\n") == 5
 
 
 def test_cli_options_file_errors_are_one_line(tmp_path):

@@ -64,6 +64,7 @@ def test_tune_checks_its_outputs_before_the_search(small, capsys, tmp_path, monk
         raise AssertionError("the search ran before the outputs were checked")
 
     monkeypatch.setattr(vlpc.tune, "tune", boom)
+    monkeypatch.setattr(vlpc.tune, "search", boom)  # (the command's search)
     assert main(["tune", str(small), "-q", "-o", str(tmp_path / "nodir" / "t.json")]) == 1
     assert "directory" in capsys.readouterr().err
     assert main(["tune", str(small), "-q", "--csv", str(tmp_path / "nodir" / "t.csv")]) == 1
@@ -102,6 +103,7 @@ def test_a_clock_outside_the_range_is_a_user_error(small, capsys, cmd, clock, mo
         raise AssertionError("the search ran with a clock the timing model refuses")
 
     monkeypatch.setattr(vlpc.tune, "tune", boom)
+    monkeypatch.setattr(vlpc.tune, "search", boom)  # (the command's search)
     # a user error (1), as --energy reports it, before any work: not a device fault (4)
     assert main([cmd, str(small), "--clock", clock]) == 1
     err = capsys.readouterr().err

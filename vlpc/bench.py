@@ -429,6 +429,18 @@ def _fill_random(host: dict, rng) -> None:
             x[:] = rng.standard_normal(x.size, dtype=np.float64 if x.dtype == np.float64 else np.float32)
 
 
+def bytes_to_move(host: dict, p, beta: float) -> int:
+    """Bytes a launch must move through HBM at least (the streaming ceiling's numerator): A and B
+    once (a stride-0 operand is one matrix for the batch), C written (and read when beta != 0)
+    for every product, the W8A8 scales.  ``host``: the launch's buffers
+    (:func:`vlpc.energy_report.host_buffers`), ``p``: its :class:`vlpc.verify.Problem`."""
+    ab_bytes, c_bytes = host["A"].itemsize, host["C"].itemsize
+    n_a = 1 if p.batch and p.stride_a == 0 else p.batches
+    n_b = 1 if p.batch and p.stride_b == 0 else p.batches
+    return (ab_bytes * p.k * (p.m * n_a + p.n * n_b) + c_bytes * p.m * p.n * (2 if beta != 0 else 1) * p.batches
+            + (4 * (p.m + p.n) if "scale_row" in host else 0))
+
+
 def measure_size(kernel, dev, co, p, *, emulated: bool, alpha: float, beta: float, iterations: int,
                  warmup: int, progress=None, seed: int = 0) -> BenchRow:
     """Run ``kernel``'s plan for the problem ``p`` (:class:`vlpc.verify.Problem`, e.g. from
@@ -480,13 +492,7 @@ def measure_size(kernel, dev, co, p, *, emulated: bool, alpha: float, beta: floa
         peak = {"f16": 2.0, "i8": 4.0}.get(ab, 1.0) * dev.board.peak_flops_f32 / (
             dev.board.target.f64_rate_divisor if ab == "f64" else 1)
         tf = tm.tflops(ops)
-        # bytes that must move: A and B once (a stride-0 operand is one matrix for the batch), C
-        # written (and read when beta != 0) for every product, the W8A8 scales
-        ab_bytes, c_bytes = host["A"].itemsize, host["C"].itemsize
-        n_a = 1 if p.batch and p.stride_a == 0 else p.batches
-        n_b = 1 if p.batch and p.stride_b == 0 else p.batches
-        moved = (ab_bytes * p.k * (p.m * n_a + p.n * n_b) + c_bytes * p.m * p.n * (2 if beta != 0 else 1) * p.batches
-                 + (4 * (p.m + p.n) if "scale_row" in host else 0))
+        moved = bytes_to_move(host, p, beta)
         row.modeled_us, row.modeled_tflops, row.peak_share = tm.time_us, tf, tf * 1e12 / peak
         row.hbm_share = moved / (tm.time_us * 1e-6) / dev.board.hbm_bytes_per_second
         row.breakdown = {key: v / tm.time_us for key, v in tm.breakdown_us.items()}
@@ -549,6 +555,9 @@ def cmd_bench(args) -> int:
         if getattr(args, name) is None:
             setattr(args, name, default)
     compiled = vlpc.compile(text, args.target, filename=filename, **codegen_options(args))
+    from vlpc.tunedb import print_notes
+
+    print_notes(compiled.plan_notes, args.verbose)  # the tuning database's entry (vlpc tune), if any
     kernel = single_kernel(compiled, "bench")
     check_batch_option(kernel, args.batch)
     if rb is not None:

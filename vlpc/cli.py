@@ -315,7 +315,10 @@ def _compile_from_cache(args: argparse.Namespace) -> int | None:
             or EMIT_BY_SUFFIX.get(Path(args.output).suffix.lower(), "hsaco") != "hsaco"):
         return None
     from vlpc.options import cached
+    from vlpc.tunedb import lookup_enabled
 
+    if lookup_enabled():  # the tuning database may change the options: the full path looks it up
+        return None
     try:
         text = read_input(args.file)
         result = cached(text, args.target, args.file, codegen_options(args))
@@ -359,11 +362,18 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     on_before, on_after = _ir_printer(args, list(PASS_ORDER))
     text = read_input(args.file)
     filename = "<stdin>" if args.file == "-" else args.file
+    opts = codegen_options(args)
+    from vlpc.tunedb import lookup_enabled, print_notes, resolve_options
+
+    if lookup_enabled():  # the tuning database's entry for this GEMM (vlpc tune), unless a plan option is given
+        opts, notes, _ = resolve_options(text, args.target, filename, opts)
+        print_notes(notes, args.verbose)
+        passes = pipeline(args.target, linalg=False, **opts)
     dumps = args.print_ir_after_all or args.print_ir_before_all or args.print_ir_after or args.print_ir_before
     if emit == "hsaco" and not (dumps or args.print_plan or args.verbose):  # through the kernel cache
         from vlpc.pipeline import compile as compile_module
 
-        code = compile_module(text, args.target, filename=filename, **codegen_options(args)).code_object
+        code = compile_module(text, args.target, filename=filename, tuned=False, **opts).code_object
         if args.output != "-":
             write_atomic(args.output, code)
         else:
@@ -372,7 +382,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     ctx = make_context()
     module = parse(text, filename, ctx)
     if dumps or any(o.name.startswith("linalg.") for o in module.walk()):
-        passes = pipeline(args.target, **codegen_options(args))
+        passes = pipeline(args.target, **opts)
 
     plan: list[str] = []
 

@@ -396,6 +396,10 @@ class CompiledModule:
     target_id: str
     kernels: dict[str, CompiledKernel] = field(default_factory=dict)
     toolchain: str = ""
+    #: the tuning database's entry whose options built it (vlpc.tunedb), or None
+    tuned_entry: int | None = None
+    #: what the tuning database lookup said (``plan: tuned entry #N ...``, entries not used and why)
+    plan_notes: list[str] = field(default_factory=list)
 
     def kernel(self, name: str | None = None) -> CompiledKernel:
         if name is None:

@@ -471,7 +471,7 @@ def header_lines(module: ModuleOp, target: str, resources: dict | None = None) -
 
 
 def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename: str = "<input>",
-            toolchain=None, cache: bool | None = None, **options) -> CompiledModule:
+            toolchain=None, cache: bool | None = None, tuned: bool | None = None, **options) -> CompiledModule:
     """Compile a gemm-dialect or linalg module (or its text) into a code object.
 
     ``module_or_text`` is MLIR text, an xDSL ``ModuleOp``, a module of the upstream
@@ -487,14 +487,29 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     (:mod:`vlpc.cache`, ``$VLPC_CACHE_DIR``); ``None`` (default) uses it unless
     ``$VLPC_CACHE=0``, ``False`` bypasses it.  Text and upstream modules are cached; an
     xDSL ``ModuleOp`` is not (it is lowered in place, as before).
+
+    ``tuned``: use the tuning database's exact match for the module's one GEMM (its static
+    sizes; :mod:`vlpc.tunedb`, written by ``vlpc tune``) when no plan option is given; ``None``
+    (default) does when the database exists, ``False`` never.  The result's ``tuned_entry`` and
+    ``plan_notes`` say what was used, and which entries were not and why.
     """
     if isinstance(module_or_text, os.PathLike) or (isinstance(module_or_text, str) and _looks_like_path(module_or_text)):
-        return compile_file(module_or_text, target, toolchain=toolchain, cache=cache, **options)
+        return compile_file(module_or_text, target, toolchain=toolchain, cache=cache, tuned=tuned, **options)
     if not isinstance(module_or_text, str | ModuleOp):
         from vlpc.interop import from_upstream
         module_or_text = from_upstream(module_or_text)  # (its generic-form text)
     if isinstance(module_or_text, ModuleOp):
         return _build(module_or_text, make_context(), target, filename, toolchain, options)[0]
+    if tuned is not False:
+        from vlpc.tunedb import lookup_enabled, resolve_options
+
+        if lookup_enabled():
+            options, notes, entry = resolve_options(module_or_text, target, filename, options, toolchain=toolchain,
+                                                    cache=cache)
+            result = compile(module_or_text, target, filename=filename, toolchain=toolchain, cache=cache,
+                             tuned=False, **options)
+            result.tuned_entry, result.plan_notes = entry, notes
+            return result
     from vlpc.cache import open_cache
 
     kc = open_cache(cache)
@@ -575,7 +590,7 @@ def _looks_like_path(text: str) -> bool:
 
 
 def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=None, cache: bool | None = None,
-                 **options) -> CompiledModule:
+                 tuned: bool | None = None, **options) -> CompiledModule:
     """Compile the MLIR file at ``path`` (like ``iree.compiler.compile_file``); diagnostics
     name the file.  Raises :class:`VlpcError` when it cannot be read, else as :func:`compile`."""
     name = os.fspath(path)
@@ -587,4 +602,4 @@ def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=N
                         f"(from {os.getcwd()}); pass MLIR text or the path of an existing .mlir file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise VlpcError(f"vlpc.compile: cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
-    return compile(text, target, filename=name, toolchain=toolchain, cache=cache, **options)
+    return compile(text, target, filename=name, toolchain=toolchain, cache=cache, tuned=tuned, **options)

@@ -123,6 +123,9 @@ def cmd_run(args) -> int:
     opts = codegen_options(args)
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
+    from vlpc.tunedb import print_notes
+
+    print_notes(compiled.plan_notes, args.verbose)  # the tuning database's entry (vlpc tune), if any
     t_compile = time.perf_counter() - t0
     from vlpc.cli_support import single_kernel
     kernel = single_kernel(compiled, "run")
@@ -131,6 +134,14 @@ def cmd_run(args) -> int:
         from vlpc.quant_run import weights_option
         weights, args.n = weights_option(kernel, args.weights, args.n)
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
+    from vlpc.tunedb import dynamic_sizes_entry
+
+    # a kernel of '?' sizes: the tuning database's entry for the sizes given
+    tuned, notes = dynamic_sizes_entry(compiled, text, args.target, args.file, opts, p.m, p.n, p.k,
+                                       getattr(args, "batch", None))
+    print_notes(notes, args.verbose)
+    if tuned is not None:
+        compiled, kernel = tuned, single_kernel(tuned, "run")
     batched = kernel.launch_info.get("batch", 0) != 0
     batch = getattr(args, "batch", None)
     check_batch_option(kernel, batch)

@@ -12,25 +12,32 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
    only, local split L up to 16 (the GEMV's), the schedules ``default``/``cover`` (one of
    them when B is stored K x N, which always takes ``cover``) and, for A stored K x M (TN,
    TT), ``a_transpose`` ``pre`` (copy A first) or ``in-kernel`` (SALU packing);
-2. compiles each one (the kernel cache makes a repeated candidate free);
-3. **models** its time with the timing model of the board (``--gpu mi60``, ``--clock``,
+2. orders them by the plan model's estimate (:func:`estimate_us`), adds the automatic plan
+   (vlpc's own choice) as a candidate, and compiles and models them in that order until none
+   left can win (:func:`search`; the kernel cache makes a repeated candidate free);
+3. **models** each one's time with the timing model of the board (``--gpu mi60``, ``--clock``,
    ``--cus``; :mod:`vlpc.runtime.timing`, a timing-only launch of the whole plan at the
    real size): modeled microseconds, TFLOP/s and share of the board's peak;
-4. **checks** it (:func:`check_candidate`): the plan runs at the real size on the strict
+4. **checks** the fastest (the finalists; :func:`check_candidate`): the plan runs at the real size on the strict
    emulator for a sample of output tiles (corners and the middle; every K slice and the
    reduce/scale kernels of a split plan; a copy pre-kernel of A or B runs whole), the
    sampled C tiles are compared with NumPy's float64 product within
    :func:`vlpc.verify.error_bound` (f16/int8: :func:`vlpc.dot_run.check`'s bound, int8 -> i32
    exact, with the IR's W8A8 scales and bias), and every other element of C must be left
    untouched bit for bit;
-5. ranks the candidates that passed by modeled time and prints the winner's options as
-   ``vlpc compile`` flags and as a pass pipeline string.
+5. ranks the candidates that passed by modeled time, prints the winner's options as
+   ``vlpc compile`` flags and as a pass pipeline string, and records it in the tuning database
+   (:mod:`vlpc.tunedb`) that :func:`vlpc.compile` consults.
+
+``--shapes`` and ``--model`` tune many problems (:mod:`vlpc.tune_shapes`); ``--ray`` runs the
+candidates on a Ray cluster and ``--budget``/Ctrl-C stop a run keeping its results
+(:mod:`vlpc.tune_run`); docs/tuning.md is the manual.
 
 The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`).  A
 strided batched GEMM (3-D memrefs; ``--batch`` for a count given at launch) is tuned whole: no
 split across workgroups (S = 1), the model times and the check runs every batch entry.
 
-Candidates run in parallel worker processes (``--jobs``, default: the machine's cores).
+Candidates run in parallel worker processes (``--jobs``, default: the machine's cores) or Ray tasks.
 A result is reproducible from its printed options: compiling with them gives the same
 code object, and the model is deterministic.  All times are **modeled**, not measured
 (the model's accuracy against the seed's measured MI60 table is in the README).
@@ -144,6 +151,12 @@ class Result:
     wgs_per_cu: int | None = None        #: resident workgroups per CU of the main kernel (occupancy)
     parts_us: list = field(default_factory=list)  #: modeled us of each kernel of the plan, in launch order
     exact: bool = False                  #: compared bit for bit (int8 -> i32), not within a bound
+    #: bytes that must move over the modeled time, as a share of the board's HBM bandwidth
+    hbm_share: float | None = None
+    #: the roofline's binding ceiling is HBM bandwidth (a decode GEMV), not the compute peak
+    memory_bound: bool = False
+    #: the plan model's (surrogate's) estimate, microseconds: the search order
+    estimate_us: float | None = None
     breakdown: dict = field(default_factory=dict)
 
     @property
@@ -410,7 +423,8 @@ def model_candidate(mod, p, board: str, clock_mhz: float | None, cus: int | None
     """Modeled time of ``mod``'s whole plan at the real size (a timing-only launch of each of
     its kernels in order: a copy pre-kernel, the GEMM, a reduce or scale kernel): the
     :class:`vlpc.runtime.timing.TimingReport` of the plan, whose time is the sum of the
-    kernels' (``parts``), and the board.  Buffers of the kernel's element types (W8A8 scales
+    kernels' (``parts``), the board and the bytes the launch must move through HBM
+    (:func:`vlpc.bench.bytes_to_move`).  Buffers of the kernel's element types (W8A8 scales
     and a bias included) as ``vlpc report --energy`` sizes them
     (:func:`vlpc.energy_report.host_buffers`)."""
     from vlpc.energy_report import host_buffers
@@ -421,7 +435,9 @@ def model_candidate(mod, p, board: str, clock_mhz: float | None, cus: int | None
     dev = EmulatorDevice(gpu=board, clock_mhz=clock_mhz, cus=cus, timing_only=True)
     host, c_type, scalar, _, _ = host_buffers(kernel, p)
     _, st, _ = launch_and_read(kernel, dev, host, p, alpha, beta, c_type, scalar=scalar)
-    return st.timing, dev.board
+    from vlpc.bench import bytes_to_move
+
+    return st.timing, dev.board, bytes_to_move(host, p, beta)
 
 
 def resolve(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None):
@@ -457,10 +473,10 @@ def unit(dtype: str) -> str:
 
 
 def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, clock_mhz: float | None,
-             cus: int | None, check: bool = True) -> Result:
-    """Compile, model and (``check``) verify one candidate (or a dict of :func:`vlpc.compile`
-    options, e.g. ``{}`` for vlpc's default plan); a failure is recorded in the result's
-    ``error``, never raised."""
+             cus: int | None, check: bool = True, model: bool = True) -> Result:
+    """Compile, (``model``) model and (``check``) verify one candidate (or a dict of
+    :func:`vlpc.compile` options, e.g. ``{}`` for vlpc's default plan); a failure is recorded in
+    the result's ``error``, never raised."""
     import vlpc
 
     res = Result(cand)
@@ -469,7 +485,8 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
 
         b = get_board(board)
         opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
-        mod = vlpc.compile(problem.text, target, filename=problem.filename, **{"cus": cus or b.compute_units, **opts})
+        mod = vlpc.compile(problem.text, target, filename=problem.filename, tuned=False,
+                           **{"cus": cus or b.compute_units, **opts})
         kernel = mod.kernel() if len(mod.kernels) == 1 else _main_kernel(mod)
         p = resolve(kernel, problem.m, problem.n, problem.k, problem.batch)
         rk = kernel.rows_kernel(p.m) or kernel
@@ -481,24 +498,37 @@ def evaluate(problem: Problem, cand: Candidate | dict, target: str, board: str, 
                     + (f" {opts['schedule']}" if opts.get("schedule", "default") != "default" else "")
                     + (" A copied" if kernel.transpose_kernel() is not None else ""))
         alpha, beta = _scalars(kernel, problem)
-        tm, brd = model_candidate(mod, p, board, clock_mhz, cus, alpha, beta)
+        if not model:
+            if check:
+                _check_into(res, mod, kernel, p, alpha, beta)
+            return res
+        tm, brd, moved = model_candidate(mod, p, board, clock_mhz, cus, alpha, beta)
         flops = 2.0 * p.m * p.n * p.k * p.batches  # every product of a strided batch
         res.modeled_us = tm.time_us
         res.tflops = tm.tflops(flops)
-        res.peak_share = res.tflops * 1e12 / peak_ops(brd, str(kernel.launch_info.get("dtype", "f32")))
+        peak = peak_ops(brd, str(kernel.launch_info.get("dtype", "f32")))
+        res.peak_share = res.tflops * 1e12 / peak
+        res.hbm_share = moved / (tm.time_us * 1e-6) / brd.hbm_bytes_per_second
+        # the roofline's binding ceiling: HBM when streaming the bytes takes longer than the FMAs at peak
+        res.memory_bound = moved / brd.hbm_bytes_per_second > flops / peak
         res.breakdown = {k: v / tm.time_us for k, v in tm.breakdown_us.items()}
         res.wgs_per_cu = tm.wgs_per_cu
         res.parts_us = [x.time_us for x in (tm.parts or [tm])]
         if check:
-            res.verified, res.max_ratio, why = check_candidate(mod, p, alpha, beta)
-            res.exact = _is_dot(kernel) and str(kernel.launch_info.get("c_dtype", "f32")) == "i32"
-            if not res.verified:
-                res.error = f"wrong result: {why}"
+            _check_into(res, mod, kernel, p, alpha, beta)
     except VlpcError as e:
         res.error = str(e).splitlines()[0]
     except Exception as e:  # an emulator checker or a compiler bug: the candidate is dropped, the search goes on
         res.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return res
+
+
+def _check_into(res: Result, mod, kernel, p, alpha, beta) -> None:
+    """Run :func:`check_candidate` and record its verdict in ``res``."""
+    res.verified, res.max_ratio, why = check_candidate(mod, p, alpha, beta)
+    res.exact = _is_dot(kernel) and str(kernel.launch_info.get("c_dtype", "f32")) == "i32"
+    if not res.verified:
+        res.error = f"wrong result: {why}"
 
 
 def li_get(kernel, key: str, default):
@@ -524,41 +554,283 @@ def _evaluate_star(args):
     return evaluate(*args)
 
 
+#: The automatic plan as a candidate: vlpc.compile's options left to the compiler.
+AUTO: dict = {}
+
+
+def is_auto(cand) -> bool:
+    return isinstance(cand, dict) and not cand
+
+
+def label(cand, plan: str = "") -> str:
+    """A candidate's short name; the automatic plan's names the plan it made."""
+    if isinstance(cand, Candidate):
+        return cand.label()
+    return f"automatic plan ({plan})" if plan and is_auto(cand) else "automatic plan" if is_auto(cand) else str(cand)
+
+
+def flags(cand) -> str:
+    """A candidate's ``vlpc compile`` flags (none for the automatic plan)."""
+    return cand.flags() if isinstance(cand, Candidate) else ""
+
+
+def candidate_key(cand) -> str:
+    """A candidate as JSON text: its fields, or ``"auto"`` for the automatic plan."""
+    import dataclasses
+    import json
+
+    if isinstance(cand, Candidate):
+        return json.dumps(dataclasses.asdict(cand), sort_keys=True)
+    return '"auto"' if is_auto(cand) else json.dumps(cand, sort_keys=True)
+
+
+def candidate_of(text: str):
+    import json
+
+    data = json.loads(text)
+    return AUTO if data == "auto" else Candidate(**data) if "macro_m" in data else data
+
+
+def result_dict(r: Result) -> dict:
+    """``r`` as JSON-able data (the candidate as :func:`candidate_key`)."""
+    import dataclasses
+
+    d = {f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "candidate"}
+    return d
+
+
+def result_of(cand, d: dict) -> Result:
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(Result)}
+    return Result(cand, **{k: v for k, v in d.items() if k in names and k != "candidate"})
+
+
 def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gfx906", board: str = "mi60",
          clock_mhz: float | None = None, cus: int | None = None, jobs: int | None = None, check: bool = True,
          progress: Callable[[Result], None] | None = None) -> list[Result]:
-    """Evaluate ``candidates`` (in ``jobs`` worker processes; default: the CPU count) and return
-    the results, fastest modeled time first; failed candidates last."""
-    jobs = jobs or os.cpu_count() or 1
-    work = [(problem, c, target, board, clock_mhz, cus, check) for c in candidates]
-    results: list[Result] = []
-    if jobs <= 1 or len(work) <= 1:
-        for w in work:
-            r = _evaluate_star(w)
-            results.append(r)
-            if progress:
-                progress(r)
-    else:
-        import multiprocessing as mp
+    """Evaluate every one of ``candidates`` (in ``jobs`` worker processes; default: the CPU count;
+    no pruning: :func:`search` prunes) and return the results, fastest modeled time first;
+    failed candidates last."""
+    from vlpc.tune_run import Runner
 
-        env = os.environ.get("VLPC_EMU_PROCS")
-        os.environ["VLPC_EMU_PROCS"] = "1"  # the pool is the parallelism; no nested emulator workers
-        try:
-            with mp.get_context("fork").Pool(jobs) as pool:
-                for r in pool.imap_unordered(_evaluate_star, work):
-                    results.append(r)
-                    if progress:
-                        progress(r)
-        finally:
-            if env is None:
-                os.environ.pop("VLPC_EMU_PROCS", None)
-            else:
-                os.environ["VLPC_EMU_PROCS"] = env
+    results: list[Result] = []
+
+    def got(_i, r):
+        results.append(r)
+        if progress:
+            progress(r)
+
+    with Runner(jobs) as runner:
+        runner.map(evaluate, [(problem, c, target, board, clock_mhz, cus, check) for c in candidates], got)
     return rank(results)
 
 
+def estimate_us(cand, m: int, n: int, k: int, dtype: str, c_dtype: str, board, batch: int = 0) -> float:
+    """The plan model's (:func:`vlpc.plan_model.estimate`) time of ``cand`` in microseconds, the
+    search's order (waves per SIMD, schedules and A copies share their plan's estimate; the
+    seed's schedule is its 64x256 tile with K step 8).  ``inf`` when the model has no estimate."""
+    from vlpc.dialects.gemm import ELEMENT_BYTES
+    from vlpc.plan_model import estimate
+
+    if not isinstance(cand, Candidate):
+        return float("inf")
+    try:
+        c = estimate(m, n, k, dtype, ELEMENT_BYTES[dtype], (cand.macro_m, cand.macro_n), cand.k_step, cand.split_k,
+                     cand.local_split, cand.split_mode, board, batch=batch, c_esize=ELEMENT_BYTES.get(c_dtype, 0))
+    except (KeyError, ValueError, ZeroDivisionError):
+        return float("inf")
+    return c.seconds * 1e6
+
+
+@dataclass
+class Outcome:
+    """What :func:`search` found for one problem (times modeled, in microseconds)."""
+
+    results: list[Result]                 #: ranked (:func:`rank`)
+    default: Result | None                #: the automatic plan's
+    winner: Result | None                 #: the fastest that passed the check (or unchecked, check off)
+    space: int = 0                        #: candidates in the search space
+    modeled: int = 0                      #: candidates modeled (resumed ones included)
+    resumed: int = 0                      #: taken from the database (an earlier run)
+    checked: int = 0                      #: finalists run on the emulator
+    stopped: str | None = None            #: "budget" or "interrupted"
+    seconds: float = 0.0                  #: wall time
+    pruned: str = ""                      #: why the search stopped before the end of its order
+    entry: int | None = None              #: the tuning database's entry recorded
+
+
+#: A best modeled time within this share above the streaming floor (its bytes at the HBM
+#: bandwidth, a bound no plan beats) ends the search: no candidate can gain more.
+FLOOR_TOLERANCE = 0.05
+
+
+def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target: str, board: str,
+           clock_mhz: float | None, cus: int | None, shape: tuple, check: bool = True, finalists: int = 3,
+           max_modeled: int | None = None, prune: bool = True, margin: float = 0.10, db=None, key=None,
+           progress: Callable[[Result], None] | None = None, model_deadline: float | None = None) -> Outcome:
+    """Tune one problem: the automatic plan and ``candidates``, in the order of the plan model's
+    estimate (:func:`estimate_us`), modeled in batches of twice the ``runner``'s width; after
+    each batch the search stops when the next candidate cannot win: its estimate times the
+    smallest modeled/estimate ratio seen so far, less ``margin``, is above the best modeled time,
+    or the best is within :data:`FLOOR_TOLERANCE` of the streaming floor (``prune``), or when
+    ``max_modeled`` are modeled.  Variants (waves per SIMD, the A schedule) are modeled for the
+    ``finalists`` fastest plans within ``margin`` of the best.  Then the fastest ``finalists`` are checked
+    on the emulator (more while none passes); the winner is the fastest that passed, never
+    slower than the automatic plan (a candidate itself; it wins ties).
+
+    ``shape``: ``(m, n, k, dtype, c_dtype, batch)`` of the launch (for the estimates).  ``db`` and
+    ``key`` (:mod:`vlpc.tunedb`): candidates measured by an earlier run are taken from it (resume),
+    each new one is stored as it finishes, and the winner is recorded.  A stop (the runner's
+    budget or Ctrl-C) keeps everything finished so far; past ``model_deadline`` (a
+    :func:`time.monotonic` value: part of a budget kept for the checks) no new batch is modeled."""
+    import time
+
+    from vlpc.targets import get_board
+
+    t0 = time.monotonic()
+    m, n, k, dtype, c_dtype, batch = shape
+    brd = get_board(board)
+    brd = brd.at(compute_units=cus) if cus and cus != brd.compute_units else brd
+    est = {c: estimate_us(c, m, n, k, dtype, c_dtype, brd, batch) for c in candidates}
+    # one representative per plan (tile, K step, S, L, split mode, A copy) in the order of its
+    # estimate; its variants (waves per SIMD, the A schedule) only for the fastest plans
+    groups: dict[Candidate, list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault(_plan_of(c), []).append(c)
+    reps = {g: min(cs, key=lambda c: (c.waves_per_simd is not None, c.schedule != "default"))
+            for g, cs in groups.items()}
+    order = [AUTO] + sorted(reps.values(), key=lambda c: est[c])
+    done = db.measured(key) if db is not None and key is not None else {}
+    out = Outcome([], None, None, space=len(candidates) + 1)
+    by_key: dict[str, Result] = {}
+    for c in order:
+        d = done.get(candidate_key(c))
+        if d is not None:
+            by_key[candidate_key(c)] = result_of(c, d)
+            out.resumed += 1
+    pending_save: list[tuple[str, dict]] = []
+
+    def store(r: Result) -> None:
+        by_key[candidate_key(r.candidate)] = r
+        pending_save.append((candidate_key(r.candidate), result_dict(r)))
+        if progress:
+            progress(r)
+
+    def flush() -> None:
+        if db is not None and key is not None and pending_save:
+            db.save_measured(key, pending_save)
+        pending_save.clear()
+
+    def work(cs, chk, mdl):
+        return [(problem, c, target, board, clock_mhz, cus, chk, mdl) for c in cs]
+
+    width = max(2, 2 * runner.width)
+    pos = 0
+    try:
+        while pos < len(order):
+            modeled = [r for r in by_key.values() if r.modeled_us is not None]
+            best = min((r.modeled_us for r in modeled if r.error is None), default=None)
+            if max_modeled is not None and len(modeled) >= max_modeled + 1:
+                out.pruned = f"--max-candidates {max_modeled}"
+                break
+            if model_deadline is not None and pos > 0 and time.monotonic() >= model_deadline:
+                out.pruned = "the budget (the rest is kept for the checks)"
+                break
+            if prune and best is not None and pos > 1:
+                # the streaming floor (the bytes at the HBM bandwidth) bounds every candidate from below
+                floor = min((r.hbm_share * r.modeled_us for r in modeled if r.hbm_share and r.error is None),
+                            default=0.0)
+                if best <= floor * (1 + FLOOR_TOLERANCE):
+                    out.pruned = (f"the streaming ceiling: the best is within {FLOOR_TOLERANCE:.0%} of the HBM "
+                                  "time of its bytes")
+                    break
+                ratios = [r.modeled_us / est[r.candidate] for r in modeled
+                          if isinstance(r.candidate, Candidate) and est.get(r.candidate, 0) not in (0, float("inf"))]
+                nxt = next((c for c in order[pos:] if candidate_key(c) not in by_key), None)
+                if ratios and nxt is not None and est[nxt] * min(ratios) * (1 - margin) > best:
+                    out.pruned = "the plan model's bound: no candidate left can win"
+                    break
+            batch_c = []
+            while pos < len(order) and len(batch_c) < width:
+                if max_modeled is not None and len(modeled) + len(batch_c) >= max_modeled + 1:
+                    break
+                c = order[pos]
+                pos += 1
+                if candidate_key(c) not in by_key:
+                    batch_c.append(c)
+            if not batch_c:
+                continue
+            ok = runner.map(_evaluate8, work(batch_c, False, True), lambda i, r: store(r))
+            flush()
+            if not ok:
+                break
+        # the variants of the fastest plans
+        if not runner.stopped and not (model_deadline is not None and time.monotonic() >= model_deadline):
+            best = min((r.modeled_us for r in by_key.values() if r.ok), default=0.0)
+            top = [r.candidate for r in rank(list(by_key.values()))
+                   if r.ok and isinstance(r.candidate, Candidate) and r.modeled_us <= best * (1 + margin)]
+            sib = [c for t in top[:finalists] for c in groups[_plan_of(t)] if candidate_key(c) not in by_key]
+            if max_modeled is not None:
+                sib = sib[:max(0, max_modeled + 1 - sum(1 for r in by_key.values() if r.modeled_us is not None))]
+            if sib:
+                runner.map(_evaluate8, work(sib, False, True), lambda i, r: store(r))
+                flush()
+        out.modeled = sum(1 for r in by_key.values() if r.modeled_us is not None or r.error)
+        # the finalists: the fastest modeled, checked on the emulator until one passes
+        if check and not runner.stopped:
+            ranked = [r for r in rank(list(by_key.values())) if r.ok]
+            i = 0
+            while i < len(ranked) and not runner.stopped:
+                group = [r for r in ranked[i:i + finalists] if r.verified is None]
+                i += finalists
+
+                def checked(j, v, group=group):
+                    r = group[j]
+                    r.verified, r.max_ratio, r.exact = v.verified, v.max_ratio, v.exact
+                    if v.error:
+                        r.error = v.error
+                    store(r)
+                    out.checked += 1
+
+                runner.map(_evaluate8, work([r.candidate for r in group], True, False), checked)
+                flush()
+                if any(r.verified for r in ranked[:i]):
+                    break
+    except KeyboardInterrupt:
+        runner.stopped = "interrupted"
+    finally:
+        flush()
+    out.results = rank(list(by_key.values()))
+    out.default = by_key.get(candidate_key(AUTO))
+    passed = [r for r in out.results if r.ok and (r.verified or not check)]
+    out.winner = passed[0] if passed else None
+    out.stopped = runner.stopped
+    out.seconds = time.monotonic() - t0
+    if db is not None and key is not None and out.winner is not None and not out.stopped:
+        w = out.winner
+        opts = w.candidate.options() if isinstance(w.candidate, Candidate) else dict(w.candidate)
+        out.entry = db.record(key, opts, label(w.candidate, w.plan), w.modeled_us,
+                              out.default.modeled_us if out.default else None)
+    return out
+
+
+def _plan_of(c: Candidate) -> Candidate:
+    """The plan ``c`` is a variant of: automatic waves per SIMD, the default A schedule (the
+    seed's schedule is a plan of its own)."""
+    import dataclasses
+
+    sch = c.schedule if c.schedule == "seed" else "default"
+    return dataclasses.replace(c, waves_per_simd=None, schedule=sch)
+
+
+def _evaluate8(problem, cand, target, board, clock_mhz, cus, check, model):
+    return evaluate(problem, cand, target, board, clock_mhz, cus, check=check, model=model)
+
+
 def rank(results: Sequence[Result]) -> list[Result]:
-    """Passing candidates by modeled time (ties: the smaller candidate), then the failures."""
+    """Passing candidates by modeled time (ties: the automatic plan, then the smaller candidate),
+    then the failures."""
     good = sorted((r for r in results if r.ok), key=lambda r: (r.modeled_us, _order(r.candidate)))
     bad = sorted((r for r in results if not r.ok), key=lambda r: _order(r.candidate))
     return good + bad
@@ -573,20 +845,40 @@ def _order(cand: Candidate | dict) -> tuple:
     return tuple(-1 if v is None else v for v in dataclasses.astuple(cand))
 
 
+def ceiling(results: Sequence[Result]) -> str:
+    """The roofline ceiling the share column is of: ``HBM`` (bandwidth) when the problem is
+    memory-bound (a decode GEMV: streaming the bytes takes longer than the FMAs at peak), else
+    ``peak``."""
+    return "HBM" if any(r.memory_bound for r in results if r.modeled_us is not None) else "peak"
+
+
+def share(r: Result, ceil: str) -> float | None:
+    return r.hbm_share if ceil == "HBM" else r.peak_share
+
+
 def table(results: Sequence[Result], limit: int | None = None, unit: str = "TFLOP/s") -> str:
     """The ranked results as a Markdown table (modeled figures; ``unit``: :func:`unit` of the
-    element type, TOP/s for int8)."""
-    lines = [f"| rank | candidate | modeled us | modeled {unit} | % of peak | VGPRs | check |",
+    element type, TOP/s for int8).  The share column is of the streaming ceiling (HBM
+    bandwidth) for a memory-bound problem, else of the compute peak (:func:`ceiling`); the
+    automatic plan's row is always shown."""
+    ceil = ceiling(results)
+    col = "% of HBM bandwidth" if ceil == "HBM" else "% of peak"
+    lines = [f"| rank | candidate | modeled us | modeled {unit} | {col} | VGPRs | check |",
              "|---:|---|---:|---:|---:|---:|---|"]
-    shown = [r for r in results if r.ok][:limit] if limit else [r for r in results if r.ok]
-    for i, r in enumerate(shown, 1):
+    good = [r for r in results if r.ok]
+    shown = good[:limit] if limit else good
+    auto = next((r for r in good if is_auto(r.candidate)), None)
+    rows = [(good.index(r) + 1, r) for r in shown]
+    if auto is not None and auto not in shown:
+        rows.append((good.index(auto) + 1, auto))
+    for i, r in rows:
         chk = ("not run" if r.verified is None else "ok (exact)" if r.exact
                else f"ok ({r.max_ratio:.2g} of bound)")
-        lines.append(f"| {i} | {r.candidate.label()} | {r.modeled_us:,.1f} | {r.tflops:.3f} | "
-                     f"{r.peak_share * 100:.1f} | {r.vgprs if r.vgprs is not None else '?'} | {chk} |")
-    failed = [r for r in results if not r.ok]
-    for r in failed:
-        lines.append(f"| - | {r.candidate.label()} | | | | | dropped: {r.error} |")
+        sh = share(r, ceil)
+        lines.append(f"| {i} | {label(r.candidate, r.plan)} | {r.modeled_us:,.1f} | {r.tflops:.3f} | "
+                     f"{'' if sh is None else f'{sh * 100:.1f}'} | {r.vgprs if r.vgprs is not None else '?'} | {chk} |")
+    for r in (r for r in results if not r.ok):
+        lines.append(f"| - | {label(r.candidate, r.plan)} | | | | | dropped: {r.error} |")
     return "\n".join(lines)
 
 
@@ -594,18 +886,34 @@ def pipeline_string(cand: Candidate, target: str, cus: int) -> str:
     """The winner as a pass-pipeline string ``vlpc opt -p`` / ``xdsl-opt -p`` accepts."""
     from vlpc.pipeline import pipeline, pipeline_spec
 
-    return pipeline_spec(pipeline(target, cus=cus, **cand.options()))
+    opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
+    return pipeline_spec(pipeline(target, cus=cus, **opts))
+
+
+#: ``vlpc tune``'s database actions (the first argument; a file of that name is written ./NAME).
+DB_ACTIONS = ("list", "show", "export", "import", "clear")
 
 
 def add_parser(sub) -> None:
     """Register ``vlpc tune`` on the CLI's subparsers."""
-    t = sub.add_parser("tune", help="search macro tile, k-step, waves per SIMD and split-K options by the timing "
-                                    "model (modeled times), each candidate checked on the emulator")
-    t.add_argument("file", help="input MLIR file with one GEMM (static sizes, or '?' ones given by --m/--n/--k)")
     from vlpc.cli_support import add_size_options, positive
+
+    t = sub.add_parser("tune", help="search macro tile, k-step, waves per SIMD and split-K options by the timing "
+                                    "model (modeled times), the finalists checked on the emulator; the winners go "
+                                    "to the tuning database that compile/run/bench use (docs/tuning.md)")
+    t.add_argument("file", nargs="?", help="input MLIR file with one GEMM (static sizes, or '?' ones given by "
+                                           "--m/--n/--k); or a database action: list, show N, export FILE, "
+                                           "import FILE, clear (a file named like one: ./list)")
+    t.add_argument("action_arg", nargs="?", metavar="N|FILE", help="show's entry number, export's or import's file")
     add_size_options(t)  # -m/--m, -n/--n, -k/--k, as run, bench and report
-    t.add_argument("--batch", type=int, default=None,
-                   help="the batch count of a strided batched GEMM, when dynamic (a batch is tuned whole, with S = 1)")
+    t.add_argument("--batch", default=None, metavar="B|B1,B2,...",
+                   help="the batch count of a strided batched GEMM, when dynamic (a batch is tuned whole, with "
+                        "S = 1); with --model: the batch sizes (tokens) of every layer, e.g. 1,4,16,512 "
+                        "(default: 1)")
+    t.add_argument("--shapes", metavar="FILE", help="tune every GEMM of FILE: one rocblas-bench flags line each "
+                                                    "(-f gemm -r f32_r --transposeA N --transposeB T -m M -n N -k K)")
+    t.add_argument("--model", metavar="FILE.gguf", help="tune every linear layer of a GGUF model at each --batch "
+                                                        "size (the gguf package: pip install 'vlpc[tune]')")
     t.add_argument("--target", default=None, help="target id (default: the --gpu board's processor: gfx900 for "
                                                   "mi25, else gfx906)")
     from vlpc.targets import default_boards_text
@@ -615,20 +923,34 @@ def add_parser(sub) -> None:
     t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
     t.add_argument("-j", "--jobs", type=positive, default=None,
                    help="candidates evaluated in parallel (default: the machine's CPU count)")
+    t.add_argument("--ray", metavar="auto|ADDRESS", default=None,
+                   help="evaluate candidates as Ray tasks: auto (the running cluster, else one started on this "
+                        "machine with --jobs CPUs) or a cluster's address; several problems at once on 8 CPUs or "
+                        "more (pip install 'vlpc[distributed]')")
+    t.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="stop after SECONDS of wall time, keeping every result so far (as Ctrl-C does); no new "
+                        "candidate is modeled after three quarters of it (the rest is for the checks)")
+    t.add_argument("--db", metavar="FILE", default=None,
+                   help="the tuning database (default: $VLPC_TUNE_DB, else tune.sqlite3 in the kernel cache's "
+                        "folder; VLPC_TUNE_DB=off: none)")
     t.add_argument("--exhaustive", action="store_true", help="every split S from 1 to 32, not only powers of two")
     t.add_argument("--atomic", action="store_true", help="also try split-K mode atomic (not bit-reproducible)")
+    t.add_argument("--all", dest="prune", action="store_false",
+                   help="model every candidate (default: stop when the plan model's bound shows none left can win)")
     t.add_argument("--max-candidates", type=positive, default=None, metavar="N",
-                   help="evaluate only the first N candidates of the search space (in its order)")
+                   help="model at most N candidates besides the automatic plan (in the plan model's order)")
+    t.add_argument("--finalists", type=positive, default=3, metavar="N",
+                   help="the fastest N modeled are checked on the emulator (more while none passes; default: "
+                        "%(default)s)")
     t.add_argument("--no-check", dest="check", action="store_false",
-                   help="skip the emulator check of each candidate (the ranking is then unverified)")
+                   help="skip the emulator check (the ranking is then unverified)")
     t.add_argument("--top", type=positive, default=20, help="rows of the ranked table shown (default: %(default)s)")
     t.add_argument("-o", "--output", metavar="TUNED.json",
-                   help="write the winner (options, flags, pipeline, modeled figures) as JSON; "
-                        "`vlpc compile FILE --options TUNED.json` compiles it")
+                   help="write the winner (options, flags, pipeline, modeled figures) as JSON (a list with "
+                        "--shapes/--model); `vlpc compile FILE --options TUNED.json` compiles it")
     t.add_argument("--csv", metavar="FILE.csv", help="also write every candidate's figures as CSV")
-    t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-
-
+    t.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, else one line per finished shape)")
 def board_and_target(target: str | None, gpu: str | None) -> tuple[str, str]:
     """``(target id, board)`` of ``vlpc tune``: a missing one follows the other (``--gpu mi25``
     implies ``--target gfx900``; ``--target gfx900`` implies ``--gpu mi25``; neither: gfx906 on
@@ -652,30 +974,142 @@ def board_and_target(target: str | None, gpu: str | None) -> tuple[str, str]:
     return target, gpu
 
 
-def cmd_tune(args) -> int:
-    import json
 
+
+def _db(args):
+    """The tuning database of ``--db`` / ``$VLPC_TUNE_DB`` (None when off)."""
+    from vlpc.tunedb import TuneDB, open_default
+
+    return TuneDB(args.db) if args.db else open_default()
+
+
+def _db_action(args) -> int:
+    """``vlpc tune list|show N|export FILE|import FILE|clear``."""
+    from vlpc.cli_support import read_input, write_atomic
+    from vlpc.tunedb import iter_lines
+
+    action, arg = args.file, args.action_arg
+    db = _db(args)
+    if db is None:
+        raise VlpcError(f"vlpc tune {action}: the tuning database is off (VLPC_TUNE_DB=off); give --db FILE")
+    needs = {"show": "an entry number (vlpc tune show 3)", "export": "a file (vlpc tune export tuned.json)",
+             "import": "a file (vlpc tune import tuned.json)"}
+    if action in needs and arg is None:
+        raise VlpcError(f"vlpc tune {action} needs {needs[action]}")
+    if action not in needs and arg is not None:
+        raise VlpcError(f"vlpc tune {action} takes no argument (got {arg})")
+    with db:
+        if action == "list":
+            entries = db.entries()
+            if not entries:
+                print(f"vlpc tune: no entries in {db.path}", file=sys.stderr)
+                return 0
+            print("\n".join(iter_lines(entries)))
+            print(f"\n{len(entries)} entries in {db.path}; times MODELED by vlpc's timing model, not measured",
+                  file=sys.stderr)
+        elif action == "show":
+            try:
+                number = int(arg)
+            except ValueError:
+                raise VlpcError(f"vlpc tune show: expected an entry number, got {arg!r}") from None
+            e = db.get(number)
+            if e is None:
+                raise VlpcError(f"vlpc tune show: no entry #{number} in {db.path} (vlpc tune list shows them)")
+            import json
+
+            print(json.dumps({"id": e.id, **e.as_dict(), "note": "times are modeled, not measured"}, indent=1))
+        elif action == "export":
+            write_atomic(arg, db.export())
+            print(f"vlpc tune: {len(db.entries())} entries written to {arg}", file=sys.stderr)
+        elif action == "import":
+            n = db.import_text(read_input(arg), arg)
+            print(f"vlpc tune: {n} entries imported into {db.path}", file=sys.stderr)
+        else:
+            print(f"vlpc tune: removed {db.clear()} entries from {db.path}", file=sys.stderr)
+    return 0
+
+
+@dataclass
+class Job:
+    """One problem of a ``vlpc tune`` run: MLIR text, its name and launch sizes."""
+
+    text: str
+    filename: str
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
+    batch: int | None = None
+    alpha: float = 1.0
+    beta: float = 1.0
+    source: str = ""
+
+
+@dataclass
+class Tuned:
+    """One problem's outcome in a ``vlpc tune`` run."""
+
+    job: Job
+    name: str = ""
+    dtype: str = "f32"
+    outcome: Outcome | None = None
+    error: str | None = None
+    p: object = None
+    layout: str = "NT"
+
+
+def _jobs(args) -> tuple[list[Job], list[str]]:
+    from vlpc.cli_support import read_input
+
+    given = [x for x, v in (("FILE", args.file), ("--shapes", args.shapes), ("--model", args.model)) if v]
+    if len(given) != 1:
+        raise VlpcError("vlpc tune needs one of an MLIR file, --shapes FILE or --model FILE.gguf"
+                        + (f" (got {' and '.join(given)})" if given else ""))
+    if args.action_arg is not None:
+        raise VlpcError(f"vlpc tune: unexpected argument {args.action_arg!r} (the database actions are "
+                        f"{', '.join(DB_ACTIONS)})")
+    if args.file:
+        batch = None
+        if args.batch is not None:
+            try:
+                batch = int(args.batch)
+            except ValueError:
+                raise VlpcError(f"--batch {args.batch}: one batch count for a file (a list is for --model)") from None
+            if batch <= 0:
+                raise VlpcError(f"--batch must be positive, got {batch}")
+        return [Job(read_input(args.file), args.file, args.m, args.n, args.k, batch)], []
+    if args.m is not None or args.n is not None or args.k is not None:
+        raise VlpcError("--m/--n/--k size an MLIR file's dynamic dimensions; --shapes and --model give their own")
+    from vlpc.tune_shapes import batch_list, model_shapes, read_shapes
+
+    if args.shapes:
+        if args.batch is not None:
+            raise VlpcError("--batch is for a file's dynamic batch count or --model's batch sizes, not --shapes")
+        shapes, notes = read_shapes(args.shapes), []
+    else:
+        import argparse
+
+        try:
+            batches = batch_list(args.batch) if args.batch is not None else [1]
+        except argparse.ArgumentTypeError as e:
+            raise VlpcError(f"--batch: {e}") from None
+        shapes, notes = model_shapes(args.model, batches)
+        if not shapes:
+            raise VlpcError(f"--model {args.model}: no linear layer vlpc compiles"
+                            + (f" ({'; '.join(notes)})" if notes else ""))
+    return [Job(s.mlir(), f"<{s.name()}>", alpha=s.alpha, beta=s.beta, source=s.source) for s in shapes], notes
+
+
+def _prepare(job: Job, args, cus: int):
+    """Compile ``job``'s automatic plan's kernel, resolve its launch; its search space."""
     import vlpc
-    from vlpc.cli_support import check_not_input, check_writable, read_input, write_atomic
-    from vlpc.targets import get_board
-
-    for path, option, what in ((args.output, "-o", "tuned options"), (args.csv, "--csv", "CSV")):
-        if path:  # before the search, which takes minutes
-            check_not_input(path, args.file, option)
-            check_writable(path, what)
-    text = read_input(args.file)
-    args.target, args.gpu = board_and_target(args.target, args.gpu)
-    board = get_board(args.gpu)
-    cus = args.cus or board.compute_units
-    base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)
     from vlpc.cli_support import single_kernel
+
+    base = vlpc.compile(job.text, args.target, filename=job.filename, cus=cus, split_k=1, tuned=False)
     kernel = single_kernel(base, "tune")  # (not the first of several functions, silently)
     li = kernel.launch_info
-    from vlpc.cli_support import check_size_options
-
-    check_size_options(args)
-    p = resolve(kernel, args.m, args.n, args.k, args.batch)
+    p = resolve(kernel, job.m, job.n, job.k, job.batch)
     from vlpc.verify import check_before_allocating
+
     check_before_allocating(kernel, p)  # sizes and 32-bit offsets before any candidate's buffers
     dtype, layout = str(li.get("dtype", "f32")), li.get("layout", "NT")
     if dtype not in MACRO_TILES:
@@ -683,77 +1117,263 @@ def cmd_tune(args) -> int:
     cands = search_space(p.m, p.n, p.k, dtype, layout, dynamic_k=li["static_k"] < 0, exhaustive=args.exhaustive,
                          modes=("workspace", "atomic") if args.atomic else ("workspace",),
                          static_m=li.get("static_m", -1) >= 0, batched=li.get("batch", 0) != 0)
-    if args.atomic and dtype in DOT_TYPES:
-        print(f"vlpc tune: --atomic ignored: the dot kernels ({dtype}) split K in workspace mode only",
-              file=sys.stderr)
-    if args.max_candidates:
-        cands = cands[:args.max_candidates]
-    problem = Problem(text, args.file, args.m, args.n, args.k, batch=args.batch)
+    return kernel, p, dtype, layout, cands
+
+
+def cmd_tune(args) -> int:
+    import json
+    import time
+
+    from vlpc.cli_support import _isatty, check_not_input, check_writable, write_atomic
+    from vlpc.targets import get_board
+
+    if args.file in DB_ACTIONS and not (args.shapes or args.model):
+        return _db_action(args)
+    for path, option, what in ((args.output, "-o", "tuned options"), (args.csv, "--csv", "CSV")):
+        if path:  # before the search
+            for given in (args.file, args.shapes, args.model):
+                check_not_input(path, given, option)
+            check_writable(path, what)
+    from vlpc.cli_support import check_size_options
+
+    check_size_options(args, ("m", "n", "k"))
+    if args.budget is not None and not args.budget > 0:
+        raise VlpcError(f"--budget must be a positive number of seconds, got {args.budget}")
+    jobs, notes = _jobs(args)
+    args.target, args.gpu = board_and_target(args.target, args.gpu)
+    board = get_board(args.gpu)
+    cus = args.cus or board.compute_units
     clock = args.clock or board.engine_clock_mhz
-    u = unit(dtype)
-    print(f"vlpc tune: {p.m}x{p.n}x{p.k}{f' batch {p.batch}' if p.batch else ''} {dtype} {layout}, "
-          f"{len(cands)} candidates, times MODELED by the timing "
-          f"model of {board.name} ({cus} CUs, {clock:.0f} MHz), not measured; each candidate "
-          f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}",
-          file=sys.stderr)
+    for note in notes:
+        print(f"vlpc tune: {note}", file=sys.stderr)
+    db = _db(args)
+    t0 = time.monotonic()
+    deadline = None if args.budget is None else t0 + args.budget
+    tty = _isatty(sys.stderr) and not args.quiet
+    header = (f"vlpc tune: {len(jobs)} problem(s); times MODELED by the timing model of {board.name} ({cus} CUs, "
+              f"{clock:.0f} MHz), not measured; the finalists "
+              f"{'checked on the strict emulator (sampled tiles)' if args.check else 'NOT checked (--no-check)'}"
+              f"{f'; results in {db.path}' if db is not None else '; no tuning database (off)'}")
+    import contextlib
+    import threading
+
+    from vlpc.tune_run import Runner
+    from vlpc.tunedb import TuneDB
+
+    done: list[Tuned] = [Tuned(job, job.source or job.filename) for job in jobs]
+    ctx = dict(args=args, cus=cus, clock=clock, board=board, tty=tty, n=len(jobs), t0=t0, deadline=deadline,
+               header=[header], lock=threading.Lock())
+    with Runner(args.jobs, args.ray, deadline) as runner:
+        parallel = shapes_in_flight(runner, len(jobs))
+        try:
+            if parallel <= 1:
+                for i, tuned in enumerate(done, 1):
+                    _tune_one(i, tuned, runner, db, ctx)
+            else:  # Ray: several shapes' searches at once (each a thread submitting its candidates' tasks)
+                from concurrent.futures import ThreadPoolExecutor, wait
+
+                ctx["tty"] = False
+
+                def one(i, tuned):
+                    with TuneDB(db.path) if db is not None else contextlib.nullcontext() as own:
+                        _tune_one(i, tuned, runner, own, ctx)
+
+                with ThreadPoolExecutor(parallel) as ex:
+                    futures = [ex.submit(one, i, t) for i, t in enumerate(done, 1)]
+                    try:
+                        while wait(futures, timeout=0.2).not_done:
+                            pass
+                    except KeyboardInterrupt:
+                        runner.stopped = "interrupted"
+                    for f in futures:
+                        f.result()
+        except KeyboardInterrupt:
+            runner.stopped = "interrupted"
+        interrupted = runner.stopped == "interrupted"
+        stopped = runner.stopped
+    if db is not None:
+        db.close()
+    single = len(jobs) == 1
+    u = unit(done[0].dtype if done else "f32")
+    if single and done and done[0].outcome is not None:
+        print(table(done[0].outcome.results, args.top, u))
+    elif not single:
+        print(summary(done))
+    if not stopped and args.budget is not None and any(t.outcome and t.outcome.pruned.startswith("the budget")
+                                                       for t in done):
+        stopped = "budget"
+    if stopped:
+        print(f"vlpc tune: stopped ({'Ctrl-C' if interrupted else f'--budget {args.budget:g} s'}) after "
+              f"{time.monotonic() - t0:.1f} s; every result so far is kept"
+              f"{' in the tuning database (a re-run resumes)' if db is not None else ''}", file=sys.stderr)
+    _write_outputs(args, done, cus, clock, board)
+    good = [t for t in done if t.outcome is not None and t.outcome.winner is not None]
+    if single and good:
+        t = good[0]
+        win = t.outcome.winner
+        pipe = pipeline_string(win.candidate, args.target, cus)
+        ceil = ceiling(t.outcome.results)
+        sh = share(win, ceil)
+        what = f"of {board.name} HBM bandwidth, the streaming ceiling" if ceil == "HBM" else \
+            f"of {board.name} {_type_label(t.dtype)}peak"
+        print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} {u}, {sh * 100:.1f} % {what}): "
+              f"{label(win.candidate, win.plan)}" + (f"; the automatic plan: {t.outcome.default.modeled_us:,.1f} us"
+                                                     if t.outcome.default and t.outcome.default.ok else ""))
+        print(f"  vlpc compile {args.file or '<file>'} --cus {cus} {flags(win.candidate)}".rstrip())
+        print(f"  pipeline: {pipe}")
+        if t.outcome.entry is not None:
+            print(f"  tuning database entry #{t.outcome.entry} (compile/run/bench use it for this problem on "
+                  f"{board.name}, {cus} CUs, {clock:.0f} MHz)")
+        if args.output:
+            print(f"  written to {args.output} (vlpc compile {args.file or '<file>'} --options {args.output})")
+    if interrupted:
+        return 130
+    if single and not good:
+        print("vlpc tune: no candidate passed (see the dropped rows above)", file=sys.stderr)
+    return 0 if len(good) == len(done) else 1
+
+
+def shapes_in_flight(runner, problems: int) -> int:
+    """Problems tuned at once: one locally; on Ray, one per 4 CPUs of the cluster (a search keeps
+    about twice its width of candidates in flight, and stops early), at most ``problems``."""
+    if getattr(runner, "_remote", None) is None or problems <= 1:
+        return 1
+    return max(1, min(problems, runner.width // 4))
+
+
+def _tune_one(i: int, tuned: Tuned, runner, db, ctx: dict) -> None:
+    """Search the ``i``-th problem of a run (``tuned``: filled in) with ``runner``, recording in
+    ``db``; ``ctx``: the run's settings (:func:`cmd_tune`)."""
+    from vlpc.tunedb import key_of
+
+    args, cus, board, tty, n = ctx["args"], ctx["cus"], ctx["board"], ctx["tty"], ctx["n"]
+    job = tuned.job
+    if runner.stopped:
+        tuned.error = f"not tuned ({runner.stopped})"
+        return
+    try:
+        kernel, p, dtype, layout, cands = _prepare(job, args, cus)
+    except VlpcError as e:
+        if n == 1:
+            raise
+        tuned.error = str(e).splitlines()[0]
+        return
+    c_dtype = str(kernel.launch_info.get("c_dtype", "") or dtype)
+    tuned.name = f"{p.m}x{p.n}x{p.k}{f' batch {p.batch}' if p.batch else ''} " \
+                 f"{dtype}{'' if dtype == 'f32' else '->' + c_dtype} {layout}"
+    tuned.dtype, tuned.p, tuned.layout = dtype, p, layout
+    with ctx["lock"]:
+        if ctx["header"][0]:  # (once a problem is ready: a bad one's error stays one line)
+            print(ctx["header"][0], file=sys.stderr)
+            ctx["header"][0] = ""
+            if args.atomic and dtype in DOT_TYPES:
+                print(f"vlpc tune: --atomic ignored: the dot kernels ({dtype}) split K in workspace mode only",
+                      file=sys.stderr)
+        if n == 1:
+            print(f"vlpc tune: {tuned.name}: {len(cands) + 1} candidates (the automatic plan included)",
+                  file=sys.stderr)
+    key = key_of(kernel, p.m, p.n, p.k, p.batch, args.target,
+                 board.at(compute_units=cus) if cus != board.compute_units else board, ctx["clock"], cus)
     bar = None
-    if not args.quiet:
+    if tty:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(cands), desc="candidates", unit="cand", file=sys.stderr)
-
-    def step(r: Result) -> None:
-        if bar is not None:
-            bar.update(1)
-            best = min((x.modeled_us for x in done if x.ok), default=None)
-            if best is not None:
-                bar.set_postfix_str(f"best {best:,.1f} us (modeled)")
-
-    done: list[Result] = []
+        bar = tqdm(total=len(cands) + 1, desc=f"[{i}/{n}] {tuned.name}", unit="cand", file=sys.stderr,
+                   leave=False, dynamic_ncols=True, mininterval=0.2)
 
     def progress(r: Result) -> None:
-        done.append(r)
-        step(r)
+        if bar is not None:
+            bar.update(1)
+            if r.modeled_us is not None:
+                bar.set_postfix_str(f"{label(r.candidate, r.plan)} {r.modeled_us:,.1f} us (modeled)")
 
-    results = tune(problem, cands, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
-                   jobs=args.jobs, check=args.check, progress=progress)
-    if bar is not None:
-        bar.close()
-    print(table(results, args.top, u))
-    good = [r for r in results if r.ok]
+    try:
+        tuned.outcome = search(
+            Problem(job.text, job.filename, job.m, job.n, job.k, job.alpha, job.beta, job.batch),
+            cands, runner, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
+            shape=(p.m, p.n, p.k, dtype, c_dtype, p.batch or 0), check=args.check, finalists=args.finalists,
+            max_modeled=args.max_candidates, prune=args.prune, db=db, key=key, progress=progress,
+            model_deadline=None if ctx["deadline"] is None else ctx["t0"] + 0.75 * args.budget)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.quiet and (not tty or n > 1):
+        with ctx["lock"]:
+            print(f"vlpc tune: [{i}/{n}] {_line(tuned, dtype)}", file=sys.stderr)
+
+
+def _line(t: Tuned, dtype: str) -> str:
+    """One finished shape, for a log (no terminal)."""
+    o = t.outcome
+    if o is None:
+        return f"{t.name}: {t.error}"
+    w, d = o.winner, o.default
+    head = (f"{t.name}: {o.modeled} of {o.space} modeled ({o.resumed} resumed), {o.checked} checked, "
+            f"{o.seconds:.1f} s{f' (modeling stopped by {o.pruned})' if o.pruned else ''}")
+    if w is None:
+        return head + f"; no winner{f' ({o.stopped})' if o.stopped else ''}"
+    auto = f", automatic plan {d.modeled_us:,.1f} us" if d is not None and d.modeled_us is not None else ""
+    return head + f"; best {label(w.candidate, w.plan)} {w.modeled_us:,.1f} us (modeled){auto}"
+
+
+def summary(done: Sequence[Tuned]) -> str:
+    """A many-shape run's table: each problem's winner beside its automatic plan (modeled)."""
+    lines = ["| problem | from | winner | modeled us | automatic plan us | speed-up | % of ceiling | entry |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for t in done:
+        o = t.outcome
+        if o is None or o.winner is None:
+            why = t.error or (f"no winner ({o.stopped})" if o and o.stopped else "no candidate passed")
+            lines.append(f"| {t.name} | {t.job.source} | {why} | | | | | |")
+            continue
+        w, d = o.winner, o.default
+        ceil = ceiling(o.results)
+        sh = share(w, ceil)
+        du = d.modeled_us if d is not None and d.ok else None
+        lines.append(f"| {t.name} | {t.job.source} | {label(w.candidate, w.plan)} | {w.modeled_us:,.1f} | "
+                     f"{'' if du is None else f'{du:,.1f}'} | {'' if du is None else f'{du / w.modeled_us:.2f}x'} | "
+                     f"{'' if sh is None else f'{sh * 100:.1f} ({ceil})'} | {o.entry or ''} |")
+    return "\n".join(lines)
+
+
+def _write_outputs(args, done: Sequence[Tuned], cus: int, clock: float, board) -> None:
+    import csv
+    import io
+    import json
+
+    from vlpc.cli_support import write_atomic
+
     if args.csv:
-        import csv
-        import io
-
         buf = io.StringIO()
         w = csv.writer(buf)
-        w.writerow(["candidate", "flags", "modeled_us", "modeled_tflops", "peak_share", "vgprs", "sgprs",
-                    "verified", "error"])
-        for r in results:
-            w.writerow([r.candidate.label(), r.candidate.flags(), r.modeled_us, r.tflops, r.peak_share, r.vgprs,
-                        r.sgprs, r.verified, r.error or ""])
+        w.writerow(["problem", "candidate", "flags", "modeled_us", "modeled_tflops", "peak_share", "hbm_share",
+                    "vgprs", "sgprs", "verified", "error"])
+        for t in done:
+            for r in (t.outcome.results if t.outcome else []):
+                w.writerow([t.name, label(r.candidate, r.plan), flags(r.candidate), r.modeled_us, r.tflops,
+                            r.peak_share, r.hbm_share, r.vgprs, r.sgprs, r.verified, r.error or ""])
         write_atomic(args.csv, buf.getvalue())
-    if not good:
-        print("vlpc tune: no candidate passed (see the dropped rows above)", file=sys.stderr)
-        return 1
-    win = good[0]
-    pipe = pipeline_string(win.candidate, args.target, cus)
-    print(f"\nbest (modeled {win.modeled_us:,.1f} us, {win.tflops:.3f} {u}, {win.peak_share * 100:.1f} % of "
-          f"{board.name} {_type_label(dtype)}peak): {win.candidate.label()}")
-    print(f"  vlpc compile {args.file} --cus {cus} {win.candidate.flags()}")
-    print(f"  pipeline: {pipe}")
     if args.output:
-        write_atomic(args.output, json.dumps({
-            "problem": {"file": args.file, "m": p.m, "n": p.n, "k": p.k, "batch": p.batch, "dtype": dtype,
-                        "layout": layout},
-            "board": board.name, "cus": cus, "clock_mhz": clock,
-            "options": {**win.candidate.options(), "cus": cus}, "flags": f"--cus {cus} " + win.candidate.flags(),
-            "pipeline": pipe, "modeled_us": win.modeled_us, "modeled_tflops": win.tflops, "unit": u,
-            "modeled_parts_us": win.parts_us,
-            "note": "times are modeled by vlpc's timing model, not measured"}, indent=1) + "\n")
-        print(f"  written to {args.output} (vlpc compile {args.file} --options {args.output})")
-    return 0
+        out = []
+        for t in done:
+            o = t.outcome
+            if o is None or o.winner is None:
+                continue
+            win, p = o.winner, t.p
+            opts = win.candidate.options() if isinstance(win.candidate, Candidate) else dict(win.candidate)
+            out.append({
+                "problem": {"file": t.job.filename if args.file else t.job.source, "m": p.m, "n": p.n, "k": p.k,
+                            "batch": p.batch, "dtype": t.dtype, "layout": t.layout},
+                "board": board.name, "cus": cus, "clock_mhz": clock,
+                "options": {**opts, "cus": cus}, "flags": f"--cus {cus} {flags(win.candidate)}".rstrip(),
+                "pipeline": pipeline_string(win.candidate, args.target, cus), "modeled_us": win.modeled_us,
+                "modeled_tflops": win.tflops, "unit": unit(t.dtype), "modeled_parts_us": win.parts_us,
+                "automatic_plan_us": o.default.modeled_us if o.default else None, "entry": o.entry,
+                "note": "times are modeled by vlpc's timing model, not measured"})
+        if out:
+            write_atomic(args.output, json.dumps(out[0] if len(done) == 1 else out, indent=1) + "\n")
 
 
-__all__ = ["Candidate", "Problem", "Result", "check_candidate", "evaluate", "model_candidate", "peak_ops", "pipeline_string", "resolve",
-           "rank", "sample_tiles", "search_space", "table", "add_parser", "cmd_tune", "tune"]
+__all__ = ["AUTO", "Candidate", "Outcome", "Problem", "Result", "check_candidate", "evaluate", "model_candidate",
+           "peak_ops", "pipeline_string", "resolve", "rank", "sample_tiles", "search", "search_space", "table",
+           "add_parser", "cmd_tune", "tune"]
