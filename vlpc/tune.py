@@ -15,7 +15,7 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
 2. orders them by the plan model's estimate (:func:`estimate_us`), adds the automatic plan
    (vlpc's own choice) as a candidate, and compiles and models them in that order until none
    left can win (:func:`search`; the kernel cache makes a repeated candidate free);
-3. **models** each one's time with the timing model of the board (``--gpu mi60``, ``--clock``,
+3. **models** each one's time with the timing model of the board (``--gpu``, default the target's board, ``--clock``,
    ``--cus``; :mod:`vlpc.runtime.timing`, a timing-only launch of the whole plan at the
    real size): modeled microseconds, TFLOP/s and share of the board's peak;
 4. **checks** the fastest (the finalists; :func:`check_candidate`): the plan runs at the real size on the strict
@@ -606,13 +606,17 @@ def result_of(cand, d: dict) -> Result:
     return Result(cand, **{k: v for k, v in d.items() if k in names and k != "candidate"})
 
 
-def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gfx906", board: str = "mi60",
+def tune(problem: Problem, candidates: Sequence[Candidate], *, target: str = "gfx906", board: str | None = None,
          clock_mhz: float | None = None, cus: int | None = None, jobs: int | None = None, check: bool = True,
          progress: Callable[[Result], None] | None = None) -> list[Result]:
     """Evaluate every one of ``candidates`` (in ``jobs`` worker processes; default: the CPU count;
     no pruning: :func:`search` prunes) and return the results, fastest modeled time first;
-    failed candidates last."""
+    failed candidates last.  ``board``: the board modeled (default: the target's,
+    :data:`vlpc.targets.DEFAULT_BOARDS`)."""
+    from vlpc.targets import TargetId, board_for
     from vlpc.tune_run import Runner
+
+    board = board or board_for(TargetId.parse(target).target)
 
     results: list[Result] = []
 
