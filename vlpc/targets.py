@@ -387,10 +387,16 @@ class TimingParams:
     l2_bytes: int = 4 * 1024 * 1024
     l2_channels: int = 16
     l2_bytes_per_cycle_per_channel: int = 64
+    l2_ways: int = 16
     hbm_latency_ns: float = 300.0
+    hbm_channels: int = 32
+    hbm_page_bytes: int = 2048
+    hbm_refresh_fraction: float = 0.0897
+    hbm_bus_efficiency: float = 0.967
+    hbm_activate_ns: float = 0.89
     l2_shared_fill_wait: float = 1.0
     #: How an L2 miss is decided (runtime/timing/cu.py): "line" or "group".
-    l2_miss_rule: str = "line"
+    l2_miss_rule: str = "address"
     lds_latency_cycles: float = 64.0
     lds_banks: int = 32
     scalar_cache_bytes: int = 16 * 1024
@@ -423,6 +429,19 @@ TIMING_SOURCES: dict[str, str] = {
     "l2_bytes": "gfx906.md: 4 MiB L2",
     "l2_channels": "gfx906.md 'Memory': L2 in 16 channels",
     "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
+    "l2_ways": "assumed 16-way (AMD does not publish gfx906's L2 associativity; 16 ways as in the "
+               "ROCm Compute Profiler's CDNA L2 description); LRU",
+    "hbm_channels": "JEDEC JESD235A (HBM2): 8 independent 128-bit channels per stack; Vega 20 has 4 "
+                    "stacks (4096 bits): 32 channels",
+    "hbm_page_bytes": "JEDEC JESD235A (HBM2): 2 KB page (row) per channel in legacy mode",
+    "hbm_refresh_fraction": "JEDEC JESD235A (HBM2): tRFC / tREFI = 350 ns / 3.9 us for 8 Gb dies (all-bank "
+                            "refresh blocks the channel): 0.0897 of the time",
+    "hbm_bus_efficiency": "fitted with hbm_activate_ns to the microbenchmark rows hbm.stream.dwordx4 and "
+                          "hbm.stream.dword (MI50, skyne98/wiki-gfx906 gfx906-latency-hiding-ops.md), "
+                          "reproduced by benchmarks/microbench/memory.py: the data bus's share of the "
+                          "remaining time (read/write turnaround, command bubbles)",
+    "hbm_activate_ns": "fitted with hbm_bus_efficiency (see there): the part of a DRAM page activation "
+                       "(tRCD + tRP) the channel's other banks do not hide, per page an instruction's misses open",
     "hbm_latency_ns": "assumed 300 ns (what lies beyond an L2 miss: Infinity Fabric, memory controller, "
                       "HBM2; on Vega 20 the fabric (FCLK), SoC (SOCCLK) and memory (UCLK) clocks are DPM "
                       "domains of their own beside GFXCLK: amdgpu vega20_print_clk_levels, PP_FCLK/PP_SOCCLK/"
@@ -435,7 +454,8 @@ TIMING_SOURCES: dict[str, str] = {
                            "fetches it from HBM, the others hit the pending line and wait for the same "
                            "fill (hit-on-miss, ROCm Compute Profiler 'L2 cache (TCC)'); 0 = sharers far "
                            "apart in time (the first calibration's rule)",
-    "l2_miss_rule": "the calibrated rule is 'line': each 64-byte line draws miss / shared fill on its own, "
+    "l2_miss_rule": "'address' (default): a set-associative simulation of this CU's share of the L2 plus the "
+                    "first round's sharers per line (runtime/timing/cu.py).  Earlier rules: 'line': each 64-byte line draws miss / shared fill on its own, "
                     "so a 64-line load nearly always meets one HBM latency whatever p_l2_miss (a known "
                     "weakness: the modeled time hardly follows the L2 miss probability).  'group' decides "
                     "once per sharing group (a workgroup's A or B panel) and workgroup copy, and only the "
@@ -489,7 +509,16 @@ class Board:
 
     @property
     def hbm_bytes_per_second(self) -> float:
+        """The HBM2 pin rate in bytes/s: bus bits x 2 (DDR) x memory clock / 8."""
         return self.hbm_bus_bits * 2 * self.memory_clock_mhz * 1e6 / 8
+
+    @property
+    def hbm_data_bytes_per_second(self) -> float:
+        """The pin rate less refresh and bus overheads (``TimingParams.hbm_refresh_fraction``,
+        ``hbm_bus_efficiency``), bytes/s: what the channels move when no page activation
+        stalls them (the timing model's HBM queue rate; activations cost on top)."""
+        t = self.timing
+        return self.hbm_bytes_per_second * (1.0 - t.hbm_refresh_fraction) * t.hbm_bus_efficiency
 
     def at(self, engine_clock_mhz: float | None = None, memory_clock_mhz: float | None = None,
            compute_units: int | None = None, timing: TimingParams | None = None) -> "Board":
