@@ -43,7 +43,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT.parent / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv"
+#: The seed's table: beside the checkout (``../shared``), or two levels up from a worktree.
+CSV = next((p / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv" for p in (ROOT.parent, ROOT.parent.parent)
+            if (p / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv").exists()),
+           ROOT.parent / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv")
 CLOCKS = (1700, 1500, 1300, 1100)
 K = 640
 #: The subset of the 1700 MHz column the fit sees (every regime: one workgroup per CU,
@@ -113,14 +116,15 @@ def collect(cache: Path, sizes) -> None:
     meta_path = cache / "sizes.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     for m in tqdm(sizes, desc="collect (emulator, timing-only launches)", file=sys.stderr):
-        if str(m) in meta and (m != 4096 or (cache / "trace_4096.pkl").exists()):
+        if str(m) in meta and (cache / f"trace_{m}.pkl").exists():
             continue
         tr, rep = trace_size(m, board)
         meta[str(m)] = {"grid": list(tr.grid), "p_l2_miss": gpu.l2_miss_probability(tr),
                         "wgs_per_cu": rep.wgs_per_cu}
-        if m == 4096:
-            with open(cache / "trace_4096.pkl", "wb") as f:
-                pickle.dump(tr, f)
+        # the whole trace at every size: the L2 model decides per traced line whether
+        # another CU's workgroup of the first round shares it (its own footprints)
+        with open(cache / f"trace_{m}.pkl", "wb") as f:
+            pickle.dump(tr, f)
         meta_path.write_text(json.dumps(meta, indent=1))
 
 
