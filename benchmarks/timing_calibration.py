@@ -13,18 +13,17 @@ The kernel is vlpc's ``convert-gemm-to-gcn{schedule=seed}`` (the seed's loop in 
 instruction order of its published ``sgemm_64x256_sqc.s``).  Steps (each cached under ``--cache``):
 
 ``collect``  compile the seed-schedule kernel for each size, run a timing-only launch on
-             the emulator: the L2 footprint of the first round (miss probability) per
-             size, and the full trace of the traced workgroups at M = N = 4096.
+             the emulator and keep its trace (the traced workgroups' streams and the first
+             round's footprints, from which the "address" L2 rule finds each line's
+             sharers) and its L2 miss probability (the earlier rules' input).
 ``fit``      a coordinate search on the calibrated parameters, minimising the MAPE of the
              1700 MHz column over ``FIT_SIZES`` (a subset of that column, for speed).
 ``report``   the model at every size and all four clocks with the parameters in
              ``vlpc/targets.py`` (or ``--params FILE`` from ``fit``): predicted vs
              measured, MAPE per column, and a plot (``--plot``).
 
-The per-size model reuses the 4096 trace's instruction streams with each size's grid
-and L2 miss probability (the traced workgroups' streams are the same at every size;
-only addresses differ).  ``--check-trace-reuse`` measures what that costs against
-per-size traces at a few sizes.  All figures are modeled.
+The model runs on the seed's conditions (:func:`vlpc.targets.seed_board`: MI60, the
+column's engine clock, HBM2 at 800 MHz), each size on its own trace.  All figures are modeled.
 
 Run:  ``python benchmarks/timing_calibration.py collect fit report --plot timing.png``
 """
@@ -107,11 +106,11 @@ def trace_size(m: int, board, schedule: str = "seed"):
 
 
 def collect(cache: Path, sizes) -> None:
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
     from vlpc.runtime.timing import gpu
     from tqdm import tqdm
 
-    board = get_board("mi60")
+    board = seed_board()
     cache.mkdir(parents=True, exist_ok=True)
     meta_path = cache / "sizes.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
@@ -129,20 +128,40 @@ def collect(cache: Path, sizes) -> None:
 
 
 def model_size(trace, meta: dict, board, max_simulated: int | None = None):
-    """The model at one size from the 4096 trace with that size's grid and L2 miss."""
+    """The model at one size: ``trace`` is that size's own (``collect`` keeps each), or the
+    4096 trace replayed with the size's grid.  Under the "line" and "group" L2 rules the
+    size's recorded miss probability is used; under "address" the trace's own footprints."""
     from vlpc.runtime.timing import gpu
 
-    tr = replace(trace, grid=tuple(meta["grid"]))
+    tr = trace if tuple(trace.grid) == tuple(meta["grid"]) else replace(trace, grid=tuple(meta["grid"]))
     res = gpu.Residency(meta["wgs_per_cu"], tr.waves_per_wg, 0, "")
     return gpu.model_kernel(tr, board, res, "seed", max_simulated=max_simulated,
                             l2_miss=meta["p_l2_miss"])
 
 
-def predict(trace, meta, board, sizes, clock) -> dict[int, float]:
+class Traces:
+    """Each collected size's trace, loaded on first use and kept (``keep``) or not."""
+
+    def __init__(self, cache: Path, keep: bool = True):
+        self.cache, self.keep, self.d = cache, keep, {}
+
+    def __getitem__(self, m: int):
+        if m in self.d:
+            return self.d[m]
+        path = self.cache / f"trace_{m}.pkl"
+        if not path.exists():
+            path = self.cache / "trace_4096.pkl"
+        tr = pickle.loads(path.read_bytes())
+        if self.keep:
+            self.d[m] = tr
+        return tr
+
+
+def predict(traces, meta, board, sizes, clock) -> dict[int, float]:
     b = board.at(engine_clock_mhz=clock)
     out = {}
     for m in sizes:
-        r = model_size(trace, meta[str(m)], b)
+        r = model_size(traces[m], meta[str(m)], b)
         out[m] = r.tflops(2.0 * m * m * K)
     return out
 
@@ -157,12 +176,12 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
     """Coordinate search on :data:`FIT_PARAMS` (plus ``hbm_latency_ns`` under the "group"
     L2 rule, where the 1700 MHz column can tell it apart) minimising the 1700 MHz MAPE
     over ``fit_sizes``; writes ``out`` (JSON: the parameters, the rule, the sizes)."""
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
 
     meas = load_measured()
     meta = json.loads((cache / "sizes.json").read_text())
-    trace = pickle.loads((cache / "trace_4096.pkl").read_bytes())
-    base = get_board("mi60")
+    trace = Traces(cache)
+    base = seed_board()
     if start is not None:  # start the search from an earlier fit's parameters
         base = base.at(timing=replace(base.timing, **json.loads(start.read_text())["params"]))
     if rule is not None:
@@ -227,24 +246,23 @@ def _coordinate(f, x0, lo, hi, rounds):
 def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Path | None,
            only: set[int] | None = None) -> None:
     """Model every collected size (or ``only`` those) at the four clocks."""
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
     from tqdm import tqdm
 
     meas = load_measured()
     meta = json.loads((cache / "sizes.json").read_text())
-    trace = pickle.loads((cache / "trace_4096.pkl").read_bytes())
-    board = get_board("mi60")
+    traces = Traces(cache, keep=False)
+    board = seed_board()
     if params_file is not None:
         params = json.loads(params_file.read_text())["params"]
         board = board.at(timing=replace(board.timing, **params))
     sizes = sorted(int(m) for m in meta if int(m) in meas and (only is None or int(m) in only))
-    pred = {}
+    pred = {c: {} for c in CLOCKS}
     t0 = time.time()
-    for clock in CLOCKS:
-        b = board.at(engine_clock_mhz=clock)
-        pred[clock] = {}
-        for m in tqdm(sizes, desc=f"model @ {clock} MHz", file=sys.stderr):
-            pred[clock][m] = model_size(trace, meta[str(m)], b).tflops(2.0 * m * m * K)
+    for m in tqdm(sizes, desc="model at 4 clocks", file=sys.stderr):
+        tr = traces[m]  # one size's trace at a time (each is tens of MB)
+        for clock in CLOCKS:
+            pred[clock][m] = model_size(tr, meta[str(m)], board.at(engine_clock_mhz=clock)).tflops(2.0 * m * m * K)
     secs = time.time() - t0
     print("Modeled (vlpc timing model, seed schedule) vs measured (seed 002 section 3.1) TFLOP/s,")
     print("MI60, K = 640; calibrated on the 1700 MHz column only, the other clocks are predictions.\n")

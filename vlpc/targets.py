@@ -481,7 +481,8 @@ class Board:
 
     ``engine_clock_mhz`` is the shader (engine) clock the model runs at (settable: the
     seed measured at 1700/1500/1300/1100 MHz); ``memory_clock_mhz`` the HBM2 clock
-    (the seed kept it at 800 MHz); bandwidth = bus bits x 2 (DDR) x memory clock / 8.
+    (stock 1000 MHz; the seed kept it at 800 MHz: :func:`seed_board`); bandwidth = bus
+    bits x 2 (DDR) x memory clock / 8.
     """
 
     name: str
@@ -494,8 +495,10 @@ class Board:
     #: (AMD "Vega" architecture whitepaper).
     shader_engines: int = 4
     timing: TimingParams = TimingParams()
-    #: Static (idle) board power in watts at ``engine_clock_mhz`` (seed 002 section 3.2).
+    #: Static (idle) board power in watts at ``idle_clock_mhz`` (seed 002 section 3.2).
     idle_watts: float | None = None
+    #: The engine clock ``idle_watts`` was measured at (None: ``engine_clock_mhz``).
+    idle_clock_mhz: float | None = None
     #: The board's power limit in watts (typical board power, AMD's spec sheets: 300 W for
     #: MI25, MI50 and MI60).  Above it the board's power management lowers the engine clock;
     #: the energy model flags a modeled average power above this limit
@@ -530,12 +533,13 @@ class Board:
                        timing=timing or self.timing)
 
 
-#: Boards the timing model knows.  MI60: 64 CUs, 1800 MHz peak engine clock, HBM2 at
-#: 1000 MHz (1 TB/s); MI50: 60 CUs, 1725 MHz (gfx906.md "The chip", vendor spec sheets).
-#: The seed measured its MI60 at 1700 MHz engine / 800 MHz memory: those are MI60's
-#: defaults here so the model's default matches the only measurements there are.
+#: Boards the timing model knows, at their stock clocks.  MI60: 64 CUs, 1800 MHz peak engine
+#: clock; MI50: 60 CUs, 1725 MHz; both HBM2 4096-bit at 1000 MHz, 1,024 GB/s (AMD Radeon
+#: Instinct MI50 / MI60 spec sheets).  The seed measured its MI60 at fixed engine clocks and
+#: 800 MHz memory: a condition of its table (:func:`seed_board`), not the board's default.
 BOARDS: dict[str, Board] = {
-    "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0, power_limit_watts=300.0),
+    "mi60": Board("mi60", GFX906, 64, 1800.0, 1000.0, idle_watts=42.0, idle_clock_mhz=1700.0,
+                  power_limit_watts=300.0),
     "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0, power_limit_watts=300.0),
     # MI25 (gfx900): 64 CUs, 1500 MHz peak engine clock, HBM2 2048-bit at 945 MHz (484 GB/s),
     # AMD Radeon Instinct MI25 spec sheet; f64 at 1/16 rate (GFX900.valu_f64_cycles = 64).
@@ -550,6 +554,18 @@ def board_for(target: str | Target) -> str:
     measured board), ``mi25`` for gfx900.  Raises :class:`TargetError` for an unknown target."""
     t = target if isinstance(target, Target) else get_target(str(target))
     return next(name for name, b in BOARDS.items() if b.target.name == t.name)
+
+
+#: The seed's measurement conditions (seed 002 sections 3.1 and 3.2): an MI60 with the engine
+#: clock fixed at each column's value (1700/1500/1300/1100 MHz) and HBM2 at 800 MHz.
+SEED_CLOCKS_MHZ: tuple[float, ...] = (1700.0, 1500.0, 1300.0, 1100.0)
+SEED_MEMORY_CLOCK_MHZ: float = 800.0
+
+
+def seed_board(clock_mhz: float = 1700.0) -> "Board":
+    """The MI60 under the seed's conditions: engine ``clock_mhz``, HBM2 at
+    :data:`SEED_MEMORY_CLOCK_MHZ` (what the calibration and the seed sweep model)."""
+    return get_board("mi60", clock_mhz=clock_mhz, memory_clock_mhz=SEED_MEMORY_CLOCK_MHZ)
 
 
 def get_board(name: str | Board, *, clock_mhz: float | None = None,
@@ -567,6 +583,8 @@ def get_board(name: str | Board, *, clock_mhz: float | None = None,
             raise TargetError(f"unknown board '{name}' (known boards: {', '.join(sorted(BOARDS))})") from None
     if clock_mhz is not None and not 100 <= float(clock_mhz) <= 3000:
         raise TargetError(f"engine clock {clock_mhz} MHz is outside 100..3000 MHz")
+    if memory_clock_mhz is not None and not 100 <= float(memory_clock_mhz) <= 3000:
+        raise TargetError(f"memory clock {memory_clock_mhz} MHz is outside 100..3000 MHz")
     return board.at(engine_clock_mhz=clock_mhz, memory_clock_mhz=memory_clock_mhz, compute_units=cus)
 
 

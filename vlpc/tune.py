@@ -611,6 +611,8 @@ def add_parser(sub) -> None:
     t.add_argument("--gpu", default=None, choices=("mi60", "mi50", "mi25"), help="board the timing model predicts "
                    "(default: the target's: mi60 for gfx906, mi25 for gfx900)")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ", help="engine clock (default: the board's)")
+    t.add_argument("--memory-clock", type=float, default=None, metavar="MHZ",
+                   help="HBM2 clock (default: the board's: MI60/MI50 1000, MI25 945)")
     t.add_argument("--cus", type=int, default=None, help="compute units (default: the board's)")
     t.add_argument("-j", "--jobs", type=positive, default=None,
                    help="candidates evaluated in parallel (default: the machine's CPU count)")
@@ -664,7 +666,7 @@ def cmd_tune(args) -> int:
             check_writable(path, what)
     text = read_input(args.file)
     args.target, args.gpu = board_and_target(args.target, args.gpu)
-    board = get_board(args.gpu)
+    board = get_board(args.gpu, memory_clock_mhz=getattr(args, "memory_clock", None))
     cus = args.cus or board.compute_units
     base = vlpc.compile(text, args.target, filename=args.file, cus=cus, split_k=1)
     from vlpc.cli_support import single_kernel
@@ -714,7 +716,8 @@ def cmd_tune(args) -> int:
         done.append(r)
         step(r)
 
-    results = tune(problem, cands, target=args.target, board=args.gpu, clock_mhz=args.clock, cus=cus,
+    results = tune(problem, cands, target=args.target, board=board if args.memory_clock else args.gpu,
+                   clock_mhz=args.clock, cus=cus,
                    jobs=args.jobs, check=args.check, progress=progress)
     if bar is not None:
         bar.close()

@@ -25,8 +25,9 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
 * **Vector memory.**  Per instruction, the texture/L1 path handles one 64-byte line
   per cycle (``l1_bytes_per_cycle``); lines hit an LRU L1 (``l1_bytes``) or go to L2.
 * **L2 by address** (``l2_miss_rule = "address"``).  A set-associative LRU simulation
-  (``l2_ways`` ways) of this CU's share of the L2 (``l2_bytes`` / busy CUs: the others
-  fill the rest at the same rate) holds the lines this CU brought in: reused data hits.
+  (``l2_ways`` ways) of this CU's share of the L2 (``l2_bytes`` / busy CUs x their
+  overlap, :func:`_line_sharers`: the others fill the rest at the same rate, a line
+  several CUs read in one slot) holds the lines this CU brought in: reused data hits.
   A line it does not hold is a miss for a line no other workgroup of the first round
   touches (streamed data, or one evicted); a line ``n`` first-round workgroups share
   (their footprints), ``own`` of them on this CU, is fetched by this CU for ``own / n``
@@ -143,26 +144,33 @@ class _SetAssoc:
         return False
 
 
-_SHARER_CACHE: dict[tuple, tuple[object, dict[int, tuple[int, int]]]] = {}
+_SHARER_CACHE: dict[tuple, tuple[object, dict[int, tuple[int, int]], float]] = {}
 
 
-def _line_sharers(trace: KernelTrace, cus: int) -> dict[int, tuple[int, int]]:
-    """Line -> (workgroups of the first round touching it, of those on this CU) for the
-    traced workgroups' lines, from the trace's footprints.  Breadth-first dispatch puts
-    workgroup ``w`` on CU ``w mod cus``; the traced ones (CU 0's) are ``0, C, 2C, ...``.
-    Cached per footprint and CU count."""
+def _line_sharers(trace: KernelTrace, cus: int) -> tuple[dict[int, tuple[int, int]], float]:
+    """``(sharers, overlap)`` from the trace's footprints (the first round of workgroups).
+    ``sharers``: line -> (workgroups of the first round touching it, of those on this CU)
+    for the traced workgroups' lines.  Breadth-first dispatch puts workgroup ``w`` on CU
+    ``w mod cus``; the traced ones (CU 0's) are ``0, C, 2C, ...``.  ``overlap``: the sum
+    over CUs of the lines each touches over the lines all touch (>= 1; a line several CUs
+    read takes one L2 slot, so each CU's share of the L2 holds ``overlap`` times the
+    lines of an even split).  Cached per footprint and CU count."""
     fp = trace.footprint
     key = (id(fp), cus)
     hit = _SHARER_CACHE.get(key)
     if hit is not None and hit[0] is fp:
-        return hit[1]
+        return hit[1], hit[2]
     out: dict[int, tuple[int, int]] = {}
+    overlap = 1.0
     if fp:
         wgs = sorted(fp)
         lines = np.concatenate([np.asarray(fp[w], dtype=np.int64) for w in wgs])
-        mine = np.concatenate([np.full(len(fp[w]), w % max(1, cus) == 0, dtype=bool) for w in wgs])
+        wg_ids = np.concatenate([np.full(len(fp[w]), w, dtype=np.int64) for w in wgs])
+        mine = (wg_ids % max(1, cus)) == 0
         uniq, inv, count = np.unique(lines, return_inverse=True, return_counts=True)
         own = np.bincount(inv, weights=mine, minlength=uniq.size).astype(np.int64)
+        per_cu = np.unique(((wg_ids % max(1, cus)) << 40) | lines).size
+        overlap = max(1.0, per_cu / max(1, uniq.size))
         want = set()
         for w in trace.traced:
             if w in fp:
@@ -171,8 +179,8 @@ def _line_sharers(trace: KernelTrace, cus: int) -> dict[int, tuple[int, int]]:
         out = dict(zip(uniq[sel].tolist(), zip(count[sel].tolist(), own[sel].tolist())))
     if len(_SHARER_CACHE) > 8:
         _SHARER_CACHE.clear()
-    _SHARER_CACHE[key] = (fp, out)
-    return out
+    _SHARER_CACHE[key] = (fp, out, overlap)
+    return out, overlap
 
 
 def _l2_misses(line: int, p_miss: float) -> bool:
@@ -354,9 +362,10 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
         raise ValueError(f"TimingParams.l2_miss_rule must be 'address', 'line' or 'group', "
                          f"not {P.l2_miss_rule!r}")
     groups = _sharing_groups(trace) if group_rule else {}
-    sharers = _line_sharers(trace, max(1, active_cus)) if address_rule else {}
-    # this CU's share of the L2 (the other busy CUs fill the rest at the same rate)
-    l2 = _SetAssoc(P.l2_bytes // P.line_bytes // max(1, active_cus), P.l2_ways)
+    sharers, overlap = _line_sharers(trace, max(1, active_cus)) if address_rule else ({}, 1.0)
+    # this CU's share of the L2: the other busy CUs fill the rest at the same rate, the lines
+    # they share with this CU counted once (overlap)
+    l2 = _SetAssoc(int(P.l2_bytes // P.line_bytes * min(1.0, overlap / max(1, active_cus))), P.l2_ways)
     bd = dict.fromkeys(REASONS, 0.0)
     live = len(stream)
     t = 0.0
