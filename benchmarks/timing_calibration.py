@@ -133,10 +133,12 @@ def model_size(trace, meta: dict, board, max_simulated: int | None = None):
     size's recorded miss probability is used; under "address" the trace's own footprints."""
     from vlpc.runtime.timing import gpu
 
-    tr = trace if tuple(trace.grid) == tuple(meta["grid"]) else replace(trace, grid=tuple(meta["grid"]))
+    own = tuple(trace.grid) == tuple(meta["grid"])
+    tr = trace if own else replace(trace, grid=tuple(meta["grid"]))
     res = gpu.Residency(meta["wgs_per_cu"], tr.waves_per_wg, 0, "")
+    by_address = own and board.timing.l2_miss_rule == "address"
     return gpu.model_kernel(tr, board, res, "seed", max_simulated=max_simulated,
-                            l2_miss=meta["p_l2_miss"])
+                            l2_miss=None if by_address else meta["p_l2_miss"])
 
 
 class Traces:
@@ -187,7 +189,7 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
     if rule is not None:
         base = base.at(timing=replace(base.timing, l2_miss_rule=rule))
     space = dict(FIT_PARAMS)
-    if base.timing.l2_miss_rule == "group":
+    if base.timing.l2_miss_rule in ("group", "address"):
         space["hbm_latency_ns"] = (50.0, 2000.0)
     names = list(space)
     lo = np.array([space[n][0] for n in names])
@@ -312,7 +314,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="all", help="'all' (the CSV's), 'fit' or a comma list, for collect and report")
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--csv", type=Path, default=None)
-    ap.add_argument("--rule", choices=("line", "group"), default=None,
+    ap.add_argument("--rule", choices=("address", "line", "group"), default=None,
                     help="TimingParams.l2_miss_rule for fit (default: the one in vlpc/targets.py)")
     ap.add_argument("--fit-sizes", default="fit",
                     help="sizes fit sees: 'fit' (FIT_SIZES), 'stride4' (every 4th size of the 1700 MHz "

@@ -239,7 +239,7 @@ def _sharing_groups(trace: KernelTrace) -> dict[int, int]:
 def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
                 resident: int | None = None, l2_miss: float = 0.0,
                 hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1,
-                l2_shared_fill: float = 0.0, active_cus: int = 1) -> CuResult:
+                l2_shared_fill: float = 0.0, active_cus: int = 1, l2_sharers: bool = True) -> CuResult:
     """Run ``workgroups`` (linear ids present in ``trace``; an id may repeat: each
     repetition is a fresh workgroup on distinct addresses) on one CU, at most
     ``resident`` at a time (default: all at once); when one ends the next starts, as
@@ -252,7 +252,11 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
     sharer on another CU, so that this CU waits for that fill (hit-on-miss); 0 (the
     default): other CUs' fills completed long before.  ``active_cus``: busy CUs (under
     the ``"address"`` L2 rule: this CU's share of the L2 capacity and of the HBM channels,
-    and which of a line's sharers are on this CU).
+    and which of a line's sharers are on this CU).  ``l2_sharers``: under ``"address"``,
+    find each line's sharers in the trace's footprints (False: the footprints hold CU 0's
+    workgroups only, as in a shortcut launch; a line not resident in the L2 simulation
+    then misses with probability ``l2_miss``, and the overlap of the CUs' lines is
+    taken as ``1 / l2_miss``, the workgroups' lines over the unique ones).
 
     A cache hit on a line whose fill is still outstanding (scalar cache, L1, or L2 for a
     line this CU requested before) completes when the fill does, not after the hit
@@ -362,7 +366,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *,
         raise ValueError(f"TimingParams.l2_miss_rule must be 'address', 'line' or 'group', "
                          f"not {P.l2_miss_rule!r}")
     groups = _sharing_groups(trace) if group_rule else {}
-    sharers, overlap = _line_sharers(trace, max(1, active_cus)) if address_rule else ({}, 1.0)
+    sharers, overlap = (_line_sharers(trace, max(1, active_cus)) if address_rule and l2_sharers
+                        else ({}, 1.0 / max(l2_miss, 1e-9) if address_rule else 1.0))
     # this CU's share of the L2: the other busy CUs fill the rest at the same rate, the lines
     # they share with this CU counted once (overlap)
     l2 = _SetAssoc(int(P.l2_bytes // P.line_bytes * min(1.0, overlap / max(1, active_cus))), P.l2_ways)

@@ -156,7 +156,9 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     before the last ``R`` times the workgroups not simulated (the ramp-up and the
     drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
     shortcut against a full simulation.  ``l2_miss`` overrides the miss probability
-    the trace's footprints give.
+    the trace's footprints give (under the "address" L2 rule: a line the L2 simulation
+    does not hold misses with that probability instead of by its sharers, for traces
+    whose footprints hold CU 0's workgroups only).
     """
     W = trace.workgroups
     C = board.compute_units
@@ -176,7 +178,7 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     shared_fill = board.timing.l2_shared_fill_wait if p_miss < 1.0 else 0.0
     r = simulate_cu(trace, wgs, board, resident=R, l2_miss=p_miss, hbm_share_bytes_per_cycle=share,
                     sqc_sharers=sqc_sharers(board, active), l2_shared_fill=shared_fill,
-                    active_cus=active)
+                    active_cus=active, l2_sharers=l2_miss is None)
     fin = sorted(r.wg_finish)
     cycles = fin[-1]
     if n0 > n_sim:
