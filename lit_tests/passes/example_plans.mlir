@@ -24,4 +24,4 @@
 // GEMV: macro tile 4x64, micro tile 4x1, k-step 16
 // GEMV-NEXT: split-k 1 (auto), local split 16
 // MI60: plan for @sgemm: M=256 N=512 K=640 f32, 64 CUs
-// MI60: modeled candidates on mi60 (64 CUs, 1700 MHz
+// MI60: modeled candidates on mi60 (64 CUs, 1800 MHz
