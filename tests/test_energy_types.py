@@ -194,13 +194,13 @@ def test_dot_and_packed_lanes_counted_by_kind():
     from vlpc.runtime.emulator.testing import run_program
 
     _mem, st = run_program(MICRO, grid=(2, 1, 1), trace=TraceRequest((0,), (), True))
-    rep = model_kernel(st.trace, get_board("mi60"), Residency(1, 1, 1, ""))
+    rep = model_kernel(st.trace, get_board("mi60", clock_mhz=1700), Residency(1, 1, 1, ""))
     ev = events_from_stats(st, rep)
     assert (ev.pk_fma_f16_lanes, ev.dot2_f32_f16_lanes, ev.dot4_i32_i8_lanes) == (128, 128, 256)
     assert (ev.fma_f32_lanes, ev.valu_other_lanes) == (128, 768)
     assert ev.valu_lanes == 2 * 64 * 11
     assert ev.flops == 2 * (4 * 64 + 4 * 64 + 8 * 128 + 2 * 64)
-    e = estimate(ev, get_board("mi60"), rep.time_us)
+    e = estimate(ev, get_board("mi60", clock_mhz=1700), rep.time_us)
     want = (128 * ENERGY.pk_fma_f16_pj + 128 * ENERGY.dot2_f32_f16_pj + 256 * ENERGY.dot4_i32_i8_pj
             + 128 * ENERGY.fma_f32_pj) * 1e-12
     assert e.joules["fma"] == pytest.approx(want, rel=1e-12)
@@ -375,7 +375,7 @@ def test_power_limited_clock_of_a_plan():
     _, _, stats = priced_one_by_one(f32_source(*SPLIT))
     assert len(stats) == 2
     ops = 2.0 * np.prod(SPLIT)
-    mi60 = get_board("mi60")
+    mi60 = get_board("mi60", clock_mhz=1700)
     rep, limited = price_launches(stats, mi60, ops)
     assert not rep.over_power_limit and limited is None
     limit = 0.8 * rep.watts
