@@ -120,28 +120,22 @@ class _Lru:
 
 
 class _SetAssoc:
-    """A set-associative LRU cache of lines: ``sets`` sets of ``ways`` lines, a line in
-    set ``line mod sets`` (the L2's channel interleave spreads consecutive lines over
-    its channels and sets)."""
+    """A set-associative LRU cache of lines: ``sets`` sets (each an :class:`_Lru` of ``ways``
+    lines), a line in set ``line mod sets`` (the L2's channel interleave spreads
+    consecutive lines over its channels and sets)."""
     __slots__ = ("sets", "ways", "d")
 
     def __init__(self, lines: int, ways: int):
         self.ways = max(1, int(ways))
         self.sets = max(1, int(lines) // self.ways)
-        self.d: dict[int, OrderedDict] = {}
+        self.d: dict[int, _Lru] = {}
 
     def access(self, line: int) -> bool:
         """True on a hit; on a miss the line is filled (evicting the set's LRU line)."""
         st = self.d.get(line % self.sets)
         if st is None:
-            st = self.d[line % self.sets] = OrderedDict()
-        if line in st:
-            st.move_to_end(line)
-            return True
-        st[line] = None
-        if len(st) > self.ways:
-            st.popitem(last=False)
-        return False
+            st = self.d[line % self.sets] = _Lru(self.ways)
+        return st.access(line)
 
 
 _SHARER_CACHE: dict[tuple, tuple[object, dict[int, tuple[int, int]], float]] = {}
