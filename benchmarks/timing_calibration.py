@@ -174,7 +174,7 @@ def mape(pred: dict[int, float], meas: dict[int, dict[int, float]], clock: int) 
 
 
 def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | None = None,
-        start: Path | None = None) -> dict:
+        start: Path | None = None, first_round: int = 0) -> dict:
     """Coordinate search on :data:`FIT_PARAMS` (plus ``hbm_latency_ns`` under the "group"
     L2 rule, where the 1700 MHz column can tell it apart) minimising the 1700 MHz MAPE
     over ``fit_sizes``; writes ``out`` (JSON: the parameters, the rule, the sizes)."""
@@ -215,7 +215,7 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
         return c
 
     x0 = np.array([getattr(base.timing, n) for n in names], float)
-    best = _coordinate(cost, x0, lo, hi, iters)
+    best = _coordinate(cost, x0, lo, hi, iters, first_round)
     params = unpack(best)
     params_out = dict(params, l2_miss_rule=base.timing.l2_miss_rule)
     out.write_text(json.dumps({"fitted_on": "1700 MHz column, sizes " + ",".join(map(str, sizes)),
@@ -224,13 +224,14 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
     return params
 
 
-def _coordinate(f, x0, lo, hi, rounds):
+def _coordinate(f, x0, lo, hi, rounds, first_round: int = 0):
     """Coordinate search: per parameter try x / s and x * s (clipped), keep the best;
     ``rounds`` passes over the parameters with s = 1.5, 1.5, 1.25, 1.125, ... (robust with
-    few, slow evaluations)."""
+    few, slow evaluations), starting at pass ``first_round`` of that sequence (to refine
+    an earlier fit given as the start)."""
     x = np.array(x0, float)
     fx = f(x)
-    for r in range(max(1, rounds)):
+    for r in range(first_round, first_round + max(1, rounds)):
         step = 1.0 + 0.5 / 2 ** max(0, r - 1)
         for i in range(len(x)):
             for factor in (step, 1 / step):
@@ -311,6 +312,8 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / "build" / "timing_calibration")
     ap.add_argument("--params", type=Path, default=None, help="fitted parameters (JSON from fit): what report models, where fit starts")
     ap.add_argument("--iters", type=int, default=1, help="coordinate-search rounds over the parameters")
+    ap.add_argument("--first-round", type=int, default=0,
+                    help="start the search's step sequence (1.5, 1.5, 1.25, 1.125 ...) at this round (refining --params)")
     ap.add_argument("--sizes", default="all", help="'all' (the CSV's), 'fit' or a comma list, for collect and report")
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--csv", type=Path, default=None)
@@ -341,7 +344,7 @@ def main(argv=None) -> int:
         if step == "collect":
             collect(a.cache, sizes)
         elif step == "fit":
-            fit(a.cache, out, a.iters, fit_sizes, a.rule, a.params)
+            fit(a.cache, out, a.iters, fit_sizes, a.rule, a.params, a.first_round)
         elif step == "report":
             report(a.cache, a.params, a.plot, a.csv, None if a.sizes == "all" else set(sizes))
     return 0

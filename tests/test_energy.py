@@ -240,7 +240,7 @@ def test_removing_forwarding_never_lowers_energy(kernels, fwd, nofwd):
     assert b.dynamic_joules > a.dynamic_joules
     # the difference is the register file: each read no longer forwarded costs a bank read
     moved = a.events.forwarded_reads - b.events.forwarded_reads
-    want = moved * (ENERGY.vgpr_read_pj - ENERGY.forwarded_read_pj) * 1e-12
+    want = moved * (ENERGY.vgpr_read_pj - ENERGY.forwarded_read_pj) * 1e-12 * ENERGY.scale(a.clock_mhz)
     got = (b.joules["vgpr"] + b.joules["forwarded"]) - (a.joules["vgpr"] + a.joules["forwarded"])
     assert got == pytest.approx(want, rel=1e-9)
 
