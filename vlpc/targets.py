@@ -352,14 +352,15 @@ def _round_up(x: int, granule: int) -> int:
 # on the seed's 1700 MHz column ONLY (seed 002 section 3.1,
 # ``shared/reference/seed_mi60_sgemm_64x256.csv``); the 1500/1300/1100 MHz columns
 # are predictions of the model, never fitted.  The calibrated values below are the
-# coordinate search's result (MAPE 7.1 % on 14 sizes of the 1700 MHz column) with the
-# hit-on-miss / shared-fill model (runtime/timing/cu.py) and the seed's published loop
-# order (schedule seed: each A row reloaded right after its FMAs, github.com/fsword73/
-# SGEMM_on_VEGA sgemm_64x256_sqc.s): smem_hit_cycles 99.4, l2_hit_cycles 312.5,
-# scalar_bytes_per_cycle 19.2, launch_overhead_us 0.84.  The fit on the earlier
-# reconstruction of that loop (all eight loads of a group issued together, 8.7 %) had
-# 82.8, 250, 24 and 2.37; the first calibration (without hit-on-miss) 207, 375, 16 and
-# 7.5.  hbm_latency_ns is not fitted (see TIMING_SOURCES).
+# coordinate search's result under the "address" L2 rule and the HBM model of issue 32 (one
+# pass, MAPE 9.96 % on 7 sizes of the 1700 MHz column: 256, 768, 1536, 1792, 2560, 4096,
+# 6144; on the seed's conditions, MI60 at 800 MHz memory): smem_hit_cycles 66.27,
+# l2_hit_cycles 208.33, scalar_bytes_per_cycle 19.2, launch_overhead_us 1.26,
+# hbm_latency_ns 300 (searched, unchanged).  The same model with the earlier "line" rule's
+# fit had 99.4, 312.5, 19.2 and 0.84 (7.1 % on 14 sizes); the earlier reconstruction of the
+# seed's loop 82.8, 250, 24 and 2.37; the first calibration (without hit-on-miss) 207, 375,
+# 16 and 7.5.  The HBM efficiency parameters (hbm_bus_efficiency, hbm_activate_ns) are
+# fitted to the streaming microbenchmark rows instead (TIMING_SOURCES).
 
 
 @dataclass(frozen=True)
@@ -377,13 +378,13 @@ class TimingParams:
     valu_trans_cycles: int = 16
     long_instruction_extra_cycles: float = 0.0
     branch_taken_extra_cycles: int = 4
-    smem_hit_cycles: float = 99.4
+    smem_hit_cycles: float = 66.267
     smem_issue_cycles: int = 1
     scalar_bytes_per_cycle: float = 19.2
     l1_hit_cycles: float = 120.0
     l1_bytes_per_cycle: int = 64
     l1_bytes: int = 16 * 1024
-    l2_hit_cycles: float = 312.5
+    l2_hit_cycles: float = 208.333
     l2_bytes: int = 4 * 1024 * 1024
     l2_channels: int = 16
     l2_bytes_per_cycle_per_channel: int = 64
@@ -402,7 +403,7 @@ class TimingParams:
     scalar_cache_bytes: int = 16 * 1024
     cus_per_scalar_cache: int = 3
     line_bytes: int = 64
-    launch_overhead_us: float = 0.84
+    launch_overhead_us: float = 1.26
     store_latency_cycles: float = 250.0
 
 
@@ -446,9 +447,9 @@ TIMING_SOURCES: dict[str, str] = {
                       "HBM2; on Vega 20 the fabric (FCLK), SoC (SOCCLK) and memory (UCLK) clocks are DPM "
                       "domains of their own beside GFXCLK: amdgpu vega20_print_clk_levels, PP_FCLK/PP_SOCCLK/"
                       "PP_MCLK (PPCLK_UCLK) apart from PP_SCLK, so fixed in ns when the engine clock changes; ROCm Compute Profiler 'L2 cache (TCC)': L2 misses "
-                      "go to Infinity Fabric).  The value is the first calibration's starting point: under the "
-                      "'line' miss rule the 1700 MHz column alone cannot tell ns from engine cycles on the same "
-                      "path, so it is not fitted; no published Vega 20 HBM latency in ns was found",
+                      "go to Infinity Fabric).  Searched by the 'address' rule's calibration (single-round and "
+                      "many-round sizes wait on it for different shares of their loads) and left at 300: 200 and 450 "
+                      "fit the 1700 MHz column worse; no published Vega 20 HBM latency in ns was found",
     "l2_shared_fill_wait": "assumed 1.0: the model's CUs are identical and dispatched breadth-first "
                            "(runtime/timing/gpu.py), so the workgroups sharing a line run in phase: one "
                            "fetches it from HBM, the others hit the pending line and wait for the same "
