@@ -126,3 +126,29 @@ def test_a_reused_tile_hits_l2_and_streamed_data_misses():
     assert fetched == pytest.approx(lines / 2, abs=2)
     # the others: the sharer's fill is in flight (l2_shared_fill = 1): no HBM bytes of ours
     assert sharers_on_other_cus.counters["l2_shared_fills"] + fetched == lines
+
+
+def test_boards_at_stock_clocks_and_the_seed_condition():
+    from vlpc.runtime import get_device
+    from vlpc.targets import SEED_MEMORY_CLOCK_MHZ, seed_board
+
+    for name, engine in (("mi60", 1800.0), ("mi50", 1725.0)):
+        b = get_board(name)
+        assert (b.engine_clock_mhz, b.memory_clock_mhz) == (engine, 1000.0)
+        assert b.hbm_bytes_per_second == 4096 * 2 * 1000e6 / 8  # 1,024 GB/s pin rate
+    seed = seed_board(1500)
+    assert (seed.name, seed.engine_clock_mhz, seed.memory_clock_mhz) == ("mi60", 1500.0, SEED_MEMORY_CLOCK_MHZ)
+    dev = get_device("emulator", gpu="mi50", memory_clock_mhz=800)
+    assert dev.board.memory_clock_mhz == 800 and dev.board.hbm_bytes_per_second == 819.2e9
+
+
+def test_memory_clock_option_bad_value_is_one_line(capsys):
+    from pathlib import Path
+
+    from vlpc.cli import main
+
+    dyn = str(Path(__file__).resolve().parents[1] / "examples" / "sgemm_dynamic.mlir")
+    assert main(["bench", dyn, "--m", "64", "--n", "64", "--k", "64", "--memory-clock", "50"]) == 1
+    err = capsys.readouterr().err
+    assert "--memory-clock 50: memory clock 50.0 MHz is outside 100..3000 MHz" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
