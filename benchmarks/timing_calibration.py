@@ -2,7 +2,7 @@
 
 The seed (``shared/seeds/002_8d37cee11d069122.txt`` section 3.1;
 ``shared/reference/seed_mi60_sgemm_64x256.csv``) measured TFLOP/s of its 64x256 SQC
-SGEMM on an MI60 (64 CUs, memory clock 800 MHz) at K = 640, M = N = 256..16384, at
+SGEMM on an MI60 (64 CUs, memory clock 800 MHz: :func:`vlpc.targets.seed_board`) at K = 640, M = N = 256..16384, at
 engine clocks 1700, 1500, 1300 and 1100 MHz.  The protocol (DEVELOPERS.md):
 
 * the calibrated parameters (``TimingParams`` fields marked "calibrated" in
@@ -51,15 +51,12 @@ K = 640
 #: The subset of the 1700 MHz column the fit sees (every regime: one workgroup per CU,
 #: partial rounds, the 1792 dip, many rounds).
 FIT_SIZES = (256, 512, 768, 1024, 1536, 1792, 2048, 2560, 3072, 4096, 6144, 8192, 12288, 16384)
-#: The calibrated parameters and their search ranges.
-#: ``hbm_latency_ns`` is not among them: under the calibrated "line" L2 rule a latency in ns
-#: and one in engine cycles on the same path cannot be told apart at one clock (see
-#: TIMING_SOURCES).  Under TimingParams.l2_miss_rule = "group" they can (single-round and
-#: many-round sizes pay the HBM latency on different shares of their accesses); that
-#: re-fit (``fit --rule group``, which adds "hbm_latency_ns": (50.0, 2000.0)) does not fit the
-#: 1700 MHz column better: from hbm 600 ns, l2_hit 250, launch 1.05 us, 24 evaluations on the
-#: ``--fit-sizes stride4`` set (every 4th size, 16 of 64) reach 5.89 % there, against 4.60 % for
-#: the calibrated line rule on the same sizes (TIMING_SOURCES l2_miss_rule).
+#: The calibrated parameters and their search ranges.  ``hbm_latency_ns`` joins them under the
+#: "address" (default) and "group" L2 rules, where single-round and many-round sizes wait on
+#: it for different shares of their loads; under the "line" rule a latency in ns and one in
+#: engine cycles on the same path cannot be told apart at one clock (TIMING_SOURCES).  The
+#: "group" re-fit (``fit --rule group``) did not fit the 1700 MHz column better than the line
+#: rule: 5.89 % against 4.60 % on the ``--fit-sizes stride4`` set (24 evaluations).
 FIT_PARAMS = {
     "smem_hit_cycles": (10.0, 400.0),
     "l2_hit_cycles": (40.0, 800.0),
