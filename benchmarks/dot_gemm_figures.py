@@ -1,13 +1,15 @@
-"""Modeled figures of the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on MI60 @ 1700 MHz.
+"""Modeled figures of the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on MI60 at its stock clocks.
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, README "Timing model"),
 not measured: there is no AMD GPU here.  Peaks (gfx906.md, vlpc/targets.py Board):
 
 * f16 dot peak: 64 lanes x 4 FLOP (``v_dot2_f32_f16``: 2 multiply-adds) x CUs x clock
-  = 27.9 TFLOP/s on 64 CUs at 1700 MHz (twice the f32 FMA peak);
-* int8 dot peak: 64 lanes x 8 ops (``v_dot4_i32_i8``) x CUs x clock = 55.7 TOP/s;
-* HBM bandwidth: the board's (bus bits x 2 x memory clock / 8; MI60's default memory
-  clock in the model is the seed's 800 MHz: 819 GB/s).
+  = 29.5 TFLOP/s on 64 CUs at 1800 MHz (twice the f32 FMA peak);
+* int8 dot peak: 64 lanes x 8 ops (``v_dot4_i32_i8``) x CUs x clock = 59.0 TOP/s;
+* HBM bandwidth: the board's pin rate (bus bits x 2 x memory clock / 8: 1,024 GB/s at
+  the stock 1000 MHz) and, ``% ceil``, the modeled streaming ceiling (the
+  ``global_load_dwordx4`` stream of ``benchmarks/microbench/memory.py`` on the same board,
+  which reproduces the measured 867-873 GB/s on MI50).
 
 Usage::
 
@@ -70,10 +72,10 @@ class Row:
     where: str = ""  # the model's breakdown of the time (TimingReport.summary)
 
 
-def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi60", clock: float = 1700.0,
-            **options) -> Row:
+def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi60", clock: float | None = None,
+            memory_clock: float | None = None, **options) -> Row:
     kern = vlpc.compile(source(m, n, k, ab, ct), **options).kernel("g")
-    dev = get_device("emulator", gpu=gpu, clock_mhz=clock, timing_only=True)
+    dev = get_device("emulator", gpu=gpu, clock_mhz=clock, memory_clock_mhz=memory_clock, timing_only=True)
     rng = np.random.default_rng(0)
     if ab == "i8":
         a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (n, k)))
@@ -121,22 +123,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("gemm", "gemv"))
     ap.add_argument("--csv")
     ap.add_argument("--gpu", default="mi60")
-    ap.add_argument("--clock", type=float, default=1700.0)
+    ap.add_argument("--clock", type=float, default=None, help="engine clock (default: the board's stock clock)")
+    ap.add_argument("--memory-clock", type=float, default=None, help="HBM2 clock (default: the board's, 1000 MHz)")
     ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
     args = ap.parse_args(argv)
     results = []
     from vlpc.targets import get_board
 
-    print(f"modeled on {args.gpu} @ {args.clock:g} MHz (timing model, not measured; launch overhead "
-          f"{get_board(args.gpu).timing.launch_overhead_us:g} us)")
+    board = get_board(args.gpu, clock_mhz=args.clock, memory_clock_mhz=args.memory_clock)
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent / "microbench"))
+    from memory import stream_gbs  # the modeled dwordx4 streaming ceiling of this board
+
+    ceiling = stream_gbs(board, 16) * 1e9
+    pin = board.hbm_bytes_per_second
+    print(f"modeled on {args.gpu} @ {board.engine_clock_mhz:g} MHz, HBM2 {board.memory_clock_mhz:g} MHz "
+          f"(pin {pin / 1e9:.0f} GB/s; modeled streaming ceiling, global_load_dwordx4, {ceiling / 1e9:.0f} GB/s) "
+          f"(timing model, not measured; launch overhead {board.timing.launch_overhead_us:g} us)")
     print(f"{'kernel':<14} {'M':>5} {'N':>6} {'K':>6} {'types':<9} {'us':>9} {'T(FL)OP/s':>9} "
-          f"{'% peak':>7} {'% HBM':>6} {'(kernel)':>8} {'VGPR':>4} {'SGPR':>4}")
+          f"{'% peak':>7} {'% HBM':>6} {'(kernel)':>8} {'% ceil':>6} {'VGPR':>4} {'SGPR':>4}")
     for name, m, n, k, ab, ct, opts in rows(args.only):
-        r = modeled(name, m, n, k, ab, ct, args.gpu, args.clock, **opts)
+        r = modeled(name, m, n, k, ab, ct, args.gpu, args.clock, args.memory_clock, **opts)
         results.append(r)
         print(f"{r.name:<14} {m:>5} {n:>6} {k:>6} {ab + '>' + ct:<9} {r.us:>9.1f} {r.rate:>9.2f} "
               f"{100 * r.peak_share:>6.1f}% {100 * r.hbm_share:>5.1f}% {100 * r.hbm_share_kernel:>7.1f}% "
-              f"{r.vgprs:>4} {r.sgprs:>4}", flush=True)
+              f"{100 * r.hbm_share * pin / ceiling:>5.1f}% {r.vgprs:>4} {r.sgprs:>4}", flush=True)
         if args.verbose:
             print(f"    {r.where}", flush=True)
     if args.csv:

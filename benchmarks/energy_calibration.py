@@ -121,10 +121,10 @@ def timed(stats, clock: float):
     """The timing model re-run on the cached trace at ``clock`` MHz with the TimingParams now in
     vlpc/targets.py (the trace does not depend on the clock or the parameters)."""
     from vlpc.runtime.timing import gpu
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
 
     t = stats.timing
-    board = get_board(t.board, clock_mhz=clock)
+    board = seed_board(clock)  # the seed's conditions: its engine clock, HBM2 at 800 MHz
     res = gpu.Residency(t.wgs_per_cu, stats.trace.waves_per_wg, 0, "")
     return board, gpu.model_kernel(stats.trace, board, res, "seed", l2_miss=t.l2_miss)
 

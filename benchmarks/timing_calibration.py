@@ -2,7 +2,7 @@
 
 The seed (``shared/seeds/002_8d37cee11d069122.txt`` section 3.1;
 ``shared/reference/seed_mi60_sgemm_64x256.csv``) measured TFLOP/s of its 64x256 SQC
-SGEMM on an MI60 (64 CUs, memory clock 800 MHz) at K = 640, M = N = 256..16384, at
+SGEMM on an MI60 (64 CUs, memory clock 800 MHz: :func:`vlpc.targets.seed_board`) at K = 640, M = N = 256..16384, at
 engine clocks 1700, 1500, 1300 and 1100 MHz.  The protocol (DEVELOPERS.md):
 
 * the calibrated parameters (``TimingParams`` fields marked "calibrated" in
@@ -13,18 +13,17 @@ The kernel is vlpc's ``convert-gemm-to-gcn{schedule=seed}`` (the seed's loop in 
 instruction order of its published ``sgemm_64x256_sqc.s``).  Steps (each cached under ``--cache``):
 
 ``collect``  compile the seed-schedule kernel for each size, run a timing-only launch on
-             the emulator: the L2 footprint of the first round (miss probability) per
-             size, and the full trace of the traced workgroups at M = N = 4096.
+             the emulator and keep its trace (the traced workgroups' streams and the first
+             round's footprints, from which the "address" L2 rule finds each line's
+             sharers) and its L2 miss probability (the earlier rules' input).
 ``fit``      a coordinate search on the calibrated parameters, minimising the MAPE of the
              1700 MHz column over ``FIT_SIZES`` (a subset of that column, for speed).
 ``report``   the model at every size and all four clocks with the parameters in
              ``vlpc/targets.py`` (or ``--params FILE`` from ``fit``): predicted vs
              measured, MAPE per column, and a plot (``--plot``).
 
-The per-size model reuses the 4096 trace's instruction streams with each size's grid
-and L2 miss probability (the traced workgroups' streams are the same at every size;
-only addresses differ).  ``--check-trace-reuse`` measures what that costs against
-per-size traces at a few sizes.  All figures are modeled.
+The model runs on the seed's conditions (:func:`vlpc.targets.seed_board`: MI60, the
+column's engine clock, HBM2 at 800 MHz), each size on its own trace.  All figures are modeled.
 
 Run:  ``python benchmarks/timing_calibration.py collect fit report --plot timing.png``
 """
@@ -43,21 +42,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CSV = ROOT.parent / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv"
+#: The seed's table: beside the checkout (``../shared``), or two levels up from a worktree.
+CSV = next((p / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv" for p in (ROOT.parent, ROOT.parent.parent)
+            if (p / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv").exists()),
+           ROOT.parent / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv")
 CLOCKS = (1700, 1500, 1300, 1100)
 K = 640
 #: The subset of the 1700 MHz column the fit sees (every regime: one workgroup per CU,
 #: partial rounds, the 1792 dip, many rounds).
 FIT_SIZES = (256, 512, 768, 1024, 1536, 1792, 2048, 2560, 3072, 4096, 6144, 8192, 12288, 16384)
-#: The calibrated parameters and their search ranges.
-#: ``hbm_latency_ns`` is not among them: under the calibrated "line" L2 rule a latency in ns
-#: and one in engine cycles on the same path cannot be told apart at one clock (see
-#: TIMING_SOURCES).  Under TimingParams.l2_miss_rule = "group" they can (single-round and
-#: many-round sizes pay the HBM latency on different shares of their accesses); that
-#: re-fit (``fit --rule group``, which adds "hbm_latency_ns": (50.0, 2000.0)) does not fit the
-#: 1700 MHz column better: from hbm 600 ns, l2_hit 250, launch 1.05 us, 24 evaluations on the
-#: ``--fit-sizes stride4`` set (every 4th size, 16 of 64) reach 5.89 % there, against 4.60 % for
-#: the calibrated line rule on the same sizes (TIMING_SOURCES l2_miss_rule).
+#: The calibrated parameters and their search ranges.  ``hbm_latency_ns`` joins them under the
+#: "address" (default) and "group" L2 rules, where single-round and many-round sizes wait on
+#: it for different shares of their loads; under the "line" rule a latency in ns and one in
+#: engine cycles on the same path cannot be told apart at one clock (TIMING_SOURCES).  The
+#: "group" re-fit (``fit --rule group``) did not fit the 1700 MHz column better than the line
+#: rule: 5.89 % against 4.60 % on the ``--fit-sizes stride4`` set (24 evaluations).
 FIT_PARAMS = {
     "smem_hit_cycles": (10.0, 400.0),
     "l2_hit_cycles": (40.0, 800.0),
@@ -104,41 +103,64 @@ def trace_size(m: int, board, schedule: str = "seed"):
 
 
 def collect(cache: Path, sizes) -> None:
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
     from vlpc.runtime.timing import gpu
     from tqdm import tqdm
 
-    board = get_board("mi60")
+    board = seed_board()
     cache.mkdir(parents=True, exist_ok=True)
     meta_path = cache / "sizes.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     for m in tqdm(sizes, desc="collect (emulator, timing-only launches)", file=sys.stderr):
-        if str(m) in meta and (m != 4096 or (cache / "trace_4096.pkl").exists()):
+        if str(m) in meta and (cache / f"trace_{m}.pkl").exists():
             continue
         tr, rep = trace_size(m, board)
         meta[str(m)] = {"grid": list(tr.grid), "p_l2_miss": gpu.l2_miss_probability(tr),
                         "wgs_per_cu": rep.wgs_per_cu}
-        if m == 4096:
-            with open(cache / "trace_4096.pkl", "wb") as f:
-                pickle.dump(tr, f)
+        # the whole trace at every size: the L2 model decides per traced line whether
+        # another CU's workgroup of the first round shares it (its own footprints)
+        with open(cache / f"trace_{m}.pkl", "wb") as f:
+            pickle.dump(tr, f)
         meta_path.write_text(json.dumps(meta, indent=1))
 
 
 def model_size(trace, meta: dict, board, max_simulated: int | None = None):
-    """The model at one size from the 4096 trace with that size's grid and L2 miss."""
+    """The model at one size: ``trace`` is that size's own (``collect`` keeps each), or the
+    4096 trace replayed with the size's grid.  Under the "line" and "group" L2 rules the
+    size's recorded miss probability is used; under "address" the trace's own footprints."""
     from vlpc.runtime.timing import gpu
 
-    tr = replace(trace, grid=tuple(meta["grid"]))
+    own = tuple(trace.grid) == tuple(meta["grid"])
+    tr = trace if own else replace(trace, grid=tuple(meta["grid"]))
     res = gpu.Residency(meta["wgs_per_cu"], tr.waves_per_wg, 0, "")
+    by_address = own and board.timing.l2_miss_rule == "address"
     return gpu.model_kernel(tr, board, res, "seed", max_simulated=max_simulated,
-                            l2_miss=meta["p_l2_miss"])
+                            l2_miss=None if by_address else meta["p_l2_miss"])
 
 
-def predict(trace, meta, board, sizes, clock) -> dict[int, float]:
+class Traces:
+    """Each collected size's trace, loaded on first use and kept (``keep``) or not."""
+
+    def __init__(self, cache: Path, keep: bool = True):
+        self.cache, self.keep, self.d = cache, keep, {}
+
+    def __getitem__(self, m: int):
+        if m in self.d:
+            return self.d[m]
+        path = self.cache / f"trace_{m}.pkl"
+        if not path.exists():
+            path = self.cache / "trace_4096.pkl"
+        tr = pickle.loads(path.read_bytes())
+        if self.keep:
+            self.d[m] = tr
+        return tr
+
+
+def predict(traces, meta, board, sizes, clock) -> dict[int, float]:
     b = board.at(engine_clock_mhz=clock)
     out = {}
     for m in sizes:
-        r = model_size(trace, meta[str(m)], b)
+        r = model_size(traces[m], meta[str(m)], b)
         out[m] = r.tflops(2.0 * m * m * K)
     return out
 
@@ -149,22 +171,22 @@ def mape(pred: dict[int, float], meas: dict[int, dict[int, float]], clock: int) 
 
 
 def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | None = None,
-        start: Path | None = None) -> dict:
+        start: Path | None = None, first_round: int = 0) -> dict:
     """Coordinate search on :data:`FIT_PARAMS` (plus ``hbm_latency_ns`` under the "group"
     L2 rule, where the 1700 MHz column can tell it apart) minimising the 1700 MHz MAPE
     over ``fit_sizes``; writes ``out`` (JSON: the parameters, the rule, the sizes)."""
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
 
     meas = load_measured()
     meta = json.loads((cache / "sizes.json").read_text())
-    trace = pickle.loads((cache / "trace_4096.pkl").read_bytes())
-    base = get_board("mi60")
+    trace = Traces(cache)
+    base = seed_board()
     if start is not None:  # start the search from an earlier fit's parameters
         base = base.at(timing=replace(base.timing, **json.loads(start.read_text())["params"]))
     if rule is not None:
         base = base.at(timing=replace(base.timing, l2_miss_rule=rule))
     space = dict(FIT_PARAMS)
-    if base.timing.l2_miss_rule == "group":
+    if base.timing.l2_miss_rule in ("group", "address"):
         space["hbm_latency_ns"] = (50.0, 2000.0)
     names = list(space)
     lo = np.array([space[n][0] for n in names])
@@ -190,7 +212,7 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
         return c
 
     x0 = np.array([getattr(base.timing, n) for n in names], float)
-    best = _coordinate(cost, x0, lo, hi, iters)
+    best = _coordinate(cost, x0, lo, hi, iters, first_round)
     params = unpack(best)
     params_out = dict(params, l2_miss_rule=base.timing.l2_miss_rule)
     out.write_text(json.dumps({"fitted_on": "1700 MHz column, sizes " + ",".join(map(str, sizes)),
@@ -199,13 +221,14 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
     return params
 
 
-def _coordinate(f, x0, lo, hi, rounds):
+def _coordinate(f, x0, lo, hi, rounds, first_round: int = 0):
     """Coordinate search: per parameter try x / s and x * s (clipped), keep the best;
     ``rounds`` passes over the parameters with s = 1.5, 1.5, 1.25, 1.125, ... (robust with
-    few, slow evaluations)."""
+    few, slow evaluations), starting at pass ``first_round`` of that sequence (to refine
+    an earlier fit given as the start)."""
     x = np.array(x0, float)
     fx = f(x)
-    for r in range(max(1, rounds)):
+    for r in range(first_round, first_round + max(1, rounds)):
         step = 1.0 + 0.5 / 2 ** max(0, r - 1)
         for i in range(len(x)):
             for factor in (step, 1 / step):
@@ -223,24 +246,23 @@ def _coordinate(f, x0, lo, hi, rounds):
 def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Path | None,
            only: set[int] | None = None) -> None:
     """Model every collected size (or ``only`` those) at the four clocks."""
-    from vlpc.targets import get_board
+    from vlpc.targets import seed_board
     from tqdm import tqdm
 
     meas = load_measured()
     meta = json.loads((cache / "sizes.json").read_text())
-    trace = pickle.loads((cache / "trace_4096.pkl").read_bytes())
-    board = get_board("mi60")
+    traces = Traces(cache, keep=False)
+    board = seed_board()
     if params_file is not None:
         params = json.loads(params_file.read_text())["params"]
         board = board.at(timing=replace(board.timing, **params))
     sizes = sorted(int(m) for m in meta if int(m) in meas and (only is None or int(m) in only))
-    pred = {}
+    pred = {c: {} for c in CLOCKS}
     t0 = time.time()
-    for clock in CLOCKS:
-        b = board.at(engine_clock_mhz=clock)
-        pred[clock] = {}
-        for m in tqdm(sizes, desc=f"model @ {clock} MHz", file=sys.stderr):
-            pred[clock][m] = model_size(trace, meta[str(m)], b).tflops(2.0 * m * m * K)
+    for m in tqdm(sizes, desc="model at 4 clocks", file=sys.stderr):
+        tr = traces[m]  # one size's trace at a time (each is tens of MB)
+        for clock in CLOCKS:
+            pred[clock][m] = model_size(tr, meta[str(m)], board.at(engine_clock_mhz=clock)).tflops(2.0 * m * m * K)
     secs = time.time() - t0
     print("Modeled (vlpc timing model, seed schedule) vs measured (seed 002 section 3.1) TFLOP/s,")
     print("MI60, K = 640; calibrated on the 1700 MHz column only, the other clocks are predictions.\n")
@@ -287,10 +309,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / "build" / "timing_calibration")
     ap.add_argument("--params", type=Path, default=None, help="fitted parameters (JSON from fit): what report models, where fit starts")
     ap.add_argument("--iters", type=int, default=1, help="coordinate-search rounds over the parameters")
+    ap.add_argument("--first-round", type=int, default=0,
+                    help="start the search's step sequence (1.5, 1.5, 1.25, 1.125 ...) at this round (refining --params)")
     ap.add_argument("--sizes", default="all", help="'all' (the CSV's), 'fit' or a comma list, for collect and report")
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--csv", type=Path, default=None)
-    ap.add_argument("--rule", choices=("line", "group"), default=None,
+    ap.add_argument("--rule", choices=("address", "line", "group"), default=None,
                     help="TimingParams.l2_miss_rule for fit (default: the one in vlpc/targets.py)")
     ap.add_argument("--fit-sizes", default="fit",
                     help="sizes fit sees: 'fit' (FIT_SIZES), 'stride4' (every 4th size of the 1700 MHz "
@@ -317,7 +341,7 @@ def main(argv=None) -> int:
         if step == "collect":
             collect(a.cache, sizes)
         elif step == "fit":
-            fit(a.cache, out, a.iters, fit_sizes, a.rule, a.params)
+            fit(a.cache, out, a.iters, fit_sizes, a.rule, a.params, a.first_round)
         elif step == "report":
             report(a.cache, a.params, a.plot, a.csv, None if a.sizes == "all" else set(sizes))
     return 0

@@ -46,13 +46,13 @@ def test_emulator_bench_reports_modeled_time(tmp_path, capsys):
     assert "modeled TFLOP/s" in cap.out
     head, row = (x.split(",") for x in csv_path.read_text().splitlines()[:2])
     us, tflops, share = float(row[3]), float(row[4]), float(row[5])
-    # the row's own arithmetic: TFLOP/s = 2MNK / time, share = TFLOP/s / MI60's peak at 1700 MHz
+    # the row's own arithmetic: TFLOP/s = 2MNK / time, share = TFLOP/s / MI60's peak at its stock 1800 MHz
     assert tflops == pytest.approx(2 * 256 * 512 * 64 / (us * 1e-6) / 1e12, rel=1e-3)
-    assert share == pytest.approx(tflops / 13.9264, rel=1e-3)
-    # % of HBM: A and B read once, C written once (beta = 0), over MI60's 819.2 GB/s (800 MHz memory)
+    assert share == pytest.approx(tflops / 14.7456, rel=1e-3)
+    # % of HBM: A and B read once, C written once (beta = 0), over MI60's 1,024 GB/s (HBM2 at its stock 1000 MHz)
     hbm = float(row[head.index("hbm_share")])
     moved = 4 * (256 + 512) * 64 + 4 * 256 * 512
-    assert hbm == pytest.approx(moved / (us * 1e-6) / 819.2e9, rel=1e-3, abs=6e-5)  # CSV: 4 decimals
+    assert hbm == pytest.approx(moved / (us * 1e-6) / 1024e9, rel=1e-3, abs=6e-5)  # CSV: 4 decimals
     # a lower engine clock cannot make the same kernel faster
     rc = main(["bench", DYN, "--m", "256", "--n", "512", "--k", "64", "--gpu", "mi60", "--clock", "1100", "--csv",
                 str(csv_path)])
@@ -80,7 +80,7 @@ def test_int8_bench_counts_ops_and_hbm(tmp_path, capsys):
     head, row = (x.split(",") for x in csv_path.read_text().splitlines()[:2])
     us, hbm = float(row[3]), float(row[head.index("hbm_share")])
     moved = (16 + 64) * 256 + 4 * 16 * 64  # int8 A and B, i32 C written (beta = 0)
-    assert hbm == pytest.approx(moved / (us * 1e-6) / 819.2e9, rel=1e-3, abs=6e-5)  # CSV: 4 decimals
+    assert hbm == pytest.approx(moved / (us * 1e-6) / 1024e9, rel=1e-3, abs=6e-5)  # CSV: 4 decimals
 
 
 # -- rocblas-bench parity (issue 36 item 6) ---------------------------------------------------------

@@ -143,7 +143,7 @@ def test_print_plan_shows_the_dot_choice(tmp_path, capsys):
     assert f"split-k {S} (auto), mode workspace" in out and "f16" in out
     assert f"workspace: {S * 256 * 256 * 4} bytes ({S} x M x ldc x 4)" in out
     assert re.search(rf"\n +{S}: 1 rounds, .* <- chosen", out) and re.search(r"\n +1: \d+ rounds", out)
-    assert "modeled candidates on mi60 (64 CUs, 1700 MHz" in out
+    assert "modeled candidates on mi60 (64 CUs, 1800 MHz" in out
 
 
 def test_workspace_offset_limit_counts_four_byte_partials():

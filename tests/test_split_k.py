@@ -131,7 +131,7 @@ def test_print_plan_cli(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "g_scale (grid z 1), then g (grid z 4)" in out and "64 CUs" in out and "workspace: none" in out
     assert main(["compile", str(f), "--print-plan", "--gpu", "mi60"]) == 0
-    assert "modeled candidates on mi60 (64 CUs, 1700 MHz" in capsys.readouterr().out
+    assert "modeled candidates on mi60 (64 CUs, 1800 MHz" in capsys.readouterr().out
 
 
 # -- results -----------------------------------------------------------------------------

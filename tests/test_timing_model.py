@@ -22,8 +22,10 @@ from vlpc.runtime.timing.cu import simulate_cu
 from vlpc.targets import get_board
 
 BOARD = get_board("mi60")
-# deterministic, penalty-free rules for the microkernels
-P = replace(BOARD.timing, long_instruction_extra_cycles=0.0, branch_taken_extra_cycles=0)
+# deterministic, penalty-free rules for the microkernels; the L2 decided by the miss
+# probability each test gives (the "line" rule: the "address" rule, the default, is
+# tested in test_timing_memory.py)
+P = replace(BOARD.timing, long_instruction_extra_cycles=0.0, branch_taken_extra_cycles=0, l2_miss_rule="line")
 B0 = BOARD.at(timing=P)
 #: The sharing-group L2 rule (TimingParams.l2_miss_rule = "group", not the calibrated default).
 BG = BOARD.at(timing=replace(P, l2_miss_rule="group"))

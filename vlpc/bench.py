@@ -328,8 +328,9 @@ def add_bench_arguments(b: argparse.ArgumentParser) -> None:
                    help="board the plan is made for and the timing model predicts (default: the target's default "
                         f"board: {default_boards_text()})")
     t.add_argument("--clock", type=float, default=None, metavar="MHZ",
-                   help="engine clock in MHz (default: the board's: MI60 1700, as the seed measured; MI50 1725; "
-                        "MI25 1500)")
+                   help="engine clock in MHz (default: the board's stock clock: MI60 1800, MI50 1725, MI25 1500)")
+    t.add_argument("--memory-clock", type=float, default=None, metavar="MHZ",
+                   help="HBM2 clock in MHz (default: the board's: MI60/MI50 1000, MI25 945; the seed measured at 800)")
     t.add_argument("--no-model", action="store_true",
                    help="no timing model: run every workgroup and report the emulator's counters")
     b.add_argument("--csv", metavar="FILE.csv", help="also write the table as CSV")
@@ -588,6 +589,7 @@ def cmd_bench(args) -> int:
     if modeled:
         from vlpc.targets import board_for
         dev_opts.update({"gpu": args.gpu or board_for(args.target), "clock_mhz": args.clock,
+                         "memory_clock_mhz": args.memory_clock,
                          "cus": getattr(args, "cus", None), "timing_only": True})
     dev = get_device(args.device, **dev_opts)
     emulated = dev.name == "emulator"

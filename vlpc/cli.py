@@ -217,7 +217,9 @@ def _add_report_parser(sub) -> None:
                          f"target's default board: {default_boards_text()}; the MI50's and MI25's energy "
                          "coefficients are derived from the MI60's, not measured)")
     rp.add_argument("--clock", type=float, default=None, metavar="MHZ",
-                    help="with --energy: engine clock in MHz (default: the board's; MI60 1700, as the seed measured)")
+                    help="with --energy: engine clock in MHz (default: the board's stock clock; MI60 1800)")
+    rp.add_argument("--memory-clock", type=float, default=None, metavar="MHZ",
+                    help="with --energy: HBM2 clock in MHz (default: the board's; MI60/MI50 1000)")
     add_quiet(rp)
     add_codegen_options(rp)
 
@@ -585,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     if gc_paused:
         gc.disable()
     try:
-        check_clock(getattr(args, "clock", None))  # bench, report, tune: before any work
+        check_clock(getattr(args, "clock", None), getattr(args, "memory_clock", None))  # bench, report, tune: before any work
         for dest in ("output", "save_output", "csv", "chart", "options"):  # `-o ""` was skipped or misread
             if getattr(args, dest, None) == "":
                 raise VlpcError(f"{'-o' if dest == 'output' else '--' + dest.replace('_', '-')}: empty file name")

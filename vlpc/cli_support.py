@@ -266,18 +266,19 @@ def positive(text: str) -> int:
     return value
 
 
-def check_clock(clock: float | None) -> None:
-    """``--clock MHZ`` (bench, report, tune) outside the range the boards' timing model accepts
-    (:func:`vlpc.targets.get_board` holds it) is a one-line :class:`VlpcError` (exit 1) before
-    any work, as ``--energy`` reports it."""
-    if clock is None:
-        return
+def check_clock(clock: float | None, memory_clock: float | None = None) -> None:
+    """``--clock MHZ`` (bench, report, tune) or ``--memory-clock MHZ`` outside the range the
+    boards' timing model accepts (:func:`vlpc.targets.get_board` holds it) is a one-line
+    :class:`VlpcError` (exit 1) before any work, as ``--energy`` reports it."""
     from vlpc.targets import TargetError, get_board
 
-    try:
-        get_board("mi60", clock_mhz=clock)
-    except TargetError as e:
-        raise VlpcError(f"--clock {clock:g}: {e}") from None
+    for opt, kw, value in (("--clock", "clock_mhz", clock), ("--memory-clock", "memory_clock_mhz", memory_clock)):
+        if value is None:
+            continue
+        try:
+            get_board("mi60", **{kw: value})
+        except TargetError as e:
+            raise VlpcError(f"{opt} {value:g}: {e}") from None
 
 
 def split_k_arg(text: str) -> int | str:

@@ -121,6 +121,7 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
 
 def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx906", m: int | None = None,
                    n: int | None = None, k: int | None = None, gpu: str = "mi60", clock: float | None = None,
+                   memory_clock: float | None = None,
                    options: dict | None = None, progress=None, batch: int | None = None) -> EnergyRow:
     """Compile ``text`` as ``variant`` (a key of :data:`VARIANTS`) with the command's options,
     run its plan once on the emulator with ``gpu``'s timing model at ``clock`` MHz (timing-only
@@ -170,7 +171,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     batch = p.batch or None
     steps = ck.plan(p.m, p.n, p.k, batch)
     try:
-        dev = EmulatorDevice(gpu=gpu, clock_mhz=clock, timing_only=True)
+        dev = EmulatorDevice(gpu=gpu, clock_mhz=clock, memory_clock_mhz=memory_clock, timing_only=True)
     except Exception as e:  # DeviceError: unknown board, clock out of range
         raise VlpcError(str(e)) from None
     host, c_type, scalar, ab, ct = host_buffers(ck, p)
@@ -574,7 +575,8 @@ def run_energy_command(args, text: str, prefix: str, *, m=None, n=None, k=None) 
     quiet = getattr(args, "quiet", False)
     with Progress(0, "vlpc --energy", quiet=quiet) as bar:
         rep = build_comparison(text, getattr(args, "file", None) or "<input>", target=args.target, m=m, n=n,
-                               k=k, gpu=gpu, clock=clock, options=options, progress=None if quiet else bar,
+                               k=k, gpu=gpu, clock=clock, memory_clock=getattr(args, "memory_clock", None),
+                               options=options, progress=None if quiet else bar,
                                batch=batch)
     if getattr(args, "function", None) is not None and args.m is not None and args.n is not None:
         # vlpc bench's rocblas-bench flags: the header's M and N are vlpc's row-major problem

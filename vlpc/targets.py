@@ -362,14 +362,15 @@ def _round_up(x: int, granule: int) -> int:
 # on the seed's 1700 MHz column ONLY (seed 002 section 3.1,
 # ``shared/reference/seed_mi60_sgemm_64x256.csv``); the 1500/1300/1100 MHz columns
 # are predictions of the model, never fitted.  The calibrated values below are the
-# coordinate search's result (MAPE 7.1 % on 14 sizes of the 1700 MHz column) with the
-# hit-on-miss / shared-fill model (runtime/timing/cu.py) and the seed's published loop
-# order (schedule seed: each A row reloaded right after its FMAs, github.com/fsword73/
-# SGEMM_on_VEGA sgemm_64x256_sqc.s): smem_hit_cycles 99.4, l2_hit_cycles 312.5,
-# scalar_bytes_per_cycle 19.2, launch_overhead_us 0.84.  The fit on the earlier
-# reconstruction of that loop (all eight loads of a group issued together, 8.7 %) had
-# 82.8, 250, 24 and 2.37; the first calibration (without hit-on-miss) 207, 375, 16 and
-# 7.5.  hbm_latency_ns is not fitted (see TIMING_SOURCES).
+# coordinate search's result under the "address" L2 rule and the HBM model of issue 32 (one
+# pass, MAPE 9.96 % on 7 sizes of the 1700 MHz column: 256, 768, 1536, 1792, 2560, 4096,
+# 6144; on the seed's conditions, MI60 at 800 MHz memory): smem_hit_cycles 66.27,
+# l2_hit_cycles 208.33, scalar_bytes_per_cycle 19.2, launch_overhead_us 1.26,
+# hbm_latency_ns 300 (searched, unchanged).  The same model with the earlier "line" rule's
+# fit had 99.4, 312.5, 19.2 and 0.84 (7.1 % on 14 sizes); the earlier reconstruction of the
+# seed's loop 82.8, 250, 24 and 2.37; the first calibration (without hit-on-miss) 207, 375,
+# 16 and 7.5.  The HBM efficiency parameters (hbm_bus_efficiency, hbm_activate_ns) are
+# fitted to the streaming microbenchmark rows instead (TIMING_SOURCES).
 
 
 @dataclass(frozen=True)
@@ -384,26 +385,32 @@ class TimingParams:
     issue_turn_cycles: int = 4
     long_instruction_extra_cycles: float = 0.0
     branch_taken_extra_cycles: int = 4
-    smem_hit_cycles: float = 99.4
+    smem_hit_cycles: float = 66.267
     smem_issue_cycles: int = 1
     scalar_bytes_per_cycle: float = 19.2
     l1_hit_cycles: float = 120.0
     l1_bytes_per_cycle: int = 64
     l1_bytes: int = 16 * 1024
-    l2_hit_cycles: float = 312.5
+    l2_hit_cycles: float = 208.333
     l2_bytes: int = 4 * 1024 * 1024
     l2_channels: int = 16
     l2_bytes_per_cycle_per_channel: int = 64
+    l2_ways: int = 16
     hbm_latency_ns: float = 300.0
+    hbm_channels: int = 32
+    hbm_page_bytes: int = 2048
+    hbm_refresh_fraction: float = 0.0897
+    hbm_bus_efficiency: float = 0.967
+    hbm_activate_ns: float = 0.89
     l2_shared_fill_wait: float = 1.0
     #: How an L2 miss is decided (runtime/timing/cu.py): "line" or "group".
-    l2_miss_rule: str = "line"
+    l2_miss_rule: str = "address"
     lds_latency_cycles: float = 64.0
     lds_banks: int = 32
     scalar_cache_bytes: int = 16 * 1024
     cus_per_scalar_cache: int = 3
     line_bytes: int = 64
-    launch_overhead_us: float = 0.84
+    launch_overhead_us: float = 1.26
     store_latency_cycles: float = 250.0
 
 
@@ -426,19 +433,33 @@ TIMING_SOURCES: dict[str, str] = {
     "l2_bytes": "gfx906.md: 4 MiB L2",
     "l2_channels": "gfx906.md 'Memory': L2 in 16 channels",
     "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
+    "l2_ways": "assumed 16-way (AMD does not publish gfx906's L2 associativity; 16 ways as in the "
+               "ROCm Compute Profiler's CDNA L2 description); LRU",
+    "hbm_channels": "JEDEC JESD235A (HBM2): 8 independent 128-bit channels per stack; Vega 20 has 4 "
+                    "stacks (4096 bits): 32 channels",
+    "hbm_page_bytes": "JEDEC JESD235A (HBM2): 2 KB page (row) per channel in legacy mode",
+    "hbm_refresh_fraction": "JEDEC JESD235A (HBM2): tRFC / tREFI = 350 ns / 3.9 us for 8 Gb dies (all-bank "
+                            "refresh blocks the channel): 0.0897 of the time",
+    "hbm_bus_efficiency": "fitted with hbm_activate_ns to the microbenchmark rows hbm.stream.dwordx4 and "
+                          "hbm.stream.dword (MI50, skyne98/wiki-gfx906 gfx906-latency-hiding-ops.md), "
+                          "reproduced by benchmarks/microbench/memory.py: the data bus's share of the "
+                          "remaining time (read/write turnaround, command bubbles)",
+    "hbm_activate_ns": "fitted with hbm_bus_efficiency (see there): the part of a DRAM page activation "
+                       "(tRCD + tRP) the channel's other banks do not hide, per page an instruction's misses open",
     "hbm_latency_ns": "assumed 300 ns (what lies beyond an L2 miss: Infinity Fabric, memory controller, "
                       "HBM2; on Vega 20 the fabric (FCLK), SoC (SOCCLK) and memory (UCLK) clocks are DPM "
                       "domains of their own beside GFXCLK: amdgpu vega20_print_clk_levels, PP_FCLK/PP_SOCCLK/"
                       "PP_MCLK (PPCLK_UCLK) apart from PP_SCLK, so fixed in ns when the engine clock changes; ROCm Compute Profiler 'L2 cache (TCC)': L2 misses "
-                      "go to Infinity Fabric).  The value is the first calibration's starting point: under the "
-                      "'line' miss rule the 1700 MHz column alone cannot tell ns from engine cycles on the same "
-                      "path, so it is not fitted; no published Vega 20 HBM latency in ns was found",
+                      "go to Infinity Fabric).  Searched by the 'address' rule's calibration (single-round and "
+                      "many-round sizes wait on it for different shares of their loads) and left at 300: 200 and 450 "
+                      "fit the 1700 MHz column worse; no published Vega 20 HBM latency in ns was found",
     "l2_shared_fill_wait": "assumed 1.0: the model's CUs are identical and dispatched breadth-first "
                            "(runtime/timing/gpu.py), so the workgroups sharing a line run in phase: one "
                            "fetches it from HBM, the others hit the pending line and wait for the same "
                            "fill (hit-on-miss, ROCm Compute Profiler 'L2 cache (TCC)'); 0 = sharers far "
                            "apart in time (the first calibration's rule)",
-    "l2_miss_rule": "the calibrated rule is 'line': each 64-byte line draws miss / shared fill on its own, "
+    "l2_miss_rule": "'address' (default): a set-associative simulation of this CU's share of the L2 plus the "
+                    "first round's sharers per line (runtime/timing/cu.py).  Earlier rules: 'line': each 64-byte line draws miss / shared fill on its own, "
                     "so a 64-line load nearly always meets one HBM latency whatever p_l2_miss (a known "
                     "weakness: the modeled time hardly follows the L2 miss probability).  'group' decides "
                     "once per sharing group (a workgroup's A or B panel) and workgroup copy, and only the "
@@ -464,7 +485,8 @@ class Board:
 
     ``engine_clock_mhz`` is the shader (engine) clock the model runs at (settable: the
     seed measured at 1700/1500/1300/1100 MHz); ``memory_clock_mhz`` the HBM2 clock
-    (the seed kept it at 800 MHz); bandwidth = bus bits x 2 (DDR) x memory clock / 8.
+    (stock 1000 MHz; the seed kept it at 800 MHz: :func:`seed_board`); bandwidth = bus
+    bits x 2 (DDR) x memory clock / 8.
     """
 
     name: str
@@ -477,8 +499,10 @@ class Board:
     #: (AMD "Vega" architecture whitepaper).
     shader_engines: int = 4
     timing: TimingParams = TimingParams()
-    #: Static (idle) board power in watts at ``engine_clock_mhz`` (seed 002 section 3.2).
+    #: Static (idle) board power in watts at ``idle_clock_mhz`` (seed 002 section 3.2).
     idle_watts: float | None = None
+    #: The engine clock ``idle_watts`` was measured at (None: ``engine_clock_mhz``).
+    idle_clock_mhz: float | None = None
     #: The board's power limit in watts (typical board power, AMD's spec sheets: 300 W for
     #: MI25, MI50 and MI60).  Above it the board's power management lowers the engine clock;
     #: the energy model flags a modeled average power above this limit
@@ -492,7 +516,16 @@ class Board:
 
     @property
     def hbm_bytes_per_second(self) -> float:
+        """The HBM2 pin rate in bytes/s: bus bits x 2 (DDR) x memory clock / 8."""
         return self.hbm_bus_bits * 2 * self.memory_clock_mhz * 1e6 / 8
+
+    @property
+    def hbm_data_bytes_per_second(self) -> float:
+        """The pin rate less refresh and bus overheads (``TimingParams.hbm_refresh_fraction``,
+        ``hbm_bus_efficiency``), bytes/s: what the channels move when no page activation
+        stalls them (the timing model's HBM queue rate; activations cost on top)."""
+        t = self.timing
+        return self.hbm_bytes_per_second * (1.0 - t.hbm_refresh_fraction) * t.hbm_bus_efficiency
 
     def at(self, engine_clock_mhz: float | None = None, memory_clock_mhz: float | None = None,
            compute_units: int | None = None, timing: TimingParams | None = None) -> "Board":
@@ -504,12 +537,13 @@ class Board:
                        timing=timing or self.timing)
 
 
-#: Boards the timing model knows.  MI60: 64 CUs, 1800 MHz peak engine clock, HBM2 at
-#: 1000 MHz (1 TB/s); MI50: 60 CUs, 1725 MHz (gfx906.md "The chip", vendor spec sheets).
-#: The seed measured its MI60 at 1700 MHz engine / 800 MHz memory: those are MI60's
-#: defaults here so the model's default matches the only measurements there are.
+#: Boards the timing model knows, at their stock clocks.  MI60: 64 CUs, 1800 MHz peak engine
+#: clock; MI50: 60 CUs, 1725 MHz; both HBM2 4096-bit at 1000 MHz, 1,024 GB/s (AMD Radeon
+#: Instinct MI50 / MI60 spec sheets).  The seed measured its MI60 at fixed engine clocks and
+#: 800 MHz memory: a condition of its table (:func:`seed_board`), not the board's default.
 BOARDS: dict[str, Board] = {
-    "mi60": Board("mi60", GFX906, 64, 1700.0, 800.0, idle_watts=42.0, power_limit_watts=300.0),
+    "mi60": Board("mi60", GFX906, 64, 1800.0, 1000.0, idle_watts=42.0, idle_clock_mhz=1700.0,
+                  power_limit_watts=300.0),
     "mi50": Board("mi50", GFX906, 60, 1725.0, 1000.0, power_limit_watts=300.0),
     # MI25 (gfx900): 64 CUs, 1500 MHz peak engine clock, HBM2 2048-bit at 945 MHz (484 GB/s),
     # AMD Radeon Instinct MI25 spec sheet; f64 at 1/16 rate (the ISA table's gfx900 cycles:
@@ -543,6 +577,18 @@ def default_boards_text() -> str:
     return ", ".join(f"{board} for {proc}" for proc, board in DEFAULT_BOARDS.items())
 
 
+#: The seed's measurement conditions (seed 002 sections 3.1 and 3.2): an MI60 with the engine
+#: clock fixed at each column's value (1700/1500/1300/1100 MHz) and HBM2 at 800 MHz.
+SEED_CLOCKS_MHZ: tuple[float, ...] = (1700.0, 1500.0, 1300.0, 1100.0)
+SEED_MEMORY_CLOCK_MHZ: float = 800.0
+
+
+def seed_board(clock_mhz: float = 1700.0) -> "Board":
+    """The MI60 under the seed's conditions: engine ``clock_mhz``, HBM2 at
+    :data:`SEED_MEMORY_CLOCK_MHZ` (what the calibration and the seed sweep model)."""
+    return get_board("mi60", clock_mhz=clock_mhz, memory_clock_mhz=SEED_MEMORY_CLOCK_MHZ)
+
+
 def get_board(name: str | Board, *, clock_mhz: float | None = None,
               memory_clock_mhz: float | None = None, cus: int | None = None) -> Board:
     """A :class:`Board` by name (``mi50``, ``mi60``), optionally at other clocks or CU count.
@@ -558,6 +604,8 @@ def get_board(name: str | Board, *, clock_mhz: float | None = None,
             raise TargetError(f"unknown board '{name}' (known boards: {', '.join(sorted(BOARDS))})") from None
     if clock_mhz is not None and not 100 <= float(clock_mhz) <= 3000:
         raise TargetError(f"engine clock {clock_mhz} MHz is outside 100..3000 MHz")
+    if memory_clock_mhz is not None and not 100 <= float(memory_clock_mhz) <= 3000:
+        raise TargetError(f"memory clock {memory_clock_mhz} MHz is outside 100..3000 MHz")
     return board.at(engine_clock_mhz=clock_mhz, memory_clock_mhz=memory_clock_mhz, compute_units=cus)
 
 

@@ -78,7 +78,8 @@ class EmulatorDevice(Device):
 
     Timing (modeled, not measured): ``gpu`` (``"mi50"``, ``"mi60"`` or a
     :class:`vlpc.targets.Board`) turns on the timing model, ``clock_mhz`` sets the
-    engine clock (default: the board's), ``cus`` the CU count; each launch's
+    engine clock and ``memory_clock_mhz`` the HBM2 clock (MHz; default: the board's stock
+    clocks, :data:`vlpc.targets.BOARDS`), ``cus`` the CU count; each launch's
     ``LaunchStats`` then carries ``timing`` (a
     :class:`vlpc.runtime.timing.TimingReport`), ``cycles`` and ``time_us``.
     ``timing_only=True`` executes only the workgroups the model traces (large
@@ -92,18 +93,18 @@ class EmulatorDevice(Device):
     def __init__(self, *, target: str | TargetId | None = None, strict: bool = False,
                  instruction_budget: int = 10**9, max_waves_in_flight: int | None = None,
                  memory: Any = None, gpu: Any = None, clock_mhz: float | None = None,
-                 cus: int | None = None, timing_only: bool = False, waitcnt: str | None = None,
-                 checks: str | dict | None = None):
+                 memory_clock_mhz: float | None = None, cus: int | None = None, timing_only: bool = False,
+                 waitcnt: str | None = None, checks: str | dict | None = None):
         super().__init__()
         self.board = None
         if gpu is not None:
             from vlpc.targets import get_board
             try:
-                self.board = get_board(gpu, clock_mhz=clock_mhz, cus=cus)
+                self.board = get_board(gpu, clock_mhz=clock_mhz, memory_clock_mhz=memory_clock_mhz, cus=cus)
             except TargetError as e:
                 raise DeviceError(str(e)) from None
-        elif clock_mhz is not None or timing_only:
-            raise DeviceError("clock_mhz/timing_only need a board for the timing model (gpu='mi50' or 'mi60')")
+        elif clock_mhz is not None or memory_clock_mhz is not None or timing_only:
+            raise DeviceError("clock_mhz/memory_clock_mhz/timing_only need a board for the timing model (gpu='mi50' or 'mi60')")
         self.timing_only = bool(timing_only)
         #: None, or the workgroup ids ``(x, y, z)`` every launch runs (the rest are skipped):
         #: a sampled functional check of a large launch (``vlpc tune``)

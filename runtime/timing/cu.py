@@ -25,10 +25,21 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   on a line whose fill is outstanding returns with that fill (hit-on-miss), so one
   wave's L2 (or HBM) latency is also seen by the waves that ask for the line after it.
 * **Vector memory.**  Per instruction, the texture/L1 path handles one 64-byte line
-  per cycle (``l1_bytes_per_cycle``); lines hit an LRU L1 (``l1_bytes``) or go to L2,
-  whose hit or miss is decided per line with the miss probability the GPU model
-  derives from the workgroups' footprints; a miss adds the HBM latency (ns) and
-  queues on this CU's share of the HBM bandwidth.  Loads return in order.
+  per cycle (``l1_bytes_per_cycle``); lines hit an LRU L1 (``l1_bytes``) or go to L2.
+* **L2 by address** (``l2_miss_rule = "address"``).  A set-associative LRU simulation
+  (``l2_ways`` ways) of this CU's share of the L2 (``l2_bytes`` / busy CUs x their
+  overlap, :func:`_line_sharers`: the others fill the rest at the same rate, a line
+  several CUs read in one slot) holds the lines this CU brought in: reused data hits.
+  A line it does not hold is a miss for a line no other workgroup of the first round
+  touches (streamed data, or one evicted); a line ``n`` first-round workgroups share
+  (their footprints), ``own`` of them on this CU, is fetched by this CU for ``own / n``
+  of the lines and copies and waits for a sharer's fill otherwise (hit-on-miss).
+* **HBM.**  A miss adds the HBM latency (ns) and queues on this CU's share of the HBM
+  bandwidth (pin rate x ``hbm_refresh_fraction`` lost x ``hbm_bus_efficiency``, shared
+  by the busy CUs); each DRAM page (``hbm_page_bytes``) one instruction's misses open
+  costs ``hbm_activate_ns`` of one of the ``hbm_channels`` channels: a wave's
+  ``global_load_dword`` (4 lines) opens a page per 256 bytes, a ``global_load_dwordx4``
+  (16 lines) one per kilobyte, so narrow loads stream slower.  Loads return in order.
 * **Clock domains.**  The scalar cache, L1 and L2 run on the engine clock (their
   latencies are engine cycles: ROCm Compute Profiler counts L2 and sL1D cycles as
   kernel cycles x units); what lies beyond an L2 miss -- Infinity Fabric (FCLK), memory
@@ -125,6 +136,64 @@ class _Lru:
         return False
 
 
+class _SetAssoc:
+    """A set-associative LRU cache of lines: ``sets`` sets (each an :class:`_Lru` of ``ways``
+    lines), a line in set ``line mod sets`` (the L2's channel interleave spreads
+    consecutive lines over its channels and sets)."""
+    __slots__ = ("sets", "ways", "d")
+
+    def __init__(self, lines: int, ways: int):
+        self.ways = max(1, int(ways))
+        self.sets = max(1, int(lines) // self.ways)
+        self.d: dict[int, _Lru] = {}
+
+    def access(self, line: int) -> bool:
+        """True on a hit; on a miss the line is filled (evicting the set's LRU line)."""
+        st = self.d.get(line % self.sets)
+        if st is None:
+            st = self.d[line % self.sets] = _Lru(self.ways)
+        return st.access(line)
+
+
+_SHARER_CACHE: dict[tuple, tuple[object, dict[int, tuple[int, int]], float]] = {}
+
+
+def _line_sharers(trace: KernelTrace, cus: int) -> tuple[dict[int, tuple[int, int]], float]:
+    """``(sharers, overlap)`` from the trace's footprints (the first round of workgroups).
+    ``sharers``: line -> (workgroups of the first round touching it, of those on this CU)
+    for the traced workgroups' lines.  Breadth-first dispatch puts workgroup ``w`` on CU
+    ``w mod cus``; the traced ones (CU 0's) are ``0, C, 2C, ...``.  ``overlap``: the sum
+    over CUs of the lines each touches over the lines all touch (>= 1; a line several CUs
+    read takes one L2 slot, so each CU's share of the L2 holds ``overlap`` times the
+    lines of an even split).  Cached per footprint and CU count."""
+    fp = trace.footprint
+    key = (id(fp), cus)
+    hit = _SHARER_CACHE.get(key)
+    if hit is not None and hit[0] is fp:
+        return hit[1], hit[2]
+    out: dict[int, tuple[int, int]] = {}
+    overlap = 1.0
+    if fp:
+        wgs = sorted(fp)
+        lines = np.concatenate([np.asarray(fp[w], dtype=np.int64) for w in wgs])
+        wg_ids = np.concatenate([np.full(len(fp[w]), w, dtype=np.int64) for w in wgs])
+        mine = (wg_ids % max(1, cus)) == 0
+        uniq, inv, count = np.unique(lines, return_inverse=True, return_counts=True)
+        own = np.bincount(inv, weights=mine, minlength=uniq.size).astype(np.int64)
+        per_cu = np.unique(((wg_ids % max(1, cus)) << 40) | lines).size
+        overlap = max(1.0, per_cu / max(1, uniq.size))
+        want = set()
+        for w in trace.traced:
+            if w in fp:
+                want.update(np.asarray(fp[w]).tolist())
+        sel = np.isin(uniq, np.fromiter(want, dtype=np.int64, count=len(want)))
+        out = dict(zip(uniq[sel].tolist(), zip(count[sel].tolist(), own[sel].tolist())))
+    if len(_SHARER_CACHE) > 8:
+        _SHARER_CACHE.clear()
+    _SHARER_CACHE[key] = (fp, out, overlap)
+    return out, overlap
+
+
 def _l2_misses(line: int, p_miss: float) -> bool:
     """Deterministic per-line L2 miss decision with probability ``p_miss``."""
     if p_miss <= 0.0:
@@ -181,7 +250,7 @@ def _sharing_groups(trace: KernelTrace) -> dict[int, int]:
 def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, recorder=None,
                 resident: int | None = None, l2_miss: float = 0.0,
                 hbm_share_bytes_per_cycle: float | None = None, sqc_sharers: int = 1,
-                l2_shared_fill: float = 0.0) -> CuResult:
+                l2_shared_fill: float = 0.0, active_cus: int = 1, l2_sharers: bool = True) -> CuResult:
     """Run ``workgroups`` (linear ids present in ``trace``; an id may repeat: each
     repetition is a fresh workgroup on distinct addresses) on one CU, at most
     ``resident`` at a time (default: all at once); when one ends the next starts, as
@@ -192,7 +261,13 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
     bandwidth are split between them).  ``l2_shared_fill``: probability that a line
     this CU finds in L2 (not its own miss) is still being fetched from HBM for a
     sharer on another CU, so that this CU waits for that fill (hit-on-miss); 0 (the
-    default): other CUs' fills completed long before.
+    default): other CUs' fills completed long before.  ``active_cus``: busy CUs (under
+    the ``"address"`` L2 rule: this CU's share of the L2 capacity and of the HBM channels,
+    and which of a line's sharers are on this CU).  ``l2_sharers``: under ``"address"``,
+    find each line's sharers in the trace's footprints (False: the footprints hold CU 0's
+    workgroups only, as in a shortcut launch; a line not resident in the L2 simulation
+    then misses with probability ``l2_miss``, and the overlap of the CUs' lines is
+    taken as ``1 / l2_miss``, the workgroups' lines over the unique ones).
 
     A cache hit on a line whose fill is still outstanding (scalar cache, L1, or L2 for a
     line this CU requested before) completes when the fill does, not after the hit
@@ -293,17 +368,30 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
     smem_cycles_per_line = P.line_bytes / P.scalar_bytes_per_cycle * sharers
     line_cycles = P.line_bytes / P.l1_bytes_per_cycle
     hbm_per_line = (P.line_bytes / hbm_share_bytes_per_cycle) if hbm_share_bytes_per_cycle else 0.0
+    # a DRAM page (row) activation the channel's other banks do not hide, in this CU's
+    # share of the channels' time (the whole GPU's channels serve ``active_cus`` CUs)
+    hbm_per_row = (P.hbm_activate_ns * ghz * max(1, active_cus) / P.hbm_channels
+                   if hbm_share_bytes_per_cycle else 0.0)
+    row_shift = max(0, int(P.hbm_page_bytes // P.line_bytes).bit_length() - 1)
+    rows_open: set = set()  # DRAM pages opened by the instruction being issued
     cnt = {"l1_hits": 0, "l1_misses": 0, "scalar_hits": 0, "scalar_misses": 0, "l2_misses": 0,
-           "l2_shared_fills": 0, "hbm_bytes": 0, "vmem_instructions": 0, "smem_instructions": 0,
+           "l2_shared_fills": 0, "hbm_bytes": 0, "hbm_activations": 0, "vmem_instructions": 0, "smem_instructions": 0,
            "lds_instructions": 0}
     # completion time of each line's fill, per cache (hit-on-miss waits for it)
     sc_ready: dict[int, float] = {}
     l1_ready: dict[int, float] = {}
     l2_ready: dict[int, float] = {}
     group_rule = P.l2_miss_rule == "group"
-    if P.l2_miss_rule not in ("line", "group"):
-        raise ValueError(f"TimingParams.l2_miss_rule must be 'line' or 'group', not {P.l2_miss_rule!r}")
+    address_rule = P.l2_miss_rule == "address"
+    if P.l2_miss_rule not in ("line", "group", "address"):
+        raise ValueError(f"TimingParams.l2_miss_rule must be 'address', 'line' or 'group', "
+                         f"not {P.l2_miss_rule!r}")
     groups = _sharing_groups(trace) if group_rule else {}
+    sharers, overlap = (_line_sharers(trace, max(1, active_cus)) if address_rule and l2_sharers
+                        else ({}, 1.0 / max(l2_miss, 1e-9) if address_rule else 1.0))
+    # this CU's share of the L2: the other busy CUs fill the rest at the same rate, the lines
+    # they share with this CU counted once (overlap)
+    l2 = _SetAssoc(int(P.l2_bytes // P.line_bytes * min(1.0, overlap / max(1, active_cus))), P.l2_ways)
     bd = dict.fromkeys(REASONS, 0.0)
     live = len(stream)
     t = 0.0
@@ -312,7 +400,13 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
 
     def l2_path(line: int, now: float, in_phase: bool) -> float:
         """Cycles from ``now`` until ``line`` is back from L2 (or from HBM through it).
-        Under ``TimingParams.l2_miss_rule == "line"`` (the calibrated default) each line draws
+        Under ``TimingParams.l2_miss_rule == "address"`` (the default) the line is looked
+        up in a set-associative LRU simulation of this CU's share of the L2; a line it does
+        not hold is fetched from HBM by this CU when no other workgroup of the first round
+        touches it (streamed data) or when it was evicted, else by whichever of its
+        sharers asks first (this CU with probability own / sharers, per line and
+        workgroup copy), the others waiting for that fill (``l2_shared_fill``).
+        Under ``"line"`` each line draws
         miss and shared fill on its own, in every round.  Under ``"group"``, whether this CU
         fetches the line from HBM or a sharer did is decided once per
         sharing group and workgroup copy (:func:`_sharing_groups`), not per line.  A
@@ -321,25 +415,50 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
         first residents); a refilled slot starts when its predecessor ends, at a time
         that differs from CU to CU, so its sharers are out of phase and it hits."""
         nonlocal hbm_free
-        ready = l2_ready.get(line)
-        if ready is not None:  # this CU asked for it before: in L2, or still on its way
-            return max(P.l2_hit_cycles, ready - now)
         copy = line >> 36
-        g = groups.get(line - (copy << 36)) if group_rule else None
-        if not group_rule:  # the calibrated 'line' rule: every line draws on its own
-            miss = _l2_misses(line, l2_miss)
-            shared = _l2_misses(line * 7 + 3, l2_shared_fill)
-        elif g is None:  # not in the footprint: decided per line
-            miss = _l2_misses(line, l2_miss)
-            shared = in_phase and _l2_misses(line * 7 + 3, l2_shared_fill)
+        if address_rule:
+            ready = l2_ready.get(line)
+            if l2.access(line):  # resident in this CU's share of the L2 (or on its way)
+                return max(P.l2_hit_cycles, (ready or 0.0) - now)
+            sh = sharers.get(line - (copy << 36)) if sharers else (0, 0)
+            if ready is not None or sh is None:
+                # evicted and asked for again, or touched by no workgroup of the first
+                # round but this one's (streamed): this CU fetches it
+                miss, shared = True, False
+            elif sh[0] == 0:  # no footprints recorded: the probability given
+                miss = _l2_misses(line, l2_miss)
+                shared = not miss and _l2_misses(line * 7 + 3, l2_shared_fill)
+            else:
+                n, own = sh
+                # whichever of the n in-phase sharers asks first fetches it: this CU for
+                # own of n (a low-discrepancy draw per line and workgroup copy)
+                miss = _group_draw(line - (copy << 36), copy) * n < own
+                shared = not miss and _l2_misses(line * 7 + 3, l2_shared_fill)
         else:
-            miss = _group_draw(g, copy) < l2_miss
-            shared = in_phase and _group_draw(g * 7 + 3, copy) < l2_shared_fill
+            ready = l2_ready.get(line)
+            if ready is not None:  # this CU asked for it before: in L2, or still on its way
+                return max(P.l2_hit_cycles, ready - now)
+            g = groups.get(line - (copy << 36)) if group_rule else None
+            if not group_rule:  # the 'line' rule: every line draws on its own
+                miss = _l2_misses(line, l2_miss)
+                shared = _l2_misses(line * 7 + 3, l2_shared_fill)
+            elif g is None:  # not in the footprint: decided per line
+                miss = _l2_misses(line, l2_miss)
+                shared = in_phase and _l2_misses(line * 7 + 3, l2_shared_fill)
+            else:
+                miss = _group_draw(g, copy) < l2_miss
+                shared = in_phase and _group_draw(g * 7 + 3, copy) < l2_shared_fill
         if miss:
             cnt["l2_misses"] += 1
             cnt["hbm_bytes"] += P.line_bytes
             start = max(now, hbm_free)
-            hbm_free = start + hbm_per_line
+            row = line >> row_shift
+            if row not in rows_open:  # the first line of this instruction in a DRAM page
+                rows_open.add(row)
+                cnt["hbm_activations"] += 1
+                hbm_free = start + hbm_per_line + hbm_per_row
+            else:
+                hbm_free = start + hbm_per_line
             lat = (start - now) + P.l2_hit_cycles + hbm_cycles
         elif shared:
             cnt["l2_shared_fills"] += 1  # a sharer's fill in flight: wait for it
@@ -432,6 +551,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                     last_issue = t
                     continue
             elif cat == "scalar" and cls == "smem":
+                rows_open.clear()
                 start = max(t, smem_free)
                 ev = memev[w].get(ptr[w])
                 lat = P.smem_hit_cycles
@@ -456,13 +576,21 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                 cnt["smem_instructions"] += 1
                 lgkm[w].append((start + lat, "smem"))
             elif cat == "vmem":
+                rows_open.clear()
                 ev = memev[w].get(ptr[w])
                 lines = ev[0].tolist() if ev is not None else []
                 start = max(t, ta_free)
                 occ = max(turn, len(lines) * line_cycles)
                 ta_free = start + occ
-                worst = P.store_latency_cycles if store else P.l1_hit_cycles
-                if not store:
+                atomic = "_atomic" in mn
+                worst = P.store_latency_cycles if store and not atomic else P.l1_hit_cycles
+                if atomic:  # executed at the L2: past the L1, its result returns from there
+                    o = off[w]
+                    for line in lines:
+                        fs = max(start, fill_free)
+                        fill_free = fs + line_cycles
+                        worst = max(worst, (fs - start) + P.l1_hit_cycles + l2_path(line + o, fs, first_set[wg_of[w]]))
+                elif not store:
                     o = off[w]
                     for line in lines:
                         line += o

@@ -278,7 +278,7 @@ def _reference(board: Board, params: EnergyParams) -> tuple[float, float]:
     """(idle watts, clock) of the board's idle measurement (else the params' reference)."""
     base = BOARDS.get(board.name)
     if base is not None and base.idle_watts is not None:
-        return float(base.idle_watts), float(base.engine_clock_mhz)
+        return float(base.idle_watts), float(base.idle_clock_mhz or base.engine_clock_mhz)
     return float(params.idle_ref_watts), float(params.ref_clock_mhz)
 
 

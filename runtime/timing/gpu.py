@@ -10,10 +10,14 @@ How a launch's time is modeled (every figure it prints is *modeled*, not measure
    traced by the emulator instruction by instruction and replayed by the CU model
    (:func:`~.cu.simulate_cu`).
 3. **L2.**  The first round of workgroups (``C x R``) records the lines each touches
-   (its footprint).  A line missing a CU's L1 misses L2 with probability
-   ``unique lines / sum of per-workgroup lines`` (the first of the round's sharers
-   fetches it from HBM, the others hit).  The HBM bandwidth (memory clock) is shared
-   by the busy CUs.  The sharers run in phase (identical CUs, breadth-first dispatch),
+   (its footprint).  Under ``TimingParams.l2_miss_rule = "address"`` (the default) CU
+   0's share of the L2 is simulated set by set (:func:`~.cu.simulate_cu`): reused lines
+   hit, lines no other workgroup of the round touches miss, and a line ``n`` workgroups
+   share is fetched by one of them (this CU for its share of the sharers).  Under the
+   earlier rules a line missing L1 misses L2 with probability ``unique lines / sum of
+   per-workgroup lines`` (:func:`l2_miss_probability`, still reported as ``l2_miss``).
+   The HBM bandwidth (memory clock, less refresh and bus overheads:
+   :attr:`vlpc.targets.Board.hbm_data_bytes_per_second`) is shared by the busy CUs.  The sharers run in phase (identical CUs, breadth-first dispatch),
    so a sharer's hit lands on the first one's fill still in flight and waits for it
    (``TimingParams.l2_shared_fill_wait``): the HBM latency, fixed in ns, is seen by all
    of them while the HBM traffic is counted once.
@@ -152,7 +156,9 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     before the last ``R`` times the workgroups not simulated (the ramp-up and the
     drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
     shortcut against a full simulation.  ``l2_miss`` overrides the miss probability
-    the trace's footprints give.
+    the trace's footprints give (under the "address" L2 rule: a line the L2 simulation
+    does not hold misses with that probability instead of by its sharers, for traces
+    whose footprints hold CU 0's workgroups only).
     """
     W = trace.workgroups
     C = board.compute_units
@@ -165,13 +171,14 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     n_sim = min(n0, max(cap, R))
     p_miss = l2_miss_probability(trace) if l2_miss is None else l2_miss
     active = min(C, W)
-    share = board.hbm_bytes_per_second / (board.engine_clock_mhz * 1e6) / active
+    share = board.hbm_data_bytes_per_second / (board.engine_clock_mhz * 1e6) / active
     wgs = [traced[i % len(traced)] for i in range(n_sim)]
     # lines shared with other CUs (p_miss < 1) are fetched by whichever sharer asks first;
     # the others, in phase on identical CUs, wait for that fill (TimingParams.l2_shared_fill_wait)
     shared_fill = board.timing.l2_shared_fill_wait if p_miss < 1.0 else 0.0
     r = simulate_cu(trace, wgs, board, resident=R, l2_miss=p_miss, hbm_share_bytes_per_cycle=share,
-                    sqc_sharers=sqc_sharers(board, active), l2_shared_fill=shared_fill)
+                    sqc_sharers=sqc_sharers(board, active), l2_shared_fill=shared_fill,
+                    active_cus=active, l2_sharers=l2_miss is None)
     fin = sorted(r.wg_finish)
     cycles = fin[-1]
     if n0 > n_sim:
