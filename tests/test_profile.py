@@ -206,6 +206,11 @@ def test_profile_hipcc_kernel_from_the_cli(tmp_path, capsys):
     assert rc == 0
     assert "MODELED" in out and "on mi50 @ 1500 MHz engine, 900 MHz memory" in out
     assert "of the HBM peak (922 GB/s)" in out  # 4096 bits x 2 x 900 MHz / 8
+    # the streaming ceiling at 900 MHz: the pin rate less refresh and bus efficiency, plus one DRAM
+    # page activation (spread over the channels) per KiB a wave's global_load_dwordx4 reads
+    data = 4096 * 2 * 900e6 / 8 * (1 - P.hbm_refresh_fraction) * P.hbm_bus_efficiency
+    ceiling = 1024 / (1024 / data + P.hbm_activate_ns * 1e-9 / P.hbm_channels)
+    assert f"of the modeled streaming ceiling ({ceiling / 1e9:.0f} GB/s)" in out
     assert "limiter:" in out and "occupancy:" in out and "GB/s" in out
     assert "global_load_dword" in out and "s_waitcnt" in out
     assert json.loads(trace.read_text())["traceEvents"]

@@ -117,7 +117,9 @@ class Profile:
     2 M N K x batch, integer operations for int8; None for a code object without ``flops``),
     ``peak_flops`` (operations per second: the FP32 FMA peak, FP64's, or the f16/int8 dot
     instructions', :func:`vlpc.tune.peak_ops`), ``dtype`` (the GEMM's A/B type, else ``f32``) and
-    ``hbm_bytes_per_second`` (the board's HBM peak).  Every time is modeled."""
+    ``hbm_bytes_per_second`` (the board's HBM peak, the pin rate) and
+    ``streaming_bytes_per_second`` (the modeled streaming ceiling,
+    :attr:`vlpc.targets.Board.streaming_ceiling_bytes_per_second`), bytes/s.  Every time is modeled."""
 
     source: str
     board: str
@@ -130,6 +132,7 @@ class Profile:
     hbm_bytes_per_second: float = 0.0
     problem: str = ""
     dtype: str = "f32"
+    streaming_bytes_per_second: float = 0.0
 
     @property
     def time_us(self) -> float:
@@ -311,7 +314,8 @@ def profile(source: str | bytes | os.PathLike, *, kernel: str | None = None, gri
                for co, kern_, geom, stats in dev.profiled if getattr(stats, "trace", None) is not None]
     from vlpc.tune import peak_ops
     return Profile(name, board.name, board.engine_clock_mhz, board.memory_clock_mhz, kernels, findings, flops,
-                   peak_ops(board, dtype), board.hbm_bytes_per_second, problem, dtype)
+                   peak_ops(board, dtype), board.hbm_bytes_per_second, problem, dtype,
+                   board.streaming_ceiling_bytes_per_second)
 
 
 def _dims_text(v) -> str | None:
@@ -463,7 +467,9 @@ def summary_lines(prof: Profile) -> list[str]:
                        f"over the modeled time); {prof.hbm_gbps:.1f} GB/s read from HBM modeled "
                        "(L2 load misses; stores not modeled), "
                        f"{prof.hbm_gbps * 1e9 / prof.hbm_bytes_per_second * 100:.1f} % of the HBM peak "
-                       f"({prof.hbm_bytes_per_second / 1e9:.0f} GB/s)")
+                       f"({prof.hbm_bytes_per_second / 1e9:.0f} GB/s), "
+                       f"{prof.hbm_gbps * 1e9 / prof.streaming_bytes_per_second * 100:.1f} % of the modeled "
+                       f"streaming ceiling ({prof.streaming_bytes_per_second / 1e9:.0f} GB/s)")
     for kp in prof.kernels:
         r, o, s = kp.resources, kp.occupancy, kp.simulated
         out.append(f"  kernel {kp.name}: grid {kp.grid} x block {kp.block}; {kp.time_us:.2f} us modeled "

@@ -527,6 +527,17 @@ class Board:
         t = self.timing
         return self.hbm_bytes_per_second * (1.0 - t.hbm_refresh_fraction) * t.hbm_bus_efficiency
 
+    @property
+    def streaming_ceiling_bytes_per_second(self) -> float:
+        """The HBM model's streaming ceiling in bytes/s: :attr:`hbm_data_bytes_per_second` less
+        one DRAM page activation (``TimingParams.hbm_activate_ns``, spread over ``hbm_channels``)
+        per 1 KiB a wave's ``global_load_dwordx4`` moves -- the best a kernel that reads every
+        byte once can do under the model (modeled; the microbenchmark rows hbm.stream.* it is
+        fitted to: ``benchmarks/microbench/``)."""
+        t = self.timing
+        per_kib = 1024.0 / self.hbm_data_bytes_per_second + t.hbm_activate_ns * 1e-9 / t.hbm_channels
+        return 1024.0 / per_kib
+
     def at(self, engine_clock_mhz: float | None = None, memory_clock_mhz: float | None = None,
            compute_units: int | None = None, timing: TimingParams | None = None) -> "Board":
         """The same board at other clocks / CU count / parameters."""
