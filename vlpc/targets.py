@@ -646,8 +646,8 @@ class EnergyParams:
     ref_clock_mhz: float = 1700.0
     idle_ref_watts: float = 42.0
     idle_voltage_exponent: float = 2.0
-    vgpr_read_pj: float = 6.90
-    vgpr_write_pj: float = 6.90
+    vgpr_read_pj: float = 6.80
+    vgpr_write_pj: float = 6.80
     forwarded_read_pj: float = 0.3
     sgpr_read_pj: float = 1.0
     sgpr_write_pj: float = 1.0
@@ -657,7 +657,7 @@ class EnergyParams:
     dot4_i32_i8_pj: float = 0.39
     pk_fma_f16_pj: float = 0.98
     valu_other_pj: float = 0.5
-    valu_lane_overhead_pj: float = 29.30
+    valu_lane_overhead_pj: float = 29.49
     issue_pj: float = 10.0
     salu_pj: float = 3.0
     smem_access_pj: float = 5.0
