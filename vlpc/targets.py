@@ -821,10 +821,11 @@ MI25_ENERGY_SOURCES: dict[str, str] = {
                       "iso-frequency statement applied to static power too (MI25 has two HBM2 stacks, MI60 "
                       "four: the board share is probably overstated); no MI25 idle figure is published",
     "hbm_pj_per_byte": "gfx906's (HBM2 on both boards, memory rail, not scaled with the logic process)",
-    "check": "with these coefficients SGEMM 4096x4096x640 at 1500 MHz models at ~510 W average (vlpc bench "
-             "--energy --target gfx900: sqc 512 W, legacy lds 708 W), far above MI25's 300 W board power (spec "
-             "sheet): either the x2.0 overstates the 14 nm cost (x1.55 gives ~410 W) or a real MI25 holds "
-             "300 W by lowering its clock under SGEMM (runtime.timing.energy.power_limited: about 1,090 MHz for sqc); no measurement "
+    "check": "with these coefficients SGEMM 4096x4096x640 at 1500 MHz models at ~500 W average (vlpc bench "
+             "--energy --target gfx900 -m 4096 -n 4096 -k 640 --split-k 1: sqc 497 W, legacy lds 705 W; modeled), far "
+             "above MI25's 300 W board power (spec sheet): either the x2.0 overstates the 14 nm cost (x1.55 gives "
+             "~385 W) or a real MI25 holds "
+             "300 W by lowering its clock under SGEMM (runtime.timing.energy.power_limited: about 1,080 MHz for sqc); no measurement "
              "decides",
 }
 
