@@ -646,8 +646,8 @@ class EnergyParams:
     ref_clock_mhz: float = 1700.0
     idle_ref_watts: float = 42.0
     idle_voltage_exponent: float = 2.0
-    vgpr_read_pj: float = 6.90
-    vgpr_write_pj: float = 6.90
+    vgpr_read_pj: float = 6.80
+    vgpr_write_pj: float = 6.80
     forwarded_read_pj: float = 0.3
     sgpr_read_pj: float = 1.0
     sgpr_write_pj: float = 1.0
@@ -657,7 +657,7 @@ class EnergyParams:
     dot4_i32_i8_pj: float = 0.39
     pk_fma_f16_pj: float = 0.98
     valu_other_pj: float = 0.5
-    valu_lane_overhead_pj: float = 29.30
+    valu_lane_overhead_pj: float = 29.49
     issue_pj: float = 10.0
     salu_pj: float = 3.0
     smem_access_pj: float = 5.0
@@ -821,10 +821,11 @@ MI25_ENERGY_SOURCES: dict[str, str] = {
                       "iso-frequency statement applied to static power too (MI25 has two HBM2 stacks, MI60 "
                       "four: the board share is probably overstated); no MI25 idle figure is published",
     "hbm_pj_per_byte": "gfx906's (HBM2 on both boards, memory rail, not scaled with the logic process)",
-    "check": "with these coefficients SGEMM 4096x4096x640 at 1500 MHz models at ~510 W average (vlpc bench "
-             "--energy --target gfx900: sqc 512 W, legacy lds 708 W), far above MI25's 300 W board power (spec "
-             "sheet): either the x2.0 overstates the 14 nm cost (x1.55 gives ~410 W) or a real MI25 holds "
-             "300 W by lowering its clock under SGEMM (runtime.timing.energy.power_limited: about 1,090 MHz for sqc); no measurement "
+    "check": "with these coefficients SGEMM 4096x4096x640 at 1500 MHz models at ~500 W average (vlpc bench "
+             "--energy --target gfx900 -m 4096 -n 4096 -k 640 --split-k 1: sqc 497 W, legacy lds 705 W; modeled), far "
+             "above MI25's 300 W board power (spec sheet): either the x2.0 overstates the 14 nm cost (x1.55 gives "
+             "~385 W) or a real MI25 holds "
+             "300 W by lowering its clock under SGEMM (runtime.timing.energy.power_limited: about 1,080 MHz for sqc); no measurement "
              "decides",
 }
 
