@@ -1,8 +1,9 @@
-"""README figures and claims, asserted exactly against what vlpc measures now.
+"""Figures and claims of the manual (docs/kernels.md, docs/plans.md), asserted exactly
+against what vlpc measures now.
 
-The expected numbers are read from README.md itself, so a change to the kernels that
-moves a figure fails here until the README says the new figure (and a README edit that
-does not match the product fails too).
+The expected numbers are read from the docs themselves, so a change to the kernels that
+moves a figure fails here until the docs say the new figure (and a docs edit that does not
+match the product fails too).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from vlpc.analysis import loop_figures
 from vlpc.targets import GFX906
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+KERNELS = (ROOT / "docs" / "kernels.md").read_text()
+PLANS = (ROOT / "docs" / "plans.md").read_text()
 EXAMPLE = ROOT / "examples" / "sgemm_nt.mlir"
 
 SGEMM = """builtin.module {
@@ -31,13 +33,13 @@ DGEMM = SGEMM.replace("xf32", "xf64").replace(": f32", ": f64").replace("f32, f3
 
 
 def table_row(title: str) -> list[str]:
-    """The cells of the row of README's "The default kernels" table that starts with ``title``."""
-    section = README.split("## The default kernels", 1)[1].split("\n## ", 1)[0]
+    """The cells of the row of docs/kernels.md's "The default kernels" table that starts with ``title``."""
+    section = KERNELS.split("## The default kernels", 1)[1].split("\n## ", 1)[0]
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if cells and cells[0].startswith(title):
             return cells[1:]
-    raise AssertionError(f"README's figures table has no row '{title}'")
+    raise AssertionError(f"docs/kernels.md's figures table has no row '{title}'")
 
 
 def first_int(cell: str) -> int:
@@ -65,13 +67,13 @@ def test_vgprs_and_occupancy(kernels):
 def test_sgprs(kernels):
     row = table_row("SGPRs")
     for (k, _, _), cell in zip(kernels, row[:2]):
-        assert k.sgprs == first_int(cell), f"README says {cell} SGPRs, the kernel has {k.sgprs}"
+        assert k.sgprs == first_int(cell), f"docs/kernels.md says {cell} SGPRs, the kernel has {k.sgprs}"
 
 
 def test_non_fma_per_1024_fmas(kernels):
     row = table_row("non-FMA instructions per 1024 FMAs")
     for (_, f, _), cell in zip(kernels, row[:2]):
-        assert f.non_fma_per_1024 == first_int(cell), f"README {cell}, measured {f.non_fma_per_1024}"
+        assert f.non_fma_per_1024 == first_int(cell), f"docs/kernels.md {cell}, measured {f.non_fma_per_1024}"
     assert first_int(row[2]) == 293  # the seed's loop (seed 002), not measured here
 
 
@@ -90,8 +92,8 @@ def test_lds_and_barriers(kernels):
 
 
 def test_bundled_example_gets_split_k_2():
-    m = re.search(r"bundled 256x512x640 example gets \S+ tiles and S = (\d+)", README)
-    assert m, "README no longer states the bundled example's split"
+    m = re.search(r"bundled 256x512x640 example gets \S+ tiles and S = (\d+)", PLANS)
+    assert m, "docs/plans.md no longer states the bundled example's split"
     assert "memref<256x640xf32>" in EXAMPLE.read_text() and "memref<512x640xf32>" in EXAMPLE.read_text()
     k = vlpc.compile(EXAMPLE.read_text(), filename=str(EXAMPLE)).kernel()
     assert k.split_k == int(m.group(1)) == 2
@@ -100,13 +102,13 @@ def test_bundled_example_gets_split_k_2():
 
 
 def test_report_ratios_on_the_bundled_example():
-    """README: "On 256x512x640 the VGPR read/write ratio legacy/sqc is 2.06 (forwarded reads
+    """docs/kernels.md: "On 256x512x640 the VGPR read/write ratio legacy/sqc is 2.06 (forwarded reads
     excluded), and 3.60 with the seed's accounting of forwarded accumulator chains"."""
     from vlpc.report import build_report
 
     m = re.search(r"On 256x512x640 the VGPR read/write ratio legacy/sqc is (\d+\.\d\d).*?and (\d+\.\d\d) with the seed's "
-                  r"accounting", README, re.S)
-    assert m, "README no longer states the report's ratios"
+                  r"accounting", KERNELS, re.S)
+    assert m, "docs/kernels.md no longer states the report's ratios"
     rep = build_report(EXAMPLE.read_text(), str(EXAMPLE), ["lds", "sqc"])
     assert f"{rep.ratio('vgpr_rw'):.2f}" == m.group(1)
     assert f"{rep.ratio('vgpr_rw_elided'):.2f}" == m.group(2)
@@ -114,7 +116,7 @@ def test_report_ratios_on_the_bundled_example():
 
 
 def test_print_ir_after_all_prints_each_pass(capsys):
-    """README: ``--print-ir-after-all`` prints the IR after each pass: one header per pass of
+    """README quickstart: ``--print-ir-after-all`` prints the IR after each pass: one header per pass of
     the pipeline, in order, each followed by that pass's effect."""
     from vlpc.cli import main
 
@@ -139,9 +141,9 @@ def test_print_ir_after_all_prints_each_pass(capsys):
 
 
 def test_k_loop_scalar_overhead(kernels):
-    """README: "the K loop is 6 SALU instructions and the branch" (besides the A loads and waits)."""
-    m = re.search(r"the K loop is (\d+) SALU instructions and the branch", README)
-    assert m, "README no longer states the K loop's scalar overhead"
+    """docs/kernels.md: "the K loop is 6 SALU instructions and the branch" (besides the A loads and waits)."""
+    m = re.search(r"the K loop is (\d+) SALU instructions and the branch", KERNELS)
+    assert m, "docs/kernels.md no longer states the K loop's scalar overhead"
     _, f, _ = kernels[0]
     salu = sum(c for mn, c in f.counts.items()
                if mn.startswith("s_") and not mn.startswith(("s_load", "s_waitcnt", "s_cbranch", "s_branch")))
@@ -150,11 +152,11 @@ def test_k_loop_scalar_overhead(kernels):
 
 
 def test_lds_kernel_resources():
-    """README: "The default 64x256 lds kernel uses 112 VGPRs and 20 KiB of LDS per workgroup
+    """docs/kernels.md: "The default 64x256 lds kernel uses 112 VGPRs and 20 KiB of LDS per workgroup
     and runs 2 waves per SIMD, limited by VGPRs"."""
     m = re.search(r"The default 64x256 lds kernel uses (\d+) VGPRs and (\d+) KiB of LDS per workgroup\s+and runs "
-                  r"(\d+) waves per SIMD, limited by VGPRs", README)
-    assert m, "README no longer states the lds kernel's resources"
+                  r"(\d+) waves per SIMD, limited by VGPRs", KERNELS)
+    assert m, "docs/kernels.md no longer states the lds kernel's resources"
     r = vlpc.compile(SGEMM, "gfx906", strategy="lds")
     k = r.kernel()
     from vlpc.runtime import load_code_object

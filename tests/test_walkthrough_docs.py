@@ -21,12 +21,12 @@ def test_hip_md_names_as_xfail_only_the_kernels_the_emulator_cannot_run():
     assert claimed == set(UNSUPPORTED), (claimed, UNSUPPORTED)
 
 
-def test_readme_names_the_encoding_classes_the_emulator_does_not_run():
-    """README "Runtime and devices": the classes it says are not emulated are exactly those of
+def test_runtime_md_names_the_encoding_classes_the_emulator_does_not_run():
+    """docs/runtime.md: the classes it says are not emulated are exactly those of
     which `python -m vlpc.runtime.emulator.coverage` finds no instruction executable."""
     from vlpc.runtime.emulator.coverage import coverage
 
-    text = " ".join((ROOT / "README.md").read_text().split())
+    text = " ".join((ROOT / "docs" / "runtime.md").read_text().split())
     said = re.search(r"not emulated: ([A-Z, ]+(?:and [A-Z]+|and scratch))\)", text)
     assert said is not None
     named = {w.upper() for w in re.findall(r"[A-Za-z]+", said.group(1)) if w != "and"}
