@@ -1,7 +1,7 @@
 """Modeled figures of the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on MI60 at its stock clocks.
 
-Every figure is **modeled** by vlpc's timing model (runtime/timing/, README "Timing model"),
-not measured: there is no AMD GPU here.  Peaks (gfx906.md, vlpc/targets.py Board):
+Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md),
+not measured: there is no AMD GPU here.  Peaks (spec sheets, vlpc/targets.py Board):
 
 * f16 dot peak: 64 lanes x 4 FLOP (``v_dot2_f32_f16``: 2 multiply-adds) x CUs x clock
   = 29.5 TFLOP/s on 64 CUs at 1800 MHz (twice the f32 FMA peak);

@@ -1,6 +1,6 @@
 """Calibrate the energy model on the seed's 1700 MHz power pair, then predict the 1500 MHz pair.
 
-The seed (``shared/seeds/002_8d37cee11d069122.txt`` section 3.2) measured the board power
+The seed (*An Alternative SGEMM on VEGA* section 3.2, docs/references.md) measured the board power
 of its 64x256 SQC SGEMM on an MI60 at M = N = 4096, K = 640:
 
 =========  ====  ===========================  ==============================
@@ -141,7 +141,7 @@ def with_coefficients(params, vgpr_pj: float, overhead_pj: float):
 
 def seed_time_us(clock: int, name: str) -> float:
     """The seed's own time of its power run (us): FLOPs over the TFLOP/s it printed beside the watts
-    (seed 002 section 3.2; 9.5 / 9.18 TFLOP/s at 1700 MHz: slower than its section 3.1 table's 9.954)."""
+    (the seed's section 3.2; 9.5 / 9.18 TFLOP/s at 1700 MHz: slower than its section 3.1 table's 9.954)."""
     col = {"sqc": 1, "sqc-nofwd": 2}[name]
     return FLOPS / (MEASURED[clock][col][1] * 1e12) * 1e6
 
@@ -198,7 +198,7 @@ def fit(cache: Path, out: Path, models: dict | None = None, fit_time: str = "see
 
     models = models or build_models(cache, (1700,))
     a, b = fit_coefficients(models, ENERGY, fit_time)
-    res = {"fitted_on": "seed 002 section 3.2, 1700 MHz pair (265 W forwarding, 284 W without), M=N=4096 K=640",
+    res = {"fitted_on": "An Alternative SGEMM on VEGA section 3.2, 1700 MHz pair (265 W forwarding, 284 W without), M=N=4096 K=640",
            "fit_time": fit_time, "vgpr_read_pj": a, "vgpr_write_pj": a, "valu_lane_overhead_pj": b}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))
@@ -218,7 +218,7 @@ def report(cache: Path, out: Path, fit_time: str = "seed") -> None:
     fitted = fit(cache, out, models, fit_time)
     a, b = fitted["vgpr_read_pj"], fitted["valu_lane_overhead_pj"]
     params = with_coefficients(ENERGY, a, b)
-    print("\n# Energy model calibration (seed 002 section 3.2; all figures modeled)\n")
+    print("\n# Energy model calibration (An Alternative SGEMM on VEGA section 3.2; all figures modeled)\n")
     how = ("the seed's energies: its watts x the time of the same run" if fit_time == "seed" else
            "the seed's watts at the modeled 1700 MHz time")
     print(f"Fitted on the 1700 MHz pair only (two coefficients, vlpc/targets.py EnergyParams; target: {how}):")

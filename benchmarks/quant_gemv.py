@@ -1,6 +1,6 @@
 """Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 GEMV (passes/gemm_to_gcn_quant.py).
 
-Every figure is **modeled** by vlpc's timing model (runtime/timing/, README "Timing model") on
+Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md) on
 MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s, the model's streaming
 ceiling ``Board.hbm_bytes_per_second``), not measured: there is no AMD GPU here.  Each row is
 one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,

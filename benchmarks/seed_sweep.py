@@ -1,6 +1,6 @@
 """vlpc's SGEMM against the seed's measured MI60 curve: modeled TFLOP/s at every size of the seed's table.
 
-The seed (``shared/seeds/002``, section 3.1; ``shared/reference/seed_mi60_sgemm_64x256.csv``)
+The seed (*An Alternative SGEMM on VEGA*, its section 3.1 table: docs/references.md)
 measured its 64x256 SQC kernel on an MI60 (64 CUs, 1700 MHz engine clock) at K = 640 and
 M = N = 256 .. 16384 step 256.  This script compiles vlpc's default plan for each size
 (``vlpc.compile`` with ``gpu="mi60"``: the automatic tile and split-K choice) and runs the timing

@@ -51,7 +51,7 @@ def main() -> None:
         if args.markdown:
             Path(args.markdown).mkdir(parents=True, exist_ok=True)
             (Path(args.markdown) / f"report_{size}.md").write_text(rep.markdown())
-    print(f"\nseed 002, section 2.11: 68,416 / 20,864 = {seed_ratio:.2f}")
+    print(f"\nAn Alternative SGEMM on VEGA, section 2.11: 68,416 / 20,864 = {seed_ratio:.2f}")
 
 
 if __name__ == "__main__":

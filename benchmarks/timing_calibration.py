@@ -1,9 +1,8 @@
 """Calibrate the timing model on the seed's measured MI60 table, then predict the held-out clocks.
 
-The seed (``shared/seeds/002_8d37cee11d069122.txt`` section 3.1;
-``shared/reference/seed_mi60_sgemm_64x256.csv``) measured TFLOP/s of its 64x256 SQC
+The seed (*An Alternative SGEMM on VEGA*, its section 3.1 table: docs/references.md) measured TFLOP/s of its 64x256 SQC
 SGEMM on an MI60 (64 CUs, memory clock 800 MHz: :func:`vlpc.targets.seed_board`) at K = 640, M = N = 256..16384, at
-engine clocks 1700, 1500, 1300 and 1100 MHz.  The protocol (DEVELOPERS.md):
+engine clocks 1700, 1500, 1300 and 1100 MHz.  The protocol:
 
 * the calibrated parameters (``TimingParams`` fields marked "calibrated" in
   ``vlpc/targets.py``) are fitted on the **1700 MHz column only**;
@@ -264,7 +263,7 @@ def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Pa
         for clock in CLOCKS:
             pred[clock][m] = model_size(tr, meta[str(m)], board.at(engine_clock_mhz=clock)).tflops(2.0 * m * m * K)
     secs = time.time() - t0
-    print("Modeled (vlpc timing model, seed schedule) vs measured (seed 002 section 3.1) TFLOP/s,")
+    print("Modeled (vlpc timing model, seed schedule) vs measured (An Alternative SGEMM on VEGA section 3.1) TFLOP/s,")
     print("MI60, K = 640; calibrated on the 1700 MHz column only, the other clocks are predictions.\n")
     print("| M = N | " + " | ".join(f"{c} meas | {c} model" for c in CLOCKS) + " |")
     print("|---|" + "---|" * (2 * len(CLOCKS)))

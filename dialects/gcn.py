@@ -627,7 +627,7 @@ class VFmaBase(VOPBase, ABC):
     """``v_fma_fN vdst, src0, src1, src2`` = src0 * src1 + src2, one rounding (VOP3), on
     ``WIDTH`` registers per operand (the table's destination width: 1, or a pair for f64).
 
-    At most one source may be an SGPR (range) (the constant bus, gfx906.md).
+    At most one source may be an SGPR (range) (the constant bus, LLVM getConstantBusLimit).
     """
 
     WIDTH: ClassVar[int]
@@ -651,9 +651,9 @@ class VFmaBase(VOPBase, ABC):
 
 
 VFmaF32Op = _table_op(VFmaBase, "v_fma_f32", "``v_fma_f32 vdst, src0, src1, src2`` = src0 * src1 + src2, one "
-                      "rounding (VOP3); at most one source may be an SGPR (the constant bus, gfx906.md).")
+                      "rounding (VOP3); at most one source may be an SGPR (the constant bus, LLVM getConstantBusLimit).")
 VFmaF64Op = _table_op(VFmaBase, "v_fma_f64", "``v_fma_f64 vdst, src0, src1, src2`` on register pairs, one "
-                      "rounding (VOP3); at most one source may be an SGPR pair (the constant bus, gfx906.md).")
+                      "rounding (VOP3); at most one source may be an SGPR pair (the constant bus, LLVM getConstantBusLimit).")
 
 
 class VOP2Base(VOPBase, ABC):
@@ -1461,7 +1461,7 @@ class VLshlAddU32Op(VOPBase):
 
 class VDotBase(VOPBase, ABC):
     """``op vdst, src0, src1, src2`` (VOP3P dot product into a 32-bit accumulator):
-    src0 and src2 are VGPRs, src1 a VGPR or an SGPR (one constant-bus read, gfx906.md)."""
+    src0 and src2 are VGPRs, src1 a VGPR or an SGPR (one constant-bus read, LLVM getConstantBusLimit)."""
 
     vdst = result_def(VGPRType)
     src0 = operand_def(VGPRType)

@@ -17,7 +17,7 @@ The passes add their decisions as properties, so the chosen plan is visible in
 the IR: ``macro_tile``/``micro_tile``/``k_step`` (gemm-tile), ``grid``/
 ``workgroup_size`` (gemm-map-workgroups; -1 marks a size known only at launch),
 ``wg_tile``/``sg_tile``/``local_range`` (gemm-map-subgroups, XeTLA's vocabulary,
-seed 001), ``split_k``/``split_mode``/``local_split``/``k_per_split`` (gemm-split-k).
+docs/references.md), ``split_k``/``split_mode``/``local_split``/``k_per_split`` (gemm-split-k).
 """
 
 from __future__ import annotations

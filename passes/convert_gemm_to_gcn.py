@@ -1,6 +1,6 @@
 """``convert-gemm-to-gcn``: instruction selection for ``gemm.matmul`` into the ``gcn`` dialect.
 
-Strategy ``sqc`` (the seed's "very low power" scheme, ``shared/seeds/002`` section 2):
+Strategy ``sqc`` (the seed's "very low power" scheme, *An Alternative SGEMM on VEGA* section 2, docs/references.md):
 
 * A is read with scalar loads, one ``s_load_dwordx{k_step}`` per row of the macro
   tile and K step, into SGPRs, and each SGPR is the scalar operand of a
@@ -72,7 +72,7 @@ from vlpc.passes.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches
 from vlpc.targets import get_target
 
 # A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): passes/sqc_k_step.py
-#: SMEM immediate offsets are 21-bit signed on GFX9 (gfx906.md).
+#: SMEM immediate offsets are 21-bit signed on GFX9 (Vega ISA guide, SMEM encoding).
 SMEM_IMM_MAX = (1 << 20) - 1
 
 

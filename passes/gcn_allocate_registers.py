@@ -591,7 +591,7 @@ def _peak_demand(occupancies: list[dict[int, list[tuple[int, int]]]]) -> int:
 
 
 def _align_of(kind: str | None, n: int) -> int:
-    """Alignment of a range of ``n`` registers of ``kind`` ("s", "v" or None) (gfx906.md: SGPR tuples
+    """Alignment of a range of ``n`` registers of ``kind`` ("s", "v" or None) (LLVM AMDGPUAsmGFX9.rst, SIRegisterInfo: SGPR tuples
     of 4+ at a multiple of 4, pairs even; VGPR ranges need none)."""
     if kind != "s":
         return 1

@@ -1,6 +1,6 @@
 """``gcn-insert-waitcnt``: derive every ``s_waitcnt`` from memory operations and register uses.
 
-Rules (``shared/reference/gfx906.md``; LLVM ``SIInsertWaitcnts.cpp``):
+Rules (Vega ISA guide, ``s_waitcnt``; LLVM ``SIInsertWaitcnts.cpp``: docs/references.md):
 
 * Vector memory operations (loads and stores) count in ``vmcnt`` and complete in
   issue order, so a register loaded by a VMEM load with N younger VMEM operations

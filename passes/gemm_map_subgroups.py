@@ -1,6 +1,6 @@
 """``gemm-map-subgroups``: wavefronts of 64 lanes onto sub-tiles of the macro tile.
 
-XeTLA's vocabulary (``shared/seeds/001``): ``wg_tile`` is the workgroup's tile
+XeTLA's vocabulary ("Construct a High Performance GEMM", docs/references.md): ``wg_tile`` is the workgroup's tile
 (the macro tile), ``sg_tile`` the tile one subgroup — here one wavefront of 64
 work-items — computes (``micro_m`` rows by 64 columns, one column per lane), and
 ``local_range`` the number of wavefronts along M and N.  Work-item x of a

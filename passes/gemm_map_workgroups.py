@@ -1,6 +1,6 @@
 """``gemm-map-workgroups``: macro tiles onto the grid, and the workgroup size.
 
-As in the seed (``shared/seeds/002`` section 2.1): workgroup id x runs over the N
+As in the seed (*An Alternative SGEMM on VEGA* section 2.1, docs/references.md): workgroup id x runs over the N
 tiles and y over the M tiles, so the waves of a workgroup share the A rows they
 read through the scalar cache.  ``grid`` (workgroups in x, y, z; -1 where the size
 is known only at launch: then x = ceil(N / macro_n), y = ceil(M / macro_m)) and

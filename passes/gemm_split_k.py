@@ -1,7 +1,7 @@
 """``gemm-split-k``: divide the K range of a GEMM among workgroups and among the wavefronts of a workgroup.
 
 Two ways to split (XeTLA's ``dispatch_policy_kslicing<num_global_splitk,
-num_local_splitk>``, seed ``shared/seeds/001``), which combine:
+num_local_splitk>``, "Construct a High Performance GEMM": docs/references.md), which combine:
 
 * **Global split** (``split-k = S``; Tensile's GlobalSplitU): S workgroups share one C
   tile, each taking a slice of K.  Workgroup id z is the slice, so the grid grows from
@@ -47,7 +47,7 @@ automatically (S = 1).
 The f16 and int8 dot kernels (``passes/gemm_to_gcn_dot.py``, workspace mode: f32/i32
 partials of 4 bytes) are chosen the same way, on surrogate variants fitted to the timing
 model's dot kernels only (error against the model on shapes outside the fit:
-``benchmarks/dot_split_k_auto.py``, README).  Their decode GEMV plan (M = 1..16, K split
+``benchmarks/dot_split_k_auto.py``, docs/plans.md).  Their decode GEMV plan (M = 1..16, K split
 over the wavefront groups of a workgroup) keeps S = 1: the timing model runs S = 2 and 4
 slower for 1x4096x4096 and 16x4096x4096, f16 and int8 (e.g. f16 16x4096x4096 46.8 us at
 S = 1, 52.6 at S = 2, 56.3 at S = 4; MI60, modeled; ``benchmarks/dot_split_k_auto.py c``).

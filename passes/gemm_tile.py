@@ -1,6 +1,6 @@
 """``gemm-tile``: choose the macro tile (per workgroup), micro tile (per work-item) and K step.
 
-Defaults follow the seed (``shared/seeds/002``, section 2.1): a 64x256 macro tile,
+Defaults follow the seed (*An Alternative SGEMM on VEGA*, section 2.1, docs/references.md): a 64x256 macro tile,
 a 64x1 micro tile per work-item (64 rows of C in 64 accumulators, one column per
 lane) and a K step of 16 (one ``s_load_dwordx16`` per A row).  64x64 and 64x128
 macro tiles are the seed's other variants.  The choice is written on the op as
@@ -29,7 +29,7 @@ SUPPORTED_K_STEPS = (8, 16)
 #: K steps (dwords of packed K) the f16/i8 dot kernels' automatic plan weighs (class docstring): the
 #: plan surrogate has a fitted variant of each (benchmarks/plan_surrogate.py fit-dot); ties keep 16.
 DOT_AUTO_K_STEPS = (16, 8)
-#: Macro tile N extents the automatic choice picks from (seed 002: 64x64, 64x128, 64x256).
+#: Macro tile N extents the automatic choice picks from (the seed's 64x64, 64x128, 64x256).
 AUTO_MACRO_N = (64, 128, 256)
 #: Macro/micro tile rows of the sqc kernel when not given (``model``): 32 for f32, 16 for f64.
 #: Half the seed's 64 (32 doubles) so the kernel fits 64 VGPRs and runs 4 waves per SIMD,

@@ -31,7 +31,7 @@ SGPR pairs and a 64-bit delta swap ``s_lshr``/``s_xor``/``s_and``/``s_xor``/``s_
 10 SALU instructions per 4 dots; a tile of 4 rows uses the 32-bit form, 8 per 2 dots, as its
 pairs fragment the SGPRs).  The SALU issues one instruction per SIMD per 4 cycles, as the VALU
 a dot, so the transposes bound those kernels: modeled 4096^3 TT at 36.8 % of the int8 dot
-peak (README).  This packing needs M and lda (and A's batch stride) static multiples of P and
+peak (docs/kernels.md).  This packing needs M and lda (and A's batch stride) static multiples of P and
 a tile of P..32 rows (a power of two), so the groups start on 4-byte boundaries.  Otherwise,
 and where it is modeled faster (int8 TN/TT, f16 TT), the plan copies A into an M x K
 workspace first (``<name>_transpose``, passes/gemm_to_gcn_transpose.py; it uses LDS, the dot

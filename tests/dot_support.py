@@ -5,7 +5,7 @@ between rows (leading dimension past the row) are filled with ``pad``: NaN for f
 a garbage byte pattern for i8/i32.  The reference is float64 math on the f16 inputs (exact
 products; int8: exact integer math in int64, wrapped to i32), with BLAS's quick returns.
 
-f16 bound (README, "f16 and int8 through the dot instructions"): each ``v_dot2_f32_f16``
+f16 bound (docs/kernels.md, "f16 and int8 through the dot instructions"): each ``v_dot2_f32_f16``
 adds two exact f16 products to the f32 accumulator with one rounding (the emulator's and
 the ISA's definition), so after ``nd = ceil(K / 2)`` dot instructions (plus ``L - 1``
 additions of a local split, plus the epilogue's ``beta * C`` and ``fma``) the error is at most

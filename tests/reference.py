@@ -5,7 +5,7 @@ kernel's output against what vlpc itself computes as the answer (``r.verified``,
 ``vlpc.run.tolerance``, ``vlpc.run.apply_epilogue``) cannot catch a fault the product's
 checker shares.  Nothing here imports vlpc.
 
-What is computed (BLAS xGEMM, reference BLAS ``sgemm.f``/``dgemm.f`` and the README):
+What is computed (BLAS xGEMM, reference BLAS ``sgemm.f``/``dgemm.f`` and docs/inputs.md):
 
     C <- epilogue(alpha * op(A) * op(B) + beta * C)
 
@@ -16,7 +16,7 @@ What is computed (BLAS xGEMM, reference BLAS ``sgemm.f``/``dgemm.f`` and the REA
   of 0 or any other stride is expressed with :func:`batch_view`.
 * Quick-return rules (reference BLAS): ``beta == 0`` -> C is not read (NaN/Inf in C do
   not reach the result); ``alpha == 0`` -> A and B are not read, C <- beta * C.
-* Epilogues, in the order written, on D (README "Inputs"): ``bias_row`` D + v[m],
+* Epilogues, in the order written, on D (docs/inputs.md): ``bias_row`` D + v[m],
   ``bias_col`` D + v[n], ``relu`` max(D, 0) (IEEE maxNum, the GCN ``v_max`` semantics:
   relu(NaN) = 0), ``gelu`` the tanh form
   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).  The bias vector is shared by the batch.
@@ -59,7 +59,7 @@ def gamma(n: int, u: float) -> float:
 
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in float64 (README's formula)."""
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in float64 (docs/inputs.md's formula)."""
     x = np.asarray(x, np.float64)
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x * x * x)))
 

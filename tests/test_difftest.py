@@ -112,7 +112,7 @@ def test_checks_see_corruption(monkeypatch, c):
 
 def test_every_compile_option_is_drawn():
     """Every option of vlpc.compile (vlpc.options.Options) and every target family is drawn by
-    the generator over a few thousand cases, with the values the README lists as supported."""
+    the generator over a few thousand cases, with the values docs/inputs.md lists as supported."""
     from vlpc.options import Options
 
     seen: dict = {}

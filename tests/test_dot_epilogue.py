@@ -8,7 +8,7 @@ over NaN/Inf inputs.
 
 Expected values: float64 NumPy on the f16 (or int8) inputs (tests/dot_support.py's
 reference and f32-accumulation bound), then the epilogue in float64 here: the tanh form
-``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` with the README's bound ``1.13 e + u |y|
+``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` with docs/kernels.md's bound ``1.13 e + u |y|
 (8 + 4 |z|)`` (u = 2^-24, z = the argument of v_exp_f32; max |gelu'| = 1.1289 <= 1.13), a bias
 add ``e (1 + u) + u |y|``, relu 1-Lipschitz, plus 2^-126 per operation (a flushed subnormal);
 f16 C adds its rounding ``2^-11 |y| + 2^-25`` after the epilogue.

@@ -1,4 +1,4 @@
-"""f16 / int8 GEMMs as a user meets them from the README: named mixed-type linalg products,
+"""f16 / int8 GEMMs as a user meets them from docs/kernels.md: named mixed-type linalg products,
 the refusals' wording, and the f16 C check at f16's overflow (vlpc/dot_run.py).
 
 Expected values: NumPy (float64 math on the f16 inputs, int64 math for int8) through
@@ -146,7 +146,7 @@ def test_report_on_an_f16_kernel_defaults_to_sqc(tmp_path, capsys):
     assert "seed sqc" not in md and "| — |" not in md.split("## Summary")[0]
     assert "## Notes" not in md
     svg = (tmp_path / "rep.svg").read_text()  # nor seed bars in the chart
-    assert ", seed" not in svg and "seed 002 vs measured" not in svg and "traffic: measured" in svg
+    assert ", seed" not in svg and "seed vs measured" not in svg and "traffic: measured" in svg
     capsys.readouterr()
     assert main(["report", str(path), "--strategies", "sqc,lds", "-q", "-o", str(prefix)]) == 1
     err = capsys.readouterr().err.strip().splitlines()

@@ -4,7 +4,7 @@ the V/f scaling, timing-only scaling, and monotonic properties of vlpc's kernels
 Expected counts come from the ISA's semantics counted by hand (a wave of 64 lanes, the
 emulator's definition of a forwarded read: a VGPR the wave's previous VALU instruction
 wrote); expected energies from those counts times the coefficients.  The calibration's
-figures (seed 002 section 3.2) are printed by benchmarks/energy_calibration.py, not
+figures (*An Alternative SGEMM on VEGA* section 3.2) are printed by benchmarks/energy_calibration.py, not
 asserted here.  The MI60 runs at 1700 MHz here, the coefficients' reference clock (where
 (V / V_ref)^2 = 1 and the idle power is the measured 42 W), not at its stock 1800 MHz.
 """
@@ -79,7 +79,7 @@ def test_micro_energy_arithmetic(micro):
     for c in COMPONENTS:
         want = 2 * per_wg_pj.get(c, 0.0) * 1e-12
         if c == "static":
-            want = 42.0 * rep.time_us * 1e-6  # seed 002 3.2: MI60 idle 42 W at 1700 MHz
+            want = 42.0 * rep.time_us * 1e-6  # the seed's section 3.2: MI60 idle 42 W at 1700 MHz
         assert e.joules[c] == pytest.approx(want, rel=1e-12, abs=1e-18), c
     total = 2 * sum(per_wg_pj.values()) * 1e-12 + 42.0 * rep.time_us * 1e-6
     assert e.total_joules == pytest.approx(total, rel=1e-12)
@@ -377,7 +377,7 @@ def test_report_names_the_power_limited_clock():
 
 
 def test_a_plan_run_in_full_is_priced_as_its_launches():
-    """The README's Python route on a split-K plan: ``launch_energy(vlpc.run(...).stats)`` on an
+    """docs/energy.md's Python route on a split-K plan: ``launch_energy(vlpc.run(...).stats)`` on an
     emulator with a board prices the merged statistics of the GEMM and its reduce kernel as the
     launches priced one by one and added (what ``vlpc report --energy`` does)."""
     import vlpc

@@ -87,7 +87,7 @@ def test_gelu_tanh_error_against_erf_is_documented():
     x = np.linspace(-8, 8, 200001)
     erf_form = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
     diff = np.abs(gelu_tanh(x) - erf_form).max()
-    assert 4.6e-4 < diff < 4.8e-4  # README: "about 4.7e-4, near |x| = 2.7"
+    assert 4.6e-4 < diff < 4.8e-4  # docs/inputs.md: "about 4.7e-4, near |x| = 2.7"
     assert 2.6 < abs(x[np.argmax(np.abs(gelu_tanh(x) - erf_form))]) < 2.8
 
 

@@ -206,7 +206,7 @@ def test_gemm_input_is_untouched():
     ("TT", named("matmul", "TT", f"indexing_maps = {maps_attr('TT')} ")),
 ])
 def test_every_layout_runs(layout, text):
-    """Each linalg form computes C += op(A) op(B) on the emulator (README: all four layouts are
+    """Each linalg form computes C += op(A) op(B) on the emulator (docs/inputs.md: all four layouts are
     supported, so a refusal here is a failure, not a skip); checked against tests/reference.py."""
     compiled = vlpc.compile(text, filename="in.mlir", **SMALL)
     r = vlpc.run(compiled, seed=4, verify=False)

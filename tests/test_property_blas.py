@@ -88,7 +88,7 @@ PLANS = [("sqc", {}), ("sqc", {"split_k": 2}), ("sqc", {"split_k": 2, "split_mod
 @st.composite
 def quick_return_cases(draw):
     strategy, plan = draw(st.sampled_from(PLANS))
-    if strategy == "lds":  # the legacy kernel: f32, NT, whole 64x64 tiles (README)
+    if strategy == "lds":  # the legacy kernel: f32, NT, whole 64x64 tiles (docs/kernels.md)
         dt, layout = "f32", "NT"
         m, n, k = 64, 64 * draw(st.integers(1, 2)), 16 * draw(st.integers(1, 3))
     else:

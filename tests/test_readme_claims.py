@@ -74,7 +74,7 @@ def test_non_fma_per_1024_fmas(kernels):
     row = table_row("non-FMA instructions per 1024 FMAs")
     for (_, f, _), cell in zip(kernels, row[:2]):
         assert f.non_fma_per_1024 == first_int(cell), f"docs/kernels.md {cell}, measured {f.non_fma_per_1024}"
-    assert first_int(row[2]) == 293  # the seed's loop (seed 002), not measured here
+    assert first_int(row[2]) == 293  # the seed's published loop, not measured here
 
 
 def test_a_latency_cover_and_loop_valu(kernels):

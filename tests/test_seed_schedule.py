@@ -16,8 +16,8 @@ from vlpc.run import tolerance
 from vlpc.runtime import get_device, load_code_object
 from vlpc.targets import get_target
 
-#: The seed's loop per 1024 v_fma_f32 (seed 002 section 2; shared/reference/gfx906.md
-#: "Timing and power"): 128 s_load_dwordx8, about 135 s_add_u32, 18 s_waitcnt,
+#: The seed's loop per 1024 v_fma_f32 (*An Alternative SGEMM on VEGA* section 2 and its
+#: published sgemm_64x256_sqc.s, docs/references.md): 128 s_load_dwordx8, about 135 s_add_u32, 18 s_waitcnt,
 #: 4 global_load_dwordx4; 84 VGPRs (3 waves per SIMD).
 SEED_LOOP = {"s_load_dwordx8": 128, "s_waitcnt": 18, "global_load_dwordx4": 4}
 SEED_S_ADD = 135

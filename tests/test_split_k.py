@@ -62,7 +62,7 @@ def _modeled_best(m, n, k, macro, k_step=16, cus=60, gpu=""):
 
 
 def test_auto_plan_is_the_cheapest_modeled_split_and_fills_the_cus():
-    """256x256x8192 (seed 001's example): 4 tiles of 64x256 would leave 56 of 60 CUs idle.  The
+    """256x256x8192 (XeTLA's GEMM guide's example): 4 tiles of 64x256 would leave 56 of 60 CUs idle.  The
     automatic S is the candidate of least modeled time (the plan surrogate, vlpc.plan_model),
     it splits K at least 8 ways, and all its workgroups fit in one round."""
     for cus in (60, 64):

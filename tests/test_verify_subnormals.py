@@ -1,5 +1,5 @@
 """vlpc.verify (what ``vlpc run`` and ``vlpc.run`` check C with) sees a kernel that flushes
-subnormals.  Every vlpc kernel keeps f32/f64 subnormals (README "Float modes":
+subnormals.  Every vlpc kernel keeps f32/f64 subnormals (docs/kernels.md "Float modes":
 ``.amdhsa_float_denorm_mode_32 3``), so a GEMM over tiny values has subnormal results; the
 same code object with the descriptor's FLOAT_DENORM_MODE_32 set to 0 (flush, run so by the
 emulator) returns zeros there, and the bound must not accept them (it did: its underflow term

@@ -206,7 +206,7 @@ def test_sweep_over_static_sizes_or_with_m_n_says_why(small, capsys):
 
 
 def test_report_of_an_int8_gemm_runs_with_its_default_beta(capsys, tmp_path):
-    """README: `vlpc report` measures the dot kernels too; an int8 -> i32 kernel's default beta is
+    """docs/kernels.md: `vlpc report` measures the dot kernels too; an int8 -> i32 kernel's default beta is
     an integer (2, as vlpc run), not the f32 default 0.5 it then refuses."""
     f = tmp_path / "q.mlir"
     f.write_text(SMALL.replace("f32>", "i8>").replace("64x256xi8>", "64x256xi32>").replace("f32", "i32"))
@@ -298,7 +298,7 @@ def test_outputs_in_a_directory_that_refuses_files_are_refused_before_the_run(sm
 
 
 def test_coverage_tool_into_a_closed_pipe_has_no_traceback():
-    """`python -m vlpc.runtime.emulator.coverage | head` (README): the reader leaving early is no error."""
+    """`python -m vlpc.runtime.emulator.coverage | head` (docs/runtime.md): the reader leaving early is no error."""
     import subprocess
     import sys
 

@@ -16,7 +16,7 @@ wrap of i32 alpha/beta) or dequantized f32/f16 C (scale_row, scale_col), every l
 N, K (K % 2, K % 4 leftovers), the A-transpose pre-kernel (``a_transpose``), the decode GEMV
 plan (static M 1..16 and K), split-K in workspace mode (auto or explicit S), local splits,
 epilogues (not for i32 C) and linalg.generic (extf / extsi bodies); the reference is
-float64 (int8: int64) math on the inputs with the README's bounds (``dot_expected``) and the
+float64 (int8: int64) math on the inputs with docs/kernels.md's bounds (``dot_expected``) and the
 cross-check is ``vlpc.dot_run.check``.  On top of either draw, ``draw_extras`` (a random stream of
 its own) adds what the base draws never pick: targets gfx900 and ids with features (the
 emulator runs the same target), code object v4, waves per SIMD, the other K step, schedules
@@ -229,7 +229,7 @@ def draw_case(seed: int, index: int, dtype: str | None = None) -> Case:
 #: against the descriptor's FLOAT_DENORM_MODE) returns 0 there, far outside the bound
 TINY_EXP = {"f32": 70, "f64": 530}
 
-#: local splits beyond the base draw's 2 and 4 (README: L x macro N work-items, at most 1024)
+#: local splits beyond the base draw's 2 and 4 (docs/plans.md: L x macro N work-items, at most 1024)
 WIDE_LOCAL = (8, 16)
 
 
@@ -241,7 +241,7 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
     64x256 tiles, K a multiple of 8, no split, epilogue or batch), ``--no-forwarding``, the
     default and other macro tiles (rows 8/16/32, N automatic), an explicit micro tile, local
     splits 8 and 16, ``--gpu`` and ``--cus`` (the automatic plan), some but not all sizes given
-    at launch, a K given at launch that is not a multiple of the K step (README: an unrolled
+    at launch, a K given at launch that is not a multiple of the K step (docs/inputs.md: an unrolled
     tail), and identity memref layouts (no ``strided<>``).  ``gemv``: a dot case drawn for the
     decode GEMV plan (M and K stay static)."""
 
@@ -252,7 +252,7 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
     lds = o.get("strategy") == "lds"
     dot = bool(c.ab)
     if rng.random() < 0.04 and not dot and c.form == "gemm" and c.dtype == "f32":
-        # the seed's hand-written loop (README: f32, layout NT, M/N/K multiples of 64/256/8)
+        # the seed's hand-written loop (docs/kernels.md: f32, layout NT, M/N/K multiples of 64/256/8)
         c.layout, c.epilogue, c.batch, c.dyn_batch, c.strides = "NT", (), 0, False, (0, 0, 0)
         c.m, c.n, c.k = 64 * int(rng.integers(1, 3)), 256 * int(rng.integers(1, 3)), 8 * int(rng.integers(1, 25))
         c.dyn_sizes = False
@@ -501,7 +501,7 @@ def expected(c: Case, bufs: dict) -> tuple[np.ndarray, np.ndarray]:
                 g = 0.5 * d * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (d + 0.044715 * d**3)))
                 e = 1.13 * e + 64 * 2.0**-24 * (np.abs(d) + np.abs(g))
                 d = g
-        # underflow: the kernels keep subnormals (README, FLOAT_DENORM_MODE 3), so an operation's
+        # underflow: the kernels keep subnormals (docs/kernels.md "Float modes", FLOAT_DENORM_MODE 3), so an operation's
         # absolute error is at most half the smallest subnormal (Higham eq. (2.8) with gradual
         # underflow); an epilogue's transcendental may flush: the smallest normal per operation
         fi = np.finfo(NPT[c.dtype])
@@ -532,7 +532,7 @@ def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray, big: f
 DOT_NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
 #: bit views of those types (padding compared bit for bit).
 DOT_UINT = {"f16": np.uint16, "i8": np.uint8, "f32": np.uint32, "i32": np.uint32}
-#: values of K per dword (README: rows read by dwords need lda, ldb and batch strides multiples of it).
+#: values of K per dword (docs/kernels.md: rows read by dwords need lda, ldb and batch strides multiples of it).
 DOT_PACK = {"f16": 2, "i8": 4}
 #: "nan" padding of the integer types (a NaN does not exist there: a fixed garbage pattern).
 DOT_INT_PAD = {"i8": -77, "i32": 0x5A5A5A5A}
@@ -549,7 +549,7 @@ def _dot_scalar(c: Case) -> str:
 def draw_dot_case(seed: int, index: int, ab: str) -> Case:
     """The case ``index`` of session ``seed`` for A/B of type ``ab`` (f16 or i8; deterministic).
 
-    README "f16 and int8 through the dot instructions": C f32/f16 for f16 products, i32 or
+    docs/kernels.md "f16 and int8 through the dot instructions": C f32/f16 for f16 products, i32 or
     (dequantized with scale_row/scale_col) f32/f16 for int8; any M, N, K (K % 2, K % 4
     leftovers); all four layouts; the A-transpose pre-kernel for TN/TT; the decode GEMV
     plan for a static M of 1..16 and static K; split-K in workspace mode (atomic is refused);
@@ -562,7 +562,7 @@ def draw_dot_case(seed: int, index: int, ab: str) -> Case:
     c = Case(seed, index)
     c.ab = c.dtype = ab
     c.ct = pick(["f32", "f16"]) if ab == "f16" else pick(["i32", "f32", "f16"], [0.5, 0.25, 0.25])
-    # linalg.generic raises f16 x f16 -> f32 (extf) and i8 x i8 -> i32 (extsi) (README)
+    # linalg.generic raises f16 x f16 -> f32 (extf) and i8 x i8 -> i32 (extsi) (docs/kernels.md)
     c.form = "linalg-generic" if c.ct == {"f16": "f32", "i8": "i32"}[ab] and rng.random() < 0.12 else "gemm"
     c.layout = pick(["NN", "NT", "TN", "TT"])
     pk = DOT_PACK[ab]
@@ -590,7 +590,7 @@ def draw_dot_case(seed: int, index: int, ab: str) -> Case:
     c.dyn_sizes = not gemv and rng.random() < 0.3
     c.dyn_ld = c.dyn_sizes or rng.random() < 0.2
     if c.form == "gemm":
-        if _dot_scalar(c) == "i32":  # two's complement wrap (README)
+        if _dot_scalar(c) == "i32":  # two's complement wrap (docs/kernels.md)
             c.alpha = float(pick([1, -3, 2, 0, 98765], [0.4, 0.2, 0.1, 0.15, 0.15]))
             c.beta = float(pick([0, 1, -2, 7, 0x12345], [0.4, 0.2, 0.15, 0.1, 0.15]))
         else:
@@ -717,7 +717,7 @@ def dot_buffers(c: Case, rng: np.random.Generator) -> dict:
 
 
 def dot_expected(c: Case, bufs: dict, pieces: int) -> tuple[np.ndarray, np.ndarray]:
-    """(reference, bound) of dot case ``c``, (batches, M, N), from the README's rules: int8 ->
+    """(reference, bound) of dot case ``c``, (batches, M, N), from docs/kernels.md's rules: int8 ->
     i32 exact (int64 math wrapped to 32 bits, bound 0); f16 products float64 math on the f16
     inputs with gamma_n(2^-24) (|alpha| |A||B| + |beta| |C|), n = ceil(K/2) + ``pieces`` + 2
     (``pieces``: the partial sums split-K, a local split or the GEMV's groups add); dequantized

@@ -10,7 +10,7 @@ rows are NaN (f16, f32 C) or a garbage pattern (i8: -77, i32: 0x5A5A5A5A), so a 
 reads or writes past the matrices is caught.  Random inputs: f16 standard normal, i8
 uniform in [-128, 127], scales uniform in [1e-3, 2e-2].
 
-**Reference and bound** (README "f16 and int8 through the dot instructions"): float64 math on
+**Reference and bound** (docs/kernels.md "f16 and int8 through the dot instructions"): float64 math on
 the inputs (every f16 product is exact in float64), BLAS's quick returns (alpha = 0 reads
 neither A nor B, beta = 0 does not read C).  int8 -> i32: exact, ``alpha * A B^T + beta * C``
 wrapped to 32 bits.  f16: ``gamma_n(2^-24) (|alpha| |A||B| + |beta||C|)`` with ``n = ceil(K/2)

@@ -1,6 +1,6 @@
 """Error classes shared by the compiler, the runtime and the CLI.
 
-Exit codes (documented in the README):
+Exit codes (documented in docs/cli_conventions.md, "Exit codes"):
 
 * 0  success
 * 1  user error: bad input, bad options, a kernel the target cannot run

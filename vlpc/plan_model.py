@@ -5,7 +5,7 @@ to a minute per plan: too slow for a pass that weighs dozens of plans.  This sur
 the same structure as the model's dispatch (``runtime/timing/gpu.py``) with the per-kernel
 facts **fitted to the timing model** by ``benchmarks/plan_surrogate.py`` (stored in
 ``plan_model.json`` beside this file; its error against the model on shapes it was not
-fitted on is printed by that script and quoted in the README).  Every figure is modeled.
+fitted on is printed by that script and quoted in docs/plans.md).  Every figure is modeled.
 
 For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L):
 

@@ -810,7 +810,7 @@ class Report:
         ms0 = self.measurements[0]
         out = io.StringIO()
         w = out.write
-        w("# Register, LDS and barrier traffic per 64x256 macro tile and per k (seed 002, section 2.11)\n\n")
+        w("# Register, LDS and barrier traffic per 64x256 macro tile and per k (*An Alternative SGEMM on VEGA*, section 2.11)\n\n")
         units = ("32-bit elements" if ms0.dtype == "f32" else
                  f"32-bit registers per k value: one register holds {2 if ms0.dtype.startswith('f16') else 4} values "
                  "of K, so A and B move half (a quarter) of f32's per k; no seed columns")
@@ -944,9 +944,9 @@ class Report:
         ax.set_yticks([gi + 0.4 - h / 2 for gi in range(len(names))], names)
         ax.invert_yaxis()
         ax.set_xlabel("elements per 64x256 macro tile and per k (log scale; 32-bit elements)")
-        ax.set_ylabel("traffic (seed 002, section 2.11 rows)")
+        ax.set_ylabel("traffic (An Alternative SGEMM on VEGA, section 2.11 rows)")
         ms0 = self.measurements[0]
-        versus = "seed 002 vs measured" if any(label.endswith(", seed") for label, _, _ in series) else "measured"
+        versus = "seed vs measured" if any(label.endswith(", seed") for label, _, _ in series) else "measured"
         ax.set_title(f"Register, LDS and barrier traffic: {versus}\n"
                      f"M={ms0.m} N={ms0.n} K={ms0.k}, {ms0.dtype}, vlpc emulator; forwarded VGPR reads excluded",
                      fontsize=10)

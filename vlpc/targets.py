@@ -2,9 +2,9 @@
 
 Every pass, the assembler driver and the emulator read register limits, counter
 widths, hazards and occupancy rules from here; none of them spells these numbers
-as literals.  Sources are named next to each fact (``shared/reference/gfx906.md``
-collects them: LLVM ``AMDGPUBaseInfo.cpp``, ``GCNHazardRecognizer.cpp``,
-``SIInsertWaitcnts.cpp``, ``AMDGPUUsage.rst`` and seed 003, "AMD GPU Hardware
+as literals.  Sources are named next to each fact (all public, listed in
+docs/references.md: LLVM ``AMDGPUBaseInfo.cpp``, ``GCNHazardRecognizer.cpp``,
+``SIInsertWaitcnts.cpp``, ``AMDGPUUsage.rst``, the Vega ISA guide and "AMD GPU Hardware
 Basics").
 """
 
@@ -64,7 +64,7 @@ class Target:
     simds_per_cu: int = 4
     max_waves_per_simd: int = 10
     max_workitems_per_workgroup: int = 1024
-    #: Workgroups per CU (seed 003: 40 for single-wave workgroups, 16 otherwise).
+    #: Workgroups per CU ("AMD GPU Hardware Basics": 40 for single-wave workgroups, 16 otherwise).
     max_workgroups_per_cu_single_wave: int = 40
     max_workgroups_per_cu: int = 16
     #: Addressable SGPRs s0..s101 (AMDGPUBaseInfo ``getAddressableNumSGPRs``).
@@ -100,7 +100,7 @@ class Target:
     #: At most one SGPR or literal per VALU instruction (LLVM ``getConstantBusLimit``).
     constant_bus_limit: int = 1
     #: Peak engine clock (MI50's, the lower of the two products) and HBM2 bandwidth; the
-    #: split-K cost model's units (gfx906.md, "The chip").
+    #: split-K cost model's units (spec sheets, docs/references.md).
     clock_hz: float = 1.725e9
     memory_bytes_per_second: float = 1.0e12
     has_fmac_f32: bool = True
@@ -163,7 +163,7 @@ class Target:
     # -- occupancy ---------------------------------------------------------
 
     def occupancy(self, vgprs: int, sgprs: int, lds_bytes: int, workgroup_size: int) -> Occupancy:
-        """Waves per SIMD for a kernel, after seed 003 ("GPU Occupancy on GFX9").
+        """Waves per SIMD for a kernel, after "AMD GPU Hardware Basics" ("GPU Occupancy on GFX9"; docs/references.md).
 
         ``vgprs``/``sgprs`` are per wave (SGPRs as counted for the descriptor,
         including VCC when reserved), ``lds_bytes`` per workgroup,
@@ -359,8 +359,8 @@ def _round_up(x: int, granule: int) -> int:
 #
 # Every number the timing model (``runtime/timing/``) uses lives here, with its
 # source.  "calibrated" marks a parameter fitted by ``benchmarks/timing_calibration.py``
-# on the seed's 1700 MHz column ONLY (seed 002 section 3.1,
-# ``shared/reference/seed_mi60_sgemm_64x256.csv``); the 1500/1300/1100 MHz columns
+# on the seed's 1700 MHz column ONLY (the measured MI60 table of *An Alternative SGEMM on
+# VEGA*, section 3.1: docs/references.md); the 1500/1300/1100 MHz columns
 # are predictions of the model, never fitted.  The calibrated values below are the
 # coordinate search's result under the "address" L2 rule and the HBM model of issue 32 (one
 # pass, MAPE 9.96 % on 7 sizes of the 1700 MHz column: 256, 768, 1536, 1792, 2560, 4096,
@@ -417,7 +417,7 @@ class TimingParams:
 #: Where each :class:`TimingParams` value comes from.
 TIMING_SOURCES: dict[str, str] = {
     "issue_turn_cycles": "AMD GCN architecture whitepaper (2012): round-robin issue, each SIMD "
-                         "gets a turn every 4 cycles (gfx906.md 'Timing and power')",
+                         "gets a turn every 4 cycles",
     "long_instruction_extra_cycles": "calibrated (CLRX 'GCN ISA Instruction Timings': an 8-byte "
                                      "instruction may need up to 4 extra cycles to dispatch)",
     "branch_taken_extra_cycles": "CLRX 'GCN ISA Instruction Timings' (jump penalties, one 4-cycle penalty)",
@@ -427,11 +427,11 @@ TIMING_SOURCES: dict[str, str] = {
                               "CUs of one scalar cache)",
     "l1_hit_cycles": "assumed from published GCN pointer-chasing measurements (~120 cycles, "
                      "chipsandcheese.com 'Measuring GPU memory latency')",
-    "l1_bytes_per_cycle": "gfx906.md 'Memory': vector L1 64 B/clk",
-    "l1_bytes": "gfx906.md: 16 KiB vector L1 per CU",
+    "l1_bytes_per_cycle": "GCN whitepaper: vector L1 64 B/clk",
+    "l1_bytes": "ROCm GPU specs: 16 KiB vector L1 per CU",
     "l2_hit_cycles": "calibrated (L2 hit latency, engine clock domain)",
-    "l2_bytes": "gfx906.md: 4 MiB L2",
-    "l2_channels": "gfx906.md 'Memory': L2 in 16 channels",
+    "l2_bytes": "ROCm GPU specs: 4 MiB L2",
+    "l2_channels": "GCN whitepaper: L2 in 16 channels",
     "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
     "l2_ways": "assumed 16-way (AMD does not publish gfx906's L2 associativity; 16 ways as in the "
                "ROCm Compute Profiler's CDNA L2 description); LRU",
@@ -470,10 +470,10 @@ TIMING_SOURCES: dict[str, str] = {
                     "and models the default SGEMM at 97.8 % of peak: not adopted until its fit is finished",
     "lds_latency_cycles": "assumed ~64 cycles (pyhip docs/mem_latency.md measures 64 cycles for "
                           "ds_read_b128 on a later CDNA part)",
-    "lds_banks": "gfx906.md 'Memory': LDS 32 banks of 4 bytes",
-    "scalar_cache_bytes": "gfx906.md: scalar cache 16 KiB shared by 3 CUs",
-    "cus_per_scalar_cache": "gfx906.md: scalar cache 16 KiB shared by 3 CUs",
-    "line_bytes": "gfx906.md 'Memory': 64-byte lines",
+    "lds_banks": "GCN whitepaper, Vega ISA guide (LDS): 32 banks of 4 bytes",
+    "scalar_cache_bytes": "ROCm GPU specs: scalar cache 16 KiB shared by 3 CUs",
+    "cus_per_scalar_cache": "ROCm GPU specs: scalar cache 16 KiB shared by 3 CUs",
+    "line_bytes": "GCN whitepaper: 64-byte cache lines",
     "launch_overhead_us": "calibrated (kernel launch and completion as seen by the seed's timer)",
     "store_latency_cycles": "assumed equal to the L2 hit latency's default (write acknowledged by L2)",
 }
@@ -499,7 +499,7 @@ class Board:
     #: (AMD "Vega" architecture whitepaper).
     shader_engines: int = 4
     timing: TimingParams = TimingParams()
-    #: Static (idle) board power in watts at ``idle_clock_mhz`` (seed 002 section 3.2).
+    #: Static (idle) board power in watts at ``idle_clock_mhz`` (*An Alternative SGEMM on VEGA* section 3.2).
     idle_watts: float | None = None
     #: The engine clock ``idle_watts`` was measured at (None: ``engine_clock_mhz``).
     idle_clock_mhz: float | None = None
@@ -511,7 +511,7 @@ class Board:
 
     @property
     def peak_flops_f32(self) -> float:
-        """FP32 FMA peak in FLOP/s: 64 lanes x 2 x CUs x clock (gfx906.md)."""
+        """FP32 FMA peak in FLOP/s: 64 lanes x 2 x CUs x clock (spec sheets, docs/references.md)."""
         return self.target.wavefront_size * 2 * self.compute_units * self.engine_clock_mhz * 1e6
 
     @property
@@ -588,7 +588,7 @@ def default_boards_text() -> str:
     return ", ".join(f"{board} for {proc}" for proc, board in DEFAULT_BOARDS.items())
 
 
-#: The seed's measurement conditions (seed 002 sections 3.1 and 3.2): an MI60 with the engine
+#: The seed's measurement conditions (*An Alternative SGEMM on VEGA* sections 3.1 and 3.2): an MI60 with the engine
 #: clock fixed at each column's value (1700/1500/1300/1100 MHz) and HBM2 at 800 MHz.
 SEED_CLOCKS_MHZ: tuple[float, ...] = (1700.0, 1500.0, 1300.0, 1100.0)
 SEED_MEMORY_CLOCK_MHZ: float = 800.0
@@ -627,7 +627,7 @@ def get_board(name: str | Board, *, clock_mhz: float | None = None,
 # dynamic energy scales with the square of the core voltage, whose dependence on the
 # engine clock is the V/f curve below.  "calibrated" marks the (at most two)
 # coefficients fitted by ``benchmarks/energy_calibration.py`` on the seed's 1700 MHz
-# power pair ONLY (seed 002 section 3.2); the 1500 MHz pair is a prediction.
+# power pair ONLY (*An Alternative SGEMM on VEGA* section 3.2); the 1500 MHz pair is a prediction.
 
 
 @dataclass(frozen=True)
@@ -698,8 +698,8 @@ ENERGY_SOURCES: dict[str, str] = {
                 "1271/821, 1736/1066 mV, github.com/Ricks-Lab/gpu-utils issue 8); Vega's adaptive voltage "
                 "and frequency scaling gives each chip its own voltages (AMD, github.com/ROCm/legacy-rocm-build "
                 "issue 606), so no other board's curve is the MI60's",
-    "ref_clock_mhz": "the clock of the seed's measured pair the coefficients are fitted on (seed 002 3.2)",
-    "idle_ref_watts": "measured: MI60 board idle ('non-workload') 42 W at 1700 MHz (seed 002 section 3.2); "
+    "ref_clock_mhz": "the clock of the seed's measured pair the coefficients are fitted on (An Alternative SGEMM on VEGA 3.2)",
+    "idle_ref_watts": "measured: MI60 board idle ('non-workload') 42 W at 1700 MHz (An Alternative SGEMM on VEGA section 3.2); "
                       "the board's own Board.idle_watts is used when set",
     "idle_voltage_exponent": "assumed: idle (static) power scales as V^2 (leakage current roughly "
                              "proportional to V over this narrow range, P = V I); predicts the seed's 36 W "
@@ -754,7 +754,7 @@ ENERGY = EnergyParams()
 # ---------------------------------------------------------------------------
 # mi25 (gfx900: Vega 10, GlobalFoundries 14 nm) energy coefficients: DERIVED from the
 # gfx906 ones above by one stated scaling, never measured or fitted -- the seeds have no
-# MI25 power figure (shared/seeds/002 section 3.2 measured an MI60 only).  Unvalidated.
+# MI25 power figure (*An Alternative SGEMM on VEGA* section 3.2 measured an MI60 only).  Unvalidated.
 
 #: AMD's Vega 20 announcement (Next Horizon, 6 Nov 2018): the 7 nm Vega 20 of the MI60 uses
 #: "50 percent less power at the same frequency" than the 14 nm Vega 10 of the MI25, or gives
@@ -769,7 +769,7 @@ MI25_SAME_FREQUENCY_POWER_RATIO = 2.0
 #: against 2.0 above: the derived coefficients are uncertain by at least that ratio.
 MI25_SAME_POWER_PERFORMANCE_RATIO = 1.25
 #: The reference clock of the mi25 coefficients: MI25's peak engine clock (spec sheet), where
-#: the seed also measured the MI60 (1500 MHz: idle 36 W, seed 002 section 3.2).
+#: the seed also measured the MI60 (1500 MHz: idle 36 W, *An Alternative SGEMM on VEGA* section 3.2).
 MI25_REF_CLOCK_MHZ = 1500.0
 #: Vega 10's default voltage curve (Radeon RX Vega 64, amdgpu pp_od_clk_voltage defaults,
 #: github.com/ROCm/legacy-rocm-build issue 681): (MHz, V).  MI25's own fused curve is not
@@ -778,7 +778,7 @@ MI25_REF_CLOCK_MHZ = 1500.0
 VEGA10_VF_CURVE: tuple[tuple[float, float], ...] = (
     (852.0, 0.800), (991.0, 0.900), (1084.0, 0.950), (1138.0, 1.000), (1200.0, 1.050),
     (1401.0, 1.100), (1576.0, 1.150), (1663.0, 1.200))
-#: The seed's measured MI60 idle ("non-workload") power at 1500 MHz (seed 002 section 3.2).
+#: The seed's measured MI60 idle ("non-workload") power at 1500 MHz (*An Alternative SGEMM on VEGA* section 3.2).
 MI60_IDLE_WATTS_1500 = 36.0
 #: Fields scaled by MI25_SAME_FREQUENCY_POWER_RATIO: every per-event energy of the GPU die
 #: (its core rail).  ``hbm_pj_per_byte`` is not: both boards use HBM2 on its own memory rail.
@@ -817,7 +817,7 @@ MI25_ENERGY_SOURCES: dict[str, str] = {
     "vf_curve": "Radeon RX Vega 64 (Vega 10) default DPM voltages, 852 MHz 800 mV .. 1663 MHz 1200 mV "
                 "(github.com/ROCm/legacy-rocm-build issue 681); MI25's own curve is not published",
     "ref_clock_mhz": "MI25's peak engine clock, 1500 MHz (AMD MI25 spec sheet)",
-    "idle_ref_watts": "DERIVED: the seed's measured MI60 idle 36 W at 1500 MHz (seed 002 3.2) x 2.0, the "
+    "idle_ref_watts": "DERIVED: the seed's measured MI60 idle 36 W at 1500 MHz (An Alternative SGEMM on VEGA 3.2) x 2.0, the "
                       "iso-frequency statement applied to static power too (MI25 has two HBM2 stacks, MI60 "
                       "four: the board share is probably overstated); no MI25 idle figure is published",
     "hbm_pj_per_byte": "gfx906's (HBM2 on both boards, memory rail, not scaled with the logic process)",

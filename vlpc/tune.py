@@ -40,7 +40,7 @@ split across workgroups (S = 1), the model times and the check runs every batch 
 Candidates run in parallel worker processes (``--jobs``, default: the machine's cores) or Ray tasks.
 A result is reproducible from its printed options: compiling with them gives the same
 code object, and the model is deterministic.  All times are **modeled**, not measured
-(the model's accuracy against the seed's measured MI60 table is in the README).
+(the model's accuracy against the seed's measured MI60 table is in docs/timing_model.md and docs/plans.md).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from vlpc.errors import VlpcError
 
 #: Macro tiles the search tries (rows x columns), per element type: the seed's 64x64/64x128/
-#: 64x256 (``shared/seeds/002`` section 2.1) and half-height variants (fewer VGPRs, so more
+#: 64x256 (*An Alternative SGEMM on VEGA* section 2.1, docs/references.md) and half-height variants (fewer VGPRs, so more
 #: waves per SIMD).
 MACRO_TILES = {"f32": ((32, 256), (32, 128), (32, 64), (64, 256), (64, 128), (16, 256)),
                "f64": ((16, 256), (16, 128), (16, 64), (32, 256), (32, 128), (8, 256))}

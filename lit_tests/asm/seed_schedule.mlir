@@ -1,5 +1,5 @@
 // convert-gemm-to-gcn{schedule=seed}: the loop of the seed's hand-written 64x256 SGEMM
-// (seed 002 section 2), with data forwarding (default) and without (--no-forwarding).
+// (An Alternative SGEMM on VEGA, section 2), with data forwarding (default) and without (--no-forwarding).
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --emit asm | filecheck %s
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --emit asm | filecheck %s --check-prefix=NOLDS
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --schedule seed --no-forwarding --emit asm | filecheck %s --check-prefix=NOFWD

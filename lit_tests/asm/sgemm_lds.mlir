@@ -1,4 +1,4 @@
-// The legacy LDS-tiled kernel (convert-gemm-to-gcn{strategy=lds}, seed 002 section 1)
+// The legacy LDS-tiled kernel (convert-gemm-to-gcn{strategy=lds}, An Alternative SGEMM on VEGA, section 1)
 // next to the sqc kernel on the same problem.
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy lds --emit asm | filecheck %s
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy sqc --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s --check-prefix=SQC

@@ -43,7 +43,7 @@ count as other VALU lanes.
 Voltage: every dynamic energy except HBM scales with (V/V_ref)^2, V from the V/f
 curve at the board's engine clock; HBM (memory rail, fixed memory clock) does not.
 Idle power: the board's measured idle watts at its default clock (MI60: 42 W at
-1700 MHz, seed 002 section 3.2) times (V/V_ref)^idle_voltage_exponent.
+1700 MHz, *An Alternative SGEMM on VEGA* section 3.2) times (V/V_ref)^idle_voltage_exponent.
 
 Coefficients by board (:func:`vlpc.targets.energy_params`): the gfx906 boards use
 :data:`vlpc.targets.ENERGY`; ``mi25`` (gfx900) uses :data:`vlpc.targets.MI25_ENERGY`,

@@ -58,7 +58,7 @@ class Residency:
 
 
 def residency(board: Board, vgprs: int, sgprs: int, lds_bytes: int, workgroup_size: int) -> Residency:
-    """Workgroups per CU for a kernel's resources (``Target.occupancy``, seed 003)."""
+    """Workgroups per CU for a kernel's resources (``Target.occupancy``, "AMD GPU Hardware Basics")."""
     t = board.target
     occ = t.occupancy(vgprs, sgprs, lds_bytes, workgroup_size)
     wpg = max(1, math.ceil(workgroup_size / t.wavefront_size))
@@ -137,7 +137,7 @@ def l2_miss_probability(trace: KernelTrace) -> float:
 def sqc_sharers(board: Board, active_cus: int) -> int:
     """Busy CUs sharing CU 0's scalar cache: workgroups go round-robin over the shader
     engines, then over the CUs of each; a scalar cache serves ``cus_per_scalar_cache``
-    neighbouring CUs of one shader engine (gfx906.md; AMD Vega whitepaper)."""
+    neighbouring CUs of one shader engine (ROCm GPU specs; AMD Vega whitepaper)."""
     se = board.shader_engines
     per_se = max(1, board.compute_units // se)
     busy_in_se = min(per_se, math.ceil(active_cus / se))

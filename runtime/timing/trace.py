@@ -10,7 +10,7 @@ Accel-Sim's trace-driven mode: the timing model (:mod:`vlpc.runtime.timing.cu`)
 replays a :class:`KernelTrace` and never looks at register values.
 
 Units: addresses are byte addresses; lines are ``address >> LINE_SHIFT``
-(64-byte lines, the L1/L2 line size of gfx906, ``shared/reference/gfx906.md``).
+(64-byte lines, the L1/L2 line size of gfx906: GCN whitepaper, ROCm GPU specs; docs/references.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: log2 of the cache line size in bytes (64 B lines: gfx906.md "Memory").
+#: log2 of the cache line size in bytes (64 B lines: GCN whitepaper, docs/references.md).
 LINE_SHIFT = 6
 
 
