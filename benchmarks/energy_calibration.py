@@ -198,7 +198,8 @@ def fit(cache: Path, out: Path, models: dict | None = None, fit_time: str = "see
 
     models = models or build_models(cache, (1700,))
     a, b = fit_coefficients(models, ENERGY, fit_time)
-    res = {"fitted_on": "An Alternative SGEMM on VEGA section 3.2, 1700 MHz pair (265 W forwarding, 284 W without), M=N=4096 K=640",
+    res = {"fitted_on": "An Alternative SGEMM on VEGA section 3.2, 1700 MHz pair (265 W forwarding, 284 W "
+                         "without), M=N=4096 K=640",
            "fit_time": fit_time, "vgpr_read_pj": a, "vgpr_write_pj": a, "valu_lane_overhead_pj": b}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))

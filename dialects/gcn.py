@@ -651,9 +651,11 @@ class VFmaBase(VOPBase, ABC):
 
 
 VFmaF32Op = _table_op(VFmaBase, "v_fma_f32", "``v_fma_f32 vdst, src0, src1, src2`` = src0 * src1 + src2, one "
-                      "rounding (VOP3); at most one source may be an SGPR (the constant bus, LLVM getConstantBusLimit).")
+                      "rounding (VOP3); at most one source may be an SGPR (the constant bus, LLVM "
+                      "getConstantBusLimit).")
 VFmaF64Op = _table_op(VFmaBase, "v_fma_f64", "``v_fma_f64 vdst, src0, src1, src2`` on register pairs, one "
-                      "rounding (VOP3); at most one source may be an SGPR pair (the constant bus, LLVM getConstantBusLimit).")
+                      "rounding (VOP3); at most one source may be an SGPR pair (the constant bus, LLVM "
+                      "getConstantBusLimit).")
 
 
 class VOP2Base(VOPBase, ABC):

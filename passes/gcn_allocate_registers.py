@@ -591,8 +591,9 @@ def _peak_demand(occupancies: list[dict[int, list[tuple[int, int]]]]) -> int:
 
 
 def _align_of(kind: str | None, n: int) -> int:
-    """Alignment of a range of ``n`` registers of ``kind`` ("s", "v" or None) (LLVM AMDGPUAsmGFX9.rst, SIRegisterInfo: SGPR tuples
-    of 4+ at a multiple of 4, pairs even; VGPR ranges need none)."""
+    """Alignment of a range of ``n`` registers of ``kind`` ("s", "v" or None): SGPR tuples of 4+
+    at a multiple of 4, pairs even; VGPR ranges need none (Vega ISA guide, "SGPR Alignment";
+    LLVM's assembler refuses other tuples)."""
     if kind != "s":
         return 1
     return 4 if n >= 4 else (2 if n == 2 else 1)

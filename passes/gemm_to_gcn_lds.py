@@ -1,4 +1,5 @@
-"""``convert-gemm-to-gcn{strategy=lds}``: the legacy LDS-tiled SGEMM of *An Alternative SGEMM on VEGA*, section 1 (and DGEMM).
+"""``convert-gemm-to-gcn{strategy=lds}``: the legacy LDS-tiled SGEMM (and DGEMM) of *An Alternative
+SGEMM on VEGA*, section 1 (docs/references.md).
 
 The comparison kernel for the "very low power" scheme: the workgroup stages A and
 B tiles through LDS and every work-item computes an 8x8 micro tile of C from

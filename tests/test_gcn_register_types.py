@@ -125,7 +125,7 @@ def test_a_remembered_check_still_refuses_the_wrong_kind_of_register():
     ("!gcn.sgpr<s[8:11]>", 4, 8, S), ("!gcn.vgpr<v0>", 1, 0, V), ("!gcn.vgpr<v[2:3]>", 2, 2, V),
     ("!gcn.vgpr<x4>", 4, None, V)])
 def test_register_type_spellings_round_trip(text, width, first, cls):
-    """The assembly spelling in the type (LLVM AMDGPUAsmGFX9.rst: ``s[lo:hi]`` inclusive) parses to the
+    """The assembly spelling in the type (LLVM AMDGPUOperandSyntax.rst: ``s[lo:hi]`` inclusive) parses to the
     registers it names, and prints back the same."""
     t = Parser(make_context(), text).parse_attribute()
     assert type(t) is cls and t.n == width and (t.first if t.is_allocated else None) == first

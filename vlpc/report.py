@@ -810,7 +810,8 @@ class Report:
         ms0 = self.measurements[0]
         out = io.StringIO()
         w = out.write
-        w("# Register, LDS and barrier traffic per 64x256 macro tile and per k (*An Alternative SGEMM on VEGA*, section 2.11)\n\n")
+        w("# Register, LDS and barrier traffic per 64x256 macro tile and per k "
+          "(*An Alternative SGEMM on VEGA*, section 2.11)\n\n")
         units = ("32-bit elements" if ms0.dtype == "f32" else
                  f"32-bit registers per k value: one register holds {2 if ms0.dtype.startswith('f16') else 4} values "
                  "of K, so A and B move half (a quarter) of f32's per k; no seed columns")

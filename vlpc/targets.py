@@ -5,7 +5,8 @@ widths, hazards and occupancy rules from here; none of them spells these numbers
 as literals.  Sources are named next to each fact (all public, listed in
 docs/references.md: LLVM ``AMDGPUBaseInfo.cpp``, ``GCNHazardRecognizer.cpp``,
 ``SIInsertWaitcnts.cpp``, ``AMDGPUUsage.rst``, the Vega ISA guide and "AMD GPU Hardware
-Basics").
+Basics").  "The seed" is *An Alternative SGEMM on VEGA* (github.com/fsword73/SGEMM_on_VEGA),
+whose measured MI60 table (1700 MHz column) and power pair the calibrated parameters are fitted on.
 """
 
 from __future__ import annotations
@@ -698,8 +699,8 @@ ENERGY_SOURCES: dict[str, str] = {
                 "1271/821, 1736/1066 mV, github.com/Ricks-Lab/gpu-utils issue 8); Vega's adaptive voltage "
                 "and frequency scaling gives each chip its own voltages (AMD, github.com/ROCm/legacy-rocm-build "
                 "issue 606), so no other board's curve is the MI60's",
-    "ref_clock_mhz": "the clock of the seed's measured pair the coefficients are fitted on (An Alternative SGEMM on VEGA 3.2)",
-    "idle_ref_watts": "measured: MI60 board idle ('non-workload') 42 W at 1700 MHz (An Alternative SGEMM on VEGA section 3.2); "
+    "ref_clock_mhz": "the clock of the seed's measured pair the coefficients are fitted on (the seed's section 3.2)",
+    "idle_ref_watts": "measured: MI60 board idle ('non-workload') 42 W at 1700 MHz (the seed's section 3.2); "
                       "the board's own Board.idle_watts is used when set",
     "idle_voltage_exponent": "assumed: idle (static) power scales as V^2 (leakage current roughly "
                              "proportional to V over this narrow range, P = V I); predicts the seed's 36 W "
@@ -817,7 +818,7 @@ MI25_ENERGY_SOURCES: dict[str, str] = {
     "vf_curve": "Radeon RX Vega 64 (Vega 10) default DPM voltages, 852 MHz 800 mV .. 1663 MHz 1200 mV "
                 "(github.com/ROCm/legacy-rocm-build issue 681); MI25's own curve is not published",
     "ref_clock_mhz": "MI25's peak engine clock, 1500 MHz (AMD MI25 spec sheet)",
-    "idle_ref_watts": "DERIVED: the seed's measured MI60 idle 36 W at 1500 MHz (An Alternative SGEMM on VEGA 3.2) x 2.0, the "
+    "idle_ref_watts": "DERIVED: the seed's measured MI60 idle 36 W at 1500 MHz (the seed's section 3.2) x 2.0, the "
                       "iso-frequency statement applied to static power too (MI25 has two HBM2 stacks, MI60 "
                       "four: the board share is probably overstated); no MI25 idle figure is published",
     "hbm_pj_per_byte": "gfx906's (HBM2 on both boards, memory rail, not scaled with the logic process)",

@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from vlpc.errors import VlpcError
 
 #: Macro tiles the search tries (rows x columns), per element type: the seed's 64x64/64x128/
-#: 64x256 (*An Alternative SGEMM on VEGA* section 2.1, docs/references.md) and half-height variants (fewer VGPRs, so more
-#: waves per SIMD).
+#: 64x256 (*An Alternative SGEMM on VEGA* section 2.1, docs/references.md) and half-height variants
+#: (fewer VGPRs, so more waves per SIMD).
 MACRO_TILES = {"f32": ((32, 256), (32, 128), (32, 64), (64, 256), (64, 128), (16, 256)),
                "f64": ((16, 256), (16, 128), (16, 64), (32, 256), (32, 128), (8, 256))}
 #: Element types of A and B compiled by the dot kernels (passes/gemm_to_gcn_dot.py): the f32
