@@ -432,7 +432,7 @@ TIMING_SOURCES: dict[str, str] = {
     "l1_bytes": "ROCm GPU specs: 16 KiB vector L1 per CU",
     "l2_hit_cycles": "calibrated (L2 hit latency, engine clock domain)",
     "l2_bytes": "ROCm GPU specs: 4 MiB L2",
-    "l2_channels": "GCN whitepaper: L2 in 16 channels",
+    "l2_channels": "assumed 16 for gfx906 (the L2 is made of independent channels: GCN whitepaper; ROCm Compute Profiler 'L2 cache (TCC)', 32 on MI100; no public gfx906 count is cited)",
     "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
     "l2_ways": "assumed 16-way (AMD does not publish gfx906's L2 associativity; 16 ways as in the "
                "ROCm Compute Profiler's CDNA L2 description); LRU",
@@ -472,8 +472,8 @@ TIMING_SOURCES: dict[str, str] = {
     "lds_latency_cycles": "assumed ~64 cycles (pyhip docs/mem_latency.md measures 64 cycles for "
                           "ds_read_b128 on a later CDNA part)",
     "lds_banks": "GCN whitepaper, Vega ISA guide (LDS): 32 banks of 4 bytes",
-    "scalar_cache_bytes": "ROCm GPU specs: scalar cache 16 KiB shared by 3 CUs",
-    "cus_per_scalar_cache": "ROCm GPU specs: scalar cache 16 KiB shared by 3 CUs",
+    "scalar_cache_bytes": "ROCm GPU specs; AMD GPU Hardware Basics: scalar cache 16 KiB shared by 3 CUs",
+    "cus_per_scalar_cache": "ROCm GPU specs; AMD GPU Hardware Basics: scalar cache 16 KiB shared by 3 CUs",
     "line_bytes": "GCN whitepaper: 64-byte cache lines",
     "launch_overhead_us": "calibrated (kernel launch and completion as seen by the seed's timer)",
     "store_latency_cycles": "assumed equal to the L2 hit latency's default (write acknowledged by L2)",
