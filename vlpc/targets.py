@@ -432,7 +432,8 @@ TIMING_SOURCES: dict[str, str] = {
     "l1_bytes": "ROCm GPU specs: 16 KiB vector L1 per CU",
     "l2_hit_cycles": "calibrated (L2 hit latency, engine clock domain)",
     "l2_bytes": "ROCm GPU specs: 4 MiB L2",
-    "l2_channels": "assumed 16 for gfx906 (the L2 is made of independent channels: GCN whitepaper; ROCm Compute Profiler 'L2 cache (TCC)', 32 on MI100; no public gfx906 count is cited)",
+    "l2_channels": "assumed 16 for gfx906 (the L2 is made of independent channels: GCN whitepaper; "
+                   "ROCm Compute Profiler 'L2 cache (TCC)', 32 on MI100; no public gfx906 count is cited)",
     "l2_bytes_per_cycle_per_channel": "GCN whitepaper: 64 B/clk per L2 channel",
     "l2_ways": "assumed 16-way (AMD does not publish gfx906's L2 associativity; 16 ways as in the "
                "ROCm Compute Profiler's CDNA L2 description); LRU",
