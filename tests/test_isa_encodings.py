@@ -81,7 +81,7 @@ def test_every_layout_covers_its_bits_once():
                               "VOP3b", "VOP3P", "DS", "FLAT", "MUBUF", "MTBUF", "MIMG", "VINTRP", "EXP",
                               "SDWA", "SDWAB", "DPP"}
     for f in E.FORMATS.values():
-        assert f.bits in (32, 64), f
+        assert f.bits in ((16,) if f is E.WAITCNT else (32, 64)), f
         seen = 0
         for fl in f.fields:
             assert 0 <= fl.lo <= fl.hi < f.bits, (f, fl)
@@ -89,14 +89,14 @@ def test_every_layout_covers_its_bits_once():
             assert not seen & m, f"{f.name}.{fl.name} overlaps another field"
             seen |= m
         assert seen == (1 << f.bits) - 1, f"{f.name}: bits {~seen & ((1 << f.bits) - 1):#x} in no field"
-        if f.name not in ("SDWA", "SDWAB", "DPP"):
+        if f.name not in ("SDWA", "SDWAB", "DPP", "WAITCNT"):
             assert f.fixed_mask and f.fixed_mask < 1 << 32, f  # encoding bits in the first dword
 
 
 def test_identify_is_unambiguous():
     """No first dword carries two formats' encoding bits, except the pairs identify() orders:
     SOPK (4 fixed bits) under SOP1/SOPC/SOPP, VOP3a under VOP3P, SOP2 under SOPK's prefix."""
-    insts = [f for f in E.FORMATS.values() if f.fixed_mask and f.name not in ("VOP3b",)]
+    insts = [f for f in E.FORMATS.values() if f.fixed_mask and f.name != "VOP3b"]
     for f in insts:
         for g in insts:
             if f is g:
@@ -106,6 +106,14 @@ def test_identify_is_unambiguous():
                 more, less = (f, g) if bin(f.fixed_mask).count("1") > bin(g.fixed_mask).count("1") else (g, f)
                 assert more.fixed_mask & less.fixed_mask == less.fixed_mask, (f, g)
                 assert E.identify(more.fixed_value) is more
+
+
+def test_waitcnt_fields_from_llvm():
+    """s_waitcnt vmcnt(45) expcnt(3) lgkmcnt(9): LLVM encodes simm16 0x893d (gfx9: vmcnt's
+    high bits at 15:14)."""
+    c = E.WAITCNT.unpack(0x893D)
+    assert c == {"vmcnt_lo": 45 & 0xF, "expcnt": 3, "lgkmcnt": 9, "vmcnt_hi": 45 >> 4}
+    assert E.WAITCNT.encode(**c) == [0x893D]
 
 
 def test_encode_refuses_unknown_and_oversized_fields():

@@ -310,9 +310,10 @@ def _sopp(pc, w, lit=None):
     simm = f["simm16"]
     ins.f["simm16"] = simm
     if mn == "s_waitcnt":
-        ins.f["vmcnt"] = (simm & 0xF) | (((simm >> 14) & 3) << 4)
-        ins.f["expcnt"] = (simm >> 4) & 7
-        ins.f["lgkmcnt"] = (simm >> 8) & 0xF
+        c = E.WAITCNT.unpack(simm)
+        ins.f["vmcnt"] = c["vmcnt_lo"] | c["vmcnt_hi"] << E.WAITCNT["vmcnt_lo"].width
+        ins.f["expcnt"] = c["expcnt"]
+        ins.f["lgkmcnt"] = c["lgkmcnt"]
     if mn == "s_branch" or mn.startswith("s_cbranch"):
         ins.f["target"] = pc + 4 + 4 * (simm - 0x10000 if simm & 0x8000 else simm)
     return ins

@@ -172,9 +172,14 @@ EXP = Format("EXP", 64, [("en", 3, 0), ("tgt", 9, 4), ("compr", 10, 10), ("done"
                          (_R, 25, 13), ("encoding", 31, 26, 0x31), ("vsrc0", 39, 32), ("vsrc1", 47, 40),
                          ("vsrc2", 55, 48), ("vsrc3", 63, 56)])
 
+#: The ``simm16`` of ``s_waitcnt`` (GFX9, Vega ISA guide 4.4): vmcnt is 6 bits, split in two.
+WAITCNT = Format("WAITCNT", 16, [("vmcnt_lo", 3, 0), ("expcnt", 6, 4), (_R, 7, 7), ("lgkmcnt", 11, 8),
+                                 (_R, 13, 12), ("vmcnt_hi", 15, 14)])
+WAITCNT.dwords = 1
+
 #: Every format, by name.
 FORMATS = {f.name: f for f in (SOP2, SOPK, SOP1, SOPC, SOPP, SMEM, VOP2, VOP1, VOPC, VOP3A, VOP3B, VOP3P,
-                               SDWA, SDWAB, DPP, VINTRP, DS, MUBUF, MTBUF, MIMG, FLAT, EXP)}
+                               SDWA, SDWAB, DPP, VINTRP, DS, MUBUF, MTBUF, MIMG, FLAT, EXP, WAITCNT)}
 
 #: Instruction formats a first dword can start, most fixed bits first, so that the first
 #: match is the format (SOPK's 4 fixed bits also prefix SOP1/SOPC/SOPP; VOP3P's prefix is
