@@ -155,3 +155,11 @@ def test_layouts_read_and_rebuild_llvm_encodings(llvm_encodings, i):
         x = ext.unpack(dwords[-1])
         assert {k: x[k] for k in want_ext} == want_ext
         assert ext.encode(**x) == dwords[-1:]
+
+
+def test_waitcnt_field_widths_are_the_targets_counter_maxima():
+    from vlpc.targets import GFX900, GFX906
+
+    for t in (GFX906, GFX900):
+        assert t.vmcnt_max == (1 << (E.WAITCNT["vmcnt_lo"].width + E.WAITCNT["vmcnt_hi"].width)) - 1
+        assert t.expcnt_max == E.WAITCNT["expcnt"].mask and t.lgkmcnt_max == E.WAITCNT["lgkmcnt"].mask

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vlpc.targets import GFX906
+
 #: log2 of the cache line size in bytes (64 B lines: gfx906.md "Memory").
 LINE_SHIFT = 6
 
@@ -49,9 +51,9 @@ class StaticInstr:
     mnemonic: str
     encoding: str
     size: int          # bytes (4 or 8)
-    cls: str           # the emulator's class: valu, salu, smem, vmem, lds, branch, waitcnt, nop, barrier, other
-    vmcnt: int = 63    # s_waitcnt thresholds
-    lgkmcnt: int = 15
+    cls: str           # the emulator's class (vlpc.isa.classes.EXECUTION_CLASSES)
+    vmcnt: int = GFX906.vmcnt_max    # s_waitcnt thresholds (at the maximum: no wait)
+    lgkmcnt: int = GFX906.lgkmcnt_max
     nop: int = 0       # s_nop: wait states - 1
     store: bool = False  # VMEM/LDS store (no data returns)
     ends: bool = False  # s_endpgm
@@ -182,8 +184,8 @@ def static_of(ins, cls: str) -> StaticInstr:
     mn = ins.mnemonic
     s = StaticInstr(mnemonic=mn, encoding=ins.encoding, size=int(ins.size), cls=cls)
     if mn == "s_waitcnt":
-        s.vmcnt = int(ins.f.get("vmcnt", 63))
-        s.lgkmcnt = int(ins.f.get("lgkmcnt", 15))
+        s.vmcnt = int(ins.f.get("vmcnt", GFX906.vmcnt_max))
+        s.lgkmcnt = int(ins.f.get("lgkmcnt", GFX906.lgkmcnt_max))
     elif mn == "s_nop":
         s.nop = int(ins.f.get("simm16", 0)) & 0xF
     elif mn == "s_endpgm":
