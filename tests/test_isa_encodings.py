@@ -9,14 +9,11 @@ must give LLVM's bytes.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from llvm_support import llvm_encodings as assemble
 import vlpc.isa as isa
 from vlpc.isa import encodings as E
-from vlpc.runtime.code_object import TargetId
-from vlpc.runtime.toolchain import ToolchainError, find_toolchain
 
 V = 256  # VGPR n is source code 256 + n in the 9-bit source fields
 
@@ -127,14 +124,8 @@ def test_encode_refuses_unknown_and_oversized_fields():
 
 @pytest.fixture(scope="module")
 def llvm_encodings():
-    try:
-        tc = find_toolchain()
-    except ToolchainError as e:  # pragma: no cover - the ziglang wheel is a dependency
-        pytest.skip(str(e))
-    out = tc.disassemble_encodings("\n".join(s[0] for s in SAMPLES) + "\n", TargetId.parse("gfx906"))
-    encs = [bytes(int(x, 16) for x in m.group(1).split(","))
-            for m in re.finditer(r"encoding: \[([0-9a-fx,]+)\]", out)]
-    assert len(encs) == len(SAMPLES), out
+    encs = assemble([s[0] for s in SAMPLES])
+    assert len(encs) == len(SAMPLES)
     return encs
 
 

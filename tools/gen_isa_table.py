@@ -11,6 +11,7 @@ and DPP forms) is disassembled again with ``-mcpu=gfx900``; a form LLVM rejects 
 decodes as another instruction, is missing on gfx900 (see :func:`target_availability`).
 
 For every encoding class the script builds one machine word per opcode value (with
+the field layouts of :mod:`vlpc.isa.encodings`, which the emulator's decoder reads too, and
 fixed, valid operand fields: VGPR sources v4/v8/v16, destination v12/s12, ...),
 separates the candidates with ``s_movk_i32 s0, <index>`` markers and disassembles
 them all in one ``llvm-mc --disassemble -mcpu=gfx906`` call.  An opcode that LLVM
