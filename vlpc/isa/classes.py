@@ -11,9 +11,9 @@ the table's ``salu``/``message`` rows of the SOPP encoding) and exports are ``ot
 The timing model issues each class on one of the compute unit's instruction types
 (:data:`CATEGORY`): a GCN CU's instruction arbiter issues at most one instruction per
 type per cycle: VALU, scalar (SALU and SMEM), vector memory, LDS, branch, and the
-internal instructions the instruction buffer retires itself (``s_nop``, ``s_waitcnt``,
-``s_barrier``...) (AMD "AMD GRAPHICS CORES NEXT (GCN) ARCHITECTURE" white paper, 2012,
-"Instruction issue"; Vega ISA guide section 2.1).
+"special instructions which are only sequencing and handled directly in the instruction
+buffers" (``s_nop``, ``s_waitcnt``, ``s_barrier``...): AMD, "AMD Graphics Cores Next (GCN)
+Architecture" white paper (2012), compute unit front-end.
 """
 
 from __future__ import annotations
