@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vlpc.isa.classes import EXECUTION_CLASSES, execution_class
 from vlpc.targets import GFX906
 
 from . import isa
@@ -125,7 +124,7 @@ class DispatchConfig:
 SCALAR_FILE = 128
 
 #: The classes ``LaunchStats.by_class`` counts: the ISA table's (vlpc.isa.classes).
-CLASSES = EXECUTION_CLASSES
+CLASSES = isa.EXECUTION_CLASSES
 
 
 @dataclass
@@ -354,7 +353,7 @@ def _reg_keys(op: Operand) -> list[int]:
 
 def classify(ins: Instr) -> str:
     """The execution class of a decoded instruction: the ISA table's (:func:`vlpc.isa.classes.execution_class`)."""
-    return execution_class(ins.mnemonic)
+    return isa.execution_class(ins.mnemonic)
 
 
 # ---------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Each encoding's opcode -> mnemonic map comes from the one gfx906 table,
 :mod:`vlpc.isa` (generated through LLVM's disassembler, checked against its
 assembler by ``tests/test_isa_table.py``), and so do the operand widths (in dwords,
-:func:`widths`, from the table's operands) and the implicit SCC operands
-(:data:`SCC_WRITERS`, :data:`SCC_READERS`).
+:func:`widths`, from the table's operands), the implicit SCC operands
+(:data:`SCC_WRITERS`, :data:`SCC_READERS`) and the execution classes
+(:data:`EXECUTION_CLASSES`, :func:`execution_class`: :mod:`vlpc.isa.classes`).
 
 Nothing here executes anything: :mod:`.decode` turns bytes into
 :class:`~.decode.Instr` objects with these tables and :mod:`.core` gives them
@@ -17,6 +18,7 @@ import struct
 
 
 from vlpc import isa as _table
+from vlpc.isa.classes import EXECUTION_CLASSES, execution_class  # noqa: F401  (the core's classes)
 
 
 def _strip(encoding: str, prefix: str) -> dict[int, str]:

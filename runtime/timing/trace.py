@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vlpc.targets import GFX906
-
 #: log2 of the cache line size in bytes (64 B lines: gfx906.md "Memory").
 LINE_SHIFT = 6
 
@@ -52,8 +50,8 @@ class StaticInstr:
     encoding: str
     size: int          # bytes (4 or 8)
     cls: str           # the emulator's class (vlpc.isa.classes.EXECUTION_CLASSES)
-    vmcnt: int = GFX906.vmcnt_max    # s_waitcnt thresholds (at the maximum: no wait)
-    lgkmcnt: int = GFX906.lgkmcnt_max
+    vmcnt: int = 63    # s_waitcnt thresholds
+    lgkmcnt: int = 15
     nop: int = 0       # s_nop: wait states - 1
     store: bool = False  # VMEM/LDS store (no data returns)
     ends: bool = False  # s_endpgm
@@ -184,8 +182,8 @@ def static_of(ins, cls: str) -> StaticInstr:
     mn = ins.mnemonic
     s = StaticInstr(mnemonic=mn, encoding=ins.encoding, size=int(ins.size), cls=cls)
     if mn == "s_waitcnt":
-        s.vmcnt = int(ins.f.get("vmcnt", GFX906.vmcnt_max))
-        s.lgkmcnt = int(ins.f.get("lgkmcnt", GFX906.lgkmcnt_max))
+        s.vmcnt = int(ins.f["vmcnt"])  # the decoder's (vlpc.isa.encodings.WAITCNT fields)
+        s.lgkmcnt = int(ins.f["lgkmcnt"])
     elif mn == "s_nop":
         s.nop = int(ins.f.get("simm16", 0)) & 0xF
     elif mn == "s_endpgm":
