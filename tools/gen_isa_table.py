@@ -37,10 +37,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from vlpc.isa import SAMPLE_ADDR, SAMPLE_DATA, SAMPLE_DATA1, SAMPLE_DST  # noqa: E402
 from vlpc.isa import encodings as E  # noqa: E402
 
-# fixed operand fields of the candidate words
-V4, V8, V12, V16 = 256 + 4, 256 + 8, 12, 256 + 16
+# fixed operand fields of the candidate words: address v4, data v8, second data v16, result
+# v12 (vlpc.isa.SAMPLE_*; a VGPR n is source code 256 + n), scalar operands s4/s8/s12/s16
+A, D, D1, R = SAMPLE_ADDR, SAMPLE_DATA, SAMPLE_DATA1, SAMPLE_DST
+V4, V8, V16 = 256 + A, 256 + D, 256 + D1
 #: src0 codes that announce an SDWA / DPP dword after a VOP1/VOP2/VOPC word
 E_SDWA, E_DPP = 249, 250
 
@@ -82,61 +85,61 @@ def _smem(op, v):
 
 
 def _vop2(op, v=0):
-    return E.VOP2.encode(op=op, vdst=12, vsrc1=8, src0=V4)
+    return E.VOP2.encode(op=op, vdst=R, vsrc1=D, src0=V4)
 
 
 def _vop1(op, v):
-    return E.VOP1.encode(op=op, vdst=_bit(v, 0, 12), src0=V4 if not (v >> 1) & 1 else 128)
+    return E.VOP1.encode(op=op, vdst=_bit(v, 0, R), src0=V4 if not (v >> 1) & 1 else 128)
 
 
 def _vopc(op, v=0):
-    return E.VOPC.encode(op=op, vsrc1=8, src0=V4)
+    return E.VOPC.encode(op=op, vsrc1=D, src0=V4)
 
 
 def _vop3(op, v=0):
     # bit 4: src1/src2 are SGPRs (lane masks, lane selects); bit 5: src0 is an SGPR
     s1, s2 = (8, 16) if (v >> 4) & 1 else (V8, V16)
     s0 = 4 if (v >> 5) & 1 else V4
-    return E.VOP3A.encode(op=op, vdst=_bit(v, 2, 12), src0=_bit(v, 3, s0), src1=_bit(v, 0, s1),
+    return E.VOP3A.encode(op=op, vdst=_bit(v, 2, R), src0=_bit(v, 3, s0), src1=_bit(v, 0, s1),
                           src2=_bit(v, 1, s2))
 
 
 def _vop3p(op, v=0):
     # op_sel_hi = [1,1,1] (the default LLVM does not print)
-    return E.VOP3P.encode(op=op, op_sel_hi2=1, vdst=12, src0=V4, src1=V8, src2=_bit(v, 0, V16), op_sel_hi=3)
+    return E.VOP3P.encode(op=op, op_sel_hi2=1, vdst=R, src0=V4, src1=V8, src2=_bit(v, 0, V16), op_sel_hi=3)
 
 
 def _ds(op, v):
-    return E.DS.encode(op=op, addr=_bit(v, 3, 4), data0=_bit(v, 0, 8), data1=_bit(v, 1, 16),
-                       vdst=_bit(v, 2, 12))
+    return E.DS.encode(op=op, addr=_bit(v, 3, A), data0=_bit(v, 0, D), data1=_bit(v, 1, D1),
+                       vdst=_bit(v, 2, R))
 
 
 def _flat(seg):
     def f(op, v):
         saddr = 0x7F if not (v >> 2) & 1 else 0
-        return E.FLAT.encode(op=op, seg=seg, addr=_bit(v, 3, 4), data=_bit(v, 0, 8), saddr=saddr,
-                             vdst=_bit(v, 1, 12))
+        return E.FLAT.encode(op=op, seg=seg, addr=_bit(v, 3, A), data=_bit(v, 0, D), saddr=saddr,
+                             vdst=_bit(v, 1, R))
     return f
 
 
 def _mubuf(op, v):
     # offen, vaddr v4, vdata v12, srsrc s[8:11], soffset s16
-    return E.MUBUF.encode(op=op, offen=_bit(v, 1, 1), vaddr=4, vdata=_bit(v, 0, 12), srsrc=2, soffset=16)
+    return E.MUBUF.encode(op=op, offen=_bit(v, 1, 1), vaddr=A, vdata=_bit(v, 0, R), srsrc=2, soffset=16)
 
 
 def _mtbuf(op, v):
     # dfmt 4 (32), nfmt 4 (uint)
-    return E.MTBUF.encode(op=op, nfmt=4, dfmt=4, offen=1, vaddr=4, vdata=12, srsrc=2, soffset=16)
+    return E.MTBUF.encode(op=op, nfmt=4, dfmt=4, offen=1, vaddr=A, vdata=R, srsrc=2, soffset=16)
 
 
 def _mimg(op, v):
     # dmask 1, vaddr v4, vdata v12, srsrc s[8:15], ssamp s[16:19]
     dmask = 3 if (v >> 2) & 1 else 1
-    return E.MIMG.encode(op=op, dmask=_bit(v, 0, dmask), vaddr=4, vdata=12, srsrc=2, ssamp=_bit(v, 1, 4))
+    return E.MIMG.encode(op=op, dmask=_bit(v, 0, dmask), vaddr=A, vdata=R, srsrc=2, ssamp=_bit(v, 1, 4))
 
 
 def _vintrp(op, v):
-    return E.VINTRP.encode(vdst=12, op=op, vsrc=_bit(v, 0, 4))
+    return E.VINTRP.encode(vdst=R, op=op, vsrc=_bit(v, 0, A))
 
 
 def _exp(op, v):
@@ -175,20 +178,20 @@ def _sdwa(enc):
     def f(op):
         # src0 v4 (in the SDWA dword), dst_sel/src0_sel/src1_sel = DWORD
         if enc == "VOP2":
-            return [*E.VOP2.encode(op=op, vdst=12, vsrc1=8, src0=E_SDWA),
-                    *E.SDWA.encode(src0=4, dst_sel=6, src0_sel=6, src1_sel=6)]
+            return [*E.VOP2.encode(op=op, vdst=R, vsrc1=D, src0=E_SDWA),
+                    *E.SDWA.encode(src0=A, dst_sel=6, src0_sel=6, src1_sel=6)]
         if enc == "VOP1":  # no src1 fields
-            return [*E.VOP1.encode(op=op, vdst=12, src0=E_SDWA), *E.SDWA.encode(src0=4, dst_sel=6, src0_sel=6)]
-        return [*E.VOPC.encode(op=op, vsrc1=8, src0=E_SDWA), *E.SDWAB.encode(src0=4, src0_sel=6, src1_sel=6)]
+            return [*E.VOP1.encode(op=op, vdst=R, src0=E_SDWA), *E.SDWA.encode(src0=A, dst_sel=6, src0_sel=6)]
+        return [*E.VOPC.encode(op=op, vsrc1=D, src0=E_SDWA), *E.SDWAB.encode(src0=A, src0_sel=6, src1_sel=6)]
     return f
 
 
 def _dpp(enc):
     def f(op):
         # quad_perm:[0,1,2,3], masks 0xf
-        dp = E.DPP.encode(src0=4, dpp_ctrl=0xE4, bank_mask=0xF, row_mask=0xF)
-        fields = {"op": op, "src0": E_DPP, **({"vsrc1": 8} if enc != "VOP1" else {}),
-                  **({"vdst": 12} if enc != "VOPC" else {})}
+        dp = E.DPP.encode(src0=A, dpp_ctrl=0xE4, bank_mask=0xF, row_mask=0xF)
+        fields = {"op": op, "src0": E_DPP, **({"vsrc1": D} if enc != "VOP1" else {}),
+                  **({"vdst": R} if enc != "VOPC" else {})}
         return [*_VOP[enc].encode(**fields), *dp]
     return f
 

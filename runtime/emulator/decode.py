@@ -612,8 +612,8 @@ def _vop3(pc, w, w1, code):
 def _sample_regs(mn: str) -> dict[int, int]:
     """VGPR operands of the table's sample instruction: first register -> width.
 
-    The samples use fixed fields (tools/gen_isa_table.py): address v4, data v8,
-    second data v16, result v12, so the sample tells which fields an instruction
+    The samples use fixed fields (:data:`vlpc.isa.SAMPLE_ADDR` ...: address v4, data v8,
+    second data v16, result v12), so the sample tells which fields an instruction
     uses and how wide they are.
     """
     out = _SAMPLE_CACHE.get(mn)
@@ -630,7 +630,7 @@ def _sample_regs(mn: str) -> dict[int, int]:
 
 
 _SAMPLE_CACHE: dict[str, dict[int, int]] = {}
-_S_ADDR, _S_DATA, _S_DATA1, _S_DST = 4, 8, 16, 12
+_S_ADDR, _S_DATA, _S_DATA1, _S_DST = _table.SAMPLE_ADDR, _table.SAMPLE_DATA, _table.SAMPLE_DATA1, _table.SAMPLE_DST
 
 
 def _flat(pc, w, w1):
