@@ -69,6 +69,8 @@ def test_mi25_board_matches_the_spec_sheet():
     assert GFX900.valu_f64_cycles == 64 and GFX906.valu_f64_cycles == 8
     assert GFX900.f64_rate_divisor == 16 and GFX906.f64_rate_divisor == 2
     assert GFX900.compute_units == {"MI25": 64} and not GFX900.has_fmac_f32
+    # instruction availability is the ISA table's (gfx900.json's missing list, from LLVM's decoder)
+    assert GFX906.has_fmac_f32 and GFX906.has_dot_insts and not GFX900.has_dot_insts
 
 
 def test_register_budgets_are_gfx9s_by_llvm(toolchain):

@@ -8,13 +8,10 @@ back from the bytes with the field layout of the Vega ISA guide (chapter 12,
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from llvm_support import llvm_encodings
 import vlpc.isa as isa
-from vlpc.runtime.code_object import TargetId
-from vlpc.runtime.toolchain import ToolchainError, find_toolchain
 
 
 def _fields(b: bytes) -> tuple[str, int]:
@@ -63,10 +60,6 @@ def _fields(b: bytes) -> tuple[str, int]:
 
 @pytest.fixture(scope="module")
 def encodings():
-    try:
-        tc = find_toolchain()
-    except ToolchainError as e:  # pragma: no cover - the ziglang wheel is a dependency
-        pytest.skip(str(e))
     rows = list(isa.table().values())
     lines, expect = [], []
     for r in rows:
@@ -75,10 +68,7 @@ def encodings():
         if r.asm_e64:
             lines.append(r.asm_e64)
             expect.append((r.mnemonic, "VOP3", r.vop3_opcode))
-    out = tc.disassemble_encodings("\n".join(lines) + "\n", TargetId.parse("gfx906"))
-    encs = [bytes(int(x, 16) for x in m.group(1).split(","))
-            for m in re.finditer(r"encoding: \[([0-9a-fx,]+)\]", out)]
-    return expect, encs
+    return expect, llvm_encodings(lines)
 
 
 def test_every_row_assembles_to_its_class_and_opcode(encodings):

@@ -11,6 +11,7 @@ and DPP forms) is disassembled again with ``-mcpu=gfx900``; a form LLVM rejects 
 decodes as another instruction, is missing on gfx900 (see :func:`target_availability`).
 
 For every encoding class the script builds one machine word per opcode value (with
+the field layouts of :mod:`vlpc.isa.encodings`, which the emulator's decoder reads too, and
 fixed, valid operand fields: VGPR sources v4/v8/v16, destination v12/s12, ...),
 separates the candidates with ``s_movk_i32 s0, <index>`` markers and disassembles
 them all in one ``llvm-mc --disassemble -mcpu=gfx906`` call.  An opcode that LLVM
@@ -36,8 +37,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# fixed operand fields of the candidate words
-V4, V8, V12, V16 = 256 + 4, 256 + 8, 12, 256 + 16
+from vlpc.isa import SAMPLE_ADDR, SAMPLE_DATA, SAMPLE_DATA1, SAMPLE_DST  # noqa: E402
+from vlpc.isa import encodings as E  # noqa: E402
+
+# fixed operand fields of the candidate words: address v4, data v8, second data v16, result
+# v12 (vlpc.isa.SAMPLE_*; a VGPR n is source code 256 + n), scalar operands s4/s8/s12/s16
+A, D, D1, R = SAMPLE_ADDR, SAMPLE_DATA, SAMPLE_DATA1, SAMPLE_DST
+V4, V8, V16 = 256 + A, 256 + D, 256 + D1
+#: src0 codes that announce an SDWA / DPP dword after a VOP1/VOP2/VOPC word
+E_SDWA, E_DPP = 249, 250
 
 
 # Each builder takes (op, v): v in 0..VARIANTS-1 picks which operand fields are zero.
@@ -51,92 +59,91 @@ def _bit(v, i, x):
 
 
 def _sop2(op, v):
-    return [0x80000000 | (op << 23) | (_bit(v, 0, 12) << 16) | (_bit(v, 1, 8) << 8) | _bit(v, 2, 4)]
+    return E.SOP2.encode(op=op, sdst=_bit(v, 0, 12), ssrc1=_bit(v, 1, 8), ssrc0=_bit(v, 2, 4))
 
 
 def _sopk(op, v):
-    return [0xB0000000 | (op << 23) | (_bit(v, 0, 12) << 16) | _bit(v, 1, 0x10)]
+    return E.SOPK.encode(op=op, sdst=_bit(v, 0, 12), simm16=_bit(v, 1, 0x10))
 
 
 def _sop1(op, v):
-    return [0xBE800000 | (_bit(v, 0, 12) << 16) | (op << 8) | _bit(v, 1, 4)]
+    return E.SOP1.encode(op=op, sdst=_bit(v, 0, 12), ssrc0=_bit(v, 1, 4))
 
 
 def _sopc(op, v):
-    return [0xBF000000 | (op << 16) | (_bit(v, 0, 8) << 8) | _bit(v, 1, 4)]
+    return E.SOPC.encode(op=op, ssrc1=_bit(v, 0, 8), ssrc0=_bit(v, 1, 4))
 
 
 def _sopp(op, v):
-    return [0xBF800000 | (op << 16) | _bit(v, 0, 1)]
+    return E.SOPP.encode(op=op, simm16=_bit(v, 0, 1))
 
 
 def _smem(op, v):
     # sbase s[4:5], sdata s12, imm offset 0x10
-    return [0xC0000000 | (op << 18) | (_bit(v, 3, 1) << 17) | (_bit(v, 0, 12) << 6) | _bit(v, 1, 2),
-            _bit(v, 2, 0x10)]
+    return E.SMEM.encode(op=op, imm=_bit(v, 3, 1), sdata=_bit(v, 0, 12), sbase=_bit(v, 1, 2),
+                         offset=_bit(v, 2, 0x10))
 
 
 def _vop2(op, v=0):
-    return [(op << 25) | (12 << 17) | (8 << 9) | V4]
+    return E.VOP2.encode(op=op, vdst=R, vsrc1=D, src0=V4)
 
 
 def _vop1(op, v):
-    return [0x7E000000 | (op << 9) | (_bit(v, 0, 12) << 17) | (V4 if not (v >> 1) & 1 else 128)]
+    return E.VOP1.encode(op=op, vdst=_bit(v, 0, R), src0=V4 if not (v >> 1) & 1 else 128)
 
 
 def _vopc(op, v=0):
-    return [0x7C000000 | (op << 17) | (8 << 9) | V4]
+    return E.VOPC.encode(op=op, vsrc1=D, src0=V4)
 
 
 def _vop3(op, v=0):
     # bit 4: src1/src2 are SGPRs (lane masks, lane selects); bit 5: src0 is an SGPR
     s1, s2 = (8, 16) if (v >> 4) & 1 else (V8, V16)
     s0 = 4 if (v >> 5) & 1 else V4
-    return [0xD0000000 | (op << 16) | _bit(v, 2, 12),
-            (s0 if not (v >> 3) & 1 else 0) | (_bit(v, 0, s1) << 9) | (_bit(v, 1, s2) << 18)]
+    return E.VOP3A.encode(op=op, vdst=_bit(v, 2, R), src0=_bit(v, 3, s0), src1=_bit(v, 0, s1),
+                          src2=_bit(v, 1, s2))
 
 
 def _vop3p(op, v=0):
     # op_sel_hi = [1,1,1] (the default LLVM does not print)
-    return [0xD3800000 | (op << 16) | (1 << 14) | 12, V4 | (V8 << 9) | (_bit(v, 0, V16) << 18) | (3 << 27)]
+    return E.VOP3P.encode(op=op, op_sel_hi2=1, vdst=R, src0=V4, src1=V8, src2=_bit(v, 0, V16), op_sel_hi=3)
 
 
 def _ds(op, v):
-    return [0xD8000000 | (op << 17), _bit(v, 3, 4) | (_bit(v, 0, 8) << 8) | (_bit(v, 1, 16) << 16)
-            | (_bit(v, 2, 12) << 24)]
+    return E.DS.encode(op=op, addr=_bit(v, 3, A), data0=_bit(v, 0, D), data1=_bit(v, 1, D1),
+                       vdst=_bit(v, 2, R))
 
 
 def _flat(seg):
     def f(op, v):
         saddr = 0x7F if not (v >> 2) & 1 else 0
-        return [0xDC000000 | (op << 18) | (seg << 14),
-                _bit(v, 3, 4) | (_bit(v, 0, 8) << 8) | (saddr << 16) | (_bit(v, 1, 12) << 24)]
+        return E.FLAT.encode(op=op, seg=seg, addr=_bit(v, 3, A), data=_bit(v, 0, D), saddr=saddr,
+                             vdst=_bit(v, 1, R))
     return f
 
 
 def _mubuf(op, v):
     # offen, vaddr v4, vdata v12, srsrc s[8:11], soffset s16
-    return [0xE0000000 | (op << 18) | (_bit(v, 1, 1) << 12), 4 | (_bit(v, 0, 12) << 8) | (2 << 16) | (16 << 24)]
+    return E.MUBUF.encode(op=op, offen=_bit(v, 1, 1), vaddr=A, vdata=_bit(v, 0, R), srsrc=2, soffset=16)
 
 
 def _mtbuf(op, v):
-    # op in bits 18:15, dfmt 4 (32) bits 22:19, nfmt 4 (uint) bits 25:23
-    return [0xE8000000 | (4 << 23) | (4 << 19) | (op << 15) | (1 << 12), 4 | (12 << 8) | (2 << 16) | (16 << 24)]
+    # dfmt 4 (32), nfmt 4 (uint)
+    return E.MTBUF.encode(op=op, nfmt=4, dfmt=4, offen=1, vaddr=A, vdata=R, srsrc=2, soffset=16)
 
 
 def _mimg(op, v):
     # dmask 1, vaddr v4, vdata v12, srsrc s[8:15], ssamp s[16:19]
     dmask = 3 if (v >> 2) & 1 else 1
-    return [0xF0000000 | (op << 18) | (_bit(v, 0, dmask) << 8),
-            4 | (12 << 8) | (2 << 16) | (_bit(v, 1, 4) << 21)]
+    return E.MIMG.encode(op=op, dmask=_bit(v, 0, dmask), vaddr=A, vdata=R, srsrc=2, ssamp=_bit(v, 1, 4))
 
 
 def _vintrp(op, v):
-    return [0xD4000000 | (12 << 18) | (op << 16) | _bit(v, 0, 4)]
+    return E.VINTRP.encode(vdst=R, op=op, vsrc=_bit(v, 0, A))
 
 
 def _exp(op, v):
-    return [0xC4000000 | 0xF | (op << 4), 0]
+    return E.EXP.encode(en=0xF, tgt=op)
 
 
 #: class -> (opcode range, word builder)
@@ -164,26 +171,28 @@ CLASSES = {
 }
 
 
+_VOP = {"VOP2": E.VOP2, "VOP1": E.VOP1, "VOPC": E.VOPC}
+
+
 def _sdwa(enc):
     def f(op):
         # src0 v4 (in the SDWA dword), dst_sel/src0_sel/src1_sel = DWORD
-        sd = 4 | (6 << 8) | (6 << 16) | (6 << 24)
         if enc == "VOP2":
-            return [(op << 25) | (12 << 17) | (8 << 9) | 249, sd]
+            return [*E.VOP2.encode(op=op, vdst=R, vsrc1=D, src0=E_SDWA),
+                    *E.SDWA.encode(src0=A, dst_sel=6, src0_sel=6, src1_sel=6)]
         if enc == "VOP1":  # no src1 fields
-            return [0x7E000000 | (op << 9) | (12 << 17) | 249, 4 | (6 << 8) | (6 << 16)]
-        return [0x7C000000 | (op << 17) | (8 << 9) | 249, 4 | (6 << 16) | (6 << 24)]
+            return [*E.VOP1.encode(op=op, vdst=R, src0=E_SDWA), *E.SDWA.encode(src0=A, dst_sel=6, src0_sel=6)]
+        return [*E.VOPC.encode(op=op, vsrc1=D, src0=E_SDWA), *E.SDWAB.encode(src0=A, src0_sel=6, src1_sel=6)]
     return f
 
 
 def _dpp(enc):
     def f(op):
-        dp = 4 | (0xE4 << 8) | (0xF << 24) | (0xF << 28)  # quad_perm:[0,1,2,3], masks 0xf
-        if enc == "VOP2":
-            return [(op << 25) | (12 << 17) | (8 << 9) | 250, dp]
-        if enc == "VOP1":
-            return [0x7E000000 | (op << 9) | (12 << 17) | 250, dp]
-        return [0x7C000000 | (op << 17) | (8 << 9) | 250, dp]
+        # quad_perm:[0,1,2,3], masks 0xf
+        dp = E.DPP.encode(src0=A, dpp_ctrl=0xE4, bank_mask=0xF, row_mask=0xF)
+        fields = {"op": op, "src0": E_DPP, **({"vsrc1": D} if enc != "VOP1" else {}),
+                  **({"vdst": R} if enc != "VOPC" else {})}
+        return [*_VOP[enc].encode(**fields), *dp]
     return f
 
 
@@ -236,7 +245,7 @@ def disassemble(mc: str, words_list: list[list[int]], mcpu: str = "gfx906") -> l
     """Disassemble each candidate (a list of dwords) for ``mcpu``; None where LLVM rejects the encoding."""
     lines = []
     for i, words in enumerate(words_list):
-        marker = 0xB0000000 | (i & 0xFFFF)  # s_movk_i32 s0, i
+        marker, = E.SOPK.encode(op=0, sdst=0, simm16=i & 0xFFFF)  # s_movk_i32 s0, i
         lines.append(" ".join(f"0x{b:02x}" for b in marker.to_bytes(4, "little")))
         lines.append(" ".join(f"0x{b:02x}" for w in [*words, FILLER] for b in w.to_bytes(4, "little")))
     # The input goes through a pipe (no temporary file to leak or share), and llvm-mc's

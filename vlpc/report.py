@@ -49,6 +49,7 @@ import numpy as np
 from vlpc.cli_support import (Progress, check_chart, check_finite_scalars, check_size_options, check_writable,
                               codegen_options, output_prefix, pyplot, read_input, save_figure, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
+from vlpc.isa.classes import EXECUTION_CLASSES
 
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
 NORM_M, NORM_N = 64, 256
@@ -90,7 +91,9 @@ EXTRA_ROWS: list[tuple[str, str]] = [
     ("sgpr_r", "SGPR reads (per wave)"),
     ("c_mem_rw", "Matrix C memory read + write"),
 ]
-INSTRUCTION_CLASSES = ("valu", "salu", "smem", "vmem", "lds", "waitcnt", "barrier", "branch", "nop")
+#: The emulator's instruction classes (the ISA table's, vlpc.isa.classes) the report lists,
+#: in its order; ``other`` (s_endpgm, messages) only counts in ``inst_all``.
+INSTRUCTION_CLASSES = tuple(c for c in EXECUTION_CLASSES if c != "other")
 
 STRATEGY_TITLE = {"lds": "legacy (lds)", "sqc": "sqc"}
 

@@ -104,17 +104,32 @@ class Target:
     #: split-K cost model's units (spec sheets, docs/references.md).
     clock_hz: float = 1.725e9
     memory_bytes_per_second: float = 1.0e12
-    has_fmac_f32: bool = True
     has_global_atomic_add_f32: bool = False
     #: LLVM ``AMDGPU.td`` ``FeatureISAVersion9_0_x`` features beyond the GFX9 consumer common set
     #: (documentation of where the instruction availability in ``vlpc/isa`` comes from).
     llvm_features: tuple[str, ...] = ()
-    #: Whether the ISA has gfx906's dot-product instructions (``v_dot2_f32_f16``, ``v_dot4_i32_i8``...:
-    #: LLVM ``FeatureDLInsts``/``FeatureDot{1,2,7,10}Insts``).
-    has_dot_insts: bool = True
     hazards: tuple[Hazard, ...] = ()
     #: Features the target id may set (``gfx906:sramecc+:xnack-``), in canonical order.
     features: tuple[str, ...] = ("sramecc", "xnack")
+
+    # -- instructions (the ISA table's: vlpc/isa, gfx900.json's missing list) -----------
+
+    @property
+    def has_fmac_f32(self) -> bool:
+        """Whether the target has ``v_fmac_f32`` (gfx900 does not: LLVM ``FeatureDLInsts``),
+        from the ISA table (:func:`vlpc.isa.available`)."""
+        from vlpc.isa import available
+
+        return available("v_fmac_f32", self)
+
+    @property
+    def has_dot_insts(self) -> bool:
+        """Whether the target has gfx906's dot-product instructions (``v_dot2_f32_f16``,
+        ``v_dot4_i32_i8``...: LLVM ``FeatureDot{1,2,7,10}Insts``; gfx900 has none), from the
+        ISA table (every ``v_dot*`` row, :func:`vlpc.isa.available`)."""
+        from vlpc.isa import available, table
+
+        return all(available(mn, self) for mn in table() if mn.startswith("v_dot"))
 
     # -- registers ---------------------------------------------------------
 
@@ -329,8 +344,6 @@ GFX900 = Target(
     hazards=GFX9_HAZARDS,
     clock_hz=1.5e9,
     memory_bytes_per_second=484e9,
-    has_fmac_f32=False,
-    has_dot_insts=False,
     llvm_features=("FeatureMadMixInsts",),
     features=("xnack",),
 )

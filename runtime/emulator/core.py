@@ -123,7 +123,8 @@ class DispatchConfig:
 #: Entries of the scalar register file array (operand codes 0..127: SGPRs, VCC, TTMPs, M0, EXEC).
 SCALAR_FILE = 128
 
-CLASSES = ("valu", "salu", "smem", "vmem", "lds", "branch", "waitcnt", "nop", "barrier", "other")
+#: The classes ``LaunchStats.by_class`` counts: the ISA table's (vlpc.isa.classes).
+CLASSES = isa.EXECUTION_CLASSES
 
 
 @dataclass
@@ -351,30 +352,8 @@ def _reg_keys(op: Operand) -> list[int]:
 
 
 def classify(ins: Instr) -> str:
-    mn, enc = ins.mnemonic, ins.encoding
-    if enc in ("VOP1", "VOP2", "VOPC", "VOP3", "VOP3P"):
-        return "nop" if mn == "v_nop" else "valu"
-    if enc == "SMEM":
-        return "smem"
-    if enc in ("FLAT", "MUBUF", "MTBUF", "MIMG"):
-        return "vmem"
-    if enc == "DS":
-        return "lds"
-    if enc == "SOPP":
-        if mn == "s_waitcnt":
-            return "waitcnt"
-        if mn in ("s_nop", "s_sleep", "s_setprio"):
-            return "nop"
-        if mn == "s_barrier":
-            return "barrier"
-        if mn == "s_branch" or mn.startswith("s_cbranch"):
-            return "branch"
-        return "other"
-    if mn in ("s_setpc_b64", "s_swappc_b64", "s_call_b64"):
-        return "branch"
-    if enc in ("SOP1", "SOP2", "SOPK", "SOPC"):
-        return "salu"
-    return "other"
+    """The execution class of a decoded instruction: the ISA table's (:func:`vlpc.isa.classes.execution_class`)."""
+    return isa.execution_class(ins.mnemonic)
 
 
 # ---------------------------------------------------------------------------

@@ -10,6 +10,8 @@ MUBUF ``lds`` form decode with ``supported`` False; whether an instruction has
 semantics is the executor's business (it raises
 :class:`~.errors.UnsupportedInstruction` naming the mnemonic and address).
 An opcode outside the table decodes to ``"<class> opcode N"``, unsupported.
+The format of a word and its fields come from the microcode layouts of
+:mod:`vlpc.isa.encodings` (the ones ``tools/gen_isa_table.py`` encodes with).
 
 Operands are :class:`Operand` objects; register operands use one numbering for
 both files: scalar source codes 0..255 as in the hardware's 9-bit source field
@@ -23,6 +25,7 @@ import struct
 from dataclasses import dataclass, field
 
 from vlpc import isa as _table
+from vlpc.isa import encodings as E
 from vlpc.targets import GFX906
 
 from . import isa
@@ -207,51 +210,18 @@ def _unsupported(pc: int, size: int, enc: str, what: str, op: int = 0) -> Instr:
 
 
 def _decode(code: bytes, pc: int, w: int, lit) -> Instr:
-    top2 = w >> 30
-    if top2 == 0b10:
-        if (w >> 28) == 0b1011:
-            if (w >> 23) == 0x17D:
-                return _sop1(pc, w, lit)
-            if (w >> 23) == 0x17E:
-                return _sopc(pc, w, lit)
-            if (w >> 23) == 0x17F:
-                return _sopp(pc, w)
-            return _sopk(pc, w, lit)
-        return _sop2(pc, w, lit)
-    if (w >> 31) == 0:
-        if (w >> 25) == 0x3F:
-            return _vop1(pc, w, lit)
-        if (w >> 25) == 0x3E:
-            return _vopc(pc, w, lit)
-        return _vop2(pc, w, lit)
-    top6 = w >> 26
-    if top6 == 0x30:
-        return _smem(pc, w, lit())
-    if top6 == 0x34:
-        if (w >> 23) & 0x7 == 0b111:
-            return _vop3p(pc, w, lit())
+    fmt = E.identify(w)
+    if fmt is None:
+        return _unsupported(pc, 4, "unknown", f"unknown encoding 0x{w:08x}")
+    if fmt.dwords == 1:
+        return _DECODE_32[fmt.name](pc, w, lit)
+    if fmt is E.VOP3A:
         return _vop3(pc, w, lit(), code)
-    if top6 == 0x37:
-        return _flat(pc, w, lit())
-    if top6 == 0x36:
-        return _ds(pc, w, lit())
-    if top6 == 0x38:
-        return _mubuf(pc, w, lit())
-    if top6 == 0x3A:
-        return _mtbuf(pc, w, lit())
-    if top6 == 0x3C:
-        return _mimg(pc, w, lit())
-    if top6 == 0x31:
+    if fmt is E.EXP:
         ins = Instr(pc, 8, "EXP", 0, "exp", supported=False)
         ins.text = f"exp (raw 0x{w:08x}{lit():08x}; graphics export)"
         return ins
-    if top6 == 0x35:
-        op = (w >> 16) & 3
-        mn = isa.VINTRP.get(op, f"VINTRP opcode {op}")
-        return Instr(pc, 4, "VINTRP", op, mn, supported=False, text=f"{mn} (graphics interpolation)")
-    names = {0x3A: "MTBUF", 0x3C: "MIMG", 0x31: "EXP", 0x35: "VINTRP"}
-    return _unsupported(pc, 8 if top6 in names else 4, names.get(top6, "unknown"),
-                        f"{names.get(top6, 'unknown')} encoding 0x{w:08x}")
+    return _DECODE_64[fmt.name](pc, w, lit())
 
 
 def _ssrc(code, width, lit, is_float=False):
@@ -259,11 +229,12 @@ def _ssrc(code, width, lit, is_float=False):
 
 
 def _sop2(pc, w, lit):
-    op = (w >> 23) & 0x7F
+    f = E.SOP2.unpack(w)
+    op = f["op"]
     mn = isa.SOP2.get(op)
     if mn is None:
         return _unsupported(pc, 4, "SOP2", f"SOP2 opcode {op}", op)
-    s0, s1, d = w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0x7F
+    s0, s1, d = f["ssrc0"], f["ssrc1"], f["sdst"]
     wd = isa.widths(mn, 2)
     size = 8 if isa.LITERAL in (s0, s1) else 4
     ins = Instr(pc, size, "SOP2", op, mn)
@@ -273,12 +244,13 @@ def _sop2(pc, w, lit):
 
 
 def _sopk(pc, w, lit):
-    op = (w >> 23) & 0x1F
+    f = E.SOPK.unpack(w)
+    op = f["op"]
     mn = isa.SOPK.get(op)
     if mn is None:
         return _unsupported(pc, 4, "SOPK", f"SOPK opcode {op}", op)
-    d = (w >> 16) & 0x7F
-    simm = w & 0xFFFF
+    d = f["sdst"]
+    simm = f["simm16"]
     size = 8 if mn == "s_setreg_imm32_b32" else 4
     ins = Instr(pc, size, "SOPK", op, mn)
     ins.f["simm16"] = simm
@@ -298,11 +270,12 @@ def _sopk(pc, w, lit):
 
 
 def _sop1(pc, w, lit):
-    op = (w >> 8) & 0xFF
+    f = E.SOP1.unpack(w)
+    op = f["op"]
     mn = isa.SOP1.get(op)
     if mn is None:
         return _unsupported(pc, 4, "SOP1", f"SOP1 opcode {op}", op)
-    s0, d = w & 0xFF, (w >> 16) & 0x7F
+    s0, d = f["ssrc0"], f["sdst"]
     wd = isa.widths(mn, 1)
     size = 8 if s0 == isa.LITERAL else 4
     ins = Instr(pc, size, "SOP1", op, mn)
@@ -314,11 +287,12 @@ def _sop1(pc, w, lit):
 
 
 def _sopc(pc, w, lit):
-    op = (w >> 16) & 0x7F
+    f = E.SOPC.unpack(w)
+    op = f["op"]
     mn = isa.SOPC.get(op)
     if mn is None:
         return _unsupported(pc, 4, "SOPC", f"SOPC opcode {op}", op)
-    s0, s1 = w & 0xFF, (w >> 8) & 0xFF
+    s0, s1 = f["ssrc0"], f["ssrc1"]
     wd = isa.widths(mn, 2)
     size = 8 if isa.LITERAL in (s0, s1) else 4
     ins = Instr(pc, size, "SOPC", op, mn)
@@ -326,48 +300,48 @@ def _sopc(pc, w, lit):
     return ins
 
 
-def _sopp(pc, w):
-    op = (w >> 16) & 0x7F
+def _sopp(pc, w, lit=None):
+    f = E.SOPP.unpack(w)
+    op = f["op"]
     mn = isa.SOPP.get(op)
     if mn is None:
         return _unsupported(pc, 4, "SOPP", f"SOPP opcode {op}", op)
     ins = Instr(pc, 4, "SOPP", op, mn)
-    simm = w & 0xFFFF
+    simm = f["simm16"]
     ins.f["simm16"] = simm
     if mn == "s_waitcnt":
-        ins.f["vmcnt"] = (simm & 0xF) | (((simm >> 14) & 3) << 4)
-        ins.f["expcnt"] = (simm >> 4) & 7
-        ins.f["lgkmcnt"] = (simm >> 8) & 0xF
+        c = E.WAITCNT.unpack(simm)
+        ins.f["vmcnt"] = c["vmcnt_lo"] | c["vmcnt_hi"] << E.WAITCNT["vmcnt_lo"].width
+        ins.f["expcnt"] = c["expcnt"]
+        ins.f["lgkmcnt"] = c["lgkmcnt"]
     if mn == "s_branch" or mn.startswith("s_cbranch"):
         ins.f["target"] = pc + 4 + 4 * (simm - 0x10000 if simm & 0x8000 else simm)
     return ins
 
 
 def _smem(pc, w, w1):
-    op = (w >> 18) & 0xFF
+    fl = E.SMEM.unpack(w, w1)
+    op = fl["op"]
     mn = isa.SMEM.get(op)
     if mn is None:
         return _unsupported(pc, 8, "SMEM", f"SMEM opcode {op}", op)
-    sbase = (w & 0x3F) << 1
-    sdata = (w >> 6) & 0x7F
-    glc = (w >> 16) & 1
-    imm = (w >> 17) & 1
-    soe = (w >> 14) & 1
+    sbase = fl["sbase"] << 1  # the field holds the SGPR pair's index
+    sdata = fl["sdata"]
+    glc, imm, soe = fl["glc"], fl["imm"], fl["soe"]
     ins = Instr(pc, 8, "SMEM", op, mn)
     nd = 1
     if "dwordx" in mn:
         nd = int(mn.rsplit("dwordx", 1)[1])
     buffer = "buffer" in mn
     ins.f.update(glc=glc, imm=imm, soe=soe, ndwords=nd, buffer=buffer)
-    off21 = w1 & 0x1FFFFF
-    if off21 & 0x100000:
-        off21 -= 0x200000
+    off21 = _signed(fl["offset"], E.SMEM["offset"].width)
     if imm:
         ins.f["offset"] = off21
-        ins.f["soffset"] = (w1 >> 25) & 0x7F if soe else None
+        ins.f["soffset"] = fl["soffset"] if soe else None
     else:
         ins.f["offset"] = 0
-        ins.f["soffset"] = ((w1 >> 25) & 0x7F) if soe else (w1 & 0xFF)
+        # without imm the offset field's low byte is the SGPR offset's source code
+        ins.f["soffset"] = fl["soffset"] if soe else fl["offset"] & 0xFF
     base = sreg(sbase, 4 if buffer else 2)
     if mn in ("s_memtime", "s_memrealtime"):
         ins.dst = [sreg(sdata, 2)]
@@ -394,7 +368,7 @@ def _smem(pc, w, w1):
 _VOP_OPCODES = {"VOP1": isa.VOP1, "VOP2": isa.VOP2, "VOPC": isa.VOPC}
 
 
-def _vop_mnemonic(pc, w, lit, enc, op, plain):
+def _vop_mnemonic(pc, w, lit, enc, op, src0, plain):
     """The mnemonic of the VOP1/VOP2/VOPC (``enc``) word ``w`` with opcode ``op``, or the
     decoded :class:`Instr` when ``w`` is no plain form: an opcode outside the table
     (unsupported), or the SDWA/DPP form (src0 = 249/250, :func:`_sdwa_dpp` with the
@@ -402,19 +376,18 @@ def _vop_mnemonic(pc, w, lit, enc, op, plain):
     mn = _VOP_OPCODES[enc].get(op)
     if mn is None:
         return _unsupported(pc, 4, enc, f"{enc} opcode {op}", op)
-    if (w & 0x1FF) in (isa.SDWA, isa.DPP):
+    if src0 in (isa.SDWA, isa.DPP):
         return _sdwa_dpp(pc, w, lit, enc, mn, plain)
     return mn
 
 
 def _vop2(pc, w, lit):
-    op = (w >> 25) & 0x3F
-    mn = _vop_mnemonic(pc, w, lit, "VOP2", op, _vop2)
+    f = E.VOP2.unpack(w)
+    op = f["op"]
+    mn = _vop_mnemonic(pc, w, lit, "VOP2", op, f["src0"], _vop2)
     if isinstance(mn, Instr):
         return mn
-    s0 = w & 0x1FF
-    v1 = (w >> 9) & 0xFF
-    vd = (w >> 17) & 0xFF
+    s0, v1, vd = f["src0"], f["vsrc1"], f["vdst"]
     wd = isa.widths(mn, 2)
     isf = _is_float_op(mn)
     size = 8 if s0 == isa.LITERAL or mn in _MADK else 4
@@ -439,12 +412,12 @@ def _vop2(pc, w, lit):
 
 
 def _vop1(pc, w, lit):
-    op = (w >> 9) & 0xFF
-    mn = _vop_mnemonic(pc, w, lit, "VOP1", op, _vop1)
+    f = E.VOP1.unpack(w)
+    op = f["op"]
+    mn = _vop_mnemonic(pc, w, lit, "VOP1", op, f["src0"], _vop1)
     if isinstance(mn, Instr):
         return mn
-    s0 = w & 0x1FF
-    vd = (w >> 17) & 0xFF
+    s0, vd = f["src0"], f["vdst"]
     wd = isa.widths(mn, 1)
     ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOP1", op, mn)
     if mn in ("v_nop", "v_clrexcp"):
@@ -465,12 +438,12 @@ def _vop1(pc, w, lit):
 
 
 def _vopc(pc, w, lit):
-    op = (w >> 17) & 0xFF
-    mn = _vop_mnemonic(pc, w, lit, "VOPC", op, _vopc)
+    f = E.VOPC.unpack(w)
+    op = f["op"]
+    mn = _vop_mnemonic(pc, w, lit, "VOPC", op, f["src0"], _vopc)
     if isinstance(mn, Instr):
         return mn
-    s0 = w & 0x1FF
-    v1 = (w >> 9) & 0xFF
+    s0, v1 = f["src0"], f["vsrc1"]
     wd = isa.widths(mn, 2)
     ins = Instr(pc, 8 if s0 == isa.LITERAL else 4, "VOPC", op, mn)
     ins.dst = [sreg(isa.VCC_LO, 2)]
@@ -494,42 +467,42 @@ def _sdwa_dpp(pc, w, lit, enc, mn, plain):
     The second dword's fields (Vega ISA guide 12.7 / 12.8) go to ``f["sdwa"]`` /
     ``f["dpp"]``; operands are those of the plain form with src0 from that dword.
     """
-    is_sdwa = (w & 0x1FF) == isa.SDWA
+    base = E.FORMATS[enc]
+    is_sdwa = base.unpack(w)["src0"] == isa.SDWA
     row = _table.lookup(mn)
     d = lit()
     if (is_sdwa and not row.sdwa) or (not is_sdwa and not row.dpp):
         return _unsupported(pc, 8, enc, f"{mn}_{'sdwa' if is_sdwa else 'dpp'} (no such form on gfx906)",
                             row.opcode)
-    s0 = d & 0xFF
-    if is_sdwa and (d >> 23) & 1:
-        code0 = s0  # an SGPR / constant source
+    x = (E.SDWAB if enc == "VOPC" else E.SDWA).unpack(d) if is_sdwa else E.DPP.unpack(d)
+    if is_sdwa and x["s0"]:
+        code0 = x["src0"]  # an SGPR / constant source
     else:
-        code0 = isa.VGPR0 + s0
-    ww = (w & ~0x1FF) | code0
+        code0 = isa.VGPR0 + x["src0"]
+    ww = base.replace(w, src0=code0)
     ins = plain(pc, ww, lambda: 0)
     ins.size = 8
     ins.raw = b""
     if not ins.supported:
         return ins
+    mods = [(x["src0_neg"], x["src0_abs"]), (x["src1_neg"], x["src1_abs"])]
     if is_sdwa:
-        f = {"src0_sel": (d >> 16) & 7, "src0_sext": (d >> 19) & 1, "src1_sel": (d >> 24) & 7,
-             "src1_sext": (d >> 27) & 1}
-        mods = [((d >> 20) & 1, (d >> 21) & 1), ((d >> 28) & 1, (d >> 29) & 1)]
+        f = {"src0_sel": x["src0_sel"], "src0_sext": x["src0_sext"], "src1_sel": x["src1_sel"],
+             "src1_sext": x["src1_sext"]}
         if enc == "VOPC":
-            if (d >> 15) & 1:
-                ins.dst = [sreg((d >> 8) & 0x7F, 2)]
+            if x["sd"]:
+                ins.dst = [sreg(x["sdst"], 2)]
             f.update(dst_sel=6, dst_unused=0, clamp=0, omod=0)
         else:
-            f.update(dst_sel=(d >> 8) & 7, dst_unused=(d >> 11) & 3, clamp=(d >> 13) & 1, omod=(d >> 14) & 3)
-        if enc in ("VOP2", "VOPC") and (d >> 31) & 1 and len(ins.src) > 1:
-            v1 = (w >> 9) & 0xFF
+            f.update(dst_sel=x["dst_sel"], dst_unused=x["dst_unused"], clamp=x["clamp"], omod=x["omod"])
+        if enc in ("VOP2", "VOPC") and x["s1"] and len(ins.src) > 1:
+            v1 = base.unpack(w)["vsrc1"]
             ins.src[1] = src_operand(v1, ins.src[1].width)
         ins.f["sdwa"] = f
         ins.f["clamp"], ins.f["omod"] = f["clamp"], f["omod"]
     else:
-        f = {"dpp_ctrl": (d >> 8) & 0x1FF, "bound_ctrl": (d >> 19) & 1, "bank_mask": (d >> 24) & 0xF,
-             "row_mask": (d >> 28) & 0xF}
-        mods = [((d >> 20) & 1, (d >> 21) & 1), ((d >> 22) & 1, (d >> 23) & 1)]
+        f = {"dpp_ctrl": x["dpp_ctrl"], "bound_ctrl": x["bound_ctrl"], "bank_mask": x["bank_mask"],
+             "row_mask": x["row_mask"]}
         ins.f["dpp"] = f
     for i in range(min(2, len(ins.src))):
         ins.src[i] = _with_mods(ins.src[i], bool(mods[i][0]), bool(mods[i][1]))
@@ -539,20 +512,18 @@ def _sdwa_dpp(pc, w, lit, enc, mn, plain):
 
 def _vop3p(pc, w, w1):
     """VOP3P (packed 16-bit math, dot products, fma_mix): Vega ISA guide 12.6."""
-    op = (w >> 16) & 0x7F
+    x = E.VOP3P.unpack(w, w1)
+    op = x["op"]
     mn = isa.VOP3P.get(op)
     if mn is None:
         return _unsupported(pc, 8, "VOP3P", f"VOP3P opcode {op}", op)
     row = _table.lookup(mn)
     widths = [wd for _, wd in row.operands]
     nsrc = len(widths) - 1
-    vd = w & 0xFF
-    neg_hi = (w >> 8) & 7
-    op_sel = (w >> 11) & 7
-    op_sel_hi = ((w >> 14) & 1) << 2 | ((w1 >> 27) & 3)
-    clamp = (w >> 15) & 1
-    neg = (w1 >> 29) & 7
-    s = [w1 & 0x1FF, (w1 >> 9) & 0x1FF, (w1 >> 18) & 0x1FF]
+    vd, neg_hi, op_sel, clamp, neg = x["vdst"], x["neg_hi"], x["op_sel"], x["clamp"], x["neg"]
+    # op_sel_hi of src2 is in the first dword, of src0/src1 in the second
+    op_sel_hi = x["op_sel_hi2"] << 2 | x["op_sel_hi"]
+    s = [x["src0"], x["src1"], x["src2"]]
     ins = Instr(pc, 8, "VOP3P", op, mn, vop3=True)
     ins.f.update(op_sel=op_sel, op_sel_hi=op_sel_hi, neg=neg, neg_hi=neg_hi, clamp=clamp, omod=0)
     for i in range(nsrc):
@@ -565,7 +536,8 @@ def _vop3p(pc, w, w1):
 
 
 def _vop3(pc, w, w1, code):
-    op = (w >> 16) & 0x3FF
+    x = E.VOP3A.unpack(w, w1)
+    op = x["op"]
     if op < 0x100:
         mn, kind = isa.VOPC.get(op), "VOPC"
     elif op < 0x140:
@@ -580,16 +552,12 @@ def _vop3(pc, w, w1, code):
     if row is not None and row.encoding == "VINTRP":
         return Instr(pc, 8, "VOP3", op, mn, supported=False, vop3=True,
                      text=f"{mn}_e64 (graphics interpolation)")
-    vd = w & 0xFF
-    absm = (w >> 8) & 7
-    clamp = (w >> 15) & 1
-    sdst = (w >> 8) & 0x7F
-    s = [w1 & 0x1FF, (w1 >> 9) & 0x1FF, (w1 >> 18) & 0x1FF]
-    omod = (w1 >> 27) & 3
-    negm = (w1 >> 29) & 7
+    vd, absm, clamp, omod, negm = x["vdst"], x["abs"], x["clamp"], x["omod"], x["neg"]
+    s = [x["src0"], x["src1"], x["src2"]]
     vop3b = mn in VOP3B_OPS
     if vop3b:
         absm = 0
+        sdst = E.VOP3B.unpack(w, w1)["sdst"]
     if kind == "VOPC":
         nsrc = 2
     elif kind == "VOP2":
@@ -605,7 +573,7 @@ def _vop3(pc, w, w1, code):
     wd = isa.widths(mn, nsrc) if kind != "VOP3" else tuple(tw)
     isf = _is_float_op(mn)
     ins = Instr(pc, 8, "VOP3", op, mn, vop3=True)
-    ins.f.update(clamp=clamp, omod=omod, op_sel=0 if vop3b else (w >> 11) & 0xF)
+    ins.f.update(clamp=clamp, omod=omod, op_sel=0 if vop3b else x["op_sel"])
     srcs = []
     for i in range(nsrc):
         width = wd[1 + i] if 1 + i < len(wd) else 1
@@ -644,8 +612,8 @@ def _vop3(pc, w, w1, code):
 def _sample_regs(mn: str) -> dict[int, int]:
     """VGPR operands of the table's sample instruction: first register -> width.
 
-    The samples use fixed fields (tools/gen_isa_table.py): address v4, data v8,
-    second data v16, result v12, so the sample tells which fields an instruction
+    The samples use fixed fields (:data:`vlpc.isa.SAMPLE_ADDR` ...: address v4, data v8,
+    second data v16, result v12), so the sample tells which fields an instruction
     uses and how wide they are.
     """
     out = _SAMPLE_CACHE.get(mn)
@@ -662,29 +630,22 @@ def _sample_regs(mn: str) -> dict[int, int]:
 
 
 _SAMPLE_CACHE: dict[str, dict[int, int]] = {}
-_S_ADDR, _S_DATA, _S_DATA1, _S_DST = 4, 8, 16, 12
+_S_ADDR, _S_DATA, _S_DATA1, _S_DST = _table.SAMPLE_ADDR, _table.SAMPLE_DATA, _table.SAMPLE_DATA1, _table.SAMPLE_DST
 
 
 def _flat(pc, w, w1):
-    op = (w >> 18) & 0x7F
-    seg = (w >> 14) & 3
+    x = E.FLAT.unpack(w, w1)
+    op, seg = x["op"], x["seg"]
     segname = {0: "flat", 1: "scratch", 2: "global"}.get(seg, "seg3")
     name = isa.FLAT_SEGMENT_OPS.get(segname, {}).get(op)
     if name is None:
         return _unsupported(pc, 8, "FLAT", f"{segname} opcode {op}", op)
     mn = f"{segname}_{name}"
     sample = _sample_regs(mn)
-    off = w & 0x1FFF
-    if seg != 0 and off & 0x1000:
-        off -= 0x2000
-    if seg == 0:
-        off &= 0xFFF
-    glc = (w >> 16) & 1
-    slc = (w >> 17) & 1
-    addr = w1 & 0xFF
-    data = (w1 >> 8) & 0xFF
-    saddr = (w1 >> 16) & 0x7F
-    vdst = (w1 >> 24) & 0xFF
+    width = E.FLAT["offset"].width
+    # GLOBAL/SCRATCH: a signed 13-bit offset; FLAT: unsigned, its top bit unused
+    off = _signed(x["offset"], width) if seg != 0 else x["offset"] & ((1 << (width - 1)) - 1)
+    glc, slc, addr, data, saddr, vdst = x["glc"], x["slc"], x["addr"], x["data"], x["saddr"], x["vdst"]
     ins = Instr(pc, 8, "FLAT", op, mn)
     use_saddr = seg != 0 and saddr != 0x7F
     ins.f.update(offset=off, glc=glc, slc=slc, seg=segname, saddr=saddr if use_saddr else None,
@@ -722,14 +683,14 @@ def _flat(pc, w, w1):
 
 
 def _ds(pc, w, w1):
-    op = (w >> 17) & 0xFF
+    x = E.DS.unpack(w, w1)
+    op = x["op"]
     mn = isa.DS.get(op)
     if mn is None:
         return _unsupported(pc, 8, "DS", f"DS opcode {op}", op)
     sample = _sample_regs(mn)
-    off0, off1 = w & 0xFF, (w >> 8) & 0xFF
-    gds = (w >> 16) & 1
-    addr, d0, d1, vd = w1 & 0xFF, (w1 >> 8) & 0xFF, (w1 >> 16) & 0xFF, (w1 >> 24) & 0xFF
+    off0, off1, gds = x["offset0"], x["offset1"], x["gds"]
+    addr, d0, d1, vd = x["addr"], x["data0"], x["data1"], x["vdst"]
     ins = Instr(pc, 8, "DS", op, mn)
     ins.f.update(offset0=off0, offset1=off1, offset=off0 | (off1 << 8), gds=gds)
     if gds and not mn.startswith("ds_gws"):
@@ -755,13 +716,11 @@ def _ds(pc, w, w1):
     return ins
 
 
-def _buffer_common(pc, w, w1, enc, op, mn, name):
-    off = w & 0xFFF
-    offen, idxen = (w >> 12) & 1, (w >> 13) & 1
-    glc = (w >> 14) & 1
-    vaddr, vdata = w1 & 0xFF, (w1 >> 8) & 0xFF
-    srsrc = ((w1 >> 16) & 0x1F) << 2
-    soff = (w1 >> 24) & 0xFF
+def _buffer_common(pc, x, enc, op, mn, name):
+    """The fields MUBUF and MTBUF share (``x``: the unpacked fields)."""
+    off, offen, idxen, glc = x["offset"], x["offen"], x["idxen"], x["glc"]
+    vaddr, vdata, soff = x["vaddr"], x["vdata"], x["soffset"]
+    srsrc = x["srsrc"] << 2  # the field holds the SGPR quad's index
     ins = Instr(pc, 8, enc, op, mn)
     ins.f.update(offset=off, offen=offen, idxen=idxen, glc=glc, op=name)
     nv = offen + idxen
@@ -789,12 +748,13 @@ def _buffer_common(pc, w, w1, enc, op, mn, name):
 
 
 def _mubuf(pc, w, w1):
-    op = (w >> 18) & 0x7F
+    x = E.MUBUF.unpack(w, w1)
+    op = x["op"]
     name = isa.MUBUF_OPS.get(op)
     if name is None:
         return _unsupported(pc, 8, "MUBUF", f"MUBUF opcode {op}", op)
-    ins = _buffer_common(pc, w, w1, "MUBUF", op, f"buffer_{name}", name)
-    lds, slc = (w >> 16) & 1, (w >> 17) & 1
+    ins = _buffer_common(pc, x, "MUBUF", op, f"buffer_{name}", name)
+    lds, slc = x["lds"], x["slc"]
     ins.f.update(slc=slc, lds=lds)
     if lds:
         ins.supported = False
@@ -803,22 +763,42 @@ def _mubuf(pc, w, w1):
 
 
 def _mtbuf(pc, w, w1):
-    op = (w >> 15) & 0xF
+    x = E.MTBUF.unpack(w, w1)
+    op = x["op"]
     name = isa.MTBUF_OPS.get(op)
     if name is None:
         return _unsupported(pc, 8, "MTBUF", f"MTBUF opcode {op}", op)
-    ins = _buffer_common(pc, w, w1, "MTBUF", op, f"tbuffer_{name}", name)
-    ins.f.update(dfmt=(w >> 19) & 0xF, nfmt=(w >> 23) & 7, slc=(w1 >> 22) & 1)
+    ins = _buffer_common(pc, x, "MTBUF", op, f"tbuffer_{name}", name)
+    ins.f.update(dfmt=x["dfmt"], nfmt=x["nfmt"], slc=x["slc"])
     return ins
 
 
 def _mimg(pc, w, w1):
-    op = (w >> 18) & 0x7F
+    op = E.MIMG.unpack(w, w1)["op"]
     mn = isa.MIMG.get(op)
     if mn is None:
         return _unsupported(pc, 8, "MIMG", f"MIMG opcode {op}", op)
     return Instr(pc, 8, "MIMG", op, mn, supported=False,
                  text=f"{mn} (raw 0x{w:08x}{w1:08x}; image instructions are not emulated)")
+
+
+def _vintrp(pc, w, lit):
+    op = E.VINTRP.unpack(w)["op"]
+    mn = isa.VINTRP.get(op, f"VINTRP opcode {op}")
+    return Instr(pc, 4, "VINTRP", op, mn, supported=False, text=f"{mn} (graphics interpolation)")
+
+
+def _signed(v: int, bits: int) -> int:
+    """Field value ``v`` of ``bits`` bits read as two's complement."""
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+#: Decoders by format (:func:`vlpc.isa.encodings.identify`): one-dword formats take
+#: (pc, w, lit), two-dword ones (pc, w, w1); VOP3 and EXP are handled in :func:`_decode`.
+_DECODE_32 = {"SOP2": _sop2, "SOPK": _sopk, "SOP1": _sop1, "SOPC": _sopc, "SOPP": _sopp,
+              "VOP2": _vop2, "VOP1": _vop1, "VOPC": _vopc, "VINTRP": _vintrp}
+_DECODE_64 = {"SMEM": _smem, "VOP3P": _vop3p, "DS": _ds, "FLAT": _flat, "MUBUF": _mubuf,
+              "MTBUF": _mtbuf, "MIMG": _mimg}
 
 
 # ---------------------------------------------------------------------------

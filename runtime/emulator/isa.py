@@ -3,8 +3,9 @@
 Each encoding's opcode -> mnemonic map comes from the one gfx906 table,
 :mod:`vlpc.isa` (generated through LLVM's disassembler, checked against its
 assembler by ``tests/test_isa_table.py``), and so do the operand widths (in dwords,
-:func:`widths`, from the table's operands) and the implicit SCC operands
-(:data:`SCC_WRITERS`, :data:`SCC_READERS`).
+:func:`widths`, from the table's operands), the implicit SCC operands
+(:data:`SCC_WRITERS`, :data:`SCC_READERS`) and the execution classes
+(:data:`EXECUTION_CLASSES`, :func:`execution_class`: :mod:`vlpc.isa.classes`).
 
 Nothing here executes anything: :mod:`.decode` turns bytes into
 :class:`~.decode.Instr` objects with these tables and :mod:`.core` gives them
@@ -17,6 +18,7 @@ import struct
 
 
 from vlpc import isa as _table
+from vlpc.isa.classes import EXECUTION_CLASSES, execution_class  # noqa: F401  (the core's classes)
 
 
 def _strip(encoding: str, prefix: str) -> dict[int, str]:
@@ -285,14 +287,23 @@ def inline_int(code: int) -> int | None:
 #: scalar instructions whose only operand is a source (the table lists operands in assembly
 #: order without marking destinations)
 _SOURCE_ONLY = frozenset({"s_setpc_b64", "s_rfe_b64", "s_cbranch_join", "s_set_gpr_idx_idx"})
-#: VALU instructions with a carry-out SGPR pair after the destination (VOP3b's sdst, VCC in e32)
-VOP3B_OPS = frozenset({"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_addc_co_u32",
-                        "v_subb_co_u32", "v_subbrev_co_u32", "v_div_scale_f32", "v_div_scale_f64",
-                        "v_mad_u64_u32", "v_mad_i64_i32"})
-#: VALU instructions with a carry in (VCC in e32, an SGPR pair in VOP3b)
-CARRY_IN = frozenset({"v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"})
-#: VOP2 instructions whose e32 form reads VCC as a last, implicit operand
-_VCC_IN = CARRY_IN | {"v_cndmask_b32"}
+
+
+def _vop2_pair(i: int) -> frozenset:
+    """VOP2 rows of the table whose operand ``i`` (assembly order) is an SGPR pair (VCC in e32)."""
+    return frozenset(mn for mn, r in _table.table().items()
+                     if r.encoding == "VOP2" and len(r.operands) > 1 and tuple(r.operands[i]) == ("s", 2))
+
+
+#: VALU instructions with a carry-out SGPR pair after the destination (VOP3b's sdst, VCC in
+#: e32): the table's VOP3b rows and the VOP2 rows with VCC after the destination
+#: (v_add_co_u32, v_addc_co_u32, ..., v_div_scale_*, v_mad_u64_u32, v_mad_i64_i32)
+VOP3B_OPS = frozenset(mn for mn, r in _table.table().items() if r.encoding == "VOP3b") | _vop2_pair(1)
+#: VOP2 instructions whose e32 form reads VCC as a last, implicit operand (the carry-ins and v_cndmask_b32)
+_VCC_IN = _vop2_pair(-1)
+#: VALU instructions with a carry in (VCC in e32, an SGPR pair in VOP3b): v_addc_co_u32,
+#: v_subb_co_u32, v_subbrev_co_u32
+CARRY_IN = VOP3B_OPS & _VCC_IN
 
 
 def widths(mnemonic: str, nsrc: int) -> tuple[int, ...]:

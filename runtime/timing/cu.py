@@ -69,11 +69,11 @@ from functools import lru_cache
 import numpy as np
 
 from vlpc.isa import issue_cycles
+from vlpc.isa.classes import category_of
 from vlpc.targets import Board
 
 from .trace import KernelTrace
 
-CATEGORIES = ("valu", "scalar", "vmem", "lds", "branch", "internal")
 REASONS = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle")
 
 _INF = float("inf")
@@ -88,20 +88,6 @@ def valu_issue_cycles(mnemonic: str, target: str) -> int:
         return issue_cycles(mnemonic, target)
     except KeyError:
         return 4
-
-
-def category_of(cls: str) -> str:
-    if cls == "valu":
-        return "valu"
-    if cls in ("salu", "smem"):
-        return "scalar"
-    if cls == "vmem":
-        return "vmem"
-    if cls == "lds":
-        return "lds"
-    if cls == "branch":
-        return "branch"
-    return "internal"
 
 
 @dataclass

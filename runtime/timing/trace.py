@@ -49,7 +49,7 @@ class StaticInstr:
     mnemonic: str
     encoding: str
     size: int          # bytes (4 or 8)
-    cls: str           # the emulator's class: valu, salu, smem, vmem, lds, branch, waitcnt, nop, barrier, other
+    cls: str           # the emulator's class (vlpc.isa.classes.EXECUTION_CLASSES)
     vmcnt: int = 63    # s_waitcnt thresholds
     lgkmcnt: int = 15
     nop: int = 0       # s_nop: wait states - 1
@@ -182,8 +182,8 @@ def static_of(ins, cls: str) -> StaticInstr:
     mn = ins.mnemonic
     s = StaticInstr(mnemonic=mn, encoding=ins.encoding, size=int(ins.size), cls=cls)
     if mn == "s_waitcnt":
-        s.vmcnt = int(ins.f.get("vmcnt", 63))
-        s.lgkmcnt = int(ins.f.get("lgkmcnt", 15))
+        s.vmcnt = int(ins.f["vmcnt"])  # the decoder's (vlpc.isa.encodings.WAITCNT fields)
+        s.lgkmcnt = int(ins.f["lgkmcnt"])
     elif mn == "s_nop":
         s.nop = int(ins.f.get("simm16", 0)) & 0xF
     elif mn == "s_endpgm":

@@ -53,6 +53,12 @@ ENCODINGS = ("SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1", "VO
 
 _SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
 
+#: The VGPRs of every row's sample instruction (``asm``, ``sample``): ``tools/gen_isa_table.py``
+#: puts the address in v4, the data in v8, the second data in v16 and the result in v12, so
+#: the sample tells which fields an instruction uses and how wide they are (the emulator's
+#: decoder reads memory instructions' operand widths so).
+SAMPLE_ADDR, SAMPLE_DATA, SAMPLE_DATA1, SAMPLE_DST = 4, 8, 16, 12
+
 
 @dataclass(frozen=True)
 class Instruction:
