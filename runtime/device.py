@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vlpc.errors import DeviceError
+from vlpc.errors import DeviceError, LaunchError  # noqa: F401  (LaunchError re-exported)
 from vlpc.runtime.code_object import CodeObject, CodeObjectError, Kernel, load_code_object
 from vlpc.runtime.kernargs import (MAX_GRID_SIZE, HiddenValues, KernargError, LaunchGeometry,
                                    pack_kernargs)
@@ -32,10 +32,6 @@ from vlpc.targets import GFX906, TargetId
 MAX_LDS_BYTES = GFX906.lds_bytes_per_cu
 #: Work-items a workgroup may have.
 MAX_WORKGROUP_SIZE = GFX906.max_workitems_per_workgroup
-
-
-class LaunchError(DeviceError):
-    """A launch was refused before it ran (bad geometry, arguments or code object)."""
 
 
 @dataclass(eq=False)
