@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-
-class TargetError(ValueError):
-    """An unknown target or a malformed target id (a user error)."""
+from vlpc.errors import TargetError  # noqa: F401  (re-exported: vlpc.targets.TargetError)
+from vlpc.isa import issue_cycles
 
 
 @dataclass(frozen=True)
@@ -121,16 +120,12 @@ class Target:
     def valu_cycles_per_instruction(self) -> int:
         """Cycles one wave64 full-rate VALU instruction (``v_fma_f32``) occupies its SIMD16: 4
         (the ISA table, :func:`vlpc.isa.issue_cycles`)."""
-        from vlpc.isa import issue_cycles
-
         return issue_cycles("v_fma_f32", self)
 
     @property
     def valu_f64_cycles(self) -> int:
         """Cycles one wave64 ``v_fma_f64`` occupies its SIMD16 (8 on gfx906, 64 on gfx900: the
         ISA table, :func:`vlpc.isa.issue_cycles`)."""
-        from vlpc.isa import issue_cycles
-
         return issue_cycles("v_fma_f64", self)
 
     @property
