@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from vlpc.dialects.gemm import DOT_PACK
+from vlpc.dialects.gemm import DOT_LOCAL_SPLIT_LDS_BYTES, DOT_PACK
 from vlpc.targets import Board
 
 #: The fit's file (written by ``benchmarks/plan_surrogate.py fit``).
@@ -162,9 +162,7 @@ def local_reduce_cycles(dtype: str, macro_m: int, local: int) -> float:
 def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
     """LDS bytes of one dot-kernel workgroup's local split hand-over (L groups x a chunk of rows of
     ``macro N`` 4-byte partials, chunks of at most ``DOT_LOCAL_SPLIT_LDS_BYTES``:
-    ``passes/gemm_to_gcn_dot.py``, ``DotKernelBuilder._local_reduce``)."""
-    from vlpc.passes.gemm_to_gcn_dot import DOT_LOCAL_SPLIT_LDS_BYTES
-
+    ``vlpc.passes.gemm_to_gcn_dot``, ``DotKernelBuilder._local_reduce``)."""
     row = macro[1] * 4
     rows = max(1, min(macro[0], DOT_LOCAL_SPLIT_LDS_BYTES // (local * row)))
     return local * rows * row
