@@ -18,7 +18,6 @@ is :func:`vlpc.profile.profile` (modeled per-instruction stalls, docs/profile.md
 The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 """
 
-__version__ = "0.1.0"
 
 # In the source tree dialects/, passes/ and runtime/ sit next to this folder (pyproject's package-dir
 # installs them as vlpc.dialects...).  When this folder is imported from the repository root (python
@@ -30,6 +29,8 @@ if not _os.path.isdir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__))
         _os.path.isfile(_os.path.join(_root, d, "__init__.py")) for d in ("dialects", "passes", "runtime")):
     __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
 del _os, _root
+
+from vlpc.version import __version__  # noqa: E402
 
 # The public names load on first use (PEP 562), so that `import vlpc` and `vlpc --help` import
 # neither xDSL nor NumPy nor any dialect or pass: see _LAZY.  `vlpc.run` and `vlpc.pipeline` name

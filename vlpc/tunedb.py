@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from vlpc.errors import VlpcError
+from vlpc.version import __version__
 
 #: File name of the default database, in the kernel cache's folder.
 DEFAULT_NAME = "tune.sqlite3"
@@ -115,8 +116,6 @@ class Entry:
 
 def version() -> str:
     """vlpc's version, as entries record it."""
-    from vlpc import __version__
-
     return __version__
 
 
