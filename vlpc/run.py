@@ -25,77 +25,9 @@ from vlpc.verify import UNIT_ROUNDOFF, Problem, apply_epilogue, gelu_tanh, toler
 from vlpc.verify import check_before_allocating
 
 
-def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | None) -> Problem:
-    """Static sizes from the kernel, dynamic ones from the command line (errors name what is missing)."""
-    def pick(name: str, given: int | None) -> int:
-        static = launch_info[f"static_{name}"]
-        if static >= 0:
-            if given is not None and given != static:
-                raise VlpcError(f"--{name} {given} contradicts the static size {name.upper()}={static} in the IR")
-            return static
-        if given is None:
-            raise VlpcError(f"{name.upper()} is dynamic ('?') in the IR: give it with --{name}")
-        if given <= 0:
-            raise VlpcError(f"--{name} must be positive, got {given}")
-        return given
-
-    mm, nn, kk = pick("m", m), pick("n", n), pick("k", k)
-
-    def ld(name: str, default: int) -> int:
-        static = launch_info[f"static_{name}"]
-        return static if static >= 0 else default
-
-    layout = launch_info.get("layout", "NT")
-    return Problem(mm, nn, kk, ld("lda", kk if layout[0] == "N" else mm), ld("ldb", nn if layout[1] == "N" else kk),
-                   ld("ldc", nn))
-
-
-def check_batch_option(kernel, batch: int | None) -> None:
-    """``--batch`` (a dynamic batch count) is for a strided batched kernel: given for another
-    kernel it is a one-line :class:`VlpcError` (``vlpc run``, ``vlpc report/bench --energy``)."""
-    if batch is not None and kernel.launch_info.get("batch", 0) == 0:
-        raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
-
-
-def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None,
-                   a=None, b=None, c=None) -> Problem:
-    """The :class:`vlpc.verify.Problem` of one launch of ``kernel``, as ``vlpc run``, ``vlpc bench``
-    and ``vlpc report/bench --energy`` resolve it: :func:`resolve_problem` (static sizes from the
-    IR, dynamic ones from ``m``, ``n``, ``k``), :func:`check_batch_option`, :func:`vlpc.api.resolve`
-    (leading dimensions, the batch count (``batch`` when it is dynamic) and batch strides: from
-    the IR, else from the operand arrays ``a``, ``b``, ``c`` if given, else rows x leading
-    dimension) and, for the f16/int8 dot kernels, :func:`vlpc.dot_run.round_leading_dimensions`
-    (leading dimensions given at launch: whole dwords of K).  Raises :class:`VlpcError` naming a
-    missing or contradicting size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count
-    without ``batch``."""
-    from vlpc.api import resolve
-
-    p = resolve_problem(kernel.launch_info, m, n, k)
-    check_batch_option(kernel, batch)
-    p = resolve(kernel, a, b, c, p.m, p.n, p.k, batch)
-    if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):
-        from vlpc.dot_run import round_leading_dimensions
-        round_leading_dimensions(kernel, p, a is not None, b is not None)
-    return p
-
-
-def storage_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
-    """(rows, row stride) of A, B and C as stored, for a layout ("NT": A is M x K, B is N x K)."""
-    return {"A": (p.m if layout[0] == "N" else p.k, p.lda),
-            "B": (p.k if layout[1] == "N" else p.n, p.ldb),
-            "C": (p.m, p.ldc)}
-
-
-def operands(layout: str, p: Problem, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """op(A) (M x K) and op(B) transposed (N x K), as float64 views of the stored arrays."""
-    op_a = a[:, :p.k] if layout[0] == "N" else a[:, :p.m].T
-    op_bt = b[:, :p.n].T if layout[1] == "N" else b[:, :p.k]
-    return op_a.astype(np.float64), op_bt.astype(np.float64)
-
-
 def cmd_run(args) -> int:
     import vlpc
-    from vlpc.api import VerificationError, run
+    from vlpc.api import VerificationError, check_batch_option, resolve_launch, resolve_problem, run, stored_shapes
     from vlpc.runtime import get_device
 
     from vlpc.cli_support import Progress, check_size_options, read_input as _read_input
@@ -158,7 +90,7 @@ def cmd_run(args) -> int:
         int_scalars = scalar_type(kernel) is np.int32
         if kernel.launch_info.get("b_format"):  # B: the GGUF tensor's bytes
             op_dtypes["B"] = np.uint8
-    shapes = storage_shapes(layout, p)
+    shapes = stored_shapes(layout, p)
     arrays: dict[str, np.ndarray | None] = {"A": None, "B": weights, "C": None}
     if args.inputs and weights is not None:
         raise VlpcError("--weights gives B: with it, give A and C by --inputs of a kernel without --weights, not both")
