@@ -541,3 +541,45 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def load_npy(path: str, name: str):
+    """A ``.npy`` input (``vlpc run --inputs``, ``--arg i=FILE.npy``) as a NumPy array; anything else
+    (missing, not NumPy, pickled objects, an ``.npz`` archive) is a one-line :class:`VlpcError`."""
+    import numpy as np  # (on first use: vlpc --help imports this module)
+
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
+            raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy file "
+                            "(no \\x93NUMPY header); save arrays with numpy.save")
+        arr = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise VlpcError(f"cannot read input {name} from {path}: {e.strerror or e}") from None
+    except (ValueError, EOFError) as e:
+        raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy array "
+                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        raise VlpcError(f"input {name}: {path} is an .npz archive; save one array with numpy.save")
+    return arr
+
+
+def counters_text(stats) -> list[str]:
+    """What the emulator counted in the launch, as labelled lines a first-time reader can follow
+    (the counts of :class:`vlpc.runtime.emulator.core.LaunchStats`; the ISA terms in brackets)."""
+    c = stats.by_class
+    return [
+        "  emulator counts (what the kernel did, not how long it took; -v adds the modeled time):",
+        f"    instructions: {stats.instructions:,} run, counted once per wavefront of 64 work-items "
+        f"(vector ALU [VALU] {c.get('valu', 0):,}, scalar ALU [SALU] {c.get('salu', 0):,}, scalar loads [SMEM] "
+        f"{c.get('smem', 0):,}, vector memory [VMEM] {c.get('vmem', 0):,}, local data share [LDS] {c.get('lds', 0):,}, "
+        f"waits for memory [s_waitcnt] {c.get('waitcnt', 0):,})",
+        f"    registers: vector [VGPR] reads {stats.vgpr_reads:,} ({stats.vgpr_reads_forwarded:,} of them straight "
+        f"from the previous instruction's result), writes {stats.vgpr_writes:,}; scalar [SGPR] reads "
+        f"{stats.sgpr_reads:,} (32-bit registers: a VGPR access counts once per active work-item, an SGPR "
+        f"access once per wavefront)",
+        f"    memory: local data share {stats.lds_bytes_read + stats.lds_bytes_written:,} bytes; global memory "
+        f"{stats.global_bytes_read:,} bytes read, {stats.global_bytes_written:,} written; workgroup barriers "
+        f"{stats.barriers:,}",
+    ]

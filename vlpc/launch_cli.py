@@ -206,8 +206,8 @@ def plan_arguments(kernel, specs: list[str], seed: int = 0) -> tuple[list[Any], 
                 else:
                     data = rng.integers(0, 100, count).astype(el)
             elif value.endswith(".npy") or Path(value).suffix == ".npy":
-                from vlpc.run import _load_npy  # vlpc run --inputs' reader and its messages
-                data = np.ascontiguousarray(_load_npy(value, f"{label} (--arg {spec})"))
+                from vlpc.cli_support import load_npy  # vlpc run --inputs' reader and its messages
+                data = np.ascontiguousarray(load_npy(value, f"{label} (--arg {spec})"))
                 if data.nbytes == 0:
                     raise VlpcError(f"--arg {spec}: {value} is empty; a buffer needs at least one byte")
                 if dt is not None and data.dtype != dt:
@@ -401,7 +401,7 @@ def cmd_run_code_object(args) -> int:
           f"({k.descriptor.vgpr_count} VGPRs, {k.descriptor.sgpr_count} SGPRs, "
           f"{k.descriptor.group_segment_fixed_size + args.dynamic_lds} B LDS)")
     if run.stats is not None:
-        from vlpc.run import counters_text
+        from vlpc.cli_support import counters_text
         print("\n".join(counters_text(run.stats)))
         timing = getattr(run.stats, "timing", None)
         if timing is not None:

@@ -30,7 +30,8 @@ def cmd_run(args) -> int:
     from vlpc.api import VerificationError, check_batch_option, resolve_launch, resolve_problem, run, stored_shapes
     from vlpc.runtime import get_device
 
-    from vlpc.cli_support import Progress, check_size_options, read_input as _read_input
+    from vlpc.cli_support import (Progress, check_size_options, check_writable, counters_text, load_npy,
+                                  read_input as _read_input)
 
     from vlpc.launch_cli import cmd_run_code_object, is_code_object
     if is_code_object(args.file):  # any gfx906 code object, arguments from its metadata
@@ -48,7 +49,7 @@ def cmd_run(args) -> int:
         from vlpc.cli_support import check_not_input
         for given in (args.file, *(getattr(args, "inputs", None) or ())):  # C.npy of --inputs is the user's
             check_not_input(args.save_output, given, "--save-output")
-        _check_writable(args.save_output)
+        check_writable(args.save_output)
     text = _read_input(args.file)
     from vlpc.cli_support import codegen_options
 
@@ -66,7 +67,7 @@ def cmd_run(args) -> int:
         from vlpc.quant_run import weights_option
         weights, args.n = weights_option(kernel, args.weights, args.n)
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
-    from vlpc.tunedb import dynamic_sizes_entry
+    from vlpc.pipeline import dynamic_sizes_entry
 
     # a kernel of '?' sizes: the tuning database's entry for the sizes given
     tuned, notes = dynamic_sizes_entry(compiled, text, args.target, args.file, opts, p.m, p.n, p.k,
@@ -96,7 +97,7 @@ def cmd_run(args) -> int:
         raise VlpcError("--weights gives B: with it, give A and C by --inputs of a kernel without --weights, not both")
     if args.inputs:
         for x, name in zip(args.inputs, "ABC"):
-            arr = _load_npy(x, name)
+            arr = load_npy(x, name)
             rows, ld = shapes[name]
             static_ld = kernel.launch_info[f"static_ld{name.lower()}"]
             if arr.dtype != op_dtypes[name]:
@@ -218,49 +219,3 @@ def cmd_run(args) -> int:
         return EXIT_VERIFY
     print("  verification passed")
     return 0
-
-
-def _load_npy(path: str, name: str) -> np.ndarray:
-    """A ``.npy`` input; anything else (missing, not NumPy, pickled objects) is a one-line error."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(6)
-        if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
-            raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy file "
-                            "(no \\x93NUMPY header); save arrays with numpy.save")
-        arr = np.load(path, allow_pickle=False)
-    except OSError as e:
-        raise VlpcError(f"cannot read input {name} from {path}: {e.strerror or e}") from None
-    except (ValueError, EOFError) as e:
-        raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy array "
-                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    if not isinstance(arr, np.ndarray):  # an .npz archive
-        raise VlpcError(f"input {name}: {path} is an .npz archive; save one array with numpy.save")
-    return arr
-
-
-def _check_writable(path: str) -> None:
-    """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
-    from vlpc.cli_support import check_writable
-
-    check_writable(path)
-
-
-def counters_text(stats) -> list[str]:
-    """What the emulator counted in the launch, as labelled lines a first-time reader can follow
-    (the counts of :class:`vlpc.runtime.emulator.core.LaunchStats`; the ISA terms in brackets)."""
-    c = stats.by_class
-    return [
-        "  emulator counts (what the kernel did, not how long it took; -v adds the modeled time):",
-        f"    instructions: {stats.instructions:,} run, counted once per wavefront of 64 work-items "
-        f"(vector ALU [VALU] {c.get('valu', 0):,}, scalar ALU [SALU] {c.get('salu', 0):,}, scalar loads [SMEM] "
-        f"{c.get('smem', 0):,}, vector memory [VMEM] {c.get('vmem', 0):,}, local data share [LDS] {c.get('lds', 0):,}, "
-        f"waits for memory [s_waitcnt] {c.get('waitcnt', 0):,})",
-        f"    registers: vector [VGPR] reads {stats.vgpr_reads:,} ({stats.vgpr_reads_forwarded:,} of them straight "
-        f"from the previous instruction's result), writes {stats.vgpr_writes:,}; scalar [SGPR] reads "
-        f"{stats.sgpr_reads:,} (32-bit registers: a VGPR access counts once per active work-item, an SGPR "
-        f"access once per wavefront)",
-        f"    memory: local data share {stats.lds_bytes_read + stats.lds_bytes_written:,} bytes; global memory "
-        f"{stats.global_bytes_read:,} bytes read, {stats.global_bytes_written:,} written; workgroup barriers "
-        f"{stats.barriers:,}",
-    ]
