@@ -365,7 +365,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     text = read_input(args.file)
     filename = "<stdin>" if args.file == "-" else args.file
     opts = codegen_options(args)
-    from vlpc.tunedb import lookup_enabled, print_notes, resolve_options
+    from vlpc.pipeline import resolve_options
+    from vlpc.tunedb import lookup_enabled, print_notes
 
     if lookup_enabled():  # the tuning database's entry for this GEMM (vlpc tune), unless a plan option is given
         opts, notes, _ = resolve_options(text, args.target, filename, opts)

@@ -42,6 +42,7 @@ import vlpc._xdsl_fixes  # noqa: F401  (xDSL lexer hang on unterminated strings)
 from vlpc.dialects.gcn import GCN, KernelOp, kind_and_width, metadata_json
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.dialects.gemm import Gemm
+from vlpc.cache import open_cache
 from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
 # The compiled kernel's launch planning and execution live in vlpc.kernel; importable from here too.
 from vlpc.kernel import CompiledKernel, CompiledModule, LaunchConfig, PlanStep, _combine_stats  # noqa: F401
@@ -51,6 +52,7 @@ from vlpc.passes import get_all_passes
 from vlpc.passes.common import kernels
 from vlpc.passes.gcn_emit_descriptor import kernel_resources
 from vlpc.targets import TargetError, TargetId
+from vlpc.tunedb import lookup_enabled, open_default, tuned_options
 from vlpc.version import __version__
 
 #: The default pipeline, in order (``vlpc compile --print-pipeline`` shows it with options).
@@ -470,6 +472,18 @@ def header_lines(module: ModuleOp, target: str, resources: dict | None = None) -
     return lines
 
 
+def from_upstream(module: Any) -> str:
+    """Generic-form MLIR text of an upstream module or operation (the bindings of :mod:`vlpc.interop`),
+    for :func:`parse`/:func:`compile`."""
+    op = getattr(module, "operation", module)
+    get_asm = getattr(op, "get_asm", None)
+    if get_asm is None:
+        raise VlpcError(f"cannot compile a {type(module).__name__}: expected MLIR text, an xDSL ModuleOp, "
+                        "or an upstream MLIR ir.Module")
+    text = get_asm(print_generic_op_form=True, enable_debug_info=False)
+    return text if isinstance(text, str) else text.decode()
+
+
 def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename: str = "<input>",
             toolchain=None, cache: bool | None = None, tuned: bool | None = None, **options) -> CompiledModule:
     """Compile a gemm-dialect or linalg module (or its text) into a code object.
@@ -496,13 +510,10 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
     if isinstance(module_or_text, os.PathLike) or (isinstance(module_or_text, str) and _looks_like_path(module_or_text)):
         return compile_file(module_or_text, target, toolchain=toolchain, cache=cache, tuned=tuned, **options)
     if not isinstance(module_or_text, str | ModuleOp):
-        from vlpc.interop import from_upstream
         module_or_text = from_upstream(module_or_text)  # (its generic-form text)
     if isinstance(module_or_text, ModuleOp):
         return _build(module_or_text, make_context(), target, filename, toolchain, options)[0]
     if tuned is not False:
-        from vlpc.tunedb import lookup_enabled, resolve_options
-
         if lookup_enabled():
             options, notes, entry = resolve_options(module_or_text, target, filename, options, toolchain=toolchain,
                                                     cache=cache)
@@ -510,8 +521,6 @@ def compile(module_or_text: ModuleOp | str, target: str = "gfx906", *, filename:
                              tuned=False, **options)
             result.tuned_entry, result.plan_notes = entry, notes
             return result
-    from vlpc.cache import open_cache
-
     kc = open_cache(cache)
     if kc is None:
         return _build(None, None, target, filename, toolchain, options, module_or_text)[0]
@@ -603,3 +612,43 @@ def compile_file(path: str | os.PathLike, target: str = "gfx906", *, toolchain=N
     except (OSError, UnicodeDecodeError) as e:
         raise VlpcError(f"vlpc.compile: cannot read {name}: {getattr(e, 'strerror', None) or e}") from None
     return compile(text, target, filename=name, toolchain=toolchain, cache=cache, tuned=tuned, **options)
+
+
+def resolve_options(text: str, target: str, filename: str, options: dict, *, toolchain=None, cache=None,
+                    m: int | None = None, n: int | None = None, k: int | None = None,
+                    batch: int | None = None) -> tuple[dict, list[str], int | None]:
+    """The options to compile MLIR ``text`` with: ``options`` merged with the tuned entry of its
+    one GEMM (compiled first with ``options``, through the kernel cache, for its types, layout and
+    sizes; dynamic sizes from ``m``/``n``/``k``/``batch``), the notes of :func:`vlpc.tunedb.tuned_options`,
+    and the entry's number (None: not used)."""
+    base = compile(text, target, filename=filename, toolchain=toolchain, cache=cache, tuned=False, **options)
+    if len(base.kernels) != 1:
+        return options, [], None
+    db = open_default()
+    if db is None:
+        return options, [], None
+    with db:
+        opts, notes = tuned_options(base.kernel(), target, options, m, n, k, batch, db=db)
+        entry = None
+        if opts is not None:
+            entry = int(notes[-1].split("#", 1)[1].split()[0])
+    return ({**options, **opts} if opts is not None else options), notes, entry
+
+
+def dynamic_sizes_entry(compiled, text: str, target: str, filename: str, options: dict, m: int, n: int, k: int,
+                        batch: int | None = None):
+    """For ``compiled`` (one GEMM whose sizes are dynamic in the IR, compiled without a tuned
+    entry) launched at ``m x n x k``: the module compiled with the tuning database's entry for
+    those sizes, or None (no entry, a plan option given, sizes static, or the database off); and
+    the lookup's notes (:func:`vlpc.tunedb.tuned_options`).  ``vlpc run`` calls it once the sizes are known."""
+    if compiled.tuned_entry is not None or len(compiled.kernels) != 1 or not lookup_enabled():
+        return None, []
+    li = compiled.kernel().launch_info
+    if all(li.get(f"static_{x}", -1) >= 0 for x in "mnk") and int(li.get("batch", 0) or 0) >= 0:
+        return None, []
+    opts, notes, entry = resolve_options(text, target, filename, options, m=m, n=n, k=k, batch=batch)
+    if entry is None:
+        return None, notes
+    result = compile(text, target, filename=filename, tuned=False, **opts)
+    result.tuned_entry, result.plan_notes = entry, notes
+    return result, notes

@@ -374,50 +374,6 @@ def lookup_enabled() -> bool:
     return p is not None and p.is_file()
 
 
-def resolve_options(text: str, target: str, filename: str, options: dict, *, toolchain=None, cache=None,
-                    m: int | None = None, n: int | None = None, k: int | None = None,
-                    batch: int | None = None) -> tuple[dict, list[str], int | None]:
-    """The options to compile MLIR ``text`` with: ``options`` merged with the tuned entry of its
-    one GEMM (compiled first with ``options``, through the kernel cache, for its types, layout and
-    sizes; dynamic sizes from ``m``/``n``/``k``/``batch``), the notes of :func:`tuned_options`,
-    and the entry's number (None: not used)."""
-    from vlpc.pipeline import compile as compile_module
-
-    base = compile_module(text, target, filename=filename, toolchain=toolchain, cache=cache, tuned=False, **options)
-    if len(base.kernels) != 1:
-        return options, [], None
-    db = open_default()
-    if db is None:
-        return options, [], None
-    with db:
-        opts, notes = tuned_options(base.kernel(), target, options, m, n, k, batch, db=db)
-        entry = None
-        if opts is not None:
-            entry = int(notes[-1].split("#", 1)[1].split()[0])
-    return ({**options, **opts} if opts is not None else options), notes, entry
-
-
-def dynamic_sizes_entry(compiled, text: str, target: str, filename: str, options: dict, m: int, n: int, k: int,
-                        batch: int | None = None):
-    """For ``compiled`` (one GEMM whose sizes are dynamic in the IR, compiled without a tuned
-    entry) launched at ``m x n x k``: the module compiled with the tuning database's entry for
-    those sizes, or None (no entry, a plan option given, sizes static, or the database off); and
-    the lookup's notes (:func:`tuned_options`).  ``vlpc run`` calls it once the sizes are known."""
-    if compiled.tuned_entry is not None or len(compiled.kernels) != 1 or not lookup_enabled():
-        return None, []
-    li = compiled.kernel().launch_info
-    if all(li.get(f"static_{x}", -1) >= 0 for x in "mnk") and int(li.get("batch", 0) or 0) >= 0:
-        return None, []
-    opts, notes, entry = resolve_options(text, target, filename, options, m=m, n=n, k=k, batch=batch)
-    if entry is None:
-        return None, notes
-    from vlpc.pipeline import compile as compile_module
-
-    result = compile_module(text, target, filename=filename, tuned=False, **opts)
-    result.tuned_entry, result.plan_notes = entry, notes
-    return result, notes
-
-
 def print_notes(notes: list[str], verbose: bool) -> None:
     """The lookup's notes on standard error as the CLI gives them: an entry not used always (never
     silently), the entry used under ``-v``."""
@@ -440,4 +396,4 @@ def iter_lines(entries: list[Entry]) -> Iterator[str]:
 
 
 __all__ = ["Entry", "Key", "TuneDB", "TuneDBError", "default_path", "explicit_plan", "key_of", "open_default",
-           "dynamic_sizes_entry", "lookup_enabled", "resolve_options", "tuned_options", "version"]
+           "lookup_enabled", "tuned_options", "version"]
