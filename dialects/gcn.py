@@ -1209,12 +1209,6 @@ class KernelOp(IRDLOperation):
             if isinstance(op, GCNInstruction):
                 yield op
 
-    def entry_registers(self) -> dict[str, SSAValue]:
-        """Block arguments by the role recorded in ``arg_roles``."""
-        roles = self.attributes.get("arg_roles")
-        names = [s.data for s in roles.data] if isinstance(roles, ArrayAttr) else []
-        return dict(zip(names, self.body.block.args))
-
 
 def metadata_json(kernel: KernelOp) -> dict:
     assert kernel.metadata is not None

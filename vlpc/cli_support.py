@@ -185,7 +185,7 @@ def check_chart(path: str, option: str = "--chart") -> str:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise VlpcError(f"{option} needs matplotlib: pip install 'vlpc[plot]'") from None
+        raise VlpcError(f"{option} needs matplotlib (a dependency of vlpc): pip install matplotlib") from None
     return fmt
 
 
@@ -205,7 +205,7 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise VlpcError("charts need matplotlib: pip install 'vlpc[plot]'") from None
+        raise VlpcError("charts need matplotlib (a dependency of vlpc): pip install matplotlib") from None
     matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text (searchable, smaller)
     matplotlib.rcParams["svg.hashsalt"] = "vlpc"  # stable element ids: the same chart gives the same file
     return plt

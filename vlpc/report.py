@@ -977,10 +977,6 @@ class Report:
         self.write_chart(path)
 
 
-def _esc(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def build_report(text: str, filename: str, strategies: list[str], progress=None, dot_sqc_only: bool = False,
                  **kwargs) -> Report:
     """Measure each strategy of ``strategies``.  ``dot_sqc_only``: strategies other than sqc are

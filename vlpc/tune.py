@@ -550,10 +550,6 @@ def _scalars(kernel, problem: Problem) -> tuple[float, float]:
     return alpha, beta
 
 
-def _evaluate_star(args):
-    return evaluate(*args)
-
-
 #: The automatic plan as a candidate: vlpc.compile's options left to the compiler.
 AUTO: dict = {}
 
@@ -582,13 +578,6 @@ def candidate_key(cand) -> str:
     if isinstance(cand, Candidate):
         return json.dumps(dataclasses.asdict(cand), sort_keys=True)
     return '"auto"' if is_auto(cand) else json.dumps(cand, sort_keys=True)
-
-
-def candidate_of(text: str):
-    import json
-
-    data = json.loads(text)
-    return AUTO if data == "auto" else Candidate(**data) if "macro_m" in data else data
 
 
 def result_dict(r: Result) -> dict:

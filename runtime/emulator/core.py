@@ -307,10 +307,6 @@ def _merge(a: Group, b: Group) -> Group:
     return g
 
 
-class _Ctl(Exception):
-    pass
-
-
 # ---------------------------------------------------------------------------
 # compiled instruction
 
@@ -541,9 +537,6 @@ class Batch:
         else:
             cur = dst[g.sel]
             dst[g.sel] = np.where(self.em(g), val, cur)
-
-    def swrite(self, g: Group, r: int, val):
-        self.S[r][g.sel] = val
 
     def exec64(self, g: Group) -> np.ndarray:
         return O.u64_of(self.S[isa.EXEC_LO][g.sel], self.S[isa.EXEC_HI][g.sel])

@@ -61,15 +61,6 @@ def _site(b: Batch, ins: Instr):
     return (key, ins.pc) if key else None
 
 
-def _lane_addrs(b: Batch, g: Group, addr: np.ndarray):
-    """Active lanes' addresses (flat), with wave ids and lane numbers for diagnostics."""
-    em = b.em(g)
-    addr = np.broadcast_to(addr, (g.n, WAVE))
-    if b.full(g):
-        return addr.reshape(-1), None
-    return addr[em], em
-
-
 
 _SUB = {"ubyte": (1, False), "sbyte": (1, True), "ushort": (2, False), "sshort": (2, True),
         "byte": (1, False), "short": (2, False)}

@@ -49,7 +49,7 @@ def _ffbh_i32(a):
     y = np.where(x < 0, ~x, x).astype(U32)
     r = O.ffbh_u32(y)
     # count of leading bits equal to the sign bit, minus one -> position of first differing bit
-    return np.where((x == 0) | (x == -1), U32(0xFFFFFFFF), r - U32(0) if False else r)
+    return np.where((x == 0) | (x == -1), U32(0xFFFFFFFF), r)
 
 
 TABLE: dict = {
