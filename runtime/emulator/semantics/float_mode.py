@@ -16,6 +16,7 @@ import numpy as np
 
 from vlpc.isa.modes import HW_REG_MODE
 from . import salu as _salu
+from .. import state
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 
@@ -183,10 +184,9 @@ def plain_flushed(fn, src_types, dst_type, *, exact: bool = False):
     FP_ROUND mode for the result type stops it with UnsupportedInstruction unless its
     results are ``exact`` (nothing to round)."""
     def build(ins, b, p):
-        from .. import core
         from .vop_float import _post
-        rd = [core.vsrc_reader(o) for o in ins.src]
-        wr = core.vwriter(ins.dst[0])
+        rd = [state.vsrc_reader(o) for o in ins.src]
+        wr = state.vwriter(ins.dst[0])
         posts: dict = {}
 
         def run(b, g):

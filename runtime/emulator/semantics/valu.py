@@ -11,13 +11,18 @@ in :mod:`.sdwa_dpp`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import ops as O
-from ..core import F32, F64, I64, U32, U64, WAVE, Batch, Prepared, ssrc_reader, swriter, vsrc_reader, vwriter
+from ..state import F32, F64, I64, U32, U64, WAVE, ssrc_reader, swriter, vsrc_reader, vwriter
 from ..decode import Instr
 from . import convert, f32, f64, vint
 from ._util import _i, core_executed
+
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Prepared
 
 #: mnemonic -> bit function (raw source bits...) -> result bits, of the VALU families
 #: (:mod:`.vint`, :mod:`.f32`, :mod:`.f64`, :mod:`.convert`) that :func:`build_valu` runs.

@@ -52,6 +52,7 @@ from ..errors import UnsupportedInstruction
 from . import rounding
 from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, round_directed, specialize
 from . import valu as _valu
+from .. import state
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
@@ -259,7 +260,6 @@ def _check_round(ins, mode, ftypes):
 
 
 def build(ins, b, p):
-    from .. import core
     mn = ins.mnemonic
     ty = _types(mn)
     if ty is None or "sdwa" in ins.f or "dpp" in ins.f:
@@ -272,16 +272,16 @@ def build(ins, b, p):
     if fast is None and not always_own:
         return None
     nsrc = len(ins.src)
-    readers = [_f16_reader(o) if f16_src else core.vsrc_reader(o) for o in ins.src]
+    readers = [_f16_reader(o) if f16_src else state.vsrc_reader(o) for o in ins.src]
     ftypes = {dst_t, *src_t[:nsrc]}
     mad = mn in _MAD_F32
     if is_cmp:
         cond = mn.split("_")[2]
         is64 = mn.endswith("_f64")
-        wr = core.swriter(ins.dst[0])
+        wr = state.swriter(ins.dst[0])
         x = mn.startswith("v_cmpx_")
     else:
-        wr = core.vwriter(ins.dst[0])
+        wr = state.vwriter(ins.dst[0])
 
     def flush_in(i, v, mode):
         t = src_t[i] if i < len(src_t) else None
@@ -342,12 +342,11 @@ _OUTMODS_ONLY = ("v_frexp_mant_f32", "v_frexp_mant_f64", "v_rcp_iflag_f32")
 def _build_outmods_only(ins, b, p):
     if not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
         return _valu.build_valu(ins, b, p)
-    from .. import core
     mn = ins.mnemonic
     t = "f64" if mn.endswith("_f64") else "f32"
     sem = _valu.VALU[mn]
-    readers = [core.vsrc_reader(o) for o in ins.src]
-    wr = core.vwriter(ins.dst[0])
+    readers = [state.vsrc_reader(o) for o in ins.src]
+    wr = state.vwriter(ins.dst[0])
     posts = {dx10: _post(ins, t, dx10) for dx10 in (True, False)}
 
     def fn(b, g):
