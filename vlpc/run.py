@@ -19,7 +19,10 @@ import sys
 import time
 import numpy as np
 
+from vlpc.cli_support import (Progress, check_not_input, check_size_options, check_writable, codegen_options,
+                              counters_text, load_npy, read_input, single_kernel, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
+from vlpc.launch_cli import cmd_run_code_object, is_code_object
 
 from vlpc.verify import UNIT_ROUNDOFF, Problem, apply_epilogue, gelu_tanh, tolerance  # noqa: F401  (re-exported)
 from vlpc.verify import check_before_allocating
@@ -29,11 +32,6 @@ def cmd_run(args) -> int:
     import vlpc
     from vlpc.api import VerificationError, check_batch_option, resolve_launch, resolve_problem, run, stored_shapes
     from vlpc.runtime import get_device
-
-    from vlpc.cli_support import (Progress, check_size_options, check_writable, counters_text, load_npy,
-                                  read_input as _read_input)
-
-    from vlpc.launch_cli import cmd_run_code_object, is_code_object
     if is_code_object(args.file):  # any gfx906 code object, arguments from its metadata
         return cmd_run_code_object(args)
     for opt in ("kernel", "grid", "block", "arg", "dynamic_lds"):
@@ -46,13 +44,10 @@ def cmd_run(args) -> int:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     check_size_options(args)
     if args.save_output:
-        from vlpc.cli_support import check_not_input
         for given in (args.file, *(getattr(args, "inputs", None) or ())):  # C.npy of --inputs is the user's
             check_not_input(args.save_output, given, "--save-output")
         check_writable(args.save_output)
-    text = _read_input(args.file)
-    from vlpc.cli_support import codegen_options
-
+    text = read_input(args.file)
     opts = codegen_options(args)
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
@@ -60,7 +55,6 @@ def cmd_run(args) -> int:
 
     print_notes(compiled.plan_notes, args.verbose)  # the tuning database's entry (vlpc tune), if any
     t_compile = time.perf_counter() - t0
-    from vlpc.cli_support import single_kernel
     kernel = single_kernel(compiled, "run")
     weights = None
     if getattr(args, "weights", None):  # a GGUF tensor as B (vlpc/quant_run.py)
@@ -143,7 +137,6 @@ def cmd_run(args) -> int:
     if args.verbose and args.device == "emulator":
         # -v on the emulator: also the timing model's modeled time, on the board (and CUs) the plan
         # was made for: --gpu / --cus / --options, else the target's default board
-        from vlpc.cli_support import codegen_options
         from vlpc.targets import board_for
         plan = codegen_options(args)
         dev_opts["gpu"] = plan.get("gpu") or board_for(args.target)
@@ -205,9 +198,6 @@ def cmd_run(args) -> int:
               "modeled")
     if args.save_output:
         import io
-
-        from vlpc.cli_support import write_atomic
-
         data = io.BytesIO()
         np.save(data, r.c)
         write_atomic(args.save_output, data.getvalue())
