@@ -147,15 +147,3 @@ def _med3(kind):
 
 def _rndne(x):
     return np.rint(x)
-
-
-def valu_builders(table: dict) -> dict:
-    """``{mnemonic: builder}`` for the bit functions of a VALU family table: the generic
-    builder :func:`.valu.build_valu` (operand reading, output modifiers, writing), for the
-    mnemonics of the base forms (:data:`..isa.CORE_EXECUTED`)."""
-    from .. import isa as eisa
-
-    def build(ins, b, p):
-        from .valu import build_valu
-        return build_valu(ins, b, p)
-    return {mn: build for mn in table if mn in eisa.CORE_EXECUTED}

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import UnsupportedInstruction
-from ._util import I64, U32, _i, half, plain, raw_reader, raw_reader16, s16, valu_builders
+from ._util import I64, U32, _i, half, plain, raw_reader, raw_reader16, s16
 from .float_mode import denorm_bits, flush16, flush32, mode_of, plain_flushed
 from .. import state
 
@@ -182,4 +182,3 @@ TABLE: dict = {
 }
 
 
-BASE_BUILDERS = valu_builders(TABLE)

@@ -145,7 +145,7 @@ def _outmods(ins, ftype):
     if not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
         return None
     from .float_mode import mode_of
-    from .vop_float import _post
+    from .float_mode import _post
     posts = {dx10: _post(ins, ftype, dx10) for dx10 in (True, False)}
     return lambda b, g, v: posts[bool((mode_of(b, g) >> 8) & 1)](v)
 

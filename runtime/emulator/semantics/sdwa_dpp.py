@@ -131,7 +131,7 @@ def _default_post(ins, mn, kind, ftype):
     if rt == "f32" and not ins.f.get("clamp", 0):
         p32 = _valu._post_f32(ins)
         return lambda v, b, g: p32(v)
-    from .vop_float import _post
+    from .float_mode import _post
     posts = {dx10: _post(ins, rt, dx10) for dx10 in (True, False)}
     return lambda v, b, g: posts[bool((mode_of(b, g) >> 8) & 1)](v)
 

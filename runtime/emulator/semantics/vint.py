@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._util import I32, I64, U32, U64, _i, _med3, _minmax3, _shift, valu_builders
+from ._util import I32, I64, U32, U64, _i, _med3, _minmax3, _shift
 
 
 def _mul_lo(a, b):
@@ -109,4 +109,3 @@ TABLE: dict = {
 }
 
 
-BASE_BUILDERS = valu_builders(TABLE)

@@ -50,7 +50,7 @@ from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
 from . import rounding
-from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, round_directed, specialize
+from .float_mode import FLUSH, IEEE_KEEP, _post, denorm_bits, mode_of, round_bits, round_directed, specialize
 from . import valu as _valu
 from .. import state
 
@@ -213,32 +213,6 @@ def _sem(mn: str, ieee: bool):
     if mn == "v_mad_legacy_f32":
         return _mad_legacy
     return _valu.VALU.get(mn)
-
-
-def _post(ins, ftype, dx10):
-    om, cl = ins.f.get("omod", 0), ins.f.get("clamp", 0)
-    if not om and not cl:
-        return None
-    is64 = ftype == "f64"
-    mul = {0: None, 1: 2.0, 2: 4.0, 3: 0.5}[om]
-
-    def post(bits):
-        if ftype == "f16":
-            x = (np.asarray(bits, U32) & U32(0xFFFF)).astype(np.uint16).view(np.float16)
-        else:
-            x = O.f64(bits) if is64 else O.f32(bits)
-        with np.errstate(all="ignore"):
-            if mul is not None:
-                x = x * x.dtype.type(mul)
-            if cl:
-                nan = np.isnan(x)
-                x = np.clip(x, 0, 1).astype(x.dtype)
-                if dx10:
-                    x = np.where(nan, x.dtype.type(0), x)
-        if ftype == "f16":
-            return np.asarray(x, np.float16).view(np.uint16).astype(U32)
-        return O.b64(x) if is64 else O.b32(x)
-    return post
 
 
 def _f16_reader(o):
