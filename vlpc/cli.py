@@ -599,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "opt":
             return _cmd_opt(args)
         if args.command == "run":
-            from vlpc.run import cmd_run
+            from vlpc.commands.run import cmd_run
             return cmd_run(args)
         if args.command == "profile":
             from vlpc.profile import cmd_profile

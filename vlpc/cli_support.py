@@ -1,7 +1,7 @@
 """What the ``vlpc`` commands share: reading inputs, checking and writing outputs, the code
 generation options, charts and the progress bar.
 
-The command modules (:mod:`vlpc.cli` for ``compile``/``opt``, :mod:`vlpc.run`,
+The command modules (:mod:`vlpc.cli` for ``compile``/``opt``, :mod:`vlpc.commands.run`,
 :mod:`vlpc.bench`, :mod:`vlpc.report`) import from here; nothing here imports them, so
 the driver has no import cycle (``cli.py`` dispatches to the commands, the commands
 depend on this module only).
