@@ -33,7 +33,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from vlpc.cache import default_directory
 from vlpc.errors import VlpcError
+from vlpc.targets import TargetId
 from vlpc.version import __version__
 
 #: File name of the default database, in the kernel cache's folder.
@@ -126,8 +128,6 @@ def default_path() -> Path | None:
         return None
     if env:
         return Path(env).expanduser()
-    from vlpc.cache import default_directory
-
     return default_directory() / DEFAULT_NAME
 
 
@@ -142,8 +142,6 @@ def key_of(kernel, m: int, n: int, k: int, batch: int | None, target: str, board
     fmt = li.get("b_format")  # GGUF block-quantized weights (q8_0, q4_0), when the kernel has them
     if fmt:
         types += f" {fmt}"
-    from vlpc.targets import TargetId
-
     return Key(TargetId.parse(target).target.name, board.name.lower(), float(clock_mhz or board.engine_clock_mhz),
                int(cus or board.compute_units), types, str(li.get("layout", "NT")), int(m), int(n), int(k),
                int(batch or 0), str(li.get("epilogue", "") or ""))

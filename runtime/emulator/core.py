@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vlpc.gc_pause import paused_gc
 from vlpc.targets import GFX906
 
 from . import isa
@@ -1043,8 +1044,6 @@ def _run_forked(run: "_Run", chunks: list, nprocs: int, work, poll=None) -> list
 def _gc_paused():
     """The cyclic garbage collector off while a batch runs (restored after): compiling and
     running instructions allocates many small containers (:func:`vlpc.gc_pause.paused_gc`)."""
-    from vlpc.gc_pause import paused_gc
-
     return paused_gc()
 
 
