@@ -268,9 +268,6 @@ def reg_asm(value: SSAValue) -> str:
 # Instructions
 # ---------------------------------------------------------------------------
 
-UNITS = ("salu", "valu", "smem", "vmem", "lds", "branch", "waitcnt", "nop", "barrier", "other", "pseudo")
-
-
 def branch_conditions() -> frozenset[str]:
     """Conditions ``c`` of the gfx906 conditional branches ``s_cbranch_<c> <label>`` (the
     table's ``s_cbranch_*`` rows whose only operand is the branch offset)."""

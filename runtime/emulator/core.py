@@ -404,7 +404,6 @@ class Batch:
         self.lds_words = words
         self.ended = np.zeros(nw, bool)
         self.at_barrier = np.zeros(nw, bool)
-        self.barrier_pc = np.zeros(nw, np.int64)
         self.prepared: dict[int, Prepared] = {}
         self.scr: dict = {}
         self.split: list | None = None

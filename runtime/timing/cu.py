@@ -73,7 +73,6 @@ from vlpc.targets import Board
 
 from .trace import KernelTrace
 
-CATEGORIES = ("valu", "scalar", "vmem", "lds", "branch", "internal")
 REASONS = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle")
 
 _INF = float("inf")
