@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 import vlpc
-from vlpc.run import tolerance
+from vlpc.verify import tolerance
 
 SHAPES = ((256, 256, 8192), (64, 64, 16384), (128, 4096, 4096), (4096, 128, 4096))
 

@@ -268,9 +268,6 @@ def reg_asm(value: SSAValue) -> str:
 # Instructions
 # ---------------------------------------------------------------------------
 
-UNITS = ("salu", "valu", "smem", "vmem", "lds", "branch", "waitcnt", "nop", "barrier", "other", "pseudo")
-
-
 def branch_conditions() -> frozenset[str]:
     """Conditions ``c`` of the gfx906 conditional branches ``s_cbranch_<c> <label>`` (the
     table's ``s_cbranch_*`` rows whose only operand is the branch offset)."""
@@ -1210,12 +1207,6 @@ class KernelOp(IRDLOperation):
         for op in self.body.walk():
             if isinstance(op, GCNInstruction):
                 yield op
-
-    def entry_registers(self) -> dict[str, SSAValue]:
-        """Block arguments by the role recorded in ``arg_roles``."""
-        roles = self.attributes.get("arg_roles")
-        names = [s.data for s in roles.data] if isinstance(roles, ArrayAttr) else []
-        return dict(zip(names, self.body.block.args))
 
 
 def metadata_json(kernel: KernelOp) -> dict:

@@ -23,8 +23,6 @@ from vlpc.errors import VlpcError
 from vlpc.targets import TargetId
 
 CODE_OBJECT_VERSION = 5
-#: Metadata version of code object v5 (AMDGPUUsage "Code Object V5 Metadata").
-METADATA_VERSION = (1, 2)
 #: ``amdhsa.version`` of each code object version vlpc writes (AMDGPUUsage "Code Object V4/V5 Metadata").
 METADATA_VERSIONS = {4: (1, 1), 5: (1, 2)}
 

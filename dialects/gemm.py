@@ -94,6 +94,15 @@ GEMV_MAX_LOCAL = 16
 #: Above this many rows the decode GEMV reads A in 8-dword pieces with a K step of 16
 #: (:func:`gemv_a_width`).
 GEMV_NARROW_A_MAX_M = 15
+#: SGPRs in one batch of A rows of the sqc K loop with schedule ``cover`` (2 x s_load_dwordx16 or
+#: 4 x s_load_dwordx8; :mod:`vlpc.passes.sqc_k_step`).
+A_BATCH_SGPRS = 32
+#: SGPRs in one batch of A rows with the default schedule (4 x s_load_dwordx16): one buffer.
+WIDE_A_BATCH_SGPRS = 64
+#: LDS a local split's chunked reduction uses per workgroup (bytes): two such workgroups fit a
+#: CU's 64 KiB.  (The decode GEMV, at most L rows over L groups, reduces in one pass instead,
+#: up to a CU's LDS: ``DotKernelBuilder._local_reduce`` with ``spread``.)
+DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
 
 def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | None:
@@ -106,7 +115,7 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
       of it is read), halved while a group would get less than one K step.
     * The K step (dwords of packed K; ``k_step`` when given, else chosen here) is 16 while
       one step of A read K-major (M rows x 16 dwords, passes/gemm_to_gcn_dot.py) fits one
-      batch of ``sqc_k_step.WIDE_A_BATCH_SGPRS`` (64) SGPRs, i.e. M <= 4, and 8 above up to
+      batch of :data:`WIDE_A_BATCH_SGPRS` (64) SGPRs, i.e. M <= 4, and 8 above up to
       GEMV_NARROW_A_MAX_M (15) rows: the kernel peels its last K step, whose batches of A load
       one after another after the weight stream has ended (every wave reaches it at once), so
       halving the step halves that tail (M = 1, 2, 4 are 0.2-0.7 % slower with 8: more loop
@@ -122,8 +131,6 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
     if shape.dtype not in DOT_PACK or not 1 <= shape.m <= GEMV_MAX_M or shape.k < 0 or shape.batch:
         return None
     if not k_step:
-        from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS  # (the kernel's A batch size)
-
         k_step = 16 if shape.m * 16 <= WIDE_A_BATCH_SGPRS or shape.m > GEMV_NARROW_A_MAX_M else 8
     kd = shape.k // DOT_PACK[shape.dtype]
     local = GEMV_MAX_LOCAL if shape.m >= 4 else 4
@@ -183,7 +190,7 @@ def gemv_a_width(m: int, k_step: int) -> int:
     run of rows), for a tile of ``m`` rows (1..GEMV_MAX_M) and a K step of ``k_step`` dwords.
 
     * ``k_step`` when a whole step of A (m x k_step dwords) fits one batch of
-      ``sqc_k_step.WIDE_A_BATCH_SGPRS`` (64) SGPRs (M <= 4 with a step of 16): one load per row
+      :data:`WIDE_A_BATCH_SGPRS` (64) SGPRs (M <= 4 with a step of 16): one load per row
       and step;
     * 8 for more than GEMV_NARROW_A_MAX_M (15) rows and a step of 16: a batch is 8 rows x 8
       dwords, its dots read two of the step's four B quads;
@@ -202,8 +209,6 @@ def gemv_a_width(m: int, k_step: int) -> int:
     with 8-dword pieces and a step of 16; M = 15: 25.7 against 25.9); a step that fits one
     batch (M <= 4 with 16, M <= 8 with 8) gains a little from the wider loads (int8 M = 4
     23.4 -> 23.1 us, M = 8 23.9 -> 23.6 us)."""
-    from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
-
     if m * k_step <= WIDE_A_BATCH_SGPRS:
         return k_step
     if m > GEMV_NARROW_A_MAX_M and k_step >= 16:

@@ -94,29 +94,10 @@ def counted(op: Operation) -> tuple[tuple[str, ...], bool]:
     return ((), True) if row is None else (row.counters, row.in_order)
 
 
-def is_vmem(op: Operation) -> bool:
-    """Whether ``op`` counts in ``vmcnt`` (table fact)."""
-    return "vmcnt" in counted(op)[0]
-
-
-def is_vmem_load(op: Operation) -> bool:
-    return is_vmem(op) and len(op.results) > 0
-
-
 def is_smem(op: Operation) -> bool:
     """Whether ``op`` counts in ``lgkmcnt`` and returns out of order (scalar memory; table facts)."""
     counters, in_order = counted(op)
     return "lgkmcnt" in counters and not in_order
-
-
-def is_lds(op: Operation) -> bool:
-    """Whether ``op`` counts in ``lgkmcnt`` and returns in order (LDS; table facts)."""
-    counters, in_order = counted(op)
-    return "lgkmcnt" in counters and in_order
-
-
-def is_barrier(op: Operation) -> bool:
-    return isinstance(op, gcn.GCNInstruction) and op.UNIT == "barrier"
 
 
 @dataclass

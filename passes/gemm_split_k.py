@@ -78,6 +78,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 
 from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, gemv_plan, quant_split
+from vlpc.kernel import CompiledKernel
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc import plan_model
 from vlpc.plan_model import PlanCost, k_per_split, plan_board
@@ -91,6 +92,10 @@ MAX_AUTO_SPLIT = 32
 MIN_K_PER_SPLIT = 256
 #: Local splits L the automatic plan of the f16/int8 dot kernels (M > 16) considers (module docstring).
 AUTO_LOCAL_SPLITS = (1, 2, 4, 8, 16)
+#: K steps (dwords of packed K) the f16/i8 dot kernels' automatic plan weighs (gemm-tile's class
+#: docstring): the plan surrogate has a fitted variant of each (benchmarks/plan_surrogate.py
+#: fit-dot); ties keep 16.
+DOT_AUTO_K_STEPS = (16, 8)
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
              target: Target, cus: int, gpu: str = "") -> PlanCost:
     """Modeled time of a plan for a static problem (:func:`vlpc.plan_model.estimate` on the
@@ -244,8 +249,6 @@ def _main_launch(mm: MatmulOp, kernel_name: str, split: int, local: int, mode: s
     the one launched) on the launch information the IR fixes so far.  Sizes known only at launch
     are replaced by one macro tile (their grid dimension is then printed as a formula) and a batch
     count known only at launch by 1 (one batch entry)."""
-    from vlpc.kernel import CompiledKernel
-
     s = mm.shape()
     macro = mm.get_int_array("macro_tile")
     k_step = mm.get_int("k_step")
@@ -356,7 +359,6 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                     lines.append("  local splits (modeled, this tile): " + "; ".join(
                         f"L{x} best split-k {c.split_k}: {c.seconds * 1e6:.1f} us"
                         + (" <- chosen" if x == local and c.split_k == split else "") for x, c in sorted(per.items())))
-                from vlpc.passes.gemm_tile import DOT_AUTO_K_STEPS  # the K steps gemm-tile weighs: best S, L of each
                 steps = []
                 for ks in DOT_AUTO_K_STEPS:
                     _, _, kc = choose_split_local(s, macro, ks, "workspace", target, cus, gpu, items=wg // local)

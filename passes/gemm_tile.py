@@ -22,13 +22,15 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import GEMV_MAX_M, gemv_plan
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan
 from vlpc.passes.common import matmuls, op_error
+from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS, DOT_AUTO_K_STEPS, MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
+from vlpc.plan_model import choose, plan_board
+from vlpc.targets import TargetError
 
 SUPPORTED_K_STEPS = (8, 16)
-#: K steps (dwords of packed K) the f16/i8 dot kernels' automatic plan weighs (class docstring): the
-#: plan surrogate has a fitted variant of each (benchmarks/plan_surrogate.py fit-dot); ties keep 16.
-DOT_AUTO_K_STEPS = (16, 8)
+# DOT_AUTO_K_STEPS (the dot kernels' K steps the automatic plan weighs) lives in gemm_split_k.py,
+# whose plan explanation lists them too: this pass imports that one, not the other way round.
 #: Macro tile N extents the automatic choice picks from (the seed's 64x64, 64x128, 64x256).
 AUTO_MACRO_N = (64, 128, 256)
 #: Macro/micro tile rows of the sqc kernel when not given (``model``): 32 for f32, 16 for f64.
@@ -102,13 +104,6 @@ class GemmTilePass(ModulePass):
     def _modeled_n(self, mm, macro_m: int, k_step: int, fallback: int, choose_k: bool = False) -> tuple[int, int]:
         """(macro tile N, K step) by modeled time (see the class docstring), or (``fallback``, ``k_step``);
         ``choose_k``: the f16/i8 dot kernels' K step too (DOT_AUTO_K_STEPS)."""
-        from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
-        from vlpc.plan_model import choose, plan_board
-        from vlpc.targets import TargetError
-
-        from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES
-        from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS
-
         s = mm.shape()
         if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64", *DOT_PACK) or s.m < macro_m:
             return fallback, k_step

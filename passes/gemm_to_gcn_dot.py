@@ -110,10 +110,8 @@ from vlpc.passes.sqc_k_loop import emit_k_loops
 from vlpc.passes.sqc_k_step import a_batches
 from vlpc.targets import GFX906
 
-#: LDS a local split's chunked reduction uses per workgroup (bytes): two such workgroups fit a
-#: CU's 64 KiB.  (The decode GEMV, at most L rows over L groups, reduces in one pass instead,
-#: up to a CU's LDS: :meth:`DotKernelBuilder._local_reduce` with ``spread``.)
-DOT_LOCAL_SPLIT_LDS_BYTES = 32768
+# The LDS of a local split's chunked reduction is a plan fact (vlpc.plan_model sizes it too).
+from vlpc.dialects.gemm import DOT_LOCAL_SPLIT_LDS_BYTES  # noqa: E402
 
 #: Fused epilogue operations of the dot kernels (f16 products, and int8 products dequantized
 #: into f32/f16 C), in f32 before the store (``convert_gemm_to_gcn.fused_epilogue``).

@@ -29,10 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-#: SGPRs in one batch of A rows with schedule ``cover`` (2 x s_load_dwordx16 or 4 x s_load_dwordx8).
-A_BATCH_SGPRS = 32
-#: SGPRs in one batch of A rows with the default schedule (4 x s_load_dwordx16): one buffer.
-WIDE_A_BATCH_SGPRS = 64
+# The batch sizes (SGPRs) live with the plan that reads them (the gemm dialect's decode GEMV k step).
+from vlpc.dialects.gemm import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS  # noqa: F401  (re-exported)
 
 Piece = tuple  # (width in dwords, rows, kks)
 

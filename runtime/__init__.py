@@ -22,7 +22,8 @@ from typing import Any
 _LAZY = {
     **dict.fromkeys(("CodeObject", "CodeObjectError", "Kernel", "KernelArg", "KernelDescriptor", "KernelMetadata",
                      "load_code_object"), "vlpc.runtime.code_object"),
-    **dict.fromkeys(("Buffer", "Device", "LaunchError", "get_device"), "vlpc.runtime.device"),
+    **dict.fromkeys(("Buffer", "Device", "LaunchError"), "vlpc.runtime.device"),
+    "get_device": "vlpc.runtime.selection",
     **dict.fromkeys(("HiddenValues", "KernargError", "LaunchGeometry", "build_dispatch_packet", "pack_kernargs"),
                     "vlpc.runtime.kernargs"),
     "LaunchStats": "vlpc.runtime.emulator.core",  # lazy: the core may be absent

@@ -1,6 +1,6 @@
 """Devices that run code objects: the functional emulator and (when present) a real GPU through HIP.
 
-:func:`get_device` picks one by name:
+:func:`vlpc.runtime.selection.get_device` picks one by name:
 
 * ``"emulator"`` — :class:`vlpc.runtime.emulator.device.EmulatorDevice`, always available;
 * ``"hip"`` — ``vlpc.runtime.hip`` (imported lazily; needs the ROCm HIP runtime and a GPU);
@@ -15,7 +15,6 @@ the emulator and on a GPU.
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass, field
 from os import PathLike
@@ -23,20 +22,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from vlpc.errors import DeviceError, VlpcError
+from vlpc.errors import DeviceError, LaunchError  # noqa: F401  (LaunchError re-exported)
 from vlpc.runtime.code_object import CodeObject, CodeObjectError, Kernel, load_code_object
 from vlpc.runtime.kernargs import (MAX_GRID_SIZE, HiddenValues, KernargError, LaunchGeometry,
                                    pack_kernargs)
-from vlpc.targets import GFX906, TargetError, TargetId
+from vlpc.targets import GFX906, TargetId
 
 #: LDS a workgroup may use on gfx906 (bytes).
 MAX_LDS_BYTES = GFX906.lds_bytes_per_cu
 #: Work-items a workgroup may have.
 MAX_WORKGROUP_SIZE = GFX906.max_workitems_per_workgroup
-
-
-class LaunchError(DeviceError):
-    """A launch was refused before it ran (bad geometry, arguments or code object)."""
 
 
 @dataclass(eq=False)
@@ -321,111 +316,7 @@ class Device:
         return f"<{type(self).__name__} {self.describe()}>"
 
 
-def __getattr__(name: str) -> Any:
-    # ``LaunchStats`` is the emulator core's; re-exported lazily so importing this
-    # module never depends on the core (vlpc.runtime.hip imports it from here).
-    if name == "LaunchStats":
-        from vlpc.runtime.emulator.core import LaunchStats
-
-        return LaunchStats
-    raise AttributeError(f"module 'vlpc.runtime.device' has no attribute '{name}'")
-
-
-# -- selection ------------------------------------------------------------------------------
-
 #: Options of the emulator's timing model (the board it models, its clock and CU count, and
 #: timing-only launches).  A GPU is measured, not modeled: the HIP device accepts and ignores
 #: them (``--device auto`` of ``vlpc bench`` passes them whichever device answers).
 MODEL_OPTIONS = frozenset({"gpu", "clock_mhz", "memory_clock_mhz", "cus", "timing_only"})
-
-
-def _emulator(options: dict[str, Any]) -> Device:
-    from vlpc.runtime.emulator.device import EmulatorDevice
-
-    return EmulatorDevice(**options)
-
-
-def _hip(options: dict[str, Any], *, filter_options: bool = False) -> Device:
-    try:
-        import vlpc.runtime.hip as hip_mod  # noqa: PLC0415 (lazy: needs ROCm at import)
-    except ModuleNotFoundError as e:
-        if e.name and e.name.startswith("vlpc.runtime.hip"):
-            raise DeviceError("HIP device unavailable: vlpc.runtime.hip is not installed") from None
-        raise DeviceError(f"HIP device unavailable: {e}") from None
-    except VlpcError as e:
-        raise DeviceError(f"HIP device unavailable: {e}") from None
-    except Exception as e:  # hip-python raises various errors without ROCm
-        raise DeviceError(f"HIP device unavailable: {type(e).__name__}: {e}") from None
-    factory = getattr(hip_mod, "HipDevice", None) or getattr(hip_mod, "get_device", None)
-    if factory is None:
-        raise DeviceError("HIP device unavailable: vlpc.runtime.hip has no HipDevice")
-    if filter_options:  # "auto": the timing model's options are the emulator's; a GPU is measured
-        options = {k: v for k, v in options.items() if k not in MODEL_OPTIONS}
-        try:
-            params = inspect.signature(factory).parameters
-            if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                options = {k: v for k, v in options.items() if k in params}
-        except (TypeError, ValueError):
-            options = {}
-    try:
-        dev = factory(**options)
-    except DeviceError as e:
-        msg = str(e)
-        raise DeviceError(msg if msg.startswith("HIP device unavailable")
-                          else f"HIP device unavailable: {msg}") from None
-    except Exception as e:
-        raise DeviceError(f"HIP device unavailable: {type(e).__name__}: {e}") from None
-    return dev
-
-
-def get_device(name: str = "auto", **options: Any) -> Device:
-    """A :class:`Device` by name: ``"emulator"``, ``"hip"`` or ``"auto"``.
-
-    ``options`` go to the device's constructor (emulator: ``target``,
-    ``strict``, ``instruction_budget``, ``max_waves_in_flight``, and the timing
-    model's :data:`MODEL_OPTIONS` ``gpu``, ``clock_mhz``, ``cus``, ``timing_only``).
-    ``"auto"`` tries HIP with the options it accepts (the timing model's are left
-    out: a GPU is measured) and keeps it only when its target is
-    gfx906-compatible (with ``target`` when given); otherwise it quietly uses the
-    emulator.  ``device.selection_reason`` records the choice.  Unknown names and
-    an unavailable HIP (for ``"hip"``) raise :class:`DeviceError`.
-    """
-    key = (name or "auto").strip().lower()
-    if key == "emulator":
-        dev = _emulator(options)
-        dev.selection_reason = "emulator requested"
-        return dev
-    if key == "hip":
-        dev = _hip(options)
-        dev.selection_reason = "HIP requested"
-        return dev
-    if key != "auto":
-        raise DeviceError(f"unknown device '{name}' (choose emulator, hip or auto)")
-    want_text = options.get("target") or GFX906.name
-    try:
-        want = TargetId.parse(str(want_text))
-    except TargetError as e:
-        raise DeviceError(str(e)) from None
-    try:
-        hip_dev = _hip(options, filter_options=True)
-    except DeviceError as e:
-        why = str(e).removeprefix("HIP device unavailable: ")
-        dev = _emulator(options)
-        dev.selection_reason = f"auto: HIP unavailable ({why}); using the emulator"
-        return dev
-    if want.compatible_with(hip_dev.target_id) and hip_dev.target_id.compatible_with(want):
-        ignored = sorted(k for k in options if k in MODEL_OPTIONS)
-        hip_dev.selection_reason = (f"auto: HIP device {hip_dev.target_id} is {want}-compatible"
-                                    + (f"; timing-model option(s) {', '.join(ignored)} ignored: the GPU is "
-                                       "measured, not modeled" if ignored else ""))
-        return hip_dev
-    close = getattr(hip_dev, "close", None)
-    if callable(close):
-        try:
-            close()
-        except Exception:
-            pass
-    dev = _emulator(options)
-    dev.selection_reason = (f"auto: HIP device is {hip_dev.target_id}, not {want}-compatible; "
-                            f"using the emulator")
-    return dev

@@ -76,7 +76,7 @@ class Toolchain:
                     argv.insert(-3, f"-mattr={attrs}")
             proc = _run(argv)
             if proc.returncode != 0:
-                raise AssemblerError(_explain_assembler_error(proc.stderr, asm, src.name, source_name))
+                raise AssemblerError(_explain_assembler_error(proc.stderr, asm, source_name))
             return obj.read_bytes()
 
     def link(self, obj: bytes) -> bytes:
@@ -104,7 +104,7 @@ class Toolchain:
                         f"-mcpu={target_id.target.name}", "-show-encoding", str(src)]
             proc = _run(argv)
             if proc.returncode != 0:
-                raise AssemblerError(_explain_assembler_error(proc.stderr, asm, src.name, "k.s"))
+                raise AssemblerError(_explain_assembler_error(proc.stderr, asm, "k.s"))
             return proc.stdout
 
 
@@ -131,7 +131,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
 _ERR_RE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.M)
 
 
-def _explain_assembler_error(stderr: str, asm: str, tmp_name: str, source_name: str) -> str:
+def _explain_assembler_error(stderr: str, asm: str, source_name: str) -> str:
     lines = asm.splitlines()
     out = []
     for m in _ERR_RE.finditer(stderr):

@@ -225,7 +225,7 @@ def cli_run(tmp_path, monkeypatch, text, forge, arrays=None, extra=()):
     from vlpc.cli import main
 
     monkeypatch.setattr(vlpc.runtime, "get_device", lambda *a, **kw: ForgedDevice(forge))
-    import vlpc.run as run_mod
+    import vlpc.commands.run as run_mod
 
     if hasattr(run_mod, "get_device"):
         monkeypatch.setattr(run_mod, "get_device", lambda *a, **kw: ForgedDevice(forge))

@@ -175,7 +175,7 @@ def test_report_traffic_table_defaults_are_kept(monkeypatch, tmp_path):
 def test_resolve_launch_lives_in_run_and_resolves_as_blas():
     import vlpc
     from vlpc.errors import VlpcError
-    from vlpc.run import resolve_launch
+    from vlpc.api import resolve_launch
 
     kernel = vlpc.compile(Path(DYN).read_text(), "gfx906", filename=DYN).kernel()
     p = resolve_launch(kernel, 64, 256, 32)
@@ -188,12 +188,12 @@ def test_resolve_launch_lives_in_run_and_resolves_as_blas():
 
 
 @pytest.mark.parametrize("argv", [["run", NT], ["bench", NT], ["report", NT, "--energy", "-o", "{d}/e"]])
-def test_every_command_resolves_through_run_resolve_launch(argv, monkeypatch, tmp_path, capsys):
+def test_every_command_resolves_through_api_resolve_launch(argv, monkeypatch, tmp_path, capsys):
     import importlib
 
     from vlpc.errors import VlpcError
 
-    run_module = importlib.import_module("vlpc.run")  # (the attribute vlpc.run is the function)
+    run_module = importlib.import_module("vlpc.api")
     calls = []
 
     def spy(kernel, m, n, k, batch=None, *arrays):
@@ -237,7 +237,7 @@ def test_launch_and_read_checks_offsets_before_uploading():
 
     import vlpc
     from vlpc.errors import VlpcError
-    from vlpc.run import resolve_launch
+    from vlpc.api import resolve_launch
     from vlpc.verify import launch_and_read
 
     kernel = vlpc.compile(Path(DYN).read_text(), "gfx906", filename=DYN).kernel()

@@ -173,10 +173,10 @@ def test_run_dynamic_sizes_from_arrays():
 def test_vlpc_run_function_and_command_module_coexist():
     import sys
 
-    from vlpc.run import cmd_run, tolerance  # the `vlpc run` command's module
+    from vlpc.commands.run import cmd_run, tolerance  # the `vlpc run` command's module
 
     assert callable(vlpc.run) and vlpc.run.__module__ == "vlpc.api"
-    assert sys.modules["vlpc.run"].cmd_run is cmd_run and callable(tolerance)
+    assert sys.modules["vlpc.commands.run"].cmd_run is cmd_run and callable(tolerance)
 
 
 def test_pipeline_docstring_examples():

@@ -13,7 +13,7 @@ import pytest
 
 from vlpc.isa.modes import FloatMode
 from vlpc.runtime.code_object import load_code_object
-from vlpc.runtime.device import get_device
+from vlpc.runtime.selection import get_device
 
 from launch_support import run_elementwise
 

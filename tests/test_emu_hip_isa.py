@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from vlpc.runtime.code_object import load_code_object
-from vlpc.runtime.device import get_device
+from vlpc.runtime.selection import get_device
 
 from launch_support import run_elementwise
 

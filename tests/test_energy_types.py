@@ -276,7 +276,7 @@ def priced_one_by_one(text: str, **opts):
     LaunchStats per launch)``.  The plan is made for the MI60 too (as ``report --energy --gpu mi60``
     makes it), unless ``opts`` name a board."""
     import vlpc
-    from vlpc.run import resolve_problem
+    from vlpc.api import resolve_problem
     from vlpc.runtime import load_code_object
     from vlpc.runtime.emulator.device import EmulatorDevice
     from vlpc.runtime.timing.energy import launch_energy

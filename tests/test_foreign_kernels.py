@@ -22,7 +22,7 @@ import pytest
 from conftest import gfx906_device_or_skip
 
 from vlpc.runtime.code_object import load_code_object
-from vlpc.runtime.device import get_device
+from vlpc.runtime.selection import get_device
 
 DATA = Path(__file__).parent / "data" / "hip"
 M32 = 0xFFFFFFFF

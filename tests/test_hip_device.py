@@ -34,7 +34,8 @@ import pytest
 from vlpc.errors import EXIT_DEVICE, DeviceError
 from vlpc.runtime import hip as hipmod
 from vlpc.runtime.code_object import load_code_object
-from vlpc.runtime.device import LaunchError, get_device
+from vlpc.runtime.device import LaunchError
+from vlpc.runtime.selection import get_device
 from vlpc.runtime.hip import (HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE,
                               HIP_LAUNCH_PARAM_END, HipDevice, HipError, hip_available,
                               hip_kernarg_buffer, hip_launch_extra, parse_gcn_arch_name)
@@ -68,7 +69,7 @@ _PROBE = """
     import json, sys
     {prelude}
     from vlpc.runtime.hip import hip_available
-    from vlpc.runtime.device import get_device
+    from vlpc.runtime.selection import get_device
     from vlpc.errors import DeviceError
     ok, reason = hip_available()
     try:

@@ -16,7 +16,8 @@ from conftest import gfx906_device_or_skip
 
 from vlpc.errors import DeviceError
 from vlpc.runtime.code_object import load_code_object
-from vlpc.runtime.device import LaunchError, get_device
+from vlpc.runtime.device import LaunchError
+from vlpc.runtime.selection import get_device
 
 DATA = Path(__file__).parent / "data" / "hip"
 

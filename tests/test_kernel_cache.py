@@ -340,7 +340,7 @@ def test_lazy_names_are_the_real_objects():
                                                                      "vlpc.errors"))
     assert vlpc.compile is pl.compile and vlpc.pipeline is pl.pipeline and vlpc.run is api.run
     assert vlpc.CompiledKernel is kernel.CompiledKernel and vlpc.VlpcError is errors.VlpcError
-    from vlpc.run import cmd_run  # noqa: F401  (the vlpc run command's module stays importable)
+    from vlpc.commands.run import cmd_run  # noqa: F401  (the vlpc run command's module)
     assert vlpc.run is api.run and callable(vlpc.pipeline)
     assert set(vlpc.__all__) <= set(dir(vlpc))
     with pytest.raises(AttributeError):

@@ -12,7 +12,7 @@ import vlpc
 from vlpc.analysis import loop_figures
 from vlpc.cli import main
 from vlpc.errors import DiagnosticError, VlpcError
-from vlpc.run import tolerance
+from vlpc.verify import tolerance
 from vlpc.runtime import get_device, load_code_object
 from vlpc.targets import get_target
 

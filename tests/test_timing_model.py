@@ -380,7 +380,7 @@ def test_clock_scales_engine_bound_time():
 
 def test_unknown_board_is_a_clear_error():
     from vlpc.errors import DeviceError
-    from vlpc.runtime.device import get_device
+    from vlpc.runtime.selection import get_device
 
     with pytest.raises(DeviceError, match="unknown board 'mi70'"):
         get_device("emulator", gpu="mi70")

@@ -1,5 +1,5 @@
 """vlpc tune on strided batched GEMMs (3-D memrefs): the problem is resolved by
-vlpc.run.resolve_launch (batch count and strides), the search keeps S = 1 (gemm-split-k refuses
+vlpc.api.resolve_launch (batch count and strides), the search keeps S = 1 (gemm-split-k refuses
 a split batch), the model times the whole batch and counts its FLOPs, and the emulator check runs
 and compares the sampled tiles of every batch entry."""
 

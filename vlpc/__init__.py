@@ -10,15 +10,14 @@ Python API::
     r.c, r.plan, r.stats, r.max_abs_error
 
 Inputs: the ``gemm`` dialect, linalg matrix products on memrefs, or an upstream
-MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run`; the
-``vlpc run`` command's module stays importable as ``from vlpc.run import ...``; ``vlpc.profile``
+MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run` (the ``vlpc run``
+command's module is :mod:`vlpc.commands.run`); ``vlpc.profile``
 is :func:`vlpc.profile.profile` (modeled per-instruction stalls, docs/profile.md), e.g.
 ``vlpc.profile("k.hsaco", grid=4, block=64, args=["0=250", "1=2.0", "2=random:1000", "3=zeros:1000"])``.
 
 The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
 """
 
-__version__ = "0.1.0"
 
 # In the source tree dialects/, passes/ and runtime/ sit next to this folder (pyproject's package-dir
 # installs them as vlpc.dialects...).  When this folder is imported from the repository root (python
@@ -31,16 +30,18 @@ if not _os.path.isdir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__))
     __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
 del _os, _root
 
+from vlpc.version import __version__  # noqa: E402
+
 # The public names load on first use (PEP 562), so that `import vlpc` and `vlpc --help` import
-# neither xDSL nor NumPy nor any dialect or pass: see _LAZY.  `vlpc.run` and `vlpc.pipeline` name
-# functions although vlpc/run.py and vlpc/pipeline.py are submodules too (`from vlpc.run import
-# cmd_run` and `from vlpc.pipeline import ...` find those in sys.modules): importing a submodule sets
-# the package attribute of its name, which _Package below ignores for these two.
+# neither xDSL nor NumPy nor any dialect or pass: see _LAZY.  `vlpc.profile` and `vlpc.pipeline` name
+# functions although vlpc/profile.py and vlpc/pipeline.py are submodules too (`from vlpc.pipeline
+# import ...` finds the module in sys.modules): importing a submodule sets the package attribute of
+# its name, which _Package below ignores for these two.
 _LAZY = {
     "compile": "vlpc.pipeline", "compile_file": "vlpc.pipeline", "parse": "vlpc.pipeline", "pipeline_options": "vlpc.pipeline",
     "pipeline_spec": "vlpc.pipeline", "CompiledKernel": "vlpc.kernel", "CompiledModule": "vlpc.kernel",
     "LaunchConfig": "vlpc.kernel", "RunResult": "vlpc.api", "VerificationError": "vlpc.api",
-    "DiagnosticError": "vlpc.errors", "VlpcError": "vlpc.errors",
+    "DiagnosticError": "vlpc.errors", "VlpcError": "vlpc.errors", "run": "vlpc.api",
 }
 
 
@@ -56,7 +57,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"run", "pipeline", "profile"})
+    return sorted(set(globals()) | set(_LAZY) | {"pipeline", "profile"})
 
 
 import sys as _sys  # noqa: E402
@@ -64,17 +65,7 @@ import types as _types  # noqa: E402
 
 
 class _Package(_types.ModuleType):
-    """The vlpc package: ``run`` and ``pipeline`` are the functions, whatever submodule is imported."""
-
-    @property
-    def run(self):
-        """:func:`vlpc.api.run` (compile, launch, verify)."""
-        from vlpc.api import run
-        return run
-
-    @run.setter
-    def run(self, value) -> None:  # the import system binding the vlpc.run submodule: keep the function
-        pass
+    """The vlpc package: ``profile`` and ``pipeline`` are the functions, whatever submodule is imported."""
 
     @property
     def profile(self):
@@ -83,7 +74,7 @@ class _Package(_types.ModuleType):
         return profile
 
     @profile.setter
-    def profile(self, value) -> None:  # as for run
+    def profile(self, value) -> None:  # the import system binding the vlpc.profile submodule: keep the function
         pass
 
     @property
@@ -93,7 +84,7 @@ class _Package(_types.ModuleType):
         return pipeline
 
     @pipeline.setter
-    def pipeline(self, value) -> None:  # as for run
+    def pipeline(self, value) -> None:  # as for profile
         pass
 
 

@@ -108,6 +108,58 @@ def _as_array(name: str, arr: Any, dtype: type) -> np.ndarray | None:
                         f"{np.dtype(dtype).name} array ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 
 
+def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | None) -> Problem:
+    """Static sizes from the kernel, dynamic ones from the command line (errors name what is missing)."""
+    def pick(name: str, given: int | None) -> int:
+        static = launch_info[f"static_{name}"]
+        if static >= 0:
+            if given is not None and given != static:
+                raise VlpcError(f"--{name} {given} contradicts the static size {name.upper()}={static} in the IR")
+            return static
+        if given is None:
+            raise VlpcError(f"{name.upper()} is dynamic ('?') in the IR: give it with --{name}")
+        if given <= 0:
+            raise VlpcError(f"--{name} must be positive, got {given}")
+        return given
+
+    mm, nn, kk = pick("m", m), pick("n", n), pick("k", k)
+
+    def ld(name: str, default: int) -> int:
+        static = launch_info[f"static_{name}"]
+        return static if static >= 0 else default
+
+    layout = launch_info.get("layout", "NT")
+    return Problem(mm, nn, kk, ld("lda", kk if layout[0] == "N" else mm), ld("ldb", nn if layout[1] == "N" else kk),
+                   ld("ldc", nn))
+
+
+def check_batch_option(kernel, batch: int | None) -> None:
+    """``--batch`` (a dynamic batch count) is for a strided batched kernel: given for another
+    kernel it is a one-line :class:`VlpcError` (``vlpc run``, ``vlpc report/bench --energy``)."""
+    if batch is not None and kernel.launch_info.get("batch", 0) == 0:
+        raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
+
+
+def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None,
+                   a=None, b=None, c=None) -> Problem:
+    """The :class:`vlpc.verify.Problem` of one launch of ``kernel``, as ``vlpc run``, ``vlpc bench``
+    and ``vlpc report/bench --energy`` resolve it: :func:`resolve_problem` (static sizes from the
+    IR, dynamic ones from ``m``, ``n``, ``k``), :func:`check_batch_option`, :func:`resolve`
+    (leading dimensions, the batch count (``batch`` when it is dynamic) and batch strides: from
+    the IR, else from the operand arrays ``a``, ``b``, ``c`` if given, else rows x leading
+    dimension) and, for the f16/int8 dot kernels, :func:`vlpc.dot_run.round_leading_dimensions`
+    (leading dimensions given at launch: whole dwords of K).  Raises :class:`VlpcError` naming a
+    missing or contradicting size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count
+    without ``batch``."""
+    p = resolve_problem(kernel.launch_info, m, n, k)
+    check_batch_option(kernel, batch)
+    p = resolve(kernel, a, b, c, p.m, p.n, p.k, batch)
+    if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):
+        from vlpc.dot_run import round_leading_dimensions
+        round_leading_dimensions(kernel, p, a is not None, b is not None)
+    return p
+
+
 def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | None,
             m: int | None, n: int | None, k: int | None, batch: int | None = None) -> Problem:
     """Sizes: static from the kernel, else given, else from the arrays' shapes (see the module
@@ -363,7 +415,6 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     ``b`` the GGUF tensor's bytes (uint8, N x row bytes), ``c`` f32/f16; M and N at launch from
     the arrays or ``m``, ``n``."""
     from vlpc.quant_run import row_bytes, run_quant
-    from vlpc.run import resolve_problem
 
     if scales is not None:
         raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its blocks "

@@ -445,7 +445,7 @@ def bytes_to_move(host: dict, p, beta: float) -> int:
 def measure_size(kernel, dev, co, p, *, emulated: bool, alpha: float, beta: float, iterations: int,
                  warmup: int, progress=None, seed: int = 0) -> BenchRow:
     """Run ``kernel``'s plan for the problem ``p`` (:class:`vlpc.verify.Problem`, e.g. from
-    :func:`vlpc.run.resolve_launch`: a strided batch runs its ``p.batch`` products) on ``dev`` and return
+    :func:`vlpc.api.resolve_launch`: a strided batch runs its ``p.batch`` products) on ``dev`` and return
     its row.  Every figure of a bench row is computed here; operations are 2 M N K x the batch
     count.  The launch goes through :mod:`vlpc.verify`'s argument packing (``kernel_arguments``,
     by the kernel's metadata: batch strides, bias, W8A8 scales) and exactly sized buffers
@@ -526,7 +526,7 @@ def _scalar_option(kernel, name: str, given: float | None, default: float) -> fl
 def cmd_bench(args) -> int:
     import vlpc
     from vlpc.errors import EXIT_VERIFY
-    from vlpc.run import Problem, check_batch_option, resolve_launch
+    from vlpc.api import Problem, check_batch_option, resolve_launch
     from vlpc.runtime import get_device, load_code_object
 
     if args.warmup is not None and args.warmup < 0:

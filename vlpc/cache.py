@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vlpc.errors import VlpcError
+from vlpc.version import __version__
 
 MAGIC = b"VLPC-KERNEL-CACHE 1\n"
 SUFFIX = ".vlpck"
@@ -117,8 +118,6 @@ def vlpc_fingerprint() -> str:
     """vlpc's version and a hash of its source files (computed once per process)."""
     fp = _FINGERPRINTS.get("vlpc")
     if fp is None:
-        from vlpc import __version__
-
         fp = _FINGERPRINTS["vlpc"] = f"{__version__}+{_source_fingerprint()[:16]}"
     return fp
 

@@ -27,6 +27,7 @@ from vlpc.cli_support import (OneLineParser, add_codegen_options, add_output_pre
                               check_clock, check_not_input, codegen_options, parse_tile_arg, positive, read_input, split_k_arg,
                               write_atomic)
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
+from vlpc.version import __version__
 
 EMIT_BY_SUFFIX = {".mlir": "mlir", ".s": "asm", ".asm": "asm", ".o": "obj", ".hsaco": "hsaco", ".co": "hsaco"}
 
@@ -74,7 +75,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     when the first argument names one: the others' options, and the modules that define them,
     are then not needed; a twentieth of a cached compile)."""
     parser = OneLineParser(prog="vlpc", description="GEMM compiler for AMD GCN (gfx906) with A in SGPRs")
-    from vlpc import __version__
     parser.add_argument("--version", action="version", version=f"vlpc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -365,7 +365,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     text = read_input(args.file)
     filename = "<stdin>" if args.file == "-" else args.file
     opts = codegen_options(args)
-    from vlpc.tunedb import lookup_enabled, print_notes, resolve_options
+    from vlpc.pipeline import resolve_options
+    from vlpc.tunedb import lookup_enabled, print_notes
 
     if lookup_enabled():  # the tuning database's entry for this GEMM (vlpc tune), unless a plan option is given
         opts, notes, _ = resolve_options(text, args.target, filename, opts)
@@ -598,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "opt":
             return _cmd_opt(args)
         if args.command == "run":
-            from vlpc.run import cmd_run
+            from vlpc.commands.run import cmd_run
             return cmd_run(args)
         if args.command == "profile":
             from vlpc.profile import cmd_profile

@@ -1,7 +1,7 @@
 """What the ``vlpc`` commands share: reading inputs, checking and writing outputs, the code
 generation options, charts and the progress bar.
 
-The command modules (:mod:`vlpc.cli` for ``compile``/``opt``, :mod:`vlpc.run`,
+The command modules (:mod:`vlpc.cli` for ``compile``/``opt``, :mod:`vlpc.commands.run`,
 :mod:`vlpc.bench`, :mod:`vlpc.report`) import from here; nothing here imports them, so
 the driver has no import cycle (``cli.py`` dispatches to the commands, the commands
 depend on this module only).
@@ -185,7 +185,7 @@ def check_chart(path: str, option: str = "--chart") -> str:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise VlpcError(f"{option} needs matplotlib: pip install 'vlpc[plot]'") from None
+        raise VlpcError(f"{option} needs matplotlib (a dependency of vlpc): pip install matplotlib") from None
     return fmt
 
 
@@ -205,7 +205,7 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise VlpcError("charts need matplotlib: pip install 'vlpc[plot]'") from None
+        raise VlpcError("charts need matplotlib (a dependency of vlpc): pip install matplotlib") from None
     matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text (searchable, smaller)
     matplotlib.rcParams["svg.hashsalt"] = "vlpc"  # stable element ids: the same chart gives the same file
     return plt
@@ -541,3 +541,45 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def load_npy(path: str, name: str):
+    """A ``.npy`` input (``vlpc run --inputs``, ``--arg i=FILE.npy``) as a NumPy array; anything else
+    (missing, not NumPy, pickled objects, an ``.npz`` archive) is a one-line :class:`VlpcError`."""
+    import numpy as np  # (on first use: vlpc --help imports this module)
+
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
+            raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy file "
+                            "(no \\x93NUMPY header); save arrays with numpy.save")
+        arr = np.load(path, allow_pickle=False)
+    except OSError as e:
+        raise VlpcError(f"cannot read input {name} from {path}: {e.strerror or e}") from None
+    except (ValueError, EOFError) as e:
+        raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy array "
+                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        raise VlpcError(f"input {name}: {path} is an .npz archive; save one array with numpy.save")
+    return arr
+
+
+def counters_text(stats) -> list[str]:
+    """What the emulator counted in the launch, as labelled lines a first-time reader can follow
+    (the counts of :class:`vlpc.runtime.emulator.core.LaunchStats`; the ISA terms in brackets)."""
+    c = stats.by_class
+    return [
+        "  emulator counts (what the kernel did, not how long it took; -v adds the modeled time):",
+        f"    instructions: {stats.instructions:,} run, counted once per wavefront of 64 work-items "
+        f"(vector ALU [VALU] {c.get('valu', 0):,}, scalar ALU [SALU] {c.get('salu', 0):,}, scalar loads [SMEM] "
+        f"{c.get('smem', 0):,}, vector memory [VMEM] {c.get('vmem', 0):,}, local data share [LDS] {c.get('lds', 0):,}, "
+        f"waits for memory [s_waitcnt] {c.get('waitcnt', 0):,})",
+        f"    registers: vector [VGPR] reads {stats.vgpr_reads:,} ({stats.vgpr_reads_forwarded:,} of them straight "
+        f"from the previous instruction's result), writes {stats.vgpr_writes:,}; scalar [SGPR] reads "
+        f"{stats.sgpr_reads:,} (32-bit registers: a VGPR access counts once per active work-item, an SGPR "
+        f"access once per wavefront)",
+        f"    memory: local data share {stats.lds_bytes_read + stats.lds_bytes_written:,} bytes; global memory "
+        f"{stats.global_bytes_read:,} bytes read, {stats.global_bytes_written:,} written; workgroup barriers "
+        f"{stats.barriers:,}",
+    ]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlpc.errors import EXIT_DEVICE, EXIT_OK
+from vlpc.version import __version__
 
 #: What vlpc builds for by default: the target id of its code objects (no features: "any").
 COMPILE_TARGET = "gfx906"
@@ -178,7 +179,6 @@ def diagnose(_hip: Any = None, *, library: str | None = None,
     what it reports.  ``_hip``/``library``/``hip_python`` (version, ROCm it was built
     for) substitute a stand-in ``hip`` module for tests without a GPU; ``toolchain``
     an assembler/linker (:func:`check_toolchain`)."""
-    from vlpc import __version__
     from vlpc.errors import DeviceError
     from vlpc.runtime import hip as hipmod
     from vlpc.targets import TARGETS, TargetError, TargetId

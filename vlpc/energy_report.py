@@ -140,7 +140,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     are sized from the kernel's element types (:func:`host_buffers`) and the arguments packed by
     :func:`vlpc.verify.launch_and_read` (alpha = 1, beta = 0 of the kernel's scalar type).
 
-    The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`): static
+    The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.api.resolve_launch`): static
     sizes, leading dimensions and batch strides from the IR, the others from ``m``, ``n``, ``k``
     and ``batch`` (the batch count of a strided batched kernel when it is dynamic; batch strides
     given at launch are rows x leading dimension), so a batched kernel's buffers hold its whole
@@ -149,7 +149,7 @@ def measure_energy(text: str, filename: str, variant: str, *, target: str = "gfx
     :class:`VlpcError` for sizes or options the variant cannot compile or run, and for ``batch``
     given to a kernel that is not batched or contradicting a static batch count."""
     import vlpc
-    from vlpc.run import resolve_launch
+    from vlpc.api import resolve_launch
     from vlpc.runtime.emulator.device import EmulatorDevice
     from vlpc.verify import check_before_allocating, launch_and_read
 

@@ -64,3 +64,12 @@ class DeviceError(VlpcError):
     """A device refused or faulted on a launch."""
 
     exit_code = EXIT_DEVICE
+
+
+class LaunchError(DeviceError):
+    """A launch was refused before it ran (bad geometry, arguments or code object); raised by
+    :mod:`vlpc.runtime`'s devices and :meth:`vlpc.kernel.CompiledKernel.check_offsets`."""
+
+
+class TargetError(ValueError):
+    """An unknown target or a malformed target id (a user error; :mod:`vlpc.targets`, :mod:`vlpc.isa`)."""

@@ -34,6 +34,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from vlpc.errors import VlpcError
+from vlpc.pipeline import from_upstream, parse  # noqa: F401  (from_upstream re-exported)
 
 #: Where the upstream bindings may live, in order of preference.
 UPSTREAM_MODULES = ("iree.compiler.ir", "mlir.ir")
@@ -64,17 +65,6 @@ def is_upstream_object(obj: Any) -> bool:
     return hasattr(op, "get_asm") and type(op).__module__.split(".")[0] in ("iree", "mlir", "jaxlib")
 
 
-def from_upstream(module: Any) -> str:
-    """Generic-form MLIR text of an upstream module or operation, for :func:`vlpc.parse`/:func:`vlpc.compile`."""
-    op = getattr(module, "operation", module)
-    get_asm = getattr(op, "get_asm", None)
-    if get_asm is None:
-        raise VlpcError(f"cannot compile a {type(module).__name__}: expected MLIR text, an xDSL ModuleOp, "
-                        "or an upstream MLIR ir.Module")
-    text = get_asm(print_generic_op_form=True, enable_debug_info=False)
-    return text if isinstance(text, str) else text.decode()
-
-
 def print_generic(module: ModuleOp) -> str:
     """An xDSL module in MLIR's generic form (what :func:`to_upstream` feeds to MLIR)."""
     from xdsl.printer import Printer
@@ -95,8 +85,6 @@ def to_upstream(module_or_text: ModuleOp | str, context: Any = None) -> Any:
     if ir is None:
         raise VlpcError(f"the upstream MLIR Python bindings are not installed: {INSTALL_HINT}")
     if isinstance(module_or_text, str):
-        from vlpc.pipeline import parse
-
         module_or_text = parse(module_or_text)
     text = print_generic(module_or_text)
     ctx = context if context is not None else ir.Context()

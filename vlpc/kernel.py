@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from vlpc.errors import VlpcError
+from vlpc.errors import LaunchError, VlpcError
 
 
 @dataclass
@@ -237,7 +237,6 @@ class CompiledKernel:
         (:func:`vlpc.dialects.gemm.offset_errors`; a one-line
         :class:`~vlpc.runtime.LaunchError`)."""
         from vlpc.dialects.gemm import BYTE_OFFSET_LIMIT, offset_errors
-        from vlpc.runtime.device import LaunchError
 
         li = self.launch_info
         names = [a.get(".name") for a in self.kernargs]

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vlpc.errors import VlpcError
+from vlpc.cli_support import check_not_input, check_writable, counters_text, load_npy, write_atomic
+from vlpc.errors import EXIT_DEVICE, VlpcError
 
 if TYPE_CHECKING:  # NumPy loads with a launch, not with vlpc --help
     import numpy as np
@@ -206,8 +207,7 @@ def plan_arguments(kernel, specs: list[str], seed: int = 0) -> tuple[list[Any], 
                 else:
                     data = rng.integers(0, 100, count).astype(el)
             elif value.endswith(".npy") or Path(value).suffix == ".npy":
-                from vlpc.run import _load_npy  # vlpc run --inputs' reader and its messages
-                data = np.ascontiguousarray(_load_npy(value, f"{label} (--arg {spec})"))
+                data = np.ascontiguousarray(load_npy(value, f"{label} (--arg {spec})"))
                 if data.nbytes == 0:
                     raise VlpcError(f"--arg {spec}: {value} is empty; a buffer needs at least one byte")
                 if dt is not None and data.dtype != dt:
@@ -370,9 +370,6 @@ def cmd_run_code_object(args) -> int:
     import numpy as np
     import io
     import sys
-
-    from vlpc.cli_support import check_writable, write_atomic
-    from vlpc.errors import EXIT_DEVICE
     from vlpc.runtime import get_device
 
     for opt, bad in (("--device hip", args.device == "hip"),
@@ -384,7 +381,6 @@ def cmd_run_code_object(args) -> int:
     if args.seed < 0:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.save_output:
-        from vlpc.cli_support import check_not_input
         check_not_input(args.save_output, args.file, "--save-output")
         check_writable(args.save_output)
     grid = parse_dims(args.grid, "grid", (1,))
@@ -401,7 +397,6 @@ def cmd_run_code_object(args) -> int:
           f"({k.descriptor.vgpr_count} VGPRs, {k.descriptor.sgpr_count} SGPRs, "
           f"{k.descriptor.group_segment_fixed_size + args.dynamic_lds} B LDS)")
     if run.stats is not None:
-        from vlpc.run import counters_text
         print("\n".join(counters_text(run.stats)))
         timing = getattr(run.stats, "timing", None)
         if timing is not None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
+from vlpc.cache import make_key, open_cache, toolchain_fingerprint, vlpc_fingerprint
 from vlpc.errors import VlpcError
 from vlpc.kernel import CompiledKernel, CompiledModule
+from vlpc.targets import GFX906
 
 
 @dataclass
@@ -51,7 +53,6 @@ class Options:
             value = getattr(o, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 if name == "waves_per_simd" and isinstance(value, int) and not isinstance(value, bool):
-                    from vlpc.targets import GFX906
                     raise VlpcError(f"waves-per-simd={value}: {GFX906.name} runs 1 to "
                                     f"{GFX906.max_waves_per_simd} waves per SIMD")
                 raise VlpcError(f"{name} must be a positive integer, got {value!r}")
@@ -84,7 +85,6 @@ def cache_key(text: str, target: str, filename: str, toolchain, options: dict):
     """(key, toolchain) of a compilation in the kernel cache (see :mod:`vlpc.cache`)."""
     import dataclasses
 
-    from vlpc.cache import make_key, toolchain_fingerprint, vlpc_fingerprint
     from vlpc.runtime.toolchain import find_toolchain
 
     o = Options.from_kwargs(options)  # unknown option names are refused before any lookup
@@ -120,8 +120,6 @@ def cached(text: str, target: str, filename: str, options: dict, cache: bool | N
     is off (``cache=False``, ``$VLPC_CACHE=0``), or the record is of another layout).  Raises
     :class:`VlpcError` for unknown option names and for a cache directory that cannot be used,
     as :func:`vlpc.compile` does."""
-    from vlpc.cache import open_cache
-
     kc = open_cache(cache)
     if kc is None:
         return None

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from vlpc.dialects.gemm import DOT_PACK
-from vlpc.targets import Board
+from vlpc.dialects.gemm import DOT_LOCAL_SPLIT_LDS_BYTES, DOT_PACK
+from vlpc.isa import issue_cycles
+from vlpc.targets import Board, TargetError, board_for, get_board
 
 #: The fit's file (written by ``benchmarks/plan_surrogate.py fit``).
 DATA_FILE = "plan_model.json"
@@ -105,8 +106,6 @@ def variant_key(dtype: str, macro: tuple[int, int], k_step: int) -> str:
 def valu_cycles(dtype: str, macro_m: int, k_step: int, board: Board) -> float:
     """VALU cycles of one wave's K step: ``macro_m x k_step`` FMAs at the ISA table's issue
     cycles on the board's target (``v_fma_f64`` for f64, else ``v_fma_f32``)."""
-    from vlpc.isa import issue_cycles
-
     per = issue_cycles("v_fma_f64" if dtype == "f64" else "v_fma_f32", board.target)
     return macro_m * k_step * per
 
@@ -162,9 +161,7 @@ def local_reduce_cycles(dtype: str, macro_m: int, local: int) -> float:
 def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
     """LDS bytes of one dot-kernel workgroup's local split hand-over (L groups x a chunk of rows of
     ``macro N`` 4-byte partials, chunks of at most ``DOT_LOCAL_SPLIT_LDS_BYTES``:
-    ``passes/gemm_to_gcn_dot.py``, ``DotKernelBuilder._local_reduce``)."""
-    from vlpc.passes.gemm_to_gcn_dot import DOT_LOCAL_SPLIT_LDS_BYTES
-
+    ``vlpc.passes.gemm_to_gcn_dot``, ``DotKernelBuilder._local_reduce``)."""
     row = macro[1] * 4
     rows = max(1, min(macro[0], DOT_LOCAL_SPLIT_LDS_BYTES // (local * row)))
     return local * rows * row
@@ -244,8 +241,6 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
     target's default board (:data:`vlpc.targets.DEFAULT_BOARDS`; gfx906: MI50, 60 CUs), with
     ``cus`` compute units when given.  Raises :class:`vlpc.targets.TargetError` for an
     unknown board or one of another target."""
-    from vlpc.targets import TargetError, board_for, get_board
-
     if gpu:
         board = get_board(gpu)
         if board.target.name != target_name:

@@ -426,7 +426,7 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
                        batch: int | None = None):
     """(module after the pipeline, code object bytes, launch info) for one strategy.  A strided
     batched GEMM is refused (one line), and so is ``batch`` (``--batch``) for a GEMM that is not
-    batched (the one line of ``vlpc run``, :func:`vlpc.run.check_batch_option`)."""
+    batched (the one line of ``vlpc run``, :func:`vlpc.api.check_batch_option`)."""
     from vlpc.dialects.gcn import KernelOp
     from vlpc.dialects.gcn_asm import print_assembly
     from vlpc.pipeline import header_lines, make_context, parse, pipeline, run_passes
@@ -451,7 +451,7 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
 
         from xdsl.dialects.func import FuncOp
 
-        from vlpc.run import check_batch_option
+        from vlpc.api import check_batch_option
         funcs = [f.sym_name.data for f in module.walk() if isinstance(f, FuncOp)]
         check_batch_option(SimpleNamespace(launch_info={"batch": max((sh.batch for sh in shapes), default=0)},
                                            name=funcs[0] if funcs else "?"), batch)
@@ -509,7 +509,8 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     A strided batched GEMM (3-D memrefs) is refused with a one-line :class:`VlpcError` (the
     table is the traffic of one product per macro tile and k: report one matrix of the batch);
     ``batch`` (``--batch``) given for a kernel that is not batched is the one line of ``vlpc run``."""
-    from vlpc.run import resolve_problem, tolerance
+    from vlpc.api import resolve_problem
+    from vlpc.verify import tolerance
 
     _module, kernel, code, _asm = compile_for_report(text, filename, target, strategy, dict(options or {}), batch)
     li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in kernel.launch.data.items()}
@@ -978,10 +979,6 @@ class Report:
     def png(self, path: str) -> None:
         """Write the chart as PNG to ``path``."""
         self.write_chart(path)
-
-
-def _esc(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def build_report(text: str, filename: str, strategies: list[str], progress=None, dot_sqc_only: bool = False,

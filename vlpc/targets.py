@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-
-class TargetError(ValueError):
-    """An unknown target or a malformed target id (a user error)."""
+from vlpc.errors import TargetError  # noqa: F401  (re-exported: vlpc.targets.TargetError)
+from vlpc.isa import issue_cycles
 
 
 @dataclass(frozen=True)
@@ -70,14 +69,10 @@ class Target:
     max_workgroups_per_cu: int = 16
     #: Addressable SGPRs s0..s101 (AMDGPUBaseInfo ``getAddressableNumSGPRs``).
     addressable_sgprs: int = 102
-    sgpr_granule: int = 16
-    #: Granule of COMPUTE_PGM_RSRC1.GRANULATED_WAVEFRONT_SGPR_COUNT (LLVM ``getSGPREncodingGranule``).
-    sgpr_encoding_granule: int = 8
     #: SGPRs per wave -> waves per SIMD (AMDGPUBaseInfo ``getMaxWavesPerEU`` for GFX9).
     sgpr_waves: tuple[tuple[int, int], ...] = ((80, 10), (88, 9), (100, 8), (102, 7))
     vcc_sgprs: int = 2
     xnack_mask_sgprs: int = 4
-    flat_scratch_sgprs: int = 6
     addressable_vgprs: int = 256
     vgpr_granule: int = 4
     vgprs_per_simd_lane: int = 256
@@ -87,8 +82,6 @@ class Target:
     vmcnt_max: int = 63
     lgkmcnt_max: int = 15
     expcnt_max: int = 7
-    #: SMEM results may return out of order (only lgkmcnt(0) retires one).
-    smem_in_order: bool = False
     #: SMEM immediate offset range (21-bit signed on GFX9).
     smem_offset_bits: int = 21
     #: FLAT/GLOBAL immediate offset range (13-bit signed on GFX9).
@@ -98,13 +91,6 @@ class Target:
     #: offsets in units of the element size (x64 for ``st64``).  (AMD Vega ISA, DS format.)
     ds_offset_max: int = 65535
     ds_offset2_max: int = 255
-    #: At most one SGPR or literal per VALU instruction (LLVM ``getConstantBusLimit``).
-    constant_bus_limit: int = 1
-    #: Peak engine clock (MI50's, the lower of the two products) and HBM2 bandwidth; the
-    #: split-K cost model's units (spec sheets, docs/references.md).
-    clock_hz: float = 1.725e9
-    memory_bytes_per_second: float = 1.0e12
-    has_global_atomic_add_f32: bool = False
     #: LLVM ``AMDGPU.td`` ``FeatureISAVersion9_0_x`` features beyond the GFX9 consumer common set
     #: (documentation of where the instruction availability in ``vlpc/isa`` comes from).
     llvm_features: tuple[str, ...] = ()
@@ -137,16 +123,12 @@ class Target:
     def valu_cycles_per_instruction(self) -> int:
         """Cycles one wave64 full-rate VALU instruction (``v_fma_f32``) occupies its SIMD16: 4
         (the ISA table, :func:`vlpc.isa.issue_cycles`)."""
-        from vlpc.isa import issue_cycles
-
         return issue_cycles("v_fma_f32", self)
 
     @property
     def valu_f64_cycles(self) -> int:
         """Cycles one wave64 ``v_fma_f64`` occupies its SIMD16 (8 on gfx906, 64 on gfx900: the
         ISA table, :func:`vlpc.isa.issue_cycles`)."""
-        from vlpc.isa import issue_cycles
-
         return issue_cycles("v_fma_f64", self)
 
     @property
@@ -158,23 +140,6 @@ class Target:
     def allocated_vgprs(self, vgprs: int) -> int:
         """VGPRs actually allocated for ``vgprs`` used (rounded up to the granule)."""
         return max(self.vgpr_granule, _round_up(vgprs, self.vgpr_granule))
-
-    def allocated_sgprs(self, sgprs: int, *, vcc: bool = False, xnack: bool = False,
-                        flat_scratch: bool = False) -> int:
-        """SGPRs allocated for ``sgprs`` used plus the reserved special ones."""
-        total = sgprs + (self.vcc_sgprs if vcc else 0)
-        total += self.xnack_mask_sgprs if xnack else 0
-        total += self.flat_scratch_sgprs if flat_scratch else 0
-        return _round_up(max(total, 1), self.sgpr_granule)
-
-    def vgpr_blocks(self, vgprs: int) -> int:
-        """``COMPUTE_PGM_RSRC1.VGPRS`` field: ceil(v / granule) - 1."""
-        return max(0, math.ceil(max(vgprs, 1) / self.vgpr_granule) - 1)
-
-    def sgpr_blocks(self, sgprs: int) -> int:
-        """``COMPUTE_PGM_RSRC1.SGPRS`` on GFX9: ceil(s / 8) - 1, ``s`` including VCC and the
-        XNACK mask when reserved (what LLVM's assembler writes; AMDGPUUsage "compute_pgm_rsrc1")."""
-        return max(0, math.ceil(max(sgprs, 1) / self.sgpr_encoding_granule) - 1)
 
     # -- occupancy ---------------------------------------------------------
 
@@ -210,11 +175,6 @@ class Target:
         if waves == self.max_waves_per_simd and all(v >= waves for v in candidates.values()):
             limited_by = "wave slots"
         return Occupancy(waves, limited_by, by_v, by_s, by_lds, by_wg)
-
-    # -- target ids ----------------------------------------------------------
-
-    def parse_target_id(self, target_id: str) -> TargetId:
-        return TargetId.parse(target_id, self)
 
 
 @dataclass(frozen=True)
@@ -342,8 +302,6 @@ GFX900 = Target(
     elf_mach=0x2C,
     compute_units={"MI25": 64},
     hazards=GFX9_HAZARDS,
-    clock_hz=1.5e9,
-    memory_bytes_per_second=484e9,
     llvm_features=("FeatureMadMixInsts",),
     features=("xnack",),
 )

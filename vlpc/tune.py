@@ -33,7 +33,7 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
 candidates on a Ray cluster and ``--budget``/Ctrl-C stop a run keeping its results
 (:mod:`vlpc.tune_run`); docs/tuning.md is the manual.
 
-The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.run.resolve_launch`).  A
+The problem is resolved as ``vlpc run`` resolves it (:func:`vlpc.api.resolve_launch`).  A
 strided batched GEMM (3-D memrefs; ``--batch`` for a count given at launch) is tuned whole: no
 split across workgroups (S = 1), the model times and the check runs every batch entry.
 
@@ -442,11 +442,11 @@ def model_candidate(mod, p, board: str, clock_mhz: float | None, cus: int | None
 
 def resolve(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None):
     """The launch problem (:class:`vlpc.verify.Problem`) of ``kernel`` as ``vlpc run`` resolves
-    it: :func:`vlpc.run.resolve_launch` without operand arrays (static sizes from the IR, dynamic
+    it: :func:`vlpc.api.resolve_launch` without operand arrays (static sizes from the IR, dynamic
     ones from ``m``, ``n``, ``k``; leading dimensions and a strided batch's strides from the IR,
     else rows x leading dimension; a dynamic batch count from ``batch``; the dot kernels' leading
     dimensions given at launch rounded up to whole dwords of K).  Raises :class:`VlpcError`."""
-    from vlpc.run import resolve_launch
+    from vlpc.api import resolve_launch
 
     return resolve_launch(kernel, m, n, k, batch)
 
@@ -550,10 +550,6 @@ def _scalars(kernel, problem: Problem) -> tuple[float, float]:
     return alpha, beta
 
 
-def _evaluate_star(args):
-    return evaluate(*args)
-
-
 #: The automatic plan as a candidate: vlpc.compile's options left to the compiler.
 AUTO: dict = {}
 
@@ -582,13 +578,6 @@ def candidate_key(cand) -> str:
     if isinstance(cand, Candidate):
         return json.dumps(dataclasses.asdict(cand), sort_keys=True)
     return '"auto"' if is_auto(cand) else json.dumps(cand, sort_keys=True)
-
-
-def candidate_of(text: str):
-    import json
-
-    data = json.loads(text)
-    return AUTO if data == "auto" else Candidate(**data) if "macro_m" in data else data
 
 
 def result_dict(r: Result) -> dict:

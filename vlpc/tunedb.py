@@ -33,7 +33,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from vlpc.cache import default_directory
 from vlpc.errors import VlpcError
+from vlpc.targets import TargetId
+from vlpc.version import __version__
 
 #: File name of the default database, in the kernel cache's folder.
 DEFAULT_NAME = "tune.sqlite3"
@@ -115,8 +118,6 @@ class Entry:
 
 def version() -> str:
     """vlpc's version, as entries record it."""
-    from vlpc import __version__
-
     return __version__
 
 
@@ -127,8 +128,6 @@ def default_path() -> Path | None:
         return None
     if env:
         return Path(env).expanduser()
-    from vlpc.cache import default_directory
-
     return default_directory() / DEFAULT_NAME
 
 
@@ -143,8 +142,6 @@ def key_of(kernel, m: int, n: int, k: int, batch: int | None, target: str, board
     fmt = li.get("b_format")  # GGUF block-quantized weights (q8_0, q4_0), when the kernel has them
     if fmt:
         types += f" {fmt}"
-    from vlpc.targets import TargetId
-
     return Key(TargetId.parse(target).target.name, board.name.lower(), float(clock_mhz or board.engine_clock_mhz),
                int(cus or board.compute_units), types, str(li.get("layout", "NT")), int(m), int(n), int(k),
                int(batch or 0), str(li.get("epilogue", "") or ""))
@@ -375,50 +372,6 @@ def lookup_enabled() -> bool:
     return p is not None and p.is_file()
 
 
-def resolve_options(text: str, target: str, filename: str, options: dict, *, toolchain=None, cache=None,
-                    m: int | None = None, n: int | None = None, k: int | None = None,
-                    batch: int | None = None) -> tuple[dict, list[str], int | None]:
-    """The options to compile MLIR ``text`` with: ``options`` merged with the tuned entry of its
-    one GEMM (compiled first with ``options``, through the kernel cache, for its types, layout and
-    sizes; dynamic sizes from ``m``/``n``/``k``/``batch``), the notes of :func:`tuned_options`,
-    and the entry's number (None: not used)."""
-    from vlpc.pipeline import compile as compile_module
-
-    base = compile_module(text, target, filename=filename, toolchain=toolchain, cache=cache, tuned=False, **options)
-    if len(base.kernels) != 1:
-        return options, [], None
-    db = open_default()
-    if db is None:
-        return options, [], None
-    with db:
-        opts, notes = tuned_options(base.kernel(), target, options, m, n, k, batch, db=db)
-        entry = None
-        if opts is not None:
-            entry = int(notes[-1].split("#", 1)[1].split()[0])
-    return ({**options, **opts} if opts is not None else options), notes, entry
-
-
-def dynamic_sizes_entry(compiled, text: str, target: str, filename: str, options: dict, m: int, n: int, k: int,
-                        batch: int | None = None):
-    """For ``compiled`` (one GEMM whose sizes are dynamic in the IR, compiled without a tuned
-    entry) launched at ``m x n x k``: the module compiled with the tuning database's entry for
-    those sizes, or None (no entry, a plan option given, sizes static, or the database off); and
-    the lookup's notes (:func:`tuned_options`).  ``vlpc run`` calls it once the sizes are known."""
-    if compiled.tuned_entry is not None or len(compiled.kernels) != 1 or not lookup_enabled():
-        return None, []
-    li = compiled.kernel().launch_info
-    if all(li.get(f"static_{x}", -1) >= 0 for x in "mnk") and int(li.get("batch", 0) or 0) >= 0:
-        return None, []
-    opts, notes, entry = resolve_options(text, target, filename, options, m=m, n=n, k=k, batch=batch)
-    if entry is None:
-        return None, notes
-    from vlpc.pipeline import compile as compile_module
-
-    result = compile_module(text, target, filename=filename, tuned=False, **opts)
-    result.tuned_entry, result.plan_notes = entry, notes
-    return result, notes
-
-
 def print_notes(notes: list[str], verbose: bool) -> None:
     """The lookup's notes on standard error as the CLI gives them: an entry not used always (never
     silently), the entry used under ``-v``."""
@@ -441,4 +394,4 @@ def iter_lines(entries: list[Entry]) -> Iterator[str]:
 
 
 __all__ = ["Entry", "Key", "TuneDB", "TuneDBError", "default_path", "explicit_plan", "key_of", "open_default",
-           "dynamic_sizes_entry", "lookup_enabled", "resolve_options", "tuned_options", "version"]
+           "lookup_enabled", "tuned_options", "version"]

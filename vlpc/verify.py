@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vlpc.errors import VlpcError
+
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
 NP_DTYPE = {"f32": np.float32, "f64": np.float64}
 #: max over x of |d/dx gelu_tanh(x)| is 1.1289 (at x = 2.42); the bound uses 1.13.
@@ -147,8 +149,6 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 def apply_epilogue(d: np.ndarray, ops, bias: np.ndarray | None) -> np.ndarray:
     """The reference for a fused epilogue: ``ops`` in order on D (float64).  ``bias`` has
     length M (``bias_row``: + v[m]) or N (``bias_col``: + v[n]); relu is maxNum (relu(NaN) = 0)."""
-    from vlpc.errors import VlpcError
-
     for x in ops:
         if x == "bias_row":
             d = d + np.asarray(bias, np.float64)[:, None]
@@ -357,8 +357,6 @@ def pack(name: str, arr: np.ndarray, geom: Geometry, dtype, fill: float = np.nan
     """A flat, exactly sized buffer holding ``arr`` as stored: ``arr`` is (rows, >= ld) or
     (batches, rows, >= ld) (2-D: one matrix for every product, only with stride 0 or
     one product); elements the matrices do not cover are ``fill`` (or ``arr``'s padding)."""
-    from vlpc.errors import VlpcError
-
     arr = np.asarray(arr)
     if arr.ndim == 2:
         if geom.batches > 1 and geom.stride != 0:
@@ -394,8 +392,6 @@ def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: floa
     32-bit integers (a value beyond 2^31 - 1 is a :class:`VlpcError` naming it).  ``scalar``:
     the NumPy type of alpha and beta (default: the kernel's element type; the f16/int8 dot
     kernels take f32/i32 scalars, :func:`vlpc.dot_run.scalar_type`)."""
-    from vlpc.errors import VlpcError
-
     dtype = scalar or NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
     values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
               "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
@@ -440,8 +436,6 @@ def check_offsets_before_allocating(kernel, p: Problem) -> None:
     32-bit byte offsets, C's batch entries and the workspace) for the problem ``p``, on
     placeholder buffers, as a one-line :class:`VlpcError`; the part of
     :func:`check_before_allocating` that :func:`launch_and_read` makes before it uploads."""
-    from vlpc.errors import VlpcError
-
     placeholders = {a.get(".name"): None for a in kernel.kernargs
                     if str(a.get(".value_kind", "")) == "global_buffer"}
     args = kernel_arguments(kernel, placeholders, p, 0.0, 0.0, scalar=np.float32)

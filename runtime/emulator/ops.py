@@ -30,7 +30,6 @@ F64 = np.float64
 SIGN32 = U32(0x80000000)
 SIGN64 = U64(0x8000000000000000)
 LANES = np.arange(64, dtype=U64)
-LANES32 = np.arange(32, dtype=U32)
 
 
 def f32(x):

@@ -18,6 +18,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
+from vlpc.errors import TargetError
 from vlpc.isa import base_mnemonic, lookup
 
 _SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
@@ -34,10 +35,22 @@ def _target_data(name: str) -> dict:
     return json.loads(path.read_text())
 
 
-def _data(target) -> tuple[str, dict]:
-    from vlpc.targets import Target, get_target
+def _processor(target) -> str:
+    """The processor name of ``target``: a :class:`~vlpc.targets.Target` (its ``name``), a processor
+    name or a target id (``gfx900:xnack-``).  :class:`~vlpc.errors.TargetError` for a processor
+    without an instruction table here (gfx906's, or a ``<target>.json`` of what it lacks)."""
+    name = getattr(target, "name", None)
+    if not isinstance(name, str):
+        name = str(target).split(":")[0]
+    if name != "gfx906" and not resources.files("vlpc.isa").joinpath(f"{name}.json").is_file():
+        known = sorted(p.name.removesuffix(".json") for p in resources.files("vlpc.isa").iterdir()
+                       if p.name.endswith(".json"))
+        raise TargetError(f"unknown target '{target}' (supported targets: {', '.join(known)})")
+    return name
 
-    name = target.name if isinstance(target, Target) else get_target(str(target)).name
+
+def _data(target) -> tuple[str, dict]:
+    name = _processor(target)
     return name, _target_data(name)
 
 
@@ -77,9 +90,7 @@ def issue_cycles(mnemonic: str, target="gfx906") -> int:
     differences, f64 at its rate, in ``<target>.json`` ``cycles``: gfx900's f64 at 1/16 of
     the f32 rate, 64).  Sources: ``tools/gen_isa_table.py`` (measured MI50 rates, LLVM
     ``SISchedule.td``, ``AMDGPU.td``).  Raises ``KeyError`` for a mnemonic ``target`` lacks."""
-    from vlpc.targets import Target, get_target
-
-    t = target if isinstance(target, Target) else get_target(str(target))
+    t = _processor(target)
     if not available(mnemonic, t):
         raise KeyError(unavailable_reason(mnemonic, t))
     row = lookup(mnemonic)

@@ -5,21 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
+from .. import state
 
 U16, U32, U64, I32, I64 = np.uint16, np.uint32, np.uint64, np.int32, np.int64
 F32, F64 = np.float32, np.float64
-
-
-def core():
-    from .. import core as c
-    return c
 
 
 def raw_reader(o):
     """A VALU source reader without the operand's ``neg``/``abs`` (the caller applies them:
     SDWA/DPP after selection or the lane move, 16-bit ops on the half they use)."""
     from ..decode import Operand
-    return core().vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
+    return state.vsrc_reader(Operand(o.kind, o.reg, o.width, o.value, text=o.text))
 
 
 #: inline float constants (source codes 240..248) as f16 bits: a 16-bit float operand
@@ -34,7 +30,7 @@ def raw_reader16(o):
     f16 encoding (the decoder gives the f32 one, whose low half is 0)."""
     from ..decode import Operand
     val = F16_INLINE.get(o.reg, o.value) if o.kind == "const" else o.value
-    return core().vsrc_reader(Operand(o.kind, o.reg, o.width, val, text=o.text))
+    return state.vsrc_reader(Operand(o.kind, o.reg, o.width, val, text=o.text))
 
 
 def core_executed(*encodings: str) -> frozenset:
@@ -49,9 +45,8 @@ def core_executed(*encodings: str) -> frozenset:
 def plain(fn):
     """Builder for ``D = fn(S0, S1, ...)`` on raw bits (uint32/uint64 arrays)."""
     def build(ins, b, p):
-        c = core()
-        rd = [c.vsrc_reader(o) for o in ins.src]
-        wr = c.vwriter(ins.dst[0])
+        rd = [state.vsrc_reader(o) for o in ins.src]
+        wr = state.vwriter(ins.dst[0])
 
         def run(b, g):
             with np.errstate(all="ignore"):
@@ -79,8 +74,7 @@ def op16(fn, *, keep_high=False):
     half and the high half is zeroed (GFX9), unless ``keep_high``.
     """
     def build(ins, b, p):
-        c = core()
-        rd = [c.vsrc_reader(o) for o in ins.src]
+        rd = [state.vsrc_reader(o) for o in ins.src]
         d = ins.dst[0].reg
         sel = ins.f.get("op_sel", 0) if ins.encoding == "VOP3" else 0
         clamp = ins.f.get("clamp", 0)
@@ -97,7 +91,7 @@ def op16(fn, *, keep_high=False):
                 out = (cur & ~0xFFFF) | v
             else:
                 out = v
-            b.vwrite(g, d, np.broadcast_to(out, (g.n, c.WAVE)).astype(U32))
+            b.vwrite(g, d, np.broadcast_to(out, (g.n, state.WAVE)).astype(U32))
         return run
     return build
 
@@ -153,15 +147,3 @@ def _med3(kind):
 
 def _rndne(x):
     return np.rint(x)
-
-
-def valu_builders(table: dict) -> dict:
-    """``{mnemonic: builder}`` for the bit functions of a VALU family table: the generic
-    builder :func:`.valu.build_valu` (operand reading, output modifiers, writing), for the
-    mnemonics of the base forms (:data:`..isa.CORE_EXECUTED`)."""
-    from .. import isa as eisa
-
-    def build(ins, b, p):
-        from .valu import build_valu
-        return build_valu(ins, b, p)
-    return {mn: build for mn in table if mn in eisa.CORE_EXECUTED}

@@ -5,13 +5,17 @@ branch goes both ways.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import isa
-from ..core import Batch, Group, Prepared
 from ..decode import Instr
-from ..core import _BARRIER, _END, _SPLIT
+from ..state import _BARRIER, _END, _SPLIT
 from ._util import core_executed
+
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Group, Prepared
 
 
 def _jump(b: Batch, g: Group, tgt: np.ndarray):

@@ -28,8 +28,9 @@ import numpy as np
 
 from .. import ops as O
 from ..errors import UnsupportedInstruction
-from ._util import I64, U32, _i, half, plain, raw_reader, raw_reader16, s16, valu_builders
+from ._util import I64, U32, _i, half, plain, raw_reader, raw_reader16, s16
 from .float_mode import denorm_bits, flush16, flush32, mode_of, plain_flushed
+from .. import state
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -80,7 +81,6 @@ def _build_packing(fn, src16: bool, out16: bool):
     f32 sources (or, ``src16``, the f16 halves op_sel picks) flushed by their type's
     denorm mode, and (``out16``) both f16 result halves flushed by FLOAT_DENORM_MODE_16_64."""
     def build(ins, b, p):
-        from .. import core
         mn = ins.mnemonic
         if ins.f.get("omod", 0) or (out16 and ins.f.get("clamp", 0)):
             raise UnsupportedInstruction(f"{mn}: the clamp/omod output modifiers of a packed f16 "
@@ -88,7 +88,7 @@ def _build_packing(fn, src16: bool, out16: bool):
         srcs = ins.src[:2]
         rd = [(raw_reader16 if src16 else raw_reader)(o) for o in srcs]
         sel = ins.f.get("op_sel", 0) if (src16 and ins.encoding == "VOP3") else 0
-        wr = core.vwriter(ins.dst[0])
+        wr = state.vwriter(ins.dst[0])
         st, sign, flush = ("f16", 0x8000, flush16) if src16 else ("f32", 0x80000000, flush32)
 
         def run(b, g):
@@ -182,4 +182,3 @@ TABLE: dict = {
 }
 
 
-BASE_BUILDERS = valu_builders(TABLE)

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import ops as O
 from ._util import I64, U32, U64
+from .. import state
 
 _P = {False: dict(u=U32, f=np.float32, ebits=8, mbits=23, bias=127, big=96, tiny=23, sc=64),
       True: dict(u=U64, f=np.float64, ebits=11, mbits=52, bias=1023, big=768, tiny=53, sc=128)}
@@ -144,16 +145,15 @@ def _outmods(ins, ftype):
     if not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
         return None
     from .float_mode import mode_of
-    from .vop_float import _post
+    from .float_mode import _post
     posts = {dx10: _post(ins, ftype, dx10) for dx10 in (True, False)}
     return lambda b, g, v: posts[bool((mode_of(b, g) >> 8) & 1)](v)
 
 
 def _readers(ins, ftype):
     """Source readers; f16 sources: the half op_sel picks, neg/abs on bit 15, f16 inline constants."""
-    from .. import core
     if ftype != "f16":
-        return [core.vsrc_reader(o) for o in ins.src[:3]]
+        return [state.vsrc_reader(o) for o in ins.src[:3]]
     from ._util import half, raw_reader16
     from .f16 import _mod16
     sel = ins.f.get("op_sel", 0)
@@ -166,15 +166,14 @@ def _readers(ins, ftype):
 
 def _build_scale(is64):
     def build(ins, b, p):
-        from .. import core
-        rd = [core.vsrc_reader(o) for o in ins.src[:3]]
-        wr = core.vwriter(ins.dst[0])
-        cw = core.swriter(ins.dst[1])
+        rd = [state.vsrc_reader(o) for o in ins.src[:3]]
+        wr = state.vwriter(ins.dst[0])
+        cw = state.swriter(ins.dst[1])
 
         def run(b, g):
             d, vcc = div_scale(rd[0](b, g), rd[1](b, g), rd[2](b, g), is64)
-            wr(b, g, np.broadcast_to(d, (g.n, core.WAVE)))
-            cw(b, g, O.bits_of(np.broadcast_to(vcc, (g.n, core.WAVE)) & b.em(g)))
+            wr(b, g, np.broadcast_to(d, (g.n, state.WAVE)))
+            cw(b, g, O.bits_of(np.broadcast_to(vcc, (g.n, state.WAVE)) & b.em(g)))
         return run
     return build
 
@@ -184,10 +183,9 @@ def _build_fmas(is64):
     from .float_mode import mode_of, round_bits
 
     def build(ins, b, p):
-        from .. import core
         from .. import isa
-        rd = [core.vsrc_reader(o) for o in ins.src[:3]]
-        wr = core.vwriter(ins.dst[0])
+        rd = [state.vsrc_reader(o) for o in ins.src[:3]]
+        wr = state.vwriter(ins.dst[0])
 
         def run(b, g):
             if round_bits(mode_of(b, g), "f64" if is64 else "f32"):
@@ -204,9 +202,8 @@ def _build_fmas(is64):
 
 def _build_fixup(ftype):
     def build(ins, b, p):
-        from .. import core
         rd = _readers(ins, ftype)
-        wr = core.vwriter(ins.dst[0])
+        wr = state.vwriter(ins.dst[0])
         post = _outmods(ins, ftype)
 
         def run(b, g):

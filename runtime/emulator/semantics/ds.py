@@ -27,23 +27,24 @@ and the ``src2`` forms, which always raise LdsOutOfRange.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vlpc import isa as table
 
 from ..errors import LdsOutOfRange
 from ._util import I64, U32
-from ..core import WAVE, Batch, Prepared, lds_bank_cycles
+from ..state import WAVE, lds_bank_cycles
 from ..decode import Instr
 from ._util import core_executed
 from .findings import finding
 from .memory import _issue
 from . import memory as _memory
+from .. import state
 
-
-def _core():
-    from .. import core
-    return core
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Prepared
 
 
 def _addr(b, g, ra, off, nbytes, p=None):
@@ -97,7 +98,6 @@ def _write_lanes(b, g, reg, vals_by_lane, em):
 # -- lane shuffles ---------------------------------------------------------------------------
 
 def _build_bpermute(ins, b, p):
-    core = _core()
     ra, rd = ins.src[0].reg, ins.src[1].reg
     d = ins.dst[0].reg
     off = ins.f["offset"]
@@ -110,8 +110,8 @@ def _build_bpermute(ins, b, p):
         data = b.V[rd][g.sel]
         rows = np.arange(g.n)[:, None]
         if fwd:
-            out = np.zeros((g.n, core.WAVE), U32)
-            for ln in range(core.WAVE):  # lane order: the highest lane wins
+            out = np.zeros((g.n, state.WAVE), U32)
+            for ln in range(state.WAVE):  # lane order: the highest lane wins
                 m = em[:, ln]
                 out[np.nonzero(m)[0], lane[m, ln]] = data[m, ln]
         else:
@@ -357,7 +357,6 @@ def _build_src2(ins, b, p):
 def _build_append(ins, b, p):
     """DS_APPEND / DS_CONSUME: the dword at LDS address M0[15:0] + offset counts up / down by
     the number of active lanes; every active lane gets the value before the update."""
-    core = _core()
     from .. import isa as eisa
     d = ins.dst[0].reg
     off = ins.f["offset"]
@@ -368,7 +367,7 @@ def _build_append(ins, b, p):
 
     def run(b, g):
         em = b.em(g)
-        out = np.zeros((g.n, core.WAVE), U32)
+        out = np.zeros((g.n, state.WAVE), U32)
         mem = b.LDS
         for w in range(g.n):
             wi = int(g.idx[w])
@@ -386,7 +385,6 @@ def _build_append(ins, b, p):
 
 def _build_addtid(ins, b, p):
     """DS_READ_ADDTID_B32 / DS_WRITE_ADDTID_B32: LDS address M0[15:0] + offset + lane * 4."""
-    core = _core()
     from .. import isa as eisa
     off = ins.f["offset"]
     read = ins.mnemonic.startswith("ds_read")
@@ -395,7 +393,7 @@ def _build_addtid(ins, b, p):
         p.load_kind = "lds"
     p.rkeys = p.rkeys | {eisa.M0}
     p.keys = p.rkeys | p.wkeys
-    lane4 = (np.arange(core.WAVE, dtype=np.int64) * 4)[None, :]
+    lane4 = (np.arange(state.WAVE, dtype=np.int64) * 4)[None, :]
 
     def run(b, g):
         em = b.em(g)

@@ -22,6 +22,7 @@ import numpy as np
 from .. import ops as O
 from ._util import I64, U32, half, raw_reader, raw_reader16, s16
 from .float_mode import denorm_bits, flush16, mode_of, round_bits, round_directed
+from .. import state
 
 F16, F64 = np.float16, np.float64
 
@@ -192,7 +193,6 @@ FROM_INT = {
 
 def _build(mn, kind):
     def build(ins, b, p):
-        from .. import core
         srcs = ins.src
         if mn in ("v_mac_f16",):
             srcs = ins.src[:2] + [ins.dst[0]]  # D = S0 * S1 + D
@@ -246,7 +246,7 @@ def _build(mn, kind):
             out = np.asarray(out, U32).astype(I64) & 0xFFFF
             if (sel >> 3) & 1:
                 out = (b.V[d][g.sel].astype(I64) & 0xFFFF) | (out << 16)
-            b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
+            b.vwrite(g, d, np.broadcast_to(out, (g.n, state.WAVE)).astype(U32))
         return run
     return build
 
@@ -262,11 +262,10 @@ def _build_cmp(mn):
     cond, ty = parts[2], parts[-1]
 
     def build(ins, b, p):
-        from .. import core
         rd = [(raw_reader16 if ty == "f16" and not (i == 1 and cond == "class") else _raw)(o)
               for i, o in enumerate(ins.src[:2])]
         sel = ins.f.get("op_sel", 0) if ins.encoding == "VOP3" else 0
-        wr = core.swriter(ins.dst[0])
+        wr = state.swriter(ins.dst[0])
 
         def run(b, g):
             a, c = (half(r(b, g), bool((sel >> i) & 1)) for i, r in enumerate(rd))

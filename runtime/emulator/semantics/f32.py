@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._util import F32, F64, I32, U32, _f, _i, _med3, _minmax3, _rndne, valu_builders
+from ._util import F32, F64, I32, U32, _f, _i, _med3, _minmax3, _rndne
 
 
 def _mad_f32(a, b, c):
@@ -67,4 +67,3 @@ TABLE: dict = {
 }
 
 
-BASE_BUILDERS = valu_builders(TABLE)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._util import I32, U32, _d, _i, _rndne, valu_builders
+from ._util import I32, U32, _d, _i, _rndne
 
 
 def _fract64(a):
@@ -36,4 +36,3 @@ TABLE: dict = {
 }
 
 
-BASE_BUILDERS = valu_builders(TABLE)

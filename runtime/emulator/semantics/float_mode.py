@@ -15,7 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from vlpc.isa.modes import HW_REG_MODE
+from .. import ops as O
+from ..state import U32
 from . import salu as _salu
+from .. import state
 
 U16, U32, U64 = np.uint16, np.uint32, np.uint64
 
@@ -183,10 +186,8 @@ def plain_flushed(fn, src_types, dst_type, *, exact: bool = False):
     FP_ROUND mode for the result type stops it with UnsupportedInstruction unless its
     results are ``exact`` (nothing to round)."""
     def build(ins, b, p):
-        from .. import core
-        from .vop_float import _post
-        rd = [core.vsrc_reader(o) for o in ins.src]
-        wr = core.vwriter(ins.dst[0])
+        rd = [state.vsrc_reader(o) for o in ins.src]
+        wr = state.vwriter(ins.dst[0])
         posts: dict = {}
 
         def run(b, g):
@@ -218,3 +219,32 @@ def plain_flushed(fn, src_types, dst_type, *, exact: bool = False):
 
 
 BUILDERS = {"s_setreg_b32": build_setreg, "s_setreg_imm32_b32": build_setreg, "s_getreg_b32": build_getreg}
+
+
+def _post(ins, ftype, dx10):
+    """The output modifiers of a float VALU result of type ``ftype`` ("f16", "f32", "f64"):
+    ``omod`` (x2, x4, x0.5) then ``clamp`` to [0, 1] (NaN to 0 with ``dx10``), on the result
+    bits; None when neither is set."""
+    om, cl = ins.f.get("omod", 0), ins.f.get("clamp", 0)
+    if not om and not cl:
+        return None
+    is64 = ftype == "f64"
+    mul = {0: None, 1: 2.0, 2: 4.0, 3: 0.5}[om]
+
+    def post(bits):
+        if ftype == "f16":
+            x = (np.asarray(bits, U32) & U32(0xFFFF)).astype(np.uint16).view(np.float16)
+        else:
+            x = O.f64(bits) if is64 else O.f32(bits)
+        with np.errstate(all="ignore"):
+            if mul is not None:
+                x = x * x.dtype.type(mul)
+            if cl:
+                nan = np.isnan(x)
+                x = np.clip(x, 0, 1).astype(x.dtype)
+                if dx10:
+                    x = np.where(nan, x.dtype.type(0), x)
+        if ftype == "f16":
+            return np.asarray(x, np.float16).view(np.uint16).astype(U32)
+        return O.b64(x) if is64 else O.b32(x)
+    return post

@@ -7,14 +7,19 @@ check's site key (:func:`_site`).  Scalar memory is :mod:`.smem`'s, LDS :mod:`.d
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import ops as O
-from ..core import TARGET, U32, U64, WAVE, Batch, Group, Prepared, ssrc_reader
+from ..state import PRIVATE_APERTURE_BASE, TARGET, U32, U64, WAVE, ssrc_reader
 from ..decode import Instr, Operand
 from ..errors import BufferOutOfRange, OutOfBoundsAccess
 from .findings import finding
 from ._util import core_executed
+
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Group, Prepared
 
 
 # -- memory instructions -------------------------------------------------------------
@@ -59,15 +64,6 @@ def _site(b: Batch, ins: Instr):
     kernarg segment, freed when the dispatch ends) and the pc; None without a kernarg segment."""
     key = b.cfg.kernarg_address
     return (key, ins.pc) if key else None
-
-
-def _lane_addrs(b: Batch, g: Group, addr: np.ndarray):
-    """Active lanes' addresses (flat), with wave ids and lane numbers for diagnostics."""
-    em = b.em(g)
-    addr = np.broadcast_to(addr, (g.n, WAVE))
-    if b.full(g):
-        return addr.reshape(-1), None
-    return addr[em], em
 
 
 
@@ -198,7 +194,6 @@ def _vmem_access(b: Batch, g: Group, p: Prepared, ins: Instr, addr: np.ndarray, 
 
 
 def _private_aperture_hi() -> int:
-    from ..core import PRIVATE_APERTURE_BASE
     return PRIVATE_APERTURE_BASE >> 32
 
 

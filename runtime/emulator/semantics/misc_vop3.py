@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import ops as O
 from ._util import I64, U32, U64, plain
+from .. import state
 
 F32 = np.float32
 
@@ -90,8 +91,7 @@ def _qsad(masked, wide):
 
 
 def _build_mqsad_u32(ins, b, p):
-    from .. import core
-    ra, rb = core.vsrc_reader(ins.src[0]), core.vsrc_reader(ins.src[1])
+    ra, rb = state.vsrc_reader(ins.src[0]), state.vsrc_reader(ins.src[1])
     c = ins.src[2]
     d = ins.dst[0].reg
     f = _qsad(True, True)
@@ -101,13 +101,12 @@ def _build_mqsad_u32(ins, b, p):
         for k in range(4):
             acc = b.V[c.reg + k][g.sel].astype(I64) if c.kind == "v" else np.int64(c.value if k == 0 else 0)
             v = np.minimum(sums[k] + acc, 0xFFFFFFFF).astype(U32)
-            b.vwrite(g, d + k, np.broadcast_to(v, (g.n, core.WAVE)))
+            b.vwrite(g, d + k, np.broadcast_to(v, (g.n, state.WAVE)))
     return run
 
 
 def _build_pkaccum(ins, b, p):
-    from .. import core
-    ra, rb = core.vsrc_reader(ins.src[0]), core.vsrc_reader(ins.src[1])
+    ra, rb = state.vsrc_reader(ins.src[0]), state.vsrc_reader(ins.src[1])
     d = ins.dst[0].reg
 
     def run(b, g):
@@ -116,7 +115,7 @@ def _build_pkaccum(ins, b, p):
         sh = (np.asarray(rb(b, g), U32).astype(I64) & 3) * 8
         cur = b.V[d][g.sel].astype(I64)
         out = (cur & ~(np.int64(0xFF) << sh)) | (v << sh)
-        b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
+        b.vwrite(g, d, np.broadcast_to(out, (g.n, state.WAVE)).astype(U32))
     return run
 
 

@@ -6,15 +6,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import isa
 from .. import ops as O
-from ..core import I32, I64, U32, U64, Batch, Prepared, ssrc_reader, swriter
+from ..state import I32, I64, PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE, U32, U64, ssrc_reader, swriter
 from ..decode import Instr
 from ._util import core_executed
 from .control import _jump
 from .vint import _mul_hi_i, _mul_hi_u
+
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Prepared
 
 
 # -- SALU ---------------------------------------------------------------------------
@@ -308,7 +313,6 @@ def _build_sopk(ins: Instr, b: Batch):
         # hwreg(id, offset, size): SH_MEM_BASES gives the apertures (LLVM reads it for
         # addrspacecast on gfx9: private base [15:0], shared base [31:16], each the aperture
         # address >> 48); other registers read 0 (MODE: float_mode.py)
-        from ..core import PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE
         hw, off, size = simm & 0x3F, (simm >> 6) & 0x1F, ((simm >> 11) & 0x1F) + 1
         val = 0
         if hw == HW_REG_SH_MEM_BASES:

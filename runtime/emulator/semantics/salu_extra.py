@@ -22,6 +22,7 @@ from .. import isa
 from ._util import U32, U64
 from . import control as _control
 from . import memory as _memory
+from .. import state
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 
@@ -29,11 +30,10 @@ M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 def _per_wave(fn, nbits_out, scc=None, reads_dst=False):
     """Builder for D = fn(S0 [, S1] [, old D]) on Python ints, one per wave."""
     def build(ins, b, p):
-        from .. import core
-        rd = [core.ssrc_reader(o) for o in ins.src]
+        rd = [state.ssrc_reader(o) for o in ins.src]
         d = ins.dst[0]
-        old = core.ssrc_reader(d) if reads_dst else None
-        wr = core.swriter(d)
+        old = state.ssrc_reader(d) if reads_dst else None
+        wr = state.swriter(d)
 
         def run(b, g):
             srcs = [np.broadcast_to(r(b, g), (g.n,)) for r in rd]
@@ -99,10 +99,9 @@ def _bitrep(x):
 
 def _wrexec(n1: bool):
     def build(ins, b, p):
-        from .. import core
         from .. import ops as O
-        rd = core.ssrc_reader(ins.src[0])
-        wr = core.swriter(ins.dst[0])
+        rd = state.ssrc_reader(ins.src[0])
+        wr = state.swriter(ins.dst[0])
         _writes(p, isa.EXEC_LO, isa.EXEC_HI)  # SCC: isa.SCC_WRITERS
         p.rkeys = p.rkeys | {isa.EXEC_LO, isa.EXEC_HI}
         p.keys = p.rkeys | p.wkeys
@@ -120,13 +119,12 @@ def _wrexec(n1: bool):
 
 def _movrel(kind, wide):
     def build(ins, b, p):
-        from .. import core
         from ..errors import RegisterRangeError
         if kind == "s":  # s_movrels: D = SGPR[S0 + M0]
             base, d = ins.src[0], ins.dst[0].reg
         else:            # s_movreld: SGPR[D + M0] = S0
             base, d = ins.dst[0], None
-            rs = core.ssrc_reader(ins.src[0])
+            rs = state.ssrc_reader(ins.src[0])
         # the register read (movrels) or written (movreld) is SGPR[base + M0], known at run time
         if kind == "s":
             p.rkeys = (p.rkeys - set(range(base.reg, base.reg + wide))) | {isa.M0}

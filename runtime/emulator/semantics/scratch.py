@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import OutOfBoundsAccess
 from ._util import I64, U32
 from . import memory as _memory
+from .. import state
 
 LIMIT = 64 * 1024
 _SUB = {"ubyte": (1, False), "sbyte": (1, True), "ushort": (2, False), "sshort": (2, True),
@@ -35,7 +36,6 @@ def _mem(b, need: int):
 
 
 def _build(ins, b, p):
-    from .. import core
     f = ins.f
     name = f["op"]
     kind, sub = name.split("_", 1)
@@ -57,7 +57,7 @@ def _build(ins, b, p):
     off = f["offset"]
 
     def lane_addr(b, g):
-        a = np.zeros((g.n, core.WAVE), I64)
+        a = np.zeros((g.n, state.WAVE), I64)
         if addr_op.kind == "v":
             a = a + b.V[addr_op.reg][g.sel].astype(I64)
         if saddr is not None:

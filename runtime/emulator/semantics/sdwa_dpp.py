@@ -43,6 +43,7 @@ from ..errors import UnsupportedInstruction
 from ._util import I64, U32, raw_reader, raw_reader16, s16
 from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits
 from . import valu as _valu
+from .. import state
 
 _SDWA_OK_EXTRA = {"v_cndmask_b32"}
 
@@ -130,7 +131,7 @@ def _default_post(ins, mn, kind, ftype):
     if rt == "f32" and not ins.f.get("clamp", 0):
         p32 = _valu._post_f32(ins)
         return lambda v, b, g: p32(v)
-    from .vop_float import _post
+    from .float_mode import _post
     posts = {dx10: _post(ins, rt, dx10) for dx10 in (True, False)}
     return lambda v, b, g: posts[bool((mode_of(b, g) >> 8) & 1)](v)
 
@@ -315,8 +316,7 @@ def _moded(plan, b, g):
 def _cmp_runner(ins, fn, plan, fetch):
     """The runner of an SDWA/DPP compare: ``fetch(b, g)`` gives the two sources (after the
     selection or the lane move, with their modifiers) and the lanes to write."""
-    from .. import core
-    wr = core.swriter(ins.dst[0])
+    wr = state.swriter(ins.dst[0])
     x = ins.mnemonic.startswith("v_cmpx_")
 
     def run_cmp(b, g):
@@ -353,7 +353,6 @@ def _result(kind, fn, plan, post, vals, extra, acc, mode, b, g):
 
 
 def _build_sdwa(ins, b, p):
-    from .. import core
     mn = ins.mnemonic
     fn, kind = _sem(mn)
     if kind is None:
@@ -364,7 +363,7 @@ def _build_sdwa(ins, b, p):
     rd = _readers(ins, mn, ftype, nsrc)
     sels = [(sd["src0_sel"], sd["src0_sext"]), (sd["src1_sel"], sd["src1_sext"])]
     post = _default_post(ins, mn, kind, ftype)
-    extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
+    extra = [state.vsrc_reader(o) for o in ins.src[nsrc:]]
     plan = _plan(ins, mn, kind, ftype, fn)
 
     def operands(b, g):
@@ -381,7 +380,7 @@ def _build_sdwa(ins, b, p):
 
     d = ins.dst[0].reg
     dsel, unused = sd["dst_sel"], sd["dst_unused"]
-    cw = core.swriter(ins.dst[1]) if kind == "carry" else None
+    cw = state.swriter(ins.dst[1]) if kind == "carry" else None
 
     def acc(b, g):
         return [e(b, g) for e in extra]
@@ -390,10 +389,10 @@ def _build_sdwa(ins, b, p):
         vals = operands(b, g)
         mode = _moded(plan, b, g)
         res, carry = _result(kind, fn, plan, post, vals, extra, acc, mode, b, g)
-        res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
+        res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, state.WAVE))
         b.vwrite(g, d, _place(res, b.V[d][g.sel], dsel, unused))
         if cw is not None:
-            cw(b, g, O.bits_of(np.broadcast_to(carry, (g.n, core.WAVE)) & b.em(g)))
+            cw(b, g, O.bits_of(np.broadcast_to(carry, (g.n, state.WAVE)) & b.em(g)))
     return run
 
 
@@ -438,7 +437,6 @@ def dpp_lanes(ctrl: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _build_dpp(ins, b, p):
-    from .. import core
     mn = ins.mnemonic
     fn, kind = _sem(mn)
     if kind is None:
@@ -454,13 +452,13 @@ def _build_dpp(ins, b, p):
     ftype = _ftype(mn)
     nsrc = 1 if ins.encoding == "VOP1" else 2
     rd = _readers(ins, mn, ftype, nsrc)
-    extra = [core.vsrc_reader(o) for o in ins.src[nsrc:]]
+    extra = [state.vsrc_reader(o) for o in ins.src[nsrc:]]
     post = _default_post(ins, mn, kind, ftype)
     plan = _plan(ins, mn, kind, ftype, fn)
 
     def fetch(b, g):
         em = b.em(g)
-        v0 = np.broadcast_to(rd[0](b, g), (g.n, core.WAVE))
+        v0 = np.broadcast_to(rd[0](b, g), (g.n, state.WAVE))
         moved = v0[:, src_lane]
         valid = in_range[None, :] & em[:, src_lane]
         if bound:
@@ -468,7 +466,7 @@ def _build_dpp(ins, b, p):
             wen = wmask[None, :] & em
         else:
             wen = wmask[None, :] & em & valid
-        vals = [moved] + [np.broadcast_to(r(b, g), (g.n, core.WAVE)) for r in rd[1:]]
+        vals = [moved] + [np.broadcast_to(r(b, g), (g.n, state.WAVE)) for r in rd[1:]]
         if ftype is not None:
             vals = [_float_mods(v, o, ftype) if o.width == 1 else v for v, o in zip(vals, ins.src)]
         return vals, wen
@@ -479,10 +477,10 @@ def _build_dpp(ins, b, p):
     d = ins.dst[0].reg
     if ins.dst[0].width != 1:
         return None
-    cw = core.swriter(ins.dst[1]) if kind == "carry" else None
+    cw = state.swriter(ins.dst[1]) if kind == "carry" else None
 
     def acc(b, g):
-        return [np.broadcast_to(e(b, g), (g.n, core.WAVE)) for e in extra]
+        return [np.broadcast_to(e(b, g), (g.n, state.WAVE)) for e in extra]
 
     def run(b, g):
         vals, wen = fetch(b, g)
@@ -490,11 +488,11 @@ def _build_dpp(ins, b, p):
             vals = [v & U32(0xFFFF) for v in vals]
         mode = _moded(plan, b, g)
         res, carry = _result(kind, fn, plan, post, vals, extra, acc, mode, b, g)
-        res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, core.WAVE))
+        res = np.broadcast_to(np.asarray(res).astype(U32), (g.n, state.WAVE))
         old = b.V[d][g.sel]
         b.vwrite(g, d, np.where(wen, res, old))
         if cw is not None:
-            cw(b, g, O.bits_of(np.broadcast_to(carry, (g.n, core.WAVE)) & wen))
+            cw(b, g, O.bits_of(np.broadcast_to(carry, (g.n, state.WAVE)) & wen))
     return run
 
 

@@ -13,24 +13,29 @@ All count on lgkmcnt (returns out of order).  ``s_dcache_discard*`` and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ._util import U32, U64
-from ..core import Batch, Prepared, ssrc_reader, swriter
+from ..state import ssrc_reader, swriter
 from ..decode import Instr, Operand
 from ..errors import OutOfBoundsAccess
 from ._util import core_executed
 from .memory import _issue, _oob, _site
 from . import memory as _memory
+from .. import state
+
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Prepared
 
 
 def _addr_fn(ins):
-    from .. import core
     from ..decode import Operand
     base_op = ins.src[0]
-    rbase = core.ssrc_reader(Operand("s", base_op.reg, 2))
+    rbase = state.ssrc_reader(Operand("s", base_op.reg, 2))
     off = ins.f["offset"]
-    rso = core.ssrc_reader(ins.src[-1]) if ins.f["soffset"] is not None else None
+    rso = state.ssrc_reader(ins.src[-1]) if ins.f["soffset"] is not None else None
     buffer = ins.f["buffer"]
     r4 = base_op.reg
 

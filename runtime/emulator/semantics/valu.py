@@ -11,13 +11,20 @@ in :mod:`.sdwa_dpp`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from .. import isa as eisa
 from .. import ops as O
-from ..core import F32, F64, I64, U32, U64, WAVE, Batch, Prepared, ssrc_reader, swriter, vsrc_reader, vwriter
+from ..state import F32, F64, I64, U32, U64, WAVE, ssrc_reader, swriter, vsrc_reader, vwriter
 from ..decode import Instr
 from . import convert, f32, f64, vint
 from ._util import _i, core_executed
+from .float_mode import _post
+
+if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
+    from ..core import Batch, Prepared
 
 #: mnemonic -> bit function (raw source bits...) -> result bits, of the VALU families
 #: (:mod:`.vint`, :mod:`.f32`, :mod:`.f64`, :mod:`.convert`) that :func:`build_valu` runs.
@@ -207,7 +214,6 @@ def build_valu(ins: Instr, b: Batch, p: Prepared):
     if int_result:
         pass  # a float -> integer conversion: the float output modifiers do not apply
     elif mn == "v_cvt_f16_f32":
-        from .vop_float import _post
         post = _post(ins, "f16", True) if (ins.f.get("omod", 0) or ins.f.get("clamp", 0)) else None
     elif "_f32" in mn and w == 1:
         post = _post_f32(ins)
@@ -394,5 +400,7 @@ def _build_cmp(ins: Instr):
 
 #: the VALU instructions without a family table entry: compares, carry-out arithmetic,
 #: lane reads/writes, v_fma_f32, v_mad_u64_u32, v_mbcnt, v_cndmask, v_swap, v_nop
-BASE_BUILDERS = {mn: build_valu for mn in core_executed("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b")
-                 if mn not in VALU}
+#: -- and those of the family tables (:data:`VALU`), whose bit functions ``build_valu`` runs
+BASE_BUILDERS = {**{mn: build_valu for mn in core_executed("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b")
+                    if mn not in VALU},
+                 **{mn: build_valu for mn in VALU if mn in eisa.CORE_EXECUTED}}

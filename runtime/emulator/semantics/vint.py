@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._util import I32, I64, U32, U64, _i, _med3, _minmax3, _shift, valu_builders
+from ._util import I32, I64, U32, U64, _i, _med3, _minmax3, _shift
 
 
 def _mul_lo(a, b):
@@ -49,7 +49,7 @@ def _ffbh_i32(a):
     y = np.where(x < 0, ~x, x).astype(U32)
     r = O.ffbh_u32(y)
     # count of leading bits equal to the sign bit, minus one -> position of first differing bit
-    return np.where((x == 0) | (x == -1), U32(0xFFFFFFFF), r - U32(0) if False else r)
+    return np.where((x == 0) | (x == -1), U32(0xFFFFFFFF), r)
 
 
 TABLE: dict = {
@@ -109,4 +109,3 @@ TABLE: dict = {
 }
 
 
-BASE_BUILDERS = valu_builders(TABLE)

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import UnsupportedInstruction
 from ._util import U32
 from . import memory as _memory
+from .. import state
 
 _COMPONENTS = {"x": 1, "xy": 2, "xyz": 3, "xyzw": 4}
 #: DATA_FORMAT -> 32-bit components (only the 32-bit-per-component formats)
@@ -88,7 +89,6 @@ def _format_of(ins, n):
 
 
 def _build(ins, b, p):
-    from .. import core
     pl = _plain(ins.f["op"])
     if pl is None:
         return None
@@ -102,7 +102,7 @@ def _build(ins, b, p):
             # components the format lacks read as 0 (y, z) and 1 (w)
             one = 0x3F800000 if nfmt == 7 else 1
             for i in range(nf, n):
-                b.vwrite(g, d + i, np.full((g.n, core.WAVE), one if i == 3 else 0, U32))
+                b.vwrite(g, d + i, np.full((g.n, state.WAVE), one if i == 3 else 0, U32))
         return r_
     return run
 
@@ -113,7 +113,6 @@ def _build_d16(ins, b, p):
     formats convert f32 <-> f16 (round to nearest even), integer ones keep / extend the low
     16 bits.  Runs the core's dword access through the destination (or data) VGPRs and
     restores them before packing."""
-    from .. import core
     rest = ins.f["op"].split("_format_d16_", 1)[1]
     hi = rest.startswith("hi_")
     n = _COMPONENTS[rest[3:] if hi else rest]
@@ -144,7 +143,7 @@ def _build_d16(ins, b, p):
             for i in range(nf):
                 b.V[d + i][g.sel] = saved[i]
             one = 0x3C00 if nfmt == 7 else 1
-            vals = [to16(c, nfmt) for c in comps] + [np.full((g.n, core.WAVE), one if i == 3 else 0, U32)
+            vals = [to16(c, nfmt) for c in comps] + [np.full((g.n, state.WAVE), one if i == 3 else 0, U32)
                                                      for i in range(nf, n)]
             if hi:
                 out = (b.V[d][g.sel] & U32(0xFFFF)) | (vals[0] << U32(16))

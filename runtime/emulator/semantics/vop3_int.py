@@ -16,15 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 from ._util import I64, U32, U64, half, op16, plain, s16
+from .. import state
 
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def _add_sub_i32(sub: bool):
     def build(ins, b, p):
-        from .. import core
-        ra, rb = [core.vsrc_reader(o) for o in ins.src[:2]]
-        wr = core.vwriter(ins.dst[0])
+        ra, rb = [state.vsrc_reader(o) for o in ins.src[:2]]
+        wr = state.vwriter(ins.dst[0])
         clamp = ins.f.get("clamp", 0)
 
         def run(b, g):
@@ -142,9 +142,8 @@ def _mad16(signed: bool, legacy: bool = False):
 
 def _mad32_16(signed: bool):
     def build(ins, b, p):
-        from .. import core
-        rd = [core.vsrc_reader(o) for o in ins.src]
-        wr = core.vwriter(ins.dst[0])
+        rd = [state.vsrc_reader(o) for o in ins.src]
+        wr = state.vwriter(ins.dst[0])
         sel = ins.f.get("op_sel", 0)
 
         def run(b, g):
@@ -181,12 +180,11 @@ def _add16(sub: bool, signed: bool):
 
 
 def _pack_mods(ins):
-    from .. import core
     from ._util import raw_reader16
     from .f16 import _mod16 as mod
     from .float_mode import denorm_bits, flush16, mode_of
     ra, rb = [raw_reader16(o) for o in ins.src[:2]]
-    wr = core.vwriter(ins.dst[0])
+    wr = state.vwriter(ins.dst[0])
     sel = ins.f.get("op_sel", 0)
 
     def run(b, g):

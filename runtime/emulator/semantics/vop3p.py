@@ -42,6 +42,7 @@ from . import rounding
 from ._util import I64, U32, half, raw_reader, s16
 from .f16 import minmax16
 from .float_mode import denorm_bits, flush16, flush32, mode_of, round_bits, round_directed
+from .. import state
 
 F16, F32, F64 = np.float16, np.float32, np.float64
 
@@ -111,7 +112,6 @@ def _build_packed(mn):
     fn, is_f16 = PACKED[mn]
 
     def build(ins, b, p):
-        from .. import core
         f = ins.f
         rd = [_reader(o, is_f16) for o in ins.src]
         d = ins.dst[0].reg
@@ -160,7 +160,7 @@ def _build_packed(mn):
                             v = flush16(v)
                 res.append(np.asarray(v).astype(I64) & 0xFFFF)
             out = res[0] | (res[1] << 16)
-            b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
+            b.vwrite(g, d, np.broadcast_to(out, (g.n, state.WAVE)).astype(U32))
         return run
     return build
 
@@ -180,9 +180,8 @@ def _elems(x, bits, signed):
 
 def _build_idot(bits, signed):
     def build(ins, b, p):
-        from .. import core
         rd = [_reader(o, False) for o in ins.src[:3]]
-        wr = core.vwriter(ins.dst[0])
+        wr = state.vwriter(ins.dst[0])
         clamp = ins.f["clamp"]
 
         def run(b, g):
@@ -198,9 +197,8 @@ def _build_idot(bits, signed):
 
 
 def _build_fdot2(ins, b, p):
-    from .. import core
     rd = [_reader(o, i < 2) for i, o in enumerate(ins.src[:3])]
-    wr = core.vwriter(ins.dst[0])
+    wr = state.vwriter(ins.dst[0])
     f = ins.f
 
     def run(b, g):
@@ -236,7 +234,6 @@ def _build_fdot2(ins, b, p):
 
 def _build_mix(kind):
     def build(ins, b, p):
-        from .. import core
         f = ins.f
         rd = [_reader(o, bool((f["op_sel_hi"] >> i) & 1)) for i, o in enumerate(ins.src[:3])]
         d = ins.dst[0].reg
@@ -256,7 +253,7 @@ def _build_mix(kind):
 
         def run(b, g):
             mode = mode_of(b, g)
-            a, c, e = (np.broadcast_to(src(i, r(b, g), mode), (g.n, core.WAVE)) for i, r in enumerate(rd))
+            a, c, e = (np.broadcast_to(src(i, r(b, g), mode), (g.n, state.WAVE)) for i, r in enumerate(rd))
             rb = round_bits(mode, "f32" if kind == "f32" else "f16")
             if rb and kind != "f32":
                 # the exact f32-operand fma rounded once to f16 in the directed mode
@@ -267,7 +264,7 @@ def _build_mix(kind):
                 h = (h if denorm_bits(mode, "f16") & 2 else flush16(h)).astype(I64)
                 cur = b.V[d][g.sel].astype(I64)
                 out = (cur & ~0xFFFF) | h if kind == "lo" else (cur & 0xFFFF) | (h << 16)
-                b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
+                b.vwrite(g, d, np.broadcast_to(out, (g.n, state.WAVE)).astype(U32))
                 return
             r32 = rounding.directed("v_fma_f32", [a, c, e], rb) if rb else O.fma32(a, c, e)
             if f["clamp"]:
@@ -283,7 +280,7 @@ def _build_mix(kind):
             h = (h if denorm_bits(mode, "f16") & 2 else flush16(h)).astype(I64)
             cur = b.V[d][g.sel].astype(I64)
             out = (cur & ~0xFFFF) | h if kind == "lo" else (cur & 0xFFFF) | (h << 16)
-            b.vwrite(g, d, np.broadcast_to(out, (g.n, core.WAVE)).astype(U32))
+            b.vwrite(g, d, np.broadcast_to(out, (g.n, state.WAVE)).astype(U32))
         return run
     return build
 

@@ -50,8 +50,9 @@ from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
 from . import rounding
-from .float_mode import FLUSH, IEEE_KEEP, denorm_bits, mode_of, round_bits, round_directed, specialize
+from .float_mode import FLUSH, IEEE_KEEP, _post, denorm_bits, mode_of, round_bits, round_directed, specialize
 from . import valu as _valu
+from .. import state
 
 U32, U64, F32, F64 = O.U32, O.U64, O.F32, O.F64
 
@@ -214,32 +215,6 @@ def _sem(mn: str, ieee: bool):
     return _valu.VALU.get(mn)
 
 
-def _post(ins, ftype, dx10):
-    om, cl = ins.f.get("omod", 0), ins.f.get("clamp", 0)
-    if not om and not cl:
-        return None
-    is64 = ftype == "f64"
-    mul = {0: None, 1: 2.0, 2: 4.0, 3: 0.5}[om]
-
-    def post(bits):
-        if ftype == "f16":
-            x = (np.asarray(bits, U32) & U32(0xFFFF)).astype(np.uint16).view(np.float16)
-        else:
-            x = O.f64(bits) if is64 else O.f32(bits)
-        with np.errstate(all="ignore"):
-            if mul is not None:
-                x = x * x.dtype.type(mul)
-            if cl:
-                nan = np.isnan(x)
-                x = np.clip(x, 0, 1).astype(x.dtype)
-                if dx10:
-                    x = np.where(nan, x.dtype.type(0), x)
-        if ftype == "f16":
-            return np.asarray(x, np.float16).view(np.uint16).astype(U32)
-        return O.b64(x) if is64 else O.b32(x)
-    return post
-
-
 def _f16_reader(o):
     """An f16 source (``v_cvt_f32_f16``): the low half, ``abs``/``neg`` on bit 15, an inline
     float constant in its f16 encoding."""
@@ -259,7 +234,6 @@ def _check_round(ins, mode, ftypes):
 
 
 def build(ins, b, p):
-    from .. import core
     mn = ins.mnemonic
     ty = _types(mn)
     if ty is None or "sdwa" in ins.f or "dpp" in ins.f:
@@ -272,16 +246,16 @@ def build(ins, b, p):
     if fast is None and not always_own:
         return None
     nsrc = len(ins.src)
-    readers = [_f16_reader(o) if f16_src else core.vsrc_reader(o) for o in ins.src]
+    readers = [_f16_reader(o) if f16_src else state.vsrc_reader(o) for o in ins.src]
     ftypes = {dst_t, *src_t[:nsrc]}
     mad = mn in _MAD_F32
     if is_cmp:
         cond = mn.split("_")[2]
         is64 = mn.endswith("_f64")
-        wr = core.swriter(ins.dst[0])
+        wr = state.swriter(ins.dst[0])
         x = mn.startswith("v_cmpx_")
     else:
-        wr = core.vwriter(ins.dst[0])
+        wr = state.vwriter(ins.dst[0])
 
     def flush_in(i, v, mode):
         t = src_t[i] if i < len(src_t) else None
@@ -342,12 +316,11 @@ _OUTMODS_ONLY = ("v_frexp_mant_f32", "v_frexp_mant_f64", "v_rcp_iflag_f32")
 def _build_outmods_only(ins, b, p):
     if not (ins.f.get("omod", 0) or ins.f.get("clamp", 0)):
         return _valu.build_valu(ins, b, p)
-    from .. import core
     mn = ins.mnemonic
     t = "f64" if mn.endswith("_f64") else "f32"
     sem = _valu.VALU[mn]
-    readers = [core.vsrc_reader(o) for o in ins.src]
-    wr = core.vwriter(ins.dst[0])
+    readers = [state.vsrc_reader(o) for o in ins.src]
+    wr = state.vwriter(ins.dst[0])
     posts = {dx10: _post(ins, t, dx10) for dx10 in (True, False)}
 
     def fn(b, g):

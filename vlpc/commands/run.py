@@ -19,88 +19,19 @@ import sys
 import time
 import numpy as np
 
+from vlpc.cli_support import (Progress, check_not_input, check_size_options, check_writable, codegen_options,
+                              counters_text, load_npy, read_input, single_kernel, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
+from vlpc.launch_cli import cmd_run_code_object, is_code_object
 
 from vlpc.verify import UNIT_ROUNDOFF, Problem, apply_epilogue, gelu_tanh, tolerance  # noqa: F401  (re-exported)
 from vlpc.verify import check_before_allocating
 
 
-def resolve_problem(launch_info: dict, m: int | None, n: int | None, k: int | None) -> Problem:
-    """Static sizes from the kernel, dynamic ones from the command line (errors name what is missing)."""
-    def pick(name: str, given: int | None) -> int:
-        static = launch_info[f"static_{name}"]
-        if static >= 0:
-            if given is not None and given != static:
-                raise VlpcError(f"--{name} {given} contradicts the static size {name.upper()}={static} in the IR")
-            return static
-        if given is None:
-            raise VlpcError(f"{name.upper()} is dynamic ('?') in the IR: give it with --{name}")
-        if given <= 0:
-            raise VlpcError(f"--{name} must be positive, got {given}")
-        return given
-
-    mm, nn, kk = pick("m", m), pick("n", n), pick("k", k)
-
-    def ld(name: str, default: int) -> int:
-        static = launch_info[f"static_{name}"]
-        return static if static >= 0 else default
-
-    layout = launch_info.get("layout", "NT")
-    return Problem(mm, nn, kk, ld("lda", kk if layout[0] == "N" else mm), ld("ldb", nn if layout[1] == "N" else kk),
-                   ld("ldc", nn))
-
-
-def check_batch_option(kernel, batch: int | None) -> None:
-    """``--batch`` (a dynamic batch count) is for a strided batched kernel: given for another
-    kernel it is a one-line :class:`VlpcError` (``vlpc run``, ``vlpc report/bench --energy``)."""
-    if batch is not None and kernel.launch_info.get("batch", 0) == 0:
-        raise VlpcError(f"--batch {batch}: kernel {kernel.name} is not batched (give A, B and C as 3-D memrefs)")
-
-
-def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: int | None = None,
-                   a=None, b=None, c=None) -> Problem:
-    """The :class:`vlpc.verify.Problem` of one launch of ``kernel``, as ``vlpc run``, ``vlpc bench``
-    and ``vlpc report/bench --energy`` resolve it: :func:`resolve_problem` (static sizes from the
-    IR, dynamic ones from ``m``, ``n``, ``k``), :func:`check_batch_option`, :func:`vlpc.api.resolve`
-    (leading dimensions, the batch count (``batch`` when it is dynamic) and batch strides: from
-    the IR, else from the operand arrays ``a``, ``b``, ``c`` if given, else rows x leading
-    dimension) and, for the f16/int8 dot kernels, :func:`vlpc.dot_run.round_leading_dimensions`
-    (leading dimensions given at launch: whole dwords of K).  Raises :class:`VlpcError` naming a
-    missing or contradicting size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count
-    without ``batch``."""
-    from vlpc.api import resolve
-
-    p = resolve_problem(kernel.launch_info, m, n, k)
-    check_batch_option(kernel, batch)
-    p = resolve(kernel, a, b, c, p.m, p.n, p.k, batch)
-    if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):
-        from vlpc.dot_run import round_leading_dimensions
-        round_leading_dimensions(kernel, p, a is not None, b is not None)
-    return p
-
-
-def storage_shapes(layout: str, p: Problem) -> dict[str, tuple[int, int]]:
-    """(rows, row stride) of A, B and C as stored, for a layout ("NT": A is M x K, B is N x K)."""
-    return {"A": (p.m if layout[0] == "N" else p.k, p.lda),
-            "B": (p.k if layout[1] == "N" else p.n, p.ldb),
-            "C": (p.m, p.ldc)}
-
-
-def operands(layout: str, p: Problem, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """op(A) (M x K) and op(B) transposed (N x K), as float64 views of the stored arrays."""
-    op_a = a[:, :p.k] if layout[0] == "N" else a[:, :p.m].T
-    op_bt = b[:, :p.n].T if layout[1] == "N" else b[:, :p.k]
-    return op_a.astype(np.float64), op_bt.astype(np.float64)
-
-
 def cmd_run(args) -> int:
     import vlpc
-    from vlpc.api import VerificationError, run
+    from vlpc.api import VerificationError, check_batch_option, resolve_launch, resolve_problem, run, stored_shapes
     from vlpc.runtime import get_device
-
-    from vlpc.cli_support import Progress, check_size_options, read_input as _read_input
-
-    from vlpc.launch_cli import cmd_run_code_object, is_code_object
     if is_code_object(args.file):  # any gfx906 code object, arguments from its metadata
         return cmd_run_code_object(args)
     for opt in ("kernel", "grid", "block", "arg", "dynamic_lds"):
@@ -113,13 +44,10 @@ def cmd_run(args) -> int:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     check_size_options(args)
     if args.save_output:
-        from vlpc.cli_support import check_not_input
         for given in (args.file, *(getattr(args, "inputs", None) or ())):  # C.npy of --inputs is the user's
             check_not_input(args.save_output, given, "--save-output")
-        _check_writable(args.save_output)
-    text = _read_input(args.file)
-    from vlpc.cli_support import codegen_options
-
+        check_writable(args.save_output)
+    text = read_input(args.file)
     opts = codegen_options(args)
     t0 = time.perf_counter()
     compiled = vlpc.compile(text, args.target, filename=args.file, **opts)
@@ -127,14 +55,13 @@ def cmd_run(args) -> int:
 
     print_notes(compiled.plan_notes, args.verbose)  # the tuning database's entry (vlpc tune), if any
     t_compile = time.perf_counter() - t0
-    from vlpc.cli_support import single_kernel
     kernel = single_kernel(compiled, "run")
     weights = None
     if getattr(args, "weights", None):  # a GGUF tensor as B (vlpc/quant_run.py)
         from vlpc.quant_run import weights_option
         weights, args.n = weights_option(kernel, args.weights, args.n)
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
-    from vlpc.tunedb import dynamic_sizes_entry
+    from vlpc.pipeline import dynamic_sizes_entry
 
     # a kernel of '?' sizes: the tuning database's entry for the sizes given
     tuned, notes = dynamic_sizes_entry(compiled, text, args.target, args.file, opts, p.m, p.n, p.k,
@@ -158,13 +85,13 @@ def cmd_run(args) -> int:
         int_scalars = scalar_type(kernel) is np.int32
         if kernel.launch_info.get("b_format"):  # B: the GGUF tensor's bytes
             op_dtypes["B"] = np.uint8
-    shapes = storage_shapes(layout, p)
+    shapes = stored_shapes(layout, p)
     arrays: dict[str, np.ndarray | None] = {"A": None, "B": weights, "C": None}
     if args.inputs and weights is not None:
         raise VlpcError("--weights gives B: with it, give A and C by --inputs of a kernel without --weights, not both")
     if args.inputs:
         for x, name in zip(args.inputs, "ABC"):
-            arr = _load_npy(x, name)
+            arr = load_npy(x, name)
             rows, ld = shapes[name]
             static_ld = kernel.launch_info[f"static_ld{name.lower()}"]
             if arr.dtype != op_dtypes[name]:
@@ -210,7 +137,6 @@ def cmd_run(args) -> int:
     if args.verbose and args.device == "emulator":
         # -v on the emulator: also the timing model's modeled time, on the board (and CUs) the plan
         # was made for: --gpu / --cus / --options, else the target's default board
-        from vlpc.cli_support import codegen_options
         from vlpc.targets import board_for
         plan = codegen_options(args)
         dev_opts["gpu"] = plan.get("gpu") or board_for(args.target)
@@ -272,9 +198,6 @@ def cmd_run(args) -> int:
               "modeled")
     if args.save_output:
         import io
-
-        from vlpc.cli_support import write_atomic
-
         data = io.BytesIO()
         np.save(data, r.c)
         write_atomic(args.save_output, data.getvalue())
@@ -286,49 +209,3 @@ def cmd_run(args) -> int:
         return EXIT_VERIFY
     print("  verification passed")
     return 0
-
-
-def _load_npy(path: str, name: str) -> np.ndarray:
-    """A ``.npy`` input; anything else (missing, not NumPy, pickled objects) is a one-line error."""
-    try:
-        with open(path, "rb") as f:
-            magic = f.read(6)
-        if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
-            raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy file "
-                            "(no \\x93NUMPY header); save arrays with numpy.save")
-        arr = np.load(path, allow_pickle=False)
-    except OSError as e:
-        raise VlpcError(f"cannot read input {name} from {path}: {e.strerror or e}") from None
-    except (ValueError, EOFError) as e:
-        raise VlpcError(f"cannot read input {name} from {path}: not a NumPy .npy array "
-                        f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    if not isinstance(arr, np.ndarray):  # an .npz archive
-        raise VlpcError(f"input {name}: {path} is an .npz archive; save one array with numpy.save")
-    return arr
-
-
-def _check_writable(path: str) -> None:
-    """Fail before a long run when ``path`` cannot be written (the write itself is atomic)."""
-    from vlpc.cli_support import check_writable
-
-    check_writable(path)
-
-
-def counters_text(stats) -> list[str]:
-    """What the emulator counted in the launch, as labelled lines a first-time reader can follow
-    (the counts of :class:`vlpc.runtime.emulator.core.LaunchStats`; the ISA terms in brackets)."""
-    c = stats.by_class
-    return [
-        "  emulator counts (what the kernel did, not how long it took; -v adds the modeled time):",
-        f"    instructions: {stats.instructions:,} run, counted once per wavefront of 64 work-items "
-        f"(vector ALU [VALU] {c.get('valu', 0):,}, scalar ALU [SALU] {c.get('salu', 0):,}, scalar loads [SMEM] "
-        f"{c.get('smem', 0):,}, vector memory [VMEM] {c.get('vmem', 0):,}, local data share [LDS] {c.get('lds', 0):,}, "
-        f"waits for memory [s_waitcnt] {c.get('waitcnt', 0):,})",
-        f"    registers: vector [VGPR] reads {stats.vgpr_reads:,} ({stats.vgpr_reads_forwarded:,} of them straight "
-        f"from the previous instruction's result), writes {stats.vgpr_writes:,}; scalar [SGPR] reads "
-        f"{stats.sgpr_reads:,} (32-bit registers: a VGPR access counts once per active work-item, an SGPR "
-        f"access once per wavefront)",
-        f"    memory: local data share {stats.lds_bytes_read + stats.lds_bytes_written:,} bytes; global memory "
-        f"{stats.global_bytes_read:,} bytes read, {stats.global_bytes_written:,} written; workgroup barriers "
-        f"{stats.barriers:,}",
-    ]
