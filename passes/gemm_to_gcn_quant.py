@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp, quant_plan
+from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
@@ -80,26 +80,29 @@ PERM_SELECT = {0: 0x04010400, 2: 0x04030402}
 
 
 def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
-                  forwarding: bool = True) -> list[gcn.KernelOp]:
+                  forwarding: bool = True, builder=None) -> list[gcn.KernelOp]:
     """The kernels of a ``gemm.matmul`` with ``b_format``: the GEMV and, for an M given at launch,
-    its row-narrow companions (:data:`QUANT_ROWS_TILES`)."""
+    its row-narrow companions (:data:`QUANT_ROWS_TILES`); ``builder``: the kernels' builder class
+    (default :class:`QuantGemvBuilder`; Q4_K's: passes/gemm_to_gcn_quant_k.py)."""
+    builder = builder or QuantGemvBuilder
     s = mm.shape()
     split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
-    pairs = s.k // QUANT_K_PAIR
+    unit = QUANT_K_UNIT[s.b_format]
+    pairs = s.k // unit
     if split > 1 and "swiglu" in mm.epilogue_ops():
         raise op_error(mm, f"split-k={split}: a swiglu GEMV sums its gate and up projections within the workgroup "
                        "(use split-k=1)")
     if pairs % (split * local):
         raise op_error(mm, f"split-k={split} x local-split={local} does not divide the {pairs} block pairs of "
-                       f"K={s.k} ({QUANT_K_PAIR} weights each): every K slice runs whole pairs")
-    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, (), builder=QuantGemvBuilder)
+                       f"K={s.k} ({unit} weights each): every K slice runs whole pairs")
+    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, (), builder=builder)
     mt_m = mm.get_int_array("macro_tile")[0]
     if s.m < 0:  # the row-narrow companions, each with its own split of K over wavefront groups
         def build(clone: MatmulOp, kname: str, r: int) -> gcn.KernelOp:
             groups = quant_plan(dataclasses.replace(s, m=r))[1]
             clone.set_int("local_split", groups)
             clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
-            return QuantGemvBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
+            return builder(clone, kname, forwarding=forwarding, schedule=schedule).build()
 
         rows = [rows_kernel(mm, name, r, lambda c, n, r=r: build(c, n, r)) for r in QUANT_ROWS_TILES if r < mt_m]
         if rows:
