@@ -149,6 +149,12 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
     pairs = max(1, shape.k // QUANT_K_UNIT.get(shape.b_format, QUANT_K_PAIR))
     local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
+    if shape.b_format == "q4_k" and 0 < shape.m <= 2:
+        # Q4_K, 1 or 2 rows: 4 groups.  Modeled (MI50 @ 1725 MHz, the corrected timing model, commit
+        # 5668b13 + A by chunks): 1 x 14336 x 4096 64.9 us with L = 4, 229.1 with 8 (each lane's 144
+        # bytes a super-block over 3 lines: with 8 waves of 2 super-blocks in flight per CU the L1 and
+        # the CU's L2 share evict lines before their last load), 144.8 with 16, 150.4 with 2
+        local = QUANT_LOCAL // 2
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16
@@ -175,7 +181,7 @@ def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]
         return split, local
     if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
         return 1, local
-    half = max(1, local // 2)
+    half = local if shape.b_format == "q4_k" else max(1, local // 2)  # (Q4_K: 4 groups already)
     for split in (4, 2):
         if pairs % (split * half) == 0:
             return split, half

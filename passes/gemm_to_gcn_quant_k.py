@@ -82,7 +82,8 @@ class Q4KGemvBuilder(QuantGemvBuilder):
         zero = e(gcn.VMovB32Op(0)).vdst
         imm_rows = isinstance(lda4, int) and (rows - 1) * lda4 + 64 * 8 <= SMEM_IMM_MAX
         stepped = RowStepper(e, lda4)
-        ahead = rows <= 2  # A one sub-block ahead (2 x 32 SGPRs at most)
+        ahead = rows <= 2  # A one unit ahead (2 x 32 SGPRs)
+        a_unit = 2 if rows == 1 else 1  # sub-blocks of A per unit: 32 SGPRs
         sb_a = 4 * Q4K_A_DWORDS  # bytes of a row of A per super-block
 
         def load_b(ptr: SSAValue, loads=range(9)) -> list[SSAValue]:
@@ -101,6 +102,10 @@ class Q4KGemvBuilder(QuantGemvBuilder):
                     out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * sub, soffset=stepped(koff, r),
                                                      comment=text)).sdst)
             return out
+
+        def a_fetch(koff: SSAValue, u: int) -> list[SSAValue]:
+            """A of unit ``u`` (sub-blocks a_unit u ..), all rows: sub-block by sub-block."""
+            return [v for sub in range(a_unit * u, a_unit * (u + 1)) for v in a_rows(koff, sub, 0, rows)]
 
         def scales(loaded: list[SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
             """(d sc_j, -dmin m_j) for j = 0..7, f32 (exact: 11 x 6 bits)."""
@@ -154,11 +159,13 @@ class Q4KGemvBuilder(QuantGemvBuilder):
                 # dot on this one (scalar loads return out of order: a wait covers all in flight)
                 prefetch = None
                 if ahead:
-                    cur = a_cur
-                    if j < 7:
-                        prefetch = (koff, j + 1)
-                    elif a_koff is not None:
-                        prefetch = (a_koff, 0)
+                    if j % a_unit == 0:
+                        unit, u = a_cur, j // a_unit
+                        if u + 1 < 8 // a_unit:
+                            prefetch = (koff, u + 1)
+                        elif a_koff is not None:
+                            prefetch = (a_koff, 0)
+                    cur = unit[(j % a_unit) * rows:(j % a_unit + 1) * rows]
                 s_a: dict = {}
                 for w in range(nsets):
                     def dw(i, w=w):
@@ -184,7 +191,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
                             for t in range(16):
                                 sq = e(gcn.VDot2F32F16Op(pairs[t], e.sub(a_row, t, 1), sq)).vdst
                                 if prefetch is not None:
-                                    got = a_rows(prefetch[0], prefetch[1], 0, rows)
+                                    got = a_fetch(*prefetch)
                                     if prefetch[1]:
                                         a_cur = got
                                     else:
@@ -207,7 +214,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
         depth = QUANT_B_AHEAD
         koff = e.const(0)
         bptr = e.add64(b_tile, 0, 0, comment="B of the first super-block")
-        a_cur = a_rows(koff, 0, 0, rows) if ahead else None
+        a_cur = a_fetch(koff, 0) if ahead else None
         left = [iters]
 
         def load_set(ptr: SSAValue) -> list[SSAValue]:
@@ -229,7 +236,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
             sets = [*sets[1:], again]
             nxt = e.add64(nxt, Q4K_BYTES, 0)
         if left[0] > depth:
-            n0, na = len(sets[0]), (rows if ahead else 0)
+            n0, na = len(sets[0]), (rows * a_unit if ahead else 0)
             carried = [koff, nxt, *(v for st in sets for v in st), *(a_cur or []), *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body

@@ -182,3 +182,34 @@ def test_gguf_file(tmp_path):
     bad.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(VlpcError, match="truncated"):
         read_gguf_tensor(str(bad), "blk.0.attn_q.weight")
+
+
+@pytest.mark.parametrize("fmt, m, args", [("q4_k", 1, []), ("q4_0", None, ["-m", "5"]), ("q8_0", None, ["-m", "16"])])
+def test_bench_and_profile(tmp_path, fmt, m, args):
+    """vlpc bench (modeled) and vlpc profile take the quantized formats; an M given at launch keeps the
+    plan (the row-narrow companion for M = 5); B's bytes count in the HBM share."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "g.mlir"
+    src.write_text(source(m, 128, 512, fmt))
+    p = subprocess.run([sys.executable, "-m", "vlpc.cli", "bench", str(src), *args], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    rows = m or int(args[1])
+    assert f"M={rows} N=128" in p.stdout and "modeled" in p.stderr + p.stdout
+    if rows == 5:
+        assert "g_rows4" in p.stderr + p.stdout  # the 4-row companion, on two row tiles
+    p = subprocess.run([sys.executable, "-m", "vlpc.cli", "profile", str(src), *args], capture_output=True, text=True)
+    assert p.returncode == 0 and f"M={rows} N=128 K=512" in p.stdout and "findings: none" in p.stdout, p.stdout + p.stderr
+
+
+def test_bytes_to_move_counts_the_quantized_b():
+    from vlpc.bench import bytes_to_move
+    from vlpc.energy_report import host_buffers
+    from vlpc.verify import Problem
+
+    kern = vlpc.compile(source(2, 64, 512, "q4_k")).kernel("g")
+    p = Problem(m=2, n=64, k=512, lda=512, ldb=288, ldc=64)
+    host = host_buffers(kern, p)[0]
+    assert host["B"].dtype == np.uint8 and host["B"].size == 64 * 288
+    assert bytes_to_move(host, p, 0.0) == 2 * 512 * 2 + 64 * 288 + 2 * 64 * 4
