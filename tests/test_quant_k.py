@@ -57,11 +57,11 @@ def test_layout_is_ggufs():
 
 
 @pytest.mark.parametrize("m, n, k, ct, pads", [
-    (1, 80, 2048, "f32", True),   # 8 super-blocks over 4 groups... the N edge, one row of A ahead
-    (1, 64, 8192, "f16", True),   # 32 super-blocks over 8 groups: the loop once, f16 C
+    (1, 80, 2048, "f32", True),   # 8 super-blocks over 4 groups: 2 each, no loop; the N edge; A a chunk ahead
+    (1, 64, 8192, "f16", True),   # 32 super-blocks over 4 groups: the loop 3 times; f16 C
     (2, 64, 5120, "f32", False),  # 20 super-blocks over 4 groups: 5 each, one before the loop (odd)
-    (4, 70, 1536, "f16", True),   # 4 rows: A per sub-block, not ahead
-    (16, 64, 2048, "f32", True),  # 16 rows: 4 batches of A per sub-block
+    (4, 70, 1536, "f16", True),   # 4 rows: A per sub-block, not ahead; 2 groups of 3
+    (16, 64, 2048, "f32", True),  # 16 rows: 4 batches of A per sub-block; 8 groups of 1
     (3, 64, 256, "f32", True),    # one super-block
 ])
 def test_gemv_against_gguf(m, n, k, ct, pads):
@@ -73,6 +73,7 @@ def test_gemv_against_gguf(m, n, k, ct, pads):
     kern = vlpc.compile(source(m, n, k, "q4_k", ct, lda, ldb, ldc), split_k=1).kernel("g")
     assert kern.launch_info["b_format"] == "q4_k"
     assert kern.asm.count("; B super-block") % 9 == 0
+    assert ("_super_blocks" in kern.asm) == (k // 256 // kern.local_split >= 4)  # (2 ahead, an odd one before)
     rng = np.random.default_rng(k + m)
     b = random_blocks(n, k, rng)
     bpad = np.full((n, ldb), B_PAD, np.uint8)
@@ -213,3 +214,18 @@ def test_bytes_to_move_counts_the_quantized_b():
     host = host_buffers(kern, p)[0]
     assert host["B"].dtype == np.uint8 and host["B"].size == 64 * 288
     assert bytes_to_move(host, p, 0.0) == 2 * 512 * 2 + 64 * 288 + 2 * 64 * 4
+
+
+@pytest.mark.parametrize("ct", ["f32", "f16"])
+def test_residual_add(ct):
+    """The residual add of an LLM layer: beta = 1 with C the residual stream, C <- x W^T + C."""
+    m, n, k = 1, 64, 512
+    rng = np.random.default_rng(9)
+    b = random_blocks(n, k, rng)
+    dt = np.float32 if ct == "f32" else np.float16
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    res = rng.standard_normal((m, n)).astype(dt)
+    kern = vlpc.compile(source(m, n, k, "q4_k", ct)).kernel("g")
+    r = vlpc.run(kern, x, b, res, alpha=1.0, beta=1.0, strict=True)
+    want = x.astype(np.float64) @ dequantize("q4_k", b).T + res
+    assert r.verified and np.allclose(r.c, want, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
