@@ -37,13 +37,13 @@ round the loop); more rows are loaded per sub-block in batches of 4 rows (64 SGP
 
 from __future__ import annotations
 
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
 from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
-                                           QuantGemvBuilder, quant_kernels)
+                                           QuantGemvBuilder, pipelined_k_loop, quant_kernels)
 
 #: Bytes and dwords of a ``block_q4_K`` super-block of 256 weights; dwords of A (f16 pairs) per super-block.
 Q4K_BYTES, Q4K_DWORDS, Q4K_A_DWORDS = 144, 36, 128
@@ -228,42 +228,5 @@ class Q4KGemvBuilder(QuantGemvBuilder):
             acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, nkoff if ahead else None)
             return acc, reloaded, a_next, nkoff
 
-        sets = [load_set(bptr if j == 0 else e.add64(bptr, j * Q4K_BYTES, 0, comment=f"B of super-block {j}"))
-                for j in range(min(depth, iters))]
-        nxt = e.add64(bptr, depth * Q4K_BYTES, 0, comment=f"B of super-block {depth}") if iters > depth else None
-        for _ in range((iters - depth) % depth if iters > depth else 0):
-            acc, again, a_cur, koff = step(koff, sets[0], acc, nxt, a_cur)
-            sets = [*sets[1:], again]
-            nxt = e.add64(nxt, Q4K_BYTES, 0)
-        if left[0] > depth:
-            n0, na = len(sets[0]), (rows * a_unit if ahead else 0)
-            carried = [koff, nxt, *(v for st in sets for v in st), *(a_cur or []), *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            outer, e.block = e.block, body
-            count = left[0]
-            try:
-                args = list(body.args)
-                koff_i, nxt_i = args[0], args[1]
-                cur = [args[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
-                a_i = args[2 + depth * n0:2 + depth * n0 + na] or None
-                acc_i = args[2 + depth * n0 + na:]
-                news, k_j, n_j = [], koff_i, nxt_i
-                for j in range(depth):
-                    acc_i, new, a_i, k_j = step(k_j, cur[j], acc_i, n_j, a_i)
-                    news.append(new)
-                    n_j = e.add64(n_j, Q4K_BYTES, 0)
-                left[0] = count
-                e(gcn.SCmpLgU32Op(k_j, e.const(sb_a * (iters - depth))))
-                e(gcn.LoopBackOp([k_j, n_j, *(v for st in news for v in st), *(a_i or []), *acc_i], "scc1"))
-            finally:
-                e.block = outer
-            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_super_blocks"))
-            res = list(loop.res)
-            koff = res[0]
-            sets = [res[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
-            a_cur = res[2 + depth * n0:2 + depth * n0 + na] or None
-            acc = res[2 + depth * n0 + na:]
-            left[0] = depth
-        for j in range(len(sets)):
-            acc, _, a_cur, koff = step(koff, sets[j], acc, None, a_cur)
-        return acc
+        return pipelined_k_loop(e, step, load_set, bptr, iters, depth, Q4K_BYTES, sb_a, koff, a_cur, acc, left,
+                                f".L{self.name}_super_blocks", "super-block")

@@ -74,7 +74,15 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     assert len(b_loads) == (2 * B_FORMATS[fmt][1] // 16 + 1) * sets
     rng = np.random.default_rng(1)
     w = rng.standard_normal((n, k)).astype(np.float32)
-    b = gguf.quants.quantize(w, QT[fmt])
+    check_padded(kern, fmt, gguf.quants.quantize(w, QT[fmt]), ct, lda, ldb, ldc, rng)
+
+
+def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng):
+    """Run ``kern`` (M x K activations, B ``b`` of N rows) with padded A (NaN gaps), B (garbage after each
+    row's last block) and C (NaN columns past N): beta = 0 over a C that is all NaN, then alpha and beta
+    nonzero; every weight byte read once; C against gguf's dequantized weights."""
+    m, n, k = kern.launch_info["static_m"], kern.launch_info["static_n"], kern.launch_info["static_k"]
+    rb = row_bytes(fmt, k)
     bpad = np.full((n, ldb), B_PAD, np.uint8)
     bpad[:, :rb] = b
     a = np.full((m, lda), np.nan, np.float16)

@@ -16,9 +16,9 @@ gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
 from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
-from vlpc.quant_run import B_PAD, dequantize, quantize_q4_k, read_gguf_tensor, row_bytes  # noqa: E402
+from vlpc.quant_run import dequantize, quantize_q4_k, read_gguf_tensor, row_bytes  # noqa: E402
 
-from test_quant_gemv import _swiglu_source, _write_gguf, source  # noqa: E402
+from test_quant_gemv import _swiglu_source, _write_gguf, check_padded, source  # noqa: E402
 
 Q4K = gguf.GGMLQuantizationType.Q4_K
 
@@ -75,22 +75,7 @@ def test_gemv_against_gguf(m, n, k, ct, pads):
     assert kern.asm.count("; B super-block") % 9 == 0
     assert ("_super_blocks" in kern.asm) == (k // 256 // kern.local_split >= 4)  # (2 ahead, an odd one before)
     rng = np.random.default_rng(k + m)
-    b = random_blocks(n, k, rng)
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
-    r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
-    assert r.verified and np.isfinite(r.c).all()
-    st = r.stats
-    assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
-    ref = a[:, :k].astype(np.float64) @ gguf.quants.dequantize(b, Q4K).astype(np.float64).T
-    assert np.allclose(r.c, ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
-    c[:, :n] = rng.standard_normal((m, n)).astype(dt)
-    r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)
-    assert r.verified and r.error_ratio < 1
+    check_padded(kern, "q4_k", random_blocks(n, k, rng), ct, lda, ldb, ldc, rng)
 
 
 def test_exact_sums_are_bit_exact():

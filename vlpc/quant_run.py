@@ -244,8 +244,7 @@ def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarra
     ``a`` (1, M, K), ``w`` gguf's N x K weights (each one f32 rounding of the exact ones, u |w|),
     ``c0`` (1, M, N).  Bound ``gamma_rounds(u) (|alpha| |A| mag^T + |beta| |C|) + u |alpha| |A| |W|^T``,
     then each epilogue step's (vlpc.verify.epilogue_step) and f16 C's rounding."""
-    from vlpc.dot_run import TINY32, U16, U32, gamma
-    from vlpc.verify import epilogue_step
+    from vlpc.dot_run import U32, gamma
 
     with np.errstate(all="ignore"):
         a64 = a.astype(np.float64)
@@ -255,6 +254,16 @@ def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarra
         if beta != 0:
             exp = exp + beta * c0.astype(np.float64)
             bound = bound + gamma(rounds, U32) * abs(beta) * np.abs(c0.astype(np.float64))
+        return _epilogue_bound(exp, bound, epilogue, bias, ct)
+
+
+def _epilogue_bound(exp: np.ndarray, bound: np.ndarray, epilogue, bias, ct: str) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) after ``epilogue`` (vlpc.verify.epilogue_step's each, in f32, plus a flushed
+    subnormal) and f16 C's rounding."""
+    from vlpc.dot_run import TINY32, U16, U32
+    from vlpc.verify import epilogue_step
+
+    with np.errstate(all="ignore"):
         for x in epilogue:
             exp, bound = epilogue_step(x, exp, bound, U32, bias)
             bound = bound + TINY32
@@ -271,7 +280,7 @@ def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float,
     Each product's bound is f32 accumulation's (vlpc/dot_run.py's ``rounds``); silu's is
     vlpc/verify.py's (1.1 e + u |s| (8 + 4 log2 e |g|)); the product s u adds |s| e_u + |u| e_s +
     e_s e_u and one rounding; alpha * . + beta * C two (gamma_2)."""
-    from vlpc.dot_run import TINY32, U16, U32, gamma, reference
+    from vlpc.dot_run import TINY32, U32, gamma, reference
     from vlpc.verify import epilogue_step
 
     n = w.shape[0] // 2
@@ -294,12 +303,7 @@ def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float,
             exp = exp + beta * c0.astype(np.float64)
             mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
         bound = bound * (1 + gamma(2, U32)) + gamma(2, U32) * mag
-        for x in epilogue:
-            exp, bound = epilogue_step(x, exp, bound, U32, bias)
-            bound = bound + TINY32
-        if ct == "f16":
-            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
-    return exp, bound
+    return _epilogue_bound(exp, bound, epilogue, bias, ct)
 
 
 def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
