@@ -214,3 +214,16 @@ def test_residual_add(ct):
     r = vlpc.run(kern, x, b, res, alpha=1.0, beta=1.0, strict=True)
     want = x.astype(np.float64) @ dequantize("q4_k", b).T + res
     assert r.verified and np.allclose(r.c, want, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
+
+
+def test_bench_energy(tmp_path):
+    """vlpc bench --energy prices a quantized plan (the GEMV and its reduce kernel)."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "g.mlir"
+    src.write_text(source(1, 128, 512, "q4_k"))
+    p = subprocess.run([sys.executable, "-m", "vlpc.cli", "bench", str(src), "--energy"], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert p.returncode == 0 and (tmp_path / "g-energy.csv").exists(), p.stderr
+    assert "g (grid" in p.stdout
