@@ -436,8 +436,8 @@ class MatmulOp(IRDLOperation):
     local_split = opt_prop_def(IntegerAttr)
     #: gemm-split-k: K values per slice (a multiple of k_step; -1 when K is known only at launch).
     k_per_split = opt_prop_def(IntegerAttr)
-    #: B block-quantized (:data:`B_FORMATS`, "q8_0" or "q4_0"): B is the i8 memref of the GGUF
-    #: tensor's bytes, N rows of K / 32 blocks (docs/quantized.md).
+    #: B block-quantized (:data:`B_FORMATS`, "q8_0", "q4_0" or "q4_k"): B is the i8 memref of the GGUF
+    #: tensor's bytes, N rows of K / 32 blocks (Q4_K: K / 256 super-blocks; docs/quantized.md).
     b_format = opt_prop_def(StringAttr)
 
     traits = traits_def(_MemEffects())
@@ -640,8 +640,8 @@ def check_leading_dimensions(types: list) -> None:
 def verify_b_format(mm: MatmulOp) -> None:
     """The checks of a ``gemm.matmul`` with a block-quantized B (``b_format``, docs/quantized.md):
     layout NT, A f16 stored M x K with K static, a multiple of the block (GGUF: a row is whole
-    blocks) and of :data:`QUANT_K_PAIR` (64: the kernel's aligned block pairs), an even lda; B an
-    i8 memref of N rows of exactly K / 32 blocks (bytes), a leading dimension (bytes) that is a
+    blocks) and of :data:`QUANT_K_UNIT` (64 for Q8_0/Q4_0: the kernel's aligned block pairs), an even lda;
+    B an i8 memref of N rows of exactly K / block blocks (bytes), a leading dimension (bytes) that is a
     multiple of 4; C f32 or f16; alpha, beta f32; 2-D only, no scales.  Raises VerifyException."""
     fmt = mm.b_format.data
     if fmt not in B_FORMATS:

@@ -1,9 +1,10 @@
-"""Running and checking the quantized-weight GEMV (passes/gemm_to_gcn_quant.py; docs/quantized.md).
+"""Running and checking the quantized-weight GEMV (passes/gemm_to_gcn_quant.py, _quant_k.py; docs/quantized.md).
 
-B is the bytes of a GGUF tensor (Q8_0 or Q4_0): N rows of K / 32 blocks, as :mod:`gguf` writes and
-reads them.  The `gguf` package (PyPI; the ``quant`` extra) is the oracle: its quantizer makes random
-test weights (:func:`random_weights`) and its dequantizer gives the weights of the float64
-reference (:func:`dequantize`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
+B is the bytes of a GGUF tensor (Q8_0, Q4_0 or Q4_K): N rows of K / 32 blocks (Q4_K: K / 256
+super-blocks), as :mod:`gguf` writes and reads them.  The `gguf` package (PyPI; the ``quant`` extra)
+is the oracle: its quantizer makes random test weights (:func:`random_weights`; Q4_K, which it cannot
+quantize: :func:`quantize_q4_k`) and its dequantizer gives the weights of the float64 reference
+(:func:`dequantize`; Q4_K's bound: :func:`split_reference`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
 name with ``gguf.GGUFReader`` (``vlpc run --weights model.gguf:blk.0.ffn_up.weight``).
 
 Buffers are exactly sized as for the other dot kernels (vlpc/dot_run.py): A's row gaps NaN, B's
