@@ -147,6 +147,7 @@ def test_swiglu_and_silu():
      "K=320 is not a multiple of 256: a GGUF q4_k row is whole blocks of 256 weights"),
     (source(1, 64, 256, "q4_k").replace("64x144xi8", "64x140xi8"),
      "B has rows of 140 bytes; q4_k with K=256 needs 1 blocks of 144 bytes = 144 bytes"),
+    (source(1, 64, 256, "q4_k").replace('"q4_k"', '"q5_k"'), r"unsupported b_format 'q5_k' \(supported: q8_0, q4_0, q4_k\)"),
 ])
 def test_located_errors(src, match):
     with pytest.raises(DiagnosticError, match=match) as e:
@@ -164,6 +165,11 @@ def test_gguf_file(tmp_path):
     assert fmt == "q4_k" and np.array_equal(rows, q)
     kern = vlpc.compile(source(1, 96, 512, "q4_k")).kernel("g")
     assert vlpc.run(kern, b=rows, strict=True).verified
+    from vlpc.quant_run import weights_option
+
+    with pytest.raises(VlpcError, match="tensor 'blk.0.attn_q.weight' is Q4_K, kernel g takes Q4_0"):
+        weights_option(vlpc.compile(source(1, 96, 512, "q4_0")).kernel("g"), f"{path}:blk.0.attn_q.weight", None)
+    assert weights_option(kern, f"{path}:blk.0.attn_q.weight", None)[1] == 96
     bad = tmp_path / "t.gguf"
     bad.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(VlpcError, match="truncated"):
