@@ -78,6 +78,9 @@ def quantize_q4_k(w: np.ndarray) -> np.ndarray:
     n, k = w.shape
     if k % Q4K_BLOCK:
         raise VlpcError(f"Q4_K rows are whole super-blocks of {Q4K_BLOCK} weights, got K={k}")
+    step = max(1, (1 << 22) // k)  # rows at a time: float64 work arrays of 32 MiB, not the whole tensor's
+    if n > step:
+        return np.concatenate([quantize_q4_k(w[i:i + step]) for i in range(0, n, step)])
     x = w.reshape(-1, 8, 32).astype(np.float64)  # super-blocks x sub-blocks x weights
     lo = np.minimum(x.min(-1), 0.0)
     scale = (x.max(-1) - lo) / 15.0
