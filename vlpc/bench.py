@@ -438,7 +438,10 @@ def bytes_to_move(host: dict, p, beta: float) -> int:
     ab_bytes, c_bytes = host["A"].itemsize, host["C"].itemsize
     n_a = 1 if p.batch and p.stride_a == 0 else p.batches
     n_b = 1 if p.batch and p.stride_b == 0 else p.batches
-    return (ab_bytes * p.k * (p.m * n_a + p.n * n_b) + c_bytes * p.m * p.n * (2 if beta != 0 else 1) * p.batches
+    b_bytes = ab_bytes * p.k * p.n * n_b
+    if host["B"].dtype == np.uint8:  # a quantized B (b_format): its bytes (host_buffers sizes them)
+        b_bytes = host["B"].nbytes
+    return (ab_bytes * p.k * p.m * n_a + b_bytes + c_bytes * p.m * p.n * (2 if beta != 0 else 1) * p.batches
             + (4 * (p.m + p.n) if "scale_row" in host else 0))
 
 

@@ -158,7 +158,7 @@ def _add_run_parser(sub) -> None:
     r.add_argument("--no-verify", dest="verify", action="store_false", help="skip the NumPy comparison")
     r.add_argument("--inputs", nargs=3, metavar=("A.npy", "B.npy", "C.npy"), help="inputs instead of random ones")
     r.add_argument("--weights", metavar="FILE.gguf:TENSOR",
-                   help="B of a b_format kernel: the named Q8_0/Q4_0 tensor of a GGUF file (a swiglu kernel: "
+                   help="B of a b_format kernel: the named Q8_0/Q4_0/Q4_K tensor of a GGUF file (a swiglu kernel: "
                         "FILE.gguf:GATE,UP; docs/quantized.md)")
     r.add_argument("--save-output", metavar="C_OUT.npy", help="save the computed C")
     r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")

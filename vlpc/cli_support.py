@@ -446,9 +446,9 @@ def single_kernel(compiled, command: str):
                         f"({', '.join(compiled.kernels)}): give it a file with one func.func holding a gemm.matmul")
     kernel = compiled.kernel()
     fmt = kernel.launch_info.get("b_format")
-    if fmt and command != "run":  # the quantized GEMV: vlpc run and benchmarks/quant_gemv.py (docs/quantized.md)
+    if fmt and command == "tune":  # the quantized GEMV: run, bench, profile, report --energy (docs/quantized.md)
         raise VlpcError(f"vlpc {command} does not take {fmt} weights yet (kernel {kernel.name}): run it with vlpc run, "
-                        "model it with benchmarks/quant_gemv.py (docs/quantized.md)")
+                        "model it with vlpc bench or benchmarks/quant_gemv.py (docs/quantized.md)")
     return kernel
 
 

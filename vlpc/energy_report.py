@@ -116,6 +116,12 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
     epi = str(ck.launch_info.get("epilogue", "")).split(",")
     if "bias_row" in epi or "bias_col" in epi:
         host["bias"] = np.zeros(p.m if "bias_row" in epi else p.n, np.float32 if dequant else types[ab])
+    fmt = ck.launch_info.get("b_format")
+    if fmt:  # B: a quantized tensor's bytes, N rows (a swiglu's 2N) of row_bytes every ldb bytes (vlpc/quant_run.py)
+        from vlpc.quant_run import row_bytes
+
+        rows = 2 * p.n if "swiglu" in epi else p.n
+        host["B"] = np.zeros((rows - 1) * p.ldb + row_bytes(str(fmt), p.k), np.uint8)
     return host, types[ct], scalar, ab, ct
 
 

@@ -1,9 +1,10 @@
-"""Running and checking the quantized-weight GEMV (passes/gemm_to_gcn_quant.py; docs/quantized.md).
+"""Running and checking the quantized-weight GEMV (passes/gemm_to_gcn_quant.py, _quant_k.py; docs/quantized.md).
 
-B is the bytes of a GGUF tensor (Q8_0 or Q4_0): N rows of K / 32 blocks, as :mod:`gguf` writes and
-reads them.  The `gguf` package (PyPI; the ``quant`` extra) is the oracle: its quantizer makes random
-test weights (:func:`random_weights`) and its dequantizer gives the weights of the float64
-reference (:func:`dequantize`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
+B is the bytes of a GGUF tensor (Q8_0, Q4_0 or Q4_K): N rows of K / 32 blocks (Q4_K: K / 256
+super-blocks), as :mod:`gguf` writes and reads them.  The `gguf` package (PyPI; the ``quant`` extra)
+is the oracle: its quantizer makes random test weights (:func:`random_weights`; Q4_K, which it cannot
+quantize: :func:`quantize_q4_k`) and its dequantizer gives the weights of the float64 reference
+(:func:`dequantize`; Q4_K's bound: :func:`split_reference`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
 name with ``gguf.GGUFReader`` (``vlpc run --weights model.gguf:blk.0.ffn_up.weight``).
 
 Buffers are exactly sized as for the other dot kernels (vlpc/dot_run.py): A's row gaps NaN, B's
@@ -54,9 +55,70 @@ def row_bytes(fmt: str, k: int) -> int:
 
 
 def random_weights(fmt: str, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """N x K standard normal weights quantized by gguf: uint8 (N, row bytes)."""
+    """N x K standard normal weights quantized by gguf (Q4_K, which gguf cannot quantize: by
+    :func:`quantize_q4_k`): uint8 (N, row bytes)."""
     w = rng.standard_normal((n, k)).astype(np.float32)
+    if fmt == "q4_k":
+        return quantize_q4_k(w)
     return np.ascontiguousarray(_gguf().quants.quantize(w, ggml_type(fmt)))
+
+
+#: Bytes of a GGUF ``block_q4_K`` and its weights (ggml-common.h: QK_K = 256).
+Q4K_BLOCK, Q4K_BYTES = 256, 144
+
+
+def quantize_q4_k(w: np.ndarray) -> np.ndarray:
+    """Weights ``w`` (N x K, K a multiple of 256) in GGUF Q4_K: uint8 (N, K / 256 x 144).  A plain
+    min/max quantizer (not llama.cpp's search: the gguf package has no Q4_K quantizer), valid
+    ``block_q4_K`` layout: per sub-block of 32 the scale (max - min) / 15 and minimum -min (min <= 0)
+    quantized to 6 bits against the super-block's ``d = max scale / 63``, ``dmin = max minimum / 63``
+    (f16), then q = round((x + dmin m) / (d sc)) in 0..15.  Weight ``d sc q - dmin m``, as
+    ``gguf.quants.dequantize`` reads it back."""
+    w = np.asarray(w, np.float32)
+    n, k = w.shape
+    if k % Q4K_BLOCK:
+        raise VlpcError(f"Q4_K rows are whole super-blocks of {Q4K_BLOCK} weights, got K={k}")
+    step = max(1, (1 << 22) // k)  # rows at a time: float64 work arrays of 32 MiB, not the whole tensor's
+    if n > step:
+        return np.concatenate([quantize_q4_k(w[i:i + step]) for i in range(0, n, step)])
+    x = w.reshape(-1, 8, 32).astype(np.float64)  # super-blocks x sub-blocks x weights
+    lo = np.minimum(x.min(-1), 0.0)
+    scale = (x.max(-1) - lo) / 15.0
+    mins = -lo
+    d = (scale.max(-1) / 63.0).astype(np.float16)
+    dmin = (mins.max(-1) / 63.0).astype(np.float16)
+    d64, dm64 = d.astype(np.float64)[:, None], dmin.astype(np.float64)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.clip(np.rint(np.where(d64 > 0, scale / d64, 0)), 0, 63).astype(np.uint8)
+        m = np.clip(np.rint(np.where(dm64 > 0, mins / dm64, 0)), 0, 63).astype(np.uint8)
+        step = (d64 * sc)[..., None]
+        q = np.where(step > 0, (x + (dm64 * m)[..., None]) / step, 0)
+    q = np.clip(np.rint(q), 0, 15).astype(np.uint8)
+    blocks = np.zeros((x.shape[0], Q4K_BYTES), np.uint8)
+    blocks[:, 0:2] = d.reshape(-1, 1).view(np.uint8)
+    blocks[:, 2:4] = dmin.reshape(-1, 1).view(np.uint8)
+    s = np.zeros((x.shape[0], 12), np.uint8)  # ggml's get_scale_min_k4 packing
+    s[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    s[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+    s[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+    blocks[:, 4:16] = s
+    q = q.reshape(-1, 4, 2, 32)  # chunks of 64: sub-block 2c in the low nibbles, 2c + 1 in the high
+    blocks[:, 16:] = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(-1, 128)
+    return blocks.reshape(n, -1)
+
+
+def weight_magnitudes(fmt: str, rows: np.ndarray) -> np.ndarray | None:
+    """For Q4_K (weight d sc q - dmin m, which the kernel sums as two terms): |d sc q| + |dmin m| per
+    weight, float64 N x K, both terms dequantized by gguf from the blocks with dmin or d zeroed; None
+    for the other formats (their |weight|)."""
+    if fmt != "q4_k":
+        return None
+    b = np.ascontiguousarray(rows, np.uint8).reshape(-1, Q4K_BYTES).copy()
+    scaled, minimum = b.copy(), b.copy()
+    scaled[:, 2:4] = 0  # dmin = 0: d sc q
+    minimum[:, 0:2] = 0  # d = 0: -dmin m
+    n = rows.shape[0]
+    return (np.abs(dequantize(fmt, scaled.reshape(n, -1))) + np.abs(dequantize(fmt, minimum.reshape(n, -1))))
 
 
 def dequantize(fmt: str, rows: np.ndarray) -> np.ndarray:
@@ -82,9 +144,12 @@ def read_gguf_tensor(path: str, name: str) -> tuple[str, np.ndarray]:
         some = ", ".join(list(tensors)[:6])
         raise VlpcError(f"{path}: no tensor '{name}' (it has {len(tensors)}: {some}{', ...' if len(tensors) > 6 else ''})")
     t = tensors[name]
+    from vlpc.dialects.gemm import B_FORMATS
+
     fmt = t.tensor_type.name.lower()
-    if fmt not in ("q8_0", "q4_0"):
-        raise VlpcError(f"{path}: tensor '{name}' is {t.tensor_type.name}; vlpc's quantized GEMV takes Q8_0 or Q4_0")
+    if fmt not in B_FORMATS:
+        raise VlpcError(f"{path}: tensor '{name}' is {t.tensor_type.name}; vlpc's quantized GEMV takes "
+                        f"{', '.join(x.upper() for x in B_FORMATS)}")
     shape = [int(x) for x in t.shape]  # GGUF order: K (the row) first, then N
     if len(shape) != 2:
         raise VlpcError(f"{path}: tensor '{name}' has shape {shape}: a weight matrix is 2-D")
@@ -158,11 +223,16 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
     if verify:
         w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
         pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
-        rounds = 16 + p.k // 32 + pieces + 2
+        # per 32 weights one FMA (Q4_K: two, its scale's and its minimum's)
+        rounds = 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32) + pieces + 2
+        mag = weight_magnitudes(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
         expected = None
         if "swiglu" in epi:
             expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
-                                        rounds, epi[1:], bias)
+                                        rounds, epi[1:], bias, mag)
+        elif mag is not None:
+            expected = split_reference(g["A"].matrices(flat_a), w, mag, g["C"].matrices(flat_c), alpha, beta, ct,
+                                       rounds, epi, bias)
         verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, pieces,
                         epilogue=epi, bias=bias, op_b=w.T[None], rounds=rounds, expected=expected)
     return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c,
@@ -171,20 +241,60 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
 
 
 
+def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
+                    ct: str, rounds: int, epilogue=(), bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) of ``C = alpha * A W^T + beta * C``, then ``epilogue``, when the kernel sums
+    each weight as two exact terms whose magnitudes add to ``mag`` (N x K; Q4_K: :func:`weight_magnitudes`):
+    ``a`` (1, M, K), ``w`` gguf's N x K weights (each one f32 rounding of the exact ones, u |w|),
+    ``c0`` (1, M, N).  Bound ``gamma_rounds(u) (|alpha| |A| mag^T + |beta| |C|) + u |alpha| |A| |W|^T``,
+    then each epilogue step's (vlpc.verify.epilogue_step) and f16 C's rounding."""
+    from vlpc.dot_run import U32, gamma
+
+    with np.errstate(all="ignore"):
+        a64 = a.astype(np.float64)
+        exp = alpha * (a64 @ w.T) if alpha != 0 else np.zeros(c0.shape)
+        bound = (gamma(rounds, U32) * abs(alpha) * (np.abs(a64) @ mag.T) + U32 * abs(alpha) * (np.abs(a64) @ np.abs(w).T)
+                 if alpha != 0 else np.zeros(c0.shape))
+        if beta != 0:
+            exp = exp + beta * c0.astype(np.float64)
+            bound = bound + gamma(rounds, U32) * abs(beta) * np.abs(c0.astype(np.float64))
+        return _epilogue_bound(exp, bound, epilogue, bias, ct)
+
+
+def _epilogue_bound(exp: np.ndarray, bound: np.ndarray, epilogue, bias, ct: str) -> tuple[np.ndarray, np.ndarray]:
+    """(expected, bound) after ``epilogue`` (vlpc.verify.epilogue_step's each, in f32, plus a flushed
+    subnormal) and f16 C's rounding."""
+    from vlpc.dot_run import TINY32, U16, U32
+    from vlpc.verify import epilogue_step
+
+    with np.errstate(all="ignore"):
+        for x in epilogue:
+            exp, bound = epilogue_step(x, exp, bound, U32, bias)
+            bound = bound + TINY32
+        if ct == "f16":
+            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+    return exp, bound
+
+
 def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float, beta: float, ct: str,
-                     rounds: int, epilogue=(), bias: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     rounds: int, epilogue=(), bias: np.ndarray | None = None,
+                     mag: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(expected, bound) of ``C = alpha * silu(A Wg^T) * (A Wu^T) + beta * C``, then ``epilogue``, for
     ``a`` (1, M, K), ``w`` the 2N x K dequantized weights (gate rows, then up rows), ``c0`` (1, M, N).
     Each product's bound is f32 accumulation's (vlpc/dot_run.py's ``rounds``); silu's is
     vlpc/verify.py's (1.1 e + u |s| (8 + 4 log2 e |g|)); the product s u adds |s| e_u + |u| e_s +
     e_s e_u and one rounding; alpha * . + beta * C two (gamma_2)."""
-    from vlpc.dot_run import TINY32, U16, U32, gamma, reference
+    from vlpc.dot_run import TINY32, U32, gamma, reference
     from vlpc.verify import epilogue_step
 
     n = w.shape[0] // 2
     zero = np.zeros(c0.shape)
-    g, eg = reference(a, w[:n].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
-    u, eu = reference(a, w[n:].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+    if mag is None:
+        g, eg = reference(a, w[:n].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+        u, eu = reference(a, w[n:].T[None], zero, 1.0, 0.0, "f16", "f32", rounds=rounds)
+    else:  # each weight two exact terms (Q4_K): split_reference's bound
+        g, eg = split_reference(a, w[:n], mag[:n], zero, 1.0, 0.0, "f32", rounds)
+        u, eu = split_reference(a, w[n:], mag[n:], zero, 1.0, 0.0, "f32", rounds)
     with np.errstate(all="ignore"):
         s, es = epilogue_step("silu", g, eg, U32, None)
         es = es + TINY32
@@ -197,12 +307,7 @@ def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float,
             exp = exp + beta * c0.astype(np.float64)
             mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
         bound = bound * (1 + gamma(2, U32)) + gamma(2, U32) * mag
-        for x in epilogue:
-            exp, bound = epilogue_step(x, exp, bound, U32, bias)
-            bound = bound + TINY32
-        if ct == "f16":
-            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
-    return exp, bound
+    return _epilogue_bound(exp, bound, epilogue, bias, ct)
 
 
 def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
@@ -240,5 +345,5 @@ def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
     return np.concatenate(blocks), blocks[0].shape[0]
 
 
-__all__ = ["B_PAD", "b_buffer", "dequantize", "ggml_type", "random_weights", "read_gguf_tensor", "row_bytes",
-           "run_quant", "weights_option"]
+__all__ = ["B_PAD", "b_buffer", "dequantize", "ggml_type", "quantize_q4_k", "random_weights", "read_gguf_tensor",
+           "row_bytes", "run_quant", "split_reference", "weight_magnitudes", "weights_option"]

@@ -139,7 +139,7 @@ def key_of(kernel, m: int, n: int, k: int, batch: int | None, target: str, board
     dtype = str(li.get("dtype", "f32"))
     c = str(li.get("c_dtype", "") or dtype)
     types = f"{dtype}->{c}"
-    fmt = li.get("b_format")  # GGUF block-quantized weights (q8_0, q4_0), when the kernel has them
+    fmt = li.get("b_format")  # GGUF block-quantized weights (q8_0, q4_0, q4_k), when the kernel has them
     if fmt:
         types += f" {fmt}"
     return Key(TargetId.parse(target).target.name, board.name.lower(), float(clock_mhz or board.engine_clock_mhz),
