@@ -232,7 +232,7 @@ def vlpc_kernel(mod, m: int, n: int, k: int, peer: str) -> tuple[Kernel | None, 
         return None, label
     kern = Kernel(peer, label, load_code_object(ck.code_object), ck.name, (li["macro_m"], li["macro_n"]),
                   tuple(steps[0].block), vgprs=ck.vgprs, key=f"{peer}:{label}")
-    kern.meta["compiled"] = ck
+    kern.meta["size"] = (m, n, k)
     return kern, label
 
 
@@ -242,9 +242,16 @@ _TRACES: dict = {}
 
 
 def trace_of(kern: Kernel, k: int):
-    """(trace, residency-free launch facts) of ``kern`` at M = N = ``TRACE_MN`` (CU 0's workgroups,
-    timing-only, on MI60; cached in memory and in ``build/peers/traces``)."""
-    key = f"{kern.key}|k{k}"
+    """The trace of ``kern`` at M = N = ``TRACE_MN`` (CU 0's workgroups, timing-only, on MI60; cached in
+    memory and in ``build/peers/traces``); a vlpc plan the trace size would not choose is traced at its
+    own size."""
+    m = n = TRACE_MN
+    ref = None
+    if kern.peer in ("vlpc", "seed"):  # the same plan compiled at the trace size, else the kernel at its own size
+        ref, _ = vlpc_kernel(vlpc_module(m, n, k, kern.peer, kern.meta["gpu"]), m, n, k, kern.peer)
+        if ref is None or ref.config != kern.config:
+            ref, (m, n, _) = kern, kern.meta["size"]
+    key = f"{kern.key}|k{k}" + ("" if m == TRACE_MN and n == TRACE_MN else f"|at{m}x{n}")
     if key in _TRACES:
         return _TRACES[key]
     path = CACHE / "traces" / (key.replace(":", "_").replace("|", "_").replace(" ", "_") + ".pkl")
@@ -256,26 +263,20 @@ def trace_of(kern: Kernel, k: int):
             pass
     from vlpc.runtime.emulator.device import EmulatorDevice
 
-    m = n = TRACE_MN
     dev = EmulatorDevice(gpu=get_board("mi60"), timing_only=True)
     dev.footprint_round = False
     dev.l2_miss = 0.0  # unused: the replay sets each point's own
     bufs = [dev.alloc(m * k * 4), dev.alloc(n * k * 4), dev.alloc(m * n * 4)]
-    if kern.peer in ("vlpc", "seed"):
-        mod = vlpc_module(m, n, k, kern.peer, "mi60")
-        ref, _ = vlpc_kernel(mod, m, n, k, kern.peer)
-        if ref is None or ref.config != kern.config:
-            raise RuntimeError(f"{kern.peer} plan at {m}x{n}x{k} is not {kern.config}: cannot trace it there")
-        kern_t = ref
-    else:
-        kern_t = kern
+    kern_t = ref or kern
     t0 = time.time()
     st = dev.launch(kern_t.code_object, kern_t.name, grid=kern_t.grid(m, n, k), block=kern_t.block,
                     args=kern_t.args(*bufs, m, n, k), dynamic_lds=kern_t.dynamic_lds)
     _TRACES[key] = st.trace
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        path.write_bytes(pickle.dumps(st.trace))
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(st.trace))
+        tmp.replace(path)  # atomic: runs in parallel share the traces
     except Exception:
         pass
     print(f"  traced {kern.peer} {kern.config} at {m}x{n}x{k} in {time.time() - t0:.0f} s", file=sys.stderr)
@@ -336,6 +337,8 @@ def point(peer: str, m: int, n: int, k: int, board_name: str) -> dict:
         gpu_name = BOARDS[board_name][0]
         mod = vlpc_module(m, n, k, peer, gpu_name)
         kern, label = vlpc_kernel(mod, m, n, k, peer)
+        if kern is not None:
+            kern.meta["gpu"] = gpu_name
         r = model_plan(mod, m, n, k, board_name, label) if kern is None else model_point(kern, m, n, k, board_name)
     tf = flops / (r["modeled_us"] * 1e-6) / 1e12
     return dict(r, peer=peer, board=board_name, m=m, n=n, k=k, tflops=tf,
@@ -450,7 +453,8 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="first verify each peer on the strict emulator (70x45x13; seed 128x256x48)")
     ap.add_argument("--triton-dir", help="model the Triton configurations of this directory (its configs.json; "
                     "default: tests/data/peers/triton); with --cache")
-    ap.add_argument("--cache", help="the results file (default: build/peers/results.json)")
+    ap.add_argument("--cache", help="the results file (default: build/peers/results.json); a comma-separated "
+                    "list also reads the others (the first one wins and is written): runs in parallel merged")
     ap.add_argument("--csv", help="write every point as CSV")
     ap.add_argument("--plot", help="write the chart (PNG/SVG)")
     a = ap.parse_args(argv)
@@ -477,8 +481,12 @@ def main(argv=None) -> int:
     if a.triton_dir:
         TRITON_DIR = Path(a.triton_dir)
     CACHE.mkdir(parents=True, exist_ok=True)
-    cache_file = Path(a.cache) if a.cache else CACHE / "results.json"
-    rows = {} if a.fresh or not cache_file.exists() else json.loads(cache_file.read_text())
+    caches = [Path(c) for c in a.cache.split(",")] if a.cache else [CACHE / "results.json"]
+    cache_file = caches[0]
+    rows = {}
+    for c in ([] if a.fresh else reversed(caches)):  # the first file wins (and is the one written)
+        if c.exists():
+            rows.update(json.loads(c.read_text()))
     todo = [(p, m, n, k, b) for (m, n, k) in sizes for b in boards for p in peers
             if key_of(p, m, n, k, b) not in rows]
     t0 = time.time()
@@ -499,6 +507,7 @@ def main(argv=None) -> int:
         fig = "error" if r.get("error") else f"{r['tflops']:.2f} TFLOP/s modeled"
         print(f"[{done}/{len(todo)} {el / 60:.1f} min, ~{el / done * (len(todo) - done) / 60:.1f} min left] "
               f"{p} {m}x{n}x{k} {b}: {fig}", file=sys.stderr, flush=True)
+    sizes = sorted(sizes, key=lambda s: (s[2], s[0], s[1]))  # worked in the order given, shown by K, M, N
     print("\n".join(table(rows, sizes, boards, peers)))
     if a.csv:
         with open(a.csv, "w", newline="") as fh:

@@ -153,13 +153,15 @@ def build(cfgs: list[tuple[int, int, int, int, int]], out: Path, spill_free_only
                     (out / entry[key]).unlink(missing_ok=True)
             continue
         kept.append(entry)
+    old = out / "configs.json"
+    keep_keys = {k: v for k, v in json.loads(old.read_text()).items() if k == "search"} if old.exists() else {}
     (out / "configs.json").write_text(json.dumps({
         "triton_version": triton.__version__, "target": "hip gfx906 wave64", "source": "tests/data/peers/triton_sgemm.py",
         "note": "configurations whose EVEN_K code object (.even_k: EVEN_K = True, tt.divisibility 16 on the "
                 "pointers and leading dimensions; what benchmarks/peers.py models) is spill-free (no VGPR/SGPR "
                 "spill, no scratch); the masked one (any K; the tests) with its [VGPR spills, SGPR spills, "
                 "scratch bytes]",
-        "configs": kept}, indent=1) + "\n")
+        **keep_keys, "configs": kept}, indent=1) + "\n")
     return kept
 
 
