@@ -204,3 +204,19 @@ def test_bad_sizes_are_one_line_errors(capsys):
     assert peers.main(["--boards", "mi70"]) == 2
     err = capsys.readouterr().err
     assert "error: size '4096x0x640'" in err and "unknown board 'mi70'" in err
+
+
+def test_triton_code_objects_rebuild_byte_for_byte(tmp_path):
+    """The committed Triton code objects are what their source, configuration and Triton version make."""
+    triton = pytest.importorskip("triton")
+    meta = json.loads((DATA / "triton" / "configs.json").read_text())
+    if triton.__version__ != meta["triton_version"]:
+        pytest.skip(f"triton {triton.__version__} installed, the code objects were made by {meta['triton_version']}")
+    sys.path.insert(0, str(DATA))
+    import triton_sgemm
+
+    names = ",".join(c["name"] for c in CONFIGS)
+    assert triton_sgemm.main(["--grid", str(tmp_path), "--configs", names]) == 0
+    for cfg in CONFIGS:
+        for key in ("file", "even_k_file"):
+            assert (tmp_path / cfg[key]).read_bytes() == (DATA / "triton" / cfg[key]).read_bytes(), cfg[key]
