@@ -385,7 +385,8 @@ def check_peer(peer: str) -> float:
 
 
 def table(rows: dict, sizes, boards, peers) -> list[str]:
-    out = []
+    """The Markdown tables (one per board) and a last line: where vlpc is ahead of every peer."""
+    out, behind, compared = [], [], 0
     for bn in boards:
         board = get_board(bn)
         out.append(f"\n{BOARDS[bn][3]}, f32 peak {board.peak_flops_f32 / 1e12:.2f} TFLOP/s -- TFLOP/s (% of peak), "
@@ -408,6 +409,12 @@ def table(rows: dict, sizes, boards, peers) -> list[str]:
             ahead = ("" if "vlpc" not in figs or not others else
                      "yes" if figs["vlpc"] > others[best] else f"NO ({best} {others[best] / figs['vlpc']:.2f}x)")
             out.append(f"| {m}x{n}x{k} | " + " | ".join(cells) + f" | {best} | {ahead} |")
+            if ahead:
+                compared += 1
+                if ahead != "yes":
+                    behind.append(f"{m}x{n}x{k} on {bn}")
+    out.append(f"\nvlpc (modeled) ahead of every peer run at {compared - len(behind)} of {compared} points"
+               + (f"; behind at: {', '.join(behind)}" if behind else ""))
     return out
 
 
@@ -450,6 +457,7 @@ def main(argv=None) -> int:
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated, of: %(default)s")
     ap.add_argument("--fresh", action="store_true", help="ignore the cache (build/peers/results.json)")
     ap.add_argument("--budget", type=float, default=None, help="minutes: start no new point after this")
+    ap.add_argument("--report", action="store_true", help="model nothing: print (and write) what the cache holds")
     ap.add_argument("--check", action="store_true", help="first verify each peer on the strict emulator (70x45x13; seed 128x256x48)")
     ap.add_argument("--triton-dir", help="model the Triton configurations of this directory (its configs.json; "
                     "default: tests/data/peers/triton); with --cache")
@@ -487,8 +495,8 @@ def main(argv=None) -> int:
     for c in ([] if a.fresh else reversed(caches)):  # the first file wins (and is the one written)
         if c.exists():
             rows.update(json.loads(c.read_text()))
-    todo = [(p, m, n, k, b) for (m, n, k) in sizes for b in boards for p in peers
-            if key_of(p, m, n, k, b) not in rows]
+    todo = [] if a.report else [(p, m, n, k, b) for (m, n, k) in sizes for b in boards for p in peers
+                                if key_of(p, m, n, k, b) not in rows]
     t0 = time.time()
     done = 0
     for p, m, n, k, b in todo:
