@@ -67,7 +67,7 @@ sgemm_nt_tiled(const float* __restrict__ A, const float* __restrict__ B, float* 
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
         float a[TM], b[TN];
-        // rows ty*4 .. +3 and 64 + ty*4 .. +3: two float4 reads, no bank conflicts
+        // rows ty*4 .. +3 and 64 + ty*4 .. +3 of the panel (columns likewise with tx)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           a[i] = As[k][ty * 4 + i];
