@@ -438,7 +438,7 @@ def plot(rows: dict, sizes, boards, peers, path: str) -> None:
             if pts:
                 ax.plot(*zip(*pts), marks.get(p, "-"), ms=2.5, lw=1, label=p)
         peak = get_board(bn).peak_flops_f32 / 1e12
-        ax.axhline(peak, ls=":", c="gray", lw=1)
+        ax.axhline(peak, ls=":", c="gray", lw=1, label="f32 peak")
         ax.set_title(BOARDS[bn][3], fontsize=9)
         ax.set_xlabel("M = N (K = 640)")
         ax.grid(alpha=0.3)
