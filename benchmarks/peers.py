@@ -327,7 +327,8 @@ def point(peer: str, m: int, n: int, k: int, board_name: str) -> dict:
     elif peer == "triton":
         best, each = None, {}
         for cfg in triton_configs():
-            kern = triton_kernel(cfg, even_k=k % cfg["BLOCK_K"] == 0)
+            # the EVEN_K code object assumes K % BLOCK_K == 0 and leading dimensions (K, K, N) % 16 == 0
+            kern = triton_kernel(cfg, even_k=k % cfg["BLOCK_K"] == 0 and k % 16 == 0 and n % 16 == 0)
             r = model_point(kern, m, n, k, board_name)
             each[cfg["name"]] = round(r["modeled_us"], 2)
             if best is None or r["modeled_us"] < best["modeled_us"]:
