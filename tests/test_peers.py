@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_wrong_answers import exact, unpack  # exactly sized buffers, NaN padding
+
 from vlpc.runtime.code_object import load_code_object
 from vlpc.runtime.device import get_device
 
@@ -33,18 +35,6 @@ def emu():
     return get_device("emulator", strict=True)
 
 
-def padded(rows: int, cols: int, ld: int, values: np.ndarray) -> np.ndarray:
-    """The exactly sized flat buffer of a rows x cols matrix with leading dimension ``ld``: NaN padding."""
-    flat = np.full((rows - 1) * ld + cols, np.nan, np.float32)
-    for r in range(rows):
-        flat[r * ld:r * ld + cols] = values[r]
-    return flat
-
-
-def unpad(flat: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
-    return np.stack([flat[r * ld:r * ld + cols] for r in range(rows)])
-
-
 def run_gemm(emu, co, kernel: str, grid, block, lds: int, m: int, n: int, k: int, pads=(0, 0, 0),
              alpha=1.0, beta=0.0, nan_c=False, nan_ab=False, extra=(), seed=0):
     """Run one NT SGEMM; returns (C as read back, the float64 reference, C's padding as read back)."""
@@ -56,8 +46,8 @@ def run_gemm(emu, co, kernel: str, grid, block, lds: int, m: int, n: int, k: int
     if nan_ab:
         A[:] = np.nan
         B[:] = np.nan
-    c_flat = padded(m, n, ldc, C0)
-    a, b, c = emu.upload(padded(m, k, lda, A)), emu.upload(padded(n, k, ldb, B)), emu.upload(c_flat)
+    c_flat = exact(C0, ldc)
+    a, b, c = emu.upload(exact(A, lda)), emu.upload(exact(B, ldb)), emu.upload(c_flat)
     emu.launch(co, kernel, grid=grid, block=block, dynamic_lds=lds,
                args=[a, b, c, np.int32(m), np.int32(n), np.int32(k), np.int32(lda), np.int32(ldb), np.int32(ldc),
                      np.float32(alpha), np.float32(beta), *extra])
@@ -71,7 +61,7 @@ def run_gemm(emu, co, kernel: str, grid, block, lds: int, m: int, n: int, k: int
     pad_mask = np.ones(c_flat.shape, bool)
     for row in range(m):
         pad_mask[row * ldc:row * ldc + n] = False
-    return unpad(out, m, n, ldc), ref, out[pad_mask]
+    return unpack(out, m, n, ldc), ref, out[pad_mask]
 
 
 def check(got, ref, pad, k):
