@@ -391,7 +391,7 @@ def table(rows: dict, sizes, boards, peers) -> list[str]:
     for bn in boards:
         board = get_board(bn)
         out.append(f"\n{BOARDS[bn][3]}, f32 peak {board.peak_flops_f32 / 1e12:.2f} TFLOP/s -- TFLOP/s (% of peak), "
-                   "all MODELED")
+                   "all MODELED\n")
         out.append("| M x N x K | " + " | ".join(peers) + " | fastest peer | vlpc ahead |")
         out.append("|---|" + "---:|" * len(peers) + "---|---|")
         for m, n, k in sizes:
