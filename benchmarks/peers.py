@@ -305,7 +305,7 @@ def model_plan(mod, m: int, n: int, k: int, board_name: str, label: str) -> dict
     """A plan of several kernels, whole, timing-only at its own size (first round's footprint recorded)."""
     from vlpc.energy_report import host_buffers
     from vlpc.runtime.emulator.device import EmulatorDevice
-    from vlpc.tune import resolve
+    from vlpc.api import resolve_launch as resolve
     from vlpc.verify import launch_and_read
 
     ck = mod.kernel()
@@ -357,7 +357,7 @@ def check_peer(peer: str) -> float:
     import numpy as np
 
     m, n, k = (128, 256, 48) if peer == "seed" else (70, 45, 13)
-    from vlpc.runtime.device import get_device
+    from vlpc.runtime import get_device
 
     dev = get_device("emulator", strict=True)
     r = np.random.default_rng(m * n + k)

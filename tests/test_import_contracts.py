@@ -68,9 +68,8 @@ def test_benchmarks_import_no_command_module():
     (vlpc/commands/, tune.py, report.py, bench.py, cli.py)."""
     commands = {"vlpc.cli", "vlpc.commands.run", "vlpc.tune", "vlpc.bench"}
     # Left to do (issue 37): strategy_traffic.py takes build_report from the report command (item 3:
-    # library logic apart from the command); peers.py (helper branch) takes vlpc.tune.resolve, which is
-    # vlpc.api.resolve_launch without operand arrays.
-    allowed = {"strategy_traffic.py": {"vlpc.report"}, "peers.py": {"vlpc.tune"}}
+    # library logic apart from the command).
+    allowed = {"strategy_traffic.py": {"vlpc.report"}}
     for path in sorted((ROOT / "benchmarks").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else

@@ -23,7 +23,7 @@ import pytest
 from test_wrong_answers import exact, unpack  # exactly sized buffers, NaN padding
 
 from vlpc.runtime.code_object import load_code_object
-from vlpc.runtime.device import get_device
+from vlpc.runtime import get_device
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "peers"
