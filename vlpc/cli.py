@@ -28,13 +28,8 @@ import importlib
 import os
 import sys
 
-from vlpc.cli_support import (OneLineParser, add_codegen_options, check_clock, codegen_options, parse_tile_arg,
-                              positive, read_input, split_k_arg)
+from vlpc.cli_support import OneLineParser, check_clock
 from vlpc.errors import EXIT_INTERNAL, EXIT_USER, VlpcError
-
-# Names other code imported from here before vlpc.cli_support existed.
-_read_input, _options, _tile, _positive, _split_k = read_input, codegen_options, parse_tile_arg, positive, split_k_arg
-_add_codegen_options = add_codegen_options
 
 #: The subcommands, in the order ``vlpc --help`` lists them: the dispatch table (each names the
 #: module ``vlpc.commands.<name>``, imported only when its command is built or run).
