@@ -42,3 +42,22 @@ def test_kernel_module_is_apart_from_the_pipeline():
     assert CompiledKernel is vlpc.kernel.CompiledKernel and CompiledModule is vlpc.kernel.CompiledModule
     assert LaunchConfig is vlpc.kernel.LaunchConfig
     assert CompiledKernel.__module__ == "vlpc.kernel"
+
+
+def test_one_module_per_command_and_the_library_imports_none():
+    """Every subcommand is a module of vlpc/commands/ with add_parser and main (vlpc/cli.py is the
+    dispatch table); no library module imports a command module, and no command module imports
+    vlpc/cli.py."""
+    import importlib
+
+    from vlpc.cli import COMMANDS
+
+    for name in COMMANDS:
+        mod = importlib.import_module(f"vlpc.commands.{name}")
+        assert callable(mod.add_parser) and callable(mod.main), name
+    for path in sorted(VLPC.glob("*.py")):
+        if path.name in ("cli.py", "docs.py", "__main__.py"):
+            continue
+        assert not {m for m in _imports(path) if m.startswith("vlpc.commands")}, path.name
+    for path in sorted((VLPC / "commands").glob("*.py")):
+        assert not {m for m in _imports(path) if m == "vlpc.cli" or m.startswith("vlpc.cli.")}, path.name

@@ -261,13 +261,8 @@ def diagnose(_hip: Any = None, *, library: str | None = None,
     return rep
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``vlpc doctor`` on the CLI's subparsers."""
-    sub.add_parser("doctor", help="report the HIP runtime, hip-python and the GPUs found, and whether they "
-                                  "match (exit 0 only when a device can run vlpc's code objects)")
-
-
 def cmd_doctor(args: Any) -> int:
+    """Print :func:`diagnose`'s report; its exit code (``vlpc doctor``, vlpc/commands/doctor.py)."""
     rep = diagnose()
     print(rep.text())
     return rep.exit_code

@@ -39,16 +39,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from vlpc.cli_support import (Progress, check_chart, check_finite_scalars, check_size_options, check_writable,
-                              codegen_options, output_prefix, pyplot, read_input, save_figure, write_atomic)
-from vlpc.errors import EXIT_VERIFY, VlpcError
+from vlpc.cli_support import pyplot, save_figure
+from vlpc.errors import VlpcError
 from vlpc.isa.classes import EXECUTION_CLASSES
 
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
@@ -970,7 +967,7 @@ class Report:
         return buf.getvalue()
 
     def write_chart(self, path: str) -> None:
-        """Write the chart to ``path``: SVG or PNG by its suffix (see :func:`check_chart`)."""
+        """Write the chart to ``path``: SVG or PNG by its suffix (see :func:`vlpc.cli_support.check_chart`)."""
         plt = pyplot()
         fig = self.figure()
         save_figure(fig, path)
@@ -994,61 +991,3 @@ def build_report(text: str, filename: str, strategies: list[str], progress=None,
             if not (dot_sqc_only and out):
                 raise
     return Report(out)
-
-
-# ---------------------------------------------------------------------------
-# command line
-
-
-def cmd_report(args) -> int:
-    check_size_options(args)
-    if args.seed is not None and args.seed < 0:  # as vlpc run (NumPy's generator takes none)
-        raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
-    check_finite_scalars(args)  # as vlpc run: the table's run computes in float32
-    if getattr(args, "energy", False):  # modeled energy of sqc, sqc without forwarding, lds (issue 20)
-        from vlpc.energy_report import default_prefix, run_energy_command
-
-        # the traffic table's run options: --energy prices alpha = 1, beta = 0 on zero-filled buffers
-        for name, priced in (("alpha", 1.0), ("beta", 0.0), ("seed", None)):
-            given = getattr(args, name, None)
-            if given is not None and given != priced:
-                why = ("--energy's timing-only launches read zero-filled buffers (the work does not depend on "
-                       "the values)" if name == "seed" else
-                       "--energy prices every variant with alpha = 1, beta = 0 (C is not read)")
-                raise VlpcError(f"--{name} {given:g}: {why}: drop --{name} (it is the traffic table's)")
-        return run_energy_command(args, read_input(args.file), args.output or default_prefix(args.file),
-                                  m=args.m, n=args.n, k=args.k)
-    strategies = [s.strip() for s in (args.strategies or "sqc,lds").split(",") if s.strip()]
-    for s in strategies:
-        if s not in STRATEGY_TITLE:
-            raise VlpcError(f"unknown strategy '{s}' in --strategies (available: {', '.join(STRATEGY_TITLE)})")
-    if len(set(strategies)) != len(strategies) or not strategies:
-        raise VlpcError("--strategies: give each strategy once, e.g. sqc,lds")
-    # Every output is checked before the emulation starts (it takes seconds to minutes).
-    stem = Path(args.file).stem if args.file != "-" else "gemm"  # standard input: gemm-report, as gemm-energy
-    prefix = output_prefix(args.output, f"{stem}-report")  # -o t.md: t.md, t.csv, t.svg
-    chart = args.chart or f"{prefix}.svg"
-    for path, what in ((f"{prefix}.md", "report"), (f"{prefix}.csv", "CSV")):
-        check_writable(path, what)
-    check_chart(chart)
-    text = read_input(args.file)
-    options = codegen_options(args)  # the code generation options of vlpc compile, without the strategy
-    options.pop("strategy", None)
-    with Progress(0, "vlpc report", quiet=args.quiet) as bar:
-        rep = build_report(text, args.file, strategies, dot_sqc_only=args.strategies is None,
-                           target=args.target, m=args.m, n=args.n, k=args.k,
-                           seed=0 if args.seed is None else args.seed,
-                           alpha=1.0 if args.alpha is None else args.alpha,
-                           beta=args.beta, options=options,
-                           progress=None if getattr(args, "quiet", False) else bar, batch=args.batch)
-    md = rep.markdown()
-    sys.stdout.write(md)
-    write_atomic(f"{prefix}.md", md)
-    write_atomic(f"{prefix}.csv", rep.csv())
-    rep.write_chart(chart)
-    print(f"\nvlpc: wrote {prefix}.md, {prefix}.csv, {chart}", file=sys.stderr)
-    bad = [m.strategy for m in rep.measurements if not m.verified]
-    if bad:
-        print(f"vlpc: verification FAILED for {', '.join(bad)}", file=sys.stderr)
-        return EXIT_VERIFY
-    return 0
