@@ -191,6 +191,10 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     passes/gemm_to_gcn_transpose.py)."""
     check_dot(mm, strategy, schedule)
     if builder is None:
+        from vlpc.passes.gemm_to_gcn_gemv import lane_gemv_kernels  # the lane-along-K decode GEMV
+        lane = lane_gemv_kernels(mm, name)
+        if lane is not None:
+            return lane
         from vlpc.passes.gemm_to_gcn_transpose import plan_copies, transpose_dot_kernels
         if plan_copies(mm, a_transpose):
             return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)

@@ -1,0 +1,314 @@
+"""The lane-along-K decode GEMV for f16 and int8 (``y = x W^T``, M = 1..16 rows of activations).
+
+The dot kernels' decode GEMV (passes/gemm_to_gcn_dot.py) puts A in SGPRs and gives each lane
+one weight row (a column of C).  Every ``global_load_dwordx4`` of a wave then reads 16 bytes of
+64 different rows, 64 DRAM pages (rows are K x 2 bytes apart: 8 KiB at K = 4096), and the HBM
+model charges one page activation per page an instruction's misses open
+(``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM"): 16 times the activations per
+byte of a stream whose waves read 1 KiB of one page (the modeled streaming ceiling,
+``Board.streaming_ceiling_bytes_per_second``), which caps that kernel near 74 % of it.
+
+This kernel turns the lanes along K instead: one wavefront (one workgroup) owns R consecutive
+weight rows and walks K in steps of 1 KiB per row, lane l reading bytes 16 l .. 16 l + 15 of
+the step of each row (``global_load_dwordx4``: a whole 1 KiB of one row, one page, per
+instruction) and the same 16 bytes of the step of every row of A (``global_load_dwordx4``
+from A, M rows; A is small and re-read by every wave from the caches).  Each lane keeps R x M
+partial sums (``v_dot2_f32_f16`` with two f16 products per dword, ``v_dot4_i32_i8`` with four
+int8 products into i32), ``U`` steps of loads in flight before their dots, in a ``gcn.loop``
+over the K steps (K x element bytes a multiple of 1 KiB).
+
+After the loop the 64 lanes' partials of each of the R x M sums are added through LDS in
+chunks of 8 sums (2,304 bytes per wave): every lane writes its 8 partials (``ds_write_b32``),
+lane l adds the 8 partials of lanes 8 j .. 8 j + 7 of sum l / 8 (two ``ds_read_b128``, seven
+adds, one write), lane l < 8 adds the 8 results of sum l (two ``ds_read_b128``, seven adds).
+The order is fixed, so a result is the same on every run; each sum of the f16 kernel is
+rounded at most ``K / 128 + 14`` times in f32 (a lane's dots, then two levels of 8), within
+the dot kernels' ``gamma_n`` bound (tests/dot_support.py).  Lane l < 8 of chunk c holds the
+sum v = 8 c + l, v = m R + r: C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not
+read C, alpha = 0 drops the products, as the dot kernels), stored by those lanes.
+
+Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
+static and a multiple of R, K static with K x element bytes a multiple of 1 KiB, lda / ldb /
+ldc static with rows of A and B starting on 16-byte boundaries, C f32 (f16 inputs), f16 (f16
+inputs) or i32 (int8), no batch, no split-K, no fused epilogue and no W8A8 scales; anything
+else, and a matmul with ``gemv = "sgpr"``, keeps the dot kernels' decode GEMV.  Why one wave per workgroup and R rows: the grid has
+N / R workgroups, many per CU, so the last round of workgroups leaves few CUs idle (N = 4096 on
+MI50's 60 CUs: 64 workgroups of 64 rows run two rounds on 4 CUs, 1,024 of 4 rows 18 rounds on
+4 CUs and 17 on the others).  Modeled figures and the choice of R and U:
+``benchmarks/gemv_ceiling.py`` and docs/kernels.md, "Decode GEMVs".
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
+from vlpc.passes.common import op_error
+from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_entry, zero_if_alpha_zero
+from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder
+
+#: Values of gemm.matmul's optional ``gemv`` attribute: ``"sgpr"`` keeps the dot kernels' decode
+#: GEMV (A in SGPRs, a lane per weight row) where this kernel would apply; ``"auto"`` (as no
+#: attribute) takes this kernel wherever it applies.
+GEMV_KERNELS = ("auto", "sgpr")
+#: Bytes of one weight row a wave reads per K step: 64 lanes x 16 (one ``global_load_dwordx4``),
+#: one DRAM page (HBM2's 2 KiB pages, JESD235A) when the row is 1 KiB aligned.
+LANE_STEP_BYTES = 1024
+#: Partial sums added per pass of the LDS reduction (module docstring): 8 x 64 lanes x 4 bytes
+#: plus 8 x 8 x 4.
+REDUCE_CHUNK = 8
+#: VGPRs a plan may use (loads in flight, partial sums, offsets, the reduction): at most 128 keeps
+#: two waves per SIMD (256 VGPRs per lane on gfx906).
+LANE_GEMV_VGPRS = 128
+
+
+def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
+    """``(rows, unroll)`` of the lane-along-K GEMV for ``mm`` (module docstring), or None when
+    it does not apply.  ``rows`` R: weight rows per wave (the most of 8, 4, 2, 1 dividing N
+    whose R x M partial sums and one step's loads fit :data:`LANE_GEMV_VGPRS`); ``unroll`` U:
+    K steps whose loads go out before their dots (the most of 4, 2, 1 dividing the steps that
+    fits)."""
+    s = mm.shape()
+    choice = mm.attributes.get("gemv")
+    if choice is not None:
+        if not (isinstance(choice, StringAttr) and choice.data in GEMV_KERNELS):
+            raise op_error(mm, f"gemv = {choice}: the decode GEMV kernel is one of "
+                           f"{', '.join(repr(x) for x in GEMV_KERNELS)}")
+        if choice.data == "sgpr":
+            return None
+    if s.dtype not in DOT_PACK or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
+        return None
+    if getattr(mm, "scale_row", None) is not None or getattr(s, "b_format", None):
+        return None
+    if (mm.get_int("split_k") or 1) > 1:
+        return None
+    eb = ELEMENT_BYTES[s.dtype]
+    if not (1 <= s.m <= GEMV_MAX_M) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0:
+        return None
+    want_c = {"f16": ("f32", "f16"), "i8": ("i32",)}[s.dtype]
+    if s.c_type not in want_c:
+        return None
+    if (s.k * eb) % LANE_STEP_BYTES or (s.lda * eb) % 16 or (s.ldb * eb) % 16:
+        return None
+    steps = s.k * eb // LANE_STEP_BYTES
+    for rows in (8, 4, 2, 1):
+        if s.n % rows:
+            continue
+        group = min(s.m, 4)
+        for unroll in (4, 2, 1):
+            if steps % unroll:
+                continue
+            vgprs = rows * s.m + unroll * rows * 4 + 2 * group * 4 + rows + group + 8
+            if vgprs <= LANE_GEMV_VGPRS:
+                return rows, unroll, group
+    return None
+
+
+def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
+    """The kernel of ``mm`` when :func:`lane_gemv_plan` applies, else None."""
+    plan = lane_gemv_plan(mm)
+    if plan is None:
+        return None
+    return [LaneGemvBuilder(mm, name, *plan).build()]
+
+
+class LaneGemvBuilder(DotKernelBuilder):
+    """Builds the lane-along-K GEMV (module docstring); the dot kernels' kernel arguments and
+    launch facts (macro tile M x R, one wave per workgroup)."""
+
+    def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int):
+        super().__init__(mm, name)
+        self.rows, self.unroll, self.a_group = rows, unroll, a_group
+        self.mt_m, self.mt_n = self.shape.m, rows
+        self.wg_size = (64, 1, 1)
+        self.local, self.split = 1, 1
+
+    def build(self) -> gcn.KernelOp:
+        s = self.shape
+        M, R, U = s.m, self.rows, self.unroll
+        is_int = s.dtype == "i8"
+        dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
+        eb = self.eb
+        c_esz = ELEMENT_BYTES[s.c_type]
+        lda_b, ldb_b, ldc_b = s.lda * eb, s.ldb * eb, s.ldc * c_esz
+        steps = s.k * eb // LANE_STEP_BYTES
+        ke = kernel_entry(False, 1, R)
+        entry, e = ke.block, ke.e
+        kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
+
+        ptr_a = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
+        ptr_b = e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst
+        ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
+        alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
+        n0 = e.mul(wg_x, R)  # the wave's first weight row
+        b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
+        lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst
+
+        def offsets(ld_b: int, count: int) -> list[SSAValue]:
+            return [lane16 if i == 0 else e(gcn.VAddU32Op(e.const(i * ld_b), lane16)).vdst for i in range(count)]
+
+        voff_b = offsets(ldb_b, R)  # row r of B: r x ldb bytes
+        G = self.a_group
+        voff_a = offsets(lda_b, G)  # row m0 + i of A (A's SGPR base at row m0)
+
+        def load_b(b_base: SSAValue, count: int) -> list[list[SSAValue]]:
+            """B's R rows of ``count`` K steps from ``b_base``."""
+            return [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_base, j * LANE_STEP_BYTES, 0) if j else b_base,
+                                               comment=f"B row {r}, step +{j}")).vdst
+                     for r in range(R)] for j in range(count)]
+
+        def load_group_at(a_base: SSAValue, j: int, m0: int) -> list[SSAValue]:
+            """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
+            base = a_base
+            if j or m0:
+                base = e.add64(a_base, j * LANE_STEP_BYTES + m0 * lda_b, 0)
+            return [e(gcn.GlobalLoadDwordx4Op(voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
+                    for i in range(min(G, M - m0))]
+
+        def steps_of(a_base: SSAValue, acc: list[SSAValue], bv: list[list[SSAValue]], b_next: SSAValue | None,
+                     a_first: list[SSAValue], a_next: SSAValue | None
+                     ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
+            """acc[m R + r] += the K steps whose B is ``bv`` (loaded before), A from ``a_base`` in groups
+            of G rows, each group loaded before the dots of the group before it; with ``b_next``, the
+            B of the next as many steps from there, step j's loads right after step j's dots (into
+            the registers those free: returned, carried around the loop without copies)."""
+            count = len(bv)
+            groups = [(j, m0) for j in range(count) for m0 in range(0, M, G)]
+
+            def load_group(j: int, m0: int) -> list[SSAValue]:
+                return load_group_at(a_base, j, m0)
+
+            acc = list(acc)
+            nbv: list[list[SSAValue]] = []
+            nxt, a_after = a_first, []
+            for gi, (j, m0) in enumerate(groups):
+                av = nxt
+                if gi + 1 < len(groups):
+                    nxt = load_group(*groups[gi + 1])
+                elif a_next is not None and gi:  # (a single group: after its dots, into its registers)
+                    a_after = load_group_at(a_next, 0, 0)
+                for i, a_m in enumerate(av):
+                    for r in range(R):
+                        x = acc[(m0 + i) * R + r]
+                        for q in range(4):
+                            x = e(dot_op(e.sub(bv[j][r], q, 1), e.sub(a_m, q, 1), x)).vdst
+                        acc[(m0 + i) * R + r] = x
+                if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
+                    base = e.add64(b_next, j * LANE_STEP_BYTES, 0) if j else b_next
+                    nbv.append([e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
+                                for r in range(R)])
+            if a_next is not None and not a_after:
+                a_after = load_group_at(a_next, 0, 0)
+            return acc, nbv, a_after
+
+        # B one batch of U steps ahead: the loop's body computes U steps while the next U steps' B
+        # loads are in flight; the last batch, after the loop, loads nothing past the rows
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
+        iters = steps // U
+        bv = load_b(b_rows, U)
+        a_first = load_group_at(ptr_a, 0, 0)
+        a_cur = ptr_a
+        ng = len(a_first)
+        if iters > 1:
+            koff = e.const(0)
+            flat = [v for st in bv for v in st]
+            carried = [koff, a_cur, b_rows, *flat, *a_first, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            outer, e.block = e.block, body
+            try:
+                k_i, a_i, b_i, *rest = body.args
+                bv_i = [list(rest[j * R:(j + 1) * R]) for j in range(U)]
+                af_i = list(rest[U * R:U * R + ng])
+                acc_i = list(rest[U * R + ng:])
+                b_n = e.add64(b_i, U * LANE_STEP_BYTES, 0, comment="B: next steps")
+                a_pre = e.add64(a_i, U * LANE_STEP_BYTES, 0, comment="A: next steps' first group")
+                acc_i, nbv, naf = steps_of(a_i, acc_i, bv_i, b_n, af_i, a_pre)
+                a_n = e.add64(a_i, U * LANE_STEP_BYTES, 0, comment="A: next steps")  # (a_i's registers)
+                k_n = e(gcn.SAddU32Op(k_i, U, comment="steps done")).sdst
+                e(gcn.SCmpLgU32Op(k_n, e.const(steps - U)))
+                e(gcn.LoopBackOp([k_n, a_n, b_n, *(v for st in nbv for v in st), *naf, *acc_i], "scc1"))
+            finally:
+                e.block = outer
+            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
+            res = list(loop.res)
+            a_cur = res[1]
+            bv = [res[3 + j * R:3 + (j + 1) * R] for j in range(U)]
+            a_first = res[3 + U * R:3 + U * R + ng]
+            acc = res[3 + U * R + ng:]
+        acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
+
+        # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
+        add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
+        lane4 = e(gcn.VLshlrevB32Op(2, tid)).vdst
+        lane32 = e(gcn.VLshlrevB32Op(5, tid)).vdst
+        level2 = REDUCE_CHUNK * 64 * 4  # the second level's partials after the lanes' partials
+
+        def sum8(addr: SSAValue, offset: int) -> SSAValue:
+            lo = e(gcn.DsReadB128Op(addr, offset=offset)).vdst
+            hi = e(gcn.DsReadB128Op(addr, offset=offset + 16)).vdst
+            x = e.sub(lo, 0, 1)
+            for q in range(1, 8):
+                x = e(add(x, e.sub(lo if q < 4 else hi, q % 4, 1))).vdst
+            return x
+
+        def first_lanes(count: int) -> None:
+            if count >= 64:
+                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            else:
+                mask = e(gcn.VCmpGtU32Op(e.const(count), tid)).sdst
+                e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
+
+        sums = []  # (first sum, count, the sums in lanes 0 .. count - 1)
+        V = M * R
+        for c0 in range(0, V, REDUCE_CHUNK):
+            cv = min(REDUCE_CHUNK, V - c0)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            for i in range(cv):
+                e(gcn.DsWriteB32Op(lane4, acc[c0 + i], offset=i * 256, comment=f"partial of sum {c0 + i}"))
+            first_lanes(8 * cv)  # lane l: sum l / 8, lanes 8 (l % 8) ..
+            e(gcn.DsWriteB32Op(lane4, sum8(lane32, 0), offset=level2, comment="8 lanes' partials"))
+            first_lanes(cv)  # lane l: sum c0 + l
+            sums.append((c0, cv, sum8(lane32, level2)))
+
+        # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
+        c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
+        totals = [t for _, _, t in sums]
+        e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+        if not is_int:  # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C)
+            totals = zero_if_alpha_zero(e, alpha, 1, totals, f".L{self.name}_alpha_nonzero")
+            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        else:
+            e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
+        read_c = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        c_load = gcn.GlobalLoadUshortOp if s.c_type == "f16" else gcn.GlobalLoadDwordOp
+        c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
+        shift = R.bit_length() - 1
+        for (c0, cv, total) in sums:
+            v = e(gcn.VAddU32Op(e.const(c0), tid)).vdst if c0 else tid
+            m_of = e(gcn.VLshrrevB32Op(shift, v)).vdst
+            r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
+            voff_c = e(gcn.VMulLoU32Op(m_of, e.const(ldc_b))).vdst
+            voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
+            mask = e(gcn.VCmpGtU32Op(e.const(cv), tid)).sdst
+            e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
+            c = e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
+            e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
+            if is_int:
+                out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
+            else:
+                if s.c_type == "f16":
+                    c = e(gcn.VCvtF32F16Op(c)).vdst
+                out = e(gcn.VFmaF32Op(total, alpha, e(gcn.VMulF32Op(beta, c)).vdst)).vdst
+                if s.c_type == "f16":
+                    out = e(gcn.VCvtF16F32Op(out)).vdst
+            e(c_store(voff_c, out, c_base))
+        e(gcn.SEndpgmOp())
+        return self._finish(entry, REDUCE_CHUNK * 64 * 4 + REDUCE_CHUNK * 8 * 4)
+
+
+__all__ = ["LANE_STEP_BYTES", "LaneGemvBuilder", "lane_gemv_kernels", "lane_gemv_plan"]
