@@ -59,17 +59,20 @@ LANE_STEP_BYTES = 1024
 #: Partial sums added per pass of the LDS reduction (module docstring): 8 x 64 lanes x 4 bytes
 #: plus 8 x 8 x 4.
 REDUCE_CHUNK = 8
-#: VGPRs a plan may use (loads in flight, partial sums, offsets, the reduction): at most 128 keeps
-#: two waves per SIMD (256 VGPRs per lane on gfx906).
-LANE_GEMV_VGPRS = 128
 
 
 def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
-    """``(rows, unroll)`` of the lane-along-K GEMV for ``mm`` (module docstring), or None when
-    it does not apply.  ``rows`` R: weight rows per wave (the most of 8, 4, 2, 1 dividing N
-    whose R x M partial sums and one step's loads fit :data:`LANE_GEMV_VGPRS`); ``unroll`` U:
-    K steps whose loads go out before their dots (the most of 4, 2, 1 dividing the steps that
-    fits)."""
+    """``(rows, unroll, group)`` of the lane-along-K GEMV for ``mm`` (module docstring), or None
+    when it does not apply.  ``rows`` R: weight rows per wave; ``unroll`` U: K steps per loop
+    iteration (their B loaded one batch ahead); ``group`` G: rows of A loaded together, one group
+    ahead.  M <= 8: R = 1, U = 2, G = min(M, 4); above: R = 2, U = 1, G = 8.  Why (modeled, MI50 @
+    1725 MHz, timing-only launches as benchmarks/gemv_ceiling.py; R, U, G): f16 1 x 4096 x 4096
+    41.3 us with (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5 (1, 4, 1); 4 x 4096 x 4096 41.4
+    (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 58.4 (2, 1, 8), 65.2 (2, 2, 8),
+    85.1 (4, 1, 4), 102.2 (1, 2, 8); int8 1 x 4096 x 4096 22.0 (1, 2, 1), 22.2 (2, 1, 1); 16 x 4096
+    x 4096 35.3 (2, 1, 8), 42.1 (2, 2, 8), 50.9 (4, 1, 4).  More rows a wave mean fewer workgroups
+    (the last round's idle CUs) and, with U, more VGPRs (fewer waves); at M = 16 two rows halve
+    A's loads per weight byte."""
     s = mm.shape()
     choice = mm.attributes.get("gemv")
     if choice is not None:
@@ -93,17 +96,11 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     if (s.k * eb) % LANE_STEP_BYTES or (s.lda * eb) % 16 or (s.ldb * eb) % 16:
         return None
     steps = s.k * eb // LANE_STEP_BYTES
-    for rows in (8, 4, 2, 1):
-        if s.n % rows:
-            continue
-        group = min(s.m, 4)
-        for unroll in (4, 2, 1):
-            if steps % unroll:
-                continue
-            vgprs = rows * s.m + unroll * rows * 4 + 2 * group * 4 + rows + group + 8
-            if vgprs <= LANE_GEMV_VGPRS:
-                return rows, unroll, group
-    return None
+    if s.m <= 8:  # the weight stream alone matters: the most workgroups, B two steps ahead
+        rows, unroll, group = 1, 2 if steps % 2 == 0 else 1, min(s.m, 4)
+    else:  # A's loads (M per step) dominate: two rows share them, A in double-buffered groups of 8
+        rows, unroll, group = (2 if s.n % 2 == 0 else 1), 1, 8
+    return rows, unroll, group
 
 
 def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:

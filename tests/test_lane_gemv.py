@@ -27,10 +27,10 @@ def lane_kernel(m, n, k, lda, ldb, ldc, ab, ct):
 
 @pytest.mark.parametrize("m, n, k, pad_a, pad_b, pad_c, ab, ct", [
     (1, 16, 4096, 8, 16, 3, "f16", "f32"),     # 8 K steps: the loop, one row of A
-    (3, 24, 2048, 8, 0, 1, "f16", "f16"),      # f16 C; 12 sums: two LDS chunks (8 + 4)
-    (16, 8, 4096, 0, 8, 5, "f16", "f32"),      # 16 rows of A in groups, 8 steps
+    (3, 24, 2048, 8, 0, 1, "f16", "f16"),      # f16 C; 3 sums: one partial LDS chunk
+    (16, 8, 4096, 0, 8, 5, "f16", "f32"),      # 16 rows of A in two groups, 8 steps; 32 sums: 4 LDS chunks
     (5, 12, 8192, 16, 16, 2, "i8", "i32"),     # int8: exact; 8 steps
-    (16, 4, 2048, 0, 16, 0, "i8", "i32"),      # 16 x R sums
+    (16, 4, 2048, 0, 16, 0, "i8", "i32"),      # 16 x 2 sums, two steps
     (2, 6, 1024, 0, 0, 0, "f16", "f32"),       # one K step: no loop
 ])
 def test_lane_gemv_exact_buffers(m, n, k, pad_a, pad_b, pad_c, ab, ct):
