@@ -115,22 +115,25 @@ class LaneGemvBuilder(DotKernelBuilder):
     """Builds the lane-along-K GEMV (module docstring); the dot kernels' kernel arguments and
     launch facts (macro tile M x R, one wave per workgroup)."""
 
-    def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int):
+    def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64):
         super().__init__(mm, name)
-        self.rows, self.unroll, self.a_group = rows, unroll, a_group
-        self.mt_m, self.mt_n = self.shape.m, rows
+        self.rows, self.unroll, self.a_group, self.span = rows, unroll, a_group, span
+        self.mt_m, self.mt_n = self.shape.m, rows * (64 // span)
         self.wg_size = (64, 1, 1)
         self.local, self.split = 1, 1
 
     def build(self) -> gcn.KernelOp:
         s = self.shape
         M, R, U = s.m, self.rows, self.unroll
+        span = self.span  # lanes per weight row; 64 / span rows ("slots") per load
+        slots = 64 // span
+        STEP = 16 * span  # bytes of a row per K step
         is_int = s.dtype == "i8"
         dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
         eb = self.eb
         c_esz = ELEMENT_BYTES[s.c_type]
         lda_b, ldb_b, ldc_b = s.lda * eb, s.ldb * eb, s.ldc * c_esz
-        steps = s.k * eb // LANE_STEP_BYTES
+        steps = s.k * eb // STEP
         ke = kernel_entry(False, 1, R)
         entry, e = ke.block, ke.e
         kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
@@ -142,20 +145,25 @@ class LaneGemvBuilder(DotKernelBuilder):
         ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
         alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
-        n0 = e.mul(wg_x, R)  # the wave's first weight row
+        n0 = e.mul(wg_x, R * slots)  # the wave's first weight row
         b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
-        lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst
+        kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
+        lane16 = e(gcn.VLshlrevB32Op(4, kl)).vdst
 
-        def offsets(ld_b: int, count: int) -> list[SSAValue]:
-            return [lane16 if i == 0 else e(gcn.VAddU32Op(e.const(i * ld_b), lane16)).vdst for i in range(count)]
+        def offsets(ld_b: int, count: int, first: SSAValue) -> list[SSAValue]:
+            return [first if i == 0 else e(gcn.VAddU32Op(e.const(i * ld_b), first)).vdst for i in range(count)]
 
-        voff_b = offsets(ldb_b, R)  # row r of B: r x ldb bytes
+        slot_b = lane16  # row i slots + slot of B: (i slots + slot) x ldb bytes
+        if slots > 1:
+            slot = e(gcn.VLshrrevB32Op(span.bit_length() - 1, tid)).vdst
+            slot_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane16)).vdst
+        voff_b = offsets(slots * ldb_b, R, slot_b)
         G = self.a_group
-        voff_a = offsets(lda_b, G)  # row m0 + i of A (A's SGPR base at row m0)
+        voff_a = offsets(lda_b, G, lane16)  # row m0 + i of A (A's SGPR base at row m0)
 
         def load_b(b_base: SSAValue, count: int) -> list[list[SSAValue]]:
             """B's R rows of ``count`` K steps from ``b_base``."""
-            return [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_base, j * LANE_STEP_BYTES, 0) if j else b_base,
+            return [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_base, j * STEP, 0) if j else b_base,
                                                comment=f"B row {r}, step +{j}")).vdst
                      for r in range(R)] for j in range(count)]
 
@@ -163,7 +171,7 @@ class LaneGemvBuilder(DotKernelBuilder):
             """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
             base = a_base
             if j or m0:
-                base = e.add64(a_base, j * LANE_STEP_BYTES + m0 * lda_b, 0)
+                base = e.add64(a_base, j * STEP + m0 * lda_b, 0)
             return [e(gcn.GlobalLoadDwordx4Op(voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
                     for i in range(min(G, M - m0))]
 
@@ -196,7 +204,7 @@ class LaneGemvBuilder(DotKernelBuilder):
                             x = e(dot_op(e.sub(bv[j][r], q, 1), e.sub(a_m, q, 1), x)).vdst
                         acc[(m0 + i) * R + r] = x
                 if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
-                    base = e.add64(b_next, j * LANE_STEP_BYTES, 0) if j else b_next
+                    base = e.add64(b_next, j * STEP, 0) if j else b_next
                     nbv.append([e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
                                 for r in range(R)])
             if a_next is not None and not a_after:
@@ -222,10 +230,10 @@ class LaneGemvBuilder(DotKernelBuilder):
                 bv_i = [list(rest[j * R:(j + 1) * R]) for j in range(U)]
                 af_i = list(rest[U * R:U * R + ng])
                 acc_i = list(rest[U * R + ng:])
-                b_n = e.add64(b_i, U * LANE_STEP_BYTES, 0, comment="B: next steps")
-                a_pre = e.add64(a_i, U * LANE_STEP_BYTES, 0, comment="A: next steps' first group")
+                b_n = e.add64(b_i, U * STEP, 0, comment="B: next steps")
+                a_pre = e.add64(a_i, U * STEP, 0, comment="A: next steps' first group")
                 acc_i, nbv, naf = steps_of(a_i, acc_i, bv_i, b_n, af_i, a_pre)
-                a_n = e.add64(a_i, U * LANE_STEP_BYTES, 0, comment="A: next steps")  # (a_i's registers)
+                a_n = e.add64(a_i, U * STEP, 0, comment="A: next steps")  # (a_i's registers)
                 k_n = e(gcn.SAddU32Op(k_i, U, comment="steps done")).sdst
                 e(gcn.SCmpLgU32Op(k_n, e.const(steps - U)))
                 e(gcn.LoopBackOp([k_n, a_n, b_n, *(v for st in nbv for v in st), *naf, *acc_i], "scc1"))
@@ -245,13 +253,19 @@ class LaneGemvBuilder(DotKernelBuilder):
         lane32 = e(gcn.VLshlrevB32Op(5, tid)).vdst
         level2 = REDUCE_CHUNK * 64 * 4  # the second level's partials after the lanes' partials
 
-        def sum8(addr: SSAValue, offset: int) -> SSAValue:
-            lo = e(gcn.DsReadB128Op(addr, offset=offset)).vdst
-            hi = e(gcn.DsReadB128Op(addr, offset=offset + 16)).vdst
-            x = e.sub(lo, 0, 1)
-            for q in range(1, 8):
-                x = e(add(x, e.sub(lo if q < 4 else hi, q % 4, 1))).vdst
+        def sum_of(addr: SSAValue, offset: int, count: int) -> SSAValue:
+            """The sum of ``count`` (8, 4 or 2) dwords at LDS[addr + offset], in order."""
+            if count == 2:
+                parts = [e(gcn.DsReadB64Op(addr, offset=offset)).vdst]
+            else:
+                parts = [e(gcn.DsReadB128Op(addr, offset=offset + 16 * h)).vdst for h in range(count // 4)]
+            w = 2 if count == 2 else 4
+            x = e.sub(parts[0], 0, 1)
+            for q in range(1, count):
+                x = e(add(x, e.sub(parts[q // w], q % w, 1))).vdst
             return x
+
+        lane_l2 = lane32 if span == 64 else e(gcn.VLshlrevB32Op((span // 2).bit_length() - 1, tid)).vdst
 
         def first_lanes(count: int) -> None:
             if count >= 64:
@@ -268,9 +282,9 @@ class LaneGemvBuilder(DotKernelBuilder):
             for i in range(cv):
                 e(gcn.DsWriteB32Op(lane4, acc[c0 + i], offset=i * 256, comment=f"partial of sum {c0 + i}"))
             first_lanes(8 * cv)  # lane l: sum l / 8, lanes 8 (l % 8) ..
-            e(gcn.DsWriteB32Op(lane4, sum8(lane32, 0), offset=level2, comment="8 lanes' partials"))
-            first_lanes(cv)  # lane l: sum c0 + l
-            sums.append((c0, cv, sum8(lane32, level2)))
+            e(gcn.DsWriteB32Op(lane4, sum_of(lane32, 0, 8), offset=level2, comment="8 lanes' partials"))
+            first_lanes(cv * slots)  # lane l: sum c0 + l / slots of slot l % slots
+            sums.append((c0, cv, sum_of(lane_l2, level2, span // 8)))
 
         # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
         c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
@@ -286,12 +300,16 @@ class LaneGemvBuilder(DotKernelBuilder):
         c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
         shift = R.bit_length() - 1
         for (c0, cv, total) in sums:
-            v = e(gcn.VAddU32Op(e.const(c0), tid)).vdst if c0 else tid
+            lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
+            v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
             m_of = e(gcn.VLshrrevB32Op(shift, v)).vdst
             r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
+            if slots > 1:  # the row: i slots + slot
+                r_of = e(gcn.VLshlAddU32Op(r_of, slots.bit_length() - 1,
+                                           e(gcn.VAndB32Op(slots - 1, tid)).vdst)).vdst
             voff_c = e(gcn.VMulLoU32Op(m_of, e.const(ldc_b))).vdst
             voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
-            mask = e(gcn.VCmpGtU32Op(e.const(cv), tid)).sdst
+            mask = e(gcn.VCmpGtU32Op(e.const(cv * slots), tid)).sdst
             e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
             c = e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
             e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
