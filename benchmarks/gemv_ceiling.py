@@ -9,7 +9,8 @@ f16 2 bytes a weight, int8 1, Q8_0 34 and Q4_0 18 bytes per block of 32) per mod
 its share of the pin rate and of the modeled streaming ceiling
 (``Board.streaming_ceiling_bytes_per_second``: the HBM model's best for a kernel that reads every
 byte once with 1 KiB wave loads), and the same share without the modeled launch overhead
-(``kernel``).  The kernels: ``lanes`` (f16/int8 with K x element bytes a multiple of 1 KiB:
+(``kernel``).  ``plan``: weight rows per workgroup / its waves (lanes), or the wavefront groups L
+and workgroups S splitting K (sgpr, quant).  The kernels: ``lanes`` (f16/int8 with K x element bytes a multiple of 1 KiB:
 passes/gemm_to_gcn_gemv.py), ``sgpr`` (the dot kernels' decode GEMV, passes/gemm_to_gcn_dot.py;
 ``--sgpr`` forces it with ``gemv = "sgpr"``) and ``quant`` (passes/gemm_to_gcn_quant.py).
 
@@ -85,8 +86,8 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = Fa
             dev.free(x)
     tm = st.timing
     li = kern.launch_info
-    lane = li.get("local_split", 1) == 1 and li["workgroup_size"] == 64
-    plan = f"R{li['macro_n']}" if lane else f"L{kern.local_split} S{kern.split_k}"
+    lane = li.get("local_split", 1) == 1 and li["macro_n"] < 64
+    plan = f"{li['macro_n']}/{li['workgroup_size'] // 64}w" if lane else f"L{kern.local_split} S{kern.split_k}"
     return dict(us=tm.time_us, kernel_us=tm.time_us - tm.breakdown_us.get("launch", 0.0), weight_bytes=b.nbytes,
                 kernel="lanes" if lane else "sgpr", plan=plan, vgprs=kern.vgprs, where=tm.summary(),
                 launch_us=tm.breakdown_us.get("launch", 0.0))

@@ -61,18 +61,21 @@ LANE_STEP_BYTES = 1024
 REDUCE_CHUNK = 8
 
 
-def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
-    """``(rows, unroll, group)`` of the lane-along-K GEMV for ``mm`` (module docstring), or None
-    when it does not apply.  ``rows`` R: weight rows per wave; ``unroll`` U: K steps per loop
-    iteration (their B loaded one batch ahead); ``group`` G: rows of A loaded together, one group
-    ahead.  M <= 8: R = 1, U = 2, G = min(M, 4); above: R = 2, U = 1, G = 8.  Why (modeled, MI50 @
-    1725 MHz, timing-only launches as benchmarks/gemv_ceiling.py; R, U, G): f16 1 x 4096 x 4096
-    41.3 us with (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5 (1, 4, 1); 4 x 4096 x 4096 41.4
-    (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 58.4 (2, 1, 8), 65.2 (2, 2, 8),
-    85.1 (4, 1, 4), 102.2 (1, 2, 8); int8 1 x 4096 x 4096 22.0 (1, 2, 1), 22.2 (2, 1, 1); 16 x 4096
-    x 4096 35.3 (2, 1, 8), 42.1 (2, 2, 8), 50.9 (4, 1, 4).  More rows a wave mean fewer workgroups
-    (the last round's idle CUs) and, with U, more VGPRs (fewer waves); at M = 16 two rows halve
-    A's loads per weight byte."""
+def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int, int, int] | None:
+    """``(rows, unroll, group, span, waves)`` of the lane-along-K GEMV for ``mm`` (module
+    docstring), or None when it does not apply.  ``rows`` R: weight rows per wave and load slot;
+    ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead); ``group`` G: rows of A
+    loaded together, one group ahead; ``span``: lanes per weight row in a load (64: a load reads
+    1 KiB of one row; 32, 16: 2 or 4 rows); ``waves`` W: waves per workgroup, kept in step by one
+    barrier per iteration.  M <= 8: (1, 2, min(M, 4), 64, 1); above: (2, 1, 8, 64, 2).  Why
+    (modeled, timing-only launches as benchmarks/gemv_ceiling.py; MI50 @ 1725 MHz unless named):
+    f16 1 x 4096 x 4096 41.3 us with R, U, G = (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5
+    (1, 4, 1); 4 x 4096 x 4096 41.4 (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 with
+    W = 1: 58.4 (2, 1, 8), 65.2 (2, 2, 8), 85.1 (4, 1, 4), 102.2 (1, 2, 8), span 32 61.1, span 16
+    75.5; (2, 1, 8) with W = 2 60.9, W = 4 62.3; on MI60 @ 1800 MHz W = 1 167.3, W = 2 54.2, W = 4
+    67.8 (waves out of step read A's 128 KiB from HBM again: the model's L2 share of a CU does not
+    hold it); int8 1 x 4096 x 4096 22.0 (1, 2, 1), 22.2 (2, 1, 1); 16 x 4096 x 4096 (2, 1, 8)
+    W = 1 35.3, W = 2 36.7, MI60 32.1 and 32.2."""
     s = mm.shape()
     choice = mm.attributes.get("gemv")
     if choice is not None:
@@ -97,10 +100,12 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     steps = s.k * eb // LANE_STEP_BYTES
     if s.m <= 8:  # the weight stream alone matters: the most workgroups, B two steps ahead
-        rows, unroll, group = 1, 2 if steps % 2 == 0 else 1, min(s.m, 4)
-    else:  # A's loads (M per step) dominate: two rows share them, A in double-buffered groups of 8
-        rows, unroll, group = (2 if s.n % 2 == 0 else 1), 1, 8
-    return rows, unroll, group
+        return 1, 2 if steps % 2 == 0 else 1, min(s.m, 4), 64, 1
+    # A's loads (M per step) dominate: two rows share them, A in double-buffered groups of 8, two
+    # waves a workgroup in step
+    if s.n % 4 == 0:
+        return 2, 1, 8, 64, 2
+    return (2 if s.n % 2 == 0 else 1), 1, 8, 64, 1
 
 
 def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
@@ -115,11 +120,12 @@ class LaneGemvBuilder(DotKernelBuilder):
     """Builds the lane-along-K GEMV (module docstring); the dot kernels' kernel arguments and
     launch facts (macro tile M x R, one wave per workgroup)."""
 
-    def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64):
+    def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
+                 waves: int = 1):
         super().__init__(mm, name)
-        self.rows, self.unroll, self.a_group, self.span = rows, unroll, a_group, span
-        self.mt_m, self.mt_n = self.shape.m, rows * (64 // span)
-        self.wg_size = (64, 1, 1)
+        self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
+        self.mt_m, self.mt_n = self.shape.m, rows * (64 // span) * waves
+        self.wg_size = (64 * waves, 1, 1)
         self.local, self.split = 1, 1
 
     def build(self) -> gcn.KernelOp:
@@ -137,6 +143,11 @@ class LaneGemvBuilder(DotKernelBuilder):
         ke = kernel_entry(False, 1, R)
         entry, e = ke.block, ke.e
         kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
+        W = self.waves  # waves per workgroup, in step: one barrier per loop iteration
+        wave = None
+        if W > 1:
+            wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, tid)).vdst)).sdst
+            tid = e(gcn.VAndB32Op(63, tid)).vdst  # the lane
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
         lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
 
@@ -145,7 +156,9 @@ class LaneGemvBuilder(DotKernelBuilder):
         ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
         alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
-        n0 = e.mul(wg_x, R * slots)  # the wave's first weight row
+        n0 = e.mul(wg_x, R * slots * W)  # the wave's first weight row
+        if wave is not None:
+            n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
         b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
         kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
         lane16 = e(gcn.VLshlrevB32Op(4, kl)).vdst
@@ -234,6 +247,8 @@ class LaneGemvBuilder(DotKernelBuilder):
                 a_pre = e.add64(a_i, U * STEP, 0, comment="A: next steps' first group")
                 acc_i, nbv, naf = steps_of(a_i, acc_i, bv_i, b_n, af_i, a_pre)
                 a_n = e.add64(a_i, U * STEP, 0, comment="A: next steps")  # (a_i's registers)
+                if W > 1:  # the workgroup's waves in step: A's lines read by all of them at once
+                    e(gcn.SBarrierOp())
                 k_n = e(gcn.SAddU32Op(k_i, U, comment="steps done")).sdst
                 e(gcn.SCmpLgU32Op(k_n, e.const(steps - U)))
                 e(gcn.LoopBackOp([k_n, a_n, b_n, *(v for st in nbv for v in st), *naf, *acc_i], "scc1"))
@@ -249,8 +264,13 @@ class LaneGemvBuilder(DotKernelBuilder):
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
         add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
-        lane4 = e(gcn.VLshlrevB32Op(2, tid)).vdst
-        lane32 = e(gcn.VLshlrevB32Op(5, tid)).vdst
+        per_wave = REDUCE_CHUNK * 64 * 4 + REDUCE_CHUNK * 8 * 4  # LDS bytes of one wave's reduction
+
+        def lds_addr(shift: int) -> SSAValue:
+            v = e(gcn.VLshlrevB32Op(shift, tid)).vdst
+            return v if wave is None else e(gcn.VAddU32Op(e.mul(wave, per_wave), v)).vdst
+
+        lane4, lane32 = lds_addr(2), lds_addr(5)
         level2 = REDUCE_CHUNK * 64 * 4  # the second level's partials after the lanes' partials
 
         def sum_of(addr: SSAValue, offset: int, count: int) -> SSAValue:
@@ -265,7 +285,7 @@ class LaneGemvBuilder(DotKernelBuilder):
                 x = e(add(x, e.sub(parts[q // w], q % w, 1))).vdst
             return x
 
-        lane_l2 = lane32 if span == 64 else e(gcn.VLshlrevB32Op((span // 2).bit_length() - 1, tid)).vdst
+        lane_l2 = lane32 if span == 64 else lds_addr((span // 2).bit_length() - 1)
 
         def first_lanes(count: int) -> None:
             if count >= 64:
@@ -323,7 +343,7 @@ class LaneGemvBuilder(DotKernelBuilder):
                     out = e(gcn.VCvtF16F32Op(out)).vdst
             e(c_store(voff_c, out, c_base))
         e(gcn.SEndpgmOp())
-        return self._finish(entry, REDUCE_CHUNK * 64 * 4 + REDUCE_CHUNK * 8 * 4)
+        return self._finish(entry, W * per_wave)
 
 
 __all__ = ["LANE_STEP_BYTES", "LaneGemvBuilder", "lane_gemv_kernels", "lane_gemv_plan"]

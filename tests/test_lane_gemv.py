@@ -20,8 +20,10 @@ from test_dot_gemm import NP, run_case
 def lane_kernel(m, n, k, lda, ldb, ldc, ab, ct):
     kern = vlpc.compile(source(m, n, k, lda, ldb, ldc, ab, ct)).kernel("g")
     li = kern.launch_info
-    assert (li["workgroup_size"], kern.local_split, li["macro_m"]) == (64, 1, m), "not the lane-along-K GEMV"
-    assert n % li["macro_n"] == 0
+    # one wave per workgroup (M <= 8) or two in step (M > 8), a few weight rows each
+    assert (li["workgroup_size"], kern.local_split, li["macro_m"]) == (64 if m <= 8 else 128, 1, m), \
+        "not the lane-along-K GEMV"
+    assert n % li["macro_n"] == 0 and li["macro_n"] < 64
     return kern
 
 
@@ -77,3 +79,28 @@ def test_gemv_attribute():
     assert kern.local_split > 1 and kern.launch_info["macro_n"] == 64
     with pytest.raises(Exception, match=r"<input>:2:3: error: gemv = \"lanes\": the decode GEMV kernel is one of"):
         vlpc.compile(source(4, 64, 1024, 1024, 1024, 64, "f16", "f32", gemv="lanes"))
+
+
+@pytest.mark.parametrize("plan, m, n, k, ab, ct", [
+    ((2, 1, 8, 32), 16, 8, 4096, "f16", "f32"),   # 2 rows per load (32 lanes a row), 4 rows a wave
+    ((2, 2, 4, 16), 5, 16, 2048, "f16", "f16"),   # 4 rows per load, 8 rows a wave, B two steps ahead
+    ((1, 2, 1, 32), 1, 6, 1024, "i8", "i32"),     # int8, 2 rows per load
+    ((2, 1, 8, 16), 16, 24, 4096, "i8", "i32"),
+    ((1, 2, 4, 32, 2), 5, 16, 2048, "f16", "f16"),  # two waves a workgroup, 2 rows per load
+    ((1, 2, 1, 64, 4), 1, 300, 4096, "f16", "f32"),  # four waves, 75 workgroups (64 and more)
+])
+def test_lane_gemv_rows_spread_over_a_load(monkeypatch, plan, m, n, k, ab, ct):
+    """Plans the automatic choice does not take (LaneGemvBuilder's ``span`` < 64: each load reads
+    16 x span bytes of 64 / span rows; ``waves``: several waves a workgroup, each its own rows and
+    LDS): the same exactness, padding and beta = 0 rules."""
+    import vlpc.passes.gemm_to_gcn_gemv as lane
+
+    monkeypatch.setattr(lane, "lane_gemv_plan", lambda mm: plan)
+    lda, ldb, ldc = k + 16, k + 16, n + 3
+    kern = vlpc.compile(source(m, n, k, lda, ldb, ldc, ab, ct), cache=False).kernel("g")
+    waves = plan[4] if len(plan) > 4 else 1
+    assert kern.launch_info["macro_n"] == plan[0] * 64 // plan[3] * waves
+    assert kern.launch_info["workgroup_size"] == 64 * waves
+    nan_c = np.full((m, n), np.nan, NP[ct]) if ct != "i32" else None
+    run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, 1 if ab == "i8" else 0.75, 0 if ab == "i8" else 0.0, c=nan_c)
+    run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=3)
