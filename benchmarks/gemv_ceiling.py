@@ -33,64 +33,39 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import vlpc
-from vlpc.runtime import get_device, load_code_object
 from vlpc.targets import get_board
 
 DOT_SHAPES = ((4096, 4096), (11008, 4096))
 QUANT_SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336))
-SCALAR = {"f16": "f32", "i8": "i32"}
 C_TYPE = {"f16": "f32", "i8": "i32"}
-
-
-def dot_source(m: int, n: int, k: int, ab: str, gemv: str | None = None) -> str:
-    """One NT ``gemm.matmul`` of f16 or i8 A (M x K) and B (N x K), C f32 / i32."""
-    s, ct = SCALAR[ab], C_TYPE[ab]
-    ta, tb, tc = f"memref<{m}x{k}x{ab}>", f"memref<{n}x{k}x{ab}>", f"memref<{m}x{n}x{ct}>"
-    extra = f', gemv = "{gemv}"' if gemv else ""
-    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
-            f'  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"{extra}}} : {ta}, {tb}, {tc}, {s}, {s}\n'
-            "  func.return\n}\n")
 
 
 def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = False) -> dict:
     """One timing-only launch of the automatic plan: time, weight bytes and where the time went."""
     board = get_board(gpu)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     if fmt in ("q8_0", "q4_0"):
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from quant_gemv import modeled as quant_modeled  # the quantized GEMV's own launch
 
         r = quant_modeled(fmt, m, n, k, gpu, board.engine_clock_mhz)
         return dict(us=r["us"], kernel_us=None, weight_bytes=r["gbs"] * 1e9 * r["us"] * 1e-6, kernel="quant",
                     plan=f"S{r['split']} L{r['local']}", vgprs=r["vgprs"], where=r["where"],
                     launch_us=board.timing.launch_overhead_us)
-    kern = vlpc.compile(dot_source(m, n, k, fmt, "sgpr" if sgpr else None)).kernel("g")
-    dev = get_device("emulator", gpu=gpu, timing_only=True)
-    rng = np.random.default_rng(0)
-    if fmt == "i8":
-        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
-        b = rng.integers(-128, 128, (n, k)).astype(np.int8)
-        c, alpha, beta = np.zeros((m, n), np.int32), np.int32(1), np.int32(0)
-    else:
-        a = rng.standard_normal((m, k)).astype(np.float16)
-        b = rng.standard_normal((n, k)).astype(np.float16)
-        c, alpha, beta = np.zeros((m, n), np.float32), np.float32(1), np.float32(0)
-    bufs = [dev.upload(x.reshape(-1)) for x in (a, b, c)]
-    try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), alpha, beta]
-        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
-    finally:
-        for x in bufs:
-            dev.free(x)
-    tm = st.timing
+    from dot_gemm_figures import modeled as dot_modeled, source  # the same launch as that script's
+
+    gemv = "sgpr" if sgpr else None
+    ct = C_TYPE[fmt]
+    r = dot_modeled("g", m, n, k, fmt, ct, gpu, gemv=gemv)
+    kern = vlpc.compile(source(m, n, k, fmt, ct, gemv)).kernel("g")  # (the compile cache's)
+    eb = 1 if fmt == "i8" else 2
+    moved = (m * k + n * k) * eb + m * n * 4  # the bytes dot_gemm_figures' HBM shares count
     li = kern.launch_info
     lane = li.get("local_split", 1) == 1 and li["macro_n"] < 64
     plan = f"{li['macro_n']}/{li['workgroup_size'] // 64}w" if lane else f"L{kern.local_split} S{kern.split_k}"
-    return dict(us=tm.time_us, kernel_us=tm.time_us - tm.breakdown_us.get("launch", 0.0), weight_bytes=b.nbytes,
-                kernel="lanes" if lane else "sgpr", plan=plan, vgprs=kern.vgprs, where=tm.summary(),
-                launch_us=tm.breakdown_us.get("launch", 0.0))
+    return dict(us=r.us, kernel_us=moved / (r.hbm_share_kernel * board.hbm_bytes_per_second) * 1e6,
+                weight_bytes=n * k * eb, kernel="lanes" if lane else "sgpr", plan=plan, vgprs=r.vgprs, where=r.where,
+                launch_us=board.timing.launch_overhead_us)
 
 
 def main(argv: list[str] | None = None) -> int:

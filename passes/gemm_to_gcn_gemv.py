@@ -46,8 +46,8 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_entry, zero_if_alpha_zero
-from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder
+from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_entry
+from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, blas_quick_returns
 
 #: Values of gemm.matmul's optional ``gemv`` attribute: ``"sgpr"`` keeps the dot kernels' decode
 #: GEMV (A in SGPRs, a lane per weight row) where this kernel would apply; ``"auto"`` (as no
@@ -232,20 +232,25 @@ class LaneGemvBuilder(DotKernelBuilder):
         a_first = load_group_at(ptr_a, 0, 0)
         a_cur = ptr_a
         ng = len(a_first)
+        sizes = [1, 1, 1, *([R] * U), ng, M * R]  # loop-carried: steps done, A, B, B of U steps, A group, sums
+
+        def cut(values) -> list[list[SSAValue]]:
+            """``values`` (the carried list) in the pieces of ``sizes``."""
+            out, i = [], 0
+            for n in sizes:
+                out.append(list(values[i:i + n]))
+                i += n
+            return out
+
         if iters > 1:
-            koff = e.const(0)
-            flat = [v for st in bv for v in st]
-            carried = [koff, a_cur, b_rows, *flat, *a_first, *acc]
+            carried = [e.const(0), a_cur, b_rows, *(v for st in bv for v in st), *a_first, *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
             try:
-                k_i, a_i, b_i, *rest = body.args
-                bv_i = [list(rest[j * R:(j + 1) * R]) for j in range(U)]
-                af_i = list(rest[U * R:U * R + ng])
-                acc_i = list(rest[U * R + ng:])
+                (k_i,), (a_i,), (b_i,), *pieces = cut(body.args)
                 b_n = e.add64(b_i, U * STEP, 0, comment="B: next steps")
                 a_pre = e.add64(a_i, U * STEP, 0, comment="A: next steps' first group")
-                acc_i, nbv, naf = steps_of(a_i, acc_i, bv_i, b_n, af_i, a_pre)
+                acc_i, nbv, naf = steps_of(a_i, pieces[-1], pieces[:U], b_n, pieces[U], a_pre)
                 a_n = e.add64(a_i, U * STEP, 0, comment="A: next steps")  # (a_i's registers)
                 if W > 1:  # the workgroup's waves in step: A's lines read by all of them at once
                     e(gcn.SBarrierOp())
@@ -255,11 +260,8 @@ class LaneGemvBuilder(DotKernelBuilder):
             finally:
                 e.block = outer
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
-            res = list(loop.res)
-            a_cur = res[1]
-            bv = [res[3 + j * R:3 + (j + 1) * R] for j in range(U)]
-            a_first = res[3 + U * R:3 + U * R + ng]
-            acc = res[3 + U * R + ng:]
+            _, (a_cur,), _, *pieces = cut(loop.res)
+            bv, a_first, acc = pieces[:U], pieces[U], pieces[-1]
         acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
@@ -310,12 +312,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
         totals = [t for _, _, t in sums]
         e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-        if not is_int:  # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C)
-            totals = zero_if_alpha_zero(e, alpha, 1, totals, f".L{self.name}_alpha_nonzero")
-            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
-        else:
-            e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
-        read_c = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
         c_load = gcn.GlobalLoadUshortOp if s.c_type == "f16" else gcn.GlobalLoadDwordOp
         c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
         shift = R.bit_length() - 1
