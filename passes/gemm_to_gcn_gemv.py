@@ -8,34 +8,39 @@ model charges one page activation per page an instruction's misses open
 byte of a stream whose waves read 1 KiB of one page (the modeled streaming ceiling,
 ``Board.streaming_ceiling_bytes_per_second``), which caps that kernel near 74 % of it.
 
-This kernel turns the lanes along K instead: one wavefront (one workgroup) owns R consecutive
-weight rows and walks K in steps of 1 KiB per row, lane l reading bytes 16 l .. 16 l + 15 of
-the step of each row (``global_load_dwordx4``: a whole 1 KiB of one row, one page, per
-instruction) and the same 16 bytes of the step of every row of A (``global_load_dwordx4``
-from A, M rows; A is small and re-read by every wave from the caches).  Each lane keeps R x M
-partial sums (``v_dot2_f32_f16`` with two f16 products per dword, ``v_dot4_i32_i8`` with four
-int8 products into i32), ``U`` steps of loads in flight before their dots, in a ``gcn.loop``
-over the K steps (K x element bytes a multiple of 1 KiB).
+This kernel turns the lanes along K instead: a wavefront owns R consecutive weight rows and walks
+K in steps of 1 KiB per row, lane l reading bytes 16 l .. 16 l + 15 of the step of each row
+(``global_load_dwordx4``: a whole 1 KiB of one row, one page, per instruction) and the same 16
+bytes of the step of every row of A (``global_load_dwordx4`` from A, M rows; A is small and
+re-read by every wave from the caches).  (With ``span`` < 64 lanes per row a load reads 16 x span
+bytes of 64 / span rows instead.)  Each lane keeps R x M partial sums (``v_dot2_f32_f16`` with two
+f16 products per dword, ``v_dot4_i32_i8`` with four int8 products into i32) in a ``gcn.loop`` over
+the K steps (K x element bytes a multiple of 1 KiB), U steps an iteration: B one batch of U steps
+ahead (each step's registers reload the next batch's step right after its dots), A in groups of G
+rows, one group ahead (the next iteration's first group loaded during the last group's dots).  A
+workgroup holds W waves, each its own rows, kept in step by one ``s_barrier`` per iteration.
 
 After the loop the 64 lanes' partials of each of the R x M sums are added through LDS in
 chunks of 8 sums (2,304 bytes per wave): every lane writes its 8 partials (``ds_write_b32``),
 lane l adds the 8 partials of lanes 8 j .. 8 j + 7 of sum l / 8 (two ``ds_read_b128``, seven
-adds, one write), lane l < 8 adds the 8 results of sum l (two ``ds_read_b128``, seven adds).
-The order is fixed, so a result is the same on every run; each sum of the f16 kernel is
-rounded at most ``K / 128 + 14`` times in f32 (a lane's dots, then two levels of 8), within
-the dot kernels' ``gamma_n`` bound (tests/dot_support.py).  Lane l < 8 of chunk c holds the
-sum v = 8 c + l, v = m R + r: C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not
-read C, alpha = 0 drops the products, as the dot kernels), stored by those lanes.
+adds, one write), lane l < 8 adds the 8 results of sum l (two ``ds_read_b128``, seven adds; span
+/ 8 results of a row's lanes with ``span`` < 64).  The order is fixed, so a result is the same
+on every run; each sum of the f16 kernel is rounded at most ``K / 128 + 14`` times in f32 (a
+lane's dots, then two levels of 8), within the dot kernels' ``gamma_n`` bound
+(tests/dot_support.py).  Lane l < 8 of chunk c holds the sum v = 8 c + l, v = m R + r:
+C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not read C, alpha = 0 drops the
+products, as the dot kernels: :func:`~vlpc.passes.gemm_to_gcn_dot.blas_quick_returns`), stored
+by those lanes.
 
 Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
-static and a multiple of R, K static with K x element bytes a multiple of 1 KiB, lda / ldb /
-ldc static with rows of A and B starting on 16-byte boundaries, C f32 (f16 inputs), f16 (f16
-inputs) or i32 (int8), no batch, no split-K, no fused epilogue and no W8A8 scales; anything
-else, and a matmul with ``gemv = "sgpr"``, keeps the dot kernels' decode GEMV.  Why one wave per workgroup and R rows: the grid has
-N / R workgroups, many per CU, so the last round of workgroups leaves few CUs idle (N = 4096 on
-MI50's 60 CUs: 64 workgroups of 64 rows run two rounds on 4 CUs, 1,024 of 4 rows 18 rounds on
-4 CUs and 17 on the others).  Modeled figures and the choice of R and U:
-``benchmarks/gemv_ceiling.py`` and docs/kernels.md, "Decode GEMVs".
+static, K static with K x element bytes a multiple of 1 KiB, lda / ldb / ldc static with rows of
+A and B starting on 16-byte boundaries, C f32 (f16 inputs), f16 (f16 inputs) or i32 (int8), no
+batch, no split-K, no fused epilogue and no W8A8 scales; anything else, and a matmul with
+``gemv = "sgpr"``, keeps the dot kernels' decode GEMV.  Why few rows a workgroup: the grid has
+N / (R W) workgroups, many per CU, so the last round of workgroups leaves few CUs idle (N = 4096
+on MI50's 60 CUs: 64 workgroups of 64 rows run two rounds on 4 CUs while 56 idle in the second;
+4,096 of one row 69 rounds on 16 CUs and 68 on the others).  Modeled figures and the choice of
+the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/decode_gemv.md.
 """
 
 from __future__ import annotations
