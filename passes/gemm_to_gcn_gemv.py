@@ -54,6 +54,8 @@ from vlpc.passes.common import op_error
 from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_entry
 from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, blas_quick_returns
 
+#: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
+REDUCE_BYTES = 8 * 64 * 4 + 8 * 8 * 4
 #: Values of gemm.matmul's optional ``gemv`` attribute: ``"sgpr"`` keeps the dot kernels' decode
 #: GEMV (A in SGPRs, a lane per weight row) where this kernel would apply; ``"auto"`` (as no
 #: attribute) takes this kernel wherever it applies.
@@ -101,7 +103,7 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int, int, int] | None:
     want_c = {"f16": ("f32", "f16"), "i8": ("i32",)}[s.dtype]
     if s.c_type not in want_c:
         return None
-    if (s.k * eb) % LANE_STEP_BYTES or (s.lda * eb) % 16 or (s.ldb * eb) % 16:
+    if (s.k * eb) % 16 or (s.lda * eb) % 16 or (s.ldb * eb) % 16:
         return None
     steps = s.k * eb // LANE_STEP_BYTES
     if s.m <= 8:  # the weight stream alone matters: the most workgroups, B two steps ahead
@@ -232,6 +234,42 @@ class LaneGemvBuilder(DotKernelBuilder):
         # B one batch of U steps ahead: the loop's body computes U steps while the next U steps' B
         # loads are in flight; the last batch, after the loop, loads nothing past the rows
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
+        tail = s.k * eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
+        if tail:  # (before the loop: its carried bases take the registers of their first values)
+            a_t = e.add64(ptr_a, steps * STEP, 0, comment="A: the partial last step")
+            b_t = e.add64(b_rows, steps * STEP, 0, comment="B: the partial last step")
+        if steps:
+            acc = self._whole_steps(e, acc, steps, ptr_a, b_rows, load_b, load_group_at, steps_of)
+        if tail:  # lanes 16 kl >= tail load nothing and keep zeros, so their dots add 0 x 0
+
+            def zero4() -> SSAValue:
+                return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+
+            merges = [zero4() for _ in range(R + M)]
+            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail // 16), kl)).sdst, result_type=gcn.exec_type()))
+            bt = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_t, comment=f"B row {r}, partial step", merge=merges[r])).vdst
+                  for r in range(R)]
+            at, a_grp = [], a_t  # rows m of A in groups of G (voff_a: G rows from a group's base)
+            for m in range(M):
+                if m % G == 0 and m:
+                    a_grp = e.add64(a_t, m * lda_b, 0)
+                at.append(e(gcn.GlobalLoadDwordx4Op(voff_a[m % G], a_grp, comment=f"A row {m}, partial step",
+                                                    merge=merges[R + m])).vdst)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            for m in range(M):
+                for r in range(R):
+                    x = acc[m * R + r]
+                    for q in range(4):
+                        x = e(dot_op(e.sub(bt[r], q, 1), e.sub(at[m], q, 1), x)).vdst
+                    acc[m * R + r] = x
+        self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, is_int)
+        return self._finish(entry, W * REDUCE_BYTES)
+
+    def _whole_steps(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+                     load_b, load_group_at, steps_of) -> list[SSAValue]:
+        """acc after the ``steps`` whole K steps (the loop of U steps an iteration, then the last U)."""
+        M, R, U, W = self.shape.m, self.rows, self.unroll, self.waves
+        STEP = 16 * self.span
         iters = steps // U
         bv = load_b(b_rows, U)
         a_first = load_group_at(ptr_a, 0, 0)
@@ -268,10 +306,21 @@ class LaneGemvBuilder(DotKernelBuilder):
             _, (a_cur,), _, *pieces = cut(loop.res)
             bv, a_first, acc = pieces[:U], pieces[U], pieces[-1]
         acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
+        return acc
+
+    def _reduce_and_store(self, e: _Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+                          wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
+                          is_int: bool) -> None:
+        """The lanes' partials of each sum through LDS, then C (module docstring)."""
+        s = self.shape
+        M, R, span = s.m, self.rows, self.span
+        slots = 64 // span
+        c_esz = ELEMENT_BYTES[s.c_type]
+        ldc_b = s.ldc * c_esz
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
         add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
-        per_wave = REDUCE_CHUNK * 64 * 4 + REDUCE_CHUNK * 8 * 4  # LDS bytes of one wave's reduction
+        per_wave = REDUCE_BYTES
 
         def lds_addr(shift: int) -> SSAValue:
             v = e(gcn.VLshlrevB32Op(shift, tid)).vdst
@@ -345,7 +394,6 @@ class LaneGemvBuilder(DotKernelBuilder):
                     out = e(gcn.VCvtF16F32Op(out)).vdst
             e(c_store(voff_c, out, c_base))
         e(gcn.SEndpgmOp())
-        return self._finish(entry, W * per_wave)
 
 
 __all__ = ["LANE_STEP_BYTES", "LaneGemvBuilder", "lane_gemv_kernels", "lane_gemv_plan"]

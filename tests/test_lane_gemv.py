@@ -2,8 +2,8 @@
 strict emulator with exactly sized buffers (the gaps between rows NaN for f16/f32, garbage for
 int8/i32; C's padding compared bit for bit after the launch), int8 exact, f16 against float64
 math within the f32-accumulation bound (tests/dot_support.py), beta = 0 over a NaN C, alpha = 0
-over NaN/Inf inputs; the K loop with B and A loaded a batch ahead, the LDS reduction in chunks
-of 8 sums, the plan's applicability and the ``gemv`` attribute."""
+over NaN/Inf inputs; the K loop with B and A loaded a batch ahead, a partial last K step, the LDS
+reduction in chunks of 8 sums, the plan's applicability and the ``gemv`` attribute."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def lane_kernel(m, n, k, lda, ldb, ldc, ab, ct):
     (5, 12, 8192, 16, 16, 2, "i8", "i32"),     # int8: exact; 8 steps
     (16, 4, 2048, 0, 16, 0, "i8", "i32"),      # 16 x 2 sums, two steps
     (2, 6, 1024, 0, 0, 0, "f16", "f32"),       # one K step: no loop
+    (3, 8, 1000, 8, 8, 1, "f16", "f32"),       # a whole step, then 976 bytes: 61 lanes of a partial step
+    (1, 4, 40, 0, 8, 0, "f16", "f16"),         # only a partial step (80 bytes: 5 lanes)
+    (5, 12, 11008, 16, 0, 2, "i8", "i32"),     # 10 whole steps and 768 bytes (Llama-2's down projection K)
+    (16, 8, 2000, 8, 0, 3, "f16", "f32"),      # two waves a workgroup, 3 steps and a partial one
 ])
 def test_lane_gemv_exact_buffers(m, n, k, pad_a, pad_b, pad_c, ab, ct):
     """Padded rows (NaN / garbage in the gaps, never read), C's padding untouched; beta = 0 over a
@@ -61,7 +65,7 @@ def test_lane_gemv_alpha_zero_over_nan_inputs(ab, ct):
 
 
 @pytest.mark.parametrize("m, n, k, lda, ab, epi", [
-    (4, 64, 1000, 1000, "f16", ""),           # K x 2 bytes not a multiple of 1 KiB
+    (4, 64, 1004, 1008, "f16", ""),           # K x 2 bytes not a multiple of 16
     (4, 64, 1024, 1028, "f16", ""),           # A's rows not on 16-byte boundaries
     (17, 64, 1024, 1024, "f16", ""),          # M above 16
     (4, 64, 1024, 1024, "f16", ', epilogue = ["relu"]'),  # a fused epilogue
