@@ -15,7 +15,8 @@ bytes of the step of every row of A (``global_load_dwordx4`` from A, M rows; A i
 re-read by every wave from the caches).  (With ``span`` < 64 lanes per row a load reads 16 x span
 bytes of 64 / span rows instead.)  Each lane keeps R x M partial sums (``v_dot2_f32_f16`` with two
 f16 products per dword, ``v_dot4_i32_i8`` with four int8 products into i32) in a ``gcn.loop`` over
-the K steps (K x element bytes a multiple of 1 KiB), U steps an iteration: B one batch of U steps
+the K steps, U steps an iteration (then a partial last step, if K x element bytes is not a whole
+number of steps, in which the lanes past K load nothing and keep zeros): B one batch of U steps
 ahead (each step's registers reload the next batch's step right after its dots), A in groups of G
 rows, one group ahead (the next iteration's first group loaded during the last group's dots).  A
 workgroup holds W waves, each its own rows, kept in step by one ``s_barrier`` per iteration.
@@ -33,7 +34,7 @@ products, as the dot kernels: :func:`~vlpc.passes.gemm_to_gcn_dot.blas_quick_ret
 by those lanes.
 
 Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
-static, K static with K x element bytes a multiple of 1 KiB, lda / ldb / ldc static with rows of
+static, K static with K x element bytes a multiple of 16, lda / ldb / ldc static with rows of
 A and B starting on 16-byte boundaries, C f32 (f16 inputs), f16 (f16 inputs) or i32 (int8), no
 batch, no split-K, no fused epilogue and no W8A8 scales; anything else, and a matmul with
 ``gemv = "sgpr"``, keeps the dot kernels' decode GEMV.  Why few rows a workgroup: the grid has

@@ -176,7 +176,7 @@ def test_decode_gemv_plan_is_chosen_and_exact():
     kern = vlpc.compile(source(m, n, k, k + 2, k + 2, n, "i8", "i32")).kernel("g")
     assert (kern.local_split, kern.launch_info["macro_m"], kern.launch_info["macro_n"]) == (16, 5, 64)
     run_case(kern, m, n, k, k + 2, k + 2, n, "i8", "i32", 1, 1)
-    kern = vlpc.compile(source(1, 64, 64, 64, 64, 64, "f16", "f32")).kernel("g")
+    kern = vlpc.compile(source(1, 64, 64, 64, 64, 64, "f16", "f32", gemv="sgpr")).kernel("g")
     assert kern.local_split == 2  # M < 4: 4 groups, but 32 dwords of K are two groups of one K step
     kern = vlpc.compile(source(3, 64, 1024, 1024, 1024, 64, "f16", "f32", gemv="sgpr")).kernel("g")
     assert kern.local_split == 4
