@@ -46,11 +46,13 @@ SCALAR = {"f16": "f32", "i8": "i32"}
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "f16c": np.float16, "i32": np.int32}
 
 
-def source(m: int, n: int, k: int, ab: str, ct: str) -> str:
+def source(m: int, n: int, k: int, ab: str, ct: str, gemv: str | None = None) -> str:
+    """One NT ``gemm.matmul`` (``gemv``: its ``gemv`` attribute, e.g. ``"sgpr"``, or none)."""
     s = SCALAR[ab]
     ta, tb, tc = f"memref<{m}x{k}x{ab}>", f"memref<{n}x{k}x{ab}>", f"memref<{m}x{n}x{ct}>"
+    extra = f', gemv = \"{gemv}\"' if gemv else ""
     return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"{extra}}} : {ta}, {tb}, {tc}, {s}, {s}\n"
             "  func.return\n}\n")
 
 
@@ -73,8 +75,8 @@ class Row:
 
 
 def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi60", clock: float | None = None,
-            memory_clock: float | None = None, **options) -> Row:
-    kern = vlpc.compile(source(m, n, k, ab, ct), **options).kernel("g")
+            memory_clock: float | None = None, gemv: str | None = None, **options) -> Row:
+    kern = vlpc.compile(source(m, n, k, ab, ct, gemv), **options).kernel("g")
     dev = get_device("emulator", gpu=gpu, clock_mhz=clock, memory_clock_mhz=memory_clock, timing_only=True)
     rng = np.random.default_rng(0)
     if ab == "i8":

@@ -159,6 +159,20 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
     return out
 
 
+def blas_quick_returns(e: _Emitter, alpha: SSAValue, beta: SSAValue, lanes: SSAValue, acc: list[SSAValue],
+                       is_int: bool, name: str) -> tuple[list[SSAValue], SSAValue]:
+    """BLAS's rules before the output ``alpha * acc + beta * C``: f32 sums become +0 when alpha is
+    +-0 (:func:`zero_if_alpha_zero`: NaN/Inf in A or B do not reach C; i32 products with 0 are 0
+    anyway), and the lanes that read C: ``lanes`` when beta != 0, none otherwise (beta = 0 does not
+    read C).  Returns (acc, those lanes)."""
+    if not is_int:  # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C)
+        acc = zero_if_alpha_zero(e, alpha, 1, acc, f".L{name}_alpha_nonzero")
+        e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+    else:
+        e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
+    return acc, e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+
+
 def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
     """Refuse (located) what the dot kernels do not compile."""
     s = mm.shape()
@@ -189,6 +203,10 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     passes/gemm_to_gcn_transpose.py)."""
     check_dot(mm, strategy, schedule)
     if builder is None:
+        from vlpc.passes.gemm_to_gcn_gemv import lane_gemv_kernels  # the lane-along-K decode GEMV
+        lane = lane_gemv_kernels(mm, name)
+        if lane is not None:
+            return lane
         from vlpc.passes.gemm_to_gcn_transpose import plan_copies, transpose_dot_kernels
         if plan_copies(mm, a_transpose):
             return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
@@ -696,12 +714,7 @@ class DotKernelBuilder:
                 out_acc.append(e(gcn.VMulF32Op(scol, x)).vdst)
             acc = out_acc
             is_int = False  # from here on an f32 epilogue
-        if not is_int:  # BLAS: alpha == 0 drops A*B (NaN/Inf in A or B do not reach C)
-            acc = zero_if_alpha_zero(e, alpha, 1, acc, f".L{self.name}_alpha_nonzero")
-            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
-        else:
-            e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
-        load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        acc, load_lanes = blas_quick_returns(e, alpha, beta, lanes, acc, is_int, self.name)
         voff_c = e(gcn.VLshlrevB32Op(c_esz.bit_length() - 1, tid)).vdst
         c_load = gcn.GlobalLoadUshortOp if c_type == "f16" else gcn.GlobalLoadDwordOp
         c_store = gcn.GlobalStoreShortOp if c_type == "f16" else gcn.GlobalStoreDwordOp

@@ -41,13 +41,16 @@ def batch_memref(nb: int, rows: int, cols: int, ld: int, stride: int, t: str) ->
     return f"memref<{nb}x{rows}x{cols}x{t}, strided<[{stride}, {ld}, 1]>>"
 
 
-def source(m, n, k, lda, ldb, ldc, ab: str = "f16", ct: str = "f32") -> str:
+def source(m, n, k, lda, ldb, ldc, ab: str = "f16", ct: str = "f32", gemv: str | None = None) -> str:
     """``func.func @g`` with one NT ``gemm.matmul``: A M x K and B N x K of ``ab``, C M x N of
-    ``ct``, alpha/beta of ``SCALAR[ab]``; ``None`` sizes or leading dimensions are ``?``."""
+    ``ct``, alpha/beta of ``SCALAR[ab]``; ``None`` sizes or leading dimensions are ``?``;
+    ``gemv``: the matmul's ``gemv`` attribute (``"sgpr"``: the SGPR decode GEMV, not the
+    lane-along-K one, passes/gemm_to_gcn_gemv.py)."""
     ta, tb, tc = memref(m, k, lda, ab), memref(n, k, ldb, ab), memref(m, n, ldc, ct)
     s = SCALAR[ab]
+    extra = f', gemv = "{gemv}"' if gemv else ""
     return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {s}, %beta: {s}) {{\n"
-            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {s}, {s}\n"
+            f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"{extra}}} : {ta}, {tb}, {tc}, {s}, {s}\n"
             "  func.return\n}\n")
 
 

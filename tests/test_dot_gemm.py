@@ -170,14 +170,15 @@ def test_odd_leading_dimension_at_launch_is_refused():
 
 
 def test_decode_gemv_plan_is_chosen_and_exact():
-    """M <= 16 (f16/i8, static): macro tile M x 64 and K over 16 wavefront groups, automatically."""
+    """M <= 16 (f16/i8, static): macro tile M x 64 and K over 16 wavefront groups, automatically
+    (where the lane-along-K GEMV does not apply, or with ``gemv = "sgpr"``)."""
     m, n, k = 5, 128, 4 * 16 * 16 + 2  # 16 slices of one K step each, plus a K % 4 of 2
     kern = vlpc.compile(source(m, n, k, k + 2, k + 2, n, "i8", "i32")).kernel("g")
     assert (kern.local_split, kern.launch_info["macro_m"], kern.launch_info["macro_n"]) == (16, 5, 64)
     run_case(kern, m, n, k, k + 2, k + 2, n, "i8", "i32", 1, 1)
-    kern = vlpc.compile(source(1, 64, 64, 64, 64, 64, "f16", "f32")).kernel("g")
+    kern = vlpc.compile(source(1, 64, 64, 64, 64, 64, "f16", "f32", gemv="sgpr")).kernel("g")
     assert kern.local_split == 2  # M < 4: 4 groups, but 32 dwords of K are two groups of one K step
-    kern = vlpc.compile(source(3, 64, 1024, 1024, 1024, 64, "f16", "f32")).kernel("g")
+    kern = vlpc.compile(source(3, 64, 1024, 1024, 1024, 64, "f16", "f32", gemv="sgpr")).kernel("g")
     assert kern.local_split == 4
 
 
@@ -188,7 +189,7 @@ def test_gemv_k_major_batches():
     two B quads, which are reloaded for the next step right after their last dots.  Four batches
     and four quads a step.  The last step is peeled: its other three batches of A, its 256 dots,
     and no load of a next step."""
-    kern = vlpc.compile(source(16, 128, 2 * 16 * 16 * 2 * 2, 2048, 2048, 128, "f16", "f32")).kernel("g")
+    kern = vlpc.compile(source(16, 128, 2 * 16 * 16 * 2 * 2, 2048, 2048, 128, "f16", "f32", gemv="sgpr")).kernel("g")
     assert kern.launch_info["k_step"] == 16
     loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
     batches = re.split(r"s_waitcnt[^\n]*lgkmcnt\(0\)", loop)[1:]

@@ -100,8 +100,8 @@ def test_gemv_given_k_step_and_single_step_slices():
     assert (kern.local_split, kern.launch_info["k_step"]) == (16, 8)
     assert "s_load_dwordx8" not in kern.asm and kern.asm.count("s_load_dwordx4") >= 2 * m * 2
     run_case(kern, m, n, k, k + 2, k + 2, n, "i8", "i32", 2, -1, local=16)
-    k = 16 * 16 * 2  # f16: one 16-dword step per group
-    kern = vlpc.compile(source(m, n, k, k, k, n, "f16", "f32")).kernel("g")
+    k = 16 * 16 * 2  # f16: one 16-dword step per group (gemv = "sgpr": not the lane-along-K GEMV)
+    kern = vlpc.compile(source(m, n, k, k, k, n, "f16", "f32", gemv="sgpr")).kernel("g")
     assert (kern.local_split, kern.launch_info["k_step"]) == (16, 16)
     assert "last step re-reads itself" in kern.asm
     run_case(kern, m, n, k, k, k, n, "f16", "f32", 1.0, 0.0, local=16, c=np.full((m, n), np.nan, np.float32))

@@ -349,9 +349,10 @@ def test_gemv_prices_the_local_split_kernel_compile_gives(tmp_path, capsys):
     import vlpc
     from vlpc.energy_report import measure_energy
 
-    text = layout_source("NT", 4, N, 1024, 1024, 1024, N, "i8", "i32")
+    # (K = 1000: rows of 1000 bytes, not whole KiB, so not the lane-along-K GEMV of gemm_to_gcn_gemv)
+    text = layout_source("NT", 4, N, 1000, 1000, 1000, N, "i8", "i32")
     ck = vlpc.compile(text).kernel()
-    steps = ck.plan(4, N, 1024)
+    steps = ck.plan(4, N, 1000)
     assert ck.local_split > 1 and len(steps) == 1
     row = measure_energy(text, "g.mlir", "sqc", gpu="mi60")
     assert [(x.kernel, x.grid, x.block) for x in row.launches] == [(s.kernel, s.grid, s.block) for s in steps]
@@ -360,7 +361,7 @@ def test_gemv_prices_the_local_split_kernel_compile_gives(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0 and f"| figure | sqc (local split {ck.local_split}) |" in out
     assert rows["sqc"]["launches"] == "1"
-    one = vlpc.compile(text, split_k=1).kernel().plan(4, N, 1024)  # the kernel the report priced before
+    one = vlpc.compile(text, split_k=1).kernel().plan(4, N, 1000)  # the kernel the report priced before
     assert one[0].block != steps[0].block
 
 

@@ -1,0 +1,400 @@
+"""The lane-along-K decode GEMV for f16 and int8 (``y = x W^T``, M = 1..16 rows of activations).
+
+The dot kernels' decode GEMV (passes/gemm_to_gcn_dot.py) puts A in SGPRs and gives each lane
+one weight row (a column of C).  Every ``global_load_dwordx4`` of a wave then reads 16 bytes of
+64 different rows, 64 DRAM pages (rows are K x 2 bytes apart: 8 KiB at K = 4096), and the HBM
+model charges one page activation per page an instruction's misses open
+(``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM"): 16 times the activations per
+byte of a stream whose waves read 1 KiB of one page (the modeled streaming ceiling,
+``Board.streaming_ceiling_bytes_per_second``), which caps that kernel near 74 % of it.
+
+This kernel turns the lanes along K instead: a wavefront owns R consecutive weight rows and walks
+K in steps of 1 KiB per row, lane l reading bytes 16 l .. 16 l + 15 of the step of each row
+(``global_load_dwordx4``: a whole 1 KiB of one row, one page, per instruction) and the same 16
+bytes of the step of every row of A (``global_load_dwordx4`` from A, M rows; A is small and
+re-read by every wave from the caches).  (With ``span`` < 64 lanes per row a load reads 16 x span
+bytes of 64 / span rows instead.)  Each lane keeps R x M partial sums (``v_dot2_f32_f16`` with two
+f16 products per dword, ``v_dot4_i32_i8`` with four int8 products into i32) in a ``gcn.loop`` over
+the K steps, U steps an iteration (then a partial last step, if K x element bytes is not a whole
+number of steps, in which the lanes past K load nothing and keep zeros): B one batch of U steps
+ahead (each step's registers reload the next batch's step right after its dots), A in groups of G
+rows, one group ahead (the next iteration's first group loaded during the last group's dots).  A
+workgroup holds W waves, each its own rows, kept in step by one ``s_barrier`` per iteration.
+
+After the loop the 64 lanes' partials of each of the R x M sums are added through LDS in
+chunks of 8 sums (2,304 bytes per wave): every lane writes its 8 partials (``ds_write_b32``),
+lane l adds the 8 partials of lanes 8 j .. 8 j + 7 of sum l / 8 (two ``ds_read_b128``, seven
+adds, one write), lane l < 8 adds the 8 results of sum l (two ``ds_read_b128``, seven adds; span
+/ 8 results of a row's lanes with ``span`` < 64).  The order is fixed, so a result is the same
+on every run; each sum of the f16 kernel is rounded at most ``K / 128 + 14`` times in f32 (a
+lane's dots, then two levels of 8), within the dot kernels' ``gamma_n`` bound
+(tests/dot_support.py).  Lane l < 8 of chunk c holds the sum v = 8 c + l, v = m R + r:
+C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not read C, alpha = 0 drops the
+products, as the dot kernels: :func:`~vlpc.passes.gemm_to_gcn_dot.blas_quick_returns`), stored
+by those lanes.
+
+Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
+static, K static with K x element bytes a multiple of 16, lda / ldb / ldc static with rows of
+A and B starting on 16-byte boundaries, C f32 (f16 inputs), f16 (f16 inputs) or i32 (int8), no
+batch, no split-K, no fused epilogue and no W8A8 scales; anything else, and a matmul with
+``gemv = "sgpr"``, keeps the dot kernels' decode GEMV.  Why few rows a workgroup: the grid has
+N / (R W) workgroups, many per CU, so the last round of workgroups leaves few CUs idle (N = 4096
+on MI50's 60 CUs: 64 workgroups of 64 rows run two rounds on 4 CUs while 56 idle in the second;
+4,096 of one row 69 rounds on 16 CUs and 68 on the others).  Modeled figures and the choice of
+the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/decode_gemv.md.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
+from vlpc.passes.common import op_error
+from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_entry
+from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, blas_quick_returns
+
+#: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
+REDUCE_BYTES = 8 * 64 * 4 + 8 * 8 * 4
+#: Values of gemm.matmul's optional ``gemv`` attribute: ``"sgpr"`` keeps the dot kernels' decode
+#: GEMV (A in SGPRs, a lane per weight row) where this kernel would apply; ``"auto"`` (as no
+#: attribute) takes this kernel wherever it applies.
+GEMV_KERNELS = ("auto", "sgpr")
+#: Bytes of one weight row a wave reads per K step: 64 lanes x 16 (one ``global_load_dwordx4``),
+#: one DRAM page (HBM2's 2 KiB pages, JESD235A) when the row is 1 KiB aligned.
+LANE_STEP_BYTES = 1024
+#: Partial sums added per pass of the LDS reduction (module docstring): 8 x 64 lanes x 4 bytes
+#: plus 8 x 8 x 4.
+REDUCE_CHUNK = 8
+
+
+def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int, int, int] | None:
+    """``(rows, unroll, group, span, waves)`` of the lane-along-K GEMV for ``mm`` (module
+    docstring), or None when it does not apply.  ``rows`` R: weight rows per wave and load slot;
+    ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead); ``group`` G: rows of A
+    loaded together, one group ahead; ``span``: lanes per weight row in a load (64: a load reads
+    1 KiB of one row; 32, 16: 2 or 4 rows); ``waves`` W: waves per workgroup, kept in step by one
+    barrier per iteration.  M <= 8: (1, 2, min(M, 4), 64, 1); above: (2, 1, 8, 64, 2).  Why
+    (modeled, timing-only launches as benchmarks/gemv_ceiling.py; MI50 @ 1725 MHz unless named):
+    f16 1 x 4096 x 4096 41.3 us with R, U, G = (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5
+    (1, 4, 1); 4 x 4096 x 4096 41.4 (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 with
+    W = 1: 58.4 (2, 1, 8), 65.2 (2, 2, 8), 85.1 (4, 1, 4), 102.2 (1, 2, 8), span 32 61.1, span 16
+    75.5; (2, 1, 8) with W = 2 60.9, W = 4 62.3; on MI60 @ 1800 MHz W = 1 167.3, W = 2 54.2, W = 4
+    67.8 (waves out of step read A's 128 KiB from HBM again: the model's L2 share of a CU does not
+    hold it); int8 1 x 4096 x 4096 22.0 (1, 2, 1), 22.2 (2, 1, 1); 16 x 4096 x 4096 (2, 1, 8)
+    W = 1 35.3, W = 2 36.7, MI60 32.1 and 32.2."""
+    s = mm.shape()
+    choice = mm.attributes.get("gemv")
+    if choice is not None:
+        if not (isinstance(choice, StringAttr) and choice.data in GEMV_KERNELS):
+            raise op_error(mm, f"gemv = {choice}: the decode GEMV kernel is one of "
+                           f"{', '.join(repr(x) for x in GEMV_KERNELS)}")
+        if choice.data == "sgpr":
+            return None
+    if s.dtype not in DOT_PACK or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
+        return None
+    if getattr(mm, "scale_row", None) is not None or getattr(s, "b_format", None):
+        return None
+    if (mm.get_int("split_k") or 1) > 1:
+        return None
+    eb = ELEMENT_BYTES[s.dtype]
+    if not (1 <= s.m <= GEMV_MAX_M) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0:
+        return None
+    want_c = {"f16": ("f32", "f16"), "i8": ("i32",)}[s.dtype]
+    if s.c_type not in want_c:
+        return None
+    if (s.k * eb) % 16 or (s.lda * eb) % 16 or (s.ldb * eb) % 16:
+        return None
+    steps = s.k * eb // LANE_STEP_BYTES
+    if s.m <= 8:  # the weight stream alone matters: the most workgroups, B two steps ahead
+        return 1, 2 if steps % 2 == 0 else 1, min(s.m, 4), 64, 1
+    # A's loads (M per step) dominate: two rows share them, A in double-buffered groups of 8, two
+    # waves a workgroup in step
+    if s.n % 4 == 0:
+        return 2, 1, 8, 64, 2
+    return (2 if s.n % 2 == 0 else 1), 1, 8, 64, 1
+
+
+def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
+    """The kernel of ``mm`` when :func:`lane_gemv_plan` applies, else None."""
+    plan = lane_gemv_plan(mm)
+    if plan is None:
+        return None
+    return [LaneGemvBuilder(mm, name, *plan).build()]
+
+
+class LaneGemvBuilder(DotKernelBuilder):
+    """Builds the lane-along-K GEMV (module docstring); the dot kernels' kernel arguments and
+    launch facts (macro tile M x R, one wave per workgroup)."""
+
+    def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
+                 waves: int = 1):
+        super().__init__(mm, name)
+        self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
+        self.mt_m, self.mt_n = self.shape.m, rows * (64 // span) * waves
+        self.wg_size = (64 * waves, 1, 1)
+        self.local, self.split = 1, 1
+
+    def build(self) -> gcn.KernelOp:
+        s = self.shape
+        M, R, U = s.m, self.rows, self.unroll
+        span = self.span  # lanes per weight row; 64 / span rows ("slots") per load
+        slots = 64 // span
+        STEP = 16 * span  # bytes of a row per K step
+        is_int = s.dtype == "i8"
+        dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
+        eb = self.eb
+        c_esz = ELEMENT_BYTES[s.c_type]
+        lda_b, ldb_b, ldc_b = s.lda * eb, s.ldb * eb, s.ldc * c_esz
+        steps = s.k * eb // STEP
+        ke = kernel_entry(False, 1, R)
+        entry, e = ke.block, ke.e
+        kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
+        W = self.waves  # waves per workgroup, in step: one barrier per loop iteration
+        wave = None
+        if W > 1:
+            wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, tid)).vdst)).sdst
+            tid = e(gcn.VAndB32Op(63, tid)).vdst  # the lane
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
+
+        ptr_a = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
+        ptr_b = e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst
+        ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
+        alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
+        n0 = e.mul(wg_x, R * slots * W)  # the wave's first weight row
+        if wave is not None:
+            n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
+        b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
+        kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
+        lane16 = e(gcn.VLshlrevB32Op(4, kl)).vdst
+
+        def offsets(ld_b: int, count: int, first: SSAValue) -> list[SSAValue]:
+            return [first if i == 0 else e(gcn.VAddU32Op(e.const(i * ld_b), first)).vdst for i in range(count)]
+
+        slot_b = lane16  # row i slots + slot of B: (i slots + slot) x ldb bytes
+        if slots > 1:
+            slot = e(gcn.VLshrrevB32Op(span.bit_length() - 1, tid)).vdst
+            slot_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane16)).vdst
+        voff_b = offsets(slots * ldb_b, R, slot_b)
+        G = self.a_group
+        voff_a = offsets(lda_b, G, lane16)  # row m0 + i of A (A's SGPR base at row m0)
+
+        def load_b(b_base: SSAValue, count: int) -> list[list[SSAValue]]:
+            """B's R rows of ``count`` K steps from ``b_base``."""
+            return [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_base, j * STEP, 0) if j else b_base,
+                                               comment=f"B row {r}, step +{j}")).vdst
+                     for r in range(R)] for j in range(count)]
+
+        def load_group_at(a_base: SSAValue, j: int, m0: int) -> list[SSAValue]:
+            """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
+            base = a_base
+            if j or m0:
+                base = e.add64(a_base, j * STEP + m0 * lda_b, 0)
+            return [e(gcn.GlobalLoadDwordx4Op(voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
+                    for i in range(min(G, M - m0))]
+
+        def steps_of(a_base: SSAValue, acc: list[SSAValue], bv: list[list[SSAValue]], b_next: SSAValue | None,
+                     a_first: list[SSAValue], a_next: SSAValue | None
+                     ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
+            """acc[m R + r] += the K steps whose B is ``bv`` (loaded before), A from ``a_base`` in groups
+            of G rows, each group loaded before the dots of the group before it; with ``b_next``, the
+            B of the next as many steps from there, step j's loads right after step j's dots (into
+            the registers those free: returned, carried around the loop without copies)."""
+            count = len(bv)
+            groups = [(j, m0) for j in range(count) for m0 in range(0, M, G)]
+
+            def load_group(j: int, m0: int) -> list[SSAValue]:
+                return load_group_at(a_base, j, m0)
+
+            acc = list(acc)
+            nbv: list[list[SSAValue]] = []
+            nxt, a_after = a_first, []
+            for gi, (j, m0) in enumerate(groups):
+                av = nxt
+                if gi + 1 < len(groups):
+                    nxt = load_group(*groups[gi + 1])
+                elif a_next is not None and gi:  # (a single group: after its dots, into its registers)
+                    a_after = load_group_at(a_next, 0, 0)
+                for i, a_m in enumerate(av):
+                    for r in range(R):
+                        x = acc[(m0 + i) * R + r]
+                        for q in range(4):
+                            x = e(dot_op(e.sub(bv[j][r], q, 1), e.sub(a_m, q, 1), x)).vdst
+                        acc[(m0 + i) * R + r] = x
+                if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
+                    base = e.add64(b_next, j * STEP, 0) if j else b_next
+                    nbv.append([e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
+                                for r in range(R)])
+            if a_next is not None and not a_after:
+                a_after = load_group_at(a_next, 0, 0)
+            return acc, nbv, a_after
+
+        # B one batch of U steps ahead: the loop's body computes U steps while the next U steps' B
+        # loads are in flight; the last batch, after the loop, loads nothing past the rows
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
+        tail = s.k * eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
+        if tail:  # (before the loop: its carried bases take the registers of their first values)
+            a_t = e.add64(ptr_a, steps * STEP, 0, comment="A: the partial last step")
+            b_t = e.add64(b_rows, steps * STEP, 0, comment="B: the partial last step")
+        if steps:
+            acc = self._whole_steps(e, acc, steps, ptr_a, b_rows, load_b, load_group_at, steps_of)
+        if tail:  # lanes 16 kl >= tail load nothing and keep zeros, so their dots add 0 x 0
+
+            def zero4() -> SSAValue:
+                return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+
+            merges = [zero4() for _ in range(R + M)]
+            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail // 16), kl)).sdst, result_type=gcn.exec_type()))
+            bt = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_t, comment=f"B row {r}, partial step", merge=merges[r])).vdst
+                  for r in range(R)]
+            at, a_grp = [], a_t  # rows m of A in groups of G (voff_a: G rows from a group's base)
+            for m in range(M):
+                if m % G == 0 and m:
+                    a_grp = e.add64(a_t, m * lda_b, 0)
+                at.append(e(gcn.GlobalLoadDwordx4Op(voff_a[m % G], a_grp, comment=f"A row {m}, partial step",
+                                                    merge=merges[R + m])).vdst)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            for m in range(M):
+                for r in range(R):
+                    x = acc[m * R + r]
+                    for q in range(4):
+                        x = e(dot_op(e.sub(bt[r], q, 1), e.sub(at[m], q, 1), x)).vdst
+                    acc[m * R + r] = x
+        self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, is_int)
+        return self._finish(entry, W * REDUCE_BYTES)
+
+    def _whole_steps(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+                     load_b, load_group_at, steps_of) -> list[SSAValue]:
+        """acc after the ``steps`` whole K steps (the loop of U steps an iteration, then the last U)."""
+        M, R, U, W = self.shape.m, self.rows, self.unroll, self.waves
+        STEP = 16 * self.span
+        iters = steps // U
+        bv = load_b(b_rows, U)
+        a_first = load_group_at(ptr_a, 0, 0)
+        a_cur = ptr_a
+        ng = len(a_first)
+        sizes = [1, 1, 1, *([R] * U), ng, M * R]  # loop-carried: steps done, A, B, B of U steps, A group, sums
+
+        def cut(values) -> list[list[SSAValue]]:
+            """``values`` (the carried list) in the pieces of ``sizes``."""
+            out, i = [], 0
+            for n in sizes:
+                out.append(list(values[i:i + n]))
+                i += n
+            return out
+
+        if iters > 1:
+            carried = [e.const(0), a_cur, b_rows, *(v for st in bv for v in st), *a_first, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            outer, e.block = e.block, body
+            try:
+                (k_i,), (a_i,), (b_i,), *pieces = cut(body.args)
+                b_n = e.add64(b_i, U * STEP, 0, comment="B: next steps")
+                a_pre = e.add64(a_i, U * STEP, 0, comment="A: next steps' first group")
+                acc_i, nbv, naf = steps_of(a_i, pieces[-1], pieces[:U], b_n, pieces[U], a_pre)
+                a_n = e.add64(a_i, U * STEP, 0, comment="A: next steps")  # (a_i's registers)
+                if W > 1:  # the workgroup's waves in step: A's lines read by all of them at once
+                    e(gcn.SBarrierOp())
+                k_n = e(gcn.SAddU32Op(k_i, U, comment="steps done")).sdst
+                e(gcn.SCmpLgU32Op(k_n, e.const(steps - U)))
+                e(gcn.LoopBackOp([k_n, a_n, b_n, *(v for st in nbv for v in st), *naf, *acc_i], "scc1"))
+            finally:
+                e.block = outer
+            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
+            _, (a_cur,), _, *pieces = cut(loop.res)
+            bv, a_first, acc = pieces[:U], pieces[U], pieces[-1]
+        acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
+        return acc
+
+    def _reduce_and_store(self, e: _Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+                          wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
+                          is_int: bool) -> None:
+        """The lanes' partials of each sum through LDS, then C (module docstring)."""
+        s = self.shape
+        M, R, span = s.m, self.rows, self.span
+        slots = 64 // span
+        c_esz = ELEMENT_BYTES[s.c_type]
+        ldc_b = s.ldc * c_esz
+
+        # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
+        add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
+        per_wave = REDUCE_BYTES
+
+        def lds_addr(shift: int) -> SSAValue:
+            v = e(gcn.VLshlrevB32Op(shift, tid)).vdst
+            return v if wave is None else e(gcn.VAddU32Op(e.mul(wave, per_wave), v)).vdst
+
+        lane4, lane32 = lds_addr(2), lds_addr(5)
+        level2 = REDUCE_CHUNK * 64 * 4  # the second level's partials after the lanes' partials
+
+        def sum_of(addr: SSAValue, offset: int, count: int) -> SSAValue:
+            """The sum of ``count`` (8, 4 or 2) dwords at LDS[addr + offset], in order."""
+            if count == 2:
+                parts = [e(gcn.DsReadB64Op(addr, offset=offset)).vdst]
+            else:
+                parts = [e(gcn.DsReadB128Op(addr, offset=offset + 16 * h)).vdst for h in range(count // 4)]
+            w = 2 if count == 2 else 4
+            x = e.sub(parts[0], 0, 1)
+            for q in range(1, count):
+                x = e(add(x, e.sub(parts[q // w], q % w, 1))).vdst
+            return x
+
+        lane_l2 = lane32 if span == 64 else lds_addr((span // 2).bit_length() - 1)
+
+        def first_lanes(count: int) -> None:
+            if count >= 64:
+                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            else:
+                mask = e(gcn.VCmpGtU32Op(e.const(count), tid)).sdst
+                e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
+
+        sums = []  # (first sum, count, the sums in lanes 0 .. count - 1)
+        V = M * R
+        for c0 in range(0, V, REDUCE_CHUNK):
+            cv = min(REDUCE_CHUNK, V - c0)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            for i in range(cv):
+                e(gcn.DsWriteB32Op(lane4, acc[c0 + i], offset=i * 256, comment=f"partial of sum {c0 + i}"))
+            first_lanes(8 * cv)  # lane l: sum l / 8, lanes 8 (l % 8) ..
+            e(gcn.DsWriteB32Op(lane4, sum_of(lane32, 0, 8), offset=level2, comment="8 lanes' partials"))
+            first_lanes(cv * slots)  # lane l: sum c0 + l / slots of slot l % slots
+            sums.append((c0, cv, sum_of(lane_l2, level2, span // 8)))
+
+        # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
+        c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
+        totals = [t for _, _, t in sums]
+        e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+        totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
+        c_load = gcn.GlobalLoadUshortOp if s.c_type == "f16" else gcn.GlobalLoadDwordOp
+        c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
+        shift = R.bit_length() - 1
+        for (c0, cv, total) in sums:
+            lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
+            v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
+            m_of = e(gcn.VLshrrevB32Op(shift, v)).vdst
+            r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
+            if slots > 1:  # the row: i slots + slot
+                r_of = e(gcn.VLshlAddU32Op(r_of, slots.bit_length() - 1,
+                                           e(gcn.VAndB32Op(slots - 1, tid)).vdst)).vdst
+            voff_c = e(gcn.VMulLoU32Op(m_of, e.const(ldc_b))).vdst
+            voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
+            mask = e(gcn.VCmpGtU32Op(e.const(cv * slots), tid)).sdst
+            e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
+            c = e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
+            e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
+            if is_int:
+                out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
+            else:
+                if s.c_type == "f16":
+                    c = e(gcn.VCvtF32F16Op(c)).vdst
+                out = e(gcn.VFmaF32Op(total, alpha, e(gcn.VMulF32Op(beta, c)).vdst)).vdst
+                if s.c_type == "f16":
+                    out = e(gcn.VCvtF16F32Op(out)).vdst
+            e(c_store(voff_c, out, c_base))
+        e(gcn.SEndpgmOp())
+
+
+__all__ = ["LANE_STEP_BYTES", "LaneGemvBuilder", "lane_gemv_kernels", "lane_gemv_plan"]
