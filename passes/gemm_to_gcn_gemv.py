@@ -41,7 +41,7 @@ batch, no split-K, no fused epilogue and no W8A8 scales; anything else, and a ma
 N / (R W) workgroups, many per CU, so the last round of workgroups leaves few CUs idle (N = 4096
 on MI50's 60 CUs: 64 workgroups of 64 rows run two rounds on 4 CUs while 56 idle in the second;
 4,096 of one row 69 rounds on 16 CUs and 68 on the others).  Modeled figures and the choice of
-the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/decode_gemv.md.
+the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/kernels.md ("Decode GEMVs").
 """
 
 from __future__ import annotations
