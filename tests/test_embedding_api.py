@@ -173,7 +173,8 @@ def test_run_dynamic_sizes_from_arrays():
 def test_vlpc_run_function_and_command_module_coexist():
     import sys
 
-    from vlpc.commands.run import cmd_run, tolerance  # the `vlpc run` command's module
+    from vlpc.commands.run import cmd_run  # the `vlpc run` command's module
+    from vlpc.verify import tolerance
 
     assert callable(vlpc.run) and vlpc.run.__module__ == "vlpc.api"
     assert sys.modules["vlpc.commands.run"].cmd_run is cmd_run and callable(tolerance)

@@ -18,19 +18,21 @@ from __future__ import annotations
 
 import sys
 import time
-import numpy as np
 
 from vlpc.commands.common import add_speed_options
-from vlpc.cli_support import (add_codegen_options, add_quiet, add_size_options, Progress, check_not_input, check_size_options, check_writable, codegen_options,
-                              counters_text, load_npy, read_input, single_kernel, write_atomic)
+from vlpc.cli_support import (Progress, add_codegen_options, add_quiet, add_size_options, check_not_input,
+                              check_size_options, check_writable, codegen_options, counters_text, load_npy,
+                              read_input, single_kernel, write_atomic)
 from vlpc.errors import EXIT_VERIFY, VlpcError
-from vlpc.launch_cli import cmd_run_code_object, is_code_object
-
-from vlpc.verify import UNIT_ROUNDOFF, Problem, apply_epilogue, gelu_tanh, tolerance  # noqa: F401  (re-exported)
-from vlpc.verify import check_before_allocating
 
 
 def cmd_run(args) -> int:
+    # numpy, the verifier and the code-object path load here, not for `vlpc --help` (tests/test_kernel_cache.py)
+    import numpy as np
+
+    from vlpc.launch_cli import cmd_run_code_object, is_code_object
+    from vlpc.verify import check_before_allocating
+
     import vlpc
     from vlpc.api import VerificationError, check_batch_option, resolve_launch, resolve_problem, run, stored_shapes
     from vlpc.runtime import get_device
