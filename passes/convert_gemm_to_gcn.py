@@ -349,6 +349,37 @@ def k_slice(e: _Emitter, k_val: SSAValue | int, piece: SSAValue, pieces: int, k_
     return length, begin
 
 
+def a_touch(e: _Emitter, a_tile: SSAValue, tid: SSAValue, lda_b: SSAValue | int, rows: int,
+            n_steps: int | None):
+    """The A touch of an sqc or dot kernel's K loop (``emit_k_loops``' ``prefetch_a``), or None.
+
+    Breadth-first dispatch (workgroup w on CU w mod C) puts the workgroups of one row tile on
+    different CUs, so every CU reads the same rows of A at about the same time: without help
+    each step's scalar loads meet A's lines on their way from HBM and the ``lgkmcnt(0)`` of
+    each batch waits out the HBM latency.  At the top of each step one ``global_load_dword``
+    per wave touches the next step's line of each A row (lane l reads row l mod ``rows`` at
+    ``a_tile`` + row x ``lda_b`` + the step's byte offset; the value is never used), so the
+    lines are in the L2 a step before the scalar loads ask for them and those wait for an L2
+    hit.  A stored M x K (row-major), ``lda_b`` its row stride in bytes, ``rows`` (the micro
+    tile's rows) a power of two up to 64.  Costs two VGPRs (the lane's row offset and the
+    discarded value), one VMEM instruction and two SALU per K step; None (no touch) for other
+    row counts or a K loop of one step (static ``n_steps`` 1: it re-reads itself).  The lines
+    stay inside A: the clamped offset of the next step is the loop's own."""
+    if rows & (rows - 1) or not 2 <= rows <= 64 or n_steps == 1:
+        return None
+    row = e(gcn.VAndB32Op(rows - 1, tid)).vdst
+    if isinstance(lda_b, int) and lda_b & (lda_b - 1) == 0:
+        voff = e(gcn.VLshlrevB32Op(lda_b.bit_length() - 1, row)).vdst  # A touch: row * lda
+    else:
+        voff = e(gcn.VMulLoU32Op(row, e.const(lda_b) if isinstance(lda_b, int) else lda_b)).vdst
+
+    def touch(pref: SSAValue) -> None:
+        base = e.add64(a_tile, pref, 0, comment="A of the next K step")
+        e(gcn.GlobalLoadDwordOp(voff, base, comment="touch the next step's A lines (value unused)"))
+
+    return touch
+
+
 def rows_kernel(mm: MatmulOp, name: str, r: int, build) -> gcn.KernelOp:
     """``<name>_rows<r>``: the kernel of ``mm`` with an r x macro_n tile, unsplit, for a
     launch-time M below the macro tile's M (the launch info's role ``rows``), for the sqc and
@@ -696,6 +727,7 @@ class SqcKernelBuilder:
                 return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
 
             b_one = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+            prefetch_a = None if a_trans else a_touch(e, a_tile, tid, lda4, mi_m, n_steps)
             acc = [zero() for _ in range(mi_m)]
             # the K loop (steps of k_step) and its tails: passes/sqc_k_loop.py; the step's order
             # of A loads, FMAs and B reloads: passes/sqc_k_step.py (both shared with the f16/int8
@@ -708,7 +740,8 @@ class SqcKernelBuilder:
                 a_offset=a_step_offset, load_piece=load_piece, a_operand=a_operand,
                 b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
                 load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
-                load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst)
+                load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst,
+                prefetch_a=prefetch_a)
 
         # ---- local split: wavefront groups 1..L-1 hand their accumulators to group 0 ----
         lds_bytes = 0
