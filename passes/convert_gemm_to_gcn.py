@@ -12,9 +12,12 @@ Strategy ``sqc`` (the seed's "very low power" scheme, ``shared/seeds/002`` secti
   each) in VGPRs; in the last batch of each K step a quad is reloaded with the
   next step's values as soon as its last FMA has issued, so the next step's B is
   in flight while the current step finishes (``vmcnt`` waits are partial: vector
-  loads return in order).  The ring is k_step VGPRs, which keeps the default
-  64x256 kernel at 82 VGPRs (3 waves per SIMD, as the seed); a full second B
-  buffer would need 98.
+  loads return in order).  The ring is k_step VGPRs, which keeps the 64x256
+  kernel at 84 VGPRs (3 waves per SIMD, as the seed); a full second B buffer
+  would need 100.
+* At the top of each K step one ``global_load_dword`` touches the next step's A
+  lines (:func:`a_touch`, value unused): every CU of a round reads the same A rows
+  at once, and without it each batch's scalar loads waited for HBM (docs/kernels.md).
 * FMAs go row by row within a batch, so each one's accumulator was written by the
   FMA just before it (data forwarding, seed section 2.9); only the last batch of a
   step goes K-major, to free the B quads early.
