@@ -12,9 +12,12 @@ Strategy ``sqc`` (the seed's "very low power" scheme, *An Alternative SGEMM on V
   each) in VGPRs; in the last batch of each K step a quad is reloaded with the
   next step's values as soon as its last FMA has issued, so the next step's B is
   in flight while the current step finishes (``vmcnt`` waits are partial: vector
-  loads return in order).  The ring is k_step VGPRs, which keeps the default
-  64x256 kernel at 82 VGPRs (3 waves per SIMD, as the seed); a full second B
-  buffer would need 98.
+  loads return in order).  The ring is k_step VGPRs, which keeps the 64x256
+  kernel at 84 VGPRs (3 waves per SIMD, as the seed); a full second B buffer
+  would need 100.
+* At the top of each K step one ``global_load_dword`` touches the next step's A
+  lines (:func:`a_touch`, value unused): every CU of a round reads the same A rows
+  at once, and without it each batch's scalar loads waited for HBM (docs/kernels.md).
 * FMAs go row by row within a batch, so each one's accumulator was written by the
   FMA just before it (data forwarding, seed section 2.9); only the last batch of a
   step goes K-major, to free the B quads early.
@@ -347,6 +350,53 @@ def k_slice(e: _Emitter, k_val: SSAValue | int, piece: SSAValue, pieces: int, k_
     rest = e(gcn.SSubU32Op(kreg, begin)).sdst
     length = e(gcn.SMinU32Op(rest, kc, comment=texts[2])).sdst
     return length, begin
+
+
+def a_touch(e: _Emitter, a_tile: SSAValue, tid: SSAValue, lda_b: SSAValue | int, rows: int,
+            n_steps: int | None, k_rows: int = 0, row_bytes: int = 0, step_offset=None):
+    """The A touch of an sqc or dot kernel's K loop (``emit_k_loops``' ``prefetch_a``), or None.
+
+    Breadth-first dispatch (workgroup w on CU w mod C) puts the workgroups of one row tile on
+    different CUs, so every CU reads the same rows of A at about the same time: without help
+    each step's scalar loads meet A's lines on their way from HBM and the ``lgkmcnt(0)`` of
+    each batch waits out the HBM latency.  At the top of each step one ``global_load_dword``
+    per wave touches the next step's lines of the tile's A (the value is never used), so the
+    lines are in the L2 a step before the scalar loads ask for them and those wait for an L2
+    hit (docs/kernels.md).  A stored M x K (row-major, ``k_rows`` 0): lane l reads row
+    l mod ``rows`` at ``a_tile`` + row x ``lda_b`` + the step's byte offset.  A stored K x M
+    (``k_rows`` = the K values of a step, a power of two): the step spans ``k_rows`` rows of A
+    of ``row_bytes`` bytes of the tile each, L = max(1, row_bytes / 64) lines; lane l reads
+    line l mod L of row (l / L) mod ``k_rows``, at ``a_tile`` + ``step_offset(pref)`` (the
+    step's byte offset in A).  ``lda_b``: A's row stride in bytes; ``rows`` (the micro tile's
+    rows) a power of two up to 64.  Costs two VGPRs (the lane's offset and the discarded
+    value), one VMEM instruction and two or three SALU per K step; None (no touch) for other
+    row counts or a K loop of one step (static ``n_steps`` 1: it re-reads itself).  The lines
+    stay inside A: the clamped offset of the next step is the loop's own."""
+    if rows & (rows - 1) or not 2 <= rows <= 64 or n_steps == 1 or k_rows & (k_rows - 1):
+        return None
+
+    def times_lda(v: SSAValue) -> SSAValue:
+        if isinstance(lda_b, int) and lda_b & (lda_b - 1) == 0:
+            return e(gcn.VLshlrevB32Op(lda_b.bit_length() - 1, v)).vdst
+        return e(gcn.VMulLoU32Op(v, e.const(lda_b) if isinstance(lda_b, int) else lda_b)).vdst
+
+    if not k_rows:  # A M x K: lane l touches row l mod rows
+        voff = times_lda(e(gcn.VAndB32Op(rows - 1, tid)).vdst)
+    else:  # A K x M: lane l touches line l mod L of row (l / L) mod k_rows
+        lines = max(1, row_bytes // 64)
+        lines = 1 << (lines.bit_length() - 1)
+        krow = e(gcn.VAndB32Op(k_rows - 1, e(gcn.VLshrrevB32Op(lines.bit_length() - 1, tid)).vdst)).vdst
+        voff = times_lda(krow)
+        if lines > 1:
+            chunk = e(gcn.VLshlrevB32Op(6, e(gcn.VAndB32Op(lines - 1, tid)).vdst)).vdst
+            voff = e(gcn.VAddU32Op(voff, chunk)).vdst
+
+    def touch(pref: SSAValue) -> None:
+        off = pref if step_offset is None else step_offset(pref)
+        base = e.add64(a_tile, off, 0, comment="A of the next K step")
+        e(gcn.GlobalLoadDwordOp(voff, base, comment="touch the next step's A lines (value unused)"))
+
+    return touch
 
 
 def rows_kernel(mm: MatmulOp, name: str, r: int, build) -> gcn.KernelOp:
@@ -696,6 +746,8 @@ class SqcKernelBuilder:
                 return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
 
             b_one = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+            prefetch_a = (a_touch(e, a_tile, tid, lda4, mi_m, n_steps, k_rows=ks, row_bytes=mi_m * esz,
+                                  step_offset=a_step_offset) if a_trans else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
             acc = [zero() for _ in range(mi_m)]
             # the K loop (steps of k_step) and its tails: passes/sqc_k_loop.py; the step's order
             # of A loads, FMAs and B reloads: passes/sqc_k_step.py (both shared with the f16/int8
@@ -708,7 +760,8 @@ class SqcKernelBuilder:
                 a_offset=a_step_offset, load_piece=load_piece, a_operand=a_operand,
                 b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
                 load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
-                load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst)
+                load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst,
+                prefetch_a=prefetch_a)
 
         # ---- local split: wavefront groups 1..L-1 hand their accumulators to group 0 ----
         lds_bytes = 0

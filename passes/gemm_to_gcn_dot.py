@@ -96,6 +96,7 @@ from vlpc.passes.convert_gemm_to_gcn import (
     RowStepper,
     _Emitter,
     _pow2_runs,
+    a_touch,
     fused_epilogue,
     k_slice,
     kernel_entry,
@@ -620,7 +621,9 @@ class DotKernelBuilder:
                 b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
                 load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
                 load_b_one=lambda base, text: (e(gcn.GlobalLoadDwordOp(voff_b, base, comment=text)).vdst
-                                               if b_trans else load_pair(base, text)))
+                                               if b_trans else load_pair(base, text)),
+                # A row-major, not the decode GEMV: touch the next step's A lines (a_touch)
+                prefetch_a=None if (a_trans or kmajor) else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
 
             # ---- the K % P values after the last whole dword: one element at a time ----
             if not (isinstance(k_left, int) and k_left == 0):

@@ -37,7 +37,8 @@ def emit_k_loops(e, name: str, acc: list[SSAValue], k_val: SSAValue | int, n_ste
                  a_offset: Callable[[SSAValue], SSAValue], load_piece: Callable, a_operand: Callable,
                  b_tile: SSAValue, voff_b: SSAValue, b_quads: bool, b_slot_of: Callable[[int], tuple[int, int]],
                  load_b_slot: Callable, load_all_slots: Callable, b_step_base: Callable[[SSAValue], SSAValue],
-                 b_operand: Callable, load_b_one: Callable[[SSAValue, str], SSAValue]) -> list[SSAValue]:
+                 b_operand: Callable, load_b_one: Callable[[SSAValue, str], SSAValue],
+                 prefetch_a: Callable[[SSAValue], None] | None = None) -> list[SSAValue]:
     """Emit the K loops (module docstring) through emitter ``e`` (its ``block`` is pointed at
     each loop's body while the body is built, so the builder's callables emit there too);
     returns the accumulators after them.
@@ -53,7 +54,10 @@ def emit_k_loops(e, name: str, acc: list[SSAValue], k_val: SSAValue | int, n_ste
     ``global_load_dwordx4`` per lane holds 4 // dw values of K), ``b_slot_of(kk)`` (slot, index), ``load_b_slot(slot, base, text)``,
     ``load_all_slots(base, text)``, ``b_step_base(koff)``, ``b_operand(slots, kk)``,
     ``load_b_one(base, text)`` one value of K.  ``texts``: the comments ``k_full``,
-    ``k_rest``, ``next``, ``b_one`` and ``b_tail`` (a format string of the value's k)."""
+    ``k_rest``, ``next``, ``b_one`` and ``b_tail`` (a format string of the value's k).
+    ``prefetch_a(pref)``: called at the top of each step of the loop with the next step's byte
+    offset ``pref`` (clamped), to bring that step's A lines towards the CU a step ahead of the
+    scalar loads (the sqc kernel's vector touch, ``SqcKernelBuilder``); None: nothing."""
     from vlpc.passes.convert_gemm_to_gcn import _pow2_runs  # (that module imports this one)
 
     step_batches = batches(ks)
@@ -99,6 +103,8 @@ def emit_k_loops(e, name: str, acc: list[SSAValue], k_val: SSAValue | int, n_ste
             pref = e(gcn.SAddU32Op(koff, ks * esz, comment="next K step")).sdst
             if not peel:
                 pref = e(gcn.SMinU32Op(pref, kmax, comment="clamp: last step re-reads itself")).sdst
+            if prefetch_a is not None:
+                prefetch_a(pref)
             a_soff = a_offset(koff)
             new_slots: list[SSAValue | None] = [None] * n_carry
             b_next: list[SSAValue] = []

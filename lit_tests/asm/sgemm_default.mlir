@@ -30,7 +30,7 @@
 // CHECK: s_cbranch_scc1 .Lsgemm_k_loop
 // CHECK: s_endpgm
 // CHECK: .amdhsa_kernel sgemm
-// CHECK-DAG: .amdhsa_next_free_vgpr 82
+// CHECK-DAG: .amdhsa_next_free_vgpr 84
 // CHECK-DAG: .amdhsa_user_sgpr_kernarg_segment_ptr 1
 // CHECK-DAG: .amdhsa_system_sgpr_workgroup_id_x 1
 // CHECK-DAG: .amdhsa_system_sgpr_workgroup_id_y 1
@@ -39,7 +39,7 @@
 // CHECK: .end_amdhsa_kernel
 // CHECK: amdhsa.version: [ 1, 2 ]
 // CHECK: .name: sgemm
-// CHECK: .vgpr_count: 82
+// CHECK: .vgpr_count: 84
 // CHECK: .max_flat_workgroup_size: 256
 // CHECK: .args:
 // CHECK-NEXT: - .name: A
