@@ -152,3 +152,14 @@ def test_memory_clock_option_bad_value_is_one_line(capsys):
     err = capsys.readouterr().err
     assert "--memory-clock 50: memory clock 50.0 MHz is outside 100..3000 MHz" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_sorted_unique_is_numpys_unique():
+    """runtime/timing/trace.py sorted_unique: the sorted distinct values, as np.unique gives."""
+    from vlpc.runtime.timing.trace import sorted_unique
+
+    rng = np.random.default_rng(3)
+    for a in (np.zeros(0, np.int64), np.array([5], np.int64), rng.integers(0, 50, 1000),
+              rng.integers(0, 1 << 40, (30, 7)).astype(np.int64)):
+        got = sorted_unique(a)
+        assert got.dtype == a.dtype and np.array_equal(got, np.unique(a))

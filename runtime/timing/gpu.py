@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from vlpc.targets import Board
 
 from .cu import REASONS, simulate_cu
-from .trace import KernelTrace, TraceRequest
+from .trace import KernelTrace, TraceRequest, sorted_unique
 
 
 @dataclass
@@ -134,7 +134,7 @@ def l2_miss_probability(trace: KernelTrace) -> float:
     total = sum(int(f.size) for f in fps)
     if total == 0:
         return 1.0
-    uniq = int(np.unique(np.concatenate(fps)).size)
+    uniq = int(sorted_unique(np.concatenate(fps)).size)
     return uniq / total
 
 
