@@ -23,21 +23,6 @@ import numpy as np
 LINE_SHIFT = 6
 
 
-def sorted_unique(a) -> np.ndarray:
-    """``np.unique(a)`` (the sorted distinct values, flattened) by one sort and a comparison of
-    neighbours.  NumPy >= 2.3 answers a plain ``np.unique`` of integers with a hash table, which
-    on the timing model's arrays of line keys (millions of 40-bit values, few repeats) is one
-    to two orders of magnitude slower than sorting (measured on this project's 2-core machine
-    with NumPy 2.4: 1 M random keys 20 s against 1 s)."""
-    s = np.sort(np.asarray(a).ravel())
-    if s.size < 2:
-        return s
-    keep = np.empty(s.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
-
-
 @dataclass(frozen=True)
 class TraceRequest:
     """What a launch should record.
@@ -179,6 +164,21 @@ class Recorder:
         for pc, p in prepared.items():
             t.static[pc] = static_of(p.ins, p.cls)
         return t
+
+
+def sorted_unique(a) -> np.ndarray:
+    """``np.unique(a)`` (the sorted distinct values, flattened) by one sort and a comparison of
+    neighbours.  NumPy >= 2.3 answers a plain ``np.unique`` of integers with a hash table, which
+    on the timing model's arrays of line keys (millions of 40-bit values, few repeats) is one
+    to two orders of magnitude slower than sorting (measured on this project's 2-core machine
+    with NumPy 2.4: 1 M random keys 20 s against 1 s)."""
+    s = np.sort(np.asarray(a).ravel())
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def _lines(addr: np.ndarray, nbytes: int) -> np.ndarray:
