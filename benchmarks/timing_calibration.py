@@ -242,6 +242,18 @@ def _coordinate(f, x0, lo, hi, rounds, first_round: int = 0):
     return x
 
 
+def model_key(board) -> str:
+    """A digest of ``board``'s parameters and the timing model's source (``runtime/timing``,
+    ``vlpc/targets.py``, ``vlpc/isa``): what a cached prediction depends on besides its trace."""
+    import hashlib
+
+    h = hashlib.sha256(repr(board).encode())
+    for pat in ("runtime/timing/*.py", "vlpc/targets.py", "vlpc/isa/*.py", "vlpc/isa/*.json"):
+        for f in sorted(ROOT.glob(pat)):
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Path | None,
            only: set[int] | None = None) -> None:
     """Model every collected size (or ``only`` those) at the four clocks."""
@@ -257,11 +269,23 @@ def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Pa
         board = board.at(timing=replace(board.timing, **params))
     sizes = sorted(int(m) for m in meta if int(m) in meas and (only is None or int(m) in only))
     pred = {c: {} for c in CLOCKS}
+    # each size's four predictions are kept in CACHE/report.json under a key of the parameters and
+    # the timing model's source (a run over many sizes can be stopped and resumed; any change to
+    # the model or its parameters makes new keys)
+    done_path = cache / "report.json"
+    done = json.loads(done_path.read_text()) if done_path.exists() else {}
+    key = model_key(board)
     t0 = time.time()
     for m in tqdm(sizes, desc="model at 4 clocks", file=sys.stderr):
-        tr = traces[m]  # one size's trace at a time (each is tens of MB)
-        for clock in CLOCKS:
-            pred[clock][m] = model_size(tr, meta[str(m)], board.at(engine_clock_mhz=clock)).tflops(2.0 * m * m * K)
+        got = done.get(key, {}).get(str(m))
+        if got is None:
+            tr = traces[m]  # one size's trace at a time (each is tens of MB)
+            got = [model_size(tr, meta[str(m)], board.at(engine_clock_mhz=c)).tflops(2.0 * m * m * K) for c in CLOCKS]
+            done = json.loads(done_path.read_text()) if done_path.exists() else {}
+            done.setdefault(key, {})[str(m)] = got
+            done_path.write_text(json.dumps(done, indent=1))
+        for clock, tf in zip(CLOCKS, got):
+            pred[clock][m] = tf
     secs = time.time() - t0
     print("Modeled (vlpc timing model, seed schedule) vs measured (An Alternative SGEMM on VEGA section 3.1) TFLOP/s,")
     print("MI60, K = 640; calibrated on the 1700 MHz column only, the other clocks are predictions.\n")
@@ -274,7 +298,8 @@ def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Pa
     for c in CLOCKS:
         role = "fitted" if c == 1700 else "held out (prediction)"
         print(f"MAPE @ {c} MHz ({role}): {mape(pred[c], meas, c):.2f} %")
-    print(f"\nmodel time for {len(sizes)} sizes x {len(CLOCKS)} clocks: {secs:.0f} s")
+    print(f"\nmodel time for {len(sizes)} sizes x {len(CLOCKS)} clocks: {secs:.0f} s (sizes modeled earlier "
+          f"under the same parameters and model source are read from {done_path.name})")
     if csv_out:
         with open(csv_out, "w", newline="") as f:
             w = csv.writer(f)

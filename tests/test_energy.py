@@ -278,10 +278,46 @@ def test_power_limited_clock_is_the_highest_within_the_limit():
     assert r.energy.time_us > at_set.time_us
     up = board.at(engine_clock_mhz=r.clock_mhz + 4.0)
     tr = gpu.model_kernel(st.trace, up, Residency(st.timing.wgs_per_cu, st.trace.waves_per_wg, 0, ""),
-                          l2_miss=st.timing.l2_miss)
+                          l2_miss=st.timing.l2_miss_given)
     assert estimate(events_from_stats(st, tr), up, tr.time_us, flops=flops).watts > limit
     with pytest.raises(EnergyError, match="even at"):
         power_limited(st, replace(mi60, power_limit_watts=1.0), flops=flops)
+
+
+def test_power_limited_retimes_under_the_launchs_l2_rule():
+    """power_limited re-times each launch under the L2 rule of its own model: at the set clock
+    the re-timed launch is the launch (time, HBM bytes and joules), here for 8 workgroups sharing
+    A and B rows, where the "address" rule and the first round's miss probability differ; and a
+    launch modeled with a given miss probability (``EmulatorDevice.l2_miss``) is re-timed with it."""
+    import vlpc
+    from vlpc.runtime.emulator.device import EmulatorDevice
+    from vlpc.runtime.timing.energy import power_limited
+
+    m, n, k = 256, 512, 32
+    ck = vlpc.compile(_source(m, n, k), split_k=1, macro_tile=(64, 256))
+    kern = ck.kernel()
+    mi60 = get_board("mi60", clock_mhz=1700)
+    assert mi60.timing.l2_miss_rule == "address"
+    for given in (None, 0.5):
+        dev = EmulatorDevice(gpu=mi60, timing_only=True)
+        dev.l2_miss = given
+        bufs = [dev.alloc(m * k * 4), dev.alloc(n * k * 4), dev.alloc(m * n * 4)]
+        lc = kern.launch(m, n, k)
+        st = dev.launch(ck.code_object, kern.name, grid=lc.grid, block=lc.block,
+                        args=[*bufs, np.int32(m), np.int32(n), np.int32(k), np.int32(k), np.int32(k), np.int32(n),
+                              np.float32(1.0), np.float32(0.0)])
+        assert st.timing.l2_miss_given == given
+        flops = 2.0 * m * n * k
+        at_set = launch_energy(st, mi60, flops=flops)
+        r = power_limited(st, replace(mi60, power_limit_watts=at_set.watts * 0.9), flops=flops)
+        assert r is not None
+        assert r.at_set_clock.time_us == pytest.approx(st.timing.time_us, rel=1e-12)
+        assert r.at_set_clock.events.hbm_bytes == pytest.approx(at_set.events.hbm_bytes, rel=1e-12)
+        assert r.at_set_clock.joules == pytest.approx(at_set.joules, rel=1e-12)
+        if given is None:  # the recorded probability in place of the address rule: other HBM traffic
+            res = Residency(st.timing.wgs_per_cu, st.trace.waves_per_wg, 0, "")
+            other = model_kernel(st.trace, mi60, res, l2_miss=st.timing.l2_miss)
+            assert other.hbm_bytes > 1.5 * st.timing.hbm_bytes
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -407,7 +407,7 @@ def test_power_limited_clock_of_a_plan():
         joules = time_us = 0.0
         for st in stats:
             tr = model_kernel(st.trace, b, Residency(st.timing.wgs_per_cu, st.trace.waves_per_wg, 0, ""),
-                              l2_miss=st.timing.l2_miss)
+                              l2_miss=st.timing.l2_miss_given)
             joules += estimate(events_from_stats(st, tr), b, tr.time_us).total_joules
             time_us += tr.time_us
         return joules / (time_us * 1e-6)

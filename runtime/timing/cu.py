@@ -72,7 +72,7 @@ from vlpc.isa import issue_cycles
 from vlpc.isa.classes import category_of
 from vlpc.targets import Board
 
-from .trace import KernelTrace
+from .trace import KernelTrace, sorted_unique
 
 REASONS = ("valu", "smem", "vmem", "lds", "barrier", "issue", "idle")
 
@@ -166,7 +166,7 @@ def _line_sharers(trace: KernelTrace, cus: int) -> tuple[dict[int, tuple[int, in
         mine = (wg_ids % max(1, cus)) == 0
         uniq, inv, count = np.unique(lines, return_inverse=True, return_counts=True)
         own = np.bincount(inv, weights=mine, minlength=uniq.size).astype(np.int64)
-        per_cu = np.unique(((wg_ids % max(1, cus)) << 40) | lines).size
+        per_cu = sorted_unique(((wg_ids % max(1, cus)) << 40) | lines).size
         overlap = max(1.0, per_cu / max(1, uniq.size))
         want = set()
         for w in trace.traced:

@@ -403,7 +403,8 @@ def power_limited(stats, board: Board | None = None, *, params: EnergyParams | N
     power is within the limit.  The model: the highest clock, between the lowest point of the
     V/f curve (:attr:`vlpc.targets.EnergyParams.vf_curve`) and the set clock, at which the
     modeled power (energy model, with the timing model re-run on each launch's trace at that
-    clock) is at most :attr:`vlpc.targets.Board.power_limit_watts`; found by bisection to
+    clock, under the L2 rule of the launch's own model: ``TimingReport.l2_miss_given``) is at most
+    :attr:`vlpc.targets.Board.power_limit_watts`; found by bisection to
     ``resolution_mhz``.  Assumptions: the clock is continuous (the SMU picks among DPM levels
     and fine-grained steps), the limit applies to the modeled board power (the limit is AMD's
     typical board power), and the memory clock stays.  Returns ``None`` when the launch is
@@ -431,7 +432,8 @@ def power_limited(stats, board: Board | None = None, *, params: EnergyParams | N
         for st in plan:
             t = st.timing
             res = gpu.Residency(t.wgs_per_cu, st.trace.waves_per_wg, 0, "")
-            tr = gpu.model_kernel(st.trace, b, res, l2_miss=t.l2_miss)
+            # the L2 rule of the launch's own model: its given miss probability, if any
+            tr = gpu.model_kernel(st.trace, b, res, l2_miss=getattr(t, "l2_miss_given", None))
             reps.append(estimate(events_from_stats(st, tr), b, tr.time_us, params=p, flops=flops))
         return reps[0] if len(reps) == 1 else combine_energy(reps, flops)
 

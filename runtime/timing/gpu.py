@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from vlpc.targets import Board
 
 from .cu import REASONS, simulate_cu
-from .trace import KernelTrace, TraceRequest
+from .trace import KernelTrace, TraceRequest, sorted_unique
 
 
 @dataclass
@@ -107,6 +107,10 @@ class TimingReport:
     counters: dict[str, float] = field(default_factory=dict)
     #: The per-kernel reports a plan's report adds up (:func:`combine`); empty for one kernel.
     parts: list = field(default_factory=list)
+    #: The L2 miss probability the caller gave :func:`model_kernel` (``l2_miss``), or ``None``
+    #: when the board's L2 rule (``TimingParams.l2_miss_rule``) decided; a re-timing of the
+    #: same trace passes it on to model the launch under the same rule.
+    l2_miss_given: float | None = None
 
     def tflops(self, flops: float) -> float:
         return flops / (self.time_us * 1e-6) / 1e12
@@ -130,7 +134,7 @@ def l2_miss_probability(trace: KernelTrace) -> float:
     total = sum(int(f.size) for f in fps)
     if total == 0:
         return 1.0
-    uniq = int(np.unique(np.concatenate(fps)).size)
+    uniq = int(sorted_unique(np.concatenate(fps)).size)
     return uniq / total
 
 
@@ -199,7 +203,7 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     return TimingReport(board=board.name, clock_mhz=mhz, cycles=cycles, time_us=time_us,
                         breakdown_us=bd, workgroups=W, wgs_per_cu=R, cu_cycles={n_sim: fin[-1]},
                         l2_miss=p_miss, hbm_bytes=hbm, kernels=[name] if name else [],
-                        counters=cnt)
+                        counters=cnt, l2_miss_given=l2_miss)
 
 
 def combine(reports: list[TimingReport]) -> TimingReport:
