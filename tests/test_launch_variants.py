@@ -148,3 +148,31 @@ def test_every_dot_variant_computes_the_product(ab):
             cf = ds.exact(c, ldc, ds.PAD[ct])
             out, _ = ds.launch_dot(v, nan_a, nan_b, cf, 0.0, 2.0, m, n, k, lda, ldb, ldc)
             ds.check_c(out, 2.0 * c.astype(np.float64), np.zeros((m, n)), ct, m, n, ldc, cf)
+
+
+@pytest.mark.parametrize("ab", ["f16", "i8"])
+def test_decode_gemv_variants_run_their_exact_m(ab):
+    """M given at launch, K static: the decode GEMV compiled for each of GEMV_ROWS runs a launch of
+    exactly that M (the static kernel's plan), checked as the other variants; other M keep the first
+    kernel (row-narrow companions below its macro tile M, else the tile variants)."""
+    ct = {"f16": "f32", "i8": "i32"}[ab]
+    n, k = 70, 136
+    lda, ldb, ldc = k + 4, k + 8, n + 2
+    mod = vlpc.compile(ds.source(None, n, k, lda, ldb, ldc, ab, ct), "gfx906")
+    kern = mod.kernel()
+    gemvs = {v.launch_info["static_m"]: v for v in (kern.companions[x] for x in kern.launch_info["variants"].split(","))
+             if v.launch_info["static_m"] >= 0}
+    assert sorted(gemvs) == sorted(launch_variants.GEMV_ROWS)
+    rng = np.random.default_rng(11)
+    for m, v in gemvs.items():
+        assert kern.variant_for(m, n, k) is v and kern.plan(m, n, k)[0].kernel == v.name
+        assert v.local_split > 1  # the decode GEMV plan: K over the wavefront groups
+        a, b, c = ds.operands(m, n, k, ab, ct, rng)[:3]
+        af, bf = ds.exact(a, lda, ds.PAD[ab]), ds.exact(b, ldb, ds.PAD[ab])
+        ds.check_general_and_beta0(v, af, bf, a, b, c, ct, m, n, k, lda, ldb, ldc, ds.garbage_device())
+        if ab == "f16":  # alpha = 0 over NaN A and B: C <- beta C
+            cf = ds.exact(c, ldc, ds.PAD[ct])
+            out, _ = ds.launch_dot(v, np.full_like(af, np.nan), np.full_like(bf, np.nan), cf, 0.0, 2.0,
+                                   m, n, k, lda, ldb, ldc)
+            ds.check_c(out, 2.0 * c.astype(np.float64), np.zeros((m, n)), ct, m, n, ldc, cf)
+    assert kern.variant_for(2, n, k) is kern

@@ -147,11 +147,12 @@ class CompiledKernel:
         """The kernel that computes an M x N x K problem: this one, or the launch-time plan variant
         (``launch_info["variants"]``: another macro tile N or split-K S of the same product, built
         for a kernel whose sizes are given at launch) the plan model finds faster for these sizes
-        (:func:`vlpc.launch_variants.choose`).  This kernel for an M below its macro tile M (its
-        row-narrow companions run), for sizes it refuses, and when it has no variants.
+        (:func:`vlpc.launch_variants.choose`), or the decode GEMV variant compiled for exactly this M.
+        This kernel for another M below its macro tile M (its row-narrow companions run), for sizes it
+        refuses, and when it has no variants.
         :meth:`plan`, :meth:`launch`, :meth:`workspace_bytes` and :meth:`execute` follow it."""
         names = str(self.launch_info.get("variants", ""))
-        if not names or min(m, n, k) < 1 or m < self.launch_info["macro_m"]:
+        if not names or min(m, n, k) < 1:
             return self
         from vlpc.launch_variants import choose
 

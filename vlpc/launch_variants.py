@@ -31,6 +31,10 @@ VARIANT_PLANS = {
     "f16": ((64, 2), (128, 1)),
     "i8": ((64, 2), (128, 1)),
 }
+#: Rows M of the decode GEMV variants of an f16/int8 kernel whose M is given at launch (K static):
+#: the module compiled again with this static M gets the decode GEMV plan (``gemv_plan``); a launch
+#: of exactly that M runs it (the static kernel's own plan and code).
+GEMV_ROWS = (1, 4, 16)
 #: Options that fix a plan: given any, only the first kernel is built.
 PLAN_OPTIONS = ("macro_tile", "micro_tile", "k_step", "waves_per_simd")
 #: Kernel-name suffix of variant ``i`` (1, 2, ...).
@@ -45,24 +49,33 @@ def wanted(options: dict) -> bool:
             and options.get("strategy", "sqc") == "sqc" and options.get("schedule", "default") == "default")
 
 
-def plans_for(launch_info: dict) -> tuple[tuple[int, int], ...]:
-    """The extra (macro N, S) plans for the first kernel of ``launch_info`` (the compiled IR's
-    facts), or () when it gets none (static sizes, a batch, quantized B, no listed type), without
-    the first kernel's own plan."""
+def plans_for(launch_info: dict) -> tuple[tuple[str, int, int], ...]:
+    """The extra plans for the first kernel of ``launch_info`` (the compiled IR's facts): ``("tile",
+    macro N, S)`` (without the first kernel's own) and ``("rows", M, 0)`` (the decode GEMV at a static
+    M: :data:`GEMV_ROWS`, f16/int8 with M given at launch and K static); () when it gets none (static
+    sizes, a batch, quantized B, no listed type)."""
+    from vlpc.dialects.gemm import DOT_PACK
+
     li = launch_info
     if li.get("role") or li.get("b_format") or li.get("batch", 0) != 0:
         return ()
     if min(li.get(f"static_{x}", 0) for x in "mnk") >= 0:
         return ()
     own = (li.get("macro_n"), li.get("split_k", 1))
-    return tuple(p for p in VARIANT_PLANS.get(str(li.get("dtype")), ()) if p != own)
+    dtype = str(li.get("dtype"))
+    plans = [("tile", *p) for p in VARIANT_PLANS.get(dtype, ()) if p != own]
+    if dtype in DOT_PACK and li.get("static_m", 0) < 0 and li.get("static_k", -1) >= 0:
+        plans += [("rows", m, 0) for m in GEMV_ROWS]
+    return tuple(plans)
 
 
 def choose(first, variants: list, m: int, n: int, k: int):
     """The kernel among ``first`` and ``variants`` (:class:`vlpc.kernel.CompiledKernel`) the plan
     model (:func:`vlpc.plan_model.estimate`, beta != 0 assumed) finds fastest for ``m x n x k`` on
     the board the module was compiled for (``plan_gpu``, ``plan_cus`` in the first kernel's launch
-    information); ties keep the earlier one (the first kernel first)."""
+    information); ties keep the earlier one (the first kernel first).  A decode GEMV variant runs
+    a launch of exactly its static M; an M below the first kernel's macro tile M otherwise keeps the
+    first kernel (its row-narrow companions)."""
     from vlpc.dialects.gemm import ELEMENT_BYTES
     from vlpc.plan_model import estimate, plan_board
 
@@ -77,8 +90,13 @@ def choose(first, variants: list, m: int, n: int, k: int):
                         int(x["k_step"]), int(x.get("split_k", 1)), int(x.get("local_split", 1)),
                         str(x.get("split_mode", "workspace")), board, c_esize=ELEMENT_BYTES[c_type]).seconds
 
-    cands = [first, *variants]
+    for v in variants:  # a decode GEMV variant compiled for exactly this M
+        if v.launch_info.get("static_m", -1) == m:
+            return v
+    cands = [first, *(v for v in variants if v.launch_info.get("static_m", -1) < 0)]
+    if m < int(li["macro_m"]):  # the first kernel's row-narrow companions
+        return first
     return min(cands, key=lambda c: round(seconds(c), 12))
 
 
-__all__ = ["PLAN_OPTIONS", "SUFFIX", "VARIANT_PLANS", "choose", "plans_for", "wanted"]
+__all__ = ["GEMV_ROWS", "PLAN_OPTIONS", "SUFFIX", "VARIANT_PLANS", "choose", "plans_for", "wanted"]

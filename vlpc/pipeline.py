@@ -600,7 +600,7 @@ def _add_launch_variants(module: ModuleOp, pristine: ModuleOp | None, ctx: Conte
     if pristine is None:
         return {}
     names = {k.sym_name.data for k in kernels(module)}
-    plans: dict[tuple[int, int], list[str]] = {}
+    plans: dict[tuple[str, int, int], list[str]] = {}
     for k in kernels(module):
         li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
         for plan in launch_variants.plans_for(li):
@@ -612,10 +612,15 @@ def _add_launch_variants(module: ModuleOp, pristine: ModuleOp | None, ctx: Conte
         if any(f + suffix in names for f in firsts):
             continue  # (a function of the module already has the name)
         var = pristine.clone()
-        for fn in var.walk():
+        for fn in list(var.walk()):
             if isinstance(fn, FuncOp):
+                if fn.sym_name.data not in firsts or (plan[0] == "rows" and not _fix_rows(fn, plan[1])):
+                    fn.detach()  # (a kernel without this variant, or whose M cannot be fixed here)
+                    continue
                 fn.sym_name = StringAttr(fn.sym_name.data + suffix)
         run_passes(var, _variant_pipeline(target, linalg, options, plan), ctx)
+        built = {k.sym_name.data for k in kernels(var)}
+        firsts = [f for f in firsts if f + suffix in built]
         for k in kernels(var):
             k.detach()
             module.body.block.add_op(k)
@@ -627,13 +632,46 @@ def _add_launch_variants(module: ModuleOp, pristine: ModuleOp | None, ctx: Conte
     return extra
 
 
-def _variant_pipeline(target: str, linalg: bool, options: dict, plan: tuple[int, int]) -> list[ModulePass]:
-    """The pipeline of a launch-time variant: ``options`` with gemm-tile's macro tile N and
-    gemm-split-k's S set to ``plan`` (macro tile M, K step: the automatic ones)."""
+def _variant_pipeline(target: str, linalg: bool, options: dict, plan: tuple[str, int, int]) -> list[ModulePass]:
+    """The pipeline of a launch-time variant: ``("tile", N, S)``: ``options`` with gemm-tile's macro
+    tile N and gemm-split-k's S (macro tile M, K step: the automatic ones); ``("rows", M, 0)``: the
+    automatic plan (of the static M :func:`_fix_rows` wrote)."""
     import dataclasses
 
-    passes = pipeline(target, linalg=linalg, **dict(options, split_k=plan[1]))
-    return [dataclasses.replace(p, macro_n=plan[0]) if p.name == "gemm-tile" else p for p in passes]
+    if plan[0] == "rows":
+        return pipeline(target, linalg=linalg, **options)
+    passes = pipeline(target, linalg=linalg, **dict(options, split_k=plan[2]))
+    return [dataclasses.replace(p, macro_n=plan[1]) if p.name == "gemm-tile" else p for p in passes]
+
+
+def _fix_rows(fn, m: int) -> bool:
+    """Make M static (``m``) in the function ``fn``: the M extent of its gemm.matmul's A and C, which
+    must be arguments of ``fn`` (the types of the arguments and of the function change).  False,
+    changing nothing, when ``fn`` holds no such gemm.matmul."""
+    from xdsl.dialects.builtin import FunctionType, MemRefType
+    from xdsl.ir import BlockArgument
+    from xdsl.rewriter import Rewriter
+
+    from vlpc.dialects.gemm import MatmulOp
+
+    ops = [o for o in fn.walk() if isinstance(o, MatmulOp)]
+    if len(ops) != 1:
+        return False
+    mm = ops[0]
+    lay = mm.layout.data
+    fixes = []
+    for val, dim in ((mm.a, 0 if lay[0] == "N" else 1), (mm.c, 0)):
+        t = val.type
+        if not isinstance(val, BlockArgument) or not isinstance(t, MemRefType) or len(t.get_shape()) != 2:
+            return False
+        shape = list(t.get_shape())
+        shape[dim] = m
+        fixes.append((val, MemRefType(t.element_type, shape, t.layout, t.memory_space)))
+    for val, t in fixes:
+        Rewriter.replace_value_with_new_type(val, t)
+    block = fn.body.blocks.first
+    fn.function_type = FunctionType.from_lists([a.type for a in block.args], list(fn.function_type.outputs.data))
+    return True
 
 
 def _looks_like_path(text: str) -> bool:
