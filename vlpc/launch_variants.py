@@ -26,10 +26,10 @@ from __future__ import annotations
 
 #: Extra plans (macro tile N, split-K S) per A/B element type, besides the first kernel's.
 VARIANT_PLANS = {
-    "f32": ((64, 2), (128, 1)),
-    "f64": ((64, 2), (128, 1)),
-    "f16": ((64, 2), (128, 1)),
-    "i8": ((64, 2), (128, 1)),
+    "f32": ((64, 1), (64, 2), (64, 4), (64, 8)),
+    "f64": ((64, 1), (64, 2), (64, 4), (64, 8)),
+    "f16": ((64, 1), (64, 2), (64, 4), (64, 8)),
+    "i8": ((64, 1), (64, 2), (64, 4), (64, 8)),
 }
 #: Rows M of the decode GEMV variants of an f16/int8 kernel whose M is given at launch (K static):
 #: the module compiled again with this static M gets the decode GEMV plan (``gemv_plan``); a launch
