@@ -16,10 +16,13 @@ first kernel (correct for every size; the per-launch choice is the Python host's
 
 Why these variants (modeled, timing model, MI60 @ 1800 MHz): the first kernel (32x256, S = 1)
 leaves a 1024^3 SGEMM with 128 workgroups on 64 CUs, 5.39 TFLOP/s against 10.54 for the static
-plan; the same 32x64 S = 2 plan with sizes at launch models within 1.5 % of its static twin
-(182.2 vs 179.8 us: ``vlpc bench examples/sgemm_dynamic.mlir -m 1024 -n 1024 -k 1024 --gpu mi60
---macro-tile 32x64 --split-k 2`` against the static module).  S is a power of two (a K known only
-at launch is divided by shifting: ``gemm-split-k``).
+plan.  The plan surrogate refitted on the corrected timing model plans static f32/f64 GEMMs on
+32x64 tiles with S from 1 (4096x4096x640, 4096^3) to 8 (skinny, deep K), so the variants are 32x64
+with S = 1, 2, 4, 8 (S a power of two: a K known only at launch is divided by shifting,
+``gemm-split-k``).  A variant models within 1.5 % of its static twin: 1024^3 at 32x64 S = 2,
+182.2 vs 179.8 us (``vlpc bench examples/sgemm_dynamic.mlir -m 1024 -n 1024 -k 1024 --gpu mi60
+--macro-tile 32x64 --split-k 2`` against the same module with static sizes); 4096x4096x640 at
+32x64 S = 1, 1,811.5 vs 1,789.7 us.
 """
 
 from __future__ import annotations
