@@ -11,7 +11,7 @@ existed) is kept on ties, and for an M below its macro tile M (its row-narrow co
 
 Variants are built only when no plan option is given (macro/micro tile, K step, split-K, local
 split, waves per SIMD; strategy ``sqc`` with the default schedule), for an unbatched GEMM with M,
-N or K dynamic and plain (not quantized) B.  ``vlpc compile --emit hip-launcher`` launches the
+N or K dynamic and plain (not quantized) B, whose plan copies neither A nor B first.  ``vlpc compile --emit hip-launcher`` launches the
 first kernel (correct for every size; the per-launch choice is the Python host's).
 
 Why these variants (modeled, timing model, MI60 @ 1800 MHz): the first kernel (32x256, S = 1)
@@ -64,6 +64,8 @@ def plans_for(launch_info: dict) -> tuple[tuple[str, int, int], ...]:
         return ()
     if min(li.get(f"static_{x}", 0) for x in "mnk") >= 0:
         return ()
+    if any(x.endswith(("_transpose", "_copy_b")) for x in str(li.get("plan", "")).split(",")):
+        return ()  # (a plan copying A or B first: not varied yet)
     own = (li.get("macro_n"), li.get("split_k", 1))
     dtype = str(li.get("dtype"))
     plans = [("tile", *p) for p in VARIANT_PLANS.get(dtype, ()) if p != own]
