@@ -8,7 +8,7 @@
                                                   # auto plan vs the best tuned plan on the skinny shapes
 
 ``fit`` runs, for each kernel variant (element type, macro tile, K step), three timing-only
-launches on MI60 @ 1700 MHz (64 CUs): one workgroup per CU at K = 640 and K = 1280 (the
+launches on MI60 at its default clocks (1800 MHz engine, 1000 MHz memory; 64 CUs): one workgroup per CU at K = 640 and K = 1280 (the
 slope gives the lone wave's cost per K step, the intercept the prologue/epilogue) and R
 workgroups per CU at K = 640 (the cost per step when waves compete).  It also fits the
 reduce kernel's share of the HBM bandwidth on one split plan.  The f16 and int8 dot kernels
@@ -24,6 +24,9 @@ its own accuracy against the seed's measurements is benchmarks/timing_calibratio
 ``report`` prints (a) the surrogate's error against the timing model for explicit plans on
 shapes outside the fit (MAPE), and (b) issue 19's skinny-shape goal: the automatic plan's
 modeled time against the best of ``vlpc tune``'s candidates (all modeled), within 5 %.
+``report --quick`` prints (a) on the small shapes only (``QUICK``); ``--gpu mi50`` reports on
+the MI50 (1725 MHz, 60 CUs) with the MI60's fit.  Refit on the corrected timing model (issue 33),
+``report --quick``: MAPE 2.8 % (worst 6.8 %) over 10 plans on MI60, 3.2 % (worst 9.0 %) on MI50.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ VALIDATE = [(1024, 1024, 640, "f32"), (1792, 1792, 640, "f32"), (3072, 3072, 640
             (256, 256, 8192, "f32"), (128, 4096, 4096, "f32"), (4096, 128, 4096, "f32"),
             (32, 1024, 8192, "f32")]
 SKINNY = [(256, 256, 8192), (32, 1024, 8192), (128, 4096, 4096), (4096, 128, 4096)]
+#: ``report --quick``: the validation shapes of at most 2^30 FMAs (minutes, not an hour, on 2 cores).
+QUICK = [x for x in VALIDATE if x[0] * x[1] * x[2] <= 2 ** 30]
 
 
 def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
@@ -261,24 +266,26 @@ def fit_local(procs: int, out: dict) -> dict:
     return out
 
 
-def report(procs: int) -> None:
+def report(procs: int, quick: bool = False) -> None:
+    """``quick``: only QUICK's shapes of (a), no (b)."""
     from vlpc.plan_model import estimate, fitted
     from vlpc.targets import get_board
 
     if not fitted():
         raise SystemExit("no fit: run `python benchmarks/plan_surrogate.py fit` first")
     board = get_board(BOARD, cus=CUS)
+    print(f"board: {BOARD} @ {board.engine_clock_mhz:.0f} MHz, memory {board.memory_clock_mhz:.0f} MHz, {CUS} CUs\n")
     # (a) explicit plans on validation shapes: surrogate vs timing model
     jobs = []
     plans = {}
-    for m, n, k, dt in VALIDATE:
+    for m, n, k, dt in (QUICK if quick else VALIDATE):
         mm = 16 if dt == "f64" else 32
         ks = 8 if dt == "f64" else 16
         for mn in (256, 64):
             for s in (1, 4):
                 if s > 1 and k < 2048:
                     continue
-                key = f"v-{m}x{n}x{k}-{dt}-{mm}x{mn}-S{s}"
+                key = f"v-{m}x{n}x{k}-{dt}-{mm}x{mn}-S{s}" + ("" if BOARD == "mi60" else f"-{BOARD}")
                 plans[key] = (m, n, k, dt, (mm, mn), ks, s)
                 jobs.append((key, (m, n, k, dt), explicit(mm, mn, ks, s)))
     cache = run_all(jobs, procs)
@@ -296,7 +303,10 @@ def report(procs: int) -> None:
         errs.append(abs(e))
         print(f"| {m}x{n}x{k} {dt} | {macro[0]}x{macro[1]} S{s} | {r['us']:,.1f} | {est:,.1f} | {e * 100:+.1f} % |")
     if errs:
-        print(f"\nsurrogate MAPE against the timing model: {100 * sum(errs) / len(errs):.1f} % over {len(errs)} plans")
+        print(f"\nsurrogate MAPE against the timing model: {100 * sum(errs) / len(errs):.1f} % over {len(errs)} plans "
+              f"(worst {100 * max(errs):.1f} %)")
+    if quick:
+        return
     # (b) skinny shapes: the auto plan vs the best tuned candidate
     from vlpc import tune
 
@@ -326,7 +336,15 @@ def main(argv=None) -> int:
     ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "report"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
+    ap.add_argument("--quick", action="store_true", help="report: the small validation shapes only (QUICK)")
+    ap.add_argument("--gpu", choices=("mi50", "mi60"), default=None,
+                    help="report on this board at its default clocks and CUs (the fit is always MI60's)")
     a = ap.parse_args(argv)
+    if a.gpu:
+        from vlpc.targets import get_board
+
+        global BOARD, CUS
+        BOARD, CUS = a.gpu, get_board(a.gpu).compute_units
     if a.fresh and (CACHE / "runs.json").exists():
         (CACHE / "runs.json").unlink()
     for step in a.steps:
@@ -341,7 +359,9 @@ def main(argv=None) -> int:
             from vlpc.plan_model import fitted
             fitted.cache_clear()
         else:
-            report(a.jobs)
+            if a.gpu and step != "report":
+                raise SystemExit("--gpu is for report only (the fit is MI60's)")
+            report(a.jobs, a.quick)
     return 0
 
 

@@ -262,14 +262,15 @@ def _main_launch(mm: MatmulOp, kernel_name: str, split: int, local: int, mode: s
 
 
 def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, auto: bool = False,
-                  gpu: str = "", a_transpose: str = "auto") -> list[str]:
+                  gpu: str = "", a_transpose: str = "auto", auto_local: bool = True) -> list[str]:
     """The plan gemm-split-k chose for ``mm``, as text lines (``vlpc compile --print-plan``/``-v``):
     tiles, the main kernel's launch grid and workgroups against the CU count (of the whole batch:
     :meth:`vlpc.kernel.CompiledKernel.launch`, grid z = S x batch; a batch count given at launch is
     printed as a factor ``x batch``), the split, the kernels in launch order,
     the workspace size, and for an automatic choice the modeled candidates (plan surrogate,
     :mod:`vlpc.plan_model`): every S for the chosen tile and the best S of each tile N (f16/i8 dot
-    kernels: also the best S of each local split L, and the best S and L of each K step)."""
+    kernels: also the best S of each local split L, and the best S and L of each K step; with
+    ``auto_local`` (no local split given) the S candidates are those gemm-split-k weighed with L)."""
     board = plan_board(target.name, gpu, cus)
     cus = board.compute_units
     s = mm.shape()
@@ -330,6 +331,10 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
         lines.append(copy[1])
     if auto:
         _, cands = choose_split(s, macro, k_step, local, mode, target, cus, gpu)
+        if (auto_local and s.dtype in DOT_PACK and not gemv_plan(s, k_step) and mode in ("workspace", "none")
+                and not s.b_format):  # the S gemm-split-k weighed with the chosen L (choose_split_local)
+            cands = [c for c in choose_split_local(s, macro, k_step, "workspace", target, cus, gpu,
+                                                   items=wg // local)[2] if c.local_split == local] or cands
         if cands:
             lines.append(f"  modeled candidates on {board.name} ({cus} CUs, {board.engine_clock_mhz:.0f} MHz; plan "
                          "surrogate of the timing model, vlpc/plan_model.py): split-k: rounds of workgroups "
@@ -339,13 +344,21 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                 lines.append(f"    {c.split_k:>2}: {c.rounds} rounds, {c.main_seconds * 1e6:.1f} + "
                              f"{c.reduce_seconds * 1e6:.1f} = {c.seconds * 1e6:.1f} us{mark}")
             others = []
-            for mn in (64, 128, 256):
+            dot = s.dtype in DOT_PACK and not gemv_plan(s, k_step) and mode == "workspace"
+            from vlpc.passes.gemm_tile import AUTO_MACRO_N, DOT_AUTO_K_STEPS
+            for mn in AUTO_MACRO_N:
                 if mn == macro[1]:
                     continue
-                _, alt = choose_split(s, (macro[0], mn), k_step, local, mode, target, cus, gpu)
+                if dot:  # the dot kernels' tile choice (gemm-tile) weighs S, L and the K step with N
+                    alt = [c for ks in DOT_AUTO_K_STEPS
+                           for c in choose_split_local(s, (macro[0], mn), ks, "workspace", target, cus, gpu)[2]]
+                else:
+                    _, alt = choose_split(s, (macro[0], mn), k_step, local, mode, target, cus, gpu)
                 if alt:
-                    b = min(alt, key=lambda c: (c.seconds, c.split_k))
-                    others.append(f"{macro[0]}x{mn} best split-k {b.split_k}: {b.seconds * 1e6:.1f} us")
+                    b = min(alt, key=lambda c: (c.seconds, c.split_k, c.local_split))
+                    others.append(f"{macro[0]}x{mn} best split-k {b.split_k}"
+                                  + (f" L{b.local_split} k{b.k_step}" if dot else "")
+                                  + f": {b.seconds * 1e6:.1f} us")
             if others:
                 lines.append("  other macro tiles (modeled): " + "; ".join(others))
             if s.dtype in DOT_PACK and not gemv_plan(s, k_step):  # the dot kernels' automatic L: best S of each L

@@ -57,12 +57,13 @@ class GemmTilePass(ModulePass):
     (:mod:`vlpc.plan_model`, fitted to the timing model; ``vlpc compile --print-plan`` shows
     the candidates); otherwise the smallest of 64, 128, 256 that covers a static N (fewer idle
     lanes and more tiles for narrow C), else 256.  The f16/i8 dot kernels (not the decode GEMV)
-    weigh each tile N with S and, when S is automatic, gemm-split-k's local split L too; they
-    take the modeled best tile only when its plan has a local split, else the smallest covering
-    N as before (the surrogate's choice of N without L is not validated for them).  When neither
-    ``k-step`` nor the tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or
-    8 dwords of packed K, each a fitted surrogate variant; ties keep 16): the best plan's, or with
-    the covering N the best K step of that N.  The decode GEMV keeps its own K step (``gemv_plan``).
+    weigh each tile N with S and, when S is automatic, gemm-split-k's local split L too, and take
+    the modeled best (formerly a plan without a local split kept the smallest covering N, which
+    ``-v`` could list as slower than another tile: issue 33).  When neither ``k-step`` nor the
+    tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or 8 dwords of packed
+    K, each a fitted surrogate variant; ties keep 16).  The decode GEMV keeps its own K step
+    (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
+    lists (``gemm-split-k``'s ``describe_plan``), so it is never listed slower than another.
     """
 
     name = "gemm-tile"
@@ -121,12 +122,7 @@ class GemmTilePass(ModulePass):
                               max_workitems=board.target.max_workitems_per_workgroup,
                               k_steps=DOT_AUTO_K_STEPS if choose_k else ())[0]
 
-            best = best_of(AUTO_MACRO_N)
-            # a plan without a local split keeps the former tile (the smallest of 64/128/256 covering N,
-            # else 256): the surrogate's tile-N choice without L is not validated for the dot kernels;
-            # its K step is the best plan's of that tile
-            if best.local_split <= 1:
-                best = best_of((fallback,))
+            best = best_of(AUTO_MACRO_N)  # the modeled best of every tile N, K step, S and L (issue 33)
             return best.macro[1], best.k_step
         best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
                          "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0)

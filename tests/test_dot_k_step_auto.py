@@ -43,7 +43,8 @@ def plan_of(kern):
 def test_hgemm_example_takes_k8_modeled_faster():
     """examples/hgemm_nt.mlir (256x512x641 f16) on MI60: the surrogate's best plan has K step 8 and
     beats its best K step 16 plan; the compiled plan is that plan, and the timing model runs it
-    faster than the automatic plan with the K step kept at 16 (32x128 S2 L8 there)."""
+    faster than the automatic plan with the K step kept at 16 (18.7 vs 21.2 us after the surrogate's
+    refit on the corrected timing model, issue 33; 32x128 S2 L8 before, 20 % slower)."""
     text = EXAMPLE.read_text()
     best = surrogate_best(256, 512, 641, "f16", "f32", "mi60", (16, 8))
     best16 = surrogate_best(256, 512, 641, "f16", "f32", "mi60", (16,))
@@ -54,12 +55,13 @@ def test_hgemm_example_takes_k8_modeled_faster():
     assert plan_of(k16) == (best16.macro[1], 16, best16.split_k, best16.local_split)
     t_auto = lsa.modeled_us(auto, 256, 512, 641, 642, 512)
     t_k16 = lsa.modeled_us(k16, 256, 512, 641, 642, 512)
-    assert t_auto < 0.8 * t_k16, (t_auto, t_k16)
+    assert t_auto < 0.95 * t_k16, (t_auto, t_k16)
 
 
 def test_k_step_is_chosen_only_when_free():
     """A given K step or tile rows keep the K step (16 unless given); f32 keeps 16; 4096^3 f16
-    (a full GPU) keeps 32x256 K step 16 (the issue-21 figures' plan)."""
+    (a full GPU) takes the modeled best tile N, K step, S and L (issue 33: formerly kept
+    32x256 K step 16 while -v listed 32x64 faster; tests/test_plan_choice.py checks the choice)."""
     s = source(64, 128, 2045, 2048, 2048, 129, "f16", "f32")
     assert vlpc.compile(s, k_step=16).kernel("g").launch_info["k_step"] == 16
     assert vlpc.compile(s, macro_tile=(32, 64), micro_tile=(32, 1)).kernel("g").launch_info["k_step"] == 16
@@ -69,7 +71,8 @@ def test_k_step_is_chosen_only_when_free():
            "memref<64x128xf32>, f32, f32\n  return\n}\n")
     assert vlpc.compile(f32).kernel("g").launch_info["k_step"] == 16
     big = vlpc.compile(source(4096, 4096, 4096, 4096, 4096, 4096, "f16", "f32"), gpu="mi60").kernel("g")
-    assert plan_of(big) == (256, 16, 1, 1)
+    best = surrogate_best(4096, 4096, 4096, "f16", "f32", "mi60", (16, 8))
+    assert plan_of(big) == (best.macro[1], best.k_step, best.split_k, best.local_split)
 
 
 @pytest.mark.parametrize("m, n, k, lda, ldc, ab, ct", [

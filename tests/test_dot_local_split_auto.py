@@ -50,10 +50,11 @@ def test_hgemm_example_gets_a_local_split_modeled_faster():
 
 
 def test_square_4096_keeps_its_plan():
-    """A full GPU (2048 tiles): no local split, the 32x256 tile (the issue-21 figures' plan)."""
+    """A full GPU: no split, no local split.  The tile N is the modeled best (issue 33: the former
+    rule kept 32x256 while -v listed 32x64 faster; tests/test_plan_choice.py checks the choice)."""
     for ab, ct in (("f16", "f32"), ("i8", "i32")):
         kern = vlpc.compile(source(4096, 4096, 4096, 4096, 4096, 4096, ab, ct), gpu="mi60").kernel("g")
-        assert (kern.split_k, kern.local_split, kern.launch_info["macro_n"]) == (1, 1, 256)
+        assert (kern.split_k, kern.local_split) == (1, 1)
 
 
 @pytest.mark.parametrize("m, n, k, lda, ldc, ab, ct", [

@@ -119,8 +119,11 @@ def test_f64_report_all_three_variants(tmp_path, capsys):
 
 
 def test_f16_report_leaves_lds_out_by_name(tmp_path, capsys):
-    # (--split-k 1: one kernel; the automatic plan of this shape has a local split, see gemm-split-k)
-    rows, rc = report(tmp_path, dot_source("f16", "f32"), "--split-k", "1")
+    # (--split-k 1: one kernel; the automatic plan of this shape has a local split, see gemm-split-k;
+    # --macro-tile 32x128: the tile this test was written for, the covering N the dot kernels took
+    # before their tile N became the modeled best (issue 33): on 32x64 the no-forwarding variant
+    # models a shorter run, so less static energy, and the total comparison below would not hold)
+    rows, rc = report(tmp_path, dot_source("f16", "f32"), "--split-k", "1", "--macro-tile", "32x128")
     out = capsys.readouterr().out
     assert rc == 0
     assert "| figure | sqc | sqc, no forwarding |" in out and "K=64, f16 -> f32," in out

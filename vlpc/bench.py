@@ -252,6 +252,7 @@ def solution_line(kernel, p, target: str) -> str:
     SGPRs and occupancy (:meth:`vlpc.targets.Target.occupancy`)."""
     from vlpc.targets import get_target
 
+    kernel = kernel.variant_for(p.m, p.n, p.k)  # a launch-time plan variant, when one runs (vlpc.launch_variants)
     steps = kernel.plan(p.m, p.n, p.k, p.batch or None)
     rows = kernel.rows_kernel(p.m)
     comp = rows or kernel

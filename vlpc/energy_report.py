@@ -248,6 +248,8 @@ def plan_label(ck, m: int, steps: list) -> str:
     """How the plan splits the work, for the table's header: ``""`` for one kernel that does
     not split K; else e.g. ``split-K 4: 2 kernels``, ``local split 16``, ``A copied first: 2
     kernels`` (``ck``: the compiled main kernel; ``m``: M at launch; ``steps``: its plan)."""
+    ck = next((ck.companions[s.kernel] for s in steps if s.kernel in ck.companions
+               and ck.companions[s.kernel].launch_info.get("role") == "variant"), ck)  # a launch-time variant
     rows = ck.rows_kernel(m)
     run = rows if rows is not None else ck
     parts = []

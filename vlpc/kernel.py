@@ -89,6 +89,9 @@ class CompiledKernel:
         the same offset): batch x M x ceil(K / P) P elements; it needs ``k`` (and a batch count).
         A plan that copies B (stored N x K with a static ldb not a multiple of P, ``<name>_copy_b``)
         adds N x ceil(K / P) P elements per batch entry (after A's copy): it needs ``n``."""
+        var = self.variant_for(m, n, k) if k is not None else self
+        if var is not self:
+            return var.workspace_bytes(m, ldc, k, batch, n)
         esz = 8 if self.launch_info.get("dtype", "f32") == "f64" else 4  # f16/i8: f32/i32 partials
         pre = self.transpose_kernel()
         bpre = self.b_copy_kernel()
@@ -140,11 +143,30 @@ class CompiledKernel:
                 if x in self.companions and 0 < self.companions[x].launch_info["macro_m"] <= m]
         return max(fits, key=lambda c: c.launch_info["macro_m"], default=None)
 
+    def variant_for(self, m: int, n: int, k: int) -> CompiledKernel:
+        """The kernel that computes an M x N x K problem: this one, or the launch-time plan variant
+        (``launch_info["variants"]``: another macro tile N or split-K S of the same product, built
+        for a kernel whose sizes are given at launch) the plan model finds faster for these sizes
+        (:func:`vlpc.launch_variants.choose`), or the decode GEMV variant compiled for exactly this M.
+        This kernel for another M below its macro tile M (its row-narrow companions run), for sizes it
+        refuses, and when it has no variants.
+        :meth:`plan`, :meth:`launch`, :meth:`workspace_bytes` and :meth:`execute` follow it."""
+        names = str(self.launch_info.get("variants", ""))
+        if not names or min(m, n, k) < 1:
+            return self
+        from vlpc.launch_variants import choose
+
+        return choose(self, [self.companions[x] for x in names.split(",") if x in self.companions], m, n, k)
+
     def plan(self, m: int, n: int, k: int, batch: int | None = None) -> list[PlanStep]:
         """The launches, in order, that compute an M x N x K problem: this kernel alone, or
         with the reduce kernel after it (workspace mode) or the scale kernel before it (atomic);
         for an M (given at launch) below the macro tile's M, the row-narrow companion alone
-        (:meth:`rows_kernel`; unsplit, whatever the split-K plan)."""
+        (:meth:`rows_kernel`; unsplit, whatever the split-K plan); a launch-time plan variant's
+        plan when one is chosen (:meth:`variant_for`)."""
+        var = self.variant_for(m, n, k)
+        if var is not self:
+            return var.plan(m, n, k, batch)
         main = self.launch(m, n, k, batch)
         rows = self.rows_kernel(m)
         pre = self.transpose_kernel()
@@ -187,7 +209,12 @@ class CompiledKernel:
         Returns the launch statistics of the plan: the emulator's counters summed over its
         kernels, or on HIP :meth:`HipDevice.launch_plan`'s device times of the whole plan and of
         each kernel (``iterations``/``warmup`` apply to the whole plan, so an atomic plan's
-        scale kernel runs once per plan execution)."""
+        scale kernel runs once per plan execution).  A launch-time plan variant runs when one is
+        chosen (:meth:`variant_for`; the same arguments, its workspace appended)."""
+        var = self.variant_for(m, n, k)
+        if var is not self:
+            return var.execute(device, code_object, args, m, n, k, ldc, batch, buffer_sizes=buffer_sizes,
+                               iterations=iterations, warmup=warmup, progress=progress)
         steps = self.plan(m, n, k, batch)
         ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n, k, batch, n=n)
         self.check_offsets(args, m, n, k, batch, ws_bytes)
@@ -337,8 +364,12 @@ class CompiledKernel:
         This is the launch of this kernel, the main one of its plan (a split plan's reduce
         or scale kernel runs with the same grid x and y, see :meth:`plan`), except for an M
         below the macro tile's M given at launch: then the row-narrow companion that
-        replaces the plan (:meth:`rows_kernel`), grid ``(ceil(N/macro_n), ceil(M/R), batch)``."""
+        replaces the plan (:meth:`rows_kernel`), grid ``(ceil(N/macro_n), ceil(M/R), batch)``; a
+        launch-time plan variant's launch when one is chosen (:meth:`variant_for`)."""
         self.check_sizes(m, n, k)
+        var = self.variant_for(m, n, k)
+        if var is not self:
+            return var.launch(m, n, k, batch)
         rows = self.rows_kernel(m)
         if rows is not None:
             return rows.launch(m, n, k, batch)

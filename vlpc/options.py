@@ -106,9 +106,11 @@ def module_from_record(record: dict) -> CompiledModule:
             companions[k["name"]] = ck
         else:
             result.kernels[k["name"]] = ck
-    for ck in result.kernels.values():
+    # a main kernel's companions (and a launch-time variant's own: vlpc.launch_variants)
+    for ck in [*result.kernels.values(), *(c for c in companions.values() if c.launch_info["role"] == "variant")]:
         names = [*str(ck.launch_info.get("plan", ck.name)).split(","),
-                 *str(ck.launch_info.get("small_m", "")).split(",")]
+                 *str(ck.launch_info.get("small_m", "")).split(","),
+                 *str(ck.launch_info.get("variants", "")).split(",")]
         for name in names:
             if name and name != ck.name:
                 ck.companions[name] = companions[name]

@@ -568,8 +568,13 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
             module = parse(text, filename, ctx)
         # convert-linalg-to-gemm raises linalg ops and leaves anything else alone: without
         # one it is a no-op, and neither it nor xDSL's linalg dialect need be imported.
-        passes = pipeline(target, linalg=any(o.name.startswith("linalg.") for o in module.walk()), **options)
+        linalg = any(o.name.startswith("linalg.") for o in module.walk())
+        passes = pipeline(target, linalg=linalg, **options)
+        from vlpc import launch_variants
+
+        pristine = module.clone() if launch_variants.wanted(options) else None
         run_passes(module, passes, ctx)
+        variants = _add_launch_variants(module, pristine, ctx, target, linalg, options)
         resources = {k: _described_resources(k) for k in kernels(module)}
         header = header_lines(module, TargetId.parse(target).target.name, resources)
         asm = print_assembly(module, target, header)
@@ -577,6 +582,7 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
         for k in resources:
             nv = resources[k][0]
             li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
+            li.update(variants.get(k.sym_name.data, {}))
             kernel_records.append({"name": k.sym_name.data, "metadata": metadata_json(k), "launch_info": li, "vgprs": nv})
     tc = toolchain or find_toolchain()
     obj = tc.assemble(asm, TargetId.parse(target), filename)
@@ -584,6 +590,97 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
     record = {"asm": asm, "code_object": code, "target_id": str(TargetId.parse(target)),
               "toolchain": tc.describe(), "header": header, "kernels": kernel_records}
     return module_from_record(record), record
+
+
+def _add_launch_variants(module: ModuleOp, pristine: ModuleOp | None, ctx: Context, target: str, linalg: bool,
+                         options: dict) -> dict[str, dict]:
+    """Compile ``pristine`` (the module before the pipeline) again for each launch-time plan variant
+    its kernels get (:mod:`vlpc.launch_variants`), its functions renamed ``<name>_var<i>``, and move
+    the variants' kernels into ``module``.  Returns the launch information to add by kernel name: the
+    first kernel's ``variants`` (names) and board (``plan_target``, ``plan_gpu``, ``plan_cus``), each
+    variant's ``role``."""
+    from xdsl.dialects.func import FuncOp
+
+    from vlpc import launch_variants
+
+    if pristine is None:
+        return {}
+    names = {k.sym_name.data for k in kernels(module)}
+    plans: dict[tuple[str, int, int], list[str]] = {}
+    for k in kernels(module):
+        li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in k.launch.data.items()}  # type: ignore[union-attr]
+        for plan in launch_variants.plans_for(li):
+            plans.setdefault(plan, []).append(k.sym_name.data)
+    extra: dict[str, dict] = {}
+    o = Options.from_kwargs(options)
+    for i, (plan, firsts) in enumerate(sorted(plans.items()), 1):
+        suffix = launch_variants.SUFFIX.format(i)
+        if any(f + suffix in names for f in firsts):
+            continue  # (a function of the module already has the name)
+        var = pristine.clone()
+        for fn in list(var.walk()):
+            if isinstance(fn, FuncOp):
+                if fn.sym_name.data not in firsts or (plan[0] == "rows" and not _fix_rows(fn, plan[1])):
+                    fn.detach()  # (a kernel without this variant, or whose M cannot be fixed here)
+                    continue
+                fn.sym_name = StringAttr(fn.sym_name.data + suffix)
+        try:
+            run_passes(var, _variant_pipeline(target, linalg, options, plan), ctx)
+        except VlpcError:  # a plan this GEMM refuses (e.g. its epilogue with a static M): no such variant
+            continue
+        built = {k.sym_name.data for k in kernels(var)}
+        firsts = [f for f in firsts if f + suffix in built]
+        for k in kernels(var):
+            k.detach()
+            module.body.block.add_op(k)
+        for f in firsts:
+            extra.setdefault(f, {"plan_target": TargetId.parse(target).target.name, "plan_gpu": o.gpu or "",
+                                 "plan_cus": o.cus or 0, "variants": ""})
+            extra[f]["variants"] = ",".join(x for x in (extra[f]["variants"], f + suffix) if x)
+            extra[f + suffix] = {"role": "variant"}
+    return extra
+
+
+def _variant_pipeline(target: str, linalg: bool, options: dict, plan: tuple[str, int, int]) -> list[ModulePass]:
+    """The pipeline of a launch-time variant: ``("tile", N, S)``: ``options`` with gemm-tile's macro
+    tile N and gemm-split-k's S (macro tile M, K step: the automatic ones); ``("rows", M, 0)``: the
+    automatic plan (of the static M :func:`_fix_rows` wrote)."""
+    import dataclasses
+
+    if plan[0] == "rows":
+        return pipeline(target, linalg=linalg, **options)
+    passes = pipeline(target, linalg=linalg, **dict(options, split_k=plan[2]))
+    return [dataclasses.replace(p, macro_n=plan[1]) if p.name == "gemm-tile" else p for p in passes]
+
+
+def _fix_rows(fn, m: int) -> bool:
+    """Make M static (``m``) in the function ``fn``: the M extent of its gemm.matmul's A and C, which
+    must be arguments of ``fn`` (the types of the arguments and of the function change).  False,
+    changing nothing, when ``fn`` holds no such gemm.matmul."""
+    from xdsl.dialects.builtin import FunctionType, MemRefType
+    from xdsl.ir import BlockArgument
+    from xdsl.rewriter import Rewriter
+
+    from vlpc.dialects.gemm import MatmulOp
+
+    ops = [o for o in fn.walk() if isinstance(o, MatmulOp)]
+    if len(ops) != 1:
+        return False
+    mm = ops[0]
+    lay = mm.layout.data
+    fixes = []
+    for val, dim in ((mm.a, 0 if lay[0] == "N" else 1), (mm.c, 0)):
+        t = val.type
+        if not isinstance(val, BlockArgument) or not isinstance(t, MemRefType) or len(t.get_shape()) != 2:
+            return False
+        shape = list(t.get_shape())
+        shape[dim] = m
+        fixes.append((val, MemRefType(t.element_type, shape, t.layout, t.memory_space)))
+    for val, t in fixes:
+        Rewriter.replace_value_with_new_type(val, t)
+    block = fn.body.blocks.first
+    fn.function_type = FunctionType.from_lists([a.type for a in block.args], list(fn.function_type.outputs.data))
+    return True
 
 
 def _looks_like_path(text: str) -> bool:

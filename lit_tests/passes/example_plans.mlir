@@ -12,12 +12,12 @@
 // NT-NEXT: macro tile 32x64, micro tile 32x1, k-step 16
 // NT-NEXT: split-k 2 (auto), mode workspace, local split 1: 2 K slices of 320
 // NT: 2: 1 rounds, {{.*}} <- chosen
-// LINALG: macro tile 32x128, micro tile 32x1, k-step 16
+// LINALG: macro tile 32x64, micro tile 32x1, k-step 16
 // LINALG-NEXT: split-k 1 (auto), local split 1
 // DYN: macro tile 32x256, micro tile 32x1, k-step 16
 // DYN-NEXT: split-k 1 (auto)
 // DYN: sizes known only at launch
-// HGEMM: macro tile 32x128, micro tile 32x1, k-step 16
+// HGEMM: macro tile 32x64, micro tile 32x1, k-step 16
 // HGEMM-NEXT: split-k 1 (auto), local split 8
 // HGEMM: L8 best split-k 1: {{.*}} <- chosen
 // HGEMM: K steps (modeled, this tile): k16 best split-k 1 L8: {{.*}} <- chosen; k8

@@ -52,7 +52,8 @@ def _plan_lines(module, args: argparse.Namespace) -> list[str]:
             name = fn.sym_name.data if isinstance(fn, func.FuncOp) else "?"
             lines += describe_plan(op, name, get_target(args.target.split(":")[0]), opts.get("cus") or 0,
                                    auto=opts.get("split_k") == "auto", gpu=opts.get("gpu") or "",
-                                   a_transpose=opts.get("a_transpose") or "auto")
+                                   a_transpose=opts.get("a_transpose") or "auto",
+                                   auto_local=(opts.get("local_split") or 1) == 1)
     return lines
 
 
