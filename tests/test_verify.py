@@ -213,14 +213,14 @@ def test_api_accepts_lists():
 
 @pytest.mark.parametrize("ab,ct", [("i8", "i32"), ("f16", "f32"), ("f16", "f16")])
 def test_dot_check_names_a_wrong_element_and_touched_padding(ab, ct):
-    """vlpc.dot_run.check (the f16/int8 kernels' check) on results from NumPy: exact or
+    """vlpc.verify.check for the f16/int8 kernels on results from NumPy: exact or
     rounded products pass; one element off, or one padding element of C changed, fails and
     is named (C[i,j] / the buffer element)."""
-    from vlpc import dot_run
+    from vlpc import verify
 
     m, n, k, ldc = 3, 4, 6, 6
     rng = np.random.default_rng(3)
-    t_ab, t_c = dot_run.NP[ab], dot_run.NP[ct]
+    t_ab, t_c = verify.NP[ab], verify.NP[ct]
     if ab == "i8":
         a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (n, k)))
         exact = a.astype(np.int64) @ b.T.astype(np.int64)
@@ -232,13 +232,14 @@ def test_dot_check_names_a_wrong_element_and_touched_padding(ab, ct):
     out = c.copy()
     out[:, :n] = exact.astype(t_c)
     p = _nt(m, n, k, ldc)
-    assert dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1),
-                         1, 0).ok
+    assert verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1),
+                        1, 0, c_type=ct).ok
     wrong = out.copy()
     wrong[2, 1] = wrong[2, 1] + (1 if ab == "i8" else t_c(8.0))
-    v = dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), wrong.reshape(-1), 1, 0)
+    v = verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), wrong.reshape(-1), 1, 0, c_type=ct)
     assert not v.ok and v.bad == 1 and "C[2,1]" in v.failure()
     touched = out.copy()
     touched[1, 5] = 9
-    v = dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), touched.reshape(-1), 1, 0)
+    v = verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), touched.reshape(-1), 1, 0,
+                     c_type=ct)
     assert not v.ok and v.bad == 0 and v.padding_modified == 1 and f"element {1 * ldc + 5}" in v.failure()

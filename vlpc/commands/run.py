@@ -82,8 +82,8 @@ def cmd_run(args) -> int:
     dtype = {"f32": np.float32, "f64": np.float64}.get(dtype_name, np.float32)  # alpha/beta (f16, int8: f32 or i32)
     op_dtypes = {x: dtype for x in "ABC"}
     int_scalars = False
-    if dtype_name in ("f16", "i8"):  # the dot kernels (vlpc/dot_run.py): A, B and C types differ
-        from vlpc.dot_run import NP, scalar_type, types_of
+    if dtype_name in ("f16", "i8"):  # the dot kernels (vlpc/verify.py): A, B and C types differ
+        from vlpc.verify import NP, scalar_type, types_of
         ab, ct, _ = types_of(kernel)
         op_dtypes = {"A": NP[ab], "B": NP[ab], "C": NP[ct]}
         int_scalars = scalar_type(kernel) is np.int32
