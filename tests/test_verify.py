@@ -243,3 +243,34 @@ def test_dot_check_names_a_wrong_element_and_touched_padding(ab, ct):
     v = verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), touched.reshape(-1), 1, 0,
                      c_type=ct)
     assert not v.ok and v.bad == 0 and v.padding_modified == 1 and f"element {1 * ldc + 5}" in v.failure()
+
+
+def test_one_reference_for_every_element_type():
+    """vlpc.verify.reference is the one reference: f16 and int8 inputs (W8A8 scales too) give
+    NumPy's float64 / exact int64 values; BLAS's quick returns hold for every type (alpha = 0
+    reads neither A nor B, beta = 0 does not read C, so NaN there never enters); int8 -> i32
+    wraps to 32 bits; error_bound is 0 for int8 -> i32 and positive for f16."""
+    from vlpc import verify
+
+    rng = np.random.default_rng(5)
+    a16, b16 = (rng.standard_normal(s).astype(np.float16) for s in ((1, 3, 8), (1, 8, 5)))
+    c = rng.standard_normal((1, 3, 5)).astype(np.float32)
+    want = 0.5 * (a16.astype(np.float64) @ b16.astype(np.float64)) + 2.0 * c.astype(np.float64)
+    np.testing.assert_array_equal(verify.reference(a16, b16, c, 0.5, 2.0), want)
+    nan16 = np.full_like(a16, np.nan)
+    np.testing.assert_array_equal(verify.reference(nan16, b16, c, 0.0, 2.0), 2.0 * c.astype(np.float64))
+    np.testing.assert_array_equal(verify.reference(a16, b16, np.full_like(c, np.nan), 0.5, 0.0),
+                                  0.5 * (a16.astype(np.float64) @ b16.astype(np.float64)))
+    assert np.isnan(verify.reference(nan16, b16, c, 0.5, 0.0)).all()  # read when alpha != 0: IEEE propagation
+    a8, b8 = np.full((1, 2, 4), 127, np.int8), np.full((1, 4, 2), 127, np.int8)
+    c32 = np.full((1, 2, 2), 2**31 - 1, np.int32)
+    exact = 3 * 4 * 127 * 127 + 5 * (2**31 - 1)
+    wrapped = (exact + 2**31) % 2**32 - 2**31
+    got = verify.reference(a8, b8, c32, 3, 5)
+    assert got.dtype == np.int64 and (got == wrapped).all()
+    assert (verify.reference(a8, b8, c32, 0, 1) == 2**31 - 1).all()
+    assert not verify.error_bound(a8, b8, c32, 3, 5, 4, "i8", c_type="i32").any()
+    sr, sc = np.array([0.5, 0.25], np.float32), np.array([2.0, 4.0], np.float32)
+    w8a8 = verify.reference(a8, b8, np.zeros((1, 2, 2), np.float32), 1.0, 0.0, scales=(sr, sc))
+    np.testing.assert_array_equal(w8a8[0], np.outer(sr, sc).astype(np.float64) * (4 * 127 * 127))
+    assert (verify.error_bound(a16, b16, c, 0.5, 2.0, 8, "f16") > 0).all()

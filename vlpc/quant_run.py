@@ -248,15 +248,14 @@ def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarra
     ``a`` (1, M, K), ``w`` gguf's N x K weights (each one f32 rounding of the exact ones, u |w|),
     ``c0`` (1, M, N).  Bound ``gamma_rounds(u) (|alpha| |A| mag^T + |beta| |C|) + u |alpha| |A| |W|^T``,
     then each epilogue step's (vlpc.verify.epilogue_step) and f16 C's rounding."""
-    from vlpc.verify import U32, gamma
+    from vlpc.verify import U32, gamma, reference
 
+    exp = reference(a, w.T[None], c0, alpha, beta)  # vlpc.verify's: the one reference
     with np.errstate(all="ignore"):
         a64 = a.astype(np.float64)
-        exp = alpha * (a64 @ w.T) if alpha != 0 else np.zeros(c0.shape)
         bound = (gamma(rounds, U32) * abs(alpha) * (np.abs(a64) @ mag.T) + U32 * abs(alpha) * (np.abs(a64) @ np.abs(w).T)
                  if alpha != 0 else np.zeros(c0.shape))
         if beta != 0:
-            exp = exp + beta * c0.astype(np.float64)
             bound = bound + gamma(rounds, U32) * abs(beta) * np.abs(c0.astype(np.float64))
         return _epilogue_bound(exp, bound, epilogue, bias, ct)
 

@@ -257,10 +257,15 @@ def _scaled_product(op_a: np.ndarray, op_b: np.ndarray, scales: tuple | None) ->
 
 def error_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
                 dtype: str = "f32", epilogue=(), bias: np.ndarray | None = None,
-                reference_u: float | None = 2.0**-53) -> np.ndarray:
-    """The element-wise bound of the module docstring (``(..., M, N)``), for a kernel computing
-    in ``dtype`` (``"f32"``/``"f64"``) checked against a reference in float64
-    (``reference_u=None`` leaves the reference's own rounding out)."""
+                reference_u: float | None = 2.0**-53, *, c_type: str | None = None, pieces: int = 1,
+                scales: tuple | None = None, rounds: int | None = None) -> np.ndarray:
+    """The element-wise bound (``(..., M, N)``) of a kernel whose A and B are ``dtype``: ``"f32"``/
+    ``"f64"``, the module docstring's, checked against a reference in float64 (``reference_u=None``
+    leaves the reference's own rounding out); ``"f16"``/``"i8"`` (the dot kernels, C ``c_type``,
+    default f32), :func:`dot_error_bound` (int8 -> i32: 0, exact)."""
+    if dtype not in NP_DTYPE:
+        return dot_error_bound(op_a, op_b, c0, alpha, beta, dtype, c_type or "f32", pieces, scales, epilogue, bias,
+                               rounds)
     with np.errstate(invalid="ignore", over="ignore"):
         mag = np.zeros(np.broadcast_shapes(op_a.shape[:-2], op_b.shape[:-2], c0.shape[:-2]) + c0.shape[-2:])
         if alpha != 0:
@@ -336,7 +341,8 @@ def reference_and_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alph
     """(:func:`reference`, :func:`dot_error_bound`) per element, (batches, M, N), of a dot kernel's
     ``op_a`` (batches, M, K) and ``op_b`` (batches, K, N) as stored types."""
     return (reference(op_a, op_b, c0, alpha, beta, epilogue, bias, scales),
-            dot_error_bound(op_a, op_b, c0, alpha, beta, ab, ct, pieces, scales, epilogue, bias, rounds))
+            error_bound(op_a, op_b, c0, alpha, beta, op_a.shape[-1], ab, epilogue, bias, c_type=ct, pieces=pieces,
+                        scales=scales, rounds=rounds))
 
 
 def tolerance(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
