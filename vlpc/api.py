@@ -1,5 +1,10 @@
 """The embedding API's execution half: :func:`run` compiles (if needed), launches and verifies.
 
+:func:`run` is the one launch-and-verify path of every element type (``vlpc run`` calls it too):
+f32/f64, the f16/int8 dot kernels (A/B and C typed apart, :func:`round_leading_dimensions`) through
+:func:`launch_and_check`, and the GGUF-quantized GEMV (B the tensor's bytes, vlpc/quant_run.py);
+each is checked by :func:`vlpc.verify.check` against the one reference, :func:`vlpc.verify.reference`.
+
 ``vlpc.run`` is this module's :func:`run` (re-exported by :mod:`vlpc`)::
 
     import numpy as np, vlpc
