@@ -240,7 +240,7 @@ def test_flushed_subnormals_are_wrong(monkeypatch, dtype):
     kernel in flush mode would write it, is a wrong result for difftest and for vlpc.verify
     (before, both bounds had an absolute term of the smallest normal number per operation:
     "missed by vlpc.verify", and difftest itself accepted it).  f16: f16 products into an f16
-    C (vlpc.dot_run's bound, no absolute term but half the f16 subnormal step)."""
+    C (vlpc.verify.dot_error_bound, no absolute term but half the f16 subnormal step)."""
     if dtype == "f16":
         c = _case(layout="NT", ct="f16", pads=(0, 0, 3), options={"split_k": 2}, tiny=True)
     else:

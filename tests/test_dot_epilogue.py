@@ -211,7 +211,7 @@ def test_f16_gelu_strided_batch():
 
 
 def test_vlpc_run_checks_the_dot_epilogues():
-    """vlpc.run's own check (vlpc/dot_run.py) covers gelu and the dequantized bias (f32), and
+    """vlpc.run's own check (vlpc/verify.py) covers gelu and the dequantized bias (f32), and
     refuses a bias of the wrong type."""
     kern = vlpc.compile(source(70, 100, 38, 38, 38, 100, "f16", "f16", ("bias_col", "gelu"), 100),
                         split_k=3).kernel("g")

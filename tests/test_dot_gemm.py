@@ -370,7 +370,7 @@ def test_linalg_generic_mixed_types_raised_and_run():
 @pytest.mark.parametrize("ab, ct, opts", [("f16", "f32", {}), ("f16", "f16", {}), ("i8", "i32", {}),
                                            ("f16", "f32", {"split_k": 3})])
 def test_vlpc_run_dot_kernels(ab, ct, opts):
-    """vlpc.run runs the dot kernels (vlpc/dot_run.py): random inputs in exactly sized buffers with
+    """vlpc.run runs the dot kernels (vlpc/api.py, vlpc/verify.py): random inputs in exactly sized buffers with
     NaN/garbage padding on the strict emulator, checked against NumPy (int8 exact); the result
     equals the independent check of tests/dot_support.py."""
     kern = vlpc.compile(source(70, 100, 301, 304, 304, 101, ab, ct), **opts).kernel("g")

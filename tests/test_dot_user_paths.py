@@ -1,5 +1,5 @@
 """f16 / int8 GEMMs as a user meets them from docs/kernels.md: named mixed-type linalg products,
-the refusals' wording, and the f16 C check at f16's overflow (vlpc/dot_run.py).
+the refusals' wording, and the f16 C check at f16's overflow (vlpc/verify.py).
 
 Expected values: NumPy (float64 math on the f16 inputs, int64 math for int8) through
 vlpc.run's check (tests/dot_support.py's bound), and IEEE 754 rounding to f16 (an f32 value
@@ -12,7 +12,7 @@ import pytest
 
 import vlpc
 from vlpc.cli import main
-from vlpc.dot_run import check
+from vlpc.verify import check
 from vlpc.errors import VlpcError
 from vlpc.verify import Problem
 
@@ -119,7 +119,7 @@ def test_f16_c_overflow_check_still_rejects_wrong_values():
     p = Problem(1, 2, 2, 2, 2, 2)
 
     def verdict(out):
-        return check("NT", p, "f16", "f16", a, b, c0, np.array(out, np.float16), 1.0, 0.0)
+        return check("NT", p, "f16", a, b, c0, np.array(out, np.float16), 1.0, 0.0, c_type="f16")
     assert verdict([np.inf, 512]).ok
     assert not verdict([65504, 512]).ok
     assert not verdict([-np.inf, 512]).ok

@@ -1,6 +1,6 @@
 """vlpc tune for f16 and int8 GEMMs and GEMVs (the dot kernels, passes/gemm_to_gcn_dot.py): the
 search space of what those kernels accept, each candidate checked on the emulator against
-NumPy (vlpc/dot_run.py's reference: int8 -> i32 exact, W8A8 scales and bias), modeled as the sum
+NumPy (vlpc/verify.py's reference: int8 -> i32 exact, W8A8 scales and bias), modeled as the sum
 of its plan's kernels, TOP/s for int8, and the winner's options round-tripping through
 `vlpc compile/run --options`.
 
@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 import vlpc
-from vlpc import dot_run, tune
+from vlpc import tune, verify
 from vlpc.energy_report import host_buffers, record_launches
 from vlpc.passes.gemm_split_k import k_per_split
 from vlpc.runtime.emulator.device import EmulatorDevice
@@ -111,7 +111,7 @@ def test_dot_candidates_are_checked_and_modeled_as_their_plans():
 
 
 def _wrong_reference(where):
-    real = dot_run.reference
+    real = verify.reference_and_bound
 
     def reference(*args, **kwargs):
         exp, bound = real(*args, **kwargs)
@@ -128,11 +128,11 @@ def test_a_wrong_answer_is_caught(monkeypatch):
         ok, worst, why = tune.check_candidate(mod, p, 1, 1)
         assert ok and worst <= 1 and why is None
         with monkeypatch.context() as mp:
-            mp.setattr(dot_run, "reference", _wrong_reference((3, 5)))
+            mp.setattr(verify, "reference_and_bound", _wrong_reference((3, 5)))
             ok, worst, why = tune.check_candidate(mod, p, 1, 1)
         assert not ok and worst > 1 and why.startswith("C[3, 5] = "), why
     # through evaluate: the candidate is dropped as a wrong result, not ranked
-    monkeypatch.setattr(dot_run, "reference", _wrong_reference((0, 0)))
+    monkeypatch.setattr(verify, "reference_and_bound", _wrong_reference((0, 0)))
     r = tune.evaluate(tune.Problem(F16, "f.mlir", None, None, None), tune.Candidate(32, 64, 16), "gfx906", "mi60",
                       None, 64)
     assert not r.ok and r.error.startswith("wrong result: C[0, 0]")

@@ -213,14 +213,14 @@ def test_api_accepts_lists():
 
 @pytest.mark.parametrize("ab,ct", [("i8", "i32"), ("f16", "f32"), ("f16", "f16")])
 def test_dot_check_names_a_wrong_element_and_touched_padding(ab, ct):
-    """vlpc.dot_run.check (the f16/int8 kernels' check) on results from NumPy: exact or
+    """vlpc.verify.check for the f16/int8 kernels on results from NumPy: exact or
     rounded products pass; one element off, or one padding element of C changed, fails and
     is named (C[i,j] / the buffer element)."""
-    from vlpc import dot_run
+    from vlpc import verify
 
     m, n, k, ldc = 3, 4, 6, 6
     rng = np.random.default_rng(3)
-    t_ab, t_c = dot_run.NP[ab], dot_run.NP[ct]
+    t_ab, t_c = verify.NP[ab], verify.NP[ct]
     if ab == "i8":
         a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (n, k)))
         exact = a.astype(np.int64) @ b.T.astype(np.int64)
@@ -232,13 +232,45 @@ def test_dot_check_names_a_wrong_element_and_touched_padding(ab, ct):
     out = c.copy()
     out[:, :n] = exact.astype(t_c)
     p = _nt(m, n, k, ldc)
-    assert dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1),
-                         1, 0).ok
+    assert verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1),
+                        1, 0, c_type=ct).ok
     wrong = out.copy()
     wrong[2, 1] = wrong[2, 1] + (1 if ab == "i8" else t_c(8.0))
-    v = dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), wrong.reshape(-1), 1, 0)
+    v = verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), wrong.reshape(-1), 1, 0, c_type=ct)
     assert not v.ok and v.bad == 1 and "C[2,1]" in v.failure()
     touched = out.copy()
     touched[1, 5] = 9
-    v = dot_run.check("NT", p, ab, ct, a.reshape(-1), b.reshape(-1), c.reshape(-1), touched.reshape(-1), 1, 0)
+    v = verify.check("NT", p, ab, a.reshape(-1), b.reshape(-1), c.reshape(-1), touched.reshape(-1), 1, 0,
+                     c_type=ct)
     assert not v.ok and v.bad == 0 and v.padding_modified == 1 and f"element {1 * ldc + 5}" in v.failure()
+
+
+def test_one_reference_for_every_element_type():
+    """vlpc.verify.reference is the one reference: f16 and int8 inputs (W8A8 scales too) give
+    NumPy's float64 / exact int64 values; BLAS's quick returns hold for every type (alpha = 0
+    reads neither A nor B, beta = 0 does not read C, so NaN there never enters); int8 -> i32
+    wraps to 32 bits; error_bound is 0 for int8 -> i32 and positive for f16."""
+    from vlpc import verify
+
+    rng = np.random.default_rng(5)
+    a16, b16 = (rng.standard_normal(s).astype(np.float16) for s in ((1, 3, 8), (1, 8, 5)))
+    c = rng.standard_normal((1, 3, 5)).astype(np.float32)
+    want = 0.5 * (a16.astype(np.float64) @ b16.astype(np.float64)) + 2.0 * c.astype(np.float64)
+    np.testing.assert_array_equal(verify.reference(a16, b16, c, 0.5, 2.0), want)
+    nan16 = np.full_like(a16, np.nan)
+    np.testing.assert_array_equal(verify.reference(nan16, b16, c, 0.0, 2.0), 2.0 * c.astype(np.float64))
+    np.testing.assert_array_equal(verify.reference(a16, b16, np.full_like(c, np.nan), 0.5, 0.0),
+                                  0.5 * (a16.astype(np.float64) @ b16.astype(np.float64)))
+    assert np.isnan(verify.reference(nan16, b16, c, 0.5, 0.0)).all()  # read when alpha != 0: IEEE propagation
+    a8, b8 = np.full((1, 2, 4), 127, np.int8), np.full((1, 4, 2), 127, np.int8)
+    c32 = np.full((1, 2, 2), 2**31 - 1, np.int32)
+    exact = 3 * 4 * 127 * 127 + 5 * (2**31 - 1)
+    wrapped = (exact + 2**31) % 2**32 - 2**31
+    got = verify.reference(a8, b8, c32, 3, 5)
+    assert got.dtype == np.int64 and (got == wrapped).all()
+    assert (verify.reference(a8, b8, c32, 0, 1) == 2**31 - 1).all()
+    assert not verify.error_bound(a8, b8, c32, 3, 5, 4, "i8", c_type="i32").any()
+    sr, sc = np.array([0.5, 0.25], np.float32), np.array([2.0, 4.0], np.float32)
+    w8a8 = verify.reference(a8, b8, np.zeros((1, 2, 2), np.float32), 1.0, 0.0, scales=(sr, sc))
+    np.testing.assert_array_equal(w8a8[0], np.outer(sr, sc).astype(np.float64) * (4 * 127 * 127))
+    assert (verify.error_bound(a16, b16, c, 0.5, 2.0, 8, "f16") > 0).all()

@@ -17,7 +17,7 @@ N, K (K % 2, K % 4 leftovers), the A-transpose pre-kernel (``a_transpose``), the
 plan (static M 1..16 and K), split-K in workspace mode (auto or explicit S), local splits,
 epilogues (not for i32 C) and linalg.generic (extf / extsi bodies); the reference is
 float64 (int8: int64) math on the inputs with docs/kernels.md's bounds (``dot_expected``) and the
-cross-check is ``vlpc.dot_run.check``.  On top of either draw, ``draw_extras`` (a random stream of
+cross-check is ``vlpc.verify.check``.  On top of either draw, ``draw_extras`` (a random stream of
 its own) adds what the base draws never pick: targets gfx900 and ids with features (the
 emulator runs the same target), code object v4, waves per SIMD, the other K step, schedules
 cover and seed, no forwarding, the default and other macro tiles, micro tiles, local splits 8
@@ -801,10 +801,10 @@ def compile_or_classify(c: Case, text: str):
 def run_dot_case(c: Case) -> tuple[str, str]:
     """:func:`run_case` for an f16 / int8 case: launched through the machinery ``vlpc.run``
     uses for these kernels (:func:`vlpc.verify.kernel_arguments` with
-    :func:`vlpc.dot_run.scalar_type`, ``CompiledKernel.execute``), checked against
-    :func:`dot_expected` and cross-checked with :func:`vlpc.dot_run.check`."""
-    from vlpc.dot_run import check as dot_check
-    from vlpc.dot_run import scalar_type, types_of
+    :func:`vlpc.verify.scalar_type`, ``CompiledKernel.execute``), checked against
+    :func:`dot_expected` and cross-checked with :func:`vlpc.verify.check`."""
+    from vlpc.verify import check as dot_check
+    from vlpc.verify import scalar_type, types_of
     from vlpc.runtime import get_device, load_code_object
     from vlpc.verify import Problem, kernel_arguments
 
@@ -858,12 +858,12 @@ def run_dot_case(c: Case) -> tuple[str, str]:
         a_k = kern.alpha if kern.alpha is not None else alpha
         b_k = kern.beta if kern.beta is not None else beta
         scales = (bufs["scale_row"], bufs["scale_col"]) if _dot_dequant(c) else None
-        v = dot_check(kern.layout, p, c.ab, c.ct, bufs["A"], bufs["B"], bufs["C"], after["C"], a_k, b_k, pieces,
-                      scales, c.epilogue, bufs.get("bias"))
+        v = dot_check(kern.layout, p, c.ab, bufs["A"], bufs["B"], bufs["C"], after["C"], a_k, b_k, c.epilogue,
+                      bufs.get("bias"), c_type=c.ct, pieces=pieces, scales=scales)
         if not category and not v.ok:
-            category, detail = "false verdict", f"vlpc.dot_run.check: {v.failure()}"
+            category, detail = "false verdict", f"vlpc.verify.check: {v.failure()}"
         elif category and v.ok:
-            category, detail = "missed by vlpc.verify", f"{detail}; vlpc.dot_run.check: {v.summary()}"
+            category, detail = "missed by vlpc.verify", f"{detail}; vlpc.verify.check: {v.summary()}"
     return category, detail
 
 

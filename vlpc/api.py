@@ -1,5 +1,10 @@
 """The embedding API's execution half: :func:`run` compiles (if needed), launches and verifies.
 
+:func:`run` is the one launch-and-verify path of every element type (``vlpc run`` calls it too):
+f32/f64, the f16/int8 dot kernels (A/B and C typed apart, :func:`round_leading_dimensions`) through
+:func:`launch_and_check`, and the GGUF-quantized GEMV (B the tensor's bytes, vlpc/quant_run.py);
+each is checked by :func:`vlpc.verify.check` against the one reference, :func:`vlpc.verify.reference`.
+
 ``vlpc.run`` is this module's :func:`run` (re-exported by :mod:`vlpc`)::
 
     import numpy as np, vlpc
@@ -147,7 +152,7 @@ def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: i
     IR, dynamic ones from ``m``, ``n``, ``k``), :func:`check_batch_option`, :func:`resolve`
     (leading dimensions, the batch count (``batch`` when it is dynamic) and batch strides: from
     the IR, else from the operand arrays ``a``, ``b``, ``c`` if given, else rows x leading
-    dimension) and, for the f16/int8 dot kernels, :func:`vlpc.dot_run.round_leading_dimensions`
+    dimension) and, for the f16/int8 dot kernels, :func:`round_leading_dimensions`
     (leading dimensions given at launch: whole dwords of K).  Raises :class:`VlpcError` naming a
     missing or contradicting size; :class:`vlpc.api.MissingBatchError` for a dynamic batch count
     without ``batch``."""
@@ -155,9 +160,32 @@ def resolve_launch(kernel, m: int | None, n: int | None, k: int | None, batch: i
     check_batch_option(kernel, batch)
     p = resolve(kernel, a, b, c, p.m, p.n, p.k, batch)
     if str(kernel.launch_info.get("dtype", "f32")) in ("f16", "i8"):
-        from vlpc.dot_run import round_leading_dimensions
         round_leading_dimensions(kernel, p, a is not None, b is not None)
     return p
+
+
+def round_leading_dimensions(kern, p: Problem, a_given: bool, b_given: bool) -> None:
+    """Leading dimensions given at launch and not by arrays: A's (and for NT, B's) rows rounded
+    up to whole dwords (2 f16 / 4 int8 values), as the dot kernels need (``offset_errors``);
+    ``p`` is changed in place.  In a strided batch whose batch stride is also given at launch
+    (rows x leading dimension) the stride follows the rounded leading dimension; a batch
+    stride the IR fixes keeps the leading dimension as it is."""
+    from vlpc.verify import types_of
+
+    ab, _, _ = types_of(kern)
+    pack = 2 if ab == "f16" else 4
+    li = kern.launch_info
+    lay = kern.layout
+    rows = {"a": p.m if lay[0] == "N" else p.k, "b": p.k if lay[1] == "N" else p.n}
+    for x, given in (("a", a_given), ("b", b_given or lay[1] != "T")):
+        ld = getattr(p, f"ld{x}")
+        if li[f"static_ld{x}"] >= 0 or given or ld % pack == 0:
+            continue
+        if p.batch:
+            if li.get(f"static_stride_{x}", -1) >= 0:
+                continue
+            setattr(p, f"stride_{x}", rows[x] * (-(-ld // pack) * pack))
+        setattr(p, f"ld{x}", -(-ld // pack) * pack)
 
 
 def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, c: np.ndarray | None,
@@ -234,12 +262,17 @@ def resolve(kernel: CompiledKernel, a: np.ndarray | None, b: np.ndarray | None, 
     return p
 
 
-def _vector(name: str, arr: np.ndarray | None, length: int, dtype: type,
-            rng: np.random.Generator) -> np.ndarray:
+def _vector(name: str, arr: np.ndarray | None, length: int, dtype: type, rng: np.random.Generator,
+            row: bool = False, dot: bool = False) -> np.ndarray:
+    """The ``bias`` vector (``row``: bias_row, length M, else bias_col, length N): ``arr`` as an
+    array of ``dtype``, random (standard normal) when omitted.  ``dot``: the dot kernels' wording."""
     if arr is None:
         return rng.standard_normal(length).astype(dtype)
     arr = _as_array(name, arr, dtype)
     if arr.dtype != dtype or arr.shape != (length,):
+        if dot:
+            raise VlpcError(f"{name} must be a vector of {length} {np.dtype(dtype).name} values "
+                            f"({'bias_row' if row else 'bias_col'}), got {arr.dtype} {arr.shape}")
         raise VlpcError(f"{name} must be a {np.dtype(dtype).name} vector of length {length}, "
                         f"got {arr.dtype} {arr.shape}")
     return np.ascontiguousarray(arr)
@@ -254,23 +287,34 @@ def _scalar(name: str, given: float | None, fixed: float | None, default: float)
     return default if given is None else float(given)
 
 
-def operand_buffers(layout: str, p: Problem, dtype: type, arrays: dict[str, np.ndarray | None],
+def operand_buffers(layout: str, p: Problem, types: dict[str, str], arrays: dict[str, np.ndarray | None],
                     rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Flat, exactly sized host buffers of A, B and C: a given array as stored (its padding
-    kept), a missing one random (standard normal); elements outside the matrices are NaN."""
-    from vlpc.verify import geometries, pack
+    """Flat, exactly sized host buffers of A, B and C (``types``: each one's element type, ``f32``,
+    ``f64``, ``f16``, ``i8``, ``i32``): a given array as stored (its padding kept), a missing one
+    random (floats standard normal, i8 uniform in [-128, 127], i32 uniform over its range);
+    elements outside the matrices are :data:`vlpc.verify.PAD` (NaN for floats, a garbage pattern
+    for integers), so a kernel that reads or writes past the matrices is caught."""
+    from vlpc.verify import NP, PAD, geometries, pack
 
+    same = len(set(types.values())) == 1  # the f32/f64 kernels: one element type
     out = {}
     for name, geom in geometries(layout, p).items():
+        t = types[name]
+        dtype = NP[t]
         arr = arrays.get(name)
         if arr is None:
-            flat = np.full(geom.size, np.nan, dtype)
+            flat = np.full(geom.size, PAD[t], dtype)
             nb = 1 if geom.stride == 0 else geom.batches
             offs = geom.offsets()[:nb].reshape(-1)
-            flat[offs] = rng.standard_normal(offs.size).astype(dtype)
+            if t in ("i8", "i32"):
+                lo, hi = (-128, 128) if t == "i8" else (-2**31, 2**31)
+                flat[offs] = rng.integers(lo, hi, offs.size).astype(dtype)
+            else:
+                flat[offs] = rng.standard_normal(offs.size).astype(dtype)
         else:
             if arr.dtype != dtype:
-                raise VlpcError(f"operand {name} has dtype {arr.dtype}, the kernel computes in {np.dtype(dtype)}")
+                raise VlpcError(f"operand {name} has dtype {arr.dtype}, the kernel "
+                                + (f"computes in {np.dtype(dtype)}" if same else f"takes {np.dtype(dtype).name}"))
             if arr.ndim == 2 and p.batch and geom.stride != 0:
                 raise VlpcError(f"operand {name} is 2-D but the batch stride of {name} is {geom.stride}: "
                                 "give a 3-D array (batch, rows, columns)")
@@ -278,7 +322,7 @@ def operand_buffers(layout: str, p: Problem, dtype: type, arrays: dict[str, np.n
                 raise VlpcError(f"operand {name} has shape {arr.shape}, the kernel expects "
                                 f"{(geom.rows, geom.ld)} (rows x leading dimension, as stored)"
                                 + (f" per matrix of the batch of {p.batch}" if p.batch else ""))
-            flat = pack(name, arr, geom, dtype)
+            flat = pack(name, arr, geom, dtype, fill=PAD[t])
         out[name] = flat
     return out
 
@@ -333,7 +377,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     an int8 kernel that dequantizes).  f16 and int8 kernels (the dot
     kernels) take A and B of their type (C f32/f16/i32 as compiled), f32 alpha/beta (i32 for
     int8 -> i32) and, when they dequantize, ``scales=(scale_row, scale_col)`` (random when
-    omitted); their reference and bound are :mod:`vlpc.dot_run`'s.  A strided batched kernel
+    omitted); their reference is the same, their bound :func:`vlpc.verify.dot_error_bound`.  A strided batched kernel
     takes 3-D arrays (batch, rows, leading dimension), a 2-D array for an operand every
     product shares (batch stride 0), and ``batch`` when the count is dynamic; ``r.c`` is
     then (batch, M, N).  Buffers are sized exactly to the data (the last row ends at its
@@ -350,7 +394,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     :class:`VerificationError`.  The other errors are :class:`~vlpc.errors.VlpcError`
     (bad sizes, options, IR) and :class:`~vlpc.errors.DeviceError` (device faults).
     """
-    from vlpc.verify import check, check_before_allocating, geometries, launch_and_read
+    from vlpc.verify import NP, check_before_allocating, scalar_type, types_of
 
     if isinstance(module, CompiledKernel):
         kern = module
@@ -359,54 +403,84 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         kern = compiled.kernel(kernel)
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
-    dtype_name = str(kern.launch_info.get("dtype", "f32"))
     if kern.launch_info.get("b_format"):  # f16 x GGUF-quantized weights: vlpc/quant_run.py
         return _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt,
                           bias, scales)
-    if dtype_name not in _NP_DTYPE:  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py): vlpc/dot_run.py
-        return _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations,
-                        strict, waitcnt, bias)
-    if scales is not None:
-        raise VlpcError(f"kernel {kern.name} computes {dtype_name} products: scales are for int8 kernels that "
+    ab, ct, _ = types_of(kern)
+    dot = ab not in _NP_DTYPE  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py): C and scalars typed apart
+    if scales is not None and not dot:
+        raise VlpcError(f"kernel {kern.name} computes {ab} products: scales are for int8 kernels that "
                         "dequantize (int8 x int8 -> f32/f16)")
-    dtype = _NP_DTYPE[dtype_name]
-    a, b, c = (_as_array(name, x, dtype) for name, x in (("A", a), ("B", b), ("C", c)))
+    types = {"A": ab, "B": ab, "C": ct}
+    a, b, c = (_as_array(name, x, NP[types[name]]) for name, x in (("A", a), ("B", b), ("C", c)))
     p = resolve(kern, a, b, c, m, n, k, batch)
+    if dot:  # leading dimensions given at launch: whole dwords of K
+        round_leading_dimensions(kern, p, a is not None, b is not None)
     kern.check_sizes(p.m, p.n, p.k)
     check_leading_dimensions(kern.layout, p)
     check_before_allocating(kern, p)  # 32-bit offsets etc. before operands are made or uploaded
     launch = kern.launch(p.m, p.n, p.k, p.batch or None)
+    st = scalar_type(kern)
+    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
+    if st is np.int32:
+        if al != int(al) or be != int(be) or not all(-2**31 <= x < 2**31 for x in (al, be)):
+            raise VlpcError(f"alpha={al} beta={be}: kernel {kern.name} (int8 -> i32) takes 32-bit integer alpha "
+                            "and beta")
+        al, be = int(al), int(be)
+    dev = _device_for(kern, device, waitcnt, strict)
+    cm, stats, wall, v, inputs = launch_and_check(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
+                                                  iterations=iterations, scales=scales, bias=bias, stored=not dot)
+    return _checked_result(kern, p, launch, al, be, dev, cm if p.batch else cm[0], stats, wall, v, inputs)
+
+
+def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, verify: bool = True,
+                     iterations: int = 1, scales: tuple | None = None, bias: np.ndarray | None = None,
+                     stored: bool = False):
+    """Launch ``kern`` (f32, f64, f16 or int8; sizes resolved in ``p``, alpha and beta of the
+    kernel's :func:`vlpc.verify.scalar_type`) on ``device`` (a Device) and check C with
+    :func:`vlpc.verify.check`.  ``a``, ``b``, ``c``: arrays as stored, or None (random:
+    :func:`operand_buffers`); ``scales`` (W8A8, random when omitted) and ``bias`` (random when
+    omitted) when the kernel takes them.  Returns ``(C (batches, M, N), the last launch's
+    statistics, the best wall time in seconds, the verdict or None, the operands as launched)``:
+    flat buffers, or with ``stored`` the arrays as stored (:func:`stored_arrays`).  Raises a
+    one-line :class:`VlpcError` for operands, scales or bias of the wrong type or shape."""
+    from vlpc.verify import NP, check, geometries, launch_and_read, scalar_type, types_of
+
+    ab, ct, dequant = types_of(kern)
     rng = np.random.default_rng(seed)
-    flat = operand_buffers(kern.layout, p, dtype, {"A": a, "B": b, "C": c}, rng)
+    flat = operand_buffers(kern.layout, p, {"A": ab, "B": ab, "C": ct}, {"A": a, "B": b, "C": c}, rng)
+    host = dict(flat)
+    if dequant:
+        if scales is None:
+            scales = (rng.uniform(1e-3, 2e-2, p.m).astype(np.float32), rng.uniform(1e-3, 2e-2, p.n).astype(np.float32))
+        scales = tuple(np.ascontiguousarray(x, np.float32) for x in scales)
+        if scales[0].shape != (p.m,) or scales[1].shape != (p.n,):
+            raise VlpcError(f"scales must be f32 vectors of M = {p.m} and N = {p.n} values, got shapes "
+                            f"{scales[0].shape} and {scales[1].shape}")
+        host["scale_row"], host["scale_col"] = scales
+    elif scales is not None:
+        raise VlpcError(f"kernel {kern.name} does not dequantize (int8 with f32/f16 C): do not pass scales")
     epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
-    bias0 = None
     if any(x.startswith("bias") for x in epi):
         length = p.m if "bias_row" in epi else p.n
-        bias0 = _vector("bias", bias, length, dtype, rng)
+        # A's element type; f32 for a dequantized int8 product, as the scales
+        bias = _vector("bias", bias, length, np.float32 if dequant else NP[ab], rng, "bias_row" in epi,
+                       ab not in _NP_DTYPE)
+        host["bias"] = bias
     elif bias is not None:
         raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
-    al = _scalar("alpha", alpha, kern.alpha, 1.0)
-    be = _scalar("beta", beta, kern.beta, 0.0)
-
-    dev = _device_for(kern, device, waitcnt, strict)
-    host = {**flat, **({} if bias0 is None else {"bias": bias0})}
-    out, stats, walls = launch_and_read(kern, dev, host, p, al, be, dtype, iterations)
+    out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta, NP[ct], iterations,
+                                        scalar=scalar_type(kern))
     cm = np.ascontiguousarray(geometries(kern.layout, p)["C"].matrices(out))
-    result = RunResult(cm if p.batch else cm[0], kern, p, launch, al, be, dev.describe(),
-                       stats if getattr(dev, "name", "") == "emulator" else None, min(walls),
-                       inputs={**stored_arrays(kern.layout, p, flat), **({} if bias0 is None else {"bias": bias0})},
-                       plan=kern.plan(p.m, p.n, p.k, p.batch or None))
-    if not verify:
-        return result
-    v = check(kern.layout, p, dtype_name, flat["A"], flat["B"], flat["C"], out, al, be, epi, bias0)
-    result.max_abs_error = v.max_abs_error
-    result.tolerance = v.max_bound
-    result.error_ratio = v.worst
-    result.verified = v.ok
-    result.verdict = v
-    if not v.ok:
-        raise VerificationError(f"{kern.name}: verification failed: {v.failure()}", result)
-    return result
+    inputs = stored_arrays(kern.layout, p, flat) if stored else {name: flat[name] for name in "ABC"}
+    for name in ("scale_row", "scale_col", "bias"):
+        if name in host:
+            inputs[name] = host[name]
+    v = None
+    if verify:
+        v = check(kern.layout, p, ab, flat["A"], flat["B"], flat["C"], out, alpha, beta, epi, bias, c_type=ct,
+                  pieces=kern.split_k * kern.local_split, scales=scales if dequant else None)
+    return cm, stats, min(walls), v, inputs
 
 
 def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt, bias,
@@ -450,30 +524,5 @@ def _checked_result(kern, p, launch, al, be, dev, c, stats, wall, v, inputs) -> 
     return result
 
 
-def _run_dot(kern, a, b, c, scales, m, n, k, batch, alpha, beta, device, seed, verify, iterations, strict,
-             waitcnt, bias) -> RunResult:
-    """:func:`run` for an f16/int8 dot kernel (:mod:`vlpc.dot_run`)."""
-    from vlpc.dot_run import NP, round_leading_dimensions, run_dot, scalar_type, types_of
-    from vlpc.verify import check_before_allocating
-
-    ab, ct, _ = types_of(kern)
-    a, b = (_as_array(name, x, NP[ab]) for name, x in (("A", a), ("B", b)))
-    c = _as_array("C", c, NP[ct])
-    p = resolve(kern, a, b, c, m, n, k, batch)
-    round_leading_dimensions(kern, p, a is not None, b is not None)
-    kern.check_sizes(p.m, p.n, p.k)
-    check_leading_dimensions(kern.layout, p)
-    check_before_allocating(kern, p)
-    launch = kern.launch(p.m, p.n, p.k, p.batch or None)
-    st = scalar_type(kern)
-    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
-    if st is np.int32 and (al != int(al) or be != int(be) or not all(-2**31 <= x < 2**31 for x in (al, be))):
-        raise VlpcError(f"alpha={al} beta={be}: kernel {kern.name} (int8 -> i32) takes 32-bit integer alpha and beta")
-    al, be = (int(x) if st is np.int32 else x for x in (al, be))
-    dev = _device_for(kern, device, waitcnt, strict)
-    cm, stats, wall, v, inputs = run_dot(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                         iterations=iterations, scales=scales, bias=bias)
-    return _checked_result(kern, p, launch, al, be, dev, cm if p.batch else cm[0], stats, wall, v, inputs)
-
-
-__all__ = ["MissingBatchError", "Problem", "RunResult", "VerificationError", "check_leading_dimensions", "resolve", "run", "stored_shapes"]
+__all__ = ["MissingBatchError", "Problem", "RunResult", "VerificationError", "check_leading_dimensions", "launch_and_check",
+           "operand_buffers", "resolve", "round_leading_dimensions", "run", "stored_shapes"]

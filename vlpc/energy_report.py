@@ -95,14 +95,14 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
     """Zero-filled, exactly sized host buffers of ``ck``'s element types for the problem ``p``
     (:class:`vlpc.verify.Problem`): ``A``, ``B``, ``C`` (:func:`vlpc.verify.geometries`), the W8A8
     scales (f32, M and N values) and a fused bias (M or N values: f32 for W8A8, else A's type, as
-    :mod:`vlpc.dot_run` and :func:`vlpc.run` pass them).  Returns ``(buffers, C's NumPy type,
+    :func:`vlpc.api.launch_and_check` and :func:`vlpc.run` pass them).  Returns ``(buffers, C's NumPy type,
     alpha/beta's NumPy type (None: the kernel's element type), A/B type, C type)``.  Values do not
     matter to a timing-only launch: the kernels' work does not depend on them."""
     from vlpc.verify import NP_DTYPE, geometries
 
     ab = str(ck.launch_info.get("dtype", "f32"))
-    if ab in ("f16", "i8"):  # the dot kernels: typed A/B and C, f32 or i32 alpha/beta (vlpc/dot_run.py)
-        from vlpc.dot_run import NP, scalar_type, types_of
+    if ab in ("f16", "i8"):  # the dot kernels: typed A/B and C, f32 or i32 alpha/beta (vlpc/verify.py)
+        from vlpc.verify import NP, scalar_type, types_of
 
         ab, ct, dequant = types_of(ck)
         types, scalar = NP, scalar_type(ck)

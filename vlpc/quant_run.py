@@ -7,7 +7,7 @@ quantize: :func:`quantize_q4_k`) and its dequantizer gives the weights of the fl
 (:func:`dequantize`; Q4_K's bound: :func:`split_reference`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
 name with ``gguf.GGUFReader`` (``vlpc run --weights model.gguf:blk.0.ffn_up.weight``).
 
-Buffers are exactly sized as for the other dot kernels (vlpc/dot_run.py): A's row gaps NaN, B's
+Buffers are exactly sized as for the other dot kernels (vlpc/api.py, vlpc/verify.py): A's row gaps NaN, B's
 gaps after each row's last block a garbage byte pattern (0xB5), C's NaN, compared bit for bit
 after the launch.
 
@@ -17,7 +17,7 @@ rounding each), the block sum is added to the row's accumulator by one FMA with 
 groups' sums (and S split-K slices') are added (at most S L roundings) and the epilogue's ``beta * C`` and FMA round
 twice: recursive summation (Higham 2002, eq. 3.4) bounds every element of C by
 ``gamma_n(2^-24) (|alpha| sum_k |a_k| |w_k| + |beta| |c|)``, n = 16 + K / 32 + S L + 2, plus f16 C's
-final rounding and the epilogue's terms as in vlpc/dot_run.py.
+final rounding and the epilogue's terms as in vlpc.verify.dot_error_bound.
 """
 
 from __future__ import annotations
@@ -181,8 +181,8 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
               verify: bool = True, iterations: int = 1, bias: np.ndarray | None = None):
     """Run the quantized GEMV ``kern`` (sizes in ``p``; ldb in bytes) on ``device`` and check C;
     ``bias``: the f16 vector of a ``bias_row``/``bias_col`` epilogue (random when omitted).
-    Returns ``(C (1, M, N), stats, wall, verdict or None, inputs)`` as :func:`vlpc.dot_run.run_dot`."""
-    from vlpc.dot_run import NP, PAD, check
+    Returns ``(C (1, M, N), stats, wall, verdict or None, inputs)`` as :func:`vlpc.api.launch_and_check`."""
+    from vlpc.verify import NP, PAD, check
 
     fmt = str(kern.launch_info["b_format"])
     ct = str(kern.launch_info.get("c_dtype", "f32"))
@@ -233,8 +233,8 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
         elif mag is not None:
             expected = split_reference(g["A"].matrices(flat_a), w, mag, g["C"].matrices(flat_c), alpha, beta, ct,
                                        rounds, epi, bias)
-        verdict = check("NT", p, "f16", ct, flat_a, flat_b, flat_c, out, alpha, beta, pieces,
-                        epilogue=epi, bias=bias, op_b=w.T[None], rounds=rounds, expected=expected)
+        verdict = check("NT", p, "f16", flat_a, flat_b, flat_c, out, alpha, beta, epi, bias, c_type=ct,
+                        pieces=pieces, op_b=w.T[None], rounds=rounds, expected=expected)
     return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c,
                                             **({"bias": bias} if wants_bias else {})}
 
@@ -248,15 +248,14 @@ def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarra
     ``a`` (1, M, K), ``w`` gguf's N x K weights (each one f32 rounding of the exact ones, u |w|),
     ``c0`` (1, M, N).  Bound ``gamma_rounds(u) (|alpha| |A| mag^T + |beta| |C|) + u |alpha| |A| |W|^T``,
     then each epilogue step's (vlpc.verify.epilogue_step) and f16 C's rounding."""
-    from vlpc.dot_run import U32, gamma
+    from vlpc.verify import U32, gamma, reference
 
+    exp = reference(a, w.T[None], c0, alpha, beta)  # vlpc.verify's: the one reference
     with np.errstate(all="ignore"):
         a64 = a.astype(np.float64)
-        exp = alpha * (a64 @ w.T) if alpha != 0 else np.zeros(c0.shape)
         bound = (gamma(rounds, U32) * abs(alpha) * (np.abs(a64) @ mag.T) + U32 * abs(alpha) * (np.abs(a64) @ np.abs(w).T)
                  if alpha != 0 else np.zeros(c0.shape))
         if beta != 0:
-            exp = exp + beta * c0.astype(np.float64)
             bound = bound + gamma(rounds, U32) * abs(beta) * np.abs(c0.astype(np.float64))
         return _epilogue_bound(exp, bound, epilogue, bias, ct)
 
@@ -264,8 +263,7 @@ def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarra
 def _epilogue_bound(exp: np.ndarray, bound: np.ndarray, epilogue, bias, ct: str) -> tuple[np.ndarray, np.ndarray]:
     """(expected, bound) after ``epilogue`` (vlpc.verify.epilogue_step's each, in f32, plus a flushed
     subnormal) and f16 C's rounding."""
-    from vlpc.dot_run import TINY32, U16, U32
-    from vlpc.verify import epilogue_step
+    from vlpc.verify import TINY32, U16, U32, epilogue_step
 
     with np.errstate(all="ignore"):
         for x in epilogue:
@@ -281,11 +279,11 @@ def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float,
                      mag: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(expected, bound) of ``C = alpha * silu(A Wg^T) * (A Wu^T) + beta * C``, then ``epilogue``, for
     ``a`` (1, M, K), ``w`` the 2N x K dequantized weights (gate rows, then up rows), ``c0`` (1, M, N).
-    Each product's bound is f32 accumulation's (vlpc/dot_run.py's ``rounds``); silu's is
+    Each product's bound is f32 accumulation's (vlpc.verify.dot_error_bound's ``rounds``); silu's is
     vlpc/verify.py's (1.1 e + u |s| (8 + 4 log2 e |g|)); the product s u adds |s| e_u + |u| e_s +
     e_s e_u and one rounding; alpha * . + beta * C two (gamma_2)."""
-    from vlpc.dot_run import TINY32, U32, gamma, reference
-    from vlpc.verify import epilogue_step
+    from vlpc.verify import TINY32, U32, epilogue_step, gamma
+    from vlpc.verify import reference_and_bound as reference
 
     n = w.shape[0] // 2
     zero = np.zeros(c0.shape)

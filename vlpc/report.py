@@ -535,8 +535,9 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
 
 def _measure_dot(strategy, kernel, code, li, p, rng, alpha, beta, target, progress) -> Measurement:
     """:func:`measure` for an f16/int8 dot kernel: operands of its types (f16 standard normal,
-    int8 uniform), checked with :mod:`vlpc.dot_run`'s reference and bound (int8 exact)."""
-    from vlpc.dot_run import NP, reference
+    int8 uniform), checked with :mod:`vlpc.verify`'s reference and bound (int8 exact)."""
+    from vlpc.verify import NP
+    from vlpc.verify import reference_and_bound as reference
 
     ab, ct = str(li["dtype"]), str(li.get("c_dtype", "f32"))
     dequant = ab == "i8" and ct != "i32"

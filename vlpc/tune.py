@@ -22,7 +22,7 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
    emulator for a sample of output tiles (corners and the middle; every K slice and the
    reduce/scale kernels of a split plan; a copy pre-kernel of A or B runs whole), the
    sampled C tiles are compared with NumPy's float64 product within
-   :func:`vlpc.verify.error_bound` (f16/int8: :func:`vlpc.dot_run.check`'s bound, int8 -> i32
+   :func:`vlpc.verify.error_bound` (f16/int8: :func:`vlpc.verify.dot_error_bound`, int8 -> i32
    exact, with the IR's W8A8 scales and bias), and every other element of C must be left
    untouched bit for bit;
 5. ranks the candidates that passed by modeled time, prints the winner's options as
@@ -286,8 +286,8 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
     kernel of the plan; a copy pre-kernel of A or B: the workgroups that copy the rows of A or B
     those tiles read, :func:`_sample_workgroups`) and compare them with
     NumPy: f32/f64 within :func:`vlpc.verify.error_bound` (:func:`vlpc.verify.check`), f16 and
-    int8 by :func:`vlpc.dot_run.check` (int8 -> i32 exact; W8A8 scales and a fused bias as
-    :func:`vlpc.dot_run.run_dot` passes them), each tile as its own M x N block.  A strided
+    int8 by :func:`vlpc.verify.check` (int8 -> i32 exact; W8A8 scales and a fused bias as
+    :func:`vlpc.api.launch_and_check` passes them), each tile as its own M x N block.  A strided
     batch (``p.batch``) runs and checks those tiles in every one of its products.
 
     Returns ``(ok, worst error/bound ratio, first problem or None)``.  Elements of C outside
@@ -309,9 +309,9 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
     _sample_workgroups(dev, kernel, p, tiles, (tm, tn), zmax)
     g = geometries(kernel.layout, p)
     if _is_dot(kernel):
-        from vlpc.dot_run import run_dot
+        from vlpc.api import launch_and_check
 
-        got, _, _, _, host = run_dot(kernel, None, None, None, p, alpha, beta, dev, seed=seed, verify=False)
+        got, _, _, _, host = launch_and_check(kernel, None, None, None, p, alpha, beta, dev, seed=seed, verify=False)
     else:
         host = _make_buffers(kernel, p, np.random.default_rng(seed), _np_type(kernel))
         _, out = _launch(kernel, mod.code_object, dev, p, host, alpha, beta)
@@ -346,7 +346,7 @@ def check_candidate(mod, p, alpha: float, beta: float, seed: int = 0) -> tuple[b
 
 
 def _is_dot(kernel) -> bool:
-    """Whether ``kernel`` is an f16/int8 dot kernel (:mod:`vlpc.dot_run` runs and checks it)."""
+    """Whether ``kernel`` is an f16/int8 dot kernel (:mod:`vlpc.verify` checks it)."""
     return str(kernel.launch_info.get("dtype", "f32")) in DOT_TYPES
 
 
@@ -398,7 +398,7 @@ def _tile_verdict(kernel, host: dict, a, b, c0, got, rows: slice, cols: slice, a
         from vlpc.verify import check
 
         return check("NN", tp, str(kernel.launch_info.get("dtype", "f32")), *flat, alpha, beta)
-    from vlpc.dot_run import check, types_of
+    from vlpc.verify import check, types_of
 
     ab, ct, dequant = types_of(kernel)
     epi = tuple(x for x in str(kernel.launch_info.get("epilogue", "")).split(",") if x)
@@ -406,7 +406,8 @@ def _tile_verdict(kernel, host: dict, a, b, c0, got, rows: slice, cols: slice, a
     if bias is not None:
         bias = bias[rows] if "bias_row" in epi else bias[cols]
     scales = (host["scale_row"][rows], host["scale_col"][cols]) if dequant else None
-    return check("NN", tp, ab, ct, *flat, alpha, beta, kernel.split_k * kernel.local_split, scales, epi, bias)
+    return check("NN", tp, ab, *flat, alpha, beta, epi, bias, c_type=ct, pieces=kernel.split_k * kernel.local_split,
+                 scales=scales)
 
 
 def _main_kernel(mod):
@@ -538,10 +539,10 @@ def _scalars(kernel, problem: Problem) -> tuple[float, float]:
     """alpha and beta of the launch: the IR's constants when it has them, else the problem's."""
     li = kernel.launch_info
     alpha, beta = float(li.get("alpha", problem.alpha)), float(li.get("beta", problem.beta))
-    if _is_dot(kernel):  # int8 -> i32 takes i32 alpha and beta (vlpc.dot_run.scalar_type)
+    if _is_dot(kernel):  # int8 -> i32 takes i32 alpha and beta (vlpc.verify.scalar_type)
         import numpy as np
 
-        from vlpc.dot_run import scalar_type
+        from vlpc.verify import scalar_type
 
         if scalar_type(kernel) is np.int32:
             return int(alpha), int(beta)

@@ -50,6 +50,16 @@ from vlpc.errors import VlpcError
 
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
 NP_DTYPE = {"f32": np.float32, "f64": np.float64}
+#: NumPy types of every element type (f32/f64 kernels; the dot kernels: A/B f16 or i8, C f32, f16 or i32).
+NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i8": np.int8, "i32": np.int32}
+#: Padding of each element type in exactly sized buffers (NaN for floats, a garbage pattern for integers).
+PAD = {"f64": np.nan, "f32": np.nan, "f16": np.nan, "i8": -77, "i32": 0x5A5A5A5A}
+U32 = 2.0 ** -24
+U16 = 2.0 ** -11
+TINY32 = 2.0 ** -126  # the smallest normal f32
+#: f16's largest finite value (65504) plus half its spacing there (32 / 2): an f32 value of at
+#: least this magnitude rounds to +-Inf in f16 (round to nearest even, IEEE 754).
+F16_OVERFLOW = 65520.0
 #: max over x of |d/dx gelu_tanh(x)| is 1.1289 (at x = 2.42); the bound uses 1.13.
 GELU_LIPSCHITZ = 1.13
 #: max |d/dx x sigmoid(x)| = 1.0998 (at x = 2.3994), rounded up: the silu bound's factor.
@@ -121,6 +131,21 @@ class Geometry:
         return mask
 
 
+def types_of(kernel) -> tuple[str, str, bool]:
+    """(A/B element type, C element type, dequantizing) of a compiled kernel: ``("f32", "f32",
+    False)``, ``("f16", "f16", False)``, ``("i8", "i32", False)``, ``("i8", "f32", True)`` (W8A8) ..."""
+    li = kernel.launch_info
+    ab = str(li.get("dtype", "f32"))
+    ct = str(li.get("c_dtype", "f32" if ab in ("f16", "i8") else ab))
+    return ab, ct, ab == "i8" and ct != "i32"
+
+
+def scalar_type(kernel) -> type:
+    """NumPy type of alpha and beta: i32 for int8 -> i32, f64 for f64, else f32."""
+    ab, ct, _ = types_of(kernel)
+    return np.int32 if ab == "i8" and ct == "i32" else NP_DTYPE.get(ab, np.float32)
+
+
 def geometries(layout: str, p: Problem) -> dict[str, Geometry]:
     """A, B and C as stored for ``layout`` (``"NT"``: A is M x K, B is N x K)."""
     nb = p.batches
@@ -170,7 +195,7 @@ def epilogue_step(op: str, x: np.ndarray, e: np.ndarray, u: float, bias: np.ndar
                    ) -> tuple[np.ndarray, np.ndarray]:
     """One fused-epilogue operation ``op`` on the reference ``x`` (float64) and its bound ``e``,
     for a kernel rounding with unit roundoff ``u`` (module docstring, term 2): ``(y, bound of
-    y)``.  Shared by :func:`error_bound` and the dot kernels' check (:mod:`vlpc.dot_run`)."""
+    y)``.  Shared by :func:`error_bound` and :func:`dot_error_bound`."""
     y = apply_epilogue(x, (op,), bias)
     with np.errstate(invalid="ignore", over="ignore"):
         if op.startswith("bias"):
@@ -197,26 +222,50 @@ def _product(op_a: np.ndarray, op_b: np.ndarray) -> np.ndarray:
 
 
 def reference(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
-              epilogue=(), bias: np.ndarray | None = None) -> np.ndarray:
+              epilogue=(), bias: np.ndarray | None = None, scales: tuple | None = None) -> np.ndarray:
     """``epilogue(alpha op_a op_b + beta c0)`` in float64 with BLAS's quick returns: A and B
     are not read when alpha = 0, C is not read when beta = 0.  Shapes ``(..., M, K)``,
-    ``(..., K, N)``, ``(..., M, N)``."""
+    ``(..., K, N)``, ``(..., M, N)``; ``op_a``/``op_b`` f64, f32, f16 (every f16 product is exact
+    in float64) or i8.  int8 without ``scales`` (int8 -> i32): exact NumPy int64 math wrapped to
+    32 bits (int64 result, no epilogue).  int8 with ``scales = (scale_row (M), scale_col (N))``
+    (W8A8 dequantization): the exact integer sum times ``scale_row[m] * scale_col[n]``."""
     shape = np.broadcast_shapes(op_a.shape[:-2], op_b.shape[:-2], c0.shape[:-2]) + c0.shape[-2:]
+    integer = np.issubdtype(op_a.dtype, np.integer)
+    if integer and scales is None:
+        prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)) if alpha != 0 else 0
+        res = np.int64(alpha) * prod + (np.int64(beta) * c0.astype(np.int64) if beta != 0 else 0)
+        return ((res + 2**31) % 2**32 - 2**31).astype(np.int64) + np.zeros(shape, np.int64)
     d = np.zeros(shape)
     with np.errstate(invalid="ignore", over="ignore"):
         if alpha != 0:
-            d = d + float(alpha) * _product(op_a, op_b)
+            d = d + float(alpha) * _scaled_product(op_a, op_b, scales)
         if beta != 0:
             d = d + float(beta) * np.asarray(c0, np.float64)
         return apply_epilogue(d, epilogue, bias)
 
 
+def _scaled_product(op_a: np.ndarray, op_b: np.ndarray, scales: tuple | None) -> np.ndarray:
+    """op_a @ op_b in float64: int8 exactly (then times the W8A8 ``scales``), floats by :func:`_product`."""
+    if not np.issubdtype(op_a.dtype, np.integer):
+        return _product(op_a, op_b)
+    prod = np.einsum("zmk,zkn->zmn", op_a.astype(np.int64), op_b.astype(np.int64)).astype(np.float64)
+    if scales is None:
+        return prod
+    sr, sc = (np.asarray(x, np.float64) for x in scales)
+    return sr[None, :, None] * sc[None, None, :] * prod
+
+
 def error_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
                 dtype: str = "f32", epilogue=(), bias: np.ndarray | None = None,
-                reference_u: float | None = 2.0**-53) -> np.ndarray:
-    """The element-wise bound of the module docstring (``(..., M, N)``), for a kernel computing
-    in ``dtype`` (``"f32"``/``"f64"``) checked against a reference in float64
-    (``reference_u=None`` leaves the reference's own rounding out)."""
+                reference_u: float | None = 2.0**-53, *, c_type: str | None = None, pieces: int = 1,
+                scales: tuple | None = None, rounds: int | None = None) -> np.ndarray:
+    """The element-wise bound (``(..., M, N)``) of a kernel whose A and B are ``dtype``: ``"f32"``/
+    ``"f64"``, the module docstring's, checked against a reference in float64 (``reference_u=None``
+    leaves the reference's own rounding out); ``"f16"``/``"i8"`` (the dot kernels, C ``c_type``,
+    default f32), :func:`dot_error_bound` (int8 -> i32: 0, exact)."""
+    if dtype not in NP_DTYPE:
+        return dot_error_bound(op_a, op_b, c0, alpha, beta, dtype, c_type or "f32", pieces, scales, epilogue, bias,
+                               rounds)
     with np.errstate(invalid="ignore", over="ignore"):
         mag = np.zeros(np.broadcast_shapes(op_a.shape[:-2], op_b.shape[:-2], c0.shape[:-2]) + c0.shape[-2:])
         if alpha != 0:
@@ -242,6 +291,58 @@ def error_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha: float
         # an epilogue's v_exp_f32 / v_rcp_f32 may flush: the smallest normal per epilogue operation
         fi = np.finfo(NP_DTYPE[dtype])
         return total + (k + 3) * float(fi.smallest_subnormal) + len(epilogue) * float(fi.tiny)
+
+
+def gamma(n: int, u: float) -> float:
+    """Higham's ``gamma_n = n u / (1 - n u)`` (Lemma 3.1)."""
+    return n * u / (1 - n * u)
+
+
+def dot_error_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
+                    pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None,
+                    rounds: int | None = None) -> np.ndarray:
+    """The element-wise bound (``(batches, M, N)``) of the f16/int8 dot kernels (A/B ``ab``, C
+    ``ct``; docs/kernels.md "f16 and int8 through the dot instructions").  int8 -> i32: 0 (exact).
+    f16: ``gamma_n(2^-24) (|alpha| |A||B| + |beta||C|)`` with ``n = ceil(K/2) + pieces + 2`` (one
+    rounding per dot instruction, per addition of split-K / local-split partials, and the
+    epilogue's two; Higham 2002 eq. 3.4), or ``n = rounds`` when the kernel rounds fewer times
+    (the quantized GEMV: vlpc/quant_run.py).  Dequantized int8 (``scales``): the exact i32 sum,
+    then conversion, two scale products, beta * C and the FMA: ``gamma_5(2^-24)`` times the
+    magnitudes.  ``epilogue``, in f32 before C's rounding: :func:`epilogue_step` with u = 2^-24
+    plus 2^-126 for a flushed subnormal per operation.  f16 C adds its rounding to f16:
+    ``2^-11 |result| + 2^-25``."""
+    if ab == "i8" and scales is None:
+        return np.zeros(np.broadcast_shapes(op_a.shape[:-2], op_b.shape[:-2], c0.shape[:-2]) + c0.shape[-2:])
+    k = op_a.shape[2]
+    with np.errstate(all="ignore"):
+        if ab == "i8":
+            d = np.abs(_scaled_product(op_a, op_b, scales)) if alpha != 0 else np.zeros(c0.shape)
+            mag = abs(alpha) * d
+            n_round = 5
+        else:
+            a64, b64 = op_a.astype(np.float64), op_b.astype(np.float64)
+            mag = abs(alpha) * (np.abs(a64) @ np.abs(b64)) if alpha != 0 else np.zeros(c0.shape)
+            n_round = rounds if rounds is not None else -(-k // 2) + pieces + 2
+        if beta != 0:
+            mag = mag + abs(beta) * np.abs(c0.astype(np.float64))
+        bound = gamma(n_round, U32) * mag
+        x = reference(op_a, op_b, c0, alpha, beta, (), None, scales)
+        for op in epilogue:  # each operation's reference and bound, in f32
+            x, bound = epilogue_step(op, x, bound, U32, bias)
+            bound = bound + TINY32  # a flushed f32 subnormal (gelu's x / (1 + e) near 0)
+        if ct == "f16":
+            bound = bound * (1 + U16) + U16 * np.abs(x) + 2.0 ** -25
+    return bound
+
+
+def reference_and_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alpha, beta, ab: str, ct: str,
+                        pieces: int = 1, scales: tuple | None = None, epilogue=(), bias: np.ndarray | None = None,
+                        rounds: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`reference`, :func:`dot_error_bound`) per element, (batches, M, N), of a dot kernel's
+    ``op_a`` (batches, M, K) and ``op_b`` (batches, K, N) as stored types."""
+    return (reference(op_a, op_b, c0, alpha, beta, epilogue, bias, scales),
+            error_bound(op_a, op_b, c0, alpha, beta, op_a.shape[-1], ab, epilogue, bias, c_type=ct, pieces=pieces,
+                        scales=scales, rounds=rounds))
 
 
 def tolerance(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
@@ -304,11 +405,34 @@ def _where(p: Problem, z: int, i: int, j: int) -> str:
     return f"C[{z}][{i},{j}]" if p.batch else f"C[{i},{j}]"
 
 
+class DotVerdict(Verdict):
+    """A :class:`Verdict` whose summary names the dot kernels' bound (:func:`dot_error_bound`)."""
+
+    #: C is i32 (int8 -> i32): compared bit for bit (an all-NaN float C also has bound 0)
+    exact: bool = False
+
+    def summary(self) -> str:
+        if self.exact and not np.isinf(self.worst):
+            return "int8 -> i32 results exact (compared bit for bit with NumPy int64 math wrapped to 32 bits)"
+        return (f"max error {worst_error_text(self.worst)} (max abs error {self.max_abs_error:.3e}, largest bound {self.max_bound:.3e}: "
+                "f32 accumulation of exact f16 (or int8) products, gamma_n(2^-24) bound of vlpc/verify.py)")
+
+
 def check(layout: str, p: Problem, dtype: str, a: np.ndarray, b: np.ndarray, c0: np.ndarray,
-          out: np.ndarray, alpha: float, beta: float, epilogue=(), bias: np.ndarray | None = None) -> Verdict:
+          out: np.ndarray, alpha: float, beta: float, epilogue=(), bias: np.ndarray | None = None, *,
+          c_type: str | None = None, pieces: int = 1, scales: tuple | None = None, op_b: np.ndarray | None = None,
+          rounds: int | None = None, expected: tuple | None = None) -> Verdict:
     """Check ``out`` (C after the launch) against the reference and bound of ``a``, ``b``,
     ``c0``, the buffers as launched.  All four are flat arrays of the buffers (at least the
-    exact size of :class:`Geometry`); element offsets follow ``p`` and ``layout``."""
+    exact size of :class:`Geometry`); element offsets follow ``p`` and ``layout``.  ``dtype``:
+    the element type of A and B (``f32``/``f64``: :func:`error_bound`; ``f16``/``i8``, the dot
+    kernels: :func:`dot_error_bound` with C of type ``c_type`` (default f32), ``pieces`` partial
+    sums, W8A8 ``scales``; ``op_b``: op(B) (batches, K, N) itself instead of ``b``'s, e.g.
+    dequantized weights; ``rounds``: the f16 bound's n; ``expected``: the (reference, bound)
+    pair itself, e.g. a SwiGLU's: vlpc/quant_run.py)."""
+    if dtype not in NP_DTYPE:
+        return _check_dot(layout, p, dtype, c_type or "f32", a, b, c0, out, alpha, beta, pieces, scales,
+                          epilogue, bias, op_b, rounds, expected)
     a, b, c0, out = (np.asarray(x).reshape(-1) for x in (a, b, c0, out))
     g = geometries(layout, p)
     op_a, op_b = op_matrices(layout, p, a, b)
@@ -327,6 +451,43 @@ def check(layout: str, p: Problem, dtype: str, a: np.ndarray, b: np.ndarray, c0:
         ratio = np.where(ok | fin, ratio, np.inf)
         ratio = np.where(np.isnan(ratio), np.inf, ratio)
     return finish_verdict(Verdict, p, g["C"], ref, bound, got, err, ratio, ~ok, fin, c0, out)
+
+
+def _check_dot(layout: str, p: Problem, ab: str, ct: str, a, b, c0, out, alpha, beta, pieces, scales, epilogue,
+               bias, op_b, rounds, expected) -> Verdict:
+    """:func:`check` for the dot kernels: i32 C bit for bit, f16 C allowed f16's overflow to Inf."""
+    g = geometries(layout, p)
+    cm = g["C"].matrices(c0)
+    if expected is not None:
+        ref, bound = expected
+    else:
+        if op_b is None:
+            op_a, op_b = op_matrices(layout, p, a, b)
+        else:
+            op_a = g["A"].matrices(a)
+        ref, bound = reference_and_bound(op_a, op_b, cm, alpha, beta, ab, ct, pieces, scales, epilogue, bias, rounds)
+    got = g["C"].matrices(out)
+    if ct == "i32":
+        bad = got.astype(np.int64) != ref
+        err = np.abs(got.astype(np.int64) - ref).astype(np.float64)
+        ratio = np.where(bad, np.inf, 0.0)
+        fin = np.ones(ref.shape, bool)
+    else:
+        got = got.astype(np.float64)
+        fin = np.isfinite(ref)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            err = np.abs(got - ref)
+            ok = np.where(fin, err <= bound, (got == ref) | (np.isnan(got) & np.isnan(ref)))
+            if ct == "f16":  # an f32 result of magnitude >= 65520 rounds to +-Inf in f16 (IEEE)
+                pre = (bound - U16 * np.abs(ref) - 2.0 ** -25) / (1 + U16)  # the bound before that rounding
+                inf = fin & (np.abs(ref) + pre >= F16_OVERFLOW) & (got == np.copysign(np.inf, ref))
+                ok, err = ok | inf, np.where(inf, 0.0, err)
+            ratio = np.where(fin, err / np.where(bound > 0, bound, np.inf), 0.0)
+            ratio = np.where((~ok & ~fin) | np.isnan(ratio), np.inf, ratio)
+        bad = ~ok
+    v = finish_verdict(DotVerdict, p, g["C"], ref, bound, got, err, ratio, bad, fin, c0, out)
+    v.exact = ct == "i32"
+    return v
 
 
 def finish_verdict(cls, p: Problem, geom: Geometry, ref, bound, got, err, ratio, bad, fin, c0, out):
@@ -391,7 +552,7 @@ def kernel_arguments(kernel, buffers: dict, p: Problem, alpha: float, beta: floa
     ``C`` (and ``bias``) to device buffers; sizes, leading dimensions and batch strides are
     32-bit integers (a value beyond 2^31 - 1 is a :class:`VlpcError` naming it).  ``scalar``:
     the NumPy type of alpha and beta (default: the kernel's element type; the f16/int8 dot
-    kernels take f32/i32 scalars, :func:`vlpc.dot_run.scalar_type`)."""
+    kernels take f32/i32 scalars, :func:`scalar_type`)."""
     dtype = scalar or NP_DTYPE[str(kernel.launch_info.get("dtype", "f32"))]
     values = {"M": p.m, "N": p.n, "K": p.k, "lda": p.lda, "ldb": p.ldb, "ldc": p.ldc,
               "stride_a": p.stride_a, "stride_b": p.stride_b, "stride_c": p.stride_c}
@@ -452,7 +613,7 @@ def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type,
     """Upload ``host`` (name -> flat array: ``A``, ``B``, ``C`` and any ``bias``/scales), run
     ``kernel``'s plan ``iterations`` times on ``device`` (C re-uploaded before each repeat),
     read C back as ``c_type`` and free every buffer: ``(C flat, the last launch's stats, wall
-    seconds per launch)``.  Shared by :func:`vlpc.run` and the dot kernels' :mod:`vlpc.dot_run`."""
+    seconds per launch)``.  :func:`vlpc.run`'s launch."""
     import time
 
     from vlpc.runtime import load_code_object
@@ -479,7 +640,8 @@ def launch_and_read(kernel, device, host: dict, p: Problem, alpha, beta, c_type,
     return out, stats, walls
 
 
-__all__ = ["GELU_LIPSCHITZ", "Geometry", "NP_DTYPE", "Problem", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check",
-           "check_before_allocating", "check_offsets_before_allocating", "epilogue_step", "kernel_arguments",
-           "launch_and_read",
-           "error_bound", "geometries", "gelu_tanh", "op_matrices", "pack", "reference", "tolerance"]
+__all__ = ["DotVerdict", "F16_OVERFLOW", "GELU_LIPSCHITZ", "Geometry", "NP", "NP_DTYPE", "PAD", "Problem", "TINY32",
+           "U16", "U32", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "check_before_allocating",
+           "check_offsets_before_allocating", "dot_error_bound", "epilogue_step", "error_bound", "gamma", "geometries",
+           "gelu_tanh", "kernel_arguments", "launch_and_read", "op_matrices", "pack", "reference", "reference_and_bound",
+           "scalar_type", "tolerance", "types_of"]

@@ -78,17 +78,13 @@ def cmd_run(args) -> int:
     check_batch_option(kernel, batch)
 
     layout = kernel.launch_info.get("layout", "NT")
-    dtype_name = str(kernel.launch_info.get("dtype", "f32"))
-    dtype = {"f32": np.float32, "f64": np.float64}.get(dtype_name, np.float32)  # alpha/beta (f16, int8: f32 or i32)
-    op_dtypes = {x: dtype for x in "ABC"}
-    int_scalars = False
-    if dtype_name in ("f16", "i8"):  # the dot kernels (vlpc/dot_run.py): A, B and C types differ
-        from vlpc.dot_run import NP, scalar_type, types_of
-        ab, ct, _ = types_of(kernel)
-        op_dtypes = {"A": NP[ab], "B": NP[ab], "C": NP[ct]}
-        int_scalars = scalar_type(kernel) is np.int32
-        if kernel.launch_info.get("b_format"):  # B: the GGUF tensor's bytes
-            op_dtypes["B"] = np.uint8
+    from vlpc.verify import NP, scalar_type, types_of
+    ab, ct, _ = types_of(kernel)  # every element type: A, B and C typed as vlpc.run takes them
+    op_dtypes = {"A": NP[ab], "B": NP[ab], "C": NP[ct]}
+    if kernel.launch_info.get("b_format"):  # B: the GGUF tensor's bytes
+        op_dtypes["B"] = np.uint8
+    int_scalars = scalar_type(kernel) is np.int32
+    dtype = np.float32 if int_scalars else scalar_type(kernel)  # alpha/beta's range (f16, int8: f32 or i32)
     shapes = stored_shapes(layout, p)
     arrays: dict[str, np.ndarray | None] = {"A": None, "B": weights, "C": None}
     if args.inputs and weights is not None:
