@@ -96,6 +96,9 @@ AUTO_LOCAL_SPLITS = (1, 2, 4, 8, 16)
 #: docstring): the plan surrogate has a fitted variant of each (benchmarks/plan_surrogate.py
 #: fit-dot); ties keep 16.
 DOT_AUTO_K_STEPS = (16, 8)
+#: Macro tile N extents gemm-tile's automatic choice picks from (the seed's 64x64, 64x128, 64x256);
+#: here, with the K steps, because the plan explanation lists them too.
+AUTO_MACRO_N = (64, 128, 256)
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
              target: Target, cus: int, gpu: str = "") -> PlanCost:
     """Modeled time of a plan for a static problem (:func:`vlpc.plan_model.estimate` on the
@@ -345,7 +348,6 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                              f"{c.reduce_seconds * 1e6:.1f} = {c.seconds * 1e6:.1f} us{mark}")
             others = []
             dot = s.dtype in DOT_PACK and not gemv_plan(s, k_step) and mode == "workspace"
-            from vlpc.passes.gemm_tile import AUTO_MACRO_N, DOT_AUTO_K_STEPS
             for mn in AUTO_MACRO_N:
                 if mn == macro[1]:
                     continue

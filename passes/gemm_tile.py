@@ -24,15 +24,15 @@ from xdsl.passes import ModulePass
 
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan
 from vlpc.passes.common import matmuls, op_error
-from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS, DOT_AUTO_K_STEPS, MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
+from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, AUTO_MACRO_N, DOT_AUTO_K_STEPS, MAX_AUTO_SPLIT,
+                                      MIN_K_PER_SPLIT)
 from vlpc.plan_model import choose, plan_board
 from vlpc.targets import TargetError
 
 SUPPORTED_K_STEPS = (8, 16)
 # DOT_AUTO_K_STEPS (the dot kernels' K steps the automatic plan weighs) lives in gemm_split_k.py,
 # whose plan explanation lists them too: this pass imports that one, not the other way round.
-#: Macro tile N extents the automatic choice picks from (the seed's 64x64, 64x128, 64x256).
-AUTO_MACRO_N = (64, 128, 256)
+# AUTO_MACRO_N (the macro tile N extents the automatic choice picks from) lives there too.
 #: Macro/micro tile rows of the sqc kernel when not given (``model``): 32 for f32, 16 for f64.
 #: Half the seed's 64 (32 doubles) so the kernel fits 64 VGPRs and runs 4 waves per SIMD,
 #: which hide the scalar loads' latency better than 3 waves of 64-row tiles: modeled on
