@@ -79,13 +79,20 @@ DOT_PACK = {"f16": 2, "i8": 4}
 #: memref of N rows of K / 32 blocks (its row length in bytes), used as GGUF stores the tensor.
 #: ``block_q4_K``: super-blocks of 256 weights, f16 d and dmin, 12 bytes of 6-bit scales and
 #: minimums of the 8 sub-blocks of 32, 128 bytes of 4-bit values (passes/gemm_to_gcn_quant_k.py).
-B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144)}
+#: ``int4_g32``/``int4_g64``/``int4_g128``: AWQ/GPTQ-style unsigned 4-bit weights with an f16 scale and a
+#: zero point per group of 32/64/128 weights along K, w = (q - z) * s; each group a 4-byte header (f16
+#: scale, u8 zero point 0..15, one ignored byte) then G / 2 bytes of nibbles, weight 2j in the low nibble
+#: of byte j and 2j + 1 in its high one (GPTQ's ``qweight`` order; passes/gemm_to_gcn_quant_int4.py).
+B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144),
+             "int4_g32": (32, 20), "int4_g64": (64, 36), "int4_g128": (128, 68)}
+#: The int4 group formats (not GGUF's): name -> group size.
+INT4_GROUP_FORMATS = {"int4_g32": 32, "int4_g64": 64, "int4_g128": 128}
 #: K values per iteration of the quantized GEMV (passes/gemm_to_gcn_quant.py): two GGUF blocks,
 #: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
 QUANT_K_PAIR = 64
 #: K values per iteration of each format's GEMV: a block pair, or a Q4_K super-block (144 bytes, whole
 #: dwords); K slices (wavefront groups, split-K) are whole iterations.
-QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256}
+QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_GROUP_FORMATS}
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
@@ -675,6 +682,9 @@ def verify_b_format(mm: MatmulOp) -> None:
     block, block_bytes = B_FORMATS[fmt]
     if k < 0:
         raise VerifyException(f"K must be static for b_format = \"{fmt}\" (A's columns are ?)")
+    if k % block and fmt in INT4_GROUP_FORMATS:
+        raise VerifyException(f"K={k} is not a multiple of the group size {block}: {fmt} rows are whole groups "
+                              "(a last partial group is not supported)")
     if k % block:
         raise VerifyException(f"K={k} is not a multiple of {block}: a GGUF {fmt} row is whole blocks of {block} "
                               "weights")
@@ -686,6 +696,8 @@ def verify_b_format(mm: MatmulOp) -> None:
         raise VerifyException(f"B has rows of {bd[1]} bytes; {fmt} with K={k} needs {k // block} blocks of "
                               f"{block_bytes} bytes = {row_bytes} bytes per row")
     swiglu = "swiglu" in mm.epilogue_ops()
+    if swiglu and fmt in INT4_GROUP_FORMATS:
+        raise VerifyException(f"epilogue swiglu is not supported with b_format = \"{fmt}\" (Q8_0, Q4_0, Q4_K only)")
     if swiglu and (bd[0] < 0 or cd[1] < 0 or bd[0] != 2 * cd[1] or leading_dimension(types[1]) < 0):
         raise VerifyException(f"swiglu: B holds the gate's N rows then the up projection's N rows, static: "
                               f"2 x C's columns ({cd[1]}), got {bd[0]} rows" + (" (and a static ldb)"
