@@ -1,4 +1,4 @@
-"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K GEMVs (passes/gemm_to_gcn_quant.py, _quant_k.py).
+"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K and int4-group GEMVs (passes/gemm_to_gcn_quant*.py).
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md) on
 MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's streaming
@@ -6,7 +6,7 @@ ceiling ``Board.streaming_ceiling_bytes_per_second``, 880 GB/s: the best a kerne
 once can do under the model), not measured: there is no AMD GPU here.  Each row is
 one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,
 for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from
-gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; the work does not depend on the values).  Printed: modeled time, weight traffic
+gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; int4_g32/g64/g128: quantize_int4; the work does not depend on the values).  Printed: modeled time, weight traffic
 (N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
 launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).
 
@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/quant_gemv.py                       # 3 formats x 3 shapes x M = 1, 4, 16
     python benchmarks/quant_gemv.py --formats q4_0 --m 1 --shapes 4096x4096 -v
+    python benchmarks/quant_gemv.py --formats int4_g128 --m 1 --shapes 4096x4096,14336x4096 -v
     python benchmarks/quant_gemv.py --llama                # one decode step of a Llama-3-8B-shaped stack
 
 ``--llama``: the modeled time of one decode step's GEMVs (M = 1) of a Llama-3-8B-shaped model, 32 layers
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
           f"vlpc commit {commit or '?'}")
     if args.llama:
         return llama(args)
-    print(f"{'format':<6} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
+    print(f"{'format':<9} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
           f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for fmt in args.formats.split(","):
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             for m in (int(x) for x in args.m.split(",")):
                 t0 = time.perf_counter()
                 r = modeled(fmt, m, n, k, args.gpu, args.clock)
-                print(f"{fmt:<6} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
+                print(f"{fmt:<9} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
                       f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
                       f"{time.perf_counter() - t0:>6.0f}", flush=True)
                 if args.verbose:

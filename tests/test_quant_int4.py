@@ -18,9 +18,9 @@ import pytest
 import vlpc
 from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS
 from vlpc.errors import DiagnosticError
-from vlpc.quant_run import B_PAD, dequantize, dequantize_int4, quantize_int4, row_bytes
+from vlpc.quant_run import dequantize, dequantize_int4, quantize_int4, row_bytes
 
-from test_quant_gemv import source
+from test_quant_gemv import check_padded, source
 
 
 def random_groups(n: int, k: int, group: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,22 +80,8 @@ def test_gemv_against_numpy(fmt, m, n, k, ct, pads):
     kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1).kernel("g")
     assert kern.launch_info["b_format"] == fmt
     rng = np.random.default_rng(k + m)
-    b = random_groups(n, k, group, rng)
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
-    r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
-    assert r.verified and np.isfinite(r.c).all()
-    st = r.stats
-    assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
-    ref = a[:, :k].astype(np.float64) @ dequantize_int4(b, group).T
-    assert np.allclose(r.c, ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
-    c[:, :n] = rng.standard_normal((m, n)).astype(dt)
-    r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)
-    assert r.verified and r.error_ratio < 1
+    check_padded(kern, fmt, random_groups(n, k, group, rng), ct, lda, ldb, ldc, rng,
+                 deq=lambda b: dequantize_int4(b, group))
 
 
 @pytest.mark.parametrize("fmt", list(INT4_GROUP_FORMATS))
