@@ -169,6 +169,11 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
         # bytes a super-block over 3 lines: with 8 waves of 2 super-blocks in flight per CU the L1 and
         # the CU's L2 share evict lines before their last load), 144.8 with 16, 150.4 with 2
         local = QUANT_LOCAL // 2
+    if shape.b_format in INT4_GROUP_FORMATS and 0 < shape.m <= 2:
+        # int4 groups, 1 or 2 rows: 2 groups.  Modeled (MI50 @ 1725 MHz, benchmarks/quant_gemv.py's
+        # launch): int4_g128 1 x 14336 x 4096 55.9 us with L = 2, 90.8 with 4, 111.7 with 8 (as Q4_K:
+        # fewer waves in flight keep each lane's lines in L1 until all of it is read)
+        local = 2
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16
@@ -195,7 +200,8 @@ def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]
         return split, local
     if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
         return 1, local
-    half = local if shape.b_format == "q4_k" else max(1, local // 2)  # (Q4_K: 4 groups already)
+    # (Q4_K and int4 at M <= 2: few groups already)
+    half = local if shape.b_format == "q4_k" or shape.b_format in INT4_GROUP_FORMATS else max(1, local // 2)
     for split in (4, 2):
         if pairs % (split * half) == 0:
             return split, half

@@ -153,4 +153,4 @@ class Int4GemvBuilder(QuantGemvBuilder):
         koff = e.const(0)
         bptr = e.add64(b_tile, 0, 0, comment="B of the first group")
         return pipelined_k_loop(e, step, load_b, bptr, iters, QUANT_B_AHEAD, self.block_bytes, a_bytes, koff, None,
-                                acc, left, f".L{self.name}_groups", "group")
+                                acc, left, f".L{self.name}_int4_groups", "group")

@@ -64,10 +64,11 @@ def test_layout(fmt):
 
 
 @pytest.mark.parametrize("fmt, m, n, k, ct, pads", [
-    ("int4_g32", 1, 80, 1024, "f32", True),    # 32 groups over 8 wavefront groups: 4 each (the loop once); N edge
-    ("int4_g64", 3, 64, 1536, "f16", True),    # 24 groups over 8: 3 each, one before the loop (odd); f16 C
+    ("int4_g32", 1, 80, 1024, "f32", True),    # 32 groups over 2 wavefront groups: 16 each (the loop); N edge
+    ("int4_g64", 3, 64, 1536, "f16", True),    # 24 groups over 8: 3 each, one before the last two (odd); f16 C
     ("int4_g128", 16, 64, 2048, "f32", True),  # 16 rows: 4 batches of A per 32 weights; 16 groups over 16
-    ("int4_g128", 1, 70, 4096, "f16", False),  # 32 groups over 8: 4 each
+    ("int4_g128", 2, 70, 2560, "f16", False),  # 20 groups over 2: 10 each
+    ("int4_g128", 4, 64, 3584, "f32", True),   # 28 groups over 4 (the plan's halving): 7 each, one before the loop
     ("int4_g32", 2, 64, 64, "f32", True),      # 2 groups, one wavefront group
 ])
 def test_gemv_against_numpy(fmt, m, n, k, ct, pads):
@@ -79,6 +80,7 @@ def test_gemv_against_numpy(fmt, m, n, k, ct, pads):
     lda, ldb, ldc = (k + 6, rb + 12, n + 3) if pads else (k, rb, n)
     kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1).kernel("g")
     assert kern.launch_info["b_format"] == fmt
+    assert ("_int4_groups" in kern.asm) == (k // group // kern.local_split >= 4)  # (2 ahead, an odd one before)
     rng = np.random.default_rng(k + m)
     check_padded(kern, fmt, random_groups(n, k, group, rng), ct, lda, ldb, ldc, rng,
                  deq=lambda b: dequantize_int4(b, group))
