@@ -702,8 +702,6 @@ def verify_b_format(mm: MatmulOp) -> None:
         raise VerifyException(f"B has rows of {bd[1]} bytes; {fmt} with K={k} needs {k // block} blocks of "
                               f"{block_bytes} bytes = {row_bytes} bytes per row")
     swiglu = "swiglu" in mm.epilogue_ops()
-    if swiglu and fmt in INT4_GROUP_FORMATS:
-        raise VerifyException(f"epilogue swiglu is not supported with b_format = \"{fmt}\" (Q8_0, Q4_0, Q4_K only)")
     if swiglu and (bd[0] < 0 or cd[1] < 0 or bd[0] != 2 * cd[1] or leading_dimension(types[1]) < 0):
         raise VerifyException(f"swiglu: B holds the gate's N rows then the up projection's N rows, static: "
                               f"2 x C's columns ({cd[1]}), got {bd[0]} rows" + (" (and a static ldb)"

@@ -74,6 +74,9 @@ class Int4GemvBuilder(QuantGemvBuilder):
         n_dw = self.block_bytes // 4  # 1 + G / 8
         n_x4 = n_dw // 4  # dwordx4 loads, then one dword
         rows = len(acc)
+        if self.swiglu:  # the up projection's accumulators after the gate's
+            acc = [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(rows))]
+            up_off = self.shape.n * self.shape.ldb  # bytes from a gate row to its up row (static: verified)
         magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
         inter = [e.const(v) for v in NIBBLE_INTERLEAVE]
@@ -146,11 +149,24 @@ class Int4GemvBuilder(QuantGemvBuilder):
 
         def step(koff, loaded, acc, nxt, a_cur):
             left[0] -= 1
-            acc, reloaded = compute(koff, loaded, acc, nxt)
+            if self.swiglu:  # gate then up (A read again, from the scalar cache)
+                half = len(loaded) // 2
+                acc_g, re_g = compute(koff, loaded[:half], acc[:rows], nxt)
+                nxt_u = e.add64(nxt, up_off, 0) if nxt is not None else None
+                acc_u, re_u = compute(koff, loaded[half:], acc[rows:], nxt_u)
+                acc, reloaded = [*acc_g, *acc_u], [*re_g, *re_u]
+            else:
+                acc, reloaded = compute(koff, loaded, acc, nxt)
             nkoff = e(gcn.SAddU32Op(koff, a_bytes, comment="A of the next group")).sdst if left[0] else None
             return acc, reloaded, None, nkoff
 
+        def load_set(ptr: SSAValue) -> list[SSAValue]:
+            """A group's B (swiglu: the gate's, then the up projection's)."""
+            if not self.swiglu:
+                return load_b(ptr)
+            return [*load_b(ptr), *load_b(e.add64(ptr, up_off, 0, comment="the up projection's rows"))]
+
         koff = e.const(0)
         bptr = e.add64(b_tile, 0, 0, comment="B of the first group")
-        return pipelined_k_loop(e, step, load_b, bptr, iters, QUANT_B_AHEAD, self.block_bytes, a_bytes, koff, None,
+        return pipelined_k_loop(e, step, load_set, bptr, iters, QUANT_B_AHEAD, self.block_bytes, a_bytes, koff, None,
                                 acc, left, f".L{self.name}_int4_groups", "group")
