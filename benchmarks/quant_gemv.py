@@ -36,30 +36,31 @@ import time
 import numpy as np
 
 import vlpc
-from vlpc.quant_run import random_weights, row_bytes
+from vlpc.quant_run import b_buffer, random_weights, row_bytes
 from vlpc.runtime import get_device, load_code_object
 
 SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336))  # N x K: Llama-3-8B's q/o, gate/up, down
 
 
-def source(m: int, n: int, k: int, fmt: str) -> str:
+def source(m: int, n: int, k: int, fmt: str, pad: int = 0) -> str:
     rb = row_bytes(fmt, k)
-    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{n}x{rb}xi8>", f"memref<{m}x{n}xf32>"
+    lay = f", strided<[{rb + pad}, 1]>" if pad else ""  # rows every row bytes + pad bytes
+    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{n}x{rb}xi8{lay}>", f"memref<{m}x{n}xf32>"
     return (f"func.func @g(%x: {ta}, %w: {tb}, %y: {tc}, %alpha: f32, %beta: f32) {{\n"
             f'  gemm.matmul %x, %w, %y, %alpha, %beta {{layout = "NT", b_format = "{fmt}"}} : {ta}, {tb}, {tc}, f32, f32\n'
             "  func.return\n}\n")
 
 
-def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 1725.0) -> dict:
-    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 1725.0, pad: int = 0) -> dict:
+    kern = vlpc.compile(source(m, n, k, fmt, pad)).kernel("g")
     dev = get_device("emulator", gpu=gpu, clock_mhz=clock, timing_only=True)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = random_weights(fmt, n, k, rng)
     c = np.zeros((m, n), np.float32)
-    bufs = [dev.upload(x) for x in (a, b.reshape(-1), c)]
+    bufs = [dev.upload(x) for x in (a, b_buffer(b, n, b.shape[1] + pad, b.shape[1]), c)]
     try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1], n)), np.float32(1), np.float32(0)]
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1] + pad, n)), np.float32(1), np.float32(0)]
         st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
     finally:
         for x in bufs:
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", default="mi50")
     ap.add_argument("--clock", type=float, default=1725.0)
     ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
+    ap.add_argument("--pad", type=int, default=0, help="bytes of padding after each weight row (ldb = row bytes + pad)")
     ap.add_argument("--llama", action="store_true", help="the modeled GEMV time of a Llama-3-8B-shaped decode step")
     args = ap.parse_args(argv)
     import subprocess
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         for n, k in shapes:
             for m in (int(x) for x in args.m.split(",")):
                 t0 = time.perf_counter()
-                r = modeled(fmt, m, n, k, args.gpu, args.clock)
+                r = modeled(fmt, m, n, k, args.gpu, args.clock, args.pad)
                 print(f"{fmt:<9} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
                       f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
                       f"{time.perf_counter() - t0:>6.0f}", flush=True)
