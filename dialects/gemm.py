@@ -201,7 +201,8 @@ def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]
     if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
         return 1, local
     # (Q4_K and int4 at M <= 2: few groups already)
-    half = local if shape.b_format == "q4_k" or shape.b_format in INT4_GROUP_FORMATS else max(1, local // 2)
+    few = shape.b_format == "q4_k" or (shape.b_format in INT4_GROUP_FORMATS and shape.m <= 2)
+    half = local if few else max(1, local // 2)
     for split in (4, 2):
         if pairs % (split * half) == 0:
             return split, half
