@@ -170,3 +170,18 @@ def test_bench(tmp_path):
     p = subprocess.run([sys.executable, "-m", "vlpc.cli", "bench", str(src)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "M=1 N=128" in p.stdout and "modeled" in p.stderr + p.stdout
+
+
+def test_gguf_tensor_refused(tmp_path):
+    """GGUF has no int4 group type: an int4 kernel's --weights refuses a GGUF tensor in one line."""
+    gguf = pytest.importorskip("gguf")
+    from test_quant_gemv import _write_gguf
+    from vlpc.errors import VlpcError
+    from vlpc.quant_run import weights_option
+
+    q4 = gguf.quants.quantize(np.ones((64, 256), np.float32), gguf.GGMLQuantizationType.Q4_0)
+    path = tmp_path / "m.gguf"
+    _write_gguf(path, {"blk.0.ffn_up.weight": (q4, gguf.GGMLQuantizationType.Q4_0)})
+    kern = vlpc.compile(source(1, 64, 256, "int4_g128")).kernel("g")
+    with pytest.raises(VlpcError, match="tensor 'blk.0.ffn_up.weight' is Q4_0, kernel g takes INT4_G128"):
+        weights_option(kern, f"{path}:blk.0.ffn_up.weight", None)

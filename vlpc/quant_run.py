@@ -200,9 +200,9 @@ def read_gguf_tensor(path: str, name: str) -> tuple[str, np.ndarray]:
     from vlpc.dialects.gemm import B_FORMATS
 
     fmt = t.tensor_type.name.lower()
-    if fmt not in B_FORMATS:
+    if fmt not in B_FORMATS or fmt in _int4_groups():
         raise VlpcError(f"{path}: tensor '{name}' is {t.tensor_type.name}; vlpc's quantized GEMV takes "
-                        f"{', '.join(x.upper() for x in B_FORMATS)}")
+                        f"{', '.join(x.upper() for x in B_FORMATS if x not in _int4_groups())}")
     shape = [int(x) for x in t.shape]  # GGUF order: K (the row) first, then N
     if len(shape) != 2:
         raise VlpcError(f"{path}: tensor '{name}' has shape {shape}: a weight matrix is 2-D")
