@@ -1,4 +1,4 @@
-"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K GEMVs (passes/gemm_to_gcn_quant.py, _quant_k.py).
+"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K and int4-group GEMVs (passes/gemm_to_gcn_quant*.py).
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md) on
 MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's streaming
@@ -6,7 +6,7 @@ ceiling ``Board.streaming_ceiling_bytes_per_second``, 880 GB/s: the best a kerne
 once can do under the model), not measured: there is no AMD GPU here.  Each row is
 one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,
 for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from
-gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; the work does not depend on the values).  Printed: modeled time, weight traffic
+gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; int4_g32/g64/g128: quantize_int4; the work does not depend on the values).  Printed: modeled time, weight traffic
 (N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
 launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).
 
@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/quant_gemv.py                       # 3 formats x 3 shapes x M = 1, 4, 16
     python benchmarks/quant_gemv.py --formats q4_0 --m 1 --shapes 4096x4096 -v
+    python benchmarks/quant_gemv.py --formats int4_g128 --m 1 --shapes 4096x4096,14336x4096 -v
     python benchmarks/quant_gemv.py --llama                # one decode step of a Llama-3-8B-shaped stack
 
 ``--llama``: the modeled time of one decode step's GEMVs (M = 1) of a Llama-3-8B-shaped model, 32 layers
@@ -35,30 +36,31 @@ import time
 import numpy as np
 
 import vlpc
-from vlpc.quant_run import random_weights, row_bytes
+from vlpc.quant_run import b_buffer, random_weights, row_bytes
 from vlpc.runtime import get_device, load_code_object
 
 SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336))  # N x K: Llama-3-8B's q/o, gate/up, down
 
 
-def source(m: int, n: int, k: int, fmt: str) -> str:
+def source(m: int, n: int, k: int, fmt: str, pad: int = 0) -> str:
     rb = row_bytes(fmt, k)
-    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{n}x{rb}xi8>", f"memref<{m}x{n}xf32>"
+    lay = f", strided<[{rb + pad}, 1]>" if pad else ""  # rows every row bytes + pad bytes
+    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{n}x{rb}xi8{lay}>", f"memref<{m}x{n}xf32>"
     return (f"func.func @g(%x: {ta}, %w: {tb}, %y: {tc}, %alpha: f32, %beta: f32) {{\n"
             f'  gemm.matmul %x, %w, %y, %alpha, %beta {{layout = "NT", b_format = "{fmt}"}} : {ta}, {tb}, {tc}, f32, f32\n'
             "  func.return\n}\n")
 
 
-def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 1725.0) -> dict:
-    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 1725.0, pad: int = 0) -> dict:
+    kern = vlpc.compile(source(m, n, k, fmt, pad)).kernel("g")
     dev = get_device("emulator", gpu=gpu, clock_mhz=clock, timing_only=True)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = random_weights(fmt, n, k, rng)
     c = np.zeros((m, n), np.float32)
-    bufs = [dev.upload(x) for x in (a, b.reshape(-1), c)]
+    bufs = [dev.upload(x) for x in (a, b_buffer(b, n, b.shape[1] + pad, b.shape[1]), c)]
     try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1], n)), np.float32(1), np.float32(0)]
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1] + pad, n)), np.float32(1), np.float32(0)]
         st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
     finally:
         for x in bufs:
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", default="mi50")
     ap.add_argument("--clock", type=float, default=1725.0)
     ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
+    ap.add_argument("--pad", type=int, default=0, help="bytes of padding after each weight row (ldb = row bytes + pad)")
     ap.add_argument("--llama", action="store_true", help="the modeled GEMV time of a Llama-3-8B-shaped decode step")
     args = ap.parse_args(argv)
     import subprocess
@@ -94,15 +97,15 @@ def main(argv: list[str] | None = None) -> int:
           f"vlpc commit {commit or '?'}")
     if args.llama:
         return llama(args)
-    print(f"{'format':<6} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
+    print(f"{'format':<9} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
           f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for fmt in args.formats.split(","):
         for n, k in shapes:
             for m in (int(x) for x in args.m.split(",")):
                 t0 = time.perf_counter()
-                r = modeled(fmt, m, n, k, args.gpu, args.clock)
-                print(f"{fmt:<6} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
+                r = modeled(fmt, m, n, k, args.gpu, args.clock, args.pad)
+                print(f"{fmt:<9} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
                       f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
                       f"{time.perf_counter() - t0:>6.0f}", flush=True)
                 if args.verbose:

@@ -79,13 +79,20 @@ DOT_PACK = {"f16": 2, "i8": 4}
 #: memref of N rows of K / 32 blocks (its row length in bytes), used as GGUF stores the tensor.
 #: ``block_q4_K``: super-blocks of 256 weights, f16 d and dmin, 12 bytes of 6-bit scales and
 #: minimums of the 8 sub-blocks of 32, 128 bytes of 4-bit values (passes/gemm_to_gcn_quant_k.py).
-B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144)}
+#: ``int4_g32``/``int4_g64``/``int4_g128``: AWQ/GPTQ-style unsigned 4-bit weights with an f16 scale and a
+#: zero point per group of 32/64/128 weights along K, w = (q - z) * s; each group a 4-byte header (f16
+#: scale, u8 zero point 0..15, one ignored byte) then G / 2 bytes of nibbles, weight 2j in the low nibble
+#: of byte j and 2j + 1 in its high one (GPTQ's ``qweight`` order; passes/gemm_to_gcn_quant_int4.py).
+B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144),
+             "int4_g32": (32, 20), "int4_g64": (64, 36), "int4_g128": (128, 68)}
+#: The int4 group formats (not GGUF's): name -> group size.
+INT4_GROUP_FORMATS = {"int4_g32": 32, "int4_g64": 64, "int4_g128": 128}
 #: K values per iteration of the quantized GEMV (passes/gemm_to_gcn_quant.py): two GGUF blocks,
 #: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
 QUANT_K_PAIR = 64
 #: K values per iteration of each format's GEMV: a block pair, or a Q4_K super-block (144 bytes, whole
 #: dwords); K slices (wavefront groups, split-K) are whole iterations.
-QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256}
+QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_GROUP_FORMATS}
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
@@ -162,6 +169,11 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
         # bytes a super-block over 3 lines: with 8 waves of 2 super-blocks in flight per CU the L1 and
         # the CU's L2 share evict lines before their last load), 144.8 with 16, 150.4 with 2
         local = QUANT_LOCAL // 2
+    if shape.b_format in INT4_GROUP_FORMATS and 0 < shape.m <= 2:
+        # int4 groups, 1 or 2 rows: 2 groups.  Modeled (MI50 @ 1725 MHz, benchmarks/quant_gemv.py's
+        # launch): int4_g128 1 x 14336 x 4096 55.9 us with L = 2, 90.8 with 4, 111.7 with 8 (as Q4_K:
+        # fewer waves in flight keep each lane's lines in L1 until all of it is read)
+        local = 2
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16
@@ -188,7 +200,9 @@ def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]
         return split, local
     if shape.n < 0 or not 0 < shape.m < 8 or -(-shape.n // 64) >= 2 * cus:
         return 1, local
-    half = local if shape.b_format == "q4_k" else max(1, local // 2)  # (Q4_K: 4 groups already)
+    # (Q4_K and int4 at M <= 2: few groups already)
+    few = shape.b_format == "q4_k" or (shape.b_format in INT4_GROUP_FORMATS and shape.m <= 2)
+    half = local if few else max(1, local // 2)
     for split in (4, 2):
         if pairs % (split * half) == 0:
             return split, half
@@ -675,6 +689,9 @@ def verify_b_format(mm: MatmulOp) -> None:
     block, block_bytes = B_FORMATS[fmt]
     if k < 0:
         raise VerifyException(f"K must be static for b_format = \"{fmt}\" (A's columns are ?)")
+    if k % block and fmt in INT4_GROUP_FORMATS:
+        raise VerifyException(f"K={k} is not a multiple of the group size {block}: {fmt} rows are whole groups "
+                              "(a last partial group is not supported)")
     if k % block:
         raise VerifyException(f"K={k} is not a multiple of {block}: a GGUF {fmt} row is whole blocks of {block} "
                               "weights")

@@ -40,7 +40,7 @@ from __future__ import annotations
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import MatmulOp
+from vlpc.dialects.gemm import INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
 from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
                                            QuantGemvBuilder, pipelined_k_loop, quant_kernels)
@@ -54,8 +54,11 @@ F16_MINUS_1024, F16_ONES = 0xE400E400, 0x3C003C00
 def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
                          forwarding: bool = True) -> list[gcn.KernelOp]:
     """The kernels of a ``gemm.matmul`` with ``b_format``, each format with its builder (Q8_0, Q4_0:
-    passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`)."""
-    builder = {"q4_k": Q4KGemvBuilder}.get(mm.shape().b_format)
+    passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`; the int4 group formats:
+    passes/gemm_to_gcn_quant_int4.py)."""
+    from vlpc.passes.gemm_to_gcn_quant_int4 import Int4GemvBuilder
+
+    builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
     return quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder)
 
 

@@ -42,6 +42,8 @@ def source(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None, epilogue=()) ->
 def test_formats_are_ggufs():
     """Block sizes and bytes as gguf's table, and the row bytes the IR wants."""
     for fmt, (block, size) in B_FORMATS.items():
+        if fmt.startswith("int4_"):  # vlpc's AWQ/GPTQ-style groups, not GGUF's (tests/test_quant_int4.py)
+            continue
         assert gguf.GGML_QUANT_SIZES[QT[fmt]] == (block, size)
         w = np.random.default_rng(0).standard_normal((3, 256)).astype(np.float32)
         if fmt != "q4_k":  # (gguf has no Q4_K quantizer: tests/test_quant_k.py)
@@ -77,10 +79,10 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     check_padded(kern, fmt, gguf.quants.quantize(w, QT[fmt]), ct, lda, ldb, ldc, rng)
 
 
-def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng):
+def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng, deq=None):
     """Run ``kern`` (M x K activations, B ``b`` of N rows) with padded A (NaN gaps), B (garbage after each
     row's last block) and C (NaN columns past N): beta = 0 over a C that is all NaN, then alpha and beta
-    nonzero; every weight byte read once; C against gguf's dequantized weights."""
+    nonzero; every weight byte read once; C against gguf's dequantized weights (or ``deq(b)``'s)."""
     m, n, k = kern.launch_info["static_m"], kern.launch_info["static_n"], kern.launch_info["static_k"]
     rb = row_bytes(fmt, k)
     bpad = np.full((n, ldb), B_PAD, np.uint8)
@@ -95,7 +97,8 @@ def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng):
     # C not read)
     st = r.stats
     assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
-    ref = (a[:, :k].astype(np.float64) @ gguf.quants.dequantize(b, QT[fmt]).astype(np.float64).T)
+    w = deq(b) if deq else gguf.quants.dequantize(b, QT[fmt])
+    ref = (a[:, :k].astype(np.float64) @ w.astype(np.float64).T)
     assert np.allclose(r.c, ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
     c[:, :n] = rng.standard_normal((m, n)).astype(dt)
     r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)

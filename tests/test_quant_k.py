@@ -147,7 +147,7 @@ def test_swiglu_and_silu():
      "K=320 is not a multiple of 256: a GGUF q4_k row is whole blocks of 256 weights"),
     (source(1, 64, 256, "q4_k").replace("64x144xi8", "64x140xi8"),
      "B has rows of 140 bytes; q4_k with K=256 needs 1 blocks of 144 bytes = 144 bytes"),
-    (source(1, 64, 256, "q4_k").replace('"q4_k"', '"q5_k"'), r"unsupported b_format 'q5_k' \(supported: q8_0, q4_0, q4_k\)"),
+    (source(1, 64, 256, "q4_k").replace('"q4_k"', '"q5_k"'), r"unsupported b_format 'q5_k' \(supported: q8_0, q4_0, q4_k, int4_g32, int4_g64, int4_g128\)"),
 ])
 def test_located_errors(src, match):
     with pytest.raises(DiagnosticError, match=match) as e:

@@ -1,7 +1,8 @@
 """Running and checking the quantized-weight GEMV (passes/gemm_to_gcn_quant.py, _quant_k.py; docs/quantized.md).
 
 B is the bytes of a GGUF tensor (Q8_0, Q4_0 or Q4_K): N rows of K / 32 blocks (Q4_K: K / 256
-super-blocks), as :mod:`gguf` writes and reads them.  The `gguf` package (PyPI; the ``quant`` extra)
+super-blocks), as :mod:`gguf` writes and reads them; or vlpc's AWQ/GPTQ-style int4 group formats
+(:func:`quantize_int4`, :func:`dequantize_int4`: NumPy from the format's definition, not gguf).  The `gguf` package (PyPI; the ``quant`` extra)
 is the oracle: its quantizer makes random test weights (:func:`random_weights`; Q4_K, which it cannot
 quantize: :func:`quantize_q4_k`) and its dequantizer gives the weights of the float64 reference
 (:func:`dequantize`; Q4_K's bound: :func:`split_reference`).  :func:`read_gguf_tensor` reads one tensor of a ``.gguf`` file by
@@ -31,6 +32,13 @@ from vlpc.verify import Problem, geometries, launch_and_read, pack
 B_PAD = 0xB5
 
 
+def _int4_groups() -> dict:
+    """dialects/gemm.py's int4 group formats (name -> group size), imported when needed."""
+    from vlpc.dialects.gemm import INT4_GROUP_FORMATS
+
+    return INT4_GROUP_FORMATS
+
+
 def _gguf():
     try:
         import gguf
@@ -58,6 +66,8 @@ def random_weights(fmt: str, n: int, k: int, rng: np.random.Generator) -> np.nda
     """N x K standard normal weights quantized by gguf (Q4_K, which gguf cannot quantize: by
     :func:`quantize_q4_k`): uint8 (N, row bytes)."""
     w = rng.standard_normal((n, k)).astype(np.float32)
+    if fmt in _int4_groups():
+        return quantize_int4(w, _int4_groups()[fmt])
     if fmt == "q4_k":
         return quantize_q4_k(w)
     return np.ascontiguousarray(_gguf().quants.quantize(w, ggml_type(fmt)))
@@ -107,6 +117,46 @@ def quantize_q4_k(w: np.ndarray) -> np.ndarray:
     return blocks.reshape(n, -1)
 
 
+def quantize_int4(w: np.ndarray, group: int) -> np.ndarray:
+    """Weights ``w`` (N x K, K a multiple of ``group``) in vlpc's int4 group format ``int4_g<group>``
+    (docs/quantized.md): uint8 (N, K / group x (4 + group / 2)).  Asymmetric min/max quantization as
+    GPTQ's and AWQ's (per group ``s = (max - min) / 15`` as f16, ``z = round(-min / s)`` clipped to
+    0..15, ``q = clip(round(x / s) + z, 0, 15)``); weight ``(q - z) s`` (:func:`dequantize_int4`)."""
+    w = np.asarray(w, np.float32)
+    n, k = w.shape
+    if k % group:
+        raise VlpcError(f"int4_g{group} rows are whole groups of {group} weights, got K={k}")
+    x = w.reshape(n, k // group, group).astype(np.float64)
+    lo, hi = np.minimum(x.min(-1), 0.0), np.maximum(x.max(-1), 0.0)
+    s = ((hi - lo) / 15.0).astype(np.float16)
+    s64 = s.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.clip(np.rint(np.where(s64 > 0, -lo / s64, 0)), 0, 15)
+        q = np.where(s64[..., None] > 0, np.rint(x / s64[..., None]) + z[..., None], 0)
+    q = np.clip(q, 0, 15).astype(np.uint8)
+    out = np.zeros((n, k // group, 4 + group // 2), np.uint8)
+    out[..., 0:2] = s.reshape(n, -1, 1).view(np.uint8)
+    out[..., 2] = z.astype(np.uint8)
+    out[..., 4:] = q[..., 0::2] | (q[..., 1::2] << 4)
+    return out.reshape(n, -1)
+
+
+def dequantize_int4(rows: np.ndarray, group: int) -> np.ndarray:
+    """The N x K weights ``(q - z) s`` of ``rows`` (uint8, N x K / group x (4 + group / 2)) in the int4
+    group format (docs/quantized.md: per group an f16 scale, a u8 zero point, an ignored byte, then the
+    nibbles, weight 2j in the low nibble of byte j), float64; a zero point above 15 is a VlpcError."""
+    b = np.ascontiguousarray(rows, np.uint8)
+    n = b.shape[0]
+    g = b.reshape(n, -1, 4 + group // 2)
+    s = g[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float64)
+    z = g[..., 2].astype(np.float64)
+    if (z > 15).any():
+        raise VlpcError(f"int4_g{group}: a zero point above 15 ({int(z.max())}): zero points are 4-bit")
+    nib = g[..., 4:]
+    q = np.stack([nib & 15, nib >> 4], -1).reshape(n, g.shape[1], group).astype(np.float64)
+    return ((q - z[..., None]) * s[..., None]).reshape(n, -1)
+
+
 def weight_magnitudes(fmt: str, rows: np.ndarray) -> np.ndarray | None:
     """For Q4_K (weight d sc q - dmin m, which the kernel sums as two terms): |d sc q| + |dmin m| per
     weight, float64 N x K, both terms dequantized by gguf from the blocks with dmin or d zeroed; None
@@ -122,7 +172,10 @@ def weight_magnitudes(fmt: str, rows: np.ndarray) -> np.ndarray | None:
 
 
 def dequantize(fmt: str, rows: np.ndarray) -> np.ndarray:
-    """The N x K weights of ``rows`` (uint8, N x row bytes) as gguf dequantizes them, float64."""
+    """The N x K weights of ``rows`` (uint8, N x row bytes) as gguf dequantizes them (the int4 group
+    formats: :func:`dequantize_int4`), float64."""
+    if fmt in _int4_groups():
+        return dequantize_int4(rows, _int4_groups()[fmt])
     return _gguf().quants.dequantize(np.ascontiguousarray(rows, np.uint8), ggml_type(fmt)).astype(np.float64)
 
 
@@ -147,9 +200,9 @@ def read_gguf_tensor(path: str, name: str) -> tuple[str, np.ndarray]:
     from vlpc.dialects.gemm import B_FORMATS
 
     fmt = t.tensor_type.name.lower()
-    if fmt not in B_FORMATS:
+    if fmt not in B_FORMATS or fmt in _int4_groups():
         raise VlpcError(f"{path}: tensor '{name}' is {t.tensor_type.name}; vlpc's quantized GEMV takes "
-                        f"{', '.join(x.upper() for x in B_FORMATS)}")
+                        f"{', '.join(x.upper() for x in B_FORMATS if x not in _int4_groups())}")
     shape = [int(x) for x in t.shape]  # GGUF order: K (the row) first, then N
     if len(shape) != 2:
         raise VlpcError(f"{path}: tensor '{name}' has shape {shape}: a weight matrix is 2-D")
@@ -224,7 +277,9 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
         w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
         pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
         # per 32 weights one FMA (Q4_K: two, its scale's and its minimum's)
-        rounds = 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32) + pieces + 2
+        # (int4 groups of G: G / 2 dots and one FMA per group)
+        group = _int4_groups().get(fmt)
+        rounds = (group // 2 + p.k // group if group else 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32)) + pieces + 2
         mag = weight_magnitudes(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
         expected = None
         if "swiglu" in epi:
@@ -343,5 +398,5 @@ def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
     return np.concatenate(blocks), blocks[0].shape[0]
 
 
-__all__ = ["B_PAD", "b_buffer", "dequantize", "ggml_type", "quantize_q4_k", "random_weights", "read_gguf_tensor",
+__all__ = ["B_PAD", "b_buffer", "dequantize", "dequantize_int4", "quantize_int4", "ggml_type", "quantize_q4_k", "random_weights", "read_gguf_tensor",
            "row_bytes", "run_quant", "split_reference", "weight_magnitudes", "weights_option"]
