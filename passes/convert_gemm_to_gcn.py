@@ -1038,6 +1038,10 @@ class ConvertGemmToGcnPass(ModulePass):
     forwarding: bool = True
     #: f16/int8 with A stored K x M: ``auto``, ``pre`` or ``in-kernel`` (passes/gemm_to_gcn_transpose.py).
     a_transpose: str = "auto"
+    #: The decode GEMV where no ``gemv`` attribute chooses: ``auto`` (the lane-along-K GEMV where it
+    #: applies, passes/gemm_to_gcn_gemv.py) or ``sgpr`` (the SGPR GEMV, which follows a plan given
+    #: by options: vlpc.pipeline sets it when a tile, K step or local split is given).
+    gemv: str = "auto"
 
     #: The schedules of strategy sqc.
     SCHEDULES = ("default", "cover", "seed")
@@ -1103,6 +1107,8 @@ class ConvertGemmToGcnPass(ModulePass):
                 kernels = quant_format_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
             elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
                 from vlpc.passes.gemm_to_gcn_dot import dot_kernels
+                if self.gemv != "auto" and "gemv" not in mm.attributes:
+                    mm.attributes["gemv"] = StringAttr(self.gemv)
                 kernels = dot_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES,
                                       a_transpose=self.a_transpose)
             elif self.schedule == "seed":
