@@ -42,7 +42,10 @@ def test_rows_that_must_match_the_seed(report):
     assert lds.phases["c_vgpr_rw"]["loop"] == pytest.approx(2 * 16384)  # no forwarding in the 8x8 order
     assert sqc.phases["b_vgpr_r"]["loop"] == pytest.approx(16384)
     assert sqc.phases["a_sgpr_r"]["loop"] == pytest.approx(256)  # one SGPR read per wave-FMA
-    assert sqc.rows["a_vgpr_r"] == sqc.rows["a_vgpr_w"] == 0
+    assert sqc.rows["a_vgpr_r"] == 0  # A is never read from VGPRs
+    # ... and written to one only by the A touch: one global_load_dword per lane, wave and K step
+    # (the next step's A lines into the L2; its value is dropped): 4 waves x 64 lanes / 16 k
+    assert sqc.rows["a_vgpr_w"] == pytest.approx(4 * 64 / 16)
     # sqc: no LDS, no barrier; legacy: one barrier per LDS stage of 8 k (+1)
     assert sqc.rows["lds_rw"] == sqc.rows["barrier"] == 0
     assert lds.rows["barrier"] == pytest.approx((K // 8 + 1) / K)
