@@ -19,7 +19,7 @@ func.func @hgemm_tt(%a: memref<45x37xf16, strided<[39, 1]>>, %b: memref<70x45xf1
 // PLAN: A copy (A stored K x M -> M x ceil(K/2)*2 f16, after any split-K partials): 3404 bytes; M, lda
 
 // CHECK: ; kernel hgemm_tt_transpose: macro tile 64x64, k-step 1, 256 work-items per workgroup
-// CHECK: ; kernel hgemm_tt: macro tile 32x128, k-step 16, 128 work-items per workgroup
+// CHECK: ; kernel hgemm_tt: macro tile 32x64, k-step 16, 64 work-items per workgroup
 // CHECK: hgemm_tt_transpose:
 // CHECK: s_load_dwordx2 s[{{[0-9]+}}:{{[0-9]+}}], s[0:1], 0x38 {{ +}}; kernarg workspace
 // CHECK: global_load_ushort v[[D:[0-9]+]], v{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}] {{ +}}; A row k0 + 2w + 0

@@ -11,7 +11,7 @@
 // GFX906: modeled candidates on mi50 (64 CUs
 // GFX906: 1: 1 rounds, {{[0-9.]+}} + 0.0 = {{[0-9.]+}} us
 // GFX900: plan for @dgemm: M=256 N=512 K=640 f64, 64 CUs
-// GFX900: macro tile 16x128, micro tile 16x1, k-step 8
+// GFX900: macro tile 16x64, micro tile 16x1, k-step 8
 // GFX900: modeled candidates on mi25 (64 CUs, 1500 MHz
 // GFX900: 1: 1 rounds, {{[0-9.]+}} + 0.0 = {{[0-9.]+}} us
 func.func @dgemm(%a: memref<256x640xf64>, %b: memref<512x640xf64>, %c: memref<256x512xf64>,
