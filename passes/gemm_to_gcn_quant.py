@@ -79,6 +79,32 @@ F16_OFFSET = {"q8_0": 0xE480E480, "q4_0": 0xE408E408}
 PERM_SELECT = {0: 0x04010400, 2: 0x04030402}
 
 
+def b_row_loads(e, voff_b: SSAValue, ptr: SSAValue, n_dw: int, loads, what: str) -> list[SSAValue]:
+    """Loads ``loads`` of a lane's ``n_dw`` dwords of its weight row at ``ptr``: load q < n_dw // 4
+    is the ``global_load_dwordx4`` of dwords 4q.., the last one the ``global_load_dword`` of dword
+    n_dw - 1 (``what`` names the data in the comments).  Shared by the quantized GEMVs."""
+    return [e(gcn.GlobalLoadDwordx4Op(voff_b, ptr, offset=16 * q, comment=f"B {what}, dwords {4 * q}..")).vdst
+            if q < n_dw // 4 else
+            e(gcn.GlobalLoadDwordOp(voff_b, ptr, offset=4 * (n_dw - 1), comment=f"B {what}, dword {n_dw - 1}")).vdst
+            for q in loads]
+
+
+def a_row_loads(e, a_tile: SSAValue, lda4, imm_rows: bool, stepped, koff: SSAValue, chunk: int, rows,
+                what: str) -> list[SSAValue]:
+    """One ``s_load_dwordx16`` per row r of ``rows``: A's 16 dwords (64 bytes) of chunk ``chunk``
+    at K offset ``koff`` (bytes), addressed by immediate row offsets (``imm_rows``: r x lda4) or by
+    ``stepped`` (:class:`RowStepper`); ``what`` names the chunk in the comments.  Shared by the
+    quantized GEMVs."""
+    out = []
+    for r in rows:
+        text = f"A row {r}, {what}"
+        if imm_rows:
+            out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * chunk, soffset=koff, comment=text)).sdst)
+        else:
+            out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * chunk, soffset=stepped(koff, r), comment=text)).sdst)
+    return out
+
+
 def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
                   forwarding: bool = True, builder=None) -> list[gcn.KernelOp]:
     """The kernels of a ``gemm.matmul`` with ``b_format``: the GEMV and, for an M given at launch,
@@ -182,10 +208,7 @@ class QuantGemvBuilder(DotKernelBuilder):
         def load_b(ptr: SSAValue, loads=range(n_loads)) -> list[SSAValue]:
             """Loads ``loads`` of the iteration's n_dw dwords of the lane's row: dwordx4 loads, then
             one dword."""
-            return [e(gcn.GlobalLoadDwordx4Op(voff_b, ptr, offset=16 * q, comment=f"B blocks, dwords {4 * q}..")).vdst
-                    if q < n_dw // 4 else
-                    e(gcn.GlobalLoadDwordOp(voff_b, ptr, offset=4 * (n_dw - 1), comment=f"B blocks, dword {n_dw - 1}")).vdst
-                    for q in loads]
+            return b_row_loads(e, voff_b, ptr, n_dw, loads, "blocks")
 
         # the loads block 0 alone reads (its dwords end before block 1's first): reloaded for the next
         # pair once block 0 is dequantized, the others once block 1 is (each into the registers it frees)
@@ -193,16 +216,8 @@ class QuantGemvBuilder(DotKernelBuilder):
 
         def a_batch(koff: SSAValue, blk: int, r0: int) -> list[SSAValue]:
             """Rows r0.. (up to A_BATCH_ROWS) of A's 16 dwords of block ``blk`` of the pair at ``koff``."""
-            out = []
-            for r in range(r0, min(r0 + A_BATCH_ROWS, rows)):
-                text = f"A row {r}, block {blk}"
-                if imm_rows:
-                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * blk, soffset=koff,
-                                                     comment=text)).sdst)
-                else:
-                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * blk, soffset=stepped(koff, r),
-                                                     comment=text)).sdst)
-            return out
+            return a_row_loads(e, a_tile, lda4, imm_rows, stepped, koff, blk,
+                               range(r0, min(r0 + A_BATCH_ROWS, rows)), f"block {blk}")
 
         def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None = None,
                     a_cur: list[SSAValue] | None = None, a_koff: SSAValue | None = None

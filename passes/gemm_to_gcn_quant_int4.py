@@ -44,7 +44,8 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
 from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
-                                           QuantGemvBuilder, pipelined_k_loop)
+                                           QuantGemvBuilder, a_row_loads, b_row_loads,
+                                           pipelined_k_loop)
 
 #: v_perm_b32 selectors interleaving the low nibbles (src1) and the high ones (src0) of a dword:
 #: bytes (lo0, hi0, lo1, hi1) and (lo2, hi2, lo3, hi3), i.e. weights 0..3 and 4..7 in K order.
@@ -86,23 +87,12 @@ class Int4GemvBuilder(QuantGemvBuilder):
         a_bytes = 4 * a_dw
 
         def load_b(ptr: SSAValue, loads=range(n_x4 + 1)) -> list[SSAValue]:
-            return [e(gcn.GlobalLoadDwordx4Op(voff_b, ptr, offset=16 * q, comment=f"B group, dwords {4 * q}..")).vdst
-                    if q < n_x4 else
-                    e(gcn.GlobalLoadDwordOp(voff_b, ptr, offset=4 * (n_dw - 1), comment=f"B group, dword {n_dw - 1}")).vdst
-                    for q in loads]
+            return b_row_loads(e, voff_b, ptr, n_dw, loads, "group")
 
         def a_batch(koff: SSAValue, c: int, r0: int) -> list[SSAValue]:
             """Rows r0.. (up to A_BATCH_ROWS) of A's 16 dwords of chunk ``c`` of the group at ``koff``."""
-            out = []
-            for r in range(r0, min(r0 + A_BATCH_ROWS, rows)):
-                text = f"A row {r}, weights {32 * c}.. of the group"
-                if imm_rows:
-                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * c, soffset=koff,
-                                                     comment=text)).sdst)
-                else:
-                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * c, soffset=stepped(koff, r),
-                                                     comment=text)).sdst)
-            return out
+            return a_row_loads(e, a_tile, lda4, imm_rows, stepped, koff, c, range(r0, min(r0 + A_BATCH_ROWS, rows)),
+                               f"weights {32 * c}.. of the group")
 
         def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None):
             acc = list(acc)

@@ -43,7 +43,8 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
 from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
-                                           QuantGemvBuilder, pipelined_k_loop, quant_kernels)
+                                           QuantGemvBuilder, a_row_loads, pipelined_k_loop,
+                                           quant_kernels)
 
 #: Bytes and dwords of a ``block_q4_K`` super-block of 256 weights; dwords of A (f16 pairs) per super-block.
 Q4K_BYTES, Q4K_DWORDS, Q4K_A_DWORDS = 144, 36, 128
@@ -95,16 +96,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
 
         def a_rows(koff: SSAValue, sub: int, r0: int, r1: int) -> list[SSAValue]:
             """Rows r0..r1 - 1 of A's 16 dwords of sub-block ``sub`` of the super-block at ``koff``."""
-            out = []
-            for r in range(r0, r1):
-                text = f"A row {r}, sub-block {sub}"
-                if imm_rows:
-                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=r * lda4 + 64 * sub, soffset=koff,
-                                                     comment=text)).sdst)
-                else:
-                    out.append(e(gcn.SLoadDwordx16Op(a_tile, offset=64 * sub, soffset=stepped(koff, r),
-                                                     comment=text)).sdst)
-            return out
+            return a_row_loads(e, a_tile, lda4, imm_rows, stepped, koff, sub, range(r0, r1), f"sub-block {sub}")
 
         def a_fetch(koff: SSAValue, u: int) -> list[SSAValue]:
             """A of unit ``u`` (sub-blocks a_unit u ..), all rows: sub-block by sub-block."""
