@@ -128,13 +128,20 @@ def test_alpha_zero_over_nan_inputs():
     rng = np.random.default_rng(2)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT["q8_0"])
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+
+
+def check_nan_inputs(kern, b, m, n, k, rng, a_nan_at: int, nan_rows_of_b: list[int]):
+    """alpha = 0 over NaN activations (row 1 of A, column ``a_nan_at``) and NaN scales (the rows
+    ``nan_rows_of_b`` of B) leaves beta C exactly; with alpha = 1 those NaNs reach exactly their
+    columns and row 1 (shared by the quantized formats' tests)."""
     a = rng.standard_normal((m, k)).astype(np.float16)
-    a[1, 7] = np.nan
+    a[1, a_nan_at] = np.nan
     c = rng.standard_normal((m, n)).astype(np.float32)
     r = vlpc.run(kern, a, b, c, alpha=0.0, beta=2.0, strict=True)
     assert r.verified and np.array_equal(r.c, 2.0 * c)
     r = vlpc.run(kern, a, b, c, alpha=1.0, beta=0.0, strict=True, verify=False)
-    assert np.isnan(r.c[:, 5]).all() and np.isnan(r.c[1]).all() and np.isfinite(r.c[0, :5]).all()
+    assert np.isnan(r.c[:, nan_rows_of_b]).all() and np.isnan(r.c[1]).all() and np.isfinite(r.c[0, :5]).all()
 
 
 @pytest.mark.parametrize("m", [1, 3, 5, 16, 19])

@@ -20,7 +20,7 @@ from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS
 from vlpc.errors import DiagnosticError
 from vlpc.quant_run import dequantize, dequantize_int4, quantize_int4, row_bytes
 
-from test_quant_gemv import _swiglu_source, check_padded, source
+from test_quant_gemv import _swiglu_source, check_nan_inputs, check_padded, source
 
 
 def random_groups(n: int, k: int, group: int, rng: np.random.Generator) -> np.ndarray:
@@ -109,13 +109,7 @@ def test_alpha_zero_over_nan_inputs():
     rng = np.random.default_rng(2)
     b = random_groups(n, k, 64, rng)
     b[5, 36:38] = np.float16(np.nan).reshape(1).view(np.uint8)  # row 5, group 1: s NaN
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    a[1, 300] = np.nan
-    c = rng.standard_normal((m, n)).astype(np.float32)
-    r = vlpc.run(kern, a, b, c, alpha=0.0, beta=2.0, strict=True)
-    assert r.verified and np.array_equal(r.c, 2.0 * c)
-    r = vlpc.run(kern, a, b, c, alpha=1.0, beta=0.0, strict=True, verify=False)
-    assert np.isnan(r.c[:, 5]).all() and np.isnan(r.c[1]).all() and np.isfinite(r.c[0, :5]).all()
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=300, nan_rows_of_b=[5])
 
 
 @pytest.mark.parametrize("m", [1, 5, 16])

@@ -18,7 +18,7 @@ import vlpc  # noqa: E402
 from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
 from vlpc.quant_run import dequantize, quantize_q4_k, read_gguf_tensor, row_bytes  # noqa: E402
 
-from test_quant_gemv import _swiglu_source, _write_gguf, check_padded, source  # noqa: E402
+from test_quant_gemv import _swiglu_source, _write_gguf, check_nan_inputs, check_padded, source  # noqa: E402
 
 Q4K = gguf.GGMLQuantizationType.Q4_K
 
@@ -101,13 +101,7 @@ def test_alpha_zero_over_nan_inputs():
     b = random_blocks(n, k, rng)
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)      # row 5: d NaN
     b[9, 144 + 2:144 + 4] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 9, super-block 1: dmin
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    a[1, 300] = np.nan
-    c = rng.standard_normal((m, n)).astype(np.float32)
-    r = vlpc.run(kern, a, b, c, alpha=0.0, beta=2.0, strict=True)
-    assert r.verified and np.array_equal(r.c, 2.0 * c)
-    r = vlpc.run(kern, a, b, c, alpha=1.0, beta=0.0, strict=True, verify=False)
-    assert np.isnan(r.c[:, [5, 9]]).all() and np.isnan(r.c[1]).all() and np.isfinite(r.c[0, :5]).all()
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=300, nan_rows_of_b=[5, 9])
 
 
 @pytest.mark.parametrize("m", [1, 3, 5, 16])
