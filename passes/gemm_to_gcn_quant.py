@@ -143,6 +143,14 @@ class QuantGemvBuilder(DotKernelBuilder):
     """:class:`DotKernelBuilder` with a block-quantized B (module docstring): its K loop
     (:meth:`_k_loop_override`), B's byte geometry and the ``b_format`` launch fact."""
 
+    def swiglu_accumulators(self, e, acc: list[SSAValue]) -> tuple[list[SSAValue], int | None]:
+        """``acc`` followed, when the kernel fuses SwiGLU, by the up projection's zeroed accumulators
+        (one per row), and the bytes from a gate row to its up row (static: verified); else
+        ``acc`` and None."""
+        if not self.swiglu:
+            return acc, None
+        return [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(len(acc)))], self.shape.n * self.shape.ldb
+
     def __init__(self, mm: MatmulOp, name: str, forwarding: bool = True, schedule: str = "default",
                  role: str = "main"):
         super().__init__(mm, name, forwarding=forwarding, schedule=schedule, role=role)
@@ -193,9 +201,7 @@ class QuantGemvBuilder(DotKernelBuilder):
         pair_bytes = 2 * self.block_bytes
         n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and iteration
         rows = len(acc)
-        if self.swiglu:  # the up projection's accumulators after the gate's
-            acc = [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(rows))]
-            up_off = self.shape.n * self.shape.ldb  # bytes from a gate row to its up row (static: verified)
+        acc, up_off = self.swiglu_accumulators(e, acc)
         magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
         offset = e.const(F16_OFFSET[self.fmt])

@@ -75,9 +75,7 @@ class Int4GemvBuilder(QuantGemvBuilder):
         n_dw = self.block_bytes // 4  # 1 + G / 8
         n_x4 = n_dw // 4  # dwordx4 loads, then one dword
         rows = len(acc)
-        if self.swiglu:  # the up projection's accumulators after the gate's
-            acc = [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(rows))]
-            up_off = self.shape.n * self.shape.ldb  # bytes from a gate row to its up row (static: verified)
+        acc, up_off = self.swiglu_accumulators(e, acc)
         magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
         inter = [e.const(v) for v in NIBBLE_INTERLEAVE]

@@ -76,9 +76,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
         iters = k_val // Q4K_A_DWORDS
         rows = len(acc)
         nsets = 2 if self.swiglu else 1  # the gate's and the up projection's rows (same A)
-        if self.swiglu:
-            acc = [*acc, *(e(gcn.VMovB32Op(0)).vdst for _ in range(rows))]
-            up_off = self.shape.n * self.shape.ldb
+        acc, up_off = self.swiglu_accumulators(e, acc)
         magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         ones = e(gcn.VMovB32Op(F16_ONES)).vdst
         select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
