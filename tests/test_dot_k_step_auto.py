@@ -55,8 +55,7 @@ def test_hgemm_example_takes_k8_modeled_faster():
     assert plan_of(k16) == (best16.macro[1], 16, best16.split_k, best16.local_split)
     t_auto = lsa.modeled_us(auto, 256, 512, 641, 642, 512)
     t_k16 = lsa.modeled_us(k16, 256, 512, 641, 642, 512)
-    # the timing model agrees with the surrogate's choice (4.9 % faster since the A touch and the refit)
-    assert t_auto < 0.97 * t_k16, (t_auto, t_k16)
+    assert t_auto < 0.95 * t_k16, (t_auto, t_k16)
 
 
 def test_k_step_is_chosen_only_when_free():
