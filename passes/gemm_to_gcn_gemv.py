@@ -129,9 +129,15 @@ class LaneGemvBuilder(DotKernelBuilder):
     launch facts (macro tile M x R, one wave per workgroup)."""
 
     def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
-                 waves: int = 1):
+                 waves: int = 1, a_lds: bool = False):
         super().__init__(mm, name)
         self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
+        # A staged in LDS once per workgroup and K step (:meth:`_whole_steps_lds`): every wave
+        # stages M / W rows; span 64 and one K step an iteration
+        self.a_lds = bool(a_lds)
+        if self.a_lds and (span != 64 or self.shape.m % waves):
+            raise ValueError(f"A in LDS needs span 64 and M a multiple of the waves, not span {span}, "
+                             f"M {self.shape.m}, {waves} waves")
         self.mt_m, self.mt_n = self.shape.m, rows * (64 // span) * waves
         self.wg_size = (64 * waves, 1, 1)
         self.local, self.split = 1, 1
@@ -239,7 +245,9 @@ class LaneGemvBuilder(DotKernelBuilder):
         if tail:  # (before the loop: its carried bases take the registers of their first values)
             a_t = e.add64(ptr_a, steps * STEP, 0, comment="A: the partial last step")
             b_t = e.add64(b_rows, steps * STEP, 0, comment="B: the partial last step")
-        if steps:
+        if steps and self.a_lds:
+            acc = self._whole_steps_lds(e, acc, steps, ptr_a, b_rows, voff_b, tid, wave)
+        elif steps:
             acc = self._whole_steps(e, acc, steps, ptr_a, b_rows, load_b, load_group_at, steps_of)
         if tail:  # lanes 16 kl >= tail load nothing and keep zeros, so their dots add 0 x 0
 
@@ -263,8 +271,159 @@ class LaneGemvBuilder(DotKernelBuilder):
                     for q in range(4):
                         x = e(dot_op(e.sub(bt[r], q, 1), e.sub(at[m], q, 1), x)).vdst
                     acc[m * R + r] = x
+        if steps and self.a_lds and W > 1:  # the reduction's LDS is A's: every wave's last reads done
+            e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
         self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, is_int)
-        return self._finish(entry, W * REDUCE_BYTES)
+        lds = W * self.reduce_bytes()
+        if self.a_lds:
+            lds = max(lds, 2 * self.a_lds_buffer())
+        return self._finish(entry, lds)
+
+    def reduce_chunk(self) -> int:
+        """Sums added per pass of the LDS reduction (module docstring): :data:`REDUCE_CHUNK`, or
+        with A in LDS (span 64) as many multiples of 8 as A's two buffers hold (8 x 64 x 4
+        bytes each per wave): fewer round trips through LDS."""
+        if not self.a_lds:
+            return REDUCE_CHUNK
+        fit = 2 * self.a_lds_buffer() // (self.waves * 64 * 4) // REDUCE_CHUNK * REDUCE_CHUNK
+        need = -(-self.shape.m * self.rows // REDUCE_CHUNK) * REDUCE_CHUNK
+        return max(REDUCE_CHUNK, min(64, fit, need))
+
+    def reduce_bytes(self) -> int:
+        """LDS bytes of one wave's reduction: :data:`REDUCE_BYTES`, or 64 x 4 per sum of a larger
+        chunk (its second level written over the first's)."""
+        c = self.reduce_chunk()
+        return REDUCE_BYTES if c == REDUCE_CHUNK else c * 64 * 4
+
+    def a_lds_buffer(self) -> int:
+        """Bytes of one of the two LDS buffers of A (one K step of its M rows), a power of two: a
+        lane's address switches buffers with one ``v_xor_b32``."""
+        need = self.shape.m * 16 * self.span
+        return 1 << (need - 1).bit_length()
+
+    def _whole_steps_lds(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+                         voff_b: list[SSAValue], tid: SSAValue, wave: SSAValue | None) -> list[SSAValue]:
+        """acc after the ``steps`` whole K steps, A read from LDS.  Each K step's M rows of A are
+        loaded once per workgroup, M / W rows by each wave (``global_load_dwordx4``, one step
+        ahead), written to one of two LDS buffers (``ds_write_b128``) while the waves read the other
+        (``ds_read_b128``: lane l reads bytes 16 l .. 16 l + 15 of each row's step, in groups of G
+        rows, one group ahead), one ``s_barrier`` per step between the writes and the reads (the
+        waitcnt pass puts lgkmcnt(0) before it).  Per step a wave loads R rows of B (for the next
+        step, after its dots) and M / W of A, instead of R + M rows: the texture path moves
+        (R W + M) KiB per R W KiB of weights instead of (R + M) W, and the LDS (128 bytes a clock:
+        a conflict-free ``ds_read_b128`` takes 8 clocks) serves A's M W reads."""
+        s = self.shape
+        M, R, W, G = s.m, self.rows, self.waves, self.a_group
+        STEP = 16 * self.span
+        lda_b = s.lda * self.eb
+        per = M // W  # rows of A each wave stages
+        buf = self.a_lds_buffer()
+        dot_op = gcn.VDot4I32I8Op if s.dtype == "i8" else gcn.VDot2F32F16Op
+        lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
+        a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, per * lda_b), 0, comment="A: the wave's rows")
+        st_voff = [lane16 if i == 0 else e(gcn.VAddU32Op(e.const(i * lda_b), lane16)).vdst for i in range(per)]
+        w_off = None if wave is None else e.mul(wave, per * STEP)  # the wave's rows in a buffer
+
+        def stage_load(base: SSAValue) -> list[SSAValue]:
+            return [e(gcn.GlobalLoadDwordx4Op(st_voff[i], base, comment=f"A: staged row +{i}")).vdst for i in range(per)]
+
+        def stage_write(rd: SSAValue, regs: list[SSAValue]) -> None:
+            wr = rd if w_off is None else e(gcn.VAddU32Op(w_off, rd)).vdst
+            for i, v in enumerate(regs):
+                e(gcn.DsWriteB128Op(wr, v, offset=i * STEP, comment=f"A: staged row +{i} to LDS"))
+
+        def step(rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
+                 ) -> tuple[list[SSAValue], list[SSAValue]]:
+            """The dots of one K step (A from the LDS buffer at ``rd``); with ``b_next``, B's next
+            step loaded after them into the registers they free."""
+            def group(m0: int) -> list[SSAValue]:
+                return [e(gcn.DsReadB128Op(rd, offset=(m0 + i) * STEP, comment=f"A row {m0 + i}")).vdst
+                        for i in range(min(G, M - m0))]
+
+            acc = list(acc)
+            nxt = group(0)
+            for m0 in range(0, M, G):
+                av = nxt
+                if m0 + G < M:
+                    nxt = group(m0 + G)
+                for i, a_m in enumerate(av):
+                    for r in range(R):
+                        x = acc[(m0 + i) * R + r]
+                        for q in range(4):
+                            x = e(dot_op(e.sub(bv[r], q, 1), e.sub(a_m, q, 1), x)).vdst
+                        acc[(m0 + i) * R + r] = x
+            nbv = []
+            if b_next is not None:
+                nbv = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_next, comment=f"next B row {r}")).vdst for r in range(R)]
+            return acc, nbv
+
+        D = max(1, self.unroll)  # B's K steps in flight: step j's registers load step j + D
+
+        def iteration(rd, a_i, b_i, bq, st, acc, flags, d):
+            """A K step j (B ``bq[d]``, d = j mod D; A in the buffer at ``rd``; ``st``: A's staged rows
+            of step j + 1, ``a_i`` their base, ``b_i`` B's base of step j): the dots, then as
+            ``flags`` say B of step j + D into ``bq[d]``'s registers, ``st`` into the other buffer,
+            A's rows of step j + 2, the barrier."""
+            load_b, write_a, load_a = flags
+            b_n = e.add64(b_i, STEP, 0, comment="B: next step")
+            acc, nbv = step(rd, bq[d], acc, (e.add64(b_n, (D - 1) * STEP, 0) if D > 1 else b_n) if load_b else None)
+            bq = list(bq)
+            bq[d] = nbv if load_b else []
+            rd_n, a_n, nst = rd, a_i, []
+            if write_a:
+                rd_n = e(gcn.VXorB32Op(buf, rd)).vdst  # the other buffer
+                stage_write(rd_n, st)
+                if load_a:
+                    a_n = e.add64(a_i, STEP, 0, comment="A: the step after next")
+                    nst = stage_load(a_n)
+                if W > 1:
+                    e(gcn.SBarrierOp(comment="A's next step in LDS"))
+            return rd_n, a_n, b_n, bq, nst, acc
+
+        def flags(j: int) -> tuple[bool, bool, bool]:
+            return j + D < steps, j + 1 < steps, j + 2 < steps
+
+        st0 = stage_load(a_stage)
+        bq = [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_rows, d * STEP, 0) if d else b_rows,
+                                         comment=f"B row {r}, step {d}")).vdst for r in range(R)]
+              for d in range(min(D, steps))]
+        rd = e(gcn.VLshlrevB32Op(4, tid)).vdst  # (not lane16: a loop-carried value has its own registers)
+        stage_write(rd, st0)
+        a_i, b_i, st = a_stage, b_rows, []
+        if steps > 1:
+            a_i = e.add64(a_stage, STEP, 0, comment="A: step 1")
+            st = stage_load(a_i)
+        if W > 1:
+            e(gcn.SBarrierOp(comment="A's first step in LDS"))
+        # the loop: D steps an iteration (B's slots reloaded in place), while every load is inside K
+        iters = max(0, steps - max(D, 2)) // D
+        j0 = 0
+        if iters >= 2:
+            carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *st, *acc]
+            body = Block(arg_types=[v.type for v in carried])
+            outer, e.block = e.block, body
+            x = 4 + D * R
+            try:
+                k_i, rd_b, a_b, b_b = body.args[:4]
+                bq_b = [list(body.args[4 + d * R:4 + (d + 1) * R]) for d in range(D)]
+                st_b, acc_b = list(body.args[x:x + per]), list(body.args[x + per:])
+                for d in range(D):
+                    rd_b, a_b, b_b, bq_b, st_b, acc_b = iteration(rd_b, a_b, b_b, bq_b, st_b, acc_b,
+                                                                  (True, True, True), d)
+                k_n = e(gcn.SAddU32Op(k_i, D, comment="steps done")).sdst
+                e(gcn.SCmpLgU32Op(k_n, e.const(iters * D)))
+                e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *st_b, *acc_b], "scc1"))
+            finally:
+                e.block = outer
+            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
+            res = list(loop.res)
+            rd, a_i, b_i = res[1:4]
+            bq = [res[4 + d * R:4 + (d + 1) * R] for d in range(D)]
+            st, acc = res[x:x + per], res[x + per:]
+            j0 = iters * D
+        for j in range(j0, steps):
+            rd, a_i, b_i, bq, st, acc = iteration(rd, a_i, b_i, bq, st, acc, flags(j), j % D)
+        return acc
 
     def _whole_steps(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
                      load_b, load_group_at, steps_of) -> list[SSAValue]:
@@ -321,14 +480,17 @@ class LaneGemvBuilder(DotKernelBuilder):
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
         add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
-        per_wave = REDUCE_BYTES
+        chunk = self.reduce_chunk()
+        per_wave = self.reduce_bytes()
 
         def lds_addr(shift: int) -> SSAValue:
             v = e(gcn.VLshlrevB32Op(shift, tid)).vdst
             return v if wave is None else e(gcn.VAddU32Op(e.mul(wave, per_wave), v)).vdst
 
         lane4, lane32 = lds_addr(2), lds_addr(5)
-        level2 = REDUCE_CHUNK * 64 * 4  # the second level's partials after the lanes' partials
+        # the second level's partials after the lanes' partials; a chunk of more than 8 sums writes
+        # them over its first 8 sums' partials, read before (a wave's LDS operations run in order)
+        level2 = REDUCE_CHUNK * 64 * 4 if chunk == REDUCE_CHUNK else 0
 
         def sum_of(addr: SSAValue, offset: int, count: int) -> SSAValue:
             """The sum of ``count`` (8, 4 or 2) dwords at LDS[addr + offset], in order."""
@@ -353,13 +515,15 @@ class LaneGemvBuilder(DotKernelBuilder):
 
         sums = []  # (first sum, count, the sums in lanes 0 .. count - 1)
         V = M * R
-        for c0 in range(0, V, REDUCE_CHUNK):
-            cv = min(REDUCE_CHUNK, V - c0)
+        for c0 in range(0, V, chunk):
+            cv = min(chunk, V - c0)
             e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
             for i in range(cv):
                 e(gcn.DsWriteB32Op(lane4, acc[c0 + i], offset=i * 256, comment=f"partial of sum {c0 + i}"))
-            first_lanes(8 * cv)  # lane l: sum l / 8, lanes 8 (l % 8) ..
-            e(gcn.DsWriteB32Op(lane4, sum_of(lane32, 0, 8), offset=level2, comment="8 lanes' partials"))
+            for p in range(0, cv, REDUCE_CHUNK):  # 8 sums a pass
+                first_lanes(8 * min(REDUCE_CHUNK, cv - p))  # lane l: sum p + l / 8, lanes 8 (l % 8) ..
+                e(gcn.DsWriteB32Op(lane4, sum_of(lane32, p * 256, 8), offset=level2 + p * 32,
+                                   comment="8 lanes' partials"))
             first_lanes(cv * slots)  # lane l: sum c0 + l / slots of slot l % slots
             sums.append((c0, cv, sum_of(lane_l2, level2, span // 8)))
 
