@@ -46,6 +46,8 @@ the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/kernel
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
@@ -134,7 +136,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
         # A staged in LDS once per workgroup and K step (:meth:`_whole_steps_lds`): every wave
         # stages M / W rows; span 64 and one K step an iteration
-        self.a_lds = bool(a_lds)
+        self.a_lds = int(a_lds)
         if self.a_lds and (span != 64 or self.shape.m % waves):
             raise ValueError(f"A in LDS needs span 64 and M a multiple of the waves, not span {span}, "
                              f"M {self.shape.m}, {waves} waves")
@@ -359,29 +361,35 @@ class LaneGemvBuilder(DotKernelBuilder):
 
         D = max(1, self.unroll)  # B's K steps in flight: step j's registers load step j + D
 
-        def iteration(rd, a_i, b_i, bq, st, acc, flags, d):
-            """A K step j (B ``bq[d]``, d = j mod D; A in the buffer at ``rd``; ``st``: A's staged rows
-            of step j + 1, ``a_i`` their base, ``b_i`` B's base of step j): the dots, then as
-            ``flags`` say B of step j + D into ``bq[d]``'s registers, ``st`` into the other buffer,
-            A's rows of step j + 2, the barrier."""
+        E = max(1, int(self.a_lds))  # A's staged steps in flight: step j + 1 + E loaded after step j + 1's write
+        L = D * E // math.gcd(D, E)  # steps a loop iteration: B's and A's slots reloaded in place
+
+        def iteration(rd, a_i, b_i, bq, sq, acc, flags, j):
+            """K step j (B ``bq[j mod D]``, A in the buffer at ``rd``; ``sq[(j + 1) mod E]``: A's
+            staged rows of step j + 1, ``a_i`` the base of the last staged step, ``b_i`` B's base
+            of step j): the dots, then as ``flags`` say B of step j + D into ``bq[j mod D]``'s
+            registers, A's step j + 1 into the other buffer, A's step j + 1 + E into its
+            registers, the barrier."""
             load_b, write_a, load_a = flags
+            d, es = j % D, (j + 1) % E
             b_n = e.add64(b_i, STEP, 0, comment="B: next step")
             acc, nbv = step(rd, bq[d], acc, (e.add64(b_n, (D - 1) * STEP, 0) if D > 1 else b_n) if load_b else None)
-            bq = list(bq)
+            bq, sq = list(bq), list(sq)
             bq[d] = nbv if load_b else []
-            rd_n, a_n, nst = rd, a_i, []
+            rd_n, a_n = rd, a_i
             if write_a:
                 rd_n = e(gcn.VXorB32Op(buf, rd)).vdst  # the other buffer
-                stage_write(rd_n, st)
+                stage_write(rd_n, sq[es])
+                sq[es] = []
                 if load_a:
-                    a_n = e.add64(a_i, STEP, 0, comment="A: the step after next")
-                    nst = stage_load(a_n)
+                    a_n = e.add64(a_i, STEP, 0, comment="A: a step ahead")
+                    sq[es] = stage_load(a_n)
                 if W > 1:
                     e(gcn.SBarrierOp(comment="A's next step in LDS"))
-            return rd_n, a_n, b_n, bq, nst, acc
+            return rd_n, a_n, b_n, bq, sq, acc
 
         def flags(j: int) -> tuple[bool, bool, bool]:
-            return j + D < steps, j + 1 < steps, j + 2 < steps
+            return j + D < steps, j + 1 < steps, j + 1 + E < steps
 
         st0 = stage_load(a_stage)
         bq = [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_rows, d * STEP, 0) if d else b_rows,
@@ -389,40 +397,43 @@ class LaneGemvBuilder(DotKernelBuilder):
               for d in range(min(D, steps))]
         rd = e(gcn.VLshlrevB32Op(4, tid)).vdst  # (not lane16: a loop-carried value has its own registers)
         stage_write(rd, st0)
-        a_i, b_i, st = a_stage, b_rows, []
-        if steps > 1:
-            a_i = e.add64(a_stage, STEP, 0, comment="A: step 1")
-            st = stage_load(a_i)
+        a_i, b_i = a_stage, b_rows
+        sq: list[list[SSAValue]] = [[] for _ in range(E)]
+        for x in range(1, min(E, steps - 1) + 1):  # A's steps 1 .. E, step x in slot x mod E
+            a_i = e.add64(a_stage, x * STEP, 0, comment=f"A: step {x}")
+            sq[x % E] = stage_load(a_i)
         if W > 1:
             e(gcn.SBarrierOp(comment="A's first step in LDS"))
-        # the loop: D steps an iteration (B's slots reloaded in place), while every load is inside K
-        iters = max(0, steps - max(D, 2)) // D
+        # the loop: L steps an iteration, while every load is inside K
+        iters = max(0, steps - max(D, E + 1)) // L
         j0 = 0
         if iters >= 2:
-            carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *st, *acc]
+            carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *(v for q in sq for v in q), *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
-            x = 4 + D * R
+            xs = 4 + D * R
+
+            def cut(vals):
+                vals = list(vals)
+                return (vals[:4], [vals[4 + d * R:4 + (d + 1) * R] for d in range(D)],
+                        [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
+
             try:
-                k_i, rd_b, a_b, b_b = body.args[:4]
-                bq_b = [list(body.args[4 + d * R:4 + (d + 1) * R]) for d in range(D)]
-                st_b, acc_b = list(body.args[x:x + per]), list(body.args[x + per:])
-                for d in range(D):
-                    rd_b, a_b, b_b, bq_b, st_b, acc_b = iteration(rd_b, a_b, b_b, bq_b, st_b, acc_b,
-                                                                  (True, True, True), d)
-                k_n = e(gcn.SAddU32Op(k_i, D, comment="steps done")).sdst
-                e(gcn.SCmpLgU32Op(k_n, e.const(iters * D)))
-                e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *st_b, *acc_b], "scc1"))
+                (k_i, rd_b, a_b, b_b), bq_b, sq_b, acc_b = cut(body.args)
+                for j in range(L):
+                    rd_b, a_b, b_b, bq_b, sq_b, acc_b = iteration(rd_b, a_b, b_b, bq_b, sq_b, acc_b,
+                                                                  (True, True, True), j)
+                k_n = e(gcn.SAddU32Op(k_i, L, comment="steps done")).sdst
+                e(gcn.SCmpLgU32Op(k_n, e.const(iters * L)))
+                e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *(v for q in sq_b for v in q),
+                                  *acc_b], "scc1"))
             finally:
                 e.block = outer
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
-            res = list(loop.res)
-            rd, a_i, b_i = res[1:4]
-            bq = [res[4 + d * R:4 + (d + 1) * R] for d in range(D)]
-            st, acc = res[x:x + per], res[x + per:]
-            j0 = iters * D
+            (_, rd, a_i, b_i), bq, sq, acc = cut(loop.res)
+            j0 = iters * L
         for j in range(j0, steps):
-            rd, a_i, b_i, bq, st, acc = iteration(rd, a_i, b_i, bq, st, acc, flags(j), j % D)
+            rd, a_i, b_i, bq, sq, acc = iteration(rd, a_i, b_i, bq, sq, acc, flags(j), j)
         return acc
 
     def _whole_steps(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,

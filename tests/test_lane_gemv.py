@@ -108,3 +108,27 @@ def test_lane_gemv_rows_spread_over_a_load(monkeypatch, plan, m, n, k, ab, ct):
     nan_c = np.full((m, n), np.nan, NP[ct]) if ct != "i32" else None
     run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, 1 if ab == "i8" else 0.75, 0 if ab == "i8" else 0.0, c=nan_c)
     run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=3)
+
+
+@pytest.mark.parametrize("plan, m, n, k, ab, ct", [
+    ((2, 2, 2, 64, 4, 2), 16, 16, 4096, "f16", "f32"),     # A in LDS: 8 steps, the loop of 2 steps
+    ((2, 2, 4, 64, 4, 2), 16, 8, 2000, "f16", "f16"),      # 3 steps and a partial one (A from memory)
+    ((2, 1, 4, 64, 4, 1), 16, 8, 11008, "i8", "i32"),      # 10 steps, one a loop iteration, a partial step
+    ((2, 3, 8, 64, 2, 2), 16, 8, 7 * 1024, "i8", "i32"),   # B three steps ahead, two waves stage 8 rows each
+    ((2, 2, 4, 64, 4, 3), 16, 8, 3 * 1024 + 64, "i8", "i32"),  # A three steps ahead: fewer steps than that
+    ((4, 2, 4, 64, 1, 1), 16, 8, 4096, "f16", "f16"),      # one wave stages all of A
+    ((1, 2, 4, 64, 2, 2), 4, 4, 1024, "f16", "f32"),       # one step: no loop, no barrier inside
+])
+def test_lane_gemv_a_in_lds(monkeypatch, plan, m, n, k, ab, ct):
+    """A staged in LDS once per workgroup and K step (LaneGemvBuilder's ``a_lds``, two buffers, a
+    barrier a step; the reduction's larger chunks in their place): the same exactness, padding and
+    beta = 0 rules, every schedule edge (loop or none, the last steps peeled, a partial step)."""
+    import vlpc.passes.gemm_to_gcn_gemv as lane
+
+    monkeypatch.setattr(lane, "lane_gemv_plan", lambda mm: plan)
+    lda, ldb, ldc = k + 16, k + 16, n + 3
+    kern = vlpc.compile(source(m, n, k, lda, ldb, ldc, ab, ct), cache=False).kernel("g")
+    assert kern.launch_info["workgroup_size"] == 64 * plan[4]
+    nan_c = np.full((m, n), np.nan, NP[ct]) if ct != "i32" else None
+    run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, 1 if ab == "i8" else 0.75, 0 if ab == "i8" else 0.0, c=nan_c)
+    run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=3)
