@@ -131,12 +131,12 @@ class LaneGemvBuilder(DotKernelBuilder):
     launch facts (macro tile M x R, one wave per workgroup)."""
 
     def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
-                 waves: int = 1, a_lds: bool = False):
+                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2):
         super().__init__(mm, name)
         self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
         # A staged in LDS once per workgroup and K step (:meth:`_whole_steps_lds`): every wave
         # stages M / W rows; span 64 and one K step an iteration
-        self.a_lds = int(a_lds)
+        self.a_lds, self.a_buffers = int(a_lds), a_buffers
         if self.a_lds and (span != 64 or self.shape.m % waves):
             raise ValueError(f"A in LDS needs span 64 and M a multiple of the waves, not span {span}, "
                              f"M {self.shape.m}, {waves} waves")
@@ -278,7 +278,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, is_int)
         lds = W * self.reduce_bytes()
         if self.a_lds:
-            lds = max(lds, 2 * self.a_lds_buffer())
+            lds = max(lds, self.a_buffers * self.a_lds_buffer())
         return self._finish(entry, lds)
 
     def reduce_chunk(self) -> int:
@@ -287,7 +287,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         bytes each per wave): fewer round trips through LDS."""
         if not self.a_lds:
             return REDUCE_CHUNK
-        fit = 2 * self.a_lds_buffer() // (self.waves * 64 * 4) // REDUCE_CHUNK * REDUCE_CHUNK
+        fit = self.a_buffers * self.a_lds_buffer() // (self.waves * 64 * 4) // REDUCE_CHUNK * REDUCE_CHUNK
         need = -(-self.shape.m * self.rows // REDUCE_CHUNK) * REDUCE_CHUNK
         return max(REDUCE_CHUNK, min(64, fit, need))
 
@@ -378,7 +378,11 @@ class LaneGemvBuilder(DotKernelBuilder):
             bq[d] = nbv if load_b else []
             rd_n, a_n = rd, a_i
             if write_a:
-                rd_n = e(gcn.VXorB32Op(buf, rd)).vdst  # the other buffer
+                if self.a_buffers == 1:  # one buffer: every wave's reads of step j done first
+                    if W > 1:
+                        e(gcn.SBarrierOp(comment="A's step read"))
+                else:
+                    rd_n = e(gcn.VXorB32Op(buf, rd)).vdst  # the other buffer
                 stage_write(rd_n, sq[es])
                 sq[es] = []
                 if load_a:
