@@ -323,11 +323,12 @@ class LaneGemvBuilder(DotKernelBuilder):
         dot_op = gcn.VDot4I32I8Op if s.dtype == "i8" else gcn.VDot2F32F16Op
         lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
         a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, per * lda_b), 0, comment="A: the wave's rows")
-        st_voff = [lane16 if i == 0 else e(gcn.VAddU32Op(e.const(i * lda_b), lane16)).vdst for i in range(per)]
+        # (the rows' offsets in SGPRs, lane16 the only VGPR offset: fewer VGPRs, more waves a SIMD)
         w_off = None if wave is None else e.mul(wave, per * STEP)  # the wave's rows in a buffer
 
         def stage_load(base: SSAValue) -> list[SSAValue]:
-            return [e(gcn.GlobalLoadDwordx4Op(st_voff[i], base, comment=f"A: staged row +{i}")).vdst for i in range(per)]
+            return [e(gcn.GlobalLoadDwordx4Op(lane16, e.add64(base, i * lda_b, 0) if i else base,
+                                              comment=f"A: staged row +{i}")).vdst for i in range(per)]
 
         def stage_write(rd: SSAValue, regs: list[SSAValue]) -> None:
             wr = rd if w_off is None else e(gcn.VAddU32Op(w_off, rd)).vdst
