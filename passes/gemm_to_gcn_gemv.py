@@ -21,6 +21,16 @@ ahead (each step's registers reload the next batch's step right after its dots),
 rows, one group ahead (the next iteration's first group loaded during the last group's dots).  A
 workgroup holds W waves, each its own rows, kept in step by one ``s_barrier`` per iteration.
 
+With A in LDS (the plan's ``a_lds`` E > 0; M = 12 and 16): A's M rows of a K step are loaded
+once per workgroup, M / W rows by each wave (``global_load_dwordx4``, E steps ahead), written to
+LDS (``ds_write_b128``) and read by every wave (``ds_read_b128``, lane l the bytes 16 l ..
+16 l + 15 of each row, in groups of G rows one group ahead); B goes U steps ahead, each step's
+registers reloaded after its dots.  One LDS buffer (two barriers a step: every wave's reads
+done, then the writes done; 16 KiB at M = 16, three workgroups a CU) or two (one barrier a
+step).  Per K step a wave then issues R + M / W loads instead of R + M: the texture path (64
+bytes a clock, one cache line) moves (R W + M) KiB per R W KiB of weights instead of (R + M) W,
+and the LDS (128 bytes a clock: a ``ds_read_b128`` of a wave in 8) serves the M W row reads.
+
 After the loop the 64 lanes' partials of each of the R x M sums are added through LDS in
 chunks of 8 sums (2,304 bytes per wave): every lane writes its 8 partials (``ds_write_b32``),
 lane l adds the 8 partials of lanes 8 j .. 8 j + 7 of sum l / 8 (two ``ds_read_b128``, seven
@@ -71,13 +81,21 @@ LANE_STEP_BYTES = 1024
 REDUCE_CHUNK = 8
 
 
-def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int, int, int] | None:
-    """``(rows, unroll, group, span, waves)`` of the lane-along-K GEMV for ``mm`` (module
-    docstring), or None when it does not apply.  ``rows`` R: weight rows per wave and load slot;
-    ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead); ``group`` G: rows of A
-    loaded together, one group ahead; ``span``: lanes per weight row in a load (64: a load reads
-    1 KiB of one row; 32, 16: 2 or 4 rows); ``waves`` W: waves per workgroup, kept in step by one
-    barrier per iteration.  M <= 8: (1, 2, min(M, 4), 64, 1); above: (2, 1, 8, 64, 2).  Why
+def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
+    """``(rows, unroll, group, span, waves[, a_lds, a_buffers])`` of the lane-along-K GEMV for
+    ``mm`` (module docstring), or None when it does not apply.  ``rows`` R: weight rows per wave
+    and load slot; ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead; with
+    A in LDS: B's steps in flight); ``group`` G: rows of A loaded together, one group ahead;
+    ``span``: lanes per weight row in a load (64: a load reads 1 KiB of one row; 32, 16: 2 or 4
+    rows); ``waves`` W: waves per workgroup, kept in step by one barrier per iteration;
+    ``a_lds`` E: A staged in LDS, E steps ahead (0: each wave loads A itself); ``a_buffers``: A's
+    LDS buffers (1 or 2).  M <= 8: (1, 2, min(M, 4), 64, 1); M = 12, 16 with N a multiple of 8
+    and two K steps or more: (2, 1, 2, 64, 4, 1, 1); other M above 8: (2, 1, 8, 64, 2).  Why
+    A in LDS (modeled, MI50, f16 16 x 4096 x 4096; the figures below it are from before): (2, 1,
+    2, 64, 4, 1, 1) 49.1 us, G = 1 49.5, U = 2 55.4, W = 8 70.7, W = 2 52.8; two buffers (one
+    barrier a step, 32 KiB, two workgroups a CU) (2, 2, 2, 64, 4, 2, 2) 52.5, E = 1 58.3; int8
+    16 x 4096 x 4096 28.7 (G = 1 29.5, two buffers 32.4); f16 16 x 11008 x 4096 121.7 (G = 1 122.9,
+    two buffers 135.2).  Earlier plans (each wave loading A itself), why
     (modeled, timing-only launches as benchmarks/gemv_ceiling.py; MI50 @ 1725 MHz unless named):
     f16 1 x 4096 x 4096 41.3 us with R, U, G = (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5
     (1, 4, 1); 4 x 4096 x 4096 41.4 (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 with
@@ -111,8 +129,11 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, int, int, int, int] | None:
     steps = s.k * eb // LANE_STEP_BYTES
     if s.m <= 8:  # the weight stream alone matters: the most workgroups, B two steps ahead
         return 1, 2 if steps % 2 == 0 else 1, min(s.m, 4), 64, 1
-    # A's loads (M per step) dominate: two rows share them, A in double-buffered groups of 8, two
-    # waves a workgroup in step
+    # A's loads (M per step) dominate: A staged in LDS once per workgroup of four waves (one buffer,
+    # one step ahead), two rows a wave, B one step ahead, A read from LDS in pairs of rows
+    if s.m % 4 == 0 and s.n % 8 == 0 and steps >= 2:
+        return 2, 1, 2, 64, 4, 1, 1
+    # else two rows share A's loads, A in double-buffered groups of 8, two waves a workgroup in step
     if s.n % 4 == 0:
         return 2, 1, 8, 64, 2
     return (2 if s.n % 2 == 0 else 1), 1, 8, 64, 1

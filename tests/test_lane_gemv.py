@@ -20,9 +20,11 @@ from test_dot_gemm import NP, run_case
 def lane_kernel(m, n, k, lda, ldb, ldc, ab, ct):
     kern = vlpc.compile(source(m, n, k, lda, ldb, ldc, ab, ct)).kernel("g")
     li = kern.launch_info
-    # one wave per workgroup (M <= 8) or two in step (M > 8), a few weight rows each
-    assert (li["workgroup_size"], kern.local_split, li["macro_m"]) == (64 if m <= 8 else 128, 1, m), \
-        "not the lane-along-K GEMV"
+    # one wave per workgroup (M <= 8), two in step (M > 8) or four sharing A in LDS (M = 12, 16), a
+    # few weight rows each
+    a_lds = m % 4 == 0 and n % 8 == 0 and k * ELEMENT_BYTES[ab] >= 2048
+    wg = 64 if m <= 8 else 256 if a_lds else 128
+    assert (li["workgroup_size"], kern.local_split, li["macro_m"]) == (wg, 1, m), "not the lane-along-K GEMV"
     assert n % li["macro_n"] == 0 and li["macro_n"] < 64
     return kern
 
@@ -30,14 +32,15 @@ def lane_kernel(m, n, k, lda, ldb, ldc, ab, ct):
 @pytest.mark.parametrize("m, n, k, pad_a, pad_b, pad_c, ab, ct", [
     (1, 16, 4096, 8, 16, 3, "f16", "f32"),     # 8 K steps: the loop, one row of A
     (3, 24, 2048, 8, 0, 1, "f16", "f16"),      # f16 C; 3 sums: one partial LDS chunk
-    (16, 8, 4096, 0, 8, 5, "f16", "f32"),      # 16 rows of A in two groups, 8 steps; 32 sums: 4 LDS chunks
+    (16, 8, 4096, 0, 8, 5, "f16", "f32"),      # A in LDS, four waves a workgroup, 8 steps; 32 sums: one LDS chunk
     (5, 12, 8192, 16, 16, 2, "i8", "i32"),     # int8: exact; 8 steps
     (16, 4, 2048, 0, 16, 0, "i8", "i32"),      # 16 x 2 sums, two steps
     (2, 6, 1024, 0, 0, 0, "f16", "f32"),       # one K step: no loop
     (3, 8, 1000, 8, 8, 1, "f16", "f32"),       # a whole step, then 976 bytes: 61 lanes of a partial step
     (1, 4, 40, 0, 8, 0, "f16", "f16"),         # only a partial step (80 bytes: 5 lanes)
     (5, 12, 11008, 16, 0, 2, "i8", "i32"),     # 10 whole steps and 768 bytes (Llama-2's down projection K)
-    (16, 8, 2000, 8, 0, 3, "f16", "f32"),      # two waves a workgroup, 3 steps and a partial one
+    (16, 8, 2000, 8, 0, 3, "f16", "f32"),      # A in LDS, 3 steps and a partial one (A from memory)
+    (16, 4, 2000, 8, 0, 3, "f16", "f32"),      # two waves a workgroup (N / 4 not even), 3 steps and a partial one
 ])
 def test_lane_gemv_exact_buffers(m, n, k, pad_a, pad_b, pad_c, ab, ct):
     """Padded rows (NaN / garbage in the gaps, never read), C's padding untouched; beta = 0 over a
@@ -118,6 +121,9 @@ def test_lane_gemv_rows_spread_over_a_load(monkeypatch, plan, m, n, k, ab, ct):
     ((2, 2, 4, 64, 4, 3), 16, 8, 3 * 1024 + 64, "i8", "i32"),  # A three steps ahead: fewer steps than that
     ((4, 2, 4, 64, 1, 1), 16, 8, 4096, "f16", "f16"),      # one wave stages all of A
     ((1, 2, 4, 64, 2, 2), 4, 4, 1024, "f16", "f32"),       # one step: no loop, no barrier inside
+    ((2, 1, 2, 64, 4, 1, 1), 12, 24, 4096, "i8", "i32"),  # one buffer (two barriers a step); M = 12: 3 rows a wave
+    ((2, 1, 2, 64, 4, 1, 1), 16, 8, 2000, "f16", "f16"),  # one buffer, a partial last step
+    ((2, 2, 2, 64, 4, 2, 1), 16, 8, 8192, "f16", "f32"),  # one buffer, A two steps ahead, B two
 ])
 def test_lane_gemv_a_in_lds(monkeypatch, plan, m, n, k, ab, ct):
     """A staged in LDS once per workgroup and K step (LaneGemvBuilder's ``a_lds``, two buffers, a
