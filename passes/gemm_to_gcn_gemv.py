@@ -92,7 +92,7 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     LDS buffers (1 or 2).  M <= 8: (1, 2, min(M, 4), 64, 1); M = 12, 16 with N a multiple of 8
     and two K steps or more: (2, 1, 2, 64, 4, 1, 1); other M above 8: (2, 1, 8, 64, 2).  Why
     A in LDS (modeled, MI50, f16 16 x 4096 x 4096; the figures below it are from before): (2, 1,
-    2, 64, 4, 1, 1) 49.1 us, G = 1 49.5, U = 2 55.4, W = 8 70.7, W = 2 52.8; two buffers (one
+    2, 64, 4, 1, 1) 49.3 us, G = 1 49.5, U = 2 55.4, W = 8 70.7, W = 2 52.8; two buffers (one
     barrier a step, 32 KiB, two workgroups a CU) (2, 2, 2, 64, 4, 2, 2) 52.5, E = 1 58.3; int8
     16 x 4096 x 4096 28.7 (G = 1 29.5, two buffers 32.4); f16 16 x 11008 x 4096 121.7 (G = 1 122.9,
     two buffers 135.2).  Earlier plans (each wave loading A itself), why
