@@ -1,4 +1,4 @@
-"""Modeled figures of the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on MI60 at its stock clocks.
+"""Modeled figures of the f16 / int8 dot kernels (passes/isel/dot.py) on MI60 at its stock clocks.
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md),
 not measured: there is no AMD GPU here.  Peaks (spec sheets, vlpc/targets.py Board):

@@ -11,7 +11,7 @@ Usage::
     python benchmarks/dot_layout_shortcut.py --layout TN --dtype f16 --size 2048
     python benchmarks/dot_layout_shortcut.py --layout TT --dtype i8 --a-transpose in-kernel
 
-A plan that copies A first (``passes/gemm_to_gcn_transpose.py``: ``<name>_transpose``, then the
+A plan that copies A first (``passes/isel/transpose.py``: ``<name>_transpose``, then the
 NT/NN dot kernel) is modeled kernel by kernel and the times added; the transpose kernel
 shares no line of A or of the copy between workgroups, so its L2 miss probability is 1.
 ``--a-transpose pre|in-kernel`` forces the choice where both are possible (default: the

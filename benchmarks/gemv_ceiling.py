@@ -11,8 +11,8 @@ its share of the pin rate and of the modeled streaming ceiling
 byte once with 1 KiB wave loads), and the same share without the modeled launch overhead
 (``kernel``).  ``plan``: weight rows per workgroup / its waves (lanes), or the wavefront groups L
 and workgroups S splitting K (sgpr, quant).  The kernels: ``lanes`` (f16/int8 with K x element bytes a multiple of 1 KiB:
-passes/gemm_to_gcn_gemv.py), ``sgpr`` (the dot kernels' decode GEMV, passes/gemm_to_gcn_dot.py;
-``--sgpr`` forces it with ``gemv = "sgpr"``) and ``quant`` (passes/gemm_to_gcn_quant.py).
+passes/isel/gemv.py), ``sgpr`` (the dot kernels' decode GEMV, passes/isel/dot.py;
+``--sgpr`` forces it with ``gemv = "sgpr"``) and ``quant`` (passes/isel/quant.py).
 
 Usage::
 

@@ -48,7 +48,7 @@ BOARD, CUS = "mi60", 64
 #: slower; plan_model derives them from the f32 variant of the same macro N (see there).
 VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f32", 32, 256, 8),
             ("f32", 64, 256, 16)]
-#: The f16 and int8 dot kernels (passes/gemm_to_gcn_dot.py; K step in dwords of packed K, 16 and 8:
+#: The f16 and int8 dot kernels (passes/isel/dot.py; K step in dwords of packed K, 16 and 8:
 #: their automatic plan weighs both): fitted on their own timing-model runs only, C f32 (f16
 #: products) and i32 (int8).
 DOT_VARIANTS = [(dt, 32, mn, ks) for ks in (16, 8) for dt in ("f16", "i8") for mn in (256, 128, 64)]

@@ -1,4 +1,4 @@
-"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K and int4-group GEMVs (passes/gemm_to_gcn_quant*.py).
+"""Modeled weight bandwidth of the f16 x GGUF Q8_0 / Q4_0 / Q4_K and int4-group GEMVs (passes/isel/quant*.py).
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md) on
 MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's streaming

@@ -1216,7 +1216,7 @@ def metadata_json(kernel: KernelOp) -> dict:
 
 # ---- LDS and friends (strategy lds) -------------------------------------------
 #
-# Instructions the legacy LDS-tiled kernel (passes/gemm_to_gcn_lds.py) needs: LDS
+# Instructions the legacy LDS-tiled kernel (passes/isel/lds.py) needs: LDS
 # reads and writes (``ds_*``, unit "lds": they count in lgkmcnt and, unlike scalar
 # loads, return in order among themselves), ``s_barrier``, wider global stores and
 # the integer VALU used for per-lane addresses.  DS offsets are bytes (16 bits) for
@@ -1449,7 +1449,7 @@ class VLshlAddU32Op(VOPBase):
         return [reg_asm(self.vdst), reg_asm(self.src0), str(self.shift.value.data), reg_asm(self.src2)]
 
 
-# ---- added for the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py) ----
+# ---- added for the f16/int8 dot kernels (passes/isel/dot.py) ----
 
 
 class VDotBase(VOPBase, ABC):
@@ -1520,7 +1520,7 @@ VCvtF32I32Op = _table_op(
 )
 
 
-# ---- added for the f16 dot kernel with B stored K x N (passes/gemm_to_gcn_dot.py) ----
+# ---- added for the f16 dot kernel with B stored K x N (passes/isel/dot.py) ----
 
 
 GlobalLoadShortD16HiOp = _table_op(
@@ -1539,7 +1539,7 @@ GlobalLoadUbyteD16HiOp = _table_op(
 )
 
 
-# ---- LDS atomics (the decode GEMV's int8 reduction, passes/gemm_to_gcn_dot.py) ----
+# ---- LDS atomics (the decode GEMV's int8 reduction, passes/isel/dot.py) ----
 
 DsAddU32Op = _table_op(
     DsWriteBase, "ds_add_u32",
@@ -1548,7 +1548,7 @@ DsAddU32Op = _table_op(
 )
 
 
-# ---- the quantized-weight GEMV's dequantization in registers (passes/gemm_to_gcn_quant.py) ----
+# ---- the quantized-weight GEMV's dequantization in registers (passes/isel/quant.py) ----
 
 VPermB32Op = _table_op(
     VFmaBase, "v_perm_b32",

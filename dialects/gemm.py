@@ -64,7 +64,7 @@ EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu", "swiglu")
 DYNAMIC = -1
 #: Bytes per element of each element type name.
 ELEMENT_BYTES = {"f32": 4, "f64": 8, "f16": 2, "i8": 1, "i32": 4}
-#: A and B element type -> the C element types the dot kernels (passes/gemm_to_gcn_dot.py)
+#: A and B element type -> the C element types the dot kernels (passes/isel/dot.py)
 #: produce: f16 products accumulate in f32 (``v_dot2_f32_f16``), int8 products in i32
 #: (``v_dot4_i32_i8``).
 DOT_C_TYPES = {"f16": ("f32", "f16"), "i8": ("i32",)}
@@ -78,16 +78,16 @@ DOT_PACK = {"f16": 2, "i8": 4}
 #: low nibble of byte j and weight j + 16 in its high nibble, both offset by 8).  B is then an i8
 #: memref of N rows of K / 32 blocks (its row length in bytes), used as GGUF stores the tensor.
 #: ``block_q4_K``: super-blocks of 256 weights, f16 d and dmin, 12 bytes of 6-bit scales and
-#: minimums of the 8 sub-blocks of 32, 128 bytes of 4-bit values (passes/gemm_to_gcn_quant_k.py).
+#: minimums of the 8 sub-blocks of 32, 128 bytes of 4-bit values (passes/isel/quant_k.py).
 #: ``int4_g32``/``int4_g64``/``int4_g128``: AWQ/GPTQ-style unsigned 4-bit weights with an f16 scale and a
 #: zero point per group of 32/64/128 weights along K, w = (q - z) * s; each group a 4-byte header (f16
 #: scale, u8 zero point 0..15, one ignored byte) then G / 2 bytes of nibbles, weight 2j in the low nibble
-#: of byte j and 2j + 1 in its high one (GPTQ's ``qweight`` order; passes/gemm_to_gcn_quant_int4.py).
+#: of byte j and 2j + 1 in its high one (GPTQ's ``qweight`` order; passes/isel/quant_int4.py).
 B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144),
              "int4_g32": (32, 20), "int4_g64": (64, 36), "int4_g128": (128, 68)}
 #: The int4 group formats (not GGUF's): name -> group size.
 INT4_GROUP_FORMATS = {"int4_g32": 32, "int4_g64": 64, "int4_g128": 128}
-#: K values per iteration of the quantized GEMV (passes/gemm_to_gcn_quant.py): two GGUF blocks,
+#: K values per iteration of the quantized GEMV (passes/isel/quant.py): two GGUF blocks,
 #: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
 QUANT_K_PAIR = 64
 #: K values per iteration of each format's GEMV: a block pair, or a Q4_K super-block (144 bytes, whole
@@ -107,7 +107,7 @@ GEMV_MAX_LOCAL = 16
 #: (:func:`gemv_a_width`).
 GEMV_NARROW_A_MAX_M = 15
 #: SGPRs in one batch of A rows of the sqc K loop with schedule ``cover`` (2 x s_load_dwordx16 or
-#: 4 x s_load_dwordx8; :mod:`vlpc.passes.sqc_k_step`).
+#: 4 x s_load_dwordx8; :mod:`vlpc.passes.isel.sqc_k_step`).
 A_BATCH_SGPRS = 32
 #: SGPRs in one batch of A rows with the default schedule (4 x s_load_dwordx16): one buffer.
 WIDE_A_BATCH_SGPRS = 64
@@ -126,7 +126,7 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
       stream alone matters, and fewer waves per CU keep each lane's B line in L1 until all
       of it is read), halved while a group would get less than one K step.
     * The K step (dwords of packed K; ``k_step`` when given, else chosen here) is 16 while
-      one step of A read K-major (M rows x 16 dwords, passes/gemm_to_gcn_dot.py) fits one
+      one step of A read K-major (M rows x 16 dwords, passes/isel/dot.py) fits one
       batch of :data:`WIDE_A_BATCH_SGPRS` (64) SGPRs, i.e. M <= 4, and 8 above up to
       GEMV_NARROW_A_MAX_M (15) rows: the kernel peels its last K step, whose batches of A load
       one after another after the weight stream has ended (every wave reaches it at once), so
@@ -152,7 +152,7 @@ def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | Non
 
 
 def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
-    """``(macro_n, local_split, k_step)`` of the quantized-B GEMV (passes/gemm_to_gcn_quant.py):
+    """``(macro_n, local_split, k_step)`` of the quantized-B GEMV (passes/isel/quant.py):
     64 columns per workgroup and K over L wavefront groups, L = 8 for M < 8 and 16 from M = 8 (or
     M given at launch), halved until L divides the K / 64 block pairs (every group then runs the
     same static number of pairs; K = 4096: 8 or 16, 384: 2).  The K step (16 dwords) only sizes
@@ -211,7 +211,7 @@ def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]
 
 def gemv_a_width(m: int, k_step: int) -> int:
     """Dwords of one A row per scalar load (``s_load_dwordx4/x8/x16``) of the decode GEMV's
-    K-major A pieces (passes/gemm_to_gcn_dot.py: a batch is ``width`` dwords of every row of a
+    K-major A pieces (passes/isel/dot.py: a batch is ``width`` dwords of every row of a
     run of rows), for a tile of ``m`` rows (1..GEMV_MAX_M) and a K step of ``k_step`` dwords.
 
     * ``k_step`` when a whole step of A (m x k_step dwords) fits one batch of
@@ -324,7 +324,7 @@ def batch_stride(t: MemRefType) -> int:
 
 def a_copied_for_alignment(layout: str, dtype: str, lda: int, batch: int = 0, stride_a: int = 0) -> bool:
     """Whether the plan of an f16/i8 product with A stored M x K (layout ``N?``) copies A into a
-    padded M x ceil(K / P) P workspace first (passes/gemm_to_gcn_transpose.py) because A's rows
+    padded M x ceil(K / P) P workspace first (passes/isel/transpose.py) because A's rows
     would not start on 4-byte boundaries: a STATIC lda (or A's batch stride) that is not a
     multiple of P = 2 (f16) / 4 (i8).  Values given at launch (negative) do not count."""
     pack = DOT_PACK.get(dtype, 1)
@@ -336,7 +336,7 @@ def a_copied_for_alignment(layout: str, dtype: str, lda: int, batch: int = 0, st
 def b_copied_for_alignment(layout: str, dtype: str, ldb: int, batch: int = 0, stride_b: int = 0) -> bool:
     """As :func:`a_copied_for_alignment` for B stored N x K (layouts ``?T``): a static ldb (or B
     batch stride) that is not a multiple of P makes the plan copy B into an N x ceil(K / P) P
-    workspace region first (passes/gemm_to_gcn_transpose.py)."""
+    workspace region first (passes/isel/transpose.py)."""
     pack = DOT_PACK.get(dtype, 1)
     if pack == 1 or layout[1] != "T":
         return False

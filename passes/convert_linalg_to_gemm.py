@@ -17,7 +17,7 @@ Element types: f32 and f64; f16 (C f16, or f32 from a named product, whose body 
 dialect widens as upstream's does, or from a generic whose body widens the inputs with
 ``arith.extf`` before ``arith.mulf``/``arith.addf`` in f32); i8 x i8 -> i32 from a named product
 (signed, upstream's default ``cast_signed``) or a generic whose body is ``arith.extsi`` of both
-inputs, ``arith.muli``, ``arith.addi`` (the dot kernels, ``passes/gemm_to_gcn_dot.py``; alpha and
+inputs, ``arith.muli``, ``arith.addi`` (the dot kernels, ``passes/isel/dot.py``; alpha and
 beta are then f32 or i32 constants).
 
 linalg accumulates into its output (``C += op(A) * op(B)``), so the result is

@@ -44,7 +44,7 @@ timing model there, e.g. int8 1024^3 at S = 2, 74 vs 68.6 us modeled); the cheap
 ties go to the smaller S.  Sizes known only at launch, batched GEMMs and the lds strategy are not split
 automatically (S = 1).
 
-The f16 and int8 dot kernels (``passes/gemm_to_gcn_dot.py``, workspace mode: f32/i32
+The f16 and int8 dot kernels (``passes/isel/dot.py``, workspace mode: f32/i32
 partials of 4 bytes) are chosen the same way, on surrogate variants fitted to the timing
 model's dot kernels only (error against the model on shapes outside the fit:
 ``benchmarks/dot_split_k_auto.py``, docs/plans.md).  Their decode GEMV plan (M = 1..16, K split
@@ -313,7 +313,7 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
         kernels.append(f"{kernel_name}_reduce (grid z 1)")
     elif split > 1:
         kernels.insert(0, f"{kernel_name}_scale (grid z 1)")
-    from vlpc.passes.gemm_to_gcn_transpose import describe_a_copy  # f16/i8 A stored K x M copied first
+    from vlpc.passes.isel.transpose import describe_a_copy  # f16/i8 A stored K x M copied first
     copy = describe_a_copy(mm, kernel_name, a_transpose)
     if copy:
         kernels.insert(0, copy[0])

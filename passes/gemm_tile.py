@@ -88,7 +88,7 @@ class GemmTilePass(ModulePass):
             n = mm.shape().n
             auto_n = next((w for w in AUTO_MACRO_N if 0 < n <= w), AUTO_MACRO_N[-1])
             gemv = gemv_plan(mm.shape())  # f16/i8 with M <= 16: the decode GEMV plan's 64 columns
-            if mm.shape().b_format:  # quantized B (passes/gemm_to_gcn_quant.py): tiles of up to 16 rows
+            if mm.shape().b_format:  # quantized B (passes/isel/quant.py): tiles of up to 16 rows
                 default_m = GEMV_MAX_M
             auto_n = gemv[0] if gemv else auto_n
             if gemv and self.macro_n in (0, gemv[0]):

@@ -1,4 +1,4 @@
-"""Launch and check f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py) on the emulator.
+"""Launch and check f16 / int8 dot kernels (passes/isel/dot.py) on the emulator.
 
 Buffers are exactly sized (the last element of each matrix ends its buffer) and the gaps
 between rows (leading dimension past the row) are filled with ``pad``: NaN for f16 and f32,
@@ -45,7 +45,7 @@ def source(m, n, k, lda, ldb, ldc, ab: str = "f16", ct: str = "f32", gemv: str |
     """``func.func @g`` with one NT ``gemm.matmul``: A M x K and B N x K of ``ab``, C M x N of
     ``ct``, alpha/beta of ``SCALAR[ab]``; ``None`` sizes or leading dimensions are ``?``;
     ``gemv``: the matmul's ``gemv`` attribute (``"sgpr"``: the SGPR decode GEMV, not the
-    lane-along-K one, passes/gemm_to_gcn_gemv.py)."""
+    lane-along-K one, passes/isel/gemv.py)."""
     ta, tb, tc = memref(m, k, lda, ab), memref(n, k, ldb, ab), memref(m, n, ldc, ct)
     s = SCALAR[ab]
     extra = f', gemv = "{gemv}"' if gemv else ""

@@ -22,7 +22,7 @@ def test_module_map_is_up_to_date_and_lists_every_module():
     current = (ROOT / "docs" / "architecture.md").read_text()
     assert current == architecture_with_map(current, ROOT), \
         "docs/architecture.md's module map is stale: run `python -m vlpc.docs` and commit it"
-    for rel in ("vlpc/commands/run.py", "runtime/selection.py", "passes/convert_gemm_to_gcn.py"):
+    for rel in ("vlpc/commands/run.py", "runtime/selection.py", "passes/isel/sqc.py"):
         assert f"`{Path(rel).name}`" in current, rel
 
 

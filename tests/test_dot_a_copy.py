@@ -1,6 +1,6 @@
 """A stored M x K (layouts NT, NN) with a static lda (or batch stride) that is not a multiple of
 P = 2 (f16) / 4 (int8): the plan copies A into the padded M x ceil(K / P) P workspace first
-(``<name>_transpose`` with A's strides swapped, passes/gemm_to_gcn_transpose.py), then the dot
+(``<name>_transpose`` with A's strides swapped, passes/isel/transpose.py), then the dot
 kernel reads the copy; likewise B stored N x K (NT, TT) with a static odd ldb / batch stride
 (``<name>_copy_b``, its copy after A's).  Strict emulator, exactly sized buffers with NaN / garbage padding, a
 workspace handed out full of garbage (tests/test_dot_transpose.py's device), NumPy reference;

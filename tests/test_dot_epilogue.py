@@ -1,4 +1,4 @@
-"""Fused epilogues of the dot kernels (passes/gemm_to_gcn_dot.py) on the strict emulator:
+"""Fused epilogues of the dot kernels (passes/isel/dot.py) on the strict emulator:
 gelu for f16 products (C f32 or f16, computed in f32 before the rounding to f16) and
 bias_row / bias_col / relu / gelu for int8 products dequantized into f32 or f16 C (an f32
 bias, applied after the dequantization).  Exactly sized buffers (each one's last matrix

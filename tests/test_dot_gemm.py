@@ -1,4 +1,4 @@
-"""f16 and int8 GEMM through gfx906's dot instructions (passes/gemm_to_gcn_dot.py), end to end
+"""f16 and int8 GEMM through gfx906's dot instructions (passes/isel/dot.py), end to end
 on the strict emulator: exactly sized buffers with NaN (f16/f32) or garbage (i8/i32) padding,
 K not a multiple of the packing (2 f16 / 4 int8 values per dword), edges in M and N, sizes
 given at launch, BLAS's alpha = 0 and beta = 0 rules.  References: float64 math on the f16
@@ -125,7 +125,7 @@ def test_selected_instructions():
 
 @pytest.mark.parametrize("ab, ct", [("f16", "f32"), ("i8", "i32")])
 def test_a_schedules(ab, ct):
-    """The default tile is 32 rows (as f32's) and A's schedule (passes/sqc_k_step.py) loads
+    """The default tile is 32 rows (as f32's) and A's schedule (passes/isel/sqc_k_step.py) loads
     batches of 64 SGPRs after the previous batch's dots: one lgkmcnt(0) wait per 64 dots,
     each followed by exactly 64 dots; ``cover`` double-buffers batches of 32 (one wait per 32
     dots).  Both give the reference on three K steps, a dword tail and a value left over,

@@ -1,4 +1,4 @@
-"""The decode GEMV plan's kernel paths (dialects/gemm.py ``gemv_plan``, passes/gemm_to_gcn_dot.py):
+"""The decode GEMV plan's kernel paths (dialects/gemm.py ``gemv_plan``, passes/isel/dot.py):
 K steps of 8 dwords for M = 5..15 (16 for M <= 4 and M = 16), A's K-major pieces of
 ``gemv_a_width`` dwords (a whole step per s_load_dwordx16 for M <= 4, s_load_dwordx8 for
 M = 16 and for one-batch steps of 8, s_load_dwordx4 otherwise), the peeled last K step, and

@@ -1,4 +1,4 @@
-"""What the dot kernels (passes/gemm_to_gcn_dot.py) refuse at launch, and what --print-plan says
+"""What the dot kernels (passes/isel/dot.py) refuse at launch, and what --print-plan says
 about their split.
 
 A leading dimension or batch stride fixed by the memref type is compiled into the kernel,

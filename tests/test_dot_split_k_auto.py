@@ -125,7 +125,7 @@ def test_square_and_decode_gemv_keep_one_slice(ab, ct):
         best, cands = modeled_best(4096, 4096, 4096, ab, ct, (li["macro_m"], li["macro_n"]), gpu,
                                    64 if gpu else 60)
         assert best.split_k == 1 and len(cands) > 1
-    # the decode GEMV (M <= 16): the lane-along-K kernel (passes/gemm_to_gcn_gemv.py), one wave per
+    # the decode GEMV (M <= 16): the lane-along-K kernel (passes/isel/gemv.py), one wave per
     # workgroup (two for M > 8), or (gemv = "sgpr") K split over 16 (M >= 4) or 4 wavefront groups, one workgroup per tile
     for m, local in ((16, 16), (1, 4)):
         kern = vlpc.compile(source(m, 4096, 4096, 4096, 4096, 4096, ab, ct)).kernel("g")

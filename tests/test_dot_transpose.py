@@ -1,4 +1,4 @@
-"""The A-transpose pre-kernel of the f16/int8 dot kernels (passes/gemm_to_gcn_transpose.py):
+"""The A-transpose pre-kernel of the f16/int8 dot kernels (passes/isel/transpose.py):
 A stored K x M (layouts TN, TT) copied into an M x K workspace by ``<name>_transpose``, then
 the NT/NN dot kernel reading the copy.  Strict emulator, exactly sized buffers with NaN /
 garbage padding (A's odd leading dimensions included), a workspace the device hands out full
@@ -179,7 +179,7 @@ def test_the_copy(ab, k, split):
 
 
 def test_rule():
-    """The choice (module docstring of gemm_to_gcn_transpose): f16 TN with sizes the kernel can
+    """The choice (module docstring of isel/transpose.py): f16 TN with sizes the kernel can
     pack keeps the in-kernel SALU packing (one kernel, no workspace); f16 TT and int8 copy A;
     forcing in-kernel where it cannot be used still copies."""
     tn = vlpc.compile(src("TN", 64, 256, 64, 64, 256, 256, "f16", "f32")).kernel("g")

@@ -1,5 +1,5 @@
 """The energy model and ``vlpc report --energy`` for every element type: f64 (sqc and lds
-kernels), f16 and int8 (the dot kernels, passes/gemm_to_gcn_dot.py), W8A8 with its scales
+kernels), f16 and int8 (the dot kernels, passes/isel/dot.py), W8A8 with its scales
 and a fused bias.
 
 Expected values come from outside the code under test: lane counts of the dot instructions
@@ -352,7 +352,7 @@ def test_gemv_prices_the_local_split_kernel_compile_gives(tmp_path, capsys):
     import vlpc
     from vlpc.energy_report import measure_energy
 
-    # (K = 1000: rows of 1000 bytes, not whole KiB, so not the lane-along-K GEMV of gemm_to_gcn_gemv)
+    # (K = 1000: rows of 1000 bytes, not whole KiB, so not the lane-along-K GEMV of isel/gemv.py)
     text = layout_source("NT", 4, N, 1000, 1000, 1000, N, "i8", "i32")
     ck = vlpc.compile(text).kernel()
     steps = ck.plan(4, N, 1000)

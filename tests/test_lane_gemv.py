@@ -1,4 +1,4 @@
-"""The lane-along-K decode GEMV (passes/gemm_to_gcn_gemv.py): f16 and int8, M = 1..16, on the
+"""The lane-along-K decode GEMV (passes/isel/gemv.py): f16 and int8, M = 1..16, on the
 strict emulator with exactly sized buffers (the gaps between rows NaN for f16/f32, garbage for
 int8/i32; C's padding compared bit for bit after the launch), int8 exact, f16 against float64
 math within the f32-accumulation bound (tests/dot_support.py), beta = 0 over a NaN C, alpha = 0
@@ -100,7 +100,7 @@ def test_lane_gemv_rows_spread_over_a_load(monkeypatch, plan, m, n, k, ab, ct):
     """Plans the automatic choice does not take (LaneGemvBuilder's ``span`` < 64: each load reads
     16 x span bytes of 64 / span rows; ``waves``: several waves a workgroup, each its own rows and
     LDS): the same exactness, padding and beta = 0 rules."""
-    import vlpc.passes.gemm_to_gcn_gemv as lane
+    import vlpc.passes.isel.gemv as lane
 
     monkeypatch.setattr(lane, "lane_gemv_plan", lambda mm: plan)
     lda, ldb, ldc = k + 16, k + 16, n + 3

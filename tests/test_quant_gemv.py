@@ -1,4 +1,4 @@
-"""The f16 x GGUF Q8_0/Q4_0 GEMV (``b_format``; passes/gemm_to_gcn_quant.py, docs/quantized.md).
+"""The f16 x GGUF Q8_0/Q4_0 GEMV (``b_format``; passes/isel/quant.py, docs/quantized.md).
 
 The oracle is the `gguf` package: its quantizer makes the weights, its dequantizer the float64
 reference (vlpc/quant_run.py; bound gamma_n(2^-24) with n = 16 + K/32 + L + 2).  Strict emulator,

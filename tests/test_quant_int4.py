@@ -1,5 +1,5 @@
 """The f16 x AWQ/GPTQ-style int4 GEMV (``b_format = "int4_g32" | "int4_g64" | "int4_g128"``;
-passes/gemm_to_gcn_quant_int4.py, docs/quantized.md).
+passes/isel/quant_int4.py, docs/quantized.md).
 
 The oracle is the format's definition in NumPy: weight ``(q - z) * s`` per group of G weights along
 K, the nibbles in GPTQ's ``qweight`` order (checked against a GPTQ-style packing and unpacking of

@@ -1,4 +1,4 @@
-"""The f16 x GGUF Q4_K GEMV (``b_format = "q4_k"``; passes/gemm_to_gcn_quant_k.py, docs/quantized.md).
+"""The f16 x GGUF Q4_K GEMV (``b_format = "q4_k"``; passes/isel/quant_k.py, docs/quantized.md).
 
 The oracle is the `gguf` package's Q4_K dequantizer (gguf has no Q4_K quantizer: the weights are
 random valid super-blocks, every 6-bit scale and minimum and nibble drawn uniformly, or

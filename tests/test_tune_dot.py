@@ -1,4 +1,4 @@
-"""vlpc tune for f16 and int8 GEMMs and GEMVs (the dot kernels, passes/gemm_to_gcn_dot.py): the
+"""vlpc tune for f16 and int8 GEMMs and GEMVs (the dot kernels, passes/isel/dot.py): the
 search space of what those kernels accept, each candidate checked on the emulator against
 NumPy (vlpc/verify.py's reference: int8 -> i32 exact, W8A8 scales and bias), modeled as the sum
 of its plan's kernels, TOP/s for int8, and the winner's options round-tripping through

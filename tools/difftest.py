@@ -526,7 +526,7 @@ def compare(c: Case, got: np.ndarray, ref: np.ndarray, bound: np.ndarray, big: f
             f"{ref[z, i, j]!r} (bound {bound[z, i, j]:.3e})")
 
 
-# -- the f16 / int8 dot kernels (passes/gemm_to_gcn_dot.py, passes/gemm_to_gcn_transpose.py) --------
+# -- the f16 / int8 dot kernels (passes/isel/dot.py, passes/isel/transpose.py) --------
 
 #: NumPy types of the dot kernels' element types.
 DOT_NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "i32": np.int32}
@@ -580,7 +580,7 @@ def draw_dot_case(seed: int, index: int, ab: str) -> Case:
     rc = c.rows_cols()
     # A stored M x K (and B stored N x K) is read by dwords: a leading dimension (batch stride)
     # not a multiple of 2 (f16) / 4 (i8) is copied into the workspace first when static (the
-    # copy kernels of passes/gemm_to_gcn_transpose.py) and refused when given at launch
+    # copy kernels of passes/isel/transpose.py) and refused when given at launch
     aligned = rng.random() < 0.75
     for i, x in ((0, "A"), (1, "B")):
         if ((x == "A" and c.layout[0] == "N") or (x == "B" and c.layout[1] == "T")) and aligned:

@@ -407,7 +407,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         return _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt,
                           bias, scales)
     ab, ct, _ = types_of(kern)
-    dot = ab not in _NP_DTYPE  # the f16/int8 dot kernels (passes/gemm_to_gcn_dot.py): C and scalars typed apart
+    dot = ab not in _NP_DTYPE  # the f16/int8 dot kernels (passes/isel/dot.py): C and scalars typed apart
     if scales is not None and not dot:
         raise VlpcError(f"kernel {kern.name} computes {ab} products: scales are for int8 kernels that "
                         "dequantize (int8 x int8 -> f32/f16)")

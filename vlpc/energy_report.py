@@ -15,7 +15,7 @@ launch's overhead; watts = energy / time).  Every figure is
 calibrated on the seed's measured MI60 power, ``benchmarks/energy_calibration.py``).
 
 Element types: f32 and f64 (all three variants), f16 and int8 (the dot kernels,
-passes/gemm_to_gcn_dot.py: sqc with and without forwarding; the lds strategy does not exist
+passes/isel/dot.py: sqc with and without forwarding; the lds strategy does not exist
 for them).  A variant the kernel's type or the command's options rule out is left out of the
 table and named in one line with the compiler's reason; only when no variant compiles is the
 refusal an error.  Operations are 2 M N K (times the batch count of a strided batched GEMM):

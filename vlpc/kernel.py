@@ -84,7 +84,7 @@ class CompiledKernel:
         """Bytes of workspace a launch needs: S x M x ldc elements in workspace mode, else 0
         (also 0 when a row-narrow companion computes a small M: it is not split).  A plan that
         copies A first (f16/i8 A stored K x M, or M x K with a static lda not a multiple of P;
-        ``<name>_transpose``; passes/gemm_to_gcn_transpose.py)
+        ``<name>_transpose``; passes/isel/transpose.py)
         adds the copy after the partials (kept for a row-narrow companion, which finds the copy at
         the same offset): batch x M x ceil(K / P) P elements; it needs ``k`` (and a batch count).
         A plan that copies B (stored N x K with a static ldb not a multiple of P, ``<name>_copy_b``)

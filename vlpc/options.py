@@ -36,7 +36,7 @@ class Options:
     code_object_version: int = 5  # 4: for ROCm releases before 5.3 (gcn-emit-descriptor)
     schedule: str = "default"  # strategy sqc: "default", "cover" or "seed" (the seed's 64x256 loop; no split-K)
     forwarding: bool = True  # False: K-major FMAs, no accumulator forwarding (the seed's sum_no_reuse)
-    # f16/int8 with A stored K x M: "auto" (passes/gemm_to_gcn_transpose.py's rule), "pre" (copy A
+    # f16/int8 with A stored K x M: "auto" (passes/isel/transpose.py's rule), "pre" (copy A
     # first), "in-kernel" (SALU packing where the kernel can do it, else the copy)
     a_transpose: str = "auto"
 

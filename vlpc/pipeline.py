@@ -355,7 +355,7 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                                       else _split_k_option(o.split_k, o.strategy)), mode=o.split_mode,
                              local_split=o.local_split, cus=o.cus or 0, gpu=o.gpu or "", target=proc),
         # gemv: a plan given by options (tile, K step, local split) is the SGPR decode GEMV's, which
-        # follows them; the lane-along-K GEMV is the automatic plan's (passes/gemm_to_gcn_gemv.py)
+        # follows them; the lane-along-K GEMV is the automatic plan's (passes/isel/gemv.py)
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
                                     forwarding=bool(o.forwarding), a_transpose=o.a_transpose,
                                     gemv="sgpr" if (o.macro_tile or o.micro_tile or o.k_step

@@ -22,7 +22,7 @@ For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L
   the HBM bandwidth times the fitted ``reduce_efficiency``, plus a launch; an atomic split
   adds the scale kernel and reads and writes C once per slice.
 
-The f16 and int8 dot kernels (``passes/gemm_to_gcn_dot.py``) have the same structure with
+The f16 and int8 dot kernels (``passes/isel/dot.py``) have the same structure with
 K counted in dwords of packed K (2 f16 or 4 int8 values; their K step is in dwords): ``steps``
 K steps of ``ceil(K / P)`` dwords, ``V`` = ``mm x k_step`` dot instructions x 4 cycles (one
 ``v_dot2_f32_f16`` or ``v_dot4_i32_i8`` issues as one FMA), A and B ``esize`` bytes per
@@ -161,7 +161,7 @@ def local_reduce_cycles(dtype: str, macro_m: int, local: int) -> float:
 def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
     """LDS bytes of one dot-kernel workgroup's local split hand-over (L groups x a chunk of rows of
     ``macro N`` 4-byte partials, chunks of at most ``DOT_LOCAL_SPLIT_LDS_BYTES``:
-    ``vlpc.passes.gemm_to_gcn_dot``, ``DotKernelBuilder._local_reduce``)."""
+    ``vlpc.passes.isel.dot``, ``DotKernelBuilder._local_reduce``)."""
     row = macro[1] * 4
     rows = max(1, min(macro[0], DOT_LOCAL_SPLIT_LDS_BYTES // (local * row)))
     return local * rows * row

@@ -485,7 +485,7 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     if len(kernels) != 1:
         from vlpc.errors import VlpcError
         copies = [k.sym_name.data for k in kernels if k.sym_name.data.endswith(("_transpose", "_copy_b"))]
-        if copies:  # the copy pre-kernels (passes/gemm_to_gcn_transpose.py) and the dot kernel
+        if copies:  # the copy pre-kernels (passes/isel/transpose.py) and the dot kernel
             raise VlpcError(f"vlpc report compares single kernels per strategy: this plan copies its operands into "
                             f"a padded workspace first ({', '.join(copies)}; `vlpc compile --print-plan` says why); "
                             "where the dot kernel can read them in place (A stored K x M: --a-transpose in-kernel "

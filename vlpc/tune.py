@@ -6,7 +6,7 @@ For one problem (an MLIR file with one GEMM and its sizes), the tuner
    32-row variants for f32; 32-row and 16-row for f64), K step (8, 16), waves per SIMD
    (the VGPR budget), split-K S (1, 2, 4, ... with at least one K step per slice) and mode,
    local split L and, for NT f32 shapes it supports, the seed's schedule.  f16 and int8
-   GEMMs and GEMVs (the dot kernels, passes/gemm_to_gcn_dot.py) search what those kernels
+   GEMMs and GEMVs (the dot kernels, passes/isel/dot.py) search what those kernels
    accept: the f32 tiles (rows clipped to a static M, so a decode GEMV's M x 64 tile is one
    of them), K steps of 8/16 dwords of packed K, waves per SIMD, split S in workspace mode
    only, local split L up to 16 (the GEMV's), the schedules ``default``/``cover`` (one of
@@ -55,7 +55,7 @@ from vlpc.errors import VlpcError
 #: (fewer VGPRs, so more waves per SIMD).
 MACRO_TILES = {"f32": ((32, 256), (32, 128), (32, 64), (64, 256), (64, 128), (16, 256)),
                "f64": ((16, 256), (16, 128), (16, 64), (32, 256), (32, 128), (8, 256))}
-#: Element types of A and B compiled by the dot kernels (passes/gemm_to_gcn_dot.py): the f32
+#: Element types of A and B compiled by the dot kernels (passes/isel/dot.py): the f32
 #: kernel's scheme on packed K, so the f32 tiles (32 rows by default, gemm-tile's SQC_DEFAULT_M).
 DOT_TYPES = ("f16", "i8")
 MACRO_TILES.update({t: MACRO_TILES["f32"] for t in DOT_TYPES})
@@ -200,7 +200,7 @@ def search_space(m: int, n: int, k: int, dtype: str = "f32", layout: str = "NT",
     (S = 1: gemm-split-k refuses S > 1 with a batch, whose entries already fill grid z) and
     has no seed schedule (its kernel computes one product).
 
-    f16/i8 (passes/gemm_to_gcn_dot.py): the K step counts dwords of packed K (2 f16 / 4 int8
+    f16/i8 (passes/isel/dot.py): the K step counts dwords of packed K (2 f16 / 4 int8
     values), so the slices are counted in those; split mode workspace only (atomic is not
     compiled for them); L up to 16 (:data:`DOT_LOCAL_SPLITS`, the decode GEMV's), with at
     most the target's work-items per workgroup (macro N x L); schedule ``default`` alone when

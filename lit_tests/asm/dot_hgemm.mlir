@@ -1,7 +1,7 @@
 // RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --split-k 1 --emit asm | filecheck %s
 // (S = 1 pinned: the automatic plan may add a local split, gemm-split-k; this test is the one-group kernel)
 
-// f16 x f16 -> f16 through v_dot2_f32_f16 (passes/gemm_to_gcn_dot.py): K = 67 is 33 dwords
+// f16 x f16 -> f16 through v_dot2_f32_f16 (passes/isel/dot.py): K = 67 is 33 dwords
 // of two f16 values (two K steps of 16 dwords, a tail of one) and one value left over.
 func.func @h(%a: memref<64x67xf16, strided<[68, 1]>>, %b: memref<256x67xf16, strided<[68, 1]>>,
              %c: memref<64x256xf16>, %alpha: f32, %beta: f32) {

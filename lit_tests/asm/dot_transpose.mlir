@@ -3,7 +3,7 @@
 
 // f16 with A stored K x M (layout TT), M = 37 and lda = 39 odd: the dot kernel cannot pack A's
 // pairs of K values by SALU ops (they do not start on 4-byte boundaries), so the plan copies A
-// first (passes/gemm_to_gcn_transpose.py).  hgemm_tt_transpose: lane m reads A[k, m0 + m] of
+// first (passes/isel/transpose.py).  hgemm_tt_transpose: lane m reads A[k, m0 + m] of
 // rows k, k+1 (global_load_ushort, then global_load_short_d16_hi into the same VGPR: one dword
 // of the copy), the dwords go through LDS (ds_write_b32, s_barrier, ds_read_b32) and each lane
 // stores one dword of a row of the copy (M x ceil(K/2)*2).  Then hgemm_tt, the NT dot kernel,

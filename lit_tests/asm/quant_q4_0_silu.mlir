@@ -1,6 +1,6 @@
 // RUN: vlpc compile %s --split-k 1 --emit asm | filecheck %s
 
-// f16 activations x GGUF Q4_0 weights (passes/gemm_to_gcn_quant.py, docs/quantized.md) with silu:
+// f16 activations x GGUF Q4_0 weights (passes/isel/quant.py, docs/quantized.md) with silu:
 // B is the tensor's bytes, 64 rows of 4 blocks of 18 bytes; 2 block pairs over 2 wavefront groups.
 func.func @q4(%x: memref<1x128xf16>, %w: memref<64x72xi8>, %y: memref<1x64xf32>, %alpha: f32, %beta: f32) {
   gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q4_0", epilogue = ["silu"]}

@@ -1,4 +1,4 @@
-// The f16 product compiles to gfx906's v_dot2_f32_f16 (passes/gemm_to_gcn_dot.py); gfx900
+// The f16 product compiles to gfx906's v_dot2_f32_f16 (passes/isel/dot.py); gfx900
 // has no dot instructions (LLVM AMDGPU.td: no FeatureDot*Insts), so for gfx900 it is a
 // located error naming the instruction, one line, no traceback.
 // RUN: vlpc compile %s --target gfx906 --emit asm | filecheck %s --check-prefix=GFX906

@@ -89,7 +89,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
+from vlpc.passes.isel.sqc import kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
 from vlpc.targets import Target, get_target
 
 #: Work-item micro tile (rows x columns of C per work-item) per element type.

@@ -1,7 +1,7 @@
 """The K loop skeleton of the ``sqc`` scheme (A in SGPRs, B in a ring of VGPRs), shared by the
 f32/f64 kernel (``convert_gemm_to_gcn.SqcKernelBuilder``) and the f16/int8 dot kernel
 (``gemm_to_gcn_dot.DotKernelBuilder``); the order of one step's loads and multiply-adds is
-:mod:`vlpc.passes.sqc_k_step`'s.
+:mod:`vlpc.passes.isel.sqc_k_step`'s.
 
 :func:`emit_k_loops` emits, for K counted in elements of ``esz`` bytes (f32/f64 values, or the
 dot kernels' packed dwords):
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.passes.sqc_k_step import k_step_events, run_k_step
+from vlpc.passes.isel.sqc_k_step import k_step_events, run_k_step
 
 #: B loads of 1, 2 or 4 dwords (B N x K, the static tail's runs of values).
 _B_LOADS = {4: gcn.GlobalLoadDwordx4Op, 2: gcn.GlobalLoadDwordx2Op, 1: gcn.GlobalLoadDwordOp}
@@ -58,7 +58,7 @@ def emit_k_loops(e, name: str, acc: list[SSAValue], k_val: SSAValue | int, n_ste
     ``prefetch_a(pref)``: called at the top of each step of the loop with the next step's byte
     offset ``pref`` (clamped), to bring that step's A lines towards the CU a step ahead of the
     scalar loads (the sqc kernel's vector touch, ``SqcKernelBuilder``); None: nothing."""
-    from vlpc.passes.convert_gemm_to_gcn import _pow2_runs  # (that module imports this one)
+    from vlpc.passes.isel.sqc import _pow2_runs  # (that module imports this one)
 
     step_batches = batches(ks)
 

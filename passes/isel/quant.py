@@ -56,9 +56,9 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
-from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernels
-from vlpc.passes.sqc_k_step import WIDE_A_BATCH_SGPRS
+from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
+from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernels
+from vlpc.passes.isel.sqc_k_step import WIDE_A_BATCH_SGPRS
 
 #: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
 #: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel); each

@@ -67,7 +67,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import (KERNARG_OFFSET, _Emitter, kernarg_layout, kernel_interface,
+from vlpc.passes.isel.sqc import (KERNARG_OFFSET, _Emitter, kernarg_layout, kernel_interface,
                                              scc_nonzero, zero_if_alpha_zero)
 
 #: The seed's tiles: macro tile (M, N) per workgroup, micro tile per work-item.

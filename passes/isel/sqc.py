@@ -69,9 +69,9 @@ from xdsl.passes import ModulePass
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
-from vlpc.passes.scalar_constants import scalar_constants
-from vlpc.passes.sqc_k_loop import emit_k_loops
-from vlpc.passes.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches
+from vlpc.passes.isel.scalar_constants import scalar_constants
+from vlpc.passes.isel.sqc_k_loop import emit_k_loops
+from vlpc.passes.isel.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches
 from vlpc.targets import get_target
 
 # A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): passes/sqc_k_step.py
@@ -1054,7 +1054,7 @@ class ConvertGemmToGcnPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         get_target(self.target)
         for mm in list(matmuls(op)):
-            from vlpc.passes.gemm_to_gcn_lds import LdsKernelBuilder
+            from vlpc.passes.isel.lds import LdsKernelBuilder
             builders = {"sqc": SqcKernelBuilder, "lds": LdsKernelBuilder}  # strategy -> instruction selection
             if self.strategy not in builders:
                 raise op_error(mm, f"unknown strategy '{self.strategy}' (available: {', '.join(builders)})")
@@ -1103,16 +1103,16 @@ class ConvertGemmToGcnPass(ModulePass):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
             if shape.b_format:  # f16 x block-quantized weights: passes/gemm_to_gcn_quant.py
-                from vlpc.passes.gemm_to_gcn_quant_k import quant_format_kernels
+                from vlpc.passes.isel.quant_k import quant_format_kernels
                 kernels = quant_format_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
             elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
-                from vlpc.passes.gemm_to_gcn_dot import dot_kernels
+                from vlpc.passes.isel.dot import dot_kernels
                 if self.gemv != "auto" and "gemv" not in mm.attributes:
                     mm.attributes["gemv"] = StringAttr(self.gemv)
                 kernels = dot_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES,
                                       a_transpose=self.a_transpose)
             elif self.schedule == "seed":
-                from vlpc.passes.gemm_to_gcn_seed import SeedKernelBuilder
+                from vlpc.passes.isel.seed import SeedKernelBuilder
                 kernels = [SeedKernelBuilder(mm, name, forwarding=self.forwarding).build()]
             elif self.strategy == "sqc":
                 kernels = [SqcKernelBuilder(mm, name, forwarding=self.forwarding, schedule=self.schedule).build()]

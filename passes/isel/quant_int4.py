@@ -13,7 +13,7 @@ B holds N rows (weights stored N x K, out x in) of K / G groups of G = 32, 64 or
   ``qzeros``) are stored before their group instead of in separate tensors;
 * weight ``(q - z) * s`` (GPTQ's and AWQ's dequantization).
 
-The kernel is :class:`~vlpc.passes.gemm_to_gcn_quant.QuantGemvBuilder`'s (one lane per weight row,
+The kernel is :class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s (one lane per weight row,
 A in SGPRs, K over wavefront groups and optionally over workgroups, the LDS reduction, output,
 epilogues) with another K loop, one group an iteration, B two groups ahead:
 
@@ -42,8 +42,8 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS
-from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
-from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
+from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
                                            QuantGemvBuilder, a_row_loads, b_row_loads,
                                            pipelined_k_loop)
 

@@ -86,8 +86,8 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import (DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, a_copied_for_alignment,
                                 b_copied_for_alignment)
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_interface
-from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
+from vlpc.passes.isel.sqc import _Emitter, kernel_interface
+from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
 from vlpc.targets import GFX906
 
 #: Modeled figures behind the choice (MI60 @ 1700 MHz, 4096^3, percent of the dot peak;

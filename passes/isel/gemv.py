@@ -40,7 +40,7 @@ on every run; each sum of the f16 kernel is rounded at most ``K / 128 + 14`` tim
 lane's dots, then two levels of 8), within the dot kernels' ``gamma_n`` bound
 (tests/dot_support.py).  Lane l < 8 of chunk c holds the sum v = 8 c + l, v = m R + r:
 C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not read C, alpha = 0 drops the
-products, as the dot kernels: :func:`~vlpc.passes.gemm_to_gcn_dot.blas_quick_returns`), stored
+products, as the dot kernels: :func:`~vlpc.passes.isel.dot.blas_quick_returns`), stored
 by those lanes.
 
 Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
@@ -64,8 +64,8 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import _Emitter, kernel_entry
-from vlpc.passes.gemm_to_gcn_dot import DotKernelBuilder, blas_quick_returns
+from vlpc.passes.isel.sqc import _Emitter, kernel_entry
+from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
 #: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
 REDUCE_BYTES = 8 * 64 * 4 + 8 * 8 * 4

@@ -13,7 +13,7 @@ layout of ggml-common.h and of the ``gguf`` package's ``Q4_K`` (de)quantizer):
   2c in the low nibble of byte l, weight l of sub-block 2c + 1 in its high nibble;
 * weight ``d * sc_j * q - dmin * m_j``.
 
-The kernel is :class:`~vlpc.passes.gemm_to_gcn_quant.QuantGemvBuilder`'s (one lane per weight row,
+The kernel is :class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s (one lane per weight row,
 A in SGPRs, K over wavefront groups of a workgroup and optionally over workgroups, the LDS
 reduction, output, epilogues and the fused SwiGLU) with another K loop, one super-block an
 iteration, B two super-blocks ahead:
@@ -41,8 +41,8 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS, MatmulOp
-from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
-from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
+from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
                                            QuantGemvBuilder, a_row_loads, pipelined_k_loop,
                                            quant_kernels)
 
@@ -57,7 +57,7 @@ def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedul
     """The kernels of a ``gemm.matmul`` with ``b_format``, each format with its builder (Q8_0, Q4_0:
     passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`; the int4 group formats:
     passes/gemm_to_gcn_quant_int4.py)."""
-    from vlpc.passes.gemm_to_gcn_quant_int4 import Int4GemvBuilder
+    from vlpc.passes.isel.quant_int4 import Int4GemvBuilder
 
     builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
     return quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder)

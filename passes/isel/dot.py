@@ -91,7 +91,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp, gemv_a_width
 from vlpc.passes.common import op_error
-from vlpc.passes.convert_gemm_to_gcn import (
+from vlpc.passes.isel.sqc import (
     SMEM_IMM_MAX,
     RowStepper,
     _Emitter,
@@ -107,8 +107,8 @@ from vlpc.passes.convert_gemm_to_gcn import (
     tile_origin,
     zero_if_alpha_zero,
 )
-from vlpc.passes.sqc_k_loop import emit_k_loops
-from vlpc.passes.sqc_k_step import a_batches
+from vlpc.passes.isel.sqc_k_loop import emit_k_loops
+from vlpc.passes.isel.sqc_k_step import a_batches
 from vlpc.targets import GFX906
 
 # The LDS of a local split's chunked reduction is a plan fact (vlpc.plan_model sizes it too).
@@ -204,11 +204,11 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     passes/gemm_to_gcn_transpose.py)."""
     check_dot(mm, strategy, schedule)
     if builder is None:
-        from vlpc.passes.gemm_to_gcn_gemv import lane_gemv_kernels  # the lane-along-K decode GEMV
+        from vlpc.passes.isel.gemv import lane_gemv_kernels  # the lane-along-K decode GEMV
         lane = lane_gemv_kernels(mm, name)
         if lane is not None:
             return lane
-        from vlpc.passes.gemm_to_gcn_transpose import plan_copies, transpose_dot_kernels
+        from vlpc.passes.isel.transpose import plan_copies, transpose_dot_kernels
         if plan_copies(mm, a_transpose):
             return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
         builder = DotKernelBuilder
