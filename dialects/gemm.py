@@ -96,6 +96,11 @@ QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
+#: The prefill GEMM of f16 activations and quantized weights (passes/gemm_to_gcn_quant_gemm.py): its
+#: formats, the rows of its macro tile (the largest not above M) and its wavefront groups along K.
+QUANT_GEMM_FORMATS = ("q8_0", "q4_0")
+QUANT_GEMM_TILE_ROWS = (64, 32)
+QUANT_GEMM_LOCAL = 8
 
 
 #: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K
@@ -163,6 +168,8 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
     pairs = max(1, shape.k // QUANT_K_UNIT.get(shape.b_format, QUANT_K_PAIR))
     local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
+    if quant_gemm_rows(shape):  # the prefill GEMM (quant_gemm_rows)
+        local = QUANT_GEMM_LOCAL
     if shape.b_format == "q4_k" and 0 < shape.m <= 2:
         # Q4_K, 1 or 2 rows: 4 groups.  Modeled (MI50 @ 1725 MHz, the corrected timing model, commit
         # 5668b13 + A by chunks): 1 x 14336 x 4096 64.9 us with L = 4, 229.1 with 8 (each lane's 144
@@ -177,6 +184,16 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16
+
+
+def quant_gemm_rows(shape: "GemmShape", swiglu: bool = False) -> int:
+    """Rows of the prefill GEMM's macro tile for ``shape`` (passes/gemm_to_gcn_quant_gemm.py), or 0
+    when the GEMV's 16-row tiles apply: Q8_0 and Q4_0 with a static M above :data:`GEMV_MAX_M`, no
+    fused SwiGLU (``swiglu``); the largest of :data:`QUANT_GEMM_TILE_ROWS` not above M (a last tile
+    past M moves up to end at row M, as the other kernels')."""
+    if swiglu or shape.b_format not in QUANT_GEMM_FORMATS or shape.m <= GEMV_MAX_M:
+        return 0
+    return next((r for r in QUANT_GEMM_TILE_ROWS if r <= shape.m), 0)
 
 
 def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]:

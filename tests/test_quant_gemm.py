@@ -1,0 +1,101 @@
+"""The prefill GEMM of f16 activations and GGUF Q8_0/Q4_0 weights (M static above 16 rows:
+passes/gemm_to_gcn_quant_gemm.py, docs/quantized.md "Prefill").
+
+The oracle is the `gguf` package: its quantizer makes the weights, its dequantizer the float64
+reference, within the GEMV's f32-accumulation bound (vlpc/quant_run.py).  Strict emulator, exactly
+sized buffers: A's row gaps NaN, B's bytes after each row's last block garbage (0xB5), C's columns
+past N NaN and compared bit for bit after the launch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import vlpc  # noqa: E402
+from vlpc.dialects.gemm import QUANT_GEMM_LOCAL  # noqa: E402
+from vlpc.quant_run import B_PAD, row_bytes  # noqa: E402
+from vlpc.targets import get_target  # noqa: E402
+
+from test_quant_gemv import QT, _swiglu_source, check_nan_inputs, source  # noqa: E402
+
+
+@pytest.mark.parametrize("fmt, m, n, k, rows, local", [
+    ("q8_0", 512, 4096, 4096, 64, QUANT_GEMM_LOCAL),
+    ("q4_0", 512, 14336, 4096, 64, QUANT_GEMM_LOCAL),
+    ("q4_0", 40, 64, 4096, 32, QUANT_GEMM_LOCAL),
+    ("q8_0", 64, 64, 256, 64, 4),  # 4 block pairs: L halved until it divides them
+])
+def test_plan(fmt, m, n, k, rows, local):
+    """The GEMM's plan: 64-row tiles (32 for M < 64), K over 8 groups, and a workgroup that fits a CU
+    at the kernel's occupancy (waves per workgroup <= 4 SIMDs x waves per SIMD by VGPRs)."""
+    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+    assert (kern.launch_info["macro_m"], kern.local_split, kern.split_k) == (rows, local, 1)
+    t = get_target("gfx906")
+    assert kern.local_split <= t.simds_per_cu * t.occupancy(kern.vgprs, kern.sgprs, 0, 64).waves_per_simd
+
+
+@pytest.mark.parametrize("shape, epilogue, rows", [
+    ((16, 64, 256, "q8_0"), (), 0),       # M <= 16: the decode GEMV
+    ((300, 64, 256, "q4_k"), (), 0),      # Q4_K: the GEMV's 16-row tiles
+    ((300, 64, 256, "int4_g128"), (), 0),
+    ((300, 64, 256, "q4_0"), ("swiglu",), 0),
+    ((31, 64, 256, "q4_0"), (), 0),       # below 32 rows: 16-row tiles
+    ((32, 64, 256, "q4_0"), (), 32),
+    ((None, 64, 256, "q8_0"), (), 0),     # M at launch: 16 rows and the row-narrow companions
+])
+def test_gemv_keeps_the_rest(shape, epilogue, rows):
+    m, n, k, fmt = shape
+    src = _swiglu_source(m, n, k, fmt, "f32", ()) if epilogue else source(m, n, k, fmt)
+    kern = vlpc.compile(src).kernel("g")
+    assert kern.launch_info["macro_m"] == (rows or min(16, m or 16))
+
+
+def padded_run(kern, fmt, b, m, n, k, ct, rng):
+    """Padded A (NaN gaps), B (garbage after each row's last block), C (NaN past N): beta = 0 over an
+    all-NaN C, then alpha and beta nonzero against the f32-accumulation bound; C's padding unchanged."""
+    rb = row_bytes(fmt, k)
+    lda, ldb, ldc = kern.launch_info["static_lda"], kern.launch_info["static_ldb"], kern.launch_info["static_ldc"]
+    bpad = np.full((n, ldb), B_PAD, np.uint8)
+    bpad[:, :rb] = b
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
+    dt = np.float32 if ct == "f32" else np.float16
+    c = np.full((m, ldc), np.nan, dt)
+    r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
+    assert r.verified and np.isfinite(r.c).all()
+    w = gguf.quants.dequantize(b, QT[fmt]).astype(np.float64)
+    ref = a[:, :k].astype(np.float64) @ w.T
+    assert np.allclose(r.c, ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
+    # every weight byte read once per row tile of A, A once per workgroup
+    st, tiles = r.stats, -(-m // kern.launch_info["macro_m"])
+    assert st.global_bytes_read == tiles * n * rb + st.workgroups * kern.launch_info["macro_m"] * k * 2 + st.waves * 32
+    c[:, :n] = rng.standard_normal((m, n)).astype(dt)
+    r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)
+    assert r.verified and r.error_ratio < 1
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct", [
+    ("q8_0", 64, 64, 256, "f32"),   # one 64-row tile, 4 groups of one block pair
+    ("q4_0", 40, 80, 256, "f16"),   # 32-row tiles: the last moved up to end at row 40; an N edge
+    ("q4_0", 96, 64, 512, "f32"),   # a 64-row tile and one moved up; 8 pairs over 8 groups
+])
+def test_gemm_against_gguf(fmt, m, n, k, ct):
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda=k + 6, ldb=row_bytes(fmt, k) + 12, ldc=n + 3)).kernel("g")
+    assert kern.launch_info["macro_m"] == (64 if m >= 64 else 32)
+    rng = np.random.default_rng(m)
+    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
+    padded_run(kern, fmt, b, m, n, k, ct, rng)
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+def test_alpha_zero_over_nan_inputs(fmt):
+    """alpha = 0 drops the products: NaN activations and a NaN block scale do not reach C."""
+    m, n, k = 33, 64, 256
+    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+    assert kern.launch_info["macro_m"] == 32
+    rng = np.random.default_rng(3)
+    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
+    b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
