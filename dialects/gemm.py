@@ -96,11 +96,12 @@ QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
-#: The prefill GEMM of f16 activations and quantized weights (passes/gemm_to_gcn_quant_gemm.py): its
-#: formats, the rows of its macro tile (the largest not above M) and its wavefront groups along K.
-QUANT_GEMM_FORMATS = ("q8_0", "q4_0")
-QUANT_GEMM_TILE_ROWS = (64, 32)
-QUANT_GEMM_LOCAL = 8
+#: The prefill GEMM of f16 activations and quantized weights (passes/gemm_to_gcn_quant_gemm.py): the
+#: rows of its macro tile per format (M static and at least that many rows; the plan and its modeled
+#: reasons: that module's docstring) and its wavefront groups along K (halved until they divide the
+#: block pairs: :func:`quant_plan`).
+QUANT_GEMM_TILE_ROWS = {"q4_0": 32, "q8_0": 24}
+QUANT_GEMM_LOCAL = 16
 
 
 #: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K
@@ -188,12 +189,11 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
 
 def quant_gemm_rows(shape: "GemmShape", swiglu: bool = False) -> int:
     """Rows of the prefill GEMM's macro tile for ``shape`` (passes/gemm_to_gcn_quant_gemm.py), or 0
-    when the GEMV's 16-row tiles apply: Q8_0 and Q4_0 with a static M above :data:`GEMV_MAX_M`, no
-    fused SwiGLU (``swiglu``); the largest of :data:`QUANT_GEMM_TILE_ROWS` not above M (a last tile
-    past M moves up to end at row M, as the other kernels')."""
-    if swiglu or shape.b_format not in QUANT_GEMM_FORMATS or shape.m <= GEMV_MAX_M:
-        return 0
-    return next((r for r in QUANT_GEMM_TILE_ROWS if r <= shape.m), 0)
+    when the GEMV's 16-row tiles apply: Q8_0 and Q4_0 (:data:`QUANT_GEMM_TILE_ROWS`) with a static M
+    of at least the tile's rows (a last tile past M moves up to end at row M, as the other kernels'),
+    above :data:`GEMV_MAX_M`, no fused SwiGLU (``swiglu``)."""
+    rows = QUANT_GEMM_TILE_ROWS.get(shape.b_format, 0)
+    return rows if rows and not swiglu and shape.m >= rows and shape.m > GEMV_MAX_M else 0
 
 
 def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]:

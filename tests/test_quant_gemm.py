@@ -14,7 +14,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
-from vlpc.dialects.gemm import QUANT_GEMM_LOCAL  # noqa: E402
+from vlpc.dialects.gemm import QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS  # noqa: E402
 from vlpc.quant_run import B_PAD, row_bytes  # noqa: E402
 from vlpc.targets import get_target  # noqa: E402
 
@@ -22,14 +22,14 @@ from test_quant_gemv import QT, _swiglu_source, check_nan_inputs, source  # noqa
 
 
 @pytest.mark.parametrize("fmt, m, n, k, rows, local", [
-    ("q8_0", 512, 4096, 4096, 64, QUANT_GEMM_LOCAL),
-    ("q4_0", 512, 14336, 4096, 64, QUANT_GEMM_LOCAL),
+    ("q8_0", 512, 4096, 4096, 24, QUANT_GEMM_LOCAL),
+    ("q4_0", 512, 14336, 4096, 32, QUANT_GEMM_LOCAL),
     ("q4_0", 40, 64, 4096, 32, QUANT_GEMM_LOCAL),
-    ("q8_0", 64, 64, 256, 64, 4),  # 4 block pairs: L halved until it divides them
+    ("q8_0", 64, 64, 256, 24, 4),  # 4 block pairs: L halved until it divides them
 ])
 def test_plan(fmt, m, n, k, rows, local):
-    """The GEMM's plan: 64-row tiles (32 for M < 64), K over 8 groups, and a workgroup that fits a CU
-    at the kernel's occupancy (waves per workgroup <= 4 SIMDs x waves per SIMD by VGPRs)."""
+    """The GEMM's plan: 32-row (Q4_0) or 24-row (Q8_0) tiles, K over 16 groups, and a workgroup that
+    fits a CU at the kernel's occupancy (waves per workgroup <= 4 SIMDs x waves per SIMD by VGPRs)."""
     kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
     assert (kern.launch_info["macro_m"], kern.local_split, kern.split_k) == (rows, local, 1)
     t = get_target("gfx906")
@@ -41,8 +41,10 @@ def test_plan(fmt, m, n, k, rows, local):
     ((300, 64, 256, "q4_k"), (), 0),      # Q4_K: the GEMV's 16-row tiles
     ((300, 64, 256, "int4_g128"), (), 0),
     ((300, 64, 256, "q4_0"), ("swiglu",), 0),
-    ((31, 64, 256, "q4_0"), (), 0),       # below 32 rows: 16-row tiles
+    ((31, 64, 256, "q4_0"), (), 0),       # below the tile's rows: 16-row tiles
     ((32, 64, 256, "q4_0"), (), 32),
+    ((23, 64, 256, "q8_0"), (), 0),
+    ((24, 64, 256, "q8_0"), (), 24),
     ((None, 64, 256, "q8_0"), (), 0),     # M at launch: 16 rows and the row-narrow companions
 ])
 def test_gemv_keeps_the_rest(shape, epilogue, rows):
@@ -76,14 +78,16 @@ def padded_run(kern, fmt, b, m, n, k, ct, rng):
     assert r.verified and r.error_ratio < 1
 
 
-@pytest.mark.parametrize("fmt, m, n, k, ct", [
-    ("q8_0", 64, 64, 256, "f32"),   # one 64-row tile, 4 groups of one block pair
-    ("q4_0", 40, 80, 256, "f16"),   # 32-row tiles: the last moved up to end at row 40; an N edge
-    ("q4_0", 96, 64, 512, "f32"),   # a 64-row tile and one moved up; 8 pairs over 8 groups
+@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [
+    ("q8_0", 64, 64, 256, "f32", 1),   # 24-row tiles, the last moved up to end at row 64; 1 pair a group
+    ("q4_0", 40, 80, 256, "f16", 1),   # 32-row tiles, the last moved up; an N edge; f16 C
+    ("q8_0", 48, 64, 2048, "f32", 2),  # 16 groups of 2 block pairs: the loop once
+    ("q4_0", 40, 64, 3072, "f32", 3),  # 3 pairs a group: the loop twice
 ])
-def test_gemm_against_gguf(fmt, m, n, k, ct):
+def test_gemm_against_gguf(fmt, m, n, k, ct, iters):
     kern = vlpc.compile(source(m, n, k, fmt, ct, lda=k + 6, ldb=row_bytes(fmt, k) + 12, ldc=n + 3)).kernel("g")
-    assert kern.launch_info["macro_m"] == (64 if m >= 64 else 32)
+    assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
+    assert k // 64 // kern.local_split == iters and ("_gemm_block_pairs" in kern.asm) == (iters > 1)
     rng = np.random.default_rng(m)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
     padded_run(kern, fmt, b, m, n, k, ct, rng)
@@ -94,7 +98,7 @@ def test_alpha_zero_over_nan_inputs(fmt):
     """alpha = 0 drops the products: NaN activations and a NaN block scale do not reach C."""
     m, n, k = 33, 64, 256
     kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
-    assert kern.launch_info["macro_m"] == 32
+    assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
     rng = np.random.default_rng(3)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
