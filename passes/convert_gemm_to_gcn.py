@@ -1103,10 +1103,8 @@ class ConvertGemmToGcnPass(ModulePass):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
             if shape.b_format:  # f16 x block-quantized weights: passes/gemm_to_gcn_quant.py
-                from vlpc.passes.gemm_to_gcn_quant_gemm import quant_gemm_kernels
                 from vlpc.passes.gemm_to_gcn_quant_k import quant_format_kernels
-                kernels = (quant_gemm_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
-                           or quant_format_kernels(mm, name, self.strategy, self.schedule, self.forwarding))
+                kernels = quant_format_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
             elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
                 from vlpc.passes.gemm_to_gcn_dot import dot_kernels
                 if self.gemv != "auto" and "gemv" not in mm.attributes:
