@@ -15,10 +15,10 @@ gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
 from vlpc.dialects.gemm import QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS  # noqa: E402
-from vlpc.quant_run import B_PAD, row_bytes  # noqa: E402
+from vlpc.quant_run import row_bytes  # noqa: E402
 from vlpc.targets import get_target  # noqa: E402
 
-from test_quant_gemv import QT, _swiglu_source, check_nan_inputs, source  # noqa: E402
+from test_quant_gemv import QT, _swiglu_source, check_nan_inputs, check_padded, source  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt, m, n, k, rows, local", [
@@ -54,43 +54,20 @@ def test_gemv_keeps_the_rest(shape, epilogue, rows):
     assert kern.launch_info["macro_m"] == (rows or min(16, m or 16))
 
 
-def padded_run(kern, fmt, b, m, n, k, ct, rng):
-    """Padded A (NaN gaps), B (garbage after each row's last block), C (NaN past N): beta = 0 over an
-    all-NaN C, then alpha and beta nonzero against the f32-accumulation bound; C's padding unchanged."""
-    rb = row_bytes(fmt, k)
-    lda, ldb, ldc = kern.launch_info["static_lda"], kern.launch_info["static_ldb"], kern.launch_info["static_ldc"]
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
-    r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
-    assert r.verified and np.isfinite(r.c).all()
-    w = gguf.quants.dequantize(b, QT[fmt]).astype(np.float64)
-    ref = a[:, :k].astype(np.float64) @ w.T
-    assert np.allclose(r.c, ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
-    # every weight byte read once per row tile of A, A once per workgroup
-    st, tiles = r.stats, -(-m // kern.launch_info["macro_m"])
-    assert st.global_bytes_read == tiles * n * rb + st.workgroups * kern.launch_info["macro_m"] * k * 2 + st.waves * 32
-    c[:, :n] = rng.standard_normal((m, n)).astype(dt)
-    r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)
-    assert r.verified and r.error_ratio < 1
-
-
-@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [
+@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [  # (tests/test_quant_gemv.py's check_padded)
     ("q8_0", 64, 64, 256, "f32", 1),   # 24-row tiles, the last moved up to end at row 64; 1 pair a group
     ("q4_0", 40, 80, 256, "f16", 1),   # 32-row tiles, the last moved up; an N edge; f16 C
     ("q8_0", 48, 64, 2048, "f32", 2),  # 16 groups of 2 block pairs: the loop once
     ("q4_0", 40, 64, 3072, "f32", 3),  # 3 pairs a group: the loop twice
 ])
 def test_gemm_against_gguf(fmt, m, n, k, ct, iters):
-    kern = vlpc.compile(source(m, n, k, fmt, ct, lda=k + 6, ldb=row_bytes(fmt, k) + 12, ldc=n + 3)).kernel("g")
+    lda, ldb, ldc = k + 6, row_bytes(fmt, k) + 12, n + 3
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
     assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
     assert k // 64 // kern.local_split == iters and ("_gemm_block_pairs" in kern.asm) == (iters > 1)
     rng = np.random.default_rng(m)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
-    padded_run(kern, fmt, b, m, n, k, ct, rng)
+    check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng)
 
 
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
