@@ -43,11 +43,14 @@ group formats and the fused SwiGLU keep the GEMV's 16-row tiles (passes/gemm_to_
 
 from __future__ import annotations
 
+import dataclasses
+
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS, MatmulOp, quant_gemm_rows
-from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS, MatmulOp, quant_gemm_rows, quant_plan
+from vlpc.passes.convert_gemm_to_gcn import SMEM_IMM_MAX, RowStepper, _Emitter, rows_kernel
 from vlpc.passes.gemm_to_gcn_quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder,
                                            a_row_loads, b_row_loads, pipelined_k_loop, quant_kernels)
 
@@ -64,6 +67,32 @@ def quant_gemm_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule:
     if not rows or mm.get_int_array("macro_tile")[0] != rows:
         return None
     return quant_kernels(mm, name, strategy, schedule, forwarding, builder=QuantGemmBuilder)
+
+
+def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], schedule: str = "default",
+                        forwarding: bool = True) -> list[gcn.KernelOp]:
+    """``kernels`` (the GEMV's, M given at launch) and the prefill GEMM's companion ``<name>_rows<R>``
+    (R = :data:`~vlpc.dialects.gemm.QUANT_GEMM_TILE_ROWS` of the format), listed with the row-narrow
+    companions (launch fact ``small_m``): the runtime runs it for an M of at least R
+    (``CompiledKernel.rows_kernel``).  Unchanged when the GEMM does not apply (M static, another
+    format, the fused SwiGLU, a split of K across workgroups)."""
+    s = mm.shape()
+    rows = QUANT_GEMM_TILE_ROWS.get(s.b_format, 0)
+    if s.m >= 0 or not rows or "swiglu" in mm.epilogue_ops() or (mm.get_int("split_k") or 1) > 1:
+        return kernels
+
+    def build(clone: MatmulOp, kname: str) -> gcn.KernelOp:
+        groups = quant_plan(dataclasses.replace(s, m=rows))[1]
+        clone.set_int("local_split", groups)
+        clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
+        return QuantGemmBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
+
+    gemm = rows_kernel(mm, name, rows, build)
+    main = kernels[0]
+    listed = [x for x in str(main.attributes["launch"].data.get("small_m", StringAttr("")).data).split(",") if x]
+    main.attributes["launch"] = DictionaryAttr({**main.attributes["launch"].data,
+                                                "small_m": StringAttr(",".join([gemm.sym_name.data, *listed]))})
+    return [*kernels, gemm]
 
 
 class QuantGemmBuilder(QuantGemvBuilder):

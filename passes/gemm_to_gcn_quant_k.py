@@ -57,14 +57,15 @@ def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedul
     """The kernels of a ``gemm.matmul`` with ``b_format``, each format with its builder (the prefill
     GEMM: passes/gemm_to_gcn_quant_gemm.py; Q8_0, Q4_0: passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`; the int4 group formats:
     passes/gemm_to_gcn_quant_int4.py)."""
-    from vlpc.passes.gemm_to_gcn_quant_gemm import quant_gemm_kernels  # the prefill GEMM (M static above 16)
+    from vlpc.passes.gemm_to_gcn_quant_gemm import quant_gemm_kernels, with_gemm_companion  # the prefill GEMM
     from vlpc.passes.gemm_to_gcn_quant_int4 import Int4GemvBuilder
 
     gemm = quant_gemm_kernels(mm, name, strategy, schedule, forwarding)
     if gemm is not None:
         return gemm
     builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
-    return quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder)
+    return with_gemm_companion(mm, name, quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder),
+                               schedule, forwarding)
 
 
 class Q4KGemvBuilder(QuantGemvBuilder):

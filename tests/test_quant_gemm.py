@@ -45,7 +45,7 @@ def test_plan(fmt, m, n, k, rows, local):
     ((32, 64, 256, "q4_0"), (), 32),
     ((23, 64, 256, "q8_0"), (), 0),
     ((24, 64, 256, "q8_0"), (), 24),
-    ((None, 64, 256, "q8_0"), (), 0),     # M at launch: 16 rows and the row-narrow companions
+    ((None, 64, 256, "q8_0"), (), 0),     # M at launch: 16 rows, the row-narrow companions and the GEMM's
 ])
 def test_gemv_keeps_the_rest(shape, epilogue, rows):
     m, n, k, fmt = shape
@@ -80,3 +80,18 @@ def test_alpha_zero_over_nan_inputs(fmt):
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
     check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+
+
+@pytest.mark.parametrize("fmt, m", [("q4_0", 31), ("q4_0", 32), ("q4_0", 70), ("q8_0", 23), ("q8_0", 50)])
+def test_m_at_launch(fmt, m):
+    """M given at launch: the GEMV's 16-row kernel below the GEMM's rows, from there the GEMM's
+    companion ``g_rows<R>`` (its own 16 wavefront groups, halved to divide the pairs; a last tile
+    moved up), checked on the strict emulator with gguf's weights."""
+    n, k = 64, 1024
+    kern = vlpc.compile(source(None, n, k, fmt, "f16")).kernel("g")
+    rows = QUANT_GEMM_TILE_ROWS[fmt]
+    assert kern.launch_info["macro_m"] == 16 and f"g_rows{rows}" in kern.companions
+    rk = kern.rows_kernel(m)
+    assert (rk.name, rk.local_split) == (f"g_rows{rows}", QUANT_GEMM_LOCAL) if m >= rows else rk is None
+    r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
+    assert r.verified and r.c.shape == (m, n)
