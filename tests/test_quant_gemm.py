@@ -95,3 +95,13 @@ def test_m_at_launch(fmt, m):
     assert (rk.name, rk.local_split) == (f"g_rows{rows}", QUANT_GEMM_LOCAL) if m >= rows else rk is None
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+def test_split_k_across_workgroups(fmt):
+    """--split-k 2 (workspace mode, the dot kernels' reduce kernel) with the GEMM's tiles."""
+    kern = vlpc.compile(source(48, 64, 1024, fmt), split_k=2).kernel("g")
+    assert (kern.launch_info["macro_m"], kern.split_k) == (QUANT_GEMM_TILE_ROWS[fmt], 2)
+    assert [s.kernel for s in kern.plan(48, 64, 1024)] == ["g", "g_reduce"]
+    r = vlpc.run(kern, beta=0.5, strict=True, seed=3)
+    assert r.verified and r.error_ratio < 1
