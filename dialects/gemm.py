@@ -100,7 +100,7 @@ QUANT_LOCAL = 8
 #: rows of its macro tile per format (M static and at least that many rows; the plan and its modeled
 #: reasons: that module's docstring) and its wavefront groups along K (halved until they divide the
 #: block pairs: :func:`quant_plan`).
-QUANT_GEMM_TILE_ROWS = {"q4_0": 32, "q8_0": 24}
+QUANT_GEMM_TILE_ROWS = {"q4_0": 32, "q8_0": 28}
 QUANT_GEMM_LOCAL = 16
 
 

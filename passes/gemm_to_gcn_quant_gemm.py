@@ -7,12 +7,13 @@ A in SGPRs as the scalar operand of ``v_dot2_f32_f16``; K over wavefront groups 
 reduction; the output with alpha, beta and the fused epilogue) with the GEMM's plan
 (``quant_gemm_rows`` and ``quant_plan`` in dialects/gemm.py) and its own K loop:
 
-* a macro tile of R rows of A x 64 columns (R = 32 for Q4_0, 24 for Q8_0:
+* a macro tile of R rows of A x 64 columns (R = 32 for Q4_0, 28 for Q8_0:
   :data:`~vlpc.dialects.gemm.QUANT_GEMM_TILE_ROWS`), so that every dequantized pair of weights
   feeds R dots; the grid covers M in row tiles, a last tile past M moved up to end at row M;
 * per block pair (64 weights) a lane's 68 (Q8_0) or 36 (Q4_0) bytes with ``global_load_dwordx4`` /
   ``global_load_dword``, one pair ahead (:data:`QUANT_GEMM_B_AHEAD`; the GEMV's two pairs ahead
-  cost the VGPRs that keep 4 waves per SIMD); each block dequantized once, exactly, into 16 f16
+  cost the VGPRs that keep 4 waves per SIMD; Q8_0 reloads each block's registers after the block's
+  dots, not after its dequantization); each block dequantized once, exactly, into 16 f16
   pairs (``v_perm_b32`` of 0x64646464 and ``v_pk_add_f16`` of the offset: the GEMV's
   dequantization), then per row 16 ``v_dot2_f32_f16`` from 0 and one ``v_fma_f32`` with the
   block's scale;
@@ -20,18 +21,20 @@ reduction; the output with alpha, beta and the fused epilogue) with the GEMM's p
   the previous batch's dots, the next pair's first batch after the pair's last dots (carried round
   the loop);
 * K over 16 wavefront groups (:data:`~vlpc.dialects.gemm.QUANT_GEMM_LOCAL`, halved until it
-  divides the block pairs): at 63 VGPRs 4 waves a SIMD, so the 16-wave workgroup fits a CU
+  divides the block pairs): at 63 (Q4_0) and 64 (Q8_0) VGPRs 4 waves a SIMD, so the 16-wave
+  workgroup fits a CU
   (``tests/test_quant_gemm.py`` checks the occupancy against the workgroup).
 
 The error bound is the GEMV's, ``gamma_n(2^-24) sum_k |a_k| |w_k|`` with n = 16 + K / 32 + L + 2
 (vlpc/quant_run.py): exact products, f32 sums.
 
 Why these plans (modeled, MI50 @ 1725 MHz, HBM2 1000 MHz, 512 x 4096 x 4096,
-``benchmarks/quant_prefill.py``): the VGPR count decides.  Q4_0 with 32 rows and 16 groups at 63
-VGPRs: 1118 us (58.0 % of the f16 dot peak); at 64 rows the 104 VGPRs leave 2 waves a SIMD (8
+``benchmarks/quant_gemv.py --prefill``): the VGPR count decides.  Q4_0 with 32 rows and 16 groups
+at 63 VGPRs: 1100 us (58.9 % of the f16 dot peak; 36 and 40 rows take 65 and 69 VGPRs); at 64 rows the 104 VGPRs leave 2 waves a SIMD (8
 groups: 1595 us), and the scalar loads of A, which a wave's other waves no longer hide, take
-about half the time.  Q8_0 (17 dwords of B a pair) needs 69 to 71 VGPRs at 32 rows, 3 waves a
-SIMD (8 groups: 1772 us); at 24 rows 63 VGPRs and 16 groups: 1481 us (43.8 %).  Tried and
+about half the time.  Q8_0 (17 dwords of B a pair) needs 71 VGPRs at 32 rows, 3 waves a SIMD (8
+groups: 1772 us); 28 rows with the late reload 64 VGPRs and 16 groups: 1342 us (48.3 %; 24 rows
+with the early one: 1496 us, 43.3 %).  Tried and
 slower in the model: A double-buffered in batches of 2 rows, the next batch loaded right after
 the current one's first dot (Q4_0, 64 rows: 2254 us against 1595); a vector-load touch of the
 next pair's A lines (the dense kernels' ``a_touch``: 1735 against 1613 us); 64 rows x 256 or 512
@@ -115,6 +118,9 @@ class QuantGemmBuilder(QuantGemvBuilder):
         stepped = RowStepper(e, lda4)
         first = (self.block_bytes // 4) // 4  # the loads block 0 alone reads
         units = [(blk, r0) for blk in range(2) for r0 in range(0, rows, A_BATCH_ROWS)]
+        # Q8_0: the next pair's B reloaded after each block's dots, not after its dequantization (its
+        # 17 dwords a pair would otherwise keep 28 rows above 64 VGPRs: 4 waves a SIMD)
+        late = self.fmt == "q8_0"
 
         def load_b(ptr: SSAValue, loads=range(n_loads)) -> list[SSAValue]:
             return b_row_loads(e, voff_b, ptr, n_dw, loads, "blocks")
@@ -160,7 +166,7 @@ class QuantGemmBuilder(QuantGemvBuilder):
                  a_cur: list[SSAValue] | None):
             """acc += the block pair at ``koff`` (B in ``loaded``, its first batch of A ``a_cur``);
             ``nxt``: reload ``loaded``'s registers with the pair there, each block's as soon as it
-            is dequantized.  Returns (acc, the reloaded B, the next pair's first batch of A or
+            is dequantized (Q8_0: once its dots are done).  Returns (acc, the reloaded B, the next pair's first batch of A or
             None, the next pair's koff or None)."""
             left[0] -= 1
             nkoff = e(gcn.SAddU32Op(koff, 128, comment="A of the next block pair")).sdst if left[0] else None
@@ -171,7 +177,7 @@ class QuantGemmBuilder(QuantGemvBuilder):
             for i, (blk, r0) in enumerate(units):
                 if r0 == 0:
                     d, pairs = dequantize(loaded, blk)
-                    if nxt is not None:  # the next pair's B, into the registers this block frees
+                    if nxt is not None and not late:  # the next pair's B, into the registers this block frees
                         reloaded += load_b(nxt, range(first) if blk == 0 else range(first, n_loads))
                 for j_row, a_row in enumerate(batch):
                     s = zero
@@ -179,6 +185,8 @@ class QuantGemmBuilder(QuantGemvBuilder):
                         s = e(gcn.VDot2F32F16Op(pairs[j], e.sub(a_row, j, 1), s)).vdst
                     r = r0 + j_row
                     acc[r] = e(gcn.VFmaF32Op(d, s, acc[r], comment=f"row {r} += d * block sum")).vdst
+                if late and nxt is not None and (i + 1 == len(units) or units[i + 1][0] != blk):
+                    reloaded += load_b(nxt, range(first) if blk == 0 else range(first, n_loads))
                 if i + 1 < len(units):  # the next batch, after this one's dots
                     batch = a_batch(koff, units[i + 1])
                 elif nkoff is not None:  # the next pair's first batch (carried)
