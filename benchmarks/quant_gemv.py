@@ -19,12 +19,18 @@ Usage::
     python benchmarks/quant_gemv.py --formats q4_0 --m 1 --shapes 4096x4096 -v
     python benchmarks/quant_gemv.py --formats int4_g128 --m 1 --shapes 4096x4096,14336x4096 -v
     python benchmarks/quant_gemv.py --llama                # one decode step of a Llama-3-8B-shaped stack
+    python benchmarks/quant_gemv.py --prefill -v           # the prefill GEMM, M = 512: % of the f16 dot peak
 
 ``--llama``: the modeled time of one decode step's GEMVs (M = 1) of a Llama-3-8B-shaped model, 32 layers
 of q and o (4096 x 4096), k and v (1024 x 4096: 8 KV heads of 128), gate and up (14336 x 4096) and
 down (4096 x 14336), plus the output head (128256 x 4096), all in one format, as tokens per second of
 the GEMV part alone (no attention, norms, activations or sampling; launches back to back, each with
 the model's launch overhead).
+
+``--prefill``: the prefill GEMM (passes/gemm_to_gcn_quant_gemm.py; M static above 16, default
+``--m 512`` and the formats Q8_0, Q4_0 and shapes 4096x4096, 14336x4096) as modeled TFLOP/s and
+their share of the f16 dot peak (``v_dot2_f32_f16``: 2 x the board's f32 FMA peak; MI50 @ 1725 MHz:
+26.5 TFLOP/s), beside the weight columns.
 """
 
 from __future__ import annotations
@@ -84,7 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="also print where the modeled time goes")
     ap.add_argument("--pad", type=int, default=0, help="bytes of padding after each weight row (ldb = row bytes + pad)")
     ap.add_argument("--llama", action="store_true", help="the modeled GEMV time of a Llama-3-8B-shaped decode step")
+    ap.add_argument("--prefill", action="store_true",
+                    help="the prefill GEMM: M = 512, Q8_0 and Q4_0 at 4096x4096 and 14336x4096, TFLOP/s and %% of the "
+                         "f16 dot peak (unless --m, --formats, --shapes say otherwise)")
     args = ap.parse_args(argv)
+    if args.prefill:
+        defaults = {"formats": "q8_0,q4_0,q4_k", "m": "1,4,16", "shapes": ",".join(f"{n}x{k}" for n, k in SHAPES)}
+        prefill = {"formats": "q8_0,q4_0", "m": "512", "shapes": "4096x4096,14336x4096"}
+        for key, value in prefill.items():
+            if getattr(args, key) == defaults[key]:
+                setattr(args, key, value)
     import subprocess
 
     from vlpc.targets import get_board
@@ -97,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
           f"vlpc commit {commit or '?'}")
     if args.llama:
         return llama(args)
+    peak = 2 * board.peak_flops_f32 / board.engine_clock_mhz * args.clock  # the f16 dot peak at --clock
     print(f"{'format':<9} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
-          f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}")
+          f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}" + ("  TFLOP/s  % dot peak" if args.prefill else ""))
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for fmt in args.formats.split(","):
         for n, k in shapes:
@@ -107,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                 r = modeled(fmt, m, n, k, args.gpu, args.clock, args.pad)
                 print(f"{fmt:<9} {m:>3} {n:>6} {k:>6} {r['split']:>2} {r['local']:>3} {r['us']:>9.1f} {r['gbs']:>11.1f} "
                       f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
-                      f"{time.perf_counter() - t0:>6.0f}", flush=True)
+                      f"{time.perf_counter() - t0:>6.0f}"
+                      + (f"  {2 * m * n * k / r['us'] / 1e6:>7.2f}  {200 * m * n * k / (r['us'] * 1e-6) / peak:>9.1f}%"
+                         if args.prefill else ""), flush=True)
                 if args.verbose:
                     print(f"    {r['where']}", flush=True)
     return 0

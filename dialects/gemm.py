@@ -96,6 +96,12 @@ QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
+#: The prefill GEMM of f16 activations and quantized weights (passes/gemm_to_gcn_quant_gemm.py): the
+#: rows of its macro tile per format (M static and at least that many rows; the plan and its modeled
+#: reasons: that module's docstring) and its wavefront groups along K (halved until they divide the
+#: block pairs: :func:`quant_plan`).
+QUANT_GEMM_TILE_ROWS = {"q4_0": 32, "q8_0": 28}
+QUANT_GEMM_LOCAL = 16
 
 
 #: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K
@@ -163,6 +169,8 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
     pairs = max(1, shape.k // QUANT_K_UNIT.get(shape.b_format, QUANT_K_PAIR))
     local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
+    if quant_gemm_rows(shape):  # the prefill GEMM (quant_gemm_rows)
+        local = QUANT_GEMM_LOCAL
     if shape.b_format == "q4_k" and 0 < shape.m <= 2:
         # Q4_K, 1 or 2 rows: 4 groups.  Modeled (MI50 @ 1725 MHz, the corrected timing model, commit
         # 5668b13 + A by chunks): 1 x 14336 x 4096 64.9 us with L = 4, 229.1 with 8 (each lane's 144
@@ -177,6 +185,15 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     while local > 1 and pairs % local:
         local //= 2
     return 64, local, 16
+
+
+def quant_gemm_rows(shape: "GemmShape", swiglu: bool = False) -> int:
+    """Rows of the prefill GEMM's macro tile for ``shape`` (passes/gemm_to_gcn_quant_gemm.py), or 0
+    when the GEMV's 16-row tiles apply: Q8_0 and Q4_0 (:data:`QUANT_GEMM_TILE_ROWS`) with a static M
+    of at least the tile's rows (a last tile past M moves up to end at row M, as the other kernels'),
+    above :data:`GEMV_MAX_M`, no fused SwiGLU (``swiglu``)."""
+    rows = QUANT_GEMM_TILE_ROWS.get(shape.b_format, 0)
+    return rows if rows and not swiglu and shape.m >= rows and shape.m > GEMV_MAX_M else 0
 
 
 def quant_split(shape: "GemmShape", cus: int, split: int = 0) -> tuple[int, int]:

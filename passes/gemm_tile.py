@@ -22,7 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan, quant_gemm_rows
 from vlpc.passes.common import matmuls, op_error
 from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, AUTO_MACRO_N, DOT_AUTO_K_STEPS, MAX_AUTO_SPLIT,
                                       MIN_K_PER_SPLIT)
@@ -88,8 +88,9 @@ class GemmTilePass(ModulePass):
             n = mm.shape().n
             auto_n = next((w for w in AUTO_MACRO_N if 0 < n <= w), AUTO_MACRO_N[-1])
             gemv = gemv_plan(mm.shape())  # f16/i8 with M <= 16: the decode GEMV plan's 64 columns
-            if mm.shape().b_format:  # quantized B (passes/isel/quant.py): tiles of up to 16 rows
-                default_m = GEMV_MAX_M
+            if mm.shape().b_format:  # quantized B (passes/isel/quant.py): tiles of up to 16 rows,
+                # or the prefill GEMM's (passes/isel/quant_gemm.py)
+                default_m = quant_gemm_rows(mm.shape(), "swiglu" in mm.epilogue_ops()) or GEMV_MAX_M
             auto_n = gemv[0] if gemv else auto_n
             if gemv and self.macro_n in (0, gemv[0]):
                 default_k = gemv[2]  # and its K step (gemv_plan: 8 when a step of A spans two batches)

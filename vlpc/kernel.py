@@ -133,14 +133,18 @@ class CompiledKernel:
 
     def rows_kernel(self, m: int) -> CompiledKernel | None:
         """The row-narrow companion that computes a problem of M rows alone (M given at
-        launch and below the macro tile's M): the one with the most rows <= M.  None when
-        the plan of this kernel runs (M static or at least the macro tile's M, or no
-        companion: strategy lds, a kernel compiled before they existed)."""
+        launch and below the macro tile's M): the one with the most rows <= M; or, for M at
+        least the macro tile's, a wider companion of at most M rows (the quantized prefill
+        GEMM's, passes/gemm_to_gcn_quant_gemm.py).  None when the plan of this kernel runs
+        (M static or at least the macro tile's M without a wider companion, or no companion:
+        strategy lds, a kernel compiled before they existed)."""
         li = self.launch_info
-        if li.get("static_m", 0) >= 0 or m >= li["macro_m"]:
+        if li.get("static_m", 0) >= 0:
             return None
         fits = [self.companions[x] for x in str(li.get("small_m", "")).split(",")
                 if x in self.companions and 0 < self.companions[x].launch_info["macro_m"] <= m]
+        if m >= li["macro_m"]:  # only a wider companion (the quantized prefill GEMM's) replaces this kernel
+            fits = [c for c in fits if c.launch_info["macro_m"] > li["macro_m"]]
         return max(fits, key=lambda c: c.launch_info["macro_m"], default=None)
 
     def variant_for(self, m: int, n: int, k: int) -> CompiledKernel:

@@ -214,6 +214,126 @@ def read_gguf_tensor(path: str, name: str) -> tuple[str, np.ndarray]:
     return fmt, data.reshape(n, want).view(np.uint8)
 
 
+#: AutoAWQ's GEMM packing: nibble i (bits 4i..4i + 3) of a packed int32 holds column AWQ_ORDER[i] of
+#: its 8 columns (AutoAWQ's ``pack``: ``order_map = [0, 2, 4, 6, 1, 3, 5, 7]``).
+AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
+
+
+def _nibbles(packed: np.ndarray) -> np.ndarray:
+    """(..., 8) uint8: nibble i = bits 4i..4i + 3 of each int32 of ``packed``."""
+    u = np.ascontiguousarray(packed).astype(np.int64) & 0xFFFFFFFF
+    return ((u[..., None] >> (4 * np.arange(8))) & 15).astype(np.uint8)
+
+
+def int4_rows(q: np.ndarray, z: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """vlpc's int4 group rows (docs/quantized.md; uint8 N x K / G x (4 + G / 2)) of the unpacked
+    weights ``q`` (N x K, 0..15), zero points ``z`` (N x K / G, 0..15) and f16 scales ``s``
+    (N x K / G): weight ``(q - z) s`` (:func:`dequantize_int4`); a zero point outside 0..15 is a
+    :class:`VlpcError`."""
+    n, k = q.shape
+    groups = s.shape[1]
+    group = k // groups
+    if (np.asarray(z) > 15).any() or (np.asarray(z) < 0).any():
+        raise VlpcError(f"a zero point of {int(np.max(z))} (or below 0): vlpc's int4 group format takes zero points "
+                        "0..15")
+    out = np.zeros((n, groups, 4 + group // 2), np.uint8)
+    out[..., 0:2] = np.ascontiguousarray(s, np.float16).reshape(n, groups, 1).view(np.uint8)
+    out[..., 2] = np.asarray(z, np.uint8)
+    qg = np.asarray(q, np.uint8).reshape(n, groups, group)
+    out[..., 4:] = qg[..., 0::2] | (qg[..., 1::2] << 4)
+    return out.reshape(n, -1)
+
+
+def gptq_to_int4(qweight: np.ndarray, qzeros: np.ndarray, scales: np.ndarray, g_idx: np.ndarray | None = None,
+                 zero_offset: int = 1) -> tuple[str, np.ndarray]:
+    """``(format, rows)``: a GPTQ checkpoint's 4-bit linear layer (AutoGPTQ's layout) repacked into
+    vlpc's int4 group rows.  ``qweight`` int32 (K / 8, N): weight k of output n in bits 4 (k % 8) of
+    ``qweight[k // 8, n]``; ``qzeros`` int32 (K / G, N / 8): the zero point of group g and output n in
+    bits 4 (n % 8) of ``qzeros[g, n // 8]``, stored minus ``zero_offset`` (1: AutoGPTQ's
+    ``checkpoint_format`` "gptq", whose dequantization adds 1; 0: "gptq_v2"); ``scales`` f16 (K / G, N);
+    ``g_idx`` (K), if present, must be k // G (act-order checkpoints, whose groups are permuted, are
+    refused).  Weight ``(q - (z_stored + zero_offset)) s``."""
+    kq, n = qweight.shape
+    k = 8 * kq
+    groups = scales.shape[0]
+    if scales.shape != (groups, n) or qzeros.shape != (groups, n // 8) or n % 8 or not groups or k % groups:
+        raise VlpcError(f"GPTQ tensors do not match: qweight {tuple(qweight.shape)} (K/8 x N), qzeros "
+                        f"{tuple(qzeros.shape)} (K/G x N/8), scales {tuple(scales.shape)} (K/G x N)")
+    group = k // groups
+    if g_idx is not None and not np.array_equal(np.asarray(g_idx), np.arange(k) // group):
+        raise VlpcError("GPTQ g_idx is not k // group_size (an act-order checkpoint): its permuted groups are "
+                        "not supported")
+    q = _nibbles(qweight).transpose(1, 0, 2).reshape(n, k)  # [n, k]: nibble k % 8 of qweight[k // 8, n]
+    z = _nibbles(qzeros).reshape(groups, n).T.astype(np.int64) + zero_offset
+    return _int4_format(group), int4_rows(q, z, np.asarray(scales, np.float16).T)
+
+
+def awq_to_int4(qweight: np.ndarray, qzeros: np.ndarray, scales: np.ndarray) -> tuple[str, np.ndarray]:
+    """``(format, rows)``: an AWQ checkpoint's 4-bit linear layer (AutoAWQ's GEMM layout) repacked
+    into vlpc's int4 group rows.  ``qweight`` int32 (K, N / 8): weight k of output 8j + AWQ_ORDER[i]
+    in bits 4i of ``qweight[k, j]`` (:data:`AWQ_ORDER`); ``qzeros`` int32 (K / G, N / 8), packed the
+    same way; ``scales`` f16 (K / G, N).  Weight ``(q - z) s``."""
+    k, nq = qweight.shape
+    n = 8 * nq
+    groups = scales.shape[0]
+    if scales.shape != (groups, n) or qzeros.shape != (groups, nq) or not groups or k % groups:
+        raise VlpcError(f"AWQ tensors do not match: qweight {tuple(qweight.shape)} (K x N/8), qzeros "
+                        f"{tuple(qzeros.shape)} (K/G x N/8), scales {tuple(scales.shape)} (K/G x N)")
+    inverse = np.argsort(AWQ_ORDER)  # column c of 8 is nibble inverse[c]
+    q = _nibbles(qweight)[..., inverse].reshape(k, n).T
+    z = _nibbles(qzeros)[..., inverse].reshape(groups, n).T
+    return _int4_format(k // groups), int4_rows(q, z, np.asarray(scales, np.float16).T)
+
+
+def _int4_format(group: int) -> str:
+    fmt = f"int4_g{group}"
+    if fmt not in _int4_groups():
+        raise VlpcError(f"group size {group}: vlpc's int4 formats have groups of "
+                        f"{', '.join(str(g) for g in _int4_groups().values())}")
+    return fmt
+
+
+def read_int4_checkpoint(path: str, prefix: str, gptq_zero_offset: int = 1) -> tuple[str, np.ndarray]:
+    """``(format, rows)``: the 4-bit linear layer ``prefix`` (e.g. ``model.layers.0.mlp.up_proj``) of
+    the safetensors checkpoint ``path``, its ``prefix.qweight``, ``.qzeros``, ``.scales`` (and GPTQ's
+    ``.g_idx``) read with safetensors' NumPy API and repacked into vlpc's int4 group rows (N x K / G
+    groups): GPTQ (qweight K / 8 x N, :func:`gptq_to_int4`, zero points stored minus
+    ``gptq_zero_offset``) or AWQ (qweight K x N / 8, :func:`awq_to_int4`), told apart by the shapes.
+    A missing file or tensor, or tensors that do not fit either layout, is a one-line
+    :class:`VlpcError`."""
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        raise VlpcError("reading AWQ/GPTQ checkpoints needs the safetensors package: pip install 'vlpc[quant]'") from None
+    try:
+        with safe_open(path, framework="np") as f:
+            names = set(f.keys())
+            missing = [x for x in ("qweight", "qzeros", "scales") if f"{prefix}.{x}" not in names]
+            if missing:
+                some = ", ".join(sorted({x.rsplit(".", 1)[0] for x in names if x.endswith(".qweight")})[:4])
+                raise VlpcError(f"{path}: no tensor '{prefix}.{missing[0]}' (4-bit layers: {some or 'none'})")
+            t = {x: f.get_tensor(f"{prefix}.{x}") for x in ("qweight", "qzeros", "scales", "g_idx")
+                 if f"{prefix}.{x}" in names}
+    except FileNotFoundError:
+        raise VlpcError(f"{path}: no such checkpoint file") from None
+    except (OSError, ValueError) as e:  # safetensors' SafetensorError is an OSError / a header it cannot parse
+        raise VlpcError(f"{path}: not a readable safetensors file ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    except Exception as e:
+        if type(e).__name__ != "SafetensorError":
+            raise
+        raise VlpcError(f"{path}: not a readable safetensors file ({str(e).splitlines()[0]})") from None
+    qw, qz, sc = t["qweight"], t["qzeros"], t["scales"]
+    if qw.dtype != np.int32 or qz.dtype != np.int32 or sc.dtype != np.float16 or qw.ndim != 2 or sc.ndim != 2:
+        raise VlpcError(f"{path}: '{prefix}': qweight and qzeros must be 2-D int32, scales 2-D f16; got "
+                        f"{qw.dtype} {qw.shape}, {qz.dtype} {qz.shape}, {sc.dtype} {sc.shape}")
+    if qw.shape[1] == sc.shape[1]:
+        return gptq_to_int4(qw, qz, sc, t.get("g_idx"), gptq_zero_offset)
+    if 8 * qw.shape[1] == sc.shape[1]:
+        return awq_to_int4(qw, qz, sc)
+    raise VlpcError(f"{path}: '{prefix}': qweight {qw.shape} fits neither GPTQ's K/8 x N nor AWQ's K x N/8 with "
+                    f"scales {sc.shape}")
+
+
 def b_buffer(rows: np.ndarray, n: int, ldb: int, rb: int) -> np.ndarray:
     """An exactly sized flat uint8 buffer of N rows of ``rb`` bytes every ``ldb`` bytes, the gaps
     :data:`B_PAD`; ``rows`` is (N, rb) or (N, >= ldb) (its gaps then kept)."""
@@ -364,9 +484,11 @@ def swiglu_reference(a: np.ndarray, w: np.ndarray, c0: np.ndarray, alpha: float,
 
 
 def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
-    """``vlpc run --weights FILE.gguf:TENSOR`` (a swiglu kernel: ``FILE.gguf:GATE,UP``): the rows of
-    the tensor(s) (uint8, N x row bytes; swiglu: the gate's N rows, then the up projection's) and N,
-    checked against ``kernel`` (a ``b_format`` kernel of the same format and K; N the IR's, or ``n``)."""
+    """``vlpc run --weights FILE.gguf:TENSOR`` (a swiglu kernel: ``FILE.gguf:GATE,UP``), or
+    ``FILE.safetensors:LAYER`` (an AWQ/GPTQ checkpoint's 4-bit layer, :func:`read_int4_checkpoint`, for
+    the int4 group formats): the rows of the tensor(s) (uint8, N x row bytes; swiglu: the gate's N rows,
+    then the up projection's) and N, checked against ``kernel`` (a ``b_format`` kernel of the same
+    format and K; N the IR's, or ``n``)."""
     fmt = kernel.launch_info.get("b_format")
     if not fmt:
         raise VlpcError(f"--weights: kernel {kernel.name} has no quantized B (gemm.matmul ... "
@@ -374,14 +496,15 @@ def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
     path, sep, names = spec.rpartition(":")
     swiglu = "swiglu" in str(kernel.launch_info.get("epilogue", ""))
     want = "FILE.gguf:GATE,UP (e.g. model.gguf:blk.0.ffn_gate.weight,blk.0.ffn_up.weight)" if swiglu else \
-        "FILE.gguf:TENSOR (e.g. model.gguf:blk.0.ffn_up.weight)"
+        "FILE.gguf:TENSOR (e.g. model.gguf:blk.0.ffn_up.weight) or FILE.safetensors:LAYER (e.g. " \
+        "model.safetensors:model.layers.0.mlp.up_proj)"
     parts = names.split(",")
     if not sep or not path or not all(parts) or len(parts) != (2 if swiglu else 1):
         raise VlpcError(f"--weights {spec}: expected {want}")
     k = int(kernel.launch_info["static_k"])
     blocks = []
     for name in parts:
-        got, rows = read_gguf_tensor(path, name)
+        got, rows = read_int4_checkpoint(path, name) if path.endswith(".safetensors") else read_gguf_tensor(path, name)
         if got != fmt:
             raise VlpcError(f"--weights: tensor '{name}' is {got.upper()}, kernel {kernel.name} takes {str(fmt).upper()}")
         if rows.shape[1] != row_bytes(fmt, k):
@@ -398,5 +521,5 @@ def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
     return np.concatenate(blocks), blocks[0].shape[0]
 
 
-__all__ = ["B_PAD", "b_buffer", "dequantize", "dequantize_int4", "quantize_int4", "ggml_type", "quantize_q4_k", "random_weights", "read_gguf_tensor",
+__all__ = ["B_PAD", "b_buffer", "dequantize", "dequantize_int4", "quantize_int4", "ggml_type", "AWQ_ORDER", "awq_to_int4", "gptq_to_int4", "int4_rows", "read_int4_checkpoint", "quantize_q4_k", "random_weights", "read_gguf_tensor",
            "row_bytes", "run_quant", "split_reference", "weight_magnitudes", "weights_option"]

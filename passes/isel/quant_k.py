@@ -54,13 +54,18 @@ F16_MINUS_1024, F16_ONES = 0xE400E400, 0x3C003C00
 
 def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
                          forwarding: bool = True) -> list[gcn.KernelOp]:
-    """The kernels of a ``gemm.matmul`` with ``b_format``, each format with its builder (Q8_0, Q4_0:
-    passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`; the int4 group formats:
+    """The kernels of a ``gemm.matmul`` with ``b_format``, each format with its builder (the prefill
+    GEMM: passes/gemm_to_gcn_quant_gemm.py; Q8_0, Q4_0: passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`; the int4 group formats:
     passes/gemm_to_gcn_quant_int4.py)."""
+    from vlpc.passes.isel.quant_gemm import quant_gemm_kernels, with_gemm_companion  # the prefill GEMM
     from vlpc.passes.isel.quant_int4 import Int4GemvBuilder
 
+    gemm = quant_gemm_kernels(mm, name, strategy, schedule, forwarding)
+    if gemm is not None:
+        return gemm
     builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
-    return quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder)
+    return with_gemm_companion(mm, name, quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder),
+                               schedule, forwarding)
 
 
 class Q4KGemvBuilder(QuantGemvBuilder):

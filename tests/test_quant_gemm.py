@@ -1,0 +1,107 @@
+"""The prefill GEMM of f16 activations and GGUF Q8_0/Q4_0 weights (M static above 16 rows:
+passes/gemm_to_gcn_quant_gemm.py, docs/quantized.md "Prefill").
+
+The oracle is the `gguf` package: its quantizer makes the weights, its dequantizer the float64
+reference, within the GEMV's f32-accumulation bound (vlpc/quant_run.py).  Strict emulator, exactly
+sized buffers: A's row gaps NaN, B's bytes after each row's last block garbage (0xB5), C's columns
+past N NaN and compared bit for bit after the launch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import vlpc  # noqa: E402
+from vlpc.dialects.gemm import QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS  # noqa: E402
+from vlpc.quant_run import row_bytes  # noqa: E402
+from vlpc.targets import get_target  # noqa: E402
+
+from test_quant_gemv import QT, _swiglu_source, check_nan_inputs, check_padded, source  # noqa: E402
+
+
+@pytest.mark.parametrize("fmt, m, n, k, rows, local", [
+    ("q8_0", 512, 4096, 4096, 28, QUANT_GEMM_LOCAL),
+    ("q4_0", 512, 14336, 4096, 32, QUANT_GEMM_LOCAL),
+    ("q4_0", 40, 64, 4096, 32, QUANT_GEMM_LOCAL),
+    ("q8_0", 64, 64, 256, 28, 4),  # 4 block pairs: L halved until it divides them
+])
+def test_plan(fmt, m, n, k, rows, local):
+    """The GEMM's plan: 32-row (Q4_0) or 28-row (Q8_0) tiles, K over 16 groups, and a workgroup that
+    fits a CU at the kernel's occupancy (waves per workgroup <= 4 SIMDs x waves per SIMD by VGPRs)."""
+    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+    assert (kern.launch_info["macro_m"], kern.local_split, kern.split_k) == (rows, local, 1)
+    t = get_target("gfx906")
+    assert kern.local_split <= t.simds_per_cu * t.occupancy(kern.vgprs, kern.sgprs, 0, 64).waves_per_simd
+
+
+@pytest.mark.parametrize("shape, epilogue, rows", [
+    ((16, 64, 256, "q8_0"), (), 0),       # M <= 16: the decode GEMV
+    ((300, 64, 256, "q4_k"), (), 0),      # Q4_K: the GEMV's 16-row tiles
+    ((300, 64, 256, "int4_g128"), (), 0),
+    ((300, 64, 256, "q4_0"), ("swiglu",), 0),
+    ((31, 64, 256, "q4_0"), (), 0),       # below the tile's rows: 16-row tiles
+    ((32, 64, 256, "q4_0"), (), 32),
+    ((27, 64, 256, "q8_0"), (), 0),
+    ((28, 64, 256, "q8_0"), (), 28),
+    ((None, 64, 256, "q8_0"), (), 0),     # M at launch: 16 rows, the row-narrow companions and the GEMM's
+])
+def test_gemv_keeps_the_rest(shape, epilogue, rows):
+    m, n, k, fmt = shape
+    src = _swiglu_source(m, n, k, fmt, "f32", ()) if epilogue else source(m, n, k, fmt)
+    kern = vlpc.compile(src).kernel("g")
+    assert kern.launch_info["macro_m"] == (rows or min(16, m or 16))
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [  # (tests/test_quant_gemv.py's check_padded)
+    ("q8_0", 64, 64, 256, "f32", 1),   # 28-row tiles, the last moved up to end at row 64; 1 pair a group
+    ("q4_0", 40, 80, 256, "f16", 1),   # 32-row tiles, the last moved up; an N edge; f16 C
+    ("q8_0", 48, 64, 2048, "f32", 2),  # 16 groups of 2 block pairs: the loop once
+    ("q4_0", 40, 64, 3072, "f32", 3),  # 3 pairs a group: the loop twice
+])
+def test_gemm_against_gguf(fmt, m, n, k, ct, iters):
+    lda, ldb, ldc = k + 6, row_bytes(fmt, k) + 12, n + 3
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
+    assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
+    assert k // 64 // kern.local_split == iters and ("_gemm_block_pairs" in kern.asm) == (iters > 1)
+    rng = np.random.default_rng(m)
+    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
+    check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng)
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+def test_alpha_zero_over_nan_inputs(fmt):
+    """alpha = 0 drops the products: NaN activations and a NaN block scale do not reach C."""
+    m, n, k = 33, 64, 256
+    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
+    assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
+    rng = np.random.default_rng(3)
+    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
+    b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+
+
+@pytest.mark.parametrize("fmt, m", [("q4_0", 31), ("q4_0", 32), ("q4_0", 70), ("q8_0", 27), ("q8_0", 50)])
+def test_m_at_launch(fmt, m):
+    """M given at launch: the GEMV's 16-row kernel below the GEMM's rows, from there the GEMM's
+    companion ``g_rows<R>`` (its own 16 wavefront groups, halved to divide the pairs; a last tile
+    moved up), checked on the strict emulator with gguf's weights."""
+    n, k = 64, 1024
+    kern = vlpc.compile(source(None, n, k, fmt, "f16")).kernel("g")
+    rows = QUANT_GEMM_TILE_ROWS[fmt]
+    assert kern.launch_info["macro_m"] == 16 and f"g_rows{rows}" in kern.companions
+    rk = kern.rows_kernel(m)
+    assert (rk.name, rk.local_split) == (f"g_rows{rows}", QUANT_GEMM_LOCAL) if m >= rows else rk is None
+    r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
+    assert r.verified and r.c.shape == (m, n)
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q8_0"])
+def test_split_k_across_workgroups(fmt):
+    """--split-k 2 (workspace mode, the dot kernels' reduce kernel) with the GEMM's tiles."""
+    kern = vlpc.compile(source(48, 64, 1024, fmt), split_k=2).kernel("g")
+    assert (kern.launch_info["macro_m"], kern.split_k) == (QUANT_GEMM_TILE_ROWS[fmt], 2)
+    assert [s.kernel for s in kern.plan(48, 64, 1024)] == ["g", "g_reduce"]
+    r = vlpc.run(kern, beta=0.5, strict=True, seed=3)
+    assert r.verified and r.error_ratio < 1
