@@ -268,8 +268,8 @@ def f32_source(m, n, k) -> str:
     return f64_source(m, n, k).replace("f64", "f32")
 
 
-#: K long against few output tiles: auto split-K slices K (16 slices, workspace mode, and a reduce kernel)
-SPLIT = (64, 64, 4096)
+#: K long against few output tiles: auto split-K slices K (4 slices, workspace mode, and a reduce kernel)
+SPLIT = (64, 64, 1024)
 
 
 def priced_one_by_one(text: str, **opts):
