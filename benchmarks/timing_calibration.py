@@ -248,7 +248,7 @@ def model_key(board) -> str:
     import hashlib
 
     h = hashlib.sha256(repr(board).encode())
-    for pat in ("runtime/timing/*.py", "vlpc/targets.py", "vlpc/isa/*.py", "vlpc/isa/*.json"):
+    for pat in ("runtime/timing/*.py", "vlpc/targets/*.py", "vlpc/isa/*.py", "vlpc/isa/*.json"):
         for f in sorted(ROOT.glob(pat)):
             h.update(f.read_bytes())
     return h.hexdigest()[:16]

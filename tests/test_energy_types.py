@@ -237,7 +237,7 @@ def test_encoding_suffixes_map_to_the_same_kind():
 def test_new_coefficients_are_assumed_with_sources_and_derived_for_mi25():
     for f in ("dot2_f32_f16_pj", "dot4_i32_i8_pj", "pk_fma_f16_pj"):
         assert ENERGY_SOURCES[f].startswith("assumed") and "Horowitz" in ENERGY_SOURCES[f]
-        # mi25: x2 at 1500 MHz like every other die energy (vlpc/targets.py derive_mi25_energy)
+        # mi25: x2 at 1500 MHz like every other die energy (vlpc/targets/energy.py derive_mi25_energy)
         assert getattr(MI25_ENERGY, f) == pytest.approx(2.0 * getattr(ENERGY, f) * ENERGY.scale(1500.0))
     # Horowitz ISSCC 2014, 45 nm, scaled by fma_f32_pj's factor 1.5 / (0.9 + 3.7)
     s = ENERGY.fma_f32_pj / (0.9 + 3.7)

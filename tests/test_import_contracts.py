@@ -49,7 +49,7 @@ def _appended(rel: str, line: str) -> dict[str, str]:
     # the library (vlpc/verify.py) importing a command (vlpc run's module)
     (_appended("verify.py", "import vlpc.commands.run"), "layers"),
     # target facts importing a dialect
-    (_appended("targets.py", "import vlpc.dialects.gemm"), "layers"),
+    (_appended("targets/processors.py", "import vlpc.dialects.gemm"), "layers"),
     # the runtime importing a pass, and xDSL
     ({"runtime/_probe.py": "import vlpc.passes.common\n"}, "runtime"),
     ({"runtime/_probe.py": "import xdsl.ir\n"}, "runtime"),

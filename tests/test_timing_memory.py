@@ -1,5 +1,5 @@
 """The timing model's memory system (runtime/timing/cu.py: L2 by address, HBM channels and
-page activations; vlpc/targets.py TimingParams): microkernels whose modeled traffic and
+page activations; vlpc/targets/timing.py TimingParams): microkernels whose modeled traffic and
 time follow from the model's stated rules, and properties that hold whatever the
 calibration (dword streaming never faster than dwordx4, a faster memory clock never
 slows a kernel, an L2-resident working set reaches HBM once).

@@ -1,5 +1,5 @@
 """The timing model (runtime/timing): microkernels whose modeled time follows from the
-model's own stated rules (vlpc/targets.py TimingParams, runtime/timing/cu.py), and
+model's own stated rules (vlpc/targets/timing.py TimingParams, runtime/timing/cu.py), and
 ordering properties that must hold whatever the calibration.
 
 Expected values are derived here from the rules (4-cycle VALU issue per SIMD, half-rate

@@ -141,6 +141,7 @@ MAP_DIRS = (
     ("vlpc", "the driver: pipeline, API, target facts, run/bench/report/tune logic"),
     ("vlpc/commands", "one module per `vlpc` subcommand (parser and output)"),
     ("vlpc/isa", "the ISA table: instructions, encodings, classes, availability"),
+    ("vlpc/targets", "target facts: processors, hazards, timing parameters, boards, energy parameters"),
     ("dialects", "IR: the `gemm` and `gcn` dialects, linalg additions, the printer"),
     ("passes", "the passes and instruction selection"),
     ("runtime", "toolchain, code objects, kernel arguments, devices"),
