@@ -15,7 +15,7 @@ from xdsl.passes import PassPipeline
 
 import vlpc
 from vlpc.dialects.gcn_asm import print_assembly
-from vlpc.pipeline import make_context, parse
+from vlpc.compiler import make_context, parse
 from vlpc.runtime import get_device, load_code_object
 
 HERE = Path(__file__).resolve().parent

@@ -156,7 +156,7 @@ def assert_clean_exit(rc: int, err: str, argv=None, allowed=(0, 1, 2)) -> str:
 
 @contextlib.contextmanager
 def memoised_compiler():
-    """Cache ``vlpc.pipeline.run_passes`` and ``vlpc.compile`` results by their inputs.
+    """Cache ``vlpc.compiler.run_passes`` and ``vlpc.compile`` results by their inputs.
 
     The passes are deterministic, so a cached result is what a fresh run would give;
     the CLI fuzzer then spends its time on the option handling it is testing instead
@@ -166,7 +166,7 @@ def memoised_compiler():
 
     import vlpc
 
-    pl = importlib.import_module("vlpc.pipeline")  # (``vlpc.pipeline`` the attribute is a function)
+    pl = importlib.import_module("vlpc.compiler")
 
     real_run_passes, real_compile = pl.run_passes, pl.compile
     pass_cache: dict = {}

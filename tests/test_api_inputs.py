@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vlpc
-from vlpc.pipeline import compile_file, parse_tile
+from vlpc.compiler import compile_file, parse_tile
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "sgemm_nt.mlir"

@@ -10,7 +10,7 @@ import pytest
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
-import vlpc.pipeline  # noqa: F401  (installs the remembered checks on vlpc's dialects)
+import vlpc.compiler  # noqa: F401  (installs the remembered checks on vlpc's dialects)
 from vlpc.dialects import gcn
 
 
@@ -59,7 +59,7 @@ def test_ziglang_toolchain_runs_zig_directly():
 
 
 def test_isolated_from_above_still_refuses_a_value_from_outside():
-    """builtin.module is IsolatedFromAbove (vlpc.pipeline's faster check of it): an op inside
+    """builtin.module is IsolatedFromAbove (vlpc.compiler's faster check of it): an op inside
     using a value defined outside is refused with xDSL's message, one inside is accepted."""
     from xdsl.dialects.builtin import ModuleOp
 
@@ -148,7 +148,7 @@ def test_kernels_are_found_without_walking_their_bodies_and_never_nest():
     from xdsl.ir import Region
 
     from vlpc.passes.common import kernels
-    from vlpc.pipeline import make_context, parse, pipeline, run_passes
+    from vlpc.compiler import make_context, parse, pipeline, run_passes
 
     text = (Path(__file__).resolve().parent.parent / "examples" / "sgemm_nt.mlir").read_text()
     ctx = make_context()

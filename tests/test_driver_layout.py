@@ -35,9 +35,9 @@ def test_shared_helpers_import_no_command():
 
 
 def test_kernel_module_is_apart_from_the_pipeline():
-    assert not {m for m in _imports(VLPC / "kernel.py") if m.startswith(("vlpc.pipeline", "vlpc.passes", "xdsl"))}
+    assert not {m for m in _imports(VLPC / "kernel.py") if m.startswith(("vlpc.compiler", "vlpc.passes", "xdsl"))}
     import vlpc.kernel
-    from vlpc.pipeline import CompiledKernel, CompiledModule, LaunchConfig
+    from vlpc.compiler import CompiledKernel, CompiledModule, LaunchConfig
 
     assert CompiledKernel is vlpc.kernel.CompiledKernel and CompiledModule is vlpc.kernel.CompiledModule
     assert LaunchConfig is vlpc.kernel.LaunchConfig

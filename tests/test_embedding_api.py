@@ -13,12 +13,12 @@ import vlpc
 import importlib
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.passes import get_all_passes
-from vlpc.pipeline import make_context, parse
+from vlpc.compiler import make_context, parse
 
 from reference import assert_gemm_close, check_run, gemm_reference
 
-# `vlpc.pipeline` is the function (re-exported by vlpc); the module is reached by its full name.
-pipeline_module = importlib.import_module("vlpc.pipeline")
+# `vlpc.pipeline` is the function (vlpc.compiler.pipeline, re-exported by vlpc).
+pipeline_module = importlib.import_module("vlpc.compiler")
 
 SMALL = dict(macro_tile=(16, 64), micro_tile=(16, 1), k_step=8)
 

@@ -19,7 +19,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from vlpc.errors import DiagnosticError
-from vlpc.pipeline import make_context, parse, print_ir
+from vlpc.compiler import make_context, parse, print_ir
 from vlpc.dialects import gcn
 
 S, V = gcn.SGPRType, gcn.VGPRType
@@ -87,7 +87,7 @@ def _names_only_kinds(constr) -> bool:
 
 
 def test_gcn_operand_and_result_constraints_name_only_kinds():
-    """vlpc.pipeline remembers accepted signatures keyed by ``gcn.kind_and_width``
+    """vlpc.compiler remembers accepted signatures keyed by ``gcn.kind_and_width``
     (kind and width of a register type, not its registers); that is sound while every gcn
     operand/result constraint names only attribute classes.  A constraint on particular
     registers (or any other attribute value) must change that key."""
@@ -105,7 +105,7 @@ def test_gcn_operand_and_result_constraints_name_only_kinds():
 
 def test_a_remembered_check_still_refuses_the_wrong_kind_of_register():
     """After s_mov_b32 s4 <- s5 passed (and was remembered), s_mov_b32 from a VGPR is refused."""
-    import vlpc.pipeline  # noqa: F401  (installs the remembered checks)
+    import vlpc.compiler  # noqa: F401  (installs the remembered checks)
 
     block = Block(arg_types=[S.at(5), V.at(5)])
     good = gcn.SMovB32Op(block.args[0])

@@ -45,7 +45,7 @@ def _appended(rel: str, line: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("extra, contract", [
     # a pass importing the driver: the layers upside down
-    ({"passes/_probe.py": "from vlpc.pipeline import compile\n"}, "layers"),
+    ({"passes/_probe.py": "from vlpc.compiler import compile\n"}, "layers"),
     # the library (vlpc/verify.py) importing a command (vlpc run's module)
     (_appended("verify.py", "import vlpc.commands.run"), "layers"),
     # target facts importing a dialect

@@ -41,7 +41,7 @@ def count_builds(monkeypatch):
     """How many times the pass pipeline runs (a cache hit runs none)."""
     import importlib
 
-    pl = importlib.import_module("vlpc.pipeline")
+    pl = importlib.import_module("vlpc.compiler")
     real = pl.run_passes
     calls = []
 
@@ -271,7 +271,7 @@ def _breaking_pipeline():
     from xdsl.dialects.builtin import IntegerAttr, i32
     from xdsl.passes import ModulePass
 
-    from vlpc.pipeline import pipeline
+    from vlpc.compiler import pipeline
 
     @dataclass(frozen=True)
     class BreakIR(ModulePass):
@@ -286,7 +286,7 @@ def _breaking_pipeline():
 
 
 def test_verification_at_the_end_and_after_each(monkeypatch):
-    from vlpc.pipeline import InternalError, make_context, parse, run_passes
+    from vlpc.compiler import InternalError, make_context, parse, run_passes
 
     for verify_each, named in ((True, "'break-ir'"), (False, "'gcn-emit-descriptor' or an earlier one")):
         ctx = make_context()
@@ -329,14 +329,14 @@ def test_import_and_help_load_no_pass_dialect_xdsl_or_numpy(code):
     """``import vlpc`` and ``vlpc --help`` load neither xDSL nor NumPy nor any pass or dialect."""
     mods = _modules_after(code)
     heavy = sorted(m for m in mods if m.split(".")[0] in ("xdsl", "numpy")
-                   or m.startswith(("vlpc.passes", "vlpc.dialects", "vlpc.runtime", "vlpc.pipeline")))
+                   or m.startswith(("vlpc.passes", "vlpc.dialects", "vlpc.runtime", "vlpc.compiler")))
     assert heavy == [], heavy
 
 
 def test_lazy_names_are_the_real_objects():
     import importlib
 
-    api, pl, kernel, errors = (importlib.import_module(m) for m in ("vlpc.api", "vlpc.pipeline", "vlpc.kernel",
+    api, pl, kernel, errors = (importlib.import_module(m) for m in ("vlpc.api", "vlpc.compiler", "vlpc.kernel",
                                                                      "vlpc.errors"))
     assert vlpc.compile is pl.compile and vlpc.pipeline is pl.pipeline and vlpc.run is api.run
     assert vlpc.CompiledKernel is kernel.CompiledKernel and vlpc.VlpcError is errors.VlpcError
@@ -402,7 +402,7 @@ def test_cli_cache_hit_loads_no_xdsl_pass_or_dialect(cache_dir, tmp_path):
     outs = [tmp_path / "cold.hsaco", tmp_path / "hit.hsaco"]
     code = ("from vlpc.cli import main\nimport sys\nrc = main({argv!r})\n"
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] == 'xdsl' or "
-            "m.startswith(('vlpc.passes', 'vlpc.dialects', 'vlpc.pipeline')))\n"
+            "m.startswith(('vlpc.passes', 'vlpc.dialects', 'vlpc.compiler')))\n"
             "print(rc, len(heavy), heavy[:3])")
     runs = []
     for out in outs:

@@ -9,7 +9,7 @@ import vlpc
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.errors import DiagnosticError
 from vlpc.passes.convert_linalg_to_gemm import ConvertLinalgToGemmPass
-from vlpc.pipeline import make_context, parse, print_ir
+from vlpc.compiler import make_context, parse, print_ir
 
 from reference import assert_gemm_close, check_run, gemm_reference
 

@@ -16,7 +16,7 @@ import pytest
 import vlpc
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.interop import from_upstream, print_generic, to_upstream, upstream_available, upstream_ir
-from vlpc.pipeline import make_context, parse, run_passes
+from vlpc.compiler import make_context, parse, run_passes
 
 from reference import assert_gemm_close, gemm_reference
 

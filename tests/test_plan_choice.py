@@ -19,7 +19,7 @@ import pytest
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, MatmulOp
 from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS, MAX_AUTO_SPLIT, MIN_K_PER_SPLIT, describe_plan
 from vlpc.passes.gemm_tile import AUTO_MACRO_N, DOT_AUTO_K_STEPS, SQC_DEFAULT_M
-from vlpc.pipeline import make_context, parse, pipeline, run_passes
+from vlpc.compiler import make_context, parse, pipeline, run_passes
 from vlpc.plan_model import estimate, k_per_split, k_units, plan_board
 from vlpc.targets import get_target
 

@@ -20,7 +20,7 @@ import pytest
 from test_runtime_support import _kernel
 
 from vlpc import isa
-from vlpc.profile import CAUSE_HEAD, CAUSE_TEXT, chrome_trace, format_html, profile, timeline_png
+from vlpc.profiler import CAUSE_HEAD, CAUSE_TEXT, chrome_trace, format_html, profile, timeline_png
 from vlpc.cli import main
 from vlpc.errors import VlpcError
 from vlpc.runtime.timing.recorder import STALL_CAUSES
