@@ -24,7 +24,6 @@ from vlpc.runtime.timing import Residency, TraceRequest, model_kernel
 from vlpc.runtime.timing.energy import EnergyEvents, estimate, events_from_stats, valu_lanes_by_kind
 from vlpc.targets import ENERGY, ENERGY_SOURCES, MI25_ENERGY, get_board
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dot_support import layout_source  # noqa: E402
 from test_dot_epilogue import source as epilogue_source  # noqa: E402
 

@@ -467,22 +467,13 @@ def test_cli_bench_and_run_model_the_mi25_for_gfx900(capsys):
 # -- DGEMM's plan and the modeled figures on MI25 ----------------------------------------------
 
 
-def _benchmarks():
-    import sys
-
-    path = str(Path(__file__).resolve().parent.parent / "benchmarks")
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-
 def test_dgemm_plan_on_mi25_is_charged_the_f64_rate(capsys):
     """--print-plan for DGEMM 4096x4096x640 on mi25: the chosen plan's modeled time is at least
     the time at MI25's f64 peak (768 GFLOP/s, spec sheet) and near it (a compute-bound plan);
     the same plan on mi60 is bounded by its own f64 peak (half rate: 7.37 TFLOP/s at its stock 1800 MHz)."""
     from vlpc.cli import main
 
-    _benchmarks()
-    from seed_sweep import dgemm_source
+    from vlpc.benchmarking.seed import dgemm_source
 
     m, k = 4096, 640
     flops = 2.0 * m * m * k
@@ -510,9 +501,7 @@ def test_board_gemm_shortcut_matches_the_full_launch_for_dgemm_on_mi25():
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
 
-    _benchmarks()
-    from board_gemm import gemm_fast
-    from seed_sweep import dgemm_source
+    from vlpc.benchmarking.seed import dgemm_source, gemm_fast
 
     m, n, k = 256, 512, 128
     fast = gemm_fast(m, n, k, dtype="f64", gpu="mi25", split_k=1)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import golden_asm_cases as cases  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "golden_asm"

@@ -11,6 +11,7 @@ committed with their source, version and configuration); the hipcc rebuild is sk
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -160,10 +161,24 @@ def test_triton_sgemm_even_k(emu, cfg, beta):
 # -- the benchmark's helpers ---------------------------------------------------------------------
 
 
+def _script(path: Path):
+    """The benchmark script at ``path`` loaded as a module of its file's name (not run as __main__; nothing
+    put on sys.path)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _peers():
+    return _script(ROOT / "benchmarks" / "peers.py")
+
+
 def test_first_round_l2_miss_matches_seed_sweep_estimate():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import peers
-    from seed_sweep import l2_miss_estimate
+    from vlpc.benchmarking.seed import l2_miss_estimate
+
+    peers = _peers()
 
     for m, n, tile, fr in [(4096, 4096, (32, 64), 512), (256, 256, (64, 256), 64), (16384, 1024, (128, 128), 128)]:
         gx, gy = -(-n // tile[1]), -(-m // tile[0])
@@ -175,8 +190,7 @@ def test_grouped_order():
     """Triton's grouped program order (the tutorial's GROUP_SIZE_M swizzle) as the benchmark computes
     it, against the order worked by hand for 11 x 3 tiles in groups of 8 rows: down a group's rows
     column by column, the last group 3 rows high."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import peers
+    peers = _peers()
 
     order = list(peers.grouped_tiles(11, 3, 8, 33))
     assert sorted(order) == sorted((i, j, 0) for i in range(11) for j in range(3))
@@ -187,8 +201,7 @@ def test_grouped_order():
 
 
 def test_bad_sizes_are_one_line_errors(capsys):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import peers
+    peers = _peers()
 
     assert peers.main(["--sizes", "4096x0x640"]) == 2
     assert peers.main(["--boards", "mi70"]) == 2
@@ -202,8 +215,7 @@ def test_triton_code_objects_rebuild_byte_for_byte(tmp_path):
     meta = json.loads((DATA / "triton" / "configs.json").read_text())
     if triton.__version__ != meta["triton_version"]:
         pytest.skip(f"triton {triton.__version__} installed, the code objects were made by {meta['triton_version']}")
-    sys.path.insert(0, str(DATA))
-    import triton_sgemm
+    triton_sgemm = _script(DATA / "triton_sgemm.py")
 
     names = ",".join(c["name"] for c in CONFIGS)
     assert triton_sgemm.main(["--grid", str(tmp_path), "--configs", names]) == 0

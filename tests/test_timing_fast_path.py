@@ -1,19 +1,15 @@
 """The timing model's CU-0-only launch (EmulatorDevice.footprint_round = False) with the L2 miss
-probability computed from the tile geometry (benchmarks/seed_sweep.py l2_miss_estimate) gives the
+probability computed from the tile geometry (vlpc.benchmarking.seed.l2_miss_estimate) gives the
 same modeled time as the full timing-only launch, which records the first round's footprints."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import vlpc
+from vlpc.benchmarking.seed import l2_miss_estimate, seed_source
 from vlpc.runtime.emulator.device import EmulatorDevice
 from vlpc.targets import get_board
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from seed_sweep import l2_miss_estimate, seed_source  # noqa: E402
 
 
 @pytest.mark.parametrize("m,n", [(256, 1024), (512, 512)])

@@ -140,6 +140,7 @@ def cli_markdown() -> str:
 MAP_DIRS = (
     ("vlpc", "the driver: pipeline, API, target facts, run/bench/report/tune logic"),
     ("vlpc/commands", "one module per `vlpc` subcommand (parser and output)"),
+    ("vlpc/benchmarking", "library code the benchmark scripts and their tests share"),
     ("vlpc/isa", "the ISA table: instructions, encodings, classes, availability"),
     ("vlpc/targets", "target facts: processors, hazards, timing parameters, boards, energy parameters"),
     ("dialects", "IR: the `gemm` and `gcn` dialects, linalg additions, the printer"),
