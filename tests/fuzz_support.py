@@ -219,3 +219,21 @@ def memoised_compiler():
         yield
     finally:
         pl.run_passes, pl.compile, vlpc.compile = real_run_passes, real_compile, real_compile
+
+
+def code_in_memory(code: bytes):
+    """A fresh emulator memory holding ``code`` and what a one-wave test dispatch reads: a 4 KiB buffer
+    of 0..1023 (dwords) and a kernarg segment of 8 pointers to it.  Returns (memory, kernarg address,
+    code address)."""
+    import numpy as np
+
+    from vlpc.runtime.emulator.memory import Memory
+
+    mem = Memory()
+    buf = mem.alloc(4096, tag="buf")
+    mem.write(buf, np.arange(1024, dtype=np.uint32))
+    karg = mem.alloc(256, tag="kernargs")
+    mem.write(karg, np.array([buf] * 8, np.uint64))
+    ca = mem.alloc(len(code) + 64, tag="code")
+    mem.write(ca, code)
+    return mem, karg, ca

@@ -10,13 +10,13 @@ import functools
 import struct
 import warnings
 
-import numpy as np
 import pytest
 
 import vlpc.isa as isa
 from vlpc.runtime.emulator.core import DispatchConfig, run_dispatch
 from vlpc.runtime.emulator.errors import EmulatorFault
-from vlpc.runtime.emulator.memory import Memory
+
+from fuzz_support import code_in_memory
 
 ENDPGM = struct.pack("<I", 0xBF810000)
 FORMS = ("base", "e64", "sdwa", "dpp")
@@ -44,13 +44,7 @@ def test_every_table_form_executes_or_faults_cleanly(encoding, form):
     bad = []
     for mnemonic, sample, k in _samples()[encoding, form]:
         code = sample + ENDPGM
-        mem = Memory()
-        buf = mem.alloc(4096, tag="buf")
-        mem.write(buf, np.arange(1024, dtype=np.uint32))
-        karg = mem.alloc(256, tag="kernargs")
-        mem.write(karg, np.array([buf] * 8, np.uint64))
-        ca = mem.alloc(len(code) + 64, tag="code")
-        mem.write(ca, code)
+        mem, karg, ca = code_in_memory(code)
         cfg = DispatchConfig("all", code, ca, ca, (1, 1, 1), (64, 1, 1), user_sgpr_kernarg_segment_ptr=True,
                              kernarg_address=karg, lds_bytes=256, instruction_budget=50, vgpr_count=256,
                              sgpr_count=102, mode=0x3F0 if k % 2 else 0x300)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fuzz_support import loop_count, loop_seed, record
+from fuzz_support import code_in_memory, loop_count, loop_seed, record
 from vlpc.errors import VlpcError
 from vlpc.runtime.code_object import CodeObjectError, load_code_object
 
@@ -156,7 +156,6 @@ def test_emulator_random_code_fuzz():
     waves: they end, fault with an EmulatorFault, or exhaust the instruction budget."""
     from vlpc.runtime.emulator.core import DispatchConfig, run_dispatch
     from vlpc.runtime.emulator.errors import EmulatorFault
-    from vlpc.runtime.emulator.memory import Memory
 
     rng = random.Random(loop_seed(3))
     words = _code_words()
@@ -166,13 +165,7 @@ def test_emulator_random_code_fuzz():
         for i in range(loop_count(300, 0.5)):
             code = b"".join(rng.choice(words) if rng.random() < 0.7 else rng.randbytes(4)
                             for _ in range(rng.randint(1, 16))) + ENDPGM
-            mem = Memory()
-            buf = mem.alloc(4096, tag="buf")
-            mem.write(buf, np.arange(1024, dtype=np.uint32))
-            karg = mem.alloc(256, tag="kernargs")
-            mem.write(karg, np.array([buf] * 8, np.uint64))
-            ca = mem.alloc(len(code) + 64, tag="code")
-            mem.write(ca, code)
+            mem, karg, ca = code_in_memory(code)
             cfg = DispatchConfig("fuzz", code, ca, ca, (rng.choice([1, 2]), 1, 1),
                                  (rng.choice([1, 64, 65, 128]), 1, 1),
                                  user_sgpr_kernarg_segment_ptr=True, kernarg_address=karg,
