@@ -5,7 +5,7 @@ board and target: vlpc's automatic plan for ``--gpu`` is compiled for ``--target
 board's processor, gfx900 for ``mi25``), one timing-only launch traces CU 0's workgroups only
 (``EmulatorDevice.footprint_round = False``) and the L2 miss probability comes from the tile
 geometry (:func:`seed_sweep.l2_miss_estimate`) instead of the first round's recorded footprint
-(``tests/test_timing_fast_path.py`` checks that the two agree).  The emulator's exact f64 FMA makes
+(``tests/timing/test_timing_fast_path.py`` checks that the two agree).  The emulator's exact f64 FMA makes
 the footprint round of a DGEMM (every workgroup of the first round) take most of an hour on this
 machine; the shortcut runs CU 0's workgroups only.
 

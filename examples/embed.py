@@ -3,7 +3,7 @@ use the one-call vlpc.run, and put vlpc's passes into your own xDSL pipeline.
 
     python examples/embed.py            # runs on the built-in GCN emulator (no GPU needed)
 
-Tested by tests/test_docs_examples.py.
+Tested by tests/docs/test_docs_examples.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared pieces of the fuzz tests (``tests/test_fuzz_*.py``) and ``tools/fuzz.py``.
+"""Shared pieces of the fuzz tests (``tests/fuzz/test_fuzz_*.py``) and ``tools/fuzz.py``.
 
 Budgets: by default (CI) every fuzz test runs a small, fixed number of inputs with
 fixed seeds (Hypothesis ``derandomize=True``; ``random.Random(seed)`` loops), so a

@@ -10,7 +10,7 @@ root or a ``gemm:LAYOUT:DTYPE:M:N:K[:EPILOGUE...]`` template (the module
 (or ``.mlir``; ``.gz`` compressed with ``--gzip``) for the committed golden subset
 (``GOLDEN``) or every case.  The golden files under ``tests/data/golden_asm/`` were
 written before the pipeline was sped up (issue 18: verification once, the allocator's
-interference summary, the cache), and ``tests/test_golden_asm.py`` compiles the same
+interference summary, the cache), and ``tests/passes/test_golden_asm.py`` compiles the same
 cases and compares byte for byte.  A deliberate change to the generated code
 regenerates them: ``python tests/golden_asm_cases.py tests/data/golden_asm --gzip``.
 """

@@ -2,7 +2,7 @@
 
 Each encoding's opcode -> mnemonic map comes from the one gfx906 table,
 :mod:`vlpc.isa` (generated through LLVM's disassembler, checked against its
-assembler by ``tests/test_isa_table.py``), and so do the operand widths (in dwords,
+assembler by ``tests/isa/test_isa_table.py``), and so do the operand widths (in dwords,
 :func:`widths`, from the table's operands), the implicit SCC operands
 (:data:`SCC_WRITERS`, :data:`SCC_READERS`) and the execution classes
 (:data:`EXECUTION_CLASSES`, :func:`execution_class`: :mod:`vlpc.isa.classes`).

@@ -27,7 +27,7 @@ from vlpc.errors import EXIT_VERIFY, VlpcError
 
 
 def cmd_run(args) -> int:
-    # numpy, the verifier and the code-object path load here, not for `vlpc --help` (tests/test_kernel_cache.py)
+    # numpy, the verifier and the code-object path load here, not for `vlpc --help` (tests/runtime/test_kernel_cache.py)
     import numpy as np
 
     from vlpc.launch_cli import cmd_run_code_object, is_code_object
