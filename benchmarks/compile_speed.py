@@ -134,8 +134,8 @@ print(json.dumps(out))
 PER_PASS = r"""
 import json, os, resource, statistics, sys, time
 os.environ.pop("VLPC_VERIFY_EACH", None)
-import vlpc.pipeline
-P = sys.modules["vlpc.pipeline"]
+import vlpc.compiler
+P = sys.modules["vlpc.compiler"]
 from vlpc.dialects.gcn import KernelOp
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.runtime.toolchain import find_toolchain

@@ -1,7 +1,7 @@
 """Modeled figures of the f16 / int8 dot kernels (passes/isel/dot.py) on MI60 at its stock clocks.
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md),
-not measured: there is no AMD GPU here.  Peaks (spec sheets, vlpc/targets.py Board):
+not measured: there is no AMD GPU here.  Peaks (spec sheets, vlpc/targets/ Board):
 
 * f16 dot peak: 64 lanes x 4 FLOP (``v_dot2_f32_f16``: 2 multiply-adds) x CUs x clock
   = 29.5 TFLOP/s on 64 CUs at 1800 MHz (twice the f32 FMA peak);
@@ -26,7 +26,7 @@ GEMV rows: the automatic decode plan (M = 1..16 activations x a weight matrix st
 groups of a workgroup (``local_split``, partial sums reduced through LDS), so every weight
 byte is read once by N / 64 workgroups; % of HBM counts the bytes that must move (weights +
 activations + C) over the modeled time; ``(kernel)`` is the same over the time without the modeled
-launch overhead (``TimingParams.launch_overhead_us`` in vlpc/targets.py, calibrated on the seed's
+launch overhead (``TimingParams.launch_overhead_us`` in vlpc/targets/, calibrated on the seed's
 SGEMM; the header line prints the value in force).
 """
 

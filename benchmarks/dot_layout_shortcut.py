@@ -27,9 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from seed_sweep import l2_miss_estimate  # noqa: E402
+from vlpc.benchmarking.seed import l2_miss_estimate  # noqa: E402
 
 TYPES = {"i8": ("i8", "i32", "i32", 1, 8), "f16": ("f16", "f32", "f32", 2, 4)}  # ab, c, scalar, bytes, ops/lane
 

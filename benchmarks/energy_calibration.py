@@ -24,7 +24,7 @@ timing_only=True)``: the workgroups the timing model traces plus the first round
 L2 footprint); the counts are scaled to the whole grid (see
 :func:`vlpc.runtime.timing.energy.events_from_stats`).  Power uses the timing model's
 modeled time, re-run here from the cached trace at each clock with the
-``TimingParams`` currently in ``vlpc/targets.py``; the seed's TFLOP/s are printed beside.
+``TimingParams`` currently in ``vlpc/targets/``; the seed's TFLOP/s are printed beside.
 
 Steps (``collect`` takes 20-60 s per kernel on 2 cores; its results are cached under ``--cache``):
 
@@ -119,7 +119,7 @@ def load(cache: Path, name: str):
 
 def timed(stats, clock: float):
     """The timing model re-run on the cached trace at ``clock`` MHz with the TimingParams now in
-    vlpc/targets.py (the trace does not depend on the clock or the parameters)."""
+    vlpc/targets/ (the trace does not depend on the clock or the parameters)."""
     from vlpc.runtime.timing import gpu
     from vlpc.targets import seed_board
 
@@ -150,7 +150,7 @@ def fit_coefficients(models: dict, params, fit_time: str = "seed") -> tuple[floa
     """Solve the two calibrated coefficients from the seed's 1700 MHz pair.  Energy is linear in both:
     E = E0 + a Xa + b Xb.
 
-    ``fit_time="seed"`` (the default, the calibrated values in vlpc/targets.py): the target is the
+    ``fit_time="seed"`` (the default, the calibrated values in vlpc/targets/): the target is the
     *energy* the seed measured, its watts times the time of the same run (:func:`seed_time_us`; with
     the idle power times that time apart, the dynamic energy per GEMM), which is what per-event
     energies describe: the coefficients do not take up the timing model's errors (at 1700 MHz it runs
@@ -222,13 +222,13 @@ def report(cache: Path, out: Path, fit_time: str = "seed") -> None:
     print("\n# Energy model calibration (An Alternative SGEMM on VEGA section 3.2; all figures modeled)\n")
     how = ("the seed's energies: its watts x the time of the same run" if fit_time == "seed" else
            "the seed's watts at the modeled 1700 MHz time")
-    print(f"Fitted on the 1700 MHz pair only (two coefficients, vlpc/targets.py EnergyParams; target: {how}):")
-    print(f"  VGPR bank access (read = write) : {a:7.3f} pJ per 32-bit lane access   (targets.py: "
+    print(f"Fitted on the 1700 MHz pair only (two coefficients, vlpc/targets/ EnergyParams; target: {how}):")
+    print(f"  VGPR bank access (read = write) : {a:7.3f} pJ per 32-bit lane access   (vlpc/targets/: "
           f"{ENERGY.vgpr_read_pj:.3f})")
-    print(f"  VALU lane overhead              : {b:7.3f} pJ per active VALU lane      (targets.py: "
+    print(f"  VALU lane overhead              : {b:7.3f} pJ per active VALU lane      (vlpc/targets/: "
           f"{ENERGY.valu_lane_overhead_pj:.3f})")
     if abs(a - ENERGY.vgpr_read_pj) > 0.01 * a or abs(b - ENERGY.valu_lane_overhead_pj) > 0.01 * b:
-        print(f"  NOTE: vlpc/targets.py's values differ from this fit by more than 1% (the TimingParams changed?): "
+        print(f"  NOTE: vlpc/targets/'s values differ from this fit by more than 1% (the TimingParams changed?): "
               f"set vgpr_read_pj = vgpr_write_pj = {a:.2f}, valu_lane_overhead_pj = {b:.2f}")
     print(f"V/f (assumed, linear): {ENERGY.vf_curve}; V(1700) = {ENERGY.voltage(1700):.4f} V, "
           f"V(1500) = {ENERGY.voltage(1500):.4f} V, dynamic energy x{ENERGY.scale(1500):.4f} at 1500 MHz\n")
@@ -306,7 +306,7 @@ def report(cache: Path, out: Path, fit_time: str = "seed") -> None:
 
     # sensitivity to the V/f assumption (no refit: coefficients are at the 1700 MHz reference)
     print("\nSensitivity of the 1500 MHz prediction to the V/f curve (no refit):")
-    alts = {"assumed: linear 808-1801 MHz (targets.py)": ENERGY.vf_curve,
+    alts = {"assumed: linear 808-1801 MHz (vlpc/targets/)": ENERGY.vf_curve,
             "Vega 20 three-point curve (808/716, 1304/799, 1801/1081 mV)": ((808.0, 0.716), (1304.0, 0.799),
                                                                             (1801.0, 1.081)),
             "Radeon VII three-point curve of another board (806/734, 1271/821, 1736/1066 mV)":
@@ -358,7 +358,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / "build" / "energy_calibration")
     ap.add_argument("--params", type=Path, default=None,
                     help="fitted coefficients (JSON; default: CACHE/fitted.json); report uses them when present, "
-                         "else the values in vlpc/targets.py")
+                         "else the values in vlpc/targets/")
     ap.add_argument("--fit-time", choices=("model", "seed"), default="seed",
                     help="the time at which the coefficients must give the seed's 1700 MHz watts: 'seed' "
                          "(default, the calibrated values) the seed's own time of that run (9.5 / 9.18 "

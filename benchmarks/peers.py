@@ -52,9 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from timing_calibration import seed_source  # noqa: E402
+from vlpc.benchmarking.seed import seed_source  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "peers"
 CACHE = ROOT / "build" / "peers"

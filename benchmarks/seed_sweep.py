@@ -29,16 +29,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from timing_calibration import load_measured, seed_source  # noqa: E402
+from vlpc.benchmarking.seed import K, dgemm_source, gemm_fast, l2_miss_estimate, load_measured, seed_source, seed_table  # noqa: E402,F401
 
-K = 640
 CACHE = ROOT / "build" / "seed_sweep"
-
-
-def dgemm_source(m: int, n: int, k: int = K) -> str:
-    return seed_source(m, n, k).replace("f32", "f64").replace("sgemm_seed", "dgemm")
 
 
 CALIBRATION = ROOT / "build" / "timing_calibration" / "sizes.json"
@@ -99,36 +93,12 @@ def replay(sizes: list[int], vgprs: int) -> dict:
     return out
 
 
-def l2_miss_estimate(m: int, n: int, k: int, tile: tuple[int, int], esize: int, first_round: int,
-                     line: int | None = None) -> float:
-    """The L2 miss probability the timing model derives from the first round's footprints
-    (unique lines / the sum of each workgroup's lines, ``runtime/timing/gpu.py``), computed
-    from the tile geometry of an NT GEMM instead of recorded: the first ``first_round``
-    workgroups (x fastest) read their A rows and B rows (K x esize bytes each) and write
-    their C tile.  ``line``: cache line bytes (default: the timing model's ``TimingParams.line_bytes``)."""
-    gx = -(-n // tile[1])
-    wgs = min(first_round, gx * -(-m // tile[0]))
-    rows_a = -(-wgs // gx) * tile[0]
-    cols_b = min(gx, wgs) * tile[1]
-    if line is None:
-        from vlpc.targets import TimingParams
-
-        line = TimingParams().line_bytes
-    per_row = -(-k * esize // line)
-    c_lines = tile[0] * -(-tile[1] * esize // line)
-    total = wgs * ((tile[0] + tile[1]) * per_row + c_lines)
-    unique = (rows_a + cols_b) * per_row + wgs * c_lines
-    return unique / total
-
-
 def dgemm_fast(m: int = 4096, dtype: str = "f64") -> dict:
     """DGEMM (or, ``dtype="f32"``, SGEMM: the check of this shortcut against the full
     timing-only launch) m x m x 640 on MI60 (modeled): the plan's kernel traced on CU 0's workgroups only,
     the L2 miss probability from :func:`l2_miss_estimate` (the emulator's exact f64 FMA makes
     the first round's footprint, 1,024 workgroups, take most of an hour).  The shortcut itself is
-    :func:`board_gemm.gemm_fast` (any board and target)."""
-    from board_gemm import gemm_fast
-
+    :func:`vlpc.benchmarking.seed.gemm_fast` (any board and target)."""
     return dict(gemm_fast(m, m, K, dtype=dtype, gpu="mi60"), error=None)
 
 
@@ -143,7 +113,7 @@ def main(argv=None) -> int:
                     help="also DGEMM 4096x4096x640 (CU 0 traced, the L2 miss probability from the tile "
                          "geometry: dgemm_fast)")
     a = ap.parse_args(argv)
-    measured = load_measured()
+    measured = load_measured(seed_table(ROOT))
     sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else sorted(measured)
     CACHE.mkdir(parents=True, exist_ok=True)
     cache_file = CACHE / "results.json"

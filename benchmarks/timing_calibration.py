@@ -40,13 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
+from vlpc.benchmarking.seed import CLOCKS, K, load_measured, model_size, seed_source, seed_table, trace_size
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The seed's table: beside the checkout (``../shared``), or two levels up from a worktree.
-CSV = next((p / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv" for p in (ROOT.parent, ROOT.parent.parent)
-            if (p / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv").exists()),
-           ROOT.parent / "shared" / "reference" / "seed_mi60_sgemm_64x256.csv")
-CLOCKS = (1700, 1500, 1300, 1100)
-K = 640
+CSV = seed_table(ROOT)
 #: The subset of the 1700 MHz column the fit sees (every regime: one workgroup per CU,
 #: partial rounds, the 1792 dip, many rounds).
 FIT_SIZES = (256, 512, 768, 1024, 1536, 1792, 2048, 2560, 3072, 4096, 6144, 8192, 12288, 16384)
@@ -62,43 +60,6 @@ FIT_PARAMS = {
     "scalar_bytes_per_cycle": (1.0, 64.0),
     "launch_overhead_us": (0.0, 30.0),
 }
-
-
-def load_measured(path: Path = CSV) -> dict[int, dict[int, float]]:
-    out: dict[int, dict[int, float]] = {}
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            m = int(row["m"])
-            out[m] = {c: float(row[f"tflops_{c}mhz"]) for c in CLOCKS}
-    return out
-
-
-def seed_source(m: int, n: int, k: int = K) -> str:
-    return f"""
-func.func @sgemm_seed(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
-  %alpha = arith.constant 1.0 : f32
-  %beta = arith.constant 0.0 : f32
-  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
-  return
-}}
-"""
-
-
-def trace_size(m: int, board, schedule: str = "seed"):
-    """Compile and run one timing-only launch; returns (trace, timing report)."""
-    import vlpc
-    from vlpc.runtime.emulator.device import EmulatorDevice
-
-    mod = vlpc.compile(seed_source(m, m), schedule=schedule, split_k=1)
-    ck = mod.kernel()
-    dev = EmulatorDevice(gpu=board, timing_only=True)
-    a = dev.alloc(m * K * 4)
-    b = dev.alloc(m * K * 4)
-    c = dev.alloc(m * m * 4)
-    lc = ck.launch(m, m, K)
-    st = dev.launch(mod.code_object, ck.name, grid=lc.grid, block=lc.block,
-                    args=[a, b, c, m, m, K, K, K, m, 1.0, 0.0])
-    return st.trace, st.timing
 
 
 def collect(cache: Path, sizes) -> None:
@@ -121,20 +82,6 @@ def collect(cache: Path, sizes) -> None:
         with open(cache / f"trace_{m}.pkl", "wb") as f:
             pickle.dump(tr, f)
         meta_path.write_text(json.dumps(meta, indent=1))
-
-
-def model_size(trace, meta: dict, board, max_simulated: int | None = None):
-    """The model at one size: ``trace`` is that size's own (``collect`` keeps each), or the
-    4096 trace replayed with the size's grid.  Under the "line" and "group" L2 rules the
-    size's recorded miss probability is used; under "address" the trace's own footprints."""
-    from vlpc.runtime.timing import gpu
-
-    own = tuple(trace.grid) == tuple(meta["grid"])
-    tr = trace if own else replace(trace, grid=tuple(meta["grid"]))
-    res = gpu.Residency(meta["wgs_per_cu"], tr.waves_per_wg, 0, "")
-    by_address = own and board.timing.l2_miss_rule == "address"
-    return gpu.model_kernel(tr, board, res, "seed", max_simulated=max_simulated,
-                            l2_miss=None if by_address else meta["p_l2_miss"])
 
 
 class Traces:
@@ -176,7 +123,7 @@ def fit(cache: Path, out: Path, iters: int, fit_sizes=FIT_SIZES, rule: str | Non
     over ``fit_sizes``; writes ``out`` (JSON: the parameters, the rule, the sizes)."""
     from vlpc.targets import seed_board
 
-    meas = load_measured()
+    meas = load_measured(CSV)
     meta = json.loads((cache / "sizes.json").read_text())
     trace = Traces(cache)
     base = seed_board()
@@ -248,7 +195,7 @@ def model_key(board) -> str:
     import hashlib
 
     h = hashlib.sha256(repr(board).encode())
-    for pat in ("runtime/timing/*.py", "vlpc/targets.py", "vlpc/isa/*.py", "vlpc/isa/*.json"):
+    for pat in ("runtime/timing/*.py", "vlpc/targets/*.py", "vlpc/isa/*.py", "vlpc/isa/*.json"):
         for f in sorted(ROOT.glob(pat)):
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -260,7 +207,7 @@ def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Pa
     from vlpc.targets import seed_board
     from tqdm import tqdm
 
-    meas = load_measured()
+    meas = load_measured(CSV)
     meta = json.loads((cache / "sizes.json").read_text())
     traces = Traces(cache, keep=False)
     board = seed_board()
@@ -345,7 +292,7 @@ def main(argv=None) -> int:
                          "column, from 256: spread like the whole column) or a comma list")
     ap.add_argument("--out", type=Path, default=None, help="where fit writes (default CACHE/fitted.json)")
     a = ap.parse_args(argv)
-    meas = load_measured()
+    meas = load_measured(CSV)
     if a.sizes == "all":
         sizes = sorted(meas)
     elif a.sizes == "fit":

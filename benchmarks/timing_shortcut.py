@@ -21,9 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from timing_calibration import K, model_size, trace_size  # noqa: E402
+from vlpc.benchmarking.seed import K, model_size, trace_size  # noqa: E402
 
 SIZES = (2048, 2560, 3072, 4096)
 

@@ -218,7 +218,7 @@ def kind_and_width(t: Attribute) -> object:
     register range (a loop's init, block argument, yielded value and result), and all the
     IRDL constraints of a ``gcn`` op can tell apart in an operand or result type (they name
     register kinds, never registers, which are chosen after the ops are built): verification
-    remembers the signatures it accepted by this (``vlpc.pipeline``), as by the types
+    remembers the signatures it accepted by this (``vlpc.compiler``), as by the types
     themselves every allocated operand combination would be checked anew."""
     cls = t.__class__
     return (cls, t.width.data) if cls in _RANGE_CLASSES else t

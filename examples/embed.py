@@ -3,7 +3,7 @@ use the one-call vlpc.run, and put vlpc's passes into your own xDSL pipeline.
 
     python examples/embed.py            # runs on the built-in GCN emulator (no GPU needed)
 
-Tested by tests/test_docs_examples.py.
+Tested by tests/docs/test_docs_examples.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from xdsl.passes import PassPipeline
 
 import vlpc
 from vlpc.dialects.gcn_asm import print_assembly
-from vlpc.pipeline import make_context, parse
+from vlpc.compiler import make_context, parse
 from vlpc.runtime import get_device, load_code_object
 
 HERE = Path(__file__).resolve().parent

@@ -1,4 +1,4 @@
-"""Shared pieces of the fuzz tests (``tests/test_fuzz_*.py``) and ``tools/fuzz.py``.
+"""Shared pieces of the fuzz tests (``tests/fuzz/test_fuzz_*.py``) and ``tools/fuzz.py``.
 
 Budgets: by default (CI) every fuzz test runs a small, fixed number of inputs with
 fixed seeds (Hypothesis ``derandomize=True``; ``random.Random(seed)`` loops), so a
@@ -156,7 +156,7 @@ def assert_clean_exit(rc: int, err: str, argv=None, allowed=(0, 1, 2)) -> str:
 
 @contextlib.contextmanager
 def memoised_compiler():
-    """Cache ``vlpc.pipeline.run_passes`` and ``vlpc.compile`` results by their inputs.
+    """Cache ``vlpc.compiler.run_passes`` and ``vlpc.compile`` results by their inputs.
 
     The passes are deterministic, so a cached result is what a fresh run would give;
     the CLI fuzzer then spends its time on the option handling it is testing instead
@@ -166,7 +166,7 @@ def memoised_compiler():
 
     import vlpc
 
-    pl = importlib.import_module("vlpc.pipeline")  # (``vlpc.pipeline`` the attribute is a function)
+    pl = importlib.import_module("vlpc.compiler")
 
     real_run_passes, real_compile = pl.run_passes, pl.compile
     pass_cache: dict = {}
@@ -219,3 +219,21 @@ def memoised_compiler():
         yield
     finally:
         pl.run_passes, pl.compile, vlpc.compile = real_run_passes, real_compile, real_compile
+
+
+def code_in_memory(code: bytes):
+    """A fresh emulator memory holding ``code`` and what a one-wave test dispatch reads: a 4 KiB buffer
+    of 0..1023 (dwords) and a kernarg segment of 8 pointers to it.  Returns (memory, kernarg address,
+    code address)."""
+    import numpy as np
+
+    from vlpc.runtime.emulator.memory import Memory
+
+    mem = Memory()
+    buf = mem.alloc(4096, tag="buf")
+    mem.write(buf, np.arange(1024, dtype=np.uint32))
+    karg = mem.alloc(256, tag="kernargs")
+    mem.write(karg, np.array([buf] * 8, np.uint64))
+    ca = mem.alloc(len(code) + 64, tag="code")
+    mem.write(ca, code)
+    return mem, karg, ca

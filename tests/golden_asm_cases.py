@@ -3,14 +3,14 @@
 Each case is ``(name, source, options)``: ``source`` is a path relative to the repository
 root or a ``gemm:LAYOUT:DTYPE:M:N:K[:EPILOGUE...]`` template (the module
 ``lit_tests/Inputs/gemm_template.py`` prints); ``options`` are those of
-:func:`vlpc.pipeline.pipeline` plus ``target`` and, for a single pass run as
+:func:`vlpc.compiler.pipeline` plus ``target`` and, for a single pass run as
 ``vlpc opt -p`` does, ``passes`` (then the output is the IR text, not assembly).
 
 ``python tests/golden_asm_cases.py OUTDIR [--all] [--gzip]`` writes ``OUTDIR/<name>.s``
 (or ``.mlir``; ``.gz`` compressed with ``--gzip``) for the committed golden subset
 (``GOLDEN``) or every case.  The golden files under ``tests/data/golden_asm/`` were
 written before the pipeline was sped up (issue 18: verification once, the allocator's
-interference summary, the cache), and ``tests/test_golden_asm.py`` compiles the same
+interference summary, the cache), and ``tests/passes/test_golden_asm.py`` compiles the same
 cases and compares byte for byte.  A deliberate change to the generated code
 regenerates them: ``python tests/golden_asm_cases.py tests/data/golden_asm --gzip``.
 """
@@ -111,7 +111,7 @@ GOLDEN = ("example_sgemm_nt", "example_sgemm_dynamic", "example_linalg_matmul_tr
 def compile_case(source: str, options: dict) -> tuple[str, str]:
     """(suffix, text): the assembly ``vlpc compile --emit asm`` prints, or the IR of ``vlpc opt -p``."""
     from vlpc.dialects.gcn_asm import print_assembly
-    from vlpc.pipeline import header_lines, make_context, parse, pipeline, print_ir, run_passes
+    from vlpc.compiler import header_lines, make_context, parse, pipeline, print_ir, run_passes
     from vlpc.targets import TargetId
 
     options = dict(options)

@@ -786,7 +786,7 @@ def compile_or_classify(c: Case, text: str):
     error, a refusal (a located one-line VlpcError) or a crash (any other exception: what the
     tool looks for)."""
     from vlpc.errors import VlpcError
-    from vlpc.pipeline import InternalError
+    from vlpc.compiler import InternalError
 
     try:
         return compile_case(c, text), None

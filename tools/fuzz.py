@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Long fuzzing sessions for vlpc (issue 9: bad input never crashes).
 
-The fuzzers are the pytest tests ``tests/test_fuzz_*.py``; CI runs them briefly with
+The fuzzers are the pytest tests ``tests/fuzz/test_fuzz_*.py``; CI runs them briefly with
 fixed seeds (``pytest -q``).  This driver runs them longer, in rounds with a new seed
 each round, until a time budget is spent, and prints how many inputs each fuzzer
 tried and how they ended (usage errors, user errors, faults, crashes)::
@@ -10,9 +10,9 @@ tried and how they ended (usage errors, user errors, faults, crashes)::
     python tools/fuzz.py --minutes 10 --examples 2000
 
     # one fuzzer, a given seed (to reproduce a reported failure)
-    python tools/fuzz.py --tests tests/test_fuzz_mlir.py --seed 1234 --rounds 1
+    python tools/fuzz.py --tests tests/fuzz/test_fuzz_mlir.py --seed 1234 --rounds 1
 
-Equivalent by hand: ``VLPC_FUZZ_EXAMPLES=5000 VLPC_FUZZ_SEED=7 pytest -q tests/test_fuzz_*.py``
+Equivalent by hand: ``VLPC_FUZZ_EXAMPLES=5000 VLPC_FUZZ_SEED=7 pytest -q tests/fuzz/test_fuzz_*.py``
 (``VLPC_FUZZ_REPORT=counts.json`` writes the counts).  A failing round prints pytest's
 report, with Hypothesis' minimal failing example and how to reproduce it; the driver
 stops at the first failing round and exits 1.
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_fuzz_mlir.py", "tests/test_fuzz_cli.py", "tests/test_fuzz_runtime.py"]
+TESTS = ["tests/fuzz/test_fuzz_mlir.py", "tests/fuzz/test_fuzz_cli.py", "tests/fuzz/test_fuzz_runtime.py"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ Python API::
 Inputs: the ``gemm`` dialect, linalg matrix products on memrefs, or an upstream
 MLIR module (:mod:`vlpc.interop`).  ``vlpc.run`` is :func:`vlpc.api.run` (the ``vlpc run``
 command's module is :mod:`vlpc.commands.run`); ``vlpc.profile``
-is :func:`vlpc.profile.profile` (modeled per-instruction stalls, docs/profile.md), e.g.
+is :func:`vlpc.profiler.profile` (modeled per-instruction stalls, docs/profile.md), e.g.
 ``vlpc.profile("k.hsaco", grid=4, block=64, args=["0=250", "1=2.0", "2=random:1000", "3=zeros:1000"])``.
 
 The runtime (code objects, the GCN emulator, HIP) is :mod:`vlpc.runtime`.
@@ -33,15 +33,15 @@ del _os, _root
 from vlpc.version import __version__  # noqa: E402
 
 # The public names load on first use (PEP 562), so that `import vlpc` and `vlpc --help` import
-# neither xDSL nor NumPy nor any dialect or pass: see _LAZY.  `vlpc.profile` and `vlpc.pipeline` name
-# functions although vlpc/profile.py and vlpc/pipeline.py are submodules too (`from vlpc.pipeline
-# import ...` finds the module in sys.modules): importing a submodule sets the package attribute of
-# its name, which _Package below ignores for these two.
+# neither xDSL nor NumPy nor any dialect or pass: see _LAZY.  The functions `vlpc.pipeline` and
+# `vlpc.profile` live in vlpc/compiler.py and vlpc/profiler.py: no submodule has their names, so
+# importing one never rebinds them.
 _LAZY = {
-    "compile": "vlpc.pipeline", "compile_file": "vlpc.pipeline", "parse": "vlpc.pipeline", "pipeline_options": "vlpc.pipeline",
-    "pipeline_spec": "vlpc.pipeline", "CompiledKernel": "vlpc.kernel", "CompiledModule": "vlpc.kernel",
-    "LaunchConfig": "vlpc.kernel", "RunResult": "vlpc.api", "VerificationError": "vlpc.api",
-    "DiagnosticError": "vlpc.errors", "VlpcError": "vlpc.errors", "run": "vlpc.api",
+    "compile": "vlpc.compiler", "compile_file": "vlpc.compiler", "parse": "vlpc.compiler", "pipeline": "vlpc.compiler",
+    "pipeline_options": "vlpc.compiler", "pipeline_spec": "vlpc.compiler", "profile": "vlpc.profiler",
+    "CompiledKernel": "vlpc.kernel", "CompiledModule": "vlpc.kernel", "LaunchConfig": "vlpc.kernel",
+    "RunResult": "vlpc.api", "VerificationError": "vlpc.api", "DiagnosticError": "vlpc.errors",
+    "VlpcError": "vlpc.errors", "run": "vlpc.api",
 }
 
 
@@ -57,39 +57,8 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"pipeline", "profile"})
+    return sorted(set(globals()) | set(_LAZY))
 
-
-import sys as _sys  # noqa: E402
-import types as _types  # noqa: E402
-
-
-class _Package(_types.ModuleType):
-    """The vlpc package: ``profile`` and ``pipeline`` are the functions, whatever submodule is imported."""
-
-    @property
-    def profile(self):
-        """:func:`vlpc.profile.profile` (per-instruction stalls and a wave timeline, modeled)."""
-        from vlpc.profile import profile
-        return profile
-
-    @profile.setter
-    def profile(self, value) -> None:  # the import system binding the vlpc.profile submodule: keep the function
-        pass
-
-    @property
-    def pipeline(self):
-        """:func:`vlpc.pipeline.pipeline` (the configured passes)."""
-        from vlpc.pipeline import pipeline
-        return pipeline
-
-    @pipeline.setter
-    def pipeline(self, value) -> None:  # as for profile
-        pass
-
-
-_sys.modules[__name__].__class__ = _Package
-del _sys, _types
 
 __all__ = ["CompiledKernel", "CompiledModule", "DiagnosticError", "LaunchConfig", "RunResult", "VerificationError",
            "VlpcError", "compile", "compile_file", "parse", "pipeline", "pipeline_options", "pipeline_spec", "profile", "run", "__version__"]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from vlpc.errors import EXIT_VERIFY, VlpcError
-from vlpc.pipeline import CompiledKernel, CompiledModule, LaunchConfig, compile
+from vlpc.compiler import CompiledKernel, CompiledModule, LaunchConfig, compile
 
 _NP_DTYPE = {"f32": np.float32, "f64": np.float64}
 
@@ -370,7 +370,7 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     """Compile ``module`` (unless already compiled), run it on ``device`` and check C.
 
     ``module``: MLIR text, an xDSL ``ModuleOp``, an upstream MLIR module, a
-    :class:`~vlpc.pipeline.CompiledModule` or a :class:`~vlpc.pipeline.CompiledKernel`.
+    :class:`~vlpc.compiler.CompiledModule` or a :class:`~vlpc.compiler.CompiledKernel`.
     ``a``, ``b``, ``c``: NumPy arrays (or nested lists) as stored (random when omitted);
     ``m``, ``n``, ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N)
     for a kernel with a fused ``bias_row``/``bias_col`` epilogue (of A's element type; f32 for

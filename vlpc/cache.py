@@ -6,7 +6,7 @@ built.  The key is a SHA-256 over
 
 * the input IR text (for an xDSL or upstream MLIR module: its printed form) and the
   file name it is reported under (diagnostics and the assembler's source name),
-* every code generation option (:class:`vlpc.pipeline.Options`, normalised) and the
+* every code generation option (:class:`vlpc.compiler.Options`, normalised) and the
   target id,
 * vlpc's version and a fingerprint of its installed source files (name, size and
   modification time of every ``.py`` of the package, so an edited checkout never

@@ -11,7 +11,7 @@ errors into exit codes:
 * ``vlpc opt FILE -p 'pass{opt=val},...'``: run named passes and print the IR.
 * ``vlpc run FILE``: compile, execute on a device (the emulator by default) and
   verify against NumPy (a code object FILE: run it on the emulator, vlpc/launch_cli.py).
-* ``vlpc profile FILE``: per-instruction stalls and a wave timeline, modeled (vlpc/profile.py).
+* ``vlpc profile FILE``: per-instruction stalls and a wave timeline, modeled (vlpc/profiler.py).
 * ``vlpc bench``, ``vlpc report``, ``vlpc doctor``, ``vlpc tune``, ``vlpc cache``: see
   ``docs/cli.md``.
 

@@ -379,7 +379,7 @@ class EnergyComparison:
           f"{e0.clock_mhz:.0f} MHz\n\n")
         w(f"All figures are modeled (vlpc's timing and energy models on the emulator's counts), not measured: "
           f"core voltage {e0.voltage:.3f} V from the assumed V/f curve, idle power {e0.idle_watts:.1f} W; "
-          f"coefficients and sources in vlpc/targets.py (EnergyParams, ENERGY_SOURCES).\n\n")
+          f"coefficients and sources in vlpc/targets/energy.py (EnergyParams, ENERGY_SOURCES).\n\n")
         for note in self.notes:
             w(f"{note}\n\n")
         if r0.batch:

@@ -34,7 +34,7 @@ workspace.  ``_launch_workspace`` takes a caller's workspace instead (at least t
 The plan logic (grids, the row-narrow choice, workspace bytes) is generated from the
 compiled kernels' launch information and tested against
 :meth:`~vlpc.kernel.CompiledKernel.plan` / :meth:`~vlpc.kernel.CompiledKernel.workspace_bytes`
-(``tests/test_hip_launcher.py``).  A kernel compiled with launch-time plan variants
+(``tests/runtime/test_hip_launcher.py``).  A kernel compiled with launch-time plan variants
 (:mod:`vlpc.launch_variants`) is launched as its first kernel, correct for every size: the
 per-launch choice of a variant by the plan model is the Python runtime's only.  Kernels taking more than A, B, C, M, N, K, lda, ldb, ldc,
 alpha, beta and the workspace (strided batches, bias epilogues, W8A8 scales) are refused with

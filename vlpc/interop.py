@@ -34,7 +34,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from vlpc.errors import VlpcError
-from vlpc.pipeline import from_upstream, parse  # noqa: F401  (from_upstream re-exported)
+from vlpc.compiler import from_upstream, parse  # noqa: F401  (from_upstream re-exported)
 
 #: Where the upstream bindings may live, in order of preference.
 UPSTREAM_MODULES = ("iree.compiler.ir", "mlir.ir")

@@ -2,9 +2,9 @@
 companions for a small M) and the execution of that plan on a device.
 
 Public names (also re-exported from :mod:`vlpc` and, for compatibility, from
-:mod:`vlpc.pipeline`): :class:`CompiledModule` (what :func:`vlpc.compile` returns),
+:mod:`vlpc.compiler`): :class:`CompiledModule` (what :func:`vlpc.compile` returns),
 :class:`CompiledKernel`, :class:`LaunchConfig`, :class:`PlanStep`.  The pass pipeline that
-produces them is :mod:`vlpc.pipeline`; this module depends on nothing of it.
+produces them is :mod:`vlpc.compiler`; this module depends on nothing of it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Code generation options and kernel-cache records, without xDSL (issue 18, compile speed).
 
-:class:`Options` (the options of :func:`vlpc.compile` / :func:`vlpc.pipeline.pipeline`, see
-:mod:`vlpc.pipeline`), the kernel cache's key of a compilation (:func:`cache_key`) and the
+:class:`Options` (the options of :func:`vlpc.compile` / :func:`vlpc.compiler.pipeline`, see
+:mod:`vlpc.compiler`), the kernel cache's key of a compilation (:func:`cache_key`) and the
 :class:`~vlpc.kernel.CompiledModule` of a cached build record (:func:`module_from_record`)
 live here so that a cache hit (:func:`cached`; ``vlpc compile`` looks there first) imports
 neither xDSL nor any dialect or pass: those are a quarter of a second of every command.
-:mod:`vlpc.pipeline` re-exports them.
+:mod:`vlpc.compiler` re-exports them.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from vlpc.targets import GFX906
 
 @dataclass
 class Options:
-    """Code generation options (see :mod:`vlpc.pipeline`'s docstring)."""
+    """Code generation options (see :mod:`vlpc.compiler`'s docstring)."""
 
     macro_tile: tuple[int, int] | None = None  # None: 64x256 for f32, 32x256 for f64
     micro_tile: tuple[int, int] | None = None  # None: 64x1 for f32, 32x1 for f64
     k_step: int | None = None  # None: 16 for f32, 8 for f64
-    waves_per_simd: int | None = None  # None: vlpc.pipeline.DEFAULT_WAVES_PER_SIMD[strategy]
+    waves_per_simd: int | None = None  # None: vlpc.compiler.DEFAULT_WAVES_PER_SIMD[strategy]
     split_k: int | str = "auto"
     strategy: str = "sqc"
     split_mode: str = "workspace"

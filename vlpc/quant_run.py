@@ -55,7 +55,7 @@ def ggml_type(fmt: str):
 
 def row_bytes(fmt: str, k: int) -> int:
     """Bytes of one row of K weights in ``fmt`` (``B_FORMATS``: 32 weights per block, as gguf's
-    GGML_QUANT_SIZES, which tests/test_quant_gemv.py compares)."""
+    GGML_QUANT_SIZES, which tests/quant/test_quant_gemv.py compares)."""
     from vlpc.dialects.gemm import B_FORMATS
 
     block, size = B_FORMATS[fmt]

@@ -426,7 +426,7 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
     batched (the one line of ``vlpc run``, :func:`vlpc.api.check_batch_option`)."""
     from vlpc.dialects.gcn import KernelOp
     from vlpc.dialects.gcn_asm import print_assembly
-    from vlpc.pipeline import header_lines, make_context, parse, pipeline, run_passes
+    from vlpc.compiler import header_lines, make_context, parse, pipeline, run_passes
     from vlpc.runtime.toolchain import find_toolchain
     from vlpc.targets import TargetId
 

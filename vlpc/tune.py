@@ -876,7 +876,7 @@ def table(results: Sequence[Result], limit: int | None = None, unit: str = "TFLO
 
 def pipeline_string(cand: Candidate, target: str, cus: int) -> str:
     """The winner as a pass-pipeline string ``vlpc opt -p`` / ``xdsl-opt -p`` accepts."""
-    from vlpc.pipeline import pipeline, pipeline_spec
+    from vlpc.compiler import pipeline, pipeline_spec
 
     opts = cand.options() if isinstance(cand, Candidate) else dict(cand)
     return pipeline_spec(pipeline(target, cus=cus, **opts))

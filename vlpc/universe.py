@@ -56,7 +56,7 @@ class GcnAsmTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from vlpc.dialects.gcn_asm import print_assembly
-        from vlpc.pipeline import header_lines
+        from vlpc.compiler import header_lines
         from vlpc.targets import TargetId
 
         tid = TargetId.parse(self.target)
@@ -82,7 +82,7 @@ class GcnHsacoTarget(Target):
         from vlpc.cli_support import write_atomic
         from vlpc.dialects.gcn_asm import print_assembly
         from vlpc.errors import VlpcError
-        from vlpc.pipeline import header_lines
+        from vlpc.compiler import header_lines
         from vlpc.runtime.toolchain import find_toolchain
         from vlpc.targets import TargetId
 

@@ -165,7 +165,7 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (what the kernel computes).
 
     Its largest difference from the erf form 0.5 x (1 + erf(x / sqrt(2))) is about 4.7e-4
-    (near |x| = 2), as measured by tests/test_epilogue.py.
+    (near |x| = 2), as measured by tests/passes/test_epilogue.py.
     """
     with np.errstate(over="ignore", invalid="ignore"):
         return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))

@@ -1,7 +1,7 @@
 // DGEMM's split-K plan on gfx906 (f64 at half rate) and on gfx900 (f64 at 1/16 rate:
 // MI25, 768 GFLOP/s f64 vs 12.3 TFLOP/s f32).  The plan surrogate (vlpc/plan_model.py)
 // costs a K step at the board's f64 VALU rate (mi60: 8 cycles per f64 FMA, mi25: 64), so
-// the gfx900 plan's modeled time is several times gfx906's (tests/test_plan_model.py
+// the gfx900 plan's modeled time is several times gfx906's (tests/tune/test_plan_model.py
 // checks the ratio); here: each chip's plan and board.
 // RUN: vlpc compile %s --target gfx906 --cus 64 --print-plan -o %t906.hsaco | filecheck %s --check-prefix=GFX906
 // RUN: vlpc compile %s --target gfx900 --print-plan -o %t900.hsaco | filecheck %s --check-prefix=GFX900

@@ -2,7 +2,7 @@
 
 Each encoding's opcode -> mnemonic map comes from the one gfx906 table,
 :mod:`vlpc.isa` (generated through LLVM's disassembler, checked against its
-assembler by ``tests/test_isa_table.py``), and so do the operand widths (in dwords,
+assembler by ``tests/isa/test_isa_table.py``), and so do the operand widths (in dwords,
 :func:`widths`, from the table's operands), the implicit SCC operands
 (:data:`SCC_WRITERS`, :data:`SCC_READERS`) and the execution classes
 (:data:`EXECUTION_CLASSES`, :func:`execution_class`: :mod:`vlpc.isa.classes`).
@@ -14,6 +14,7 @@ semantics.
 
 from __future__ import annotations
 
+import re
 import struct
 
 
@@ -49,142 +50,66 @@ FLAT_OPS = FLAT_SEGMENT_OPS["flat"]
 MUBUF_OPS = _strip("MUBUF", "buffer_")
 MTBUF_OPS = _strip("MTBUF", "tbuffer_")
 
-#: The mnemonics the executor in :mod:`.core` was written for (its builders dispatch by
-#: name prefix, so a mnemonic outside this set reaches them only through a family module
-#: in :mod:`.semantics`, which registers it explicitly).
-CORE_EXECUTED = frozenset({
-    "buffer_atomic_add", "buffer_atomic_add_x2", "buffer_atomic_and", "buffer_atomic_and_x2",
-    "buffer_atomic_cmpswap", "buffer_atomic_cmpswap_x2", "buffer_atomic_dec",
-    "buffer_atomic_dec_x2", "buffer_atomic_inc", "buffer_atomic_inc_x2", "buffer_atomic_or",
-    "buffer_atomic_or_x2", "buffer_atomic_smax", "buffer_atomic_smax_x2", "buffer_atomic_smin",
-    "buffer_atomic_smin_x2", "buffer_atomic_sub", "buffer_atomic_sub_x2", "buffer_atomic_swap",
-    "buffer_atomic_swap_x2", "buffer_atomic_umax", "buffer_atomic_umax_x2", "buffer_atomic_umin",
-    "buffer_atomic_umin_x2", "buffer_atomic_xor", "buffer_atomic_xor_x2", "buffer_load_dword",
-    "buffer_load_dwordx2", "buffer_load_dwordx3", "buffer_load_dwordx4", "buffer_load_sbyte",
-    "buffer_load_sshort", "buffer_load_ubyte", "buffer_load_ushort", "buffer_store_byte",
-    "buffer_store_dword", "buffer_store_dwordx2", "buffer_store_dwordx3", "buffer_store_dwordx4",
-    "buffer_store_short", "ds_add_rtn_u32", "ds_add_u32", "ds_and_b32", "ds_and_rtn_b32",
-    "ds_dec_rtn_u32", "ds_dec_u32", "ds_inc_rtn_u32", "ds_inc_u32", "ds_max_i32", "ds_max_rtn_i32",
-    "ds_max_rtn_u32", "ds_max_u32", "ds_min_i32", "ds_min_rtn_i32", "ds_min_rtn_u32", "ds_min_u32",
-    "ds_nop", "ds_or_b32", "ds_or_rtn_b32", "ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32",
-    "ds_read2st64_b64", "ds_read_b128", "ds_read_b32", "ds_read_b64", "ds_read_b96", "ds_read_i16",
-    "ds_read_i8", "ds_read_u16", "ds_read_u8", "ds_rsub_rtn_u32", "ds_rsub_u32", "ds_sub_rtn_u32",
-    "ds_sub_u32", "ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32", "ds_write2st64_b64",
-    "ds_write_b128", "ds_write_b16", "ds_write_b32", "ds_write_b64", "ds_write_b8", "ds_write_b96",
-    "ds_wrxchg_rtn_b32", "ds_xor_b32", "ds_xor_rtn_b32", "flat_atomic_add", "flat_atomic_add_x2",
-    "flat_atomic_and", "flat_atomic_and_x2", "flat_atomic_cmpswap", "flat_atomic_cmpswap_x2",
-    "flat_atomic_dec", "flat_atomic_dec_x2", "flat_atomic_inc", "flat_atomic_inc_x2",
-    "flat_atomic_or", "flat_atomic_or_x2", "flat_atomic_smax", "flat_atomic_smax_x2",
-    "flat_atomic_smin", "flat_atomic_smin_x2", "flat_atomic_sub", "flat_atomic_sub_x2",
-    "flat_atomic_swap", "flat_atomic_swap_x2", "flat_atomic_umax", "flat_atomic_umax_x2",
-    "flat_atomic_umin", "flat_atomic_umin_x2", "flat_atomic_xor", "flat_atomic_xor_x2",
-    "flat_load_dword", "flat_load_dwordx2", "flat_load_dwordx3", "flat_load_dwordx4",
-    "flat_load_sbyte", "flat_load_sshort", "flat_load_ubyte", "flat_load_ushort",
-    "flat_store_byte", "flat_store_dword", "flat_store_dwordx2", "flat_store_dwordx3",
-    "flat_store_dwordx4", "flat_store_short", "global_atomic_add", "global_atomic_add_x2",
-    "global_atomic_and", "global_atomic_and_x2", "global_atomic_cmpswap",
-    "global_atomic_cmpswap_x2", "global_atomic_dec", "global_atomic_dec_x2", "global_atomic_inc",
-    "global_atomic_inc_x2", "global_atomic_or", "global_atomic_or_x2", "global_atomic_smax",
-    "global_atomic_smax_x2", "global_atomic_smin", "global_atomic_smin_x2", "global_atomic_sub",
-    "global_atomic_sub_x2", "global_atomic_swap", "global_atomic_swap_x2", "global_atomic_umax",
-    "global_atomic_umax_x2", "global_atomic_umin", "global_atomic_umin_x2", "global_atomic_xor",
-    "global_atomic_xor_x2", "global_load_dword", "global_load_dwordx2", "global_load_dwordx3",
-    "global_load_dwordx4", "global_load_sbyte", "global_load_sshort", "global_load_ubyte",
-    "global_load_ushort", "global_store_byte", "global_store_dword", "global_store_dwordx2",
-    "global_store_dwordx3", "global_store_dwordx4", "global_store_short", "s_abs_i32",
-    "s_absdiff_i32", "s_add_i32", "s_add_u32", "s_addc_u32", "s_addk_i32", "s_and_b32",
-    "s_and_b64", "s_and_saveexec_b64", "s_andn1_saveexec_b64", "s_andn1_wrexec_b64", "s_andn2_b32",
-    "s_andn2_b64", "s_andn2_saveexec_b64", "s_andn2_wrexec_b64", "s_ashr_i32", "s_ashr_i64",
-    "s_atc_probe", "s_atc_probe_buffer", "s_barrier", "s_bcnt0_i32_b32", "s_bcnt0_i32_b64",
-    "s_bcnt1_i32_b32", "s_bcnt1_i32_b64", "s_bfe_i32", "s_bfe_i64", "s_bfe_u32", "s_bfe_u64",
-    "s_bfm_b32", "s_bfm_b64", "s_bitcmp0_b32", "s_bitcmp0_b64", "s_bitcmp1_b32", "s_bitcmp1_b64",
-    "s_bitreplicate_b64_b32", "s_bitset0_b32", "s_bitset0_b64", "s_bitset1_b32", "s_bitset1_b64",
-    "s_branch", "s_brev_b32", "s_brev_b64", "s_buffer_load_dword", "s_buffer_load_dwordx16",
-    "s_buffer_load_dwordx2", "s_buffer_load_dwordx4", "s_buffer_load_dwordx8",
-    "s_buffer_store_dword", "s_buffer_store_dwordx2", "s_buffer_store_dwordx4", "s_call_b64",
-    "s_cbranch_cdbgsys", "s_cbranch_cdbgsys_and_user", "s_cbranch_cdbgsys_or_user",
-    "s_cbranch_cdbguser", "s_cbranch_execnz", "s_cbranch_execz", "s_cbranch_g_fork",
-    "s_cbranch_i_fork", "s_cbranch_join", "s_cbranch_scc0", "s_cbranch_scc1", "s_cbranch_vccnz",
-    "s_cbranch_vccz", "s_cmov_b32", "s_cmov_b64", "s_cmovk_i32", "s_cmp_eq_i32", "s_cmp_eq_u32",
-    "s_cmp_eq_u64", "s_cmp_ge_i32", "s_cmp_ge_u32", "s_cmp_gt_i32", "s_cmp_gt_u32", "s_cmp_le_i32",
-    "s_cmp_le_u32", "s_cmp_lg_i32", "s_cmp_lg_u32", "s_cmp_lg_u64", "s_cmp_lt_i32", "s_cmp_lt_u32",
-    "s_cmpk_eq_i32", "s_cmpk_eq_u32", "s_cmpk_ge_i32", "s_cmpk_ge_u32", "s_cmpk_gt_i32",
-    "s_cmpk_gt_u32", "s_cmpk_le_i32", "s_cmpk_le_u32", "s_cmpk_lg_i32", "s_cmpk_lg_u32",
-    "s_cmpk_lt_i32", "s_cmpk_lt_u32", "s_cselect_b32", "s_cselect_b64", "s_dcache_inv",
-    "s_dcache_inv_vol", "s_dcache_wb", "s_dcache_wb_vol", "s_decperflevel", "s_endpgm",
-    "s_endpgm_saved", "s_ff0_i32_b32", "s_ff0_i32_b64", "s_ff1_i32_b32", "s_ff1_i32_b64",
-    "s_flbit_i32", "s_flbit_i32_b32", "s_flbit_i32_b64", "s_flbit_i32_i64", "s_getpc_b64",
-    "s_getreg_b32", "s_icache_inv", "s_incperflevel", "s_load_dword", "s_load_dwordx16",
-    "s_load_dwordx2", "s_load_dwordx4", "s_load_dwordx8", "s_lshl1_add_u32", "s_lshl2_add_u32",
-    "s_lshl3_add_u32", "s_lshl4_add_u32", "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_lshr_b64",
-    "s_max_i32", "s_max_u32", "s_memrealtime", "s_memtime", "s_min_i32", "s_min_u32", "s_mov_b32",
-    "s_mov_b64", "s_movk_i32", "s_movreld_b32", "s_movreld_b64", "s_movrels_b32", "s_movrels_b64",
-    "s_mul_hi_i32", "s_mul_hi_u32", "s_mul_i32", "s_mulk_i32", "s_nand_b32", "s_nand_b64",
-    "s_nand_saveexec_b64", "s_nop", "s_nor_b32", "s_nor_b64", "s_nor_saveexec_b64", "s_not_b32",
-    "s_not_b64", "s_or_b32", "s_or_b64", "s_or_saveexec_b64", "s_orn1_saveexec_b64", "s_orn2_b32",
-    "s_orn2_b64", "s_orn2_saveexec_b64", "s_pack_hh_b32_b16", "s_pack_lh_b32_b16",
-    "s_pack_ll_b32_b16", "s_quadmask_b32", "s_quadmask_b64", "s_rfe_b64", "s_rfe_restore_b64",
-    "s_sendmsg", "s_sendmsghalt", "s_set_gpr_idx_idx", "s_set_gpr_idx_mode", "s_set_gpr_idx_off",
-    "s_set_gpr_idx_on", "s_sethalt", "s_setkill", "s_setpc_b64", "s_setprio", "s_setreg_b32",
-    "s_setreg_imm32_b32", "s_setvskip", "s_sext_i32_i16", "s_sext_i32_i8", "s_sleep",
-    "s_store_dword", "s_store_dwordx2", "s_store_dwordx4", "s_sub_i32", "s_sub_u32", "s_subb_u32",
-    "s_swappc_b64", "s_trap", "s_ttracedata", "s_waitcnt", "s_wakeup", "s_wqm_b32", "s_wqm_b64",
-    "s_xnor_b32", "s_xnor_b64", "s_xnor_saveexec_b64", "s_xor_b32", "s_xor_b64",
-    "s_xor_saveexec_b64", "v_add3_u32", "v_add_co_u32", "v_add_f16", "v_add_f32", "v_add_f64",
-    "v_add_lshl_u32", "v_add_u16", "v_add_u32", "v_addc_co_u32", "v_alignbit_b32",
-    "v_alignbyte_b32", "v_and_b32", "v_and_or_b32", "v_ashrrev_i16", "v_ashrrev_i32",
-    "v_ashrrev_i64", "v_bcnt_u32_b32", "v_bfe_i32", "v_bfe_u32", "v_bfi_b32", "v_bfm_b32",
-    "v_bfrev_b32", "v_ceil_f32", "v_ceil_f64", "v_clrexcp", "v_cmp_class_f32", "v_cmp_class_f64",
-    "v_cmp_eq_f32", "v_cmp_eq_f64", "v_cmp_eq_i32", "v_cmp_eq_i64", "v_cmp_eq_u32", "v_cmp_eq_u64",
-    "v_cmp_f_f32", "v_cmp_f_f64", "v_cmp_f_i32", "v_cmp_f_i64", "v_cmp_f_u32", "v_cmp_f_u64",
-    "v_cmp_ge_f32", "v_cmp_ge_f64", "v_cmp_ge_i32", "v_cmp_ge_i64", "v_cmp_ge_u32", "v_cmp_ge_u64",
-    "v_cmp_gt_f32", "v_cmp_gt_f64", "v_cmp_gt_i32", "v_cmp_gt_i64", "v_cmp_gt_u32", "v_cmp_gt_u64",
-    "v_cmp_le_f32", "v_cmp_le_f64", "v_cmp_le_i32", "v_cmp_le_i64", "v_cmp_le_u32", "v_cmp_le_u64",
-    "v_cmp_lg_f32", "v_cmp_lg_f64", "v_cmp_lt_f32", "v_cmp_lt_f64", "v_cmp_lt_i32", "v_cmp_lt_i64",
-    "v_cmp_lt_u32", "v_cmp_lt_u64", "v_cmp_ne_i32", "v_cmp_ne_i64", "v_cmp_ne_u32", "v_cmp_ne_u64",
-    "v_cmp_neq_f32", "v_cmp_neq_f64", "v_cmp_nge_f32", "v_cmp_nge_f64", "v_cmp_ngt_f32",
-    "v_cmp_ngt_f64", "v_cmp_nle_f32", "v_cmp_nle_f64", "v_cmp_nlg_f32", "v_cmp_nlg_f64",
-    "v_cmp_nlt_f32", "v_cmp_nlt_f64", "v_cmp_o_f32", "v_cmp_o_f64", "v_cmp_t_i32", "v_cmp_t_i64",
-    "v_cmp_t_u32", "v_cmp_t_u64", "v_cmp_tru_f32", "v_cmp_tru_f64", "v_cmp_u_f32", "v_cmp_u_f64",
-    "v_cmpx_class_f32", "v_cmpx_class_f64", "v_cmpx_eq_f32", "v_cmpx_eq_f64", "v_cmpx_eq_i32",
-    "v_cmpx_eq_i64", "v_cmpx_eq_u32", "v_cmpx_eq_u64", "v_cmpx_f_f32", "v_cmpx_f_f64",
-    "v_cmpx_f_i32", "v_cmpx_f_i64", "v_cmpx_f_u32", "v_cmpx_f_u64", "v_cmpx_ge_f32",
-    "v_cmpx_ge_f64", "v_cmpx_ge_i32", "v_cmpx_ge_i64", "v_cmpx_ge_u32", "v_cmpx_ge_u64",
-    "v_cmpx_gt_f32", "v_cmpx_gt_f64", "v_cmpx_gt_i32", "v_cmpx_gt_i64", "v_cmpx_gt_u32",
-    "v_cmpx_gt_u64", "v_cmpx_le_f32", "v_cmpx_le_f64", "v_cmpx_le_i32", "v_cmpx_le_i64",
-    "v_cmpx_le_u32", "v_cmpx_le_u64", "v_cmpx_lg_f32", "v_cmpx_lg_f64", "v_cmpx_lt_f32",
-    "v_cmpx_lt_f64", "v_cmpx_lt_i32", "v_cmpx_lt_i64", "v_cmpx_lt_u32", "v_cmpx_lt_u64",
-    "v_cmpx_ne_i32", "v_cmpx_ne_i64", "v_cmpx_ne_u32", "v_cmpx_ne_u64", "v_cmpx_neq_f32",
-    "v_cmpx_neq_f64", "v_cmpx_nge_f32", "v_cmpx_nge_f64", "v_cmpx_ngt_f32", "v_cmpx_ngt_f64",
-    "v_cmpx_nle_f32", "v_cmpx_nle_f64", "v_cmpx_nlg_f32", "v_cmpx_nlg_f64", "v_cmpx_nlt_f32",
-    "v_cmpx_nlt_f64", "v_cmpx_o_f32", "v_cmpx_o_f64", "v_cmpx_t_i32", "v_cmpx_t_i64",
-    "v_cmpx_t_u32", "v_cmpx_t_u64", "v_cmpx_tru_f32", "v_cmpx_tru_f64", "v_cmpx_u_f32",
-    "v_cmpx_u_f64", "v_cndmask_b32", "v_cos_f32", "v_cvt_f16_f32", "v_cvt_f32_f16",
-    "v_cvt_f32_f64", "v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_f32_ubyte0", "v_cvt_f32_ubyte1",
-    "v_cvt_f32_ubyte2", "v_cvt_f32_ubyte3", "v_cvt_f64_f32", "v_cvt_f64_i32", "v_cvt_f64_u32",
-    "v_cvt_flr_i32_f32", "v_cvt_i32_f32", "v_cvt_i32_f64", "v_cvt_off_f32_i4", "v_cvt_rpi_i32_f32",
-    "v_cvt_u32_f32", "v_cvt_u32_f64", "v_div_fixup_f32", "v_div_fixup_f64", "v_div_fmas_f32",
-    "v_div_fmas_f64", "v_div_scale_f32", "v_div_scale_f64", "v_exp_f32", "v_ffbh_i32",
-    "v_ffbh_u32", "v_ffbl_b32", "v_floor_f32", "v_floor_f64", "v_fma_f32", "v_fma_f64",
-    "v_fmac_f32", "v_fract_f32", "v_fract_f64", "v_frexp_exp_i32_f32", "v_frexp_exp_i32_f64",
-    "v_frexp_mant_f32", "v_frexp_mant_f64", "v_ldexp_f16", "v_ldexp_f32", "v_ldexp_f64",
-    "v_log_f32", "v_lshl_add_u32", "v_lshl_or_b32", "v_lshlrev_b16", "v_lshlrev_b32",
-    "v_lshlrev_b64", "v_lshrrev_b16", "v_lshrrev_b32", "v_lshrrev_b64", "v_mac_f16", "v_mac_f32",
-    "v_mad_f32", "v_mad_i32_i24", "v_mad_i64_i32", "v_mad_legacy_f32", "v_mad_u32_u24",
-    "v_mad_u64_u32", "v_madak_f16", "v_madak_f32", "v_madmk_f16", "v_madmk_f32", "v_max3_f32",
-    "v_max3_i32", "v_max3_u32", "v_max_f16", "v_max_f32", "v_max_f64", "v_max_i16", "v_max_i32",
-    "v_max_u16", "v_max_u32", "v_mbcnt_hi_u32_b32", "v_mbcnt_lo_u32_b32", "v_med3_f32",
-    "v_med3_i32", "v_med3_u32", "v_min3_f32", "v_min3_i32", "v_min3_u32", "v_min_f16", "v_min_f32",
-    "v_min_f64", "v_min_i16", "v_min_i32", "v_min_u16", "v_min_u32", "v_mov_b32", "v_mul_f16",
-    "v_mul_f32", "v_mul_f64", "v_mul_hi_i32", "v_mul_hi_i32_i24", "v_mul_hi_u32",
-    "v_mul_hi_u32_u24", "v_mul_i32_i24", "v_mul_legacy_f32", "v_mul_lo_u16", "v_mul_lo_u32",
-    "v_mul_u32_u24", "v_nop", "v_not_b32", "v_or3_b32", "v_or_b32", "v_rcp_f32", "v_rcp_f64",
-    "v_rcp_iflag_f32", "v_readfirstlane_b32", "v_readlane_b32", "v_rndne_f32", "v_rndne_f64",
-    "v_rsq_f32", "v_rsq_f64", "v_sin_f32", "v_sqrt_f32", "v_sqrt_f64", "v_sub_co_u32", "v_sub_f16",
-    "v_sub_f32", "v_sub_u16", "v_sub_u32", "v_subb_co_u32", "v_subbrev_co_u32", "v_subrev_co_u32",
-    "v_subrev_f16", "v_subrev_f32", "v_subrev_u16", "v_subrev_u32", "v_swap_b32", "v_trunc_f32",
-    "v_trunc_f64", "v_writelane_b32", "v_xad_u32", "v_xnor_b32", "v_xor_b32",
+#: Encodings whose every gfx906 mnemonic the base builders of :mod:`.semantics` execute (scalar
+#: ALU: ``salu``; VOP2 and the VOP3b carry/scale forms: ``valu``).
+_WHOLE_ENCODINGS = ("SOP1", "SOP2", "SOPK", "SOPC", "VOP2", "VOP3b")
+
+
+def _core_executed() -> frozenset:
+    """:data:`CORE_EXECUTED` from the gfx906 table: every mnemonic of :data:`_WHOLE_ENCODINGS`, and of
+    the other base encodings those outside a family module's own forms -- SOPP but
+    ``s_endpgm_ordered_ps_done`` (``salu_extra``), VOPC but the 16-bit compares (``f16``),
+    FLAT/GLOBAL but the D16 forms (``vmem_d16``), MUBUF but the D16 and format forms and the L1
+    invalidations (``vmem_d16``, ``vmem_format``, ``salu_extra``), SMEM but the atomics, scratch and
+    discard forms (``smem``) -- plus the VOP1, VOP3a and DS mnemonics the base builders implement
+    (:data:`_CORE_VOP1_VOP3A_DS`)."""
+    out = set(_CORE_VOP1_VOP3A_DS)
+    for r in _table.table().values():
+        enc, mn = r.encoding, r.mnemonic
+        if (enc in _WHOLE_ENCODINGS
+                or (enc == "SOPP" and mn != "s_endpgm_ordered_ps_done")
+                or (enc == "VOPC" and not re.search(r"_[fiu]16$", mn))
+                or (enc in ("FLAT", "GLOBAL") and "_d16" not in mn)
+                or (enc == "MUBUF" and "_d16" not in mn and "format" not in mn and "wbinvl1" not in mn)
+                or (enc == "SMEM" and not any(w in mn for w in ("atomic", "scratch", "discard")))):
+            out.add(mn)
+    return frozenset(out)
+
+
+#: The VOP1, VOP3a and DS mnemonics the base builders implement (the rest of those encodings are
+#: the family modules': 16-bit, packed, SAD, cube, interpolation, the DS 64-bit/float atomics, ...).
+_CORE_VOP1_VOP3A_DS = frozenset({
+    "ds_add_rtn_u32", "ds_add_u32", "ds_and_b32", "ds_and_rtn_b32", "ds_dec_rtn_u32", "ds_dec_u32",
+    "ds_inc_rtn_u32", "ds_inc_u32", "ds_max_i32", "ds_max_rtn_i32", "ds_max_rtn_u32", "ds_max_u32",
+    "ds_min_i32", "ds_min_rtn_i32", "ds_min_rtn_u32", "ds_min_u32", "ds_nop", "ds_or_b32", "ds_or_rtn_b32",
+    "ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64", "ds_read_b128", "ds_read_b32",
+    "ds_read_b64", "ds_read_b96", "ds_read_i16", "ds_read_i8", "ds_read_u16", "ds_read_u8", "ds_rsub_rtn_u32",
+    "ds_rsub_u32", "ds_sub_rtn_u32", "ds_sub_u32", "ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32",
+    "ds_write2st64_b64", "ds_write_b128", "ds_write_b16", "ds_write_b32", "ds_write_b64", "ds_write_b8",
+    "ds_write_b96", "ds_wrxchg_rtn_b32", "ds_xor_b32", "ds_xor_rtn_b32", "v_add3_u32", "v_add_f64",
+    "v_add_lshl_u32", "v_alignbit_b32", "v_alignbyte_b32", "v_and_or_b32", "v_ashrrev_i64", "v_bcnt_u32_b32",
+    "v_bfe_i32", "v_bfe_u32", "v_bfi_b32", "v_bfm_b32", "v_bfrev_b32", "v_ceil_f32", "v_ceil_f64",
+    "v_clrexcp", "v_cos_f32", "v_cvt_f16_f32", "v_cvt_f32_f16", "v_cvt_f32_f64", "v_cvt_f32_i32",
+    "v_cvt_f32_u32", "v_cvt_f32_ubyte0", "v_cvt_f32_ubyte1", "v_cvt_f32_ubyte2", "v_cvt_f32_ubyte3",
+    "v_cvt_f64_f32", "v_cvt_f64_i32", "v_cvt_f64_u32", "v_cvt_flr_i32_f32", "v_cvt_i32_f32", "v_cvt_i32_f64",
+    "v_cvt_off_f32_i4", "v_cvt_rpi_i32_f32", "v_cvt_u32_f32", "v_cvt_u32_f64", "v_div_fixup_f32",
+    "v_div_fixup_f64", "v_div_fmas_f32", "v_div_fmas_f64", "v_exp_f32", "v_ffbh_i32", "v_ffbh_u32",
+    "v_ffbl_b32", "v_floor_f32", "v_floor_f64", "v_fma_f32", "v_fma_f64", "v_fract_f32", "v_fract_f64",
+    "v_frexp_exp_i32_f32", "v_frexp_exp_i32_f64", "v_frexp_mant_f32", "v_frexp_mant_f64", "v_ldexp_f32",
+    "v_ldexp_f64", "v_log_f32", "v_lshl_add_u32", "v_lshl_or_b32", "v_lshlrev_b64", "v_lshrrev_b64",
+    "v_mad_f32", "v_mad_i32_i24", "v_mad_legacy_f32", "v_mad_u32_u24", "v_max3_f32", "v_max3_i32",
+    "v_max3_u32", "v_max_f64", "v_mbcnt_hi_u32_b32", "v_mbcnt_lo_u32_b32", "v_med3_f32", "v_med3_i32",
+    "v_med3_u32", "v_min3_f32", "v_min3_i32", "v_min3_u32", "v_min_f64", "v_mov_b32", "v_mul_f64",
+    "v_mul_hi_i32", "v_mul_hi_u32", "v_mul_lo_u32", "v_nop", "v_not_b32", "v_or3_b32", "v_rcp_f32",
+    "v_rcp_f64", "v_rcp_iflag_f32", "v_readfirstlane_b32", "v_readlane_b32", "v_rndne_f32", "v_rndne_f64",
+    "v_rsq_f32", "v_rsq_f64", "v_sin_f32", "v_sqrt_f32", "v_sqrt_f64", "v_swap_b32", "v_trunc_f32",
+    "v_trunc_f64", "v_writelane_b32", "v_xad_u32",
 })
+
+#: The mnemonics the executor's base builders (:mod:`.semantics`' ``BASE_BUILDERS``) were written
+#: for (they dispatch by name prefix, so a mnemonic outside this set reaches them only through a
+#: family module in :mod:`.semantics`, which registers it explicitly).
+CORE_EXECUTED = _core_executed()
 
 
 # --------------------------------------------------------------------------

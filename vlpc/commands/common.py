@@ -26,7 +26,7 @@ def _pass_names(values: list[str]) -> list[str]:
 def ir_printer(args: argparse.Namespace, pass_names: list[str]):
     """(before, after) callbacks that print MLIR's ``// -----// IR Dump Before/After <pass> //----- //``
     dumps to standard error as the options ask; unknown pass names are a one-line error."""
-    from vlpc.pipeline import print_ir
+    from vlpc.compiler import print_ir
 
     before, after = set(_pass_names(args.print_ir_before)), set(_pass_names(args.print_ir_after))
     for opt, names in (("--print-ir-before", before), ("--print-ir-after", after)):
@@ -50,7 +50,7 @@ def ir_printer(args: argparse.Namespace, pass_names: list[str]):
 
 
 def run_with_dumps(module, passes, ctx, on_before, on_after) -> None:
-    from vlpc.pipeline import run_passes
+    from vlpc.compiler import run_passes
 
     run_passes(module, passes, ctx, on_after, before_each=on_before)
 

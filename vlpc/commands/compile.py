@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
     if _compile_from_cache(args) == 0:
         return 0
     from vlpc.dialects.gcn_asm import print_assembly
-    from vlpc.pipeline import PASS_ORDER, header_lines, make_context, parse, pipeline, pipeline_spec, print_ir
+    from vlpc.compiler import PASS_ORDER, header_lines, make_context, parse, pipeline, pipeline_spec, print_ir
     from vlpc.runtime.toolchain import find_toolchain
     from vlpc.targets import TargetId
 
@@ -115,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
     text = read_input(args.file)
     filename = "<stdin>" if args.file == "-" else args.file
     opts = codegen_options(args)
-    from vlpc.pipeline import resolve_options
+    from vlpc.compiler import resolve_options
     from vlpc.tunedb import lookup_enabled, print_notes
 
     if lookup_enabled():  # the tuning database's entry for this GEMM (vlpc tune), unless a plan option is given
@@ -124,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
         passes = pipeline(args.target, linalg=False, **opts)
     dumps = args.print_ir_after_all or args.print_ir_before_all or args.print_ir_after or args.print_ir_before
     if emit == "hsaco" and not (dumps or args.print_plan or args.verbose):  # through the kernel cache
-        from vlpc.pipeline import compile as compile_module
+        from vlpc.compiler import compile as compile_module
 
         code = compile_module(text, args.target, filename=filename, tuned=False, **opts).code_object
         if args.output != "-":
@@ -180,7 +180,7 @@ def main(args: argparse.Namespace) -> int:
 def _emit_hip_launcher(args: argparse.Namespace) -> int:
     """``--emit hip-launcher``: STEM.h and STEM.c (:mod:`vlpc.hip_launcher`)."""
     from vlpc.hip_launcher import output_paths, write_launcher
-    from vlpc.pipeline import compile as compile_module
+    from vlpc.compiler import compile as compile_module
 
     if args.output == "-":
         raise VlpcError("--emit hip-launcher writes two files: give -o STEM (STEM.h and STEM.c), not -o -")

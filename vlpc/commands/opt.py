@@ -44,7 +44,7 @@ def pipeline_error(spec: str, error: BaseException, offset: int = 0) -> VlpcErro
     import re
 
     from vlpc.passes import get_all_passes
-    from vlpc.pipeline import hyphenate_options
+    from vlpc.compiler import hyphenate_options
 
     text = str(error)
     m = re.search(r"pass-pipeline:(\d+):(\d+)\n[^\n]*\n[^\n]*\n\s*(.+)", text)
@@ -123,7 +123,7 @@ def _option_default(f) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from vlpc.dialects.gcn_asm import print_assembly
-    from vlpc.pipeline import make_context, parse, print_ir
+    from vlpc.compiler import make_context, parse, print_ir
 
     if args.list_passes:
         sys.stdout.write(list_passes())

@@ -1,6 +1,6 @@
 """``vlpc profile FILE``: where the time goes inside a kernel (an MLIR file or any gfx906 code
 object): summary, annotated assembly with stall causes and wave timeline, modeled by the timing
-model on the emulator (:mod:`vlpc.profile` does the work; docs/profile.md)."""
+model on the emulator (:mod:`vlpc.profiler` does the work; docs/profile.md)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from vlpc.cli_support import check_not_input, check_size_options, check_writable, codegen_options, write_atomic
     from vlpc.launch_cli import is_code_object
-    from vlpc.profile import chrome_trace, format_html, format_text, profile, timeline_figure
+    from vlpc.profiler import chrome_trace, format_html, format_text, profile, timeline_figure
 
     check_size_options(args)
     outputs = [(o, getattr(args, o)) for o in ("html", "trace", "timeline") if getattr(args, o)]

@@ -27,7 +27,7 @@ from vlpc.errors import EXIT_VERIFY, VlpcError
 
 
 def cmd_run(args) -> int:
-    # numpy, the verifier and the code-object path load here, not for `vlpc --help` (tests/test_kernel_cache.py)
+    # numpy, the verifier and the code-object path load here, not for `vlpc --help` (tests/runtime/test_kernel_cache.py)
     import numpy as np
 
     from vlpc.launch_cli import cmd_run_code_object, is_code_object
@@ -65,7 +65,7 @@ def cmd_run(args) -> int:
         from vlpc.quant_run import weights_option
         weights, args.n = weights_option(kernel, args.weights, args.n)
     p = resolve_problem(kernel.launch_info, args.m, args.n, args.k)
-    from vlpc.pipeline import dynamic_sizes_entry
+    from vlpc.compiler import dynamic_sizes_entry
 
     # a kernel of '?' sizes: the tuning database's entry for the sizes given
     tuned, notes = dynamic_sizes_entry(compiled, text, args.target, args.file, opts, p.m, p.n, p.k,

@@ -3,7 +3,7 @@
 The table (``gfx906.json`` beside this file) was generated once by
 ``tools/gen_isa_table.py``, which enumerates every opcode of every encoding
 class through LLVM's disassembler (``llvm-mc-19 --disassemble -mcpu=gfx906``);
-``tests/test_isa_table.py`` re-assembles every row with LLVM
+``tests/isa/test_isa_table.py`` re-assembles every row with LLVM
 (``llvm-mc -show-encoding``) and checks its encoding class and opcode.
 
 Each :class:`Instruction` row gives:

@@ -2,7 +2,7 @@
 
 Source: AMD "Vega" Instruction Set Architecture reference guide, chapter 12
 ("Microcode Formats"), cross-checked against LLVM's ``SIInstrFormats.td`` /
-``*Instructions.td`` ``_vi``/``_gfx9`` encodings (``tests/test_isa_encodings.py``
+``*Instructions.td`` ``_vi``/``_gfx9`` encodings (``tests/isa/test_isa_encodings.py``
 assembles a sample of every format with ``llvm-mc -show-encoding`` and compares each field).
 
 Bit positions count over the whole instruction: a 64-bit format's second dword holds

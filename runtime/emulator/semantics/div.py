@@ -21,7 +21,7 @@ VCC) and ``v_div_fixup_f32/f64/f16``, after the pseudo-code of the Vega ISA guid
 
 The scale directions (which case scales by 2^64 and which by 2^-64) are the ones
 that keep the whole sequence consistent (scaled numerator / scaled denominator /
-FMAS rescale); ``tests/test_emu_div.py`` checks the complete f32 and f64 sequences
+FMAS rescale); ``tests/emulator/test_emu_div.py`` checks the complete f32 and f64 sequences
 LLVM emits against IEEE division, bit for bit.
 
 These ignore the FP_DENORM mode (hipcc switches f32 denormals on around them).

@@ -1,0 +1,50 @@
+"""benchmarks/microbench's harness: the measured rows, the error rule and module discovery
+(no kernel is run here: the suite's figures come from its runner, not from tests)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parents[2] / "benchmarks" / "microbench"
+sys.path.insert(0, str(HERE))
+
+import harness  # noqa: E402
+import run  # noqa: E402
+
+
+def test_rows_parse_with_sources_and_ranges():
+    rows = harness.measurements()
+    assert rows["ips.v_mul_lo_u32"].low == rows["ips.v_mul_lo_u32"].high == 3.205
+    b128 = rows["lds.b128"]
+    assert (b128.low, b128.high, b128.unit) == (9.5, 11.2, "TB/s (whole GPU)")
+    # "as above" resolves to the previous row's conditions
+    assert rows["lds.b64"].conditions.startswith("pure LDS streaming kernel")
+    assert all(r.source and r.unit for r in rows.values())
+
+
+def test_error_rule():
+    one = harness.Measurement("x", "", "", 2.0, 2.0, "u", "", "s", "")
+    rng = harness.Measurement("y", "", "", 4.0, 8.0, "u", "", "s", "")
+    assert one.error(2.2) == pytest.approx(0.1) and one.error(1.8) == pytest.approx(-0.1)
+    assert rng.error(4.0) == rng.error(6.5) == rng.error(8.0) == 0.0   # inside the range
+    assert rng.error(8.8) == pytest.approx(0.1)                         # vs the nearest end
+    assert rng.error(3.0) == pytest.approx(-0.25)
+
+
+def test_discovery_finds_the_suite_modules_and_their_points_name_rows():
+    mods = {m.__name__: m for m in run.modules()}
+    assert {"issue", "lds"} <= set(mods)
+    rows = harness.measurements()
+    ids = [f"ips.{m}" for m in mods["issue"].OPERANDS] + [f"lds.{w}" for w in mods["lds"].WIDTHS]
+    assert set(ids) <= set(rows)
+    assert {i for i in rows if i.startswith(("ips.", "lds."))} == set(ids)
+
+
+def test_unknown_module_and_board_are_one_line_errors(capsys):
+    assert run.main(["--only", "nosuch"]) == 2
+    assert run.main(["--gpu", "mi99"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(e.startswith("run.py: error: ") for e in err)
