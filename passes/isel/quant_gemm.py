@@ -23,7 +23,7 @@ reduction; the output with alpha, beta and the fused epilogue) with the GEMM's p
 * K over 16 wavefront groups (:data:`~vlpc.dialects.gemm.QUANT_GEMM_LOCAL`, halved until it
   divides the block pairs): at 63 (Q4_0) and 64 (Q8_0) VGPRs 4 waves a SIMD, so the 16-wave
   workgroup fits a CU
-  (``tests/test_quant_gemm.py`` checks the occupancy against the workgroup).
+  (``tests/quant/test_quant_gemm.py`` checks the occupancy against the workgroup).
 
 The error bound is the GEMV's, ``gamma_n(2^-24) sum_k |a_k| |w_k|`` with n = 16 + K / 32 + L + 2
 (vlpc/quant_run.py): exact products, f32 sums.

@@ -151,7 +151,7 @@ def test_m_at_launch(m):
     n, k = 64, 1024
     kern = vlpc.compile(source(None, n, k, "q4_0", "f16")).kernel("g")
     assert kern.launch_info["macro_m"] == 16 and (kern.split_k, kern.local_split) == (1, 16)
-    # (and the prefill GEMM's 32-row companion for M >= 32: tests/test_quant_gemm.py)
+    # (and the prefill GEMM's 32-row companion for M >= 32: tests/quant/test_quant_gemm.py)
     assert set(kern.companions) == {f"g_rows{r}" for r in (8, 4, 2, 1)} | {"g_rows32"}
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
