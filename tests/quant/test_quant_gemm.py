@@ -54,7 +54,7 @@ def test_gemv_keeps_the_rest(shape, epilogue, rows):
     assert kern.launch_info["macro_m"] == (rows or min(16, m or 16))
 
 
-@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [  # (tests/test_quant_gemv.py's check_padded)
+@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [  # (tests/quant/test_quant_gemv.py's check_padded)
     ("q8_0", 64, 64, 256, "f32", 1),   # 28-row tiles, the last moved up to end at row 64; 1 pair a group
     ("q4_0", 40, 80, 256, "f16", 1),   # 32-row tiles, the last moved up; an N edge; f16 C
     ("q8_0", 48, 64, 2048, "f32", 2),  # 16 groups of 2 block pairs: the loop once
