@@ -71,8 +71,11 @@ LANE_MAX_M = 4
 #: W = 4 92.5 / 74.4 (B one unit ahead), 79.2 with three; W = 2 91.4 / 63.3; W = 8 70.1 / 67.5;
 #: W = 16 56.8 / 61.9; two rows per lane (R = 2) with W = 4 85.9 / 72.8, W = 2 81.7 / 57.8.
 LANE_WAVES, LANE_B_AHEAD = 4, 3
-#: LDS bytes of A at most (the workgroup's M rows staged once).
-LANE_MAX_A_LDS = 32768
+#: LDS bytes of one phase of A's staging (M rows of a whole number of the lanes' units; module
+#: docstring).  Modeled (MI50 @ 1725 MHz, % of the streaming ceiling): Q4_0 1 x 4096 x 14336 (28 KiB
+#: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
+#: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
+LANE_A_PHASE_BYTES = 32768
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
 
@@ -102,8 +105,6 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     if span is None or units // span > LANE_MAX_ITERS:
         return None
     rows = 1
-    if 2 * s.k * s.m > LANE_MAX_A_LDS:
-        return None
     if s.n % (rows * 64 // span):
         return None
     return rows, span, units // span
@@ -125,7 +126,7 @@ def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) 
 
 def plan_waves(mm: MatmulOp, rows: int, span: int) -> int:
     """Waves per workgroup: :data:`LANE_WAVES`, halved until the workgroup's rows divide N."""
-    w = LANE_WAVES
+    w = 1 if mm.shape().b_format == "q4_k" else LANE_WAVES
     while w > 1 and mm.shape().n % (w * rows * 64 // span):
         w //= 2
     return w
@@ -159,8 +160,6 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         n_dw = ub // 4
         W = self.waves
         P = 2 * uw // 16  # 16-byte pieces of A per unit
-        a_row_lds = 2 * s.k  # LDS bytes of a row of A
-        a_lds = 0  # A's LDS base (the waves' reduction areas over it after a barrier)
         ke = kernel_entry(False, 1, R)
         entry, e = ke.block, ke.e
         kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
@@ -193,33 +192,51 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
             loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
             return [b_row_loads(e, voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(R)]
 
-        # ---- A's M rows into LDS, 16-byte piece g of a row at piece swizzle(g) (lds_swizzle) ----
+        # ---- A's M rows into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES), 16-byte
+        # piece g of a phase's row at piece lds_swizzle(g) ----
         threads = 64 * W
-        pieces = s.k // 8
+        unit_a = span * 16 * P  # bytes of a row of A per iteration (span units)
+        per_phase = max(1, min(iters, LANE_A_PHASE_BYTES // (M * unit_a)))
+        phases = [(i0, min(iters, i0 + per_phase)) for i0 in range(0, iters, per_phase)]
+        a_row_lds = per_phase * unit_a  # LDS bytes of a row of A in a phase
         voff_t = e(gcn.VLshlrevB32Op(4, item)).vdst
-        staged = []
-        for j in range(-(-pieces // threads)):
-            g = item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), item)).vdst
-            phys = e(gcn.VLshlrevB32Op(4, lds_swizzle(e, g, P))).vdst
-            partial = (j + 1) * threads > pieces
-            if partial:
-                e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
-            for m in range(M):
-                off = m * lda_b + 16 * threads * j
-                base = e.add64(ptr_a, off, 0, comment=f"A row {m}, pieces +{j * threads}") if off else ptr_a
-                v = e(gcn.GlobalLoadDwordx4Op(voff_t, base, comment=f"A row {m} to LDS")).vdst
-                staged.append((partial, g, phys, m, v))
-            if partial:
-                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+        swz: dict[int, tuple[SSAValue, SSAValue]] = {}  # round j: (g, its LDS address)
+
+        def stage_load(i0: int, i1: int) -> list:
+            """The global loads of the phase's A (units i0 .. i1 - 1 of every lane), work-item t piece
+            t + threads j of each row."""
+            pieces = (i1 - i0) * unit_a // 16
+            out = []
+            for j in range(-(-pieces // threads)):
+                if j not in swz:
+                    g = item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), item)).vdst
+                    swz[j] = (g, e(gcn.VLshlrevB32Op(4, lds_swizzle(e, g, P))).vdst)
+                g, phys = swz[j]
+                partial = (j + 1) * threads > pieces
+                if partial:
+                    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
+                for m in range(M):
+                    off = m * lda_b + i0 * unit_a + 16 * threads * j
+                    base = e.add64(ptr_a, off, 0, comment=f"A row {m}, pieces +{j * threads}") if off else ptr_a
+                    v = e(gcn.GlobalLoadDwordx4Op(voff_t, base, comment=f"A row {m} to LDS")).vdst
+                    out.append((partial and pieces, g, phys, m, v))
+                if partial:
+                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            return out
+
+        def stage_write(staged: list) -> None:
+            for pieces, g, phys, m, v in staged:
+                if pieces:
+                    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
+                e(gcn.DsWriteB128Op(phys, v, offset=m * a_row_lds, comment=f"A row {m}"))
+                if pieces:
+                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            e(gcn.SBarrierOp(comment="A's phase in LDS"))
+
+        staged = stage_load(*phases[0])
         b_ahead = LANE_B_AHEAD
         bq = {0: load_b(0)}  # (after A's loads, before their LDS writes: the writes wait for A alone)
-        for partial, g, phys, m, v in staged:
-            if partial:
-                e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
-            e(gcn.DsWriteB128Op(phys, v, offset=a_lds + m * a_row_lds, comment=f"A row {m}"))
-            if partial:
-                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-        e(gcn.SBarrierOp(comment="A in LDS"))
+        stage_write(staged)
         # lane kl's unit u = kl + span i: piece p (0..P-1) at LDS a_lds + 16 (u P + (p ^ x)), x of kl
         xk = lds_swizzle(e, None, P, kl)
         lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, kl)).vdst
@@ -227,18 +244,20 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
 
         chunks = [(i, c) for i in range(iters) for c in range(uw // 32)]
         pos = {ch: j for j, ch in enumerate(chunks)}
-        ahead = 1
+        ahead = 0  # (A's LDS reads right before their dots: the registers go to B's units ahead)
         pending: dict[int, list[SSAValue]] = {}
 
+        phase = list(phases[0])
+
         def issue_a(j: int) -> None:
-            if j < len(chunks) and j not in pending:
+            if j < len(chunks) and j not in pending and chunks[j][0] < phase[1]:  # (this phase's A only)
                 i, c = chunks[j]
                 out = []
                 for m in range(M):
                     regs = []
                     for q in range(4):
                         p = 4 * c + q
-                        off = a_lds + m * a_row_lds + i * span * 16 * P + 16 * (p - p % 8)
+                        off = m * a_row_lds + (i - phase[0]) * unit_a + 16 * (p - p % 8)
                         regs.append(e(gcn.DsReadB128Op(addr[p % 8] if P >= 8 else addr[p], offset=off,
                                                        comment=f"A row {m}, unit +{i * span}, piece {p}")).vdst)
                     out.append(regs)
@@ -270,7 +289,10 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
             return e(gcn.VPkAddF16Op(offset, e(gcn.VPermB32Op(magic, word, select[byte % 4])).vdst)).vdst
 
         issue_a(0)
+        staged = []
         for i in range(iters):
+            if i == phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
+                staged = stage_load(i + per_phase, min(iters, i + 2 * per_phase))
             for d in range(1, b_ahead + 1):  # B b_ahead units ahead
                 if i + d < iters and i + d not in bq:
                     bq[i + d] = load_b(i + d)
@@ -345,6 +367,11 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                             sa = dots([ones] * 16, rows_a, m, zero)
                             x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
                             acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
+            if i + 1 == phase[1] and staged:  # every wave done with the phase's A: the next one's
+                e(gcn.SBarrierOp(comment="A's phase read"))
+                stage_write(staged)
+                phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
+                staged = []
         e(gcn.SBarrierOp(comment="A read by every wave: LDS free for the reduction"))
         self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, False)
         return self._finish(entry, max(W * REDUCE_BYTES, M * a_row_lds))

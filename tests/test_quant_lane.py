@@ -33,6 +33,7 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     ("q8_0", 3, 32, 2048, "f16", True),      # span 32: 2 rows a load
     ("q8_0", 4, 64, 1024, "f32", False),     # span 16 (4 rows a load), 4 rows of A; A's 128 pieces a row
                                              # staged by 256 work-items (a masked round)
+    ("q4_0", 4, 16, 8192, "f32", True),      # 4 rows of 8192: A in LDS in two phases of 32 KiB
     ("q4_k", 1, 32, 4096, "f32", True),      # 16 super-blocks: span 16
     ("q4_k", 2, 16, 8192, "f16", False),     # 32 super-blocks: span 32
     ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
@@ -107,3 +108,16 @@ def test_split_k_given_keeps_the_sgpr_kernel():
     """split-k above 1 given as an option is the SGPR kernel's plan (its located errors kept)."""
     kern = vlpc.compile(source(1, 64, 4096, "q4_0"), split_k=2).kernel("g")
     assert "A row 0 to LDS" not in kern.asm and kern.split_k == 2
+
+
+def test_a_staged_by_phases(monkeypatch):
+    """A in LDS by phases of 3, 3 and 1 of the lanes' 7 units (a barrier after each), exact sizes."""
+    import vlpc.passes.gemm_to_gcn_quant_lane as lane
+
+    monkeypatch.setattr(lane, "LANE_A_PHASE_BYTES", 12288)  # 2 rows x 3 units x 16 lanes x 128 bytes
+    fmt, m, n, k = "q8_0", 2, 32, 7168
+    kern = lane_kernel(m, n, k, fmt)
+    assert kern.asm.count("A's phase in LDS") == 3
+    rng = np.random.default_rng(7)
+    rb = row_bytes(fmt, k)
+    check_padded(kern, fmt, random_weights(fmt, n, k, rng), "f32", k, rb, n, rng, deq=lambda x: dequantize(fmt, x))
