@@ -16,11 +16,16 @@ facts):
   (``iters`` of them), so one load instruction of a wave reads ``span`` consecutive units of each of
   its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages, not 64).  Every weight byte
   is read once; A's row gaps and B's bytes after each row's last unit are never read.
-* A per lane: the lane loads the f16 activations of its unit's K range (``global_load_dwordx4``,
-  32 weights = 64 bytes = 4 loads per row of A and chunk), one or two chunks ahead of their dots,
-  and B one unit ahead; A is 8 to 28 KiB for K = 4096 .. 14336, re-read by every wave from the
-  caches.  A is not in SGPRs here (A differs per lane): the page rule above is why (figures in
-  docs/quantized.md, "Lane-along-K GEMV").
+* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K one) stages A's M rows once
+  (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by phases of at most
+  :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a row at piece
+  :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes per 32 weights
+  is conflict-free.  Why not A per lane from global memory, or in SGPRs: A differs per lane (no SGPR
+  operand), and a wave's load of 16 bytes at a 128-byte stride per lane touches 64 lines, which the
+  texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
+  pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
+  of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
+  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.
 * Dequantization exactly as the SGPR kernels (the f16 pattern 0x6400 + u built by ``v_perm_b32``,
   ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero
   point as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per
@@ -37,10 +42,11 @@ super-block) + 14 (the reduction) + 2 times, within vlpc/quant_run.py's ``n = 16
 
 Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M`, static N, K, lda, ldb
 and ldc, K a whole number of units with a span dividing them and at most LANE_MAX_ITERS units per
-lane, lda a multiple of 8 (A's rows on 16-byte boundaries), N a multiple of the rows per
-workgroup, no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute; anything else keeps the
-SGPR kernels (which also carry the split-K / local-split plans: this kernel splits nothing, the
-many waves of one row each fill the CUs).
+lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
+the rows per load (64 / span), no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute (the
+pipeline sets it when a tile, K step, local split or split-K above 1 is given); anything else keeps
+the SGPR kernels (which carry the split-K / local-split plans: this kernel splits nothing, its many
+small workgroups fill the CUs).
 """
 
 from __future__ import annotations
@@ -101,13 +107,15 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     if s.k % unit_w or s.lda % 8 or s.ldb % 4:
         return None
     units = s.k // unit_w
-    span = next((x for x in LANE_SPANS if units % x == 0), None)
-    if span is None or units // span > LANE_MAX_ITERS:
+    # the largest span dividing the units, else the largest not above them (a last, partial unit
+    # round: the lanes past the row's units load zeros)
+    span = next((x for x in LANE_SPANS if units % x == 0), None) or next((x for x in LANE_SPANS if x <= units), None)
+    if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
     rows = 1
     if s.n % (rows * 64 // span):
         return None
-    return rows, span, units // span
+    return rows, span, -(-units // span)
 
 
 def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
@@ -155,7 +163,9 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         M, R, span = s.m, self.rows, self.span
         slots = 64 // span
         uw, ub, fmt = self.unit_w, self.unit_b, self.fmt
-        iters = s.k // uw // span
+        units = s.k // uw
+        iters = -(-units // span)
+        tail = units - (iters - 1) * span  # units of the last round (lanes kl < tail)
         lda_b, ldb_b = s.lda * 2, s.ldb
         n_dw = ub // 4
         W = self.waves
@@ -187,10 +197,28 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         voff_b = [lane_b if r == 0 else e(gcn.VAddU32Op(e.const(r * slots * ldb_b), lane_b)).vdst for r in range(R)]
 
         def load_b(i: int) -> list[list[SSAValue]]:
-            """The R rows' unit i (of the lane's iters)."""
+            """The R rows' unit i (of the lane's iters); in a partial last round zeros past the row's
+            units (scale 0: their products are 0)."""
             base = e.add64(b_rows, i * span * ub, 0, comment=f"B: units +{i * span}") if i else b_rows
             loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
-            return [b_row_loads(e, voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(R)]
+            if i + 1 < iters or tail == span:
+                return [b_row_loads(e, voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(R)]
+            zeros = [[e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+                      if q < n_dw // 4 else e(gcn.VMovB32Op(0)).vdst for q in loads] for _ in range(R)]
+            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail), kl)).sdst, result_type=gcn.exec_type()))
+            out = []
+            for r in range(R):
+                regs = []
+                for q in loads:
+                    if q < n_dw // 4:
+                        regs.append(e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, offset=16 * q, merge=zeros[r][q],
+                                                              comment=f"B row {r}, last units, dwords {4 * q}..")).vdst)
+                    else:
+                        regs.append(e(gcn.GlobalLoadDwordOp(voff_b[r], base, offset=4 * (n_dw - 1), merge=zeros[r][q],
+                                                            comment=f"B row {r}, last units, dword {n_dw - 1}")).vdst)
+                out.append(regs)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            return out
 
         # ---- A's M rows into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES), 16-byte
         # piece g of a phase's row at piece lds_swizzle(g) ----
@@ -205,7 +233,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         def stage_load(i0: int, i1: int) -> list:
             """The global loads of the phase's A (units i0 .. i1 - 1 of every lane), work-item t piece
             t + threads j of each row."""
-            pieces = (i1 - i0) * unit_a // 16
+            pieces = (min(units, i1 * span) - i0 * span) * P  # (a partial last round: its units alone)
             out = []
             for j in range(-(-pieces // threads)):
                 if j not in swz:
@@ -248,6 +276,20 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         pending: dict[int, list[SSAValue]] = {}
 
         phase = list(phases[0])
+        tail_bases: dict[int, SSAValue] = {}
+
+        def tail_addr(p: int, base: SSAValue) -> SSAValue:
+            """``base`` for lanes kl < tail, lane 0's (16 p: unit 0 of the round, staged) for the
+            others: finite A times their zero B."""
+            if p not in tail_bases:
+                if "ge" not in tail_bases:  # 1 where kl >= tail (bit 31 of kl + 2^31 - tail), else 0
+                    ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - tail), kl)).vdst)).vdst
+                    tail_bases["ge"] = ge
+                    tail_bases["keep"] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
+                ge, keep = tail_bases["ge"], tail_bases["keep"]
+                tail_bases[p] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst,
+                                                e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
+            return tail_bases[p]
 
         def issue_a(j: int) -> None:
             if j < len(chunks) and j not in pending and chunks[j][0] < phase[1]:  # (this phase's A only)
@@ -258,7 +300,10 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                     for q in range(4):
                         p = 4 * c + q
                         off = m * a_row_lds + (i - phase[0]) * unit_a + 16 * (p - p % 8)
-                        regs.append(e(gcn.DsReadB128Op(addr[p % 8] if P >= 8 else addr[p], offset=off,
+                        base = addr[p % 8] if P >= 8 else addr[p]
+                        if i + 1 == iters and tail < span:  # lanes past the units: the round before's A
+                            base = tail_addr(p % 8 if P >= 8 else p, base)
+                        regs.append(e(gcn.DsReadB128Op(base, offset=off,
                                                        comment=f"A row {m}, unit +{i * span}, piece {p}")).vdst)
                     out.append(regs)
                 pending[j] = out

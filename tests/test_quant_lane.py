@@ -39,6 +39,11 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
     ("int4_g64", 2, 32, 4096, "f16", False),
     ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane
+    # units not a multiple of the span: a last round where lanes past the row's units load zeros
+    ("q4_k", 1, 16, 4608, "f32", True),      # 18 super-blocks: span 16, the second round 2 lanes a row
+    ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
+    ("int4_g32", 3, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
+    ("q8_0", 1, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
 ])
 def test_lane_gemv(fmt, m, n, k, ct, padded):
     """beta = 0 over an all-NaN C, then alpha = -0.75, beta = 0.5 (check_padded), against the
