@@ -91,14 +91,13 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     None where it does not apply; ``rows``: weight rows per lane (sharing its A loads), ``span``:
     lanes per row, ``iters``: units per lane."""
     s = mm.shape()
-    choice = mm.attributes.get("gemv")
-    if choice is not None:
-        if not (isinstance(choice, StringAttr) and choice.data in GEMV_KERNELS):
-            raise op_error(mm, f"gemv = {choice}: the decode GEMV kernel is one of "
-                           f"{', '.join(repr(x) for x in GEMV_KERNELS)}")
-        if choice.data == "sgpr":
-            return None
+    choice = mm.attributes.get("gemv", StringAttr("auto"))
+    kinds = ", ".join(repr(x) for x in GEMV_KERNELS)
+    if not isinstance(choice, StringAttr) or choice.data not in GEMV_KERNELS:  # (as the f16 GEMV's)
+        raise op_error(mm, f"gemv = {choice}: the decode GEMV kernel is one of {kinds}")
     fmt = s.b_format
+    if choice.data == "sgpr":
+        return None
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
     if not (1 <= s.m <= LANE_MAX_M) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
@@ -173,21 +172,17 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         ke = kernel_entry(False, 1, R)
         entry, e = ke.block, ke.e
         kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
-        item = tid  # the work-item in the workgroup
-        wave = None
+        item, wave = tid, None  # the work-item in the workgroup; the wave (W > 1)
         if W > 1:
-            wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, tid)).vdst)).sdst
-            tid = e(gcn.VAndB32Op(63, tid)).vdst  # the lane
+            wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, item)).vdst)).sdst
+            tid = e(gcn.VAndB32Op(63, item)).vdst  # the lane
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
         lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
-        ptr_a = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
-        ptr_b = e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst
-        ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
-        alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
-        beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
-        n0 = e.mul(wg_x, R * slots * W)  # the wave's first weight row
-        if wave is not None:
-            n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
+        ptr_a, ptr_b, ptr_c = (e(gcn.SLoadDwordx2Op(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in "ABC")
+        alpha, beta = (e(gcn.SLoadDwordOp(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in ("alpha", "beta"))
+        # the wave's first weight row
+        n0 = e.mul(wg_x, R * slots * W) if wave is None else \
+            e(gcn.SAddU32Op(e.mul(wg_x, R * slots * W), e.mul(wave, R * slots))).sdst
         b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
         kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
         lane_b = e(gcn.VMulLoU32Op(kl, e.const(ub))).vdst  # its first unit's bytes in the row
