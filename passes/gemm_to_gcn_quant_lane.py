@@ -40,7 +40,7 @@ Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16) + units per lane (
 super-block) + 14 (the reduction) + 2 times, within vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2``
 (int4: ``G / 2 + K / G + S L + 2``) whenever span >= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M`, static N, K, lda, ldb
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K, lda, ldb
 and ldc, K a whole number of units with a span dividing them and at most LANE_MAX_ITERS units per
 lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
 the rows per load (64 / span), no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute (the
@@ -72,6 +72,9 @@ LANE_SPANS = (64, 32, 16)
 LANE_MAX_ITERS = 16
 #: Rows of A at most (A per lane: 16 VGPRs per row and 32-weight chunk in flight).
 LANE_MAX_M = 4
+#: ... per format where fewer: Q4_K at M = 4 models slower than the SGPR kernel (4 x 4096 x 4096:
+#: 110.7 us against 49.5; 177 VGPRs, one wave a workgroup).
+LANE_MAX_M_OF = {"q4_k": 1}
 #: Waves per workgroup (sharing A's LDS copy) and B's units in flight ahead of the one computed.
 #: Why (modeled, MI50 @ 1725 MHz, Q4_0 M = 1, 14336 x 4096 / 4096 x 14336, % of the streaming ceiling):
 #: W = 4 92.5 / 74.4 (B one unit ahead), 79.2 with three; W = 2 91.4 / 63.3; W = 8 70.1 / 67.5;
@@ -100,15 +103,18 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
-    if not (1 <= s.m <= LANE_MAX_M) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
+    if not (1 <= s.m <= LANE_MAX_M_OF.get(fmt, LANE_MAX_M)) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
     unit_w, _ = LANE_UNITS[fmt]
     if s.k % unit_w or s.lda % 8 or s.ldb % 4:
         return None
     units = s.k // unit_w
     # the largest span dividing the units, else the largest not above them (a last, partial unit
-    # round: the lanes past the row's units load zeros)
-    span = next((x for x in LANE_SPANS if units % x == 0), None) or next((x for x in LANE_SPANS if x <= units), None)
+    # round: the lanes past the row's units load zeros; not Q4_K, whose one wave a workgroup then
+    # leaves the SIMDs idle: 1 x 4096 x 14336 223.5 us modeled, the SGPR kernel 94.2)
+    span = next((x for x in LANE_SPANS if units % x == 0), None)
+    if span is None and fmt != "q4_k":
+        span = next((x for x in LANE_SPANS if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
     rows = 1

@@ -35,12 +35,12 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
                                              # staged by 256 work-items (a masked round)
     ("q4_0", 4, 16, 8192, "f32", True),      # 4 rows of 8192: A in LDS in two phases of 32 KiB
     ("q4_k", 1, 32, 4096, "f32", True),      # 16 super-blocks: span 16
-    ("q4_k", 2, 16, 8192, "f16", False),     # 32 super-blocks: span 32
+    ("q4_k", 1, 16, 8192, "f16", False),     # 32 super-blocks: span 32
     ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
     ("int4_g64", 2, 32, 4096, "f16", False),
     ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane
     # units not a multiple of the span: a last round where lanes past the row's units load zeros
-    ("q4_k", 1, 16, 4608, "f32", True),      # 18 super-blocks: span 16, the second round 2 lanes a row
+    ("int4_g128", 2, 16, 2176, "f16", True),  # 17 groups: span 16, the second round 1 lane a row
     ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
     ("int4_g32", 3, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
     ("q8_0", 1, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
@@ -93,19 +93,24 @@ def test_alpha_zero_over_nan_inputs(fmt):
 
 
 @pytest.mark.parametrize("edit, why", [
+    (lambda s: s.replace("1x1024xf16", "1x4608xf16").replace("64x576xi8", "64x2592xi8").replace('"q4_0"', '"q4_k"'),
+     "Q4_K with 18 super-blocks a row (no span divides them)"),
+    (lambda s: s.replace("memref<1x1024xf16>", "memref<2x1024xf16>").replace("memref<1x64xf32>", "memref<2x64xf32>")
+     .replace('"q4_0"', '"q4_k"'), "Q4_K with M = 2"),
     (lambda s: s.replace('b_format = ', 'gemv = "sgpr", b_format = '), "gemv = sgpr"),
     (lambda s: s.replace("memref<1x1024xf16>", "memref<1x1024xf16, strided<[1028, 1]>>"), "lda not a multiple of 8"),
 ])
 def test_sgpr_kernel_kept(edit, why):
     """Where the lane kernel does not apply the SGPR kernel runs (and is right)."""
-    m, n, k = 1, 64, 1024
-    kern = vlpc.compile(edit(source(m, n, k, "q4_0"))).kernel("g")
+    n, k = 64, (4608 if "18 super" in why else 1024)
+    m, fmt = (2 if "M = 2" in why else 1, "q4_k") if "Q4_K" in why else (1, "q4_0")
+    kern = vlpc.compile(edit(source(1, n, k, "q4_0"))).kernel("g")
     assert "A row 0 to LDS" not in kern.asm, why
     rng = np.random.default_rng(6)
     lda = 1028 if "lda" in why else k
     a = np.full((m, lda), np.nan, np.float16)
     a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
-    r = vlpc.run(kern, a, random_weights("q4_0", n, k, rng), np.zeros((m, n), np.float32), strict=True)
+    r = vlpc.run(kern, a, random_weights(fmt, n, k, rng), np.zeros((m, n), np.float32), strict=True)
     assert r.verified
 
 
