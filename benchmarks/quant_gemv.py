@@ -4,8 +4,10 @@ Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing
 MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's streaming
 ceiling ``Board.streaming_ceiling_bytes_per_second``, 880 GB/s: the best a kernel reading every byte
 once can do under the model), not measured: there is no AMD GPU here.  Each row is
-one timing-only launch of the automatic plan (macro tile M x 64, K over L wavefront groups and,
-for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included) with weights from
+one timing-only launch of the automatic plan: the lane-along-K kernel where it applies
+(passes/gemm_to_gcn_quant_lane.py: static M <= 4, Q4_K M = 1; S = L = 1 in the table), else the SGPR
+kernel (macro tile M x 64, K over L wavefront groups and,
+for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included), with weights from
 gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; int4_g32/g64/g128: quantize_int4; the work does not depend on the values).  Printed: modeled time, weight traffic
 (N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
 launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).

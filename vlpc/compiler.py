@@ -354,12 +354,13 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
         "gemm-split-k": dict(split_k=(1 if o.schedule == "seed" and o.split_k == "auto"
                                       else _split_k_option(o.split_k, o.strategy)), mode=o.split_mode,
                              local_split=o.local_split, cus=o.cus or 0, gpu=o.gpu or "", target=proc),
-        # gemv: a plan given by options (tile, K step, local split) is the SGPR decode GEMV's, which
-        # follows them; the lane-along-K GEMV is the automatic plan's (passes/isel/gemv.py)
+        # gemv: a plan given by options (tile, K step, local split, split-K above 1) is the SGPR
+        # decode GEMV's, which follows them; the lane-along-K GEMV is the automatic plan's (passes/isel/gemv.py)
         "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
                                     forwarding=bool(o.forwarding), a_transpose=o.a_transpose,
                                     gemv="sgpr" if (o.macro_tile or o.micro_tile or o.k_step
-                                                    or o.local_split != 1) else "auto"),
+                                                    or o.local_split != 1 or o.split_k not in ("auto", 1))
+                                    else "auto"),
         "gcn-allocate-registers": dict(waves_per_simd=(o.waves_per_simd if o.waves_per_simd is not None
                                                   else DEFAULT_WAVES_PER_SIMD.get(o.strategy, 3)),
                                        target=proc),

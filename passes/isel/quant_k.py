@@ -54,18 +54,47 @@ F16_MINUS_1024, F16_ONES = 0xE400E400, 0x3C003C00
 
 def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
                          forwarding: bool = True) -> list[gcn.KernelOp]:
-    """The kernels of a ``gemm.matmul`` with ``b_format``, each format with its builder (the prefill
-    GEMM: passes/gemm_to_gcn_quant_gemm.py; Q8_0, Q4_0: passes/gemm_to_gcn_quant.py; Q4_K: :class:`Q4KGemvBuilder`; the int4 group formats:
-    passes/gemm_to_gcn_quant_int4.py)."""
+    """The kernels of a ``gemm.matmul`` with ``b_format``: the prefill GEMM where M reaches its tile
+    (passes/isel/quant_gemm.py), the lane-along-K GEMV where it applies (passes/isel/quant_lane.py),
+    else each format with its builder (Q8_0, Q4_0: passes/isel/quant.py; Q4_K:
+    :class:`Q4KGemvBuilder`; the int4 group formats: passes/isel/quant_int4.py)."""
     from vlpc.passes.isel.quant_gemm import quant_gemm_kernels, with_gemm_companion  # the prefill GEMM
     from vlpc.passes.isel.quant_int4 import Int4GemvBuilder
+    from vlpc.passes.isel.quant_lane import quant_lane_kernels  # lanes along K where it applies
 
     gemm = quant_gemm_kernels(mm, name, strategy, schedule, forwarding)
     if gemm is not None:
         return gemm
+    lane = quant_lane_kernels(mm, name)
+    if lane is not None:
+        return lane
     builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
     return with_gemm_companion(mm, name, quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder),
                                schedule, forwarding)
+
+
+def q4k_scales(e: _Emitter, dw) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(d sc_j, -dmin m_j) for j = 0..7 of a Q4_K super-block whose dword i is ``dw(i)``, f32
+    (exact: 11 x 6 bits; ggml's ``get_scale_min_k4``, module docstring)."""
+    d = e(gcn.VCvtF32F16Op(dw(0))).vdst
+    dmin = e(gcn.VCvtF32F16Op(e(gcn.VLshrrevB32Op(16, dw(0))).vdst)).vdst
+    ndmin = e(gcn.VMulF32Op(e.const(0xBF800000), dmin)).vdst  # -dmin (exact)
+
+    def field(i: int, shift: int, mask: int) -> SSAValue:
+        v = dw(i) if not shift else e(gcn.VLshrrevB32Op(shift, dw(i))).vdst
+        return e(gcn.VAndB32Op(mask, v)).vdst
+
+    dsc, ndm = [], []
+    for j in range(8):
+        if j < 4:  # scales[j] & 63, scales[j + 4] & 63
+            sc, m = field(1, 8 * j, 63), field(2, 8 * j, 63)
+        else:  # (scales[j + 4] & 15 | scales[j - 4] >> 6 << 4), (scales[j + 4] >> 4 | scales[j] >> 6 << 4)
+            b = 8 * (j - 4)
+            sc = e(gcn.VLshlAddU32Op(field(1, b + 6, 3), 4, field(3, b, 15))).vdst
+            m = e(gcn.VLshlAddU32Op(field(2, b + 6, 3), 4, field(3, b + 4, 15))).vdst
+        dsc.append(e(gcn.VMulF32Op(d, e(gcn.VCvtF32I32Op(sc)).vdst)).vdst)
+        ndm.append(e(gcn.VMulF32Op(ndmin, e(gcn.VCvtF32I32Op(m)).vdst)).vdst)
+    return dsc, ndm
 
 
 class Q4KGemvBuilder(QuantGemvBuilder):
@@ -107,28 +136,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
 
         def scales(loaded: list[SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
             """(d sc_j, -dmin m_j) for j = 0..7, f32 (exact: 11 x 6 bits)."""
-            def dw(i):
-                return e.sub(loaded[i // 4], i % 4, 1)
-
-            d = e(gcn.VCvtF32F16Op(dw(0))).vdst
-            dmin = e(gcn.VCvtF32F16Op(e(gcn.VLshrrevB32Op(16, dw(0))).vdst)).vdst
-            ndmin = e(gcn.VMulF32Op(e.const(0xBF800000), dmin)).vdst  # -dmin (exact)
-
-            def field(i: int, shift: int, mask: int) -> SSAValue:
-                v = dw(i) if not shift else e(gcn.VLshrrevB32Op(shift, dw(i))).vdst
-                return e(gcn.VAndB32Op(mask, v)).vdst
-
-            dsc, ndm = [], []
-            for j in range(8):
-                if j < 4:  # scales[j] & 63, scales[j + 4] & 63
-                    sc, m = field(1, 8 * j, 63), field(2, 8 * j, 63)
-                else:  # (scales[j + 4] & 15 | scales[j - 4] >> 6 << 4), (scales[j + 4] >> 4 | scales[j] >> 6 << 4)
-                    b = 8 * (j - 4)
-                    sc = e(gcn.VLshlAddU32Op(field(1, b + 6, 3), 4, field(3, b, 15))).vdst
-                    m = e(gcn.VLshlAddU32Op(field(2, b + 6, 3), 4, field(3, b + 4, 15))).vdst
-                dsc.append(e(gcn.VMulF32Op(d, e(gcn.VCvtF32I32Op(sc)).vdst)).vdst)
-                ndm.append(e(gcn.VMulF32Op(ndmin, e(gcn.VCvtF32I32Op(m)).vdst)).vdst)
-            return dsc, ndm
+            return q4k_scales(e, lambda i: e.sub(loaded[i // 4], i % 4, 1))
 
         def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None,
                     a_cur: list[SSAValue] | None, a_koff: SSAValue | None):

@@ -1104,6 +1104,8 @@ class ConvertGemmToGcnPass(ModulePass):
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
             if shape.b_format:  # f16 x block-quantized weights: passes/gemm_to_gcn_quant.py
                 from vlpc.passes.isel.quant_k import quant_format_kernels
+                if self.gemv != "auto" and "gemv" not in mm.attributes:  # (a plan given: the SGPR GEMV's)
+                    mm.attributes["gemv"] = StringAttr(self.gemv)
                 kernels = quant_format_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
             elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
                 from vlpc.passes.isel.dot import dot_kernels

@@ -39,6 +39,12 @@ def source(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None, epilogue=()) ->
             f"      : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
 
 
+def sgpr(src: str) -> str:
+    """``src`` with ``gemv = "sgpr"``: the SGPR kernel (a lane per weight row) where the lane-along-K
+    GEMV (passes/gemm_to_gcn_quant_lane.py, tests/test_quant_lane.py) would apply."""
+    return src.replace('b_format = ', 'gemv = "sgpr", b_format = ', 1)
+
+
 def test_formats_are_ggufs():
     """Block sizes and bytes as gguf's table, and the row bytes the IR wants."""
     for fmt, (block, size) in B_FORMATS.items():
@@ -64,7 +70,8 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     beta = 0 over a C that is all NaN, then alpha and beta nonzero; C's padding unchanged."""
     rb = row_bytes(fmt, k)
     lda, ldb, ldc = k + 6, rb + 12, n + 3
-    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1).kernel("g")  # (one workgroup's K)
+    # (one workgroup's K; a local split given: the SGPR kernel, not passes/gemm_to_gcn_quant_lane.py's)
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1, local_split=local).kernel("g")
     assert kern.local_split == local and kern.launch_info["b_format"] == fmt
     asm = kern.asm
     looped = iters - iters % 2 - 2 > 0
@@ -117,7 +124,7 @@ def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng, deq=None):
 def test_automatic_plan(m, n, k, cus, plan):
     """quant_plan / quant_split (dialects/gemm.py): L = 8 for M < 8, 16 from 8; split-K over S = 4
     workgroups (L halved) below 2 x CUs workgroups; S x L divides the K / 64 block pairs."""
-    kern = vlpc.compile(source(m, n, k, "q4_0"), cus=cus).kernel("g")
+    kern = vlpc.compile(sgpr(source(m, n, k, "q4_0")), cus=cus).kernel("g")
     assert (kern.split_k, kern.local_split) == plan
 
 

@@ -18,7 +18,7 @@ import vlpc  # noqa: E402
 from vlpc.errors import DiagnosticError, VlpcError  # noqa: E402
 from vlpc.quant_run import dequantize, quantize_q4_k, read_gguf_tensor, row_bytes  # noqa: E402
 
-from test_quant_gemv import _swiglu_source, _write_gguf, check_nan_inputs, check_padded, source  # noqa: E402
+from test_quant_gemv import _swiglu_source, _write_gguf, check_nan_inputs, check_padded, sgpr, source  # noqa: E402
 
 Q4K = gguf.GGMLQuantizationType.Q4_K
 
@@ -70,7 +70,8 @@ def test_gemv_against_gguf(m, n, k, ct, pads):
     weight byte read once."""
     rb = row_bytes("q4_k", k)
     lda, ldb, ldc = (k + 6, rb + 12, n + 3) if pads else (k, rb, n)
-    kern = vlpc.compile(source(m, n, k, "q4_k", ct, lda, ldb, ldc), split_k=1).kernel("g")
+    # (the SGPR kernel: the lane-along-K one is tests/test_quant_lane.py's)
+    kern = vlpc.compile(sgpr(source(m, n, k, "q4_k", ct, lda, ldb, ldc)), split_k=1).kernel("g")
     assert kern.launch_info["b_format"] == "q4_k"
     assert kern.asm.count("; B super-block") % 9 == 0
     assert ("_super_blocks" in kern.asm) == (k // 256 // kern.local_split >= 4)  # (2 ahead, an odd one before)

@@ -1,0 +1,426 @@
+"""The lane-along-K decode GEMV of f16 activations and quantized weights (Q8_0, Q4_0, Q4_K, int4 groups).
+
+The quantized GEMVs of passes/gemm_to_gcn_quant.py, _quant_k.py and _quant_int4.py give each lane
+its own weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then
+reads 16 bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page
+an instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM").
+This kernel turns the lanes along K, as the f16/int8 GEMV of passes/gemm_to_gcn_gemv.py (whose
+builder it extends: :class:`~vlpc.passes.gemm_to_gcn_gemv.LaneGemvBuilder`'s LDS reduction and
+output, :class:`~vlpc.passes.gemm_to_gcn_quant.QuantGemvBuilder`'s kernel arguments and launch
+facts):
+
+* B's rows are cut in **units** (:data:`LANE_UNITS`): a Q8_0/Q4_0 block pair (64 weights, 68 or 36
+  bytes: whole dwords, so every lane's loads start on 4-byte boundaries), an int4 group (G weights,
+  4 + G / 2 bytes), a Q4_K super-block (256 weights, 144 bytes).  ``span`` lanes (64, 32 or 16: the
+  largest that divides the row's units) share a row: lane l of a row takes units l, l + span, ...
+  (``iters`` of them), so one load instruction of a wave reads ``span`` consecutive units of each of
+  its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages, not 64).  Every weight byte
+  is read once; A's row gaps and B's bytes after each row's last unit are never read.
+* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K one) stages A's M rows once
+  (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by phases of at most
+  :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a row at piece
+  :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes per 32 weights
+  is conflict-free.  Why not A per lane from global memory, or in SGPRs: A differs per lane (no SGPR
+  operand), and a wave's load of 16 bytes at a 128-byte stride per lane touches 64 lines, which the
+  texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
+  pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
+  of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
+  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.
+* Dequantization exactly as the SGPR kernels (the f16 pattern 0x6400 + u built by ``v_perm_b32``,
+  ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero
+  point as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per
+  block (Q4_K: sub-block; int4: group) and row of A the dots sum from 0 and one ``v_fma_f32`` adds
+  scale x sum to the lane's accumulator (Q4_K: and -dmin m x sum a).
+* After the ``iters`` units (unrolled: at most :data:`LANE_MAX_ITERS`) the span lanes' partials of
+  each sum are added through LDS in a fixed order (two levels of 8, then 2 or 4: LaneGemvBuilder),
+  and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
+  the products).
+
+Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16) + units per lane (Q4_K: 2 x 8 per
+super-block) + 14 (the reduction) + 2 times, within vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2``
+(int4: ``G / 2 + K / G + S L + 2``) whenever span >= 16 lanes share a row.
+
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K, lda, ldb
+and ldc, K a whole number of units with a span dividing them and at most LANE_MAX_ITERS units per
+lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
+the rows per load (64 / span), no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute (the
+pipeline sets it when a tile, K step, local split or split-K above 1 is given); anything else keeps
+the SGPR kernels (which carry the split-K / local-split plans: this kernel splits nothing, its many
+small workgroups fill the CUs).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import SSAValue
+
+from vlpc.dialects import gcn
+from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS, MatmulOp
+from vlpc.passes.common import op_error
+from vlpc.passes.isel.sqc import kernel_entry
+from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
+from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
+from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE
+from vlpc.passes.isel.quant_k import F16_MINUS_1024, F16_ONES, Q4K_BYTES, q4k_scales
+
+#: Weights and bytes of a lane's unit of B per format (module docstring).
+LANE_UNITS = {"q8_0": (64, 68), "q4_0": (64, 36), "q4_k": (256, Q4K_BYTES),
+              **{f: (g, B_FORMATS[f][1]) for f, g in INT4_GROUP_FORMATS.items()}}
+#: Lanes per weight row, tried in order (the LDS reduction adds 8 then span / 8 partials).
+LANE_SPANS = (64, 32, 16)
+#: Units per lane at most (the K loop is unrolled).
+LANE_MAX_ITERS = 16
+#: Rows of A at most (A per lane: 16 VGPRs per row and 32-weight chunk in flight).
+LANE_MAX_M = 4
+#: ... per format where fewer: Q4_K at M = 4 models slower than the SGPR kernel (4 x 4096 x 4096:
+#: 110.7 us against 49.5; 177 VGPRs, one wave a workgroup).
+LANE_MAX_M_OF = {"q4_k": 1}
+#: Waves per workgroup (sharing A's LDS copy) and B's units in flight ahead of the one computed.
+#: Why (modeled, MI50 @ 1725 MHz, Q4_0 M = 1, 14336 x 4096 / 4096 x 14336, % of the streaming ceiling):
+#: W = 4 92.5 / 74.4 (B one unit ahead), 79.2 with three; W = 2 91.4 / 63.3; W = 8 70.1 / 67.5;
+#: W = 16 56.8 / 61.9; two rows per lane (R = 2) with W = 4 85.9 / 72.8, W = 2 81.7 / 57.8.
+LANE_WAVES, LANE_B_AHEAD = 4, 3
+#: LDS bytes of one phase of A's staging (M rows of a whole number of the lanes' units; module
+#: docstring).  Modeled (MI50 @ 1725 MHz, % of the streaming ceiling): Q4_0 1 x 4096 x 14336 (28 KiB
+#: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
+#: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
+LANE_A_PHASE_BYTES = 32768
+#: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
+A_CHUNK_BYTES = 64
+
+
+def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
+    """``(rows, span, iters)`` of the lane-along-K quantized GEMV for ``mm`` (module docstring), or
+    None where it does not apply; ``rows``: weight rows per lane (sharing its A loads), ``span``:
+    lanes per row, ``iters``: units per lane."""
+    s = mm.shape()
+    choice = mm.attributes.get("gemv", StringAttr("auto"))
+    kinds = ", ".join(repr(x) for x in GEMV_KERNELS)
+    if not isinstance(choice, StringAttr) or choice.data not in GEMV_KERNELS:  # (as the f16 GEMV's)
+        raise op_error(mm, f"gemv = {choice}: the decode GEMV kernel is one of {kinds}")
+    fmt = s.b_format
+    if choice.data == "sgpr":
+        return None
+    if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
+        return None
+    if not (1 <= s.m <= LANE_MAX_M_OF.get(fmt, LANE_MAX_M)) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
+        return None
+    unit_w, _ = LANE_UNITS[fmt]
+    if s.k % unit_w or s.lda % 8 or s.ldb % 4:
+        return None
+    units = s.k // unit_w
+    # the largest span dividing the units, else the largest not above them (a last, partial unit
+    # round: the lanes past the row's units load zeros; not Q4_K, whose one wave a workgroup then
+    # leaves the SIMDs idle: 1 x 4096 x 14336 223.5 us modeled, the SGPR kernel 94.2)
+    span = next((x for x in LANE_SPANS if units % x == 0), None)
+    if span is None and fmt != "q4_k":
+        span = next((x for x in LANE_SPANS if x <= units), None)
+    if span is None or -(-units // span) > LANE_MAX_ITERS:
+        return None
+    rows = 1
+    if s.n % (rows * 64 // span):
+        return None
+    return rows, span, -(-units // span)
+
+
+def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
+    """The LDS piece of A's 16-byte piece ``g`` (a VGPR): ``g ^ x`` with x = u & 7 for units u = g / pieces
+    of 8 or more pieces, (u >> 1) & 3 for 4 (units of 4 pieces: int4_g32), so that the 8 lanes of a
+    ``ds_read_b128`` pass (consecutive units, the same piece) hit 8 different groups of 4 banks
+    (conflict-free: docs/timing_model.md, "LDS").  With ``kl`` (the lane's first unit) instead of
+    ``g``: x alone (the same for every unit kl + span i, span a multiple of 16)."""
+    if kl is not None:
+        u = kl
+    else:
+        u = e(gcn.VLshrrevB32Op(pieces.bit_length() - 1, g)).vdst
+    x = e(gcn.VAndB32Op(7, u)).vdst if pieces >= 8 else e(gcn.VAndB32Op(3, e(gcn.VLshrrevB32Op(1, u)).vdst)).vdst
+    return x if kl is not None else e(gcn.VXorB32Op(g, x)).vdst
+
+
+def plan_waves(mm: MatmulOp, rows: int, span: int) -> int:
+    """Waves per workgroup: :data:`LANE_WAVES`, halved until the workgroup's rows divide N."""
+    w = 1 if mm.shape().b_format == "q4_k" else LANE_WAVES
+    while w > 1 and mm.shape().n % (w * rows * 64 // span):
+        w //= 2
+    return w
+
+
+def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
+    """The kernel of ``mm`` when :func:`quant_lane_plan` applies, else None."""
+    plan = quant_lane_plan(mm)
+    if plan is None:
+        return None
+    rows, span, _ = plan
+    return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+
+
+class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
+    """Builds the lane-along-K quantized GEMV (module docstring): LaneGemvBuilder's geometry,
+    reduction and output, QuantGemvBuilder's kernel arguments (B the tensor's bytes) and launch
+    facts (``b_format``)."""
+
+    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1):
+        super().__init__(mm, name, rows, 1, 1, span, waves)
+        self.unit_w, self.unit_b = LANE_UNITS[self.fmt]
+
+    def build(self) -> gcn.KernelOp:
+        s = self.shape
+        M, R, span = s.m, self.rows, self.span
+        slots = 64 // span
+        uw, ub, fmt = self.unit_w, self.unit_b, self.fmt
+        units = s.k // uw
+        iters = -(-units // span)
+        tail = units - (iters - 1) * span  # units of the last round (lanes kl < tail)
+        lda_b, ldb_b = s.lda * 2, s.ldb
+        n_dw = ub // 4
+        W = self.waves
+        P = 2 * uw // 16  # 16-byte pieces of A per unit
+        ke = kernel_entry(False, 1, R)
+        entry, e = ke.block, ke.e
+        kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
+        item, wave = tid, None  # the work-item in the workgroup; the wave (W > 1)
+        if W > 1:
+            wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, item)).vdst)).sdst
+            tid = e(gcn.VAndB32Op(63, item)).vdst  # the lane
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
+        ptr_a, ptr_b, ptr_c = (e(gcn.SLoadDwordx2Op(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in "ABC")
+        alpha, beta = (e(gcn.SLoadDwordOp(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in ("alpha", "beta"))
+        # the wave's first weight row
+        n0 = e.mul(wg_x, R * slots * W) if wave is None else \
+            e(gcn.SAddU32Op(e.mul(wg_x, R * slots * W), e.mul(wave, R * slots))).sdst
+        b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
+        kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
+        lane_b = e(gcn.VMulLoU32Op(kl, e.const(ub))).vdst  # its first unit's bytes in the row
+        if slots > 1:
+            slot = e(gcn.VLshrrevB32Op(span.bit_length() - 1, tid)).vdst
+            lane_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane_b)).vdst
+        voff_b = [lane_b if r == 0 else e(gcn.VAddU32Op(e.const(r * slots * ldb_b), lane_b)).vdst for r in range(R)]
+
+        def load_b(i: int) -> list[list[SSAValue]]:
+            """The R rows' unit i (of the lane's iters); in a partial last round zeros past the row's
+            units (scale 0: their products are 0)."""
+            base = e.add64(b_rows, i * span * ub, 0, comment=f"B: units +{i * span}") if i else b_rows
+            loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
+            if i + 1 < iters or tail == span:
+                return [b_row_loads(e, voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(R)]
+            zeros = [[e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+                      if q < n_dw // 4 else e(gcn.VMovB32Op(0)).vdst for q in loads] for _ in range(R)]
+            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail), kl)).sdst, result_type=gcn.exec_type()))
+            out = []
+            for r in range(R):
+                regs = []
+                for q in loads:
+                    if q < n_dw // 4:
+                        regs.append(e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, offset=16 * q, merge=zeros[r][q],
+                                                              comment=f"B row {r}, last units, dwords {4 * q}..")).vdst)
+                    else:
+                        regs.append(e(gcn.GlobalLoadDwordOp(voff_b[r], base, offset=4 * (n_dw - 1), merge=zeros[r][q],
+                                                            comment=f"B row {r}, last units, dword {n_dw - 1}")).vdst)
+                out.append(regs)
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            return out
+
+        # ---- A's M rows into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES), 16-byte
+        # piece g of a phase's row at piece lds_swizzle(g) ----
+        threads = 64 * W
+        unit_a = span * 16 * P  # bytes of a row of A per iteration (span units)
+        per_phase = max(1, min(iters, LANE_A_PHASE_BYTES // (M * unit_a)))
+        phases = [(i0, min(iters, i0 + per_phase)) for i0 in range(0, iters, per_phase)]
+        a_row_lds = per_phase * unit_a  # LDS bytes of a row of A in a phase
+        voff_t = e(gcn.VLshlrevB32Op(4, item)).vdst
+        swz: dict[int, tuple[SSAValue, SSAValue]] = {}  # round j: (g, its LDS address)
+
+        def stage_load(i0: int, i1: int) -> list:
+            """The global loads of the phase's A (units i0 .. i1 - 1 of every lane), work-item t piece
+            t + threads j of each row."""
+            pieces = (min(units, i1 * span) - i0 * span) * P  # (a partial last round: its units alone)
+            out = []
+            for j in range(-(-pieces // threads)):
+                if j not in swz:
+                    g = item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), item)).vdst
+                    swz[j] = (g, e(gcn.VLshlrevB32Op(4, lds_swizzle(e, g, P))).vdst)
+                g, phys = swz[j]
+                partial = (j + 1) * threads > pieces
+                if partial:
+                    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
+                for m in range(M):
+                    off = m * lda_b + i0 * unit_a + 16 * threads * j
+                    base = e.add64(ptr_a, off, 0, comment=f"A row {m}, pieces +{j * threads}") if off else ptr_a
+                    v = e(gcn.GlobalLoadDwordx4Op(voff_t, base, comment=f"A row {m} to LDS")).vdst
+                    out.append((partial and pieces, g, phys, m, v))
+                if partial:
+                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            return out
+
+        def stage_write(staged: list) -> None:
+            for pieces, g, phys, m, v in staged:
+                if pieces:
+                    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
+                e(gcn.DsWriteB128Op(phys, v, offset=m * a_row_lds, comment=f"A row {m}"))
+                if pieces:
+                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+            e(gcn.SBarrierOp(comment="A's phase in LDS"))
+
+        staged = stage_load(*phases[0])
+        b_ahead = LANE_B_AHEAD
+        bq = {0: load_b(0)}  # (after A's loads, before their LDS writes: the writes wait for A alone)
+        stage_write(staged)
+        # lane kl's unit u = kl + span i: piece p (0..P-1) at LDS a_lds + 16 (u P + (p ^ x)), x of kl
+        xk = lds_swizzle(e, None, P, kl)
+        lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, kl)).vdst
+        addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_lds)).vdst for p in range(min(P, 8))]
+
+        chunks = [(i, c) for i in range(iters) for c in range(uw // 32)]
+        pos = {ch: j for j, ch in enumerate(chunks)}
+        ahead = 0  # (A's LDS reads right before their dots: the registers go to B's units ahead)
+        pending: dict[int, list[SSAValue]] = {}
+
+        phase = list(phases[0])
+        tail_bases: dict[int, SSAValue] = {}
+
+        def tail_addr(p: int, base: SSAValue) -> SSAValue:
+            """``base`` for lanes kl < tail, lane 0's (16 p: unit 0 of the round, staged) for the
+            others: finite A times their zero B."""
+            if p not in tail_bases:
+                if "ge" not in tail_bases:  # 1 where kl >= tail (bit 31 of kl + 2^31 - tail), else 0
+                    ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - tail), kl)).vdst)).vdst
+                    tail_bases["ge"] = ge
+                    tail_bases["keep"] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
+                ge, keep = tail_bases["ge"], tail_bases["keep"]
+                tail_bases[p] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst,
+                                                e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
+            return tail_bases[p]
+
+        def issue_a(j: int) -> None:
+            if j < len(chunks) and j not in pending and chunks[j][0] < phase[1]:  # (this phase's A only)
+                i, c = chunks[j]
+                out = []
+                for m in range(M):
+                    regs = []
+                    for q in range(4):
+                        p = 4 * c + q
+                        off = m * a_row_lds + (i - phase[0]) * unit_a + 16 * (p - p % 8)
+                        base = addr[p % 8] if P >= 8 else addr[p]
+                        if i + 1 == iters and tail < span:  # lanes past the units: the round before's A
+                            base = tail_addr(p % 8 if P >= 8 else p, base)
+                        regs.append(e(gcn.DsReadB128Op(base, offset=off,
+                                                       comment=f"A row {m}, unit +{i * span}, piece {p}")).vdst)
+                    out.append(regs)
+                pending[j] = out
+
+        def a_chunk(i: int, c: int) -> list[SSAValue]:
+            """A's 16 dwords (per row m) of chunk c of the lane's unit i, the next chunks' reads issued."""
+            j = pos[(i, c)]
+            for t in range(ahead + 1):
+                issue_a(j + t)
+            return pending.pop(j)
+
+        def a_dw(rows_a: list[list[SSAValue]], m: int, t: int) -> SSAValue:
+            return e.sub(rows_a[m][t // 4], t % 4, 1)
+
+        magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
+        select = {p: e.const(v) for p, v in PERM_SELECT.items()}
+        zero = e(gcn.VMovB32Op(0)).vdst
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
+
+        def dots(pairs: list[SSAValue], rows_a, m: int, start: SSAValue) -> SSAValue:
+            x = start
+            for t in range(16):
+                x = e(gcn.VDot2F32F16Op(pairs[t], a_dw(rows_a, m, t), x)).vdst
+            return x
+
+        def halves(word: SSAValue, byte: int, offset: SSAValue) -> SSAValue:
+            """The f16 pair (u_byte, u_byte+1) - offset from two bytes of ``word`` (docstring)."""
+            return e(gcn.VPkAddF16Op(offset, e(gcn.VPermB32Op(magic, word, select[byte % 4])).vdst)).vdst
+
+        issue_a(0)
+        staged = []
+        for i in range(iters):
+            if i == phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
+                staged = stage_load(i + per_phase, min(iters, i + 2 * per_phase))
+            for d in range(1, b_ahead + 1):  # B b_ahead units ahead
+                if i + d < iters and i + d not in bq:
+                    bq[i + d] = load_b(i + d)
+            bv = bq.pop(i)
+            for r in range(R):
+                ld = bv[r]
+
+                def dw(q: int, ld=ld) -> SSAValue:
+                    return e.sub(ld[q // 4], q % 4, 1) if q // 4 < n_dw // 4 else ld[-1]
+
+                words: dict = {}
+
+                def nib(q: int, hi: bool, dw=dw, words=words) -> SSAValue:
+                    if (q, hi) not in words:
+                        v = dw(q) if not hi else e(gcn.VLshrrevB32Op(4, dw(q))).vdst
+                        words[(q, hi)] = e(gcn.VAndB32Op(0x0F0F0F0F, v)).vdst
+                    return words[(q, hi)]
+
+                if fmt in ("q8_0", "q4_0"):
+                    bb = B_FORMATS[fmt][1]
+                    offset = e.const(F16_OFFSET[fmt])
+                    for blk in range(2):
+                        o = blk * bb
+                        scale = dw(o // 4)
+                        if o % 4:
+                            scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
+                        d = e(gcn.VCvtF32F16Op(scale)).vdst
+                        pairs = []
+                        for p in range(16):
+                            if fmt == "q8_0":
+                                byte = o + 2 + 2 * p
+                                if (byte // 4, "x") not in words:
+                                    words[(byte // 4, "x")] = e(gcn.VXorB32Op(0x80808080, dw(byte // 4))).vdst
+                                word = words[(byte // 4, "x")]
+                            else:
+                                byte, hi = (o + 2 + 2 * p, False) if p < 8 else (o + 2 + 2 * p - 16, True)
+                                word = nib(byte // 4, hi)
+                            pairs.append(halves(word, byte, offset))
+                        rows_a = a_chunk(i, blk)
+                        for m in range(M):
+                            sm = dots(pairs, rows_a, m, zero)
+                            acc[m * R + r] = e(gcn.VFmaF32Op(d, sm, acc[m * R + r], comment=f"row {m} += d * block sum")).vdst
+                elif fmt in INT4_GROUP_FORMATS:
+                    hdr = dw(0)
+                    scale = e(gcn.VCvtF32F16Op(hdr)).vdst
+                    z = e(gcn.VAndB32Op(0xFF, e(gcn.VLshrrevB32Op(16, hdr)).vdst)).vdst
+                    nz = e(gcn.VOrB32Op(0xE400, z)).vdst  # f16 -(1024 + z)
+                    offset = e(gcn.VLshlAddU32Op(nz, 16, nz)).vdst
+                    sums = [zero] * M
+                    for c in range(uw // 32):
+                        pairs = []
+                        for q in range(1 + 4 * c, 5 + 4 * c):
+                            lo, hi = nib(q, False), nib(q, True)
+                            for sel in NIBBLE_INTERLEAVE:
+                                il = e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst
+                                pairs += [halves(il, 0, offset), halves(il, 2, offset)]
+                        rows_a = a_chunk(i, c)
+                        sums = [dots(pairs, rows_a, m, sums[m]) for m in range(M)]
+                    for m in range(M):
+                        acc[m * R + r] = e(gcn.VFmaF32Op(scale, sums[m], acc[m * R + r],
+                                                         comment=f"row {m} += s * sum a (q - z)")).vdst
+                else:  # q4_k
+                    dsc, ndm = q4k_scales(e, dw)
+                    ones = e(gcn.VMovB32Op(F16_ONES)).vdst
+                    offset = e.const(F16_MINUS_1024)
+                    for j in range(8):
+                        c, hi = divmod(j, 2)
+                        pairs = [halves(nib(4 + 8 * c + p // 2, bool(hi)), 2 * p, offset) for p in range(16)]
+                        rows_a = a_chunk(i, j)
+                        for m in range(M):
+                            sq = dots(pairs, rows_a, m, zero)
+                            sa = dots([ones] * 16, rows_a, m, zero)
+                            x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
+                            acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
+            if i + 1 == phase[1] and staged:  # every wave done with the phase's A: the next one's
+                e(gcn.SBarrierOp(comment="A's phase read"))
+                stage_write(staged)
+                phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
+                staged = []
+        e(gcn.SBarrierOp(comment="A read by every wave: LDS free for the reduction"))
+        self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, False)
+        return self._finish(entry, max(W * REDUCE_BYTES, M * a_row_lds))
+
+
+__all__ = ["LANE_UNITS", "QuantLaneGemvBuilder", "quant_lane_kernels", "quant_lane_plan"]

@@ -1,0 +1,133 @@
+"""The lane-along-K quantized GEMV (passes/gemm_to_gcn_quant_lane.py, docs/quantized.md).
+
+Every format on the strict emulator against float64 math on the weights as `gguf` dequantizes them
+(the int4 group formats: vlpc.quant_run.dequantize_int4, NumPy from the format's definition), within
+vlpc/quant_run.py's bound: exactly sized and padded buffers (A's row gaps NaN, B's bytes after each
+row's last unit garbage, C's columns past N NaN and unchanged), beta = 0 over a C that is all NaN,
+alpha = 0 over NaN activations and scales, every weight byte read once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import vlpc  # noqa: E402
+from vlpc.dialects.gemm import B_FORMATS  # noqa: E402
+from vlpc.passes.isel.quant_lane import LANE_UNITS, LANE_WAVES  # noqa: E402
+from vlpc.quant_run import dequantize, random_weights, row_bytes  # noqa: E402
+
+from test_quant_gemv import check_nan_inputs, check_padded, sgpr, source  # noqa: E402
+
+
+def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
+    assert "A row 0 to LDS" in kern.asm and kern.launch_info["b_format"] == fmt  # the lane-along-K kernel
+    return kern
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct, padded", [
+    ("q4_0", 1, 64, 4096, "f32", True),      # 64 pairs: span 64, one unit a lane, 4 waves a workgroup
+    ("q4_0", 2, 32, 7168, "f16", False),     # 112 pairs: span 16, 7 units a lane (B 3 units ahead); exact sizes
+    ("q8_0", 3, 32, 2048, "f16", True),      # span 32: 2 rows a load
+    ("q8_0", 4, 64, 1024, "f32", False),     # span 16 (4 rows a load), 4 rows of A; A's 128 pieces a row
+                                             # staged by 256 work-items (a masked round)
+    ("q4_0", 4, 16, 8192, "f32", True),      # 4 rows of 8192: A in LDS in two phases of 32 KiB
+    ("q4_k", 1, 32, 4096, "f32", True),      # 16 super-blocks: span 16
+    ("q4_k", 1, 16, 8192, "f16", False),     # 32 super-blocks: span 32
+    ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
+    ("int4_g64", 2, 32, 4096, "f16", False),
+    ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane
+    # units not a multiple of the span: a last round where lanes past the row's units load zeros
+    ("int4_g128", 2, 16, 2176, "f16", True),  # 17 groups: span 16, the second round 1 lane a row
+    ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
+    ("int4_g32", 3, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
+    ("q8_0", 1, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
+])
+def test_lane_gemv(fmt, m, n, k, ct, padded):
+    """beta = 0 over an all-NaN C, then alpha = -0.75, beta = 0.5 (check_padded), against the
+    dequantized weights; every weight byte read once, A once per workgroup."""
+    rb = row_bytes(fmt, k)
+    lda, ldb, ldc = (k + 8, rb + 12, n + 3) if padded else (k, rb, n)
+    kern = lane_kernel(m, n, k, fmt, ct, lda, ldb, ldc)
+    rng = np.random.default_rng(3)
+    b = random_weights(fmt, n, k, rng)
+    check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng, deq=lambda x: dequantize(fmt, x))
+
+
+def test_units_are_the_sgpr_kernels():
+    """A lane's unit is the SGPR kernels' K step (whole dwords: 4-byte aligned loads)."""
+    for fmt, (weights, nbytes) in LANE_UNITS.items():
+        block, block_bytes = B_FORMATS[fmt]
+        assert nbytes == weights // block * block_bytes and nbytes % 4 == 0
+
+
+@pytest.mark.parametrize("fmt", ["q4_0", "q4_k"])
+def test_same_as_sgpr_kernel_within_bound(fmt):
+    """The lane kernel and the SGPR kernel on the same data agree within twice the bound."""
+    m, n, k = 1, 32, 4096
+    lane = lane_kernel(m, n, k, fmt)
+    old = vlpc.compile(sgpr(source(m, n, k, fmt))).kernel("g")
+    assert "A row 0 to LDS" not in old.asm
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = random_weights(fmt, n, k, rng)
+    c = np.zeros((m, n), np.float32)
+    r1 = vlpc.run(lane, a, b, c, strict=True)
+    r2 = vlpc.run(old, a, b, c, strict=True)
+    assert r1.verified and r2.verified
+    ref = a.astype(np.float64) @ dequantize(fmt, b).T
+    assert np.allclose(r1.c, ref, rtol=1e-5, atol=1e-3) and np.allclose(r1.c, r2.c, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "int4_g128"])
+def test_alpha_zero_over_nan_inputs(fmt):
+    """alpha = 0 drops the products: NaN activations and a NaN scale do not reach C."""
+    m, n, k = 2, 16 * LANE_WAVES, 2048
+    kern = lane_kernel(m, n, k, fmt)
+    rng = np.random.default_rng(5)
+    b = random_weights(fmt, n, k, rng)
+    b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, first block's scale
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda s: s.replace("1x1024xf16", "1x4608xf16").replace("64x576xi8", "64x2592xi8").replace('"q4_0"', '"q4_k"'),
+     "Q4_K with 18 super-blocks a row (no span divides them)"),
+    (lambda s: s.replace("memref<1x1024xf16>", "memref<2x1024xf16>").replace("memref<1x64xf32>", "memref<2x64xf32>")
+     .replace('"q4_0"', '"q4_k"'), "Q4_K with M = 2"),
+    (lambda s: s.replace('b_format = ', 'gemv = "sgpr", b_format = '), "gemv = sgpr"),
+    (lambda s: s.replace("memref<1x1024xf16>", "memref<1x1024xf16, strided<[1028, 1]>>"), "lda not a multiple of 8"),
+])
+def test_sgpr_kernel_kept(edit, why):
+    """Where the lane kernel does not apply the SGPR kernel runs (and is right)."""
+    n, k = 64, (4608 if "18 super" in why else 1024)
+    m, fmt = (2 if "M = 2" in why else 1, "q4_k") if "Q4_K" in why else (1, "q4_0")
+    kern = vlpc.compile(edit(source(1, n, k, "q4_0"))).kernel("g")
+    assert "A row 0 to LDS" not in kern.asm, why
+    rng = np.random.default_rng(6)
+    lda = 1028 if "lda" in why else k
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
+    r = vlpc.run(kern, a, random_weights(fmt, n, k, rng), np.zeros((m, n), np.float32), strict=True)
+    assert r.verified
+
+
+def test_split_k_given_keeps_the_sgpr_kernel():
+    """split-k above 1 given as an option is the SGPR kernel's plan (its located errors kept)."""
+    kern = vlpc.compile(source(1, 64, 4096, "q4_0"), split_k=2).kernel("g")
+    assert "A row 0 to LDS" not in kern.asm and kern.split_k == 2
+
+
+def test_a_staged_by_phases(monkeypatch):
+    """A in LDS by phases of 3, 3 and 1 of the lanes' 7 units (a barrier after each), exact sizes."""
+    import vlpc.passes.isel.quant_lane as lane
+
+    monkeypatch.setattr(lane, "LANE_A_PHASE_BYTES", 12288)  # 2 rows x 3 units x 16 lanes x 128 bytes
+    fmt, m, n, k = "q8_0", 2, 32, 7168
+    kern = lane_kernel(m, n, k, fmt)
+    assert kern.asm.count("A's phase in LDS") == 3
+    rng = np.random.default_rng(7)
+    rb = row_bytes(fmt, k)
+    check_padded(kern, fmt, random_weights(fmt, n, k, rng), "f32", k, rb, n, rng, deq=lambda x: dequantize(fmt, x))
