@@ -41,7 +41,7 @@ def source(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None, epilogue=()) ->
 
 def sgpr(src: str) -> str:
     """``src`` with ``gemv = "sgpr"``: the SGPR kernel (a lane per weight row) where the lane-along-K
-    GEMV (passes/gemm_to_gcn_quant_lane.py, tests/test_quant_lane.py) would apply."""
+    GEMV (passes/gemm_to_gcn_quant_lane.py, tests/quant/test_quant_lane.py) would apply."""
     return src.replace('b_format = ', 'gemv = "sgpr", b_format = ', 1)
 
 

@@ -70,7 +70,7 @@ def test_gemv_against_gguf(m, n, k, ct, pads):
     weight byte read once."""
     rb = row_bytes("q4_k", k)
     lda, ldb, ldc = (k + 6, rb + 12, n + 3) if pads else (k, rb, n)
-    # (the SGPR kernel: the lane-along-K one is tests/test_quant_lane.py's)
+    # (the SGPR kernel: the lane-along-K one is tests/quant/test_quant_lane.py's)
     kern = vlpc.compile(sgpr(source(m, n, k, "q4_k", ct, lda, ldb, ldc)), split_k=1).kernel("g")
     assert kern.launch_info["b_format"] == "q4_k"
     assert kern.asm.count("; B super-block") % 9 == 0
