@@ -407,10 +407,12 @@ def _try_allocate(kernel: gcn.KernelOp, vgpr_budget: int | list[int],
             raise op_error(at, f"internal error in gcn-allocate-registers: conflicting register ties ({why})")
 
     loads = []
+    subreg_sources: set[int] = set()
     for o in order:
         tie = _tie_kind(type(o))
         if tie == _SUBREG:  # (its one result, its one operand, the source)
             join(o.results[0], o.operands[0], o.properties["offset"].value.data, "subreg", o)
+            subreg_sources.add(vid[id(o.operands[0])])
         elif tie == _REG_SEQUENCE:  # (its operands are the parts)
             off = 0
             result = o.results[0]
@@ -471,17 +473,43 @@ def _try_allocate(kernel: gcn.KernelOp, vgpr_budget: int | list[int],
         mod2_of[root], mod4_of[root] = m2, m4
         fixed_in[root] = any(m in fixed for m in ms)
 
-    def compatible(ga: int, gb: int, delta: int) -> bool:
+    # For the loop ties, the groups with a range read through gcn.subreg get a finer summary:
+    # the range's own interval ends at its last use as a whole, the sub-ranges' intervals cover
+    # their registers (``add64(pair)`` reads the pair's low register, writes the low result, then
+    # reads the high register: the low register is free once read, which the whole range's
+    # interval does not show).
+    occ_p_of: dict[int, dict[int, list[tuple[int, int]]]] = {}
+    if subreg_sources and loops:
+        pos = {id(o): p for p, o in enumerate(order)}
+        end_p = {}
+        for i in subreg_sources:
+            v = vals[i]
+            last = max((2 * pos[id(u.operation)] for u in v.uses if _tie_kind(type(u.operation)) != _SUBREG),
+                       default=start[i])
+            for s0, e0, loop in loops:
+                if start[i] < 2 * s0 and last < 2 * e0 + 1 and _used_in(v, loop):
+                    last = 2 * e0 + 1
+            end_p[i] = max(last, start[i])
+        for root in {find(i)[0] for i in end_p}:
+            per_reg = {}
+            for m in members[root]:
+                off = find(m)[1]
+                iv = (start[m], end_p.get(m, end[m]))
+                for r in range(off, off + widths[m]):
+                    per_reg.setdefault(r, []).append(iv)
+            occ_p_of[root] = {r: _merged(ivs) for r, ivs in per_reg.items()}
+
+    def compatible(ga: int, gb: int, delta: int, precise: bool = False) -> bool:
         """Whether group gb placed at reg(ga) + delta never holds two live values in one
         register, and the alignments of both groups' ranges can hold together (every
         member of 2+ alignment at one offset parity, every member of alignment 4 at one
-        offset mod 4)."""
+        offset mod 4).  ``precise``: with the finer summaries of ranges read by parts."""
         if len(mod2_of[ga] | {(o + delta) % 2 for o in mod2_of[gb]}) > 1:
             return False
         if len(mod4_of[ga] | {(o + delta) % 4 for o in mod4_of[gb]}) > 1:
             return False
-        occ_a = occ_of[ga]
-        for r, ivs_b in occ_of[gb].items():
+        occ_a = occ_p_of.get(ga, occ_of[ga]) if precise else occ_of[ga]
+        for r, ivs_b in (occ_p_of.get(gb, occ_of[gb]) if precise else occ_of[gb]).items():
             ivs_a = occ_a.get(r + delta)
             if ivs_a is not None and _intersects(ivs_a, ivs_b):
                 return False
@@ -508,10 +536,13 @@ def _try_allocate(kernel: gcn.KernelOp, vgpr_budget: int | list[int],
         if kinds[a] is None or kinds[b] is None:  # (not a register range: nothing to place)
             return union(a, b, 0)
         delta = ob - oa  # reg(ra) = reg(rb) + delta
-        if (fixed_in[ra] and fixed_in[rb]) or not compatible(rb, ra, delta):
+        if (fixed_in[ra] and fixed_in[rb]) or not compatible(rb, ra, delta, precise=True):
             return False
         union(a, b, 0)
         root = find(a)[0]
+        if ra in occ_p_of or rb in occ_p_of:
+            pa, pb = occ_p_of.pop(ra, occ_of[ra]), occ_p_of.pop(rb, occ_of[rb])
+            occ_p_of[root] = _shifted_union(pb, pa, delta) if root == rb else _shifted_union(pa, pb, -delta)
         if root == rb:
             merge_into(rb, ra, delta)
         else:
@@ -733,6 +764,16 @@ def _align_of(kind: str | None, n: int) -> int:
     if kind != "s":
         return 1
     return 4 if n >= 4 else (2 if n == 2 else 1)
+
+
+def _shifted_union(a: dict[int, list[tuple[int, int]]], b: dict[int, list[tuple[int, int]]],
+                   delta: int) -> dict[int, list[tuple[int, int]]]:
+    """Per-register intervals of ``a`` and of ``b`` placed ``delta`` registers after it (new dict)."""
+    out = dict(a)
+    for r, ivs in b.items():
+        mine = out.get(r + delta)
+        out[r + delta] = ivs if mine is None else _merged(mine + ivs)
+    return out
 
 
 def _merged(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:
