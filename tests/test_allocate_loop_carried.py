@@ -278,3 +278,18 @@ def test_a_loop_whose_ties_are_free_gets_no_copy():
     assert [o.name for o in module.walk()] == before
     loop = next(o for o in module.walk() if isinstance(o, gcn.LoopOp))
     assert loop.iter_args[1].type == loop.body.block.args[1].type == loop.res[1].type
+
+
+def test_an_outer_carried_value_as_an_inner_init_used_after_the_inner_loop():
+    """Outer loop (2 times): b = a; inner loop (3 times): b += tid; then a' = a + b.
+    a = tid -> 5 tid -> 13 tid: a must survive the inner loop that starts from it."""
+    def build(e, tid):
+        def outer(eo, ao):
+            def inner(ei, ai):
+                return [ei.count_down(ai), ei(gcn.VAddU32Op(ai[1], tid))]
+            lp_in = eo.loop([eo(gcn.SMovB32Op(3)), ao[1]], inner, ".Lk_inner")
+            return [eo.count_down(ao), eo(gcn.VAddU32Op(ao[1], lp_in.res[1]))]
+        lp = e.loop([e(gcn.SMovB32Op(2)), tid], outer, ".Lk_outer")
+        return [lp.res[1]]
+    got, _ = _run(build)
+    np.testing.assert_array_equal(got, [13 * TID])
