@@ -11,6 +11,12 @@ A linear-scan allocator over the kernel in issue order, shaped like xDSL's
   stays in place), except for loads, whose results are early-clobber.
 * A group is live from its first definition to its last use; a value defined
   before a loop and used inside it stays live to the loop's back edge.
+* A loop tie that would put two live values in one register range becomes a copy: an
+  init that stays live while the loop runs (a loop invariant in the body, used after the
+  loop, or the init of two carried values) is copied on loop entry; carried values that
+  cannot be computed in place (a permutation of the carried values, a value from before
+  the loop, one value yielded twice) get a parallel copy at the back edge, ordered, a
+  cycle broken with one temporary.  A loop whose ties are free gets no copy.
 * Placement honours GCN alignment (SGPR ranges of 4+ registers start at a multiple
   of 4, pairs at an even register; VGPR ranges need none on gfx906) and the
   budgets: SGPRs ``s0..s{max-sgprs - 1}`` (102 addressable on gfx906) and VGPRs from
@@ -135,18 +141,96 @@ def _insert_back_edge_copies(kernel: gcn.KernelOp) -> None:
             last_use = max((order.get(_top_level(u.operation, block), -1) for u in arg.uses
                             if u.operation is not back), default=-1)
             if last_use > order[y.op]:
-                t = y.type
-                if isinstance(t, gcn.SGPRType) and t.n == 1:
-                    copy = gcn.SMovB32Op(y)
-                    new_yield[i] = copy.sdst
-                elif isinstance(t, gcn.VGPRType) and t.n == 1:
-                    copy = gcn.VMovB32Op(y)
-                    new_yield[i] = copy.vdst
-                else:
-                    raise op_error(back, f"internal error: cannot copy a loop-carried {t} on the back edge")
-                block.insert_op_before(copy, back)  # s_mov/v_mov leave SCC alone
+                new_yield[i] = _copy_before(y, back)
         if new_yield != list(back.yielded):
             back.operands = new_yield
+
+
+def _copy_before(v: SSAValue, before: Operation) -> SSAValue:
+    """A copy of register range ``v`` (a new value in registers of its own), inserted before
+    ``before``: ``s_mov_b32``/``v_mov_b32`` per register (a range of several is copied
+    register by register and put back together with ``gcn.reg_sequence``).  The moves leave
+    SCC, VCC and EXEC alone, so a copy may sit between a compare and the branch reading it."""
+    t = v.type
+    if isinstance(t, gcn.SGPRType):
+        mov = gcn.SMovB32Op
+    elif isinstance(t, gcn.VGPRType):
+        mov = gcn.VMovB32Op
+    else:
+        raise op_error(before, f"internal error: cannot copy a loop-carried {t}")
+    block = before.parent_block()
+    assert block is not None
+    if t.n == 1:
+        op = mov(v)
+        block.insert_op_before(op, before)
+        return op.results[0]
+    parts = []
+    for r in range(t.n):
+        sub = gcn.SubregOp(v, r)
+        op = mov(sub.result)
+        block.insert_ops_before([sub, op], before)
+        parts.append(op.results[0])
+    seq = gcn.RegSequenceOp(parts)
+    block.insert_op_before(seq, before)
+    return seq.result
+
+
+def _entry_point(loop: gcn.LoopOp, init: SSAValue) -> Operation:
+    """Where an entry copy of ``init`` for ``loop`` goes: before the loop, or before the first
+    forward branch between ``init``'s definition and the loop (a branch that skips the loop
+    expects its results in the registers of the inits, i.e. of the copy)."""
+    at: Operation = loop
+    o = loop.prev_op
+    def_op = init.op if isinstance(init, OpResult) else None
+    while o is not None and o is not def_op:
+        if isinstance(o, gcn.SCbranchForwardOp):
+            at = o
+        o = o.prev_op
+    return at
+
+
+def _insert_loop_copies(conflicts: list[tuple[gcn.LoopOp, int, str]]) -> None:
+    """Resolve the loop ties that would have put two live values in one register range.
+
+    ``"entry"``: an init that stays live while the loop runs (a loop invariant inside, used
+    after the loop, or the init of another carried value) is copied on loop entry, and the copy
+    is the carried value's init.  ``"back"``: the carried values whose next value cannot be
+    computed in place (another carried value's current one, a permutation of them, a value
+    defined outside the loop, or one value yielded twice) get their next values by a parallel
+    copy at the back edge: copies ordered so that no carried value is overwritten before
+    every copy reading it has run, each cycle broken with one temporary (Boissinot et al.,
+    "Revisiting Out-of-SSA Translation for Correctness, Code Quality, and Efficiency", CGO 2009).
+    """
+    by_loop: dict[gcn.LoopOp, set[int]] = {}
+    for loop, i, what in conflicts:
+        if what == "entry":
+            init = loop.iter_args[i]
+            new = list(loop.iter_args)
+            new[i] = _copy_before(init, _entry_point(loop, init))
+            loop.operands = new
+        else:
+            by_loop.setdefault(loop, set()).add(i)
+    for loop, slots in by_loop.items():
+        block = loop.body.block
+        back = block.last_op
+        assert isinstance(back, gcn.LoopBackOp)
+        args = list(block.args)
+        slot_of = {a: j for j, a in enumerate(args)}
+        new_yield = list(back.yielded)
+        pending = {i: new_yield[i] for i in sorted(slots)}  # slot -> the value it receives
+        while pending:
+            read = {slot_of[src] for src in pending.values() if src in slot_of}
+            ready = [i for i in pending if i not in read]
+            if ready:
+                i = ready[0]
+                new_yield[i] = _copy_before(pending.pop(i), back)
+                continue
+            # every pending destination is read by another pending copy: a cycle; keep the
+            # current value of one carried value in a temporary
+            i = next(iter(pending))
+            tmp = _copy_before(args[i], back)
+            pending = {j: (tmp if src is args[i] else src) for j, src in pending.items()}
+        back.operands = new_yield
 
 
 def _loops_in(region) -> list[gcn.LoopOp]:
@@ -220,8 +304,26 @@ def _set_type(v: SSAValue, t) -> None:
         Rewriter.replace_value_with_new_type(v, t)
 
 
+#: rounds of loop copies (entry copies, then a back edge's parallel copy, then the copies these
+#: make the back edge of an in-place carried value need) before the allocator gives up
+_COPY_ROUNDS = 4
+
+
 def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_budget: int) -> None:
-    _insert_back_edge_copies(kernel)
+    for _ in range(_COPY_ROUNDS):
+        _insert_back_edge_copies(kernel)
+        conflicts = _try_allocate(kernel, vgpr_budget, sgpr_budget)
+        if not conflicts:
+            return
+        _insert_loop_copies(conflicts)
+    raise op_error(kernel, "internal error in gcn-allocate-registers: loop-carried values still share registers "
+                   f"with live values after {_COPY_ROUNDS} rounds of copies")
+
+
+def _try_allocate(kernel: gcn.KernelOp, vgpr_budget: int | list[int],
+                  sgpr_budget: int) -> list[tuple[gcn.LoopOp, int, str]]:
+    """Allocate, or (changing nothing) return the loop ties that would put two live values in
+    one register range: (loop, carried value, ``"entry"`` or ``"back"``)."""
     order, loops = _linearize(kernel)
 
     # -- values, numbered in the order they are defined (kernel arguments, then in issue order a
@@ -305,10 +407,12 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
             raise op_error(at, f"internal error in gcn-allocate-registers: conflicting register ties ({why})")
 
     loads = []
+    subreg_sources: set[int] = set()
     for o in order:
         tie = _tie_kind(type(o))
         if tie == _SUBREG:  # (its one result, its one operand, the source)
             join(o.results[0], o.operands[0], o.properties["offset"].value.data, "subreg", o)
+            subreg_sources.add(vid[id(o.operands[0])])
         elif tie == _REG_SEQUENCE:  # (its operands are the parts)
             off = 0
             result = o.results[0]
@@ -320,14 +424,6 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
     for o in loads:
         if o.merge is not None:
             join(o.vdst, o.merge, 0, "load merge", o)
-    for s0, e0, loop in loops:
-        block = loop.body.block
-        back = block.last_op
-        assert isinstance(back, gcn.LoopBackOp)
-        for init, arg, y, res in zip(loop.iter_args, block.args, back.yielded, loop.res):
-            join(arg, init, 0, "loop init", loop)
-            join(y, arg, 0, "loop back edge", back)
-            join(res, arg, 0, "loop result", loop)
 
     fixed: dict[int, int] = {}
     for a in kernel.body.block.args:
@@ -377,17 +473,43 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
         mod2_of[root], mod4_of[root] = m2, m4
         fixed_in[root] = any(m in fixed for m in ms)
 
-    def compatible(ga: int, gb: int, delta: int) -> bool:
+    # For the loop ties, the groups with a range read through gcn.subreg get a finer summary:
+    # the range's own interval ends at its last use as a whole, the sub-ranges' intervals cover
+    # their registers (``add64(pair)`` reads the pair's low register, writes the low result, then
+    # reads the high register: the low register is free once read, which the whole range's
+    # interval does not show).
+    occ_p_of: dict[int, dict[int, list[tuple[int, int]]]] = {}
+    if subreg_sources and loops:
+        pos = {id(o): p for p, o in enumerate(order)}
+        end_p = {}
+        for i in subreg_sources:
+            v = vals[i]
+            last = max((2 * pos[id(u.operation)] for u in v.uses if _tie_kind(type(u.operation)) != _SUBREG),
+                       default=start[i])
+            for s0, e0, loop in loops:
+                if start[i] < 2 * s0 and last < 2 * e0 + 1 and _used_in(v, loop):
+                    last = 2 * e0 + 1
+            end_p[i] = max(last, start[i])
+        for root in {find(i)[0] for i in end_p}:
+            per_reg = {}
+            for m in members[root]:
+                off = find(m)[1]
+                iv = (start[m], end_p.get(m, end[m]))
+                for r in range(off, off + widths[m]):
+                    per_reg.setdefault(r, []).append(iv)
+            occ_p_of[root] = {r: _merged(ivs) for r, ivs in per_reg.items()}
+
+    def compatible(ga: int, gb: int, delta: int, precise: bool = False) -> bool:
         """Whether group gb placed at reg(ga) + delta never holds two live values in one
         register, and the alignments of both groups' ranges can hold together (every
         member of 2+ alignment at one offset parity, every member of alignment 4 at one
-        offset mod 4)."""
+        offset mod 4).  ``precise``: with the finer summaries of ranges read by parts."""
         if len(mod2_of[ga] | {(o + delta) % 2 for o in mod2_of[gb]}) > 1:
             return False
         if len(mod4_of[ga] | {(o + delta) % 4 for o in mod4_of[gb]}) > 1:
             return False
-        occ_a = occ_of[ga]
-        for r, ivs_b in occ_of[gb].items():
+        occ_a = occ_p_of.get(ga, occ_of[ga]) if precise else occ_of[ga]
+        for r, ivs_b in (occ_p_of.get(gb, occ_of[gb]) if precise else occ_of[gb]).items():
             ivs_a = occ_a.get(r + delta)
             if ivs_a is not None and _intersects(ivs_a, ivs_b):
                 return False
@@ -402,6 +524,50 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
         mod2_of[root] |= {(o + delta) % 2 for o in mod2_of.pop(other)}
         mod4_of[root] |= {(o + delta) % 4 for o in mod4_of.pop(other)}
         fixed_in[root] = fixed_in[root] or fixed_in.pop(other)
+
+    def tie(v: SSAValue, u: SSAValue) -> bool:
+        """Give ``v`` the registers of ``u`` (a loop tie) unless their groups would hold two
+        live values in one register, or both hold dispatch registers; False then."""
+        a, b = vid[id(v)], vid[id(u)]
+        ra, oa = find(a)
+        rb, ob = find(b)
+        if ra == rb:
+            return oa == ob
+        if kinds[a] is None or kinds[b] is None:  # (not a register range: nothing to place)
+            return union(a, b, 0)
+        delta = ob - oa  # reg(ra) = reg(rb) + delta
+        if (fixed_in[ra] and fixed_in[rb]) or not compatible(rb, ra, delta, precise=True):
+            return False
+        union(a, b, 0)
+        root = find(a)[0]
+        if ra in occ_p_of or rb in occ_p_of:
+            pa, pb = occ_p_of.pop(ra, occ_of[ra]), occ_p_of.pop(rb, occ_of[rb])
+            occ_p_of[root] = _shifted_union(pb, pa, delta) if root == rb else _shifted_union(pa, pb, -delta)
+        if root == rb:
+            merge_into(rb, ra, delta)
+        else:
+            merge_into(ra, rb, -delta)
+        return True
+
+    # Loop ties: a carried value's block argument, yielded value and result share one register
+    # range, and its init joins them.  A tie that would overlap two live values is left to a
+    # copy (_insert_loop_copies): on entry for an init that stays live, at the back edge for a
+    # yielded value that cannot be computed in place.
+    conflicts: list[tuple[gcn.LoopOp, int, str]] = []
+    for s0, e0, loop in loops:
+        block = loop.body.block
+        back = block.last_op
+        assert isinstance(back, gcn.LoopBackOp)
+        for i, (init, arg, y, res) in enumerate(zip(loop.iter_args, block.args, back.yielded, loop.res)):
+            if not tie(y, arg):
+                conflicts.append((loop, i, "back"))
+            if not tie(res, arg):
+                raise op_error(loop, f"internal error in gcn-allocate-registers: loop-carried value {i}: the "
+                               "result's registers hold another live value")
+            if not tie(arg, init):
+                conflicts.append((loop, i, "entry"))
+    if conflicts:
+        return conflicts
 
     # Coalesce an instruction's result with an operand of the same kind and width
     # that dies at this instruction (in-place accumulation), when no live ranges clash.
@@ -494,6 +660,7 @@ def _allocate_kernel(kernel: gcn.KernelOp, vgpr_budget: int | list[int], sgpr_bu
             continue
         root, off = find(i)
         _set_type(v, classes[k].at(assignment[root] + off, widths[i]))
+    return []
 
 
 def _used_in(v: SSAValue, loop: gcn.LoopOp) -> bool:
@@ -597,6 +764,16 @@ def _align_of(kind: str | None, n: int) -> int:
     if kind != "s":
         return 1
     return 4 if n >= 4 else (2 if n == 2 else 1)
+
+
+def _shifted_union(a: dict[int, list[tuple[int, int]]], b: dict[int, list[tuple[int, int]]],
+                   delta: int) -> dict[int, list[tuple[int, int]]]:
+    """Per-register intervals of ``a`` and of ``b`` placed ``delta`` registers after it (new dict)."""
+    out = dict(a)
+    for r, ivs in b.items():
+        mine = out.get(r + delta)
+        out[r + delta] = ivs if mine is None else _merged(mine + ivs)
+    return out
 
 
 def _merged(ivs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -572,7 +572,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         c_load = gcn.GlobalLoadUshortOp if s.c_type == "f16" else gcn.GlobalLoadDwordOp
         c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
         shift = R.bit_length() - 1
-        for (c0, cv, total) in sums:
+        for (c0, cv, _), total in zip(sums, totals):  # (the sums after the alpha = 0 quick return)
             lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
             v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
             m_of = e(gcn.VLshrrevB32Op(shift, v)).vdst
