@@ -259,7 +259,8 @@ class DotKernelBuilder:
         # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
-        self.late = schedule != "cover" and mm.layout.data[1] == "T"
+        self.b_trans = mm.layout.data[1] == "T"  # B read N x K (stored so, or an N x K copy of it)
+        self.late = schedule != "cover" and self.b_trans
         self.a_trans = mm.layout.data[0] == "T"  # A K x M packed here (False: a copy, gemm_to_gcn_transpose)
 
     def kernargs(self) -> list[dict]:
@@ -382,7 +383,7 @@ class DotKernelBuilder:
 
             lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, self.ldb_unit)  # row strides in bytes
             a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
-            b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
+            b_trans = self.b_trans  # B read N x K (else K x N: P rows per dword)
             a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, eb, a_trans, b_trans,
                                                   mt_n, (f"{eb}", f"{eb}"))
             a_tile, b_tile = a_tile0, b_tile0

@@ -145,12 +145,39 @@ def a_transpose_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
     return None
 
 
-def b_copy_reason(mm: MatmulOp) -> str | None:
-    """Why the plan of ``mm`` (f16/i8, B stored N x K) copies B into an N x ceil(K / P) P
-    workspace region first (``<name>_copy_b``), or None: a static ldb or B batch stride that
-    is not a multiple of P (:func:`vlpc.dialects.gemm.b_copied_for_alignment`)."""
+#: The smallest static M from which B stored K x N (layouts ``NN``, ``TN``) is transposed into an
+#: N x K copy first (:func:`b_copy_reason`): the copy reads and writes B once (and costs a launch),
+#: the dot kernel then reads B's copy as quads along K instead of gathering P rows per dword.
+B_TRANSPOSE_MIN_M = 256
+
+#: Modeled figures behind the B transpose (MI60 @ 1800 MHz, HBM 1000 MHz, 4096 x 4096 x 640, percent
+#: of the dot peak; ``vlpc bench -f gemm -r h|i8 -m 4096 -n 4096 -k 640 --gpu mi60``, layout NN):
+#: (B gathered in the kernel, B transposed first).
+B_TRANSPOSE_FIGURES = {
+    "i8": (60.1, 74.4),
+    "f16": (83.3, 90.3),
+}
+
+
+def b_copy_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
+    """Why the plan of ``mm`` (f16/i8) copies B into an N x ceil(K / P) P workspace region first
+    (``<name>_copy_b``), or None: B stored N x K with a static ldb or B batch stride that is not
+    a multiple of P (:func:`vlpc.dialects.gemm.b_copied_for_alignment`), or B stored K x N
+    (layouts ``?N``) with a static M of at least :data:`B_TRANSPOSE_MIN_M` (the copy is then a
+    transpose, and the dot kernel reads B as for layout ``?T``: modeled faster,
+    :data:`B_TRANSPOSE_FIGURES`; ``mode`` ``in-kernel``, ``vlpc compile --a-transpose in-kernel``,
+    keeps the gather in the kernel)."""
     s = mm.shape()
-    if s.dtype not in DOT_PACK or not b_copied_for_alignment(mm.layout.data, s.dtype, s.ldb, s.batch, s.stride_b):
+    if s.dtype not in DOT_PACK or s.b_format:
+        return None
+    if mm.layout.data[1] == "N":
+        if mode == "in-kernel" or s.m < B_TRANSPOSE_MIN_M:
+            return None
+        inside, pre = B_TRANSPOSE_FIGURES[s.dtype]
+        return (f"B stored K x N, M = {s.m} >= {B_TRANSPOSE_MIN_M}: the dot kernel reads an N x K copy (quads along K) "
+                f"instead of gathering {DOT_PACK[s.dtype]} rows per dword; modeled faster ({s.dtype} 4096 x 4096 x 640 "
+                f"at {pre} % of the dot peak with the copy, {inside} % gathering in the kernel)")
+    if not b_copied_for_alignment(mm.layout.data, s.dtype, s.ldb, s.batch, s.stride_b):
         return None
     return (f"B stored N x K with ldb={s.ldb}" + (f", batch stride {s.stride_b}" if s.batch != 0 else "") +
             f" (static): its rows do not all start on 4-byte boundaries (ldb a multiple of {DOT_PACK[s.dtype]}), "
@@ -159,7 +186,8 @@ def b_copy_reason(mm: MatmulOp) -> str | None:
 
 def plan_copies(mm: MatmulOp, mode: str = "auto") -> tuple[str, ...]:
     """The operands (``"A"``, ``"B"``) the plan of ``mm`` copies into the workspace first."""
-    return tuple(x for x, why in (("A", a_transpose_reason(mm, mode)), ("B", b_copy_reason(mm))) if why is not None)
+    return tuple(x for x, why in (("A", a_transpose_reason(mm, mode)), ("B", b_copy_reason(mm, mode)))
+                 if why is not None)
 
 
 def workspace_ld(k: int, pack: int) -> int:
@@ -247,6 +275,8 @@ class WorkspaceADotBuilder(DotKernelBuilder):
             self.shape = replace(self.shape, lda=ldw, stride_a=stride)
         if "B" in copies:
             self.shape = replace(self.shape, ldb=ldw, stride_b=stride)
+            self.b_trans = True  # the copy is N x K (B stored K x N: transposed by the copy)
+            self.late = schedule != "cover"
 
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None)
@@ -302,7 +332,7 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     s = mm.shape()
     P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
     # A stored K x M (A[m, k] at k lda + m), else M x K (m lda + k); B (N x K) as A M x K
-    k_rows = operand == "A" and mm.layout.data[0] == "T"
+    k_rows = (operand == "A" and mm.layout.data[0] == "T") or (operand == "B" and mm.layout.data[1] == "N")
     src_rows, src_ld, src_stride = (s.m, s.lda, s.stride_a) if operand == "A" else (s.n, s.ldb, s.stride_b)
     ld_name, st_name = ("lda", "stride_a") if operand == "A" else ("ldb", "stride_b")
     T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
@@ -501,6 +531,7 @@ def describe_a_copy(mm: MatmulOp, name: str, mode: str = "auto") -> tuple[str, s
             lines.append(f"  A copy (A stored {stored} -> M x ceil(K/{p})*{p} "
                          f"{s.dtype}, after any split-K partials): {size}; {why}")
         else:
-            lines.append(f"  B copy (B stored N x K -> N x ceil(K/{p})*{p} {s.dtype}, after A's copy if any): "
-                         f"{size}; {b_copy_reason(mm)}")
+            stored = "K x N" if mm.layout.data[1] == "N" else "N x K"
+            lines.append(f"  B copy (B stored {stored} -> N x ceil(K/{p})*{p} {s.dtype}, after A's copy if any): "
+                         f"{size}; {b_copy_reason(mm, mode)}")
     return ", then ".join(entries), "\n".join(lines)
