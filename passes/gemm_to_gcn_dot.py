@@ -22,7 +22,9 @@ That pairing needs K contiguous in memory for A: layouts ``NT`` (A stored M x K,
 N x K: the layout of LLM weights, ``y = x W^T``) and ``NN`` (B stored K x N: each B register
 is packed from P rows, f16 with ``global_load_ushort`` + ``global_load_short_d16_hi``, int8
 with ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two registers joined by
-``v_lshl_add_u32``).  A stored K x M (TN, TT): rows P kk .. P kk + P - 1 of A (the tile's M
+``v_lshl_add_u32``; for a static M of at least 64 (int8) / 256 (f16) the plan transposes B into an N x K
+workspace copy first instead, and this kernel reads the copy as for ``NT``:
+passes/gemm_to_gcn_transpose.py, :attr:`b_trans`).  A stored K x M (TN, TT): rows P kk .. P kk + P - 1 of A (the tile's M
 values, one scalar load each) go into SGPRs and each dot's A operand is packed from them by
 SALU ops.  f16: ``s_pack_ll_b32_b16`` (even m) / ``s_pack_hh_b32_b16`` (odd m) of rows 2kk and
 2kk + 1, one SALU instruction per dot.  int8: a 4x4 byte transpose of the dwords of rows

@@ -28,6 +28,18 @@ N instead of M), runs as ``<name>_copy_b`` (role ``copy_b``, grid ``(ceil(N / 64
 (``WorkspaceADotBuilder`` with ``copies`` holding ``"B"``: B's pointer, ldb and batch stride
 those of the copy).  Given at launch, ldb must be a multiple of P as before.
 
+**B stored K x N** (layouts ``NN``, ``TN``) **with a static M of at least**
+:data:`B_TRANSPOSE_MIN_M` (64 int8, 256 f16; :func:`b_copy_reason`): the same kernel transposes B (read as an A
+stored K x M, rows N instead of M: lane n reads ``B[k, n0 + n]``, coalesced along N) into an
+N x ldw region, ``<name>_copy_b``, and the dot kernel reads that copy as a B stored N x K
+(``WorkspaceADotBuilder`` with ``copies`` holding ``"B"`` sets its ``b_trans``): one
+``global_load_dwordx4`` brings 4 packed dwords of K per lane where the kernel itself would gather
+each dword from P rows (f16 two loads, int8 four loads and a ``v_lshl_add_u32``).  The copy reads
+and writes B once (K N element bytes each way) and adds a launch: modeled at 4096 x 4096 x 640 on
+MI60 (1800 MHz, HBM 1000 MHz) int8 60.1 -> 74.4 % and f16 83.3 -> 90.3 % of the dot peak
+(:data:`B_TRANSPOSE_FIGURES`; docs/kernels.md).  A small or launch-time M keeps the gather (a
+decode step would read B three times instead of once), as does ``--a-transpose in-kernel``.
+
 **The copy** (per batch entry): ``W[m, k] = A[k, m]`` (``A[m, k]`` for A stored M x K) for k < K, rows of ``ldw = ceil(K / P)
 * P`` elements (a multiple of 4 bytes, so every row starts on a dword), the pad ``K <= k <
 ldw`` zero (a dot product over it is 0; the dot kernel reads the last K % P values one element
@@ -145,10 +157,15 @@ def a_transpose_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
     return None
 
 
-#: The smallest static M from which B stored K x N (layouts ``NN``, ``TN``) is transposed into an
-#: N x K copy first (:func:`b_copy_reason`): the copy reads and writes B once (and costs a launch),
-#: the dot kernel then reads B's copy as quads along K instead of gathering P rows per dword.
-B_TRANSPOSE_MIN_M = 256
+#: The smallest static M, per element type, from which B stored K x N (layouts ``NN``, ``TN``) is
+#: transposed into an N x K copy first (:func:`b_copy_reason`): the copy reads and writes B once
+#: (and costs a launch), the dot kernel then reads B's copy as quads along K instead of gathering
+#: P rows per dword.  Modeled on MI60 (1800 MHz, HBM 1000 MHz), M x 2048 x 2048, us with the copy
+#: vs gathering in the kernel (``vlpc bench -f gemm -r h -m 2048 -n M -k 2048 --gpu mi60
+#: --a-transpose pre|in-kernel``; int8 ``-f gemm_ex`` with i8 inputs, i32 C): int8 M = 32 38.3 vs
+#: 25.6, M = 64 33.3 vs 41.6, M = 128 37.3 vs 52.4, M = 256 74.6 vs 82.2; f16 M = 64 55.0 vs 39.9,
+#: M = 128 76.2 vs 55.2, M = 256 96.4 vs 99.4.
+B_TRANSPOSE_MIN_M = {"i8": 64, "f16": 256}
 
 #: Modeled figures behind the B transpose (MI60 @ 1800 MHz, HBM 1000 MHz, 4096 x 4096 x 640, percent
 #: of the dot peak; ``vlpc bench -f gemm -r h|i8 -m 4096 -n 4096 -k 640 --gpu mi60``, layout NN):
@@ -163,18 +180,21 @@ def b_copy_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
     """Why the plan of ``mm`` (f16/i8) copies B into an N x ceil(K / P) P workspace region first
     (``<name>_copy_b``), or None: B stored N x K with a static ldb or B batch stride that is not
     a multiple of P (:func:`vlpc.dialects.gemm.b_copied_for_alignment`), or B stored K x N
-    (layouts ``?N``) with a static M of at least :data:`B_TRANSPOSE_MIN_M` (the copy is then a
+    (layouts ``?N``) with a static M of at least :data:`B_TRANSPOSE_MIN_M` (64 int8, 256 f16; the copy is then a
     transpose, and the dot kernel reads B as for layout ``?T``: modeled faster,
     :data:`B_TRANSPOSE_FIGURES`; ``mode`` ``in-kernel``, ``vlpc compile --a-transpose in-kernel``,
-    keeps the gather in the kernel)."""
+    keeps the gather in the kernel, ``pre`` copies B whatever M)."""
     s = mm.shape()
     if s.dtype not in DOT_PACK or s.b_format:
         return None
     if mm.layout.data[1] == "N":
-        if mode == "in-kernel" or s.m < B_TRANSPOSE_MIN_M:
+        if mode == "pre":
+            return "asked for (--a-transpose pre): B stored K x N is transposed into an N x K copy first"
+        least = B_TRANSPOSE_MIN_M[s.dtype]
+        if mode == "in-kernel" or s.m < least:
             return None
         inside, pre = B_TRANSPOSE_FIGURES[s.dtype]
-        return (f"B stored K x N, M = {s.m} >= {B_TRANSPOSE_MIN_M}: the dot kernel reads an N x K copy (quads along K) "
+        return (f"B stored K x N, M = {s.m} >= {least}: the dot kernel reads an N x K copy (quads along K) "
                 f"instead of gathering {DOT_PACK[s.dtype]} rows per dword; modeled faster ({s.dtype} 4096 x 4096 x 640 "
                 f"at {pre} % of the dot peak with the copy, {inside} % gathering in the kernel)")
     if not b_copied_for_alignment(mm.layout.data, s.dtype, s.ldb, s.batch, s.stride_b):

@@ -1,5 +1,5 @@
 """B stored K x N (layouts NN, TN) for f16 / int8 with a static M of at least
-``B_TRANSPOSE_MIN_M``: the plan transposes B into an N x ceil(K / P) P workspace region first
+``B_TRANSPOSE_MIN_M`` (64 int8, 256 f16): the plan transposes B into an N x ceil(K / P) P workspace region first
 (``<name>_copy_b``, passes/gemm_to_gcn_transpose.py), then the dot kernel reads that copy as it
 reads a B stored N x K (quads along K).  Strict emulator, exactly sized buffers with NaN /
 garbage padding, a workspace handed out full of garbage, NumPy reference (int8 exact, f16 within
@@ -18,7 +18,7 @@ from vlpc.passes.gemm_to_gcn_transpose import B_TRANSPOSE_MIN_M
 from dot_support import (PAD, NP, check_c as check, check_general_and_beta0, check_strided_batch, exact,
                          garbage_device, launch_dot, layout_source, reference, rows_of)
 
-M0 = B_TRANSPOSE_MIN_M
+M0 = max(B_TRANSPOSE_MIN_M.values())
 
 
 def operands(layout, m, n, k, ab, ct, rng, nb=None):
@@ -113,16 +113,30 @@ def test_dequantized_int8_b_transposed():
     check(out, exp, bound, "f32", m, n, n, cf)
 
 
-@pytest.mark.parametrize("m, opts", [(M0 - 1, {}), (None, {}), (M0, {"a_transpose": "in-kernel"})])
-def test_b_gathered_in_the_kernel(m, opts):
-    """Below the threshold, with M given at launch, or asked for: no copy, B gathered by row pairs."""
-    kern = vlpc.compile(layout_source("NN", m, 64, 37, 38, 64, 64, "f16", "f32"), **opts).kernel("g")
+@pytest.mark.parametrize("m, ab, ct, opts", [
+    (B_TRANSPOSE_MIN_M["f16"] - 1, "f16", "f32", {}), (B_TRANSPOSE_MIN_M["i8"] - 1, "i8", "i32", {}),
+    (None, "f16", "f32", {}), (M0, "i8", "i32", {"a_transpose": "in-kernel"})])
+def test_b_gathered_in_the_kernel(m, ab, ct, opts):
+    """Below the threshold, with M given at launch, or asked for: no copy, B gathered by rows."""
+    kern = vlpc.compile(layout_source("NN", m, 64, 37, 40, 64, 64, ab, ct), **opts).kernel("g")
     assert kern.b_copy_kernel() is None and kern.transpose_kernel() is None
     mm = m or 8
     rng = np.random.default_rng(44)
-    a, b, c = operands("NN", mm, 64, 37, "f16", "f32", rng)
-    check_general_and_beta0(kern, exact(a, 38, PAD["f16"]), exact(b, 64, PAD["f16"]), a, b.T.copy(), c, "f32",
-                            mm, 64, 37, 38, 64, 64, garbage_device())
+    a, b, c = operands("NN", mm, 64, 37, ab, ct, rng)
+    check_general_and_beta0(kern, exact(a, 40, PAD[ab]), exact(b, 64, PAD[ab]), a, b.T.copy(), c, ct,
+                            mm, 64, 37, 40, 64, 64, garbage_device())
+
+
+@pytest.mark.parametrize("m, ab", [(B_TRANSPOSE_MIN_M["i8"], "i8"), (8, "f16")])
+def test_b_transposed_from_the_threshold_or_asked(m, ab):
+    """int8 from its smaller threshold on; ``--a-transpose pre`` copies B whatever M."""
+    opts = {} if ab == "i8" else {"a_transpose": "pre"}
+    ct = "i32" if ab == "i8" else "f32"
+    kern = vlpc.compile(layout_source("NN", m, 70, 37, 40, 71, 70, ab, ct), **opts).kernel("g")
+    assert kern.b_copy_kernel() is not None
+    a, b, c = operands("NN", m, 70, 37, ab, ct, np.random.default_rng(45))
+    check_general_and_beta0(kern, exact(a, 40, PAD[ab]), exact(b, 71, PAD[ab]), a, b.T.copy(), c, ct,
+                            m, 70, 37, 40, 71, 70, garbage_device())
 
 
 def test_print_plan_names_the_b_transpose(tmp_path, capsys):
