@@ -15,8 +15,8 @@ import pytest
 import vlpc
 from vlpc.passes.gemm_to_gcn_transpose import B_TRANSPOSE_MIN_M
 
-from dot_support import (PAD, NP, check_c as check, check_general_and_beta0, check_strided_batch, exact,
-                         garbage_device, launch_dot, layout_source, reference, rows_of)
+from dot_support import (PAD, NP, check_c as check, check_copies_workspace, check_general_and_beta0,
+                         check_strided_batch, exact, garbage_device, launch_dot, layout_source, reference, rows_of)
 
 M0 = max(B_TRANSPOSE_MIN_M.values())
 
@@ -54,12 +54,7 @@ def test_b_k_by_n_is_transposed(layout, m, n, k, lda, ldb, ldc, ab, ct, opts, co
     kern = vlpc.compile(layout_source(layout, m, n, k, lda, ldb, ldc, ab, ct), **opts).kernel("g")
     want = [x for x, c in (("g_transpose", "A"), ("g_copy_b", "B")) if c in copies]
     assert [s.kernel for s in kern.plan(m, n, k)][:len(want) + 1] == want + ["g"]
-    assert kern.b_copy_kernel() is not None and (kern.transpose_kernel() is not None) == ("A" in copies)
-    p = 2 if ab == "f16" else 4
-    split = kern.split_k
-    rows = (m if "A" in copies else 0) + n
-    assert kern.workspace_bytes(m, ldc, k, n=n) == (split * m * ldc * 4 if split > 1 else 0) + rows * -(-k // p) * p * (
-        2 if ab == "f16" else 1)
+    check_copies_workspace(kern, m, n, k, ldc, ab, copies)
     loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
     assert "global_load_dwordx4" in loop and "_d16_hi" not in loop  # quads along K of the copy
     rng = np.random.default_rng(41)
