@@ -615,12 +615,6 @@ class DotKernelBuilder:
             # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
             # that used it
             quant = self._k_loop_override(e, acc, a_tile, b_tile, voff_b, k_val, lda4)  # (gemm_to_gcn_quant)
-            # A row-major, not the decode GEMV: touch the next step's A lines (a_touch); a static loop of
-            # two steps or more also touches the first step's lines before its first batch, so that only
-            # that batch waits for HBM (B's first loads wait for the touch: its dead register is theirs)
-            touch = None if (quant is not None or a_trans or kmajor) else a_touch(e, a_tile, tid, lda4, mi_m, n_steps)
-            if touch is not None and isinstance(n_steps, int) and n_steps >= 2:
-                touch(e.const(0))
             acc = quant if quant is not None else emit_k_loops(
                 e, self.name, acc, k_val, n_steps, k_tail, ks, esz, 1, batches=lambda kc: batch(pieces(kc)),
                 fma_order=fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=dot_op,
@@ -631,7 +625,8 @@ class DotKernelBuilder:
                 load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
                 load_b_one=lambda base, text: (e(gcn.GlobalLoadDwordOp(voff_b, base, comment=text)).vdst
                                                if b_trans else load_pair(base, text)),
-                prefetch_a=touch)
+                # A row-major, not the decode GEMV: touch the next step's A lines (a_touch)
+                prefetch_a=None if (a_trans or kmajor) else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
 
             # ---- the K % P values after the last whole dword: one element at a time ----
             if not (isinstance(k_left, int) and k_left == 0):
