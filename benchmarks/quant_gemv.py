@@ -5,7 +5,7 @@ MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's 
 ceiling ``Board.streaming_ceiling_bytes_per_second``, 880 GB/s: the best a kernel reading every byte
 once can do under the model), not measured: there is no AMD GPU here.  Each row is
 one timing-only launch of the automatic plan: the lane-along-K kernel where it applies
-(passes/gemm_to_gcn_quant_lane.py: static M <= 4, Q4_K M = 1; S = L = 1 in the table), else the SGPR
+(passes/isel/quant_lane.py: static M <= 4, Q4_K M = 1; S = L = 1 in the table), else the SGPR
 kernel (macro tile M x 64, K over L wavefront groups and,
 for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included), with weights from
 gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; int4_g32/g64/g128: quantize_int4; the work does not depend on the values).  Printed: modeled time, weight traffic
@@ -29,7 +29,7 @@ down (4096 x 14336), plus the output head (128256 x 4096), all in one format, as
 the GEMV part alone (no attention, norms, activations or sampling; launches back to back, each with
 the model's launch overhead).
 
-``--prefill``: the prefill GEMM (passes/gemm_to_gcn_quant_gemm.py; M static above 16, default
+``--prefill``: the prefill GEMM (passes/isel/quant_gemm.py; M static above 16, default
 ``--m 512`` and the formats Q8_0, Q4_0 and shapes 4096x4096, 14336x4096) as modeled TFLOP/s and
 their share of the f16 dot peak (``v_dot2_f32_f16``: 2 x the board's f32 FMA peak; MI50 @ 1725 MHz:
 26.5 TFLOP/s), beside the weight columns.

@@ -96,7 +96,7 @@ QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
-#: The prefill GEMM of f16 activations and quantized weights (passes/gemm_to_gcn_quant_gemm.py): the
+#: The prefill GEMM of f16 activations and quantized weights (passes/isel/quant_gemm.py): the
 #: rows of its macro tile per format (M static and at least that many rows; the plan and its modeled
 #: reasons: that module's docstring) and its wavefront groups along K (halved until they divide the
 #: block pairs: :func:`quant_plan`).
@@ -188,7 +188,7 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
 
 
 def quant_gemm_rows(shape: "GemmShape", swiglu: bool = False) -> int:
-    """Rows of the prefill GEMM's macro tile for ``shape`` (passes/gemm_to_gcn_quant_gemm.py), or 0
+    """Rows of the prefill GEMM's macro tile for ``shape`` (passes/isel/quant_gemm.py), or 0
     when the GEMV's 16-row tiles apply: Q8_0 and Q4_0 (:data:`QUANT_GEMM_TILE_ROWS`) with a static M
     of at least the tile's rows (a last tile past M moves up to end at row M, as the other kernels'),
     above :data:`GEMV_MAX_M`, no fused SwiGLU (``swiglu``)."""

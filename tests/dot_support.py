@@ -276,3 +276,15 @@ def check_general_and_beta0(kern, af, bf, op_a, bt, c, ct: str, m, n, k, lda, ld
         out, _ = launch_dot(kern, af, bf, cf, alpha, beta, m, n, k, lda, ldb, ldc, device=dev)
         exp, bound = reference(op_a, bt, c0, alpha, beta, parts)
         check_c(out, exp, bound, ct, m, n, ldc, cf)
+
+
+def check_copies_workspace(kern, m: int, n: int, k: int, ldc: int, ab: str, copies: tuple) -> None:
+    """A plan that copies B (and A when ``"A"`` is in ``copies``) first: its copy kernels, and a
+    workspace of the split-K partials (S x M x ldc x 4 bytes when split) then (M +) N rows of
+    ceil(K / P) P elements (passes/isel/transpose.py)."""
+    assert kern.b_copy_kernel() is not None and (kern.transpose_kernel() is not None) == ("A" in copies)
+    p = 2 if ab == "f16" else 4
+    split = kern.split_k
+    rows = (m if "A" in copies else 0) + n
+    assert kern.workspace_bytes(m, ldc, k, n=n) == (split * m * ldc * 4 if split > 1 else 0) + rows * -(-k // p) * p * (
+        2 if ab == "f16" else 1)

@@ -333,7 +333,8 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
     p.add_argument("--a-transpose", action=_StoreGiven, default="auto", choices=("auto", "pre", "in-kernel"),
                    help="f16/int8 with A stored K x M (layouts TN, TT): pre (a kernel copies A into an M x K "
                         "workspace first), in-kernel (the dot kernel packs A by SALU ops where it can) or auto "
-                        "(default: the modeled faster one, passes/isel/transpose.py)")
+                        "(default: the modeled faster one, passes/isel/transpose.py); in-kernel also keeps B "
+                        "stored K x N (layouts NN, TN) gathered in the kernel, which auto transposes first for a static M >= 64 (int8) / 256 (f16)")
     p.add_argument("--target", action=_StoreGiven, default="gfx906",
                    help="target id: gfx906 (sramecc/xnack 'any'), or e.g. gfx906:sramecc+:xnack- (default: "
                         "%(default)s); inside a pass option it is quoted: 'gcn-asm{target=\"gfx906:xnack-\"}'")

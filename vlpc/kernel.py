@@ -135,7 +135,7 @@ class CompiledKernel:
         """The row-narrow companion that computes a problem of M rows alone (M given at
         launch and below the macro tile's M): the one with the most rows <= M; or, for M at
         least the macro tile's, a wider companion of at most M rows (the quantized prefill
-        GEMM's, passes/gemm_to_gcn_quant_gemm.py).  None when the plan of this kernel runs
+        GEMM's, passes/isel/quant_gemm.py).  None when the plan of this kernel runs
         (M static or at least the macro tile's M without a wider companion, or no companion:
         strategy lds, a kernel compiled before they existed)."""
         li = self.launch_info

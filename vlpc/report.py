@@ -489,7 +489,8 @@ def compile_for_report(text: str, filename: str, target: str, strategy: str, opt
             raise VlpcError(f"vlpc report compares single kernels per strategy: this plan copies its operands into "
                             f"a padded workspace first ({', '.join(copies)}; `vlpc compile --print-plan` says why); "
                             "where the dot kernel can read them in place (A stored K x M: --a-transpose in-kernel "
-                            "with M and lda static multiples of 2 / 4; rows of K: lda/ldb multiples of 2 / 4) "
+                            "with M and lda static multiples of 2 / 4; B stored K x N: --a-transpose in-kernel; rows of K: "
+                            "lda/ldb multiples of 2 / 4) "
                             "report that, or use vlpc run / vlpc bench")
         raise VlpcError(f"report: the module has {len(kernels)} kernels; give a file with one gemm.matmul")
     return module, kernels[0], code, asm

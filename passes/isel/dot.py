@@ -11,8 +11,8 @@ P = 4 (i8) consecutive values of K, so
 * one VGPR of B (``global_load_dwordx4``: 4 dwords per lane) holds the same P values of K
   of the lane's column.
 
-A's scalar loads follow the f32 kernel's schedules (``passes/sqc_k_step.py``, shared with
-``convert_gemm_to_gcn``, as is the K loop's skeleton, ``passes/sqc_k_loop.py``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
+A's scalar loads follow the f32 kernel's schedules (``passes/isel/sqc_k_step.py``, shared with
+``convert_gemm_to_gcn``, as is the K loop's skeleton, ``passes/isel/sqc_k_loop.py``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
 the previous batch's dots, one ``s_waitcnt lgkmcnt(0)`` per 64 dots, the latency hidden by the
 other waves (gemm-tile's default 32-row tiles fit 64 VGPRs: 4 waves per SIMD); ``cover``,
 double-buffered batches of 32 (B stored K x N always takes ``cover``: its 16 B row pointers
@@ -22,7 +22,9 @@ That pairing needs K contiguous in memory for A: layouts ``NT`` (A stored M x K,
 N x K: the layout of LLM weights, ``y = x W^T``) and ``NN`` (B stored K x N: each B register
 is packed from P rows, f16 with ``global_load_ushort`` + ``global_load_short_d16_hi``, int8
 with ``global_load_ubyte`` + ``global_load_ubyte_d16_hi`` into two registers joined by
-``v_lshl_add_u32``).  A stored K x M (TN, TT): rows P kk .. P kk + P - 1 of A (the tile's M
+``v_lshl_add_u32``; for a static M of at least 64 (int8) / 256 (f16) the plan transposes B into an N x K
+workspace copy first instead, and this kernel reads the copy as for ``NT``:
+passes/isel/transpose.py, :attr:`b_trans`).  A stored K x M (TN, TT): rows P kk .. P kk + P - 1 of A (the tile's M
 values, one scalar load each) go into SGPRs and each dot's A operand is packed from them by
 SALU ops.  f16: ``s_pack_ll_b32_b16`` (even m) / ``s_pack_hh_b32_b16`` (odd m) of rows 2kk and
 2kk + 1, one SALU instruction per dot.  int8: a 4x4 byte transpose of the dwords of rows
@@ -34,7 +36,7 @@ a dot, so the transposes bound those kernels: modeled 4096^3 TT at 36.8 % of the
 peak (docs/kernels.md).  This packing needs M and lda (and A's batch stride) static multiples of P and
 a tile of P..32 rows (a power of two), so the groups start on 4-byte boundaries.  Otherwise,
 and where it is modeled faster (int8 TN/TT, f16 TT), the plan copies A into an M x K
-workspace first (``<name>_transpose``, passes/gemm_to_gcn_transpose.py; it uses LDS, the dot
+workspace first (``<name>_transpose``, passes/isel/transpose.py; it uses LDS, the dot
 kernel still does not) and this kernel reads the copy as layout N (:attr:`a_trans` False).
 Rows read by dwords must start on 4-byte boundaries: lda for A stored M x K (and ldb for
 NT, and the batch strides) are multiples of P (checked at compile time for static values,
@@ -182,7 +184,7 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
                        "or cover); "
                        f"strategy={strategy} schedule={schedule} is f32/f64 only")
     # A stored K x M: packed in SGPRs by SALU ops where it can be, else through a copy
-    # (passes/gemm_to_gcn_transpose.py: a_transpose_reason); nothing refused here
+    # (passes/isel/transpose.py: a_transpose_reason); nothing refused here
     bad = [x for x in mm.epilogue_ops() if (x not in DOT_EPILOGUE_OPS and not (x == "swiglu" and s.b_format))
            or s.c_type == "i32"]
     if bad:
@@ -201,7 +203,7 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn); A stored
     K x M that the kernel does not pack itself: ``<name>_transpose`` first (``a_transpose``:
     ``auto``, ``pre``, ``in-kernel``; ``builder``: the kernels' builder class;
-    passes/gemm_to_gcn_transpose.py)."""
+    passes/isel/transpose.py)."""
     check_dot(mm, strategy, schedule)
     if builder is None:
         from vlpc.passes.isel.gemv import lane_gemv_kernels  # the lane-along-K decode GEMV
@@ -256,10 +258,11 @@ class DotKernelBuilder:
         self.eb = ELEMENT_BYTES[self.shape.dtype]
         self.ldb_unit = self.eb  # bytes per unit of ldb (1 for a quantized B's bytes: gemm_to_gcn_quant)
         self.acc_per_row = 1  # accumulators per row of the tile until _combine_rows (2: a SwiGLU's gate and up)
-        # A's schedule (passes/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
+        # A's schedule (passes/isel/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
-        self.late = schedule != "cover" and mm.layout.data[1] == "T"
+        self.b_trans = mm.layout.data[1] == "T"  # B read N x K (stored so, or an N x K copy of it)
+        self.late = schedule != "cover" and self.b_trans
         self.a_trans = mm.layout.data[0] == "T"  # A K x M packed here (False: a copy, gemm_to_gcn_transpose)
 
     def kernargs(self) -> list[dict]:
@@ -282,7 +285,7 @@ class DotKernelBuilder:
         """The accumulators ``acc`` (zeros, one per row of the tile) after another K loop than
         :func:`emit_k_loops` over ``k_val`` dwords of A from ``a_tile``, B from ``b_tile`` (the
         slice's bases) and ``voff_b`` (a subclass's, e.g. the
-        quantized GEMV of passes/gemm_to_gcn_quant.py), or None for this kernel's."""
+        quantized GEMV of passes/isel/quant.py), or None for this kernel's."""
         return None
 
     def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
@@ -382,7 +385,7 @@ class DotKernelBuilder:
 
             lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, self.ldb_unit)  # row strides in bytes
             a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
-            b_trans = self.mm.layout.data[1] == "T"  # B stored N x K (else K x N: two rows per dword)
+            b_trans = self.b_trans  # B read N x K (else K x N: P rows per dword)
             a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, eb, a_trans, b_trans,
                                                   mt_n, (f"{eb}", f"{eb}"))
             a_tile, b_tile = a_tile0, b_tile0
@@ -607,7 +610,7 @@ class DotKernelBuilder:
             # loop's clamped re-read of A and B would queue behind the other waves' last lines)
             peel = kmajor and local > 1 and n_steps is not None and n_steps >= 2
             acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
-            # the K loop (steps of k_step dwords) and its dword tails: passes/sqc_k_loop.py (shared
+            # the K loop (steps of k_step dwords) and its dword tails: passes/isel/sqc_k_loop.py (shared
             # with the f32/f64 kernel); B K x N: every slot reloaded together after the step's last
             # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
             # that used it

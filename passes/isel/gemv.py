@@ -1,6 +1,6 @@
 """The lane-along-K decode GEMV for f16 and int8 (``y = x W^T``, M = 1..16 rows of activations).
 
-The dot kernels' decode GEMV (passes/gemm_to_gcn_dot.py) puts A in SGPRs and gives each lane
+The dot kernels' decode GEMV (passes/isel/dot.py) puts A in SGPRs and gives each lane
 one weight row (a column of C).  Every ``global_load_dwordx4`` of a wave then reads 16 bytes of
 64 different rows, 64 DRAM pages (rows are K x 2 bytes apart: 8 KiB at K = 4096), and the HBM
 model charges one page activation per page an instruction's misses open

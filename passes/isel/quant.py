@@ -3,7 +3,7 @@
 ``gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q8_0"}`` (docs/quantized.md):
 A holds M rows of f16 activations (stored M x K), B the bytes of a GGUF tensor of N rows (weights
 stored N x K, as LLM layers keep them) of K / 32 blocks each, C is f32 or f16.  The kernel is the
-f16 decode GEMV of ``passes/gemm_to_gcn_dot.py`` (:class:`QuantGemvBuilder` subclasses its
+f16 decode GEMV of ``passes/isel/dot.py`` (:class:`QuantGemvBuilder` subclasses its
 builder: the same prologue, wavefront-group split of K, LDS reduction, output with alpha, beta and
 the fused epilogue, row-narrow companions for an M given at launch) with another K loop:
 
@@ -109,7 +109,7 @@ def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str 
                   forwarding: bool = True, builder=None) -> list[gcn.KernelOp]:
     """The kernels of a ``gemm.matmul`` with ``b_format``: the GEMV and, for an M given at launch,
     its row-narrow companions (:data:`QUANT_ROWS_TILES`); ``builder``: the kernels' builder class
-    (default :class:`QuantGemvBuilder`; Q4_K's: passes/gemm_to_gcn_quant_k.py)."""
+    (default :class:`QuantGemvBuilder`; Q4_K's: passes/isel/quant_k.py)."""
     builder = builder or QuantGemvBuilder
     s = mm.shape()
     split, local = mm.get_int("split_k") or 1, mm.get_int("local_split") or 1

@@ -2,7 +2,7 @@
 
 ``gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q8_0"}`` with M static and
 above 16 rows (an LLM's prompt: M up to a few hundred tokens).  The kernel is the quantized GEMV's
-(:class:`~vlpc.passes.gemm_to_gcn_quant.QuantGemvBuilder`: one lane per weight row, a column of C;
+(:class:`~vlpc.passes.isel.quant.QuantGemvBuilder`: one lane per weight row, a column of C;
 A in SGPRs as the scalar operand of ``v_dot2_f32_f16``; K over wavefront groups with the LDS
 reduction; the output with alpha, beta and the fused epilogue) with the GEMM's plan
 (``quant_gemm_rows`` and ``quant_plan`` in dialects/gemm.py) and its own K loop:
@@ -65,7 +65,7 @@ def quant_gemm_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule:
                        forwarding: bool = True) -> list[gcn.KernelOp] | None:
     """The kernels of a ``gemm.matmul`` with ``b_format`` planned as the prefill GEMM (the macro
     tile of ``quant_gemm_rows``), or None when the GEMVs' kernels apply
-    (passes/gemm_to_gcn_quant_k.py's ``quant_format_kernels``)."""
+    (passes/isel/quant_k.py's ``quant_format_kernels``)."""
     rows = quant_gemm_rows(mm.shape(), "swiglu" in mm.epilogue_ops())
     if not rows or mm.get_int_array("macro_tile")[0] != rows:
         return None

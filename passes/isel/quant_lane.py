@@ -1,12 +1,12 @@
 """The lane-along-K decode GEMV of f16 activations and quantized weights (Q8_0, Q4_0, Q4_K, int4 groups).
 
-The quantized GEMVs of passes/gemm_to_gcn_quant.py, _quant_k.py and _quant_int4.py give each lane
+The quantized GEMVs of passes/isel/quant.py, _quant_k.py and _quant_int4.py give each lane
 its own weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then
 reads 16 bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page
 an instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM").
-This kernel turns the lanes along K, as the f16/int8 GEMV of passes/gemm_to_gcn_gemv.py (whose
-builder it extends: :class:`~vlpc.passes.gemm_to_gcn_gemv.LaneGemvBuilder`'s LDS reduction and
-output, :class:`~vlpc.passes.gemm_to_gcn_quant.QuantGemvBuilder`'s kernel arguments and launch
+This kernel turns the lanes along K, as the f16/int8 GEMV of passes/isel/gemv.py (whose
+builder it extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and
+output, :class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s kernel arguments and launch
 facts):
 
 * B's rows are cut in **units** (:data:`LANE_UNITS`): a Q8_0/Q4_0 block pair (64 weights, 68 or 36

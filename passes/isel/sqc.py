@@ -25,8 +25,8 @@ Strategy ``sqc`` (the seed's "very low power" scheme, *An Alternative SGEMM on V
   prefetch in the last iteration re-reads the last step instead of reading past K
   (the seed's kernel reads past K and needs padded leading dimensions; this one
   reads only inside the matrices).  The loop and its tails (K % k_step) are built by
-  ``passes/sqc_k_loop.py`` and a step's order by ``passes/sqc_k_step.py``, both shared
-  with the f16/int8 dot kernels (``passes/gemm_to_gcn_dot.py``).
+  ``passes/isel/sqc_k_loop.py`` and a step's order by ``passes/isel/sqc_k_step.py``, both shared
+  with the f16/int8 dot kernels (``passes/isel/dot.py``).
 * No LDS, no ``s_barrier``.  The epilogue computes ``alpha * acc + beta * C``
   (both honored, BLAS semantics).
 
@@ -74,7 +74,7 @@ from vlpc.passes.isel.sqc_k_loop import emit_k_loops
 from vlpc.passes.isel.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches
 from vlpc.targets import get_target
 
-# A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): passes/sqc_k_step.py
+# A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): passes/isel/sqc_k_step.py
 #: SMEM immediate offsets are 21-bit signed on GFX9 (Vega ISA guide, SMEM encoding).
 SMEM_IMM_MAX = (1 << 20) - 1
 
@@ -206,7 +206,7 @@ class RowStepper:
         return val
 
 
-# -- pieces of the sqc (f32/f64) and dot (f16/int8, passes/gemm_to_gcn_dot.py) kernels' builders --
+# -- pieces of the sqc (f32/f64) and dot (f16/int8, passes/isel/dot.py) kernels' builders --
 
 @dataclass
 class KernelEntry:
@@ -465,7 +465,7 @@ def zero_if_alpha_zero(e, alpha: SSAValue, dw: int, acc: list[SSAValue], label: 
 
 def fused_epilogue(e: _Emitter, epi: tuple[str, ...], bias_col: SSAValue | None, dw: int = 1):
     """The fused epilogue's instructions, one copy for the f32/f64 kernel and the f16/int8 dot
-    kernels (``passes/gemm_to_gcn_dot.py``, whose epilogue runs in f32 on the converted or
+    kernels (``passes/isel/dot.py``, whose epilogue runs in f32 on the converted or
     dequantized result).  Emits gelu's constants now (before the store loop: three SGPRs and
     one VGPR) and returns ``apply(out, brow)``: gemm.matmul's ``epi`` in order on ``out`` (an
     f32 VGPR, or an f64 VGPR pair for ``dw`` = 2), ``brow`` the bias of its row (an SGPR or
@@ -749,8 +749,8 @@ class SqcKernelBuilder:
             prefetch_a = (a_touch(e, a_tile, tid, lda4, mi_m, n_steps, k_rows=ks, row_bytes=mi_m * esz,
                                   step_offset=a_step_offset) if a_trans else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
             acc = [zero() for _ in range(mi_m)]
-            # the K loop (steps of k_step) and its tails: passes/sqc_k_loop.py; the step's order
-            # of A loads, FMAs and B reloads: passes/sqc_k_step.py (both shared with the f16/int8
+            # the K loop (steps of k_step) and its tails: passes/isel/sqc_k_loop.py; the step's order
+            # of A loads, FMAs and B reloads: passes/isel/sqc_k_step.py (both shared with the f16/int8
             # dot kernels)
             acc = emit_k_loops(
                 e, self.name, acc, k_val, n_steps, k_tail, ks, esz, dw, batches=lambda kc: batch(pieces(kc)),
@@ -1024,7 +1024,7 @@ def _pow2_runs(n: int, largest: int = 16) -> list[tuple[int, int]]:
 class ConvertGemmToGcnPass(ModulePass):
     """Options: ``strategy`` (``sqc``: A in SGPRs, the default; ``lds``: the legacy LDS-tiled kernel), ``target``,
     ``schedule`` (strategy sqc: ``default``, this module's kernel, or ``seed``, the loop of the seed's
-    hand-written 64x256 SGEMM: ``passes/gemm_to_gcn_seed.py``) and ``forwarding`` (strategy sqc, both
+    hand-written 64x256 SGEMM: ``passes/isel/seed.py``) and ``forwarding`` (strategy sqc, both
     schedules: ``true`` orders the FMAs so each accumulator comes from the FMA just before it; ``false``
     K-major, the seed's ``sum_no_reuse`` comparison kernel: only the FMA order changes, each accumulator
     still sums its k in order, so C is bit-identical; strategy lds forwards nothing either way: its
@@ -1036,10 +1036,10 @@ class ConvertGemmToGcnPass(ModulePass):
     target: str = "gfx906"
     schedule: str = "default"
     forwarding: bool = True
-    #: f16/int8 with A stored K x M: ``auto``, ``pre`` or ``in-kernel`` (passes/gemm_to_gcn_transpose.py).
+    #: f16/int8 with A stored K x M: ``auto``, ``pre`` or ``in-kernel`` (passes/isel/transpose.py).
     a_transpose: str = "auto"
     #: The decode GEMV where no ``gemv`` attribute chooses: ``auto`` (the lane-along-K GEMV where it
-    #: applies, passes/gemm_to_gcn_gemv.py) or ``sgpr`` (the SGPR GEMV, which follows a plan given
+    #: applies, passes/isel/gemv.py) or ``sgpr`` (the SGPR GEMV, which follows a plan given
     #: by options: vlpc.pipeline sets it when a tile, K step or local split is given).
     gemv: str = "auto"
 
@@ -1102,12 +1102,12 @@ class ConvertGemmToGcnPass(ModulePass):
             if self.strategy != "sqc" and (split > 1 or local > 1):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
-            if shape.b_format:  # f16 x block-quantized weights: passes/gemm_to_gcn_quant.py
+            if shape.b_format:  # f16 x block-quantized weights: passes/isel/quant.py
                 from vlpc.passes.isel.quant_k import quant_format_kernels
                 if self.gemv != "auto" and "gemv" not in mm.attributes:  # (a plan given: the SGPR GEMV's)
                     mm.attributes["gemv"] = StringAttr(self.gemv)
                 kernels = quant_format_kernels(mm, name, self.strategy, self.schedule, self.forwarding)
-            elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/gemm_to_gcn_dot.py
+            elif shape.dtype in ("f16", "i8"):  # the dot kernels: passes/isel/dot.py
                 from vlpc.passes.isel.dot import dot_kernels
                 if self.gemv != "auto" and "gemv" not in mm.attributes:
                     mm.attributes["gemv"] = StringAttr(self.gemv)

@@ -1,4 +1,4 @@
-"""The A-transpose pre-kernel of the f16/int8 dot kernels (``passes/gemm_to_gcn_dot.py``).
+"""The A-transpose pre-kernel of the f16/int8 dot kernels (``passes/isel/dot.py``).
 
 The dot kernels pair one SGPR of A (P = 2 f16 or P = 4 int8 consecutive values of K) with a
 VGPR of B, so they want K contiguous in A.  A stored K x M (layouts ``TN``, ``TT``) has M
@@ -27,6 +27,18 @@ N instead of M), runs as ``<name>_copy_b`` (role ``copy_b``, grid ``(ceil(N / 64
 64), batch)``) and writes an N x ldw copy; the dot kernel reads B from it
 (``WorkspaceADotBuilder`` with ``copies`` holding ``"B"``: B's pointer, ldb and batch stride
 those of the copy).  Given at launch, ldb must be a multiple of P as before.
+
+**B stored K x N** (layouts ``NN``, ``TN``) **with a static M of at least**
+:data:`B_TRANSPOSE_MIN_M` (64 int8, 256 f16; :func:`b_copy_reason`): the same kernel transposes B (read as an A
+stored K x M, rows N instead of M: lane n reads ``B[k, n0 + n]``, coalesced along N) into an
+N x ldw region, ``<name>_copy_b``, and the dot kernel reads that copy as a B stored N x K
+(``WorkspaceADotBuilder`` with ``copies`` holding ``"B"`` sets its ``b_trans``): one
+``global_load_dwordx4`` brings 4 packed dwords of K per lane where the kernel itself would gather
+each dword from P rows (f16 two loads, int8 four loads and a ``v_lshl_add_u32``).  The copy reads
+and writes B once (K N element bytes each way) and adds a launch: modeled at 4096 x 4096 x 640 on
+MI60 (1800 MHz, HBM 1000 MHz) int8 55.1 -> 74.4 % and f16 70.9 -> 90.3 % of the dot peak
+(:data:`B_TRANSPOSE_FIGURES`; docs/kernels.md).  A small or launch-time M keeps the gather (a
+decode step would read B three times instead of once), as does ``--a-transpose in-kernel``.
 
 **The copy** (per batch entry): ``W[m, k] = A[k, m]`` (``A[m, k]`` for A stored M x K) for k < K, rows of ``ldw = ceil(K / P)
 * P`` elements (a multiple of 4 bytes, so every row starts on a dword), the pad ``K <= k <
@@ -145,12 +157,48 @@ def a_transpose_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
     return None
 
 
-def b_copy_reason(mm: MatmulOp) -> str | None:
-    """Why the plan of ``mm`` (f16/i8, B stored N x K) copies B into an N x ceil(K / P) P
-    workspace region first (``<name>_copy_b``), or None: a static ldb or B batch stride that
-    is not a multiple of P (:func:`vlpc.dialects.gemm.b_copied_for_alignment`)."""
+#: The smallest static M, per element type, from which B stored K x N (layouts ``NN``, ``TN``) is
+#: transposed into an N x K copy first (:func:`b_copy_reason`): the copy reads and writes B once
+#: (and costs a launch), the dot kernel then reads B's copy as quads along K instead of gathering
+#: P rows per dword.  Modeled on MI60 (1800 MHz, HBM 1000 MHz), M x 2048 x 2048, us with the copy
+#: vs gathering in the kernel (``vlpc bench -f gemm -r h -m 2048 -n M -k 2048 --gpu mi60
+#: --a-transpose pre|in-kernel``; int8 ``-f gemm_ex`` with i8 inputs, i32 C): int8 M = 32 38.3 vs
+#: 25.6, M = 64 33.3 vs 41.6, M = 128 37.3 vs 52.4, M = 256 74.6 vs 82.2; f16 M = 64 55.0 vs 39.9,
+#: M = 128 76.2 vs 55.2, M = 256 96.4 vs 99.4.
+B_TRANSPOSE_MIN_M = {"i8": 64, "f16": 256}
+
+#: Modeled figures behind the B transpose (MI60 @ 1800 MHz, HBM 1000 MHz, 4096 x 4096 x 640, percent
+#: of the dot peak; ``vlpc bench -f gemm -r h -m 4096 -n 4096 -k 640 --gpu mi60``, int8 ``-f gemm_ex``
+#: with i8 inputs and i32 C, layout NN, 32x64 tiles): (B gathered in the kernel: ``--a-transpose
+#: in-kernel``, B transposed first).
+B_TRANSPOSE_FIGURES = {
+    "i8": (55.1, 74.4),
+    "f16": (70.9, 90.3),
+}
+
+
+def b_copy_reason(mm: MatmulOp, mode: str = "auto") -> str | None:
+    """Why the plan of ``mm`` (f16/i8) copies B into an N x ceil(K / P) P workspace region first
+    (``<name>_copy_b``), or None: B stored N x K with a static ldb or B batch stride that is not
+    a multiple of P (:func:`vlpc.dialects.gemm.b_copied_for_alignment`), or B stored K x N
+    (layouts ``?N``) with a static M of at least :data:`B_TRANSPOSE_MIN_M` (64 int8, 256 f16; the copy is then a
+    transpose, and the dot kernel reads B as for layout ``?T``: modeled faster,
+    :data:`B_TRANSPOSE_FIGURES`; ``mode`` ``in-kernel``, ``vlpc compile --a-transpose in-kernel``,
+    keeps the gather in the kernel, ``pre`` copies B whatever M)."""
     s = mm.shape()
-    if s.dtype not in DOT_PACK or not b_copied_for_alignment(mm.layout.data, s.dtype, s.ldb, s.batch, s.stride_b):
+    if s.dtype not in DOT_PACK or s.b_format:
+        return None
+    if mm.layout.data[1] == "N":
+        if mode == "pre":
+            return "asked for (--a-transpose pre): B stored K x N is transposed into an N x K copy first"
+        least = B_TRANSPOSE_MIN_M[s.dtype]
+        if mode == "in-kernel" or s.m < least:
+            return None
+        inside, pre = B_TRANSPOSE_FIGURES[s.dtype]
+        return (f"B stored K x N, M = {s.m} >= {least}: the dot kernel reads an N x K copy (quads along K) "
+                f"instead of gathering {DOT_PACK[s.dtype]} rows per dword; modeled faster ({s.dtype} 4096 x 4096 x 640 "
+                f"at {pre} % of the dot peak with the copy, {inside} % gathering in the kernel)")
+    if not b_copied_for_alignment(mm.layout.data, s.dtype, s.ldb, s.batch, s.stride_b):
         return None
     return (f"B stored N x K with ldb={s.ldb}" + (f", batch stride {s.stride_b}" if s.batch != 0 else "") +
             f" (static): its rows do not all start on 4-byte boundaries (ldb a multiple of {DOT_PACK[s.dtype]}), "
@@ -159,7 +207,8 @@ def b_copy_reason(mm: MatmulOp) -> str | None:
 
 def plan_copies(mm: MatmulOp, mode: str = "auto") -> tuple[str, ...]:
     """The operands (``"A"``, ``"B"``) the plan of ``mm`` copies into the workspace first."""
-    return tuple(x for x, why in (("A", a_transpose_reason(mm, mode)), ("B", b_copy_reason(mm))) if why is not None)
+    return tuple(x for x, why in (("A", a_transpose_reason(mm, mode)), ("B", b_copy_reason(mm, mode)))
+                 if why is not None)
 
 
 def workspace_ld(k: int, pack: int) -> int:
@@ -247,6 +296,8 @@ class WorkspaceADotBuilder(DotKernelBuilder):
             self.shape = replace(self.shape, lda=ldw, stride_a=stride)
         if "B" in copies:
             self.shape = replace(self.shape, ldb=ldw, stride_b=stride)
+            self.b_trans = True  # the copy is N x K (B stored K x N: transposed by the copy)
+            self.late = schedule != "cover"
 
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None)
@@ -302,7 +353,7 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     s = mm.shape()
     P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
     # A stored K x M (A[m, k] at k lda + m), else M x K (m lda + k); B (N x K) as A M x K
-    k_rows = operand == "A" and mm.layout.data[0] == "T"
+    k_rows = (operand == "A" and mm.layout.data[0] == "T") or (operand == "B" and mm.layout.data[1] == "N")
     src_rows, src_ld, src_stride = (s.m, s.lda, s.stride_a) if operand == "A" else (s.n, s.ldb, s.stride_b)
     ld_name, st_name = ("lda", "stride_a") if operand == "A" else ("ldb", "stride_b")
     T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
@@ -501,6 +552,7 @@ def describe_a_copy(mm: MatmulOp, name: str, mode: str = "auto") -> tuple[str, s
             lines.append(f"  A copy (A stored {stored} -> M x ceil(K/{p})*{p} "
                          f"{s.dtype}, after any split-K partials): {size}; {why}")
         else:
-            lines.append(f"  B copy (B stored N x K -> N x ceil(K/{p})*{p} {s.dtype}, after A's copy if any): "
-                         f"{size}; {b_copy_reason(mm)}")
+            stored = "K x N" if mm.layout.data[1] == "N" else "N x K"
+            lines.append(f"  B copy (B stored {stored} -> N x ceil(K/{p})*{p} {s.dtype}, after A's copy if any): "
+                         f"{size}; {b_copy_reason(mm, mode)}")
     return ", then ".join(entries), "\n".join(lines)

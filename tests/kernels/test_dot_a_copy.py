@@ -14,7 +14,7 @@ import pytest
 import vlpc
 from vlpc.errors import VlpcError
 
-from dot_support import PAD, NP, check_general_and_beta0, check_strided_batch, garbage_device, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
+from dot_support import PAD, NP, check_copies_workspace, check_general_and_beta0, check_strided_batch, garbage_device, layout_source, assert_close, check_c as check, exact, flat_batch, launch_dot, reference, rows_of
 
 
 def src(layout, m, n, k, lda, ldb, ldc, ab, ct, batch=None, strides=None):
@@ -207,12 +207,7 @@ def test_unaligned_b_is_copied(layout, m, n, k, lda, ldb, ldc, ab, ct, opts, cop
     want = [x.replace("g", kern.name, 1) for x, c in (("g_transpose", "A"), ("g_copy_b", "B")) if c in copies]
     assert kern.launch_info["plan"].startswith(",".join(want + [kern.name]))
     assert [s.kernel for s in kern.plan(m, n, k)][:len(want)] == want
-    assert kern.b_copy_kernel() is not None and (kern.transpose_kernel() is not None) == ("A" in copies)
-    p = 2 if ab == "f16" else 4
-    split = kern.split_k
-    rows = (m if "A" in copies else 0) + n
-    assert kern.workspace_bytes(m, ldc, k, n=n) == (split * m * ldc * 4 if split > 1 else 0) + rows * -(-k // p) * p * (
-        2 if ab == "f16" else 1)
+    check_copies_workspace(kern, m, n, k, ldc, ab, copies)
     rng = np.random.default_rng(35)
     at = layout[0] == "T"
     a, b, c = operands(layout, m, n, k, ab, ct, rng)

@@ -579,7 +579,8 @@ def test_i8_nn_layout(m, n, k, lda, ldb, ldc, sizes_at_launch):
     and k+1, k+3 into bytes 0 and 2 of two VGPRs (global_load_ubyte + _ubyte_d16_hi) joined by
     v_lshl_add_u32; exact against NumPy int64, garbage padding, C's padding kept."""
     dims = (None,) * 6 if sizes_at_launch else (m, n, k, lda, ldb, ldc)
-    kern = vlpc.compile(nn_source(*dims, ct="i32", ab="i8")).kernel("g")
+    # (the gather in the kernel: from M = 64 on the plan transposes B first, tests/kernels/test_dot_b_transpose.py)
+    kern = vlpc.compile(nn_source(*dims, ct="i32", ab="i8"), a_transpose="in-kernel").kernel("g")
     if ".Lg_k_loop:" in kern.asm and not sizes_at_launch:
         loop = kern.asm.split(".Lg_k_loop:")[1].split("s_cbranch_scc1 .Lg_k_loop")[0]
         ks = kern.launch_info["k_step"]

@@ -129,7 +129,7 @@ def test_lane_gemv_a_in_lds(monkeypatch, plan, m, n, k, ab, ct):
     """A staged in LDS once per workgroup and K step (LaneGemvBuilder's ``a_lds``, two buffers, a
     barrier a step; the reduction's larger chunks in their place): the same exactness, padding and
     beta = 0 rules, every schedule edge (loop or none, the last steps peeled, a partial step)."""
-    import vlpc.passes.gemm_to_gcn_gemv as lane
+    import vlpc.passes.isel.gemv as lane
 
     monkeypatch.setattr(lane, "lane_gemv_plan", lambda mm: plan)
     lda, ldb, ldc = k + 16, k + 16, n + 3

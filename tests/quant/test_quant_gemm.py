@@ -1,5 +1,5 @@
 """The prefill GEMM of f16 activations and GGUF Q8_0/Q4_0 weights (M static above 16 rows:
-passes/gemm_to_gcn_quant_gemm.py, docs/quantized.md "Prefill").
+passes/isel/quant_gemm.py, docs/quantized.md "Prefill").
 
 The oracle is the `gguf` package: its quantizer makes the weights, its dequantizer the float64
 reference, within the GEMV's f32-accumulation bound (vlpc/quant_run.py).  Strict emulator, exactly

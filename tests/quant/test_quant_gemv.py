@@ -41,7 +41,7 @@ def source(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None, epilogue=()) ->
 
 def sgpr(src: str) -> str:
     """``src`` with ``gemv = "sgpr"``: the SGPR kernel (a lane per weight row) where the lane-along-K
-    GEMV (passes/gemm_to_gcn_quant_lane.py, tests/quant/test_quant_lane.py) would apply."""
+    GEMV (passes/isel/quant_lane.py, tests/quant/test_quant_lane.py) would apply."""
     return src.replace('b_format = ', 'gemv = "sgpr", b_format = ', 1)
 
 
@@ -70,7 +70,7 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     beta = 0 over a C that is all NaN, then alpha and beta nonzero; C's padding unchanged."""
     rb = row_bytes(fmt, k)
     lda, ldb, ldc = k + 6, rb + 12, n + 3
-    # (one workgroup's K; a local split given: the SGPR kernel, not passes/gemm_to_gcn_quant_lane.py's)
+    # (one workgroup's K; a local split given: the SGPR kernel, not passes/isel/quant_lane.py's)
     kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1, local_split=local).kernel("g")
     assert kern.local_split == local and kern.launch_info["b_format"] == fmt
     asm = kern.asm

@@ -1,4 +1,4 @@
-"""The lane-along-K quantized GEMV (passes/gemm_to_gcn_quant_lane.py, docs/quantized.md).
+"""The lane-along-K quantized GEMV (passes/isel/quant_lane.py, docs/quantized.md).
 
 Every format on the strict emulator against float64 math on the weights as `gguf` dequantizes them
 (the int4 group formats: vlpc.quant_run.dequantize_int4, NumPy from the format's definition), within
