@@ -81,15 +81,13 @@ already 88.  k-step 16 (D = 8): 36 KiB of LDS, 120 VGPRs, still 2 waves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, i64
+from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
+from vlpc.passes.isel.emit import Emitter, kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
 from vlpc.targets import Target, get_target
 
 #: Work-item micro tile (rows x columns of C per work-item) per element type.
@@ -105,44 +103,6 @@ EPILOGUE_C_VGPRS = 32
 def _log2(x: int) -> int:
     assert x > 0 and x & (x - 1) == 0, x
     return x.bit_length() - 1
-
-
-@dataclass
-class _E:
-    """Appends ops to a block; 32/64-bit scalar helpers (as the sqc builder's emitter)."""
-
-    block: Block
-
-    def __call__(self, op: Operation) -> Operation:
-        self.block.add_op(op)
-        return op
-
-    def sub(self, value: SSAValue, offset: int, width: int = 1) -> SSAValue:
-        if value.type.n == width and offset == 0:
-            return value
-        return self(gcn.SubregOp(value, offset, width)).result
-
-    def const(self, value: int) -> SSAValue:
-        return self(gcn.SMovB32Op(value)).sdst
-
-    def reg(self, x: SSAValue | int) -> SSAValue:
-        return self.const(x) if isinstance(x, int) else x
-
-    def add64(self, pair: SSAValue, lo: SSAValue | int, hi: SSAValue | int = 0, comment: str | None = None) -> SSAValue:
-        r_lo = self(gcn.SAddU32Op(self.sub(pair, 0), lo, comment=comment)).sdst
-        r_hi = self(gcn.SAddcU32Op(self.sub(pair, 1), hi)).sdst
-        return self(gcn.RegSequenceOp([r_lo, r_hi])).result
-
-    def mul(self, x: SSAValue, y: SSAValue | int) -> SSAValue:
-        if isinstance(y, int) and y > 0 and y & (y - 1) == 0:
-            return self(gcn.SLshlB32Op(x, _log2(y))).sdst
-        return self(gcn.SMulI32Op(x, y)).sdst
-
-    def mul64(self, x: SSAValue, y: SSAValue | int) -> tuple[SSAValue, SSAValue]:
-        yr = self.reg(y)
-        lo = self(gcn.SMulI32Op(x, yr)).sdst
-        hi = self(gcn.SMulHiU32Op(x, yr)).sdst
-        return lo, hi
 
 
 class LdsKernelBuilder:
@@ -217,14 +177,14 @@ class LdsKernelBuilder:
 
     # -- scalar arguments ----------------------------------------------------------
 
-    def _arg(self, e: _E, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+    def _arg(self, e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
             return static
         return e(gcn.SLoadDwordOp(kp, self.karg[name], comment=f"kernarg {name}")).sdst
 
     # -- instruction groups ----------------------------------------------------------
 
-    def _global_loads(self, e: _E, voff: SSAValue, saddr: SSAValue, offset: int, dwords: int,
+    def _global_loads(self, e: Emitter, voff: SSAValue, saddr: SSAValue, offset: int, dwords: int,
                       what: str) -> list[SSAValue]:
         """``dwords`` consecutive dwords at saddr + voff + offset: x4 loads, then (f64) x2,
         then dwords; comments count elements."""
@@ -242,19 +202,19 @@ class LdsKernelBuilder:
             i += n
         return out
 
-    def _elements(self, e: _E, loads: list[SSAValue], width: int | None = None) -> list[SSAValue]:
+    def _elements(self, e: Emitter, loads: list[SSAValue], width: int | None = None) -> list[SSAValue]:
         """The elements (``width`` registers each, default one element) of loaded ranges."""
         width = width or self.w
-        return [e.sub(v, j, width) for v in loads for j in range(0, v.type.n, width)]
+        return [v if v.type.n == width else e.sub(v, j, width) for v in loads for j in range(0, v.type.n, width)]
 
-    def _stage_loads(self, e: _E, a_base: SSAValue, b_base: SSAValue, offset: int) -> list[SSAValue]:
+    def _stage_loads(self, e: Emitter, a_base: SSAValue, b_base: SSAValue, offset: int) -> list[SSAValue]:
         """Global loads of one stage (A part, then B part) at byte ``offset`` along K."""
         a = self._global_loads(e, self.voff_a, a_base, offset, self.a_dw, "A k+")
         b = self._global_loads(e, self.voff_b, b_base, offset, self.depth * self.w, "B k+")
         self.n_a_loads = len(a)
         return a + b
 
-    def _write_pairs(self, e: _E, vaddr: SSAValue, values: list[SSAValue], base: int, stride: int,
+    def _write_pairs(self, e: Emitter, vaddr: SSAValue, values: list[SSAValue], base: int, stride: int,
                      what: str) -> None:
         """values[i] to LDS[vaddr + base + i*stride]: ``ds_write2st64_b32``/``_b64`` pairs
         when the offsets fit their 8-bit fields (units of 64 elements), else ``ds_write_b32``/``_b64``."""
@@ -273,7 +233,7 @@ class LdsKernelBuilder:
                 e(single(vaddr, values[i], o0, comment=f"{what} {i}"))
                 i += 1
 
-    def _lds_write(self, e: _E, staged: list[SSAValue], buf: int) -> None:
+    def _lds_write(self, e: Emitter, staged: list[SSAValue], buf: int) -> None:
         """The staged values of one stage into LDS buffer ``buf`` (K-major tiles)."""
         a_loads, b_loads = staged[:self.n_a_loads], staged[self.n_a_loads:]
         off = buf * self.buf_bytes
@@ -283,21 +243,21 @@ class LdsKernelBuilder:
         self._write_pairs(e, self.lds_wb, self._elements(e, b_loads), off + self.b_base, self.b_row_bytes,
                           f"B -> LDS{buf} k+")
 
-    def _frag_a(self, e: _E, buf: int, k: int) -> list[SSAValue]:
+    def _frag_a(self, e: Emitter, buf: int, k: int) -> list[SSAValue]:
         """ds_read_b128 of the mi_m A rows a work-item needs at k (in flight)."""
         off = buf * self.buf_bytes + self.a_base + k * self.a_row_bytes
         return [e(gcn.DsReadB128Op(self.lds_ra, off + 16 * q, comment=f"A frag k={k}")).vdst
                 for q in range(self.a_quads)]
 
-    def _frag_b(self, e: _E, buf: int, k: int, q: int) -> SSAValue:
+    def _frag_b(self, e: Emitter, buf: int, k: int, q: int) -> SSAValue:
         """ds_read_b128 number ``q`` of the mi_n B columns a work-item needs at k."""
         off = buf * self.buf_bytes + self.b_base + k * self.b_row_bytes
         return e(gcn.DsReadB128Op(self.lds_rb, off + 16 * q, comment=f"B frag k={k}")).vdst
 
-    def _fragment(self, e: _E, buf: int, k: int) -> tuple[list[SSAValue], list[SSAValue]]:
+    def _fragment(self, e: Emitter, buf: int, k: int) -> tuple[list[SSAValue], list[SSAValue]]:
         return self._frag_a(e, buf, k), [self._frag_b(e, buf, k, q) for q in range(self.b_quads)]
 
-    def _fmas(self, e: _E, frag: tuple[list[SSAValue], list[SSAValue]], acc: list[SSAValue]) -> None:
+    def _fmas(self, e: Emitter, frag: tuple[list[SSAValue], list[SSAValue]], acc: list[SSAValue]) -> None:
         """f32: the 64 FMAs of one k, row by row."""
         a = self._elements(e, frag[0])
         b = self._elements(e, frag[1])
@@ -306,7 +266,7 @@ class LdsKernelBuilder:
                 r = i * self.mi_n + j
                 acc[r] = e(gcn.VFmaF32Op(a[i], b[j], acc[r])).vdst
 
-    def _stage(self, e: _E, buf: int, staged: list[SSAValue], acc: list[SSAValue],
+    def _stage(self, e: Emitter, buf: int, staged: list[SSAValue], acc: list[SSAValue],
                a_next: SSAValue, b_next: SSAValue, next_offset: int) -> list[SSAValue]:
         """Compute one stage from LDS buffer ``buf``; write ``staged`` (the next stage) into
         the other buffer and start the global loads of the stage after it."""
@@ -325,7 +285,7 @@ class LdsKernelBuilder:
         e(gcn.SBarrierOp(comment=f"LDS{1 - buf} written, LDS{buf} read"))
         return new_staged
 
-    def _stage_f64(self, e: _E, buf: int, staged: list[SSAValue], acc: list[SSAValue],
+    def _stage_f64(self, e: Emitter, buf: int, staged: list[SSAValue], acc: list[SSAValue],
                    a_next: SSAValue, b_next: SSAValue, next_offset: int) -> list[SSAValue]:
         """One stage of the f64 kernel: FMAs column by column; the A fragment of k + 1 is
         read before the FMAs of k, each B quad (2 columns) of k + 1 right after the last
@@ -358,7 +318,7 @@ class LdsKernelBuilder:
     # -- the kernel ------------------------------------------------------------------
 
     @staticmethod
-    def _zeros(e: _E) -> SSAValue:
+    def _zeros(e: Emitter) -> SSAValue:
         """Four zero VGPRs (a C quad's value in lanes whose load EXEC disables)."""
         return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
 
@@ -370,7 +330,7 @@ class LdsKernelBuilder:
         entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0),
                                  gcn.exec_type()])
         kp, wg_x, wg_y, tid, exec0 = entry.args
-        e = _E(entry)
+        e = Emitter(entry)
 
         # ---- prologue: arguments, tile bases, per-lane global and LDS addresses ----
         ptr_a = e(gcn.SLoadDwordx2Op(kp, self.karg["A"], comment="kernarg A")).sdst
@@ -438,7 +398,7 @@ class LdsKernelBuilder:
         carried = [koff0, *staged1, *acc0]
         n_staged = len(staged1)
         body = Block(arg_types=[v.type for v in carried])
-        be = _E(body)
+        be = Emitter(body)
         koff = body.args[0]
         staged = list(body.args[1:1 + n_staged])
         acc = list(body.args[1 + n_staged:])

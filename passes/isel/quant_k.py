@@ -41,7 +41,7 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS, MatmulOp
-from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
                                            QuantGemvBuilder, a_row_loads, pipelined_k_loop,
                                            quant_kernels)
@@ -66,11 +66,11 @@ def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedul
 class Q4KGemvBuilder(QuantGemvBuilder):
     """:class:`QuantGemvBuilder` with B in GGUF Q4_K (module docstring): one super-block per iteration."""
 
-    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+    def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
         sb = e(gcn.SLshrB32Op(k_begin, 7, comment="first super-block of the slice")).sdst  # 128 dwords of A each
         return e.mul(sb, Q4K_BYTES)
 
-    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         assert isinstance(k_val, int) and k_val % Q4K_A_DWORDS == 0, k_val  # whole super-blocks (quant_kernels)
         iters = k_val // Q4K_A_DWORDS

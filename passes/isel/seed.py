@@ -41,7 +41,7 @@ was measured, next to vlpc's default ``sqc`` schedule:
   bit-identical.
 * No LDS, no barrier.  Epilogue: C = alpha * acc + beta * C per BLAS: beta = 0 does not
   read C (EXEC is empty for the C loads, which return 0), alpha = 0 clears the
-  accumulators (the quick return of ``convert_gemm_to_gcn.zero_if_alpha_zero``), so NaN or
+  accumulators (the quick return of ``emit.zero_if_alpha_zero``), so NaN or
   Inf in C, or in A and B, does not propagate when its factor is 0.
 
 Measured figures of the K loop (``vlpc.analysis.loop_figures``), per 1024 FMAs: 128
@@ -67,8 +67,8 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import (KERNARG_OFFSET, _Emitter, kernarg_layout, kernel_interface,
-                                             scc_nonzero, zero_if_alpha_zero)
+from vlpc.passes.isel.emit import (KERNARG_OFFSET, Emitter, kernarg_layout, kernel_interface, scc_nonzero,
+                                   zero_if_alpha_zero)
 
 #: The seed's tiles: macro tile (M, N) per workgroup, micro tile per work-item.
 SEED_MACRO = (64, 256)
@@ -146,7 +146,7 @@ class SeedKernelBuilder:
         entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3),
                                  gcn.VGPRType.at(0), gcn.exec_type()])
         kp, wg_x, wg_y, tid, exec0 = entry.args
-        e = _Emitter(entry)
+        e = Emitter(entry)
 
         def arg(name: str, static: int) -> SSAValue | int:
             if static >= 0:
@@ -261,7 +261,7 @@ class SeedKernelBuilder:
             buf0 = list(body.args[2:4])
             la = list(body.args[5:5 + GROUP_ROWS])
             lacc = list(body.args[5 + GROUP_ROWS:])
-            e_outer, e = e, _Emitter(body)
+            e_outer, e = e, Emitter(body)
             k1 = e(gcn.SAddU32Op(lk, step_bytes, comment="second step of the iteration")).sdst
             buf1, lbp, la, laoff = step(lk, buf0, lacc, lbp, la, laoff, k1)
             knext = e(gcn.SAddU32Op(lk, pair_bytes, comment="next K steps")).sdst

@@ -1,9 +1,9 @@
-"""The A-transpose pre-kernel of the f16/int8 dot kernels (``passes/gemm_to_gcn_dot.py``).
+"""The A-transpose pre-kernel of the f16/int8 dot kernels (``passes/isel/dot.py``).
 
 The dot kernels pair one SGPR of A (P = 2 f16 or P = 4 int8 consecutive values of K) with a
 VGPR of B, so they want K contiguous in A.  A stored K x M (layouts ``TN``, ``TT``) has M
 contiguous; the dot kernel can pack rows P kk .. P kk + P - 1 into its SGPR operands with SALU
-ops (module docstring of ``gemm_to_gcn_dot``), but only for a static M, lda (and A's batch
+ops (module docstring of ``isel/dot.py``), but only for a static M, lda (and A's batch
 stride) that are multiples of P and a tile of P..32 rows, and for int8 that 4x4 byte transpose
 costs 10 SALU instructions per 4 dots: the SALU bounds the kernel.  Otherwise the plan runs
 first ``<name>_transpose``, which copies A into a workspace laid out M x K, then the NT/NN dot
@@ -86,7 +86,7 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import (DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, a_copied_for_alignment,
                                 b_copied_for_alignment)
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import _Emitter, kernel_interface
+from vlpc.passes.isel.emit import Emitter, kernel_interface
 from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
 from vlpc.targets import GFX906
 
@@ -167,17 +167,17 @@ def workspace_ld(k: int, pack: int) -> int:
     return -(-k // pack) * pack if k >= 0 else -1
 
 
-def _static_or_load(e: _Emitter, kp: SSAValue, kargs: dict, name: str, static: int) -> SSAValue | int:
+def _static_or_load(e: Emitter, kp: SSAValue, kargs: dict, name: str, static: int) -> SSAValue | int:
     if static >= 0:
         return static
     return e(gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst
 
 
-def _reg(e: _Emitter, x: SSAValue | int) -> SSAValue:
+def _reg(e: Emitter, x: SSAValue | int) -> SSAValue:
     return e.const(x) if isinstance(x, int) else x
 
 
-def _mul(e: _Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
+def _mul(e: Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
     if isinstance(x, int) and isinstance(y, int):
         return x * y
     if isinstance(x, int):
@@ -185,7 +185,7 @@ def _mul(e: _Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
     return e.mul(x, y)  # type: ignore[arg-type]
 
 
-def _ldw(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSAValue | int:
+def _ldw(e: Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSAValue | int:
     """The copy's row stride (elements)."""
     if s.k >= 0:
         return workspace_ld(s.k, pack)
@@ -194,7 +194,7 @@ def _ldw(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSA
     return e(gcn.SAndB32Op(t, -pack, comment=f"ldw = K rounded up to {pack}")).sdst
 
 
-def copy_base(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, ws_split: int,
+def copy_base(e: Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, ws_split: int,
               wg_z: SSAValue | None, operand: str = "A",
               copies: tuple[str, ...] = ("A",)) -> tuple[SSAValue, SSAValue | int, SSAValue | int]:
     """(the base of ``operand``'s copy for this workgroup's batch entry (an SGPR pair), its rows
@@ -251,18 +251,18 @@ class WorkspaceADotBuilder(DotKernelBuilder):
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None)
 
-    def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+    def _arg(self, e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static < 0 and ((name == "lda" and "A" in self.copies) or (name == "ldb" and "B" in self.copies)):
             kargs = {a["name"]: a["offset"] for a in self.kernargs()}  # the copy's row stride, from K
             return _ldw(e, kp, kargs, self.shape, self.pack)
         return super()._arg(e, kp, name, static)
 
-    def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+    def _a_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         if "A" not in self.copies:
             return super()._a_base(e, kp, kargs, wg_z, batch_base)
         return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z, "A", self.copies)[0]
 
-    def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+    def _b_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         if "B" not in self.copies:
             return super()._b_base(e, kp, kargs, wg_z, batch_base)
         return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z, "B", self.copies)[0]
@@ -322,7 +322,7 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     kp, wg_x, wg_y = entry.args[:3]
     wg_z = entry.args[3] if batched else None
     tid, exec0 = entry.args[-2:]
-    e = _Emitter(entry)
+    e = Emitter(entry)
 
     w_base, m_val, ldw = copy_base(e, kp, kargs, s, P, ws_split, wg_z, operand, copies)
     k_val = _static_or_load(e, kp, kargs, "K", s.k)
