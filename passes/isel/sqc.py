@@ -55,6 +55,8 @@ Errors: layouts other than NT, f64 (a later issue), and missing plan properties.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
@@ -64,6 +66,7 @@ from vlpc.passes.isel.emit import (
     KERNARG_OFFSET,
     SMEM_IMM_MAX,
     Emitter,
+    KernelEntry,
     RowStepper,
     a_touch,
     fused_epilogue,
@@ -83,6 +86,35 @@ from vlpc.passes.isel.sqc_k_loop import emit_k_loops
 from vlpc.passes.isel.sqc_k_step import A_BATCH_SGPRS, WIDE_A_BATCH_SGPRS, a_batches
 
 # A_BATCH_SGPRS (schedule cover) and WIDE_A_BATCH_SGPRS (default): isel/sqc_k_step.py
+
+
+@dataclass
+class _Prologue:
+    """What an sqc kernel's prologue (:meth:`SqcKernelBuilder._prologue`) leaves its K loop and
+    epilogue: the entry ``ke`` (:func:`kernel_entry`); ``esz`` bytes and ``dw`` registers per
+    element; the macro tile's ``row0``, ``shift``, ``col0`` and ``lanes`` (:func:`tile_origin`);
+    and, for the main kernel (else None), its slice of K (``k_val``, static or an SGPR), whole
+    K steps ``n_steps`` (None: at launch) and static tail ``k_tail``, the leading dimensions
+    ``lda``, ``ldb`` (elements) and ``lda4``, ``ldb4`` (bytes), and the tile bases ``a_tile``,
+    ``b_tile`` and the lane's B offset ``voff_b`` (:func:`tile_bases`)."""
+
+    ke: KernelEntry
+    esz: int
+    dw: int
+    row0: SSAValue
+    shift: SSAValue | None
+    col0: SSAValue
+    lanes: SSAValue
+    k_val: SSAValue | int | None = None
+    n_steps: int | None = None
+    k_tail: int = 0
+    lda: SSAValue | int | None = None
+    ldb: SSAValue | int | None = None
+    lda4: SSAValue | int | None = None
+    ldb4: SSAValue | int | None = None
+    a_tile: SSAValue | None = None
+    b_tile: SSAValue | None = None
+    voff_b: SSAValue | None = None
 
 
 class SqcKernelBuilder:
@@ -115,6 +147,8 @@ class SqcKernelBuilder:
         self.wg_size = mm.get_int_array("workgroup_size")
         if role != "main":  # elementwise kernels over the macro tiles: one group of waves, no split
             self.wg_size = (self.wg_size[0] // self.local, 1, 1)
+        self.a_trans = mm.layout.data[0] == "T"  # A stored K x M: contiguous along M
+        self.b_trans = mm.layout.data[1] == "T"  # B stored N x K: contiguous along K (the seed's)
 
     @property
     def output(self) -> str:
@@ -134,8 +168,51 @@ class SqcKernelBuilder:
         return e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET[name], comment=f"kernarg {name}")).sdst
 
     def build(self) -> gcn.KernelOp:
+        """The kernel: :meth:`_prologue`, the main kernel's :meth:`_k_loop`, a local split's
+        reduction (:meth:`_local_reduce`), :meth:`_epilogue` (the output) and :meth:`_finish`."""
+        p = self._prologue()
+        acc = self._k_loop(p) if self.role == "main" else []
+        # ---- local split: wavefront groups 1..L-1 hand their accumulators to group 0 ----
+        e, slice_id, lanes = p.ke.e, p.ke.slice_id, p.lanes
+        lds_bytes = 0
+        if self.role == "main" and self.local > 1:
+            acc, lds_bytes = self._local_reduce(e, acc, slice_id, p.ke.tid, lanes, p.esz)
+            e(gcn.SCmpEqU32Op(slice_id, 0))
+            lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # only group 0 writes the tile
+        self._epilogue(p, acc, lanes)
+        return self._finish(p, lds_bytes)
+
+    def _batch_base(self, ke: KernelEntry, ptr: SSAValue, which: str) -> SSAValue:
+        """ptr + batch index * batch stride (bytes), for a strided batch."""
+        s, e = self.shape, ke.e
+        if s.batch == 0:
+            return ptr
+        layout_args = {a["name"]: a["offset"] for a in self.kernargs()}
+        static = getattr(s, f"stride_{which}")
+        stride = (static * (4 if s.dtype == "f32" else 8) if static >= 0 else
+                  e.mul(e(gcn.SLoadDwordOp(ke.kp, layout_args[f"stride_{which}"], comment=f"kernarg stride_{which}")).sdst,
+                        4 if s.dtype == "f32" else 8))
+        lo, hi = e.mul64(ke.wg_z, stride)
+        return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
+
+    @staticmethod
+    def _bytes(e: Emitter, x: SSAValue | int, esz: int) -> SSAValue | int:
+        """x * element size in bytes (a leading dimension in bytes)."""
+        return x * esz if isinstance(x, int) else e.mul(x, esz)
+
+    @staticmethod
+    def _zero(e: Emitter, dw: int) -> SSAValue:
+        """+0 in a VGPR (dw 1) or a VGPR pair (dw 2)."""
+        if dw == 1:
+            return e(gcn.VMovB32Op(0)).vdst
+        return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(dw)])).result
+
+    def _prologue(self) -> _Prologue:
+        """The entry block, then (main kernel) the A and B pointers, K, lda, ldb and the K slice,
+        the macro tile's origin and edges (:func:`tile_origin`) and (main kernel) the A and B tile
+        bases (:func:`tile_bases`), emitted in that order."""
         s = self.shape
-        mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
+        mt_m, mt_n, ks = self.mt_m, self.mt_n, self.k_step
         main = self.role == "main"
         local = self.local if main else 1
         split_z = main and self.split > 1  # workgroup id z is the K slice
@@ -143,25 +220,13 @@ class SqcKernelBuilder:
         batched = s.batch != 0
         # the batch index or K slice in workgroup id z; a local split's wavefront group
         ke = kernel_entry(batched or split_z, local, mt_n)
-        entry, e, roles, slice_id = ke.block, ke.e, ke.roles, ke.slice_id
+        e, slice_id = ke.e, ke.slice_id
         kp, wg_x, wg_y, wg_z, tid, exec0 = ke.kp, ke.wg_x, ke.wg_y, ke.wg_z, ke.tid, ke.exec0
-        layout_args = {a["name"]: a["offset"] for a in self.kernargs()}
-
-        def batch_base(ptr: SSAValue, which: str) -> SSAValue:
-            """ptr + batch index * batch stride (bytes), for a strided batch."""
-            if not batched:
-                return ptr
-            static = getattr(s, f"stride_{which}")
-            stride = (static * (4 if s.dtype == "f32" else 8) if static >= 0 else
-                      e.mul(e(gcn.SLoadDwordOp(kp, layout_args[f"stride_{which}"], comment=f"kernarg stride_{which}")).sdst,
-                            4 if s.dtype == "f32" else 8))
-            lo, hi = e.mul64(wg_z, stride)
-            return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
 
         # ---- prologue: kernel arguments, tile bases, per-lane offsets ----
         if main:
-            ptr_a = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst, "a")
-            ptr_b = batch_base(e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst, "b")
+            ptr_a = self._batch_base(ke, e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst, "a")
+            ptr_b = self._batch_base(ke, e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst, "b")
             k_val = self._arg(e, kp, "K", s.k)
             lda = self._arg(e, kp, "lda", s.lda)
             ldb = self._arg(e, kp, "ldb", s.ldb)
@@ -177,32 +242,15 @@ class SqcKernelBuilder:
 
         esz = 4 if s.dtype == "f32" else 8  # bytes per element
         dw = esz // 4  # registers (dwords) per element
-
-        def times4(x: SSAValue | int) -> SSAValue | int:
-            """x * element size in bytes (a leading dimension in bytes)."""
-            return x * esz if isinstance(x, int) else e.mul(x, esz)
-
-        def zero() -> SSAValue:
-            if dw == 1:
-                return e(gcn.VMovB32Op(0)).vdst
-            return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(dw)])).result
-
-        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
-
-        def reg(x: SSAValue | int) -> SSAValue:
-            return e.const(x) if isinstance(x, int) else x
-
-        a_trans = self.mm.layout.data[0] == "T"  # A stored K x M: contiguous along M
-        b_trans = self.mm.layout.data[1] == "T"  # B stored N x K: contiguous along K (the seed's)
+        a_trans, b_trans = self.a_trans, self.b_trans
 
         # Edges: lanes past N are switched off in EXEC; a last row tile past M is moved up
         # to end at row M (it overlaps the tile before it) and stores only its own rows.
         row0, shift, col0, lanes = tile_origin(e, s, mt_m, mt_n, wg_x, wg_y, tid, exec0,
                                                lambda name, static: self._arg(e, kp, name, static))
-
-        acc: list[SSAValue] = []
+        p = _Prologue(ke, esz, dw, row0, shift, col0, lanes)
         if main:
-            lda4, ldb4 = times4(lda), times4(ldb)
+            lda4, ldb4 = self._bytes(e, lda, esz), self._bytes(e, ldb, esz)
             if k_begin is not None:  # the slice's first k: move the A and B bases along K
                 if a_trans:
                     ptr_a = e.add64(ptr_a, *e.mul64(k_begin, lda4), comment="A + k_begin*lda*esz")
@@ -216,134 +264,156 @@ class SqcKernelBuilder:
             k_tail = k_val % ks if isinstance(k_val, int) else 0
             a_tile, b_tile, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, esz, a_trans, b_trans,
                                                 mt_n, ("esz", str(esz)))
+            p.k_val, p.n_steps, p.k_tail, p.lda, p.ldb, p.lda4, p.ldb4 = k_val, n_steps, k_tail, lda, ldb, lda4, ldb4
+            p.a_tile, p.b_tile, p.voff_b = a_tile, b_tile, voff_b
+        return p
 
-            # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
-            # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
-            # at a time for k_step values of k.  Offsets within a step are immediates when lda
-            # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
-            # lda*4 per row (or per k) on top of the step's offset.
-            per_load = 16 // dw  # elements in the widest scalar load (s_load_dwordx16)
+    def _k_loop(self, p: _Prologue) -> list[SSAValue]:
+        """The main kernel's K loop over its K slice (``passes/isel/sqc_k_loop.py``, one step's
+        order ``passes/isel/sqc_k_step.py``): A's scalar loads in batches, B's slots, the FMAs
+        and the A touch; returns the accumulators, one per row of the micro tile."""
+        e, tid, esz, dw = p.ke.e, p.ke.tid, p.esz, p.dw
+        mi_m, ks = self.mi_m, self.k_step
+        a_trans, b_trans = self.a_trans, self.b_trans
+        k_val, n_steps, k_tail = p.k_val, p.n_steps, p.k_tail
+        lda, ldb, lda4, ldb4 = p.lda, p.ldb, p.lda4, p.ldb4
+        a_tile, b_tile, voff_b = p.a_tile, p.b_tile, p.voff_b
+        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
+        reg = e.reg
 
-            def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
-                """(width in dwords, rows, kks) per scalar load, in batch order, for kcount values of k."""
-                out = []
-                if a_trans:
-                    for r0 in range(0, mi_m, per_load):
-                        widths = pow2_parts(min(per_load, mi_m - r0))
-                        for kk in range(kcount):
-                            r = r0
-                            for w in widths:
-                                out.append((w * dw, list(range(r, r + w)), [kk]))
-                                r += w
-                else:
-                    for r in range(mi_m):
-                        for w, k0 in pow2_runs(kcount, per_load):
-                            out.append((w * dw, [r], list(range(k0, k0 + w))))
-                return out
+        # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
+        # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
+        # at a time for k_step values of k.  Offsets within a step are immediates when lda
+        # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
+        # lda*4 per row (or per k) on top of the step's offset.
+        per_load = 16 // dw  # elements in the widest scalar load (s_load_dwordx16)
 
-            def batch(ps: list) -> list[list]:  # batches of A_BATCH_SGPRS or WIDE_A_BATCH_SGPRS (sqc_k_step)
-                return a_batches(ps, self.a_late)
-
-            if isinstance(lda4, int):
-                imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
-                imm_ok = imm_limit <= SMEM_IMM_MAX
+        def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
+            """(width in dwords, rows, kks) per scalar load, in batch order, for kcount values of k."""
+            out = []
+            if a_trans:
+                for r0 in range(0, mi_m, per_load):
+                    widths = pow2_parts(min(per_load, mi_m - r0))
+                    for kk in range(kcount):
+                        r = r0
+                        for w in widths:
+                            out.append((w * dw, list(range(r, r + w)), [kk]))
+                            r += w
             else:
-                imm_ok = False
-            stepped = RowStepper(e, lda4)
+                for r in range(mi_m):
+                    for w, k0 in pow2_runs(kcount, per_load):
+                        out.append((w * dw, [r], list(range(k0, k0 + w))))
+            return out
 
-            def a_step_offset(koff: SSAValue) -> SSAValue:
-                """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""
-                return e(gcn.SMulI32Op(koff, reg(lda))).sdst if a_trans else koff
+        def batch(ps: list) -> list[list]:  # batches of A_BATCH_SGPRS or WIDE_A_BATCH_SGPRS (sqc_k_step)
+            return a_batches(ps, self.a_late)
 
-            def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
-                w, rows, kks = pc
-                if a_trans:
-                    idx, imm = kbase + kks[0], rows[0] * esz
-                else:
-                    idx, imm = rows[0], (kbase + kks[0]) * esz
-                text = f"A rows {rows[0]}..{rows[-1]} k+{kbase + kks[0]}" if a_trans else f"A row {rows[0]} k+{kbase + kks[0]}.."
-                if imm_ok:
-                    off = idx * lda4 + imm  # type: ignore[operator]
-                    return e(gcn.S_LOADS[w](a_tile, offset=off, soffset=soff, comment=text)).sdst
-                return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
+        if isinstance(lda4, int):
+            imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
+            imm_ok = imm_limit <= SMEM_IMM_MAX
+        else:
+            imm_ok = False
+        stepped = RowStepper(e, lda4)
 
-            # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
-            per_quad = 4 // dw  # elements in one global_load_dwordx4
+        def a_step_offset(koff: SSAValue) -> SSAValue:
+            """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""
+            return e(gcn.SMulI32Op(koff, reg(lda))).sdst if a_trans else koff
 
-            def b_slot_of(kk: int) -> tuple[int, int]:
-                return (kk // per_quad, kk % per_quad) if b_trans else (kk, 0)
+        def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
+            w, rows, kks = pc
+            if a_trans:
+                idx, imm = kbase + kks[0], rows[0] * esz
+            else:
+                idx, imm = rows[0], (kbase + kks[0]) * esz
+            text = f"A rows {rows[0]}..{rows[-1]} k+{kbase + kks[0]}" if a_trans else f"A row {rows[0]} k+{kbase + kks[0]}.."
+            if imm_ok:
+                off = idx * lda4 + imm  # type: ignore[operator]
+                return e(gcn.S_LOADS[w](a_tile, offset=off, soffset=soff, comment=text)).sdst
+            return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
 
-            n_slots = ks // per_quad if b_trans else ks
-            b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
+        # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
+        per_quad = 4 // dw  # elements in one global_load_dwordx4
 
-            def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
-                """B values of `slot` for the step whose B base address is `base`."""
-                if b_trans:
-                    return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
-                if b_chain["base"] is base and b_chain["kk"] == slot - 1:
-                    ptr = e.add64(b_chain["ptr"], ldb4, 0)  # type: ignore[arg-type]
-                elif slot == 0:
-                    ptr = base
-                else:
-                    lo, hi = e.mul64(e.const(slot), ldb4)
-                    ptr = e.add64(base, lo, hi)
-                b_chain.update(base=base, kk=slot, ptr=ptr)
-                op = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
-                return e(op(voff_b, ptr, comment=text)).vdst
+        def b_slot_of(kk: int) -> tuple[int, int]:
+            return (kk // per_quad, kk % per_quad) if b_trans else (kk, 0)
 
-            def b_step_base(koff: SSAValue) -> SSAValue:
-                if b_trans:
-                    return e.add64(b_tile, koff, 0, comment="B for the next K step")
-                lo, hi = e.mul64(koff, reg(ldb))
-                return e.add64(b_tile, lo, hi, comment="B for the next K step")
+        n_slots = ks // per_quad if b_trans else ks
+        b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
 
-            def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
-                q, j = b_slot_of(kk)
-                return e.sub(slots[q], j * dw, dw) if b_trans else slots[q]
+        def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
+            """B values of `slot` for the step whose B base address is `base`."""
+            if b_trans:
+                return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
+            if b_chain["base"] is base and b_chain["kk"] == slot - 1:
+                ptr = e.add64(b_chain["ptr"], ldb4, 0)  # type: ignore[arg-type]
+            elif slot == 0:
+                ptr = base
+            else:
+                lo, hi = e.mul64(e.const(slot), ldb4)
+                ptr = e.add64(base, lo, hi)
+            b_chain.update(base=base, kk=slot, ptr=ptr)
+            op = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+            return e(op(voff_b, ptr, comment=text)).vdst
 
-            def fma_order(batch_pieces, last: bool):
-                pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
-                         for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
-                # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
-                # data forwarding, section 2.9); the last batch of a step goes K-major, so each
-                # B slot dies early and is reloaded for the next step.  Without forwarding every
-                # batch goes K-major (the seed's sum_no_reuse): consecutive FMAs of a batch of two
-                # or more rows write different accumulators (a one-row batch cannot avoid it).
-                k_major = last or not self.forwarding
-                return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
+        def b_step_base(koff: SSAValue) -> SSAValue:
+            if b_trans:
+                return e.add64(b_tile, koff, 0, comment="B for the next K step")
+            lo, hi = e.mul64(koff, reg(ldb))
+            return e.add64(b_tile, lo, hi, comment="B for the next K step")
 
-            def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
-                w, rows, kks = batch_pieces[pi]
-                j = rows.index(r) if a_trans else kks.index(kk)
-                return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
+        def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
+            q, j = b_slot_of(kk)
+            return e.sub(slots[q], j * dw, dw) if b_trans else slots[q]
 
-            def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
-                return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
+        def fma_order(batch_pieces, last: bool):
+            pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
+                     for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+            # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
+            # data forwarding, section 2.9); the last batch of a step goes K-major, so each
+            # B slot dies early and is reloaded for the next step.  Without forwarding every
+            # batch goes K-major (the seed's sum_no_reuse): consecutive FMAs of a batch of two
+            # or more rows write different accumulators (a one-row batch cannot avoid it).
+            k_major = last or not self.forwarding
+            return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
-            b_one = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
-            prefetch_a = (a_touch(e, a_tile, tid, lda4, mi_m, n_steps, k_rows=ks, row_bytes=mi_m * esz,
-                                  step_offset=a_step_offset) if a_trans else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
-            acc = [zero() for _ in range(mi_m)]
-            # the K loop (steps of k_step) and its tails: passes/isel/sqc_k_loop.py; the step's order
-            # of A loads, FMAs and B reloads: passes/isel/sqc_k_step.py (both shared with the f16/int8
-            # dot kernels)
-            acc = emit_k_loops(
-                e, self.name, acc, k_val, n_steps, k_tail, ks, esz, dw, batches=lambda kc: batch(pieces(kc)),
-                fma_order=fma_order, late=self.a_late, bunch=False, peel=False, mac_op=fma_op,
-                texts={"k_full": "K rounded down to whole K steps", "k_rest": "K tail = K % k_step",
-                       "next": "next k", "b_one": "B tail k", "b_tail": "B tail k={}"},
-                a_offset=a_step_offset, load_piece=load_piece, a_operand=a_operand,
-                b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
-                load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
-                load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst,
-                prefetch_a=prefetch_a)
+        def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+            w, rows, kks = batch_pieces[pi]
+            j = rows.index(r) if a_trans else kks.index(kk)
+            return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
 
-        # ---- local split: wavefront groups 1..L-1 hand their accumulators to group 0 ----
-        lds_bytes = 0
-        if local > 1:
-            acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, esz)
-            e(gcn.SCmpEqU32Op(slice_id, 0))
-            lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # only group 0 writes the tile
+        def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
+            return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
+
+        b_one = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+        prefetch_a = (a_touch(e, a_tile, tid, lda4, mi_m, n_steps, k_rows=ks, row_bytes=mi_m * esz,
+                              step_offset=a_step_offset) if a_trans else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
+        acc = [self._zero(e, dw) for _ in range(mi_m)]
+        # the K loop (steps of k_step) and its tails: passes/isel/sqc_k_loop.py; the step's order
+        # of A loads, FMAs and B reloads: passes/isel/sqc_k_step.py (both shared with the f16/int8
+        # dot kernels)
+        acc = emit_k_loops(
+            e, self.name, acc, k_val, n_steps, k_tail, ks, esz, dw, batches=lambda kc: batch(pieces(kc)),
+            fma_order=fma_order, late=self.a_late, bunch=False, peel=False, mac_op=fma_op,
+            texts={"k_full": "K rounded down to whole K steps", "k_rest": "K tail = K % k_step",
+                   "next": "next k", "b_one": "B tail k", "b_tail": "B tail k={}"},
+            a_offset=a_step_offset, load_piece=load_piece, a_operand=a_operand,
+            b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
+            load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
+            load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst,
+            prefetch_a=prefetch_a)
+        return acc
+
+    def _epilogue(self, p: _Prologue, acc: list[SSAValue], lanes: SSAValue) -> None:
+        """The output of the kernel's role (below) for the rows of its macro tile, with EXEC
+        ``lanes`` (the columns below N; after a local split, group 0's), ending the program."""
+        s, e, esz, dw = self.shape, p.ke.e, p.esz, p.dw
+        kp, wg_x, wg_z, tid, exec0 = p.ke.kp, p.ke.wg_x, p.ke.wg_z, p.ke.tid, p.ke.exec0
+        row0, shift = p.row0, p.shift
+        mt_n, mi_m = self.mt_n, self.mi_m
+        main = self.role == "main"
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
+        reg = e.reg
 
         # ---- output ----
         # c: C = epilogue(alpha * acc + beta * C), C not read when beta == 0 (BLAS);
@@ -352,10 +422,9 @@ class SqcKernelBuilder:
         # tiles, then as c; scale: C = epilogue(beta * C) before the atomic slices.
         out_kind = self.output if main else self.role
         epi = self.mm.epilogue_ops() if out_kind in ("c", "reduce", "scale") else ()
-        kargs = layout_args
         scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
         ldc = self._arg(e, kp, "ldc", s.ldc)
-        ldc4 = times4(ldc)
+        ldc4 = self._bytes(e, ldc, esz)
 
         def tile_base(ptr: SSAValue, what: str) -> SSAValue:
             lo, hi = e.mul64(row0, ldc4)
@@ -376,7 +445,7 @@ class SqcKernelBuilder:
                 ws = e.add64(ws, *e.mul64(wg_z, slice_bytes), comment="workspace slice z")
             ws_tile = c_tile = tile_base(ws, "workspace")
         if out_kind != "workspace":
-            ptr_c = batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
+            ptr_c = self._batch_base(p.ke, e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
             c_tile = tile_base(ptr_c, "C")
         if out_kind != "scale":
             alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
@@ -462,7 +531,7 @@ class SqcKernelBuilder:
                 # every lane, or a lane keeps stale bits (a NaN for f64) that beta = 0 times
                 # the masked C load does not clear
                 e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            zeros = [zero() for _ in rows]
+            zeros = [self._zero(e, dw) for _ in rows]
             cs = []
             for i, (r, ptr) in enumerate(zip(rows, ptrs)):
                 if shift is not None or i == 0:
@@ -481,6 +550,11 @@ class SqcKernelBuilder:
                 e(c_store(voff_c, epilogue(out, brows[i]), ptr))
         e(gcn.SEndpgmOp())
 
+    def _finish(self, p: _Prologue, lds_bytes: int) -> gcn.KernelOp:
+        """The ``gcn.kernel`` of the entry block, with its LDS size and launch information."""
+        s, entry, roles = self.shape, p.ke.block, p.ke.roles
+        mt_m, mt_n, ks = self.mt_m, self.mt_n, self.k_step
+        main = self.role == "main"
         kernel = gcn.KernelOp(self.name, Region(entry))
         if lds_bytes:
             kernel.attributes["lds_bytes"] = IntegerAttr(lds_bytes, i64)
