@@ -323,14 +323,29 @@ class LdsKernelBuilder:
         return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
 
     def build(self) -> gcn.KernelOp:
+        """The kernel: :meth:`_prologue`, :meth:`_k_loop`, :meth:`_epilogue` and :meth:`_finish`."""
         self._plan()
-        s = self.shape
-        esz, w, d, ks = self.esz, self.w, self.depth, self.k_step
-        mi_m, mi_n = self.mi_m, self.mi_n
         entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0),
                                  gcn.exec_type()])
         kp, wg_x, wg_y, tid, exec0 = entry.args
         e = Emitter(entry)
+        a_tile, b_tile, kmax = self._prologue(e, kp, wg_x, wg_y, tid)
+        acc = self._k_loop(e, a_tile, b_tile, kmax)
+        self._epilogue(e, kp, wg_x, wg_y, exec0, acc)
+        return self._finish(entry)
+
+    def _bytes(self, e: Emitter, x: SSAValue | int) -> SSAValue | int:
+        """x * element size in bytes (a leading dimension in bytes)."""
+        return x * self.esz if isinstance(x, int) else e.mul(x, self.esz)
+
+    def _prologue(self, e: Emitter, kp: SSAValue, wg_x: SSAValue, wg_y: SSAValue,
+                  tid: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue | int]:
+        """The kernel arguments, the A and B tile bases and each lane's global and LDS addresses
+        (``voff_a``, ``lds_wa``, ``voff_b``, ``lds_wb``, ``lds_ra``, ``lds_rb``, set on the
+        builder); returns (a_tile, b_tile, kmax: the byte offset of the last K step)."""
+        s = self.shape
+        esz, w, ks = self.esz, self.w, self.k_step
+        mi_m, mi_n = self.mi_m, self.mi_n
 
         # ---- prologue: arguments, tile bases, per-lane global and LDS addresses ----
         ptr_a = e(gcn.SLoadDwordx2Op(kp, self.karg["A"], comment="kernarg A")).sdst
@@ -339,10 +354,7 @@ class LdsKernelBuilder:
         lda = self._arg(e, kp, "lda", s.lda)
         ldb = self._arg(e, kp, "ldb", s.ldb)
 
-        def bytes_(x: SSAValue | int) -> SSAValue | int:
-            return x * esz if isinstance(x, int) else e.mul(x, esz)
-
-        lda_b, ldb_b = bytes_(lda), bytes_(ldb)
+        lda_b, ldb_b = self._bytes(e, lda), self._bytes(e, ldb)
         a_lo, a_hi = e.mul64(e.mul(wg_y, self.mt_m), lda_b)
         a_tile = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + wg_y*{self.mt_m}*lda*{esz}")
         b_lo, b_hi = e.mul64(e.mul(wg_x, self.mt_n), ldb_b)
@@ -381,7 +393,13 @@ class LdsKernelBuilder:
         # tn * mi_n * esz = (t / tm_n) * mi_n * esz; with tm_n == mi_n that is (t * esz) & -(mi_n * esz)
         assert self.tm_n == mi_n
         self.lds_rb = e(gcn.VAndB32Op(-(mi_n * esz), self.lds_wb)).vdst
+        return a_tile, b_tile, kmax
 
+    def _k_loop(self, e: Emitter, a_tile: SSAValue, b_tile: SSAValue, kmax: SSAValue | int) -> list[SSAValue]:
+        """Stage 0 into LDS buffer 0 and stage 1 in flight, then the K loop (a ``gcn.loop``, two
+        stages per K step); returns the accumulators (mi_m x mi_n, row-major)."""
+        esz, w, d, ks = self.esz, self.w, self.depth, self.k_step
+        mi_m, mi_n = self.mi_m, self.mi_n
         # stages 0 and 1: 0 into LDS buffer 0, 1 in flight into the loop
         staged0 = self._stage_loads(e, a_tile, b_tile, 0)
         staged1 = self._stage_loads(e, a_tile, b_tile, d * esz)
@@ -412,8 +430,16 @@ class LdsKernelBuilder:
         be(gcn.LoopBackOp([pref, *staged, *acc], "scc1"))
         loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
         e(loop)
-        acc = list(loop.res[1 + n_staged:])
+        return list(loop.res[1 + n_staged:])
 
+
+    def _epilogue(self, e: Emitter, kp: SSAValue, wg_x: SSAValue, wg_y: SSAValue, exec0: SSAValue,
+                  acc: list[SSAValue]) -> None:
+        """C = alpha * acc + beta * C for the work-item's micro tile (BLAS's alpha = 0 and beta = 0
+        rules), ending the program."""
+        s = self.shape
+        esz, w = self.esz, self.w
+        mi_m, mi_n = self.mi_m, self.mi_n
         # ---- epilogue: C = alpha * acc + beta * C, mi_m rows x mi_n columns per work-item ----
         load_s = gcn.SLoadDwordOp if w == 1 else gcn.SLoadDwordx2Op
         mul_op, fma_op = (gcn.VMulF32Op, gcn.VFmaF32Op) if w == 1 else (gcn.VMulF64Op, gcn.VFmaF64Op)
@@ -427,7 +453,7 @@ class LdsKernelBuilder:
         scc_nonzero(e, beta, w, "beta")
         load_lanes = e(gcn.SCselectB64Op(all_lanes, 0)).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
-        ldc_b = bytes_(ldc)
+        ldc_b = self._bytes(e, ldc)
         c_lo, c_hi = e.mul64(e.mul(wg_y, self.mt_m), ldc_b)
         c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, self.mt_n * esz), 0, comment="C tile columns")
@@ -463,6 +489,11 @@ class LdsKernelBuilder:
                     e(gcn.GlobalStoreDwordx4Op(voff_c, data, p, 16 * q))
         e(gcn.SEndpgmOp())
 
+
+    def _finish(self, entry: Block) -> gcn.KernelOp:
+        """The ``gcn.kernel`` of the entry block, with its launch information and LDS regions."""
+        s, ks, d = self.shape, self.k_step, self.depth
+        mi_m, mi_n = self.mi_m, self.mi_n
         kernel = gcn.KernelOp(self.name, Region(entry))
         kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x",
                                            "exec"],
