@@ -379,6 +379,19 @@ def rows_kernel(mm: MatmulOp, name: str, r: int, build) -> gcn.KernelOp:
     return kernel
 
 
+def row_pointers(e: Emitter, ptr: SSAValue, first: int, count: int, rows: int,
+                 stride: SSAValue | int) -> tuple[list[SSAValue], SSAValue]:
+    """The pointers (SGPR pairs) of rows ``first`` .. ``first + count - 1`` of a tile of ``rows``
+    rows, ``ptr`` being row ``first``'s and each next one ``stride`` bytes on (a 64-bit add),
+    and the pointer of the row after them (no add past the tile's last row)."""
+    ptrs = []
+    for r in range(first, first + count):
+        ptrs.append(ptr)
+        if r + 1 < rows:
+            ptr = e.add64(ptr, stride, 0)
+    return ptrs, ptr
+
+
 def scc_nonzero(e, x: SSAValue, dw: int, what: str) -> None:
     """SCC = (x != 0.0) for an f32 SGPR (dw 1) or an f64 SGPR pair (dw 2); -0.0 is zero."""
     if dw == 1:

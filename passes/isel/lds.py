@@ -87,7 +87,8 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import Emitter, kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
+from vlpc.passes.isel.emit import (Emitter, kernarg_layout, kernel_interface, row_pointers, scc_nonzero,
+                                   zero_if_alpha_zero)
 from vlpc.targets import Target, get_target
 
 #: Work-item micro tile (rows x columns of C per work-item) per element type.
@@ -465,11 +466,7 @@ class LdsKernelBuilder:
         group = max(1, min(mi_m, EPILOGUE_C_VGPRS // (4 * quads)))  # rows of C loaded at once
         row_ptr = c_tile
         for g0 in range(0, mi_m, group):
-            ptrs = []
-            for r in range(g0, g0 + group):
-                ptrs.append(row_ptr)
-                if r + 1 < mi_m:
-                    row_ptr = e.add64(row_ptr, ldc_b, 0)
+            ptrs, row_ptr = row_pointers(e, row_ptr, g0, group, mi_m, ldc_b)
             zeros = [[self._zeros(e) for _ in range(quads)] for _ in ptrs]  # written with EXEC all lanes
             e(gcn.SAndB64Op(load_lanes, -1, result_type=gcn.exec_type()))
             cs = [[e(gcn.GlobalLoadDwordx4Op(voff_c, p, 16 * q, merge=zeros[i][q],

@@ -67,8 +67,8 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import (KERNARG_OFFSET, Emitter, kernarg_layout, kernel_interface, scc_nonzero,
-                                   zero_if_alpha_zero)
+from vlpc.passes.isel.emit import (KERNARG_OFFSET, Emitter, kernarg_layout, kernel_interface, row_pointers,
+                                   scc_nonzero, zero_if_alpha_zero)
 
 #: The seed's tiles: macro tile (M, N) per workgroup, micro tile per work-item.
 SEED_MACRO = (64, 256)
@@ -326,11 +326,7 @@ class SeedKernelBuilder:
         row_ptr = c_tile
         group = 16  # rows of C in flight
         for g0 in range(0, mt_m, group):
-            ptrs = []
-            for r in range(g0, g0 + group):
-                ptrs.append(row_ptr)
-                if r + 1 < mt_m:
-                    row_ptr = e.add64(row_ptr, ldc4, 0)
+            ptrs, row_ptr = row_pointers(e, row_ptr, g0, group, mt_m, ldc4)
             e(gcn.SAndB64Op(load_lanes, -1, result_type=gcn.exec_type()))
             zeros = [e(gcn.VMovB32Op(0)).vdst for _ in ptrs]
             cs = [e(gcn.GlobalLoadDwordOp(voff_c, p, comment=f"C row {g0 + i}", merge=z)).vdst
