@@ -31,7 +31,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return GemmSplitKPass
 
     def to_gcn():
-        from vlpc.passes.isel.sqc import ConvertGemmToGcnPass
+        from vlpc.passes.isel.dispatch import ConvertGemmToGcnPass
         return ConvertGemmToGcnPass
 
     def regalloc():

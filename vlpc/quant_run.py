@@ -1,4 +1,4 @@
-"""Running and checking the quantized-weight GEMV (passes/isel/quant.py, _quant_k.py; docs/quantized.md).
+"""Running and checking the quantized-weight GEMV (passes/isel/quant.py, quant_k.py; docs/quantized.md).
 
 B is the bytes of a GGUF tensor (Q8_0, Q4_0 or Q4_K): N rows of K / 32 blocks (Q4_K: K / 256
 super-blocks), as :mod:`gguf` writes and reads them; or vlpc's AWQ/GPTQ-style int4 group formats

@@ -1,7 +1,7 @@
 // RUN: vlpc compile %s --macro-tile 64x256 --micro-tile 64x1 --emit asm | filecheck %s
 
 // f16 x f16 -> f16 with the fused epilogue bias_col, gelu (passes/isel/dot.py, the
-// instructions of isel.sqc.fused_epilogue): in f32 on alpha * acc + beta * C,
+// instructions of isel/emit.py fused_epilogue): in f32 on alpha * acc + beta * C,
 // before the rounding to f16.
 func.func @hg(%a: memref<64x64xf16>, %b: memref<256x64xf16>, %c: memref<64x256xf16>, %alpha: f32, %beta: f32,
               %bias: memref<256xf16>) {

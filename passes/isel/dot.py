@@ -1,7 +1,7 @@
 """Instruction selection for f16 and int8 ``gemm.matmul`` through gfx906's dot instructions.
 
 ``convert-gemm-to-gcn`` hands a matmul whose A and B are f16 or i8 to :func:`dot_kernels`.
-The kernel is the ``sqc`` scheme of ``passes/convert_gemm_to_gcn.py`` (A in SGPRs, B
+The kernel is the ``sqc`` scheme of ``passes/isel/sqc.py`` (A in SGPRs, B
 streaming through a ring of VGPRs, no LDS) on *packed* K: one dword holds P = 2 (f16) or
 P = 4 (i8) consecutive values of K, so
 
@@ -12,7 +12,7 @@ P = 4 (i8) consecutive values of K, so
   of the lane's column.
 
 A's scalar loads follow the f32 kernel's schedules (``passes/isel/sqc_k_step.py``, shared with
-``convert_gemm_to_gcn``, as is the K loop's skeleton, ``passes/isel/sqc_k_loop.py``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
+``isel/sqc.py``, as is the K loop's skeleton, ``passes/isel/sqc_k_loop.py``): ``default``, batches of 64 SGPRs (4 rows of a K step) loaded after
 the previous batch's dots, one ``s_waitcnt lgkmcnt(0)`` per 64 dots, the latency hidden by the
 other waves (gemm-tile's default 32-row tiles fit 64 VGPRs: 4 waves per SIMD); ``cover``,
 double-buffered batches of 32 (B stored K x N always takes ``cover``: its 16 B row pointers
@@ -76,7 +76,7 @@ Fused epilogue (f16 products with C f32 or f16, and int8 products dequantized in
 C): ``bias_row`` / ``bias_col``, ``relu`` (``v_max_f32``) and ``gelu`` (the tanh form through
 ``v_exp_f32`` and ``v_rcp_f32``), in order, on ``alpha * acc + beta * C`` in f32 (for int8:
 after the dequantization) and before the store's rounding to f16; the instructions are the f32
-kernel's (``convert_gemm_to_gcn.fused_epilogue``), so a split-K plan applies them in its reduce
+kernel's (``emit.fused_epilogue``), so a split-K plan applies them in its reduce
 kernel and the decode GEMV after its LDS reduction.  The bias (kernel argument ``bias``, after
 beta and the scales) is an f16 vector for f16 products (``global_load_ushort`` widened by
 ``v_cvt_f32_f16``) and an f32 vector for dequantized int8 (``global_load_dword``), as its
@@ -93,16 +93,16 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp, gemv_a_width
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import (
+from vlpc.passes.isel.emit import (
     SMEM_IMM_MAX,
+    Emitter,
     RowStepper,
-    _Emitter,
-    _pow2_runs,
     a_touch,
     fused_epilogue,
     k_slice,
     kernel_entry,
     kernel_interface,
+    pow2_runs,
     row_exec,
     rows_kernel,
     tile_bases,
@@ -117,7 +117,7 @@ from vlpc.targets import GFX906
 from vlpc.dialects.gemm import DOT_LOCAL_SPLIT_LDS_BYTES  # noqa: E402
 
 #: Fused epilogue operations of the dot kernels (f16 products, and int8 products dequantized
-#: into f32/f16 C), in f32 before the store (``convert_gemm_to_gcn.fused_epilogue``).
+#: into f32/f16 C), in f32 before the store (``emit.fused_epilogue``).
 DOT_EPILOGUE_OPS = ("bias_row", "bias_col", "relu", "gelu", "silu")
 
 #: A and B element types this module compiles.
@@ -162,7 +162,7 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
     return out
 
 
-def blas_quick_returns(e: _Emitter, alpha: SSAValue, beta: SSAValue, lanes: SSAValue, acc: list[SSAValue],
+def blas_quick_returns(e: Emitter, alpha: SSAValue, beta: SSAValue, lanes: SSAValue, acc: list[SSAValue],
                        is_int: bool, name: str) -> tuple[list[SSAValue], SSAValue]:
     """BLAS's rules before the output ``alpha * acc + beta * C``: f32 sums become +0 when alpha is
     +-0 (:func:`zero_if_alpha_zero`: NaN/Inf in A or B do not reach C; i32 products with 0 are 0
@@ -197,23 +197,13 @@ def check_dot(mm: MatmulOp, strategy: str, schedule: str) -> None:
 
 
 def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
-                forwarding: bool = True, rows_tiles: tuple[int, ...] = (8, 1), builder=None,
-                a_transpose: str = "auto") -> list[gcn.KernelOp]:
+                forwarding: bool = True, rows_tiles: tuple[int, ...] = (8, 1), builder=None) -> list[gcn.KernelOp]:
     """The kernels for an f16 or i8 ``mm``: the main kernel and, for M given at launch, the
-    row-narrow companions ``<name>_rows<R>`` (as for f32; see convert_gemm_to_gcn); A stored
-    K x M that the kernel does not pack itself: ``<name>_transpose`` first (``a_transpose``:
-    ``auto``, ``pre``, ``in-kernel``; ``builder``: the kernels' builder class;
-    passes/isel/transpose.py)."""
+    row-narrow companions ``<name>_rows<R>`` (as for f32; see isel/sqc.py); ``builder``: the
+    kernels' builder class (default :class:`DotKernelBuilder`).  The lane-along-K GEMV and the
+    A copy (``<name>_transpose``) are chosen before, by the pass (isel/dispatch.py)."""
     check_dot(mm, strategy, schedule)
-    if builder is None:
-        from vlpc.passes.isel.gemv import lane_gemv_kernels  # the lane-along-K decode GEMV
-        lane = lane_gemv_kernels(mm, name)
-        if lane is not None:
-            return lane
-        from vlpc.passes.isel.transpose import plan_copies, transpose_dot_kernels
-        if plan_copies(mm, a_transpose):
-            return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
-        builder = DotKernelBuilder
+    builder = builder or DotKernelBuilder
     kernels = [builder(mm, name, forwarding=forwarding, schedule=schedule).build()]
     if (mm.get_int("split_k") or 1) > 1:  # workspace mode: the reduce kernel after the main one
         kernels.append(builder(mm, f"{name}_reduce", role="reduce").build())
@@ -268,19 +258,19 @@ class DotKernelBuilder:
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=self.split > 1, bias=self.mm.bias is not None)
 
-    def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+    def _a_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         """A's base (an SGPR pair) for the workgroup's batch entry."""
         return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst, "a", self.eb)
 
-    def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+    def _b_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         """B's base (an SGPR pair) for the workgroup's batch entry."""
         return batch_base(e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst, "b", self.eb)
 
-    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+    def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
         """B's byte offset (stored N x K) of the K slice from dword ``k_begin`` (``kb4`` = 4 x that)."""
         return kb4
 
-    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue] | None:
         """The accumulators ``acc`` (zeros, one per row of the tile) after another K loop than
         :func:`emit_k_loops` over ``k_val`` dwords of A from ``a_tile``, B from ``b_tile`` (the
@@ -288,12 +278,12 @@ class DotKernelBuilder:
         quantized GEMV of passes/isel/quant.py), or None for this kernel's."""
         return None
 
-    def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
+    def _combine_rows(self, e: Emitter, acc: list[SSAValue]) -> list[SSAValue]:
         """One accumulator per row from the ``acc_per_row`` sums of each row after the K loop and
         the groups' reduction (a subclass's: the quantized GEMV's SwiGLU); here ``acc`` itself."""
         return acc
 
-    def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+    def _arg(self, e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
             return static
         off = {a["name"]: a["offset"] for a in self.kernargs()}[name]
@@ -419,12 +409,12 @@ class DotKernelBuilder:
                         out += [(mi_m // P, list(range(mi_m)), [kk], h) for h in range(P)]
                     return out
                 if kmajor:
-                    for w, k0 in _pow2_runs(kcount, a_width):
+                    for w, k0 in pow2_runs(kcount, a_width):
                         for r in range(mi_m):
                             out.append((w, [r], list(range(k0, k0 + w))))
                     return out
                 for r in range(mi_m):
-                    for w, k0 in _pow2_runs(kcount, per_load):
+                    for w, k0 in pow2_runs(kcount, per_load):
                         out.append((w, [r], list(range(k0, k0 + w))))
                 return out
 
@@ -727,7 +717,7 @@ class DotKernelBuilder:
 
         # Fused epilogue (bias_row / bias_col: an f16 vector widened to f32 for f16 products, an
         # f32 one for dequantized int8; relu; gelu), applied to alpha * acc + beta * C in f32
-        # before the store (and its f16 rounding): convert_gemm_to_gcn.fused_epilogue.
+        # before the store (and its f16 rounding): emit.fused_epilogue.
         epi = self.mm.epilogue_ops()
         bias_col = bias_row_ptr = None
         bias_load, bias_esz = (gcn.GlobalLoadDwordOp, 4) if dequant else (gcn.GlobalLoadUshortOp, 2)
@@ -812,7 +802,7 @@ class DotKernelBuilder:
                          static_stride_c=s.stride_c, **extra)
         return kernel
 
-    def _local_reduce(self, e: _Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
+    def _local_reduce(self, e: Emitter, acc: list[SSAValue], slice_id: SSAValue, col: SSAValue,
                       lanes: SSAValue, add, spread: bool = False, lds_add: bool = False) -> tuple[list[SSAValue], int]:
         """Sum the L wavefront groups' accumulators into group 0's through LDS, the rows summed
         in parallel: in chunks of R rows that fit :data:`DOT_LOCAL_SPLIT_LDS_BYTES`, every group
@@ -881,7 +871,7 @@ class DotKernelBuilder:
                 acc[r] = e(gcn.DsReadB32Op(vcol, offset=(r - c0) * row_bytes, comment=f"sum row {r}")).vdst
         return acc, local * group_bytes
 
-    def _leftover(self, e: _Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
+    def _leftover(self, e: Emitter, acc: list[SSAValue], k_total: SSAValue | int, k_left: SSAValue | int,
                   slice_id: SSAValue | None, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue,
                   lda4: SSAValue | int, small_load, dot_op, ldb_rows: SSAValue | int | None = None,
                   lda_rows: SSAValue | int | None = None) -> list[SSAValue]:
@@ -905,7 +895,7 @@ class DotKernelBuilder:
             e(gcn.SCbranchForwardOp("scc1", skip))
         carried = [first_r, *acc]
         body = Block(arg_types=[v.type for v in carried])
-        be = _Emitter(body)
+        be = Emitter(body)
         koff, acc = body.args[0], list(body.args[1:])
         if ldb_rows is None:  # B N x K: k * element bytes along the lane's row
             bvoff = be(gcn.VAddU32Op(koff, voff_b)).vdst

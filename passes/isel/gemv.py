@@ -64,7 +64,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import _Emitter, kernel_entry
+from vlpc.passes.isel.emit import Emitter, kernel_entry
 from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
 #: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
@@ -324,7 +324,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         need = self.shape.m * 16 * self.span
         return 1 << (need - 1).bit_length()
 
-    def _whole_steps_lds(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+    def _whole_steps_lds(self, e: Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
                          voff_b: list[SSAValue], tid: SSAValue, wave: SSAValue | None) -> list[SSAValue]:
         """acc after the ``steps`` whole K steps, A read from LDS.  Each K step's M rows of A are
         loaded once per workgroup, M / W rows by each wave (``global_load_dwordx4``, one step
@@ -462,7 +462,7 @@ class LaneGemvBuilder(DotKernelBuilder):
             rd, a_i, b_i, bq, sq, acc = iteration(rd, a_i, b_i, bq, sq, acc, flags(j), j)
         return acc
 
-    def _whole_steps(self, e: _Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+    def _whole_steps(self, e: Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
                      load_b, load_group_at, steps_of) -> list[SSAValue]:
         """acc after the ``steps`` whole K steps (the loop of U steps an iteration, then the last U)."""
         M, R, U, W = self.shape.m, self.rows, self.unroll, self.waves
@@ -505,7 +505,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
         return acc
 
-    def _reduce_and_store(self, e: _Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+    def _reduce_and_store(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                           wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
                           is_int: bool) -> None:
         """The lanes' partials of each sum through LDS, then C (module docstring)."""

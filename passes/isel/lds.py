@@ -81,15 +81,14 @@ already 88.  k-step 16 (D = 8): 36 KiB of LDS, 120 VGPRs, still 2 waves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, i64
+from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import kernarg_layout, kernel_interface, scc_nonzero, zero_if_alpha_zero
+from vlpc.passes.isel.emit import (Emitter, kernarg_layout, kernel_interface, row_pointers, scc_nonzero,
+                                   zero_if_alpha_zero)
 from vlpc.targets import Target, get_target
 
 #: Work-item micro tile (rows x columns of C per work-item) per element type.
@@ -105,44 +104,6 @@ EPILOGUE_C_VGPRS = 32
 def _log2(x: int) -> int:
     assert x > 0 and x & (x - 1) == 0, x
     return x.bit_length() - 1
-
-
-@dataclass
-class _E:
-    """Appends ops to a block; 32/64-bit scalar helpers (as the sqc builder's emitter)."""
-
-    block: Block
-
-    def __call__(self, op: Operation) -> Operation:
-        self.block.add_op(op)
-        return op
-
-    def sub(self, value: SSAValue, offset: int, width: int = 1) -> SSAValue:
-        if value.type.n == width and offset == 0:
-            return value
-        return self(gcn.SubregOp(value, offset, width)).result
-
-    def const(self, value: int) -> SSAValue:
-        return self(gcn.SMovB32Op(value)).sdst
-
-    def reg(self, x: SSAValue | int) -> SSAValue:
-        return self.const(x) if isinstance(x, int) else x
-
-    def add64(self, pair: SSAValue, lo: SSAValue | int, hi: SSAValue | int = 0, comment: str | None = None) -> SSAValue:
-        r_lo = self(gcn.SAddU32Op(self.sub(pair, 0), lo, comment=comment)).sdst
-        r_hi = self(gcn.SAddcU32Op(self.sub(pair, 1), hi)).sdst
-        return self(gcn.RegSequenceOp([r_lo, r_hi])).result
-
-    def mul(self, x: SSAValue, y: SSAValue | int) -> SSAValue:
-        if isinstance(y, int) and y > 0 and y & (y - 1) == 0:
-            return self(gcn.SLshlB32Op(x, _log2(y))).sdst
-        return self(gcn.SMulI32Op(x, y)).sdst
-
-    def mul64(self, x: SSAValue, y: SSAValue | int) -> tuple[SSAValue, SSAValue]:
-        yr = self.reg(y)
-        lo = self(gcn.SMulI32Op(x, yr)).sdst
-        hi = self(gcn.SMulHiU32Op(x, yr)).sdst
-        return lo, hi
 
 
 class LdsKernelBuilder:
@@ -217,14 +178,14 @@ class LdsKernelBuilder:
 
     # -- scalar arguments ----------------------------------------------------------
 
-    def _arg(self, e: _E, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+    def _arg(self, e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static >= 0:
             return static
         return e(gcn.SLoadDwordOp(kp, self.karg[name], comment=f"kernarg {name}")).sdst
 
     # -- instruction groups ----------------------------------------------------------
 
-    def _global_loads(self, e: _E, voff: SSAValue, saddr: SSAValue, offset: int, dwords: int,
+    def _global_loads(self, e: Emitter, voff: SSAValue, saddr: SSAValue, offset: int, dwords: int,
                       what: str) -> list[SSAValue]:
         """``dwords`` consecutive dwords at saddr + voff + offset: x4 loads, then (f64) x2,
         then dwords; comments count elements."""
@@ -242,19 +203,19 @@ class LdsKernelBuilder:
             i += n
         return out
 
-    def _elements(self, e: _E, loads: list[SSAValue], width: int | None = None) -> list[SSAValue]:
+    def _elements(self, e: Emitter, loads: list[SSAValue], width: int | None = None) -> list[SSAValue]:
         """The elements (``width`` registers each, default one element) of loaded ranges."""
         width = width or self.w
-        return [e.sub(v, j, width) for v in loads for j in range(0, v.type.n, width)]
+        return [v if v.type.n == width else e.sub(v, j, width) for v in loads for j in range(0, v.type.n, width)]
 
-    def _stage_loads(self, e: _E, a_base: SSAValue, b_base: SSAValue, offset: int) -> list[SSAValue]:
+    def _stage_loads(self, e: Emitter, a_base: SSAValue, b_base: SSAValue, offset: int) -> list[SSAValue]:
         """Global loads of one stage (A part, then B part) at byte ``offset`` along K."""
         a = self._global_loads(e, self.voff_a, a_base, offset, self.a_dw, "A k+")
         b = self._global_loads(e, self.voff_b, b_base, offset, self.depth * self.w, "B k+")
         self.n_a_loads = len(a)
         return a + b
 
-    def _write_pairs(self, e: _E, vaddr: SSAValue, values: list[SSAValue], base: int, stride: int,
+    def _write_pairs(self, e: Emitter, vaddr: SSAValue, values: list[SSAValue], base: int, stride: int,
                      what: str) -> None:
         """values[i] to LDS[vaddr + base + i*stride]: ``ds_write2st64_b32``/``_b64`` pairs
         when the offsets fit their 8-bit fields (units of 64 elements), else ``ds_write_b32``/``_b64``."""
@@ -273,7 +234,7 @@ class LdsKernelBuilder:
                 e(single(vaddr, values[i], o0, comment=f"{what} {i}"))
                 i += 1
 
-    def _lds_write(self, e: _E, staged: list[SSAValue], buf: int) -> None:
+    def _lds_write(self, e: Emitter, staged: list[SSAValue], buf: int) -> None:
         """The staged values of one stage into LDS buffer ``buf`` (K-major tiles)."""
         a_loads, b_loads = staged[:self.n_a_loads], staged[self.n_a_loads:]
         off = buf * self.buf_bytes
@@ -283,21 +244,21 @@ class LdsKernelBuilder:
         self._write_pairs(e, self.lds_wb, self._elements(e, b_loads), off + self.b_base, self.b_row_bytes,
                           f"B -> LDS{buf} k+")
 
-    def _frag_a(self, e: _E, buf: int, k: int) -> list[SSAValue]:
+    def _frag_a(self, e: Emitter, buf: int, k: int) -> list[SSAValue]:
         """ds_read_b128 of the mi_m A rows a work-item needs at k (in flight)."""
         off = buf * self.buf_bytes + self.a_base + k * self.a_row_bytes
         return [e(gcn.DsReadB128Op(self.lds_ra, off + 16 * q, comment=f"A frag k={k}")).vdst
                 for q in range(self.a_quads)]
 
-    def _frag_b(self, e: _E, buf: int, k: int, q: int) -> SSAValue:
+    def _frag_b(self, e: Emitter, buf: int, k: int, q: int) -> SSAValue:
         """ds_read_b128 number ``q`` of the mi_n B columns a work-item needs at k."""
         off = buf * self.buf_bytes + self.b_base + k * self.b_row_bytes
         return e(gcn.DsReadB128Op(self.lds_rb, off + 16 * q, comment=f"B frag k={k}")).vdst
 
-    def _fragment(self, e: _E, buf: int, k: int) -> tuple[list[SSAValue], list[SSAValue]]:
+    def _fragment(self, e: Emitter, buf: int, k: int) -> tuple[list[SSAValue], list[SSAValue]]:
         return self._frag_a(e, buf, k), [self._frag_b(e, buf, k, q) for q in range(self.b_quads)]
 
-    def _fmas(self, e: _E, frag: tuple[list[SSAValue], list[SSAValue]], acc: list[SSAValue]) -> None:
+    def _fmas(self, e: Emitter, frag: tuple[list[SSAValue], list[SSAValue]], acc: list[SSAValue]) -> None:
         """f32: the 64 FMAs of one k, row by row."""
         a = self._elements(e, frag[0])
         b = self._elements(e, frag[1])
@@ -306,7 +267,7 @@ class LdsKernelBuilder:
                 r = i * self.mi_n + j
                 acc[r] = e(gcn.VFmaF32Op(a[i], b[j], acc[r])).vdst
 
-    def _stage(self, e: _E, buf: int, staged: list[SSAValue], acc: list[SSAValue],
+    def _stage(self, e: Emitter, buf: int, staged: list[SSAValue], acc: list[SSAValue],
                a_next: SSAValue, b_next: SSAValue, next_offset: int) -> list[SSAValue]:
         """Compute one stage from LDS buffer ``buf``; write ``staged`` (the next stage) into
         the other buffer and start the global loads of the stage after it."""
@@ -325,7 +286,7 @@ class LdsKernelBuilder:
         e(gcn.SBarrierOp(comment=f"LDS{1 - buf} written, LDS{buf} read"))
         return new_staged
 
-    def _stage_f64(self, e: _E, buf: int, staged: list[SSAValue], acc: list[SSAValue],
+    def _stage_f64(self, e: Emitter, buf: int, staged: list[SSAValue], acc: list[SSAValue],
                    a_next: SSAValue, b_next: SSAValue, next_offset: int) -> list[SSAValue]:
         """One stage of the f64 kernel: FMAs column by column; the A fragment of k + 1 is
         read before the FMAs of k, each B quad (2 columns) of k + 1 right after the last
@@ -358,19 +319,34 @@ class LdsKernelBuilder:
     # -- the kernel ------------------------------------------------------------------
 
     @staticmethod
-    def _zeros(e: _E) -> SSAValue:
+    def _zeros(e: Emitter) -> SSAValue:
         """Four zero VGPRs (a C quad's value in lanes whose load EXEC disables)."""
         return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
 
     def build(self) -> gcn.KernelOp:
+        """The kernel: :meth:`_prologue`, :meth:`_k_loop`, :meth:`_epilogue` and :meth:`_finish`."""
         self._plan()
-        s = self.shape
-        esz, w, d, ks = self.esz, self.w, self.depth, self.k_step
-        mi_m, mi_n = self.mi_m, self.mi_n
         entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3), gcn.VGPRType.at(0),
                                  gcn.exec_type()])
         kp, wg_x, wg_y, tid, exec0 = entry.args
-        e = _E(entry)
+        e = Emitter(entry)
+        a_tile, b_tile, kmax = self._prologue(e, kp, wg_x, wg_y, tid)
+        acc = self._k_loop(e, a_tile, b_tile, kmax)
+        self._epilogue(e, kp, wg_x, wg_y, exec0, acc)
+        return self._finish(entry)
+
+    def _bytes(self, e: Emitter, x: SSAValue | int) -> SSAValue | int:
+        """x * element size in bytes (a leading dimension in bytes)."""
+        return x * self.esz if isinstance(x, int) else e.mul(x, self.esz)
+
+    def _prologue(self, e: Emitter, kp: SSAValue, wg_x: SSAValue, wg_y: SSAValue,
+                  tid: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue | int]:
+        """The kernel arguments, the A and B tile bases and each lane's global and LDS addresses
+        (``voff_a``, ``lds_wa``, ``voff_b``, ``lds_wb``, ``lds_ra``, ``lds_rb``, set on the
+        builder); returns (a_tile, b_tile, kmax: the byte offset of the last K step)."""
+        s = self.shape
+        esz, w, ks = self.esz, self.w, self.k_step
+        mi_m, mi_n = self.mi_m, self.mi_n
 
         # ---- prologue: arguments, tile bases, per-lane global and LDS addresses ----
         ptr_a = e(gcn.SLoadDwordx2Op(kp, self.karg["A"], comment="kernarg A")).sdst
@@ -379,10 +355,7 @@ class LdsKernelBuilder:
         lda = self._arg(e, kp, "lda", s.lda)
         ldb = self._arg(e, kp, "ldb", s.ldb)
 
-        def bytes_(x: SSAValue | int) -> SSAValue | int:
-            return x * esz if isinstance(x, int) else e.mul(x, esz)
-
-        lda_b, ldb_b = bytes_(lda), bytes_(ldb)
+        lda_b, ldb_b = self._bytes(e, lda), self._bytes(e, ldb)
         a_lo, a_hi = e.mul64(e.mul(wg_y, self.mt_m), lda_b)
         a_tile = e.add64(ptr_a, a_lo, a_hi, comment=f"A tile base = A + wg_y*{self.mt_m}*lda*{esz}")
         b_lo, b_hi = e.mul64(e.mul(wg_x, self.mt_n), ldb_b)
@@ -421,7 +394,13 @@ class LdsKernelBuilder:
         # tn * mi_n * esz = (t / tm_n) * mi_n * esz; with tm_n == mi_n that is (t * esz) & -(mi_n * esz)
         assert self.tm_n == mi_n
         self.lds_rb = e(gcn.VAndB32Op(-(mi_n * esz), self.lds_wb)).vdst
+        return a_tile, b_tile, kmax
 
+    def _k_loop(self, e: Emitter, a_tile: SSAValue, b_tile: SSAValue, kmax: SSAValue | int) -> list[SSAValue]:
+        """Stage 0 into LDS buffer 0 and stage 1 in flight, then the K loop (a ``gcn.loop``, two
+        stages per K step); returns the accumulators (mi_m x mi_n, row-major)."""
+        esz, w, d, ks = self.esz, self.w, self.depth, self.k_step
+        mi_m, mi_n = self.mi_m, self.mi_n
         # stages 0 and 1: 0 into LDS buffer 0, 1 in flight into the loop
         staged0 = self._stage_loads(e, a_tile, b_tile, 0)
         staged1 = self._stage_loads(e, a_tile, b_tile, d * esz)
@@ -438,7 +417,7 @@ class LdsKernelBuilder:
         carried = [koff0, *staged1, *acc0]
         n_staged = len(staged1)
         body = Block(arg_types=[v.type for v in carried])
-        be = _E(body)
+        be = Emitter(body)
         koff = body.args[0]
         staged = list(body.args[1:1 + n_staged])
         acc = list(body.args[1 + n_staged:])
@@ -452,8 +431,16 @@ class LdsKernelBuilder:
         be(gcn.LoopBackOp([pref, *staged, *acc], "scc1"))
         loop = gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_loop")
         e(loop)
-        acc = list(loop.res[1 + n_staged:])
+        return list(loop.res[1 + n_staged:])
 
+
+    def _epilogue(self, e: Emitter, kp: SSAValue, wg_x: SSAValue, wg_y: SSAValue, exec0: SSAValue,
+                  acc: list[SSAValue]) -> None:
+        """C = alpha * acc + beta * C for the work-item's micro tile (BLAS's alpha = 0 and beta = 0
+        rules), ending the program."""
+        s = self.shape
+        esz, w = self.esz, self.w
+        mi_m, mi_n = self.mi_m, self.mi_n
         # ---- epilogue: C = alpha * acc + beta * C, mi_m rows x mi_n columns per work-item ----
         load_s = gcn.SLoadDwordOp if w == 1 else gcn.SLoadDwordx2Op
         mul_op, fma_op = (gcn.VMulF32Op, gcn.VFmaF32Op) if w == 1 else (gcn.VMulF64Op, gcn.VFmaF64Op)
@@ -467,7 +454,7 @@ class LdsKernelBuilder:
         scc_nonzero(e, beta, w, "beta")
         load_lanes = e(gcn.SCselectB64Op(all_lanes, 0)).sdst
         ldc = self._arg(e, kp, "ldc", s.ldc)
-        ldc_b = bytes_(ldc)
+        ldc_b = self._bytes(e, ldc)
         c_lo, c_hi = e.mul64(e.mul(wg_y, self.mt_m), ldc_b)
         c_tile = e.add64(ptr_c, c_lo, c_hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, self.mt_n * esz), 0, comment="C tile columns")
@@ -479,11 +466,7 @@ class LdsKernelBuilder:
         group = max(1, min(mi_m, EPILOGUE_C_VGPRS // (4 * quads)))  # rows of C loaded at once
         row_ptr = c_tile
         for g0 in range(0, mi_m, group):
-            ptrs = []
-            for r in range(g0, g0 + group):
-                ptrs.append(row_ptr)
-                if r + 1 < mi_m:
-                    row_ptr = e.add64(row_ptr, ldc_b, 0)
+            ptrs, row_ptr = row_pointers(e, row_ptr, g0, group, mi_m, ldc_b)
             zeros = [[self._zeros(e) for _ in range(quads)] for _ in ptrs]  # written with EXEC all lanes
             e(gcn.SAndB64Op(load_lanes, -1, result_type=gcn.exec_type()))
             cs = [[e(gcn.GlobalLoadDwordx4Op(voff_c, p, 16 * q, merge=zeros[i][q],
@@ -503,6 +486,11 @@ class LdsKernelBuilder:
                     e(gcn.GlobalStoreDwordx4Op(voff_c, data, p, 16 * q))
         e(gcn.SEndpgmOp())
 
+
+    def _finish(self, entry: Block) -> gcn.KernelOp:
+        """The ``gcn.kernel`` of the entry block, with its launch information and LDS regions."""
+        s, ks, d = self.shape, self.k_step, self.depth
+        mi_m, mi_n = self.mi_m, self.mi_n
         kernel = gcn.KernelOp(self.name, Region(entry))
         kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y", "workitem_id_x",
                                            "exec"],

@@ -56,12 +56,12 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter, _f32_bits, rows_kernel
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, f32_bits, rows_kernel
 from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernels
 from vlpc.passes.isel.sqc_k_step import WIDE_A_BATCH_SGPRS
 
 #: Row counts of the row-narrow companions built for an M given at launch (the runtime runs the
-#: largest one not above M when M is below the tile's rows: convert_gemm_to_gcn.rows_kernel); each
+#: largest one not above M when M is below the tile's rows: isel/emit.py's rows_kernel); each
 #: splits K over the wavefront groups of ``quant_plan`` for its rows (unlike the other kernels'
 #: companions, which run one group).
 QUANT_ROWS_TILES = (8, 4, 2, 1)
@@ -169,7 +169,7 @@ class QuantGemvBuilder(DotKernelBuilder):
                 a["type"] = "char*"  # the GGUF tensor's bytes
         return out
 
-    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+    def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
         # k_begin dwords of A = k_begin / 32 block pairs of 2 x block_bytes
         pairs = e(gcn.SLshrB32Op(k_begin, 5, comment="first block pair of the slice")).sdst
         return e.mul(pairs, 2 * self.block_bytes)
@@ -180,13 +180,13 @@ class QuantGemvBuilder(DotKernelBuilder):
                                                       "b_format": StringAttr(self.fmt)})
         return kernel
 
-    def _combine_rows(self, e: _Emitter, acc: list[SSAValue]) -> list[SSAValue]:
+    def _combine_rows(self, e: Emitter, acc: list[SSAValue]) -> list[SSAValue]:
         """swiglu: silu(gate) * up per row, silu(g) = g / (1 + 2^(-g log2 e)) as the silu epilogue."""
         if not self.swiglu:
             return acc
         rows = len(acc) // 2
-        k = e.const(_f32_bits(-math.log2(math.e)))
-        one = e.const(_f32_bits(1.0))
+        k = e.const(f32_bits(-math.log2(math.e)))
+        one = e.const(f32_bits(1.0))
         out = []
         for g, u in zip(acc[:rows], acc[rows:]):
             den = e(gcn.VAddF32Op(one, e(gcn.VExpF32Op(e(gcn.VMulF32Op(k, g)).vdst)).vdst)).vdst
@@ -194,7 +194,7 @@ class QuantGemvBuilder(DotKernelBuilder):
             out.append(e(gcn.VMulF32Op(s, u)).vdst)
         return out
 
-    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
         iters = k_val // 32  # block pairs of this slice: 32 dwords of A (128 bytes) each
@@ -324,7 +324,7 @@ class QuantGemvBuilder(DotKernelBuilder):
                                 f".L{self.name}_block_pairs", "block pair")
 
 
-def pipelined_k_loop(e: _Emitter, step, load_set, bptr: SSAValue, iters: int, depth: int, unit_bytes: int,
+def pipelined_k_loop(e: Emitter, step, load_set, bptr: SSAValue, iters: int, depth: int, unit_bytes: int,
                      a_bytes: int, koff: SSAValue, a_cur: list[SSAValue] | None, acc: list[SSAValue],
                      left: list[int], label: str, what: str) -> list[SSAValue]:
     """The quantized GEMVs' K loop over ``iters`` units of B (``unit_bytes`` per lane, ``a_bytes`` of a

@@ -53,7 +53,7 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS, MatmulOp, quant_gemm_rows, quant_plan
-from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter, rows_kernel
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder,
                                            a_row_loads, b_row_loads, pipelined_k_loop, quant_kernels)
 
@@ -65,7 +65,7 @@ def quant_gemm_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule:
                        forwarding: bool = True) -> list[gcn.KernelOp] | None:
     """The kernels of a ``gemm.matmul`` with ``b_format`` planned as the prefill GEMM (the macro
     tile of ``quant_gemm_rows``), or None when the GEMVs' kernels apply
-    (passes/isel/quant_k.py's ``quant_format_kernels``)."""
+    (passes/isel/dispatch.py's ``quant_format_kernels``)."""
     rows = quant_gemm_rows(mm.shape(), "swiglu" in mm.epilogue_ops())
     if not rows or mm.get_int_array("macro_tile")[0] != rows:
         return None
@@ -101,7 +101,7 @@ def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], sc
 class QuantGemmBuilder(QuantGemvBuilder):
     """:class:`QuantGemvBuilder` with the prefill GEMM's K loop (module docstring)."""
 
-    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         assert self.fmt in QUANT_GEMM_TILE_ROWS and not self.swiglu, (self.fmt, self.swiglu)
         assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)

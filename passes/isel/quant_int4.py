@@ -42,7 +42,7 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS
-from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
                                            QuantGemvBuilder, a_row_loads, b_row_loads,
                                            pipelined_k_loop)
@@ -60,12 +60,12 @@ class Int4GemvBuilder(QuantGemvBuilder):
         super().__init__(*args, **kwargs)
         self.group = INT4_GROUP_FORMATS[self.fmt]
 
-    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+    def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
         shift = (self.group // 2).bit_length() - 1  # G / 2 dwords of A per group
         g = e(gcn.SLshrB32Op(k_begin, shift, comment="first group of the slice")).sdst
         return e.mul(g, self.block_bytes)
 
-    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         G = self.group
         a_dw = G // 2  # dwords of A (f16 pairs) per group

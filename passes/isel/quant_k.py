@@ -41,7 +41,7 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS, MatmulOp
-from vlpc.passes.isel.sqc import SMEM_IMM_MAX, RowStepper, _Emitter
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, PERM_SELECT, QUANT_B_AHEAD,
                                            QuantGemvBuilder, a_row_loads, pipelined_k_loop,
                                            quant_kernels)
@@ -52,28 +52,9 @@ Q4K_BYTES, Q4K_DWORDS, Q4K_A_DWORDS = 144, 36, 128
 F16_MINUS_1024, F16_ONES = 0xE400E400, 0x3C003C00
 
 
-def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",
-                         forwarding: bool = True) -> list[gcn.KernelOp]:
-    """The kernels of a ``gemm.matmul`` with ``b_format``: the prefill GEMM where M reaches its tile
-    (passes/isel/quant_gemm.py), the lane-along-K GEMV where it applies (passes/isel/quant_lane.py),
-    else each format with its builder (Q8_0, Q4_0: passes/isel/quant.py; Q4_K:
-    :class:`Q4KGemvBuilder`; the int4 group formats: passes/isel/quant_int4.py)."""
-    from vlpc.passes.isel.quant_gemm import quant_gemm_kernels, with_gemm_companion  # the prefill GEMM
-    from vlpc.passes.isel.quant_int4 import Int4GemvBuilder
-    from vlpc.passes.isel.quant_lane import quant_lane_kernels  # lanes along K where it applies
-
-    gemm = quant_gemm_kernels(mm, name, strategy, schedule, forwarding)
-    if gemm is not None:
-        return gemm
-    lane = quant_lane_kernels(mm, name)
-    if lane is not None:
-        return lane
-    builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
-    return with_gemm_companion(mm, name, quant_kernels(mm, name, strategy, schedule, forwarding, builder=builder),
-                               schedule, forwarding)
 
 
-def q4k_scales(e: _Emitter, dw) -> tuple[list[SSAValue], list[SSAValue]]:
+def q4k_scales(e: Emitter, dw) -> tuple[list[SSAValue], list[SSAValue]]:
     """(d sc_j, -dmin m_j) for j = 0..7 of a Q4_K super-block whose dword i is ``dw(i)``, f32
     (exact: 11 x 6 bits; ggml's ``get_scale_min_k4``, module docstring)."""
     d = e(gcn.VCvtF32F16Op(dw(0))).vdst
@@ -100,11 +81,11 @@ def q4k_scales(e: _Emitter, dw) -> tuple[list[SSAValue], list[SSAValue]]:
 class Q4KGemvBuilder(QuantGemvBuilder):
     """:class:`QuantGemvBuilder` with B in GGUF Q4_K (module docstring): one super-block per iteration."""
 
-    def _b_slice_bytes(self, e: _Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+    def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
         sb = e(gcn.SLshrB32Op(k_begin, 7, comment="first super-block of the slice")).sdst  # 128 dwords of A each
         return e.mul(sb, Q4K_BYTES)
 
-    def _k_loop_override(self, e: _Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         assert isinstance(k_val, int) and k_val % Q4K_A_DWORDS == 0, k_val  # whole super-blocks (quant_kernels)
         iters = k_val // Q4K_A_DWORDS

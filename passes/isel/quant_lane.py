@@ -57,7 +57,7 @@ from xdsl.ir import SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import kernel_entry
+from vlpc.passes.isel.emit import kernel_entry
 from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
 from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
 from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE

@@ -41,7 +41,7 @@ was measured, next to vlpc's default ``sqc`` schedule:
   bit-identical.
 * No LDS, no barrier.  Epilogue: C = alpha * acc + beta * C per BLAS: beta = 0 does not
   read C (EXEC is empty for the C loads, which return 0), alpha = 0 clears the
-  accumulators (the quick return of ``convert_gemm_to_gcn.zero_if_alpha_zero``), so NaN or
+  accumulators (the quick return of ``emit.zero_if_alpha_zero``), so NaN or
   Inf in C, or in A and B, does not propagate when its factor is 0.
 
 Measured figures of the K loop (``vlpc.analysis.loop_figures``), per 1024 FMAs: 128
@@ -67,8 +67,8 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import (KERNARG_OFFSET, _Emitter, kernarg_layout, kernel_interface,
-                                             scc_nonzero, zero_if_alpha_zero)
+from vlpc.passes.isel.emit import (KERNARG_OFFSET, Emitter, kernarg_layout, kernel_interface, row_pointers,
+                                   scc_nonzero, zero_if_alpha_zero)
 
 #: The seed's tiles: macro tile (M, N) per workgroup, micro tile per work-item.
 SEED_MACRO = (64, 256)
@@ -138,38 +138,59 @@ class SeedKernelBuilder:
                            "SMEM soffset")
 
     def build(self) -> gcn.KernelOp:
+        """The kernel: :meth:`_prologue`, :meth:`_k_loop`, :meth:`_epilogue` and :meth:`_finish`."""
         self._check()
-        s = self.shape
-        mt_m, mt_n = SEED_MACRO
-        ks, esz = SEED_K, 4
-        step_bytes = ks * esz
         entry = Block(arg_types=[gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3),
                                  gcn.VGPRType.at(0), gcn.exec_type()])
         kp, wg_x, wg_y, tid, exec0 = entry.args
-        e = _Emitter(entry)
+        e = Emitter(entry)
+        a_tile, b_tile, voff_b, k_val, lda4, row0 = self._prologue(e, kp, wg_x, wg_y, tid)
+        acc = self._k_loop(e, a_tile, b_tile, voff_b, k_val, lda4)
+        self._epilogue(e, kp, wg_x, tid, exec0, row0, acc)
+        return self._finish(entry)
 
-        def arg(name: str, static: int) -> SSAValue | int:
-            if static >= 0:
-                return static
-            return e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET[name], comment=f"kernarg {name}")).sdst
+    @staticmethod
+    def _arg(e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+        """A kernel argument: its static value, or an ``s_load_dword`` of it."""
+        if static >= 0:
+            return static
+        return e(gcn.SLoadDwordOp(kp, KERNARG_OFFSET[name], comment=f"kernarg {name}")).sdst
 
-        def reg(x: SSAValue | int) -> SSAValue:
-            return e.const(x) if isinstance(x, int) else x
+    @staticmethod
+    def _bytes(e: Emitter, x: SSAValue | int) -> SSAValue | int:
+        """x * 4 (f32 elements to bytes)."""
+        return x * 4 if isinstance(x, int) else e.mul(x, 4)
 
-        def nbytes(x: SSAValue | int) -> SSAValue | int:
-            return x * esz if isinstance(x, int) else e.mul(x, esz)
+    def _prologue(self, e: Emitter, kp: SSAValue, wg_x: SSAValue, wg_y: SSAValue,
+                  tid: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue, SSAValue | int, SSAValue | int, SSAValue]:
+        """The kernel arguments and tile bases: (a_tile, b_tile, voff_b: the lane's B offset, K,
+        lda4: A's row stride in bytes, row0: the tile's first row)."""
+        s = self.shape
+        mt_m, mt_n = SEED_MACRO
 
         # ---- prologue: arguments, tile bases (seed sections 2.2, 2.3, 2.10) ----
         ptr_a = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["A"], comment="kernarg A")).sdst
         ptr_b = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["B"], comment="kernarg B")).sdst
-        k_val = arg("K", s.k)
-        lda4 = nbytes(arg("lda", s.lda))
-        ldb4 = nbytes(arg("ldb", s.ldb))
+        k_val = self._arg(e, kp, "K", s.k)
+        lda4 = self._bytes(e, self._arg(e, kp, "lda", s.lda))
+        ldb4 = self._bytes(e, self._arg(e, kp, "ldb", s.ldb))
         row0 = e.mul(wg_y, mt_m)
         col0 = e.mul(wg_x, mt_n)
         a_tile = e.add64(ptr_a, *e.mul64(row0, lda4), comment=f"A tile base = A + wg_y*{mt_m}*lda*4")
         b_tile = e.add64(ptr_b, *e.mul64(col0, ldb4), comment=f"B tile base = B + wg_x*{mt_n}*ldb*4")
-        voff_b = e(gcn.VMulLoU32Op(tid, reg(ldb4))).vdst  # lane t reads B row col0 + t
+        voff_b = e(gcn.VMulLoU32Op(tid, e.reg(ldb4))).vdst  # lane t reads B row col0 + t
+        return a_tile, b_tile, voff_b, k_val, lda4, row0
+
+    def _k_loop(self, e: Emitter, a_tile: SSAValue, b_tile: SSAValue, voff_b: SSAValue, k_val: SSAValue | int,
+                lda4: SSAValue | int) -> list[SSAValue]:
+        """The seed's K loop (below) over K values of A from ``a_tile`` (rows ``lda4`` bytes
+        apart) and B from ``b_tile`` (the lane at ``voff_b``); returns the 64 accumulators."""
+        mt_m, _ = SEED_MACRO
+        ks, esz = SEED_K, 4
+        step_bytes = ks * esz
+
+        def reg(x: SSAValue | int) -> SSAValue:  # (e is the loop body's emitter inside the loop)
+            return e.const(x) if isinstance(x, int) else x
 
         def load_b(ptr: SSAValue, what: str) -> tuple[list[SSAValue], SSAValue]:
             """The lane's 8 B values at ptr (2 x global_load_dwordx4), the pointer advanced by 16
@@ -261,7 +282,7 @@ class SeedKernelBuilder:
             buf0 = list(body.args[2:4])
             la = list(body.args[5:5 + GROUP_ROWS])
             lacc = list(body.args[5 + GROUP_ROWS:])
-            e_outer, e = e, _Emitter(body)
+            e_outer, e = e, Emitter(body)
             k1 = e(gcn.SAddU32Op(lk, step_bytes, comment="second step of the iteration")).sdst
             buf1, lbp, la, laoff = step(lk, buf0, lacc, lbp, la, laoff, k1)
             knext = e(gcn.SAddU32Op(lk, pair_bytes, comment="next K steps")).sdst
@@ -282,9 +303,16 @@ class SeedKernelBuilder:
             b_cur, _, a_cur, a_off = step(koff, b_cur, acc, b_ptr, a_cur, a_off, klast)
             koff = klast
         step(koff, b_cur, acc, None, a_cur, a_off, None)
+        return acc
 
+    def _epilogue(self, e: Emitter, kp: SSAValue, wg_x: SSAValue, tid: SSAValue, exec0: SSAValue,
+                  row0: SSAValue, acc: list[SSAValue]) -> None:
+        """C = alpha * acc + beta * C for the macro tile's 64 rows, ending the program."""
+        s = self.shape
+        mt_m, mt_n = SEED_MACRO
+        esz = 4
         # ---- epilogue: C = alpha * acc + beta * C (BLAS: beta == 0 does not read C) ----
-        ldc4 = nbytes(arg("ldc", s.ldc))
+        ldc4 = self._bytes(e, self._arg(e, kp, "ldc", s.ldc))
         ptr_c = e(gcn.SLoadDwordx2Op(kp, KERNARG_OFFSET["C"], comment="kernarg C")).sdst
         c_tile = e.add64(ptr_c, *e.mul64(row0, ldc4), comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * esz), 0, comment="C tile columns")
@@ -298,11 +326,7 @@ class SeedKernelBuilder:
         row_ptr = c_tile
         group = 16  # rows of C in flight
         for g0 in range(0, mt_m, group):
-            ptrs = []
-            for r in range(g0, g0 + group):
-                ptrs.append(row_ptr)
-                if r + 1 < mt_m:
-                    row_ptr = e.add64(row_ptr, ldc4, 0)
+            ptrs, row_ptr = row_pointers(e, row_ptr, g0, group, mt_m, ldc4)
             e(gcn.SAndB64Op(load_lanes, -1, result_type=gcn.exec_type()))
             zeros = [e(gcn.VMovB32Op(0)).vdst for _ in ptrs]
             cs = [e(gcn.GlobalLoadDwordOp(voff_c, p, comment=f"C row {g0 + i}", merge=z)).vdst
@@ -314,6 +338,12 @@ class SeedKernelBuilder:
                 e(gcn.GlobalStoreDwordOp(voff_c, out, p))
         e(gcn.SEndpgmOp())
 
+
+    def _finish(self, entry: Block) -> gcn.KernelOp:
+        """The ``gcn.kernel`` of the entry block, with its launch information."""
+        s = self.shape
+        mt_n = SEED_MACRO[1]
+        ks = SEED_K
         kernel = gcn.KernelOp(self.name, Region(entry))
         kernel_interface(kernel, self.mm, ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y",
                                            "workitem_id_x", "exec"],

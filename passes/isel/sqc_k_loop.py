@@ -1,6 +1,6 @@
 """The K loop skeleton of the ``sqc`` scheme (A in SGPRs, B in a ring of VGPRs), shared by the
-f32/f64 kernel (``convert_gemm_to_gcn.SqcKernelBuilder``) and the f16/int8 dot kernel
-(``gemm_to_gcn_dot.DotKernelBuilder``); the order of one step's loads and multiply-adds is
+f32/f64 kernel (``sqc.SqcKernelBuilder``) and the f16/int8 dot kernel
+(``dot.DotKernelBuilder``); the order of one step's loads and multiply-adds is
 :mod:`vlpc.passes.isel.sqc_k_step`'s.
 
 :func:`emit_k_loops` emits, for K counted in elements of ``esz`` bytes (f32/f64 values, or the
@@ -25,6 +25,7 @@ from collections.abc import Callable
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
+from vlpc.passes.isel.emit import pow2_runs
 from vlpc.passes.isel.sqc_k_step import k_step_events, run_k_step
 
 #: B loads of 1, 2 or 4 dwords (B N x K, the static tail's runs of values).
@@ -58,7 +59,6 @@ def emit_k_loops(e, name: str, acc: list[SSAValue], k_val: SSAValue | int, n_ste
     ``prefetch_a(pref)``: called at the top of each step of the loop with the next step's byte
     offset ``pref`` (clamped), to bring that step's A lines towards the CU a step ahead of the
     scalar loads (the sqc kernel's vector touch, ``SqcKernelBuilder``); None: nothing."""
-    from vlpc.passes.isel.sqc import _pow2_runs  # (that module imports this one)
 
     step_batches = batches(ks)
 
@@ -170,7 +170,7 @@ def emit_k_loops(e, name: str, acc: list[SSAValue], k_val: SSAValue | int, n_ste
         b_base = b_step_base(koff_t)
         if b_quads:
             tail_b = []
-            for w, kb in _pow2_runs(k_tail, 4 // dw):
+            for w, kb in pow2_runs(k_tail, 4 // dw):
                 v = e(_B_LOADS[w * dw](voff_b, b_base, offset=kb * esz, comment=texts["b_tail"].format(k0 + kb))).vdst
                 tail_b += [(v, j) for j in range(w)]
         else:

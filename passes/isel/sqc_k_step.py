@@ -1,6 +1,6 @@
 """The order of one K step of the ``sqc`` scheme (A in SGPRs, B in a ring of VGPRs), shared
-by the f32/f64 kernel (``convert_gemm_to_gcn.SqcKernelBuilder``) and the f16/int8 dot kernel
-(``gemm_to_gcn_dot.DotKernelBuilder``).  The loop around the steps (its counter, the steps'
+by the f32/f64 kernel (``sqc.SqcKernelBuilder``) and the f16/int8 dot kernel
+(``dot.DotKernelBuilder``).  The loop around the steps (its counter, the steps'
 carried registers, the tails of K % k_step, the back edge) is :mod:`vlpc.passes.isel.sqc_k_loop`.
 
 A step reads ``k_step`` values (dwords) of K for every row of the micro tile.  A's values are

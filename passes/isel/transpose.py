@@ -3,7 +3,7 @@
 The dot kernels pair one SGPR of A (P = 2 f16 or P = 4 int8 consecutive values of K) with a
 VGPR of B, so they want K contiguous in A.  A stored K x M (layouts ``TN``, ``TT``) has M
 contiguous; the dot kernel can pack rows P kk .. P kk + P - 1 into its SGPR operands with SALU
-ops (module docstring of ``gemm_to_gcn_dot``), but only for a static M, lda (and A's batch
+ops (module docstring of ``isel/dot.py``), but only for a static M, lda (and A's batch
 stride) that are multiples of P and a tile of P..32 rows, and for int8 that 4x4 byte transpose
 costs 10 SALU instructions per 4 dots: the SALU bounds the kernel.  Otherwise the plan runs
 first ``<name>_transpose``, which copies A into a workspace laid out M x K, then the NT/NN dot
@@ -89,7 +89,7 @@ and the macro tile (``vlpc.plan_model``) does not count the copy.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
@@ -98,7 +98,7 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import (DOT_PACK, ELEMENT_BYTES, GemmShape, MatmulOp, a_copied_for_alignment,
                                 b_copied_for_alignment)
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.sqc import _Emitter, kernel_interface
+from vlpc.passes.isel.emit import Emitter, kernel_interface
 from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernarg_layout, dot_kernels
 from vlpc.targets import GFX906
 
@@ -216,17 +216,13 @@ def workspace_ld(k: int, pack: int) -> int:
     return -(-k // pack) * pack if k >= 0 else -1
 
 
-def _static_or_load(e: _Emitter, kp: SSAValue, kargs: dict, name: str, static: int) -> SSAValue | int:
+def _static_or_load(e: Emitter, kp: SSAValue, kargs: dict, name: str, static: int) -> SSAValue | int:
     if static >= 0:
         return static
     return e(gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst
 
 
-def _reg(e: _Emitter, x: SSAValue | int) -> SSAValue:
-    return e.const(x) if isinstance(x, int) else x
-
-
-def _mul(e: _Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
+def _mul(e: Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
     if isinstance(x, int) and isinstance(y, int):
         return x * y
     if isinstance(x, int):
@@ -234,7 +230,7 @@ def _mul(e: _Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
     return e.mul(x, y)  # type: ignore[arg-type]
 
 
-def _ldw(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSAValue | int:
+def _ldw(e: Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSAValue | int:
     """The copy's row stride (elements)."""
     if s.k >= 0:
         return workspace_ld(s.k, pack)
@@ -243,7 +239,7 @@ def _ldw(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int) -> SSA
     return e(gcn.SAndB32Op(t, -pack, comment=f"ldw = K rounded up to {pack}")).sdst
 
 
-def copy_base(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, ws_split: int,
+def copy_base(e: Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, ws_split: int,
               wg_z: SSAValue | None, operand: str = "A",
               copies: tuple[str, ...] = ("A",)) -> tuple[SSAValue, SSAValue | int, SSAValue | int]:
     """(the base of ``operand``'s copy for this workgroup's batch entry (an SGPR pair), its rows
@@ -256,21 +252,21 @@ def copy_base(e: _Emitter, kp: SSAValue, kargs: dict, s: GemmShape, pack: int, w
     if ws_split > 1:
         ldc = _static_or_load(e, kp, kargs, "ldc", s.ldc)
         part = _mul(e, _mul(e, m, ldc), 4 * ws_split)
-        ws = e.add64(ws, _reg(e, part) if isinstance(part, int) else part, 0,
+        ws = e.add64(ws, e.reg(part) if isinstance(part, int) else part, 0,
                      comment=f"{'A' if 'A' in copies else 'B'}'s copy after the partials")
     ldw = _ldw(e, kp, kargs, s, pack)
     n = _static_or_load(e, kp, kargs, "N", s.n) if "B" in copies else 0
     rows: SSAValue | int = m if "A" in copies else 0
     if "B" in copies:
         rows = (rows + n if isinstance(rows, int) and isinstance(n, int) else
-                n if isinstance(rows, int) and rows == 0 else e(gcn.SAddU32Op(_reg(e, rows), _reg(e, n))).sdst)
+                n if isinstance(rows, int) and rows == 0 else e(gcn.SAddU32Op(e.reg(rows), e.reg(n))).sdst)
     if s.batch != 0:
         per = _mul(e, _mul(e, rows, ldw), eb)
         lo, hi = e.mul64(wg_z, per)  # type: ignore[arg-type]
         ws = e.add64(ws, lo, hi, comment=f"{operand}'s copy of the batch entry")
     if operand == "B" and "A" in copies:
         a_bytes = _mul(e, _mul(e, m, ldw), eb)
-        ws = e.add64(ws, _reg(e, a_bytes) if isinstance(a_bytes, int) else a_bytes, 0, comment="B's copy after A's")
+        ws = e.add64(ws, e.reg(a_bytes) if isinstance(a_bytes, int) else a_bytes, 0, comment="B's copy after A's")
     return ws, (m if operand == "A" else n), ldw
 
 
@@ -302,18 +298,18 @@ class WorkspaceADotBuilder(DotKernelBuilder):
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None)
 
-    def _arg(self, e: _Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+    def _arg(self, e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
         if static < 0 and ((name == "lda" and "A" in self.copies) or (name == "ldb" and "B" in self.copies)):
             kargs = {a["name"]: a["offset"] for a in self.kernargs()}  # the copy's row stride, from K
             return _ldw(e, kp, kargs, self.shape, self.pack)
         return super()._arg(e, kp, name, static)
 
-    def _a_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+    def _a_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         if "A" not in self.copies:
             return super()._a_base(e, kp, kargs, wg_z, batch_base)
         return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z, "A", self.copies)[0]
 
-    def _b_base(self, e: _Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
+    def _b_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         if "B" not in self.copies:
             return super()._b_base(e, kp, kargs, wg_z, batch_base)
         return copy_base(e, kp, kargs, self.shape, self.pack, self.ws_split, wg_z, "B", self.copies)[0]
@@ -351,13 +347,11 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     ``operand`` ``"B"``: ``<name>_copy_b``, B (N x K, ldb, its batch stride) into its region
     (N x ldw; grid x over N); ``copies``: the operands the plan copies (workspace layout)."""
     s = mm.shape()
-    P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
+    P = DOT_PACK[s.dtype]
     # A stored K x M (A[m, k] at k lda + m), else M x K (m lda + k); B (N x K) as A M x K
     k_rows = (operand == "A" and mm.layout.data[0] == "T") or (operand == "B" and mm.layout.data[1] == "N")
-    src_rows, src_ld, src_stride = (s.m, s.lda, s.stride_a) if operand == "A" else (s.n, s.ldb, s.stride_b)
-    ld_name, st_name = ("lda", "stride_a") if operand == "A" else ("ldb", "stride_b")
-    T, D = TILE, TILE // P  # tile: T values of M x T values of K = D dwords of K
-    pitch = D + 1  # LDS dwords per m
+    src_rows = s.m if operand == "A" else s.n
+    T = TILE  # tile: T values of M x T values of K = T / P dwords of K
     lds = transpose_lds_bytes(P)
     if lds > GFX906.lds_bytes_per_cu:
         raise op_error(mm, f"the A transpose tile needs {lds} bytes of LDS, the CU has {GFX906.lds_bytes_per_cu}")
@@ -373,29 +367,87 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     kp, wg_x, wg_y = entry.args[:3]
     wg_z = entry.args[3] if batched else None
     tid, exec0 = entry.args[-2:]
-    e = _Emitter(entry)
+    e = Emitter(entry)
 
+    tile = _copy_prologue(e, kp, kargs, s, operand, copies, ws_split, k_rows, (wg_x, wg_y, wg_z), tid, exec0)
+    full, m_edge = _copy_read_tile(tile, s, k_rows, src_rows)
+    _copy_write(tile, full, m_edge, P)
+
+    kernel = gcn.KernelOp(name, Region(entry))
+    kernel.attributes["lds_bytes"] = IntegerAttr(lds, i64)
+    kernel_interface(kernel, mm, [*roles, "workitem_id_x", "exec"], kargs_list, T * WAVES, (T, T), 1,
+                     role="transpose" if operand == "A" else "copy_b", batch=s.batch, c_dtype=s.c_type, k_pack=P,
+                     static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
+                     ws_split=ws_split, tile_m=T, tile_k=T)
+    return kernel
+
+
+@dataclass
+class _CopyTile:
+    """What the transpose kernel's prologue (:func:`_copy_prologue`) leaves its two phases: the
+    emitter ``e``, the work-item id ``tid`` and EXEC at entry ``exec0``; workgroup id y
+    ``wg_y`` (the tile's K); the source's rows ``m_val`` (M, or N for B) and K ``k_val``; the
+    copy's row ``ldw`` (elements) and ``ldw_b`` (bytes); the tile's first row ``m0`` and first K
+    ``k0``; the source's row ``lda_b`` (bytes); the tile's source ``a_tile`` and copy ``w_tile``
+    (SGPR pairs); ``eb`` bytes per element and ``pack`` P elements per dword."""
+
+    e: Emitter
+    tid: SSAValue
+    exec0: SSAValue
+    wg_y: SSAValue
+    m_val: SSAValue | int
+    k_val: SSAValue | int
+    ldw: SSAValue | int
+    ldw_b: SSAValue | int
+    m0: SSAValue
+    k0: SSAValue
+    lda_b: SSAValue | int
+    a_tile: SSAValue
+    w_tile: SSAValue
+    eb: int
+    pack: int
+
+
+def _copy_prologue(e: Emitter, kp: SSAValue, kargs: dict, s: GemmShape, operand: str, copies: tuple[str, ...],
+                   ws_split: int, k_rows: bool, wg: tuple[SSAValue, SSAValue, SSAValue | None], tid: SSAValue,
+                   exec0: SSAValue) -> _CopyTile:
+    """The transpose kernel's arguments and the tile's source and copy bases (:class:`_CopyTile`)."""
+    P, eb = DOT_PACK[s.dtype], ELEMENT_BYTES[s.dtype]
+    src_ld, src_stride = (s.lda, s.stride_a) if operand == "A" else (s.ldb, s.stride_b)
+    ld_name, st_name = ("lda", "stride_a") if operand == "A" else ("ldb", "stride_b")
+    T, D = TILE, TILE // P
+    wg_x, wg_y, wg_z = wg
+    batched = wg_z is not None
     w_base, m_val, ldw = copy_base(e, kp, kargs, s, P, ws_split, wg_z, operand, copies)
     k_val = _static_or_load(e, kp, kargs, "K", s.k)
     lda = _static_or_load(e, kp, kargs, ld_name, src_ld)
     a_ptr = e(gcn.SLoadDwordx2Op(kp, kargs[operand], comment=f"kernarg {operand}")).sdst
     if batched:
         sa = _static_or_load(e, kp, kargs, st_name, src_stride)
-        lo, hi = e.mul64(wg_z, _reg(e, _mul(e, sa, eb)))  # type: ignore[arg-type]
+        lo, hi = e.mul64(wg_z, e.reg(_mul(e, sa, eb)))  # type: ignore[arg-type]
         a_ptr = e.add64(a_ptr, lo, hi, comment="A + batch * stride_a")
     m0 = e.mul(wg_x, T)
     k0 = e.mul(wg_y, T)
     lda_b = _mul(e, lda, eb)  # a row of A in bytes
     if k_rows:
-        lo, hi = e.mul64(k0, _reg(e, lda_b))
+        lo, hi = e.mul64(k0, e.reg(lda_b))
         a_tile = e.add64(e.add64(a_ptr, lo, hi, comment="A + k0 * lda"), e.mul(m0, eb), 0, comment="A tile = + m0")
     else:  # A stored M x K: the strides of m and k swapped
-        lo, hi = e.mul64(m0, _reg(e, lda_b))
+        lo, hi = e.mul64(m0, e.reg(lda_b))
         a_tile = e.add64(e.add64(a_ptr, lo, hi, comment="A + m0 * lda"), e.mul(k0, eb), 0, comment="A tile = + k0")
     ldw_b = _mul(e, ldw, eb)  # a row of the copy in bytes
     w_tile = e.add64(w_base, e.mul(m0, ldw_b), 0, comment="copy + m0 rows")
     w_tile = e.add64(w_tile, e.mul(wg_y, D * 4), 0, comment="copy tile = + k0 values")
+    return _CopyTile(e, tid, exec0, wg_y, m_val, k_val, ldw, ldw_b, m0, k0, lda_b, a_tile, w_tile, eb, P)
 
+
+def _copy_read_tile(tile: _CopyTile, s: GemmShape, k_rows: bool, src_rows: int) -> tuple[SSAValue, bool]:
+    """The tile's source values into LDS, packed P to a dword (the loads over its K rows, then
+    an ``s_barrier``); returns (EXEC of the launch's lanes, whether M has an edge)."""
+    e, tid, exec0, m_val, k_val = tile.e, tile.tid, tile.exec0, tile.m_val, tile.k_val
+    m0, k0, lda_b, a_tile, eb, P = tile.m0, tile.k0, tile.lda_b, tile.a_tile, tile.eb, tile.pack
+    T, D = TILE, TILE // P
+    pitch = D + 1  # LDS dwords per m
     # ---- read A: lane m, wavefront w: the dwords kk = w + WAVES i of the tile's rows of K ----
     m_edge = not (src_rows >= 0 and src_rows % T == 0)
     k_edge = not (s.k >= 0 and s.k % T == 0)
@@ -403,7 +455,7 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     lane = e(gcn.VAndB32Op(T - 1, tid)).vdst
     wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(T.bit_length() - 1, tid)).vdst)).sdst
     if m_edge:
-        lanes_m = e(gcn.VCmpGtU32Op(_reg(e, m_val), e(gcn.VAddU32Op(m0, lane)).vdst)).sdst
+        lanes_m = e(gcn.VCmpGtU32Op(e.reg(m_val), e(gcn.VAddU32Op(m0, lane)).vdst)).sdst
         lanes_m = e(gcn.SAndB64Op(full, lanes_m)).sdst
     else:
         lanes_m = full
@@ -414,14 +466,14 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
                          e(gcn.SMulI32Op(wave_rows, lda_b)).sdst, 0, comment="A + the wavefront's first row")
         k_step: SSAValue | int = lda_b  # bytes from one K row of the tile to the next
     else:  # lane m reads row m0 + m of A (M x K): one element of K after another
-        voff = e(gcn.VMulLoU32Op(lane, _reg(e, lda_b))).vdst  # lane m: A row m0 + m
+        voff = e(gcn.VMulLoU32Op(lane, e.reg(lda_b))).vdst  # lane m: A row m0 + m
         wave_rows = e.mul(wave, P)
         a_wave = e.add64(a_tile, e.mul(wave_rows, eb) if eb > 1 else wave_rows, 0,
                          comment="A + the wavefront's first value of K")
         k_step = eb
     if k_edge:  # rows k >= K are not read: rem = K - (k0 + P w) rows left (0 when past K)
         kw = e(gcn.SAddU32Op(k0, wave_rows, comment="first K row of the wavefront")).sdst
-        rem = e(gcn.SSubU32Op(e(gcn.SMaxU32Op(_reg(e, k_val), kw)).sdst, kw, comment="K rows left")).sdst
+        rem = e(gcn.SSubU32Op(e(gcn.SMaxU32Op(e.reg(k_val), kw)).sdst, kw, comment="K rows left")).sdst
         none = e(gcn.SAndB64Op(full, 0)).sdst
     per_lane = D // WAVES  # dwords of K each lane packs
     # loads: the first value of every register before the d16_hi loads that complete them
@@ -462,6 +514,15 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
         e(gcn.DsWriteB32Op(w_addr, v, offset=WAVES * 4 * i, comment=f"dword wave + {WAVES * i} of the lane's m"))
     e(gcn.SBarrierOp(comment="the tile is in LDS"))
 
+    return full, m_edge
+
+
+def _copy_write(tile: _CopyTile, full: SSAValue, m_edge: bool, P: int) -> None:
+    """The copy's rows from LDS to the workspace (its edges masked), ending the program."""
+    e, tid, wg_y, m_val, m0 = tile.e, tile.tid, tile.wg_y, tile.m_val, tile.m0
+    ldw, ldw_b, w_tile = tile.ldw, tile.ldw_b, tile.w_tile
+    T, D = TILE, TILE // P
+    pitch = D + 1  # LDS dwords per m
     # ---- write the copy: lane (r, c) = (tid / D, tid % D): dword c of row r + R i ----
     R = T * WAVES // D  # rows of the copy per pass
     col = e(gcn.VAndB32Op(D - 1, tid)).vdst
@@ -470,18 +531,18 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
     r_addr = e(gcn.VLshlAddU32Op(col, 2, r_addr)).vdst
     words = [e(gcn.DsReadB32Op(r_addr, offset=R * i * pitch * 4, comment=f"row r + {R * i}")).vdst
              for i in range(T // R)]
-    voff_w = e(gcn.VMulLoU32Op(row, _reg(e, ldw_b))).vdst
+    voff_w = e(gcn.VMulLoU32Op(row, e.reg(ldw_b))).vdst
     voff_w = e(gcn.VLshlAddU32Op(col, 2, voff_w)).vdst
-    kd = e(gcn.SLshrB32Op(_reg(e, ldw), P.bit_length() - 1, comment="dwords of a copy row")).sdst \
+    kd = e(gcn.SLshrB32Op(e.reg(ldw), P.bit_length() - 1, comment="dwords of a copy row")).sdst \
         if not isinstance(ldw, int) else ldw // P
     col_edge = not (isinstance(kd, int) and kd % D == 0)
     if col_edge:
-        kd_left = e(gcn.SSubU32Op(_reg(e, kd), e.mul(wg_y, D), comment="dwords of the row from the tile on")).sdst
+        kd_left = e(gcn.SSubU32Op(e.reg(kd), e.mul(wg_y, D), comment="dwords of the row from the tile on")).sdst
         cols = e(gcn.SAndB64Op(full, e(gcn.VCmpGtU32Op(kd_left, col)).sdst)).sdst
     else:
         cols = full
     if m_edge:
-        rows_left = e(gcn.SSubU32Op(_reg(e, m_val), m0, comment="rows of the copy from the tile on")).sdst
+        rows_left = e(gcn.SSubU32Op(e.reg(m_val), m0, comment="rows of the copy from the tile on")).sdst
     for i, v in enumerate(words):
         if m_edge:
             ok = e(gcn.VCmpGtU32Op(rows_left, e(gcn.VAddU32Op(e.const(R * i), row)).vdst)).sdst
@@ -489,17 +550,9 @@ def build_transpose(mm: MatmulOp, name: str, ws_split: int, operand: str = "A",
         else:
             e(gcn.SAndB64Op(cols, -1, result_type=gcn.exec_type()))
         step = _mul(e, ldw_b, R * i)
-        base = w_tile if step == 0 else e.add64(w_tile, _reg(e, step) if isinstance(step, int) else step, 0)
+        base = w_tile if step == 0 else e.add64(w_tile, e.reg(step) if isinstance(step, int) else step, 0)
         e(gcn.GlobalStoreDwordOp(voff_w, v, base))  # row m0 + r + R i of the copy
     e(gcn.SEndpgmOp())
-
-    kernel = gcn.KernelOp(name, Region(entry))
-    kernel.attributes["lds_bytes"] = IntegerAttr(lds, i64)
-    kernel_interface(kernel, mm, [*roles, "workitem_id_x", "exec"], kargs_list, T * WAVES, (T, T), 1,
-                     role="transpose" if operand == "A" else "copy_b", batch=s.batch, c_dtype=s.c_type, k_pack=P,
-                     static_stride_a=s.stride_a, static_stride_b=s.stride_b, static_stride_c=s.stride_c,
-                     ws_split=ws_split, tile_m=T, tile_k=T)
-    return kernel
 
 
 def transpose_dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = "default",

@@ -40,7 +40,7 @@ def test_cu0_trace_with_geometric_l2_miss_matches_the_full_launch(m, n):
     # the full launch finds each line's sharers in the first round's footprints (the
     # "address" L2 rule); the shortcut draws misses with the geometric probability and takes
     # the CUs' overlap as 1 / that probability.  With the A touch (one global_load_dword per wave
-    # and K step that brings the next step's A lines into the L2, passes/isel/sqc.py
+    # and K step that brings the next step's A lines into the L2, passes/isel/emit.py
     # a_touch) the shortcut's geometric probability no longer sees which CU fills a shared A line
     # first: 1.8 % apart at 256 x 1024 (118.8 vs 121.0 us; 1.1 % before the touch)
     assert fast.timing.time_us == pytest.approx(full.timing.time_us, rel=2.5e-2)
