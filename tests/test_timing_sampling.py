@@ -15,21 +15,15 @@ from vlpc.runtime.timing.recorder import IssueRecorder, recording
 from vlpc.runtime.timing.trace import KernelTrace, StaticInstr
 from vlpc.targets import get_board
 
+from test_timing_model import _gemm_src
+
 
 def _gemm_trace(m=128, n=256, k=2048):
     """A timing-only launch of vlpc's SGEMM (32x64 tiles: 16 workgroups), its trace and residency."""
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
 
-    src = f"""
-func.func @g(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
-  %alpha = arith.constant 1.0 : f32
-  %beta = arith.constant 0.0 : f32
-  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
-  return
-}}
-"""
-    mod = vlpc.compile(src, gpu="mi60", split_k=1, macro_tile=(32, 64))
+    mod = vlpc.compile(_gemm_src(m, n, k), gpu="mi60", split_k=1, macro_tile=(32, 64))
     ck = mod.kernel()
     board = get_board("mi60")
     dev = EmulatorDevice(gpu=board, timing_only=True)
