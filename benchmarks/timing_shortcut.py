@@ -73,10 +73,10 @@ def loop_point(m: int, n: int, k: int, gpu: str = "mi60") -> dict:
     loop = sampling.find_loop(st.trace)
     full = tgpu.model_kernel(st.trace, board, res, ck.name, loop_sample=False)
     c2 = cpu()
-    fast = tgpu.model_kernel(st.trace, board, res, ck.name)
+    fast = tgpu.model_kernel(st.trace, board, res, ck.name, loop_sample=True)
     c3 = cpu()
     return {"m": m, "n": n, "k": k, "board": board.name, "iterations": loop.iterations if loop else None,
-            "sampled": sampling.plan(st.trace) is not None, "full_us": full.time_us, "sampled_us": fast.time_us,
+            "sampled": sampling.plan(st.trace, True) is not None, "full_us": full.time_us, "sampled_us": fast.time_us,
             "error_pct": (fast.time_us / full.time_us - 1) * 100, "launch_cpu_s": c1 - c0,
             "full_cpu_s": c2 - c1, "sampled_cpu_s": c3 - c2, "samples": list(sampling.SAMPLES)}
 

@@ -52,19 +52,22 @@ def test_the_gemm_k_loop_is_found(gemm):
 def test_sampled_gemm_agrees_with_the_whole_model(gemm, monkeypatch):
     tr, board, res = gemm
     full = gpu.model_kernel(tr, board, res, loop_sample=False)
-    assert sampling.plan(tr) is not None  # 127 bodies > MIN_ITERATIONS: sampled by default
-    fast = gpu.model_kernel(tr, board, res)
+    assert sampling.plan(tr, True) is not None  # 127 bodies > MIN_ITERATIONS
+    fast = gpu.model_kernel(tr, board, res, loop_sample=True)
+    assert fast.time_us != full.time_us  # sampled indeed
     assert fast.time_us == pytest.approx(full.time_us, rel=0.005)
     assert sum(v for k, v in fast.breakdown_us.items()) == pytest.approx(fast.time_us, rel=1e-9)
-    monkeypatch.setenv("VLPC_TIMING_FULL", "1")
-    assert gpu.model_kernel(tr, board, res).time_us == full.time_us
+    monkeypatch.delenv("VLPC_TIMING_SAMPLE", raising=False)
+    assert gpu.model_kernel(tr, board, res).time_us == full.time_us  # off by default
+    monkeypatch.setenv("VLPC_TIMING_SAMPLE", "1")
+    assert gpu.model_kernel(tr, board, res).time_us == fast.time_us
 
 
 def test_a_recorder_sees_the_whole_trace(gemm):
     tr, board, res = gemm
     rec = IssueRecorder(max_events=0)
     with recording(rec):
-        rep = gpu.model_kernel(tr, board, res)
+        rep = gpu.model_kernel(tr, board, res, loop_sample=True)
     assert rep.time_us == gpu.model_kernel(tr, board, res, loop_sample=False).time_us
     assert rec.totals()["issues"] == sum(len(s) for s in tr.streams.values())
 
@@ -96,4 +99,4 @@ def test_truncation_keeps_prologue_samples_and_last_iteration():
 ])
 def test_no_common_periodic_loop_is_modeled_whole(streams):
     tr = _synthetic(streams)
-    assert sampling.plan(tr) is None
+    assert sampling.plan(tr, True) is None

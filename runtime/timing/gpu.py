@@ -152,13 +152,14 @@ def sqc_sharers(board: Board, active_cus: int) -> int:
 
 def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "",
                  max_simulated: int | None = None, l2_miss: float | None = None,
-                 loop_sample: bool = True) -> TimingReport:
+                 loop_sample: bool | None = None) -> TimingReport:
     """The modeled time of one traced launch.
 
-    ``loop_sample``: when the traced waves run one main loop for more than
+    ``loop_sample``: True: when the traced waves run one main loop for more than
     ``sampling.MIN_ITERATIONS`` iterations, model two short samples of the loop and extrapolate
-    (:mod:`.sampling`; off with ``False``, ``VLPC_TIMING_FULL=1`` or a per-instruction
-    recorder installed).  The rest of this docstring is the model of one trace.
+    (:mod:`.sampling`, a shortcut with a known error: off by default); None (default): as
+    ``VLPC_TIMING_SAMPLE`` says; never with a per-instruction recorder installed.  The rest of
+    this docstring is the model of one trace.
 
     CU 0 receives ``n0 = ceil(W / C)`` of the ``W`` workgroups (breadth-first dispatch
     over identical CUs), at most ``R`` resident at once, each freed slot refilled
@@ -172,7 +173,7 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     does not hold misses with that probability instead of by its sharers, for traces
     whose footprints hold CU 0's workgroups only).
     """
-    loop = sampling.plan(trace) if loop_sample and current_recorder() is None else None
+    loop = sampling.plan(trace, loop_sample) if loop_sample is not False and current_recorder() is None else None
     if loop is not None:
         a, b = (model_kernel(sampling.truncate(trace, loop, j), board, res, name, max_simulated, l2_miss,
                              loop_sample=False) for j in sampling.SAMPLES)
