@@ -120,6 +120,8 @@ def collect(cache: Path, sizes) -> None:
         # another CU's workgroup of the first round shares it (its own footprints)
         with open(cache / f"trace_{m}.pkl", "wb") as f:
             pickle.dump(tr, f)
+        # merged with what another collect running meanwhile wrote (runs in parallel share the cache)
+        meta = dict(json.loads(meta_path.read_text()) if meta_path.exists() else {}, **{str(m): meta[str(m)]})
         meta_path.write_text(json.dumps(meta, indent=1))
 
 
