@@ -19,8 +19,9 @@ exact.  The error against the whole model is measured by ``benchmarks/timing_sho
 and tested in ``tests/test_timing_sampling.py``.
 
 **Off by default**: on vlpc's SGEMM 1024x1024x4096 (one partial round of 8 workgroups per CU)
-the shortcut models 9.0 % faster than the whole model (docs/timing_model.md), beyond the 0.5 %
-it must keep; why was not found.  ``VLPC_TIMING_SAMPLE=1`` in the environment (or
+the shortcut models 9.0 % faster than the whole model, beyond the 0.5 % it must keep: the loop is
+not stationary where the samples are (after about 64 bodies the CU's share of the simulated L2
+is full and the cost per body rises by 9 %: docs/timing_model.md).  ``VLPC_TIMING_SAMPLE=1`` in the environment (or
 ``model_kernel(..., loop_sample=True)``) turns it on.  All figures are modeled.
 """
 
