@@ -81,6 +81,8 @@ def collect(cache: Path, sizes) -> None:
         # another CU's workgroup of the first round shares it (its own footprints)
         with open(cache / f"trace_{m}.pkl", "wb") as f:
             pickle.dump(tr, f)
+        # merged with what another collect running meanwhile wrote (runs in parallel share the cache)
+        meta = dict(json.loads(meta_path.read_text()) if meta_path.exists() else {}, **{str(m): meta[str(m)]})
         meta_path.write_text(json.dumps(meta, indent=1))
 
 
@@ -202,8 +204,11 @@ def model_key(board) -> str:
 
 
 def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Path | None,
-           only: set[int] | None = None) -> None:
-    """Model every collected size (or ``only`` those) at the four clocks."""
+           only: set[int] | None = None, earlier: Path | None = None) -> None:
+    """Model every collected size (or ``only`` those) at the four clocks.  ``earlier``: a CSV an
+    earlier ``report --csv`` wrote; its sizes this run does not model join the table with their
+    modeled values as written there, and a size in both is compared (the earlier run's model must
+    be this one: the comparison says whether it is)."""
     from vlpc.targets import seed_board
     from tqdm import tqdm
 
@@ -234,6 +239,22 @@ def report(cache: Path, params_file: Path | None, plot: Path | None, csv_out: Pa
         for clock, tf in zip(CLOCKS, got):
             pred[clock][m] = tf
     secs = time.time() - t0
+    taken = []
+    if earlier is not None:
+        with open(earlier) as f:
+            rows = {int(r["m"]): r for r in csv.DictReader(f)}
+        both = [m for m in sizes if m in rows]
+        for m in both:
+            worst = max(abs(float(rows[m][f"modeled_{c}mhz"]) - round(pred[c][m], 4)) for c in CLOCKS)
+            print(f"size {m} in this run and in {earlier.name}: largest difference {worst:.4f} TFLOP/s "
+                  f"({'the same model' if worst < 2e-4 else 'NOT the same model'})")
+        taken = sorted(m for m in rows if m not in pred[CLOCKS[0]] and m in meas)
+        for m in taken:
+            for c in CLOCKS:
+                pred[c][m] = float(rows[m][f"modeled_{c}mhz"])
+        sizes = sorted(set(sizes) | set(taken))
+        print(f"{len(taken)} sizes from {earlier.name} (an earlier run of this report), {len(sizes) - len(taken)} "
+              "modeled by this run\n")
     print("Modeled (vlpc timing model, seed schedule) vs measured (An Alternative SGEMM on VEGA section 3.1) TFLOP/s,")
     print("MI60, K = 640; calibrated on the 1700 MHz column only, the other clocks are predictions.\n")
     print("| M = N | " + " | ".join(f"{c} meas | {c} model" for c in CLOCKS) + " |")
@@ -291,6 +312,8 @@ def main(argv=None) -> int:
                     help="sizes fit sees: 'fit' (FIT_SIZES), 'stride4' (every 4th size of the 1700 MHz "
                          "column, from 256: spread like the whole column) or a comma list")
     ap.add_argument("--out", type=Path, default=None, help="where fit writes (default CACHE/fitted.json)")
+    ap.add_argument("--earlier", type=Path, default=None,
+                    help="report: also the sizes of this earlier report's CSV that this run does not model")
     a = ap.parse_args(argv)
     meas = load_measured(CSV)
     if a.sizes == "all":
@@ -314,7 +337,7 @@ def main(argv=None) -> int:
         elif step == "fit":
             fit(a.cache, out, a.iters, fit_sizes, a.rule, a.params, a.first_round)
         elif step == "report":
-            report(a.cache, a.params, a.plot, a.csv, None if a.sizes == "all" else set(sizes))
+            report(a.cache, a.params, a.plot, a.csv, None if a.sizes == "all" else set(sizes), a.earlier)
     return 0
 
 

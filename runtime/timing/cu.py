@@ -161,19 +161,31 @@ def _line_sharers(trace: KernelTrace, cus: int) -> tuple[dict[int, tuple[int, in
     overlap = 1.0
     if fp:
         wgs = sorted(fp)
+        ncu = max(1, cus)
+        bits = max(1, (ncu - 1).bit_length())
         lines = np.concatenate([np.asarray(fp[w], dtype=np.int64) for w in wgs])
-        wg_ids = np.concatenate([np.full(len(fp[w]), w, dtype=np.int64) for w in wgs])
-        mine = (wg_ids % max(1, cus)) == 0
-        uniq, inv, count = np.unique(lines, return_inverse=True, return_counts=True)
-        own = np.bincount(inv, weights=mine, minlength=uniq.size).astype(np.int64)
-        per_cu = sorted_unique(((wg_ids % max(1, cus)) << 40) | lines).size
+        cu = np.concatenate([np.full(len(fp[w]), w % ncu, dtype=np.int64) for w in wgs])
+        if lines.size and (int(lines.min()) < 0 or int(lines.max()) >= 1 << (62 - bits)):
+            raise ValueError("timing model: a footprint line beyond the 62-bit key range")
+        # one sort of (line, CU) keys gives the distinct lines, each line's sharers (its run
+        # length: a workgroup's footprint holds a line once) and those on this CU (CU 0), and
+        # the distinct (CU, line) pairs
+        keys = np.sort((lines << bits) | cu)
+        line_of = keys >> bits
+        new_line = np.empty(keys.size, dtype=bool)
+        new_line[:1] = True
+        np.not_equal(line_of[1:], line_of[:-1], out=new_line[1:])
+        starts = np.flatnonzero(new_line)
+        uniq = line_of[starts]
+        count = np.diff(np.append(starts, keys.size))
+        mine = (keys & ((1 << bits) - 1)) == 0
+        own = np.add.reduceat(mine.astype(np.int64), starts) if starts.size else starts
+        per_cu = int(np.count_nonzero(keys[1:] != keys[:-1])) + 1 if keys.size else 0
         overlap = max(1.0, per_cu / max(1, uniq.size))
-        want = set()
-        for w in trace.traced:
-            if w in fp:
-                want.update(np.asarray(fp[w]).tolist())
-        sel = np.isin(uniq, np.fromiter(want, dtype=np.int64, count=len(want)))
-        out = dict(zip(uniq[sel].tolist(), zip(count[sel].tolist(), own[sel].tolist())))
+        traced = [np.asarray(fp[w], dtype=np.int64) for w in trace.traced if w in fp]
+        want = sorted_unique(np.concatenate(traced)) if traced else np.zeros(0, np.int64)
+        pos = np.searchsorted(uniq, want)  # the traced lines are among the footprints' lines
+        out = dict(zip(uniq[pos].tolist(), zip(count[pos].tolist(), own[pos].tolist())))
     if len(_SHARER_CACHE) > 8:
         _SHARER_CACHE.clear()
     _SHARER_CACHE[key] = (fp, out, overlap)
@@ -274,6 +286,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
     static = trace.static
     # static facts per pc, in flat tuples for the hot loop
     info = {}
+    cat_bits: dict[str, int] = {}
     for pc, s in static.items():
         cat = category_of(s.cls)
         if s.cls == "valu":
@@ -281,11 +294,13 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
         else:
             busy = 0
         extra = P.long_instruction_extra_cycles if s.size == 8 else 0.0
+        cbit = cat_bits.setdefault(cat, 1 << len(cat_bits))  # the category as a bit (one per turn)
         info[pc] = (cat, s.cls, busy, extra, s.vmcnt, s.lgkmcnt, s.nop, s.store, s.ends, s.size,
-                    s.mnemonic)
+                    s.mnemonic, cbit)
     resident = len(workgroups) if resident is None else max(1, int(resident))
     pending_wgs = deque(enumerate(workgroups))
     seen: dict[int, int] = {}
+    as_lists: dict = {}
 
     # per-wave state (lists grow as workgroups start)
     stream: list[list] = []
@@ -316,8 +331,12 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
         for key in trace.waves_of(wg):
             s_ = min(range(4), key=lambda i: (simd_live[i], i))
             w = len(stream)
-            stream.append(trace.streams[key].tolist())
-            memev.append(trace.mem.get(key, {}))
+            got = as_lists.get(key)
+            if got is None:  # a wave's stream and lines as Python lists, once per traced wave
+                got = as_lists[key] = (trace.streams[key].tolist(),
+                                       {i: (ev[0].tolist(), ev[1]) for i, ev in trace.mem.get(key, {}).items()})
+            stream.append(got[0])
+            memev.append(got[1])
             off.append(copy << 36)
             simd_of.append(s_)
             wg_of.append(j)
@@ -473,7 +492,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
     while live:
         s = int(t) & 3
         prune = False
-        used = set()
+        used = 0  # categories issued this turn (their bits)
         valu_issued = False
         sw = simd_waves[s]
         k = rr[s] % len(sw) if sw else 0
@@ -482,8 +501,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
             if done[w] or ready[w] > t:
                 continue
             pc = stream[w][ptr[w]]
-            cat, cls, busy, extra, vmc, lgc, nop, store, ends, size, mn = info[pc]
-            if cat in used:
+            cat, cls, busy, extra, vmc, lgc, nop, store, ends, size, mn, cbit = info[pc]
+            if used & cbit:
                 continue
             if cat == "valu":
                 if valu_free[s] > t:
@@ -532,7 +551,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                     ready[w] = _INF
                     reason[w] = "barrier"
                     ptr[w] += 1
-                    used.add(cat)
+                    used |= cbit
                     issued_total += 1
                     last_issue = t
                     continue
@@ -547,7 +566,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                     nl = len(ev[0])
                     smem_free = start + max(P.smem_issue_cycles, nl * smem_cycles_per_line)
                     pending = 0.0
-                    for line in ev[0].tolist():
+                    for line in ev[0]:
                         line += o
                         if sc.access(line):
                             cnt["scalar_hits"] += 1
@@ -564,7 +583,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
             elif cat == "vmem":
                 rows_open.clear()
                 ev = memev[w].get(ptr[w])
-                lines = ev[0].tolist() if ev is not None else []
+                lines = ev[0] if ev is not None else ()
                 start = max(t, ta_free)
                 occ = max(turn, len(lines) * line_cycles)
                 ta_free = start + occ
@@ -607,7 +626,7 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                 lgkm[w].append((start + occ + P.lds_latency_cycles, "lds"))
                 cnt["lds_instructions"] += 1
             # issue it
-            used.add(cat)
+            used |= cbit
             issued_total += 1
             last_issue = t
             p = ptr[w] + 1
@@ -651,12 +670,13 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
         if t - last_issue > 4 and live:
             # nothing issued for a whole rotation: jump to the next time something can
             nt = _INF
-            for w in range(len(stream)):
-                if done[w]:
-                    continue
-                r = ready[w]
-                if r < nt:
-                    nt = r
+            for sw2 in simd_waves:  # the live waves (pruned when a workgroup ends)
+                for w in sw2:
+                    if done[w]:
+                        continue
+                    r = ready[w]
+                    if r < nt:
+                        nt = r
             if nt == _INF:
                 raise RuntimeError("timing model: waves wait forever (barrier deadlock in the trace)")
             nt = float(int(nt))

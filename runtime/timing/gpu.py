@@ -42,7 +42,9 @@ from dataclasses import dataclass, field
 
 from vlpc.targets import Board
 
+from . import sampling
 from .cu import REASONS, simulate_cu
+from .recorder import current_recorder
 from .trace import KernelTrace, TraceRequest, sorted_unique
 
 
@@ -149,8 +151,15 @@ def sqc_sharers(board: Board, active_cus: int) -> int:
 
 
 def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "",
-                 max_simulated: int | None = None, l2_miss: float | None = None) -> TimingReport:
+                 max_simulated: int | None = None, l2_miss: float | None = None,
+                 loop_sample: bool | None = None) -> TimingReport:
     """The modeled time of one traced launch.
+
+    ``loop_sample``: True: when the traced waves run one main loop for more than
+    ``sampling.MIN_ITERATIONS`` iterations, model two short samples of the loop and extrapolate
+    (:mod:`.sampling`, a shortcut with a known error: off by default); None (default): as
+    ``VLPC_TIMING_SAMPLE`` says; never with a per-instruction recorder installed.  The rest of
+    this docstring is the model of one trace.
 
     CU 0 receives ``n0 = ceil(W / C)`` of the ``W`` workgroups (breadth-first dispatch
     over identical CUs), at most ``R`` resident at once, each freed slot refilled
@@ -164,6 +173,11 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     does not hold misses with that probability instead of by its sharers, for traces
     whose footprints hold CU 0's workgroups only).
     """
+    loop = sampling.plan(trace, loop_sample) if loop_sample is not False and current_recorder() is None else None
+    if loop is not None:
+        a, b = (model_kernel(sampling.truncate(trace, loop, j), board, res, name, max_simulated, l2_miss,
+                             loop_sample=False) for j in sampling.SAMPLES)
+        return _extrapolated(a, b, loop, board)
     W = trace.workgroups
     C = board.compute_units
     traced = [wg for wg in trace.traced if trace.waves_of(wg)]
@@ -204,6 +218,23 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
                         breakdown_us=bd, workgroups=W, wgs_per_cu=R, cu_cycles={n_sim: fin[-1]},
                         l2_miss=p_miss, hbm_bytes=hbm, kernels=[name] if name else [],
                         counters=cnt, l2_miss_given=l2_miss)
+
+
+def _extrapolated(a: TimingReport, b: TimingReport, loop, board: Board) -> TimingReport:
+    """The report of the whole loop from the reports ``a``, ``b`` of its two samples
+    (:func:`.sampling.extrapolate` on the cycles, each breakdown share and each counter)."""
+    ex = lambda x, y: sampling.extrapolate(x, y, loop)  # noqa: E731
+    cycles = ex(a.cycles, b.cycles)
+    launch = board.timing.launch_overhead_us
+    bd = {k: ex(a.breakdown_us.get(k, 0.0), v) for k, v in b.breakdown_us.items() if k != "launch"}
+    bd["launch"] = launch
+    cnt = {k: ex(a.counters.get(k, 0.0), v) for k, v in b.counters.items()}
+    return TimingReport(board=b.board, clock_mhz=b.clock_mhz, cycles=cycles,
+                        time_us=cycles / b.clock_mhz + launch, breakdown_us=bd, workgroups=b.workgroups,
+                        wgs_per_cu=b.wgs_per_cu,
+                        cu_cycles={n: ex(a.cu_cycles.get(n, 0.0), v) for n, v in b.cu_cycles.items()},
+                        l2_miss=b.l2_miss, hbm_bytes=ex(a.hbm_bytes, b.hbm_bytes), kernels=b.kernels,
+                        counters=cnt, l2_miss_given=b.l2_miss_given)
 
 
 def combine(reports: list[TimingReport]) -> TimingReport:
