@@ -5,7 +5,7 @@ SGEMM on an MI60 (64 CUs, memory clock 800 MHz: :func:`vlpc.targets.seed_board`)
 engine clocks 1700, 1500, 1300 and 1100 MHz.  The protocol:
 
 * the calibrated parameters (``TimingParams`` fields marked "calibrated" in
-  ``vlpc/targets.py``) are fitted on the **1700 MHz column only**;
+  ``vlpc/targets/``) are fitted on the **1700 MHz column only**;
 * the 1500/1300/1100 MHz columns are **predictions**, reported, never fitted.
 
 The kernel is vlpc's ``convert-gemm-to-gcn{schedule=seed}`` (the seed's loop in the
@@ -18,7 +18,7 @@ instruction order of its published ``sgemm_64x256_sqc.s``).  Steps (each cached 
 ``fit``      a coordinate search on the calibrated parameters, minimising the MAPE of the
              1700 MHz column over ``FIT_SIZES`` (a subset of that column, for speed).
 ``report``   the model at every size and all four clocks with the parameters in
-             ``vlpc/targets.py`` (or ``--params FILE`` from ``fit``): predicted vs
+             ``vlpc/targets/`` (or ``--params FILE`` from ``fit``): predicted vs
              measured, MAPE per column, and a plot (``--plot``).
 
 The model runs on the seed's conditions (:func:`vlpc.targets.seed_board`: MI60, the
@@ -193,7 +193,7 @@ def _coordinate(f, x0, lo, hi, rounds, first_round: int = 0):
 
 def model_key(board) -> str:
     """A digest of ``board``'s parameters and the timing model's source (``runtime/timing``,
-    ``vlpc/targets.py``, ``vlpc/isa``): what a cached prediction depends on besides its trace."""
+    ``vlpc/targets/``, ``vlpc/isa``): what a cached prediction depends on besides its trace."""
     import hashlib
 
     h = hashlib.sha256(repr(board).encode())
@@ -307,7 +307,7 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--csv", type=Path, default=None)
     ap.add_argument("--rule", choices=("address", "line", "group"), default=None,
-                    help="TimingParams.l2_miss_rule for fit (default: the one in vlpc/targets.py)")
+                    help="TimingParams.l2_miss_rule for fit (default: the one in vlpc/targets/)")
     ap.add_argument("--fit-sizes", default="fit",
                     help="sizes fit sees: 'fit' (FIT_SIZES), 'stride4' (every 4th size of the 1700 MHz "
                          "column, from 256: spread like the whole column) or a comma list")

@@ -16,7 +16,7 @@ bodies identical, and ``N - 1 > MIN_ITERATIONS``; otherwise (no loop, nested or 
 loops, few iterations) the trace is modeled whole.  ``MIN_ITERATIONS`` keeps every launch of up to
 ``MIN_ITERATIONS`` iterations (K <= 1536 for vlpc's SGEMM at K step 16, the seed's table at K = 640)
 exact.  The error against the whole model is measured by ``benchmarks/timing_shortcut.py --loop``
-and tested in ``tests/test_timing_sampling.py``.
+and tested in ``tests/timing/test_timing_sampling.py``.
 
 **Off by default**: on vlpc's SGEMM 1024x1024x4096 (one partial round of 8 workgroups per CU)
 the shortcut models 9.0 % faster than the whole model, beyond the 0.5 % it must keep: the loop is
