@@ -649,12 +649,12 @@ def _add_launch_variants(module: ModuleOp, pristine: ModuleOp | None, ctx: Conte
 def _variant_pipeline(target: str, linalg: bool, options: dict, plan: tuple[str, int, int]) -> list[ModulePass]:
     """The pipeline of a launch-time variant: ``("tile", N, S)``: ``options`` with gemm-tile's macro
     tile N and gemm-split-k's S (macro tile M, K step: the automatic ones); ``("rows", M, 0)``: the
-    automatic plan (of the static M :func:`_fix_rows` wrote)."""
+    automatic plan (of the static M :func:`_fix_rows` wrote); ``("tile", N, S, L)``: also local split L."""
     import dataclasses
 
     if plan[0] == "rows":
         return pipeline(target, linalg=linalg, **options)
-    passes = pipeline(target, linalg=linalg, **dict(options, split_k=plan[2]))
+    passes = pipeline(target, linalg=linalg, **dict(options, split_k=plan[2], local_split=plan[3] if len(plan) > 3 else 1))
     return [dataclasses.replace(p, macro_n=plan[1]) if p.name == "gemm-tile" else p for p in passes]
 
 

@@ -19,7 +19,12 @@ leaves a 1024^3 SGEMM with 128 workgroups on 64 CUs, 5.39 TFLOP/s against 10.54 
 plan.  The plan surrogate refitted on the corrected timing model plans static f32/f64 GEMMs on
 32x64 tiles with S from 1 (4096x4096x640, 4096^3) to 8 (skinny, deep K), so the variants are 32x64
 with S = 1, 2, 4, 8 (S a power of two: a K known only at launch is divided by shifting,
-``gemm-split-k``).  A variant models within 1.5 % of its static twin: 1024^3 at 32x64 S = 2,
+``gemm-split-k``).  The f16/int8 dot kernels' automatic plan also weighs a local split L; the
+surrogate refitted on the kernels with the A touch plans a few tiles of deep K with 32x64 L = 8
+(S = 1: 512x512x4096, 128x4096x4096; S = 4: 256x256x8192, 64x1024x8192, MI60), 1.1x to 2x faster
+than the best split-only variant (modeled), so those two are variants of f16/int8 kernels too; at
+1024^3 and 4096x4096x640 the static plan is 32x64 S1 L1 (K step 8 for f16 1024^3 on MI60) and no
+local-split variant wins.  A variant models within 1.5 % of its static twin: 1024^3 at 32x64 S = 2,
 182.2 vs 179.8 us (``vlpc bench examples/sgemm_dynamic.mlir -m 1024 -n 1024 -k 1024 --gpu mi60
 --macro-tile 32x64 --split-k 2`` against the same module with static sizes); 4096x4096x640 at
 32x64 S = 1, 1,811.5 vs 1,789.7 us.
@@ -27,12 +32,16 @@ with S = 1, 2, 4, 8 (S a power of two: a K known only at launch is divided by sh
 
 from __future__ import annotations
 
-#: Extra plans (macro tile N, split-K S) per A/B element type, besides the first kernel's.
+#: Extra plans (macro tile N, split-K S[, local split L: 1 when not given]) per A/B element type,
+#: besides the first kernel's.  The f16/int8 dot kernels also carry 32x64 with L = 8 (S = 1 and 4):
+#: the plan surrogate, whose dot variants model L, plans static f16/int8 GEMMs of few tiles and
+#: deep K so (512x512x4096, 128x4096x4096, 256x256x8192 on MI60), up to 2x faster than the best
+#: split-only variant (modeled); f32/f64 get no L (their automatic plan never takes one).
 VARIANT_PLANS = {
     "f32": ((64, 1), (64, 2), (64, 4), (64, 8)),
     "f64": ((64, 1), (64, 2), (64, 4), (64, 8)),
-    "f16": ((64, 1), (64, 2), (64, 4), (64, 8)),
-    "i8": ((64, 1), (64, 2), (64, 4), (64, 8)),
+    "f16": ((64, 1), (64, 2), (64, 4), (64, 8), (64, 1, 8), (64, 4, 8)),
+    "i8": ((64, 1), (64, 2), (64, 4), (64, 8), (64, 1, 8), (64, 4, 8)),
 }
 #: Rows M of the decode GEMV variants of an f16/int8 kernel whose M is given at launch (K static):
 #: the module compiled again with this static M gets the decode GEMV plan (``gemv_plan``); a launch
@@ -52,9 +61,9 @@ def wanted(options: dict) -> bool:
             and options.get("strategy", "sqc") == "sqc" and options.get("schedule", "default") == "default")
 
 
-def plans_for(launch_info: dict) -> tuple[tuple[str, int, int], ...]:
+def plans_for(launch_info: dict) -> tuple[tuple, ...]:
     """The extra plans for the first kernel of ``launch_info`` (the compiled IR's facts): ``("tile",
-    macro N, S)`` (without the first kernel's own) and ``("rows", M, 0)`` (the decode GEMV at a static
+    macro N, S, L)`` (without the first kernel's own) and ``("rows", M, 0)`` (the decode GEMV at a static
     M: :data:`GEMV_ROWS`, f16/int8 with M given at launch and K static); () when it gets none (static
     sizes, a batch, quantized B, no listed type)."""
     from vlpc.dialects.gemm import DOT_PACK
@@ -66,9 +75,9 @@ def plans_for(launch_info: dict) -> tuple[tuple[str, int, int], ...]:
         return ()
     if any(x.endswith(("_transpose", "_copy_b")) for x in str(li.get("plan", "")).split(",")):
         return ()  # (a plan copying A or B first: not varied yet)
-    own = (li.get("macro_n"), li.get("split_k", 1))
+    own = (li.get("macro_n"), li.get("split_k", 1), li.get("local_split", 1))
     dtype = str(li.get("dtype"))
-    plans = [("tile", *p) for p in VARIANT_PLANS.get(dtype, ()) if p != own]
+    plans = [("tile", *p) for p in (x + (1,) * (3 - len(x)) for x in VARIANT_PLANS.get(dtype, ())) if p != own]
     if dtype in DOT_PACK and li.get("static_m", 0) < 0 and li.get("static_k", -1) >= 0:
         plans += [("rows", m, 0) for m in GEMV_ROWS]
     return tuple(plans)

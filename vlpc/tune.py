@@ -696,11 +696,14 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
     done = db.measured(key) if db is not None and key is not None else {}
     out = Outcome([], None, None, space=len(candidates) + 1)
     by_key: dict[str, Result] = {}
-    for c in order:
+    for c in [AUTO, *candidates]:  # (the variants too: a resumed search models none of them again)
         d = done.get(candidate_key(c))
-        if d is not None:
+        if d is not None and candidate_key(c) not in by_key:
             by_key[candidate_key(c)] = result_of(c, d)
             out.resumed += 1
+    # the search's decisions see only the plans in ``order`` (the variants come after it), so a resumed
+    # search decides as the uninterrupted one did: same stop, same results
+    in_order = {candidate_key(c) for c in order}
     pending_save: list[tuple[str, dict]] = []
 
     def store(r: Result) -> None:
@@ -721,7 +724,9 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
     pos = 0
     try:
         while pos < len(order):
-            modeled = [r for r in by_key.values() if r.modeled_us is not None]
+            while pos < len(order) and candidate_key(order[pos]) in by_key:  # resumed: past what is done
+                pos += 1
+            modeled = [r for k_, r in by_key.items() if r.modeled_us is not None and k_ in in_order]
             best = min((r.modeled_us for r in modeled if r.error is None), default=None)
             if max_modeled is not None and len(modeled) >= max_modeled + 1:
                 out.pruned = f"--max-candidates {max_modeled}"

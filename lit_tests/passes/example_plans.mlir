@@ -17,10 +17,10 @@
 // DYN: macro tile 32x256, micro tile 32x1, k-step 16
 // DYN-NEXT: split-k 1 (auto)
 // DYN: sizes known only at launch
-// HGEMM: macro tile 32x64, micro tile 32x1, k-step 16
-// HGEMM-NEXT: split-k 1 (auto), local split 8
-// HGEMM: L8 best split-k 1: {{.*}} <- chosen
-// HGEMM: K steps (modeled, this tile): k16 best split-k 1 L8: {{.*}} <- chosen; k8
+// HGEMM: macro tile 32x64, micro tile 32x1, k-step 8
+// HGEMM-NEXT: split-k 1 (auto), local split 4
+// HGEMM: L4 best split-k 1: {{.*}} <- chosen
+// HGEMM: K steps (modeled, this tile): k16 best split-k 1 L{{[0-9]+}}: {{.*}}; k8 best split-k 1 L4: {{.*}} <- chosen
 // GEMV: macro tile 4x64, micro tile 4x1, k-step 16
 // GEMV-NEXT: split-k 1 (auto), local split 16
 // MI60: plan for @sgemm: M=256 N=512 K=640 f32, 64 CUs

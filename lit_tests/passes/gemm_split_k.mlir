@@ -7,11 +7,12 @@
 // RUN: not vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{local-split=8}' 2>&1 | filecheck %s --check-prefix=ERR
 
 // Seed 001's example: 256x256x8192 gives 4 macro tiles of 64x256 (the seed's tile:
-// gemm-tile{model=false}).  Automatic (least modeled time, vlpc/plan_model.py): on 60 and
-// on 64 CUs 32 slices of 256 (128 workgroups in one round of 3 per CU: more resident waves
-// hide the scalar loads' latency).  A model change that moves the choice shows here.
-// AUTO: grid = array<i64: 1, 4, 32>
-// AUTO-SAME: split_k = 32 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 256 : i64
+// gemm-tile{model=false}).  Automatic (least modeled time, vlpc/plan_model.py): on 60 CUs
+// 29 slices of 288 (116 workgroups, about 2 per CU), on 64 CUs 32 slices of 256 (128
+// workgroups, 2 per CU: more resident waves hide the scalar loads' latency).  A model change
+// that moves the choice shows here.
+// AUTO: grid = array<i64: 1, 4, 29>
+// AUTO-SAME: split_k = 29 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 288 : i64
 // MI60: grid = array<i64: 1, 4, 32>
 // MI60-SAME: split_k = 32 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 256 : i64
 // The K slice is workgroup id z: the grid grows in z.

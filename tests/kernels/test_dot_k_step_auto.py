@@ -43,8 +43,8 @@ def plan_of(kern):
 def test_hgemm_example_takes_k8_modeled_faster():
     """examples/hgemm_nt.mlir (256x512x641 f16) on MI60: the surrogate's best plan has K step 8 and
     beats its best K step 16 plan; the compiled plan is that plan, and the timing model runs it
-    faster than the automatic plan with the K step kept at 16 (18.7 vs 21.2 us after the surrogate's
-    refit on the corrected timing model, issue 33; 32x128 S2 L8 before, 20 % slower)."""
+    faster than the automatic plan with the K step kept at 16 (17.4 vs 18.3 us after the surrogate's
+    refit on the kernels with the A touch, issue 33; 18.7 vs 21.2 us before it)."""
     text = EXAMPLE.read_text()
     best = surrogate_best(256, 512, 641, "f16", "f32", "mi60", (16, 8))
     best16 = surrogate_best(256, 512, 641, "f16", "f32", "mi60", (16,))
@@ -55,7 +55,8 @@ def test_hgemm_example_takes_k8_modeled_faster():
     assert plan_of(k16) == (best16.macro[1], 16, best16.split_k, best16.local_split)
     t_auto = lsa.modeled_us(auto, 256, 512, 641, 642, 512)
     t_k16 = lsa.modeled_us(k16, 256, 512, 641, 642, 512)
-    assert t_auto < 0.95 * t_k16, (t_auto, t_k16)
+    # the timing model agrees with the surrogate's choice (4.9 % faster since the A touch and the refit)
+    assert t_auto < 0.97 * t_k16, (t_auto, t_k16)
 
 
 def test_k_step_is_chosen_only_when_free():

@@ -72,16 +72,15 @@ def test_automatic_local_split_matches_numpy(m, n, k, lda, ldc, ab, ct):
     check_general_and_beta0(kern, af, bf, a, b, c, ct, m, n, k, lda, lda, ldc, garbage_device())
 
 
-_SURROGATE_BEFORE_A_TOUCH = pytest.mark.xfail(
-    reason="vlpc/plan_model.json was fitted before the A touch sped the dot kernels up: its estimate of "
-           "these local-split plans is 23-58 % above the timing model (a refit on the current kernels brings "
-           "them to -17 % / within 10 % but moves vlpc tune's candidate ranking; not adopted yet)",
+_S2_L4_OFF = pytest.mark.xfail(
+    reason="the surrogate, refitted on the current kernels (benchmarks/plan_surrogate.py fit), is 17 % below "
+           "the timing model for 32x64 S2 L4 (its local split term is one coefficient per type, fitted on "
+           "32x64 S1 L8; the cause of this plan's gap is not found yet)",
     strict=True)
 
 
 @pytest.mark.parametrize("macro_n, split, local", [
-    pytest.param(64, 2, 4, marks=_SURROGATE_BEFORE_A_TOUCH), (64, 1, 8),
-    pytest.param(256, 1, 2, marks=_SURROGATE_BEFORE_A_TOUCH)])
+    pytest.param(64, 2, 4, marks=_S2_L4_OFF), (64, 1, 8), (256, 1, 2)])
 def test_surrogate_models_the_local_split_against_the_timing_model(macro_n, split, local):
     """512x512x4096 int8 (2 workgroups per CU): the surrogate's local split terms (the LDS hand-over
     and the occupancy the hand-over's LDS allows: 2 workgroups of 32x64 L4 per CU, not 4) within

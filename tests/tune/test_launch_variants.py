@@ -45,8 +45,10 @@ def kernels_of(dtype: str):
 def test_variants_are_built_with_their_plans(dtype):
     kern, variants = kernels_of(dtype)
     assert set(compiled(dtype).kernels) == {"g"}  # variants are reached through the first kernel
-    plans = {(v.launch_info["macro_n"], v.launch_info.get("split_k", 1)) for v in variants.values()}
-    assert plans == set(launch_variants.VARIANT_PLANS[dtype])
+    plans = {(v.launch_info["macro_n"], v.launch_info.get("split_k", 1), v.launch_info.get("local_split", 1))
+             for v in variants.values() if v.launch_info.get("static_m", -1) < 0}
+    own = (kern.launch_info["macro_n"], kern.launch_info.get("split_k", 1), kern.launch_info.get("local_split", 1))
+    assert plans | {own} == {p + (1,) * (3 - len(p)) for p in launch_variants.VARIANT_PLANS[dtype]} | {own}
     for v in variants.values():
         assert v.launch_info["role"] == "variant"
         assert v.launch_info["macro_m"] == kern.launch_info["macro_m"]
@@ -81,6 +83,30 @@ def test_the_plan_model_picks_the_variant(m, n, k, gpu):
     assert kern.launch(m, n, k).grid == chosen.launch(m, n, k).grid
     split = chosen.launch_info.get("split_k", 1)
     assert kern.workspace_bytes(m, n, k, n=n) == (split * m * n * 4 if split > 1 else 0)
+
+
+@pytest.mark.parametrize("m,n,k", [(1024, 1024, 1024), (512, 512, 4096), (256, 256, 8192), (4096, 4096, 640)])
+@pytest.mark.parametrize("ab", ["f16", "i8"])
+def test_the_plan_model_picks_the_dot_variant_local_split_included(m, n, k, ab):
+    """f16/int8: the kernel launched is the one of smallest plan-model estimate, local split L counted
+    (its LDS hand-over and occupancy); a few tiles of deep K take a local-split variant (L = 8 at
+    512x512x4096 and 256x256x8192 on MI60, modeled)."""
+    from vlpc.dialects.gemm import ELEMENT_BYTES
+
+    ct = {"f16": "f32", "i8": "i32"}[ab]
+    kern = compiled(ab, gpu="mi60").kernel()
+    board = plan_board("gfx906", "mi60")
+    cands = [kern, *(kern.companions[x] for x in kern.launch_info["variants"].split(","))]
+
+    def us(c):
+        li = c.launch_info
+        return estimate(m, n, k, ab, ELEMENT_BYTES[ab], (li["macro_m"], li["macro_n"]), li["k_step"],
+                        li.get("split_k", 1), li.get("local_split", 1), "workspace", board,
+                        c_esize=ELEMENT_BYTES[ct]).seconds
+    chosen = kern.variant_for(m, n, k)
+    assert us(chosen) == min(us(c) for c in cands)
+    if (m, n, k) in ((512, 512, 4096), (256, 256, 8192)):
+        assert chosen.local_split == 8 and kern.plan(m, n, k)[0].kernel == chosen.name
 
 
 def test_small_m_keeps_the_row_companions():

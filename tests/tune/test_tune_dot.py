@@ -170,7 +170,12 @@ def _same_asm(capsys, f, data, path):
 
 def test_cli_tune_f16_and_int8(tmp_path, capsys):
     f, stdout, data, rows, path = _tune_cli(capsys, tmp_path, "h.mlir", F16, "--max-candidates", "3")
-    assert len(rows) == 4 and "modeled TFLOP/s" in stdout  # and the automatic plan's row
+    # the automatic plan and at most 3 candidates modeled (fewer when the plan model's bound stops the
+    # search; any the compiler refuses listed besides), whatever the plan model ranks first; the winner
+    # is never slower than the automatic plan
+    assert 2 <= len([r for r in rows if r["modeled_us"]]) <= 4 and "modeled TFLOP/s" in stdout
+    assert sum(r["candidate"].startswith("automatic plan") for r in rows) == 1
+    assert data["modeled_us"] <= data["automatic_plan_us"]
     best = next(line for line in stdout.splitlines() if line.startswith("| 1 |"))
     # the winner's options compile to a plan whose kernels' modeled times add up to the table's
     names, total = modeled_launches(F16, data["options"], board=data["board"])  # the default board (MI50)
@@ -181,9 +186,13 @@ def test_cli_tune_f16_and_int8(tmp_path, capsys):
     # int8 TT: TOP/s, exact checks, and the A transpose choice in the options and flags
     f, stdout, data, rows, path = _tune_cli(capsys, tmp_path, "t.mlir", I8_TT, "--max-candidates", "2")
     assert "modeled TOP/s" in stdout and "ok (exact)" in stdout and data["unit"] == "TOP/s"
-    assert {r["candidate"].split()[-1] for r in rows if not r["candidate"].startswith("automatic")} == \
-        {"A:pre", "A:in-kernel"}
-    assert data["options"]["a_transpose"] in ("pre", "in-kernel") and "--a-transpose" in data["flags"]
+    # every candidate names its A transpose (whichever the plan model ranks first); a winning candidate
+    # carries it in its options and flags, and no winner is slower than the automatic plan
+    others = [r for r in rows if not r["candidate"].startswith("automatic")]
+    assert others and {r["candidate"].split()[-1] for r in others} <= {"A:pre", "A:in-kernel"}
+    assert data["modeled_us"] <= data["automatic_plan_us"]
+    if data["options"].keys() - {"cus"}:
+        assert data["options"]["a_transpose"] in ("pre", "in-kernel") and "--a-transpose" in data["flags"]
     names, total = modeled_launches(I8_TT, data["options"], board=data["board"])
     assert abs(data["modeled_us"] - total) <= 1e-9 * total
     _same_asm(capsys, f, data, path)
