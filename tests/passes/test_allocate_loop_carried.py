@@ -24,7 +24,7 @@ from xdsl.parser import Parser
 from vlpc.dialects import gcn
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.passes import get_all_passes
-from vlpc.pipeline import make_context, run_passes
+from vlpc.compiler import make_context, run_passes
 from vlpc.runtime import get_device, load_code_object
 from vlpc.targets import TargetId
 
