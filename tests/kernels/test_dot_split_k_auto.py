@@ -126,10 +126,10 @@ def test_square_and_decode_gemv_keep_one_slice(ab, ct):
                                    64 if gpu else 60)
         assert best.split_k == 1 and len(cands) > 1
     # the decode GEMV (M <= 16): the lane-along-K kernel (passes/isel/gemv.py), one wave per
-    # workgroup (two for M > 8), or (gemv = "sgpr") K split over 16 (M >= 4) or 4 wavefront groups, one workgroup per tile
+    # workgroup at M = 1, four (A staged in LDS) at M = 16, or (gemv = "sgpr") K split over 16 (M >= 4) or 4 wavefront groups, one workgroup per tile
     for m, local in ((16, 16), (1, 4)):
         kern = vlpc.compile(source(m, 4096, 4096, 4096, 4096, 4096, ab, ct)).kernel("g")
-        assert (kern.split_k, kern.local_split, kern.launch_info["workgroup_size"]) == (1, 1, 64 if m == 1 else 128)
+        assert (kern.split_k, kern.local_split, kern.launch_info["workgroup_size"]) == (1, 1, 64 if m == 1 else 256)
         kern = vlpc.compile(source(m, 4096, 4096, 4096, 4096, 4096, ab, ct, gemv="sgpr")).kernel("g")
         assert (kern.split_k, kern.local_split, kern.launch_info["macro_n"]) == (1, local, 64)
 

@@ -368,8 +368,9 @@ def test_gemv_prices_the_local_split_kernel_compile_gives(tmp_path, capsys):
 
 
 def test_a_copy_pre_kernel_is_priced_with_the_plan(tmp_path, capsys):
-    """f16 A stored K x M copied by a pre-kernel (--a-transpose pre): both kernels priced and added."""
-    text = layout_source("TN", M, N, K, M, N, N, "f16", "f32")
+    """f16 A stored K x M copied by a pre-kernel (--a-transpose pre): both kernels priced and added
+    (layout TT: B stored N x K, which no copy of B precedes; for TN, pre transposes B too)."""
+    text = layout_source("TT", M, N, K, M, K, N, "f16", "f32")
     rows, rc = report(tmp_path, text, "--a-transpose", "pre", "--split-k", "1")  # (no local split: one group)
     out = capsys.readouterr().out
     assert rc == 0 and "| figure | sqc (A copied first: 2 kernels) |" in out
