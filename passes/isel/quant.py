@@ -263,14 +263,7 @@ class QuantGemvBuilder(DotKernelBuilder):
                 if o % 4:
                     scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
                 d = e(gcn.VCvtF32F16Op(scale)).vdst  # the block's scale, exact in f32
-                pairs = []
-                for p in range(16):
-                    if self.fmt == "q8_0":
-                        byte, kind = o + 2 + 2 * p, "x"
-                    else:  # weights 2p, 2p + 1: low nibbles of qs[2p..], then high ones of qs[2p - 16..]
-                        byte, kind = (o + 2 + 2 * p, "lo") if p < 8 else (o + 2 + 2 * p - 16, "hi")
-                    halves = e(gcn.VPermB32Op(magic, word(kind, byte // 4), select[byte % 4])).vdst
-                    pairs.append(e(gcn.VPkAddF16Op(offset, halves)).vdst)
+                pairs = block_pairs(e, self.fmt, o, word, magic, offset, select)
                 if nxt is not None:  # the next pair's B, into the registers this block's dwords free
                     reloaded += load_b(nxt, range(first) if blk == 0 else range(first, n_loads))
                 for r0 in range(0, rows, A_BATCH_ROWS):
@@ -374,3 +367,19 @@ def pipelined_k_loop(e: Emitter, step, load_set, bptr: SSAValue, iters: int, dep
     for j in range(len(sets)):  # the last units: no B past them
         acc, _, a_cur, koff = step(koff, sets[j], acc, None, a_cur)
     return acc
+
+
+def block_pairs(e, fmt: str, o: int, word, magic: SSAValue, offset: SSAValue, select) -> list[SSAValue]:
+    """The 16 packed f16 pairs (weights 2p, 2p + 1; exact small integers, module docstring) of the
+    Q8_0 / Q4_0 block whose scale is byte ``o`` of the loaded dwords: ``word(kind, i)`` is dword i
+    as ``"x"`` (Q8_0 bytes xor 0x80), ``"lo"`` / ``"hi"`` (Q4_0 low / high nibbles), ``magic`` the
+    0x64 bytes, ``offset`` the f16 pair subtracted, ``select`` the ``v_perm_b32`` selectors per byte."""
+    pairs = []
+    for p in range(16):
+        if fmt == "q8_0":
+            byte, kind = o + 2 + 2 * p, "x"
+        else:  # weights 2p, 2p + 1: low nibbles of qs[2p..], then high ones of qs[2p - 16..]
+            byte, kind = (o + 2 + 2 * p, "lo") if p < 8 else (o + 2 + 2 * p - 16, "hi")
+        halves = e(gcn.VPermB32Op(magic, word(kind, byte // 4), select[byte % 4])).vdst
+        pairs.append(e(gcn.VPkAddF16Op(offset, halves)).vdst)
+    return pairs

@@ -55,7 +55,7 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS, MatmulOp, quant_gemm_rows, quant_plan
 from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder,
-                                           a_row_loads, b_row_loads, pipelined_k_loop, quant_kernels)
+                                           a_row_loads, b_row_loads, block_pairs, pipelined_k_loop, quant_kernels)
 
 #: Block pairs of B in flight per lane ahead of the one computed.
 QUANT_GEMM_B_AHEAD = 1
@@ -152,14 +152,7 @@ class QuantGemmBuilder(QuantGemvBuilder):
             scale = dw(o // 4)
             if o % 4:
                 scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
-            pairs = []
-            for p in range(16):
-                if self.fmt == "q8_0":
-                    byte, kind = o + 2 + 2 * p, "x"
-                else:  # weights 2p, 2p + 1: low nibbles of qs[2p..], then high ones of qs[2p - 16..]
-                    byte, kind = (o + 2 + 2 * p, "lo") if p < 8 else (o + 2 + 2 * p - 16, "hi")
-                halves = e(gcn.VPermB32Op(magic, word(kind, byte // 4), select[byte % 4])).vdst
-                pairs.append(e(gcn.VPkAddF16Op(offset, halves)).vdst)
+            pairs = block_pairs(e, self.fmt, o, word, magic, offset, select)
             return e(gcn.VCvtF32F16Op(scale)).vdst, pairs
 
         def step(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None,
