@@ -202,12 +202,7 @@ class QuantGemvBuilder(DotKernelBuilder):
         n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and iteration
         rows = len(acc)
         acc, up_off = self.swiglu_accumulators(e, acc)
-        magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
-        select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
-        offset = e.const(F16_OFFSET[self.fmt])
-        zero = e(gcn.VMovB32Op(0)).vdst
-        imm_rows = isinstance(lda4, int) and (rows - 1) * lda4 + 64 <= SMEM_IMM_MAX
-        stepped = RowStepper(e, lda4)
+        magic, select, offset, zero, imm_rows, stepped = dequant_constants(e, self.fmt, lda4, rows)
 
         n_loads = n_dw // 4 + 1
 
@@ -383,3 +378,16 @@ def block_pairs(e, fmt: str, o: int, word, magic: SSAValue, offset: SSAValue, se
         halves = e(gcn.VPermB32Op(magic, word(kind, byte // 4), select[byte % 4])).vdst
         pairs.append(e(gcn.VPkAddF16Op(offset, halves)).vdst)
     return pairs
+
+
+def dequant_constants(e, fmt: str, lda4, rows: int):
+    """The registers a Q8_0 / Q4_0 K loop sets up once: the 0x64 bytes (``magic``), the
+    ``v_perm_b32`` selectors per byte (``select``), the f16 pair subtracted (``offset``), a zero,
+    whether A's ``rows`` rows (``lda4`` bytes apart, static or an SGPR) reach by SMEM immediates
+    (``imm_rows``), and A's :class:`RowStepper`."""
+    magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
+    select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
+    offset = e.const(F16_OFFSET[fmt])
+    zero = e(gcn.VMovB32Op(0)).vdst
+    imm_rows = isinstance(lda4, int) and (rows - 1) * lda4 + 64 <= SMEM_IMM_MAX
+    return magic, select, offset, zero, imm_rows, RowStepper(e, lda4)

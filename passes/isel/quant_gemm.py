@@ -53,9 +53,9 @@ from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS, MatmulOp, quant_gemm_rows, quant_plan
-from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
-from vlpc.passes.isel.quant import (A_BATCH_ROWS, F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder,
-                                           a_row_loads, b_row_loads, block_pairs, pipelined_k_loop, quant_kernels)
+from vlpc.passes.isel.emit import Emitter, rows_kernel
+from vlpc.passes.isel.quant import (A_BATCH_ROWS, QuantGemvBuilder,
+                                           a_row_loads, b_row_loads, block_pairs, dequant_constants, pipelined_k_loop, quant_kernels)
 
 #: Block pairs of B in flight per lane ahead of the one computed.
 QUANT_GEMM_B_AHEAD = 1
@@ -110,12 +110,7 @@ class QuantGemmBuilder(QuantGemvBuilder):
         n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and pair
         n_loads = n_dw // 4 + 1
         rows = len(acc)
-        magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
-        select = {pos: e.const(v) for pos, v in PERM_SELECT.items()}
-        offset = e.const(F16_OFFSET[self.fmt])
-        zero = e(gcn.VMovB32Op(0)).vdst
-        imm_rows = isinstance(lda4, int) and (rows - 1) * lda4 + 64 <= SMEM_IMM_MAX
-        stepped = RowStepper(e, lda4)
+        magic, select, offset, zero, imm_rows, stepped = dequant_constants(e, self.fmt, lda4, rows)
         first = (self.block_bytes // 4) // 4  # the loads block 0 alone reads
         units = [(blk, r0) for blk in range(2) for r0 in range(0, rows, A_BATCH_ROWS)]
         # Q8_0: the next pair's B reloaded after each block's dots, not after its dequantization (its
