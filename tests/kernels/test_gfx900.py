@@ -647,10 +647,6 @@ def test_doctor_says_when_the_assembler_is_not_ready(toolchain):
 # -- vlpc tune: the board implies the target ------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug found at merge: intermittent under pytest-xdist, exit 70 'internal error: buffers allocated for sizes "
-    "the kernels cannot address' -- the message of the allocator that tests/cli/test_cli_consistency.py and "
-    "tests/timing/test_energy.py monkeypatch in, reaching a later tune run in the same worker; passes alone"))
 def test_tune_gpu_mi25_implies_gfx900(capsys):
     from vlpc.cli import main
     from vlpc.tune import board_and_target

@@ -81,10 +81,6 @@ def test_check_compares_every_batch_entry(monkeypatch):
     assert not ok and why == "C[1][67, 261] outside the sampled tiles was written"
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug found at merge: intermittent under pytest-xdist, exit 70 'internal error: buffers allocated for sizes "
-    "the kernels cannot address' -- the message of the allocator that tests/cli/test_cli_consistency.py and "
-    "tests/timing/test_energy.py monkeypatch in, reaching a later tune run in the same worker; passes alone"))
 def test_cli_tunes_a_dynamic_batch(tmp_path, capsys):
     f = tmp_path / "bd.mlir"
     f.write_text(source(3, dynamic=True))

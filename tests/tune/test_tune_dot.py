@@ -11,7 +11,6 @@ import json
 import os
 
 import numpy as np
-import pytest
 
 import vlpc
 from vlpc import tune, verify
@@ -169,10 +168,6 @@ def _same_asm(capsys, f, data, path):
     assert a == b and "v_dot" in a
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug found at merge: intermittent under pytest-xdist, exit 70 'internal error: buffers allocated for sizes "
-    "the kernels cannot address' -- the message of the allocator that tests/cli/test_cli_consistency.py and "
-    "tests/timing/test_energy.py monkeypatch in, reaching a later tune run in the same worker; passes alone"))
 def test_cli_tune_f16_and_int8(tmp_path, capsys):
     f, stdout, data, rows, path = _tune_cli(capsys, tmp_path, "h.mlir", F16, "--max-candidates", "3")
     # the automatic plan and at most 3 candidates modeled (fewer when the plan model's bound stops the
