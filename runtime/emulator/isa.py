@@ -14,7 +14,6 @@ semantics.
 
 from __future__ import annotations
 
-import re
 import struct
 
 
@@ -49,68 +48,6 @@ FLAT_SEGMENT_OPS = {"flat": _strip("FLAT", "flat_"), "global": _strip("GLOBAL", 
 FLAT_OPS = FLAT_SEGMENT_OPS["flat"]
 MUBUF_OPS = _strip("MUBUF", "buffer_")
 MTBUF_OPS = _strip("MTBUF", "tbuffer_")
-
-#: Encodings whose every gfx906 mnemonic the base builders of :mod:`.semantics` execute (scalar
-#: ALU: ``salu``; VOP2 and the VOP3b carry/scale forms: ``valu``).
-_WHOLE_ENCODINGS = ("SOP1", "SOP2", "SOPK", "SOPC", "VOP2", "VOP3b")
-
-
-def _core_executed() -> frozenset:
-    """:data:`CORE_EXECUTED` from the gfx906 table: every mnemonic of :data:`_WHOLE_ENCODINGS`, and of
-    the other base encodings those outside a family module's own forms -- SOPP but
-    ``s_endpgm_ordered_ps_done`` (``salu_extra``), VOPC but the 16-bit compares (``f16``),
-    FLAT/GLOBAL but the D16 forms (``vmem_d16``), MUBUF but the D16 and format forms and the L1
-    invalidations (``vmem_d16``, ``vmem_format``, ``salu_extra``), SMEM but the atomics, scratch and
-    discard forms (``smem``) -- plus the VOP1, VOP3a and DS mnemonics the base builders implement
-    (:data:`_CORE_VOP1_VOP3A_DS`)."""
-    out = set(_CORE_VOP1_VOP3A_DS)
-    for r in _table.table().values():
-        enc, mn = r.encoding, r.mnemonic
-        if (enc in _WHOLE_ENCODINGS
-                or (enc == "SOPP" and mn != "s_endpgm_ordered_ps_done")
-                or (enc == "VOPC" and not re.search(r"_[fiu]16$", mn))
-                or (enc in ("FLAT", "GLOBAL") and "_d16" not in mn)
-                or (enc == "MUBUF" and "_d16" not in mn and "format" not in mn and "wbinvl1" not in mn)
-                or (enc == "SMEM" and not any(w in mn for w in ("atomic", "scratch", "discard")))):
-            out.add(mn)
-    return frozenset(out)
-
-
-#: The VOP1, VOP3a and DS mnemonics the base builders implement (the rest of those encodings are
-#: the family modules': 16-bit, packed, SAD, cube, interpolation, the DS 64-bit/float atomics, ...).
-_CORE_VOP1_VOP3A_DS = frozenset({
-    "ds_add_rtn_u32", "ds_add_u32", "ds_and_b32", "ds_and_rtn_b32", "ds_dec_rtn_u32", "ds_dec_u32",
-    "ds_inc_rtn_u32", "ds_inc_u32", "ds_max_i32", "ds_max_rtn_i32", "ds_max_rtn_u32", "ds_max_u32",
-    "ds_min_i32", "ds_min_rtn_i32", "ds_min_rtn_u32", "ds_min_u32", "ds_nop", "ds_or_b32", "ds_or_rtn_b32",
-    "ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64", "ds_read_b128", "ds_read_b32",
-    "ds_read_b64", "ds_read_b96", "ds_read_i16", "ds_read_i8", "ds_read_u16", "ds_read_u8", "ds_rsub_rtn_u32",
-    "ds_rsub_u32", "ds_sub_rtn_u32", "ds_sub_u32", "ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32",
-    "ds_write2st64_b64", "ds_write_b128", "ds_write_b16", "ds_write_b32", "ds_write_b64", "ds_write_b8",
-    "ds_write_b96", "ds_wrxchg_rtn_b32", "ds_xor_b32", "ds_xor_rtn_b32", "v_add3_u32", "v_add_f64",
-    "v_add_lshl_u32", "v_alignbit_b32", "v_alignbyte_b32", "v_and_or_b32", "v_ashrrev_i64", "v_bcnt_u32_b32",
-    "v_bfe_i32", "v_bfe_u32", "v_bfi_b32", "v_bfm_b32", "v_bfrev_b32", "v_ceil_f32", "v_ceil_f64",
-    "v_clrexcp", "v_cos_f32", "v_cvt_f16_f32", "v_cvt_f32_f16", "v_cvt_f32_f64", "v_cvt_f32_i32",
-    "v_cvt_f32_u32", "v_cvt_f32_ubyte0", "v_cvt_f32_ubyte1", "v_cvt_f32_ubyte2", "v_cvt_f32_ubyte3",
-    "v_cvt_f64_f32", "v_cvt_f64_i32", "v_cvt_f64_u32", "v_cvt_flr_i32_f32", "v_cvt_i32_f32", "v_cvt_i32_f64",
-    "v_cvt_off_f32_i4", "v_cvt_rpi_i32_f32", "v_cvt_u32_f32", "v_cvt_u32_f64", "v_div_fixup_f32",
-    "v_div_fixup_f64", "v_div_fmas_f32", "v_div_fmas_f64", "v_exp_f32", "v_ffbh_i32", "v_ffbh_u32",
-    "v_ffbl_b32", "v_floor_f32", "v_floor_f64", "v_fma_f32", "v_fma_f64", "v_fract_f32", "v_fract_f64",
-    "v_frexp_exp_i32_f32", "v_frexp_exp_i32_f64", "v_frexp_mant_f32", "v_frexp_mant_f64", "v_ldexp_f32",
-    "v_ldexp_f64", "v_log_f32", "v_lshl_add_u32", "v_lshl_or_b32", "v_lshlrev_b64", "v_lshrrev_b64",
-    "v_mad_f32", "v_mad_i32_i24", "v_mad_legacy_f32", "v_mad_u32_u24", "v_max3_f32", "v_max3_i32",
-    "v_max3_u32", "v_max_f64", "v_mbcnt_hi_u32_b32", "v_mbcnt_lo_u32_b32", "v_med3_f32", "v_med3_i32",
-    "v_med3_u32", "v_min3_f32", "v_min3_i32", "v_min3_u32", "v_min_f64", "v_mov_b32", "v_mul_f64",
-    "v_mul_hi_i32", "v_mul_hi_u32", "v_mul_lo_u32", "v_nop", "v_not_b32", "v_or3_b32", "v_rcp_f32",
-    "v_rcp_f64", "v_rcp_iflag_f32", "v_readfirstlane_b32", "v_readlane_b32", "v_rndne_f32", "v_rndne_f64",
-    "v_rsq_f32", "v_rsq_f64", "v_sin_f32", "v_sqrt_f32", "v_sqrt_f64", "v_swap_b32", "v_trunc_f32",
-    "v_trunc_f64", "v_writelane_b32", "v_xad_u32",
-})
-
-#: The mnemonics the executor's base builders (:mod:`.semantics`' ``BASE_BUILDERS``) were written
-#: for (they dispatch by name prefix, so a mnemonic outside this set reaches them only through a
-#: family module in :mod:`.semantics`, which registers it explicitly).
-CORE_EXECUTED = _core_executed()
-
 
 # --------------------------------------------------------------------------
 # Implicit SCC operands (the uninitialised-register and waitcnt checkers read these).

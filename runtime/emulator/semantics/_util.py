@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vlpc import isa as table
+
 from .. import ops as O
 from .. import state
 
@@ -33,13 +35,12 @@ def raw_reader16(o):
     return state.vsrc_reader(Operand(o.kind, o.reg, o.width, val, text=o.text))
 
 
-def core_executed(*encodings: str) -> frozenset:
-    """The mnemonics of the base builders (:data:`..isa.CORE_EXECUTED`) whose gfx906 table
-    encoding class (:func:`vlpc.isa.lookup`) is one of ``encodings``."""
-    from vlpc import isa as table
-
-    from .. import isa as eisa
-    return frozenset(mn for mn in eisa.CORE_EXECUTED if table.lookup(mn).encoding in encodings)
+def table_mnemonics(*encodings: str, but=None) -> frozenset:
+    """The gfx906 table's mnemonics (:mod:`vlpc.isa`) whose encoding class is one of
+    ``encodings``, less those ``but(mnemonic)`` is true for (the forms a family module owns):
+    how a base module declares the mnemonics its builder implements (``BASE_BUILDERS``)."""
+    return frozenset(mn for mn, r in table.table().items()
+                     if r.encoding in encodings and not (but is not None and but(mn)))
 
 
 def plain(fn):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import isa
 from ..decode import Instr
 from ..state import _BARRIER, _END, _SPLIT
-from ._util import core_executed
+from ._util import table_mnemonics
 
 if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
     from ..core import Batch, Group, Prepared
@@ -105,4 +105,5 @@ def build_sopp(ins: Instr, b: Batch, p: Prepared):
     return None
 
 
-BASE_BUILDERS = {mn: build_sopp for mn in core_executed("SOPP")}
+#: every SOPP mnemonic but ``s_endpgm_ordered_ps_done`` (:mod:`.salu_extra`'s)
+BASE_BUILDERS = {mn: build_sopp for mn in table_mnemonics("SOPP", but=lambda mn: mn == "s_endpgm_ordered_ps_done")}

@@ -37,7 +37,6 @@ from ..errors import LdsOutOfRange
 from ._util import I64, U32
 from ..state import WAVE, lds_bank_cycles
 from ..decode import Instr
-from ._util import core_executed
 from .findings import finding
 from .memory import _issue
 from . import memory as _memory
@@ -438,14 +437,29 @@ def _names():
             continue
         op, ty = body.rsplit("_", 1)
         if op in _ATOMIC_OPS and ty in ("u32", "i32", "b32", "u64", "i64", "b64", "f32", "f64"):
-            from .. import isa as eisa
-            if mn in eisa.CORE_EXECUTED and ty in ("u32", "i32", "b32") and op not in ("cmpst", "mskor"):
-                continue  # the core's 32-bit integer atomics
+            if _is_base(mn):
+                continue  # build_ds's 32-bit integer atomics
             out[mn] = _build_atomic
     return out
 
 
-# ---- the core's DS instructions ----
+# ---- the base DS instructions ----
+
+#: the LDS atomics :func:`build_ds` runs in their 32-bit integer forms (with and without ``_rtn``)
+_BASE_ATOMIC_OPS = ("add", "sub", "rsub", "inc", "dec", "min", "max", "and", "or", "xor", "wrxchg")
+
+
+def _is_base(mn: str) -> bool:
+    """Whether :func:`build_ds` runs DS mnemonic ``mn``: ``ds_nop``, the reads and writes (b8 to
+    b128, the sign- and zero-extending sub-dword reads, ``read2``/``write2`` and their ``st64``
+    forms; not the D16, ``addtid`` and ``src2`` ones) and the 32-bit integer atomics."""
+    if mn == "ds_nop":
+        return True
+    if mn.startswith(("ds_read", "ds_write")):
+        return not any(w in mn for w in ("_d16", "addtid", "src2"))
+    op, _, ty = mn[3:].replace("_rtn", "").rpartition("_")
+    return op in _BASE_ATOMIC_OPS and ty in ("u32", "i32", "b32")
+
 
 def build_ds(ins: Instr, b: Batch, p: Prepared):
     mn = ins.mnemonic
@@ -620,4 +634,4 @@ def build_ds(ins: Instr, b: Batch, p: Prepared):
 
 
 BUILDERS = _names()
-BASE_BUILDERS = {mn: build_ds for mn in core_executed("DS")}
+BASE_BUILDERS = {mn: build_ds for mn in table.opcodes("DS").values() if _is_base(mn)}

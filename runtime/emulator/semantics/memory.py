@@ -16,7 +16,7 @@ from ..state import PRIVATE_APERTURE_BASE, TARGET, U32, U64, WAVE, ssrc_reader
 from ..decode import Instr, Operand
 from ..errors import BufferOutOfRange, OutOfBoundsAccess
 from .findings import finding
-from ._util import core_executed
+from ._util import table_mnemonics
 
 if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
     from ..core import Batch, Group, Prepared
@@ -386,5 +386,8 @@ def _per_dword(b: Batch, g: Group, p: Prepared, ins: Instr, parts, site):
     _issue(g, p, "vm")
 
 
-BASE_BUILDERS = {**{mn: build_flat for mn in core_executed("FLAT", "GLOBAL")},
-            **{mn: build_mubuf for mn in core_executed("MUBUF")}}
+#: the FLAT/GLOBAL and MUBUF loads, stores and atomics; the D16 forms are :mod:`.vmem_d16`'s, the
+#: format forms :mod:`.vmem_format`'s, the L1 invalidations :mod:`.salu_extra`'s
+BASE_BUILDERS = {**{mn: build_flat for mn in table_mnemonics("FLAT", "GLOBAL", but=lambda mn: "_d16" in mn)},
+                 **{mn: build_mubuf for mn in table_mnemonics(
+                     "MUBUF", but=lambda mn: any(w in mn for w in ("_d16", "format", "wbinvl1")))}}

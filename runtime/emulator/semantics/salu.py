@@ -14,7 +14,7 @@ from .. import isa
 from .. import ops as O
 from ..state import I32, I64, PRIVATE_APERTURE_BASE, SHARED_APERTURE_BASE, U32, U64, ssrc_reader, swriter
 from ..decode import Instr
-from ._util import core_executed
+from ._util import table_mnemonics
 from .control import _jump
 from .vint import _mul_hi_i, _mul_hi_u
 
@@ -325,4 +325,5 @@ def _build_sopk(ins: Instr, b: Batch):
     return None
 
 
-BASE_BUILDERS = {mn: build_salu for mn in core_executed("SOP1", "SOP2", "SOPK", "SOPC")}
+#: every scalar ALU mnemonic (SOP1, SOP2, SOPK, SOPC) of the gfx906 table
+BASE_BUILDERS = {mn: build_salu for mn in table_mnemonics("SOP1", "SOP2", "SOPK", "SOPC")}

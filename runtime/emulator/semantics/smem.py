@@ -21,7 +21,7 @@ from ._util import U32, U64
 from ..state import ssrc_reader, swriter
 from ..decode import Instr, Operand
 from ..errors import OutOfBoundsAccess
-from ._util import core_executed
+from ._util import table_mnemonics
 from .memory import _issue, _oob, _site
 from . import memory as _memory
 from .. import state
@@ -187,4 +187,6 @@ def build_smem(ins: Instr, b: Batch, p: Prepared):
 
 
 BUILDERS = _names()
-BASE_BUILDERS = {mn: build_smem for mn in core_executed("SMEM")}
+#: the SMEM loads and stores; the atomics, scratch and discard forms are this module's ``BUILDERS``
+BASE_BUILDERS = {mn: build_smem for mn in table_mnemonics(
+    "SMEM", but=lambda mn: any(w in mn for w in ("atomic", "scratch", "discard")))}

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import isa as eisa
 from .. import ops as O
 from ..state import F32, F64, I64, U32, U64, WAVE, ssrc_reader, swriter, vsrc_reader, vwriter
 from ..decode import Instr
 from . import convert, f32, f64, vint
-from ._util import _i, core_executed
+from ._util import _i, table_mnemonics
 from .float_mode import _post
 
 if TYPE_CHECKING:  # the core's wave state, for annotations only (no import of the core)
@@ -398,9 +397,21 @@ def _build_cmp(ins: Instr):
     return fn
 
 
-#: the VALU instructions without a family table entry: compares, carry-out arithmetic,
-#: lane reads/writes, v_fma_f32, v_mad_u64_u32, v_mbcnt, v_cndmask, v_swap, v_nop
-#: -- and those of the family tables (:data:`VALU`), whose bit functions ``build_valu`` runs
-BASE_BUILDERS = {**{mn: build_valu for mn in core_executed("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b")
-                    if mn not in VALU},
-                 **{mn: build_valu for mn in VALU if mn in eisa.CORE_EXECUTED}}
+#: the VALU mnemonics :func:`build_valu` runs by name (no bit function in :data:`VALU`)
+_NAMED = frozenset({"v_nop", "v_clrexcp", "v_readfirstlane_b32", "v_readlane_b32", "v_writelane_b32",
+                    "v_cndmask_b32", *_CARRY, "v_mad_u64_u32", "v_mad_i64_i32", "v_mbcnt_lo_u32_b32",
+                    "v_mbcnt_hi_u32_b32", "v_fma_f32", "v_fmac_f32", "v_swap_b32"})
+
+
+def _runs(mn: str) -> bool:
+    """Whether :func:`build_valu` runs ``mn``: a bit function of :data:`VALU`, a mnemonic of
+    :data:`_NAMED`, or a 32/64-bit compare (:func:`cmp_test`)."""
+    if mn.startswith(("v_cmp_", "v_cmpx_")):
+        return cmp_test(mn) is not None
+    return mn in VALU or mn in _NAMED
+
+
+#: the plain VOP1, VOP2, VOPC and VOP3 forms :func:`build_valu` runs (the 16-bit, packed,
+#: division, SAD, cube, interpolation, ... ones are the family modules')
+BASE_BUILDERS = {mn: build_valu for mn in table_mnemonics("VOP1", "VOP2", "VOPC", "VOP3a", "VOP3b",
+                                                          but=lambda mn: not _runs(mn))}

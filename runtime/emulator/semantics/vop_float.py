@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import isa
 from .. import ops as O
 from ..errors import UnsupportedInstruction
 from . import rounding
@@ -332,11 +331,11 @@ def _build_outmods_only(ins, b, p):
 
 def _names():
     out = []
-    for mn in isa.CORE_EXECUTED:
+    for mn in _valu.BASE_BUILDERS:
         if mn.startswith("v_") and _types(mn) is not None:
             out.append(mn)
     return out
 
 
 BUILDERS = {mn: build for mn in _names()}
-BUILDERS.update({mn: _build_outmods_only for mn in _OUTMODS_ONLY if mn in isa.CORE_EXECUTED})
+BUILDERS.update({mn: _build_outmods_only for mn in _OUTMODS_ONLY if mn in _valu.BASE_BUILDERS})
