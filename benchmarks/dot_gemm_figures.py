@@ -133,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     from vlpc.targets import get_board
 
     board = get_board(args.gpu, clock_mhz=args.clock, memory_clock_mhz=args.memory_clock)
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent / "microbench"))
-    from memory import stream_gbs  # the modeled dwordx4 streaming ceiling of this board
+    from vlpc.benchmarking.microbench import stream_gbs  # the modeled dwordx4 streaming ceiling of this board
 
     ceiling = stream_gbs(board, 16) * 1e9
     pin = board.hbm_bytes_per_second

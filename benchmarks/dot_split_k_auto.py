@@ -36,13 +36,12 @@ Every figure is modeled by vlpc's timing model on MI60 @ 1700 MHz, 64 CUs; none 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from vlpc.benchmarking import load_script
 
-import plan_surrogate as ps  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+ps = load_script(ROOT / "benchmarks" / "plan_surrogate.py")  # its board, plan helpers and run cache
 
 CT = {"f16": "f32", "i8": "i32"}
 #: (a) explicit plans on shapes outside the fit: (m, n, k, dtype, tile N, splits)

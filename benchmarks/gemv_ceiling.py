@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import vlpc
+from vlpc.benchmarking import load_script
 from vlpc.targets import get_board
 
 DOT_SHAPES = ((4096, 4096), (11008, 4096))
@@ -44,15 +45,15 @@ C_TYPE = {"f16": "f32", "i8": "i32"}
 def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = False) -> dict:
     """One timing-only launch of the automatic plan: time, weight bytes and where the time went."""
     board = get_board(gpu)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     if fmt in ("q8_0", "q4_0"):
-        from quant_gemv import modeled as quant_modeled  # the quantized GEMV's own launch
+        quant_modeled = load_script(Path(__file__).with_name("quant_gemv.py")).modeled  # the quantized GEMV's own launch
 
         r = quant_modeled(fmt, m, n, k, gpu, board.engine_clock_mhz)
         return dict(us=r["us"], kernel_us=None, weight_bytes=r["gbs"] * 1e9 * r["us"] * 1e-6, kernel="quant",
                     plan=f"S{r['split']} L{r['local']}", vgprs=r["vgprs"], where=r["where"],
                     launch_us=board.timing.launch_overhead_us)
-    from dot_gemm_figures import modeled as dot_modeled, source  # the same launch as that script's
+    dot = load_script(Path(__file__).with_name("dot_gemm_figures.py"))  # the same launch as that script's
+    dot_modeled, source = dot.modeled, dot.source
 
     gemv = "sgpr" if sgpr else None
     ct = C_TYPE[fmt]

@@ -48,9 +48,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
-for p in (HERE, HERE / "microbench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
 GOALS = ("microbench", "calibration", "ceiling", "cost")
 HELD_OUT = (1500, 1300, 1100)
@@ -65,8 +62,7 @@ def verdict(ok: bool) -> str:
 
 def goal_microbench(gpu: str) -> list[tuple[str, bool]]:
     """Goal 1: the microbenchmark suite's points and class ratios (``microbench/run.py``)."""
-    from harness import measurements
-    from run import POINT_GOAL, RATIO_GOAL, modules, ratio_rows
+    from vlpc.benchmarking.microbench import POINT_GOAL, RATIO_GOAL, measurements, modules, ratio_rows
 
     from vlpc.targets import get_board
 
@@ -133,10 +129,10 @@ def goal_calibration(path: Path) -> list[tuple[str, bool]]:
 
 def goal_ceiling(gemv: tuple[int, int]) -> list[tuple[str, bool]]:
     """Goal 3: the streaming kernels and vlpc's decode GEMVs against the measured ceiling."""
-    import dot_gemm_figures
-    import quant_gemv
-    from harness import measurements
-    from memory import stream_gbs
+    from vlpc.benchmarking import load_script
+    from vlpc.benchmarking.microbench import measurements, stream_gbs
+
+    dot_gemm_figures, quant_gemv = load_script(HERE / "dot_gemm_figures.py"), load_script(HERE / "quant_gemv.py")
 
     from vlpc.targets import get_board
 

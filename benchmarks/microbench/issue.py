@@ -6,7 +6,7 @@ instructions; whole-GPU lane-instructions per second.  The kernel here is the sa
 256 copies of the instruction with rotating destinations ``v[16:47]`` over sources that
 no copy writes, then ``s_sub_u32``/``s_cmp``/``s_cbranch`` back.  The modeled rate is the
 difference of work over the difference of modeled time between 2 and 6 loop iterations
-(:func:`harness.modeled_rate`).
+(:func:`vlpc.benchmarking.microbench.modeled_rate`).
 
 Clock condition: the source does not state the engine clock.  The model runs at the
 board's stock clock (MI50: 1725 MHz, or ``--clock``); the measured full-rate rows
@@ -18,7 +18,7 @@ depend on it.
 
 from __future__ import annotations
 
-from harness import Point, Ratio, code_object, modeled_rate
+from vlpc.benchmarking.microbench import Point, Ratio, code_object, modeled_rate
 
 GRID, BLOCK, UNROLL = 60, 256, 256
 

@@ -12,12 +12,12 @@ work-items: one wave per SIMD on MI50's 60 CUs) -- an assumption, stated here: t
 source's occupancy is unknown, and a dependent read-then-write chain at one wave per SIMD
 is latency-bound at b32 and b64, bandwidth-bound only at b128.
 Bandwidth counts bytes read plus bytes written, whole GPU, in TB/s; the rate is the
-difference between 2 and 6 loop iterations (:func:`harness.modeled_rate`).
+difference between 2 and 6 loop iterations (:func:`vlpc.benchmarking.microbench.modeled_rate`).
 """
 
 from __future__ import annotations
 
-from harness import Point, code_object, modeled_rate
+from vlpc.benchmarking.microbench import Point, code_object, modeled_rate
 
 GRID, BLOCK, UNROLL = 60, 256, 16
 WIDTHS = {"b32": 1, "b64": 2, "b128": 4}

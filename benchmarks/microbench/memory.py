@@ -2,7 +2,8 @@
 
 Streaming (rows ``hbm.stream.dwordx4``, ``hbm.stream.dword`` of ``measurements.csv``:
 MI50, whole GPU, a large buffer, HBM2 at 1000 MHz): ``kernels/memory.hip`` (built by
-Debian's hipcc for gfx906, :func:`kernels`), ``stream_dwordx4`` / ``stream_dword``: every
+Debian's hipcc for gfx906, :func:`vlpc.benchmarking.microbench.memory_kernels`),
+``stream_dwordx4`` / ``stream_dword`` (:func:`vlpc.benchmarking.microbench.stream_gbs`): every
 work-item issues 4 loads (``global_load_dwordx4`` / ``global_load_dword``) strided by the
 whole grid, then one ``s_waitcnt``; 256 work-items per workgroup and enough workgroups
 for a 256 MiB buffer (64x the 4 MiB L2: nothing is reused).  Bandwidth = bytes read /
@@ -23,64 +24,8 @@ Run: ``python benchmarks/microbench/run.py --only memory`` (points) or
 
 from __future__ import annotations
 
-import functools
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-from harness import Point  # noqa: E402
-
-SOURCE = HERE / "kernels" / "memory.hip"
-#: The committed build of SOURCE (used when hipcc is not installed).
-PREBUILT = HERE / "kernels" / "memory.hsaco"
-UNROLL = 4
-BLOCK = 256
-STREAM_BYTES = 256 << 20
-
-
-@functools.lru_cache(maxsize=None)
-def kernels():
-    """The code object of ``kernels/memory.hip``: rebuilt by hipcc into ``build/`` when
-    hipcc is installed and the source is newer than the build, else the committed one."""
-    from vlpc.runtime.code_object import load_code_object
-
-    hipcc = shutil.which("hipcc")
-    out = HERE.parents[1] / "build" / "microbench" / "memory.hsaco"
-    if hipcc and (not out.exists() or out.stat().st_mtime < SOURCE.stat().st_mtime):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([hipcc, "--offload-arch=gfx906", "--cuda-device-only", "--no-gpu-bundle-output",
-                        "-O3", "-c", str(SOURCE), "-o", str(out)], check=True,
-                       env=dict(os.environ, HIP_PLATFORM="amd"), capture_output=True)
-    return load_code_object(out if out.exists() else PREBUILT)
-
-
-def _device(board):
-    import warnings
-
-    from vlpc.runtime import get_device
-
-    # hipcc's loops test SCC after s_cmp_eq_u32 on a kernel argument: the emulator's
-    # uninitialised-register check does not see that write yet (issue 32, emulator part)
-    warnings.filterwarnings("ignore", message=".*scc is read before anything wrote it")
-    return get_device("emulator", gpu=board, timing_only=True)
-
-
-def stream_gbs(board, width_bytes: int) -> float:
-    """Modeled streaming read bandwidth (GB/s) of ``stream_dword`` (4) or ``stream_dwordx4``
-    (16) over a ``STREAM_BYTES`` buffer on ``board``."""
-    name = {4: "stream_dword", 16: "stream_dwordx4"}[width_bytes]
-    grid = STREAM_BYTES // (UNROLL * BLOCK * width_bytes)
-    dev = _device(board)
-    a = dev.alloc(STREAM_BYTES)
-    out = dev.alloc(4 * BLOCK * grid)
-    st = dev.launch(kernels(), name, grid=(grid, 1, 1), block=(BLOCK, 1, 1), args=[a, out])
-    return STREAM_BYTES / (st.time_us * 1e-6) / 1e9
+from vlpc.benchmarking.microbench import (BLOCK, STREAM_BYTES, UNROLL, Point, memory_device, memory_kernels,
+                                          stream_gbs)
 
 
 def points(board) -> list[Point]:
@@ -113,11 +58,11 @@ def chase_ns(board, kernel: str, span_bytes: int, step_bytes: int, steps: int = 
 
     times = []
     for n in (steps, 2 * steps):
-        dev = _device(board)
+        dev = memory_device(board)
         nxt = _chain(dev, span_bytes, step_bytes)
         out = dev.alloc(4)
         args = [nxt, np.uint32(n)] + ([] if kernel == "chase_scalar" else [np.uint32(0)]) + [out]
-        st = dev.launch(kernels(), kernel, grid=(1, 1, 1), block=(64, 1, 1), args=args)
+        st = dev.launch(memory_kernels(), kernel, grid=(1, 1, 1), block=(64, 1, 1), args=args)
         times.append(st.time_us * 1e3)
     return (times[1] - times[0]) / steps
 

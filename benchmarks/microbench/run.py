@@ -5,10 +5,10 @@
 (Not ``python -m benchmarks.microbench``: the xdsl wheel installs a top-level ``benchmarks``
 package that shadows this folder.)
 
-Discovers the suite modules in this folder (every ``*.py`` but ``harness``, ``run`` and
-``__init__``), calls each one's ``points(board)`` and prints, per point: the
-measured value or range, the modeled value, the error (``harness.Measurement.error``: 0
-inside a measured range, else relative to its nearest end; relative to the value for a
+Discovers the suite modules in this folder (every ``*.py`` but ``run`` and ``__init__``:
+:func:`vlpc.benchmarking.microbench.modules`, the suite's harness), calls each one's
+``points(board)`` and prints, per point: the measured value or range, the modeled value, the
+error (``Measurement.error``: 0 inside a measured range, else relative to its nearest end; relative to the value for a
 single value) and the source.  Then the ratios between instruction classes (``ratios()``
 of a module: means of measured and of modeled values; error = modeled ratio / measured
 ratio - 1) and the goals: every point within +-10 %, every ratio within +-5 %.
@@ -19,31 +19,10 @@ Exit status 0 even when a goal is missed (the figures are the output).
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-from harness import Measurement, Point, Ratio, measurements  # noqa: E402
-
-SKIP = {"harness", "run", "__init__"}
-POINT_GOAL = 0.10
-RATIO_GOAL = 0.05
-
-
-def modules(only: list[str] | None = None) -> list:
-    """The suite modules of this folder (sorted by name), optionally only those named."""
-    out = []
-    for p in sorted(HERE.glob("*.py")):
-        if p.stem in SKIP or (only and p.stem not in only):
-            continue
-        m = importlib.import_module(p.stem)
-        if callable(getattr(m, "points", None)):
-            out.append(m)
-    return out
+from vlpc.benchmarking.microbench import (POINT_GOAL, RATIO_GOAL, SKIP, SUITE, Measurement, Point, Ratio,
+                                          measurements, modules, ratio_rows)
 
 
 def _row(meas: Measurement, pt: Point) -> str:
@@ -51,17 +30,6 @@ def _row(meas: Measurement, pt: Point) -> str:
     flag = "" if abs(err) <= POINT_GOAL else "  MISS"
     return (f"{pt.id:<22} {meas.text():>12} {pt.modeled:>10.3f} {err:>+8.1%}{flag:<6} "
             f"{meas.unit}; {meas.source}")
-
-
-def ratio_rows(ratio: Ratio, meas: dict[str, Measurement], got: dict[str, Point]):
-    num = [i for i in ratio.numerator if i in got]
-    den = [i for i in ratio.denominator if i in got]
-    if not num or not den:
-        return None
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    measured = mean([meas[i].mid for i in num]) / mean([meas[i].mid for i in den])
-    modeled = mean([got[i].modeled for i in num]) / mean([got[i].modeled for i in den])
-    return measured, modeled, modeled / measured - 1
 
 
 def plot(path: str, rows: list[tuple[Measurement, Point]], title: str) -> None:
@@ -101,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     only = [s.strip() for s in a.only.split(",") if s.strip()] or None
     if only:
-        unknown = sorted(set(only) - {p.stem for p in HERE.glob("*.py")} | (set(only) & SKIP))
+        unknown = sorted(set(only) - {p.stem for p in SUITE.glob("*.py")} | (set(only) & SKIP))
         if unknown:
-            print(f"run.py: error: no suite module {', '.join(unknown)} in {HERE.name}/", file=sys.stderr)
+            print(f"run.py: error: no suite module {', '.join(unknown)} in {SUITE.name}/", file=sys.stderr)
             return 2
     meas = measurements()
     print(f"board {board.name} at {board.engine_clock_mhz:g} MHz engine clock; modeled, not measured")

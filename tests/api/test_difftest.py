@@ -4,14 +4,14 @@ wrapper corrupts the buffers it downloads, so the expected verdicts come from ou
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import difftest  # noqa: E402
+from vlpc.benchmarking import load_script
+
+difftest = load_script(Path(__file__).resolve().parents[2] / "tools" / "difftest.py")
 
 
 def test_short_session_f16_int8(capsys):

@@ -1,18 +1,15 @@
-"""benchmarks/microbench's harness: the measured rows, the error rule and module discovery
-(no kernel is run here: the suite's figures come from its runner, not from tests)."""
+"""The microbenchmark suite's harness (vlpc.benchmarking.microbench): the measured rows, the error
+rule and module discovery, and its runner's errors (no kernel is run here: the suite's figures
+come from its runner, benchmarks/microbench/run.py, not from tests)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-HERE = Path(__file__).resolve().parents[2] / "benchmarks" / "microbench"
-sys.path.insert(0, str(HERE))
+from vlpc.benchmarking import load_script
+from vlpc.benchmarking import microbench as harness
 
-import harness  # noqa: E402
-import run  # noqa: E402
+run = load_script(harness.SUITE / "run.py")
 
 
 def test_rows_parse_with_sources_and_ranges():
@@ -35,7 +32,7 @@ def test_error_rule():
 
 
 def test_discovery_finds_the_suite_modules_and_their_points_name_rows():
-    mods = {m.__name__: m for m in run.modules()}
+    mods = {m.__name__: m for m in harness.modules()}
     assert {"issue", "lds"} <= set(mods)
     rows = harness.measurements()
     ids = [f"ips.{m}" for m in mods["issue"].OPERANDS] + [f"lds.{w}" for w in mods["lds"].WIDTHS]

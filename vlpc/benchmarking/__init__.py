@@ -1,5 +1,46 @@
 """Library code the benchmark scripts (``benchmarks/``) and their tests share.
 
 The scripts import it as ``vlpc.benchmarking.<module>`` (never each other through ``sys.path``):
-:mod:`vlpc.benchmarking.seed`, the seed's SGEMM problem and the modeled-launch shortcuts.
+:mod:`vlpc.benchmarking.seed`, the seed's SGEMM problem and the modeled-launch shortcuts;
+:mod:`vlpc.benchmarking.microbench`, the microbenchmark suite's harness, runner logic and
+streaming ceiling.  A script that reuses another script's functions (or a test that exercises a
+script or a ``tools/`` program) loads it by path with :func:`load_script`.
 """
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+#: The checkout's root (the benchmark scripts and their data are not installed with the package).
+ROOT = Path(__file__).resolve().parents[2]
+#: The benchmark scripts' folder of the checkout.
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def load_script(path: str | Path) -> ModuleType:
+    """The Python script at ``path`` (a ``benchmarks/`` or ``tools/`` file) as a module named after
+    its file: executed once per process (not as ``__main__``) and kept in ``sys.modules`` under
+    that name (its dataclasses and pickled functions look their module up there); nothing is put
+    on ``sys.path``.  Raises ``ImportError`` when a different module already has that name and
+    ``OSError`` when the file cannot be read."""
+    path = Path(path).resolve()
+    name = path.stem
+    known = sys.modules.get(name)
+    if known is not None:
+        if getattr(known, "__file__", None) and Path(known.__file__).resolve() == path:
+            return known
+        raise ImportError(f"cannot load {path} as module {name!r}: {known!r} has that name")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python script")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
