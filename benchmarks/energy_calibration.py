@@ -67,25 +67,15 @@ KERNELS = {
 }
 
 
-def source(m: int, n: int, k: int) -> str:
-    return f"""
-func.func @sgemm(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
-  %alpha = arith.constant 1.0 : f32
-  %beta = arith.constant 0.0 : f32
-  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
-  return
-}}
-"""
-
-
 def run_kernel(name: str, m: int = M, n: int = N, k: int = K, board="mi60", timing_only: bool = True):
     """Compile kernel ``name`` (a key of :data:`KERNELS`) and run one launch on the emulator
     with the timing model; returns its LaunchStats (with ``.timing`` and ``.trace``)."""
     import vlpc
+    from vlpc.benchmarking.seed import seed_source
     from vlpc.runtime.emulator.device import EmulatorDevice
 
     opts, _ = KERNELS[name]
-    mod = vlpc.compile(source(m, n, k), split_k=1, **opts)
+    mod = vlpc.compile(seed_source(m, n, k), split_k=1, **opts)
     ck = mod.kernel()
     dev = EmulatorDevice(gpu=board, timing_only=timing_only)
     a, b, c = dev.alloc(m * k * 4), dev.alloc(n * k * 4), dev.alloc(m * n * 4)

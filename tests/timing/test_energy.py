@@ -19,6 +19,7 @@ import pytest
 from vlpc.runtime.timing import Residency, TraceRequest, model_kernel
 from vlpc.runtime.timing.energy import (COMPONENTS, EnergyError, EnergyEvents, estimate, events_from_stats,
                                         idle_watts, launch_energy)
+from vlpc.benchmarking.seed import seed_source
 from vlpc.targets import ENERGY, ENERGY_SOURCES, EnergyParams, get_board
 
 MICRO = """
@@ -189,15 +190,6 @@ def test_negative_time_refused():
 M, N, K = 64, 256, 32
 
 
-def _source(m=M, n=N, k=K) -> str:
-    return f"""
-func.func @sgemm(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
-  %alpha = arith.constant 1.0 : f32
-  %beta = arith.constant 0.0 : f32
-  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
-  return
-}}
-"""
 
 
 def _launch(**opts):
@@ -205,7 +197,7 @@ def _launch(**opts):
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
 
-    ck = vlpc.compile(_source(), split_k=1, **opts)
+    ck = vlpc.compile(seed_source(M, N, K), split_k=1, **opts)
     k = ck.kernel()
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
@@ -294,7 +286,7 @@ def test_power_limited_retimes_under_the_launchs_l2_rule():
     from vlpc.runtime.timing.energy import power_limited
 
     m, n, k = 256, 512, 32
-    ck = vlpc.compile(_source(m, n, k), split_k=1, macro_tile=(64, 256))
+    ck = vlpc.compile(seed_source(m, n, k), split_k=1, macro_tile=(64, 256))
     kern = ck.kernel()
     mi60 = get_board("mi60", clock_mhz=1700)
     assert mi60.timing.l2_miss_rule == "address"
@@ -329,7 +321,7 @@ def test_report_energy_writes_table_csv_and_chart(tmp_path, capsys):
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     prefix = tmp_path / "out"
     assert main(["report", str(f), "--energy", "-o", str(prefix), "--schedule", "seed", "-q"]) == 0
     out = capsys.readouterr().out
@@ -360,15 +352,15 @@ def test_report_energy_writes_table_csv_and_chart(tmp_path, capsys):
     # the kernel table gives a one-kernel plan's grid and modeled time too
     import vlpc
 
-    grid = vlpc.compile(_source(), strategy="lds").kernel().launch(M, N, K).grid
-    assert f"| legacy (lds) | sgemm (grid {'x'.join(map(str, grid))}, {float(by['lds']['time_us']):,.1f} us) |" in out
+    grid = vlpc.compile(seed_source(M, N, K), strategy="lds").kernel().launch(M, N, K).grid
+    assert f"| legacy (lds) | sgemm_seed (grid {'x'.join(map(str, grid))}, {float(by['lds']['time_us']):,.1f} us) |" in out
 
 
 def test_report_energy_bad_clock_is_one_line(tmp_path, capsys):
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     assert main(["report", str(f), "--energy", "--clock", "50", "-o", str(tmp_path / "o"), "-q"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["vlpc: --clock 50: engine clock 50.0 MHz is outside 100..3000 MHz"]
@@ -381,7 +373,7 @@ def test_report_energy_says_when_the_clock_is_outside_the_vf_curve(tmp_path, cap
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     prefix = tmp_path / "o"
     assert main(["report", str(f), "--energy", "--gpu", "mi60", "--clock", str(clock), "-o", str(prefix), "-q"]) == 0
     cap = capsys.readouterr()
@@ -423,8 +415,8 @@ def test_a_plan_run_in_full_is_priced_as_its_launches():
 
     dev = get_device("emulator", gpu="mi60")
     launches = record_launches(dev)
-    r = vlpc.run(_source(), device=dev, split_k=2)
-    assert r.verified and [x.kernel for x in launches] == ["sgemm", "sgemm_reduce"]
+    r = vlpc.run(seed_source(M, N, K), device=dev, split_k=2)
+    assert r.verified and [x.kernel for x in launches] == ["sgemm_seed", "sgemm_seed_reduce"]
     flops = 2.0 * M * N * K
     got = launch_energy(r.stats, flops=flops)
     want = combine_energy([launch_energy(x.stats) for x in launches], flops)
@@ -448,7 +440,7 @@ def test_a_timing_only_plan_is_refused_naming_the_way_out():
     from vlpc.runtime.emulator.device import EmulatorDevice
 
     # a grid larger than the workgroups the timing model traces: only some of them are executed
-    r = vlpc.run(_source(4096, 4096, 32), device=EmulatorDevice(gpu="mi60", timing_only=True), split_k=2,
+    r = vlpc.run(seed_source(4096, 4096, 32), device=EmulatorDevice(gpu="mi60", timing_only=True), split_k=2,
                  verify=False)
     assert r.stats.workgroups < r.stats.timing.workgroups and len(r.stats.timing.parts) == 2
     with pytest.raises(EnergyError, match="record_launches"):
@@ -469,7 +461,7 @@ def test_progress_names_the_variant_running(tmp_path):
             super().add_total(workgroups)
 
     with Recorder(0, "vlpc --energy", quiet=True) as bar:
-        rep = build_comparison(_source(), "g.mlir", progress=bar, options={"split_k": 1})
+        rep = build_comparison(seed_source(M, N, K), "g.mlir", progress=bar, options={"split_k": 1})
     assert [r.variant for r in rep.rows] == ["sqc", "sqc-nofwd", "lds"]
     assert [d for d, _ in seen] == ["vlpc --energy: sqc (1/3)", "vlpc --energy: sqc, no forwarding (2/3)",
                                     "vlpc --energy: legacy (lds) (3/3)"]
@@ -511,7 +503,7 @@ def test_report_energy_refuses_strategies(tmp_path, capsys):
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     assert main(["report", str(f), "--energy", "--strategies", "lds", "-o", str(tmp_path / "o"), "-q"]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
         "vlpc: --strategies lds: --energy compares sqc, sqc without forwarding and legacy (lds) itself: "
@@ -526,7 +518,7 @@ def test_bench_energy_writes_its_csv_where_csv_says(tmp_path, capsys, monkeypatc
 
     monkeypatch.chdir(tmp_path)
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     assert main(["bench", str(f), "--energy", "-q", "--csv", "mine.csv", "--split-k", "1"]) == 0
     err = capsys.readouterr().err
     assert "vlpc: wrote g-energy.md, mine.csv, g-energy.svg" in err
@@ -591,7 +583,7 @@ def test_output_prefix_given_with_a_suffix(tmp_path, capsys):
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     assert main(["report", str(f), "--energy", "-o", str(tmp_path / "out.md"), "-q", "--split-k", "1"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.mlir", "out.csv", "out.md", "out.svg"]
 
@@ -607,7 +599,7 @@ def test_unwritable_output_names_the_option(tmp_path, capsys, flags, line):
     from vlpc.cli import main
 
     f = tmp_path / "g.mlir"
-    f.write_text(_source())
+    f.write_text(seed_source(M, N, K))
     d = str(tmp_path)
     assert main(["report", str(f), "--energy", "-q", *[x.format(d=d) for x in flags]]) == 1
     assert capsys.readouterr().err.strip().splitlines() == ["vlpc: " + line.format(d=d)]

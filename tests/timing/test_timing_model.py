@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from vlpc.benchmarking.seed import seed_source
 from vlpc.runtime.emulator.core import lds_bank_cycles
 from vlpc.runtime.emulator.memory import Memory
 from vlpc.runtime.emulator.testing import run_program
@@ -320,22 +321,13 @@ def test_more_waves_per_simd_hide_latency():
         one.breakdown["valu"] / sum(one.breakdown.values())
 
 
-def _gemm_src(m, n, k):
-    return f"""
-func.func @g(%a: memref<{m}x{k}xf32>, %b: memref<{n}x{k}xf32>, %c: memref<{m}x{n}xf32>) {{
-  %alpha = arith.constant 1.0 : f32
-  %beta = arith.constant 0.0 : f32
-  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}xf32>, memref<{n}x{k}xf32>, memref<{m}x{n}xf32>, f32, f32
-  return
-}}
-"""
 
 
 def _modeled(m, n, k, board="mi60", **opts):
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
 
-    mod = vlpc.compile(_gemm_src(m, n, k), **opts)
+    mod = vlpc.compile(seed_source(m, n, k), **opts)
     ck = mod.kernel()
     dev = EmulatorDevice(gpu=board, timing_only=True)
     a, b, c = dev.alloc(m * k * 4), dev.alloc(n * k * 4), dev.alloc(m * n * 4)
@@ -348,7 +340,7 @@ def test_split_plan_time_is_the_sum_of_its_kernels():
     from vlpc.runtime.emulator.device import EmulatorDevice
 
     m, n, k = 64, 256, 512
-    mod = vlpc.compile(_gemm_src(m, n, k), split_k=2, split_mode="workspace")
+    mod = vlpc.compile(seed_source(m, n, k), split_k=2, split_mode="workspace")
     ck = mod.kernel()
     steps = ck.plan(m, n, k)
     assert len(steps) == 2
