@@ -1,8 +1,8 @@
 """The tests' own reference for GEMM results, written from the BLAS definition.
 
-Independent of ``vlpc/api.py`` and ``vlpc/run.py`` on purpose: a test that checks a
+Independent of ``vlpc/api.py`` and ``vlpc/verify.py`` on purpose: a test that checks a
 kernel's output against what vlpc itself computes as the answer (``r.verified``,
-``vlpc.run.tolerance``, ``vlpc.run.apply_epilogue``) cannot catch a fault the product's
+``vlpc.verify.tolerance``, ``vlpc.verify.apply_epilogue``) cannot catch a fault the product's
 checker shares.  Nothing here imports vlpc.
 
 What is computed (BLAS xGEMM, reference BLAS ``sgemm.f``/``dgemm.f`` and docs/inputs.md):

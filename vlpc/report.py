@@ -1,6 +1,6 @@
 """``vlpc report``: the seed's section 2.11 table, measured on the kernels vlpc generates.
 
-Seed 002 ("An Alternative SGEMM on VEGA") compares a legacy LDS-tiled SGEMM with
+*An Alternative SGEMM on VEGA* (the seed, docs/references.md) compares a legacy LDS-tiled SGEMM with
 its A-in-SGPR scheme in a table of register-file, LDS and barrier traffic, per
 64x256 macro tile and per k step (the cost of a 64 x 1 x 256 product), and argues
 that the saving shows up as power.  This module compiles the same GEMM with both
@@ -51,7 +51,7 @@ from vlpc.isa.classes import EXECUTION_CLASSES
 #: The normalisation tile of the seed's table (a 64 x 256 macro tile, one k).
 NORM_M, NORM_N = 64, 256
 
-#: Seed 002, section 2.11 ("Costs for Matrix Multiply 64x1x256"): key, label, legacy, sqc.
+#: *An Alternative SGEMM on VEGA*, section 2.11 ("Costs for Matrix Multiply 64x1x256"): key, label, legacy, sqc.
 SEED_ROWS: list[tuple[str, str, float, float]] = [
     ("a_l2l1", "Matrix A L2-L1", 64, 64),
     ("a_vgpr_w", "Matrix A VGPR write", 576, 64),

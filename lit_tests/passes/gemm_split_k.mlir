@@ -6,7 +6,7 @@
 // RUN: vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=1}' | filecheck %s --check-prefix=NONE
 // RUN: not vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{local-split=8}' 2>&1 | filecheck %s --check-prefix=ERR
 
-// Seed 001's example: 256x256x8192 gives 4 macro tiles of 64x256 (the seed's tile:
+// XeTLA GEMM's split-K example (docs/references.md): 256x256x8192 gives 4 macro tiles of 64x256 (the seed's tile:
 // gemm-tile{model=false}).  Automatic (least modeled time, vlpc/plan_model.py): on 60 CUs
 // 29 slices of 288 (116 workgroups, about 2 per CU), on 64 CUs 32 slices of 256 (128
 // workgroups, 2 per CU: more resident waves hide the scalar loads' latency).  A model change

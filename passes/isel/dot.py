@@ -246,14 +246,14 @@ class DotKernelBuilder:
             self.local = 1
         self.pack = DOT_PACK[self.shape.dtype]
         self.eb = ELEMENT_BYTES[self.shape.dtype]
-        self.ldb_unit = self.eb  # bytes per unit of ldb (1 for a quantized B's bytes: gemm_to_gcn_quant)
+        self.ldb_unit = self.eb  # bytes per unit of ldb (1 for a quantized B's bytes: passes/isel/quant*.py)
         self.acc_per_row = 1  # accumulators per row of the tile until _combine_rows (2: a SwiGLU's gate and up)
         # A's schedule (passes/isel/sqc_k_step.py): ``default``, batches of 64 SGPRs loaded after
         # the previous batch's dots (as the f32 kernel); ``cover``, double-buffered batches of 32
         # (B stored K x N: cover, whose 32-SGPR batches leave room for the 16 B row pointers)
         self.b_trans = mm.layout.data[1] == "T"  # B read N x K (stored so, or an N x K copy of it)
         self.late = schedule != "cover" and self.b_trans
-        self.a_trans = mm.layout.data[0] == "T"  # A K x M packed here (False: a copy, gemm_to_gcn_transpose)
+        self.a_trans = mm.layout.data[0] == "T"  # A K x M packed here (False: a copy, passes/isel/transpose.py)
 
     def kernargs(self) -> list[dict]:
         return dot_kernarg_layout(self.shape, workspace=self.split > 1, bias=self.mm.bias is not None)
@@ -604,7 +604,7 @@ class DotKernelBuilder:
             # with the f32/f64 kernel); B K x N: every slot reloaded together after the step's last
             # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
             # that used it
-            quant = self._k_loop_override(e, acc, a_tile, b_tile, voff_b, k_val, lda4)  # (gemm_to_gcn_quant)
+            quant = self._k_loop_override(e, acc, a_tile, b_tile, voff_b, k_val, lda4)  # (passes/isel/quant*.py)
             acc = quant if quant is not None else emit_k_loops(
                 e, self.name, acc, k_val, n_steps, k_tail, ks, esz, 1, batches=lambda kc: batch(pieces(kc)),
                 fma_order=fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=dot_op,

@@ -41,7 +41,7 @@ next pair's A lines (the dense kernels' ``a_touch``: 1735 against 1613 us); 64 r
 columns, one group (2765, 3654 us).
 
 Used for Q8_0 and Q4_0 with M static and at least R rows; an M given at launch, Q4_K, the int4
-group formats and the fused SwiGLU keep the GEMV's 16-row tiles (passes/gemm_to_gcn_quant*.py).
+group formats and the fused SwiGLU keep the GEMV's 16-row tiles (passes/isel/quant*.py).
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class Q4KGemvBuilder(QuantGemvBuilder):
             flat = [v for w in range(nsets) for v in reloaded[w]] if nxt is not None else []
             return acc, flat, a_next
 
-        # B D super-blocks ahead as the Q8_0/Q4_0 loop (gemm_to_gcn_quant): the loop body takes D
+        # B D super-blocks ahead as the Q8_0/Q4_0 loop (passes/isel/quant.py): the loop body takes D
         # super-blocks, each reloading its registers for the one D later; (iters - D) % D before
         # the loop; the last D after it load nothing past the slice.
         depth = QUANT_B_AHEAD

@@ -1,6 +1,6 @@
 """The lane-along-K decode GEMV of f16 activations and quantized weights (Q8_0, Q4_0, Q4_K, int4 groups).
 
-The quantized GEMVs of passes/isel/quant.py, _quant_k.py and _quant_int4.py give each lane
+The quantized GEMVs of passes/isel/quant.py, quant_k.py and quant_int4.py give each lane
 its own weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then
 reads 16 bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page
 an instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM").

@@ -58,7 +58,7 @@ def test_bench_is_described_as_modeling_on_the_emulator(capsys):
 #: A citation of a file outside the repository (the project's private reference folder or seed
 #: file names) instead of the public source docs/references.md lists.
 _PRIVATE_CITATION = re.compile(r"shared/(?:reference|seeds)|seed_mi60_sgemm|gfx906_microbench|\bgfx906\.md\b|"
-                               r"\bseeds?/00\d|\bseed 00\d")
+                               r"\bseeds?/00\d|\b[Ss]eed 00\d")
 #: A git commit named in prose (git log keeps history; the docs state current facts).
 _COMMIT = re.compile(r"(?<![0-9A-Za-z_.#/-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,12}(?![0-9A-Za-z_])")
 

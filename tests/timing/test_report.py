@@ -68,7 +68,7 @@ def test_ratio_and_forwarding(report):
     assert lds.rows["vgpr_r_fwd"] < 0.01 * 16384
 
 
-# Seed 002, section 2.11 "Theoretical Comparison of VGPR/L1 Cache/LDS Access", the table
+# *An Alternative SGEMM on VEGA* (the seed), section 2.11 "Theoretical Comparison of VGPR/L1 Cache/LDS Access", the table
 # "Costs for Matrix Multiply 64x1x256" (legacy LDS, SQC), transcribed here from the seed's
 # text independently of vlpc.report.SEED_ROWS.
 SEED_002_TABLE = {
