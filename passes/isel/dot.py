@@ -28,7 +28,7 @@ passes/isel/transpose.py, :attr:`b_trans`).  A stored K x M (TN, TT): rows P kk 
 values, one scalar load each) go into SGPRs and each dot's A operand is packed from them by
 SALU ops.  f16: ``s_pack_ll_b32_b16`` (even m) / ``s_pack_hh_b32_b16`` (odd m) of rows 2kk and
 2kk + 1, one SALU instruction per dot.  int8: a 4x4 byte transpose of the dwords of rows
-4kk..4kk+3 that hold four rows m (``a_int8_t`` in ``build``: four ``s_pack_*_b32_b16`` into two
+4kk..4kk+3 that hold four rows m (``_DotOperands.a_int8_t``: four ``s_pack_*_b32_b16`` into two
 SGPR pairs and a 64-bit delta swap ``s_lshr``/``s_xor``/``s_and``/``s_xor``/``s_lshl``/``s_xor``,
 10 SALU instructions per 4 dots; a tile of 4 rows uses the 32-bit form, 8 per 2 dots, as its
 pairs fragment the SGPRs).  The SALU issues one instruction per SIMD per 4 cycles, as the VALU
@@ -86,6 +86,8 @@ split-K, the ``lds`` strategy and the ``seed`` schedule.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
@@ -224,6 +226,282 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     return kernels
 
 
+def _reg(e: Emitter, x: SSAValue | int) -> SSAValue:
+    """``x`` in a register (a static int through ``e.const``)."""
+    return e.const(x) if isinstance(x, int) else x
+
+
+def _bytes_of(e: Emitter, x: SSAValue | int, n: int) -> SSAValue | int:
+    """``x`` x ``n`` (static, or an ``s_mul_i32``)."""
+    return x * n if isinstance(x, int) else e.mul(x, n)
+
+
+@dataclass
+class _DotBuild:
+    """What :meth:`DotKernelBuilder.build` threads through its parts: the kernel entry and its
+    ids, the kernel arguments' offsets, the tile (first row, a last row tile's shift, first
+    column, the N edge's lanes in EXEC; a local split's one-pass reduction moves ``row0`` to the
+    group's row and ``mi_m`` to 1), the accumulators and what the output takes from before."""
+
+    entry: Block
+    e: Emitter
+    kp: SSAValue
+    wg_x: SSAValue
+    wg_z: SSAValue | None
+    tid: SSAValue
+    slice_id: SSAValue | None
+    kargs: dict
+    batched: bool
+    row0: SSAValue
+    shift: SSAValue | None
+    col0: SSAValue
+    lanes: SSAValue
+    mi_m: int
+    is_int: bool
+    dot_op: type
+    acc: list = field(default_factory=list)
+    early: dict = field(default_factory=dict)  # kernel arguments of the output loaded in the prologue
+    lds_bytes: int = 0
+    exit_label: str | None = None
+
+
+class _DotOperands:
+    """A's and B's loads and dot operands in the K loop of one :class:`DotKernelBuilder` kernel
+    (``emit_k_loops``' callbacks), with what :meth:`DotKernelBuilder._dot_prologue` set up."""
+
+    def __init__(self, kb: DotKernelBuilder, f: _DotBuild, *, lda, ldb, lda4, ldb4, a_tile, b_tile, voff_b, k_val,
+                 k_left, k_total, piece, a_tile0, b_tile0, one_pass: bool, lds_add: bool):
+        self.e, self.forwarding = f.e, kb.forwarding
+        self.lda, self.ldb, self.lda4, self.ldb4 = lda, ldb, lda4, ldb4
+        self.a_tile, self.b_tile, self.voff_b = a_tile, b_tile, voff_b
+        self.k_val, self.k_left, self.k_total, self.piece = k_val, k_left, k_total, piece
+        self.a_tile0, self.b_tile0, self.one_pass, self.lds_add = a_tile0, b_tile0, one_pass, lds_add
+        self.late, self.P, self.eb, self.mi_m, ks = kb.late, kb.pack, kb.eb, kb.mi_m, kb.k_step
+        self.is_int, self.a_trans, self.b_trans = f.is_int, kb.a_trans, kb.b_trans
+        mi_m, P, eb, a_trans, b_trans = self.mi_m, self.P, self.eb, self.a_trans, self.b_trans
+        self.n_steps = k_val // ks if isinstance(k_val, int) else None
+        self.k_tail = k_val % ks if isinstance(k_val, int) else 0
+        self.esz = esz = 4  # bytes per packed dword of K
+        self.per_load = 16
+        # A's pieces: a row's 16 dwords of the step per s_load_dwordx16 (row-major), or for
+        # the decode GEMV (M <= 16 rows, B N x K) K-major: ``a_width`` dwords of every row
+        # (gemv_a_width: the whole step when it fits one batch, else 4, or 8 for 16 rows) per
+        # run of batches, so a batch reads one B quad per lane (two with 8-dword pieces) and that
+        # quad is reloaded for the next step right after it (each batch's scalar loads find the
+        # B lines the batch before asked for behind them in the HBM queue, not the whole
+        # step's: the weight stream keeps flowing while the waves wait on A)
+        self.kmajor = mi_m <= GEMV_MAX_M and b_trans and not a_trans
+        self.a_width = gemv_a_width(mi_m, ks) if self.kmajor else self.per_load  # dwords of a row per scalar load
+        self.imm_ok = isinstance(lda4, int) and ((P * ks - 1) * lda4 + mi_m * eb if a_trans else
+                                                 (mi_m - 1) * lda4 + ks * esz) <= SMEM_IMM_MAX
+        self.step_rows: dict = {}
+        self.stepped = RowStepper(self.e, lda4)
+        # B N x K: quads of 4 dwords (global_load_dwordx4); B K x N: one dword per slot, its two
+        # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi), or its
+        # four int8 values from four rows: rows k, k+2 and k+1, k+3 into the bytes 0 and 2 of
+        # two VGPRs (global_load_ubyte, then global_load_ubyte_d16_hi), joined by
+        # v_lshl_add_u32 (hi << 8) + lo where a step first reads the slot (the loop carries
+        # both halves, so the loads of the next step stay in flight)
+        self.n_slots = ks // 4 if b_trans else ks
+        self.nn_i8 = self.is_int and not b_trans
+        self.joined: dict = {}
+        self.transposed: dict = {}
+        # int8, A K x M: the byte mask of the transposes' delta swap, an SGPR pair (bytes 0 and 2
+        # of each dword), set once before the K loop
+        self.swap_mask = self.e(gcn.RegSequenceOp([self.e.const(0x00FF00FF), self.e.const(0x00FF00FF)])).result \
+            if a_trans and self.is_int and mi_m > 4 else None
+
+    # ---- A ----
+
+    def pieces(self, kcount: int) -> list[tuple]:
+        mi_m, P = self.mi_m, self.P
+        out = []
+        if self.a_trans:  # rows P*kk .. P*kk+P-1 of A (K x M): the tile's mi_m values each (mi_m / P dwords)
+            for kk in range(kcount):
+                out += [(mi_m // P, list(range(mi_m)), [kk], h) for h in range(P)]
+            return out
+        if self.kmajor:
+            for w, k0 in pow2_runs(kcount, self.a_width):
+                for r in range(mi_m):
+                    out.append((w, [r], list(range(k0, k0 + w))))
+            return out
+        for r in range(mi_m):
+            for w, k0 in pow2_runs(kcount, self.per_load):
+                out.append((w, [r], list(range(k0, k0 + w))))
+        return out
+
+    def batch(self, ps: list) -> list[list]:
+        return a_batches(ps, self.late, group=self.P if self.a_trans else 1)
+
+    def a_step(self, soff: SSAValue) -> SSAValue:
+        """A's byte offset for K offset ``soff`` (bytes of packed dwords): itself, or for A
+        K x M the rows it spans (P per dword) times lda * eb bytes: soff * lda (P * eb = 4)."""
+        if not self.a_trans:
+            return soff
+        if soff not in self.step_rows:
+            self.step_rows[soff] = self.e(gcn.SMulI32Op(soff, _reg(self.e, self.lda),
+                                                        comment="A rows of the K offset")).sdst
+        return self.step_rows[soff]
+
+    def load_piece(self, pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
+        e, esz = self.e, self.esz
+        w, rows, kks = pc[:3]
+        soff = self.a_step(soff)
+        idx, imm = rows[0], (kbase + kks[0]) * esz
+        text = f"A row {rows[0]} dword {kbase + kks[0]}.."
+        if self.a_trans:
+            idx, imm = self.P * (kbase + kks[0]) + pc[3], 0
+            text = f"A row k+{idx} (K x M)"
+        if self.imm_ok:
+            return e(gcn.S_LOADS[w](self.a_tile, offset=idx * self.lda4 + imm, soffset=soff, comment=text)).sdst
+        return e(gcn.S_LOADS[w](self.a_tile, offset=imm, soffset=self.stepped(soff, idx), comment=text)).sdst
+
+    # ---- B ----
+
+    def b_slot_of(self, kk: int) -> tuple[int, int]:
+        return (kk // 4, kk % 4) if self.b_trans else (kk, 0)
+
+    def row_ptr(self, base: SSAValue, rows: int) -> SSAValue:
+        """``base`` + ``rows`` rows of B (K x N); inside B: under 2^32 bytes (offset_errors)."""
+        if rows == 0:
+            return base
+        ldb4 = self.ldb4
+        return self.e.add64(base, rows * ldb4 if isinstance(ldb4, int) else self.e.mul(ldb4, rows), 0)
+
+    def load_halves(self, ptrs: list[SSAValue], text: str) -> list[SSAValue]:
+        """int8 B K x N, slots at ``ptrs`` (row k of each): [lo0, hi0, lo1, hi1, ...], lo holding
+        rows k and k+2 in bytes 0 and 2, hi rows k+1 and k+3; the first bytes of every slot
+        go out before the d16_hi loads that complete them (their waits stay partial)."""
+        e, voff_b = self.e, self.voff_b
+        first = [e(gcn.GlobalLoadUbyteOp(voff_b, self.row_ptr(p, j), comment=f"{text} {q} (row k+{j})")).vdst
+                 for q, p in enumerate(ptrs) for j in (0, 1)]
+        return [e(gcn.GlobalLoadUbyteD16HiOp(voff_b, self.row_ptr(ptrs[i // 2], 2 + i % 2),
+                                             comment=f"{text} {i // 2} (row k+{2 + i % 2})", merge=v)).vdst
+                for i, v in enumerate(first)]
+
+    def join(self, lo: SSAValue, hi: SSAValue) -> SSAValue:
+        key = (lo, hi)
+        if key not in self.joined:
+            self.joined[key] = self.e(gcn.VLshlAddU32Op(hi, 8, lo)).vdst
+        return self.joined[key]
+
+    def load_pair(self, base: SSAValue, text: str) -> SSAValue:
+        """The f16 values of rows k and k + 1 (int8: k..k+3) of B (K x N) at ``base`` (row k)
+        in one VGPR."""
+        e = self.e
+        if self.nn_i8:
+            return self.join(*self.load_halves([base], text))
+        lo = e(gcn.GlobalLoadUshortOp(self.voff_b, base, comment=f"{text} (row k)")).vdst
+        nxt = e.add64(base, self.ldb4, 0)
+        return e(gcn.GlobalLoadShortD16HiOp(self.voff_b, nxt, comment=f"{text} (row k+1)", merge=lo)).vdst
+
+    def load_b_slot(self, slot: int, base: SSAValue, text: str) -> SSAValue:
+        if self.b_trans:
+            return self.e(gcn.GlobalLoadDwordx4Op(self.voff_b, base, offset=16 * slot, comment=text)).vdst
+        return self.load_pair(self.row_ptr(base, self.P * slot), text)
+
+    def load_all_slots(self, base: SSAValue, text: str) -> list[SSAValue]:
+        """Every slot of a step.  B K x N: first the low halves of all slots, then the high
+        halves: the d16 load reads the register it completes (the strict emulator and LLVM
+        wait for the earlier load), so each wait then leaves the other slots' loads in flight."""
+        e, voff_b, ldb4 = self.e, self.voff_b, self.ldb4
+        if self.b_trans:
+            return [self.load_b_slot(q, base, f"{text} {q}") for q in range(self.n_slots)]
+        ptrs = [self.row_ptr(base, self.P * q) for q in range(self.n_slots)]
+        if self.nn_i8:
+            return self.load_halves(ptrs, text)
+        los = [e(gcn.GlobalLoadUshortOp(voff_b, p, comment=f"{text} {q} (row k)")).vdst for q, p in enumerate(ptrs)]
+        return [e(gcn.GlobalLoadShortD16HiOp(voff_b, e.add64(p, ldb4, 0), comment=f"{text} {q} (row k+1)",
+                                             merge=lo)).vdst for q, (p, lo) in enumerate(zip(ptrs, los))]
+
+    def b_step_base(self, koff: SSAValue) -> SSAValue:
+        e = self.e
+        if self.b_trans:
+            return e.add64(self.b_tile, koff, 0, comment="B for the next K step")
+        return e.add64(self.b_tile, *e.mul64(koff, _reg(e, self.ldb)), comment="B for the next K step")
+
+    def b_operand(self, slots: list[SSAValue], kk: int) -> SSAValue:
+        q, j = self.b_slot_of(kk)
+        if self.nn_i8:
+            return self.join(slots[2 * q], slots[2 * q + 1])
+        return self.e.sub(slots[q], j, 1) if self.b_trans else slots[q]
+
+    # ---- the dots ----
+
+    def fma_order(self, batch_pieces, last: bool):
+        pairs = [(r, kk, pi, pc_i) for pi, pc in enumerate(batch_pieces) if len(pc) == 3 or pc[3] == 0
+                 for pc_i, (r, kk) in enumerate((r, kk) for r in pc[1] for kk in pc[2])]
+        # (int8 A K x M: k-major, so only one transposed block of 4 rows is live at a time)
+        # (the decode GEMV's 8-dword pieces: k-major, so each B quad reloads as early as it can)
+        k_major = (last or not self.forwarding or (self.a_trans and self.is_int)
+                   or (self.kmajor and self.a_width == 8))
+        return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
+
+    def a_int8_t(self, vals: list[SSAValue], pi: int, w: int, r: int) -> SSAValue:
+        """int8, A K x M: A[m][4kk..4kk+3] (bytes m % 4 of dword m // 4 of rows 4kk..4kk+3,
+        pieces pi..pi+3) as one dword, by a 4x4 byte transpose of the four rows' dwords in
+        SALU ops, done once for the four m of the dword: the pair X = (s_pack_ll_b32_b16,
+        s_pack_hh_b32_b16) of rows (0, 2) and Y = the same of rows (1, 3) hold the 16-bit
+        halves of m % 4 = 0, 1 (low dword) and 2, 3 (high); a 64-bit delta swap of bytes
+        t = ((X >> 8) ^ Y) & 0x00FF00FF_00FF00FF gives m % 4 = 0, 2 in X ^ (t << 8) and
+        1, 3 in Y ^ t: 4 + 6 SALU instructions per 4 dots."""
+        e = self.e
+        j = r // 4
+        key = (*(vals[pi + h] for h in range(4)), j)
+        if w == 1:  # a tile of 4 rows: the 32-bit form (the pairs fragment the SGPRs there)
+            return self.a_int8_t32(vals, pi, r)
+        if key not in self.transposed:
+            regs = [e.sub(vals[pi + h], j, 1) for h in range(4)]
+
+            def pair(lo: SSAValue, hi: SSAValue, text: str) -> SSAValue:
+                return e(gcn.RegSequenceOp([e(gcn.SPackLlB32B16Op(lo, hi, comment=text)).sdst,
+                                            e(gcn.SPackHhB32B16Op(lo, hi)).sdst])).result
+            m0 = r - r % 4
+            x = pair(regs[0], regs[2], f"A rows k, k+2 of m = {m0}..{m0 + 3}")
+            y = pair(regs[1], regs[3], "A rows k+1, k+3")
+            t = e(gcn.SLshrB64Op(x, 8)).sdst
+            t = e(gcn.SXorB64Op(t, y)).sdst
+            t = e(gcn.SAndB64Op(t, self.swap_mask)).sdst
+            odd = e(gcn.SXorB64Op(y, t)).sdst  # m % 4 = 1 (low), 3 (high)
+            even = e(gcn.SXorB64Op(x, e(gcn.SLshlB64Op(t, 8)).sdst)).sdst  # m % 4 = 0, 2
+            self.transposed[key] = [e.sub(even, 0, 1), e.sub(odd, 0, 1), e.sub(even, 1, 1), e.sub(odd, 1, 1)]
+        return self.transposed[key][r % 4]
+
+    def a_int8_t32(self, vals: list[SSAValue], pi: int, r: int) -> SSAValue:
+        """:meth:`a_int8_t` for a tile of 4 rows (one dword per row of A) in 32-bit SALU ops:
+        X, Y = s_pack_ll_b32_b16 (m % 4 = 0, 1) or s_pack_hh_b32_b16 (2, 3) of rows (0, 2),
+        (1, 3); t = ((X >> 8) ^ Y) & 0x00FF00FF; m even: X ^ (t << 8), m odd: Y ^ t (8 SALU
+        instructions per two dots)."""
+        e = self.e
+        half = (r % 4) // 2
+        key = (*(vals[pi + h] for h in range(4)), half)
+        if key not in self.transposed:
+            pack = gcn.SPackHhB32B16Op if half else gcn.SPackLlB32B16Op
+            m0 = r - r % 2
+            x = e(pack(vals[pi], vals[pi + 2], comment=f"A rows k, k+2 of m = {m0}, {m0 + 1}")).sdst
+            y = e(pack(vals[pi + 1], vals[pi + 3], comment="A rows k+1, k+3")).sdst
+            t = e(gcn.SLshrB32Op(x, 8)).sdst
+            t = e(gcn.SXorB32Op(t, y)).sdst
+            t = e(gcn.SAndB32Op(t, 0x00FF00FF)).sdst
+            odd = e(gcn.SXorB32Op(y, t, comment=f"A[m = {m0 + 1}][k..k+3]")).sdst
+            even = e(gcn.SXorB32Op(x, e(gcn.SLshlB32Op(t, 8)).sdst, comment=f"A[m = {m0}][k..k+3]")).sdst
+            self.transposed[key] = (even, odd)
+        return self.transposed[key][r % 2]
+
+    def a_operand(self, vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+        e = self.e
+        w, rows, kks = batch_pieces[pi][:3]
+        if self.a_trans and self.is_int:
+            return self.a_int8_t(vals, pi, w, r - rows[0])
+        if self.a_trans:  # A[m][2kk] and A[m][2kk+1]: the halves m % 2 of rows 2kk, 2kk+1 (piece pi + 1)
+            j = (r - rows[0]) // 2
+            lo, hi = (e.sub(vals[i], j, 1) if w > 1 else vals[i] for i in (pi, pi + 1))
+            pack = gcn.SPackLlB32B16Op if (r - rows[0]) % 2 == 0 else gcn.SPackHhB32B16Op
+            return e(pack(lo, hi)).sdst
+        j = kks.index(kk)
+        return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
+
+
 class DotKernelBuilder:
     """Builds the dot kernel for one planned f16/i8 ``gemm.matmul`` (module docstring)."""
 
@@ -290,412 +568,246 @@ class DotKernelBuilder:
         return e(gcn.SLoadDwordOp(kp, off, comment=f"kernarg {name}")).sdst
 
     def build(self) -> gcn.KernelOp:
+        """The kernel, in parts: :meth:`_dot_entry` (kernel entry, the tile's origin and EXEC);
+        for the main role :meth:`_dot_prologue` (A's and B's bases, K and the K slice),
+        :meth:`_dot_k_loop` (the dots, :class:`_DotOperands`) and :meth:`_dot_groups` (a local
+        split's reduction); :meth:`_dot_split_k` (a split-K plan's workspace: the main role's
+        kernel ends there after its partial rows, the reduce role sums them); :meth:`_dot_output`
+        (C = alpha * acc + beta * C and the fused epilogue)."""
+        f = self._dot_entry()
+        if self.role == "main":
+            ops = self._dot_prologue(f)
+            self._dot_k_loop(f, ops)
+            self._dot_groups(f, ops)
+        if self.split > 1 and self._dot_split_k(f):
+            return self._finish(f.entry, f.lds_bytes)
+        self._dot_output(f)
+        return self._finish(f.entry, f.lds_bytes)
+
+    def _dot_entry(self) -> _DotBuild:
+        """The kernel entry (kernel arguments' pointer, workgroup and work-item ids) and the
+        tile: its first row and column, a last row tile's shift, the N edge's lanes in EXEC."""
         s = self.shape
-        mt_m, mt_n, mi_m, ks = self.mt_m, self.mt_n, self.mi_m, self.k_step
-        P, eb = self.pack, self.eb
         is_int = s.dtype == "i8"
-        dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
-        small_load = gcn.GlobalLoadUbyteOp if is_int else gcn.GlobalLoadUshortOp
-        c_type = s.c_type
-        c_esz = ELEMENT_BYTES[c_type]
-        local = self.local
         batched = s.batch != 0
         split_z = self.role == "main" and self.split > 1  # workgroup id z is the K slice
-        ke = kernel_entry(batched or split_z, local, mt_n)  # (roles: _finish)
-        entry, e, slice_id = ke.block, ke.e, ke.slice_id
-        kp, wg_x, wg_y, wg_z, tid, exec0 = ke.kp, ke.wg_x, ke.wg_y, ke.wg_z, ke.tid, ke.exec0
-        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        ke = kernel_entry(batched or split_z, self.local, self.mt_n)  # (roles: _finish)
+        e = ke.e
+        # the N edge's lanes in EXEC; a last row tile past M moved up to end at row M
+        row0, shift, col0, lanes = tile_origin(e, s, self.mt_m, self.mt_n, ke.wg_x, ke.wg_y, ke.tid, ke.exec0,
+                                               lambda name, static: self._arg(e, ke.kp, name, static))
+        return _DotBuild(entry=ke.block, e=e, kp=ke.kp, wg_x=ke.wg_x, wg_z=ke.wg_z, tid=ke.tid, slice_id=ke.slice_id,
+                         kargs={a["name"]: a["offset"] for a in self.kernargs()}, batched=batched, row0=row0,
+                         shift=shift, col0=col0, lanes=lanes, mi_m=self.mi_m, is_int=is_int,
+                         dot_op=gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op)
+
+    def _batch_base(self, f: _DotBuild, ptr: SSAValue, which: str, esz: int) -> SSAValue:
+        """``ptr`` + the workgroup's batch entry x the batch stride of ``which`` (a, b or c)."""
+        if not f.batched:
+            return ptr
+        e, s = f.e, self.shape
+        static = getattr(s, f"stride_{which}")
+        stride = (static * esz if static >= 0 else
+                  e.mul(e(gcn.SLoadDwordOp(f.kp, f.kargs[f"stride_{which}"], comment=f"kernarg stride_{which}")).sdst,
+                        esz))
+        lo, hi = e.mul64(f.wg_z, stride)
+        return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
+
+    def _dot_prologue(self, f: _DotBuild) -> _DotOperands:
+        """The main role's prologue: A's and B's bases, the output's kernel arguments early for a
+        local split, the decode GEMV's LDS sums zeroed (int8 one pass), K in dwords and values
+        left over, the K slice of a split and the tile's A and B bases."""
+        s, e, kp, kargs = self.shape, f.e, f.kp, f.kargs
+        P, eb, local, mi_m, ks = self.pack, self.eb, self.local, self.mi_m, self.k_step
+        slice_id, tid, lanes = f.slice_id, f.tid, f.lanes
 
         def batch_base(ptr: SSAValue, which: str, esz: int) -> SSAValue:
-            if not batched:
-                return ptr
-            static = getattr(s, f"stride_{which}")
-            stride = (static * esz if static >= 0 else
-                      e.mul(e(gcn.SLoadDwordOp(kp, kargs[f"stride_{which}"], comment=f"kernarg stride_{which}")).sdst, esz))
-            lo, hi = e.mul64(wg_z, stride)
-            return e.add64(ptr, lo, hi, comment=f"{which.upper()} + batch * stride_{which}")
-
-        def reg(x: SSAValue | int) -> SSAValue:
-            return e.const(x) if isinstance(x, int) else x
-
-        def bytes_of(x: SSAValue | int, n: int) -> SSAValue | int:
-            return x * n if isinstance(x, int) else e.mul(x, n)
-
-        # the N edge's lanes in EXEC; a last row tile past M moved up to end at row M
-        row0, shift, col0, lanes = tile_origin(e, s, mt_m, mt_n, wg_x, wg_y, tid, exec0,
-                                               lambda name, static: self._arg(e, kp, name, static))
-
-        lds_bytes = 0
-        exit_label = None
-        early: dict[str, SSAValue] = {}  # kernel arguments of the output loaded in the prologue
-        acc: list[SSAValue] = []
-        if self.role == "main":
-            # ---- prologue ----
-            ptr_a = self._a_base(e, kp, kargs, wg_z, batch_base)
-            ptr_b = self._b_base(e, kp, kargs, wg_z, batch_base)
-            if local > 1 and self.split == 1:  # the output's kernel arguments now, from A's and B's line
-                early = {name: e(gcn.SLoadDwordx2Op(kp, kargs[name], comment=f"kernarg {name}") if name == "C" else
-                                 gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst
-                         for name in ("C", "alpha", "beta")}
-            # the decode GEMV's reduction in one pass, group g < M storing row g (see below); int8:
-            # the groups add their i32 partials into one M-row LDS block (ds_add_u32: exact in any
-            # order), zeroed here while the kernel arguments load, a barrier before any adds
-            one_pass = (local > 1 and self.split == 1 and shift is None and mi_m <= local and self.acc_per_row == 1
-                        and local * mi_m * mt_n * 4 <= GFX906.lds_bytes_per_cu)
-            lds_add = one_pass and is_int
-            if lds_add:
-                rzero = e(gcn.VAddU32Op(e.mul(slice_id, mt_n * 4), e(gcn.VLshlrevB32Op(2, tid)).vdst)).vdst
-                e(gcn.SCmpLtU32Op(slice_id, mi_m))
-                e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
-                e(gcn.DsWriteB32Op(rzero, e(gcn.VMovB32Op(0)).vdst, comment="zero the group's row of the sums"))
-                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-                e(gcn.SBarrierOp())
-            k_el = self._arg(e, kp, "K", s.k)
-            lda = self._arg(e, kp, "lda", s.lda)
-            ldb = self._arg(e, kp, "ldb", s.ldb)
-            # K in whole dwords (P values each) and the values left over
-            if isinstance(k_el, int):
-                k_val: SSAValue | int = k_el // P
-                k_left: SSAValue | int = k_el % P
-            else:
-                k_val = e(gcn.SLshrB32Op(k_el, P.bit_length() - 1, comment=f"K dwords = K / {P}")).sdst
-                k_left = e(gcn.SAndB32Op(k_el, P - 1, comment=f"K values left = K % {P}")).sdst
-            k_total = k_val
-            k_begin = None
-            # K slice: wavefront group slice_id of workgroup z (split-K) takes slice z * L + group
-            pieces = self.split * local
-            piece = slice_id
-            if self.split > 1:
-                piece = wg_z if slice_id is None else \
-                    e(gcn.SAddU32Op(e.mul(wg_z, local), slice_id, comment="K slice")).sdst
-            if pieces > 1:
-                kc = -(-(-(-k_val // pieces)) // ks) * ks if isinstance(k_val, int) else None
-                k_val, k_begin = k_slice(e, k_val, piece, pieces, ks, kc, ("K dwords per slice",
-                                         "first dword of the slice", "K dwords of this slice"))
-
-            lda4, ldb4 = bytes_of(lda, eb), bytes_of(ldb, self.ldb_unit)  # row strides in bytes
-            a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
-            b_trans = self.b_trans  # B read N x K (else K x N: P rows per dword)
-            a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, row0, col0, tid, lda4, ldb4, eb, a_trans, b_trans,
-                                                  mt_n, (f"{eb}", f"{eb}"))
-            a_tile, b_tile = a_tile0, b_tile0
-            if k_begin is not None:
-                kb4 = e.mul(k_begin, 4)
-                a_tile = (e.add64(a_tile0, *e.mul64(kb4, reg(lda)), comment="A + first row pair of the slice")
-                          if a_trans else e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice"))
-                b_tile = (e.add64(b_tile0, self._b_slice_bytes(e, k_begin, kb4), 0, comment="B + first dword of the slice")
-                          if b_trans else
-                          e.add64(b_tile0, *e.mul64(kb4, reg(ldb)), comment="B + first row pair of the slice"))
-            n_steps = k_val // ks if isinstance(k_val, int) else None
-            k_tail = k_val % ks if isinstance(k_val, int) else 0
-            esz = 4  # bytes per packed dword of K
-
-            per_load = 16
-
-            # A's pieces: a row's 16 dwords of the step per s_load_dwordx16 (row-major), or for
-            # the decode GEMV (M <= 16 rows, B N x K) K-major: ``a_width`` dwords of every row
-            # (gemv_a_width: the whole step when it fits one batch, else 4, or 8 for 16 rows) per
-            # run of batches, so a batch reads one B quad per lane (two with 8-dword pieces) and that
-            # quad is reloaded for the next step right after it (each batch's scalar loads find the
-            # B lines the batch before asked for behind them in the HBM queue, not the whole
-            # step's: the weight stream keeps flowing while the waves wait on A)
-            kmajor = mi_m <= GEMV_MAX_M and b_trans and not a_trans
-            a_width = gemv_a_width(mi_m, ks) if kmajor else per_load  # dwords of a row per scalar load
-
-            def pieces(kcount: int) -> list[tuple]:
-                out = []
-                if a_trans:  # rows P*kk .. P*kk+P-1 of A (K x M): the tile's mi_m values each (mi_m / P dwords)
-                    for kk in range(kcount):
-                        out += [(mi_m // P, list(range(mi_m)), [kk], h) for h in range(P)]
-                    return out
-                if kmajor:
-                    for w, k0 in pow2_runs(kcount, a_width):
-                        for r in range(mi_m):
-                            out.append((w, [r], list(range(k0, k0 + w))))
-                    return out
-                for r in range(mi_m):
-                    for w, k0 in pow2_runs(kcount, per_load):
-                        out.append((w, [r], list(range(k0, k0 + w))))
-                return out
-
-            def batch(ps: list) -> list[list]:
-                return a_batches(ps, self.late, group=P if a_trans else 1)
-
-            imm_ok = isinstance(lda4, int) and ((P * ks - 1) * lda4 + mi_m * eb if a_trans else
-                                                (mi_m - 1) * lda4 + ks * esz) <= SMEM_IMM_MAX
-            step_rows: dict = {}
-
-            def a_step(soff: SSAValue) -> SSAValue:
-                """A's byte offset for K offset ``soff`` (bytes of packed dwords): itself, or for A
-                K x M the rows it spans (P per dword) times lda * eb bytes: soff * lda (P * eb = 4)."""
-                if not a_trans:
-                    return soff
-                if soff not in step_rows:
-                    step_rows[soff] = e(gcn.SMulI32Op(soff, reg(lda), comment="A rows of the K offset")).sdst
-                return step_rows[soff]
-            stepped = RowStepper(e, lda4)
-
-            def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
-                w, rows, kks = pc[:3]
-                soff = a_step(soff)
-                idx, imm = rows[0], (kbase + kks[0]) * esz
-                text = f"A row {rows[0]} dword {kbase + kks[0]}.."
-                if a_trans:
-                    idx, imm = P * (kbase + kks[0]) + pc[3], 0
-                    text = f"A row k+{idx} (K x M)"
-                if imm_ok:
-                    return e(gcn.S_LOADS[w](a_tile, offset=idx * lda4 + imm, soffset=soff, comment=text)).sdst
-                return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
-
-            # B N x K: quads of 4 dwords (global_load_dwordx4); B K x N: one dword per slot, its two
-            # f16 values from two rows (global_load_ushort, then global_load_short_d16_hi), or its
-            # four int8 values from four rows: rows k, k+2 and k+1, k+3 into the bytes 0 and 2 of
-            # two VGPRs (global_load_ubyte, then global_load_ubyte_d16_hi), joined by
-            # v_lshl_add_u32 (hi << 8) + lo where a step first reads the slot (the loop carries
-            # both halves, so the loads of the next step stay in flight)
-            n_slots = ks // 4 if b_trans else ks
-            nn_i8 = is_int and not b_trans
-            joined: dict = {}
-
-            def b_slot_of(kk: int) -> tuple[int, int]:
-                return (kk // 4, kk % 4) if b_trans else (kk, 0)
-
-            def row_ptr(base: SSAValue, rows: int) -> SSAValue:
-                """``base`` + ``rows`` rows of B (K x N); inside B: under 2^32 bytes (offset_errors)."""
-                if rows == 0:
-                    return base
-                return e.add64(base, rows * ldb4 if isinstance(ldb4, int) else e.mul(ldb4, rows), 0)
-
-            def load_halves(ptrs: list[SSAValue], text: str) -> list[SSAValue]:
-                """int8 B K x N, slots at ``ptrs`` (row k of each): [lo0, hi0, lo1, hi1, ...], lo holding
-                rows k and k+2 in bytes 0 and 2, hi rows k+1 and k+3; the first bytes of every slot
-                go out before the d16_hi loads that complete them (their waits stay partial)."""
-                first = [e(gcn.GlobalLoadUbyteOp(voff_b, row_ptr(p, j), comment=f"{text} {q} (row k+{j})")).vdst
-                         for q, p in enumerate(ptrs) for j in (0, 1)]
-                return [e(gcn.GlobalLoadUbyteD16HiOp(voff_b, row_ptr(ptrs[i // 2], 2 + i % 2),
-                                                     comment=f"{text} {i // 2} (row k+{2 + i % 2})", merge=v)).vdst
-                        for i, v in enumerate(first)]
-
-            def join(lo: SSAValue, hi: SSAValue) -> SSAValue:
-                key = (lo, hi)
-                if key not in joined:
-                    joined[key] = e(gcn.VLshlAddU32Op(hi, 8, lo)).vdst
-                return joined[key]
-
-            def load_pair(base: SSAValue, text: str) -> SSAValue:
-                """The f16 values of rows k and k + 1 (int8: k..k+3) of B (K x N) at ``base`` (row k)
-                in one VGPR."""
-                if nn_i8:
-                    return join(*load_halves([base], text))
-                lo = e(gcn.GlobalLoadUshortOp(voff_b, base, comment=f"{text} (row k)")).vdst
-                nxt = e.add64(base, ldb4, 0)
-                return e(gcn.GlobalLoadShortD16HiOp(voff_b, nxt, comment=f"{text} (row k+1)", merge=lo)).vdst
-
-            def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
-                if b_trans:
-                    return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
-                return load_pair(row_ptr(base, P * slot), text)
-
-            def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
-                """Every slot of a step.  B K x N: first the low halves of all slots, then the high
-                halves: the d16 load reads the register it completes (the strict emulator and LLVM
-                wait for the earlier load), so each wait then leaves the other slots' loads in flight."""
-                if b_trans:
-                    return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
-                ptrs = [row_ptr(base, P * q) for q in range(n_slots)]
-                if nn_i8:
-                    return load_halves(ptrs, text)
-                los = [e(gcn.GlobalLoadUshortOp(voff_b, p, comment=f"{text} {q} (row k)")).vdst for q, p in enumerate(ptrs)]
-                return [e(gcn.GlobalLoadShortD16HiOp(voff_b, e.add64(p, ldb4, 0), comment=f"{text} {q} (row k+1)",
-                                                     merge=lo)).vdst for q, (p, lo) in enumerate(zip(ptrs, los))]
-
-            def b_step_base(koff: SSAValue) -> SSAValue:
-                if b_trans:
-                    return e.add64(b_tile, koff, 0, comment="B for the next K step")
-                return e.add64(b_tile, *e.mul64(koff, reg(ldb)), comment="B for the next K step")
-
-            def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
-                q, j = b_slot_of(kk)
-                if nn_i8:
-                    return join(slots[2 * q], slots[2 * q + 1])
-                return e.sub(slots[q], j, 1) if b_trans else slots[q]
-
-            def fma_order(batch_pieces, last: bool):
-                pairs = [(r, kk, pi, pc_i) for pi, pc in enumerate(batch_pieces) if len(pc) == 3 or pc[3] == 0
-                         for pc_i, (r, kk) in enumerate((r, kk) for r in pc[1] for kk in pc[2])]
-                # (int8 A K x M: k-major, so only one transposed block of 4 rows is live at a time)
-                # (the decode GEMV's 8-dword pieces: k-major, so each B quad reloads as early as it can)
-                k_major = last or not self.forwarding or (a_trans and is_int) or (kmajor and a_width == 8)
-                return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
-
-            transposed: dict = {}
-
-            # int8, A K x M: the byte mask of the transposes' delta swap, an SGPR pair (bytes 0 and 2
-            # of each dword), set once before the K loop
-            swap_mask = e(gcn.RegSequenceOp([e.const(0x00FF00FF), e.const(0x00FF00FF)])).result \
-                if a_trans and is_int and mi_m > 4 else None
-
-            def a_int8_t(vals: list[SSAValue], pi: int, w: int, r: int) -> SSAValue:
-                """int8, A K x M: A[m][4kk..4kk+3] (bytes m % 4 of dword m // 4 of rows 4kk..4kk+3,
-                pieces pi..pi+3) as one dword, by a 4x4 byte transpose of the four rows' dwords in
-                SALU ops, done once for the four m of the dword: the pair X = (s_pack_ll_b32_b16,
-                s_pack_hh_b32_b16) of rows (0, 2) and Y = the same of rows (1, 3) hold the 16-bit
-                halves of m % 4 = 0, 1 (low dword) and 2, 3 (high); a 64-bit delta swap of bytes
-                t = ((X >> 8) ^ Y) & 0x00FF00FF_00FF00FF gives m % 4 = 0, 2 in X ^ (t << 8) and
-                1, 3 in Y ^ t: 4 + 6 SALU instructions per 4 dots."""
-                j = r // 4
-                key = (*(vals[pi + h] for h in range(4)), j)
-                if w == 1:  # a tile of 4 rows: the 32-bit form (the pairs fragment the SGPRs there)
-                    return a_int8_t32(vals, pi, r)
-                if key not in transposed:
-                    regs = [e.sub(vals[pi + h], j, 1) for h in range(4)]
-
-                    def pair(lo: SSAValue, hi: SSAValue, text: str) -> SSAValue:
-                        return e(gcn.RegSequenceOp([e(gcn.SPackLlB32B16Op(lo, hi, comment=text)).sdst,
-                                                    e(gcn.SPackHhB32B16Op(lo, hi)).sdst])).result
-                    m0 = r - r % 4
-                    x = pair(regs[0], regs[2], f"A rows k, k+2 of m = {m0}..{m0 + 3}")
-                    y = pair(regs[1], regs[3], "A rows k+1, k+3")
-                    t = e(gcn.SLshrB64Op(x, 8)).sdst
-                    t = e(gcn.SXorB64Op(t, y)).sdst
-                    t = e(gcn.SAndB64Op(t, swap_mask)).sdst
-                    odd = e(gcn.SXorB64Op(y, t)).sdst  # m % 4 = 1 (low), 3 (high)
-                    even = e(gcn.SXorB64Op(x, e(gcn.SLshlB64Op(t, 8)).sdst)).sdst  # m % 4 = 0, 2
-                    transposed[key] = [e.sub(even, 0, 1), e.sub(odd, 0, 1), e.sub(even, 1, 1), e.sub(odd, 1, 1)]
-                return transposed[key][r % 4]
-
-            def a_int8_t32(vals: list[SSAValue], pi: int, r: int) -> SSAValue:
-                """:func:`a_int8_t` for a tile of 4 rows (one dword per row of A) in 32-bit SALU ops:
-                X, Y = s_pack_ll_b32_b16 (m % 4 = 0, 1) or s_pack_hh_b32_b16 (2, 3) of rows (0, 2),
-                (1, 3); t = ((X >> 8) ^ Y) & 0x00FF00FF; m even: X ^ (t << 8), m odd: Y ^ t (8 SALU
-                instructions per two dots)."""
-                half = (r % 4) // 2
-                key = (*(vals[pi + h] for h in range(4)), half)
-                if key not in transposed:
-                    pack = gcn.SPackHhB32B16Op if half else gcn.SPackLlB32B16Op
-                    m0 = r - r % 2
-                    x = e(pack(vals[pi], vals[pi + 2], comment=f"A rows k, k+2 of m = {m0}, {m0 + 1}")).sdst
-                    y = e(pack(vals[pi + 1], vals[pi + 3], comment="A rows k+1, k+3")).sdst
-                    t = e(gcn.SLshrB32Op(x, 8)).sdst
-                    t = e(gcn.SXorB32Op(t, y)).sdst
-                    t = e(gcn.SAndB32Op(t, 0x00FF00FF)).sdst
-                    odd = e(gcn.SXorB32Op(y, t, comment=f"A[m = {m0 + 1}][k..k+3]")).sdst
-                    even = e(gcn.SXorB32Op(x, e(gcn.SLshlB32Op(t, 8)).sdst, comment=f"A[m = {m0}][k..k+3]")).sdst
-                    transposed[key] = (even, odd)
-                return transposed[key][r % 2]
-
-            def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
-                w, rows, kks = batch_pieces[pi][:3]
-                if a_trans and is_int:
-                    return a_int8_t(vals, pi, w, r - rows[0])
-                if a_trans:  # A[m][2kk] and A[m][2kk+1]: the halves m % 2 of rows 2kk, 2kk+1 (piece pi + 1)
-                    j = (r - rows[0]) // 2
-                    lo, hi = (e.sub(vals[i], j, 1) if w > 1 else vals[i] for i in (pi, pi + 1))
-                    pack = gcn.SPackLlB32B16Op if (r - rows[0]) % 2 == 0 else gcn.SPackHhB32B16Op
-                    return e(pack(lo, hi)).sdst
-                j = kks.index(kk)
-                return e.sub(vals[pi], j, 1) if w > 1 else vals[pi]
-
-            # the decode GEMV (static K) peels its last K step: it loads nothing of a next step (the
-            # loop's clamped re-read of A and B would queue behind the other waves' last lines)
-            peel = kmajor and local > 1 and n_steps is not None and n_steps >= 2
-            acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
-            # the K loop (steps of k_step dwords) and its dword tails: passes/isel/sqc_k_loop.py (shared
-            # with the f32/f64 kernel); B K x N: every slot reloaded together after the step's last
-            # dot (see load_all_slots); the GEMV's K-major batches reload each quad after the batch
-            # that used it
-            quant = self._k_loop_override(e, acc, a_tile, b_tile, voff_b, k_val, lda4)  # (passes/isel/quant*.py)
-            acc = quant if quant is not None else emit_k_loops(
-                e, self.name, acc, k_val, n_steps, k_tail, ks, esz, 1, batches=lambda kc: batch(pieces(kc)),
-                fma_order=fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=dot_op,
-                texts={"k_full": "K dwords rounded down to whole K steps", "k_rest": "dword tail = K dwords % k_step",
-                       "next": "next dword", "b_one": "B tail dword", "b_tail": "B tail dword {}"},
-                a_offset=lambda koff: koff, load_piece=load_piece, a_operand=a_operand,
-                b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
-                load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
-                load_b_one=lambda base, text: (e(gcn.GlobalLoadDwordOp(voff_b, base, comment=text)).vdst
-                                               if b_trans else load_pair(base, text)),
-                # A row-major, not the decode GEMV: touch the next step's A lines (a_touch)
-                prefetch_a=None if (a_trans or kmajor) else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
-
-            # ---- the K % P values after the last whole dword: one element at a time ----
-            if not (isinstance(k_left, int) and k_left == 0):
-                acc = self._leftover(e, acc, k_total, k_left, piece, a_tile0, b_tile0, voff_b, lda4,
-                                     small_load, dot_op, None if b_trans else ldb, lda if a_trans else None)
-
-            # ---- local split: the wavefront groups' partial sums through LDS ----
-            lds_bytes = 0
-            # the decode GEMV: group g < M sums row g in one pass and stores it itself (the output
-            # below for one row, row0 + g): no second barrier, and the stores spread over M waves
-            if one_pass:
-                rows_m = len(acc)
-                acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes,
-                                                    gcn.VAddU32Op if is_int else gcn.VAddF32Op, spread=True,
-                                                    lds_add=lds_add)
-                exit_label = f".L{self.name}_groups_done"
-                e(gcn.SCmpLtU32Op(slice_id, rows_m))
-                e(gcn.SCbranchForwardOp("scc0", exit_label))
-                row0 = e(gcn.SAddU32Op(row0, slice_id, comment="this group's row")).sdst
-                mi_m = 1
-            elif local > 1:
-                acc, lds_bytes = self._local_reduce(e, acc, slice_id, tid, lanes, gcn.VAddU32Op if is_int else gcn.VAddF32Op)
-                e(gcn.SCmpEqU32Op(slice_id, 0))
-                lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst
-            acc = self._combine_rows(e, acc)
-
-        # ---- split-K (workspace mode): slices of S x M x ldc f32/i32 partials ----
-        if self.split > 1:
-            ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
-            ldw = bytes_of(self._arg(e, kp, "ldc", s.ldc), 4)  # a workspace row in bytes
-            m_rows = self._arg(e, kp, "M", s.m)
-            slice_bytes = (m_rows * ldw if isinstance(m_rows, int) and isinstance(ldw, int) else
-                           e.mul(reg(m_rows), ldw) if isinstance(ldw, int) else e.mul(ldw, m_rows))
-            if split_z:
-                ws = e.add64(ws, *e.mul64(wg_z, slice_bytes), comment="workspace slice z")
-            lo, hi = e.mul64(row0, ldw)
-            ws_row = e.add64(e.add64(ws, lo, hi, comment="workspace tile rows"), e.mul(wg_x, mt_n * 4), 0,
-                             comment="workspace tile columns")
-            voff_w = e(gcn.VLshlrevB32Op(2, tid)).vdst
-            ws_rows = [ws_row]
-            for _ in range(1, mi_m):
-                ws_rows.append(e.add64(ws_rows[-1], ldw, 0))
-            if self.role == "main":  # the raw partial rows (group 0's after a local split)
-                for r in range(mi_m):
-                    if shift is not None or r == 0:
-                        row_exec(e, lanes, shift, r)
-                    e(gcn.GlobalStoreDwordOp(voff_w, acc[r], ws_rows[r]))  # the partial row r
-                e(gcn.SEndpgmOp())
-                return self._finish(entry, lds_bytes)
-            # reduce: every row's S partials summed in slice order (at most 32 loads in flight)
+            return self._batch_base(f, ptr, which, esz)
+        ptr_a = self._a_base(e, kp, kargs, f.wg_z, batch_base)
+        ptr_b = self._b_base(e, kp, kargs, f.wg_z, batch_base)
+        if local > 1 and self.split == 1:  # the output's kernel arguments now, from A's and B's line
+            f.early = {name: e(gcn.SLoadDwordx2Op(kp, kargs[name], comment=f"kernarg {name}") if name == "C" else
+                               gcn.SLoadDwordOp(kp, kargs[name], comment=f"kernarg {name}")).sdst
+                       for name in ("C", "alpha", "beta")}
+        # the decode GEMV's reduction in one pass, group g < M storing row g (_dot_groups); int8:
+        # the groups add their i32 partials into one M-row LDS block (ds_add_u32: exact in any
+        # order), zeroed here while the kernel arguments load, a barrier before any adds
+        one_pass = (local > 1 and self.split == 1 and f.shift is None and mi_m <= local and self.acc_per_row == 1
+                    and local * mi_m * self.mt_n * 4 <= GFX906.lds_bytes_per_cu)
+        lds_add = one_pass and f.is_int
+        if lds_add:
+            rzero = e(gcn.VAddU32Op(e.mul(slice_id, self.mt_n * 4), e(gcn.VLshlrevB32Op(2, tid)).vdst)).vdst
+            e(gcn.SCmpLtU32Op(slice_id, mi_m))
+            e(gcn.SCselectB64Op(lanes, 0, result_type=gcn.exec_type()))
+            e(gcn.DsWriteB32Op(rzero, e(gcn.VMovB32Op(0)).vdst, comment="zero the group's row of the sums"))
             e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            offs = [voff_w] + [e(gcn.VAddU32Op(reg(slice_bytes * j if isinstance(slice_bytes, int) else
-                                                   e.mul(slice_bytes, j)), voff_w)).vdst
-                               for j in range(1, self.split)]
-            add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
-            per = max(1, 32 // self.split)
-            for r0 in range(0, mi_m, per):
-                parts = [[e(gcn.GlobalLoadDwordOp(offs[j], ws_rows[r], comment=f"partial {j} row {r}")).vdst
-                          for j in range(self.split)] for r in range(r0, min(r0 + per, mi_m))]
-                for ps in parts:
-                    total = ps[0]
-                    for pj in ps[1:]:
-                        total = e(add(total, pj)).vdst
-                    acc.append(total)
+            e(gcn.SBarrierOp())
+        k_el = self._arg(e, kp, "K", s.k)
+        lda = self._arg(e, kp, "lda", s.lda)
+        ldb = self._arg(e, kp, "ldb", s.ldb)
+        # K in whole dwords (P values each) and the values left over
+        if isinstance(k_el, int):
+            k_val: SSAValue | int = k_el // P
+            k_left: SSAValue | int = k_el % P
+        else:
+            k_val = e(gcn.SLshrB32Op(k_el, P.bit_length() - 1, comment=f"K dwords = K / {P}")).sdst
+            k_left = e(gcn.SAndB32Op(k_el, P - 1, comment=f"K values left = K % {P}")).sdst
+        k_total = k_val
+        k_begin = None
+        # K slice: wavefront group slice_id of workgroup z (split-K) takes slice z * L + group
+        pieces = self.split * local
+        piece = slice_id
+        if self.split > 1:
+            piece = f.wg_z if slice_id is None else \
+                e(gcn.SAddU32Op(e.mul(f.wg_z, local), slice_id, comment="K slice")).sdst
+        if pieces > 1:
+            kc = -(-(-(-k_val // pieces)) // ks) * ks if isinstance(k_val, int) else None
+            k_val, k_begin = k_slice(e, k_val, piece, pieces, ks, kc, ("K dwords per slice",
+                                     "first dword of the slice", "K dwords of this slice"))
 
-        # ---- output: C = alpha * acc + beta * C ----
+        lda4, ldb4 = _bytes_of(e, lda, eb), _bytes_of(e, ldb, self.ldb_unit)  # row strides in bytes
+        a_trans = self.a_trans  # A stored K x M (f16: rows k, k+1 packed by SALU)
+        b_trans = self.b_trans  # B read N x K (else K x N: P rows per dword)
+        a_tile0, b_tile0, voff_b = tile_bases(e, ptr_a, ptr_b, f.row0, f.col0, tid, lda4, ldb4, eb, a_trans, b_trans,
+                                              self.mt_n, (f"{eb}", f"{eb}"))
+        a_tile, b_tile = a_tile0, b_tile0
+        if k_begin is not None:
+            kb4 = e.mul(k_begin, 4)
+            a_tile = (e.add64(a_tile0, *e.mul64(kb4, _reg(e, lda)), comment="A + first row pair of the slice")
+                      if a_trans else e.add64(a_tile0, kb4, 0, comment="A + first dword of the slice"))
+            b_tile = (e.add64(b_tile0, self._b_slice_bytes(e, k_begin, kb4), 0, comment="B + first dword of the slice")
+                      if b_trans else
+                      e.add64(b_tile0, *e.mul64(kb4, _reg(e, ldb)), comment="B + first row pair of the slice"))
+        return _DotOperands(self, f, lda=lda, ldb=ldb, lda4=lda4, ldb4=ldb4, a_tile=a_tile, b_tile=b_tile,
+                            voff_b=voff_b, k_val=k_val, k_left=k_left, k_total=k_total, piece=piece,
+                            a_tile0=a_tile0, b_tile0=b_tile0, one_pass=one_pass, lds_add=lds_add)
+
+    def _dot_k_loop(self, f: _DotBuild, ops: _DotOperands) -> None:
+        """The accumulators (one per row of the tile) through the K loop (steps of k_step dwords)
+        and its dword tails (passes/isel/sqc_k_loop.py, shared with the f32/f64 kernel; a
+        subclass's own loop: :meth:`_k_loop_override`), then the K % P values after the last
+        whole dword, one element at a time (:meth:`_leftover`)."""
+        e, mi_m, ks = f.e, self.mi_m, self.k_step
+        # the decode GEMV (static K) peels its last K step: it loads nothing of a next step (the
+        # loop's clamped re-read of A and B would queue behind the other waves' last lines)
+        peel = ops.kmajor and self.local > 1 and ops.n_steps is not None and ops.n_steps >= 2
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(mi_m)]
+        # B K x N: every slot reloaded together after the step's last dot (see load_all_slots);
+        # the GEMV's K-major batches reload each quad after the batch that used it
+        quant = self._k_loop_override(e, acc, ops.a_tile, ops.b_tile, ops.voff_b, ops.k_val, ops.lda4)
+        b_trans, voff_b = self.b_trans, ops.voff_b
+        acc = quant if quant is not None else emit_k_loops(
+            e, self.name, acc, ops.k_val, ops.n_steps, ops.k_tail, ks, ops.esz, 1,
+            batches=lambda kc: ops.batch(ops.pieces(kc)),
+            fma_order=ops.fma_order, late=self.late, bunch=not b_trans, peel=peel, mac_op=f.dot_op,
+            texts={"k_full": "K dwords rounded down to whole K steps", "k_rest": "dword tail = K dwords % k_step",
+                   "next": "next dword", "b_one": "B tail dword", "b_tail": "B tail dword {}"},
+            a_offset=lambda koff: koff, load_piece=ops.load_piece, a_operand=ops.a_operand,
+            b_tile=ops.b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=ops.b_slot_of, load_b_slot=ops.load_b_slot,
+            load_all_slots=ops.load_all_slots, b_step_base=ops.b_step_base, b_operand=ops.b_operand,
+            load_b_one=lambda base, text: (e(gcn.GlobalLoadDwordOp(voff_b, base, comment=text)).vdst
+                                           if b_trans else ops.load_pair(base, text)),
+            # A row-major, not the decode GEMV: touch the next step's A lines (a_touch)
+            prefetch_a=None if (self.a_trans or ops.kmajor) else a_touch(e, ops.a_tile, f.tid, ops.lda4, mi_m,
+                                                                         ops.n_steps))
+
+        # ---- the K % P values after the last whole dword: one element at a time ----
+        k_left = ops.k_left
+        if not (isinstance(k_left, int) and k_left == 0):
+            small_load = gcn.GlobalLoadUbyteOp if f.is_int else gcn.GlobalLoadUshortOp
+            acc = self._leftover(e, acc, ops.k_total, k_left, ops.piece, ops.a_tile0, ops.b_tile0, voff_b, ops.lda4,
+                                 small_load, f.dot_op, None if b_trans else ops.ldb, ops.lda if self.a_trans else None)
+        f.acc = acc
+
+    def _dot_groups(self, f: _DotBuild, ops: _DotOperands) -> None:
+        """A local split: the wavefront groups' partial sums through LDS (:meth:`_local_reduce`);
+        then one accumulator per row (:meth:`_combine_rows`)."""
+        e, acc, slice_id = f.e, f.acc, f.slice_id
+        add = gcn.VAddU32Op if f.is_int else gcn.VAddF32Op
+        f.lds_bytes = 0
+        # the decode GEMV: group g < M sums row g in one pass and stores it itself (the output
+        # below for one row, row0 + g): no second barrier, and the stores spread over M waves
+        if ops.one_pass:
+            rows_m = len(acc)
+            acc, f.lds_bytes = self._local_reduce(e, acc, slice_id, f.tid, f.lanes, add, spread=True,
+                                                  lds_add=ops.lds_add)
+            f.exit_label = f".L{self.name}_groups_done"
+            e(gcn.SCmpLtU32Op(slice_id, rows_m))
+            e(gcn.SCbranchForwardOp("scc0", f.exit_label))
+            f.row0 = e(gcn.SAddU32Op(f.row0, slice_id, comment="this group's row")).sdst
+            f.mi_m = 1
+        elif self.local > 1:
+            acc, f.lds_bytes = self._local_reduce(e, acc, slice_id, f.tid, f.lanes, add)
+            e(gcn.SCmpEqU32Op(slice_id, 0))
+            f.lanes = e(gcn.SCselectB64Op(f.lanes, 0)).sdst
+        f.acc = self._combine_rows(e, acc)
+
+    def _dot_split_k(self, f: _DotBuild) -> bool:
+        """Split-K (workspace mode): slices of S x M x ldc f32/i32 partials.  The main role stores
+        its raw partial rows (group 0's after a local split) and ends the kernel (True); the
+        reduce role sums every row's S partials in slice order (at most 32 loads in flight) into
+        the accumulators (False: the output follows)."""
+        s, e, kp, mi_m = self.shape, f.e, f.kp, f.mi_m
+        ws = e(gcn.SLoadDwordx2Op(kp, f.kargs["workspace"], comment="kernarg workspace")).sdst
+        ldw = _bytes_of(e, self._arg(e, kp, "ldc", s.ldc), 4)  # a workspace row in bytes
+        m_rows = self._arg(e, kp, "M", s.m)
+        slice_bytes = (m_rows * ldw if isinstance(m_rows, int) and isinstance(ldw, int) else
+                       e.mul(_reg(e, m_rows), ldw) if isinstance(ldw, int) else e.mul(ldw, m_rows))
+        if self.role == "main":  # workgroup id z is the K slice
+            ws = e.add64(ws, *e.mul64(f.wg_z, slice_bytes), comment="workspace slice z")
+        lo, hi = e.mul64(f.row0, ldw)
+        ws_row = e.add64(e.add64(ws, lo, hi, comment="workspace tile rows"), e.mul(f.wg_x, self.mt_n * 4), 0,
+                         comment="workspace tile columns")
+        voff_w = e(gcn.VLshlrevB32Op(2, f.tid)).vdst
+        ws_rows = [ws_row]
+        for _ in range(1, mi_m):
+            ws_rows.append(e.add64(ws_rows[-1], ldw, 0))
+        if self.role == "main":  # the raw partial rows (group 0's after a local split)
+            for r in range(mi_m):
+                if f.shift is not None or r == 0:
+                    row_exec(e, f.lanes, f.shift, r)
+                e(gcn.GlobalStoreDwordOp(voff_w, f.acc[r], ws_rows[r]))  # the partial row r
+            e(gcn.SEndpgmOp())
+            return True
+        # reduce: every row's S partials summed in slice order (at most 32 loads in flight)
+        e(gcn.SAndB64Op(f.lanes, -1, result_type=gcn.exec_type()))
+        offs = [voff_w] + [e(gcn.VAddU32Op(_reg(e, slice_bytes * j if isinstance(slice_bytes, int) else
+                                                 e.mul(slice_bytes, j)), voff_w)).vdst
+                           for j in range(1, self.split)]
+        add = gcn.VAddU32Op if f.is_int else gcn.VAddF32Op
+        per = max(1, 32 // self.split)
+        for r0 in range(0, mi_m, per):
+            parts = [[e(gcn.GlobalLoadDwordOp(offs[j], ws_rows[r], comment=f"partial {j} row {r}")).vdst
+                      for j in range(self.split)] for r in range(r0, min(r0 + per, mi_m))]
+            for ps in parts:
+                total = ps[0]
+                for pj in ps[1:]:
+                    total = e(add(total, pj)).vdst
+                f.acc.append(total)
+        return False
+
+    def _dot_output(self, f: _DotBuild) -> None:
+        """C = alpha * acc + beta * C (i32: wrapping; int8 dequantized into f32/f16 C: the scales
+        first), the BLAS quick returns, the fused epilogue and the store, 16 rows at a time."""
+        s, e, kp, kargs = self.shape, f.e, f.kp, f.kargs
+        mt_n, mi_m, shift, lanes, tid, row0 = self.mt_n, f.mi_m, f.shift, f.lanes, f.tid, f.row0
+        c_type = s.c_type
+        c_esz = ELEMENT_BYTES[c_type]
+        is_int, acc, early = f.is_int, f.acc, f.early
         ldc = self._arg(e, kp, "ldc", s.ldc)
-        ldc_b = bytes_of(ldc, c_esz)
-        ptr_c = batch_base(early.get("C") or e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c", c_esz)
+        ldc_b = _bytes_of(e, ldc, c_esz)
+        ptr_c = self._batch_base(f, early.get("C") or e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst,
+                                 "c", c_esz)
         lo, hi = e.mul64(row0, ldc_b)
         c_tile = e.add64(ptr_c, lo, hi, comment="C tile rows")
-        c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * c_esz), 0, comment="C tile columns")
+        c_tile = e.add64(c_tile, e.mul(f.wg_x, mt_n * c_esz), 0, comment="C tile columns")
         alpha = early.get("alpha") or e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = early.get("beta") or e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
         dequant = is_int and c_type != "i32"
         if dequant:  # W8A8: acc (i32) -> f32, times scale_row[m] (an SGPR per row) and scale_col[n]
             e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
             sc_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_col"], comment="kernarg scale_col")).sdst
-            sc_ptr = e.add64(sc_ptr, e.mul(wg_x, mt_n * 4), 0, comment="scale_col + col0")
+            sc_ptr = e.add64(sc_ptr, e.mul(f.wg_x, mt_n * 4), 0, comment="scale_col + col0")
             scol = e(gcn.GlobalLoadDwordOp(e(gcn.VLshlrevB32Op(2, tid)).vdst, sc_ptr, comment="scale_col[n]")).vdst
             sr_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_row"], comment="kernarg scale_row")).sdst
             sr_ptr = e.add64(sr_ptr, *e.mul64(row0, 4), comment="scale_row + row0")
@@ -725,7 +837,7 @@ class DotKernelBuilder:
             bias_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst
             if "bias_col" in epi:
                 e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
-                base = e.add64(bias_ptr, e.mul(wg_x, mt_n * bias_esz), 0, comment="bias + col0")
+                base = e.add64(bias_ptr, e.mul(f.wg_x, mt_n * bias_esz), 0, comment="bias + col0")
                 bias_col = e(bias_load(e(gcn.VLshlrevB32Op(bias_esz.bit_length() - 1, tid)).vdst, base,
                                        comment="bias[n]")).vdst
                 if not dequant:
@@ -774,11 +886,9 @@ class DotKernelBuilder:
                     if c_type == "f16":
                         out = e(gcn.VCvtF16F32Op(out)).vdst
                 e(c_store(voff_c, out, ptr))
-        if exit_label is not None:
-            e(gcn.LabelOp(exit_label))
+        if f.exit_label is not None:
+            e(gcn.LabelOp(f.exit_label))
         e(gcn.SEndpgmOp())
-
-        return self._finish(entry, lds_bytes)
 
     def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
         """The kernel op around ``entry``, with its interface (kernarg layout, launch facts)."""
