@@ -348,7 +348,7 @@ def reference_and_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alph
 def tolerance(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
               dtype: str = "f32") -> np.ndarray:
     """:func:`error_bound` without an epilogue for ``alpha * a @ bt.T + beta * c0`` (``a`` M x K,
-    ``bt`` N x K; kept for callers of the former ``vlpc.run.tolerance``)."""
+    ``bt`` N x K)."""
     return error_bound(np.asarray(a), np.asarray(bt).T, np.asarray(c0), alpha, beta, k, dtype)
 
 

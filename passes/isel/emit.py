@@ -22,9 +22,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import GemmShape, MatmulOp
+from vlpc.targets import GFX906
 
-#: SMEM immediate offsets are 21-bit signed on GFX9 (Vega ISA guide, SMEM encoding).
-SMEM_IMM_MAX = (1 << 20) - 1
+#: The largest SMEM immediate offset (21-bit signed on GFX9: Vega ISA guide, SMEM encoding).
+SMEM_IMM_MAX = (1 << (GFX906.smem_offset_bits - 1)) - 1
 
 
 def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False, workspace: bool = False) -> list[dict]:

@@ -68,10 +68,6 @@ class Format:
     def __getitem__(self, name: str) -> Field:
         return self._by_name[name]
 
-    def matches(self, w: int) -> bool:
-        """Whether the first dword ``w`` carries this format's fixed encoding bits."""
-        return w & self.fixed_mask == self.fixed_value
-
     def encode(self, **values: int) -> list[int]:
         """The instruction's dwords with the named fields set (others, and reserved bits, 0).
 

@@ -67,8 +67,7 @@ class Target:
     expcnt_max: int = 7
     #: SMEM immediate offset range (21-bit signed on GFX9).
     smem_offset_bits: int = 21
-    #: FLAT/GLOBAL immediate offset range (13-bit signed on GFX9).
-    global_offset_min: int = -4096
+    #: The largest FLAT/GLOBAL immediate offset (13-bit signed on GFX9).
     global_offset_max: int = 4095
     #: DS (LDS) instruction offsets: 16-bit unsigned bytes; ``ds_*2*`` take two 8-bit
     #: offsets in units of the element size (x64 for ``st64``).  (AMD Vega ISA, DS format.)

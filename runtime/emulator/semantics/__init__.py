@@ -32,8 +32,8 @@ _REGISTRY: dict | None = None
 
 
 def _registry() -> dict:
-    """Every module's ``BASE_BUILDERS`` (the generic builders of the base forms,
-    :func:`core_executed`), overridden by any module's ``BUILDERS`` entry for the
+    """Every module's ``BASE_BUILDERS`` (the generic builders of the base forms, each module
+    declaring the gfx906 table's mnemonics its builder runs), overridden by any module's ``BUILDERS`` entry for the
     same mnemonic; a mnemonic in two ``BUILDERS`` (or two ``BASE_BUILDERS``) is an error."""
     global _REGISTRY
     if _REGISTRY is None:
@@ -92,17 +92,6 @@ def waitcnt_violation(batch, group, key, fault):
 def builder(mnemonic: str):
     """The registered builder of ``mnemonic`` (table name), or None."""
     return _registry().get(mnemonic)
-
-
-def core_executed() -> frozenset:
-    """The mnemonics the base builders run: the keys of every module's ``BASE_BUILDERS``
-    (the :data:`BASE` modules', :mod:`.ds`'s and :mod:`.smem`'s), each declared by its module
-    from the gfx906 table; a family module's ``BUILDERS`` entry for one overrides the base
-    builder."""
-    out: set = set()
-    for name in FAMILIES + BASE:
-        out.update(getattr(importlib.import_module(f"{__name__}.{name}"), "BASE_BUILDERS", {}))
-    return frozenset(out)
 
 
 def names() -> frozenset:
