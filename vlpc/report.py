@@ -508,7 +508,7 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     table is the traffic of one product per macro tile and k: report one matrix of the batch);
     ``batch`` (``--batch``) given for a kernel that is not batched is the one line of ``vlpc run``."""
     from vlpc.api import resolve_problem
-    from vlpc.verify import tolerance
+    from vlpc.verify import reference, tolerance
 
     _module, kernel, code, _asm = compile_for_report(text, filename, target, strategy, dict(options or {}), batch)
     li = {key: (a.value.data if hasattr(a, "value") else a.data) for key, a in kernel.launch.data.items()}
@@ -526,8 +526,7 @@ def measure(text: str, filename: str, strategy: str, *, target: str = "gfx906", 
     c0 = rng.standard_normal((p.m, p.ldc), dtype=np.float32)
     co, stats, out = _launch_strict(kernel, code, li, p, {"A": a, "B": b, "C": c0}, np.float32(alpha),
                                     np.float32(beta), np.float32, progress)
-    ref = np.float64(np.float32(alpha)) * (a[:, :p.k].astype(np.float64) @ b[:, :p.k].astype(np.float64).T) \
-        + np.float64(np.float32(beta)) * c0[:, :p.n]
+    ref = reference(a[:, :p.k], b[:, :p.k].T, c0[:, :p.n], np.float32(alpha), np.float32(beta))
     tol = tolerance(a[:, :p.k], b[:, :p.k], c0[:, :p.n], alpha, beta, p.k)
     err = np.abs(out[:, :p.n].astype(np.float64) - ref)
     verified = bool(np.all(err <= tol))
