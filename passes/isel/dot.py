@@ -788,7 +788,7 @@ class DotKernelBuilder:
 
     def _dot_output(self, f: _DotBuild) -> None:
         """C = alpha * acc + beta * C (i32: wrapping; int8 dequantized into f32/f16 C: the scales
-        first), the BLAS quick returns, the fused epilogue and the store, 16 rows at a time."""
+        first, :meth:`_dot_dequant`), the BLAS quick returns, the fused epilogue and the store, 16 rows at a time."""
         s, e, kp, kargs = self.shape, f.e, f.kp, f.kargs
         mt_n, mi_m, shift, lanes, tid, row0 = self.mt_n, f.mi_m, f.shift, f.lanes, f.tid, f.row0
         c_type = s.c_type
@@ -804,23 +804,8 @@ class DotKernelBuilder:
         alpha = early.get("alpha") or e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = early.get("beta") or e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
         dequant = is_int and c_type != "i32"
-        if dequant:  # W8A8: acc (i32) -> f32, times scale_row[m] (an SGPR per row) and scale_col[n]
-            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
-            sc_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_col"], comment="kernarg scale_col")).sdst
-            sc_ptr = e.add64(sc_ptr, e.mul(f.wg_x, mt_n * 4), 0, comment="scale_col + col0")
-            scol = e(gcn.GlobalLoadDwordOp(e(gcn.VLshlrevB32Op(2, tid)).vdst, sc_ptr, comment="scale_col[n]")).vdst
-            sr_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_row"], comment="kernarg scale_row")).sdst
-            sr_ptr = e.add64(sr_ptr, *e.mul64(row0, 4), comment="scale_row + row0")
-            srow = [e(gcn.SLoadDwordOp(sr_ptr, 4 * r, comment=f"scale_row[row {r}]")).sdst for r in range(mi_m)] \
-                if mi_m <= 16 else None
-            out_acc = []
-            for r, x in enumerate(acc):
-                x = e(gcn.VCvtF32I32Op(x)).vdst
-                s_r = srow[r] if srow is not None else \
-                    e(gcn.SLoadDwordOp(sr_ptr, 4 * r, comment=f"scale_row[row {r}]")).sdst
-                x = e(gcn.VMulF32Op(s_r, x)).vdst
-                out_acc.append(e(gcn.VMulF32Op(scol, x)).vdst)
-            acc = out_acc
+        if dequant:
+            acc = self._dot_dequant(f)
             is_int = False  # from here on an f32 epilogue
         acc, load_lanes = blas_quick_returns(e, alpha, beta, lanes, acc, is_int, self.name)
         voff_c = e(gcn.VLshlrevB32Op(c_esz.bit_length() - 1, tid)).vdst
@@ -889,6 +874,27 @@ class DotKernelBuilder:
         if f.exit_label is not None:
             e(gcn.LabelOp(f.exit_label))
         e(gcn.SEndpgmOp())
+
+    def _dot_dequant(self, f: _DotBuild) -> list[SSAValue]:
+        """W8A8: the accumulators (i32) to f32, times scale_row[m] (an SGPR per row) and
+        scale_col[n] (one load per lane)."""
+        e, kp, kargs, mi_m = f.e, f.kp, f.kargs, f.mi_m
+        e(gcn.SAndB64Op(f.lanes, -1, result_type=gcn.exec_type()))  # the columns below N
+        sc_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_col"], comment="kernarg scale_col")).sdst
+        sc_ptr = e.add64(sc_ptr, e.mul(f.wg_x, self.mt_n * 4), 0, comment="scale_col + col0")
+        scol = e(gcn.GlobalLoadDwordOp(e(gcn.VLshlrevB32Op(2, f.tid)).vdst, sc_ptr, comment="scale_col[n]")).vdst
+        sr_ptr = e(gcn.SLoadDwordx2Op(kp, kargs["scale_row"], comment="kernarg scale_row")).sdst
+        sr_ptr = e.add64(sr_ptr, *e.mul64(f.row0, 4), comment="scale_row + row0")
+        srow = [e(gcn.SLoadDwordOp(sr_ptr, 4 * r, comment=f"scale_row[row {r}]")).sdst for r in range(mi_m)] \
+            if mi_m <= 16 else None
+        out_acc = []
+        for r, x in enumerate(f.acc):
+            x = e(gcn.VCvtF32I32Op(x)).vdst
+            s_r = srow[r] if srow is not None else \
+                e(gcn.SLoadDwordOp(sr_ptr, 4 * r, comment=f"scale_row[row {r}]")).sdst
+            x = e(gcn.VMulF32Op(s_r, x)).vdst
+            out_acc.append(e(gcn.VMulF32Op(scol, x)).vdst)
+        return out_acc
 
     def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
         """The kernel op around ``entry``, with its interface (kernarg layout, launch facts)."""
