@@ -13,11 +13,25 @@ from vlpc.runtime import get_device, load_code_object
 
 def nt_source(m: int, n: int, k: int, dtype: str = "f32") -> str:
     """A static ``gemm.matmul`` (layout NT: A M x K, B N x K, C M x N) with alpha and beta
-    given at launch: the plain GEMM many tests compile."""
-    a, b, c = f"memref<{m}x{k}x{dtype}>", f"memref<{n}x{k}x{dtype}>", f"memref<{m}x{n}x{dtype}>"
+    given at launch: the plain GEMM many tests compile (:func:`gemm_source`'s defaults)."""
+    return gemm_source(m, n, k, dtype=dtype)
+
+
+def gemm_source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, layout="NT", dtype="f32"):
+    """A ``gemm.matmul`` kernel ``sgemm`` with alpha and beta given at launch: ``layout`` (BLAS
+    transa/transb), A, B and C static or (``dynamic``) sized at launch, leading dimensions
+    ``lda``/``ldb``/``ldc`` (None: minimal) as strided memrefs."""
+    def mt(rows, cols, ld):
+        if dynamic:
+            return f"memref<?x?x{dtype}>" if ld is None else f"memref<?x?x{dtype}, strided<[?, 1]>>"
+        return (f"memref<{rows}x{cols}x{dtype}>" if ld is None
+                else f"memref<{rows}x{cols}x{dtype}, strided<[{ld}, 1]>>")
+    a = mt(m, k, lda) if layout[0] == "N" else mt(k, m, lda)
+    b = mt(k, n, ldb) if layout[1] == "N" else mt(n, k, ldb)
+    c = mt(m, n, ldc)
     return f"""builtin.module {{
   func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: {dtype}, %beta: {dtype}) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : {a}, {b}, {c}, {dtype}, {dtype}
+    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "{layout}"}} : {a}, {b}, {c}, {dtype}, {dtype}
     func.return
   }}
 }}

@@ -12,25 +12,8 @@ from vlpc.cli import main
 from vlpc.analysis import loop_figures
 from vlpc.runtime import get_device, load_code_object
 
+from launch_support import gemm_source as source
 from reference import assert_gemm_close, assert_padding_untouched, gemm_reference
-
-
-def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, layout="NT", dtype="f32"):
-    def mt(rows, cols, ld):
-        if dynamic:
-            return f"memref<?x?x{dtype}>" if ld is None else f"memref<?x?x{dtype}, strided<[?, 1]>>"
-        return (f"memref<{rows}x{cols}x{dtype}>" if ld is None
-                else f"memref<{rows}x{cols}x{dtype}, strided<[{ld}, 1]>>")
-    a = mt(m, k, lda) if layout[0] == "N" else mt(k, m, lda)
-    b = mt(k, n, ldb) if layout[1] == "N" else mt(n, k, ldb)
-    c = mt(m, n, ldc)
-    return f"""builtin.module {{
-  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: f32, %beta: f32) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "{layout}"}} : {a}, {b}, {c}, {dtype}, {dtype}
-    func.return
-  }}
-}}
-""".replace("%alpha: f32, %beta: f32", f"%alpha: {dtype}, %beta: {dtype}")
 
 
 def run_gemm(m, n, k, lda=None, ldb=None, ldc=None, alpha=1.25, beta=-0.75, dynamic=False, seed=0,

@@ -16,29 +16,13 @@ from vlpc.verify import tolerance
 from vlpc.runtime import get_device, load_code_object
 from vlpc.targets import get_target
 
+from launch_support import gemm_source as source
+
 #: The seed's loop per 1024 v_fma_f32 (*An Alternative SGEMM on VEGA* section 2 and its
 #: published sgemm_64x256_sqc.s, docs/references.md): 128 s_load_dwordx8, about 135 s_add_u32, 18 s_waitcnt,
 #: 4 global_load_dwordx4; 84 VGPRs (3 waves per SIMD).
 SEED_LOOP = {"s_load_dwordx8": 128, "s_waitcnt": 18, "global_load_dwordx4": 4}
 SEED_S_ADD = 135
-
-
-def source(m, n, k, lda=None, ldb=None, ldc=None, dynamic=False, layout="NT", dtype="f32"):
-    def mt(rows, cols, ld):
-        if dynamic:
-            return f"memref<?x?x{dtype}>" if ld is None else f"memref<?x?x{dtype}, strided<[?, 1]>>"
-        return (f"memref<{rows}x{cols}x{dtype}>" if ld is None
-                else f"memref<{rows}x{cols}x{dtype}, strided<[{ld}, 1]>>")
-    a = mt(m, k, lda) if layout[0] == "N" else mt(k, m, lda)
-    b = mt(n, k, ldb) if layout[1] == "T" else mt(k, n, ldb)
-    c = mt(m, n, ldc)
-    return f"""builtin.module {{
-  func.func @sgemm(%a: {a}, %b: {b}, %c: {c}, %alpha: {dtype}, %beta: {dtype}) {{
-    gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "{layout}"}} : {a}, {b}, {c}, {dtype}, {dtype}
-    func.return
-  }}
-}}
-"""
 
 
 _COMPILED: dict = {}
