@@ -52,8 +52,7 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = Fa
         return dict(us=r["us"], kernel_us=None, weight_bytes=r["gbs"] * 1e9 * r["us"] * 1e-6, kernel="quant",
                     plan=f"S{r['split']} L{r['local']}", vgprs=r["vgprs"], where=r["where"],
                     launch_us=board.timing.launch_overhead_us)
-    dot = load_script(Path(__file__).with_name("dot_gemm_figures.py"))  # the same launch as that script's
-    dot_modeled, source = dot.modeled, dot.source
+    from vlpc.benchmarking.dot_figures import modeled as dot_modeled, source  # dot_gemm_figures.py's launch
 
     gemv = "sgpr" if sgpr else None
     ct = C_TYPE[fmt]

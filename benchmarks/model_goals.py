@@ -129,10 +129,10 @@ def goal_calibration(path: Path) -> list[tuple[str, bool]]:
 
 def goal_ceiling(gemv: tuple[int, int]) -> list[tuple[str, bool]]:
     """Goal 3: the streaming kernels and vlpc's decode GEMVs against the measured ceiling."""
-    from vlpc.benchmarking import load_script
+    from vlpc.benchmarking import dot_figures as dot_gemm_figures, load_script
     from vlpc.benchmarking.microbench import measurements, stream_gbs
 
-    dot_gemm_figures, quant_gemv = load_script(HERE / "dot_gemm_figures.py"), load_script(HERE / "quant_gemv.py")
+    quant_gemv = load_script(HERE / "quant_gemv.py")
 
     from vlpc.targets import get_board
 
