@@ -45,3 +45,24 @@ def test_unknown_module_and_board_are_one_line_errors(capsys):
     assert run.main(["--gpu", "mi99"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(e.startswith("run.py: error: ") for e in err)
+
+
+def test_load_script_once_per_file_and_no_name_clash(tmp_path):
+    """vlpc.benchmarking.load_script: a script loads once (the same module again), by its file's name,
+    and a different file of a name already taken is refused rather than shadowing that module."""
+    import sys
+
+    one = tmp_path / "vlpc_probe_script.py"
+    one.write_text("from dataclasses import dataclass\n\n@dataclass\nclass P:\n    x: int\n\nLOADS = [1]\n")
+    try:
+        mod = load_script(one)
+        assert mod.P(3).x == 3 and load_script(one) is mod and sys.modules["vlpc_probe_script"] is mod
+        other = tmp_path / "sub"
+        other.mkdir()
+        (other / "vlpc_probe_script.py").write_text("LOADS = [2]\n")
+        with pytest.raises(ImportError, match="vlpc_probe_script"):
+            load_script(other / "vlpc_probe_script.py")
+        with pytest.raises(ImportError, match="'json'"):
+            load_script(tmp_path / "json.py")  # the standard library's json is loaded already
+    finally:
+        sys.modules.pop("vlpc_probe_script", None)
