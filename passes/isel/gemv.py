@@ -57,6 +57,7 @@ the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/kernel
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -166,34 +167,39 @@ class LaneGemvBuilder(DotKernelBuilder):
         self.local, self.split = 1, 1
 
     def build(self) -> gcn.KernelOp:
-        s = self.shape
-        M, R, U = s.m, self.rows, self.unroll
+        """The kernel: :meth:`_prologue` (kernel arguments, the wave's rows, the lanes' offsets),
+        :meth:`_k_loop` (the whole K steps, then a partial last one), :meth:`_epilogue` (the
+        reduction through LDS and C)."""
+        p = self._prologue()
+        acc = self._k_loop(p)
+        self._epilogue(p, acc)
+        lds = self.waves * self.reduce_bytes()
+        if self.a_lds:
+            lds = max(lds, self.a_buffers * self.a_lds_buffer())
+        return self._finish(p.entry, lds)
+
+    def _prologue(self) -> _Lanes:
+        """The entry block up to the K loop: the kernel arguments' loads, the wave's first weight
+        row n0, B's row base, and each lane's byte offsets in B's R rows and A's G rows."""
+        s, R, W = self.shape, self.rows, self.waves
         span = self.span  # lanes per weight row; 64 / span rows ("slots") per load
         slots = 64 // span
-        STEP = 16 * span  # bytes of a row per K step
-        is_int = s.dtype == "i8"
-        dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
-        eb = self.eb
-        c_esz = ELEMENT_BYTES[s.c_type]
-        lda_b, ldb_b, ldc_b = s.lda * eb, s.ldb * eb, s.ldc * c_esz
-        steps = s.k * eb // STEP
+        lda_b, ldb_b = s.lda * self.eb, s.ldb * self.eb
         ke = kernel_entry(False, 1, R)
-        entry, e = ke.block, ke.e
-        kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
-        W = self.waves  # waves per workgroup, in step: one barrier per loop iteration
+        e, tid = ke.e, ke.tid
         wave = None
-        if W > 1:
+        if W > 1:  # waves per workgroup, in step: one barrier per loop iteration
             wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, tid)).vdst)).sdst
             tid = e(gcn.VAndB32Op(63, tid)).vdst  # the lane
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
-        lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
-
+        lanes = e(gcn.SAndB64Op(ke.exec0, -1)).sdst  # a copy of the full EXEC
+        kp = ke.kp
         ptr_a = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
         ptr_b = e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst
         ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
         alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
-        n0 = e.mul(wg_x, R * slots * W)  # the wave's first weight row
+        n0 = e.mul(ke.wg_x, R * slots * W)  # the wave's first weight row
         if wave is not None:
             n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
         b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
@@ -208,99 +214,71 @@ class LaneGemvBuilder(DotKernelBuilder):
             slot = e(gcn.VLshrrevB32Op(span.bit_length() - 1, tid)).vdst
             slot_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane16)).vdst
         voff_b = offsets(slots * ldb_b, R, slot_b)
-        G = self.a_group
-        voff_a = offsets(lda_b, G, lane16)  # row m0 + i of A (A's SGPR base at row m0)
+        voff_a = offsets(lda_b, self.a_group, lane16)  # row m0 + i of A (A's SGPR base at row m0)
+        return _Lanes(ke.block, e, tid, wave, lanes, ptr_a, ptr_c, alpha, beta, n0, b_rows, kl, voff_b, voff_a)
 
-        def load_b(b_base: SSAValue, count: int) -> list[list[SSAValue]]:
-            """B's R rows of ``count`` K steps from ``b_base``."""
-            return [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_base, j * STEP, 0) if j else b_base,
-                                               comment=f"B row {r}, step +{j}")).vdst
-                     for r in range(R)] for j in range(count)]
+    def _dots(self, e: Emitter, acc: list[SSAValue], b_rows: list[SSAValue], a_m: SSAValue, m: int) -> None:
+        """acc[m R + r] += B row r x A row m over a lane's 16 bytes (four ``v_dot2_f32_f16`` /
+        ``v_dot4_i32_i8``, one per dword), in place, r = 0 .. R - 1."""
+        dot_op = gcn.VDot4I32I8Op if self.shape.dtype == "i8" else gcn.VDot2F32F16Op
+        for r in range(self.rows):
+            x = acc[m * self.rows + r]
+            for q in range(4):
+                x = e(dot_op(e.sub(b_rows[r], q, 1), e.sub(a_m, q, 1), x)).vdst
+            acc[m * self.rows + r] = x
 
-        def load_group_at(a_base: SSAValue, j: int, m0: int) -> list[SSAValue]:
-            """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
-            base = a_base
-            if j or m0:
-                base = e.add64(a_base, j * STEP + m0 * lda_b, 0)
-            return [e(gcn.GlobalLoadDwordx4Op(voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
-                    for i in range(min(G, M - m0))]
-
-        def steps_of(a_base: SSAValue, acc: list[SSAValue], bv: list[list[SSAValue]], b_next: SSAValue | None,
-                     a_first: list[SSAValue], a_next: SSAValue | None
-                     ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
-            """acc[m R + r] += the K steps whose B is ``bv`` (loaded before), A from ``a_base`` in groups
-            of G rows, each group loaded before the dots of the group before it; with ``b_next``, the
-            B of the next as many steps from there, step j's loads right after step j's dots (into
-            the registers those free: returned, carried around the loop without copies)."""
-            count = len(bv)
-            groups = [(j, m0) for j in range(count) for m0 in range(0, M, G)]
-
-            def load_group(j: int, m0: int) -> list[SSAValue]:
-                return load_group_at(a_base, j, m0)
-
-            acc = list(acc)
-            nbv: list[list[SSAValue]] = []
-            nxt, a_after = a_first, []
-            for gi, (j, m0) in enumerate(groups):
-                av = nxt
-                if gi + 1 < len(groups):
-                    nxt = load_group(*groups[gi + 1])
-                elif a_next is not None and gi:  # (a single group: after its dots, into its registers)
-                    a_after = load_group_at(a_next, 0, 0)
-                for i, a_m in enumerate(av):
-                    for r in range(R):
-                        x = acc[(m0 + i) * R + r]
-                        for q in range(4):
-                            x = e(dot_op(e.sub(bv[j][r], q, 1), e.sub(a_m, q, 1), x)).vdst
-                        acc[(m0 + i) * R + r] = x
-                if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
-                    base = e.add64(b_next, j * STEP, 0) if j else b_next
-                    nbv.append([e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
-                                for r in range(R)])
-            if a_next is not None and not a_after:
-                a_after = load_group_at(a_next, 0, 0)
-            return acc, nbv, a_after
-
+    def _k_loop(self, p: _Lanes) -> list[SSAValue]:
+        """The R x M partial sums of each lane after all of K: zeros, the whole K steps
+        (:meth:`_whole_steps_lds` with A in LDS, else :meth:`_whole_steps`), then a partial last
+        step (:meth:`_partial_step`)."""
+        s, e = self.shape, p.e
+        STEP = 16 * self.span
+        steps = s.k * self.eb // STEP
         # B one batch of U steps ahead: the loop's body computes U steps while the next U steps' B
         # loads are in flight; the last batch, after the loop, loads nothing past the rows
-        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
-        tail = s.k * eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * self.rows)]
+        tail = s.k * self.eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
         if tail:  # (before the loop: its carried bases take the registers of their first values)
-            a_t = e.add64(ptr_a, steps * STEP, 0, comment="A: the partial last step")
-            b_t = e.add64(b_rows, steps * STEP, 0, comment="B: the partial last step")
+            a_t = e.add64(p.ptr_a, steps * STEP, 0, comment="A: the partial last step")
+            b_t = e.add64(p.b_rows, steps * STEP, 0, comment="B: the partial last step")
         if steps and self.a_lds:
-            acc = self._whole_steps_lds(e, acc, steps, ptr_a, b_rows, voff_b, tid, wave)
+            acc = self._whole_steps_lds(e, acc, steps, p.ptr_a, p.b_rows, p.voff_b, p.tid, p.wave)
         elif steps:
-            acc = self._whole_steps(e, acc, steps, ptr_a, b_rows, load_b, load_group_at, steps_of)
-        if tail:  # lanes 16 kl >= tail load nothing and keep zeros, so their dots add 0 x 0
+            acc = self._whole_steps(p, acc, steps)
+        if tail:
+            self._partial_step(p, acc, tail, a_t, b_t)
+        return acc
 
-            def zero4() -> SSAValue:
-                return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+    def _partial_step(self, p: _Lanes, acc: list[SSAValue], tail: int, a_t: SSAValue, b_t: SSAValue) -> None:
+        """acc (in place) += the last ``tail`` bytes of K (fewer than a step) from A at ``a_t`` and
+        B at ``b_t``: lanes 16 kl >= tail load nothing and keep zeros (the loads' merge operand),
+        so their dots add 0 x 0."""
+        e, M, R, G = p.e, self.shape.m, self.rows, self.a_group
 
-            merges = [zero4() for _ in range(R + M)]
-            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail // 16), kl)).sdst, result_type=gcn.exec_type()))
-            bt = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_t, comment=f"B row {r}, partial step", merge=merges[r])).vdst
-                  for r in range(R)]
-            at, a_grp = [], a_t  # rows m of A in groups of G (voff_a: G rows from a group's base)
-            for m in range(M):
-                if m % G == 0 and m:
-                    a_grp = e.add64(a_t, m * lda_b, 0)
-                at.append(e(gcn.GlobalLoadDwordx4Op(voff_a[m % G], a_grp, comment=f"A row {m}, partial step",
-                                                    merge=merges[R + m])).vdst)
-            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            for m in range(M):
-                for r in range(R):
-                    x = acc[m * R + r]
-                    for q in range(4):
-                        x = e(dot_op(e.sub(bt[r], q, 1), e.sub(at[m], q, 1), x)).vdst
-                    acc[m * R + r] = x
-        if steps and self.a_lds and W > 1:  # the reduction's LDS is A's: every wave's last reads done
-            e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
-        self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, is_int)
-        lds = W * self.reduce_bytes()
-        if self.a_lds:
-            lds = max(lds, self.a_buffers * self.a_lds_buffer())
-        return self._finish(entry, lds)
+        def zero4() -> SSAValue:
+            return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+
+        merges = [zero4() for _ in range(R + M)]
+        e(gcn.SAndB64Op(p.lanes, e(gcn.VCmpGtU32Op(e.const(tail // 16), p.kl)).sdst, result_type=gcn.exec_type()))
+        bt = [e(gcn.GlobalLoadDwordx4Op(p.voff_b[r], b_t, comment=f"B row {r}, partial step", merge=merges[r])).vdst
+              for r in range(R)]
+        at, a_grp = [], a_t  # rows m of A in groups of G (voff_a: G rows from a group's base)
+        for m in range(M):
+            if m % G == 0 and m:
+                a_grp = e.add64(a_t, m * self.shape.lda * self.eb, 0)
+            at.append(e(gcn.GlobalLoadDwordx4Op(p.voff_a[m % G], a_grp, comment=f"A row {m}, partial step",
+                                                merge=merges[R + m])).vdst)
+        e(gcn.SAndB64Op(p.lanes, -1, result_type=gcn.exec_type()))
+        for m in range(M):
+            self._dots(e, acc, bt, at[m], m)
+
+    def _epilogue(self, p: _Lanes, acc: list[SSAValue]) -> None:
+        """After the K loop: (A in LDS, several waves) a barrier, every wave's last reads of A's
+        LDS done before the reduction reuses it; then :meth:`_reduce_and_store`."""
+        if self.a_lds and self.waves > 1 and self.shape.k * self.eb >= 16 * self.span:
+            p.e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
+        self._reduce_and_store(p.e, acc, p.lanes, p.tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta,
+                               self.shape.dtype == "i8")
 
     def reduce_chunk(self) -> int:
         """Sums added per pass of the LDS reduction (module docstring): :data:`REDUCE_CHUNK`, or
@@ -334,143 +312,76 @@ class LaneGemvBuilder(DotKernelBuilder):
         waitcnt pass puts lgkmcnt(0) before it).  Per step a wave loads R rows of B (for the next
         step, after its dots) and M / W of A, instead of R + M rows: the texture path moves
         (R W + M) KiB per R W KiB of weights instead of (R + M) W, and the LDS (128 bytes a clock:
-        a conflict-free ``ds_read_b128`` takes 8 clocks) serves A's M W reads."""
-        s = self.shape
-        M, R, W, G = s.m, self.rows, self.waves, self.a_group
-        STEP = 16 * self.span
-        lda_b = s.lda * self.eb
-        per = M // W  # rows of A each wave stages
-        buf = self.a_lds_buffer()
-        dot_op = gcn.VDot4I32I8Op if s.dtype == "i8" else gcn.VDot2F32F16Op
-        lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
-        a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, per * lda_b), 0, comment="A: the wave's rows")
-        # (the rows' offsets in SGPRs, lane16 the only VGPR offset: fewer VGPRs, more waves a SIMD)
-        w_off = None if wave is None else e.mul(wave, per * STEP)  # the wave's rows in a buffer
-
-        def stage_load(base: SSAValue) -> list[SSAValue]:
-            return [e(gcn.GlobalLoadDwordx4Op(lane16, e.add64(base, i * lda_b, 0) if i else base,
-                                              comment=f"A: staged row +{i}")).vdst for i in range(per)]
-
-        def stage_write(rd: SSAValue, regs: list[SSAValue]) -> None:
-            wr = rd if w_off is None else e(gcn.VAddU32Op(w_off, rd)).vdst
-            for i, v in enumerate(regs):
-                e(gcn.DsWriteB128Op(wr, v, offset=i * STEP, comment=f"A: staged row +{i} to LDS"))
-
-        def step(rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
-                 ) -> tuple[list[SSAValue], list[SSAValue]]:
-            """The dots of one K step (A from the LDS buffer at ``rd``); with ``b_next``, B's next
-            step loaded after them into the registers they free."""
-            def group(m0: int) -> list[SSAValue]:
-                return [e(gcn.DsReadB128Op(rd, offset=(m0 + i) * STEP, comment=f"A row {m0 + i}")).vdst
-                        for i in range(min(G, M - m0))]
-
-            acc = list(acc)
-            nxt = group(0)
-            for m0 in range(0, M, G):
-                av = nxt
-                if m0 + G < M:
-                    nxt = group(m0 + G)
-                for i, a_m in enumerate(av):
-                    for r in range(R):
-                        x = acc[(m0 + i) * R + r]
-                        for q in range(4):
-                            x = e(dot_op(e.sub(bv[r], q, 1), e.sub(a_m, q, 1), x)).vdst
-                        acc[(m0 + i) * R + r] = x
-            nbv = []
-            if b_next is not None:
-                nbv = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_next, comment=f"next B row {r}")).vdst for r in range(R)]
-            return acc, nbv
-
-        D = max(1, self.unroll)  # B's K steps in flight: step j's registers load step j + D
-
-        E = max(1, int(self.a_lds))  # A's staged steps in flight: step j + 1 + E loaded after step j + 1's write
-        L = D * E // math.gcd(D, E)  # steps a loop iteration: B's and A's slots reloaded in place
-
-        def iteration(rd, a_i, b_i, bq, sq, acc, flags, j):
-            """K step j (B ``bq[j mod D]``, A in the buffer at ``rd``; ``sq[(j + 1) mod E]``: A's
-            staged rows of step j + 1, ``a_i`` the base of the last staged step, ``b_i`` B's base
-            of step j): the dots, then as ``flags`` say B of step j + D into ``bq[j mod D]``'s
-            registers, A's step j + 1 into the other buffer, A's step j + 1 + E into its
-            registers, the barrier."""
-            load_b, write_a, load_a = flags
-            d, es = j % D, (j + 1) % E
-            b_n = e.add64(b_i, STEP, 0, comment="B: next step")
-            acc, nbv = step(rd, bq[d], acc, (e.add64(b_n, (D - 1) * STEP, 0) if D > 1 else b_n) if load_b else None)
-            bq, sq = list(bq), list(sq)
-            bq[d] = nbv if load_b else []
-            rd_n, a_n = rd, a_i
-            if write_a:
-                if self.a_buffers == 1:  # one buffer: every wave's reads of step j done first
-                    if W > 1:
-                        e(gcn.SBarrierOp(comment="A's step read"))
-                else:
-                    rd_n = e(gcn.VXorB32Op(buf, rd)).vdst  # the other buffer
-                stage_write(rd_n, sq[es])
-                sq[es] = []
-                if load_a:
-                    a_n = e.add64(a_i, STEP, 0, comment="A: a step ahead")
-                    sq[es] = stage_load(a_n)
-                if W > 1:
-                    e(gcn.SBarrierOp(comment="A's next step in LDS"))
-            return rd_n, a_n, b_n, bq, sq, acc
-
-        def flags(j: int) -> tuple[bool, bool, bool]:
-            return j + D < steps, j + 1 < steps, j + 1 + E < steps
-
-        st0 = stage_load(a_stage)
-        bq = [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_rows, d * STEP, 0) if d else b_rows,
-                                         comment=f"B row {r}, step {d}")).vdst for r in range(R)]
-              for d in range(min(D, steps))]
-        rd = e(gcn.VLshlrevB32Op(4, tid)).vdst  # (not lane16: a loop-carried value has its own registers)
-        stage_write(rd, st0)
-        a_i, b_i = a_stage, b_rows
-        sq: list[list[SSAValue]] = [[] for _ in range(E)]
-        for x in range(1, min(E, steps - 1) + 1):  # A's steps 1 .. E, step x in slot x mod E
-            a_i = e.add64(a_stage, x * STEP, 0, comment=f"A: step {x}")
-            sq[x % E] = stage_load(a_i)
-        if W > 1:
-            e(gcn.SBarrierOp(comment="A's first step in LDS"))
-        # the loop: L steps an iteration, while every load is inside K
-        iters = max(0, steps - max(D, E + 1)) // L
+        a conflict-free ``ds_read_b128`` takes 8 clocks) serves A's M W reads.  The steps:
+        :meth:`_StagedA.prologue` (B's first D steps, A's first E + 1, step 0 in LDS),
+        :meth:`_StagedA.loop` (L steps an iteration while every load is inside K), then the last
+        steps peeled (:meth:`_StagedA.iteration` with the loads past K left out)."""
+        k = _StagedA(self, e, steps, ptr_a, b_rows, voff_b, tid, wave)
+        st = k.prologue()
         j0 = 0
-        if iters >= 2:
-            carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *(v for q in sq for v in q), *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            outer, e.block = e.block, body
-            xs = 4 + D * R
-
-            def cut(vals):
-                vals = list(vals)
-                return (vals[:4], [vals[4 + d * R:4 + (d + 1) * R] for d in range(D)],
-                        [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
-
-            try:
-                (k_i, rd_b, a_b, b_b), bq_b, sq_b, acc_b = cut(body.args)
-                for j in range(L):
-                    rd_b, a_b, b_b, bq_b, sq_b, acc_b = iteration(rd_b, a_b, b_b, bq_b, sq_b, acc_b,
-                                                                  (True, True, True), j)
-                k_n = e(gcn.SAddU32Op(k_i, L, comment="steps done")).sdst
-                e(gcn.SCmpLgU32Op(k_n, e.const(iters * L)))
-                e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *(v for q in sq_b for v in q),
-                                  *acc_b], "scc1"))
-            finally:
-                e.block = outer
-            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
-            (_, rd, a_i, b_i), bq, sq, acc = cut(loop.res)
-            j0 = iters * L
+        if k.iters >= 2:
+            st = k.loop(st, acc)
+            j0 = k.iters * k.L
+        else:
+            st = (*st, acc)
         for j in range(j0, steps):
-            rd, a_i, b_i, bq, sq, acc = iteration(rd, a_i, b_i, bq, sq, acc, flags(j), j)
-        return acc
+            st = k.iteration(*st, k.flags(j), j)
+        return st[-1]
 
-    def _whole_steps(self, e: Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
-                     load_b, load_group_at, steps_of) -> list[SSAValue]:
+    def _load_b(self, p: _Lanes, b_base: SSAValue, count: int) -> list[list[SSAValue]]:
+        """B's R rows of ``count`` K steps from ``b_base``."""
+        e, STEP = p.e, 16 * self.span
+        return [[e(gcn.GlobalLoadDwordx4Op(p.voff_b[r], e.add64(b_base, j * STEP, 0) if j else b_base,
+                                           comment=f"B row {r}, step +{j}")).vdst
+                 for r in range(self.rows)] for j in range(count)]
+
+    def _load_a_group(self, p: _Lanes, a_base: SSAValue, j: int, m0: int) -> list[SSAValue]:
+        """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
+        e, G = p.e, self.a_group
+        base = a_base
+        if j or m0:
+            base = e.add64(a_base, j * 16 * self.span + m0 * self.shape.lda * self.eb, 0)
+        return [e(gcn.GlobalLoadDwordx4Op(p.voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
+                for i in range(min(G, self.shape.m - m0))]
+
+    def _steps_of(self, p: _Lanes, a_base: SSAValue, acc: list[SSAValue], bv: list[list[SSAValue]],
+                  b_next: SSAValue | None, a_first: list[SSAValue], a_next: SSAValue | None
+                  ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
+        """acc[m R + r] += the K steps whose B is ``bv`` (loaded before), A from ``a_base`` in groups
+        of G rows, each group loaded before the dots of the group before it; with ``b_next``, the
+        B of the next as many steps from there, step j's loads right after step j's dots (into
+        the registers those free: returned, carried around the loop without copies)."""
+        e, M, R, G, STEP = p.e, self.shape.m, self.rows, self.a_group, 16 * self.span
+        count = len(bv)
+        groups = [(j, m0) for j in range(count) for m0 in range(0, M, G)]
+        acc = list(acc)
+        nbv: list[list[SSAValue]] = []
+        nxt, a_after = a_first, []
+        for gi, (j, m0) in enumerate(groups):
+            av = nxt
+            if gi + 1 < len(groups):
+                nxt = self._load_a_group(p, a_base, *groups[gi + 1])
+            elif a_next is not None and gi:  # (a single group: after its dots, into its registers)
+                a_after = self._load_a_group(p, a_next, 0, 0)
+            for i, a_m in enumerate(av):
+                self._dots(e, acc, bv[j], a_m, m0 + i)
+            if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
+                base = e.add64(b_next, j * STEP, 0) if j else b_next
+                nbv.append([e(gcn.GlobalLoadDwordx4Op(p.voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
+                            for r in range(R)])
+        if a_next is not None and not a_after:
+            a_after = self._load_a_group(p, a_next, 0, 0)
+        return acc, nbv, a_after
+
+    def _whole_steps(self, p: _Lanes, acc: list[SSAValue], steps: int) -> list[SSAValue]:
         """acc after the ``steps`` whole K steps (the loop of U steps an iteration, then the last U)."""
+        e = p.e
         M, R, U, W = self.shape.m, self.rows, self.unroll, self.waves
         STEP = 16 * self.span
         iters = steps // U
-        bv = load_b(b_rows, U)
-        a_first = load_group_at(ptr_a, 0, 0)
-        a_cur = ptr_a
+        bv = self._load_b(p, p.b_rows, U)
+        a_first = self._load_a_group(p, p.ptr_a, 0, 0)
+        a_cur = p.ptr_a
         ng = len(a_first)
         sizes = [1, 1, 1, *([R] * U), ng, M * R]  # loop-carried: steps done, A, B, B of U steps, A group, sums
 
@@ -483,14 +394,14 @@ class LaneGemvBuilder(DotKernelBuilder):
             return out
 
         if iters > 1:
-            carried = [e.const(0), a_cur, b_rows, *(v for st in bv for v in st), *a_first, *acc]
+            carried = [e.const(0), a_cur, p.b_rows, *(v for st in bv for v in st), *a_first, *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
             try:
                 (k_i,), (a_i,), (b_i,), *pieces = cut(body.args)
                 b_n = e.add64(b_i, U * STEP, 0, comment="B: next steps")
                 a_pre = e.add64(a_i, U * STEP, 0, comment="A: next steps' first group")
-                acc_i, nbv, naf = steps_of(a_i, pieces[-1], pieces[:U], b_n, pieces[U], a_pre)
+                acc_i, nbv, naf = self._steps_of(p, a_i, pieces[-1], pieces[:U], b_n, pieces[U], a_pre)
                 a_n = e.add64(a_i, U * STEP, 0, comment="A: next steps")  # (a_i's registers)
                 if W > 1:  # the workgroup's waves in step: A's lines read by all of them at once
                     e(gcn.SBarrierOp())
@@ -502,7 +413,7 @@ class LaneGemvBuilder(DotKernelBuilder):
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
             _, (a_cur,), _, *pieces = cut(loop.res)
             bv, a_first, acc = pieces[:U], pieces[U], pieces[-1]
-        acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
+        acc, _, _ = self._steps_of(p, a_cur, acc, bv, None, a_first, None)
         return acc
 
     def _reduce_and_store(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
@@ -596,6 +507,176 @@ class LaneGemvBuilder(DotKernelBuilder):
                     out = e(gcn.VCvtF16F32Op(out)).vdst
             e(c_store(voff_c, out, c_base))
         e(gcn.SEndpgmOp())
+
+
+@dataclass
+class _Lanes:
+    """What :meth:`LaneGemvBuilder._prologue` leaves for the K loop and the epilogue: the entry
+    block and its emitter, the lane (``tid``, 0..63) and the wave in its workgroup (an SGPR, None
+    for one wave), a copy of the full EXEC, the kernel arguments (A, C, alpha, beta), the wave's
+    first weight row n0, B's row n0, the lane's place in its row (``kl``) and its byte offsets in
+    B's R rows and A's G rows."""
+
+    entry: Block
+    e: Emitter
+    tid: SSAValue
+    wave: SSAValue | None
+    lanes: SSAValue
+    ptr_a: SSAValue
+    ptr_c: SSAValue
+    alpha: SSAValue
+    beta: SSAValue
+    n0: SSAValue
+    b_rows: SSAValue
+    kl: SSAValue
+    voff_b: list[SSAValue]
+    voff_a: list[SSAValue]
+
+
+class _StagedA:
+    """The whole K steps with A staged in LDS (:meth:`LaneGemvBuilder._whole_steps_lds`): B D
+    steps ahead (step j's registers load step j + D), A's staged rows E steps ahead (step j + 1 + E
+    loaded after step j + 1's write), L = lcm(D, E) steps a loop iteration so that every slot is
+    reloaded in place.  Constructing it emits the lane's LDS offset and the wave's A rows."""
+
+    def __init__(self, b: LaneGemvBuilder, e: Emitter, steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+                 voff_b: list[SSAValue], tid: SSAValue, wave: SSAValue | None):
+        s = b.shape
+        self.b, self.e, self.steps, self.b_rows, self.voff_b, self.tid = b, e, steps, b_rows, voff_b, tid
+        self.M, self.R, self.W, self.G = s.m, b.rows, b.waves, b.a_group
+        self.STEP = 16 * b.span
+        self.lda_b = s.lda * b.eb
+        self.per = self.M // self.W  # rows of A each wave stages
+        self.buf = b.a_lds_buffer()
+        self.lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
+        self.a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, self.per * self.lda_b), 0,
+                                                          comment="A: the wave's rows")
+        # (the rows' offsets in SGPRs, lane16 the only VGPR offset: fewer VGPRs, more waves a SIMD)
+        self.w_off = None if wave is None else e.mul(wave, self.per * self.STEP)  # the wave's rows in a buffer
+        self.D = max(1, b.unroll)  # B's K steps in flight: step j's registers load step j + D
+        self.E = max(1, int(b.a_lds))  # A's staged steps in flight: step j + 1 + E loaded after step j + 1's write
+        self.L = self.D * self.E // math.gcd(self.D, self.E)  # steps a loop iteration
+        self.iters = max(0, steps - max(self.D, self.E + 1)) // self.L  # loop iterations: every load inside K
+
+    def stage_load(self, base: SSAValue) -> list[SSAValue]:
+        """The wave's M / W rows of A's step at ``base`` (``global_load_dwordx4``)."""
+        e = self.e
+        return [e(gcn.GlobalLoadDwordx4Op(self.lane16, e.add64(base, i * self.lda_b, 0) if i else base,
+                                          comment=f"A: staged row +{i}")).vdst for i in range(self.per)]
+
+    def stage_write(self, rd: SSAValue, regs: list[SSAValue]) -> None:
+        """The wave's staged rows ``regs`` to the LDS buffer at ``rd`` (``ds_write_b128``)."""
+        e = self.e
+        wr = rd if self.w_off is None else e(gcn.VAddU32Op(self.w_off, rd)).vdst
+        for i, v in enumerate(regs):
+            e(gcn.DsWriteB128Op(wr, v, offset=i * self.STEP, comment=f"A: staged row +{i} to LDS"))
+
+    def step(self, rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
+             ) -> tuple[list[SSAValue], list[SSAValue]]:
+        """The dots of one K step (A from the LDS buffer at ``rd``, read in groups of G rows, one
+        group ahead); with ``b_next``, B's next step loaded after them into the registers they
+        free."""
+        e, M, G = self.e, self.M, self.G
+
+        def group(m0: int) -> list[SSAValue]:
+            return [e(gcn.DsReadB128Op(rd, offset=(m0 + i) * self.STEP, comment=f"A row {m0 + i}")).vdst
+                    for i in range(min(G, M - m0))]
+
+        acc = list(acc)
+        nxt = group(0)
+        for m0 in range(0, M, G):
+            av = nxt
+            if m0 + G < M:
+                nxt = group(m0 + G)
+            for i, a_m in enumerate(av):
+                self.b._dots(e, acc, bv, a_m, m0 + i)
+        nbv = []
+        if b_next is not None:
+            nbv = [e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], b_next, comment=f"next B row {r}")).vdst
+                   for r in range(self.R)]
+        return acc, nbv
+
+    def iteration(self, rd, a_i, b_i, bq, sq, acc, flags, j):
+        """K step j (B ``bq[j mod D]``, A in the buffer at ``rd``; ``sq[(j + 1) mod E]``: A's
+        staged rows of step j + 1, ``a_i`` the base of the last staged step, ``b_i`` B's base
+        of step j): the dots, then as ``flags`` say B of step j + D into ``bq[j mod D]``'s
+        registers, A's step j + 1 into the other buffer, A's step j + 1 + E into its
+        registers, the barrier."""
+        e, D, E, W, STEP = self.e, self.D, self.E, self.W, self.STEP
+        load_b, write_a, load_a = flags
+        d, es = j % D, (j + 1) % E
+        b_n = e.add64(b_i, STEP, 0, comment="B: next step")
+        acc, nbv = self.step(rd, bq[d], acc, (e.add64(b_n, (D - 1) * STEP, 0) if D > 1 else b_n) if load_b else None)
+        bq, sq = list(bq), list(sq)
+        bq[d] = nbv if load_b else []
+        rd_n, a_n = rd, a_i
+        if write_a:
+            if self.b.a_buffers == 1:  # one buffer: every wave's reads of step j done first
+                if W > 1:
+                    e(gcn.SBarrierOp(comment="A's step read"))
+            else:
+                rd_n = e(gcn.VXorB32Op(self.buf, rd)).vdst  # the other buffer
+            self.stage_write(rd_n, sq[es])
+            sq[es] = []
+            if load_a:
+                a_n = e.add64(a_i, STEP, 0, comment="A: a step ahead")
+                sq[es] = self.stage_load(a_n)
+            if W > 1:
+                e(gcn.SBarrierOp(comment="A's next step in LDS"))
+        return rd_n, a_n, b_n, bq, sq, acc
+
+    def flags(self, j: int) -> tuple[bool, bool, bool]:
+        """(B of step j + D, A's step j + 1 to LDS, A's step j + 1 + E loaded): those inside K."""
+        return j + self.D < self.steps, j + 1 < self.steps, j + 1 + self.E < self.steps
+
+    def prologue(self):
+        """A's step 0 loaded and written to LDS, B's first D steps and A's steps 1 .. E loaded, the
+        barrier: (rd, a_i, b_i, bq, sq) for step 0."""
+        e, D, E, R, STEP = self.e, self.D, self.E, self.R, self.STEP
+        st0 = self.stage_load(self.a_stage)
+        bq = [[e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], e.add64(self.b_rows, d * STEP, 0) if d else self.b_rows,
+                                         comment=f"B row {r}, step {d}")).vdst for r in range(R)]
+              for d in range(min(D, self.steps))]
+        rd = e(gcn.VLshlrevB32Op(4, self.tid)).vdst  # (not lane16: a loop-carried value has its own registers)
+        self.stage_write(rd, st0)
+        a_i = self.a_stage
+        sq: list[list[SSAValue]] = [[] for _ in range(E)]
+        for x in range(1, min(E, self.steps - 1) + 1):  # A's steps 1 .. E, step x in slot x mod E
+            a_i = e.add64(self.a_stage, x * STEP, 0, comment=f"A: step {x}")
+            sq[x % E] = self.stage_load(a_i)
+        if self.W > 1:
+            e(gcn.SBarrierOp(comment="A's first step in LDS"))
+        return rd, a_i, self.b_rows, bq, sq
+
+    def loop(self, st, acc):
+        """The ``gcn.loop`` of ``iters`` iterations of L steps from the state ``st`` of
+        :meth:`prologue`: (rd, a_i, b_i, bq, sq, acc) after it."""
+        e, D, E, R, L, per = self.e, self.D, self.E, self.R, self.L, self.per
+        rd, a_i, b_i, bq, sq = st
+        carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *(v for q in sq for v in q), *acc]
+        body = Block(arg_types=[v.type for v in carried])
+        outer, e.block = e.block, body
+        xs = 4 + D * R
+
+        def cut(vals):
+            vals = list(vals)
+            return (vals[:4], [vals[4 + d * R:4 + (d + 1) * R] for d in range(D)],
+                    [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
+
+        try:
+            (k_i, rd_b, a_b, b_b), bq_b, sq_b, acc_b = cut(body.args)
+            for j in range(L):
+                rd_b, a_b, b_b, bq_b, sq_b, acc_b = self.iteration(rd_b, a_b, b_b, bq_b, sq_b, acc_b,
+                                                                   (True, True, True), j)
+            k_n = e(gcn.SAddU32Op(k_i, L, comment="steps done")).sdst
+            e(gcn.SCmpLgU32Op(k_n, e.const(self.iters * L)))
+            e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *(v for q in sq_b for v in q),
+                              *acc_b], "scc1"))
+        finally:
+            e.block = outer
+        loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.b.name}_k_steps"))
+        (_, rd, a_i, b_i), bq, sq, acc = cut(loop.res)
+        return rd, a_i, b_i, bq, sq, acc
 
 
 __all__ = ["LANE_STEP_BYTES", "LaneGemvBuilder", "lane_gemv_kernels", "lane_gemv_plan"]
