@@ -65,7 +65,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import Emitter, kernel_entry
+from vlpc.passes.isel.emit import Emitter, kernel_entry, zero_if_alpha_zero
 from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
 #: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
@@ -179,8 +179,9 @@ class LaneGemvBuilder(DotKernelBuilder):
         return self._finish(p.entry, lds)
 
     def _prologue(self) -> _Lanes:
-        """The entry block up to the K loop: the kernel arguments' loads, the wave's first weight
-        row n0, B's row base, and each lane's byte offsets in B's R rows and A's G rows."""
+        """The entry block up to the K loop: the kernel arguments' loads, (A in LDS) the sums'
+        zeros (issued while those are in flight), the wave's first weight row n0, B's row base, and each lane's
+        byte offsets in B's R rows and A's G rows."""
         s, R, W = self.shape, self.rows, self.waves
         span = self.span  # lanes per weight row; 64 / span rows ("slots") per load
         slots = 64 // span
@@ -199,6 +200,10 @@ class LaneGemvBuilder(DotKernelBuilder):
         ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
         alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
+        # A in LDS: the sums' zeros while the kernel arguments are in flight (the first use of B's
+        # address waits; modeled, int8 16 x 4096 x 4096 on MI50: 28.4 -> 27.8 us; one wave's M <= 8
+        # kernel models slower so, and zeroes them after)
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * R)] if self.a_lds else None
         n0 = e.mul(ke.wg_x, R * slots * W)  # the wave's first weight row
         if wave is not None:
             n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
@@ -215,7 +220,7 @@ class LaneGemvBuilder(DotKernelBuilder):
             slot_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane16)).vdst
         voff_b = offsets(slots * ldb_b, R, slot_b)
         voff_a = offsets(lda_b, self.a_group, lane16)  # row m0 + i of A (A's SGPR base at row m0)
-        return _Lanes(ke.block, e, tid, wave, lanes, ptr_a, ptr_c, alpha, beta, n0, b_rows, kl, voff_b, voff_a)
+        return _Lanes(ke.block, e, tid, wave, lanes, ptr_a, ptr_c, alpha, beta, n0, b_rows, kl, voff_b, voff_a, acc)
 
     def _dots(self, e: Emitter, acc: list[SSAValue], b_rows: list[SSAValue], a_m: SSAValue, m: int) -> None:
         """acc[m R + r] += B row r x A row m over a lane's 16 bytes (four ``v_dot2_f32_f16`` /
@@ -236,7 +241,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         steps = s.k * self.eb // STEP
         # B one batch of U steps ahead: the loop's body computes U steps while the next U steps' B
         # loads are in flight; the last batch, after the loop, loads nothing past the rows
-        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * self.rows)]
+        acc = p.acc0 or [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * self.rows)]
         tail = s.k * self.eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
         if tail:  # (before the loop: its carried bases take the registers of their first values)
             a_t = e.add64(p.ptr_a, steps * STEP, 0, comment="A: the partial last step")
@@ -273,12 +278,16 @@ class LaneGemvBuilder(DotKernelBuilder):
             self._dots(e, acc, bt, at[m], m)
 
     def _epilogue(self, p: _Lanes, acc: list[SSAValue]) -> None:
-        """After the K loop: (A in LDS, several waves) a barrier, every wave's last reads of A's
-        LDS done before the reduction reuses it; then :meth:`_reduce_and_store`."""
+        """After the K loop: (A in LDS) C loaded first (:meth:`_load_c_first`: its latency under the
+        barrier and the reduction's LDS round trips; modeled, f16 16 x 4096 x 4096 on MI50: 49.3 ->
+        48.7 us; one wave's M <= 8 kernel gains nothing: C is read after its reduction), (A in
+        LDS, several waves) a barrier, every wave's
+        last reads of A's LDS done before the reduction reuses it; then :meth:`_reduce_and_store`."""
+        is_int = self.shape.dtype == "i8"
+        c_first = self._load_c_first(p.e, p.tid, p.lanes, p.ptr_c, p.n0, p.beta, is_int) if self.a_lds else None
         if self.a_lds and self.waves > 1 and self.shape.k * self.eb >= 16 * self.span:
             p.e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
-        self._reduce_and_store(p.e, acc, p.lanes, p.tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta,
-                               self.shape.dtype == "i8")
+        self._reduce_and_store(p.e, acc, p.lanes, p.tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta, is_int, c_first)
 
     def reduce_chunk(self) -> int:
         """Sums added per pass of the LDS reduction (module docstring): :data:`REDUCE_CHUNK`, or
@@ -418,13 +427,13 @@ class LaneGemvBuilder(DotKernelBuilder):
 
     def _reduce_and_store(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                           wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
-                          is_int: bool) -> None:
-        """The lanes' partials of each sum through LDS, then C (module docstring)."""
+                          is_int: bool, c_first=None) -> None:
+        """The lanes' partials of each sum through LDS, then C (module docstring); ``c_first``: C
+        already loaded (:meth:`_load_c_first`), else C is read here, after the reduction."""
         s = self.shape
         M, R, span = s.m, self.rows, self.span
         slots = 64 // span
         c_esz = ELEMENT_BYTES[s.c_type]
-        ldc_b = s.ldc * c_esz
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
         add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
@@ -476,26 +485,21 @@ class LaneGemvBuilder(DotKernelBuilder):
             sums.append((c0, cv, sum_of(lane_l2, level2, span // 8)))
 
         # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
-        c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
+        if c_first is None:
+            c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
         totals = [t for _, _, t in sums]
         e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-        totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
-        c_load = gcn.GlobalLoadUshortOp if s.c_type == "f16" else gcn.GlobalLoadDwordOp
+        if c_first is None:
+            totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
+        elif not is_int:  # (C read before the reduction: :meth:`_load_c_first`)
+            totals = zero_if_alpha_zero(e, alpha, 1, totals, f".L{self.name}_alpha_nonzero")
         c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
-        shift = R.bit_length() - 1
-        for (c0, cv, _), total in zip(sums, totals):  # (the sums after the alpha = 0 quick return)
-            lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
-            v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
-            m_of = e(gcn.VLshrrevB32Op(shift, v)).vdst
-            r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
-            if slots > 1:  # the row: i slots + slot
-                r_of = e(gcn.VLshlAddU32Op(r_of, slots.bit_length() - 1,
-                                           e(gcn.VAndB32Op(slots - 1, tid)).vdst)).vdst
-            voff_c = e(gcn.VMulLoU32Op(m_of, e.const(ldc_b))).vdst
-            voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
-            mask = e(gcn.VCmpGtU32Op(e.const(cv * slots), tid)).sdst
-            e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
-            c = e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
+        for i, ((c0, cv, _), total) in enumerate(zip(sums, totals)):  # (the sums after the alpha = 0 quick return)
+            if c_first is None:
+                voff_c, mask = self._c_of_chunk(e, tid, c0, cv)
+                c = self._c_load(e, voff_c, c_base, c0, read_c, mask)
+            else:
+                c_base, (voff_c, mask, c) = c_first[0], c_first[1][i]
             e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
             if is_int:
                 out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
@@ -508,14 +512,59 @@ class LaneGemvBuilder(DotKernelBuilder):
             e(c_store(voff_c, out, c_base))
         e(gcn.SEndpgmOp())
 
+    def _c_of_chunk(self, e: Emitter, tid: SSAValue, c0: int, cv: int) -> tuple[SSAValue, SSAValue]:
+        """(byte offset of the lane's C element from C + n0, the lanes holding one of the chunk's
+        ``cv`` sums) for the reduction's chunk of sums c0 .. c0 + cv - 1: lane l holds the sum
+        v = c0 + l / slots = m R + r, C[m, n0 + r] (r: i slots + slot with several rows a load)."""
+        R, slots = self.rows, 64 // self.span
+        c_esz = ELEMENT_BYTES[self.shape.c_type]
+        lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
+        v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
+        m_of = e(gcn.VLshrrevB32Op(R.bit_length() - 1, v)).vdst
+        r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
+        if slots > 1:  # the row: i slots + slot
+            r_of = e(gcn.VLshlAddU32Op(r_of, slots.bit_length() - 1, e(gcn.VAndB32Op(slots - 1, tid)).vdst)).vdst
+        voff_c = e(gcn.VMulLoU32Op(m_of, e.const(self.shape.ldc * c_esz))).vdst
+        voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
+        return voff_c, e(gcn.VCmpGtU32Op(e.const(cv * slots), tid)).sdst
+
+    def _c_load(self, e: Emitter, voff_c: SSAValue, c_base: SSAValue, c0: int, read_c: SSAValue,
+                mask: SSAValue) -> SSAValue:
+        """C at ``c_base + voff_c`` in the lanes ``read_c & mask`` (``global_load_dword`` /
+        ``_ushort``; EXEC left so), 0 in every other lane: the zero is written before EXEC narrows
+        (under beta = 0 no lane reads C, and ``beta * C`` must not meet the register's old bits)."""
+        c_load = gcn.GlobalLoadUshortOp if self.shape.c_type == "f16" else gcn.GlobalLoadDwordOp
+        zero = e(gcn.VMovB32Op(0)).vdst
+        e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
+        return e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=zero)).vdst
+
+    def _load_c_first(self, e: Emitter, tid: SSAValue, lanes: SSAValue, ptr_c: SSAValue, n0: SSAValue,
+                      beta: SSAValue, is_int: bool) -> tuple[SSAValue, list[tuple[SSAValue, SSAValue, SSAValue]]]:
+        """C of every chunk of the reduction loaded before it (its latency under the reduction's LDS
+        round trips; BLAS: beta = 0 reads no C, as :func:`~vlpc.passes.isel.dot.blas_quick_returns`):
+        (C + n0, [(offset, lanes, C) per chunk]); EXEC the full wave after it."""
+        c_base = e.add64(ptr_c, e.mul(n0, ELEMENT_BYTES[self.shape.c_type]), 0, comment="C + n0")
+        if is_int:
+            e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
+        else:
+            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        read_c = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        chunk, V = self.reduce_chunk(), self.shape.m * self.rows
+        out = []
+        for c0 in range(0, V, chunk):
+            voff_c, mask = self._c_of_chunk(e, tid, c0, min(chunk, V - c0))
+            out.append((voff_c, mask, self._c_load(e, voff_c, c_base, c0, read_c, mask)))
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # (the next chunk's offsets in every lane)
+        return c_base, out
+
 
 @dataclass
 class _Lanes:
     """What :meth:`LaneGemvBuilder._prologue` leaves for the K loop and the epilogue: the entry
     block and its emitter, the lane (``tid``, 0..63) and the wave in its workgroup (an SGPR, None
     for one wave), a copy of the full EXEC, the kernel arguments (A, C, alpha, beta), the wave's
-    first weight row n0, B's row n0, the lane's place in its row (``kl``) and its byte offsets in
-    B's R rows and A's G rows."""
+    first weight row n0, B's row n0, the lane's place in its row (``kl``), its byte offsets in
+    B's R rows and A's G rows, and (A in LDS) the R x M sums' zeros."""
 
     entry: Block
     e: Emitter
@@ -531,6 +580,7 @@ class _Lanes:
     kl: SSAValue
     voff_b: list[SSAValue]
     voff_a: list[SSAValue]
+    acc0: list[SSAValue] | None
 
 
 class _StagedA:
