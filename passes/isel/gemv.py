@@ -41,7 +41,9 @@ lane's dots, then two levels of 8), within the dot kernels' ``gamma_n`` bound
 (tests/dot_support.py).  Lane l < 8 of chunk c holds the sum v = 8 c + l, v = m R + r:
 C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not read C, alpha = 0 drops the
 products, as the dot kernels: :func:`~vlpc.passes.isel.dot.blas_quick_returns`), stored
-by those lanes.
+by those lanes.  With A in LDS those lanes' C is loaded right after the K loop, before the
+reduction (its latency under the reduction's LDS round trips), and the sums are zeroed while
+the kernel arguments load.
 
 Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
 static, K static with K x element bytes a multiple of 16, lda / ldb / ldc static with rows of
@@ -96,7 +98,9 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     2, 64, 4, 1, 1) 49.3 us, G = 1 49.5, U = 2 55.4, W = 8 70.7, W = 2 52.8; two buffers (one
     barrier a step, 32 KiB, two workgroups a CU) (2, 2, 2, 64, 4, 2, 2) 52.5, E = 1 58.3; int8
     16 x 4096 x 4096 28.7 (G = 1 29.5, two buffers 32.4); f16 16 x 11008 x 4096 121.7 (G = 1 122.9,
-    two buffers 135.2).  Earlier plans (each wave loading A itself), why
+    two buffers 135.2); since C is read before the reduction and the sums are zeroed under the
+    kernel arguments (:meth:`LaneGemvBuilder._epilogue`, :meth:`LaneGemvBuilder._prologue`) the
+    plan models 48.3, 27.8 and 119.2 us.  Earlier plans (each wave loading A itself), why
     (modeled, timing-only launches as benchmarks/gemv_ceiling.py; MI50 @ 1725 MHz unless named):
     f16 1 x 4096 x 4096 41.3 us with R, U, G = (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5
     (1, 4, 1); 4 x 4096 x 4096 41.4 (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 with
@@ -428,12 +432,52 @@ class LaneGemvBuilder(DotKernelBuilder):
     def _reduce_and_store(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                           wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
                           is_int: bool, c_first=None) -> None:
-        """The lanes' partials of each sum through LDS, then C (module docstring); ``c_first``: C
-        already loaded (:meth:`_load_c_first`), else C is read here, after the reduction."""
+        """The lanes' partials of each sum added (:meth:`_reduce_butterfly` where
+        :meth:`butterfly` says so, else :meth:`_reduce_lds`), then C (module docstring);
+        ``c_first``: C already loaded (:meth:`_load_c_first`), else C is read here, after the
+        reduction."""
+        s = self.shape
+        if self.butterfly():
+            sums = [(0, len(acc), self._reduce_butterfly(e, acc, lanes, tid, wave, is_int))]
+        else:
+            sums = self._reduce_lds(e, acc, lanes, tid, wave, is_int)
+        c_esz = ELEMENT_BYTES[s.c_type]
+
+        # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
+        if c_first is None:
+            c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
+        totals = [t for _, _, t in sums]
+        e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+        if c_first is None:
+            totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
+        elif not is_int:  # (C read before the reduction: :meth:`_load_c_first`)
+            totals = zero_if_alpha_zero(e, alpha, 1, totals, f".L{self.name}_alpha_nonzero")
+        c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
+        for i, ((c0, cv, _), total) in enumerate(zip(sums, totals)):  # (the sums after the alpha = 0 quick return)
+            if c_first is None:
+                voff_c, mask = self._c_of_chunk(e, tid, c0, cv)
+                c = self._c_load(e, voff_c, c_base, c0, read_c, mask)
+            else:
+                c_base, (voff_c, mask, c) = c_first[0], c_first[1][i]
+            e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
+            if is_int:
+                out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
+            else:
+                if s.c_type == "f16":
+                    c = e(gcn.VCvtF32F16Op(c)).vdst
+                out = e(gcn.VFmaF32Op(total, alpha, e(gcn.VMulF32Op(beta, c)).vdst)).vdst
+                if s.c_type == "f16":
+                    out = e(gcn.VCvtF16F32Op(out)).vdst
+            e(c_store(voff_c, out, c_base))
+        e(gcn.SEndpgmOp())
+
+    def _reduce_lds(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+                    wave: SSAValue | None, is_int: bool) -> list[tuple[int, int, SSAValue]]:
+        """The lanes' partials of each sum added through LDS in chunks (module docstring):
+        [(first sum c0, count cv, the sums: lane l holds sum c0 + l / slots)]."""
         s = self.shape
         M, R, span = s.m, self.rows, self.span
         slots = 64 // span
-        c_esz = ELEMENT_BYTES[s.c_type]
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
         add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
@@ -484,33 +528,47 @@ class LaneGemvBuilder(DotKernelBuilder):
             first_lanes(cv * slots)  # lane l: sum c0 + l / slots of slot l % slots
             sums.append((c0, cv, sum_of(lane_l2, level2, span // 8)))
 
-        # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
-        if c_first is None:
-            c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
-        totals = [t for _, _, t in sums]
-        e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-        if c_first is None:
-            totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
-        elif not is_int:  # (C read before the reduction: :meth:`_load_c_first`)
-            totals = zero_if_alpha_zero(e, alpha, 1, totals, f".L{self.name}_alpha_nonzero")
-        c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
-        for i, ((c0, cv, _), total) in enumerate(zip(sums, totals)):  # (the sums after the alpha = 0 quick return)
-            if c_first is None:
-                voff_c, mask = self._c_of_chunk(e, tid, c0, cv)
-                c = self._c_load(e, voff_c, c_base, c0, read_c, mask)
-            else:
-                c_base, (voff_c, mask, c) = c_first[0], c_first[1][i]
-            e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
-            if is_int:
-                out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
-            else:
-                if s.c_type == "f16":
-                    c = e(gcn.VCvtF32F16Op(c)).vdst
-                out = e(gcn.VFmaF32Op(total, alpha, e(gcn.VMulF32Op(beta, c)).vdst)).vdst
-                if s.c_type == "f16":
-                    out = e(gcn.VCvtF16F32Op(out)).vdst
-            e(c_store(voff_c, out, c_base))
-        e(gcn.SEndpgmOp())
+        return sums
+
+    def butterfly(self) -> bool:
+        """Whether the sums are added by :meth:`_reduce_butterfly`: A in LDS (the plan of M = 12,
+        16), 64 lanes a row, at most 32 sums a lane."""
+        return bool(self.a_lds) and self.span == 64 and self.shape.m * self.rows <= 32
+
+    def _reduce_butterfly(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+                          wave: SSAValue | None, is_int: bool) -> SSAValue:
+        """The 64 lanes' partials of each of the V <= 32 sums ``acc`` added by lane exchanges,
+        lane l < V left holding sum l (EXEC: lanes 0 .. 31 after it).  The sums, padded with zeros
+        to 32, are halved five times: at partner distance d = 16, 8, 4, 2, 1 a lane whose bit d is
+        clear keeps the first half of its values and sends the second to lane l ^ d, which keeps
+        the second and sends the first (two ``v_cndmask_b32``, one ``ds_swizzle_b32`` bit-mask
+        swap within 32 lanes, no LDS memory: AMD Vega ISA, DS_SWIZZLE_B32), and adds what it
+        gets; then lane l < 32 adds lane l + 32's value through LDS (one ``ds_write_b32``, one
+        ``ds_read_b32``).  A lane's values after the halvings are sum l mod 32 over its half of
+        the wave.  Each sum is added in a fixed tree of depth 6 (a result is the same on every
+        run).  Per wave 31 swizzles and ~95 VALU instructions, against the LDS reduction's
+        ~20 KiB through the CU's one LDS pipe (modeled: ``lds_bank_cycles``)."""
+        add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
+        V = len(acc)
+        x = list(acc)
+        if V < 32:
+            zero = e(gcn.VMovB32Op(0)).vdst
+            x += [zero] * (32 - V)
+        d = 16
+        while d:
+            h = len(x) // 2
+            clear = e(gcn.VCmpGtU32Op(e.const(1), e(gcn.VAndB32Op(d, tid)).vdst)).sdst  # bit d of the lane clear
+            send = [e(gcn.VCndmaskB32Op(x[i], x[h + i], clear)).vdst for i in range(h)]
+            got = [e(gcn.DsSwizzleB32Op(v, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst for v in send]
+            keep = [e(gcn.VCndmaskB32Op(x[h + i], x[i], clear)).vdst for i in range(h)]
+            x = [e(add(got[i], keep[i])).vdst for i in range(h)]
+            d //= 2
+        lane4 = e(gcn.VLshlrevB32Op(2, tid)).vdst
+        if wave is not None:
+            lane4 = e(gcn.VAddU32Op(e.mul(wave, self.reduce_bytes()), lane4)).vdst
+        e(gcn.DsWriteB32Op(lane4, x[0], comment="the half-wave sums"))
+        e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(32), tid)).sdst, result_type=gcn.exec_type()))
+        return e(add(x[0], e(gcn.DsReadB32Op(lane4, offset=128, comment="lane + 32's")).vdst)).vdst
 
     def _c_of_chunk(self, e: Emitter, tid: SSAValue, c0: int, cv: int) -> tuple[SSAValue, SSAValue]:
         """(byte offset of the lane's C element from C + n0, the lanes holding one of the chunk's
@@ -549,7 +607,8 @@ class LaneGemvBuilder(DotKernelBuilder):
         else:
             e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
         read_c = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
-        chunk, V = self.reduce_chunk(), self.shape.m * self.rows
+        V = self.shape.m * self.rows
+        chunk = V if self.butterfly() else self.reduce_chunk()  # (the reduction's chunks)
         out = []
         for c0 in range(0, V, chunk):
             voff_c, mask = self._c_of_chunk(e, tid, c0, min(chunk, V - c0))
