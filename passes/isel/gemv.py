@@ -41,9 +41,11 @@ lane's dots, then two levels of 8), within the dot kernels' ``gamma_n`` bound
 (tests/dot_support.py).  Lane l < 8 of chunk c holds the sum v = 8 c + l, v = m R + r:
 C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not read C, alpha = 0 drops the
 products, as the dot kernels: :func:`~vlpc.passes.isel.dot.blas_quick_returns`), stored
-by those lanes.  With A in LDS those lanes' C is loaded right after the K loop, before the
-reduction (its latency under the reduction's LDS round trips), and the sums are zeroed while
-the kernel arguments load.
+by those lanes.  With A in LDS the sums are added by lane exchanges instead
+(:meth:`LaneGemvBuilder._reduce_butterfly`: five halvings through ``ds_swizzle_b32``, then the
+two half-waves through LDS; a tree of depth 6, lane l left with sum l), their lanes' C is loaded
+right after the K loop, before the reduction (its latency under it), and the sums are zeroed
+while the kernel arguments load.
 
 Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
 static, K static with K x element bytes a multiple of 16, lda / ldb / ldc static with rows of
