@@ -175,7 +175,7 @@ class LaneGemvBuilder(DotKernelBuilder):
     def build(self) -> gcn.KernelOp:
         """The kernel: :meth:`_prologue` (kernel arguments, the wave's rows, the lanes' offsets),
         :meth:`_k_loop` (the whole K steps, then a partial last one), :meth:`_epilogue` (the
-        reduction through LDS and C)."""
+        reduction of the lanes' partials and C)."""
         p = self._prologue()
         acc = self._k_loop(p)
         self._epilogue(p, acc)
@@ -186,8 +186,8 @@ class LaneGemvBuilder(DotKernelBuilder):
 
     def _prologue(self) -> _Lanes:
         """The entry block up to the K loop: the kernel arguments' loads, (A in LDS) the sums'
-        zeros (issued while those are in flight), the wave's first weight row n0, B's row base, and each lane's
-        byte offsets in B's R rows and A's G rows."""
+        zeros (issued while those are in flight), the wave's first weight row n0, B's row base,
+        and each lane's byte offsets in B's R rows and A's G rows."""
         s, R, W = self.shape, self.rows, self.waves
         span = self.span  # lanes per weight row; 64 / span rows ("slots") per load
         slots = 64 // span
@@ -285,10 +285,10 @@ class LaneGemvBuilder(DotKernelBuilder):
 
     def _epilogue(self, p: _Lanes, acc: list[SSAValue]) -> None:
         """After the K loop: (A in LDS) C loaded first (:meth:`_load_c_first`: its latency under the
-        barrier and the reduction's LDS round trips; modeled, f16 16 x 4096 x 4096 on MI50: 49.3 ->
-        48.7 us; one wave's M <= 8 kernel gains nothing: C is read after its reduction), (A in
-        LDS, several waves) a barrier, every wave's
-        last reads of A's LDS done before the reduction reuses it; then :meth:`_reduce_and_store`."""
+        barrier and the reduction; modeled, f16 16 x 4096 x 4096 on MI50: 49.3 -> 48.7 us; the
+        one-wave M <= 8 kernel models no faster so and reads C after its reduction), (A in LDS,
+        several waves) a barrier, every wave's last reads of A's LDS done before the reduction
+        writes there; then :meth:`_reduce_and_store`."""
         is_int = self.shape.dtype == "i8"
         c_first = self._load_c_first(p.e, p.tid, p.lanes, p.ptr_c, p.n0, p.beta, is_int) if self.a_lds else None
         if self.a_lds and self.waves > 1 and self.shape.k * self.eb >= 16 * self.span:
