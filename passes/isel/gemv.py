@@ -69,7 +69,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import Emitter, kernel_entry, zero_if_alpha_zero
+from vlpc.passes.isel.emit import Emitter, kernel_entry, lane_sums_by_exchange, zero_if_alpha_zero
 from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
 #: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
@@ -539,38 +539,12 @@ class LaneGemvBuilder(DotKernelBuilder):
 
     def _reduce_butterfly(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                           wave: SSAValue | None, is_int: bool) -> SSAValue:
-        """The 64 lanes' partials of each of the V <= 32 sums ``acc`` added by lane exchanges,
-        lane l < V left holding sum l (EXEC: lanes 0 .. 31 after it).  The sums, padded with zeros
-        to 32, are halved five times: at partner distance d = 16, 8, 4, 2, 1 a lane whose bit d is
-        clear keeps the first half of its values and sends the second to lane l ^ d, which keeps
-        the second and sends the first (two ``v_cndmask_b32``, one ``ds_swizzle_b32`` bit-mask
-        swap within 32 lanes, no LDS memory: AMD Vega ISA, DS_SWIZZLE_B32), and adds what it
-        gets; then lane l < 32 adds lane l + 32's value through LDS (one ``ds_write_b32``, one
-        ``ds_read_b32``).  A lane's values after the halvings are sum l mod 32 over its half of
-        the wave.  Each sum is added in a fixed tree of depth 6 (a result is the same on every
-        run).  Per wave 31 swizzles and ~95 VALU instructions, against the LDS reduction's
-        ~20 KiB through the CU's one LDS pipe (modeled: ``lds_bank_cycles``)."""
-        add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
-        V = len(acc)
-        x = list(acc)
-        if V < 32:
-            zero = e(gcn.VMovB32Op(0)).vdst
-            x += [zero] * (32 - V)
-        d = 16
-        while d:
-            h = len(x) // 2
-            clear = e(gcn.VCmpGtU32Op(e.const(1), e(gcn.VAndB32Op(d, tid)).vdst)).sdst  # bit d of the lane clear
-            send = [e(gcn.VCndmaskB32Op(x[i], x[h + i], clear)).vdst for i in range(h)]
-            got = [e(gcn.DsSwizzleB32Op(v, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst for v in send]
-            keep = [e(gcn.VCndmaskB32Op(x[h + i], x[i], clear)).vdst for i in range(h)]
-            x = [e(add(got[i], keep[i])).vdst for i in range(h)]
-            d //= 2
-        lane4 = e(gcn.VLshlrevB32Op(2, tid)).vdst
-        if wave is not None:
-            lane4 = e(gcn.VAddU32Op(e.mul(wave, self.reduce_bytes()), lane4)).vdst
-        e(gcn.DsWriteB32Op(lane4, x[0], comment="the half-wave sums"))
-        e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(32), tid)).sdst, result_type=gcn.exec_type()))
-        return e(add(x[0], e(gcn.DsReadB32Op(lane4, offset=128, comment="lane + 32's")).vdst)).vdst
+        """The 64 lanes' partials of each of the V <= 32 sums ``acc`` added by lane exchanges
+        (:func:`~vlpc.passes.isel.emit.lane_sums_by_exchange`: five halvings through
+        ``ds_swizzle_b32``, then the half-waves through the wave's LDS), lane l < V left holding
+        sum l.  Per wave 31 swizzles and ~95 VALU instructions, against the LDS reduction's ~20 KiB
+        through the CU's one LDS pipe (modeled: ``lds_bank_cycles``)."""
+        return lane_sums_by_exchange(e, acc, lanes, tid, wave, self.reduce_bytes(), is_int)
 
     def _c_of_chunk(self, e: Emitter, tid: SSAValue, c0: int, cv: int) -> tuple[SSAValue, SSAValue]:
         """(byte offset of the lane's C element from C + n0, the lanes holding one of the chunk's
