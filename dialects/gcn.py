@@ -1253,6 +1253,12 @@ DsReadB64Op = _table_op(DsReadBase, "ds_read_b64")
 DsReadB128Op = _table_op(DsReadBase, "ds_read_b128")
 
 
+#: ``ds_swizzle_b32 vdst, vsrc offset:pattern``: lane l gets ``vsrc`` of another lane of its 32, no
+#: LDS memory touched (AMD Vega ISA, DS_SWIZZLE_B32: offset bit 15 clear, the bit-mask mode: lane
+#: ((l & and_mask) | or_mask) ^ xor_mask, masks in bits 0-4, 5-9, 10-14); ``vaddr`` is the source.
+DsSwizzleB32Op = _table_op(DsReadBase, "ds_swizzle_b32")
+
+
 DS_READS: dict[int, type[DsReadBase]] = {c.DWORDS: c for c in (DsReadB32Op, DsReadB64Op, DsReadB128Op)}
 
 
@@ -1396,6 +1402,22 @@ class VCmpNeBase(VOPBase, ABC):
 
 
 VCmpNeU32Op = _table_op(VCmpNeBase, "v_cmp_ne_u32_e64")
+
+
+class VCndmaskBase(VOPBase, ABC):
+    """``v_cndmask_b32_e64 vdst, src0, src1, mask``: per lane src1 where the SGPR pair ``mask``
+    has the lane's bit set, else src0 (VOP3; AMD Vega ISA, V_CNDMASK_B32)."""
+
+    vdst = result_def(VGPRType)
+    src0 = operand_def(VGPRType)
+    src1 = operand_def(VGPRType)
+    mask = operand_def(SGPRType)
+
+    def __init__(self, src0: SSAValue, src1: SSAValue, mask: SSAValue):
+        super().__init__(operands=[src0, src1, mask], result_types=[self.table_result_type()])
+
+
+VCndmaskB32Op = _table_op(VCndmaskBase, "v_cndmask_b32_e64")
 
 
 VCmpNeU64Op = _table_op(VCmpNeBase, "v_cmp_ne_u64_e64")

@@ -501,3 +501,40 @@ def pow2_runs(n: int, largest: int = 16) -> list[tuple[int, int]]:
         runs.append((w, start))
         start += w
     return runs
+
+
+def lane_sums_by_exchange(e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue, wave: SSAValue | None,
+                          wave_bytes: int, is_int: bool) -> SSAValue:
+    """The 64 lanes' partials of each of the V <= 32 sums ``acc`` (f32, or i32 with ``is_int``)
+    added by lane exchanges: lane l < V is left holding sum l (EXEC: ``lanes`` & lanes 0 .. 31
+    after it).  The sums, padded with zeros to 32, are halved five times: at partner distance
+    d = 16, 8, 4, 2, 1 a lane whose bit d is clear keeps the first half of its values and sends
+    the second to lane l ^ d, which keeps the second and sends the first (two ``v_cndmask_b32``,
+    one ``ds_swizzle_b32`` bit-mask swap within 32 lanes that touches no LDS memory: AMD Vega ISA,
+    DS_SWIZZLE_B32, offset 0x1f | d << 10), and adds what it gets; a lane's value is then sum
+    l mod 32 over its half of the wave, and lane l < 32 adds lane l + 32's through LDS (one
+    ``ds_write_b32`` at ``wave`` x ``wave_bytes`` + 4 l: 256 bytes, one ``ds_read_b32``).  Each sum is added in a
+    fixed tree of depth 6 (the same result on every run).  Per wave: 31 swizzles and about 95
+    VALU instructions.  ``tid``: the lane (0 .. 63); ``wave``: the wave in its workgroup (an
+    SGPR; None: one wave, LDS address 0)."""
+    add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
+    V = len(acc)
+    x = list(acc)
+    if V < 32:
+        zero = e(gcn.VMovB32Op(0)).vdst
+        x += [zero] * (32 - V)
+    d = 16
+    while d:
+        h = len(x) // 2
+        clear = e(gcn.VCmpGtU32Op(e.const(1), e(gcn.VAndB32Op(d, tid)).vdst)).sdst  # bit d of the lane clear
+        send = [e(gcn.VCndmaskB32Op(x[i], x[h + i], clear)).vdst for i in range(h)]
+        got = [e(gcn.DsSwizzleB32Op(v, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst for v in send]
+        keep = [e(gcn.VCndmaskB32Op(x[h + i], x[i], clear)).vdst for i in range(h)]
+        x = [e(add(got[i], keep[i])).vdst for i in range(h)]
+        d //= 2
+    lane4 = e(gcn.VLshlrevB32Op(2, tid)).vdst
+    if wave is not None:
+        lane4 = e(gcn.VAddU32Op(e.mul(wave, wave_bytes), lane4)).vdst
+    e(gcn.DsWriteB32Op(lane4, x[0], comment="the half-wave sums"))
+    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(32), tid)).sdst, result_type=gcn.exec_type()))
+    return e(add(x[0], e(gcn.DsReadB32Op(lane4, offset=128, comment="lane + 32's")).vdst)).vdst

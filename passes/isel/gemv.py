@@ -41,7 +41,11 @@ lane's dots, then two levels of 8), within the dot kernels' ``gamma_n`` bound
 (tests/dot_support.py).  Lane l < 8 of chunk c holds the sum v = 8 c + l, v = m R + r:
 C[m, n0 + r] = alpha * sum + beta * C (BLAS: beta = 0 does not read C, alpha = 0 drops the
 products, as the dot kernels: :func:`~vlpc.passes.isel.dot.blas_quick_returns`), stored
-by those lanes.
+by those lanes.  With A in LDS the sums are added by lane exchanges instead
+(:meth:`LaneGemvBuilder._reduce_butterfly`: five halvings through ``ds_swizzle_b32``, then the
+two half-waves through LDS; a tree of depth 6, lane l left with sum l), their lanes' C is loaded
+right after the K loop, before the reduction (its latency under it), and the sums are zeroed
+while the kernel arguments load.
 
 Applies (:func:`lane_gemv_plan`) to an NT f16/int8 ``gemm.matmul`` with M static in 1..16, N
 static, K static with K x element bytes a multiple of 16, lda / ldb / ldc static with rows of
@@ -57,6 +61,7 @@ the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/kernel
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Region, SSAValue
@@ -64,7 +69,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import Emitter, kernel_entry
+from vlpc.passes.isel.emit import Emitter, kernel_entry, lane_sums_by_exchange, zero_if_alpha_zero
 from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
 #: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
@@ -95,7 +100,9 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     2, 64, 4, 1, 1) 49.3 us, G = 1 49.5, U = 2 55.4, W = 8 70.7, W = 2 52.8; two buffers (one
     barrier a step, 32 KiB, two workgroups a CU) (2, 2, 2, 64, 4, 2, 2) 52.5, E = 1 58.3; int8
     16 x 4096 x 4096 28.7 (G = 1 29.5, two buffers 32.4); f16 16 x 11008 x 4096 121.7 (G = 1 122.9,
-    two buffers 135.2).  Earlier plans (each wave loading A itself), why
+    two buffers 135.2); since C is read before the reduction and the sums are zeroed under the
+    kernel arguments (:meth:`LaneGemvBuilder._epilogue`, :meth:`LaneGemvBuilder._prologue`) the
+    plan models 48.3, 27.8 and 119.2 us.  Earlier plans (each wave loading A itself), why
     (modeled, timing-only launches as benchmarks/gemv_ceiling.py; MI50 @ 1725 MHz unless named):
     f16 1 x 4096 x 4096 41.3 us with R, U, G = (1, 2, 1), 41.8 (2, 2, 1), 42.9 (4, 2, 1), 44.5
     (1, 4, 1); 4 x 4096 x 4096 41.4 (1, 2, 4), 42.0 (2, 1, 4), 46.1 (4, 1, 4); 16 x 4096 x 4096 with
@@ -166,34 +173,44 @@ class LaneGemvBuilder(DotKernelBuilder):
         self.local, self.split = 1, 1
 
     def build(self) -> gcn.KernelOp:
-        s = self.shape
-        M, R, U = s.m, self.rows, self.unroll
+        """The kernel: :meth:`_prologue` (kernel arguments, the wave's rows, the lanes' offsets),
+        :meth:`_k_loop` (the whole K steps, then a partial last one), :meth:`_epilogue` (the
+        reduction of the lanes' partials and C)."""
+        p = self._prologue()
+        acc = self._k_loop(p)
+        self._epilogue(p, acc)
+        lds = self.waves * self.reduce_bytes()
+        if self.a_lds:
+            lds = max(lds, self.a_buffers * self.a_lds_buffer())
+        return self._finish(p.entry, lds)
+
+    def _prologue(self) -> _Lanes:
+        """The entry block up to the K loop: the kernel arguments' loads, (A in LDS) the sums'
+        zeros (issued while those are in flight), the wave's first weight row n0, B's row base,
+        and each lane's byte offsets in B's R rows and A's G rows."""
+        s, R, W = self.shape, self.rows, self.waves
         span = self.span  # lanes per weight row; 64 / span rows ("slots") per load
         slots = 64 // span
-        STEP = 16 * span  # bytes of a row per K step
-        is_int = s.dtype == "i8"
-        dot_op = gcn.VDot4I32I8Op if is_int else gcn.VDot2F32F16Op
-        eb = self.eb
-        c_esz = ELEMENT_BYTES[s.c_type]
-        lda_b, ldb_b, ldc_b = s.lda * eb, s.ldb * eb, s.ldc * c_esz
-        steps = s.k * eb // STEP
+        lda_b, ldb_b = s.lda * self.eb, s.ldb * self.eb
         ke = kernel_entry(False, 1, R)
-        entry, e = ke.block, ke.e
-        kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
-        W = self.waves  # waves per workgroup, in step: one barrier per loop iteration
+        e, tid = ke.e, ke.tid
         wave = None
-        if W > 1:
+        if W > 1:  # waves per workgroup, in step: one barrier per loop iteration
             wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, tid)).vdst)).sdst
             tid = e(gcn.VAndB32Op(63, tid)).vdst  # the lane
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
-        lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
-
+        lanes = e(gcn.SAndB64Op(ke.exec0, -1)).sdst  # a copy of the full EXEC
+        kp = ke.kp
         ptr_a = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
         ptr_b = e(gcn.SLoadDwordx2Op(kp, kargs["B"], comment="kernarg B")).sdst
         ptr_c = e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst
         alpha = e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
-        n0 = e.mul(wg_x, R * slots * W)  # the wave's first weight row
+        # A in LDS: the sums' zeros while the kernel arguments are in flight (the first use of B's
+        # address waits; modeled, int8 16 x 4096 x 4096 on MI50: 28.4 -> 27.8 us; one wave's M <= 8
+        # kernel models slower so, and zeroes them after)
+        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * R)] if self.a_lds else None
+        n0 = e.mul(ke.wg_x, R * slots * W)  # the wave's first weight row
         if wave is not None:
             n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
         b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
@@ -208,99 +225,75 @@ class LaneGemvBuilder(DotKernelBuilder):
             slot = e(gcn.VLshrrevB32Op(span.bit_length() - 1, tid)).vdst
             slot_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane16)).vdst
         voff_b = offsets(slots * ldb_b, R, slot_b)
-        G = self.a_group
-        voff_a = offsets(lda_b, G, lane16)  # row m0 + i of A (A's SGPR base at row m0)
+        voff_a = offsets(lda_b, self.a_group, lane16)  # row m0 + i of A (A's SGPR base at row m0)
+        return _Lanes(ke.block, e, tid, wave, lanes, ptr_a, ptr_c, alpha, beta, n0, b_rows, kl, voff_b, voff_a, acc)
 
-        def load_b(b_base: SSAValue, count: int) -> list[list[SSAValue]]:
-            """B's R rows of ``count`` K steps from ``b_base``."""
-            return [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_base, j * STEP, 0) if j else b_base,
-                                               comment=f"B row {r}, step +{j}")).vdst
-                     for r in range(R)] for j in range(count)]
+    def _dots(self, e: Emitter, acc: list[SSAValue], b_rows: list[SSAValue], a_m: SSAValue, m: int) -> None:
+        """acc[m R + r] += B row r x A row m over a lane's 16 bytes (four ``v_dot2_f32_f16`` /
+        ``v_dot4_i32_i8``, one per dword), in place, r = 0 .. R - 1."""
+        dot_op = gcn.VDot4I32I8Op if self.shape.dtype == "i8" else gcn.VDot2F32F16Op
+        for r in range(self.rows):
+            x = acc[m * self.rows + r]
+            for q in range(4):
+                x = e(dot_op(e.sub(b_rows[r], q, 1), e.sub(a_m, q, 1), x)).vdst
+            acc[m * self.rows + r] = x
 
-        def load_group_at(a_base: SSAValue, j: int, m0: int) -> list[SSAValue]:
-            """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
-            base = a_base
-            if j or m0:
-                base = e.add64(a_base, j * STEP + m0 * lda_b, 0)
-            return [e(gcn.GlobalLoadDwordx4Op(voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
-                    for i in range(min(G, M - m0))]
-
-        def steps_of(a_base: SSAValue, acc: list[SSAValue], bv: list[list[SSAValue]], b_next: SSAValue | None,
-                     a_first: list[SSAValue], a_next: SSAValue | None
-                     ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
-            """acc[m R + r] += the K steps whose B is ``bv`` (loaded before), A from ``a_base`` in groups
-            of G rows, each group loaded before the dots of the group before it; with ``b_next``, the
-            B of the next as many steps from there, step j's loads right after step j's dots (into
-            the registers those free: returned, carried around the loop without copies)."""
-            count = len(bv)
-            groups = [(j, m0) for j in range(count) for m0 in range(0, M, G)]
-
-            def load_group(j: int, m0: int) -> list[SSAValue]:
-                return load_group_at(a_base, j, m0)
-
-            acc = list(acc)
-            nbv: list[list[SSAValue]] = []
-            nxt, a_after = a_first, []
-            for gi, (j, m0) in enumerate(groups):
-                av = nxt
-                if gi + 1 < len(groups):
-                    nxt = load_group(*groups[gi + 1])
-                elif a_next is not None and gi:  # (a single group: after its dots, into its registers)
-                    a_after = load_group_at(a_next, 0, 0)
-                for i, a_m in enumerate(av):
-                    for r in range(R):
-                        x = acc[(m0 + i) * R + r]
-                        for q in range(4):
-                            x = e(dot_op(e.sub(bv[j][r], q, 1), e.sub(a_m, q, 1), x)).vdst
-                        acc[(m0 + i) * R + r] = x
-                if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
-                    base = e.add64(b_next, j * STEP, 0) if j else b_next
-                    nbv.append([e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
-                                for r in range(R)])
-            if a_next is not None and not a_after:
-                a_after = load_group_at(a_next, 0, 0)
-            return acc, nbv, a_after
-
+    def _k_loop(self, p: _Lanes) -> list[SSAValue]:
+        """The R x M partial sums of each lane after all of K: zeros, the whole K steps
+        (:meth:`_whole_steps_lds` with A in LDS, else :meth:`_whole_steps`), then a partial last
+        step (:meth:`_partial_step`)."""
+        s, e = self.shape, p.e
+        STEP = 16 * self.span
+        steps = s.k * self.eb // STEP
         # B one batch of U steps ahead: the loop's body computes U steps while the next U steps' B
         # loads are in flight; the last batch, after the loop, loads nothing past the rows
-        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
-        tail = s.k * eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
+        acc = p.acc0 or [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * self.rows)]
+        tail = s.k * self.eb - steps * STEP  # bytes of a last, partial K step (lanes 16 x kl < tail)
         if tail:  # (before the loop: its carried bases take the registers of their first values)
-            a_t = e.add64(ptr_a, steps * STEP, 0, comment="A: the partial last step")
-            b_t = e.add64(b_rows, steps * STEP, 0, comment="B: the partial last step")
+            a_t = e.add64(p.ptr_a, steps * STEP, 0, comment="A: the partial last step")
+            b_t = e.add64(p.b_rows, steps * STEP, 0, comment="B: the partial last step")
         if steps and self.a_lds:
-            acc = self._whole_steps_lds(e, acc, steps, ptr_a, b_rows, voff_b, tid, wave)
+            acc = self._whole_steps_lds(e, acc, steps, p.ptr_a, p.b_rows, p.voff_b, p.tid, p.wave)
         elif steps:
-            acc = self._whole_steps(e, acc, steps, ptr_a, b_rows, load_b, load_group_at, steps_of)
-        if tail:  # lanes 16 kl >= tail load nothing and keep zeros, so their dots add 0 x 0
+            acc = self._whole_steps(p, acc, steps)
+        if tail:
+            self._partial_step(p, acc, tail, a_t, b_t)
+        return acc
 
-            def zero4() -> SSAValue:
-                return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+    def _partial_step(self, p: _Lanes, acc: list[SSAValue], tail: int, a_t: SSAValue, b_t: SSAValue) -> None:
+        """acc (in place) += the last ``tail`` bytes of K (fewer than a step) from A at ``a_t`` and
+        B at ``b_t``: lanes 16 kl >= tail load nothing and keep zeros (the loads' merge operand),
+        so their dots add 0 x 0."""
+        e, M, R, G = p.e, self.shape.m, self.rows, self.a_group
 
-            merges = [zero4() for _ in range(R + M)]
-            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail // 16), kl)).sdst, result_type=gcn.exec_type()))
-            bt = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_t, comment=f"B row {r}, partial step", merge=merges[r])).vdst
-                  for r in range(R)]
-            at, a_grp = [], a_t  # rows m of A in groups of G (voff_a: G rows from a group's base)
-            for m in range(M):
-                if m % G == 0 and m:
-                    a_grp = e.add64(a_t, m * lda_b, 0)
-                at.append(e(gcn.GlobalLoadDwordx4Op(voff_a[m % G], a_grp, comment=f"A row {m}, partial step",
-                                                    merge=merges[R + m])).vdst)
-            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            for m in range(M):
-                for r in range(R):
-                    x = acc[m * R + r]
-                    for q in range(4):
-                        x = e(dot_op(e.sub(bt[r], q, 1), e.sub(at[m], q, 1), x)).vdst
-                    acc[m * R + r] = x
-        if steps and self.a_lds and W > 1:  # the reduction's LDS is A's: every wave's last reads done
-            e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
-        self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, is_int)
-        lds = W * self.reduce_bytes()
-        if self.a_lds:
-            lds = max(lds, self.a_buffers * self.a_lds_buffer())
-        return self._finish(entry, lds)
+        def zero4() -> SSAValue:
+            return e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+
+        merges = [zero4() for _ in range(R + M)]
+        e(gcn.SAndB64Op(p.lanes, e(gcn.VCmpGtU32Op(e.const(tail // 16), p.kl)).sdst, result_type=gcn.exec_type()))
+        bt = [e(gcn.GlobalLoadDwordx4Op(p.voff_b[r], b_t, comment=f"B row {r}, partial step", merge=merges[r])).vdst
+              for r in range(R)]
+        at, a_grp = [], a_t  # rows m of A in groups of G (voff_a: G rows from a group's base)
+        for m in range(M):
+            if m % G == 0 and m:
+                a_grp = e.add64(a_t, m * self.shape.lda * self.eb, 0)
+            at.append(e(gcn.GlobalLoadDwordx4Op(p.voff_a[m % G], a_grp, comment=f"A row {m}, partial step",
+                                                merge=merges[R + m])).vdst)
+        e(gcn.SAndB64Op(p.lanes, -1, result_type=gcn.exec_type()))
+        for m in range(M):
+            self._dots(e, acc, bt, at[m], m)
+
+    def _epilogue(self, p: _Lanes, acc: list[SSAValue]) -> None:
+        """After the K loop: (A in LDS) C loaded first (:meth:`_load_c_first`: its latency under the
+        barrier and the reduction; modeled, f16 16 x 4096 x 4096 on MI50: 49.3 -> 48.7 us; the
+        one-wave M <= 8 kernel models no faster so and reads C after its reduction), (A in LDS,
+        several waves) a barrier, every wave's last reads of A's LDS done before the reduction
+        writes there; then :meth:`_reduce_and_store`."""
+        is_int = self.shape.dtype == "i8"
+        c_first = self._load_c_first(p.e, p.tid, p.lanes, p.ptr_c, p.n0, p.beta, is_int) if self.a_lds else None
+        if self.a_lds and self.waves > 1 and self.shape.k * self.eb >= 16 * self.span:
+            p.e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
+        self._reduce_and_store(p.e, acc, p.lanes, p.tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta, is_int, c_first)
 
     def reduce_chunk(self) -> int:
         """Sums added per pass of the LDS reduction (module docstring): :data:`REDUCE_CHUNK`, or
@@ -334,143 +327,76 @@ class LaneGemvBuilder(DotKernelBuilder):
         waitcnt pass puts lgkmcnt(0) before it).  Per step a wave loads R rows of B (for the next
         step, after its dots) and M / W of A, instead of R + M rows: the texture path moves
         (R W + M) KiB per R W KiB of weights instead of (R + M) W, and the LDS (128 bytes a clock:
-        a conflict-free ``ds_read_b128`` takes 8 clocks) serves A's M W reads."""
-        s = self.shape
-        M, R, W, G = s.m, self.rows, self.waves, self.a_group
-        STEP = 16 * self.span
-        lda_b = s.lda * self.eb
-        per = M // W  # rows of A each wave stages
-        buf = self.a_lds_buffer()
-        dot_op = gcn.VDot4I32I8Op if s.dtype == "i8" else gcn.VDot2F32F16Op
-        lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
-        a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, per * lda_b), 0, comment="A: the wave's rows")
-        # (the rows' offsets in SGPRs, lane16 the only VGPR offset: fewer VGPRs, more waves a SIMD)
-        w_off = None if wave is None else e.mul(wave, per * STEP)  # the wave's rows in a buffer
-
-        def stage_load(base: SSAValue) -> list[SSAValue]:
-            return [e(gcn.GlobalLoadDwordx4Op(lane16, e.add64(base, i * lda_b, 0) if i else base,
-                                              comment=f"A: staged row +{i}")).vdst for i in range(per)]
-
-        def stage_write(rd: SSAValue, regs: list[SSAValue]) -> None:
-            wr = rd if w_off is None else e(gcn.VAddU32Op(w_off, rd)).vdst
-            for i, v in enumerate(regs):
-                e(gcn.DsWriteB128Op(wr, v, offset=i * STEP, comment=f"A: staged row +{i} to LDS"))
-
-        def step(rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
-                 ) -> tuple[list[SSAValue], list[SSAValue]]:
-            """The dots of one K step (A from the LDS buffer at ``rd``); with ``b_next``, B's next
-            step loaded after them into the registers they free."""
-            def group(m0: int) -> list[SSAValue]:
-                return [e(gcn.DsReadB128Op(rd, offset=(m0 + i) * STEP, comment=f"A row {m0 + i}")).vdst
-                        for i in range(min(G, M - m0))]
-
-            acc = list(acc)
-            nxt = group(0)
-            for m0 in range(0, M, G):
-                av = nxt
-                if m0 + G < M:
-                    nxt = group(m0 + G)
-                for i, a_m in enumerate(av):
-                    for r in range(R):
-                        x = acc[(m0 + i) * R + r]
-                        for q in range(4):
-                            x = e(dot_op(e.sub(bv[r], q, 1), e.sub(a_m, q, 1), x)).vdst
-                        acc[(m0 + i) * R + r] = x
-            nbv = []
-            if b_next is not None:
-                nbv = [e(gcn.GlobalLoadDwordx4Op(voff_b[r], b_next, comment=f"next B row {r}")).vdst for r in range(R)]
-            return acc, nbv
-
-        D = max(1, self.unroll)  # B's K steps in flight: step j's registers load step j + D
-
-        E = max(1, int(self.a_lds))  # A's staged steps in flight: step j + 1 + E loaded after step j + 1's write
-        L = D * E // math.gcd(D, E)  # steps a loop iteration: B's and A's slots reloaded in place
-
-        def iteration(rd, a_i, b_i, bq, sq, acc, flags, j):
-            """K step j (B ``bq[j mod D]``, A in the buffer at ``rd``; ``sq[(j + 1) mod E]``: A's
-            staged rows of step j + 1, ``a_i`` the base of the last staged step, ``b_i`` B's base
-            of step j): the dots, then as ``flags`` say B of step j + D into ``bq[j mod D]``'s
-            registers, A's step j + 1 into the other buffer, A's step j + 1 + E into its
-            registers, the barrier."""
-            load_b, write_a, load_a = flags
-            d, es = j % D, (j + 1) % E
-            b_n = e.add64(b_i, STEP, 0, comment="B: next step")
-            acc, nbv = step(rd, bq[d], acc, (e.add64(b_n, (D - 1) * STEP, 0) if D > 1 else b_n) if load_b else None)
-            bq, sq = list(bq), list(sq)
-            bq[d] = nbv if load_b else []
-            rd_n, a_n = rd, a_i
-            if write_a:
-                if self.a_buffers == 1:  # one buffer: every wave's reads of step j done first
-                    if W > 1:
-                        e(gcn.SBarrierOp(comment="A's step read"))
-                else:
-                    rd_n = e(gcn.VXorB32Op(buf, rd)).vdst  # the other buffer
-                stage_write(rd_n, sq[es])
-                sq[es] = []
-                if load_a:
-                    a_n = e.add64(a_i, STEP, 0, comment="A: a step ahead")
-                    sq[es] = stage_load(a_n)
-                if W > 1:
-                    e(gcn.SBarrierOp(comment="A's next step in LDS"))
-            return rd_n, a_n, b_n, bq, sq, acc
-
-        def flags(j: int) -> tuple[bool, bool, bool]:
-            return j + D < steps, j + 1 < steps, j + 1 + E < steps
-
-        st0 = stage_load(a_stage)
-        bq = [[e(gcn.GlobalLoadDwordx4Op(voff_b[r], e.add64(b_rows, d * STEP, 0) if d else b_rows,
-                                         comment=f"B row {r}, step {d}")).vdst for r in range(R)]
-              for d in range(min(D, steps))]
-        rd = e(gcn.VLshlrevB32Op(4, tid)).vdst  # (not lane16: a loop-carried value has its own registers)
-        stage_write(rd, st0)
-        a_i, b_i = a_stage, b_rows
-        sq: list[list[SSAValue]] = [[] for _ in range(E)]
-        for x in range(1, min(E, steps - 1) + 1):  # A's steps 1 .. E, step x in slot x mod E
-            a_i = e.add64(a_stage, x * STEP, 0, comment=f"A: step {x}")
-            sq[x % E] = stage_load(a_i)
-        if W > 1:
-            e(gcn.SBarrierOp(comment="A's first step in LDS"))
-        # the loop: L steps an iteration, while every load is inside K
-        iters = max(0, steps - max(D, E + 1)) // L
+        a conflict-free ``ds_read_b128`` takes 8 clocks) serves A's M W reads.  The steps:
+        :meth:`_StagedA.prologue` (B's first D steps, A's first E + 1, step 0 in LDS),
+        :meth:`_StagedA.loop` (L steps an iteration while every load is inside K), then the last
+        steps peeled (:meth:`_StagedA.iteration` with the loads past K left out)."""
+        k = _StagedA(self, e, steps, ptr_a, b_rows, voff_b, tid, wave)
+        st = k.prologue()
         j0 = 0
-        if iters >= 2:
-            carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *(v for q in sq for v in q), *acc]
-            body = Block(arg_types=[v.type for v in carried])
-            outer, e.block = e.block, body
-            xs = 4 + D * R
-
-            def cut(vals):
-                vals = list(vals)
-                return (vals[:4], [vals[4 + d * R:4 + (d + 1) * R] for d in range(D)],
-                        [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
-
-            try:
-                (k_i, rd_b, a_b, b_b), bq_b, sq_b, acc_b = cut(body.args)
-                for j in range(L):
-                    rd_b, a_b, b_b, bq_b, sq_b, acc_b = iteration(rd_b, a_b, b_b, bq_b, sq_b, acc_b,
-                                                                  (True, True, True), j)
-                k_n = e(gcn.SAddU32Op(k_i, L, comment="steps done")).sdst
-                e(gcn.SCmpLgU32Op(k_n, e.const(iters * L)))
-                e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *(v for q in sq_b for v in q),
-                                  *acc_b], "scc1"))
-            finally:
-                e.block = outer
-            loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
-            (_, rd, a_i, b_i), bq, sq, acc = cut(loop.res)
-            j0 = iters * L
+        if k.iters >= 2:
+            st = k.loop(st, acc)
+            j0 = k.iters * k.L
+        else:
+            st = (*st, acc)
         for j in range(j0, steps):
-            rd, a_i, b_i, bq, sq, acc = iteration(rd, a_i, b_i, bq, sq, acc, flags(j), j)
-        return acc
+            st = k.iteration(*st, k.flags(j), j)
+        return st[-1]
 
-    def _whole_steps(self, e: Emitter, acc: list[SSAValue], steps: int, ptr_a: SSAValue, b_rows: SSAValue,
-                     load_b, load_group_at, steps_of) -> list[SSAValue]:
+    def _load_b(self, p: _Lanes, b_base: SSAValue, count: int) -> list[list[SSAValue]]:
+        """B's R rows of ``count`` K steps from ``b_base``."""
+        e, STEP = p.e, 16 * self.span
+        return [[e(gcn.GlobalLoadDwordx4Op(p.voff_b[r], e.add64(b_base, j * STEP, 0) if j else b_base,
+                                           comment=f"B row {r}, step +{j}")).vdst
+                 for r in range(self.rows)] for j in range(count)]
+
+    def _load_a_group(self, p: _Lanes, a_base: SSAValue, j: int, m0: int) -> list[SSAValue]:
+        """Rows m0 .. m0 + G - 1 of A's step j from ``a_base``."""
+        e, G = p.e, self.a_group
+        base = a_base
+        if j or m0:
+            base = e.add64(a_base, j * 16 * self.span + m0 * self.shape.lda * self.eb, 0)
+        return [e(gcn.GlobalLoadDwordx4Op(p.voff_a[i], base, comment=f"A row {m0 + i}, step +{j}")).vdst
+                for i in range(min(G, self.shape.m - m0))]
+
+    def _steps_of(self, p: _Lanes, a_base: SSAValue, acc: list[SSAValue], bv: list[list[SSAValue]],
+                  b_next: SSAValue | None, a_first: list[SSAValue], a_next: SSAValue | None
+                  ) -> tuple[list[SSAValue], list[list[SSAValue]], list[SSAValue]]:
+        """acc[m R + r] += the K steps whose B is ``bv`` (loaded before), A from ``a_base`` in groups
+        of G rows, each group loaded before the dots of the group before it; with ``b_next``, the
+        B of the next as many steps from there, step j's loads right after step j's dots (into
+        the registers those free: returned, carried around the loop without copies)."""
+        e, M, R, G, STEP = p.e, self.shape.m, self.rows, self.a_group, 16 * self.span
+        count = len(bv)
+        groups = [(j, m0) for j in range(count) for m0 in range(0, M, G)]
+        acc = list(acc)
+        nbv: list[list[SSAValue]] = []
+        nxt, a_after = a_first, []
+        for gi, (j, m0) in enumerate(groups):
+            av = nxt
+            if gi + 1 < len(groups):
+                nxt = self._load_a_group(p, a_base, *groups[gi + 1])
+            elif a_next is not None and gi:  # (a single group: after its dots, into its registers)
+                a_after = self._load_a_group(p, a_next, 0, 0)
+            for i, a_m in enumerate(av):
+                self._dots(e, acc, bv[j], a_m, m0 + i)
+            if m0 + G >= M and b_next is not None:  # step j's B is used up: its registers load the next
+                base = e.add64(b_next, j * STEP, 0) if j else b_next
+                nbv.append([e(gcn.GlobalLoadDwordx4Op(p.voff_b[r], base, comment=f"next B row {r}, step +{j}")).vdst
+                            for r in range(R)])
+        if a_next is not None and not a_after:
+            a_after = self._load_a_group(p, a_next, 0, 0)
+        return acc, nbv, a_after
+
+    def _whole_steps(self, p: _Lanes, acc: list[SSAValue], steps: int) -> list[SSAValue]:
         """acc after the ``steps`` whole K steps (the loop of U steps an iteration, then the last U)."""
+        e = p.e
         M, R, U, W = self.shape.m, self.rows, self.unroll, self.waves
         STEP = 16 * self.span
         iters = steps // U
-        bv = load_b(b_rows, U)
-        a_first = load_group_at(ptr_a, 0, 0)
-        a_cur = ptr_a
+        bv = self._load_b(p, p.b_rows, U)
+        a_first = self._load_a_group(p, p.ptr_a, 0, 0)
+        a_cur = p.ptr_a
         ng = len(a_first)
         sizes = [1, 1, 1, *([R] * U), ng, M * R]  # loop-carried: steps done, A, B, B of U steps, A group, sums
 
@@ -483,14 +409,14 @@ class LaneGemvBuilder(DotKernelBuilder):
             return out
 
         if iters > 1:
-            carried = [e.const(0), a_cur, b_rows, *(v for st in bv for v in st), *a_first, *acc]
+            carried = [e.const(0), a_cur, p.b_rows, *(v for st in bv for v in st), *a_first, *acc]
             body = Block(arg_types=[v.type for v in carried])
             outer, e.block = e.block, body
             try:
                 (k_i,), (a_i,), (b_i,), *pieces = cut(body.args)
                 b_n = e.add64(b_i, U * STEP, 0, comment="B: next steps")
                 a_pre = e.add64(a_i, U * STEP, 0, comment="A: next steps' first group")
-                acc_i, nbv, naf = steps_of(a_i, pieces[-1], pieces[:U], b_n, pieces[U], a_pre)
+                acc_i, nbv, naf = self._steps_of(p, a_i, pieces[-1], pieces[:U], b_n, pieces[U], a_pre)
                 a_n = e.add64(a_i, U * STEP, 0, comment="A: next steps")  # (a_i's registers)
                 if W > 1:  # the workgroup's waves in step: A's lines read by all of them at once
                     e(gcn.SBarrierOp())
@@ -502,18 +428,58 @@ class LaneGemvBuilder(DotKernelBuilder):
             loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.name}_k_steps"))
             _, (a_cur,), _, *pieces = cut(loop.res)
             bv, a_first, acc = pieces[:U], pieces[U], pieces[-1]
-        acc, _, _ = steps_of(a_cur, acc, bv, None, a_first, None)
+        acc, _, _ = self._steps_of(p, a_cur, acc, bv, None, a_first, None)
         return acc
 
     def _reduce_and_store(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                           wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
-                          is_int: bool) -> None:
-        """The lanes' partials of each sum through LDS, then C (module docstring)."""
+                          is_int: bool, c_first=None) -> None:
+        """The lanes' partials of each sum added (:meth:`_reduce_butterfly` where
+        :meth:`butterfly` says so, else :meth:`_reduce_lds`), then C (module docstring);
+        ``c_first``: C already loaded (:meth:`_load_c_first`), else C is read here, after the
+        reduction."""
+        s = self.shape
+        if self.butterfly():
+            sums = [(0, len(acc), self._reduce_butterfly(e, acc, lanes, tid, wave, is_int))]
+        else:
+            sums = self._reduce_lds(e, acc, lanes, tid, wave, is_int)
+        c_esz = ELEMENT_BYTES[s.c_type]
+
+        # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
+        if c_first is None:
+            c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
+        totals = [t for _, _, t in sums]
+        e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
+        if c_first is None:
+            totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
+        elif not is_int:  # (C read before the reduction: :meth:`_load_c_first`)
+            totals = zero_if_alpha_zero(e, alpha, 1, totals, f".L{self.name}_alpha_nonzero")
+        c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
+        for i, ((c0, cv, _), total) in enumerate(zip(sums, totals)):  # (the sums after the alpha = 0 quick return)
+            if c_first is None:
+                voff_c, mask = self._c_of_chunk(e, tid, c0, cv)
+                c = self._c_load(e, voff_c, c_base, c0, read_c, mask)
+            else:
+                c_base, (voff_c, mask, c) = c_first[0], c_first[1][i]
+            e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
+            if is_int:
+                out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
+            else:
+                if s.c_type == "f16":
+                    c = e(gcn.VCvtF32F16Op(c)).vdst
+                out = e(gcn.VFmaF32Op(total, alpha, e(gcn.VMulF32Op(beta, c)).vdst)).vdst
+                if s.c_type == "f16":
+                    out = e(gcn.VCvtF16F32Op(out)).vdst
+            e(c_store(voff_c, out, c_base))
+        e(gcn.SEndpgmOp())
+
+    def _reduce_lds(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+                    wave: SSAValue | None, is_int: bool) -> list[tuple[int, int, SSAValue]]:
+        """The lanes' partials of each sum added through LDS in chunks (module docstring):
+        [(first sum c0, count cv, the sums: lane l holds sum c0 + l / slots)]."""
         s = self.shape
         M, R, span = s.m, self.rows, self.span
         slots = 64 // span
-        c_esz = ELEMENT_BYTES[s.c_type]
-        ldc_b = s.ldc * c_esz
 
         # ---- the 64 lanes' partials of each sum, through LDS in chunks of REDUCE_CHUNK sums ----
         add = gcn.VAddU32Op if is_int else gcn.VAddF32Op
@@ -564,38 +530,238 @@ class LaneGemvBuilder(DotKernelBuilder):
             first_lanes(cv * slots)  # lane l: sum c0 + l / slots of slot l % slots
             sums.append((c0, cv, sum_of(lane_l2, level2, span // 8)))
 
-        # ---- output: lane l of a chunk stores C[m, n0 + r] for sum v = c0 + l = m R + r ----
-        c_base = e.add64(ptr_c, e.mul(n0, c_esz), 0, comment="C + n0")
-        totals = [t for _, _, t in sums]
-        e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-        totals, read_c = blas_quick_returns(e, alpha, beta, lanes, totals, is_int, self.name)
-        c_load = gcn.GlobalLoadUshortOp if s.c_type == "f16" else gcn.GlobalLoadDwordOp
-        c_store = gcn.GlobalStoreShortOp if s.c_type == "f16" else gcn.GlobalStoreDwordOp
-        shift = R.bit_length() - 1
-        for (c0, cv, _), total in zip(sums, totals):  # (the sums after the alpha = 0 quick return)
-            lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
-            v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
-            m_of = e(gcn.VLshrrevB32Op(shift, v)).vdst
-            r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
-            if slots > 1:  # the row: i slots + slot
-                r_of = e(gcn.VLshlAddU32Op(r_of, slots.bit_length() - 1,
-                                           e(gcn.VAndB32Op(slots - 1, tid)).vdst)).vdst
-            voff_c = e(gcn.VMulLoU32Op(m_of, e.const(ldc_b))).vdst
-            voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
-            mask = e(gcn.VCmpGtU32Op(e.const(cv * slots), tid)).sdst
-            e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
-            c = e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
-            e(gcn.SAndB64Op(lanes, mask, result_type=gcn.exec_type()))
-            if is_int:
-                out = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(c, beta)).vdst, e(gcn.VMulLoU32Op(total, alpha)).vdst)).vdst
+        return sums
+
+    def butterfly(self) -> bool:
+        """Whether the sums are added by :meth:`_reduce_butterfly`: A in LDS (the plan of M = 12,
+        16), 64 lanes a row, at most 32 sums a lane."""
+        return bool(self.a_lds) and self.span == 64 and self.shape.m * self.rows <= 32
+
+    def _reduce_butterfly(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
+                          wave: SSAValue | None, is_int: bool) -> SSAValue:
+        """The 64 lanes' partials of each of the V <= 32 sums ``acc`` added by lane exchanges
+        (:func:`~vlpc.passes.isel.emit.lane_sums_by_exchange`: five halvings through
+        ``ds_swizzle_b32``, then the half-waves through the wave's LDS), lane l < V left holding
+        sum l.  Per wave 31 swizzles and ~95 VALU instructions, against the LDS reduction's ~20 KiB
+        through the CU's one LDS pipe (modeled: ``lds_bank_cycles``)."""
+        return lane_sums_by_exchange(e, acc, lanes, tid, wave, self.reduce_bytes(), is_int)
+
+    def _c_of_chunk(self, e: Emitter, tid: SSAValue, c0: int, cv: int) -> tuple[SSAValue, SSAValue]:
+        """(byte offset of the lane's C element from C + n0, the lanes holding one of the chunk's
+        ``cv`` sums) for the reduction's chunk of sums c0 .. c0 + cv - 1: lane l holds the sum
+        v = c0 + l / slots = m R + r, C[m, n0 + r] (r: i slots + slot with several rows a load)."""
+        R, slots = self.rows, 64 // self.span
+        c_esz = ELEMENT_BYTES[self.shape.c_type]
+        lv = tid if slots == 1 else e(gcn.VLshrrevB32Op(slots.bit_length() - 1, tid)).vdst
+        v = e(gcn.VAddU32Op(e.const(c0), lv)).vdst if c0 else lv
+        m_of = e(gcn.VLshrrevB32Op(R.bit_length() - 1, v)).vdst
+        r_of = e(gcn.VAndB32Op(R - 1, v)).vdst
+        if slots > 1:  # the row: i slots + slot
+            r_of = e(gcn.VLshlAddU32Op(r_of, slots.bit_length() - 1, e(gcn.VAndB32Op(slots - 1, tid)).vdst)).vdst
+        voff_c = e(gcn.VMulLoU32Op(m_of, e.const(self.shape.ldc * c_esz))).vdst
+        voff_c = e(gcn.VLshlAddU32Op(r_of, c_esz.bit_length() - 1, voff_c)).vdst
+        return voff_c, e(gcn.VCmpGtU32Op(e.const(cv * slots), tid)).sdst
+
+    def _c_load(self, e: Emitter, voff_c: SSAValue, c_base: SSAValue, c0: int, read_c: SSAValue,
+                mask: SSAValue) -> SSAValue:
+        """C at ``c_base + voff_c`` in the lanes ``read_c & mask`` (``global_load_dword`` /
+        ``_ushort``; EXEC left so), 0 in every other lane: the zero is written before EXEC narrows
+        (under beta = 0 no lane reads C, and ``beta * C`` must not meet the register's old bits)."""
+        c_load = gcn.GlobalLoadUshortOp if self.shape.c_type == "f16" else gcn.GlobalLoadDwordOp
+        zero = e(gcn.VMovB32Op(0)).vdst
+        e(gcn.SAndB64Op(read_c, mask, result_type=gcn.exec_type()))
+        return e(c_load(voff_c, c_base, comment=f"C of sums {c0}..", merge=zero)).vdst
+
+    def _load_c_first(self, e: Emitter, tid: SSAValue, lanes: SSAValue, ptr_c: SSAValue, n0: SSAValue,
+                      beta: SSAValue, is_int: bool) -> tuple[SSAValue, list[tuple[SSAValue, SSAValue, SSAValue]]]:
+        """C of every chunk of the reduction loaded before it (its latency under the reduction's LDS
+        round trips; BLAS: beta = 0 reads no C, as :func:`~vlpc.passes.isel.dot.blas_quick_returns`):
+        (C + n0, [(offset, lanes, C) per chunk]); EXEC the full wave after it."""
+        c_base = e.add64(ptr_c, e.mul(n0, ELEMENT_BYTES[self.shape.c_type]), 0, comment="C + n0")
+        if is_int:
+            e(gcn.SCmpLgU32Op(beta, 0))  # SCC = (beta != 0)
+        else:
+            e(gcn.SAndB32Op(beta, 0x7FFFFFFF, comment="SCC = (beta != 0)"))
+        read_c = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+        V = self.shape.m * self.rows
+        chunk = V if self.butterfly() else self.reduce_chunk()  # (the reduction's chunks)
+        out = []
+        for c0 in range(0, V, chunk):
+            voff_c, mask = self._c_of_chunk(e, tid, c0, min(chunk, V - c0))
+            out.append((voff_c, mask, self._c_load(e, voff_c, c_base, c0, read_c, mask)))
+            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # (the next chunk's offsets in every lane)
+        return c_base, out
+
+
+@dataclass
+class _Lanes:
+    """What :meth:`LaneGemvBuilder._prologue` leaves for the K loop and the epilogue: the entry
+    block and its emitter, the lane (``tid``, 0..63) and the wave in its workgroup (an SGPR, None
+    for one wave), a copy of the full EXEC, the kernel arguments (A, C, alpha, beta), the wave's
+    first weight row n0, B's row n0, the lane's place in its row (``kl``), its byte offsets in
+    B's R rows and A's G rows, and (A in LDS) the R x M sums' zeros."""
+
+    entry: Block
+    e: Emitter
+    tid: SSAValue
+    wave: SSAValue | None
+    lanes: SSAValue
+    ptr_a: SSAValue
+    ptr_c: SSAValue
+    alpha: SSAValue
+    beta: SSAValue
+    n0: SSAValue
+    b_rows: SSAValue
+    kl: SSAValue
+    voff_b: list[SSAValue]
+    voff_a: list[SSAValue]
+    acc0: list[SSAValue] | None
+
+
+class _StagedA:
+    """The whole K steps with A staged in LDS (:meth:`LaneGemvBuilder._whole_steps_lds`): B D
+    steps ahead (step j's registers load step j + D), A's staged rows E steps ahead (step j + 1 + E
+    loaded after step j + 1's write), L = lcm(D, E) steps a loop iteration so that every slot is
+    reloaded in place.  Constructing it emits the lane's LDS offset and the wave's A rows."""
+
+    def __init__(self, b: LaneGemvBuilder, e: Emitter, steps: int, ptr_a: SSAValue, b_rows: SSAValue,
+                 voff_b: list[SSAValue], tid: SSAValue, wave: SSAValue | None):
+        s = b.shape
+        self.b, self.e, self.steps, self.b_rows, self.voff_b, self.tid = b, e, steps, b_rows, voff_b, tid
+        self.M, self.R, self.W, self.G = s.m, b.rows, b.waves, b.a_group
+        self.STEP = 16 * b.span
+        self.lda_b = s.lda * b.eb
+        self.per = self.M // self.W  # rows of A each wave stages
+        self.buf = b.a_lds_buffer()
+        self.lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
+        self.a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, self.per * self.lda_b), 0,
+                                                          comment="A: the wave's rows")
+        # (the rows' offsets in SGPRs, lane16 the only VGPR offset: fewer VGPRs, more waves a SIMD)
+        self.w_off = None if wave is None else e.mul(wave, self.per * self.STEP)  # the wave's rows in a buffer
+        self.D = max(1, b.unroll)  # B's K steps in flight: step j's registers load step j + D
+        self.E = max(1, int(b.a_lds))  # A's staged steps in flight: step j + 1 + E loaded after step j + 1's write
+        self.L = self.D * self.E // math.gcd(self.D, self.E)  # steps a loop iteration
+        self.iters = max(0, steps - max(self.D, self.E + 1)) // self.L  # loop iterations: every load inside K
+
+    def stage_load(self, base: SSAValue) -> list[SSAValue]:
+        """The wave's M / W rows of A's step at ``base`` (``global_load_dwordx4``)."""
+        e = self.e
+        return [e(gcn.GlobalLoadDwordx4Op(self.lane16, e.add64(base, i * self.lda_b, 0) if i else base,
+                                          comment=f"A: staged row +{i}")).vdst for i in range(self.per)]
+
+    def stage_write(self, rd: SSAValue, regs: list[SSAValue]) -> None:
+        """The wave's staged rows ``regs`` to the LDS buffer at ``rd`` (``ds_write_b128``)."""
+        e = self.e
+        wr = rd if self.w_off is None else e(gcn.VAddU32Op(self.w_off, rd)).vdst
+        for i, v in enumerate(regs):
+            e(gcn.DsWriteB128Op(wr, v, offset=i * self.STEP, comment=f"A: staged row +{i} to LDS"))
+
+    def step(self, rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
+             ) -> tuple[list[SSAValue], list[SSAValue]]:
+        """The dots of one K step (A from the LDS buffer at ``rd``, read in groups of G rows, one
+        group ahead); with ``b_next``, B's next step loaded after them into the registers they
+        free."""
+        e, M, G = self.e, self.M, self.G
+
+        def group(m0: int) -> list[SSAValue]:
+            return [e(gcn.DsReadB128Op(rd, offset=(m0 + i) * self.STEP, comment=f"A row {m0 + i}")).vdst
+                    for i in range(min(G, M - m0))]
+
+        acc = list(acc)
+        nxt = group(0)
+        for m0 in range(0, M, G):
+            av = nxt
+            if m0 + G < M:
+                nxt = group(m0 + G)
+            for i, a_m in enumerate(av):
+                self.b._dots(e, acc, bv, a_m, m0 + i)
+        nbv = []
+        if b_next is not None:
+            nbv = [e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], b_next, comment=f"next B row {r}")).vdst
+                   for r in range(self.R)]
+        return acc, nbv
+
+    def iteration(self, rd, a_i, b_i, bq, sq, acc, flags, j):
+        """K step j (B ``bq[j mod D]``, A in the buffer at ``rd``; ``sq[(j + 1) mod E]``: A's
+        staged rows of step j + 1, ``a_i`` the base of the last staged step, ``b_i`` B's base
+        of step j): the dots, then as ``flags`` say B of step j + D into ``bq[j mod D]``'s
+        registers, A's step j + 1 into the other buffer, A's step j + 1 + E into its
+        registers, the barrier."""
+        e, D, E, W, STEP = self.e, self.D, self.E, self.W, self.STEP
+        load_b, write_a, load_a = flags
+        d, es = j % D, (j + 1) % E
+        b_n = e.add64(b_i, STEP, 0, comment="B: next step")
+        acc, nbv = self.step(rd, bq[d], acc, (e.add64(b_n, (D - 1) * STEP, 0) if D > 1 else b_n) if load_b else None)
+        bq, sq = list(bq), list(sq)
+        bq[d] = nbv if load_b else []
+        rd_n, a_n = rd, a_i
+        if write_a:
+            if self.b.a_buffers == 1:  # one buffer: every wave's reads of step j done first
+                if W > 1:
+                    e(gcn.SBarrierOp(comment="A's step read"))
             else:
-                if s.c_type == "f16":
-                    c = e(gcn.VCvtF32F16Op(c)).vdst
-                out = e(gcn.VFmaF32Op(total, alpha, e(gcn.VMulF32Op(beta, c)).vdst)).vdst
-                if s.c_type == "f16":
-                    out = e(gcn.VCvtF16F32Op(out)).vdst
-            e(c_store(voff_c, out, c_base))
-        e(gcn.SEndpgmOp())
+                rd_n = e(gcn.VXorB32Op(self.buf, rd)).vdst  # the other buffer
+            self.stage_write(rd_n, sq[es])
+            sq[es] = []
+            if load_a:
+                a_n = e.add64(a_i, STEP, 0, comment="A: a step ahead")
+                sq[es] = self.stage_load(a_n)
+            if W > 1:
+                e(gcn.SBarrierOp(comment="A's next step in LDS"))
+        return rd_n, a_n, b_n, bq, sq, acc
+
+    def flags(self, j: int) -> tuple[bool, bool, bool]:
+        """(B of step j + D, A's step j + 1 to LDS, A's step j + 1 + E loaded): those inside K."""
+        return j + self.D < self.steps, j + 1 < self.steps, j + 1 + self.E < self.steps
+
+    def prologue(self):
+        """A's step 0 loaded and written to LDS, B's first D steps and A's steps 1 .. E loaded, the
+        barrier: (rd, a_i, b_i, bq, sq) for step 0."""
+        e, D, E, R, STEP = self.e, self.D, self.E, self.R, self.STEP
+        st0 = self.stage_load(self.a_stage)
+        bq = [[e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], e.add64(self.b_rows, d * STEP, 0) if d else self.b_rows,
+                                         comment=f"B row {r}, step {d}")).vdst for r in range(R)]
+              for d in range(min(D, self.steps))]
+        rd = e(gcn.VLshlrevB32Op(4, self.tid)).vdst  # (not lane16: a loop-carried value has its own registers)
+        self.stage_write(rd, st0)
+        a_i = self.a_stage
+        sq: list[list[SSAValue]] = [[] for _ in range(E)]
+        for x in range(1, min(E, self.steps - 1) + 1):  # A's steps 1 .. E, step x in slot x mod E
+            a_i = e.add64(self.a_stage, x * STEP, 0, comment=f"A: step {x}")
+            sq[x % E] = self.stage_load(a_i)
+        if self.W > 1:
+            e(gcn.SBarrierOp(comment="A's first step in LDS"))
+        return rd, a_i, self.b_rows, bq, sq
+
+    def loop(self, st, acc):
+        """The ``gcn.loop`` of ``iters`` iterations of L steps from the state ``st`` of
+        :meth:`prologue`: (rd, a_i, b_i, bq, sq, acc) after it."""
+        e, D, E, R, L, per = self.e, self.D, self.E, self.R, self.L, self.per
+        rd, a_i, b_i, bq, sq = st
+        carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *(v for q in sq for v in q), *acc]
+        body = Block(arg_types=[v.type for v in carried])
+        outer, e.block = e.block, body
+        xs = 4 + D * R
+
+        def cut(vals):
+            vals = list(vals)
+            return (vals[:4], [vals[4 + d * R:4 + (d + 1) * R] for d in range(D)],
+                    [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
+
+        try:
+            (k_i, rd_b, a_b, b_b), bq_b, sq_b, acc_b = cut(body.args)
+            for j in range(L):
+                rd_b, a_b, b_b, bq_b, sq_b, acc_b = self.iteration(rd_b, a_b, b_b, bq_b, sq_b, acc_b,
+                                                                   (True, True, True), j)
+            k_n = e(gcn.SAddU32Op(k_i, L, comment="steps done")).sdst
+            e(gcn.SCmpLgU32Op(k_n, e.const(self.iters * L)))
+            e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *(v for q in sq_b for v in q),
+                              *acc_b], "scc1"))
+        finally:
+            e.block = outer
+        loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.b.name}_k_steps"))
+        (_, rd, a_i, b_i), bq, sq, acc = cut(loop.res)
+        return rd, a_i, b_i, bq, sq, acc
 
 
 __all__ = ["LANE_STEP_BYTES", "LaneGemvBuilder", "lane_gemv_kernels", "lane_gemv_plan"]

@@ -52,10 +52,11 @@ def test_lane_gemv_exact_buffers(m, n, k, pad_a, pad_b, pad_c, ab, ct):
     run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=3)
 
 
+@pytest.mark.parametrize("m", [4, 16])  # one wave; A in LDS (C read before the reduction)
 @pytest.mark.parametrize("ab, ct", [("f16", "f32"), ("i8", "i32")])
-def test_lane_gemv_alpha_zero_over_nan_inputs(ab, ct):
+def test_lane_gemv_alpha_zero_over_nan_inputs(ab, ct, m):
     """alpha = 0: the products are dropped (f16: NaN in A, Inf in B do not reach C); C = beta C."""
-    m, n = 4, 8
+    n = 8
     k = 2048 // ELEMENT_BYTES[ab]
     kern = lane_kernel(m, n, k, k, k, n, ab, ct)
     if ab == "f16":
@@ -138,3 +139,17 @@ def test_lane_gemv_a_in_lds(monkeypatch, plan, m, n, k, ab, ct):
     nan_c = np.full((m, n), np.nan, NP[ct]) if ct != "i32" else None
     run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, 1 if ab == "i8" else 0.75, 0 if ab == "i8" else 0.0, c=nan_c)
     run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=3)
+
+
+@pytest.mark.parametrize("m, swizzles", [(16, 31), (12, 31), (4, 0)])
+def test_lane_gemv_reduction_by_lane_exchanges(m, swizzles):
+    """A in LDS (M = 12, 16): the sums are added by five halvings through ``ds_swizzle_b32`` (d
+    bit-mask swaps at partner distance d = 16, 8, 4, 2, 1; AMD Vega ISA DS_SWIZZLE_B32: offset
+    0x1f | d << 10 reads lane l ^ d) and one LDS add of the half-waves, not by the chunked LDS
+    reduction; the one-wave M <= 8 kernel keeps the LDS reduction (the results: the tests above)."""
+    r = vlpc.compile(source(m, 8, 2048, 2048, 2048, 8, "f16", "f32"))
+    asm = r.asm
+    assert asm.count("ds_swizzle_b32") == swizzles
+    for d in (16, 8, 4, 2, 1) if swizzles else ():
+        assert asm.count(f"offset:{0x1F | d << 10}") == d  # d values cross at distance d
+    assert ("8 lanes' partials" in asm) == (swizzles == 0)
