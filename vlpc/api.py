@@ -403,22 +403,22 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         kern = compiled.kernel(kernel)
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
-    if kern.launch_info.get("b_format"):  # f16 x GGUF-quantized weights: vlpc/quant_run.py
-        return _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt,
-                          bias, scales)
     ab, ct, _ = types_of(kern)
     dot = ab not in _NP_DTYPE  # the f16/int8 dot kernels (passes/isel/dot.py): C and scalars typed apart
-    if scales is not None and not dot:
-        raise VlpcError(f"kernel {kern.name} computes {ab} products: scales are for int8 kernels that "
-                        "dequantize (int8 x int8 -> f32/f16)")
-    types = {"A": ab, "B": ab, "C": ct}
-    a, b, c = (_as_array(name, x, NP[types[name]]) for name, x in (("A", a), ("B", b), ("C", c)))
-    p = resolve(kern, a, b, c, m, n, k, batch)
-    if dot:  # leading dimensions given at launch: whole dwords of K
-        round_leading_dimensions(kern, p, a is not None, b is not None)
-    kern.check_sizes(p.m, p.n, p.k)
-    check_leading_dimensions(kern.layout, p)
-    check_before_allocating(kern, p)  # 32-bit offsets etc. before operands are made or uploaded
+    if kern.launch_info.get("b_format"):  # f16 x quantized weights (vlpc/quant_run.py): M and N from the operands
+        p = _quant_problem(kern, a, b, c, m, n)
+    else:
+        if scales is not None and not dot:
+            raise VlpcError(f"kernel {kern.name} computes {ab} products: scales are for int8 kernels that "
+                            "dequantize (int8 x int8 -> f32/f16)")
+        types = {"A": ab, "B": ab, "C": ct}
+        a, b, c = (_as_array(name, x, NP[types[name]]) for name, x in (("A", a), ("B", b), ("C", c)))
+        p = resolve(kern, a, b, c, m, n, k, batch)
+        if dot:  # leading dimensions given at launch: whole dwords of K
+            round_leading_dimensions(kern, p, a is not None, b is not None)
+        kern.check_sizes(p.m, p.n, p.k)
+        check_leading_dimensions(kern.layout, p)
+        check_before_allocating(kern, p)  # 32-bit offsets etc. before operands are made or uploaded
     launch = kern.launch(p.m, p.n, p.k, p.batch or None)
     st = scalar_type(kern)
     al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
@@ -436,7 +436,8 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
 def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, verify: bool = True,
                      iterations: int = 1, scales: tuple | None = None, bias: np.ndarray | None = None,
                      stored: bool = False):
-    """Launch ``kern`` (f32, f64, f16 or int8; sizes resolved in ``p``, alpha and beta of the
+    """Launch ``kern`` (f32, f64, f16 or int8; or f16 x quantized weights, whose operands and verdict
+    are vlpc/quant_run.py's ``quant_operands`` and ``quant_verdict``; sizes resolved in ``p``, alpha and beta of the
     kernel's :func:`vlpc.verify.scalar_type`) on ``device`` (a Device) and check C with
     :func:`vlpc.verify.check`.  ``a``, ``b``, ``c``: arrays as stored, or None (random:
     :func:`operand_buffers`); ``scales`` (W8A8, random when omitted) and ``bias`` (random when
@@ -446,8 +447,20 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
     one-line :class:`VlpcError` for operands, scales or bias of the wrong type or shape."""
     from vlpc.verify import NP, check, geometries, launch_and_read, scalar_type, types_of
 
-    ab, ct, dequant = types_of(kern)
     rng = np.random.default_rng(seed)
+    if kern.launch_info.get("b_format"):  # B a quantized tensor's bytes (N x K layout, vlpc/quant_run.py)
+        from vlpc.quant_run import quant_operands, quant_verdict
+
+        if scales is not None:
+            raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its "
+                            "blocks carry their own")
+        host = quant_operands(kern, a, b, c, p, rng, bias)
+        out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta,
+                                            NP[str(kern.launch_info.get("c_dtype", "f32"))], iterations,
+                                            scalar=np.float32)
+        v = quant_verdict(kern, p, host, out, alpha, beta) if verify else None
+        return np.ascontiguousarray(geometries("NT", p)["C"].matrices(out)), stats, min(walls), v, host
+    ab, ct, dequant = types_of(kern)
     flat = operand_buffers(kern.layout, p, {"A": ab, "B": ab, "C": ct}, {"A": a, "B": b, "C": c}, rng)
     host = dict(flat)
     if dequant:
@@ -483,16 +496,12 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
     return cm, stats, min(walls), v, inputs
 
 
-def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt, bias,
-               scales) -> RunResult:
-    """:func:`run` for the quantized-weight GEMV (:mod:`vlpc.quant_run`): ``a`` f16 (M x lda),
-    ``b`` the GGUF tensor's bytes (uint8, N x row bytes), ``c`` f32/f16; M and N at launch from
-    the arrays or ``m``, ``n``."""
-    from vlpc.quant_run import row_bytes, run_quant
+def _quant_problem(kern, a, b, c, m, n) -> Problem:
+    """The problem of a quantized-weight kernel's :func:`run`: ``a`` f16 (M x lda), ``b`` the tensor's
+    bytes (uint8, N x row bytes; a SwiGLU's 2N rows), ``c`` f32/f16; M and N at launch from the arrays
+    or ``m``, ``n``; ldb in bytes (the row bytes unless static)."""
+    from vlpc.quant_run import row_bytes
 
-    if scales is not None:
-        raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its blocks "
-                        "carry their own")
     li = kern.launch_info
     m_arr, n_arr = (a if a is not None else c), b  # M and N at launch: from the operands if not given
     b_rows = 2 if "swiglu" in str(li.get("epilogue", "")) else 1  # (swiglu: B holds the gate's N rows, then up's)
@@ -501,12 +510,7 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     if li["static_ldb"] < 0:  # (resolve_problem's default is K: B's rows are bytes here)
         p.ldb = row_bytes(str(li["b_format"]), p.k)
     kern.check_sizes(p.m, p.n, p.k)
-    launch = kern.launch(p.m, p.n, p.k)
-    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
-    dev = _device_for(kern, device, waitcnt, strict)
-    cm, stats, wall, v, inputs = run_quant(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                           iterations=iterations, bias=bias)
-    return _checked_result(kern, p, launch, al, be, dev, cm[0], stats, wall, v, inputs)
+    return p
 
 
 def _checked_result(kern, p, launch, al, be, dev, c, stats, wall, v, inputs) -> RunResult:
