@@ -462,6 +462,9 @@ class MatmulOp(IRDLOperation):
     #: * (A B^T)[m, n] + beta * C, with two f32 vectors of M and N values.
     scale_row = opt_operand_def(MemRefType)
     scale_col = opt_operand_def(MemRefType)
+    #: The residual added after the epilogue (b_format products; docs/quantized.md):
+    #: C <- epilogue(alpha * A W^T + beta * C) + R, R an f16 or f32 memref of C's shape and strides.
+    residual = opt_operand_def(MemRefType)
 
     layout = prop_def(StringAttr)
     #: Fused epilogue, applied in order to alpha*op(A)*op(B) + beta*C before the store:
@@ -493,7 +496,8 @@ class MatmulOp(IRDLOperation):
 
     assembly_format = (
         "$a `,` $b `,` $c `,` $alpha `,` $beta (`bias` `(` $bias^ `:` type($bias) `)`)? "
-        "(`scales` `(` $scale_row^ `,` $scale_col `:` type($scale_row) `,` type($scale_col) `)`)? attr-dict `:` "
+        "(`scales` `(` $scale_row^ `,` $scale_col `:` type($scale_row) `,` type($scale_col) `)`)? "
+        "(`residual` `(` $residual^ `:` type($residual) `)`)? attr-dict `:` "
         "type($a) `,` type($b) `,` type($c) `,` type($alpha) `,` type($beta)"
     )
 
@@ -504,7 +508,7 @@ class MatmulOp(IRDLOperation):
         if epilogue:
             props["epilogue"] = ArrayAttr([StringAttr(x) for x in epilogue])
         sr, sc = ([scales[0]], [scales[1]]) if scales is not None else ([], [])
-        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else [], sr, sc],
+        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else [], sr, sc, []],
                          properties=props)
 
     def epilogue_ops(self) -> tuple[str, ...]:
@@ -594,6 +598,9 @@ class MatmulOp(IRDLOperation):
             raise VerifyException(f"layout must be one of {', '.join(LAYOUTS)} (BLAS transa/transb), got '{lay}'")
         if self.b_format is not None:
             return verify_b_format(self)
+        if self.residual is not None:
+            raise VerifyException("residual(...) is supported for b_format products only (docs/quantized.md); "
+                                  "an in-place residual add is beta = 1 over C")
         types = [v.type for v in (self.a, self.b, self.c)]
         for name, t in zip("ABC", types):
             if not isinstance(t, MemRefType) or len(t.get_shape()) not in (2, 3):
@@ -754,6 +761,13 @@ def verify_b_format(mm: MatmulOp) -> None:
         raise VerifyException(f"B spans {(n - 1) * ldb + row_bytes} bytes: over the 32-bit byte offset limit of "
                               "vlpc's kernels (2^32 bytes)")
     mm.verify_epilogue("f16", cd, f" (the bias of an f16 x {fmt} product is f16, as its activations)")
+    if mm.residual is not None:
+        rt = mm.residual.type
+        if not isinstance(rt, MemRefType) or len(rt.get_shape()) != 2 or type_name(rt.element_type) not in ("f16", "f32"):
+            raise VerifyException(f"residual must be a 2-D memref of f16 or f32 (the residual stream), got {rt}")
+        if _dims(rt) != cd or leading_dimension(rt) != leading_dimension(types[2]):
+            raise VerifyException(f"residual {rt} must have C's shape and strides ({types[2]}): it is read where C "
+                                  "is written")
 
 
 Gemm = Dialect("gemm", [MatmulOp], [])

@@ -361,7 +361,7 @@ def _device_for(kern, device, waitcnt: str, strict: bool):
 
 
 def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = None,
-        c: np.ndarray | None = None, *, bias: np.ndarray | None = None,
+        c: np.ndarray | None = None, *, bias: np.ndarray | None = None, residual: np.ndarray | None = None,
         m: int | None = None, n: int | None = None, k: int | None = None, batch: int | None = None,
         alpha: float | None = None, beta: float | None = None, device: str | Any = "emulator",
         target: str = "gfx906", kernel: str | None = None, seed: int = 0, verify: bool = True,
@@ -374,7 +374,9 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     ``a``, ``b``, ``c``: NumPy arrays (or nested lists) as stored (random when omitted);
     ``m``, ``n``, ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N)
     for a kernel with a fused ``bias_row``/``bias_col`` epilogue (of A's element type; f32 for
-    an int8 kernel that dequantizes).  f16 and int8 kernels (the dot
+    an int8 kernel that dequantizes); ``residual`` (M x N, f16 or f32 as compiled; random when
+    omitted) for a quantized-weight kernel with a ``residual(...)`` operand (docs/quantized.md).
+    f16 and int8 kernels (the dot
     kernels) take A and B of their type (C f32/f16/i32 as compiled), f32 alpha/beta (i32 for
     int8 -> i32) and, when they dequantize, ``scales=(scale_row, scale_col)`` (random when
     omitted); their reference is the same, their bound :func:`vlpc.verify.dot_error_bound`.  A strided batched kernel
@@ -429,13 +431,14 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         al, be = int(al), int(be)
     dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = launch_and_check(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                                  iterations=iterations, scales=scales, bias=bias, stored=not dot)
+                                                  iterations=iterations, scales=scales, bias=bias, stored=not dot,
+                                                  residual=residual)
     return _checked_result(kern, p, launch, al, be, dev, cm if p.batch else cm[0], stats, wall, v, inputs)
 
 
 def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, verify: bool = True,
                      iterations: int = 1, scales: tuple | None = None, bias: np.ndarray | None = None,
-                     stored: bool = False):
+                     stored: bool = False, residual: np.ndarray | None = None):
     """Launch ``kern`` (f32, f64, f16 or int8; or f16 x quantized weights, whose operands and verdict
     are vlpc/quant_run.py's ``quant_operands`` and ``quant_verdict``; sizes resolved in ``p``, alpha and beta of the
     kernel's :func:`vlpc.verify.scalar_type`) on ``device`` (a Device) and check C with
@@ -454,12 +457,15 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
         if scales is not None:
             raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its "
                             "blocks carry their own")
-        host = quant_operands(kern, a, b, c, p, rng, bias)
+        host = quant_operands(kern, a, b, c, p, rng, bias, residual)
         out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta,
                                             NP[str(kern.launch_info.get("c_dtype", "f32"))], iterations,
                                             scalar=np.float32)
         v = quant_verdict(kern, p, host, out, alpha, beta) if verify else None
         return np.ascontiguousarray(geometries("NT", p)["C"].matrices(out)), stats, min(walls), v, host
+    if residual is not None:
+        raise VlpcError(f"kernel {kern.name} has no residual operand (quantized-weight kernels only); do not pass "
+                        "residual")
     ab, ct, dequant = types_of(kern)
     flat = operand_buffers(kern.layout, p, {"A": ab, "B": ab, "C": ct}, {"A": a, "B": b, "C": c}, rng)
     host = dict(flat)

@@ -136,12 +136,12 @@ class ConvertGemmToGcnPass(ModulePass):
                                "f64: gfx906 has no f64 exponential")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
-            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col)
-                        if v is not None and v in fn.body.block.args]
+            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col,
+                                    mm.residual) if v is not None and v in fn.body.block.args]
             if list(fn.body.block.args) != expected:
                 raise op_error(mm, f"the arguments of @{fn.sym_name.data} must be gemm.matmul's A, B, C, alpha, beta, "
-                               "then bias, scale_row, scale_col when used, in that order: they become the kernel's "
-                               "arguments")
+                               "then bias, scale_row, scale_col when used, in that order (a residual last): they "
+                               "become the kernel's arguments")
             if fn.function_type.outputs.data:
                 raise op_error(mm, f"@{fn.sym_name.data} must not return values (the kernel writes C)")
             for i, v in enumerate((mm.a, mm.b, mm.c, mm.alpha, mm.beta)):

@@ -162,6 +162,36 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
     return out
 
 
+def residual_rows(e: Emitter, builder, kp: SSAValue, kargs: dict, row0: SSAValue, wg_x: SSAValue, mt_n: int,
+                  ldc: SSAValue | int, tid: SSAValue):
+    """``add(out, r)``: ``out`` (f32, the lane's column of tile row ``r`` after the epilogue) plus the
+    residual R there (``residual_type()`` of the builder: f16 widened, or f32; R has C's shape and
+    strides, docs/quantized.md), one load per element under the row's EXEC; or None when the
+    builder has no residual operand."""
+    rt = builder.residual_type() if hasattr(builder, "residual_type") else None
+    if rt is None:
+        return None
+    esz = 2 if rt == "f16" else 4
+    ptr = e(gcn.SLoadDwordx2Op(kp, kargs["residual"], comment="kernarg residual")).sdst
+    ld_b = ldc * esz if isinstance(ldc, int) else e.mul(ldc, esz)
+    lo, hi = e.mul64(row0, ld_b)
+    tile = e.add64(e.add64(ptr, lo, hi, comment="R tile rows"), e.mul(wg_x, mt_n * esz), 0, comment="R tile columns")
+    voff = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
+    rows: dict = {0: tile}
+    load = gcn.GlobalLoadUshortOp if rt == "f16" else gcn.GlobalLoadDwordOp
+
+    def add(out: SSAValue, r: int) -> SSAValue:
+        if r not in rows:
+            rows[r] = e.add64(rows[max(rows)], (r - max(rows)) * ld_b, 0) if isinstance(ld_b, int) else \
+                e.add64(rows[0], *e.mul64(e.const(r), ld_b))
+        x = e(load(voff, rows[r], comment=f"R row {r}", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
+        if rt == "f16":
+            x = e(gcn.VCvtF32F16Op(x)).vdst
+        return e(gcn.VAddF32Op(out, x)).vdst  # + the residual
+
+    return add
+
+
 def blas_quick_returns(e: Emitter, alpha: SSAValue, beta: SSAValue, lanes: SSAValue, acc: list[SSAValue],
                        is_int: bool, name: str) -> tuple[list[SSAValue], SSAValue]:
     """BLAS's rules before the output ``alpha * acc + beta * C``: f32 sums become +0 when alpha is
@@ -689,6 +719,7 @@ class DotKernelBuilder:
         lo, hi = e.mul64(row0, ldc_b)
         c_tile = e.add64(ptr_c, lo, hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(wg_x, mt_n * c_esz), 0, comment="C tile columns")
+        residual = residual_rows(e, self, kp, kargs, row0, wg_x, mt_n, ldc, tid)
         alpha = early.get("alpha") or e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = early.get("beta") or e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
         dequant = is_int and c_type != "i32"
@@ -771,6 +802,8 @@ class DotKernelBuilder:
                     if brows[i] is not None and not dequant:
                         brows[i] = e(gcn.VCvtF32F16Op(brows[i])).vdst
                     out = apply_epilogue(out, brows[i])
+                    if residual is not None:
+                        out = residual(out, r)
                     if c_type == "f16":
                         out = e(gcn.VCvtF16F32Op(out)).vdst
                 e(c_store(voff_c, out, ptr))
