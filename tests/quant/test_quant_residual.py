@@ -103,3 +103,30 @@ def test_api_errors():
     plain = vlpc.compile(source(2, 64, 256, "q8_0")).kernel("g")
     with pytest.raises(VlpcError, match="kernel g has no residual operand"):
         vlpc.run(plain, residual=np.zeros((2, 64), np.float16))
+
+
+def test_cli_residual(tmp_path):
+    """vlpc run --residual R.npy (C's shape, the IR's type): verified, C saved; a wrong dtype or a kernel
+    without the operand is a one-line error, exit 1."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "r.mlir"
+    src.write_text(rsource(3, 64, 256, "q8_0", "f32", "f16"))
+    r16, r32 = tmp_path / "r16.npy", tmp_path / "r32.npy"
+    np.save(r16, np.full((3, 64), 1.5, np.float16))
+    np.save(r32, np.ones((3, 64), np.float32))
+    out = tmp_path / "c.npy"
+    cli = [sys.executable, "-m", "vlpc.cli", "run"]
+    p = subprocess.run([*cli, str(src), "--residual", str(r16), "--save-output", str(out), "--strict"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "verification passed" in p.stdout, p.stderr
+    assert np.load(out).shape == (3, 64)
+    p = subprocess.run([*cli, str(src), "--residual", str(r32)], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr.strip().endswith("--residual has dtype float32, expected float16")
+    assert len(p.stderr.strip().splitlines()) == 1
+    from test_quant_gemv import source
+    plain = tmp_path / "p.mlir"
+    plain.write_text(source(3, 64, 256, "q8_0"))
+    p = subprocess.run([*cli, str(plain), "--residual", str(r16)], capture_output=True, text=True)
+    assert p.returncode == 1 and "kernel g has no residual operand" in p.stderr
