@@ -50,7 +50,7 @@ def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedul
     gemm = quant_gemm_kernels(mm, name, strategy, schedule, forwarding)
     if gemm is not None:
         return gemm
-    lane = quant_lane_kernels(mm, name)
+    lane = quant_lane_kernels(mm, name) if mm.residual is None else None  # (its store takes no residual)
     if lane is not None:
         return lane
     builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
