@@ -598,10 +598,12 @@ class MatmulOp(IRDLOperation):
             raise VerifyException(f"layout must be one of {', '.join(LAYOUTS)} (BLAS transa/transb), got '{lay}'")
         if self.b_format is not None:
             return verify_b_format(self)
-        if self.residual is not None:
-            raise VerifyException("residual(...) is supported for b_format products only (docs/quantized.md); "
-                                  "an in-place residual add is beta = 1 over C")
         types = [v.type for v in (self.a, self.b, self.c)]
+        if self.residual is not None:
+            if type_name(types[0].element_type) != "f16" or any(len(t.get_shape()) != 2 for t in types):
+                raise VerifyException("residual(...) is supported for b_format products and 2-D f16 products only "
+                                      "(docs/quantized.md); an in-place residual add is beta = 1 over C")
+            verify_residual(self, types[2])
         for name, t in zip("ABC", types):
             if not isinstance(t, MemRefType) or len(t.get_shape()) not in (2, 3):
                 raise VerifyException(f"operand {name} must be a 2-D memref (or 3-D: batch, rows, columns), got {t}")
@@ -762,12 +764,18 @@ def verify_b_format(mm: MatmulOp) -> None:
                               "vlpc's kernels (2^32 bytes)")
     mm.verify_epilogue("f16", cd, f" (the bias of an f16 x {fmt} product is f16, as its activations)")
     if mm.residual is not None:
-        rt = mm.residual.type
-        if not isinstance(rt, MemRefType) or len(rt.get_shape()) != 2 or type_name(rt.element_type) not in ("f16", "f32"):
-            raise VerifyException(f"residual must be a 2-D memref of f16 or f32 (the residual stream), got {rt}")
-        if _dims(rt) != cd or leading_dimension(rt) != leading_dimension(types[2]):
-            raise VerifyException(f"residual {rt} must have C's shape and strides ({types[2]}): it is read where C "
-                                  "is written")
+        verify_residual(mm, types[2])
+
+
+def verify_residual(mm: "MatmulOp", c_type: MemRefType) -> None:
+    """The residual operand R (``residual(%r : ...)``): a 2-D f16 or f32 memref of C's (``c_type``) shape
+    and strides.  Raises VerifyException."""
+    rt = mm.residual.type
+    if not isinstance(rt, MemRefType) or len(rt.get_shape()) != 2 or type_name(rt.element_type) not in ("f16", "f32"):
+        raise VerifyException(f"residual must be a 2-D memref of f16 or f32 (the residual stream), got {rt}")
+    if _dims(rt) != _dims(c_type) or leading_dimension(rt) != leading_dimension(c_type):
+        raise VerifyException(f"residual {rt} must have C's shape and strides ({c_type}): it is read where C "
+                              "is written")
 
 
 Gemm = Dialect("gemm", [MatmulOp], [])

@@ -457,18 +457,17 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
         if scales is not None:
             raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its "
                             "blocks carry their own")
-        host = quant_operands(kern, a, b, c, p, rng, bias, residual)
+        host = quant_operands(kern, a, b, c, p, rng, bias)
+        _add_residual(host, kern, p, residual, rng)
         out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta,
                                             NP[str(kern.launch_info.get("c_dtype", "f32"))], iterations,
                                             scalar=np.float32)
         v = quant_verdict(kern, p, host, out, alpha, beta) if verify else None
         return np.ascontiguousarray(geometries("NT", p)["C"].matrices(out)), stats, min(walls), v, host
-    if residual is not None:
-        raise VlpcError(f"kernel {kern.name} has no residual operand (quantized-weight kernels only); do not pass "
-                        "residual")
     ab, ct, dequant = types_of(kern)
     flat = operand_buffers(kern.layout, p, {"A": ab, "B": ab, "C": ct}, {"A": a, "B": b, "C": c}, rng)
     host = dict(flat)
+    _add_residual(host, kern, p, residual, rng)
     if dequant:
         if scales is None:
             scales = (rng.uniform(1e-3, 2e-2, p.m).astype(np.float32), rng.uniform(1e-3, 2e-2, p.n).astype(np.float32))
@@ -492,14 +491,51 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
                                         scalar=scalar_type(kern))
     cm = np.ascontiguousarray(geometries(kern.layout, p)["C"].matrices(out))
     inputs = stored_arrays(kern.layout, p, flat) if stored else {name: flat[name] for name in "ABC"}
-    for name in ("scale_row", "scale_col", "bias"):
+    for name in ("scale_row", "scale_col", "bias", "residual"):
         if name in host:
             inputs[name] = host[name]
     v = None
     if verify:
+        expected = None
+        if "residual" in host:  # D = epilogue(...) + R: vlpc.verify's reference and bound in f32, then + R
+            from vlpc.verify import op_matrices, reference_and_bound, with_residual
+
+            g = geometries(kern.layout, p)
+            op_a, op_b = op_matrices(kern.layout, p, flat["A"], flat["B"])
+            expected = with_residual(reference_and_bound(op_a, op_b, g["C"].matrices(flat["C"]), alpha, beta, ab,
+                                                         "f32", pieces=kern.split_k * kern.local_split,
+                                                         epilogue=epi, bias=bias),
+                                     g["C"].matrices(host["residual"]), ct)
         v = check(kern.layout, p, ab, flat["A"], flat["B"], flat["C"], out, alpha, beta, epi, bias, c_type=ct,
-                  pieces=kern.split_k * kern.local_split, scales=scales if dequant else None)
+                  pieces=kern.split_k * kern.local_split, scales=scales if dequant else None, expected=expected)
     return cm, stats, min(walls), v, inputs
+
+
+def _add_residual(host: dict, kern, p: Problem, residual: np.ndarray | None, rng: np.random.Generator) -> None:
+    """``host["residual"]`` for a kernel with a residual operand R (launch fact ``residual``: f16 or
+    f32): R laid out as C (M x ldc, the gaps NaN), ``residual`` (M x N, or M x ldc with C's gaps) or
+    random values; a one-line :class:`VlpcError` for another type or shape, or an R given to a kernel
+    without the operand."""
+    from vlpc.verify import NP, geometries, pack
+
+    rt = kern.launch_info.get("residual")
+    if not rt:
+        if residual is not None:
+            raise VlpcError(f"kernel {kern.name} has no residual operand; do not pass residual")
+        return
+    rt = str(rt)
+    g = geometries(kern.layout, p)["C"]
+    if residual is None:
+        flat = np.full(g.size, np.nan, NP[rt])
+        flat[g.offsets().reshape(-1)] = rng.standard_normal(p.m * p.n).astype(NP[rt])
+    else:
+        residual = np.asarray(residual)
+        if residual.dtype != NP[rt] or residual.ndim != 2 or residual.shape[0] != p.m or \
+                residual.shape[1] not in (p.n, p.ldc):
+            raise VlpcError(f"residual must be {rt} of shape ({p.m}, {p.n}) (or ({p.m}, {p.ldc}) with C's row "
+                            f"gaps), got {residual.dtype} {residual.shape}")
+        flat = pack("C", residual, g, NP[rt], fill=np.nan)
+    host["residual"] = flat
 
 
 def _quant_problem(kern, a, b, c, m, n) -> Problem:

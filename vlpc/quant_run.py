@@ -379,13 +379,11 @@ def b_buffer(rows: np.ndarray, n: int, ldb: int, rb: int) -> np.ndarray:
 
 
 def quant_operands(kern, a, b, c, p: Problem, rng: np.random.Generator,
-                   bias: np.ndarray | None = None, residual: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                   bias: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The exactly sized flat buffers of a quantized-weight kernel's launch (sizes in ``p``; ldb in
     bytes): A f16 (M x lda, row gaps NaN), B the tensor's bytes (:func:`b_buffer`; random weights
     from the format's quantizer when omitted), C f32/f16 (random when omitted, gaps NaN) and, for a
-    ``bias_row``/``bias_col`` epilogue, the f16 bias (random when omitted); for a kernel with a
-    ``residual`` operand R (launch fact ``residual``: f16 or f32), R as C is laid out (M x ldc, gaps
-    NaN; random when omitted).  One-line
+    ``bias_row``/``bias_col`` epilogue, the f16 bias (random when omitted).  One-line
     :class:`VlpcError` for operands of the wrong type or shape.  (vlpc.api.launch_and_check's
     operands for these kernels.)"""
     from vlpc.verify import NP, PAD
@@ -422,22 +420,6 @@ def quant_operands(kern, a, b, c, p: Problem, rng: np.random.Generator,
         host["bias"] = bias
     elif bias is not None:
         raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
-    rt = kern.launch_info.get("residual")
-    if rt:
-        rt = str(rt)
-        if residual is None:
-            flat_r = np.full(g["C"].size, np.nan, NP[rt])
-            flat_r[g["C"].offsets().reshape(-1)] = rng.standard_normal(p.m * p.n).astype(NP[rt])
-        else:
-            residual = np.asarray(residual)
-            if residual.dtype != NP[rt] or residual.ndim != 2 or residual.shape[0] != p.m or \
-                    residual.shape[1] not in (p.n, p.ldc):
-                raise VlpcError(f"residual must be {rt} of shape ({p.m}, {p.n}) (or ({p.m}, {p.ldc}) with C's row "
-                                f"gaps), got {residual.dtype} {residual.shape}")
-            flat_r = pack("C", residual, g["C"], NP[rt], fill=np.nan)
-        host["residual"] = flat_r
-    elif residual is not None:
-        raise VlpcError(f"kernel {kern.name} has no residual operand; do not pass residual")
     return host
 
 
@@ -446,7 +428,7 @@ def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray
     the launch) for the operands ``host`` (:func:`quant_operands`): vlpc.verify's one reference on the
     format's dequantized weights (gguf's; the int4 formats' :func:`dequantize_int4`), the bound of the
     module docstring (Q4_K: :func:`split_reference`; SwiGLU: :func:`swiglu_reference`)."""
-    from vlpc.verify import U16, U32, check, reference_and_bound
+    from vlpc.verify import check, reference_and_bound, with_residual
 
     fmt = str(kern.launch_info["b_format"])
     ct_out = str(kern.launch_info.get("c_dtype", "f32"))
@@ -472,16 +454,11 @@ def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray
     elif mag is not None:
         expected = split_reference(g["A"].matrices(flat_a), w, mag, g["C"].matrices(flat_c), alpha, beta, ct,
                                    rounds, epi, bias)
-    if res is not None:  # D = epilogue(...) + R: one more f32 rounding, then C's
+    if res is not None:  # D = epilogue(...) + R
         if expected is None:
             expected = reference_and_bound(g["A"].matrices(flat_a), w.T[None], g["C"].matrices(flat_c), alpha, beta,
                                            "f16", "f32", pieces=pieces, epilogue=epi, bias=bias, rounds=rounds)
-        with np.errstate(all="ignore"):
-            exp = expected[0] + g["C"].matrices(res).astype(np.float64)
-            bound = expected[1] + U32 * np.abs(exp)
-            if ct_out == "f16":
-                bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
-        expected = (exp, bound)
+        expected = with_residual(expected, g["C"].matrices(res), ct_out)
     return check("NT", p, "f16", flat_a, flat_b, flat_c, out, alpha, beta, epi, bias, c_type=ct_out,
                  pieces=pieces, op_b=w.T[None], rounds=rounds, expected=expected)
 

@@ -64,10 +64,14 @@ def dot_path_kernels(mm: MatmulOp, name: str, strategy: str, schedule: str, forw
     not pack itself, ``<name>_transpose`` then the dot kernels (``isel/transpose.py``;
     ``a_transpose``: ``auto``, ``pre``, ``in-kernel``), else :func:`dot_kernels`."""
     check_dot(mm, strategy, schedule)
-    lane = lane_gemv_kernels(mm, name)
+    lane = lane_gemv_kernels(mm, name) if mm.residual is None else None  # (its store takes no residual)
     if lane is not None:
         return lane
     if plan_copies(mm, a_transpose):
+        if mm.residual is not None:
+            raise op_error(mm, "residual(...): this product copies A or B first (passes/isel/transpose.py: A "
+                           "stored K x M, B stored K x N at a large M, or an odd lda/ldb); the residual operand is "
+                           "supported for the plans without a copy")
         return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
     return dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles)
 

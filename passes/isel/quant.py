@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan, type_name
+from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
 from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, f32_bits, rows_kernel
 from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernels
@@ -167,21 +167,7 @@ class QuantGemvBuilder(DotKernelBuilder):
         for a in out:
             if a["name"] == "B":
                 a["type"] = "char*"  # the GGUF tensor's bytes
-        rt = self.residual_type()
-        if rt:  # the residual's pointer before the workspace (which the runtime appends last)
-            ws = [a for a in out if a["name"] == "workspace"]
-            off = ws[0]["offset"] if ws else max(a["offset"] + a["size"] for a in out)
-            off += off % 8
-            for a in ws:
-                a["offset"] = off + 8
-            out.insert(len(out) - len(ws), dict(name="residual", offset=off, size=8, value_kind="global_buffer",
-                                                type="half*" if rt == "f16" else "float*", access="read_only"))
         return out
-
-    def residual_type(self) -> str | None:
-        """The element type of the residual operand R ("f16", "f32"), or None without one."""
-        r = self.mm.residual
-        return None if r is None else type_name(r.type.element_type)
 
     def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
         # k_begin dwords of A = k_begin / 32 block pairs of 2 x block_bytes
@@ -190,9 +176,8 @@ class QuantGemvBuilder(DotKernelBuilder):
 
     def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
         kernel = super()._finish(entry, lds_bytes)
-        extra = {"residual": StringAttr(self.residual_type())} if self.residual_type() else {}
         kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
-                                                      "b_format": StringAttr(self.fmt), **extra})
+                                                      "b_format": StringAttr(self.fmt)})
         return kernel
 
     def _combine_rows(self, e: Emitter, acc: list[SSAValue]) -> list[SSAValue]:

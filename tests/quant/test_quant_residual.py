@@ -89,7 +89,7 @@ def test_residual_alpha_zero_and_m_at_launch():
     ("func.func @g(%a: memref<4x8xf32>, %b: memref<8x8xf32>, %c: memref<4x8xf32>, %al: f32, %be: f32, "
      "%r: memref<4x8xf32>) {\n  gemm.matmul %a, %b, %c, %al, %be residual(%r : memref<4x8xf32>) {layout = \"NN\"}"
      " : memref<4x8xf32>, memref<8x8xf32>, memref<4x8xf32>, f32, f32\n  func.return\n}\n",
-     "residual\\(...\\) is supported for b_format products only"),
+     "residual\\(...\\) is supported for b_format products and 2-D f16 products only"),
 ])
 def test_located_errors(src, match):
     with pytest.raises(DiagnosticError, match=match) as e:
@@ -132,3 +132,53 @@ def test_cli_residual(tmp_path):
     plain.write_text(source(3, 64, 256, "q8_0"))
     p = subprocess.run([*cli, str(plain), "--residual", str(r16)], capture_output=True, text=True)
     assert p.returncode == 1 and "kernel g has no residual operand" in p.stderr
+
+
+def f16_source(m, n, k, ct="f32", rt="f16", ldc=None, layout="NT", epilogue=("relu",)) -> str:
+    """An f16 x f16 matmul (the dot kernels) with a residual laid out as C."""
+    ms = "?" if m is None else m
+
+    def mem(rows, cols, ld, t):
+        lay = f", strided<[{ld}, 1]>" if ld is not None and ld != cols else ""
+        return f"memref<{rows}x{cols}x{t}{lay}>"
+    ta = mem(ms, k, None, "f16") if layout[0] == "N" else mem(k, ms, None, "f16")
+    tb = mem(n, k, None, "f16") if layout[1] == "T" else mem(k, n, None, "f16")
+    tc, tr = mem(ms, n, ldc, ct), mem(ms, n, ldc, rt)
+    epi = f', epilogue = [{", ".join(f"{chr(34)}{x}{chr(34)}" for x in epilogue)}]' if epilogue else ""
+    return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: f32, %beta: f32, %r: {tr}) {{\n"
+            f'  gemm.matmul %a, %b, %c, %alpha, %beta residual(%r : {tr}) {{layout = "{layout}"{epi}}}\n'
+            f"      : {ta}, {tb}, {tc}, f32, f32\n  func.return\n}}\n")
+
+
+@pytest.mark.parametrize("m, n, k, ct, rt, ldc, layout, options", [
+    (20, 80, 96, "f32", "f16", None, "NT", {}),
+    (33, 64, 256, "f16", "f32", 70, "NN", {}),             # B K x N, f16 C, C's row gaps
+    (16, 64, 512, "f32", "f32", None, "NT", {"split_k": 2}),  # the reduce kernel adds R
+    (1, 64, 256, "f32", "f16", None, "NT", {}),            # M = 1: not the lane-along-K GEMV
+])
+def test_f16_residual(m, n, k, ct, rt, ldc, layout, options):
+    """The f16 dot kernels take the residual too: C = relu(alpha A B + beta C) + R against NumPy."""
+    kern = vlpc.compile(f16_source(m, n, k, ct, rt, ldc, layout), **options).kernel("g")
+    assert kern.launch_info["residual"] == rt
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((m, k) if layout[0] == "N" else (k, m)).astype(np.float16)
+    b = rng.standard_normal((n, k) if layout[1] == "T" else (k, n)).astype(np.float16)
+    width = ldc or n
+    r_in = np.full((m, width), np.nan, NP[rt])
+    r_in[:, :n] = rng.standard_normal((m, n)).astype(NP[rt])
+    res = vlpc.run(kern, a, b, np.full((m, width), np.nan, NP[ct]), beta=0.0, residual=r_in, strict=True)
+    prod = a.astype(np.float64) @ (b.astype(np.float64).T if layout[1] == "T" else b.astype(np.float64))
+    want = np.maximum(prod, 0) + r_in[:, :n].astype(np.float64)
+    assert res.verified and np.allclose(res.c[:, :n], want, rtol=2e-3 if ct == "f16" else 1e-5, atol=2e-3)
+    assert vlpc.run(kern, strict=True, beta=0.5).verified
+
+
+def test_f16_residual_m_at_launch_and_errors():
+    kern = vlpc.compile(f16_source(None, 64, 128)).kernel("g")
+    for m in (3, 70):
+        assert vlpc.run(kern, m=m, strict=True, beta=0.5, seed=m).verified
+    for src, match in ((f16_source(64, 64, 128, layout="TT"), "residual\\(...\\): this product copies A or B first"),
+                       (f16_source(8, 64, 128).replace("xf16", "xf32").replace("8x64xf32>) {", "8x64xf16>) {"),
+                        "supported for b_format products and 2-D f16 products only")):
+        with pytest.raises(DiagnosticError, match=match):
+            vlpc.compile(src)
