@@ -182,3 +182,28 @@ def test_f16_residual_m_at_launch_and_errors():
                         "supported for b_format products and 2-D f16 products only")):
         with pytest.raises(DiagnosticError, match=match):
             vlpc.compile(src)
+
+
+@pytest.mark.parametrize("fmt, epilogue", [("q4_k", ("silu",)), ("q4_0", ("swiglu",))])
+def test_residual_q4_k_and_swiglu(fmt, epilogue):
+    """Q4_K (its split reference) and the fused SwiGLU (gate and up rows in one B) with R added after."""
+    m, n, k = 2, 64, 512
+    src = rsource(m, n, k, fmt, "f32", "f16", epilogue=epilogue)
+    if "swiglu" in epilogue:
+        rb = row_bytes(fmt, k)
+        src = src.replace(f"memref<{n}x{rb}xi8>", f"memref<{2 * n}x{rb}xi8>")
+    kern = vlpc.compile(src).kernel("g")
+    rng = np.random.default_rng(9)
+    from vlpc.quant_run import random_weights
+    b = random_weights(fmt, 2 * n if "swiglu" in epilogue else n, k, rng)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    r_in = rng.standard_normal((m, n)).astype(np.float16)
+    res = vlpc.run(kern, a, b, np.full((m, n), np.nan, np.float32), beta=0.0, residual=r_in, strict=True)
+    w = dequantize(fmt, b)
+    if "swiglu" in epilogue:
+        g, u = a.astype(np.float64) @ w[:n].T, a.astype(np.float64) @ w[n:].T
+        want = g / (1 + np.exp(-g)) * u
+    else:
+        x = a.astype(np.float64) @ w.T
+        want = x / (1 + np.exp(-x))
+    assert res.verified and np.allclose(res.c, want + r_in, rtol=1e-4, atol=1e-3)
