@@ -87,6 +87,18 @@ B_FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_k": (256, 144),
              "int4_g32": (32, 20), "int4_g64": (64, 36), "int4_g128": (128, 68)}
 #: The int4 group formats (not GGUF's): name -> group size.
 INT4_GROUP_FORMATS = {"int4_g32": 32, "int4_g64": 64, "int4_g128": 128}
+#: Weights of A the quantized kernels read per scalar load (``s_load_dwordx16``: 32 f16): a last
+#: partial int4 group holds a multiple of them.
+QUANT_A_CHUNK = 32
+
+
+def quant_row_bytes(fmt: str, k: int) -> int:
+    """Bytes of one row of K weights of ``b_format`` ``fmt``: K / block blocks of :data:`B_FORMATS`'
+    bytes; for the int4 group formats with K % G != 0 also the last, partial group of K % G weights
+    (a multiple of :data:`QUANT_A_CHUNK`): its 4-byte header and (K % G) / 2 bytes of nibbles."""
+    block, size = B_FORMATS[fmt]
+    rest = k % block if fmt in INT4_GROUP_FORMATS else 0
+    return k // block * size + (4 + rest // 2 if rest else 0)
 #: K values per iteration of the quantized GEMV (passes/isel/quant.py): two GGUF blocks,
 #: so each lane's loads of a row start on 4-byte boundaries (2 x 34 and 2 x 18 bytes are whole dwords).
 QUANT_K_PAIR = 64
@@ -450,6 +462,9 @@ class MatmulOp(IRDLOperation):
     #: * (A B^T)[m, n] + beta * C, with two f32 vectors of M and N values.
     scale_row = opt_operand_def(MemRefType)
     scale_col = opt_operand_def(MemRefType)
+    #: The residual added after the epilogue (b_format products; docs/quantized.md):
+    #: C <- epilogue(alpha * A W^T + beta * C) + R, R an f16 or f32 memref of C's shape and strides.
+    residual = opt_operand_def(MemRefType)
 
     layout = prop_def(StringAttr)
     #: Fused epilogue, applied in order to alpha*op(A)*op(B) + beta*C before the store:
@@ -481,7 +496,8 @@ class MatmulOp(IRDLOperation):
 
     assembly_format = (
         "$a `,` $b `,` $c `,` $alpha `,` $beta (`bias` `(` $bias^ `:` type($bias) `)`)? "
-        "(`scales` `(` $scale_row^ `,` $scale_col `:` type($scale_row) `,` type($scale_col) `)`)? attr-dict `:` "
+        "(`scales` `(` $scale_row^ `,` $scale_col `:` type($scale_row) `,` type($scale_col) `)`)? "
+        "(`residual` `(` $residual^ `:` type($residual) `)`)? attr-dict `:` "
         "type($a) `,` type($b) `,` type($c) `,` type($alpha) `,` type($beta)"
     )
 
@@ -492,7 +508,7 @@ class MatmulOp(IRDLOperation):
         if epilogue:
             props["epilogue"] = ArrayAttr([StringAttr(x) for x in epilogue])
         sr, sc = ([scales[0]], [scales[1]]) if scales is not None else ([], [])
-        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else [], sr, sc],
+        super().__init__(operands=[a, b, c, alpha, beta, [bias] if bias is not None else [], sr, sc, []],
                          properties=props)
 
     def epilogue_ops(self) -> tuple[str, ...]:
@@ -583,6 +599,11 @@ class MatmulOp(IRDLOperation):
         if self.b_format is not None:
             return verify_b_format(self)
         types = [v.type for v in (self.a, self.b, self.c)]
+        if self.residual is not None:
+            if type_name(types[0].element_type) != "f16" or any(len(t.get_shape()) != 2 for t in types):
+                raise VerifyException("residual(...) is supported for b_format products and 2-D f16 products only "
+                                      "(docs/quantized.md); an in-place residual add is beta = 1 over C")
+            verify_residual(self, types[2])
         for name, t in zip("ABC", types):
             if not isinstance(t, MemRefType) or len(t.get_shape()) not in (2, 3):
                 raise VerifyException(f"operand {name} must be a 2-D memref (or 3-D: batch, rows, columns), got {t}")
@@ -706,19 +727,22 @@ def verify_b_format(mm: MatmulOp) -> None:
     block, block_bytes = B_FORMATS[fmt]
     if k < 0:
         raise VerifyException(f"K must be static for b_format = \"{fmt}\" (A's columns are ?)")
-    if k % block and fmt in INT4_GROUP_FORMATS:
-        raise VerifyException(f"K={k} is not a multiple of the group size {block}: {fmt} rows are whole groups "
-                              "(a last partial group is not supported)")
-    if k % block:
+    if fmt in INT4_GROUP_FORMATS:  # whole groups, then possibly a last partial group
+        if k < block or k % QUANT_A_CHUNK:
+            raise VerifyException(f"K={k}: {fmt} rows are at least one whole group of {block} weights, then a last "
+                                  f"partial group of a multiple of {QUANT_A_CHUNK} weights (vlpc's kernels read A by "
+                                  f"{QUANT_A_CHUNK}); K must be at least {block} and a multiple of {QUANT_A_CHUNK}")
+    elif k % block:
         raise VerifyException(f"K={k} is not a multiple of {block}: a GGUF {fmt} row is whole blocks of {block} "
                               "weights")
-    if k % QUANT_K_UNIT[fmt]:
+    elif k % QUANT_K_UNIT[fmt]:
         raise VerifyException(f"K={k}: vlpc's {fmt} GEMV reads blocks in pairs ({QUANT_K_PAIR} weights) so each "
                               f"lane's loads start on 4-byte boundaries; K must be a multiple of {QUANT_K_PAIR}")
-    row_bytes = k // block * block_bytes
+    row_bytes = quant_row_bytes(fmt, k)
     if bd[1] >= 0 and bd[1] != row_bytes:
+        tail = f" and a partial group of {k % block} weights ({4 + k % block // 2} bytes)" if k % block else ""
         raise VerifyException(f"B has rows of {bd[1]} bytes; {fmt} with K={k} needs {k // block} blocks of "
-                              f"{block_bytes} bytes = {row_bytes} bytes per row")
+                              f"{block_bytes} bytes{tail} = {row_bytes} bytes per row")
     swiglu = "swiglu" in mm.epilogue_ops()
     if swiglu and (bd[0] < 0 or cd[1] < 0 or bd[0] != 2 * cd[1] or leading_dimension(types[1]) < 0):
         raise VerifyException(f"swiglu: B holds the gate's N rows then the up projection's N rows, static: "
@@ -739,6 +763,19 @@ def verify_b_format(mm: MatmulOp) -> None:
         raise VerifyException(f"B spans {(n - 1) * ldb + row_bytes} bytes: over the 32-bit byte offset limit of "
                               "vlpc's kernels (2^32 bytes)")
     mm.verify_epilogue("f16", cd, f" (the bias of an f16 x {fmt} product is f16, as its activations)")
+    if mm.residual is not None:
+        verify_residual(mm, types[2])
+
+
+def verify_residual(mm: "MatmulOp", c_type: MemRefType) -> None:
+    """The residual operand R (``residual(%r : ...)``): a 2-D f16 or f32 memref of C's (``c_type``) shape
+    and strides.  Raises VerifyException."""
+    rt = mm.residual.type
+    if not isinstance(rt, MemRefType) or len(rt.get_shape()) != 2 or type_name(rt.element_type) not in ("f16", "f32"):
+        raise VerifyException(f"residual must be a 2-D memref of f16 or f32 (the residual stream), got {rt}")
+    if _dims(rt) != _dims(c_type) or leading_dimension(rt) != leading_dimension(c_type):
+        raise VerifyException(f"residual {rt} must have C's shape and strides ({c_type}): it is read where C "
+                              "is written")
 
 
 Gemm = Dialect("gemm", [MatmulOp], [])

@@ -361,7 +361,7 @@ def _device_for(kern, device, waitcnt: str, strict: bool):
 
 
 def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = None,
-        c: np.ndarray | None = None, *, bias: np.ndarray | None = None,
+        c: np.ndarray | None = None, *, bias: np.ndarray | None = None, residual: np.ndarray | None = None,
         m: int | None = None, n: int | None = None, k: int | None = None, batch: int | None = None,
         alpha: float | None = None, beta: float | None = None, device: str | Any = "emulator",
         target: str = "gfx906", kernel: str | None = None, seed: int = 0, verify: bool = True,
@@ -374,7 +374,9 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
     ``a``, ``b``, ``c``: NumPy arrays (or nested lists) as stored (random when omitted);
     ``m``, ``n``, ``k`` for dynamic sizes not implied by the arrays; ``bias`` (length M or N)
     for a kernel with a fused ``bias_row``/``bias_col`` epilogue (of A's element type; f32 for
-    an int8 kernel that dequantizes).  f16 and int8 kernels (the dot
+    an int8 kernel that dequantizes); ``residual`` (M x N, f16 or f32 as compiled; random when
+    omitted) for a quantized-weight kernel with a ``residual(...)`` operand (docs/quantized.md).
+    f16 and int8 kernels (the dot
     kernels) take A and B of their type (C f32/f16/i32 as compiled), f32 alpha/beta (i32 for
     int8 -> i32) and, when they dequantize, ``scales=(scale_row, scale_col)`` (random when
     omitted); their reference is the same, their bound :func:`vlpc.verify.dot_error_bound`.  A strided batched kernel
@@ -403,22 +405,22 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         kern = compiled.kernel(kernel)
     if not kern.code_object:
         raise VlpcError(f"kernel {kern.name} carries no code object (compile it with vlpc.compile)")
-    if kern.launch_info.get("b_format"):  # f16 x GGUF-quantized weights: vlpc/quant_run.py
-        return _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt,
-                          bias, scales)
     ab, ct, _ = types_of(kern)
     dot = ab not in _NP_DTYPE  # the f16/int8 dot kernels (passes/isel/dot.py): C and scalars typed apart
-    if scales is not None and not dot:
-        raise VlpcError(f"kernel {kern.name} computes {ab} products: scales are for int8 kernels that "
-                        "dequantize (int8 x int8 -> f32/f16)")
-    types = {"A": ab, "B": ab, "C": ct}
-    a, b, c = (_as_array(name, x, NP[types[name]]) for name, x in (("A", a), ("B", b), ("C", c)))
-    p = resolve(kern, a, b, c, m, n, k, batch)
-    if dot:  # leading dimensions given at launch: whole dwords of K
-        round_leading_dimensions(kern, p, a is not None, b is not None)
-    kern.check_sizes(p.m, p.n, p.k)
-    check_leading_dimensions(kern.layout, p)
-    check_before_allocating(kern, p)  # 32-bit offsets etc. before operands are made or uploaded
+    if kern.launch_info.get("b_format"):  # f16 x quantized weights (vlpc/quant_run.py): M and N from the operands
+        p = _quant_problem(kern, a, b, c, m, n)
+    else:
+        if scales is not None and not dot:
+            raise VlpcError(f"kernel {kern.name} computes {ab} products: scales are for int8 kernels that "
+                            "dequantize (int8 x int8 -> f32/f16)")
+        types = {"A": ab, "B": ab, "C": ct}
+        a, b, c = (_as_array(name, x, NP[types[name]]) for name, x in (("A", a), ("B", b), ("C", c)))
+        p = resolve(kern, a, b, c, m, n, k, batch)
+        if dot:  # leading dimensions given at launch: whole dwords of K
+            round_leading_dimensions(kern, p, a is not None, b is not None)
+        kern.check_sizes(p.m, p.n, p.k)
+        check_leading_dimensions(kern.layout, p)
+        check_before_allocating(kern, p)  # 32-bit offsets etc. before operands are made or uploaded
     launch = kern.launch(p.m, p.n, p.k, p.batch or None)
     st = scalar_type(kern)
     al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
@@ -429,14 +431,16 @@ def run(module: str | Any, a: np.ndarray | None = None, b: np.ndarray | None = N
         al, be = int(al), int(be)
     dev = _device_for(kern, device, waitcnt, strict)
     cm, stats, wall, v, inputs = launch_and_check(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                                  iterations=iterations, scales=scales, bias=bias, stored=not dot)
+                                                  iterations=iterations, scales=scales, bias=bias, stored=not dot,
+                                                  residual=residual)
     return _checked_result(kern, p, launch, al, be, dev, cm if p.batch else cm[0], stats, wall, v, inputs)
 
 
 def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: int = 0, verify: bool = True,
                      iterations: int = 1, scales: tuple | None = None, bias: np.ndarray | None = None,
-                     stored: bool = False):
-    """Launch ``kern`` (f32, f64, f16 or int8; sizes resolved in ``p``, alpha and beta of the
+                     stored: bool = False, residual: np.ndarray | None = None):
+    """Launch ``kern`` (f32, f64, f16 or int8; or f16 x quantized weights, whose operands and verdict
+    are vlpc/quant_run.py's ``quant_operands`` and ``quant_verdict``; sizes resolved in ``p``, alpha and beta of the
     kernel's :func:`vlpc.verify.scalar_type`) on ``device`` (a Device) and check C with
     :func:`vlpc.verify.check`.  ``a``, ``b``, ``c``: arrays as stored, or None (random:
     :func:`operand_buffers`); ``scales`` (W8A8, random when omitted) and ``bias`` (random when
@@ -446,10 +450,24 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
     one-line :class:`VlpcError` for operands, scales or bias of the wrong type or shape."""
     from vlpc.verify import NP, check, geometries, launch_and_read, scalar_type, types_of
 
-    ab, ct, dequant = types_of(kern)
     rng = np.random.default_rng(seed)
+    if kern.launch_info.get("b_format"):  # B a quantized tensor's bytes (N x K layout, vlpc/quant_run.py)
+        from vlpc.quant_run import quant_operands, quant_verdict
+
+        if scales is not None:
+            raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its "
+                            "blocks carry their own")
+        host = quant_operands(kern, a, b, c, p, rng, bias)
+        _add_residual(host, kern, p, residual, rng)
+        out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta,
+                                            NP[str(kern.launch_info.get("c_dtype", "f32"))], iterations,
+                                            scalar=np.float32)
+        v = quant_verdict(kern, p, host, out, alpha, beta) if verify else None
+        return np.ascontiguousarray(geometries("NT", p)["C"].matrices(out)), stats, min(walls), v, host
+    ab, ct, dequant = types_of(kern)
     flat = operand_buffers(kern.layout, p, {"A": ab, "B": ab, "C": ct}, {"A": a, "B": b, "C": c}, rng)
     host = dict(flat)
+    _add_residual(host, kern, p, residual, rng)
     if dequant:
         if scales is None:
             scales = (rng.uniform(1e-3, 2e-2, p.m).astype(np.float32), rng.uniform(1e-3, 2e-2, p.n).astype(np.float32))
@@ -473,26 +491,59 @@ def launch_and_check(kern, a, b, c, p: Problem, alpha, beta, device, *, seed: in
                                         scalar=scalar_type(kern))
     cm = np.ascontiguousarray(geometries(kern.layout, p)["C"].matrices(out))
     inputs = stored_arrays(kern.layout, p, flat) if stored else {name: flat[name] for name in "ABC"}
-    for name in ("scale_row", "scale_col", "bias"):
+    for name in ("scale_row", "scale_col", "bias", "residual"):
         if name in host:
             inputs[name] = host[name]
     v = None
     if verify:
+        expected = None
+        if "residual" in host:  # D = epilogue(...) + R: vlpc.verify's reference and bound in f32, then + R
+            from vlpc.verify import op_matrices, reference_and_bound, with_residual
+
+            g = geometries(kern.layout, p)
+            op_a, op_b = op_matrices(kern.layout, p, flat["A"], flat["B"])
+            expected = with_residual(reference_and_bound(op_a, op_b, g["C"].matrices(flat["C"]), alpha, beta, ab,
+                                                         "f32", pieces=kern.split_k * kern.local_split,
+                                                         epilogue=epi, bias=bias),
+                                     g["C"].matrices(host["residual"]), ct)
         v = check(kern.layout, p, ab, flat["A"], flat["B"], flat["C"], out, alpha, beta, epi, bias, c_type=ct,
-                  pieces=kern.split_k * kern.local_split, scales=scales if dequant else None)
+                  pieces=kern.split_k * kern.local_split, scales=scales if dequant else None, expected=expected)
     return cm, stats, min(walls), v, inputs
 
 
-def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iterations, strict, waitcnt, bias,
-               scales) -> RunResult:
-    """:func:`run` for the quantized-weight GEMV (:mod:`vlpc.quant_run`): ``a`` f16 (M x lda),
-    ``b`` the GGUF tensor's bytes (uint8, N x row bytes), ``c`` f32/f16; M and N at launch from
-    the arrays or ``m``, ``n``."""
-    from vlpc.quant_run import row_bytes, run_quant
+def _add_residual(host: dict, kern, p: Problem, residual: np.ndarray | None, rng: np.random.Generator) -> None:
+    """``host["residual"]`` for a kernel with a residual operand R (launch fact ``residual``: f16 or
+    f32): R laid out as C (M x ldc, the gaps NaN), ``residual`` (M x N, or M x ldc with C's gaps) or
+    random values; a one-line :class:`VlpcError` for another type or shape, or an R given to a kernel
+    without the operand."""
+    from vlpc.verify import NP, geometries, pack
 
-    if scales is not None:
-        raise VlpcError(f"kernel {kern.name} ({kern.launch_info['b_format']} weights) takes no scales: its blocks "
-                        "carry their own")
+    rt = kern.launch_info.get("residual")
+    if not rt:
+        if residual is not None:
+            raise VlpcError(f"kernel {kern.name} has no residual operand; do not pass residual")
+        return
+    rt = str(rt)
+    g = geometries(kern.layout, p)["C"]
+    if residual is None:
+        flat = np.full(g.size, np.nan, NP[rt])
+        flat[g.offsets().reshape(-1)] = rng.standard_normal(p.m * p.n).astype(NP[rt])
+    else:
+        residual = np.asarray(residual)
+        if residual.dtype != NP[rt] or residual.ndim != 2 or residual.shape[0] != p.m or \
+                residual.shape[1] not in (p.n, p.ldc):
+            raise VlpcError(f"residual must be {rt} of shape ({p.m}, {p.n}) (or ({p.m}, {p.ldc}) with C's row "
+                            f"gaps), got {residual.dtype} {residual.shape}")
+        flat = pack("C", residual, g, NP[rt], fill=np.nan)
+    host["residual"] = flat
+
+
+def _quant_problem(kern, a, b, c, m, n) -> Problem:
+    """The problem of a quantized-weight kernel's :func:`run`: ``a`` f16 (M x lda), ``b`` the tensor's
+    bytes (uint8, N x row bytes; a SwiGLU's 2N rows), ``c`` f32/f16; M and N at launch from the arrays
+    or ``m``, ``n``; ldb in bytes (the row bytes unless static)."""
+    from vlpc.quant_run import row_bytes
+
     li = kern.launch_info
     m_arr, n_arr = (a if a is not None else c), b  # M and N at launch: from the operands if not given
     b_rows = 2 if "swiglu" in str(li.get("epilogue", "")) else 1  # (swiglu: B holds the gate's N rows, then up's)
@@ -501,12 +552,7 @@ def _run_quant(kern, a, b, c, m, n, alpha, beta, device, seed, verify, iteration
     if li["static_ldb"] < 0:  # (resolve_problem's default is K: B's rows are bytes here)
         p.ldb = row_bytes(str(li["b_format"]), p.k)
     kern.check_sizes(p.m, p.n, p.k)
-    launch = kern.launch(p.m, p.n, p.k)
-    al, be = _scalar("alpha", alpha, kern.alpha, 1.0), _scalar("beta", beta, kern.beta, 0.0)
-    dev = _device_for(kern, device, waitcnt, strict)
-    cm, stats, wall, v, inputs = run_quant(kern, a, b, c, p, al, be, dev, seed=seed, verify=verify,
-                                           iterations=iterations, bias=bias)
-    return _checked_result(kern, p, launch, al, be, dev, cm[0], stats, wall, v, inputs)
+    return p
 
 
 def _checked_result(kern, p, launch, al, be, dev, c, stats, wall, v, inputs) -> RunResult:

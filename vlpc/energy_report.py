@@ -121,6 +121,8 @@ def host_buffers(ck, p) -> tuple[dict, type, type | None, str, str]:
 
         rows = 2 * p.n if "swiglu" in epi else p.n
         host["B"] = np.zeros((rows - 1) * p.ldb + row_bytes(str(fmt), p.k), np.uint8)
+    if ck.launch_info.get("residual"):  # R: C's geometry, its own element type (docs/quantized.md)
+        host["residual"] = np.zeros(host["C"].size, types[str(ck.launch_info["residual"])])
     return host, types[ct], scalar, ab, ct
 
 

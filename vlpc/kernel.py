@@ -352,9 +352,8 @@ class CompiledKernel:
         lda_min = k if layout[0] == "N" else m  # A stored M x K, or K x M
         ldb_min = n if layout[1] == "N" else k  # B stored K x N, or N x K
         if li.get("b_format"):  # B: N rows of K / 32 blocks (bytes; docs/quantized.md)
-            from vlpc.dialects.gemm import B_FORMATS
-            block, block_bytes = B_FORMATS[str(li["b_format"])]
-            ldb_min = k // block * block_bytes
+            from vlpc.dialects.gemm import quant_row_bytes
+            ldb_min = quant_row_bytes(str(li["b_format"]), k)
         for name, ld, minimum in (("lda", lda, lda_min), ("ldb", ldb, ldb_min), ("ldc", ldc, n)):
             if ld is not None and ld < minimum:
                 raise VlpcError(f"{name}={ld} is smaller than {minimum}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from vlpc.errors import VlpcError
-from vlpc.verify import Problem, geometries, launch_and_read, pack
+from vlpc.verify import Problem, geometries, pack
 
 #: The garbage byte in B's row gaps (after each row's last block).
 B_PAD = 0xB5
@@ -55,11 +55,11 @@ def ggml_type(fmt: str):
 
 def row_bytes(fmt: str, k: int) -> int:
     """Bytes of one row of K weights in ``fmt`` (``B_FORMATS``: 32 weights per block, as gguf's
-    GGML_QUANT_SIZES, which tests/quant/test_quant_gemv.py compares)."""
-    from vlpc.dialects.gemm import B_FORMATS
+    GGML_QUANT_SIZES, which tests/quant/test_quant_gemv.py compares; an int4 group format's last
+    partial group: dialects/gemm.py's ``quant_row_bytes``)."""
+    from vlpc.dialects.gemm import quant_row_bytes
 
-    block, size = B_FORMATS[fmt]
-    return k // block * size
+    return quant_row_bytes(fmt, k)
 
 
 def random_weights(fmt: str, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -118,14 +118,19 @@ def quantize_q4_k(w: np.ndarray) -> np.ndarray:
 
 
 def quantize_int4(w: np.ndarray, group: int) -> np.ndarray:
-    """Weights ``w`` (N x K, K a multiple of ``group``) in vlpc's int4 group format ``int4_g<group>``
-    (docs/quantized.md): uint8 (N, K / group x (4 + group / 2)).  Asymmetric min/max quantization as
-    GPTQ's and AWQ's (per group ``s = (max - min) / 15`` as f16, ``z = round(-min / s)`` clipped to
-    0..15, ``q = clip(round(x / s) + z, 0, 15)``); weight ``(q - z) s`` (:func:`dequantize_int4`)."""
+    """Weights ``w`` (N x K) in vlpc's int4 group format ``int4_g<group>`` (docs/quantized.md): uint8
+    (N, row bytes): K // group groups of 4 + group / 2 bytes, then for K % group != 0 (an even count)
+    the last, partial group of K % group weights (4 + (K % group) / 2 bytes).  Asymmetric min/max
+    quantization as GPTQ's and AWQ's (per group ``s = (max - min) / 15`` as f16, ``z = round(-min / s)``
+    clipped to 0..15, ``q = clip(round(x / s) + z, 0, 15)``); weight ``(q - z) s`` (:func:`dequantize_int4`)."""
     w = np.asarray(w, np.float32)
     n, k = w.shape
-    if k % group:
-        raise VlpcError(f"int4_g{group} rows are whole groups of {group} weights, got K={k}")
+    if k % 2:
+        raise VlpcError(f"int4_g{group} rows hold an even number of weights (two a byte), got K={k}")
+    full = k - k % group
+    if k % group:  # the whole groups, then the partial one (its own header)
+        return np.concatenate([quantize_int4(w[:, :full], group) if full else np.zeros((n, 0), np.uint8),
+                               quantize_int4(w[:, full:], k % group)], axis=1)
     x = w.reshape(n, k // group, group).astype(np.float64)
     lo, hi = np.minimum(x.min(-1), 0.0), np.maximum(x.max(-1), 0.0)
     s = ((hi - lo) / 15.0).astype(np.float16)
@@ -142,12 +147,22 @@ def quantize_int4(w: np.ndarray, group: int) -> np.ndarray:
 
 
 def dequantize_int4(rows: np.ndarray, group: int) -> np.ndarray:
-    """The N x K weights ``(q - z) s`` of ``rows`` (uint8, N x K / group x (4 + group / 2)) in the int4
-    group format (docs/quantized.md: per group an f16 scale, a u8 zero point, an ignored byte, then the
-    nibbles, weight 2j in the low nibble of byte j), float64; a zero point above 15 is a VlpcError."""
+    """The N x K weights ``(q - z) s`` of ``rows`` (uint8, N x row bytes) in the int4 group format
+    (docs/quantized.md: per group an f16 scale, a u8 zero point, an ignored byte, then the nibbles,
+    weight 2j in the low nibble of byte j; row bytes not a whole number of groups: the last group is
+    partial, its 4-byte header then 2 weights a byte), float64; a zero point above 15 is a VlpcError."""
     b = np.ascontiguousarray(rows, np.uint8)
     n = b.shape[0]
-    g = b.reshape(n, -1, 4 + group // 2)
+    size = 4 + group // 2
+    full = b.shape[1] // size * size
+    if full < b.shape[1]:  # the last, partial group: K % G = 2 (bytes - 4) weights
+        rest = b.shape[1] - full
+        if rest < 5:
+            raise VlpcError(f"int4_g{group}: rows of {b.shape[1]} bytes are neither whole groups of {size} bytes nor "
+                            "end in a partial group (a 4-byte header and its nibbles)")
+        head = dequantize_int4(b[:, :full], group) if full else np.zeros((n, 0))
+        return np.concatenate([head, dequantize_int4(b[:, full:], 2 * (rest - 4))], axis=1)
+    g = b.reshape(n, -1, size)
     s = g[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float64)
     z = g[..., 2].astype(np.float64)
     if (z > 15).any():
@@ -225,14 +240,26 @@ def _nibbles(packed: np.ndarray) -> np.ndarray:
     return ((u[..., None] >> (4 * np.arange(8))) & 15).astype(np.uint8)
 
 
+def _group_size(k: int, groups: int) -> int:
+    """G of a checkpoint with ``groups`` groups along K: K / groups, or when ``groups`` does not divide
+    K the format's G (32, 64, 128) of ``groups`` = ceil(K / G) whole groups and a last partial one."""
+    if k % groups == 0 and k // groups in _int4_groups().values():
+        return k // groups
+    return next((g for g in _int4_groups().values() if -(-k // g) == groups and k > g), k // groups)
+
+
 def int4_rows(q: np.ndarray, z: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """vlpc's int4 group rows (docs/quantized.md; uint8 N x K / G x (4 + G / 2)) of the unpacked
-    weights ``q`` (N x K, 0..15), zero points ``z`` (N x K / G, 0..15) and f16 scales ``s``
-    (N x K / G): weight ``(q - z) s`` (:func:`dequantize_int4`); a zero point outside 0..15 is a
-    :class:`VlpcError`."""
+    """vlpc's int4 group rows (docs/quantized.md; uint8 N x row bytes: K / G groups of 4 + G / 2 bytes,
+    a last partial group when G does not divide K) of the unpacked weights ``q`` (N x K, 0..15), zero
+    points ``z`` (N x groups, 0..15) and f16 scales ``s`` (N x groups): weight ``(q - z) s``
+    (:func:`dequantize_int4`); a zero point outside 0..15 is a :class:`VlpcError`."""
     n, k = q.shape
     groups = s.shape[1]
-    group = k // groups
+    group = _group_size(k, groups)
+    if k % group:  # the whole groups, then the partial one
+        full = k - k % group
+        return np.concatenate([int4_rows(q[:, :full], z[:, :-1], s[:, :-1]),
+                               int4_rows(q[:, full:], z[:, -1:], s[:, -1:])], axis=1)
     if (np.asarray(z) > 15).any() or (np.asarray(z) < 0).any():
         raise VlpcError(f"a zero point of {int(np.max(z))} (or below 0): vlpc's int4 group format takes zero points "
                         "0..15")
@@ -256,10 +283,11 @@ def gptq_to_int4(qweight: np.ndarray, qzeros: np.ndarray, scales: np.ndarray, g_
     kq, n = qweight.shape
     k = 8 * kq
     groups = scales.shape[0]
-    if scales.shape != (groups, n) or qzeros.shape != (groups, n // 8) or n % 8 or not groups or k % groups:
+    if scales.shape != (groups, n) or qzeros.shape != (groups, n // 8) or n % 8 or not groups or \
+            -(-k // _group_size(k, groups)) != groups:
         raise VlpcError(f"GPTQ tensors do not match: qweight {tuple(qweight.shape)} (K/8 x N), qzeros "
                         f"{tuple(qzeros.shape)} (K/G x N/8), scales {tuple(scales.shape)} (K/G x N)")
-    group = k // groups
+    group = _group_size(k, groups)
     if g_idx is not None and not np.array_equal(np.asarray(g_idx), np.arange(k) // group):
         raise VlpcError("GPTQ g_idx is not k // group_size (an act-order checkpoint): its permuted groups are "
                         "not supported")
@@ -276,13 +304,13 @@ def awq_to_int4(qweight: np.ndarray, qzeros: np.ndarray, scales: np.ndarray) -> 
     k, nq = qweight.shape
     n = 8 * nq
     groups = scales.shape[0]
-    if scales.shape != (groups, n) or qzeros.shape != (groups, nq) or not groups or k % groups:
+    if scales.shape != (groups, n) or qzeros.shape != (groups, nq) or not groups or -(-k // _group_size(k, groups)) != groups:
         raise VlpcError(f"AWQ tensors do not match: qweight {tuple(qweight.shape)} (K x N/8), qzeros "
                         f"{tuple(qzeros.shape)} (K/G x N/8), scales {tuple(scales.shape)} (K/G x N)")
     inverse = np.argsort(AWQ_ORDER)  # column c of 8 is nibble inverse[c]
     q = _nibbles(qweight)[..., inverse].reshape(k, n).T
     z = _nibbles(qzeros)[..., inverse].reshape(groups, n).T
-    return _int4_format(k // groups), int4_rows(q, z, np.asarray(scales, np.float16).T)
+    return _int4_format(_group_size(k, groups)), int4_rows(q, z, np.asarray(scales, np.float16).T)
 
 
 def _int4_format(group: int) -> str:
@@ -350,27 +378,29 @@ def b_buffer(rows: np.ndarray, n: int, ldb: int, rb: int) -> np.ndarray:
     return flat
 
 
-def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, seed: int = 0,
-              verify: bool = True, iterations: int = 1, bias: np.ndarray | None = None):
-    """Run the quantized GEMV ``kern`` (sizes in ``p``; ldb in bytes) on ``device`` and check C;
-    ``bias``: the f16 vector of a ``bias_row``/``bias_col`` epilogue (random when omitted).
-    Returns ``(C (1, M, N), stats, wall, verdict or None, inputs)`` as :func:`vlpc.api.launch_and_check`."""
-    from vlpc.verify import NP, PAD, check
+def quant_operands(kern, a, b, c, p: Problem, rng: np.random.Generator,
+                   bias: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The exactly sized flat buffers of a quantized-weight kernel's launch (sizes in ``p``; ldb in
+    bytes): A f16 (M x lda, row gaps NaN), B the tensor's bytes (:func:`b_buffer`; random weights
+    from the format's quantizer when omitted), C f32/f16 (random when omitted, gaps NaN) and, for a
+    ``bias_row``/``bias_col`` epilogue, the f16 bias (random when omitted).  One-line
+    :class:`VlpcError` for operands of the wrong type or shape.  (vlpc.api.launch_and_check's
+    operands for these kernels.)"""
+    from vlpc.verify import NP, PAD
 
     fmt = str(kern.launch_info["b_format"])
     ct = str(kern.launch_info.get("c_dtype", "f32"))
     epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
     nb = 2 * p.n if "swiglu" in epi else p.n  # B's rows (swiglu: the gate's N, then the up projection's)
-    rng = np.random.default_rng(seed)
     rb = row_bytes(fmt, p.k)
     if p.ldb < rb or p.ldb % 4:
         raise VlpcError(f"ldb={p.ldb}: a {fmt} row of K={p.k} is {rb} bytes; ldb must be at least that and a multiple of 4")
     g = geometries("NT", p)
     if a is None:
         a = rng.standard_normal((p.m, p.lda)).astype(np.float16)
-    flat_a = pack("A", np.asarray(a), g["A"], np.float16, fill=np.nan) if np.asarray(a).dtype == np.float16 else None
-    if flat_a is None:
+    if np.asarray(a).dtype != np.float16:
         raise VlpcError(f"A must be f16 activations, got {np.asarray(a).dtype}")
+    flat_a = pack("A", np.asarray(a), g["A"], np.float16, fill=np.nan)
     if b is None:
         b = random_weights(fmt, nb, p.k, rng)
     flat_b = b_buffer(b, nb, p.ldb, rb)
@@ -390,30 +420,47 @@ def run_quant(kern, a, b, c, p: Problem, alpha: float, beta: float, device, *, s
         host["bias"] = bias
     elif bias is not None:
         raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
-    out, stats, walls = launch_and_read(kern, device, host, p, alpha, beta, NP[ct], iterations, scalar=np.float32)
-    cm = np.ascontiguousarray(g["C"].matrices(out))
-    verdict = None
-    if verify:
-        w = dequantize(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
-        pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
-        # per 32 weights one FMA (Q4_K: two, its scale's and its minimum's)
-        # (int4 groups of G: G / 2 dots and one FMA per group)
-        group = _int4_groups().get(fmt)
-        rounds = (group // 2 + p.k // group if group else 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32)) + pieces + 2
-        mag = weight_magnitudes(fmt, np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)]))
-        expected = None
-        if "swiglu" in epi:
-            expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
-                                        rounds, epi[1:], bias, mag)
-        elif mag is not None:
-            expected = split_reference(g["A"].matrices(flat_a), w, mag, g["C"].matrices(flat_c), alpha, beta, ct,
-                                       rounds, epi, bias)
-        verdict = check("NT", p, "f16", flat_a, flat_b, flat_c, out, alpha, beta, epi, bias, c_type=ct,
-                        pieces=pieces, op_b=w.T[None], rounds=rounds, expected=expected)
-    return cm, stats, min(walls), verdict, {"A": flat_a, "B": flat_b, "C": flat_c,
-                                            **({"bias": bias} if wants_bias else {})}
+    return host
 
 
+def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray, alpha: float, beta: float):
+    """The verdict (:func:`vlpc.verify.check`) of a quantized-weight kernel's output ``out`` (flat C after
+    the launch) for the operands ``host`` (:func:`quant_operands`): vlpc.verify's one reference on the
+    format's dequantized weights (gguf's; the int4 formats' :func:`dequantize_int4`), the bound of the
+    module docstring (Q4_K: :func:`split_reference`; SwiGLU: :func:`swiglu_reference`)."""
+    from vlpc.verify import check, reference_and_bound, with_residual
+
+    fmt = str(kern.launch_info["b_format"])
+    ct_out = str(kern.launch_info.get("c_dtype", "f32"))
+    res = host.get("residual")
+    ct = "f32" if res is not None else ct_out  # (with R: f32 until R is added, then C's rounding)
+    epi = tuple(x for x in str(kern.launch_info.get("epilogue", "")).split(",") if x)
+    nb = 2 * p.n if "swiglu" in epi else p.n
+    rb = row_bytes(fmt, p.k)
+    flat_a, flat_b, flat_c, bias = host["A"], host["B"], host["C"], host.get("bias")
+    g = geometries("NT", p)
+    rows = np.stack([flat_b[i * p.ldb:i * p.ldb + rb] for i in range(nb)])
+    w = dequantize(fmt, rows)
+    pieces = kern.split_k * kern.local_split  # partial sums added: split-K slices x wavefront groups
+    # per 32 weights one FMA (Q4_K: two, its scale's and its minimum's)
+    # (int4 groups of G: G / 2 dots and one FMA per group, a last partial group included)
+    group = _int4_groups().get(fmt)
+    rounds = (group // 2 + -(-p.k // group) if group else 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32)) + pieces + 2
+    mag = weight_magnitudes(fmt, rows)
+    expected = None
+    if "swiglu" in epi:
+        expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
+                                    rounds, epi[1:], bias, mag)
+    elif mag is not None:
+        expected = split_reference(g["A"].matrices(flat_a), w, mag, g["C"].matrices(flat_c), alpha, beta, ct,
+                                   rounds, epi, bias)
+    if res is not None:  # D = epilogue(...) + R
+        if expected is None:
+            expected = reference_and_bound(g["A"].matrices(flat_a), w.T[None], g["C"].matrices(flat_c), alpha, beta,
+                                           "f16", "f32", pieces=pieces, epilogue=epi, bias=bias, rounds=rounds)
+        expected = with_residual(expected, g["C"].matrices(res), ct_out)
+    return check("NT", p, "f16", flat_a, flat_b, flat_c, out, alpha, beta, epi, bias, c_type=ct_out,
+                 pieces=pieces, op_b=w.T[None], rounds=rounds, expected=expected)
 
 
 def split_reference(a: np.ndarray, w: np.ndarray, mag: np.ndarray, c0: np.ndarray, alpha: float, beta: float,
@@ -522,4 +569,4 @@ def weights_option(kernel, spec: str, n: int | None) -> tuple[np.ndarray, int]:
 
 
 __all__ = ["B_PAD", "b_buffer", "dequantize", "dequantize_int4", "quantize_int4", "ggml_type", "AWQ_ORDER", "awq_to_int4", "gptq_to_int4", "int4_rows", "read_int4_checkpoint", "quantize_q4_k", "random_weights", "read_gguf_tensor",
-           "row_bytes", "run_quant", "split_reference", "weight_magnitudes", "weights_option"]
+           "quant_operands", "quant_verdict", "row_bytes", "split_reference", "weight_magnitudes", "weights_option"]

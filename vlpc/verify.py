@@ -345,6 +345,18 @@ def reference_and_bound(op_a: np.ndarray, op_b: np.ndarray, c0: np.ndarray, alph
                         scales=scales, rounds=rounds))
 
 
+def with_residual(expected: tuple[np.ndarray, np.ndarray], r: np.ndarray, ct: str) -> tuple[np.ndarray, np.ndarray]:
+    """(reference, bound) of ``D = x + R`` from ``expected``, x's (reference, bound) in f32 (before C's
+    rounding: the kernels add R in f32 after the fused epilogue), and ``r`` (R, shaped as C): one more
+    f32 rounding, then f16 C's (``ct``)."""
+    with np.errstate(all="ignore"):
+        exp = expected[0] + np.asarray(r, np.float64)
+        bound = expected[1] + U32 * np.abs(exp)
+        if ct == "f16":
+            bound = bound * (1 + U16) + U16 * np.abs(exp) + 2.0 ** -25
+    return exp, bound
+
+
 def tolerance(a: np.ndarray, bt: np.ndarray, c0: np.ndarray, alpha: float, beta: float, k: int,
               dtype: str = "f32") -> np.ndarray:
     """:func:`error_bound` without an epilogue for ``alpha * a @ bt.T + beta * c0`` (``a`` M x K,
@@ -644,4 +656,4 @@ __all__ = ["DotVerdict", "F16_OVERFLOW", "GELU_LIPSCHITZ", "Geometry", "NP", "NP
            "U16", "U32", "UNIT_ROUNDOFF", "Verdict", "apply_epilogue", "check", "check_before_allocating",
            "check_offsets_before_allocating", "dot_error_bound", "epilogue_step", "error_bound", "gamma", "geometries",
            "gelu_tanh", "kernel_arguments", "launch_and_read", "op_matrices", "pack", "reference", "reference_and_bound",
-           "scalar_type", "tolerance", "types_of"]
+           "scalar_type", "tolerance", "types_of", "with_residual"]

@@ -50,7 +50,7 @@ def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedul
     gemm = quant_gemm_kernels(mm, name, strategy, schedule, forwarding)
     if gemm is not None:
         return gemm
-    lane = quant_lane_kernels(mm, name)
+    lane = quant_lane_kernels(mm, name) if mm.residual is None else None  # (its store takes no residual)
     if lane is not None:
         return lane
     builder = {"q4_k": Q4KGemvBuilder, **dict.fromkeys(INT4_GROUP_FORMATS, Int4GemvBuilder)}.get(mm.shape().b_format)
@@ -64,10 +64,14 @@ def dot_path_kernels(mm: MatmulOp, name: str, strategy: str, schedule: str, forw
     not pack itself, ``<name>_transpose`` then the dot kernels (``isel/transpose.py``;
     ``a_transpose``: ``auto``, ``pre``, ``in-kernel``), else :func:`dot_kernels`."""
     check_dot(mm, strategy, schedule)
-    lane = lane_gemv_kernels(mm, name)
+    lane = lane_gemv_kernels(mm, name) if mm.residual is None else None  # (its store takes no residual)
     if lane is not None:
         return lane
     if plan_copies(mm, a_transpose):
+        if mm.residual is not None:
+            raise op_error(mm, "residual(...): this product copies A or B first (passes/isel/transpose.py: A "
+                           "stored K x M, B stored K x N at a large M, or an odd lda/ldb); the residual operand is "
+                           "supported for the plans without a copy")
         return transpose_dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles, a_transpose)
     return dot_kernels(mm, name, strategy, schedule, forwarding, rows_tiles)
 
@@ -136,12 +140,12 @@ class ConvertGemmToGcnPass(ModulePass):
                                "f64: gfx906 has no f64 exponential")
             if mm.bias is not None and mm.bias not in fn.body.block.args:
                 raise op_error(mm, f"the bias of gemm.matmul must be an argument of @{fn.sym_name.data}")
-            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col)
-                        if v is not None and v in fn.body.block.args]
+            expected = [v for v in (mm.a, mm.b, mm.c, mm.alpha, mm.beta, mm.bias, mm.scale_row, mm.scale_col,
+                                    mm.residual) if v is not None and v in fn.body.block.args]
             if list(fn.body.block.args) != expected:
                 raise op_error(mm, f"the arguments of @{fn.sym_name.data} must be gemm.matmul's A, B, C, alpha, beta, "
-                               "then bias, scale_row, scale_col when used, in that order: they become the kernel's "
-                               "arguments")
+                               "then bias, scale_row, scale_col when used, in that order (a residual last): they "
+                               "become the kernel's arguments")
             if fn.function_type.outputs.data:
                 raise op_error(mm, f"@{fn.sym_name.data} must not return values (the kernel writes C)")
             for i, v in enumerate((mm.a, mm.b, mm.c, mm.alpha, mm.beta)):

@@ -93,7 +93,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp, gemv_a_width
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, GemmShape, MatmulOp, gemv_a_width, type_name
 from vlpc.passes.common import op_error
 from vlpc.passes.isel.emit import (
     SMEM_IMM_MAX,
@@ -128,13 +128,15 @@ DOT_DTYPES = tuple(DOT_PACK)
 _C_TYPE_NAMES = {"f32": "float", "f16": "half", "i32": "int", "i8": "char"}
 
 
-def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = False) -> list[dict]:
+def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = False,
+                       residual: str | None = None) -> list[dict]:
     """The kernel arguments of a dot kernel (byte offsets as the f32 kernel's):
     A, B, C pointers at 0, 8, 16; M, N, K, lda, ldb, ldc (i32, elements) at 24..44;
     alpha, beta at 48, 52 (f32 for f16 inputs and dequantized int8, i32 for int8 -> i32);
     dequantized int8 (C f32/f16) adds the scale_row and scale_col pointers at 56, 64; a bias
     epilogue the bias pointer after those (56, or 72 after the scales; an f16 vector for f16
-    products, f32 for dequantized int8); a strided
+    products, f32 for dequantized int8), then a ``residual`` operand's pointer (R's element type: f16
+    or f32; 2-D products only); a strided
     batch adds stride_a, stride_b, stride_c (i32, elements) after those (56 or 72); a split-K plan
     (``workspace``) adds the workspace pointer (f32 or i32 partials) last, at 56 or 72."""
     ab = _C_TYPE_NAMES[shape.dtype]
@@ -152,6 +154,9 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
     if bias:
         args.append(("bias", off, 8, "global_buffer", "float*" if dequant else f"{ab}*"))
         off += 8
+    if residual:
+        args.append(("residual", off, 8, "global_buffer", f"{_C_TYPE_NAMES[residual]}*"))
+        off += 8
     if shape.batch != 0:
         args += [(n, off + 4 * i, 4, "by_value", "int") for i, n in enumerate(("stride_a", "stride_b", "stride_c"))]
         off += 16
@@ -162,6 +167,36 @@ def dot_kernarg_layout(shape: GemmShape, workspace: bool = False, bias: bool = F
         if a["value_kind"] == "global_buffer":
             a["access"] = "read_write" if a["name"] in ("C", "workspace") else "read_only"
     return out
+
+
+def residual_rows(e: Emitter, builder, kp: SSAValue, kargs: dict, row0: SSAValue, wg_x: SSAValue, mt_n: int,
+                  ldc: SSAValue | int, tid: SSAValue):
+    """``add(out, r)``: ``out`` (f32, the lane's column of tile row ``r`` after the epilogue) plus the
+    residual R there (``residual_type()`` of the builder: f16 widened, or f32; R has C's shape and
+    strides, docs/quantized.md), one load per element under the row's EXEC; or None when the
+    builder has no residual operand."""
+    rt = builder.residual_type()
+    if rt is None:
+        return None
+    esz = 2 if rt == "f16" else 4
+    ptr = e(gcn.SLoadDwordx2Op(kp, kargs["residual"], comment="kernarg residual")).sdst
+    ld_b = ldc * esz if isinstance(ldc, int) else e.mul(ldc, esz)
+    lo, hi = e.mul64(row0, ld_b)
+    tile = e.add64(e.add64(ptr, lo, hi, comment="R tile rows"), e.mul(wg_x, mt_n * esz), 0, comment="R tile columns")
+    voff = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
+    rows: dict = {0: tile}
+    load = gcn.GlobalLoadUshortOp if rt == "f16" else gcn.GlobalLoadDwordOp
+
+    def add(out: SSAValue, r: int) -> SSAValue:
+        if r not in rows:
+            rows[r] = e.add64(rows[max(rows)], (r - max(rows)) * ld_b, 0) if isinstance(ld_b, int) else \
+                e.add64(rows[0], *e.mul64(e.const(r), ld_b))
+        x = e(load(voff, rows[r], comment=f"R row {r}", merge=e(gcn.VMovB32Op(0)).vdst)).vdst
+        if rt == "f16":
+            x = e(gcn.VCvtF32F16Op(x)).vdst
+        return e(gcn.VAddF32Op(out, x)).vdst  # + the residual
+
+    return add
 
 
 def blas_quick_returns(e: Emitter, alpha: SSAValue, beta: SSAValue, lanes: SSAValue, acc: list[SSAValue],
@@ -534,7 +569,13 @@ class DotKernelBuilder:
         self.a_trans = mm.layout.data[0] == "T"  # A K x M packed here (False: a copy, passes/isel/transpose.py)
 
     def kernargs(self) -> list[dict]:
-        return dot_kernarg_layout(self.shape, workspace=self.split > 1, bias=self.mm.bias is not None)
+        return dot_kernarg_layout(self.shape, workspace=self.split > 1, bias=self.mm.bias is not None,
+                                  residual=self.residual_type())
+
+    def residual_type(self) -> str | None:
+        """The element type of the residual operand R ("f16", "f32"), or None without one."""
+        r = self.mm.residual
+        return None if r is None else type_name(r.type.element_type)
 
     def _a_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z: SSAValue | None, batch_base) -> SSAValue:
         """A's base (an SGPR pair) for the workgroup's batch entry."""
@@ -801,6 +842,7 @@ class DotKernelBuilder:
         lo, hi = e.mul64(row0, ldc_b)
         c_tile = e.add64(ptr_c, lo, hi, comment="C tile rows")
         c_tile = e.add64(c_tile, e.mul(f.wg_x, mt_n * c_esz), 0, comment="C tile columns")
+        residual = residual_rows(e, self, kp, kargs, row0, f.wg_x, mt_n, ldc, tid)
         alpha = early.get("alpha") or e(gcn.SLoadDwordOp(kp, kargs["alpha"], comment="kernarg alpha")).sdst
         beta = early.get("beta") or e(gcn.SLoadDwordOp(kp, kargs["beta"], comment="kernarg beta")).sdst
         dequant = is_int and c_type != "i32"
@@ -868,6 +910,8 @@ class DotKernelBuilder:
                     if brows[i] is not None and not dequant:
                         brows[i] = e(gcn.VCvtF32F16Op(brows[i])).vdst
                     out = apply_epilogue(out, brows[i])
+                    if residual is not None:
+                        out = residual(out, r)
                     if c_type == "f16":
                         out = e(gcn.VCvtF16F32Op(out)).vdst
                 e(c_store(voff_c, out, ptr))
@@ -908,6 +952,8 @@ class DotKernelBuilder:
                          local_split=self.local, k_per_split=-1)
         if self.role != "main":
             extra["role"] = self.role
+        if self.residual_type():
+            extra["residual"] = self.residual_type()
         roles = ["kernarg_segment_ptr", "workgroup_id_x", "workgroup_id_y"]
         if s.batch != 0 or (self.role == "main" and self.split > 1):
             roles.append("workgroup_id_z")

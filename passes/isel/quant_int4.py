@@ -32,13 +32,21 @@ epilogues) with another K loop, one group an iteration, B two groups ahead:
   ``gamma_n(2^-24) sum_k |a_k| |w_k|``, n = G / 2 + K / G + S L + 2 (vlpc/quant_run.py).
 
 A is read per 32 weights of a group (``s_load_dwordx16``, batches of 4 rows), issued before the
-chunk's dequantization.  K must be whole groups (a last partial group is refused by the verifier
-with a located error); the fused SwiGLU is refused for these formats.
+chunk's dequantization.
+
+**A last partial group** (K % G != 0, a multiple of 32 weights after at least one whole group: the
+verifier's rule; GPTQ's and AWQ's last group of a K that G does not divide): the row ends in its
+4-byte header and (K % G) / 2 bytes of nibbles (``quant_row_bytes`` in dialects/gemm.py).  The K
+slices (wavefront groups, split-K) take the whole groups as without it (the slicing sees
+K - K % G: :meth:`Int4GemvBuilder._arg`); then the last slice alone (its first dword of A compared
+in SALU, a forward branch over a loop that runs once, so the accumulators keep their registers)
+loads the partial group's 1 + (K % G) / 8 dwords, exactly its bytes, and adds it as a group of
+K % G weights: (K % G) / 32 chunks of A, the same dequantization, dots and FMA.
 """
 
 from __future__ import annotations
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS
@@ -59,8 +67,17 @@ class Int4GemvBuilder(QuantGemvBuilder):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.group = INT4_GROUP_FORMATS[self.fmt]
+        self.tail = self.shape.k % self.group  # weights of the last, partial group (0: none)
+        self.k_begin: SSAValue | None = None  # the K slice's first dword of A (None: one slice)
+
+    def _arg(self, e: Emitter, kp: SSAValue, name: str, static: int) -> SSAValue | int:
+        """K as the slicing sees it: the whole groups (the partial one after them: module docstring)."""
+        if name == "K" and self.tail:
+            return static - self.tail
+        return super()._arg(e, kp, name, static)
 
     def _b_slice_bytes(self, e: Emitter, k_begin: SSAValue, kb4: SSAValue) -> SSAValue:
+        self.k_begin = k_begin
         shift = (self.group // 2).bit_length() - 1  # G / 2 dwords of A per group
         g = e(gcn.SLshrB32Op(k_begin, shift, comment="first group of the slice")).sdst
         return e.mul(g, self.block_bytes)
@@ -92,9 +109,13 @@ class Int4GemvBuilder(QuantGemvBuilder):
             return a_row_loads(e, a_tile, lda4, imm_rows, stepped, koff, c, range(r0, min(r0 + A_BATCH_ROWS, rows)),
                                f"weights {32 * c}.. of the group")
 
-        def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None):
+        def compute(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None,
+                    chunks: int = chunks):
+            """acc += the group at ``koff`` (``chunks`` x 32 weights: G / 32, or the partial group's), its
+            dwords in ``loaded``; ``nxt``: reload ``loaded``'s registers with the group there."""
             acc = list(acc)
             reloaded: list[SSAValue] = []
+            n_x4 = len(loaded) - 1  # dwordx4 loads, then one dword
 
             def dw(i: int) -> SSAValue:
                 return e.sub(loaded[i // 4], i % 4, 1) if i // 4 < n_x4 else loaded[-1]
@@ -156,5 +177,39 @@ class Int4GemvBuilder(QuantGemvBuilder):
 
         koff = e.const(0)
         bptr = e.add64(b_tile, 0, 0, comment="B of the first group")
-        return pipelined_k_loop(e, step, load_set, bptr, iters, QUANT_B_AHEAD, self.block_bytes, a_bytes, koff, None,
-                                acc, left, f".L{self.name}_int4_groups", "group")
+        acc = pipelined_k_loop(e, step, load_set, bptr, iters, QUANT_B_AHEAD, self.block_bytes, a_bytes, koff, None,
+                               acc, left, f".L{self.name}_int4_groups", "group")
+        if not self.tail:
+            return acc
+
+        # the last, partial group (module docstring): after the last K slice's whole groups
+        t_dw = 1 + self.tail // 8  # its header and nibbles, in dwords
+        koff_t = e.const(4 * k_val)  # A of the partial group
+        ptr_t = e.add64(b_tile, iters * self.block_bytes, 0, comment="B of the partial group")
+        ptr_u = e.add64(ptr_t, up_off, 0, comment="the up projection's partial group") if self.swiglu else None
+
+        def tail(acc: list[SSAValue]) -> list[SSAValue]:
+            out = []
+            for ptr, part in ((ptr_t, acc[:rows]), (ptr_u, acc[rows:])):
+                if part:
+                    loaded = b_row_loads(e, voff_b, ptr, t_dw, range(t_dw // 4 + 1), "partial group")
+                    out += compute(koff_t, loaded, part, None, self.tail // 32)[0]
+            return out
+
+        if self.k_begin is None:  # one K slice: it is the last
+            return tail(acc)
+        skip = f".L{self.name}_after_partial_group"
+        full_dw = (self.shape.k - self.tail) // 2
+        e(gcn.SCmpLgU32Op(self.k_begin, e.const(full_dw - k_val)))  # the last K slice?
+        e(gcn.SCbranchForwardOp("scc1", skip))
+        body = Block(arg_types=[v.type for v in acc])
+        outer, e.block = e.block, body
+        try:
+            new = tail(list(body.args))
+            e(gcn.SCmpLgU32Op(koff_t, 4 * k_val))  # SCC = 0: one iteration
+            e(gcn.LoopBackOp(new, "scc1"))
+        finally:
+            e.block = outer
+        loop = e(gcn.LoopOp(acc, Region(body), label=f".L{self.name}_partial_group"))
+        e(gcn.LabelOp(skip))
+        return list(loop.res)

@@ -18,22 +18,23 @@ import pytest
 st = pytest.importorskip("safetensors.numpy")
 
 from vlpc.errors import VlpcError  # noqa: E402
-from vlpc.quant_run import dequantize_int4, read_int4_checkpoint  # noqa: E402
+from vlpc.quant_run import dequantize_int4, read_int4_checkpoint, row_bytes  # noqa: E402
 
 from test_quant_gemv import source  # noqa: E402
 
 
 def random_layer(n, k, group, rng, zmin=0):
     q = rng.integers(0, 16, (n, k))
-    z = rng.integers(zmin, 16, (n, k // group))
-    s = (rng.random((n, k // group)) * 0.02 + 1e-3).astype(np.float16)
+    z = rng.integers(zmin, 16, (n, -(-k // group)))  # (a last partial group when G does not divide K)
+    s = (rng.random((n, -(-k // group))) * 0.02 + 1e-3).astype(np.float16)
     return q, z, s
 
 
-def reference(q, z, s):
-    """float64 weights (q - z) s, N x K."""
-    group = q.shape[1] // z.shape[1]
-    return (q - np.repeat(z, group, 1)) * np.repeat(s.astype(np.float64), group, 1)
+def reference(q, z, s, group=None):
+    """float64 weights (q - z) s, N x K (groups of ``group``, the last one partial when it does not divide K)."""
+    k = q.shape[1]
+    group = group or k // z.shape[1]
+    return (q - np.repeat(z, group, 1)[:, :k]) * np.repeat(s.astype(np.float64), group, 1)[:, :k]
 
 
 def pack_words(nib: np.ndarray) -> np.ndarray:
@@ -63,7 +64,8 @@ def pack_awq(q, z, s):
 
 
 @pytest.mark.parametrize("kind, n, k, group", [("gptq", 64, 256, 128), ("gptq", 16, 128, 32),
-                                               ("awq", 64, 256, 128), ("awq", 24, 192, 64)])
+                                               ("awq", 64, 256, 128), ("awq", 24, 192, 64),
+                                               ("gptq", 16, 320, 128), ("awq", 24, 224, 64)])  # partial groups
 def test_checkpoint_layers_against_float64(kind, n, k, group, tmp_path):
     rng = np.random.default_rng(n + k)
     q, z, s = random_layer(n, k, group, rng, zmin=1 if kind == "gptq" else 0)
@@ -75,8 +77,8 @@ def test_checkpoint_layers_against_float64(kind, n, k, group, tmp_path):
     path = tmp_path / "ckpt.safetensors"
     st.save_file(tensors, str(path))
     fmt, rows = read_int4_checkpoint(str(path), "model.layers.0.mlp.up_proj")
-    assert fmt == f"int4_g{group}" and rows.shape == (n, k // group * (4 + group // 2))
-    assert np.array_equal(dequantize_int4(rows, group), reference(q, z, s))
+    assert fmt == f"int4_g{group}" and rows.shape == (n, row_bytes(fmt, k))
+    assert np.array_equal(dequantize_int4(rows, group), reference(q, z, s, group))
 
 
 def test_gptq_v2_zero_points(tmp_path):

@@ -24,8 +24,11 @@ from test_quant_gemv import _swiglu_source, check_nan_inputs, check_padded, sour
 
 
 def random_groups(n: int, k: int, group: int, rng: np.random.Generator) -> np.ndarray:
-    """N rows of K / G random groups: every nibble and zero point 0..15 uniform, f16 scales of either
-    sign, the ignored header byte garbage."""
+    """N rows of K / G random groups (K % G != 0: then the last, partial group of K % G weights):
+    every nibble and zero point 0..15 uniform, f16 scales of either sign, the ignored header byte garbage."""
+    if k % group:
+        return np.concatenate([random_groups(n, k - k % group, group, rng),
+                               random_groups(n, k % group, k % group, rng)], axis=1)
     g = rng.integers(0, 256, (n, k // group, 4 + group // 2), dtype=np.uint8)
     g[..., 0:2] = (rng.standard_normal((n, k // group)) * 0.05).astype(np.float16)[..., None].view(np.uint8)
     g[..., 2] = rng.integers(0, 16, (n, k // group))
@@ -86,16 +89,18 @@ def test_gemv_against_numpy(fmt, m, n, k, ct, pads):
                  deq=lambda b: dequantize_int4(b, group))
 
 
-@pytest.mark.parametrize("fmt", list(INT4_GROUP_FORMATS))
-def test_exact_sums_are_bit_exact(fmt):
+@pytest.mark.parametrize("fmt, k", [(f, 512) for f in INT4_GROUP_FORMATS] + [("int4_g128", 608)])
+def test_exact_sums_are_bit_exact(fmt, k):
     """Small integer activations, power-of-two scales: every sum is exact in f32, C equals the
-    float64 product bit for bit (every nibble and zero point occurs)."""
+    float64 product bit for bit (every nibble and zero point occurs; K = 608: a last partial group
+    of 96 weights)."""
     group = INT4_GROUP_FORMATS[fmt]
-    m, n, k = 2, 64, 512
+    m, n = 2, 64
     rng = np.random.default_rng(3)
     b = random_groups(n, k, group, rng)
-    g = b.reshape(n, -1, 4 + group // 2)
-    g[..., 0:2] = np.float16(0.25).reshape(1).view(np.uint8)
+    size = 4 + group // 2
+    for j in range(-(-k // group)):  # every group's scale (the partial group's 0.5)
+        b[:, j * size:j * size + 2] = np.float16(0.25 if j < k // group else 0.5).reshape(1).view(np.uint8)
     a = rng.integers(-3, 4, (m, k)).astype(np.float16)
     kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
     r = vlpc.run(kern, a, b, np.zeros((m, n), np.float32), beta=0.0, strict=True)
@@ -146,7 +151,12 @@ def test_swiglu(m, k):
 
 @pytest.mark.parametrize("src, match", [
     (source(1, 64, 256, "int4_g128").replace("1x256xf16", "1x320xf16"),
-     "K=320 is not a multiple of the group size 128: int4_g128 rows are whole groups"),
+     r"B has rows of 136 bytes; int4_g128 with K=320 needs 2 blocks of 68 bytes and a partial group of 64 "
+     r"weights \(36 bytes\) = 172 bytes per row"),
+    (source(1, 64, 256, "int4_g128").replace("1x256xf16", "1x336xf16"),
+     "K=336: int4_g128 rows are at least one whole group of 128 weights, then a last partial group of a "
+     "multiple of 32 weights"),
+    (source(1, 64, 256, "int4_g128").replace("1x256xf16", "1x96xf16"), "K must be at least 128"),
     (source(1, 64, 256, "int4_g32").replace("64x160xi8", "64x128xi8"),
      "B has rows of 128 bytes; int4_g32 with K=256 needs 8 blocks of 20 bytes = 160 bytes"),
     (source(1, 64, 256, "int4_g64").replace('"int4_g64"', '"int4_g16"'), "unsupported b_format 'int4_g16'"),
@@ -179,3 +189,64 @@ def test_gguf_tensor_refused(tmp_path):
     kern = vlpc.compile(source(1, 64, 256, "int4_g128")).kernel("g")
     with pytest.raises(VlpcError, match="tensor 'blk.0.ffn_up.weight' is Q4_0, kernel g takes INT4_G128"):
         weights_option(kern, f"{path}:blk.0.ffn_up.weight", None)
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct, pads", [
+    ("int4_g128", 2, 64, 160, "f32", True),    # one whole group and 32 weights: one K slice, no branch
+    ("int4_g128", 3, 64, 320, "f16", True),    # 2 groups + 64 over 2 wavefront groups: the last adds the rest
+    ("int4_g64", 1, 80, 1056, "f32", False),   # 16 groups + 32 over 2 groups; B exactly sized (no gap at all)
+    ("int4_g128", 16, 64, 1120, "f32", True),  # 8 groups + 96 over 8 groups, 16 rows
+])
+def test_partial_group(fmt, m, n, k, ct, pads):
+    """A last partial group (K % G weights): exactly its bytes read once (garbage after it), C against
+    the format's definition, beta = 0 over NaN C, then alpha and beta nonzero (check_padded)."""
+    group = INT4_GROUP_FORMATS[fmt]
+    rb = row_bytes(fmt, k)
+    assert rb == k // group * (4 + group // 2) + 4 + k % group // 2
+    lda, ldb, ldc = (k + 6, rb + 12, n + 3) if pads else (k, rb, n)
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc), split_k=1).kernel("g")
+    assert ("_partial_group" in kern.asm) == (kern.local_split > 1)
+    rng = np.random.default_rng(k + m)
+    check_padded(kern, fmt, random_groups(n, k, group, rng), ct, lda, ldb, ldc, rng,
+                 deq=lambda b: dequantize_int4(b, group))
+
+
+def test_partial_group_layout():
+    """quantize_int4 / dequantize_int4 with a partial group: its header and nibbles after the whole
+    groups, the weights back within half a step."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((5, 320)).astype(np.float32)
+    b = quantize_int4(w, 128)
+    assert b.shape == (5, 172) and np.array_equal(b[:, 136:], quantize_int4(w[:, 256:], 64))
+    back = dequantize_int4(b, 128)
+    assert np.array_equal(back[:, :256], dequantize_int4(b[:, :136], 128))
+    s = np.concatenate([np.repeat(b[:, 0:2].copy().view(np.float16).astype(np.float64), 128, 1),
+                        np.repeat(b[:, 68:70].copy().view(np.float16).astype(np.float64), 128, 1),
+                        np.repeat(b[:, 136:138].copy().view(np.float16).astype(np.float64), 64, 1)], axis=1)
+    assert (np.abs(back - w) <= 0.5 * s + 1e-3 * np.abs(w) + 1e-6).all()
+
+
+def test_partial_group_split_k_nan_and_launch():
+    """Split-K (workspace) with the partial group in the last slice; alpha = 0 over NaN activations and a
+    NaN scale in the partial group; M at launch; the fused SwiGLU."""
+    kern = vlpc.compile(source(1, 64, 1056, "int4_g64", "f16"), split_k=2, local_split=2).kernel("g")
+    assert (kern.split_k, kern.local_split) == (2, 2)
+    r = vlpc.run(kern, c=np.full((1, 64), np.nan, np.float16), beta=0.0, strict=True)
+    assert r.verified and np.isfinite(r.c).all()
+    m, n, k = 2, 64, 352  # 2 groups of 128 + 96
+    kern = vlpc.compile(source(m, n, k, "int4_g128")).kernel("g")
+    rng = np.random.default_rng(4)
+    b = random_groups(n, k, 128, rng)
+    b[5, 136:138] = np.float16(np.nan).reshape(1).view(np.uint8)  # row 5, the partial group: s NaN
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=300, nan_rows_of_b=[5])
+    kern = vlpc.compile(source(None, 64, 320, "int4_g128", "f16")).kernel("g")
+    for mm in (3, 17):
+        r = vlpc.run(kern, m=mm, beta=0.5, strict=True, seed=mm)
+        assert r.verified and r.c.shape == (mm, 64)
+    b = random_groups(2 * n, 320, 128, rng)
+    kern = vlpc.compile(_swiglu_source(3, n, 320, "int4_g128")).kernel("g")
+    a = rng.standard_normal((3, 320)).astype(np.float16)
+    r = vlpc.run(kern, a, b, np.full((3, n), np.nan, np.float32), beta=0.0, strict=True)
+    g = a.astype(np.float64) @ dequantize_int4(b[:n], 128).T
+    u = a.astype(np.float64) @ dequantize_int4(b[n:], 128).T
+    assert r.verified and np.allclose(r.c, g / (1 + np.exp(-g)) * u, rtol=1e-4, atol=1e-3)

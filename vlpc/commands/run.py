@@ -48,7 +48,8 @@ def cmd_run(args) -> int:
         raise VlpcError(f"--seed must be a non-negative integer, got {args.seed}")
     check_size_options(args)
     if args.save_output:
-        for given in (args.file, *(getattr(args, "inputs", None) or ())):  # C.npy of --inputs is the user's
+        for given in (args.file, *(getattr(args, "inputs", None) or ()),  # C.npy of --inputs is the user's
+                      *([args.residual] if getattr(args, "residual", None) else [])):
             check_not_input(args.save_output, given, "--save-output")
         check_writable(args.save_output)
     text = read_input(args.file)
@@ -103,6 +104,14 @@ def cmd_run(args) -> int:
                                 + (f" (ld{name.lower()}={ld} is static in the IR)" if static_ld >= 0
                                    and arr.ndim >= 2 and arr.shape[-1] > ld else ""))
             arrays[name] = arr
+    residual = None
+    if getattr(args, "residual", None):  # R of a kernel with a residual operand (docs/quantized.md)
+        rt = kernel.launch_info.get("residual")
+        if not rt:
+            raise VlpcError(f"--residual: kernel {kernel.name} has no residual operand (gemm.matmul ... residual(...))")
+        residual = load_npy(args.residual, "R")
+        if residual.dtype != np.dtype(NP[str(rt)]):
+            raise VlpcError(f"--residual has dtype {residual.dtype}, expected {np.dtype(NP[str(rt)]).name}")
     p = resolve_launch(kernel, p.m, p.n, p.k, batch, arrays["A"], arrays["B"], arrays["C"])
     check_before_allocating(kernel, p)  # sizes and 32-bit offsets before the operands are made (vlpc/verify.py)
     launch = kernel.launch(p.m, p.n, p.k, p.batch or None)
@@ -169,7 +178,7 @@ def cmd_run(args) -> int:
             r = run(kernel, arrays["A"], arrays["B"], arrays["C"], m=p.m, n=p.n, k=p.k, batch=p.batch or None,
                     alpha=args.alpha if int_scalars else float(dtype(args.alpha)),
                     beta=args.beta if int_scalars else float(dtype(args.beta)), device=dev, seed=args.seed,
-                    verify=args.verify, iterations=args.iterations)
+                    verify=args.verify, iterations=args.iterations, residual=residual)
             failure = None
         except VerificationError as e:
             r, failure = e.result, e
@@ -230,6 +239,9 @@ def add_parser(sub) -> None:
     r.add_argument("--weights", metavar="FILE.gguf:TENSOR",
                    help="B of a b_format kernel: the named Q8_0/Q4_0/Q4_K tensor of a GGUF file (a swiglu kernel: "
                         "FILE.gguf:GATE,UP; docs/quantized.md)")
+    r.add_argument("--residual", metavar="R.npy",
+                   help="R of a kernel with a residual operand (C's shape, f16 or f32 as the IR; random when "
+                        "omitted; docs/quantized.md)")
     r.add_argument("--save-output", metavar="C_OUT.npy", help="save the computed C")
     r.add_argument("--strict", action="store_true", help="emulator: reading an uninitialised register is an error")
     r.add_argument("--waitcnt", default="raise", choices=("raise", "report"),
