@@ -16,7 +16,7 @@ facts):
   (``iters`` of them), so one load instruction of a wave reads ``span`` consecutive units of each of
   its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages, not 64).  Every weight byte
   is read once; A's row gaps and B's bytes after each row's last unit are never read.
-* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K one) stages A's M rows once
+* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K two: :data:`LANE_WAVES_OF`) stages A's M rows once
   (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by phases of at most
   :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a row at piece
   :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes per 32 weights
@@ -26,23 +26,29 @@ facts):
   pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
   of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
   B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.
+* Q4_K's activation sums (the minimum's term, ``sum a`` per 32-weight sub-block) are computed once
+  per workgroup right after A's phase is in LDS (work-item t: chunk t + threads j, the 16
+  ``v_dot2_f32_f16`` with the pair (1, 1) of the SGPR kernel, in its order: the same f32 value) and
+  stored as f32 after A's rows; each lane reads its unit's 8 with two ``ds_read_b128`` per row of A
+  instead of 16 dots per sub-block (before: half of its dots; modeled Q4_K 1 x 14336 x 4096 75.6 % of
+  the streaming ceiling so, 76.4 % now with two waves a workgroup; docs/quantized.md).
 * Dequantization exactly as the SGPR kernels (the f16 pattern 0x6400 + u built by ``v_perm_b32``,
   ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero
   point as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per
   block (Q4_K: sub-block; int4: group) and row of A the dots sum from 0 and one ``v_fma_f32`` adds
-  scale x sum to the lane's accumulator (Q4_K: and -dmin m x sum a).
+  scale x sum to the lane's accumulator (Q4_K: and -dmin m x the staged sum a).
 * After the ``iters`` units (unrolled: at most :data:`LANE_MAX_ITERS`) the span lanes' partials of
   each sum are added through LDS in a fixed order (two levels of 8, then 2 or 4: LaneGemvBuilder),
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
-Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16) + units per lane (Q4_K: 2 x 8 per
+Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did) + units per lane (Q4_K: 2 x 8 per
 super-block) + 14 (the reduction) + 2 times, within vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2``
 (int4: ``G / 2 + K / G + S L + 2``) whenever span >= 16 lanes share a row.
 
 Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K, lda, ldb
-and ldc, K a whole number of units with a span dividing them and at most LANE_MAX_ITERS units per
-lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
+and ldc, K a whole number of units (where no span divides them, a last round of zero units), at most
+LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
 the rows per load (64 / span), no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute (the
 pipeline sets it when a tile, K step, local split or split-K above 1 is given); anything else keeps
 the SGPR kernels (which carry the split-K / local-split plans: this kernel splits nothing, its many
@@ -82,6 +88,10 @@ LANE_MAX_M_OF = {"q4_k": 1}
 #: W = 4 92.5 / 74.4 (B one unit ahead), 79.2 with three; W = 2 91.4 / 63.3; W = 8 70.1 / 67.5;
 #: W = 16 56.8 / 61.9; two rows per lane (R = 2) with W = 4 85.9 / 72.8, W = 2 81.7 / 57.8.
 LANE_WAVES, LANE_B_AHEAD = 4, 3
+#: ... per format where other.  Q4_K (its activation sums staged once per workgroup; modeled as above,
+#: 4096 x 4096 / 14336 x 4096 / 4096 x 14336): W = 1 (not modeled) / 50.6 / 15.7 (one wave a workgroup: 74 %
+#: idle at K = 14336), W = 2 62.1 / 76.4 / 54.0, W = 4 48.7 / 61.7 / 55.4.
+LANE_WAVES_OF = {"q4_k": 2}
 #: Chunks of A read from LDS ahead of the one computed (0: right before their dots; the registers
 #: go to B's units ahead).
 LANE_A_AHEAD = 0
@@ -115,10 +125,10 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     units = s.k // unit_w
     # the largest span dividing the units, else the largest not above them (a last, partial unit
-    # round: the lanes past the row's units load zeros; not Q4_K, whose one wave a workgroup then
-    # leaves the SIMDs idle: 1 x 4096 x 14336 223.5 us modeled, the SGPR kernel 94.2)
+    # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
+    # two waves a workgroup, the SGPR kernel 94.2)
     span = next((x for x in LANE_SPANS if units % x == 0), None)
-    if span is None and fmt != "q4_k":
+    if span is None:
         span = next((x for x in LANE_SPANS if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
@@ -144,7 +154,7 @@ def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) 
 
 def plan_waves(mm: MatmulOp, rows: int, span: int) -> int:
     """Waves per workgroup: :data:`LANE_WAVES`, halved until the workgroup's rows divide N."""
-    w = 1 if mm.shape().b_format == "q4_k" else LANE_WAVES
+    w = LANE_WAVES_OF.get(mm.shape().b_format, LANE_WAVES)
     while w > 1 and mm.shape().n % (w * rows * 64 // span):
         w //= 2
     return w
@@ -176,10 +186,15 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.n_dw = self.unit_b // 4
         self.pieces = 2 * self.unit_w // 16  # 16-byte pieces of A per unit
         self.unit_a = span * 16 * self.pieces  # bytes of a row of A per iteration (span units)
-        # A's M rows into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES)
-        self.per_phase = max(1, min(self.iters, LANE_A_PHASE_BYTES // (s.m * self.unit_a)))
+        # Q4_K: the activation sums of A's 32-weight chunks, f32, once per workgroup at staging
+        self.chunks_per_unit = self.unit_w // 32
+        self.sums = self.fmt == "q4_k"
+        self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
+        # A's M rows (and their sums) into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES)
+        self.per_phase = max(1, min(self.iters, LANE_A_PHASE_BYTES // (s.m * (self.unit_a + self.sum_round))))
         self.phases = [(i0, min(self.iters, i0 + self.per_phase)) for i0 in range(0, self.iters, self.per_phase)]
         self.a_row_lds = self.per_phase * self.unit_a  # LDS bytes of a row of A in a phase
+        self.sum_row_lds = self.per_phase * self.sum_round  # ... of its sums, after A's M rows
 
     def build(self) -> gcn.KernelOp:
         entry = self._prologue()
@@ -188,7 +203,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         r = self.regs
         r.e(gcn.SBarrierOp(comment="A read by every wave: LDS free for the reduction"))
         self._reduce_and_store(r.e, acc, r.lanes, r.tid, r.wave, r.ptr_c, r.n0, r.alpha, r.beta, False)
-        return self._finish(entry, max(self.waves * REDUCE_BYTES, self.shape.m * self.a_row_lds))
+        return self._finish(entry, max(self.waves * REDUCE_BYTES, self.shape.m * (self.a_row_lds + self.sum_row_lds)))
 
     # ---- prologue: kernel arguments, the wave's rows, the lane's place in its row ----
 
@@ -274,7 +289,8 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                 e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
         return out
 
-    def _stage_write(self, staged: list) -> None:
+    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+        """The phase's A (units i0 .. i1 - 1) from VGPRs into LDS; Q4_K: then its chunks' sums."""
         r_ = self.regs
         e = r_.e
         for pieces, g, phys, m, v in staged:
@@ -284,6 +300,38 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
             if pieces:
                 e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
         e(gcn.SBarrierOp(comment="A's phase in LDS"))
+        if self.sums:
+            self._stage_sums(i0, i1)
+            e(gcn.SBarrierOp(comment="A's sums in LDS"))
+
+    def _stage_sums(self, i0: int, i1: int) -> None:
+        """Q4_K: the sum of each 32-activation chunk of the phase's A, by the 16 ``v_dot2_f32_f16``
+        with (1, 1) of the SGPR kernel, in its order (the same f32 value), work-item t chunk
+        t + threads j of each row, to LDS after A's rows: the lanes read each sub-block's sum
+        instead of computing it (once per workgroup, not once per lane and weight row)."""
+        r_ = self.regs
+        e, P, cpu, threads = r_.e, self.pieces, self.chunks_per_unit, 64 * self.waves
+        n = (min(self.units, i1 * self.span) - i0 * self.span) * cpu  # the phase's staged chunks a row
+        ones = e(gcn.VMovB32Op(F16_ONES)).vdst
+        for j in range(-(-n // threads)):
+            ch = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
+            partial = (j + 1) * threads > n
+            if partial:
+                e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(n), ch)).sdst, result_type=gcn.exec_type()))
+            u = e(gcn.VLshrrevB32Op(cpu.bit_length() - 1, ch)).vdst  # the chunk's unit (in the phase)
+            g0 = e(gcn.VLshlrevB32Op(2, ch)).vdst  # its first piece, u P + 4 c
+            gx = e(gcn.VXorB32Op(g0, e(gcn.VAndB32Op(7, u)).vdst)).vdst  # at piece g0 ^ x (lds_swizzle; P >= 8)
+            addr = [e(gcn.VLshlrevB32Op(4, gx if q == 0 else e(gcn.VXorB32Op(q, gx)).vdst)).vdst for q in range(4)]
+            sum_at = e(gcn.VLshlrevB32Op(2, ch)).vdst
+            for m in range(self.shape.m):
+                rows_a = [[e(gcn.DsReadB128Op(addr[q], offset=m * self.a_row_lds, comment=f"A row {m}, sums' chunk")).vdst
+                           for q in range(4)]]
+                sa = self._dots([ones] * 16, rows_a, 0, self.zero)
+                e(gcn.DsWriteB32Op(sum_at, sa, offset=self.shape.m * self.a_row_lds + m * self.sum_row_lds,
+                                   comment=f"sum of a chunk of A row {m}"))
+            if partial:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        assert P * 16 == 2 * self.unit_w and P >= 8
 
     def _stage_first(self) -> None:
         """A's first phase into LDS, B's first unit loaded between A's loads and its LDS writes
@@ -292,9 +340,10 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         e, P = r_.e, self.pieces
         self.voff_t = e(gcn.VLshlrevB32Op(4, r_.item)).vdst
         self.swz: dict[int, tuple[SSAValue, SSAValue]] = {}  # round j: (g, its LDS address)
+        self.zero = e(gcn.VMovB32Op(0)).vdst
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
-        self._stage_write(staged)
+        self._stage_write(staged, *self.phases[0])
         # lane kl's unit u = kl + span i: piece p (0..P-1) at LDS a_lds + 16 (u P + (p ^ x)), x of kl
         xk = lds_swizzle(e, None, P, r_.kl)
         lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, r_.kl)).vdst
@@ -372,7 +421,6 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.tail_bases: dict = {}
         self.magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         self.select = {p: e.const(v) for p, v in PERM_SELECT.items()}
-        self.zero = e(gcn.VMovB32Op(0)).vdst
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
         self._issue_a(0)
         staged = []
@@ -402,7 +450,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                 unit(i, r, acc, dw, nib, words)
             if i + 1 == self.phase[1] and staged:  # every wave done with the phase's A: the next one's
                 e(gcn.SBarrierOp(comment="A's phase read"))
-                self._stage_write(staged)
+                self._stage_write(staged, i + 1, min(iters, i + 1 + per_phase))
                 self.phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
                 staged = []
         return acc
@@ -455,20 +503,36 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         for m in range(M):
             acc[m * R + r] = e(gcn.VFmaF32Op(scale, sums[m], acc[m * R + r], comment=f"row {m} += s * sum a (q - z)")).vdst
 
+    def _unit_sums(self, i: int) -> list[list[SSAValue]]:
+        """The staged sums of the 8 chunks of the lane's unit i, two ``ds_read_b128`` per row of A
+        (lanes past the row's units in a last partial round: unit 0's, finite, times their zero B)."""
+        e, kl = self.regs.e, self.regs.kl
+        if "sums" not in self.tail_bases:
+            self.tail_bases["sums"] = e(gcn.VLshlrevB32Op(5, kl)).vdst  # 32 kl: the lane's 8 sums
+        base = self.tail_bases["sums"]
+        if i + 1 == self.iters and self.tail < self.span:
+            if "sums_tail" not in self.tail_bases:
+                self.tail_bases["sums_tail"] = e(gcn.VAndB32Op(self._tail_keep()[1], base)).vdst
+            base = self.tail_bases["sums_tail"]
+        first = self.shape.m * self.a_row_lds + (i - self.phase[0]) * self.sum_round
+        return [[e(gcn.DsReadB128Op(base, offset=first + m * self.sum_row_lds + 16 * h,
+                                    comment=f"sums of A row {m}, unit +{i * self.span}")).vdst for h in range(2)]
+                for m in range(self.shape.m)]
+
     def _unit_q4k(self, i: int, r: int, acc: list[SSAValue], dw, nib, words: dict) -> None:
         """A Q4_K super-block: per sub-block and row of A the dots of a q and of a, then
         acc += d sc x sum a q - dmin m x sum a."""
         e, M, R = self.regs.e, self.shape.m, self.rows
         dsc, ndm = q4k_scales(e, dw)
-        ones = e(gcn.VMovB32Op(F16_ONES)).vdst
         offset = e.const(F16_MINUS_1024)
+        sums = self._unit_sums(i)
         for j in range(8):
             c, hi = divmod(j, 2)
             pairs = [self._halves(nib(4 + 8 * c + p // 2, bool(hi)), 2 * p, offset) for p in range(16)]
             rows_a = self._a_chunk(i, j)
             for m in range(M):
                 sq = self._dots(pairs, rows_a, m, self.zero)
-                sa = self._dots([ones] * 16, rows_a, m, self.zero)
+                sa = e.sub(sums[m][j // 4], j % 4, 1)
                 x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
                 acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
 
