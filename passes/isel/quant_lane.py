@@ -25,7 +25,9 @@ facts):
   texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
   pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
   of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
-  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.
+  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.  Q4_0 at M =
+  1 with A's row longer than 8 KiB (K = 14336): phases of 8 KiB, B one unit ahead, two waves
+  (:data:`LANE_SMALL_PHASES`: more workgroups a CU).
 * Q4_K's activation sums (the minimum's term, ``sum a`` per 32-weight sub-block) are computed once
   per workgroup right after A's phase is in LDS (work-item t: chunk t + threads j, the 16
   ``v_dot2_f32_f16`` with the pair (1, 1) of the SGPR kernel, in its order: the same f32 value) and
@@ -100,6 +102,13 @@ LANE_A_AHEAD = 0
 #: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
 #: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
 LANE_A_PHASE_BYTES = 32768
+#: Q4_0 at M = 1 where A's row takes more than one phase of this plan's bytes (1 x 4096 x 14336: 28
+#: KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS and by
+#: VGPRs (84; 81 before).  Modeled (MI50 @ 1725 MHz, Q4_0 1 x 4096 x 14336, % of the streaming
+#: ceiling): 77.9 with the plan above; phases of 8 KiB with B 3 / 2 / 1 units ahead (4 waves) 73.2 /
+#: 81.2 / 83.7, of 4 KiB 83.7; with 2 waves 85.9, 8 waves 68.2.  Q8_0 there: 84.9 against 84.6
+#: (kept); int4_g128: 70.1 against 72.7 (kept); Q4_0 at M = 4: 43.8 (kept).
+LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
 
@@ -152,10 +161,25 @@ def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) 
     return x if kl is not None else e(gcn.VXorB32Op(g, x)).vdst
 
 
+def small_phases(fmt: str, m: int, k: int, span: int) -> tuple[int, int, int] | None:
+    """:data:`LANE_SMALL_PHASES`' plan (phase bytes, B's units ahead, waves) of the lane kernel of
+    format ``fmt``, M ``m``, K ``k`` and ``span`` lanes a row where it applies (M = 1, A's row more
+    than one phase), else None."""
+    plan = LANE_SMALL_PHASES.get(fmt)
+    if plan is None or m != 1:
+        return None
+    unit_w = LANE_UNITS[fmt][0]
+    iters = -(-(k // unit_w) // span)
+    return plan if iters > max(1, plan[0] // (2 * span * unit_w)) else None  # (A: 2 bytes a weight)
+
+
 def plan_waves(mm: MatmulOp, rows: int, span: int) -> int:
-    """Waves per workgroup: :data:`LANE_WAVES`, halved until the workgroup's rows divide N."""
-    w = LANE_WAVES_OF.get(mm.shape().b_format, LANE_WAVES)
-    while w > 1 and mm.shape().n % (w * rows * 64 // span):
+    """Waves per workgroup: :data:`LANE_WAVES` (or the format's, or :func:`small_phases`'), halved
+    until the workgroup's rows divide N."""
+    s = mm.shape()
+    small = small_phases(s.b_format, s.m, s.k, span)
+    w = small[2] if small else LANE_WAVES_OF.get(s.b_format, LANE_WAVES)
+    while w > 1 and s.n % (w * rows * 64 // span):
         w //= 2
     return w
 
@@ -191,7 +215,9 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.sums = self.fmt == "q4_k"
         self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
         # A's M rows (and their sums) into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES)
-        self.per_phase = max(1, min(self.iters, LANE_A_PHASE_BYTES // (s.m * (self.unit_a + self.sum_round))))
+        small = small_phases(s.b_format, s.m, s.k, span)
+        phase_bytes, self.b_ahead = small[:2] if small else (LANE_A_PHASE_BYTES, LANE_B_AHEAD)
+        self.per_phase = max(1, min(self.iters, phase_bytes // (s.m * (self.unit_a + self.sum_round))))
         self.phases = [(i0, min(self.iters, i0 + self.per_phase)) for i0 in range(0, self.iters, self.per_phase)]
         self.a_row_lds = self.per_phase * self.unit_a  # LDS bytes of a row of A in a phase
         self.sum_row_lds = self.per_phase * self.sum_round  # ... of its sums, after A's M rows
@@ -408,7 +434,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         e = self.regs.e
         return e(gcn.VPkAddF16Op(offset, e(gcn.VPermB32Op(self.magic, word, self.select[byte % 4])).vdst)).vdst
 
-    # ---- the K loop: B LANE_B_AHEAD units ahead, the next phase of A staged through VGPRs ----
+    # ---- the K loop: B b_ahead units ahead, the next phase of A staged through VGPRs ----
 
     def _k_loop(self) -> list[SSAValue]:
         """The lane's ``iters`` units (unrolled); returns the accumulators (row m of A, weight row r at m R + r)."""
@@ -429,7 +455,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         for i in range(iters):
             if i == self.phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
                 staged = self._stage_load(i + per_phase, min(iters, i + 2 * per_phase))
-            for d in range(1, LANE_B_AHEAD + 1):  # B LANE_B_AHEAD units ahead
+            for d in range(1, self.b_ahead + 1):  # B b_ahead units ahead
                 if i + d < iters and i + d not in self.bq:
                     self.bq[i + d] = self._load_b(i + d)
             bv = self.bq.pop(i)

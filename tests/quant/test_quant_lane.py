@@ -46,6 +46,9 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
     ("int4_g32", 3, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
     ("q8_0", 1, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
+    # Q4_0 at M = 1 with A longer than a phase of 8 KiB: LANE_SMALL_PHASES (2 waves, B 1 unit ahead)
+    ("q4_0", 1, 32, 7168, "f32", True),      # 112 pairs: span 16, 7 units a lane, phases of 4
+    ("q4_0", 1, 16, 9536, "f16", True),      # 149 pairs: span 64, then 21; a phase a round
 ])
 def test_lane_gemv(fmt, m, n, k, ct, padded):
     """beta = 0 over an all-NaN C, then alpha = -0.75, beta = 0.5 (check_padded), against the
@@ -169,3 +172,11 @@ def test_q4k_sums_staged_by_phases(monkeypatch):
     rb = row_bytes(fmt, k)
     check_padded(kern, fmt, random_weights(fmt, n, k, rng), "f32", k + 8, rb + 4, n, rng,
                  deq=lambda x: dequantize(fmt, x))
+
+
+@pytest.mark.parametrize("k, phases", [(7168, 2), (9536, 3), (4096, 1)])
+def test_q4_0_small_phases(k, phases):
+    """Q4_0 at M = 1: A in phases of 8 KiB with two waves a workgroup where A's row is longer."""
+    kern = lane_kernel(1, 64, k, "q4_0")
+    assert kern.asm.count("A's phase in LDS") == phases
+    assert kern.launch(1, 64, k).block[0] == (128 if phases > 1 else 64 * LANE_WAVES)
