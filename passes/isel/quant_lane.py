@@ -12,7 +12,7 @@ facts):
 * B's rows are cut in **units** (:data:`LANE_UNITS`): a Q8_0/Q4_0 block pair (64 weights, 68 or 36
   bytes: whole dwords, so every lane's loads start on 4-byte boundaries), an int4 group (G weights,
   4 + G / 2 bytes), a Q4_K super-block (256 weights, 144 bytes).  ``span`` lanes (64, 32 or 16: the
-  largest that divides the row's units) share a row: lane l of a row takes units l, l + span, ...
+  largest that divides the row's units; Q4_K 16: :data:`LANE_SPANS_OF`) share a row: lane l of a row takes units l, l + span, ...
   (``iters`` of them), so one load instruction of a wave reads ``span`` consecutive units of each of
   its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages, not 64).  Every weight byte
   is read once; A's row gaps and B's bytes after each row's last unit are never read.
@@ -25,8 +25,8 @@ facts):
   texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
   pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
   of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
-  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.  Q4_0 at M =
-  1 with A's row longer than 8 KiB (K = 14336): phases of 8 KiB, B one unit ahead, two waves
+  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.  Q4_0 and
+  Q8_0 at M = 1 with A's row longer than 8 KiB (K = 14336): phases of 8 KiB, B one unit ahead, two waves
   (:data:`LANE_SMALL_PHASES`: more workgroups a CU).
 * Q4_K's activation sums (the minimum's term, ``sum a`` per 32-weight sub-block) are computed once
   per workgroup right after A's phase is in LDS (work-item t: chunk t + threads j, the 16
@@ -78,6 +78,12 @@ LANE_UNITS = {"q8_0": (64, 68), "q4_0": (64, 36), "q4_k": (256, Q4K_BYTES),
               **{f: (g, B_FORMATS[f][1]) for f, g in INT4_GROUP_FORMATS.items()}}
 #: Lanes per weight row, tried in order (the LDS reduction adds 8 then span / 8 partials).
 LANE_SPANS = (64, 32, 16)
+#: ... per format where other: Q4_K 16 lanes a row (4 rows a wave: fewer bytes of A and its sums
+#: staged per weight byte), B one unit ahead (36 VGPRs a unit).  Modeled (MI50 @ 1725 MHz, two waves
+#: a workgroup, Q4_K 1 x 4096 x 14336, 56 super-blocks, % of the streaming ceiling): span 32 (then
+#: 24) 54.0, span 16 (then 8) 63.1 with B 3 units ahead, 64.7 with 1 (155 VGPRs); 4 waves 57.3.
+LANE_SPANS_OF = {"q4_k": (16,)}
+LANE_B_AHEAD_OF = {"q4_k": 1}
 #: Units per lane at most (the K loop is unrolled).
 LANE_MAX_ITERS = 16
 #: Rows of A at most (A per lane: 16 VGPRs per row and 32-weight chunk in flight).
@@ -102,13 +108,14 @@ LANE_A_AHEAD = 0
 #: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
 #: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
 LANE_A_PHASE_BYTES = 32768
-#: Q4_0 at M = 1 where A's row takes more than one phase of this plan's bytes (1 x 4096 x 14336: 28
-#: KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS and by
-#: VGPRs (84; 81 before).  Modeled (MI50 @ 1725 MHz, Q4_0 1 x 4096 x 14336, % of the streaming
-#: ceiling): 77.9 with the plan above; phases of 8 KiB with B 3 / 2 / 1 units ahead (4 waves) 73.2 /
-#: 81.2 / 83.7, of 4 KiB 83.7; with 2 waves 85.9, 8 waves 68.2.  Q8_0 there: 84.9 against 84.6
-#: (kept); int4_g128: 70.1 against 72.7 (kept); Q4_0 at M = 4: 43.8 (kept).
-LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2)}
+#: Q4_0 and Q8_0 at M = 1 where A's row takes more than one phase of this plan's bytes (1 x 4096 x
+#: 14336: 28 KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS
+#: and by VGPRs (Q4_0 84, 81 before).  Modeled (MI50 @ 1725 MHz, 1 x 4096 x 14336, % of the
+#: streaming ceiling): Q4_0 77.9 with the plan above; phases of 8 KiB with B 3 / 2 / 1 units ahead
+#: (4 waves) 73.2 / 81.2 / 83.7, of 4 KiB 83.7; with 2 waves 85.9, 8 waves 68.2.  Q8_0 84.6 with the
+#: plan above, 84.9 with 8 KiB and B 1 ahead (4 waves), 88.3 with 2 waves (2 waves alone: 79.8).
+#: Not int4_g128 (70.1 against 72.7 with 4 waves) nor M = 4 (Q4_0 43.8).
+LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
 
@@ -136,9 +143,10 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     # the largest span dividing the units, else the largest not above them (a last, partial unit
     # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
     # two waves a workgroup, the SGPR kernel 94.2)
-    span = next((x for x in LANE_SPANS if units % x == 0), None)
+    spans = LANE_SPANS_OF.get(fmt, LANE_SPANS)
+    span = next((x for x in spans if units % x == 0), None)
     if span is None:
-        span = next((x for x in LANE_SPANS if x <= units), None)
+        span = next((x for x in spans if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
     rows = 1
@@ -216,7 +224,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
         # A's M rows (and their sums) into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES)
         small = small_phases(s.b_format, s.m, s.k, span)
-        phase_bytes, self.b_ahead = small[:2] if small else (LANE_A_PHASE_BYTES, LANE_B_AHEAD)
+        phase_bytes, self.b_ahead = small[:2] if small else (LANE_A_PHASE_BYTES, LANE_B_AHEAD_OF.get(self.fmt, LANE_B_AHEAD))
         self.per_phase = max(1, min(self.iters, phase_bytes // (s.m * (self.unit_a + self.sum_round))))
         self.phases = [(i0, min(self.iters, i0 + self.per_phase)) for i0 in range(0, self.iters, self.per_phase)]
         self.a_row_lds = self.per_phase * self.unit_a  # LDS bytes of a row of A in a phase

@@ -35,9 +35,9 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
                                              # staged by 256 work-items (a masked round)
     ("q4_0", 4, 16, 8192, "f32", True),      # 4 rows of 8192: A in LDS in two phases of 32 KiB
     ("q4_k", 1, 32, 4096, "f32", True),      # 16 super-blocks: span 16
-    ("q4_k", 1, 16, 8192, "f16", False),     # 32 super-blocks: span 32
+    ("q4_k", 1, 16, 8192, "f16", False),     # 32 super-blocks: span 16 (Q4_K's), 2 a lane
     ("q4_k", 1, 64, 4608, "f32", True),      # 18 super-blocks: span 16, then 2 (a last round of zero units)
-    ("q4_k", 1, 16, 10240, "f16", False),    # 40: span 32, then 8; two phases of A and its sums (17 KiB each)
+    ("q4_k", 1, 16, 10240, "f16", False),    # 40: span 16, then 8
     ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
     ("int4_g64", 2, 32, 4096, "f16", False),
     ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane
@@ -49,6 +49,7 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     # Q4_0 at M = 1 with A longer than a phase of 8 KiB: LANE_SMALL_PHASES (2 waves, B 1 unit ahead)
     ("q4_0", 1, 32, 7168, "f32", True),      # 112 pairs: span 16, 7 units a lane, phases of 4
     ("q4_0", 1, 16, 9536, "f16", True),      # 149 pairs: span 64, then 21; a phase a round
+    ("q8_0", 1, 32, 7168, "f16", False),     # 112 pairs: span 16, phases of 4 units
 ])
 def test_lane_gemv(fmt, m, n, k, ct, padded):
     """beta = 0 over an all-NaN C, then alpha = -0.75, beta = 0.5 (check_padded), against the
@@ -174,9 +175,10 @@ def test_q4k_sums_staged_by_phases(monkeypatch):
                  deq=lambda x: dequantize(fmt, x))
 
 
-@pytest.mark.parametrize("k, phases", [(7168, 2), (9536, 3), (4096, 1)])
-def test_q4_0_small_phases(k, phases):
-    """Q4_0 at M = 1: A in phases of 8 KiB with two waves a workgroup where A's row is longer."""
-    kern = lane_kernel(1, 64, k, "q4_0")
+@pytest.mark.parametrize("fmt, k, phases", [("q4_0", 7168, 2), ("q4_0", 9536, 3), ("q4_0", 4096, 1),
+                                           ("q8_0", 14336, 4), ("int4_g128", 14336, 1)])
+def test_small_phases(fmt, k, phases):
+    """Q4_0 and Q8_0 at M = 1: A in phases of 8 KiB with two waves a workgroup where A's row is longer."""
+    kern = lane_kernel(1, 64, k, fmt)
     assert kern.asm.count("A's phase in LDS") == phases
-    assert kern.launch(1, 64, k).block[0] == (128 if phases > 1 else 64 * LANE_WAVES)
+    assert kern.launch(1, 64, k).block[0] == (128 if phases > 1 else 64 * LANE_WAVES)  # (int4_g128: 32 KiB, 4 waves)
