@@ -25,8 +25,8 @@ facts):
   texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
   pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
   of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
-  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.  Q4_0 and
-  Q8_0 at M = 1 with A's row longer than 8 KiB (K = 14336): phases of 8 KiB, B one unit ahead, two waves
+  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.  Q4_0,
+  Q8_0 and int4_g128 at M = 1 with A's row longer than 8 KiB (K = 14336): phases of 8 KiB, B one unit ahead, two waves
   (:data:`LANE_SMALL_PHASES`: more workgroups a CU).
 * Q4_K's activation sums (the minimum's term, ``sum a`` per 32-weight sub-block) are computed once
   per workgroup right after A's phase is in LDS (work-item t: chunk t + threads j, the 16
@@ -108,14 +108,15 @@ LANE_A_AHEAD = 0
 #: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
 #: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
 LANE_A_PHASE_BYTES = 32768
-#: Q4_0 and Q8_0 at M = 1 where A's row takes more than one phase of this plan's bytes (1 x 4096 x
+#: Q4_0, Q8_0 and int4_g128 at M = 1 where A's row takes more than one phase of this plan's bytes (1 x 4096 x
 #: 14336: 28 KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS
 #: and by VGPRs (Q4_0 84, 81 before).  Modeled (MI50 @ 1725 MHz, 1 x 4096 x 14336, % of the
 #: streaming ceiling): Q4_0 77.9 with the plan above; phases of 8 KiB with B 3 / 2 / 1 units ahead
 #: (4 waves) 73.2 / 81.2 / 83.7, of 4 KiB 83.7; with 2 waves 85.9, 8 waves 68.2.  Q8_0 84.6 with the
 #: plan above, 84.9 with 8 KiB and B 1 ahead (4 waves), 88.3 with 2 waves (2 waves alone: 79.8).
-#: Not int4_g128 (70.1 against 72.7 with 4 waves) nor M = 4 (Q4_0 43.8).
-LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2)}
+#: int4_g128 72.7 with the plan above, 70.1 with 8 KiB and 4 waves, 78.3 with 2 (2 alone: 71.5).
+#: Not M = 4 (Q4_0 43.8); the other int4 group sizes not modeled.
+LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
 

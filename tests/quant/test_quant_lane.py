@@ -40,7 +40,7 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     ("q4_k", 1, 16, 10240, "f16", False),    # 40: span 16, then 8
     ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
     ("int4_g64", 2, 32, 4096, "f16", False),
-    ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane
+    ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane; phases of 2 (small)
     # units not a multiple of the span: a last round where lanes past the row's units load zeros
     ("int4_g128", 2, 16, 2176, "f16", True),  # 17 groups: span 16, the second round 1 lane a row
     ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
@@ -176,9 +176,10 @@ def test_q4k_sums_staged_by_phases(monkeypatch):
 
 
 @pytest.mark.parametrize("fmt, k, phases", [("q4_0", 7168, 2), ("q4_0", 9536, 3), ("q4_0", 4096, 1),
-                                           ("q8_0", 14336, 4), ("int4_g128", 14336, 1)])
+                                           ("q8_0", 14336, 4), ("int4_g128", 14336, 4), ("int4_g64", 14336, 1)])
 def test_small_phases(fmt, k, phases):
-    """Q4_0 and Q8_0 at M = 1: A in phases of 8 KiB with two waves a workgroup where A's row is longer."""
+    """Q4_0, Q8_0, int4_g128 at M = 1: A in phases of 8 KiB with two waves a workgroup where A's row
+    is longer (int4_g64: 32 KiB, 4 waves)."""
     kern = lane_kernel(1, 64, k, fmt)
     assert kern.asm.count("A's phase in LDS") == phases
-    assert kern.launch(1, 64, k).block[0] == (128 if phases > 1 else 64 * LANE_WAVES)  # (int4_g128: 32 KiB, 4 waves)
+    assert kern.launch(1, 64, k).block[0] == (128 if phases > 1 else 64 * LANE_WAVES)
