@@ -1,60 +1,61 @@
 """The lane-along-K decode GEMV of f16 activations and quantized weights (Q8_0, Q4_0, Q4_K, int4 groups).
 
-The quantized GEMVs of passes/isel/quant.py, _quant_k.py and _quant_int4.py give each lane
-its own weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then
-reads 16 bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page
-an instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM").
-This kernel turns the lanes along K, as the f16/int8 GEMV of passes/isel/gemv.py (whose
-builder it extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and
-output, :class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s kernel arguments and launch
-facts):
+The quantized GEMVs of passes/isel/quant.py, _quant_k.py and _quant_int4.py give each lane its own
+weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then reads 16
+bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page an
+instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM"). This
+kernel turns the lanes along K, as the f16/int8 GEMV of passes/isel/gemv.py (whose builder it
+extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and output,
+:class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s kernel arguments and launch facts):
 
 * B's rows are cut in **units** (:data:`LANE_UNITS`): a Q8_0/Q4_0 block pair (64 weights, 68 or 36
   bytes: whole dwords, so every lane's loads start on 4-byte boundaries), an int4 group (G weights,
   4 + G / 2 bytes), a Q4_K super-block (256 weights, 144 bytes).  ``span`` lanes (64, 32 or 16: the
-  largest that divides the row's units; Q4_K 16: :data:`LANE_SPANS_OF`) share a row: lane l of a row takes units l, l + span, ...
-  (``iters`` of them), so one load instruction of a wave reads ``span`` consecutive units of each of
-  its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages, not 64).  Every weight byte
-  is read once; A's row gaps and B's bytes after each row's last unit are never read.
-* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K two: :data:`LANE_WAVES_OF`) stages A's M rows once
-  (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by phases of at most
-  :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a row at piece
-  :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes per 32 weights
-  is conflict-free.  Why not A per lane from global memory, or in SGPRs: A differs per lane (no SGPR
-  operand), and a wave's load of 16 bytes at a 128-byte stride per lane touches 64 lines, which the
-  texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
-  pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
-  of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
-  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.  Q4_0,
-  Q8_0 and int4_g128 at M = 1 with A's row longer than 8 KiB (K = 14336): phases of 8 KiB, B one unit ahead, two waves
-  (:data:`LANE_SMALL_PHASES`: more workgroups a CU).
+  largest that divides the row's units; Q4_K 16: :data:`LANE_SPANS_OF`) share a row: lane l of a row
+  takes units l, l + span, ... (``iters`` of them), so one load instruction of a wave reads ``span``
+  consecutive units of each of its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages,
+  not 64).  Every weight byte is read once; A's row gaps and B's bytes after each row's last unit
+  are never read.
+* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K two: :data:`LANE_WAVES_OF`) stages
+  A's M rows once (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by
+  phases of at most :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a
+  row at piece :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes
+  per 32 weights is conflict-free.  Why not A per lane from global memory, or in SGPRs: A differs
+  per lane (no SGPR operand), and a wave's load of 16 bytes at a 128-byte stride per lane touches 64
+  lines, which the texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such
+  loads per Q4_0 pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the
+  wave's 2,304 bytes of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so,
+  92.5 % through LDS). B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before
+  their dots.  Q4_0, Q8_0 and int4_g128 at M = 1 with A's row longer than 8 KiB (K = 14336): phases
+  of 8 KiB, B one unit ahead, two waves (:data:`LANE_SMALL_PHASES`: more workgroups a CU).
 * Q4_K's activation sums (the minimum's term, ``sum a`` per 32-weight sub-block) are computed once
   per workgroup right after A's phase is in LDS (work-item t: chunk t + threads j, the 16
   ``v_dot2_f32_f16`` with the pair (1, 1) of the SGPR kernel, in its order: the same f32 value) and
   stored as f32 after A's rows; each lane reads its unit's 8 with two ``ds_read_b128`` per row of A
-  instead of 16 dots per sub-block (before: half of its dots; modeled Q4_K 1 x 14336 x 4096 75.6 % of
-  the streaming ceiling so, 76.4 % now with two waves a workgroup; docs/quantized.md).
+  instead of 16 dots per sub-block (before: half of its dots; modeled Q4_K 1 x 14336 x 4096 75.6 %
+  of the streaming ceiling so, 76.4 % now with two waves a workgroup; docs/quantized.md).
 * Dequantization exactly as the SGPR kernels (the f16 pattern 0x6400 + u built by ``v_perm_b32``,
-  ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero
-  point as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per
-  block (Q4_K: sub-block; int4: group) and row of A the dots sum from 0 and one ``v_fma_f32`` adds
-  scale x sum to the lane's accumulator (Q4_K: and -dmin m x the staged sum a).
+  ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero point
+  as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per block
+  (Q4_K: sub-block; int4: group) and row of A the dots sum from 0 and one ``v_fma_f32`` adds scale x
+  sum to the lane's accumulator (Q4_K: and -dmin m x the staged sum a).
 * After the ``iters`` units (unrolled: at most :data:`LANE_MAX_ITERS`) the span lanes' partials of
   each sum are added through LDS in a fixed order (two levels of 8, then 2 or 4: LaneGemvBuilder),
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
-Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did) + units per lane (Q4_K: 2 x 8 per
-super-block) + 14 (the reduction) + 2 times, within vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2``
-(int4: ``G / 2 + K / G + S L + 2``) whenever span >= 16 lanes share a row.
+Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did)
++ units per lane (Q4_K: 2 x 8 per super-block) + 14 (the reduction) + 2 times, within
+vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2`` (int4: ``G / 2 + K / G + S L + 2``) whenever span
+>= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K, lda, ldb
-and ldc, K a whole number of units (where no span divides them, a last round of zero units), at most
-LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
-the rows per load (64 / span), no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute (the
-pipeline sets it when a tile, K step, local split or split-K above 1 is given); anything else keeps
-the SGPR kernels (which carry the split-K / local-split plans: this kernel splits nothing, its many
-small workgroups fill the CUs).
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K,
+lda, ldb and ldc, K a whole number of units (where no span divides them, a last round of zero
+units), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
+ldb a multiple of 4, N a multiple of the rows per load (64 / span), no epilogue, bias or SwiGLU, and
+no ``gemv = "sgpr"`` attribute (the pipeline sets it when a tile, K step, local split or split-K
+above 1 is given); anything else keeps the SGPR kernels (which carry the split-K / local-split
+plans: this kernel splits nothing, its many small workgroups fill the CUs).
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ LANE_MAX_M_OF = {"q4_k": 1}
 #: W = 16 56.8 / 61.9; two rows per lane (R = 2) with W = 4 85.9 / 72.8, W = 2 81.7 / 57.8.
 LANE_WAVES, LANE_B_AHEAD = 4, 3
 #: ... per format where other.  Q4_K (its activation sums staged once per workgroup; modeled as above,
-#: 4096 x 4096 / 14336 x 4096 / 4096 x 14336): W = 1 (not modeled) / 50.6 / 15.7 (one wave a workgroup: 74 %
-#: idle at K = 14336), W = 2 62.1 / 76.4 / 54.0, W = 4 48.7 / 61.7 / 55.4.
+#: 4096 x 4096 / 14336 x 4096 / 4096 x 14336, span 32 at K = 14336): W = 1 (not modeled) / 50.6 /
+#: 15.7 (one wave a workgroup: 74 % idle at K = 14336), W = 2 62.1 / 76.4 / 54.0, W = 4 48.7 / 61.7
+#: / 55.4.
 LANE_WAVES_OF = {"q4_k": 2}
 #: Chunks of A read from LDS ahead of the one computed (0: right before their dots; the registers
 #: go to B's units ahead).
@@ -108,8 +110,8 @@ LANE_A_AHEAD = 0
 #: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
 #: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
 LANE_A_PHASE_BYTES = 32768
-#: Q4_0, Q8_0 and int4_g128 at M = 1 where A's row takes more than one phase of this plan's bytes (1 x 4096 x
-#: 14336: 28 KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS
+#: Q4_0, Q8_0 and int4_g128 at M = 1 where A's row takes more than one phase of this plan's bytes
+#: (1 x 4096 x 14336: 28 KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS
 #: and by VGPRs (Q4_0 84, 81 before).  Modeled (MI50 @ 1725 MHz, 1 x 4096 x 14336, % of the
 #: streaming ceiling): Q4_0 77.9 with the plan above; phases of 8 KiB with B 3 / 2 / 1 units ahead
 #: (4 waves) 73.2 / 81.2 / 83.7, of 4 KiB 83.7; with 2 waves 85.9, 8 waves 68.2.  Q8_0 84.6 with the
