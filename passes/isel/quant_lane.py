@@ -1,55 +1,66 @@
 """The lane-along-K decode GEMV of f16 activations and quantized weights (Q8_0, Q4_0, Q4_K, int4 groups).
 
-The quantized GEMVs of passes/isel/quant.py, quant_k.py and quant_int4.py give each lane
-its own weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then
-reads 16 bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page
-an instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM").
-This kernel turns the lanes along K, as the f16/int8 GEMV of passes/isel/gemv.py (whose
-builder it extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and
-output, :class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s kernel arguments and launch
-facts):
+The quantized GEMVs of passes/isel/quant.py, quant_k.py and quant_int4.py give each lane its own
+weight row (column n of C) with A in SGPRs: every ``global_load_dwordx4`` of a wave then reads 16
+bytes of 64 rows, 64 DRAM pages, and the HBM model charges one page activation per page an
+instruction's misses open (``TimingParams.hbm_activate_ns``; docs/timing_model.md, "HBM"). This
+kernel turns the lanes along K, as the f16/int8 GEMV of passes/isel/gemv.py (whose builder it
+extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and output,
+:class:`~vlpc.passes.isel.quant.QuantGemvBuilder`'s kernel arguments and launch facts):
 
 * B's rows are cut in **units** (:data:`LANE_UNITS`): a Q8_0/Q4_0 block pair (64 weights, 68 or 36
   bytes: whole dwords, so every lane's loads start on 4-byte boundaries), an int4 group (G weights,
   4 + G / 2 bytes), a Q4_K super-block (256 weights, 144 bytes).  ``span`` lanes (64, 32 or 16: the
-  largest that divides the row's units) share a row: lane l of a row takes units l, l + span, ...
-  (``iters`` of them), so one load instruction of a wave reads ``span`` consecutive units of each of
-  its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages, not 64).  Every weight byte
-  is read once; A's row gaps and B's bytes after each row's last unit are never read.
-* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K one) stages A's M rows once
-  (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by phases of at most
-  :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a row at piece
-  :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes per 32 weights
-  is conflict-free.  Why not A per lane from global memory, or in SGPRs: A differs per lane (no SGPR
-  operand), and a wave's load of 16 bytes at a 128-byte stride per lane touches 64 lines, which the
-  texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such loads per Q4_0
-  pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the wave's 2,304 bytes
-  of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so, 92.5 % through LDS).
-  B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before their dots.
+  largest that divides the row's units; Q4_K 16: :data:`LANE_SPANS_OF`) share a row: lane l of a row
+  takes units l, l + span, ... (``iters`` of them), so one load instruction of a wave reads ``span``
+  consecutive units of each of its 64 / span rows: 2,304 contiguous bytes of a Q4_0 row (two pages,
+  not 64).  Every weight byte is read once; A's row gaps and B's bytes after each row's last unit
+  are never read.
+* A through LDS: a workgroup of W waves (:data:`LANE_WAVES`; Q4_K two: :data:`LANE_WAVES_OF`) stages
+  A's M rows once (``global_load_dwordx4`` of 1 KiB per wave instruction, then ``ds_write_b128``; by
+  phases of at most :data:`LANE_A_PHASE_BYTES` with a barrier between them), 16-byte piece g of a
+  row at piece :func:`lds_swizzle` (g), so that each lane's ``ds_read_b128`` of its unit's 64 bytes
+  per 32 weights is conflict-free.  Why not A per lane from global memory, or in SGPRs: A differs
+  per lane (no SGPR operand), and a wave's load of 16 bytes at a 128-byte stride per lane touches 64
+  lines, which the texture path takes one per cycle (docs/timing_model.md, "Vector memory"): 8 such
+  loads per Q4_0 pair cost 512 cycles against the 271 cycles the HBM share of a CU needs for the
+  wave's 2,304 bytes of weights (modeled Q4_0 1 x 14336 x 4096: 39.1 % of the streaming ceiling so,
+  92.5 % through LDS). B is loaded :data:`LANE_B_AHEAD` units ahead; A's LDS reads right before
+  their dots.  Q4_0, Q8_0 and int4_g128 at M = 1 with A's row longer than 8 KiB (K = 14336): phases
+  of 8 KiB, B one unit ahead, two waves (:data:`LANE_SMALL_PHASES`: more workgroups a CU).
+* Q4_K's activation sums (the minimum's term, ``sum a`` per 32-weight sub-block) are computed once
+  per workgroup right after A's phase is in LDS (work-item t: chunk t + threads j, the 16
+  ``v_dot2_f32_f16`` with the pair (1, 1) of the SGPR kernel, in its order: the same f32 value) and
+  stored as f32 after A's rows; each lane reads its unit's 8 with two ``ds_read_b128`` per row of A
+  instead of 16 dots per sub-block (before: half of its dots; modeled Q4_K 1 x 14336 x 4096 75.6 %
+  of the streaming ceiling so, 76.4 % now with two waves a workgroup; docs/quantized.md).
 * Dequantization exactly as the SGPR kernels (the f16 pattern 0x6400 + u built by ``v_perm_b32``,
-  ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero
-  point as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per
-  block (Q4_K: sub-block; int4: group) and row of A the dots sum from 0 and one ``v_fma_f32`` adds
-  scale x sum to the lane's accumulator (Q4_K: and -dmin m x sum a).
+  ``v_pk_add_f16`` of the offset; Q4_K's 6-bit scales and minimums decoded in f32; int4's zero point
+  as the f16 pair -(1024 + z)), ``v_dot2_f32_f16`` with the activation pair a VGPR.  Per block
+  (Q4_K: sub-block; int4: group) and row of A the dots sum from 0 and one ``v_fma_f32`` adds scale x
+  sum to the lane's accumulator (Q4_K: and -dmin m x the staged sum a).
 * After the ``iters`` units (unrolled: at most :data:`LANE_MAX_ITERS`) the span lanes' partials of
   each sum are added through LDS in a fixed order (two levels of 8, then 2 or 4: LaneGemvBuilder),
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
-Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16) + units per lane (Q4_K: 2 x 8 per
-super-block) + 14 (the reduction) + 2 times, within vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2``
-(int4: ``G / 2 + K / G + S L + 2``) whenever span >= 16 lanes share a row.
+Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did)
++ units per lane (Q4_K: 2 x 8 per super-block) + 14 (the reduction) + 2 times, within
+vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2`` (int4: ``G / 2 + K / G + S L + 2``) whenever span
+>= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K, lda, ldb
-and ldc, K a whole number of units with a span dividing them and at most LANE_MAX_ITERS units per
-lane, lda a multiple of 8 (A's rows on 16-byte boundaries), ldb a multiple of 4, N a multiple of
-the rows per load (64 / span), no epilogue, bias or SwiGLU, and no ``gemv = "sgpr"`` attribute (the
-pipeline sets it when a tile, K step, local split or split-K above 1 is given); anything else keeps
-the SGPR kernels (which carry the split-K / local-split plans: this kernel splits nothing, its many
-small workgroups fill the CUs).
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K,
+lda, ldb and ldc, K a whole number of units (where no span divides them, a last round of zero
+units), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
+ldb a multiple of 4, N a multiple of the rows per load (64 / span), no epilogue, bias or SwiGLU, and
+no ``gemv = "sgpr"`` attribute (the pipeline sets it when a tile, K step, local split or split-K
+above 1 is given); anything else keeps the SGPR kernels (which carry the split-K / local-split
+plans: this kernel splits nothing, its many small workgroups fill the CUs).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
@@ -57,7 +68,7 @@ from xdsl.ir import SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import kernel_entry
+from vlpc.passes.isel.emit import Emitter, kernel_entry
 from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
 from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
 from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE
@@ -68,6 +79,12 @@ LANE_UNITS = {"q8_0": (64, 68), "q4_0": (64, 36), "q4_k": (256, Q4K_BYTES),
               **{f: (g, B_FORMATS[f][1]) for f, g in INT4_GROUP_FORMATS.items()}}
 #: Lanes per weight row, tried in order (the LDS reduction adds 8 then span / 8 partials).
 LANE_SPANS = (64, 32, 16)
+#: ... per format where other: Q4_K 16 lanes a row (4 rows a wave: fewer bytes of A and its sums
+#: staged per weight byte), B one unit ahead (36 VGPRs a unit).  Modeled (MI50 @ 1725 MHz, two waves
+#: a workgroup, Q4_K 1 x 4096 x 14336, 56 super-blocks, % of the streaming ceiling): span 32 (then
+#: 24) 54.0, span 16 (then 8) 63.1 with B 3 units ahead, 64.7 with 1 (155 VGPRs); 4 waves 57.3.
+LANE_SPANS_OF = {"q4_k": (16,)}
+LANE_B_AHEAD_OF = {"q4_k": 1}
 #: Units per lane at most (the K loop is unrolled).
 LANE_MAX_ITERS = 16
 #: Rows of A at most (A per lane: 16 VGPRs per row and 32-weight chunk in flight).
@@ -80,11 +97,28 @@ LANE_MAX_M_OF = {"q4_k": 1}
 #: W = 4 92.5 / 74.4 (B one unit ahead), 79.2 with three; W = 2 91.4 / 63.3; W = 8 70.1 / 67.5;
 #: W = 16 56.8 / 61.9; two rows per lane (R = 2) with W = 4 85.9 / 72.8, W = 2 81.7 / 57.8.
 LANE_WAVES, LANE_B_AHEAD = 4, 3
+#: ... per format where other.  Q4_K (its activation sums staged once per workgroup; modeled as above,
+#: 4096 x 4096 / 14336 x 4096 / 4096 x 14336, span 32 at K = 14336): W = 1 (not modeled) / 50.6 /
+#: 15.7 (one wave a workgroup: 74 % idle at K = 14336), W = 2 62.1 / 76.4 / 54.0, W = 4 48.7 / 61.7
+#: / 55.4.
+LANE_WAVES_OF = {"q4_k": 2}
+#: Chunks of A read from LDS ahead of the one computed (0: right before their dots; the registers
+#: go to B's units ahead).
+LANE_A_AHEAD = 0
 #: LDS bytes of one phase of A's staging (M rows of a whole number of the lanes' units; module
 #: docstring).  Modeled (MI50 @ 1725 MHz, % of the streaming ceiling): Q4_0 1 x 4096 x 14336 (28 KiB
 #: of A) 80.3 with phases of 16 KiB against 79.2 in one, Q8_0 76.9 against 82.6 (more VGPRs: the next
 #: phase's A in flight); Q4_0 4 x 4096 x 14336 (112 KiB of A: 4 phases) 45.7, the SGPR kernel 31.6.
 LANE_A_PHASE_BYTES = 32768
+#: Q4_0, Q8_0 and int4_g128 at M = 1 where A's row takes more than one phase of this plan's bytes
+#: (1 x 4096 x 14336: 28 KiB): (phase bytes, B's units ahead, waves a workgroup): more workgroups a CU, by LDS
+#: and by VGPRs (Q4_0 84, 81 before).  Modeled (MI50 @ 1725 MHz, 1 x 4096 x 14336, % of the
+#: streaming ceiling): Q4_0 77.9 with the plan above; phases of 8 KiB with B 3 / 2 / 1 units ahead
+#: (4 waves) 73.2 / 81.2 / 83.7, of 4 KiB 83.7; with 2 waves 85.9, 8 waves 68.2.  Q8_0 84.6 with the
+#: plan above, 84.9 with 8 KiB and B 1 ahead (4 waves), 88.3 with 2 waves (2 waves alone: 79.8).
+#: int4_g128 72.7 with the plan above, 70.1 with 8 KiB and 4 waves, 78.3 with 2 (2 alone: 71.5).
+#: Not M = 4 (Q4_0 43.8); the other int4 group sizes not modeled.
+LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
 
@@ -110,11 +144,12 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     units = s.k // unit_w
     # the largest span dividing the units, else the largest not above them (a last, partial unit
-    # round: the lanes past the row's units load zeros; not Q4_K, whose one wave a workgroup then
-    # leaves the SIMDs idle: 1 x 4096 x 14336 223.5 us modeled, the SGPR kernel 94.2)
-    span = next((x for x in LANE_SPANS if units % x == 0), None)
-    if span is None and fmt != "q4_k":
-        span = next((x for x in LANE_SPANS if x <= units), None)
+    # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
+    # two waves a workgroup, the SGPR kernel 94.2)
+    spans = LANE_SPANS_OF.get(fmt, LANE_SPANS)
+    span = next((x for x in spans if units % x == 0), None)
+    if span is None:
+        span = next((x for x in spans if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
     rows = 1
@@ -137,10 +172,25 @@ def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) 
     return x if kl is not None else e(gcn.VXorB32Op(g, x)).vdst
 
 
+def small_phases(fmt: str, m: int, k: int, span: int) -> tuple[int, int, int] | None:
+    """:data:`LANE_SMALL_PHASES`' plan (phase bytes, B's units ahead, waves) of the lane kernel of
+    format ``fmt``, M ``m``, K ``k`` and ``span`` lanes a row where it applies (M = 1, A's row more
+    than one phase), else None."""
+    plan = LANE_SMALL_PHASES.get(fmt)
+    if plan is None or m != 1:
+        return None
+    unit_w = LANE_UNITS[fmt][0]
+    iters = -(-(k // unit_w) // span)
+    return plan if iters > max(1, plan[0] // (2 * span * unit_w)) else None  # (A: 2 bytes a weight)
+
+
 def plan_waves(mm: MatmulOp, rows: int, span: int) -> int:
-    """Waves per workgroup: :data:`LANE_WAVES`, halved until the workgroup's rows divide N."""
-    w = 1 if mm.shape().b_format == "q4_k" else LANE_WAVES
-    while w > 1 and mm.shape().n % (w * rows * 64 // span):
+    """Waves per workgroup: :data:`LANE_WAVES` (or the format's, or :func:`small_phases`'), halved
+    until the workgroup's rows divide N."""
+    s = mm.shape()
+    small = small_phases(s.b_format, s.m, s.k, span)
+    w = small[2] if small else LANE_WAVES_OF.get(s.b_format, LANE_WAVES)
+    while w > 1 and s.n % (w * rows * 64 // span):
         w //= 2
     return w
 
@@ -157,24 +207,48 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
 class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
     """Builds the lane-along-K quantized GEMV (module docstring): LaneGemvBuilder's geometry,
     reduction and output, QuantGemvBuilder's kernel arguments (B the tensor's bytes) and launch
-    facts (``b_format``)."""
+    facts (``b_format``).  :meth:`build` runs the prologue (:meth:`_prologue`), A's first phase
+    into LDS (:meth:`_stage_first`), the K loop (:meth:`_k_loop`, one unit of B a step:
+    :meth:`_unit_blocks`, :meth:`_unit_int4`, :meth:`_unit_q4k`) and the reduction and output."""
 
     def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1):
         super().__init__(mm, name, rows, 1, 1, span, waves)
         self.unit_w, self.unit_b = LANE_UNITS[self.fmt]
+        s = self.shape
+        self.units = s.k // self.unit_w
+        self.iters = -(-self.units // span)
+        self.tail = self.units - (self.iters - 1) * span  # units of the last round (lanes kl < tail)
+        self.n_dw = self.unit_b // 4
+        self.pieces = 2 * self.unit_w // 16  # 16-byte pieces of A per unit
+        self.unit_a = span * 16 * self.pieces  # bytes of a row of A per iteration (span units)
+        # Q4_K: the activation sums of A's 32-weight chunks, f32, once per workgroup at staging
+        self.chunks_per_unit = self.unit_w // 32
+        self.sums = self.fmt == "q4_k"
+        self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
+        # A's M rows (and their sums) into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES)
+        small = small_phases(s.b_format, s.m, s.k, span)
+        phase_bytes, self.b_ahead = small[:2] if small else (LANE_A_PHASE_BYTES, LANE_B_AHEAD_OF.get(self.fmt, LANE_B_AHEAD))
+        self.per_phase = max(1, min(self.iters, phase_bytes // (s.m * (self.unit_a + self.sum_round))))
+        self.phases = [(i0, min(self.iters, i0 + self.per_phase)) for i0 in range(0, self.iters, self.per_phase)]
+        self.a_row_lds = self.per_phase * self.unit_a  # LDS bytes of a row of A in a phase
+        self.sum_row_lds = self.per_phase * self.sum_round  # ... of its sums, after A's M rows
 
     def build(self) -> gcn.KernelOp:
-        s = self.shape
-        M, R, span = s.m, self.rows, self.span
+        entry = self._prologue()
+        self._stage_first()
+        acc = self._k_loop()
+        r = self.regs
+        r.e(gcn.SBarrierOp(comment="A read by every wave: LDS free for the reduction"))
+        self._reduce_and_store(r.e, acc, r.lanes, r.tid, r.wave, r.ptr_c, r.n0, r.alpha, r.beta, False)
+        return self._finish(entry, max(self.waves * REDUCE_BYTES, self.shape.m * (self.a_row_lds + self.sum_row_lds)))
+
+    # ---- prologue: kernel arguments, the wave's rows, the lane's place in its row ----
+
+    def _prologue(self):
+        """Emits the kernel's entry (``self.regs``: the registers the other steps share); returns its block."""
+        R, span, W = self.rows, self.span, self.waves
         slots = 64 // span
-        uw, ub, fmt = self.unit_w, self.unit_b, self.fmt
-        units = s.k // uw
-        iters = -(-units // span)
-        tail = units - (iters - 1) * span  # units of the last round (lanes kl < tail)
-        lda_b, ldb_b = s.lda * 2, s.ldb
-        n_dw = ub // 4
-        W = self.waves
-        P = 2 * uw // 16  # 16-byte pieces of A per unit
+        ldb_b = self.shape.ldb
         ke = kernel_entry(False, 1, R)
         entry, e = ke.block, ke.e
         kp, wg_x, tid, exec0 = ke.kp, ke.wg_x, ke.tid, ke.exec0
@@ -191,163 +265,216 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
             e(gcn.SAddU32Op(e.mul(wg_x, R * slots * W), e.mul(wave, R * slots))).sdst
         b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
         kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
-        lane_b = e(gcn.VMulLoU32Op(kl, e.const(ub))).vdst  # its first unit's bytes in the row
+        lane_b = e(gcn.VMulLoU32Op(kl, e.const(self.unit_b))).vdst  # its first unit's bytes in the row
         if slots > 1:
             slot = e(gcn.VLshrrevB32Op(span.bit_length() - 1, tid)).vdst
             lane_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane_b)).vdst
         voff_b = [lane_b if r == 0 else e(gcn.VAddU32Op(e.const(r * slots * ldb_b), lane_b)).vdst for r in range(R)]
+        self.regs = _LaneRegs(e, lanes, item, tid, wave, kl, ptr_a, ptr_c, alpha, beta, n0, b_rows, voff_b)
+        return entry
 
-        def load_b(i: int) -> list[list[SSAValue]]:
-            """The R rows' unit i (of the lane's iters); in a partial last round zeros past the row's
-            units (scale 0: their products are 0)."""
-            base = e.add64(b_rows, i * span * ub, 0, comment=f"B: units +{i * span}") if i else b_rows
-            loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
-            if i + 1 < iters or tail == span:
-                return [b_row_loads(e, voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(R)]
-            zeros = [[e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
-                      if q < n_dw // 4 else e(gcn.VMovB32Op(0)).vdst for q in loads] for _ in range(R)]
-            e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(tail), kl)).sdst, result_type=gcn.exec_type()))
-            out = []
-            for r in range(R):
-                regs = []
-                for q in loads:
-                    if q < n_dw // 4:
-                        regs.append(e(gcn.GlobalLoadDwordx4Op(voff_b[r], base, offset=16 * q, merge=zeros[r][q],
-                                                              comment=f"B row {r}, last units, dwords {4 * q}..")).vdst)
-                    else:
-                        regs.append(e(gcn.GlobalLoadDwordOp(voff_b[r], base, offset=4 * (n_dw - 1), merge=zeros[r][q],
-                                                            comment=f"B row {r}, last units, dword {n_dw - 1}")).vdst)
-                out.append(regs)
-            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            return out
+    def _load_b(self, i: int) -> list[list[SSAValue]]:
+        """The R rows' unit i (of the lane's iters); in a partial last round zeros past the row's
+        units (scale 0: their products are 0)."""
+        r_ = self.regs
+        e, n_dw, ub = r_.e, self.n_dw, self.unit_b
+        base = e.add64(r_.b_rows, i * self.span * ub, 0, comment=f"B: units +{i * self.span}") if i else r_.b_rows
+        loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
+        if i + 1 < self.iters or self.tail == self.span:
+            return [b_row_loads(e, r_.voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(self.rows)]
+        zeros = [[e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
+                  if q < n_dw // 4 else e(gcn.VMovB32Op(0)).vdst for q in loads] for _ in range(self.rows)]
+        e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(self.tail), r_.kl)).sdst, result_type=gcn.exec_type()))
+        out = []
+        for r in range(self.rows):
+            regs = []
+            for q in loads:
+                if q < n_dw // 4:
+                    regs.append(e(gcn.GlobalLoadDwordx4Op(r_.voff_b[r], base, offset=16 * q, merge=zeros[r][q],
+                                                          comment=f"B row {r}, last units, dwords {4 * q}..")).vdst)
+                else:
+                    regs.append(e(gcn.GlobalLoadDwordOp(r_.voff_b[r], base, offset=4 * (n_dw - 1), merge=zeros[r][q],
+                                                        comment=f"B row {r}, last units, dword {n_dw - 1}")).vdst)
+            out.append(regs)
+        e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        return out
 
-        # ---- A's M rows into LDS by phases of the lane's units (at most LANE_A_PHASE_BYTES), 16-byte
-        # piece g of a phase's row at piece lds_swizzle(g) ----
-        threads = 64 * W
-        unit_a = span * 16 * P  # bytes of a row of A per iteration (span units)
-        per_phase = max(1, min(iters, LANE_A_PHASE_BYTES // (M * unit_a)))
-        phases = [(i0, min(iters, i0 + per_phase)) for i0 in range(0, iters, per_phase)]
-        a_row_lds = per_phase * unit_a  # LDS bytes of a row of A in a phase
-        voff_t = e(gcn.VLshlrevB32Op(4, item)).vdst
-        swz: dict[int, tuple[SSAValue, SSAValue]] = {}  # round j: (g, its LDS address)
+    # ---- A's M rows into LDS by phases, 16-byte piece g of a phase's row at piece lds_swizzle(g) ----
 
-        def stage_load(i0: int, i1: int) -> list:
-            """The global loads of the phase's A (units i0 .. i1 - 1 of every lane), work-item t piece
-            t + threads j of each row."""
-            pieces = (min(units, i1 * span) - i0 * span) * P  # (a partial last round: its units alone)
-            out = []
-            for j in range(-(-pieces // threads)):
-                if j not in swz:
-                    g = item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), item)).vdst
-                    swz[j] = (g, e(gcn.VLshlrevB32Op(4, lds_swizzle(e, g, P))).vdst)
-                g, phys = swz[j]
-                partial = (j + 1) * threads > pieces
-                if partial:
-                    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
-                for m in range(M):
-                    off = m * lda_b + i0 * unit_a + 16 * threads * j
-                    base = e.add64(ptr_a, off, 0, comment=f"A row {m}, pieces +{j * threads}") if off else ptr_a
-                    v = e(gcn.GlobalLoadDwordx4Op(voff_t, base, comment=f"A row {m} to LDS")).vdst
-                    out.append((partial and pieces, g, phys, m, v))
-                if partial:
-                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            return out
+    def _stage_load(self, i0: int, i1: int) -> list:
+        """The global loads of the phase's A (units i0 .. i1 - 1 of every lane), work-item t piece
+        t + threads j of each row."""
+        r_ = self.regs
+        e, P, threads = r_.e, self.pieces, 64 * self.waves
+        lda_b = self.shape.lda * 2
+        pieces = (min(self.units, i1 * self.span) - i0 * self.span) * P  # (a partial last round: its units alone)
+        out = []
+        for j in range(-(-pieces // threads)):
+            if j not in self.swz:
+                g = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
+                self.swz[j] = (g, e(gcn.VLshlrevB32Op(4, lds_swizzle(e, g, P))).vdst)
+            g, phys = self.swz[j]
+            partial = (j + 1) * threads > pieces
+            if partial:
+                e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
+            for m in range(self.shape.m):
+                off = m * lda_b + i0 * self.unit_a + 16 * threads * j
+                base = e.add64(r_.ptr_a, off, 0, comment=f"A row {m}, pieces +{j * threads}") if off else r_.ptr_a
+                v = e(gcn.GlobalLoadDwordx4Op(self.voff_t, base, comment=f"A row {m} to LDS")).vdst
+                out.append((partial and pieces, g, phys, m, v))
+            if partial:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        return out
 
-        def stage_write(staged: list) -> None:
-            for pieces, g, phys, m, v in staged:
-                if pieces:
-                    e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
-                e(gcn.DsWriteB128Op(phys, v, offset=m * a_row_lds, comment=f"A row {m}"))
-                if pieces:
-                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            e(gcn.SBarrierOp(comment="A's phase in LDS"))
+    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+        """The phase's A (units i0 .. i1 - 1) from VGPRs into LDS; Q4_K: then its chunks' sums."""
+        r_ = self.regs
+        e = r_.e
+        for pieces, g, phys, m, v in staged:
+            if pieces:
+                e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(pieces), g)).sdst, result_type=gcn.exec_type()))
+            e(gcn.DsWriteB128Op(phys, v, offset=m * self.a_row_lds, comment=f"A row {m}"))
+            if pieces:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        e(gcn.SBarrierOp(comment="A's phase in LDS"))
+        if self.sums:
+            self._stage_sums(i0, i1)
+            e(gcn.SBarrierOp(comment="A's sums in LDS"))
 
-        staged = stage_load(*phases[0])
-        b_ahead = LANE_B_AHEAD
-        bq = {0: load_b(0)}  # (after A's loads, before their LDS writes: the writes wait for A alone)
-        stage_write(staged)
+    def _stage_sums(self, i0: int, i1: int) -> None:
+        """Q4_K: the sum of each 32-activation chunk of the phase's A, by the 16 ``v_dot2_f32_f16``
+        with (1, 1) of the SGPR kernel, in its order (the same f32 value), work-item t chunk
+        t + threads j of each row, to LDS after A's rows: the lanes read each sub-block's sum
+        instead of computing it (once per workgroup, not once per lane and weight row)."""
+        r_ = self.regs
+        e, P, cpu, threads = r_.e, self.pieces, self.chunks_per_unit, 64 * self.waves
+        n = (min(self.units, i1 * self.span) - i0 * self.span) * cpu  # the phase's staged chunks a row
+        ones = e(gcn.VMovB32Op(F16_ONES)).vdst
+        for j in range(-(-n // threads)):
+            ch = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
+            partial = (j + 1) * threads > n
+            if partial:
+                e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(n), ch)).sdst, result_type=gcn.exec_type()))
+            u = e(gcn.VLshrrevB32Op(cpu.bit_length() - 1, ch)).vdst  # the chunk's unit (in the phase)
+            g0 = e(gcn.VLshlrevB32Op(2, ch)).vdst  # its first piece, u P + 4 c
+            gx = e(gcn.VXorB32Op(g0, e(gcn.VAndB32Op(7, u)).vdst)).vdst  # at piece g0 ^ x (lds_swizzle; P >= 8)
+            addr = [e(gcn.VLshlrevB32Op(4, gx if q == 0 else e(gcn.VXorB32Op(q, gx)).vdst)).vdst for q in range(4)]
+            sum_at = e(gcn.VLshlrevB32Op(2, ch)).vdst
+            for m in range(self.shape.m):
+                rows_a = [[e(gcn.DsReadB128Op(addr[q], offset=m * self.a_row_lds, comment=f"A row {m}, sums' chunk")).vdst
+                           for q in range(4)]]
+                sa = self._dots([ones] * 16, rows_a, 0, self.zero)
+                e(gcn.DsWriteB32Op(sum_at, sa, offset=self.shape.m * self.a_row_lds + m * self.sum_row_lds,
+                                   comment=f"sum of a chunk of A row {m}"))
+            if partial:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        assert P * 16 == 2 * self.unit_w and P >= 8
+
+    def _stage_first(self) -> None:
+        """A's first phase into LDS, B's first unit loaded between A's loads and its LDS writes
+        (the writes wait for A alone); then the lane's LDS addresses of its units' pieces."""
+        r_ = self.regs
+        e, P = r_.e, self.pieces
+        self.voff_t = e(gcn.VLshlrevB32Op(4, r_.item)).vdst
+        self.swz: dict[int, tuple[SSAValue, SSAValue]] = {}  # round j: (g, its LDS address)
+        self.zero = e(gcn.VMovB32Op(0)).vdst
+        staged = self._stage_load(*self.phases[0])
+        self.bq = {0: self._load_b(0)}
+        self._stage_write(staged, *self.phases[0])
         # lane kl's unit u = kl + span i: piece p (0..P-1) at LDS a_lds + 16 (u P + (p ^ x)), x of kl
-        xk = lds_swizzle(e, None, P, kl)
-        lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, kl)).vdst
-        addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_lds)).vdst for p in range(min(P, 8))]
+        xk = lds_swizzle(e, None, P, r_.kl)
+        lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, r_.kl)).vdst
+        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_lds)).vdst for p in range(min(P, 8))]
 
-        chunks = [(i, c) for i in range(iters) for c in range(uw // 32)]
-        pos = {ch: j for j, ch in enumerate(chunks)}
-        ahead = 0  # (A's LDS reads right before their dots: the registers go to B's units ahead)
-        pending: dict[int, list[SSAValue]] = {}
+    # ---- A's chunks from LDS (32 activations of each row), read right before their dots ----
 
-        phase = list(phases[0])
-        tail_bases: dict[int, SSAValue] = {}
+    def _tail_addr(self, p: int, base: SSAValue) -> SSAValue:
+        """``base`` for lanes kl < tail, lane 0's (16 p: unit 0 of the round, staged) for the
+        others: finite A times their zero B."""
+        e, tb = self.regs.e, self.tail_bases
+        if p not in tb:
+            ge, keep = self._tail_keep()
+            tb[p] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst, e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
+        return tb[p]
 
-        def tail_addr(p: int, base: SSAValue) -> SSAValue:
-            """``base`` for lanes kl < tail, lane 0's (16 p: unit 0 of the round, staged) for the
-            others: finite A times their zero B."""
-            if p not in tail_bases:
-                if "ge" not in tail_bases:  # 1 where kl >= tail (bit 31 of kl + 2^31 - tail), else 0
-                    ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - tail), kl)).vdst)).vdst
-                    tail_bases["ge"] = ge
-                    tail_bases["keep"] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
-                ge, keep = tail_bases["ge"], tail_bases["keep"]
-                tail_bases[p] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst,
-                                                e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
-            return tail_bases[p]
+    def _tail_keep(self) -> tuple[SSAValue, SSAValue]:
+        """(1 where kl >= tail else 0, the mask ~0 where kl < tail else 0), VGPRs."""
+        e, kl, tb = self.regs.e, self.regs.kl, self.tail_bases
+        if "ge" not in tb:  # bit 31 of kl + 2^31 - tail
+            ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - self.tail), kl)).vdst)).vdst
+            tb["ge"] = ge
+            tb["keep"] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
+        return tb["ge"], tb["keep"]
 
-        def issue_a(j: int) -> None:
-            if j < len(chunks) and j not in pending and chunks[j][0] < phase[1]:  # (this phase's A only)
-                i, c = chunks[j]
-                out = []
-                for m in range(M):
-                    regs = []
-                    for q in range(4):
-                        p = 4 * c + q
-                        off = m * a_row_lds + (i - phase[0]) * unit_a + 16 * (p - p % 8)
-                        base = addr[p % 8] if P >= 8 else addr[p]
-                        if i + 1 == iters and tail < span:  # lanes past the units: the round before's A
-                            base = tail_addr(p % 8 if P >= 8 else p, base)
-                        regs.append(e(gcn.DsReadB128Op(base, offset=off,
-                                                       comment=f"A row {m}, unit +{i * span}, piece {p}")).vdst)
-                    out.append(regs)
-                pending[j] = out
+    def _issue_a(self, j: int) -> None:
+        chunks, P = self.chunks, self.pieces
+        if j < len(chunks) and j not in self.pending and chunks[j][0] < self.phase[1]:  # (this phase's A only)
+            i, c = chunks[j]
+            out = []
+            for m in range(self.shape.m):
+                regs = []
+                for q in range(4):
+                    p = 4 * c + q
+                    off = m * self.a_row_lds + (i - self.phase[0]) * self.unit_a + 16 * (p - p % 8)
+                    base = self.addr[p % 8] if P >= 8 else self.addr[p]
+                    if i + 1 == self.iters and self.tail < self.span:  # lanes past the units: the round before's A
+                        base = self._tail_addr(p % 8 if P >= 8 else p, base)
+                    regs.append(self.regs.e(gcn.DsReadB128Op(base, offset=off,
+                                                             comment=f"A row {m}, unit +{i * self.span}, piece {p}")).vdst)
+                out.append(regs)
+            self.pending[j] = out
 
-        def a_chunk(i: int, c: int) -> list[SSAValue]:
-            """A's 16 dwords (per row m) of chunk c of the lane's unit i, the next chunks' reads issued."""
-            j = pos[(i, c)]
-            for t in range(ahead + 1):
-                issue_a(j + t)
-            return pending.pop(j)
+    def _a_chunk(self, i: int, c: int) -> list[list[SSAValue]]:
+        """A's 16 dwords (per row m) of chunk c of the lane's unit i, the next chunks' reads issued."""
+        j = self.pos[(i, c)]
+        for t in range(LANE_A_AHEAD + 1):
+            self._issue_a(j + t)
+        return self.pending.pop(j)
 
-        def a_dw(rows_a: list[list[SSAValue]], m: int, t: int) -> SSAValue:
-            return e.sub(rows_a[m][t // 4], t % 4, 1)
+    def _a_dw(self, rows_a: list[list[SSAValue]], m: int, t: int) -> SSAValue:
+        return self.regs.e.sub(rows_a[m][t // 4], t % 4, 1)
 
-        magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
-        select = {p: e.const(v) for p, v in PERM_SELECT.items()}
-        zero = e(gcn.VMovB32Op(0)).vdst
+    def _dots(self, pairs: list[SSAValue], rows_a, m: int, start: SSAValue) -> SSAValue:
+        x = start
+        for t in range(16):
+            x = self.regs.e(gcn.VDot2F32F16Op(pairs[t], self._a_dw(rows_a, m, t), x)).vdst
+        return x
+
+    def _halves(self, word: SSAValue, byte: int, offset: SSAValue) -> SSAValue:
+        """The f16 pair (u_byte, u_byte+1) - offset from two bytes of ``word`` (module docstring)."""
+        e = self.regs.e
+        return e(gcn.VPkAddF16Op(offset, e(gcn.VPermB32Op(self.magic, word, self.select[byte % 4])).vdst)).vdst
+
+    # ---- the K loop: B b_ahead units ahead, the next phase of A staged through VGPRs ----
+
+    def _k_loop(self) -> list[SSAValue]:
+        """The lane's ``iters`` units (unrolled); returns the accumulators (row m of A, weight row r at m R + r)."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        iters, per_phase = self.iters, self.per_phase
+        self.chunks = [(i, c) for i in range(iters) for c in range(self.unit_w // 32)]
+        self.pos = {ch: j for j, ch in enumerate(self.chunks)}
+        self.pending: dict[int, list[list[SSAValue]]] = {}
+        self.phase = list(self.phases[0])
+        self.tail_bases: dict = {}
+        self.magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
+        self.select = {p: e.const(v) for p, v in PERM_SELECT.items()}
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
-
-        def dots(pairs: list[SSAValue], rows_a, m: int, start: SSAValue) -> SSAValue:
-            x = start
-            for t in range(16):
-                x = e(gcn.VDot2F32F16Op(pairs[t], a_dw(rows_a, m, t), x)).vdst
-            return x
-
-        def halves(word: SSAValue, byte: int, offset: SSAValue) -> SSAValue:
-            """The f16 pair (u_byte, u_byte+1) - offset from two bytes of ``word`` (docstring)."""
-            return e(gcn.VPkAddF16Op(offset, e(gcn.VPermB32Op(magic, word, select[byte % 4])).vdst)).vdst
-
-        issue_a(0)
+        self._issue_a(0)
         staged = []
+        unit = self._unit_blocks if self.fmt in ("q8_0", "q4_0") else \
+            self._unit_int4 if self.fmt in INT4_GROUP_FORMATS else self._unit_q4k
         for i in range(iters):
-            if i == phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
-                staged = stage_load(i + per_phase, min(iters, i + 2 * per_phase))
-            for d in range(1, b_ahead + 1):  # B b_ahead units ahead
-                if i + d < iters and i + d not in bq:
-                    bq[i + d] = load_b(i + d)
-            bv = bq.pop(i)
+            if i == self.phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
+                staged = self._stage_load(i + per_phase, min(iters, i + 2 * per_phase))
+            for d in range(1, self.b_ahead + 1):  # B b_ahead units ahead
+                if i + d < iters and i + d not in self.bq:
+                    self.bq[i + d] = self._load_b(i + d)
+            bv = self.bq.pop(i)
             for r in range(R):
                 ld = bv[r]
 
                 def dw(q: int, ld=ld) -> SSAValue:
-                    return e.sub(ld[q // 4], q % 4, 1) if q // 4 < n_dw // 4 else ld[-1]
+                    return e.sub(ld[q // 4], q % 4, 1) if q // 4 < self.n_dw // 4 else ld[-1]
 
                 words: dict = {}
 
@@ -357,70 +484,113 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                         words[(q, hi)] = e(gcn.VAndB32Op(0x0F0F0F0F, v)).vdst
                     return words[(q, hi)]
 
-                if fmt in ("q8_0", "q4_0"):
-                    bb = B_FORMATS[fmt][1]
-                    offset = e.const(F16_OFFSET[fmt])
-                    for blk in range(2):
-                        o = blk * bb
-                        scale = dw(o // 4)
-                        if o % 4:
-                            scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
-                        d = e(gcn.VCvtF32F16Op(scale)).vdst
-                        pairs = []
-                        for p in range(16):
-                            if fmt == "q8_0":
-                                byte = o + 2 + 2 * p
-                                if (byte // 4, "x") not in words:
-                                    words[(byte // 4, "x")] = e(gcn.VXorB32Op(0x80808080, dw(byte // 4))).vdst
-                                word = words[(byte // 4, "x")]
-                            else:
-                                byte, hi = (o + 2 + 2 * p, False) if p < 8 else (o + 2 + 2 * p - 16, True)
-                                word = nib(byte // 4, hi)
-                            pairs.append(halves(word, byte, offset))
-                        rows_a = a_chunk(i, blk)
-                        for m in range(M):
-                            sm = dots(pairs, rows_a, m, zero)
-                            acc[m * R + r] = e(gcn.VFmaF32Op(d, sm, acc[m * R + r], comment=f"row {m} += d * block sum")).vdst
-                elif fmt in INT4_GROUP_FORMATS:
-                    hdr = dw(0)
-                    scale = e(gcn.VCvtF32F16Op(hdr)).vdst
-                    z = e(gcn.VAndB32Op(0xFF, e(gcn.VLshrrevB32Op(16, hdr)).vdst)).vdst
-                    nz = e(gcn.VOrB32Op(0xE400, z)).vdst  # f16 -(1024 + z)
-                    offset = e(gcn.VLshlAddU32Op(nz, 16, nz)).vdst
-                    sums = [zero] * M
-                    for c in range(uw // 32):
-                        pairs = []
-                        for q in range(1 + 4 * c, 5 + 4 * c):
-                            lo, hi = nib(q, False), nib(q, True)
-                            for sel in NIBBLE_INTERLEAVE:
-                                il = e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst
-                                pairs += [halves(il, 0, offset), halves(il, 2, offset)]
-                        rows_a = a_chunk(i, c)
-                        sums = [dots(pairs, rows_a, m, sums[m]) for m in range(M)]
-                    for m in range(M):
-                        acc[m * R + r] = e(gcn.VFmaF32Op(scale, sums[m], acc[m * R + r],
-                                                         comment=f"row {m} += s * sum a (q - z)")).vdst
-                else:  # q4_k
-                    dsc, ndm = q4k_scales(e, dw)
-                    ones = e(gcn.VMovB32Op(F16_ONES)).vdst
-                    offset = e.const(F16_MINUS_1024)
-                    for j in range(8):
-                        c, hi = divmod(j, 2)
-                        pairs = [halves(nib(4 + 8 * c + p // 2, bool(hi)), 2 * p, offset) for p in range(16)]
-                        rows_a = a_chunk(i, j)
-                        for m in range(M):
-                            sq = dots(pairs, rows_a, m, zero)
-                            sa = dots([ones] * 16, rows_a, m, zero)
-                            x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
-                            acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
-            if i + 1 == phase[1] and staged:  # every wave done with the phase's A: the next one's
+                unit(i, r, acc, dw, nib, words)
+            if i + 1 == self.phase[1] and staged:  # every wave done with the phase's A: the next one's
                 e(gcn.SBarrierOp(comment="A's phase read"))
-                stage_write(staged)
-                phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
+                self._stage_write(staged, i + 1, min(iters, i + 1 + per_phase))
+                self.phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
                 staged = []
-        e(gcn.SBarrierOp(comment="A read by every wave: LDS free for the reduction"))
-        self._reduce_and_store(e, acc, lanes, tid, wave, ptr_c, n0, alpha, beta, False)
-        return self._finish(entry, max(W * REDUCE_BYTES, M * a_row_lds))
+        return acc
+
+    def _unit_blocks(self, i: int, r: int, acc: list[SSAValue], dw, nib, words: dict) -> None:
+        """Q8_0 / Q4_0: the unit's two blocks, 16 dots each per row of A, then acc += d x sum."""
+        e, M, R, fmt = self.regs.e, self.shape.m, self.rows, self.fmt
+        bb = B_FORMATS[fmt][1]
+        offset = e.const(F16_OFFSET[fmt])
+        for blk in range(2):
+            o = blk * bb
+            scale = dw(o // 4)
+            if o % 4:
+                scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
+            d = e(gcn.VCvtF32F16Op(scale)).vdst
+            pairs = []
+            for p in range(16):
+                if fmt == "q8_0":
+                    byte = o + 2 + 2 * p
+                    if (byte // 4, "x") not in words:
+                        words[(byte // 4, "x")] = e(gcn.VXorB32Op(0x80808080, dw(byte // 4))).vdst
+                    word = words[(byte // 4, "x")]
+                else:
+                    byte, hi = (o + 2 + 2 * p, False) if p < 8 else (o + 2 + 2 * p - 16, True)
+                    word = nib(byte // 4, hi)
+                pairs.append(self._halves(word, byte, offset))
+            rows_a = self._a_chunk(i, blk)
+            for m in range(M):
+                sm = self._dots(pairs, rows_a, m, self.zero)
+                acc[m * R + r] = e(gcn.VFmaF32Op(d, sm, acc[m * R + r], comment=f"row {m} += d * block sum")).vdst
+
+    def _unit_int4(self, i: int, r: int, acc: list[SSAValue], dw, nib, words: dict) -> None:
+        """An int4 group: its 32-weight chunks' dots summed per row of A, then acc += s x sum."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        hdr = dw(0)
+        scale = e(gcn.VCvtF32F16Op(hdr)).vdst
+        z = e(gcn.VAndB32Op(0xFF, e(gcn.VLshrrevB32Op(16, hdr)).vdst)).vdst
+        nz = e(gcn.VOrB32Op(0xE400, z)).vdst  # f16 -(1024 + z)
+        offset = e(gcn.VLshlAddU32Op(nz, 16, nz)).vdst
+        sums = [self.zero] * M
+        for c in range(self.unit_w // 32):
+            pairs = []
+            for q in range(1 + 4 * c, 5 + 4 * c):
+                lo, hi = nib(q, False), nib(q, True)
+                for sel in NIBBLE_INTERLEAVE:
+                    il = e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst
+                    pairs += [self._halves(il, 0, offset), self._halves(il, 2, offset)]
+            rows_a = self._a_chunk(i, c)
+            sums = [self._dots(pairs, rows_a, m, sums[m]) for m in range(M)]
+        for m in range(M):
+            acc[m * R + r] = e(gcn.VFmaF32Op(scale, sums[m], acc[m * R + r], comment=f"row {m} += s * sum a (q - z)")).vdst
+
+    def _unit_sums(self, i: int) -> list[list[SSAValue]]:
+        """The staged sums of the 8 chunks of the lane's unit i, two ``ds_read_b128`` per row of A
+        (lanes past the row's units in a last partial round: unit 0's, finite, times their zero B)."""
+        e, kl = self.regs.e, self.regs.kl
+        if "sums" not in self.tail_bases:
+            self.tail_bases["sums"] = e(gcn.VLshlrevB32Op(5, kl)).vdst  # 32 kl: the lane's 8 sums
+        base = self.tail_bases["sums"]
+        if i + 1 == self.iters and self.tail < self.span:
+            if "sums_tail" not in self.tail_bases:
+                self.tail_bases["sums_tail"] = e(gcn.VAndB32Op(self._tail_keep()[1], base)).vdst
+            base = self.tail_bases["sums_tail"]
+        first = self.shape.m * self.a_row_lds + (i - self.phase[0]) * self.sum_round
+        return [[e(gcn.DsReadB128Op(base, offset=first + m * self.sum_row_lds + 16 * h,
+                                    comment=f"sums of A row {m}, unit +{i * self.span}")).vdst for h in range(2)]
+                for m in range(self.shape.m)]
+
+    def _unit_q4k(self, i: int, r: int, acc: list[SSAValue], dw, nib, words: dict) -> None:
+        """A Q4_K super-block: per sub-block and row of A the dots of a q and of a, then
+        acc += d sc x sum a q - dmin m x sum a."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        dsc, ndm = q4k_scales(e, dw)
+        offset = e.const(F16_MINUS_1024)
+        sums = self._unit_sums(i)
+        for j in range(8):
+            c, hi = divmod(j, 2)
+            pairs = [self._halves(nib(4 + 8 * c + p // 2, bool(hi)), 2 * p, offset) for p in range(16)]
+            rows_a = self._a_chunk(i, j)
+            for m in range(M):
+                sq = self._dots(pairs, rows_a, m, self.zero)
+                sa = e.sub(sums[m][j // 4], j % 4, 1)
+                x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
+                acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
+
+
+@dataclass
+class _LaneRegs:
+    """The registers :meth:`QuantLaneGemvBuilder._prologue` sets up for the kernel's other steps."""
+
+    e: Emitter
+    lanes: SSAValue  # a copy of the full EXEC
+    item: SSAValue  # the work-item in the workgroup
+    tid: SSAValue  # the lane in its wave
+    wave: SSAValue | None  # the wave in the workgroup (W > 1)
+    kl: SSAValue  # the lane's place in its row
+    ptr_a: SSAValue
+    ptr_c: SSAValue
+    alpha: SSAValue
+    beta: SSAValue
+    n0: SSAValue  # the wave's first weight row
+    b_rows: SSAValue  # B's row n0
+    voff_b: list[SSAValue]  # the lane's first unit's byte offset in each of its R rows
 
 
 __all__ = ["LANE_UNITS", "QuantLaneGemvBuilder", "quant_lane_kernels", "quant_lane_plan"]
