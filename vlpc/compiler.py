@@ -569,7 +569,8 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
     A plan whose workgroup cannot be resident on one CU (gcn-emit-descriptor's
     :class:`~vlpc.errors.WorkgroupFitError`: its waves' VGPRs or SGPRs over the 4 SIMDs) with
     an automatic local split (no ``local_split`` option) is compiled again with half the
-    wavefront groups, until it fits or has one group.  Why here: a kernel's register count is
+    wavefront groups, until it fits or has two groups (a split of 1 cannot be pinned: the
+    option's 1 means automatic).  Why here: a kernel's register count is
     known only once it is allocated, so the plan choosers (``quant_plan``, ``gemv_plan``)
     cannot check the fit before building (the quantized GEMV of 16 rows at 16 groups: Q8_0
     72 VGPRs, 3 waves per SIMD, 12 < 16 waves: now 8 groups)."""
@@ -578,14 +579,19 @@ def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: 
         with _no_gc():
             module = parse(text, filename, ctx)
     auto = options.get("local_split", 1) == 1
+    tried: set[int] = set()
     while True:
         retry = module.clone() if auto else None
         try:
             return _build_once(module, ctx, target, filename, toolchain, options)
         except WorkgroupFitError as e:
-            if retry is None or e.resource not in ("VGPRs", "SGPRs") or e.local_split <= 1:
+            # halve while the halved split can be pinned (a local split of 1 is the option's
+            # "automatic", which would choose the refused plan again) and was not tried yet
+            half = e.local_split // 2
+            if retry is None or e.resource not in ("VGPRs", "SGPRs") or half < 2 or half in tried:
                 raise
-            module, options = retry, {**options, "local_split": e.local_split // 2}
+            tried.add(half)
+            module, options = retry, {**options, "local_split": half}
 
 
 def _build_once(module: ModuleOp, ctx: Context, target: str, filename: str, toolchain,

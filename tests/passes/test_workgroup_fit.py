@@ -57,6 +57,46 @@ def test_fit_rule_sgprs():
     assert T.occupancy(28, 102, 0, 1024).by_sgprs == 7
 
 
+@pytest.mark.parametrize("sgprs, waves", [(80, 10), (81, 9), (88, 9), (100, 8), (101, 7), (104, 7), (112, 7),
+                                          (113, 0)])
+def test_sgpr_count_with_vcc_and_xnack_mask(sgprs, waves):
+    """The descriptor's SGPR count includes VCC and the XNACK mask (6 above the 102 addressable on
+    GFX9 with XNACK: LLVM AMDGPUBaseInfo getNumExtraSGPRs), so up to 112 SGPRs a wave are legal and
+    hold 7 waves per SIMD (getOccupancyWithNumSGPRs: > 100 -> 7); 113 cannot be allocated."""
+    assert T.occupancy(32, sgprs, 0, 64).by_sgprs == waves
+    got = workgroup_misfit(T, 32, sgprs, 0, 64)
+    assert (got.resource if got else None) == (None if waves else "SGPRs")
+
+
+def test_retry_stops_where_the_split_cannot_be_pinned(monkeypatch):
+    """The automatic plan's retry halves the local split while it can be pinned (>= 2): a misfit
+    at 2 groups is raised, not retried for ever with the option's 1 (automatic)."""
+    from vlpc import compiler
+    from vlpc.errors import WorkgroupFitError as E
+
+    calls = []
+
+    def refuse(module, ctx, target, filename, toolchain, options):
+        calls.append(options.get("local_split", 1))
+        raise E("kernel 'g': workgroup does not fit on one CU (SGPRs)", resource="SGPRs",
+                local_split=max(2, calls[-1]))
+
+    monkeypatch.setattr(compiler, "_build_once", refuse)
+    with pytest.raises(E):
+        vlpc.compile(Q8_16, split_k=1, cache=False)
+    assert calls == [1]
+    calls.clear()
+
+    def refuse16(module, ctx, target, filename, toolchain, options):
+        calls.append(options.get("local_split", 1))
+        raise E("no", resource="VGPRs", local_split=16 if calls[-1] == 1 else calls[-1])
+
+    monkeypatch.setattr(compiler, "_build_once", refuse16)
+    with pytest.raises(E):
+        vlpc.compile(Q8_16, split_k=1, cache=False)
+    assert calls == [1, 8, 4, 2]
+
+
 def test_message_names_the_numbers():
     got = workgroup_misfit(T, 72, 32, 0, 1024)
     assert str(got) == ("a workgroup of 16 waves needs 4 waves per SIMD, but at 72 VGPRs (72 allocated) "
