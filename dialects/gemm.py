@@ -178,7 +178,11 @@ def quant_plan(shape: "GemmShape") -> tuple[int, int, int]:
     1725 MHz (timing-only launches as benchmarks/quant_gemv.py's, the timing model before its
     HBM/L2 correction), Q4_0 1 x 4096 x 4096 takes 22.8 us with L = 4, 22.3 with 8, 26.0 with 16
     (Q8_0: 35.4, 36.5 with 4, 8), and 16 x 4096 x 4096 118.6, 70.7, 65.3 us with 4, 8, 16 (the
-    dots of 16 rows bound it: more waves per CU, fewer waits on A)."""
+    dots of 16 rows bound it: more waves per CU, fewer waits on A).  Residency: the kernel's VGPR
+    count is known only once it is allocated, so a plan whose workgroup cannot be resident on one
+    CU (16 groups need at most 64 VGPRs: :mod:`vlpc.workgroup_fit`) is compiled again with half
+    the groups by the compile driver (``vlpc.pipeline._build``): Q8_0 (M = 12..16), Q4_K and
+    int4_g128 (M = 8..16) run 8 groups."""
     pairs = max(1, shape.k // QUANT_K_UNIT.get(shape.b_format, QUANT_K_PAIR))
     local = QUANT_LOCAL if 0 < shape.m < 8 else 2 * QUANT_LOCAL
     if quant_gemm_rows(shape):  # the prefill GEMM (quant_gemm_rows)

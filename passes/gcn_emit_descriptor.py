@@ -22,6 +22,11 @@ flushes f32 denormal inputs and results of every FMA to zero.
 LDS: a kernel that uses LDS carries an ``lds_bytes`` attribute (bytes per
 workgroup, set by instruction selection); it becomes ``group_segment_fixed_size``
 in the descriptor and the metadata (0 without the attribute).
+
+Residency: a kernel whose workgroup cannot be resident on one CU (its waves' VGPRs/SGPRs over
+the 4 SIMDs, its LDS, at most 1024 work-items: :func:`vlpc.workgroup_fit.workgroup_misfit`) is
+a located error naming the short resource and the numbers; every kernel is finalised here, so
+no such code object is ever written.
 """
 
 from __future__ import annotations
@@ -34,12 +39,13 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, Module
 from xdsl.passes import ModulePass
 
 from vlpc.dialects import gcn
-from vlpc.errors import VlpcError
+from vlpc.errors import VlpcError, WorkgroupFitError
 from vlpc.isa import base_mnemonic
 from vlpc.isa.availability import missing, unavailable_reason
 from vlpc.isa.modes import IEEE_DEFAULT
 from vlpc.passes.common import kernels, op_error
 from vlpc.targets import TargetId, get_target
+from vlpc.workgroup_fit import workgroup_misfit
 
 #: The order of user SGPRs the dispatcher initialises (AMDGPUUsage "Initial Kernel Execution State").
 USER_SGPR_ROLES = (("private_segment_buffer", 4), ("dispatch_ptr", 2), ("queue_ptr", 2),
@@ -139,9 +145,6 @@ class GcnEmitDescriptorPass(ModulePass):
             kernarg_size = -(-kernarg_size // 8) * 8
             xnack = tid.settings.get("xnack") is not False
             lds_bytes = kernel_lds_bytes(kernel)
-            if lds_bytes > target.lds_bytes_per_cu:
-                raise op_error(kernel, f"kernel '{kernel.sym_name.data}' needs {lds_bytes} bytes of LDS per "
-                               f"workgroup; {target.name} has {target.lds_bytes_per_cu}")
             desc: dict[str, int] = {
                 "amdhsa_next_free_vgpr": max(nv, 1),
                 "amdhsa_next_free_sgpr": max(ns, 1),
@@ -160,6 +163,13 @@ class GcnEmitDescriptorPass(ModulePass):
             for role in SYSTEM_SGPR_ROLES[:3]:
                 desc[f"amdhsa_system_sgpr_{role}"] = int(role in roles)
             sgpr_count = ns + (target.vcc_sgprs if vcc else 0) + (target.xnack_mask_sgprs if xnack else 0)
+            misfit = workgroup_misfit(target, nv, sgpr_count, lds_bytes, wg_size)
+            if misfit is not None:  # the hardware never launches it (vlpc.workgroup_fit)
+                d = op_error(kernel, f"kernel '{kernel.sym_name.data}': workgroup does not fit on one CU "
+                             f"({misfit.resource}): {misfit}")
+                lsplit = launch.data.get("local_split")
+                raise WorkgroupFitError(d.message, d.file, d.line, d.col, resource=misfit.resource,
+                                        local_split=lsplit.value.data if isinstance(lsplit, IntegerAttr) else 1)
             meta_args = []
             for a in args:
                 entry = {".name": a["name"], ".offset": a["offset"], ".size": a["size"],

@@ -43,7 +43,7 @@ from vlpc.dialects.gcn import GCN, KernelOp, kind_and_width, metadata_json
 from vlpc.dialects.gcn_asm import print_assembly
 from vlpc.dialects.gemm import Gemm
 from vlpc.cache import open_cache
-from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError
+from vlpc.errors import EXIT_INTERNAL, DiagnosticError, VlpcError, WorkgroupFitError
 # The compiled kernel's launch planning and execution live in vlpc.kernel; importable from here too.
 from vlpc.gc_pause import paused_gc
 from vlpc.kernel import CompiledKernel, CompiledModule, LaunchConfig, PlanStep, _combine_stats  # noqa: F401
@@ -564,13 +564,42 @@ def _described_resources(kernel: KernelOp) -> tuple[int, int, bool]:
 def _build(module: ModuleOp | None, ctx: Context | None, target: str, filename: str, toolchain, options: dict,
            text: str | None = None) -> tuple[CompiledModule, dict]:
     """Parse ``text`` (or take ``module``), run the pipeline, assemble and link: the compiled
-    module and its cache record."""
+    module and its cache record.
+
+    A plan whose workgroup cannot be resident on one CU (gcn-emit-descriptor's
+    :class:`~vlpc.errors.WorkgroupFitError`: its waves' VGPRs or SGPRs over the 4 SIMDs) with
+    an automatic local split (no ``local_split`` option) is compiled again with half the
+    wavefront groups, until it fits or has two groups (a split of 1 cannot be pinned: the
+    option's 1 means automatic).  Why here: a kernel's register count is
+    known only once it is allocated, so the plan choosers (``quant_plan``, ``gemv_plan``)
+    cannot check the fit before building (the quantized GEMV of 16 rows at 16 groups: Q8_0
+    72 VGPRs, 3 waves per SIMD, 12 < 16 waves: now 8 groups)."""
+    ctx = ctx or make_context()
+    if module is None:
+        with _no_gc():
+            module = parse(text, filename, ctx)
+    auto = options.get("local_split", 1) == 1
+    tried: set[int] = set()
+    while True:
+        retry = module.clone() if auto else None
+        try:
+            return _build_once(module, ctx, target, filename, toolchain, options)
+        except WorkgroupFitError as e:
+            # halve while the halved split can be pinned (a local split of 1 is the option's
+            # "automatic", which would choose the refused plan again) and was not tried yet
+            half = e.local_split // 2
+            if retry is None or e.resource not in ("VGPRs", "SGPRs") or half < 2 or half in tried:
+                raise
+            tried.add(half)
+            module, options = retry, {**options, "local_split": half}
+
+
+def _build_once(module: ModuleOp, ctx: Context, target: str, filename: str, toolchain,
+                options: dict) -> tuple[CompiledModule, dict]:
+    """:func:`_build` for one plan: run the pipeline, assemble and link."""
     from vlpc.runtime.toolchain import find_toolchain
 
     with _no_gc():
-        ctx = ctx or make_context()
-        if module is None:
-            module = parse(text, filename, ctx)
         # convert-linalg-to-gemm raises linalg ops and leaves anything else alone: without
         # one it is a no-op, and neither it nor xDSL's linalg dialect need be imported.
         linalg = any(o.name.startswith("linalg.") for o in module.walk())

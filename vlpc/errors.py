@@ -50,6 +50,23 @@ class DiagnosticError(VlpcError):
         return text
 
 
+class WorkgroupFitError(DiagnosticError):
+    """A kernel's workgroup cannot be resident on one CU (``vlpc.workgroup_fit``): the hardware
+    would never launch it.  Located (``file:line:col: error:``) when the compiler refuses the
+    kernel, ``vlpc: error: ...`` otherwise (the timing model).  ``resource`` is the short one
+    (``"VGPRs"``, ``"SGPRs"``, ``"LDS"``, ``"work-items"``), ``local_split`` the kernel's
+    wavefront groups per workgroup (1 when not known)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 col: int | None = None, *, resource: str = "", local_split: int = 1):
+        self.resource = resource
+        self.local_split = local_split
+        super().__init__(message, file, line, col)
+
+    def format(self) -> str:
+        return super().format() if self.file else f"vlpc: error: {self.message}"
+
+
 class AssemblerError(VlpcError):
     """LLVM's assembler or linker rejected the generated code (shows the offending line)."""
 

@@ -125,7 +125,7 @@ def quant_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str 
     mt_m = mm.get_int_array("macro_tile")[0]
     if s.m < 0:  # the row-narrow companions, each with its own split of K over wavefront groups
         def build(clone: MatmulOp, kname: str, r: int) -> gcn.KernelOp:
-            groups = quant_plan(dataclasses.replace(s, m=r))[1]
+            groups = min(quant_plan(dataclasses.replace(s, m=r))[1], local)  # (at most the main kernel's groups)
             clone.set_int("local_split", groups)
             clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
             return builder(clone, kname, forwarding=forwarding, schedule=schedule).build()

@@ -4,7 +4,8 @@ How a launch's time is modeled (every figure it prints is *modeled*, not measure
 
 1. **Residency.**  ``R`` workgroups fit on a CU at once (occupancy from
    :meth:`vlpc.targets.Target.occupancy`: waves per SIMD x 4 SIMDs / waves per
-   workgroup, at most 16 workgroups per CU).
+   workgroup, at most 16 workgroups per CU).  A workgroup that cannot be resident at all
+   (:mod:`vlpc.workgroup_fit`) is refused, not modeled.
 2. **Representative CU.**  The dispatcher hands out workgroups breadth-first, so
    CU 0's first residents are workgroups 0, C, 2C, ... (C CUs).  Those ``R`` are
    traced by the emulator instruction by instruction and replayed by the CU model
@@ -41,6 +42,7 @@ import math
 from dataclasses import dataclass, field
 
 from vlpc.targets import Board
+from vlpc.workgroup_fit import check_workgroup_fits
 
 from . import sampling
 from .cu import REASONS, simulate_cu
@@ -60,8 +62,13 @@ class Residency:
 
 
 def residency(board: Board, vgprs: int, sgprs: int, lds_bytes: int, workgroup_size: int) -> Residency:
-    """Workgroups per CU for a kernel's resources (``Target.occupancy``, "AMD GPU Hardware Basics")."""
+    """Workgroups per CU for a kernel's resources (``Target.occupancy``, "AMD GPU Hardware Basics").
+
+    Raises :class:`vlpc.workgroup_fit.WorkgroupFitError` when not even one workgroup can be
+    resident (:func:`vlpc.workgroup_fit.check_workgroup_fits`): such a launch never runs, so it
+    has no modeled time."""
     t = board.target
+    check_workgroup_fits(t, vgprs, sgprs, lds_bytes, workgroup_size, what="timing model")
     occ = t.occupancy(vgprs, sgprs, lds_bytes, workgroup_size)
     wpg = max(1, math.ceil(workgroup_size / t.wavefront_size))
     per_simd_slots = occ.waves_per_simd
@@ -70,6 +77,7 @@ def residency(board: Board, vgprs: int, sgprs: int, lds_bytes: int, workgroup_si
     limit = t.max_workgroups_per_cu_single_wave if wpg == 1 else t.max_workgroups_per_cu
     if lds_bytes > 0:
         limit = min(limit, t.lds_bytes_per_cu // max(lds_bytes, 1))
+    # one workgroup fits (checked above); the per-SIMD average may round a lone LDS-bound one to 0
     return Residency(max(1, min(wgs, limit)), wpg, occ.waves_per_simd, occ.limited_by)
 
 

@@ -193,7 +193,10 @@ def test_epilogues():
 @pytest.mark.parametrize("local,split,mode", [(2, 1, "workspace"), (4, 1, "workspace"), (2, 4, "workspace"),
                                               (4, 2, "atomic")])
 def test_local_split(local, split, mode):
-    r = run(gemm(130, 200, 1000), local_split=local, split_k=split, split_mode=mode)
+    # four groups of the seed's 64x256 tile (4 waves each) would be 16 waves at 84 VGPRs, more than
+    # a CU holds (vlpc.workgroup_fit): four groups run a 64x128 tile (2 waves each)
+    tile = {} if local < 4 else dict(macro_tile=(64, 128), micro_tile=(64, 1))
+    r = run(gemm(130, 200, 1000), local_split=local, split_k=split, split_mode=mode, **tile)
     assert r.stats.barriers > 0 and r.stats.lds_bytes_written > 0
 
 

@@ -60,7 +60,7 @@ def test_formats_are_ggufs():
     ("q8_0", 1, 80, 2048, "f32", 8, 4),    # 8 groups x 4 block pairs: the loop once, two pairs after it; N edge;
     ("q4_0", 1, 80, 2048, "f32", 8, 4),    # one row of A: one pair ahead
     ("q4_0", 4, 64, 3072, "f16", 8, 6),    # 48 pairs over 8 groups, the loop twice; f16 C
-    ("q8_0", 16, 64, 4096, "f32", 16, 4),  # 16 rows: 4 batches of A per block
+    ("q8_0", 16, 64, 4096, "f32", 8, 8),   # 16 rows: 4 batches of A per block; 8 groups (72 VGPRs: 16 do not fit a CU)
     ("q4_0", 2, 64, 320, "f16", 1, 5),     # 5 pairs: one before the loop (odd), no local split
     ("q8_0", 1, 64, 1024, "f32", 8, 2),    # 2 pairs a group: no loop
     ("q8_0", 3, 70, 64, "f16", 1, 1),      # one block pair

@@ -52,8 +52,11 @@ class Target:
     max_workgroups_per_cu: int = 16
     #: Addressable SGPRs s0..s101 (AMDGPUBaseInfo ``getAddressableNumSGPRs``).
     addressable_sgprs: int = 102
-    #: SGPRs per wave -> waves per SIMD (AMDGPUBaseInfo ``getMaxWavesPerEU`` for GFX9).
-    sgpr_waves: tuple[tuple[int, int], ...] = ((80, 10), (88, 9), (100, 8), (102, 7))
+    #: SGPRs per wave, counted with VCC, FLAT_SCRATCH and the XNACK mask as the descriptor counts
+    #: them, -> waves per SIMD (LLVM AMDGPUBaseInfo ``getOccupancyWithNumSGPRs`` for GFX8/9: <= 80:
+    #: 10, <= 88: 9, <= 100: 8, else 7; ``getMaxNumSGPRs`` caps a wave at 102 addressable SGPRs plus
+    #: those extras, 112 in all: a count above that cannot be allocated, 0 waves).
+    sgpr_waves: tuple[tuple[int, int], ...] = ((80, 10), (88, 9), (100, 8), (112, 7))
     vcc_sgprs: int = 2
     xnack_mask_sgprs: int = 4
     addressable_vgprs: int = 256
