@@ -27,8 +27,9 @@ os.environ.pop("VLPC_CACHE_MAX_SIZE", None)
 # The tuning database (vlpc/tunedb.py) is off: no test's compile picks up another test's `vlpc
 # tune` winner; the database's own tests give theirs (--db, VLPC_TUNE_DB).
 os.environ["VLPC_TUNE_DB"] = "off"
-# The IR is verified after every pass in the tests (the compiler's default: once, at the end).
-os.environ["VLPC_VERIFY_EACH"] = "1"
+# The IR is verified after every pass in the tests (the compiler's default: once, at the end);
+# VLPC_VERIFY_EACH=0 in the environment turns that off for a quicker local run (CI keeps it on).
+os.environ.setdefault("VLPC_VERIFY_EACH", "1")
 
 
 def pytest_sessionfinish(session, exitstatus):
