@@ -7,9 +7,6 @@ SIMDs) and LLVM AMDGPUUsage (256 VGPRs per lane per SIMD, allocated in granules 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import vlpc
@@ -19,8 +16,7 @@ from vlpc.runtime.timing import gpu
 from vlpc.targets import get_board, get_target
 from vlpc.workgroup_fit import check_workgroup_fits, workgroup_misfit
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_quant_gemv import source  # noqa: E402
+from test_quant_gemv import source
 
 T = get_target("gfx906")
 
