@@ -30,12 +30,17 @@ the rule of ``benchmarks/seed_sweep.py``'s ``l2_miss_estimate`` for any tile ord
 plans at small sizes: GEMM + reduce) runs whole, timing-only, at its own size on each board
 (:func:`vlpc.verify.launch_and_read`, the first round's footprint recorded, as ``vlpc bench``
 models it).  Results are cached per point in ``build/peers/results.json`` (``--fresh`` ignores
-it), so an interrupted run resumes.
+it), so an interrupted run resumes.  A cached point is reused only under the timing model it was
+modeled with (:func:`model_version`, a hash of the model's sources), at the same clocks, and for the
+same kernel (:func:`kernel_id`: the peer's code objects; vlpc's plan as compiled now); ``--reuse-csv``
+takes the points of an earlier ``--csv`` the same way (a CSV without versions: the points of the
+peers not modeled in this run), so a run of ``--peers vlpc`` keeps the other peers' figures.
 
     python benchmarks/peers.py --sizes 4096 --boards mi60           # one size, one board
     python benchmarks/peers.py --budget 30                          # stop starting work after 30 min
     python benchmarks/peers.py --csv docs/peers.csv --plot docs/peers.png
     python benchmarks/peers.py --check --sizes 4096                 # also verify each peer on a small size first
+    python benchmarks/peers.py --peers vlpc --reuse-csv docs/peers.csv  # vlpc again, the other peers' figures kept
 """
 
 from __future__ import annotations
@@ -84,6 +89,42 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
             raise ValueError(f"size '{tok}': give M (M = N, K = 640) or MxNxK with positive integers")
         out.append(tuple(parts))
     return out
+
+
+#: the sources of the timing model (and of the occupancy and board figures it reads): a cached point is reused
+#: only when their hash, :func:`model_version`, is the one it was modeled under
+MODEL_SOURCES = ("runtime/timing/*.py", "vlpc/targets/timing.py", "vlpc/targets/boards.py",
+                 "vlpc/targets/processors.py")
+
+
+def _digest(chunks) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(c)
+    return h.hexdigest()[:12]
+
+
+def model_version() -> str:
+    """A short hash of the timing model's sources (:data:`MODEL_SOURCES`, in file-name order)."""
+    files = sorted(f for pat in MODEL_SOURCES for f in ROOT.glob(pat))
+    return _digest(x for f in files for x in (f.relative_to(ROOT).as_posix().encode(), f.read_bytes()))
+
+
+def kernel_id(peer: str, m: int, n: int, k: int, board_name: str) -> str:
+    """A short hash of what ``peer`` runs at M x N x K on the board: the code object(s) and the plan
+    (vlpc, seed: compiled for the board), the committed code object (hip) or every committed
+    configuration (triton: the fastest one is reported)."""
+    if peer == "hip":
+        return _digest([(DATA / "hip_tiled_sgemm.hsaco").read_bytes()])
+    if peer == "triton":
+        cfgs = triton_configs()
+        return _digest([(TRITON_DIR / "configs.json").read_bytes(),
+                        *((TRITON_DIR / c[f]).read_bytes() for c in cfgs for f in ("file", "even_k_file"))])
+    mod = vlpc_module(m, n, k, peer, BOARDS[board_name][0])
+    _, label = vlpc_kernel(mod, m, n, k, peer)
+    return _digest([mod.kernel().code_object, label.encode()])
 
 
 def get_board(name: str):
@@ -321,6 +362,7 @@ def point(peer: str, m: int, n: int, k: int, board_name: str) -> dict:
     """Modeled figures of one peer at one size and board (the best Triton configuration)."""
     board = get_board(board_name)
     flops = 2.0 * m * n * k
+    kid = None
     if peer == "hip":
         r = model_point(hip_kernel(), m, n, k, board_name)
     elif peer == "triton":
@@ -340,10 +382,55 @@ def point(peer: str, m: int, n: int, k: int, board_name: str) -> dict:
         if kern is not None:
             kern.meta["gpu"] = gpu_name
         r = model_plan(mod, m, n, k, board_name, label) if kern is None else model_point(kern, m, n, k, board_name)
+        kid = _digest([mod.kernel().code_object, label.encode()])  # as kernel_id(), without compiling again
     tf = flops / (r["modeled_us"] * 1e-6) / 1e12
     return dict(r, peer=peer, board=board_name, m=m, n=n, k=k, tflops=tf,
                 peak_share=tf * 1e12 / board.peak_flops_f32, clock_mhz=board.engine_clock_mhz,
-                memory_clock_mhz=board.memory_clock_mhz)
+                memory_clock_mhz=board.memory_clock_mhz, model_version=model_version(),
+                kernel_id=kid or kernel_id(peer, m, n, k, board_name))
+
+
+def reusable(row: dict, peer: str, m: int, n: int, k: int, board_name: str, ids: dict) -> bool:
+    """Whether a cached point still stands: modeled under this :func:`model_version`, at the board's clocks,
+    of the kernel ``peer`` runs now (:func:`kernel_id`, memoized in ``ids``).  A point recorded without a
+    model version (a CSV written before versions were kept, ``--reuse-csv``) is taken as it is."""
+    if row.get("error"):
+        return False
+    if "model_version" not in row:
+        return "reused_from" in row
+    _, clk, mem, _ = BOARDS[board_name]
+    if (row["model_version"] != model_version() or abs(float(row["clock_mhz"]) - clk) > 0.5
+            or abs(float(row["memory_clock_mhz"]) - mem) > 0.5):
+        return False
+    key = (peer, m, n, k, board_name) if peer in ("vlpc", "seed") else (peer,)
+    if key not in ids:
+        ids[key] = kernel_id(peer, m, n, k, board_name)
+    return row.get("kernel_id") == ids[key]
+
+
+CSV_FIELDS = ["board", "clock_mhz", "memory_clock_mhz", "m", "n", "k", "peer", "config", "modeled_us",
+              "tflops_modeled", "peak_share_modeled", "vgprs", "l2_miss", "method", "model_version", "kernel_id"]
+
+
+def read_csv_rows(path: Path, skip_peers) -> dict:
+    """The points of a CSV this script wrote (``--csv``) as cache rows, for ``--reuse-csv``; the points of
+    ``skip_peers`` (the peers being modeled in this run) only when the CSV recorded their model version and
+    kernel (older CSVs did not: those points are modeled again)."""
+    out = {}
+    with path.open(newline="") as fh:
+        for c in csv.DictReader(fh):
+            if c["peer"] in skip_peers and not c.get("model_version"):
+                continue
+            m, n, k = int(c["m"]), int(c["n"]), int(c["k"])
+            row = {"peer": c["peer"], "board": c["board"], "m": m, "n": n, "k": k, "config": c["config"],
+                   "modeled_us": float(c["modeled_us"]), "tflops": float(c["tflops_modeled"]),
+                   "peak_share": float(c["peak_share_modeled"]), "vgprs": int(c["vgprs"]),
+                   "l2_miss": float(c["l2_miss"]), "method": c["method"], "clock_mhz": float(c["clock_mhz"]),
+                   "memory_clock_mhz": float(c["memory_clock_mhz"]), "reused_from": str(path)}
+            if c.get("model_version"):
+                row.update(model_version=c["model_version"], kernel_id=c["kernel_id"])
+            out[key_of(c["peer"], m, n, k, c["board"])] = row
+    return out
 
 
 # -- checks --------------------------------------------------------------------------------------
@@ -463,6 +550,9 @@ def main(argv=None) -> int:
                     "default: tests/data/peers/triton); with --cache")
     ap.add_argument("--cache", help="the results file (default: build/peers/results.json); a comma-separated "
                     "list also reads the others (the first one wins and is written): runs in parallel merged")
+    ap.add_argument("--reuse-csv", help="also take the points of this CSV (a --csv of this script, e.g. "
+                    "docs/peers.csv) that still stand: the other peers' points, and the modeled peers' ones "
+                    "recorded under this model version and kernel; the cache wins")
     ap.add_argument("--csv", help="write every point as CSV")
     ap.add_argument("--plot", help="write the chart (PNG/SVG)")
     a = ap.parse_args(argv)
@@ -495,8 +585,20 @@ def main(argv=None) -> int:
     for c in ([] if a.fresh else reversed(caches)):  # the first file wins (and is the one written)
         if c.exists():
             rows.update(json.loads(c.read_text()))
+    shown = list(peers)
+    if a.reuse_csv:
+        try:
+            reused = read_csv_rows(Path(a.reuse_csv), peers)
+        except (OSError, KeyError, ValueError) as e:
+            print(f"peers.py: error: --reuse-csv {a.reuse_csv}: {e}", file=sys.stderr)
+            return 2
+        for key, r in reused.items():
+            rows.setdefault(key, r)
+        shown = [p for p in PEERS if p in peers or any(r["peer"] == p for r in reused.values())]
+    ids: dict = {}
     todo = [] if a.report else [(p, m, n, k, b) for (m, n, k) in sizes for b in boards for p in peers
-                                if key_of(p, m, n, k, b) not in rows]
+                                if key_of(p, m, n, k, b) not in rows
+                                or not reusable(rows[key_of(p, m, n, k, b)], p, m, n, k, b, ids)]
     t0 = time.time()
     done = 0
     for p, m, n, k, b in todo:
@@ -516,23 +618,23 @@ def main(argv=None) -> int:
         print(f"[{done}/{len(todo)} {el / 60:.1f} min, ~{el / done * (len(todo) - done) / 60:.1f} min left] "
               f"{p} {m}x{n}x{k} {b}: {fig}", file=sys.stderr, flush=True)
     sizes = sorted(sizes, key=lambda s: (s[2], s[0], s[1]))  # worked in the order given, shown by K, M, N
-    print("\n".join(table(rows, sizes, boards, peers)))
+    print("\n".join(table(rows, sizes, boards, shown)))
     if a.csv:
         with open(a.csv, "w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["board", "clock_mhz", "memory_clock_mhz", "m", "n", "k", "peer", "config",
-                        "modeled_us", "tflops_modeled", "peak_share_modeled", "vgprs", "l2_miss", "method"])
+            w.writerow(CSV_FIELDS)
             for (m, n, k) in sizes:
                 for b in boards:
-                    for p in peers:
+                    for p in shown:
                         r = rows.get(key_of(p, m, n, k, b))
                         if r and not r.get("error"):
                             w.writerow([b, f"{r['clock_mhz']:.0f}", f"{r['memory_clock_mhz']:.0f}", m, n, k, p,
                                         r["config"], f"{r['modeled_us']:.2f}", f"{r['tflops']:.4f}",
-                                        f"{r['peak_share']:.4f}", r["vgprs"], f"{r['l2_miss']:.4f}", r["method"]])
+                                        f"{r['peak_share']:.4f}", r["vgprs"], f"{r['l2_miss']:.4f}", r["method"],
+                                        r.get("model_version", ""), r.get("kernel_id", "")])
         print(f"csv: {a.csv}")
     if a.plot:
-        plot(rows, sizes, boards, peers, a.plot)
+        plot(rows, sizes, boards, shown, a.plot)
         print(f"chart: {a.plot}")
     return 0
 

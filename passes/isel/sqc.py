@@ -55,6 +55,7 @@ Errors: layouts other than NT, f64 (a later issue), and missing plan properties.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import IntegerAttr, i64
@@ -115,6 +116,57 @@ class _Prologue:
     a_tile: SSAValue | None = None
     b_tile: SSAValue | None = None
     voff_b: SSAValue | None = None
+
+
+@dataclass
+class _AAccess:
+    """How an sqc kernel's K loop reads A (:meth:`SqcKernelBuilder._a_access`): ``pieces(kcount)``,
+    ``step_offset(koff)``, ``load_piece(piece, soffset)`` and ``operand(vals, batch, piece, row, kk)``,
+    as :func:`emit_k_loops` takes them."""
+
+    pieces: Callable[[int], list]
+    step_offset: Callable[[SSAValue], SSAValue]
+    load_piece: Callable
+    operand: Callable
+
+
+@dataclass
+class _BAccess:
+    """How an sqc kernel's K loop reads B (:meth:`SqcKernelBuilder._b_access`): ``slot_of(kk)``,
+    ``load_slot(slot, base, text)``, ``load_all_slots(base, text)``, ``step_base(koff)``,
+    ``operand(slots, kk)`` and ``load_one(base, text)``, as :func:`emit_k_loops` takes them."""
+
+    slot_of: Callable[[int], tuple[int, int]]
+    load_slot: Callable
+    load_all_slots: Callable
+    step_base: Callable[[SSAValue], SSAValue]
+    operand: Callable
+    load_one: Callable
+
+
+@dataclass
+class _Out:
+    """What the steps of :meth:`SqcKernelBuilder._epilogue` hand on: the output's ``kind``
+    (``c``, ``workspace``, ``atomic``, ``reduce``, ``scale``), the fused epilogue ``epi`` and its
+    ``apply(value, bias of the row)``, the accumulators ``acc``, EXEC ``lanes`` and the lanes that
+    read C (``load_lanes``), the lane's offset ``voff_c``, ``ldc4`` (bytes), the output tile
+    ``c_tile`` and the workspace's ``ws_tile`` and ``slice_bytes``, ``alpha``, ``beta`` and the
+    base of the rows' bias."""
+
+    kind: str
+    epi: tuple
+    acc: list
+    lanes: SSAValue
+    load_lanes: SSAValue | None = None
+    voff_c: SSAValue | None = None
+    ldc4: SSAValue | int | None = None
+    c_tile: SSAValue | None = None
+    ws_tile: SSAValue | None = None
+    slice_bytes: SSAValue | int = 0
+    alpha: SSAValue | None = None
+    beta: SSAValue | None = None
+    bias_row_base: SSAValue | None = None
+    apply: Callable | None = None
 
 
 class SqcKernelBuilder:
@@ -270,22 +322,42 @@ class SqcKernelBuilder:
 
     def _k_loop(self, p: _Prologue) -> list[SSAValue]:
         """The main kernel's K loop over its K slice (``passes/isel/sqc_k_loop.py``, one step's
-        order ``passes/isel/sqc_k_step.py``): A's scalar loads in batches, B's slots, the FMAs
-        and the A touch; returns the accumulators, one per row of the micro tile."""
+        order ``passes/isel/sqc_k_step.py``): A's scalar loads in batches (:meth:`_a_access`), B's
+        slots (:meth:`_b_access`), the FMAs (:meth:`_fma_order`) and the A touch; returns the
+        accumulators, one per row of the micro tile."""
         e, tid, esz, dw = p.ke.e, p.ke.tid, p.esz, p.dw
         mi_m, ks = self.mi_m, self.k_step
-        a_trans, b_trans = self.a_trans, self.b_trans
-        k_val, n_steps, k_tail = p.k_val, p.n_steps, p.k_tail
-        lda, ldb, lda4, ldb4 = p.lda, p.ldb, p.lda4, p.ldb4
-        a_tile, b_tile, voff_b = p.a_tile, p.b_tile, p.voff_b
-        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
-        reg = e.reg
+        a, b = self._a_access(p), self._b_access(p)
+        prefetch_a = (a_touch(e, p.a_tile, tid, p.lda4, mi_m, p.n_steps, k_rows=ks, row_bytes=mi_m * esz,
+                              step_offset=a.step_offset) if self.a_trans
+                      else a_touch(e, p.a_tile, tid, p.lda4, mi_m, p.n_steps))
+        acc = [self._zero(e, dw) for _ in range(mi_m)]
+        # the K loop (steps of k_step) and its tails: passes/isel/sqc_k_loop.py; the step's order
+        # of A loads, FMAs and B reloads: passes/isel/sqc_k_step.py (both shared with the f16/int8
+        # dot kernels)
+        return emit_k_loops(
+            e, self.name, acc, p.k_val, p.n_steps, p.k_tail, ks, esz, dw,
+            batches=lambda kc: a_batches(a.pieces(kc), self.a_late),
+            fma_order=self._fma_order, late=self.a_late, bunch=False, peel=False,
+            mac_op=gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op,
+            texts={"k_full": "K rounded down to whole K steps", "k_rest": "K tail = K % k_step",
+                   "next": "next k", "b_one": "B tail k", "b_tail": "B tail k={}"},
+            a_offset=a.step_offset, load_piece=a.load_piece, a_operand=a.operand,
+            b_tile=p.b_tile, voff_b=p.voff_b, b_quads=self.b_trans, b_slot_of=b.slot_of, load_b_slot=b.load_slot,
+            load_all_slots=b.load_all_slots, b_step_base=b.step_base, b_operand=b.operand,
+            load_b_one=b.load_one, prefetch_a=prefetch_a)
 
-        # ---- A: pieces (one scalar load each) and their batches of 32 SGPRs ----
-        # A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row
-        # at a time for k_step values of k.  Offsets within a step are immediates when lda
-        # is static and they fit the 21-bit SMEM offset; otherwise an SGPR chain adds
-        # lda*4 per row (or per k) on top of the step's offset.
+    def _a_access(self, p: _Prologue) -> _AAccess:
+        """How the K loop reads A: its pieces (one scalar load each, in batch order), a step's SGPR
+        offset, a piece's load and the SGPR operand of one FMA.
+
+        A K x M (layout T...) is read 16 rows at a time for one k; A M x K (N...) one row at a
+        time for k_step values of k.  Offsets within a step are immediates when lda is static and
+        they fit the 21-bit SMEM offset; otherwise an SGPR chain adds lda*4 per row (or per k) on
+        top of the step's offset."""
+        e, esz, dw = p.ke.e, p.esz, p.dw
+        mi_m, ks, a_trans = self.mi_m, self.k_step, self.a_trans
+        lda, lda4, a_tile = p.lda, p.lda4, p.a_tile
         per_load = 16 // dw  # elements in the widest scalar load (s_load_dwordx16)
 
         def pieces(kcount: int) -> list[tuple[int, list[int], list[int]]]:
@@ -305,9 +377,6 @@ class SqcKernelBuilder:
                         out.append((w * dw, [r], list(range(k0, k0 + w))))
             return out
 
-        def batch(ps: list) -> list[list]:  # batches of A_BATCH_SGPRS or WIDE_A_BATCH_SGPRS (sqc_k_step)
-            return a_batches(ps, self.a_late)
-
         if isinstance(lda4, int):
             imm_limit = (ks - 1) * lda4 + mi_m * esz if a_trans else (mi_m - 1) * lda4 + ks * esz
             imm_ok = imm_limit <= SMEM_IMM_MAX
@@ -315,9 +384,9 @@ class SqcKernelBuilder:
             imm_ok = False
         stepped = RowStepper(e, lda4)
 
-        def a_step_offset(koff: SSAValue) -> SSAValue:
+        def step_offset(koff: SSAValue) -> SSAValue:
             """SGPR byte offset of a K step's A values (koff counts K in units of 4 bytes)."""
-            return e(gcn.SMulI32Op(koff, reg(lda))).sdst if a_trans else koff
+            return e(gcn.SMulI32Op(koff, e.reg(lda))).sdst if a_trans else koff
 
         def load_piece(pc, soff: SSAValue, kbase: int = 0) -> SSAValue:
             w, rows, kks = pc
@@ -331,16 +400,28 @@ class SqcKernelBuilder:
                 return e(gcn.S_LOADS[w](a_tile, offset=off, soffset=soff, comment=text)).sdst
             return e(gcn.S_LOADS[w](a_tile, offset=imm, soffset=stepped(soff, idx), comment=text)).sdst
 
-        # ---- B: slots (quads of 4 k for B N x K, single k for B K x N) ----
+        def operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
+            w, rows, kks = batch_pieces[pi]
+            j = rows.index(r) if a_trans else kks.index(kk)
+            return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
+
+        return _AAccess(pieces, step_offset, load_piece, operand)
+
+    def _b_access(self, p: _Prologue) -> _BAccess:
+        """How the K loop reads B: slots of 4 // dw values of k (``global_load_dwordx4`` quads, B
+        N x K) or of one k (B K x N, a pointer chain adding ldb bytes per k), the next step's base
+        and the VGPR operand of one FMA."""
+        e, esz, dw = p.ke.e, p.esz, p.dw
+        b_trans, ldb, ldb4, b_tile, voff_b = self.b_trans, p.ldb, p.ldb4, p.b_tile, p.voff_b
         per_quad = 4 // dw  # elements in one global_load_dwordx4
 
-        def b_slot_of(kk: int) -> tuple[int, int]:
+        def slot_of(kk: int) -> tuple[int, int]:
             return (kk // per_quad, kk % per_quad) if b_trans else (kk, 0)
 
-        n_slots = ks // per_quad if b_trans else ks
+        n_slots = self.k_step // per_quad if b_trans else self.k_step
         b_chain: dict[str, object] = {"base": None, "kk": -1, "ptr": None}
 
-        def load_b_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
+        def load_slot(slot: int, base: SSAValue, text: str) -> SSAValue:
             """B values of `slot` for the step whose B base address is `base`."""
             if b_trans:
                 return e(gcn.GlobalLoadDwordx4Op(voff_b, base, offset=16 * slot, comment=text)).vdst
@@ -355,142 +436,145 @@ class SqcKernelBuilder:
             op = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
             return e(op(voff_b, ptr, comment=text)).vdst
 
-        def b_step_base(koff: SSAValue) -> SSAValue:
+        def step_base(koff: SSAValue) -> SSAValue:
             if b_trans:
                 return e.add64(b_tile, koff, 0, comment="B for the next K step")
-            lo, hi = e.mul64(koff, reg(ldb))
+            lo, hi = e.mul64(koff, e.reg(ldb))
             return e.add64(b_tile, lo, hi, comment="B for the next K step")
 
-        def b_operand(slots: list[SSAValue], kk: int) -> SSAValue:
-            q, j = b_slot_of(kk)
+        def operand(slots: list[SSAValue], kk: int) -> SSAValue:
+            q, j = slot_of(kk)
             return e.sub(slots[q], j * dw, dw) if b_trans else slots[q]
 
-        def fma_order(batch_pieces, last: bool):
-            pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
-                     for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
-            # Row by row, so each FMA's accumulator is the previous FMA's result (the seed's
-            # data forwarding, section 2.9); the last batch of a step goes K-major, so each
-            # B slot dies early and is reloaded for the next step.  Without forwarding every
-            # batch goes K-major (the seed's sum_no_reuse): consecutive FMAs of a batch of two
-            # or more rows write different accumulators (a one-row batch cannot avoid it).
-            k_major = last or not self.forwarding
-            return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
-
-        def a_operand(vals: list[SSAValue], batch_pieces, pi: int, r: int, kk: int) -> SSAValue:
-            w, rows, kks = batch_pieces[pi]
-            j = rows.index(r) if a_trans else kks.index(kk)
-            return e.sub(vals[pi], j * dw, dw) if w > dw else vals[pi]
-
         def load_all_slots(base: SSAValue, text: str) -> list[SSAValue]:
-            return [load_b_slot(q, base, f"{text} {q}") for q in range(n_slots)]
+            return [load_slot(q, base, f"{text} {q}") for q in range(n_slots)]
 
         b_one = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
-        prefetch_a = (a_touch(e, a_tile, tid, lda4, mi_m, n_steps, k_rows=ks, row_bytes=mi_m * esz,
-                              step_offset=a_step_offset) if a_trans else a_touch(e, a_tile, tid, lda4, mi_m, n_steps))
-        acc = [self._zero(e, dw) for _ in range(mi_m)]
-        # the K loop (steps of k_step) and its tails: passes/isel/sqc_k_loop.py; the step's order
-        # of A loads, FMAs and B reloads: passes/isel/sqc_k_step.py (both shared with the f16/int8
-        # dot kernels)
-        acc = emit_k_loops(
-            e, self.name, acc, k_val, n_steps, k_tail, ks, esz, dw, batches=lambda kc: batch(pieces(kc)),
-            fma_order=fma_order, late=self.a_late, bunch=False, peel=False, mac_op=fma_op,
-            texts={"k_full": "K rounded down to whole K steps", "k_rest": "K tail = K % k_step",
-                   "next": "next k", "b_one": "B tail k", "b_tail": "B tail k={}"},
-            a_offset=a_step_offset, load_piece=load_piece, a_operand=a_operand,
-            b_tile=b_tile, voff_b=voff_b, b_quads=b_trans, b_slot_of=b_slot_of, load_b_slot=load_b_slot,
-            load_all_slots=load_all_slots, b_step_base=b_step_base, b_operand=b_operand,
-            load_b_one=lambda base, text: e(b_one(voff_b, base, comment=text)).vdst,
-            prefetch_a=prefetch_a)
-        return acc
+
+        def load_one(base: SSAValue, text: str) -> SSAValue:
+            return e(b_one(voff_b, base, comment=text)).vdst
+
+        return _BAccess(slot_of, load_slot, load_all_slots, step_base, operand, load_one)
+
+    def _fma_order(self, batch_pieces, last: bool) -> list[tuple[int, int, int, int]]:
+        """A batch's FMAs as ``(row, kk, piece, index in the piece)``.  Row by row, so each FMA's
+        accumulator is the previous FMA's result (the seed's data forwarding, section 2.9); the
+        last batch of a step goes K-major, so each B slot dies early and is reloaded for the next
+        step.  Without forwarding every batch goes K-major (the seed's sum_no_reuse): consecutive
+        FMAs of a batch of two or more rows write different accumulators (a one-row batch cannot
+        avoid it)."""
+        pairs = [(r, kk, pi, pc_i) for pi, (w, rows, kks) in enumerate(batch_pieces)
+                 for pc_i, (r, kk) in enumerate((r, kk) for r in rows for kk in kks)]
+        k_major = last or not self.forwarding
+        return sorted(pairs, key=(lambda t: (t[1], t[0])) if k_major else (lambda t: (t[0], t[1])))
 
     def _epilogue(self, p: _Prologue, acc: list[SSAValue], lanes: SSAValue) -> None:
         """The output of the kernel's role (below) for the rows of its macro tile, with EXEC
-        ``lanes`` (the columns below N; after a local split, group 0's), ending the program."""
-        s, e, esz, dw = self.shape, p.ke.e, p.esz, p.dw
-        kp, wg_x, wg_z, tid, exec0 = p.ke.kp, p.ke.wg_x, p.ke.wg_z, p.ke.tid, p.ke.exec0
-        row0, shift = p.row0, p.shift
-        mt_n, mi_m = self.mt_n, self.mi_m
-        main = self.role == "main"
-        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
-        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
-        reg = e.reg
+        ``lanes`` (the columns below N; after a local split, group 0's), ending the program.
 
-        # ---- output ----
-        # c: C = epilogue(alpha * acc + beta * C), C not read when beta == 0 (BLAS);
-        # workspace: the raw partial tile into slice z of the workspace; atomic: alpha * acc
-        # added into C by a compare-and-swap loop; reduce: acc = the sum of the S partial
-        # tiles, then as c; scale: C = epilogue(beta * C) before the atomic slices.
-        out_kind = self.output if main else self.role
-        epi = self.mm.epilogue_ops() if out_kind in ("c", "reduce", "scale") else ()
-        scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
+        c: C = epilogue(alpha * acc + beta * C), C not read when beta == 0 (BLAS); workspace: the
+        raw partial tile into slice z of the workspace; atomic: alpha * acc added into C by a
+        compare-and-swap loop; reduce: acc = the sum of the S partial tiles, then as c; scale:
+        C = epilogue(beta * C) before the atomic slices.  In order: the tiles' bases
+        (:meth:`_out_bases`), alpha and beta (:meth:`_out_scalars`), the fused epilogue
+        (:meth:`_out_epilogue`), then the rows in groups (:meth:`_out_rows`)."""
+        out_kind = self.output if self.role == "main" else self.role
+        o = _Out(kind=out_kind, epi=self.mm.epilogue_ops() if out_kind in ("c", "reduce", "scale") else (),
+                 acc=acc, lanes=lanes)
+        self._out_bases(p, o)
+        self._out_scalars(p, o)
+        self._out_epilogue(p, o)
+        self._out_rows(p, o)
+        p.ke.e(gcn.SEndpgmOp())
+
+    @staticmethod
+    def _static_or_reg_mul(e: Emitter, x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
+        if isinstance(x, int) and isinstance(y, int):
+            return x * y
+        return e.mul(x, y) if not isinstance(x, int) else e.mul(y, x)  # type: ignore[arg-type]
+
+    def _out_bases(self, p: _Prologue, o: _Out) -> None:
+        """ldc, the lane's column offset and the output tiles' row-0 pointers: C's (``c_tile``),
+        and the workspace's (``ws_tile``: the slice's for ``workspace``, slice 0's for ``reduce``,
+        whose ``c_tile`` it also is) with ``slice_bytes`` (M x ldc elements)."""
+        s, e, esz = self.shape, p.ke.e, p.esz
+        kp, wg_x, wg_z, tid = p.ke.kp, p.ke.wg_x, p.ke.wg_z, p.ke.tid
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
         ldc = self._arg(e, kp, "ldc", s.ldc)
-        ldc4 = self._bytes(e, ldc, esz)
+        o.ldc4 = ldc4 = self._bytes(e, ldc, esz)
 
         def tile_base(ptr: SSAValue, what: str) -> SSAValue:
-            lo, hi = e.mul64(row0, ldc4)
+            lo, hi = e.mul64(p.row0, ldc4)
             t = e.add64(ptr, lo, hi, comment=f"{what} tile rows")
-            return e.add64(t, e.mul(wg_x, mt_n * esz), 0, comment=f"{what} tile columns")
+            return e.add64(t, e.mul(wg_x, self.mt_n * esz), 0, comment=f"{what} tile columns")
 
-        def static_or_reg_mul(x: SSAValue | int, y: SSAValue | int) -> SSAValue | int:
-            if isinstance(x, int) and isinstance(y, int):
-                return x * y
-            return e.mul(x, y) if not isinstance(x, int) else e.mul(y, x)  # type: ignore[arg-type]
-
-        voff_c = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
-        slice_bytes: SSAValue | int = 0
-        if out_kind in ("workspace", "reduce"):  # workspace: S tiles of M x ldc elements
+        o.voff_c = e(gcn.VLshlrevB32Op(esz.bit_length() - 1, tid)).vdst
+        if o.kind in ("workspace", "reduce"):  # workspace: S tiles of M x ldc elements
             ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
-            slice_bytes = static_or_reg_mul(self._arg(e, kp, "M", s.m), ldc4)
-            if out_kind == "workspace":
-                ws = e.add64(ws, *e.mul64(wg_z, slice_bytes), comment="workspace slice z")
-            ws_tile = c_tile = tile_base(ws, "workspace")
-        if out_kind != "workspace":
+            o.slice_bytes = self._static_or_reg_mul(e, self._arg(e, kp, "M", s.m), ldc4)
+            if o.kind == "workspace":
+                ws = e.add64(ws, *e.mul64(wg_z, o.slice_bytes), comment="workspace slice z")
+            o.ws_tile = o.c_tile = tile_base(ws, "workspace")
+        if o.kind != "workspace":
             ptr_c = self._batch_base(p.ke, e(gcn.SLoadDwordx2Op(kp, kargs["C"], comment="kernarg C")).sdst, "c")
-            c_tile = tile_base(ptr_c, "C")
-        if out_kind != "scale":
-            alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
-        if main:  # BLAS: alpha == 0 drops A*B (the workspace partials become 0 for the reduce)
-            acc = zero_if_alpha_zero(e, alpha, dw, acc, f".L{self.name}_alpha_nonzero")
-        if out_kind in ("c", "reduce", "scale"):
-            beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
-            scc_nonzero(e, beta, dw, "beta")
-            load_lanes = e(gcn.SCselectB64Op(lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+            o.c_tile = tile_base(ptr_c, "C")
+
+    def _out_scalars(self, p: _Prologue, o: _Out) -> None:
+        """alpha (the main kernel's products become 0 when it is 0: BLAS) and beta, with the lanes
+        that read C (none when beta == 0: BLAS)."""
+        e, dw, kp = p.ke.e, p.dw, p.ke.kp
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
+        if o.kind != "scale":
+            o.alpha = e(scalar_load(kp, kargs["alpha"], comment="kernarg alpha")).sdst
+        if self.role == "main":  # BLAS: alpha == 0 drops A*B (the workspace partials become 0 for the reduce)
+            o.acc = zero_if_alpha_zero(e, o.alpha, dw, o.acc, f".L{self.name}_alpha_nonzero")
+        if o.kind in ("c", "reduce", "scale"):
+            o.beta = e(scalar_load(kp, kargs["beta"], comment="kernarg beta")).sdst
+            scc_nonzero(e, o.beta, dw, "beta")
+            o.load_lanes = e(gcn.SCselectB64Op(o.lanes, 0)).sdst  # BLAS: beta == 0 does not read C
+
+    def _out_epilogue(self, p: _Prologue, o: _Out) -> None:
+        """The fused epilogue (gemm.matmul's ``epilogue``, in order), applied before the store: the
+        bias of the lane's column (loaded here) or the base of the rows' bias."""
+        e, esz, dw, kp, wg_x = p.ke.e, p.esz, p.dw, p.ke.kp, p.ke.wg_x
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
         c_load = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
-        c_store = gcn.GlobalStoreDwordOp if dw == 1 else gcn.GlobalStoreDwordx2Op
-        mul_op = gcn.VMulF32Op if dw == 1 else gcn.VMulF64Op
-        add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
-
-        # Fused epilogue (gemm.matmul's `epilogue`, in order), applied before the store.
         bias_ptr = (e(gcn.SLoadDwordx2Op(kp, kargs["bias"], comment="kernarg bias")).sdst
-                    if "bias" in kargs and epi else None)
-        bias_col = bias_row_base = None
-        if "bias_col" in epi:
-            e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))  # the columns below N
-            base = e.add64(bias_ptr, e.mul(wg_x, mt_n * esz), 0, comment="bias + col0")
-            bias_col = e(c_load(voff_c, base, comment="bias[n]")).vdst
-        if "bias_row" in epi:
-            lo, hi = e.mul64(row0, esz)
-            bias_row_base = e.add64(bias_ptr, lo, hi, comment="bias + row0")
-        epilogue = fused_epilogue(e, epi, bias_col, dw)
+                    if "bias" in kargs and o.epi else None)
+        bias_col = None
+        if "bias_col" in o.epi:
+            e(gcn.SAndB64Op(o.lanes, -1, result_type=gcn.exec_type()))  # the columns below N
+            base = e.add64(bias_ptr, e.mul(wg_x, self.mt_n * esz), 0, comment="bias + col0")
+            bias_col = e(c_load(o.voff_c, base, comment="bias[n]")).vdst
+        if "bias_row" in o.epi:
+            lo, hi = e.mul64(p.row0, esz)
+            o.bias_row_base = e.add64(bias_ptr, lo, hi, comment="bias + row0")
+        o.apply = fused_epilogue(e, o.epi, bias_col, dw)
 
+    def _out_rows(self, p: _Prologue, o: _Out) -> None:
+        """The rows of the tile in groups (16 // dw rows; a reduce at most 32 partial values in
+        flight), each group's row pointers advanced by ldc, then stored by its kind
+        (:meth:`_store_partials`, :meth:`_add_atomic`, :meth:`_store_outputs`)."""
+        e, dw, mi_m = p.ke.e, p.dw, self.mi_m
         # reduce: slice j's partial tile starts j * M * ldc elements on: one SGPR offset per
         # slice, added to the lane offset just before each load (VGPRs do not grow with S)
         # (computed once for up to 24 slices; beyond, per chunk of slices, so SGPRs stay bounded)
         few_slices = self.split <= 25
-        slice_offsets = {j: reg(static_or_reg_mul(slice_bytes, j)) for j in range(1, self.split)} \
-            if out_kind == "reduce" and few_slices else {}
+        slice_offsets = {j: e.reg(self._static_or_reg_mul(e, o.slice_bytes, j)) for j in range(1, self.split)} \
+            if o.kind == "reduce" and few_slices else {}
 
         def partial_offset(j: int) -> SSAValue:
             if j == 0:
-                return voff_c
-            off = slice_offsets[j] if few_slices else reg(static_or_reg_mul(slice_bytes, j))
-            return e(gcn.VAddU32Op(off, voff_c)).vdst
+                return o.voff_c
+            off = slice_offsets[j] if few_slices else e.reg(self._static_or_reg_mul(e, o.slice_bytes, j))
+            return e(gcn.VAddU32Op(off, o.voff_c)).vdst
 
         group = 16 // dw
-        if out_kind == "reduce":  # at most 32 partial values in flight
+        if o.kind == "reduce":  # at most 32 partial values in flight
             group = max(1, min(group, 32 // (self.split * dw)))
-        row_ptr = c_tile
-        ws_ptr = ws_tile if out_kind == "reduce" else None
+        row_ptr = o.c_tile
+        ws_ptr = o.ws_tile if o.kind == "reduce" else None
         for g0 in range(0, mi_m, group):
             rows = list(range(g0, min(g0 + group, mi_m)))
             ptrs, ws_ptrs = [], []
@@ -498,57 +582,80 @@ class SqcKernelBuilder:
                 ptrs.append(row_ptr)
                 ws_ptrs.append(ws_ptr)
                 if r + 1 < mi_m:
-                    row_ptr = e.add64(row_ptr, ldc4, 0)
+                    row_ptr = e.add64(row_ptr, o.ldc4, 0)
                     if ws_ptr is not None:
-                        ws_ptr = e.add64(ws_ptr, ldc4, 0)
-            if out_kind == "workspace":
-                for i, (r, ptr) in enumerate(zip(rows, ptrs)):
-                    if shift is not None or (g0 == 0 and i == 0):
-                        row_exec(e, lanes, shift, r)
-                    e(c_store(voff_c, acc[r], ptr))  # the partial row r
-                continue
-            if out_kind == "atomic":
-                for r, ptr in zip(rows, ptrs):
-                    row_exec(e, lanes, shift, r)
-                    self._atomic_add(e, e(mul_op(alpha, acc[r])).vdst, voff_c, ptr, exec0, r)
-                continue
-            sums: list[SSAValue | None] = [None] * len(rows)
-            if out_kind == "reduce":  # the S partials of each row, summed in slice order
-                if g0 == 0 or shift is not None:  # every row of the tile, the shifted ones too
-                    e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-                # at most 32 dwords of partials in flight: for a large S, chunks of slices
-                chunk = max(1, min(self.split, 32 // (len(rows) * dw)))
-                totals: list[SSAValue | None] = [None] * len(rows)
-                for j0 in range(0, self.split, chunk):
-                    parts = [[e(c_load(partial_offset(j), wp, comment=f"partial {j} row {r}")).vdst
-                              for j in range(j0, min(j0 + chunk, self.split))] for r, wp in zip(rows, ws_ptrs)]
-                    for i, ps in enumerate(parts):
-                        for p_j in ps:  # in slice order
-                            totals[i] = p_j if totals[i] is None else e(add_op(totals[i], p_j)).vdst
-                sums = totals
-            if shift is not None and g0:
-                # the rows before ran with EXEC = 0 below the shift: the zeros must reach
-                # every lane, or a lane keeps stale bits (a NaN for f64) that beta = 0 times
-                # the masked C load does not clear
-                e(gcn.SAndB64Op(lanes, -1, result_type=gcn.exec_type()))
-            zeros = [self._zero(e, dw) for _ in rows]
-            cs = []
-            for i, (r, ptr) in enumerate(zip(rows, ptrs)):
-                if shift is not None or i == 0:
-                    row_exec(e, load_lanes, shift, r)
-                cs.append(e(c_load(voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
-            brows = ([e(scalar_load(bias_row_base, r * esz, comment=f"bias[row {r}]")).sdst for r in rows]
-                     if bias_row_base is not None else [None] * len(rows))
-            for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
-                if shift is not None or i == 0:
-                    row_exec(e, lanes, shift, r)
-                t = e(mul_op(beta, c)).vdst
-                if out_kind == "scale":
-                    out = t
-                else:
-                    out = e(fma_op(acc[r] if out_kind == "c" else sums[i], alpha, t)).vdst
-                e(c_store(voff_c, epilogue(out, brows[i]), ptr))
-        e(gcn.SEndpgmOp())
+                        ws_ptr = e.add64(ws_ptr, o.ldc4, 0)
+            if o.kind == "workspace":
+                self._store_partials(p, o, g0, rows, ptrs)
+            elif o.kind == "atomic":
+                self._add_atomic(p, o, rows, ptrs)
+            else:
+                self._store_outputs(p, o, g0, rows, ptrs, ws_ptrs, partial_offset)
+
+    def _store_partials(self, p: _Prologue, o: _Out, g0: int, rows: list[int], ptrs: list[SSAValue]) -> None:
+        """workspace: the raw partial rows into the workspace's slice."""
+        e, dw = p.ke.e, p.dw
+        c_store = gcn.GlobalStoreDwordOp if dw == 1 else gcn.GlobalStoreDwordx2Op
+        for i, (r, ptr) in enumerate(zip(rows, ptrs)):
+            if p.shift is not None or (g0 == 0 and i == 0):
+                row_exec(e, o.lanes, p.shift, r)
+            e(c_store(o.voff_c, o.acc[r], ptr))  # the partial row r
+
+    def _add_atomic(self, p: _Prologue, o: _Out, rows: list[int], ptrs: list[SSAValue]) -> None:
+        """atomic: alpha * acc added into C, row by row (:meth:`_atomic_add`)."""
+        e, dw = p.ke.e, p.dw
+        mul_op = gcn.VMulF32Op if dw == 1 else gcn.VMulF64Op
+        for r, ptr in zip(rows, ptrs):
+            row_exec(e, o.lanes, p.shift, r)
+            self._atomic_add(e, e(mul_op(o.alpha, o.acc[r])).vdst, o.voff_c, ptr, p.ke.exec0, r)
+
+    def _store_outputs(self, p: _Prologue, o: _Out, g0: int, rows: list[int], ptrs: list[SSAValue],
+                       ws_ptrs: list, partial_offset: Callable[[int], SSAValue]) -> None:
+        """c, reduce, scale: (reduce: the S partials of each row summed in slice order) C's rows
+        loaded where beta != 0, then epilogue(alpha * acc + beta * C) (scale: beta * C) stored."""
+        e, esz, dw, shift = p.ke.e, p.esz, p.dw, p.shift
+        c_load = gcn.GlobalLoadDwordOp if dw == 1 else gcn.GlobalLoadDwordx2Op
+        c_store = gcn.GlobalStoreDwordOp if dw == 1 else gcn.GlobalStoreDwordx2Op
+        mul_op = gcn.VMulF32Op if dw == 1 else gcn.VMulF64Op
+        add_op = gcn.VAddF32Op if dw == 1 else gcn.VAddF64Op
+        fma_op = gcn.VFmaF32Op if dw == 1 else gcn.VFmaF64Op
+        scalar_load = gcn.SLoadDwordOp if dw == 1 else gcn.SLoadDwordx2Op
+        sums: list[SSAValue | None] = [None] * len(rows)
+        if o.kind == "reduce":  # the S partials of each row, summed in slice order
+            if g0 == 0 or shift is not None:  # every row of the tile, the shifted ones too
+                e(gcn.SAndB64Op(o.lanes, -1, result_type=gcn.exec_type()))
+            # at most 32 dwords of partials in flight: for a large S, chunks of slices
+            chunk = max(1, min(self.split, 32 // (len(rows) * dw)))
+            totals: list[SSAValue | None] = [None] * len(rows)
+            for j0 in range(0, self.split, chunk):
+                parts = [[e(c_load(partial_offset(j), wp, comment=f"partial {j} row {r}")).vdst
+                          for j in range(j0, min(j0 + chunk, self.split))] for r, wp in zip(rows, ws_ptrs)]
+                for i, ps in enumerate(parts):
+                    for p_j in ps:  # in slice order
+                        totals[i] = p_j if totals[i] is None else e(add_op(totals[i], p_j)).vdst
+            sums = totals
+        if shift is not None and g0:
+            # the rows before ran with EXEC = 0 below the shift: the zeros must reach
+            # every lane, or a lane keeps stale bits (a NaN for f64) that beta = 0 times
+            # the masked C load does not clear
+            e(gcn.SAndB64Op(o.lanes, -1, result_type=gcn.exec_type()))
+        zeros = [self._zero(e, dw) for _ in rows]
+        cs = []
+        for i, (r, ptr) in enumerate(zip(rows, ptrs)):
+            if shift is not None or i == 0:
+                row_exec(e, o.load_lanes, shift, r)
+            cs.append(e(c_load(o.voff_c, ptr, comment=f"C row {r}", merge=zeros[i])).vdst)
+        brows = ([e(scalar_load(o.bias_row_base, r * esz, comment=f"bias[row {r}]")).sdst for r in rows]
+                 if o.bias_row_base is not None else [None] * len(rows))
+        for i, (r, ptr, c) in enumerate(zip(rows, ptrs, cs)):
+            if shift is not None or i == 0:
+                row_exec(e, o.lanes, shift, r)
+            t = e(mul_op(o.beta, c)).vdst
+            if o.kind == "scale":
+                out = t
+            else:
+                out = e(fma_op(o.acc[r] if o.kind == "c" else sums[i], o.alpha, t)).vdst
+            e(c_store(o.voff_c, o.apply(out, brows[i]), ptr))
 
     def _finish(self, p: _Prologue, lds_bytes: int) -> gcn.KernelOp:
         """The ``gcn.kernel`` of the entry block, with its LDS size and launch information."""

@@ -209,6 +209,31 @@ def test_bad_sizes_are_one_line_errors(capsys):
     assert "error: size '4096x0x640'" in err and "unknown board 'mi70'" in err
 
 
+def test_cached_points_are_reused_only_under_the_same_model_and_kernel(tmp_path):
+    """A cached point stands only under the model version, clocks and kernel it was modeled with; a CSV
+    written before versions were kept gives the points of the peers not modeled in this run."""
+    peers = _peers()
+
+    ver, hip_id = peers.model_version(), peers.kernel_id("hip", 4096, 4096, 640, "mi60")
+    assert len(ver) == 12 and ver == peers.model_version()
+    row = {"model_version": ver, "kernel_id": hip_id, "clock_mhz": 1800.0, "memory_clock_mhz": 1000.0}
+    args = ("hip", 4096, 4096, 640, "mi60")
+    assert peers.reusable(dict(row), *args, {})
+    assert not peers.reusable(dict(row, model_version="0" * 12), *args, {})
+    assert not peers.reusable(dict(row, kernel_id="0" * 12), *args, {})
+    assert not peers.reusable(dict(row, clock_mhz=1700.0), *args, {})
+    assert not peers.reusable(dict(row, error="x"), *args, {})
+    assert not peers.reusable({"clock_mhz": 1800.0}, *args, {})  # a cache row without a version
+    old = tmp_path / "old.csv"
+    old.write_text("board,clock_mhz,memory_clock_mhz,m,n,k,peer,config,modeled_us,tflops_modeled,"
+                   "peak_share_modeled,vgprs,l2_miss,method\n"
+                   "mi60,1800,1000,256,256,640,vlpc,a,1.0,2.0,0.1,50,0.2,replay\n"
+                   "mi60,1800,1000,256,256,640,hip,b,3.0,4.0,0.3,96,0.5,replay\n")
+    got = peers.read_csv_rows(old, ["vlpc"])
+    assert list(got) == ["hip|mi60|256x256x640"]
+    assert peers.reusable(got["hip|mi60|256x256x640"], "hip", 256, 256, 640, "mi60", {})
+
+
 def test_triton_code_objects_rebuild_byte_for_byte(tmp_path):
     """The committed Triton code objects are what their source, configuration and Triton version make."""
     triton = pytest.importorskip("triton")
