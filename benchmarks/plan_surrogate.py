@@ -3,7 +3,7 @@
     python benchmarks/plan_surrogate.py fit       # timing-model runs per kernel variant -> vlpc/plan_model.json
     python benchmarks/plan_surrogate.py fit-dot   # only the f16/int8 dot variants (K steps 16 and 8), their
                                                   # reduce share and local split term; f32 kept
-    python benchmarks/plan_surrogate.py fit-local # only the dot kernels' local split term (2 runs)
+    python benchmarks/plan_surrogate.py fit-local # only the local split term (f32, f16, int8: 3 runs)
     python benchmarks/plan_surrogate.py report    # surrogate vs timing model on shapes it was not fitted on;
                                                   # auto plan vs the best tuned plan on the skinny shapes
 
@@ -55,9 +55,11 @@ VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f
 #: their automatic plan weighs both): fitted on their own timing-model runs only, C f32 (f16
 #: products) and i32 (int8).
 DOT_VARIANTS = [(dt, 32, mn, ks) for ks in (16, 8) for dt in ("f16", "i8") for mn in (256, 128, 64)]
-#: The dot kernels' local split fit (macro M, macro N, L): one lone workgroup per CU at K1 with L groups
-#: (``local_reduce_cycles_per_row``: plan_model.local_reduce_cycles).
+#: The local split fit (macro M, macro N, L): one lone workgroup per CU at K1 with L groups
+#: (``local_reduce_cycles_per_row``: plan_model.local_reduce_cycles), per type in LOCAL_TYPES.
 LOCAL_FIT = (32, 64, 8)
+#: The types whose local split hand-over is fitted: the f32 sqc kernel (f64 takes it doubled) and the dot kernels.
+LOCAL_TYPES = ("f32", "f16", "i8")
 #: K of the fit's runs in K units (values; dwords of packed K for f16/i8: 2 or 4 values each).
 K1, K2 = 640, 1280
 #: A and B element type -> C's for the dot kernels' runs, and values of K per dword.
@@ -235,9 +237,9 @@ def fit(procs: int, dot_only: bool = False) -> dict:
 
 
 def fit_local(procs: int, out: dict) -> dict:
-    """Fit the dot kernels' local split term into ``out`` (a fit's dict, its ``variants`` already
-    fitted): one timing-only launch per dot type of LOCAL_FIT's tile with L groups, one workgroup
-    per CU at K1 dwords; the cycles beyond the variant's prologue/epilogue and K steps (each group
+    """Fit the local split term into ``out`` (a fit's dict, its ``variants`` already
+    fitted): one timing-only launch per type of LOCAL_TYPES of LOCAL_FIT's tile with L groups, one
+    workgroup per CU at K1 K units (values; dwords for f16/i8); the cycles beyond the variant's prologue/epilogue and K steps (each group
     1/L of them, the workgroup's L x waves sharing the SIMDs) per extra group and macro row are
     ``local_reduce_cycles_per_row`` (the LDS hand-over, plan_model.local_reduce_cycles)."""
     from vlpc.targets import get_board
@@ -247,8 +249,8 @@ def fit_local(procs: int, out: dict) -> dict:
     mhz, launch = board.engine_clock_mhz, board.timing.launch_overhead_us
     mm, mn, ls = LOCAL_FIT
     jobs = {}
-    for dt in DOT_C:
-        shape = (mm * CUS // GX, mn * GX, K1 * PACK[dt])
+    for dt in LOCAL_TYPES:
+        shape = (mm * CUS // GX, mn * GX, K1 * PACK.get(dt, 1))
         jobs[dt] = (f"local-{dt}-{mm}x{mn}-k16-L{ls}-{shape[0]}x{shape[1]}x{shape[2]}", (*shape, dt),
                     explicit(mm, mn, 16) | {"local_split": ls})
     cache = run_all(list(jobs.values()), procs)
@@ -355,7 +357,7 @@ def main(argv=None) -> int:
             fit(a.jobs, dot_only=step == "fit-dot")
             from vlpc.plan_model import fitted
             fitted.cache_clear()
-        elif step == "fit-local":  # only the dot kernels' local split term, on the variants in OUT
+        elif step == "fit-local":  # only the local split term, on the variants in OUT
             out = fit_local(a.jobs, json.loads(OUT.read_text()))
             OUT.write_text(json.dumps(out, indent=1) + "\n")
             print(json.dumps(out.get("local_reduce_cycles_per_row"), indent=1))

@@ -31,7 +31,7 @@ K is cut into P = S*L slices of ``k_per_split`` values, a multiple of the K step
 (an empty slice contributes zeros).  When K is known only at launch, the kernel
 computes the slice length itself, which needs P to be a power of two.
 
-**Choosing S** (``split-k=0``, the default: "auto").  S is chosen by modeled time: the
+**Choosing S** (``split-k=0``, the default: "auto"; with ``local-split=1``, the default, L too).  S is chosen by modeled time: the
 plan surrogate (:mod:`vlpc.plan_model`), which has the timing model's structure (workgroups
 per CU in rounds of the kernel's occupancy, a workgroup's prologue/epilogue plus its K
 steps at the lone-wave or the competing-waves rate, the HBM time of the unique bytes, the
@@ -57,7 +57,10 @@ MIN_K_PER_SPLIT values of K, each of the S x L pieces one K step; the surrogate 
 hand-over and occupancy), with the tile N and the K step (16 or 8 dwords) gemm-tile chose from the
 same candidates, e.g. examples/hgemm_nt.mlir 32x64 k8 S1 L8, 21.4 us against 32x128 k16 S2 L8, 30.4 us
 with the K step kept at 16 and the former 32x256 S2 L1, 81.5 us (MI60, timing model, beta = 1;
-``benchmarks/dot_split_k_auto.py d`` compares them at beta = 0).
+``benchmarks/dot_split_k_auto.py d`` compares them at beta = 0).  The f32/f64 GEMMs of the sqc
+kernel weigh L the same way (:func:`weighs_local`; issue 33: 128x4096x4096 f32 on MI60 took S = 3,
+593 us, against S1 L4's 337 us, timing model), L at most the tile's occupancy without a local
+split so that the workgroup fits one CU (:func:`vlpc.plan_model.choose`).
 
 The chosen plan is in the IR (``split_k``, ``split_mode``, ``local_split``,
 ``k_per_split``, ``grid``) and ``vlpc compile --print-plan`` prints it, with the
@@ -129,9 +132,16 @@ def choose_split(shape: GemmShape, macro: tuple[int, int], k_step: int, local: i
     return best.split_k, cands
 
 
+def weighs_local(shape: GemmShape, k_step: int) -> bool:
+    """Whether the automatic plan weighs the local split L with S (:func:`choose_split_local`): the
+    GEMMs of the f32/f64 sqc kernel and of the f16/i8 dot kernels, not the decode GEMV (which splits
+    K over its wavefront groups by its own plan) nor a quantized B."""
+    return shape.dtype in ("f32", "f64", *DOT_PACK) and not gemv_plan(shape, k_step) and not shape.b_format
+
+
 def choose_split_local(shape: GemmShape, macro: tuple[int, int], k_step: int, mode: str, target: Target, cus: int,
                        gpu: str = "", items: int = 0) -> tuple[int, int, list[PlanCost]]:
-    """The automatic (S, L) of an f16/i8 dot-kernel GEMM (not the decode GEMV) and every
+    """The automatic (S, L) of a GEMM that weighs L (:func:`weighs_local`) and every
     candidate's estimate: S in 1..MAX_AUTO_SPLIT and L in AUTO_LOCAL_SPLITS (L > 1 only for a
     power-of-two macro tile N and workgroups of ``items`` (default: macro N) x L work-items within
     the target's limit) by the plan surrogate; (1, 1, []) for sizes known only at launch and a batch."""
@@ -198,7 +208,7 @@ class GemmSplitKPass(ModulePass):
             gemv = gemv_plan(shape, k_step)  # f16/i8 with M <= 16: K over the wavefront groups
             if gemv and local == 1 and macro[1] == gemv[0]:
                 local = gemv[1]
-            if local == 1 and not gemv and shape.dtype in DOT_PACK and self.mode == "workspace":
+            if local == 1 and weighs_local(shape, k_step) and self.mode == "workspace":
                 split, local, _ = choose_split_local(shape, macro, k_step, self.mode, target, cus, self.gpu,
                                                      items=mm.get_int_array("workgroup_size")[0])
             else:
@@ -334,8 +344,8 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
         lines.append(copy[1])
     if auto:
         _, cands = choose_split(s, macro, k_step, local, mode, target, cus, gpu)
-        if (auto_local and s.dtype in DOT_PACK and not gemv_plan(s, k_step) and mode in ("workspace", "none")
-                and not s.b_format):  # the S gemm-split-k weighed with the chosen L (choose_split_local)
+        weighs = weighs_local(s, k_step) and mode in ("workspace", "none")
+        if auto_local and weighs:  # the S gemm-split-k weighed with the chosen L (choose_split_local)
             cands = [c for c in choose_split_local(s, macro, k_step, "workspace", target, cus, gpu,
                                                    items=wg // local)[2] if c.local_split == local] or cands
         if cands:
@@ -347,23 +357,23 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                 lines.append(f"    {c.split_k:>2}: {c.rounds} rounds, {c.main_seconds * 1e6:.1f} + "
                              f"{c.reduce_seconds * 1e6:.1f} = {c.seconds * 1e6:.1f} us{mark}")
             others = []
-            dot = s.dtype in DOT_PACK and not gemv_plan(s, k_step) and mode == "workspace"
+            dot = s.dtype in DOT_PACK
             for mn in AUTO_MACRO_N:
                 if mn == macro[1]:
                     continue
-                if dot:  # the dot kernels' tile choice (gemm-tile) weighs S, L and the K step with N
-                    alt = [c for ks in DOT_AUTO_K_STEPS
+                if weighs:  # gemm-tile's tile choice weighs S and L (and the dot kernels' K step) with N
+                    alt = [c for ks in (DOT_AUTO_K_STEPS if dot else (k_step,))
                            for c in choose_split_local(s, (macro[0], mn), ks, "workspace", target, cus, gpu)[2]]
                 else:
                     _, alt = choose_split(s, (macro[0], mn), k_step, local, mode, target, cus, gpu)
                 if alt:
                     b = min(alt, key=lambda c: (c.seconds, c.split_k, c.local_split))
                     others.append(f"{macro[0]}x{mn} best split-k {b.split_k}"
-                                  + (f" L{b.local_split} k{b.k_step}" if dot else "")
+                                  + (f" L{b.local_split}" if weighs else "") + (f" k{b.k_step}" if weighs and dot else "")
                                   + f": {b.seconds * 1e6:.1f} us")
             if others:
                 lines.append("  other macro tiles (modeled): " + "; ".join(others))
-            if s.dtype in DOT_PACK and not gemv_plan(s, k_step):  # the dot kernels' automatic L: best S of each L
+            if weighs_local(s, k_step):  # the automatic L: best S of each L
                 _, _, lc = choose_split_local(s, macro, k_step, "workspace", target, cus, gpu, items=wg // local)
                 per = {}
                 for c in lc:
@@ -375,7 +385,7 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                         f"L{x} best split-k {c.split_k}: {c.seconds * 1e6:.1f} us"
                         + (" <- chosen" if x == local and c.split_k == split else "") for x, c in sorted(per.items())))
                 steps = []
-                for ks in DOT_AUTO_K_STEPS:
+                for ks in (DOT_AUTO_K_STEPS if dot else ()):
                     _, _, kc = choose_split_local(s, macro, ks, "workspace", target, cus, gpu, items=wg // local)
                     if kc:
                         b = min(kc, key=lambda c: (round(c.seconds, 12), c.split_k, c.local_split))
@@ -391,4 +401,4 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     return lines
 
 
-__all__ = ["AUTO_LOCAL_SPLITS", "GemmSplitKPass", "PlanCost", "choose_split", "choose_split_local", "describe_plan", "estimate", "k_per_split"]
+__all__ = ["AUTO_LOCAL_SPLITS", "GemmSplitKPass", "weighs_local", "PlanCost", "choose_split", "choose_split_local", "describe_plan", "estimate", "k_per_split"]

@@ -95,7 +95,10 @@ class GemmTilePass(ModulePass):
             if gemv and self.macro_n in (0, gemv[0]):
                 default_k = gemv[2]  # and its K step (gemv_plan: 8 when a step of A spans two batches)
             if not gemv and self.model and not self.macro_n:
-                auto_n, default_k = self._modeled_n(mm, self.macro_m or self.micro_m or default_m,
+                rows = self.macro_m or self.micro_m or default_m
+                if 0 < mm.shape().m < rows and (self.micro_m or rows) == rows:
+                    rows = mm.shape().m  # the tile of exactly M rows _apply_one gives a short matrix
+                auto_n, default_k = self._modeled_n(mm, rows,
                                                     self.k_step or default_k, auto_n,
                                                     choose_k=not (self.k_step or self.macro_m or self.micro_m))
             tile = dataclasses.replace(self, macro_n=self.macro_n or auto_n, macro_m=self.macro_m or (self.micro_m or default_m),
@@ -107,27 +110,22 @@ class GemmTilePass(ModulePass):
         """(macro tile N, K step) by modeled time (see the class docstring), or (``fallback``, ``k_step``);
         ``choose_k``: the f16/i8 dot kernels' K step too (DOT_AUTO_K_STEPS)."""
         s = mm.shape()
-        if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64", *DOT_PACK) or s.m < macro_m:
+        if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64", *DOT_PACK):
             return fallback, k_step
         try:
             board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
         except TargetError as e:
             raise op_error(mm, str(e)) from None
         splits = tuple(range(1, MAX_AUTO_SPLIT + 1)) if self.split_k == 0 else (self.split_k,)
-        if s.dtype in DOT_PACK:  # the dot kernels: with gemm-split-k's automatic local split L when S is auto
-            def best_of(macro_ns):
-                return choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, macro_ns, k_step, splits, 1,
-                              "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0,
-                              c_esize=ELEMENT_BYTES[s.c_type],
-                              locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
-                              max_workitems=board.target.max_workitems_per_workgroup,
-                              k_steps=DOT_AUTO_K_STEPS if choose_k else ())[0]
-
-            best = best_of(AUTO_MACRO_N)  # the modeled best of every tile N, K step, S and L (issue 33)
-            return best.macro[1], best.k_step
+        # every tile N with S and, when S is automatic, gemm-split-k's automatic local split L (all
+        # types: the sqc kernel's L as the dot kernels'; issue 33), and the dot kernels' K step
         best, _ = choose(s.m, s.n, s.k, s.dtype, s.element_bytes, macro_m, AUTO_MACRO_N, k_step, splits, 1,
-                         "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0)
-        return best.macro[1], k_step
+                         "workspace", board, min_k_per_split=MIN_K_PER_SPLIT if self.split_k == 0 else 0,
+                         c_esize=ELEMENT_BYTES[s.c_type],
+                         locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
+                         max_workitems=board.target.max_workitems_per_workgroup,
+                         k_steps=DOT_AUTO_K_STEPS if choose_k and s.dtype in DOT_PACK else ())
+        return best.macro[1], best.k_step
 
     def _apply_one(self, mm) -> None:
         if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:

@@ -28,10 +28,12 @@ K steps of ``ceil(K / P)`` dwords, ``V`` = ``mm x k_step`` dot instructions x 4 
 ``v_dot2_f32_f16`` or ``v_dot4_i32_i8`` issues as one FMA), A and B ``esize`` bytes per
 element, C its own element size (f32, f16 or i32) and the workspace's f32/i32 partials 4
 bytes; their variants and the reduce kernel's bandwidth share (``reduce_efficiency_dot``) are
-fitted to the timing model's dot kernels only.  Their local split L adds the LDS hand-over after
-the main loop to ``F`` (``(L - 1) x mm x c``, ``c`` fitted per type: :func:`local_reduce_cycles`)
-and bounds ``R`` by the LDS a workgroup's hand-over holds (:func:`dot_local_lds_bytes`); the
-automatic plan weighs L through :func:`choose`'s ``locals_``, and the K step (16 or 8 dwords,
+fitted to the timing model's dot kernels only.  A local split L (every kernel) adds the LDS hand-over after the main loop to ``F``
+(``(L - 1) x mm x c``, ``c`` fitted per type: :func:`local_reduce_cycles`) and divides ``R`` by L;
+for the dot kernels ``R`` is also bounded by the LDS a workgroup's hand-over holds
+(:func:`dot_local_lds_bytes`; the sqc kernel's hand-over, at most 16 KiB in chunks of rows,
+``passes/isel/sqc.py``, allows at least the ``R / L`` of its fitted tiles).  The automatic
+plan weighs L through :func:`choose`'s ``locals_``, and the dot kernels' K step (16 or 8 dwords,
 a fitted variant of each: ``benchmarks/plan_surrogate.py fit-dot``) through its ``k_steps``.
 
 Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
@@ -151,11 +153,15 @@ def variant(dtype: str, macro: tuple[int, int], k_step: int, board: Board, wgs_p
 def local_reduce_cycles(dtype: str, macro_m: int, local: int) -> float:
     """Engine cycles a workgroup of a local split L spends handing the accumulators of groups
     1..L-1 to group 0 through LDS after the main loop: ``(L - 1) x macro_m x c``, ``c`` fitted
-    per dot element type to the timing model (``local_reduce_cycles_per_row`` in the fit file:
-    ``benchmarks/plan_surrogate.py fit``; f16/i8 only, 0 for other types and without a fit)."""
-    if local <= 1 or dtype not in DOT_PACK:
+    per element type to the timing model (``local_reduce_cycles_per_row`` in the fit file:
+    ``benchmarks/plan_surrogate.py fit`` or ``fit-local``; the f16/i8 dot kernels and the f32 sqc
+    kernel).  f64 takes the f32 figure doubled (two dwords per element through LDS, a ``v_add_f64``
+    per element); 0 without a fit."""
+    if local <= 1:
         return 0.0
-    return (local - 1) * macro_m * fitted().get("local_reduce_cycles_per_row", {}).get(dtype, 0.0)
+    per_row = fitted().get("local_reduce_cycles_per_row", {})
+    c = per_row.get(dtype, 2 * per_row.get("f32", 0.0) if dtype == "f64" else 0.0)
+    return (local - 1) * macro_m * c
 
 
 def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
@@ -260,9 +266,10 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
     packed K, :func:`k_units`, 2 or 4 values each), S = 1 always allowed, and every candidate;
     ties go to the tile with fewer idle columns past N, then the larger tile, then the smaller S.
 
-    ``locals_`` (the f16/i8 dot kernels' automatic plan): also every local split L in it (instead
-    of ``local``) whose workgroup (``macro N x L`` work-items) stays within ``max_workitems``
-    (0: no limit); there each of the S slices keeps ``min_k_per_split`` values of K and each of
+    ``locals_`` (the automatic plan): also every local split L in it (instead of ``local``) whose
+    workgroup (``macro N x L`` work-items) stays within ``max_workitems`` (0: no limit) and fits
+    one CU (L at most the variant's occupancy R without a local split: its L x waves are then no
+    more than the CU holds at once, as the VGPRs allow); there each of the S slices keeps ``min_k_per_split`` values of K and each of
     the S x L pieces at least one K step (L's cost is its LDS hand-over, modeled, not a slice's
     prologue and partial store), and ties go to the smaller L after the smaller S.
 
@@ -272,8 +279,9 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
     cands = []
     ku, pack = k_units(k, dtype), DOT_PACK.get(dtype, 1)
     for ks, mn, L in itertools.product(k_steps or (k_step,), macro_ns, locals_ or (local,)):
-        if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * ks):
-            continue
+        if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * ks
+                                  or L > variant(dtype, (macro_m, mn), ks, board).wgs_per_cu):
+            continue  # (L workgroups' waves of the tile without a local split: those a CU holds at once)
         for s in splits:
             if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
                 if not locals_ and k_per_split(ku, s * local, ks) * pack < max(min_k_per_split, ks * pack):

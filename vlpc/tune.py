@@ -662,11 +662,13 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
            max_modeled: int | None = None, prune: bool = True, margin: float = 0.10, db=None, key=None,
            progress: Callable[[Result], None] | None = None, model_deadline: float | None = None) -> Outcome:
     """Tune one problem: the automatic plan and ``candidates``, in the order of the plan model's
-    estimate (:func:`estimate_us`), modeled in batches of twice the ``runner``'s width; after
-    each batch the search stops when the next candidate cannot win: its estimate times the
-    smallest modeled/estimate ratio seen so far, less ``margin``, is above the best modeled time,
-    or the best is within :data:`FLOOR_TOLERANCE` of the streaming floor (``prune``), or when
-    ``max_modeled`` are modeled.  Variants (waves per SIMD, the A schedule) are modeled for the
+    estimate (:func:`estimate_us`), modeled in batches of twice the ``runner``'s width.  The
+    search decides one candidate at a time, in that order, on the results before it (whatever
+    the batch width or a resume: a Ray search and a sequential one give the same results): it
+    stops when the next candidate cannot win (its estimate times the smallest modeled/estimate
+    ratio seen so far, less ``margin``, is above the best modeled time), or the best is within
+    :data:`FLOOR_TOLERANCE` of the streaming floor (``prune``), or when ``max_modeled`` are
+    modeled; candidates a batch modeled past that stop are kept in ``db`` only.  Variants (waves per SIMD, the A schedule) are modeled for the
     ``finalists`` fastest plans within ``margin`` of the best.  Then the fastest ``finalists`` are checked
     on the emulator (more while none passes); the winner is the fastest that passed, never
     slower than the automatic plan (a candidate itself; it wins ties).
@@ -695,19 +697,22 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
     order = [AUTO] + sorted(reps.values(), key=lambda c: est[c])
     done = db.measured(key) if db is not None and key is not None else {}
     out = Outcome([], None, None, space=len(candidates) + 1)
-    by_key: dict[str, Result] = {}
+    # ``known``: every result at hand (an earlier run's from the database, and this run's, some modeled
+    # ahead of the search's decisions); ``by_key``: the results the search accepts, decided one
+    # candidate at a time in ``order`` by the rule of :func:`stop_reason` on the accepted results
+    # alone.  So neither the batch width (a Ray cluster's or a local pool's) nor a resume changes what
+    # is accepted, which budget is left for the variants, or the winner.
+    known: dict[str, Result] = {}
     for c in [AUTO, *candidates]:  # (the variants too: a resumed search models none of them again)
         d = done.get(candidate_key(c))
-        if d is not None and candidate_key(c) not in by_key:
-            by_key[candidate_key(c)] = result_of(c, d)
-            out.resumed += 1
-    # the search's decisions see only the plans in ``order`` (the variants come after it), so a resumed
-    # search decides as the uninterrupted one did: same stop, same results
-    in_order = {candidate_key(c) for c in order}
+        if d is not None and candidate_key(c) not in known:
+            known[candidate_key(c)] = result_of(c, d)
+    from_db = set(known)
+    by_key: dict[str, Result] = {}
     pending_save: list[tuple[str, dict]] = []
 
     def store(r: Result) -> None:
-        by_key[candidate_key(r.candidate)] = r
+        known[candidate_key(r.candidate)] = r
         pending_save.append((candidate_key(r.candidate), result_dict(r)))
         if progress:
             progress(r)
@@ -720,48 +725,59 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
     def work(cs, chk, mdl):
         return [(problem, c, target, board, clock_mhz, cus, chk, mdl) for c in cs]
 
+    def n_modeled() -> int:
+        return sum(1 for r in by_key.values() if r.modeled_us is not None)
+
+    def stop_reason(i: int) -> str:
+        """Why the search stops before ``order[i]`` ('': it goes on), from the accepted results."""
+        modeled = [r for r in by_key.values() if r.modeled_us is not None]
+        if max_modeled is not None and len(modeled) >= max_modeled + 1:
+            return f"--max-candidates {max_modeled}"
+        best = min((r.modeled_us for r in modeled if r.error is None), default=None)
+        if prune and best is not None and i > 1:
+            # the streaming floor (the bytes at the HBM bandwidth) bounds every candidate from below
+            floor = min((r.hbm_share * r.modeled_us for r in modeled if r.hbm_share and r.error is None),
+                        default=0.0)
+            if best <= floor * (1 + FLOOR_TOLERANCE):
+                return (f"the streaming ceiling: the best is within {FLOOR_TOLERANCE:.0%} of the HBM "
+                        "time of its bytes")
+            ratios = [r.modeled_us / est[r.candidate] for r in modeled
+                      if isinstance(r.candidate, Candidate) and est.get(r.candidate, 0) not in (0, float("inf"))]
+            if ratios and est[order[i]] * min(ratios) * (1 - margin) > best:
+                return "the plan model's bound: no candidate left can win"
+        return ""
+
+    # modeled ahead of the decisions in batches of twice the runner's width (the results past the
+    # search's stop are kept in the database only)
     width = max(2, 2 * runner.width)
-    pos = 0
+    i = 0
+    modeling = True
     try:
-        while pos < len(order):
-            while pos < len(order) and candidate_key(order[pos]) in by_key:  # resumed: past what is done
-                pos += 1
-            modeled = [r for k_, r in by_key.items() if r.modeled_us is not None and k_ in in_order]
-            best = min((r.modeled_us for r in modeled if r.error is None), default=None)
-            if max_modeled is not None and len(modeled) >= max_modeled + 1:
-                out.pruned = f"--max-candidates {max_modeled}"
+        while i < len(order):
+            why = stop_reason(i)
+            if why:
+                out.pruned = why
                 break
-            if model_deadline is not None and pos > 0 and time.monotonic() >= model_deadline:
+            c = order[i]
+            if candidate_key(c) in known:
+                by_key[candidate_key(c)] = known[candidate_key(c)]
+                i += 1
+                continue
+            if not modeling:
+                break
+            if model_deadline is not None and i > 0 and time.monotonic() >= model_deadline:
                 out.pruned = "the budget (the rest is kept for the checks)"
                 break
-            if prune and best is not None and pos > 1:
-                # the streaming floor (the bytes at the HBM bandwidth) bounds every candidate from below
-                floor = min((r.hbm_share * r.modeled_us for r in modeled if r.hbm_share and r.error is None),
-                            default=0.0)
-                if best <= floor * (1 + FLOOR_TOLERANCE):
-                    out.pruned = (f"the streaming ceiling: the best is within {FLOOR_TOLERANCE:.0%} of the HBM "
-                                  "time of its bytes")
+            room = width if max_modeled is None else max(1, min(width, max_modeled + 1 - n_modeled()))
+            ahead = []
+            for x in order[i:]:
+                if len(ahead) >= room:
                     break
-                ratios = [r.modeled_us / est[r.candidate] for r in modeled
-                          if isinstance(r.candidate, Candidate) and est.get(r.candidate, 0) not in (0, float("inf"))]
-                nxt = next((c for c in order[pos:] if candidate_key(c) not in by_key), None)
-                if ratios and nxt is not None and est[nxt] * min(ratios) * (1 - margin) > best:
-                    out.pruned = "the plan model's bound: no candidate left can win"
-                    break
-            batch_c = []
-            while pos < len(order) and len(batch_c) < width:
-                if max_modeled is not None and len(modeled) + len(batch_c) >= max_modeled + 1:
-                    break
-                c = order[pos]
-                pos += 1
-                if candidate_key(c) not in by_key:
-                    batch_c.append(c)
-            if not batch_c:
-                continue
-            ok = runner.map(_evaluate8, work(batch_c, False, True), lambda i, r: store(r))
+                if candidate_key(x) not in known:
+                    ahead.append(x)
+            ok = runner.map(_evaluate8, work(ahead, False, True), lambda _j, r: store(r))
             flush()
-            if not ok:
-                break
+            modeling = bool(ok)  # stopped (budget, Ctrl-C): accept what finished, model nothing more
         # the variants of the fastest plans
         if not runner.stopped and not (model_deadline is not None and time.monotonic() >= model_deadline):
             best = min((r.modeled_us for r in by_key.values() if r.ok), default=0.0)
@@ -769,10 +785,15 @@ def search(problem: Problem, candidates: Sequence[Candidate], runner, *, target:
                    if r.ok and isinstance(r.candidate, Candidate) and r.modeled_us <= best * (1 + margin)]
             sib = [c for t in top[:finalists] for c in groups[_plan_of(t)] if candidate_key(c) not in by_key]
             if max_modeled is not None:
-                sib = sib[:max(0, max_modeled + 1 - sum(1 for r in by_key.values() if r.modeled_us is not None))]
-            if sib:
-                runner.map(_evaluate8, work(sib, False, True), lambda i, r: store(r))
+                sib = sib[:max(0, max_modeled + 1 - n_modeled())]
+            todo = [c for c in sib if candidate_key(c) not in known]
+            if todo:
+                runner.map(_evaluate8, work(todo, False, True), lambda _j, r: store(r))
                 flush()
+            for c in sib:
+                if candidate_key(c) in known:
+                    by_key[candidate_key(c)] = known[candidate_key(c)]
+        out.resumed = sum(1 for k_ in by_key if k_ in from_db)
         out.modeled = sum(1 for r in by_key.values() if r.modeled_us is not None or r.error)
         # the finalists: the fastest modeled, checked on the emulator until one passes
         if check and not runner.stopped:

@@ -1,7 +1,7 @@
 // The legacy LDS-tiled kernel (convert-gemm-to-gcn{strategy=lds}, An Alternative SGEMM on VEGA, section 1)
 // next to the sqc kernel on the same problem.
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy lds --emit asm | filecheck %s
-// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy sqc --macro-tile 64x256 --micro-tile 64x1 --schedule cover --emit asm | filecheck %s --check-prefix=SQC
+// RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy sqc --macro-tile 64x256 --micro-tile 64x1 --schedule cover --split-k 2 --emit asm | filecheck %s --check-prefix=SQC
 // RUN: vlpc compile %inputs/sgemm_256x512x640.mlir --target gfx906 --strategy lds -v -o %t.hsaco 2>&1 | filecheck %s --check-prefix=OCC
 // RUN: vlpc opt %inputs/sgemm_256x512x640.mlir -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{split-k=1},convert-gemm-to-gcn{strategy=lds}' | filecheck %s --check-prefix=IR
 

@@ -1,5 +1,5 @@
 // The plan vlpc chooses for each bundled example (gemm-tile's macro tile N and gemm-split-k's
-// S, and for f16/int8 the local split L, are chosen by modeled time on the default board, MI50 with 60 CUs: vlpc/plan_model.py).
+// S and local split L, are chosen by modeled time on the default board, MI50 with 60 CUs: vlpc/plan_model.py).
 // A model or policy change that alters a choice fails here, so it is seen in review.
 // RUN: vlpc compile %S/../../examples/sgemm_nt.mlir --print-plan | filecheck %s --check-prefix=NT
 // RUN: vlpc compile %S/../../examples/linalg_matmul_transpose_b.mlir --print-plan | filecheck %s --check-prefix=LINALG
@@ -10,10 +10,10 @@
 
 // NT: plan for @sgemm: M=256 N=512 K=640 f32, 60 CUs
 // NT-NEXT: macro tile 32x64, micro tile 32x1, k-step 16
-// NT-NEXT: split-k 2 (auto), mode workspace, local split 1: 2 K slices of 320
+// NT-NEXT: split-k 2 (auto), mode workspace, local split 4: 8 K slices of 80
 // NT: 2: 1 rounds, {{.*}} <- chosen
 // LINALG: macro tile 32x64, micro tile 32x1, k-step 16
-// LINALG-NEXT: split-k 1 (auto), local split 1
+// LINALG-NEXT: split-k 1 (auto), local split 2
 // DYN: macro tile 32x256, micro tile 32x1, k-step 16
 // DYN-NEXT: split-k 1 (auto)
 // DYN: sizes known only at launch

@@ -7,14 +7,14 @@
 // RUN: not vlpc opt %s -p 'gemm-tile{model=false},gemm-map-workgroups,gemm-map-subgroups,gemm-split-k{local-split=8}' 2>&1 | filecheck %s --check-prefix=ERR
 
 // XeTLA GEMM's split-K example (docs/references.md): 256x256x8192 gives 4 macro tiles of 64x256 (the seed's tile:
-// gemm-tile{model=false}).  Automatic (least modeled time, vlpc/plan_model.py): on 60 CUs
-// 29 slices of 288 (116 workgroups, about 2 per CU), on 64 CUs 32 slices of 256 (128
-// workgroups, 2 per CU: more resident waves hide the scalar loads' latency).  A model change
-// that moves the choice shows here.
-// AUTO: grid = array<i64: 1, 4, 29>
-// AUTO-SAME: split_k = 29 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 288 : i64
-// MI60: grid = array<i64: 1, 4, 32>
-// MI60-SAME: split_k = 32 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 256 : i64
+// gemm-tile{model=false}).  Automatic (least modeled time, vlpc/plan_model.py, S with the local
+// split L: L = 2 at most for this tile, whose 4 waves fit 3 times in a CU): on 60 CUs 15 x 2
+// slices of 288 (60 workgroups of 512 work-items, one per CU), on 64 CUs 16 x 2 slices of 256
+// (64 workgroups).  A model change that moves the choice shows here.
+// AUTO: grid = array<i64: 1, 4, 15>
+// AUTO-SAME: split_k = 15 : i64, local_split = 2 : i64, split_mode = "workspace", k_per_split = 288 : i64
+// MI60: grid = array<i64: 1, 4, 16>
+// MI60-SAME: split_k = 16 : i64, local_split = 2 : i64, split_mode = "workspace", k_per_split = 256 : i64
 // The K slice is workgroup id z: the grid grows in z.
 // WS: grid = array<i64: 1, 4, 4>, workgroup_size = array<i64: 256, 1, 1>
 // WS-SAME: split_k = 4 : i64, local_split = 1 : i64, split_mode = "workspace", k_per_split = 2048 : i64

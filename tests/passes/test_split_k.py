@@ -52,31 +52,36 @@ def run(text, **kw):
 # -- the plan ------------------------------------------------------------------------------
 
 
-def _modeled_best(m, n, k, macro, k_step=16, cus=60, gpu=""):
+def _modeled_best(m, n, k, macro, k_step=16, cus=60, gpu="", locals_=()):
     from vlpc.passes.gemm_split_k import MAX_AUTO_SPLIT, MIN_K_PER_SPLIT
     from vlpc.plan_model import choose, plan_board
 
     board = plan_board("gfx906", gpu, cus)
     return choose(m, n, k, "f32", 4, macro[0], (macro[1],), k_step, tuple(range(1, MAX_AUTO_SPLIT + 1)), 1,
-                  "workspace", board, min_k_per_split=MIN_K_PER_SPLIT)
+                  "workspace", board, min_k_per_split=MIN_K_PER_SPLIT, locals_=locals_,
+                  max_workitems=board.target.max_workitems_per_workgroup)
 
 
 def test_auto_plan_is_the_cheapest_modeled_split_and_fills_the_cus():
     """256x256x8192 (XeTLA's GEMM guide's example): 4 tiles of 64x256 would leave 56 of 60 CUs idle.  The
-    automatic S is the candidate of least modeled time (the plan surrogate, vlpc.plan_model),
-    it splits K at least 8 ways, and all its workgroups fit in one round."""
+    automatic S and local split L are the candidate of least modeled time (the plan surrogate,
+    vlpc.plan_model), they split K at least 8 ways, and all its workgroups fit in one round."""
+    from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS
+
     for cus in (60, 64):
         k = vlpc.compile(gemm(256, 256, 8192), cus=cus).kernel()
         macro = (k.launch_info["macro_m"], k.launch_info["macro_n"])
-        best, cands = _modeled_best(256, 256, 8192, macro, cus=cus)
-        assert k.split_k == best.split_k >= 8 and k.split_mode == "workspace"
-        assert best.seconds < min(c.seconds for c in cands if c.split_k == 1)
+        best, cands = _modeled_best(256, 256, 8192, macro, cus=cus, locals_=AUTO_LOCAL_SPLITS)
+        local = k.launch_info["local_split"]
+        assert (k.split_k, local) == (best.split_k, best.local_split) and k.split_k * local >= 8
+        assert k.split_mode == "workspace"
+        assert best.seconds < min(c.seconds for c in cands if c.split_k == 1 and c.local_split == 1)
         from vlpc.plan_model import plan_board, variant
         wgs = 256 // macro[0] * (256 // macro[1]) * k.split_k
-        resident = variant("f32", macro, 16, plan_board("gfx906", "", cus)).wgs_per_cu
+        resident = variant("f32", macro, 16, plan_board("gfx906", "", cus)).wgs_per_cu // local
         assert k.launch(256, 256, 8192).grid[2] == k.split_k and wgs <= cus * resident  # one round
         assert best.rounds == 1
-        assert k.launch_info["k_per_split"] * k.split_k >= 8192
+        assert k.launch_info["k_per_split"] * k.split_k * local >= 8192
 
 
 def test_auto_plan_leaves_full_gpus_and_launch_sizes_alone():

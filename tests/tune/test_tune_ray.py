@@ -87,10 +87,6 @@ def test_a_worker_killed_mid_run_costs_only_its_task(cluster, local):
     assert got == local and out.stopped is None  # the lost task ran again elsewhere: same results
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug found at merge: a search of width > 1 models in one batch candidates a sequential search "
-    "prunes one at a time, so the budget left for the schedule variants (--max-candidates) differs and "
-    "the sequential run can pick a variant (schedule cover) the Ray run never models"))
 def test_shapes_in_flight_at_once_give_the_sequential_results(cluster, tmp_path, monkeypatch, capsys):
     """Several problems' searches at once on Ray (as on a cluster of 8 CPUs or more) record what
     one after another records."""
