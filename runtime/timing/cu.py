@@ -39,7 +39,8 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   by the busy CUs); each DRAM page (``hbm_page_bytes``) one instruction's misses open
   costs ``hbm_activate_ns`` of one of the ``hbm_channels`` channels: a wave's
   ``global_load_dword`` (4 lines) opens a page per 256 bytes, a ``global_load_dwordx4``
-  (16 lines) one per kilobyte, so narrow loads stream slower.  Loads return in order.
+  (16 lines) one per kilobyte (a 1 KiB pseudo-channel page), so narrow loads stream slower
+  and no pattern streams faster than ``dwordx4``.  Loads return in order.
 * **Clock domains.**  The scalar cache, L1 and L2 run on the engine clock (their
   latencies are engine cycles: ROCm Compute Profiler counts L2 and sL1D cycles as
   kernel cycles x units); what lies beyond an L2 miss -- Infinity Fabric (FCLK), memory
