@@ -103,6 +103,9 @@ class CuResult:
     breakdown: dict[str, float]
     counters: dict[str, float] = field(default_factory=dict)
     instructions: int = 0
+    #: Engine cycles this CU's share of the HBM was busy serving its misses (lines and page
+    #: activations): no stretch of the run moves its bytes faster than that share serves them.
+    hbm_busy_cycles: float = 0.0
 
 
 class _Lru:
@@ -694,7 +697,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                 last_issue = t - 1
     cycles = max(wg_finish) if wg_finish else 0.0
     return CuResult(cycles=cycles, wg_finish=wg_finish, breakdown=bd, counters=cnt,
-                    instructions=issued_total)
+                    instructions=issued_total,
+                    hbm_busy_cycles=cnt["l2_misses"] * hbm_per_line + cnt["hbm_activations"] * hbm_per_row)
 
 
 _PRIO = {"vmem": 0, "smem": 1, "lds": 2, "barrier": 3, "issue": 4, "idle": 5, None: 6}
