@@ -146,9 +146,12 @@ def _key(gpu: str, fmt: str, m: int, n: int, k: int, sgpr: bool) -> tuple:
 def _parse_shapes(text: str) -> list[tuple[int, int]]:
     out = []
     for s in text.split(","):
-        n, k = (int(x) for x in s.lower().split("x"))
-        if n < 1 or k < 1:
-            raise ValueError(s)
+        try:
+            n, k = (int(x) for x in s.lower().split("x"))
+            if n < 1 or k < 1:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"--shapes: {s!r} is not N x K (e.g. 4096x4096)") from None
         out.append((n, k))
     return out
 
@@ -170,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         bad = [f for f in formats if f not in FORMATS]
         if bad:
             raise ValueError(f"--formats: unknown {', '.join(bad)} (choose from {', '.join(FORMATS)})")
-        ms = [int(x) for x in args.m.split(",")]
+        try:
+            ms = [int(x) for x in args.m.split(",")]
+        except ValueError:
+            raise ValueError(f"--m: {args.m!r} is not a comma-separated list of row counts") from None
         if min(ms) < 1:
             raise ValueError("--m: rows must be >= 1")
         shapes = _parse_shapes(args.shapes) if args.shapes else None
