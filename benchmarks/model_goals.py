@@ -17,7 +17,10 @@
    Llama-class projection, one weight matrix of 16-32 MiB f16/int8, larger than the 4 MiB
    L2).  A GEMV's bandwidth counts the bytes that must move (weights, activations, result)
    over its modeled time; each is also given as % of the pin rate and of the modeled
-   ceiling (:attr:`vlpc.targets.Board.streaming_ceiling_bytes_per_second`).
+   ceiling (:attr:`vlpc.targets.Board.streaming_ceiling_bytes_per_second`).  The rows of
+   ``--gemv-csv`` (default ``docs/gemv_ceiling.csv``, written by ``benchmarks/gemv_ceiling.py
+   --csv``: f16, int8, Q8_0, Q4_0, Q4_K and int4_g128 at M = 1, 4, 16, 4096x4096,
+   11008/14336x4096 and the 128256x4096 output head, MI50) are judged too, read from the file.
 4. ``cost``: the model cost of one 4096x4096x640 bench point, ``vlpc bench
    examples/sgemm_dynamic.mlir -m 4096 -n 4096 -k 640 --no-cache -q`` (compile, one
    timing-only emulator launch, the timing model), at most 60 s on 2 cores.  Wall time and
@@ -127,7 +130,7 @@ def goal_calibration(path: Path) -> list[tuple[str, bool]]:
     return out
 
 
-def goal_ceiling(gemv: tuple[int, int]) -> list[tuple[str, bool]]:
+def goal_ceiling(gemv: tuple[int, int], gemv_csv: Path | None = None) -> list[tuple[str, bool]]:
     """Goal 3: the streaming kernels and vlpc's decode GEMVs against the measured ceiling."""
     from vlpc.benchmarking import dot_figures as dot_gemm_figures, load_script
     from vlpc.benchmarking.microbench import measurements, stream_gbs
@@ -144,7 +147,7 @@ def goal_ceiling(gemv: tuple[int, int]) -> list[tuple[str, bool]]:
     print(f"[ceiling] mi50 @ {board.engine_clock_mhz:g} MHz, HBM2 {board.memory_clock_mhz:g} MHz: pin "
           f"{pin / 1e9:.0f} GB/s, measured streaming ceiling {measured.text()} GB/s ({measured.source}), "
           f"modeled ceiling {model_ceiling / 1e9:.0f} GB/s")
-    print(f"  {'kernel':<34} {'us':>9} {'GB/s':>7} {'% pin':>6} {'% model ceil':>12} {'% measured':>10}")
+    print(f"  {'kernel':<40} {'us':>9} {'GB/s':>7} {'% pin':>6} {'% model ceil':>12} {'% measured':>10}")
     figs: list[tuple[str, float, float]] = []
     for width, name in ((16, "stream global_load_dwordx4 256 MiB"), (4, "stream global_load_dword 256 MiB")):
         gbs = stream_gbs(board, width)
@@ -158,9 +161,19 @@ def goal_ceiling(gemv: tuple[int, int]) -> list[tuple[str, bool]]:
         r = quant_gemv.modeled(fmt, 1, n, k, "mi50", board.engine_clock_mhz)
         moved = r["gbs"] * 1e9 + (k * 2 + n * 4) / (r["us"] * 1e-6)  # weights + f16 activations + f32 result
         figs.append((f"GEMV {fmt} 1x{n}x{k}", r["us"], moved))
+    if gemv_csv is not None and gemv_csv.exists():
+        # every format x M x shape that benchmarks/gemv_ceiling.py --csv modeled on this board
+        with open(gemv_csv) as f:
+            for r in csv.DictReader(f):
+                if r["gpu"] == "mi50" and r["sgpr"] == "False":
+                    us = float(r["us"])
+                    figs.append((f"GEMV {r['format']} {r['m']}x{r['n']}x{r['k']} ({r['kernel']})", us,
+                                 float(r["moved_bytes"]) / (us * 1e-6)))
+        print(f"  (and the rows of {gemv_csv.relative_to(ROOT) if gemv_csv.is_relative_to(ROOT) else gemv_csv}, "
+              f"benchmarks/gemv_ceiling.py --csv: read, not modeled again)")
     above = []
     for name, us, bps in figs:
-        print(f"  {name:<34} {us:>9.1f} {bps / 1e9:>7.1f} {100 * bps / pin:>5.1f}% {100 * bps / model_ceiling:>11.1f}% "
+        print(f"  {name:<40} {us:>9.1f} {bps / 1e9:>7.1f} {100 * bps / pin:>5.1f}% {100 * bps / model_ceiling:>11.1f}% "
               f"{100 * bps / limit:>9.1f}%", flush=True)
         if bps > limit:
             above.append(name)
@@ -196,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", default="mi50", help="board of the microbenchmark goal (default mi50: the rows' device)")
     ap.add_argument("--calibration-csv", type=Path, default=ROOT / "docs" / "timing_calibration.csv")
     ap.add_argument("--gemv", default="4096x4096", help="N x K of the decode GEMVs of the ceiling goal")
+    ap.add_argument("--gemv-csv", type=Path, default=ROOT / "docs" / "gemv_ceiling.csv",
+                    help="the ceiling goal also judges the rows benchmarks/gemv_ceiling.py --csv wrote (when the file exists)")
     a = ap.parse_args(argv)
     only = [s.strip() for s in a.only.split(",") if s.strip()] or list(GOALS)
     bad = sorted(set(only) - set(GOALS))
@@ -222,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         elif g == "calibration":
             results += goal_calibration(a.calibration_csv)
         elif g == "ceiling":
-            results += goal_ceiling(gemv)
+            results += goal_ceiling(gemv, a.gemv_csv)
         else:
             results += goal_cost()
     print("\nissue 32's goals (all figures modeled):")

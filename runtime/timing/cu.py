@@ -39,7 +39,8 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
   by the busy CUs); each DRAM page (``hbm_page_bytes``) one instruction's misses open
   costs ``hbm_activate_ns`` of one of the ``hbm_channels`` channels: a wave's
   ``global_load_dword`` (4 lines) opens a page per 256 bytes, a ``global_load_dwordx4``
-  (16 lines) one per kilobyte, so narrow loads stream slower.  Loads return in order.
+  (16 lines) one per kilobyte (a 1 KiB pseudo-channel page), so narrow loads stream slower
+  and no pattern streams faster than ``dwordx4``.  Loads return in order.
 * **Clock domains.**  The scalar cache, L1 and L2 run on the engine clock (their
   latencies are engine cycles: ROCm Compute Profiler counts L2 and sL1D cycles as
   kernel cycles x units); what lies beyond an L2 miss -- Infinity Fabric (FCLK), memory
@@ -102,6 +103,9 @@ class CuResult:
     breakdown: dict[str, float]
     counters: dict[str, float] = field(default_factory=dict)
     instructions: int = 0
+    #: Engine cycles this CU's share of the HBM was busy serving its misses (lines and page
+    #: activations): no stretch of the run moves its bytes faster than that share serves them.
+    hbm_busy_cycles: float = 0.0
 
 
 class _Lru:
@@ -693,7 +697,8 @@ def simulate_cu(trace: KernelTrace, workgroups: list[int], board: Board, *, reco
                 last_issue = t - 1
     cycles = max(wg_finish) if wg_finish else 0.0
     return CuResult(cycles=cycles, wg_finish=wg_finish, breakdown=bd, counters=cnt,
-                    instructions=issued_total)
+                    instructions=issued_total,
+                    hbm_busy_cycles=cnt["l2_misses"] * hbm_per_line + cnt["hbm_activations"] * hbm_per_row)
 
 
 _PRIO = {"vmem": 0, "smem": 1, "lds": 2, "barrier": 3, "issue": 4, "idle": 5, None: 6}

@@ -174,8 +174,9 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
     at once.  The CU model runs exactly that when ``n0 <= max_simulated`` (default
     ``4 R``); otherwise it runs ``max_simulated`` workgroups and extrapolates the
     steady state: the mean interval between completions after the first ``R`` and
-    before the last ``R`` times the workgroups not simulated (the ramp-up and the
-    drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
+    before the last ``R`` (at least the CU's HBM share's busy time per simulated workgroup:
+    no steady state streams faster than that share) times the workgroups not simulated (the
+    ramp-up and the drain are kept as simulated).  ``benchmarks/timing_shortcut.py`` measures this
     shortcut against a full simulation.  ``l2_miss`` overrides the miss probability
     the trace's footprints give (under the "address" L2 rule: a line the L2 simulation
     does not hold misses with that probability instead of by its sharers, for traces
@@ -212,6 +213,10 @@ def model_kernel(trace: KernelTrace, board: Board, res: Residency, name: str = "
         if hi <= lo:
             lo, hi = 0, n_sim - 1
         period = (fin[hi] - fin[lo]) / max(1, hi - lo)
+        # a steady state cannot drain this CU's HBM share faster than it serves: the interval
+        # between completions is at least the share's busy time per simulated workgroup (the
+        # window above can end on a workgroup whose last line the share served early)
+        period = max(period, r.hbm_busy_cycles / n_sim)
         cycles += (n0 - n_sim) * period
     mhz = board.engine_clock_mhz
     cyc_us = 1.0 / mhz

@@ -72,7 +72,7 @@ def test_streaming_dwordx4_at_the_hbm_ceiling():
     lines = nbytes // P.line_bytes
     # every line is streamed (read once, by no other workgroup): one HBM fetch each
     assert r.counters["l2_misses"] - r.counters["scalar_misses"] == lines
-    # a wave's dwordx4 covers 1 KiB: one DRAM page (2 KiB) activation per instruction
+    # a wave's dwordx4 covers 1 KiB: one DRAM page (1 KiB) activation per instruction
     pages = r.counters["hbm_activations"] - r.counters["scalar_misses"]
     assert pages == lines * P.line_bytes // 1024
     ghz = B0.engine_clock_mhz / 1000
@@ -215,3 +215,78 @@ def test_property_an_l2_resident_working_set_never_reaches_hbm_twice(waves, load
     r = simulate_cu(tr, list(range(waves)), B0, l2_miss=1.0, hbm_share_bytes_per_cycle=1.0, active_cus=1)
     assert r.counters["l2_misses"] - r.counters["scalar_misses"] == nbytes // P.line_bytes
     assert r.counters["hbm_bytes"] == r.counters["l2_misses"] * P.line_bytes
+
+
+# -- no kernel whose data is read once models above the streaming ceiling --------------------------
+
+
+def _row_per_wave_gemv(rows: int, stride: int, board=B0, resident: int = 8, contiguous: bool = False):
+    """A GEMV's weight traffic: ``rows`` one-wave workgroups, each reading its own weight row
+    of ``64 x stride`` bytes once, lane ``l`` the ``stride`` bytes at ``l x stride`` (16 bytes per
+    ``global_load_dwordx4``, ``stride / 16`` of them: the lane-along-K GEMVs' pattern,
+    passes/isel/quant_lane.py, whose Q8_0 wave instruction spans 64 x 68 bytes), or
+    (``contiguous``) load ``i`` the row's ``i``-th KiB (passes/isel/gemv.py's f16/int8 rows).
+    Only CU 0's first ``resident`` workgroups are traced and the first round's footprints
+    recorded (a timing-only launch); returns (report, weight bytes)."""
+    C = board.compute_units
+    first_round = min(rows, C * resident)
+    mem = Memory()
+    span = 64 * stride
+    buf = mem.alloc(first_round * span + 4096, align=4096)
+    body = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_waitcnt lgkmcnt(0)",
+            f"v_mul_u32_u24 v1, {16 if contiguous else stride}, v0", f"s_mul_i32 s6, s2, {span}",
+            "v_add_u32 v1, s6, v1"]
+    for i in range(stride // 16):
+        body += [f"v_add_u32 v2, {1024 * i if contiguous else 16 * i}, v1", f"global_load_dwordx4 v[{10 + 4 * (i % 8)}:{13 + 4 * (i % 8)}], v2, s[4:5]"]
+    body += ["s_waitcnt vmcnt(0)", "s_endpgm"]
+    kernarg = mem.alloc(64, align=64)
+    mem.write(kernarg, np.array([buf], np.uint64).view(np.uint8))
+    traced = tuple(range(0, first_round, C))[:resident]
+    req = TraceRequest(traced, tuple(range(first_round)), only=True)
+    _, st = run_program("\n".join(body) + "\n", mem, grid=(rows, 1, 1), block=(64, 1, 1),
+                        kernarg=kernarg, trace=req)
+    rep = gpu.model_kernel(st.trace, board, gpu.Residency(resident, 1, resident // 4 or 1, "test"))
+    return rep, rows * span
+
+
+@pytest.mark.parametrize("stride,contiguous,resident",
+                         [(16, False, 8), (32, False, 8), (64, False, 8), (128, False, 8), (128, True, 32)])
+@pytest.mark.parametrize("per_cu", [8, 64, 1024])
+def test_a_gemv_reading_its_weights_once_never_exceeds_the_streaming_ceiling(stride, contiguous, resident, per_cu):
+    # whatever the number of rows N (per_cu x 60 CUs: one round to the steady state, which the
+    # model extrapolates), however wide one wave instruction's span (1 to 8 KiB) and however
+    # many workgroups are resident, the weight bytes over the modeled kernel time stay at or
+    # below Board.streaming_ceiling_bytes_per_second
+    rep, nbytes = _row_per_wave_gemv(per_cu * B0.compute_units, stride, resident=resident, contiguous=contiguous)
+    kernel_s = (rep.time_us - rep.breakdown_us["launch"]) * 1e-6
+    assert rep.hbm_bytes >= nbytes  # every weight line reaches HBM (read once: never an L2 hit)
+    assert nbytes / kernel_s <= B0.streaming_ceiling_bytes_per_second * (1 + 1e-9)
+
+
+def test_the_int8_decode_gemv_of_many_rows_never_exceeds_the_streaming_ceiling():
+    # passes/isel/gemv.py's lane GEMV, y = x W^T with 4 int8 rows of x and N = 61,440 weight
+    # rows of 4 KiB: 1,024 workgroups per CU, the model extrapolates past 64 of them.  Before
+    # the extrapolated interval was bounded by the CU's HBM share (runtime/timing/gpu.py), its
+    # window made this launch 100.4 % of the modeled ceiling
+    import vlpc
+    from vlpc.runtime import get_device, load_code_object
+
+    m, n, k = 4, 61440, 4096
+    t = f"memref<{m}x{k}xi8>, memref<{n}x{k}xi8>, memref<{m}x{n}xi32>, i32, i32"
+    src = (f"func.func @g(%a: memref<{m}x{k}xi8>, %b: memref<{n}x{k}xi8>, %c: memref<{m}x{n}xi32>, "
+           f"%alpha: i32, %beta: i32) {{\n  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {t}\n"
+           "  func.return\n}\n")
+    kern = vlpc.compile(src).kernel("g")
+    assert kern.launch_info["macro_n"] < 64  # the lane GEMV (one weight row per wave)
+    dev = get_device("emulator", gpu="mi50", timing_only=True)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    w = np.tile(rng.integers(-128, 128, (64, k)).astype(np.int8), (n // 64, 1))  # values do not change the work
+    c = np.zeros((m, n), np.int32)
+    bufs = [dev.upload(x) for x in (a, w, c)]
+    st = kern.execute(dev, load_code_object(kern.code_object),
+                      [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), np.int32(1), np.int32(0)], m, n, k, n)
+    tm = st.timing
+    assert tm.hbm_bytes >= w.nbytes
+    kernel_s = (tm.time_us - tm.breakdown_us["launch"]) * 1e-6
+    assert w.nbytes / kernel_s <= dev.board.streaming_ceiling_bytes_per_second

@@ -50,7 +50,7 @@ class TimingParams:
     l2_ways: int = 16
     hbm_latency_ns: float = 300.0
     hbm_channels: int = 32
-    hbm_page_bytes: int = 2048
+    hbm_page_bytes: int = 1024
     hbm_refresh_fraction: float = 0.0897
     hbm_bus_efficiency: float = 0.967
     hbm_activate_ns: float = 0.89
@@ -90,7 +90,13 @@ TIMING_SOURCES: dict[str, str] = {
                "ROCm Compute Profiler's CDNA L2 description); LRU",
     "hbm_channels": "JEDEC JESD235A (HBM2): 8 independent 128-bit channels per stack; Vega 20 has 4 "
                     "stacks (4096 bits): 32 channels",
-    "hbm_page_bytes": "JEDEC JESD235A (HBM2): 2 KB page (row) per channel in legacy mode",
+    "hbm_page_bytes": "JEDEC JESD235A (HBM2): 1 KB page (row) per pseudo channel in pseudo-channel mode "
+                      "(2 KB per channel in legacy mode, HBM1's); the two pseudo channels of a channel share "
+                      "its row/column command bus (so activations queue on hbm_channels); HBM2 controllers run "
+                      "pseudo-channel mode (Xilinx PG313, Intel HBM2 IP user guide; Ramulator 2's HBM2 model, "
+                      "CMU-SAFARI/ramulator2 src/dram/impl/HBM2.cpp: a pseudo channel's row is 64 columns of "
+                      "128 bits). An instruction's misses open one page per KiB at best: no access pattern "
+                      "streams faster than global_load_dwordx4's 1 KiB per wave",
     "hbm_refresh_fraction": "JEDEC JESD235A (HBM2): tRFC / tREFI = 350 ns / 3.9 us for 8 Gb dies (all-bank "
                             "refresh blocks the channel): 0.0897 of the time",
     "hbm_bus_efficiency": "fitted with hbm_activate_ns to the microbenchmark rows hbm.stream.dwordx4 and "
