@@ -98,7 +98,8 @@ def test_compiled_kernel_object(nt):
     assert [a[".name"] for a in k.kernargs] == ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc", "alpha", "beta"]
     assert (k.layout, k.alpha, k.beta) == ("NT", None, None)  # alpha/beta are free kernel arguments here
     cfg = k.launch(32, 128, 64)
-    assert cfg.grid == (128 // 64, 32 // 16, 1) and cfg.block == (64, 1, 1)
+    # one wavefront a 16x64 tile, times the automatic local split (groups of waves splitting K)
+    assert cfg.grid == (128 // 64, 32 // 16, 1) and cfg.block == (64 * k.local_split, 1, 1)
     assert k.launch(32, 128, 64, batch=1) == cfg
     with pytest.raises(vlpc.VlpcError, match="batch"):  # a 2-D kernel computes one product
         k.launch(32, 128, 64, batch=2)

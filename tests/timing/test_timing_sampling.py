@@ -15,7 +15,7 @@ from vlpc.runtime.timing.recorder import IssueRecorder, recording
 from vlpc.runtime.timing.trace import KernelTrace, StaticInstr
 from vlpc.targets import get_board
 
-from test_timing_model import _gemm_src
+from vlpc.benchmarking.seed import seed_source
 
 
 def _gemm_trace(m=128, n=256, k=2048):
@@ -23,7 +23,7 @@ def _gemm_trace(m=128, n=256, k=2048):
     import vlpc
     from vlpc.runtime.emulator.device import EmulatorDevice
 
-    mod = vlpc.compile(_gemm_src(m, n, k), gpu="mi60", split_k=1, macro_tile=(32, 64))
+    mod = vlpc.compile(seed_source(m, n, k), gpu="mi60", split_k=1, macro_tile=(32, 64))
     ck = mod.kernel()
     board = get_board("mi60")
     dev = EmulatorDevice(gpu=board, timing_only=True)
