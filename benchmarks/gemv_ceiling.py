@@ -45,7 +45,6 @@ import sys
 import time
 from pathlib import Path
 
-from vlpc.benchmarking import load_script
 
 FORMATS = ("f16", "i8", "q8_0", "q4_0", "q4_k", "int4_g128")
 DOT = {"f16": "f32", "i8": "i32"}  # activation / weight type -> result type
@@ -106,7 +105,7 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = Fa
         ldb = k
         bbuf = w
     else:
-        source = load_script(Path(__file__).with_name("quant_gemv.py")).source
+        from vlpc.benchmarking.quant_gemv import source
         from vlpc.quant_run import b_buffer
 
         kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")

@@ -132,10 +132,9 @@ def goal_calibration(path: Path) -> list[tuple[str, bool]]:
 
 def goal_ceiling(gemv: tuple[int, int], gemv_csv: Path | None = None) -> list[tuple[str, bool]]:
     """Goal 3: the streaming kernels and vlpc's decode GEMVs against the measured ceiling."""
-    from vlpc.benchmarking import dot_figures as dot_gemm_figures, load_script
+    from vlpc.benchmarking import dot_figures as dot_gemm_figures
+    from vlpc.benchmarking import quant_gemv
     from vlpc.benchmarking.microbench import measurements, stream_gbs
-
-    quant_gemv = load_script(HERE / "quant_gemv.py")
 
     from vlpc.targets import get_board
 

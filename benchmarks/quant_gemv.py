@@ -12,9 +12,6 @@ gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; int4_g32/g64/g128: quantiz
 (N x K / 32 blocks x block bytes) per modeled second, its share of the ceiling (with the modeled
 launch overhead, and without it: ``kernel``), and where the model says the time went (``-v``).
 
-The HBM/L2 part of the timing model is being corrected in another branch: re-run this script
-after it lands; the figures in docs/quantized.md name the commit they were modeled at.
-
 Usage::
 
     python benchmarks/quant_gemv.py                       # 3 formats x 3 shapes x M = 1, 4, 16
@@ -41,45 +38,7 @@ import argparse
 import sys
 import time
 
-import numpy as np
-
-import vlpc
-from vlpc.quant_run import b_buffer, random_weights, row_bytes
-from vlpc.runtime import get_device, load_code_object
-
-SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336))  # N x K: Llama-3-8B's q/o, gate/up, down
-
-
-def source(m: int, n: int, k: int, fmt: str, pad: int = 0) -> str:
-    rb = row_bytes(fmt, k)
-    lay = f", strided<[{rb + pad}, 1]>" if pad else ""  # rows every row bytes + pad bytes
-    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{n}x{rb}xi8{lay}>", f"memref<{m}x{n}xf32>"
-    return (f"func.func @g(%x: {ta}, %w: {tb}, %y: {tc}, %alpha: f32, %beta: f32) {{\n"
-            f'  gemm.matmul %x, %w, %y, %alpha, %beta {{layout = "NT", b_format = "{fmt}"}} : {ta}, {tb}, {tc}, f32, f32\n'
-            "  func.return\n}\n")
-
-
-def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 1725.0, pad: int = 0) -> dict:
-    kern = vlpc.compile(source(m, n, k, fmt, pad)).kernel("g")
-    dev = get_device("emulator", gpu=gpu, clock_mhz=clock, timing_only=True)
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    b = random_weights(fmt, n, k, rng)
-    c = np.zeros((m, n), np.float32)
-    bufs = [dev.upload(x) for x in (a, b_buffer(b, n, b.shape[1] + pad, b.shape[1]), c)]
-    try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1] + pad, n)), np.float32(1), np.float32(0)]
-        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
-    finally:
-        for x in bufs:
-            dev.free(x)
-    tm = st.timing
-    ceiling = dev.board.streaming_ceiling_bytes_per_second
-    kernel_us = tm.time_us - tm.breakdown_us.get("launch", 0.0)
-    wb = b.nbytes
-    return dict(fmt=fmt, m=m, n=n, k=k, us=tm.time_us, bytes=wb, gbs=wb / (tm.time_us * 1e-6) / 1e9,
-                share=wb / (tm.time_us * 1e-6) / ceiling, share_kernel=wb / (kernel_us * 1e-6) / ceiling,
-                local=kern.local_split, split=kern.split_k, vgprs=kern.vgprs, sgprs=kern.sgprs, where=tm.summary())
+from vlpc.benchmarking.quant_gemv import SHAPES, modeled, source  # noqa: F401  (the launch, shared with gemv_ceiling.py and model_goals.py)
 
 
 def main(argv: list[str] | None = None) -> int:

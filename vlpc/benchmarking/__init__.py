@@ -3,7 +3,8 @@
 The scripts import it as ``vlpc.benchmarking.<module>`` (never each other through ``sys.path``):
 :mod:`vlpc.benchmarking.seed`, the seed's SGEMM problem and the modeled-launch shortcuts;
 :mod:`vlpc.benchmarking.microbench`, the microbenchmark suite's harness, runner logic and
-streaming ceiling; :mod:`vlpc.benchmarking.dot_figures`, the dot kernels' modeled launch.  A script that reuses another script's functions (or a test that exercises a
+streaming ceiling; :mod:`vlpc.benchmarking.dot_figures`, the dot kernels' modeled launch;
+:mod:`vlpc.benchmarking.quant_gemv`, the quantized-weight GEMV's.  A script that reuses another script's functions (or a test that exercises a
 script or a ``tools/`` program) loads it by path with :func:`load_script`.
 """
 
