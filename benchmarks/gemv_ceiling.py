@@ -88,7 +88,8 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = Fa
     import numpy as np
 
     import vlpc
-    from vlpc.runtime import get_device, load_code_object
+    from vlpc.benchmarking import timed_launch
+    from vlpc.runtime import get_device
 
     dev = get_device("emulator", gpu=gpu, timing_only=True)
     rng = np.random.default_rng(1)
@@ -114,13 +115,7 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = Fa
         scal = (np.float32(1), np.float32(0))
         ldb = w.shape[1]
         bbuf = b_buffer(w, n, ldb, ldb)
-    bufs = [dev.upload(x) for x in (a, bbuf, c)]
-    try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, ldb, n)), *scal]
-        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
-    finally:
-        for x in bufs:
-            dev.free(x)
+    st = timed_launch(kern, dev, a, bbuf, c, m, n, k, ldb, *scal)
     tm = st.timing
     li = kern.launch_info
     if fmt in DOT:

@@ -31,12 +31,11 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
+# run it with the project's venv (vlpc installed: README set-up), never through sys.path
 from vlpc.isa import SAMPLE_ADDR, SAMPLE_DATA, SAMPLE_DATA1, SAMPLE_DST  # noqa: E402
 from vlpc.isa import encodings as E  # noqa: E402
 

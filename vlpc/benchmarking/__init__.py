@@ -4,7 +4,8 @@ The scripts import it as ``vlpc.benchmarking.<module>`` (never each other throug
 :mod:`vlpc.benchmarking.seed`, the seed's SGEMM problem and the modeled-launch shortcuts;
 :mod:`vlpc.benchmarking.microbench`, the microbenchmark suite's harness, runner logic and
 streaming ceiling; :mod:`vlpc.benchmarking.dot_figures`, the dot kernels' modeled launch;
-:mod:`vlpc.benchmarking.quant_gemv`, the quantized-weight GEMV's.  A script that reuses another script's functions (or a test that exercises a
+:mod:`vlpc.benchmarking.quant_gemv`, the quantized-weight GEMV's; :func:`timed_launch`, one GEMM
+launch with its buffers.  A script that reuses another script's functions (or a test that exercises a
 script or a ``tools/`` program) loads it by path with :func:`load_script`.
 """
 
@@ -45,3 +46,22 @@ def load_script(path: str | Path) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def timed_launch(kern, dev, a, b, c, m: int, n: int, k: int, ldb: int, alpha, beta):
+    """One launch of the compiled GEMM ``kern`` (a :class:`vlpc.kernel.CompiledKernel`) on ``dev``
+    (an emulator device, usually ``timing_only``) with A, B and C uploaded from the arrays ``a``,
+    ``b``, ``c`` (lda = K, ldc = N, ``ldb`` in B's units) and the scalars ``alpha``, ``beta`` (NumPy
+    scalars of the kernel's type): its launch statistics (``.timing`` the modeled time).  The
+    buffers are freed whatever happens."""
+    import numpy as np
+
+    from vlpc.runtime import load_code_object
+
+    bufs = [dev.upload(x) for x in (a, b, c)]
+    try:
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, ldb, n)), alpha, beta]
+        return kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
+    finally:
+        for x in bufs:
+            dev.free(x)

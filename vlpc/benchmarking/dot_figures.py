@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import vlpc
-from vlpc.runtime import get_device, load_code_object
+from vlpc.benchmarking import timed_launch
+from vlpc.runtime import get_device
 
 SCALAR = {"f16": "f32", "i8": "i32"}
 NP = {"f16": np.float16, "i8": np.int8, "f32": np.float32, "f16c": np.float16, "i32": np.int32}
@@ -64,13 +65,7 @@ def modeled(name: str, m: int, n: int, k: int, ab: str, ct: str, gpu: str = "mi6
         a, b = (rng.standard_normal(s).astype(np.float16) for s in ((m, k), (n, k)))
         c = np.zeros((m, n), NP[ct])
         alpha, beta = np.float32(1), np.float32(0)
-    bufs = [dev.upload(x) for x in (a, b, c)]
-    try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), alpha, beta]
-        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
-    finally:
-        for x in bufs:
-            dev.free(x)
+    st = timed_launch(kern, dev, a, b, c, m, n, k, k, alpha, beta)
     tm = st.timing
     board = dev.board
     per_lane = 4 if ab == "f16" else 8  # FLOP (ops) per lane and dot instruction

@@ -10,7 +10,8 @@ import numpy as np
 
 import vlpc
 from vlpc.quant_run import b_buffer, random_weights, row_bytes
-from vlpc.runtime import get_device, load_code_object
+from vlpc.benchmarking import timed_launch
+from vlpc.runtime import get_device
 
 SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336))  # N x K: Llama-3-8B's q/o, gate/up, down
 
@@ -36,13 +37,8 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", clock: float = 
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = random_weights(fmt, n, k, rng)
     c = np.zeros((m, n), np.float32)
-    bufs = [dev.upload(x) for x in (a, b_buffer(b, n, b.shape[1] + pad, b.shape[1]), c)]
-    try:
-        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, b.shape[1] + pad, n)), np.float32(1), np.float32(0)]
-        st = kern.execute(dev, load_code_object(kern.code_object), args, m, n, k, n)
-    finally:
-        for x in bufs:
-            dev.free(x)
+    st = timed_launch(kern, dev, a, b_buffer(b, n, b.shape[1] + pad, b.shape[1]), c, m, n, k, b.shape[1] + pad,
+                      np.float32(1), np.float32(0))
     tm = st.timing
     ceiling = dev.board.streaming_ceiling_bytes_per_second
     kernel_us = tm.time_us - tm.breakdown_us.get("launch", 0.0)
