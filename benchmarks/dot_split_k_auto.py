@@ -36,12 +36,7 @@ Every figure is modeled by vlpc's timing model on MI60 @ 1700 MHz, 64 CUs; none 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
-from vlpc.benchmarking import load_script
-
-ROOT = Path(__file__).resolve().parent.parent
-ps = load_script(ROOT / "benchmarks" / "plan_surrogate.py")  # its board, plan helpers and run cache
+from vlpc.benchmarking import plan_runs as ps  # the plan surrogate's board, plan helpers and run cache
 
 CT = {"f16": "f32", "i8": "i32"}
 #: (a) explicit plans on shapes outside the fit: (m, n, k, dtype, tile N, splits)

@@ -36,125 +36,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import os
 import sys
-from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / "build" / "plan_surrogate"
 OUT = ROOT / "vlpc" / "plan_model.json"
-BOARD, CUS = "mi60", 64
 
-#: f64 variants are not fitted: the emulator's exact f64 FMA makes their timing-only runs ~30x
-#: slower; plan_model derives them from the f32 variant of the same macro N (see there).
-VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f32", 32, 256, 8),
-            ("f32", 64, 256, 16)]
-#: The f16 and int8 dot kernels (passes/isel/dot.py; K step in dwords of packed K, 16 and 8:
-#: their automatic plan weighs both): fitted on their own timing-model runs only, C f32 (f16
-#: products) and i32 (int8).
-DOT_VARIANTS = [(dt, 32, mn, ks) for ks in (16, 8) for dt in ("f16", "i8") for mn in (256, 128, 64)]
-#: The local split fit (macro M, macro N, L): one lone workgroup per CU at K1 with L groups
-#: (``local_reduce_cycles_per_row``: plan_model.local_reduce_cycles), per type in LOCAL_TYPES.
-LOCAL_FIT = (32, 64, 8)
-#: The types whose local split hand-over is fitted: the f32 sqc kernel (f64 takes it doubled) and the dot kernels.
-LOCAL_TYPES = ("f32", "f16", "i8")
-#: K of the fit's runs in K units (values; dwords of packed K for f16/i8: 2 or 4 values each).
-K1, K2 = 640, 1280
-#: A and B element type -> C's for the dot kernels' runs, and values of K per dword.
-DOT_C = {"f16": "f32", "i8": "i32"}
-PACK = {"f16": 2, "i8": 4}
-#: The fit's grids are square-ish (8 column tiles x 8 R row tiles), as a square C gives: each A
-#: row tile is shared by 8 CUs, each B column tile by 8 R.
-GX = 8
-
-#: Validation shapes (not used by the fit): seed sizes, skinny shapes of issue 19.
-VALIDATE = [(1024, 1024, 640, "f32"), (1792, 1792, 640, "f32"), (3072, 3072, 640, "f32"),
-            (256, 256, 8192, "f32"), (128, 4096, 4096, "f32"), (4096, 128, 4096, "f32"),
-            (32, 1024, 8192, "f32")]
-SKINNY = [(256, 256, 8192), (32, 1024, 8192), (128, 4096, 4096), (4096, 128, 4096)]
-#: ``report --quick``: the validation shapes of at most 2^30 FMAs (minutes, not an hour, on 2 cores).
-QUICK = [x for x in VALIDATE if x[0] * x[1] * x[2] <= 2 ** 30]
-
-
-def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
-    if dtype in DOT_C:  # alpha and beta as arguments (f32 for f16, i32 for int8), C f32 / i32
-        ct, sc = DOT_C[dtype], ("i32" if dtype == "i8" else "f32")
-        ta, tb, tc = f"memref<{m}x{k}x{dtype}>", f"memref<{n}x{k}x{dtype}>", f"memref<{m}x{n}x{ct}>"
-        return (f"func.func @g(%a: {ta}, %b: {tb}, %c: {tc}, %alpha: {sc}, %beta: {sc}) {{\n"
-                f"  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = \"NT\"}} : {ta}, {tb}, {tc}, {sc}, {sc}\n"
-                "  return\n}\n")
-    return f"""
-func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memref<{m}x{n}x{dtype}>) {{
-  %alpha = arith.constant 1.0 : {dtype}
-  %beta = arith.constant 0.0 : {dtype}
-  gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}x{dtype}>, memref<{n}x{k}x{dtype}>, memref<{m}x{n}x{dtype}>, {dtype}, {dtype}
-  return
-}}
-"""
-
-
-def run(job):
-    """(key, figures) of one timing-only launch of an explicit plan (or {} / {"gpu": ...} for the
-    automatic plan): :func:`vlpc.tune.evaluate` without the check, alpha 1 and beta 0 (C not read;
-    the dot kernels take them as arguments: f32 for f16, i32 for int8), on BOARD with CUS CUs."""
-    key, (m, n, k, dtype), opts = job
-    from vlpc import tune
-
-    r = tune.evaluate(tune.Problem(source(m, n, k, dtype), f"{key}.mlir", None, None, None, alpha=1.0, beta=0.0),
-                      opts, "gfx906", BOARD, None, CUS, check=False)
-    return key, {"us": r.modeled_us, "parts_us": r.parts_us, "wgs_per_cu": r.wgs_per_cu, "plan": r.plan,
-                 "error": r.error}
-
-
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """A hash of the contents of vlpc's Python sources (the kernels, the emulator, the timing
-    model and its parameters): cached runs from other code are dropped (plan_model.json, which
-    the fit writes, is not part of it).  Taken once per invocation, so the runs of one fit share
-    it (an edit of vlpc during a fit does not drop its first runs)."""
-    import hashlib
-    import importlib.util
-
-    h = hashlib.sha256()
-    dirs = set()
-    for name in ("vlpc", "vlpc.dialects", "vlpc.passes", "vlpc.runtime"):
-        spec = importlib.util.find_spec(name)
-        dirs.update(spec.submodule_search_locations or [])
-    for d in sorted(dirs):
-        for root, subdirs, files in os.walk(d):
-            subdirs[:] = sorted(x for x in subdirs if x != "__pycache__")
-            for f in sorted(x for x in files if x.endswith(".py")):
-                h.update(f.encode() + b"\0" + Path(root, f).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def run_all(jobs: list, procs: int) -> dict:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / "runs.json"
-    cache = json.loads(path.read_text()) if path.exists() else {}
-    version = code_version()
-    if cache and cache.get("_code") != version:
-        print(f"plan_surrogate: cached runs are from other code ({cache.get('_code')} != {version}): "
-              "running them again", file=sys.stderr)
-        cache = {}
-    cache["_code"] = version
-    todo = [j for j in jobs if j[0] not in cache]
-    if todo:
-        from tqdm import tqdm
-
-        os.environ["VLPC_EMU_PROCS"] = "1"
-        with mp.get_context("fork").Pool(procs) as pool:
-            for key, fig in tqdm(pool.imap_unordered(run, todo), total=len(todo), desc="timing model", file=sys.stderr):
-                cache[key] = fig
-                path.write_text(json.dumps(cache, indent=1))
-    return cache
-
-
-def explicit(macro_m, macro_n, k_step, split=1, mode="workspace"):
-    return dict(macro_tile=(macro_m, macro_n), micro_tile=(macro_m, 1), k_step=k_step, split_k=split,
-                split_mode=mode)
+# the fit's variants, shapes and timing-model runs (shared with dot_split_k_auto.py)
+from vlpc.benchmarking.plan_runs import (  # noqa: E402,F401
+    BOARD, CUS, CACHE, DOT_C, DOT_VARIANTS, GX, K1, K2, LOCAL_FIT, LOCAL_TYPES, PACK, QUICK, SKINNY, VALIDATE,
+    VARIANTS, code_version, explicit, run, run_all, source)
 
 
 def fit(procs: int, dot_only: bool = False) -> dict:

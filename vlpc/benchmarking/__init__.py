@@ -5,8 +5,10 @@ The scripts import it as ``vlpc.benchmarking.<module>`` (never each other throug
 :mod:`vlpc.benchmarking.microbench`, the microbenchmark suite's harness, runner logic and
 streaming ceiling; :mod:`vlpc.benchmarking.dot_figures`, the dot kernels' modeled launch;
 :mod:`vlpc.benchmarking.quant_gemv`, the quantized-weight GEMV's; :func:`timed_launch`, one GEMM
-launch with its buffers.  A script that reuses another script's functions (or a test that exercises a
-script or a ``tools/`` program) loads it by path with :func:`load_script`.
+launch with its buffers.  No script loads another: what two scripts share lives here
+(:mod:`vlpc.benchmarking.plan_runs`, the plan surrogate's timing-model runs, among them).  The
+microbenchmark suite's kernel modules and the tests of a script or a ``tools/`` program load a
+file by path with :func:`load_script`.
 """
 
 from __future__ import annotations
