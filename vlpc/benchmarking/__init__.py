@@ -18,8 +18,23 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-#: The checkout's root (the benchmark scripts and their data are not installed with the package).
-ROOT = Path(__file__).resolve().parents[2]
+def checkout_root() -> Path:
+    """The vlpc checkout whose ``benchmarks/`` the scripts and their tests use: the folder holding
+    this package when vlpc runs from a checkout (an editable install), otherwise the current
+    directory or the nearest of its parents that holds ``pyproject.toml`` and
+    ``benchmarks/microbench/`` (a regular install run from the checkout, as CI does).  The
+    benchmark scripts and their data are not installed with the package.  Falls back to the
+    current directory, where a script's missing file then names its path."""
+    here = Path(__file__).resolve().parents[2]
+    cwd = Path.cwd().resolve()
+    for root in (here, cwd, *cwd.parents):
+        if (root / "pyproject.toml").is_file() and (root / "benchmarks" / "microbench").is_dir():
+            return root
+    return cwd
+
+
+#: The checkout's root (:func:`checkout_root`, resolved once on import).
+ROOT = checkout_root()
 #: The benchmark scripts' folder of the checkout.
 BENCHMARKS = ROOT / "benchmarks"
 
