@@ -503,6 +503,20 @@ def pow2_runs(n: int, largest: int = 16) -> list[tuple[int, int]]:
     return runs
 
 
+def swizzle_bitmask(and_mask: int = 0x1F, or_mask: int = 0, xor_mask: int = 0) -> int:
+    """The 16-bit offset of a ``ds_swizzle_b32`` in bit-mask mode: within each group of 32 lanes,
+    lane i reads lane ((i & and_mask) | or_mask) ^ xor_mask.  The fields, as the AMD "Vega"
+    Instruction Set Architecture reference guide gives them (section 12.13, DS_SWIZZLE_B32):
+    offset[15] = 0 selects the bit-mask mode (1: the quad permute), and_mask = offset[4:0],
+    or_mask = offset[9:5], xor_mask = offset[14:10]; LLVM's assembler spells the same patterns
+    ``swizzle(BITMASK_PERM, ...)`` / ``swizzle(SWAP, d)`` (docs/AMDGPUModifierSyntax, "swizzle
+    pattern").  Each mask is 5 bits (0 .. 31); another value raises ValueError."""
+    for name, m in (("and_mask", and_mask), ("or_mask", or_mask), ("xor_mask", xor_mask)):
+        if not 0 <= m <= 0x1F:
+            raise ValueError(f"ds_swizzle_b32 {name} {m}: a 5-bit lane mask (0 .. 31)")
+    return and_mask | or_mask << 5 | xor_mask << 10  # offset[15] = 0: the bit-mask mode
+
+
 def lane_sums_by_exchange(e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue, wave: SSAValue | None,
                           wave_bytes: int, is_int: bool) -> SSAValue:
     """The 64 lanes' partials of each of the V <= 32 sums ``acc`` (f32, or i32 with ``is_int``)
@@ -511,7 +525,7 @@ def lane_sums_by_exchange(e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid:
     d = 16, 8, 4, 2, 1 a lane whose bit d is clear keeps the first half of its values and sends
     the second to lane l ^ d, which keeps the second and sends the first (two ``v_cndmask_b32``,
     one ``ds_swizzle_b32`` bit-mask swap within 32 lanes that touches no LDS memory: AMD Vega ISA,
-    DS_SWIZZLE_B32, offset 0x1f | d << 10), and adds what it gets; a lane's value is then sum
+    DS_SWIZZLE_B32 with xor_mask d: :func:`swizzle_bitmask`), and adds what it gets; a lane's value is then sum
     l mod 32 over its half of the wave, and lane l < 32 adds lane l + 32's through LDS (one
     ``ds_write_b32`` at ``wave`` x ``wave_bytes`` + 4 l: 256 bytes, one ``ds_read_b32``).  Each sum is added in a
     fixed tree of depth 6 (the same result on every run).  Per wave: 31 swizzles and about 95
@@ -528,7 +542,8 @@ def lane_sums_by_exchange(e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid:
         h = len(x) // 2
         clear = e(gcn.VCmpGtU32Op(e.const(1), e(gcn.VAndB32Op(d, tid)).vdst)).sdst  # bit d of the lane clear
         send = [e(gcn.VCndmaskB32Op(x[i], x[h + i], clear)).vdst for i in range(h)]
-        got = [e(gcn.DsSwizzleB32Op(v, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst for v in send]
+        swap = swizzle_bitmask(xor_mask=d)  # lane i of 32 reads lane i ^ d
+        got = [e(gcn.DsSwizzleB32Op(v, offset=swap, comment=f"lane ^ {d}")).vdst for v in send]
         keep = [e(gcn.VCndmaskB32Op(x[h + i], x[i], clear)).vdst for i in range(h)]
         x = [e(add(got[i], keep[i])).vdst for i in range(h)]
         d //= 2
