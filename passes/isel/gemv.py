@@ -69,6 +69,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
+from vlpc.targets import BOARDS
 from vlpc.passes.isel.emit import Emitter, kernel_entry, lane_sums_by_exchange, zero_if_alpha_zero
 from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
@@ -139,11 +140,29 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     # A's loads (M per step) dominate: A staged in LDS once per workgroup of four waves (one buffer,
     # one step ahead), two rows a wave, B one step ahead, A read from LDS in pairs of rows
     if s.m % 4 == 0 and s.n % 8 == 0 and steps >= 2:
+        # M = 16 without a partial step: A read in half rows (64 VGPRs: four workgroups a CU) where
+        # that takes fewer rounds of workgroups on every gfx906 board (:func:`fewer_rounds_at_four`)
+        if s.m == 16 and s.k * eb % LANE_STEP_BYTES == 0 and fewer_rounds_at_four(s.n // 8):
+            return 2, 1, 1, 64, 4, 1, 1, 2
         return 2, 1, 2, 64, 4, 1, 1
     # else two rows share A's loads, A in double-buffered groups of 8, two waves a workgroup in step
     if s.n % 4 == 0:
         return 2, 1, 8, 64, 2
     return (2 if s.n % 2 == 0 else 1), 1, 8, 64, 1
+
+
+def fewer_rounds_at_four(workgroups: int) -> bool:
+    """Whether ``workgroups`` take fewer rounds on CU 0 with four resident a CU than with three on
+    every gfx906 board (:data:`vlpc.targets.BOARDS`: MI50's 60 CUs, MI60's 64): the
+    dispatcher hands the CUs the workgroups breadth-first, so CU 0 runs ceil(W / C) of them in
+    ceil(ceil(W / C) / slots) rounds (runtime/timing/gpu.py, "Dispatch"), each round paying the
+    start and the reduction (docs/kernels.md, "What bounds M = 16").  The kernel does not know
+    its board, so four a CU only where no board ends in a shorter last round than with three:
+    N = 4096 (512 workgroups of 8 rows) keeps three (MI50: 9 a CU, rounds of 4, 4 and a lone one
+    whose weights stream at a fraction of the CU's share; modeled f16 16 x 4096 x 4096 50.6 us
+    against 47.3), N = 11008 (1,376) takes four (MI50 23 a CU: 6 rounds instead of 8)."""
+    counts = [math.ceil(workgroups / b.compute_units) for b in BOARDS.values() if b.target.name == "gfx906"]
+    return bool(counts) and all(-(-w // 4) < -(-w // 3) for w in counts)
 
 
 def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
@@ -159,12 +178,15 @@ class LaneGemvBuilder(DotKernelBuilder):
     launch facts (macro tile M x R, one wave per workgroup)."""
 
     def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
-                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2):
+                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2, a_ahead: int = 1):
         super().__init__(mm, name)
         self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
         # A staged in LDS once per workgroup and K step (:meth:`_whole_steps_lds`): every wave
         # stages M / W rows; span 64 and one K step an iteration
         self.a_lds, self.a_buffers = int(a_lds), a_buffers
+        # A's rows read from LDS one group ahead of their dots (1), or each group right before its
+        # dots (0: G x 4 VGPRs fewer)
+        self.a_ahead = int(a_ahead)
         if self.a_lds and (span != 64 or self.shape.m % waves):
             raise ValueError(f"A in LDS needs span 64 and M a multiple of the waves, not span {span}, "
                              f"M {self.shape.m}, {waves} waves")
@@ -290,10 +312,13 @@ class LaneGemvBuilder(DotKernelBuilder):
         several waves) a barrier, every wave's last reads of A's LDS done before the reduction
         writes there; then :meth:`_reduce_and_store`."""
         is_int = self.shape.dtype == "i8"
-        c_first = self._load_c_first(p.e, p.tid, p.lanes, p.ptr_c, p.n0, p.beta, is_int) if self.a_lds else None
+        tid = p.tid
+        if self.a_ahead == 2:  # the lane again from its offset (16 x lane, live in the loop): its VGPR free in the loop
+            tid = p.e(gcn.VLshrrevB32Op(4, p.voff_b[0])).vdst
+        c_first = self._load_c_first(p.e, tid, p.lanes, p.ptr_c, p.n0, p.beta, is_int) if self.a_lds else None
         if self.a_lds and self.waves > 1 and self.shape.k * self.eb >= 16 * self.span:
             p.e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
-        self._reduce_and_store(p.e, acc, p.lanes, p.tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta, is_int, c_first)
+        self._reduce_and_store(p.e, acc, p.lanes, tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta, is_int, c_first)
 
     def reduce_chunk(self) -> int:
         """Sums added per pass of the LDS reduction (module docstring): :data:`REDUCE_CHUNK`, or
@@ -633,7 +658,18 @@ class _StagedA:
         self.lda_b = s.lda * b.eb
         self.per = self.M // self.W  # rows of A each wave stages
         self.buf = b.a_lds_buffer()
-        self.lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
+        self.ldb_b = s.ldb * b.eb
+        # half rows (a_ahead 2; :meth:`_step_halves`): the kernel in 64 VGPRs (four waves a SIMD).  A
+        # row's step sits in LDS as two planes of 8 bytes a lane (dwords 0-1 of every lane, then
+        # dwords 2-3): ds_read_b64 / ds_write_b64 at 8 bytes a lane meet no bank conflict (at 16,
+        # lanes l and l + 8 of a 16-lane pass share a bank).  B's rows from SGPR bases with the
+        # lane's one offset, LDS's offset not loop-carried, the lane recomputed after the loop.
+        self.halves = b.a_ahead == 2
+        if self.halves:
+            self.lane16 = voff_b[0]  # the lane's 16 bytes of a row's step (span 64: B's row 0 offset)
+            self.lds_lane = e(gcn.VLshrrevB32Op(1, self.lane16)).vdst  # its 8 bytes of a plane
+        else:
+            self.lane16 = e(gcn.VLshlrevB32Op(4, tid)).vdst  # the lane's 16 bytes of a row's step (buffer 0)
         self.a_stage = ptr_a if wave is None else e.add64(ptr_a, e.mul(wave, self.per * self.lda_b), 0,
                                                           comment="A: the wave's rows")
         # (the rows' offsets in SGPRs, lane16 the only VGPR offset: fewer VGPRs, more waves a SIMD)
@@ -642,6 +678,16 @@ class _StagedA:
         self.E = max(1, int(b.a_lds))  # A's staged steps in flight: step j + 1 + E loaded after step j + 1's write
         self.L = self.D * self.E // math.gcd(self.D, self.E)  # steps a loop iteration
         self.iters = max(0, steps - max(self.D, self.E + 1)) // self.L  # loop iterations: every load inside K
+
+    def load_b(self, base: SSAValue, what: str) -> list[SSAValue]:
+        """B's R rows of the K step at ``base`` (row 0's address): row r from the SGPR base
+        ``base + r ldb`` with the lane's one VGPR offset (one VGPR fewer than an offset a row)."""
+        e = self.e
+        if not self.halves:  # (a VGPR offset a row)
+            return [e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], base, comment=what.format(r=r))).vdst
+                    for r in range(self.R)]
+        return [e(gcn.GlobalLoadDwordx4Op(self.lane16, e.add64(base, r * self.ldb_b, 0) if r else base,
+                                          comment=what.format(r=r))).vdst for r in range(self.R)]
 
     def stage_load(self, base: SSAValue) -> list[SSAValue]:
         """The wave's M / W rows of A's step at ``base`` (``global_load_dwordx4``)."""
@@ -654,7 +700,12 @@ class _StagedA:
         e = self.e
         wr = rd if self.w_off is None else e(gcn.VAddU32Op(self.w_off, rd)).vdst
         for i, v in enumerate(regs):
-            e(gcn.DsWriteB128Op(wr, v, offset=i * self.STEP, comment=f"A: staged row +{i} to LDS"))
+            if self.halves:  # the two planes (8 bytes a lane each)
+                for h in range(2):
+                    e(gcn.DsWriteB64Op(wr, e.sub(v, 2 * h, 2), offset=i * self.STEP + h * self.STEP // 2,
+                                       comment=f"A: staged row +{i}, dwords {2 * h}.. to LDS"))
+            else:
+                e(gcn.DsWriteB128Op(wr, v, offset=i * self.STEP, comment=f"A: staged row +{i} to LDS"))
 
     def step(self, rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
              ) -> tuple[list[SSAValue], list[SSAValue]]:
@@ -668,17 +719,50 @@ class _StagedA:
                     for i in range(min(G, M - m0))]
 
         acc = list(acc)
-        nxt = group(0)
+        ahead = self.b.a_ahead
+        if ahead == 2:  # half rows (two dwords, ``ds_read_b64``), two halves ahead: 6 VGPRs for A
+            return self._step_halves(rd, bv, acc, b_next)
+        nxt = group(0) if ahead else []
         for m0 in range(0, M, G):
-            av = nxt
-            if m0 + G < M:
+            av = nxt if ahead else group(m0)
+            if ahead and m0 + G < M:
                 nxt = group(m0 + G)
             for i, a_m in enumerate(av):
                 self.b._dots(e, acc, bv, a_m, m0 + i)
         nbv = []
         if b_next is not None:
-            nbv = [e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], b_next, comment=f"next B row {r}")).vdst
-                   for r in range(self.R)]
+            nbv = self.load_b(b_next, "next B row {r}")
+        return acc, nbv
+
+    def _step_halves(self, rd: SSAValue, bv: list[SSAValue], acc: list[SSAValue], b_next: SSAValue | None
+                     ) -> tuple[list[SSAValue], list[SSAValue]]:
+        """:meth:`step` with A read in half rows: half k (row k / 2, dwords 2 (k mod 2) and the next,
+        ``ds_read_b64``) read right before the dots of half k - 2, into the registers half k - 3's
+        dots freed: the lead of a whole row with 6 VGPRs of A instead of 8.  Each sum still adds
+        its dots in the order of :meth:`LaneGemvBuilder._dots` (dwords 0 .. 3 of row m, then row
+        m + 1): the same results."""
+        e, M, R = self.e, self.M, self.R
+        dot_op = gcn.VDot4I32I8Op if self.b.shape.dtype == "i8" else gcn.VDot2F32F16Op
+        H = 2 * M
+
+        def half(k: int) -> SSAValue:
+            return e(gcn.DsReadB64Op(rd, offset=(k // 2) * self.STEP + (k % 2) * self.STEP // 2,
+                                     comment=f"A row {k // 2}, dwords {2 * (k % 2)}..")).vdst
+
+        acc = list(acc)
+        ring = {k: half(k) for k in range(min(2, H))}
+        for k in range(H):
+            if k + 2 < H:
+                ring[k + 2] = half(k + 2)
+            a, m, q0 = ring.pop(k), k // 2, 2 * (k % 2)
+            for r in range(R):
+                x = acc[m * R + r]
+                for q in range(2):
+                    x = e(dot_op(e.sub(bv[r], q0 + q, 1), e.sub(a, q, 1), x)).vdst
+                acc[m * R + r] = x
+        nbv = []
+        if b_next is not None:
+            nbv = self.load_b(b_next, "next B row {r}")
         return acc, nbv
 
     def iteration(self, rd, a_i, b_i, bq, sq, acc, flags, j):
@@ -719,10 +803,13 @@ class _StagedA:
         barrier: (rd, a_i, b_i, bq, sq) for step 0."""
         e, D, E, R, STEP = self.e, self.D, self.E, self.R, self.STEP
         st0 = self.stage_load(self.a_stage)
-        bq = [[e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], e.add64(self.b_rows, d * STEP, 0) if d else self.b_rows,
-                                         comment=f"B row {r}, step {d}")).vdst for r in range(R)]
+        bq = [self.load_b(e.add64(self.b_rows, d * STEP, 0) if d else self.b_rows, f"B row {{r}}, step {d}")
               for d in range(min(D, self.steps))]
-        rd = e(gcn.VLshlrevB32Op(4, self.tid)).vdst  # (not lane16: a loop-carried value has its own registers)
+        # one buffer: the lane's offset itself; two: a copy (a loop-carried value has its own registers)
+        if self.halves and self.b.a_buffers == 1:
+            rd = self.lds_lane
+        else:  # (not lane16: a loop-carried value has its own registers)
+            rd = e(gcn.VLshlrevB32Op(3 if self.halves else 4, self.tid)).vdst
         self.stage_write(rd, st0)
         a_i = self.a_stage
         sq: list[list[SSAValue]] = [[] for _ in range(E)]
@@ -735,17 +822,22 @@ class _StagedA:
 
     def loop(self, st, acc):
         """The ``gcn.loop`` of ``iters`` iterations of L steps from the state ``st`` of
-        :meth:`prologue`: (rd, a_i, b_i, bq, sq, acc) after it."""
+        :meth:`prologue`: (rd, a_i, b_i, bq, sq, acc) after it.  Half rows with one LDS buffer:
+        ``rd`` never changes and is not carried (the lane's offset register serves inside the loop)."""
         e, D, E, R, L, per = self.e, self.D, self.E, self.R, self.L, self.per
         rd, a_i, b_i, bq, sq = st
-        carried = [e.const(0), rd, a_i, b_i, *(v for b in bq for v in b), *(v for q in sq for v in q), *acc]
+        fixed = self.halves and self.b.a_buffers == 1
+        head = 3 if fixed else 4  # steps done, (rd,) A's base, B's base
+        carried = [e.const(0), *([] if fixed else [rd]), a_i, b_i, *(v for b in bq for v in b),
+                   *(v for q in sq for v in q), *acc]
         body = Block(arg_types=[v.type for v in carried])
         outer, e.block = e.block, body
-        xs = 4 + D * R
+        xs = head + D * R
 
         def cut(vals):
             vals = list(vals)
-            return (vals[:4], [vals[4 + d * R:4 + (d + 1) * R] for d in range(D)],
+            first = vals[:head] if not fixed else [vals[0], rd, *vals[1:head]]
+            return (first, [vals[head + d * R:head + (d + 1) * R] for d in range(D)],
                     [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
 
         try:
@@ -755,8 +847,8 @@ class _StagedA:
                                                                    (True, True, True), j)
             k_n = e(gcn.SAddU32Op(k_i, L, comment="steps done")).sdst
             e(gcn.SCmpLgU32Op(k_n, e.const(self.iters * L)))
-            e(gcn.LoopBackOp([k_n, rd_b, a_b, b_b, *(v for b in bq_b for v in b), *(v for q in sq_b for v in q),
-                              *acc_b], "scc1"))
+            e(gcn.LoopBackOp([k_n, *([] if fixed else [rd_b]), a_b, b_b, *(v for b in bq_b for v in b),
+                              *(v for q in sq_b for v in q), *acc_b], "scc1"))
         finally:
             e.block = outer
         loop = e(gcn.LoopOp(carried, Region(body), label=f".L{self.b.name}_k_steps"))
