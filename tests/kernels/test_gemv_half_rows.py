@@ -20,6 +20,7 @@ from vlpc.targets import get_board
 
 from dot_support import source
 from test_dot_gemm import NP, run_case
+from test_lane_gemv import alpha_zero_over_nan
 
 HALF = (2, 1, 1, 64, 4, 1, 1, 2)  # the automatic plan's half-row variant (lane_gemv_plan)
 
@@ -58,14 +59,7 @@ def test_half_rows_alpha_zero_over_nan_inputs(monkeypatch, ab, ct):
     """alpha = 0: the products are dropped (f16: NaN in A, Inf in B do not reach C); C = beta C."""
     m, n = 16, 8
     k = 4096 // ELEMENT_BYTES[ab]
-    kern = half_kernel(monkeypatch, HALF, m, n, k, k, k, n, ab, ct)
-    if ab == "f16":
-        a, b = np.full((m, k), np.nan, np.float16), np.full((n, k), np.inf, np.float16)
-    else:
-        rng = np.random.default_rng(7)
-        a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (n, k)))
-    got = run_case(kern, m, n, k, k, k, n, ab, ct, 0, 1.5 if ab == "f16" else 3, a=a, b=b)
-    assert np.isfinite(got.astype(np.float64)).all()
+    alpha_zero_over_nan(half_kernel(monkeypatch, HALF, m, n, k, k, k, n, ab, ct), m, n, k, ab, ct)
 
 
 def test_fewer_rounds_at_four():

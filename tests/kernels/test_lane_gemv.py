@@ -58,7 +58,12 @@ def test_lane_gemv_alpha_zero_over_nan_inputs(ab, ct, m):
     """alpha = 0: the products are dropped (f16: NaN in A, Inf in B do not reach C); C = beta C."""
     n = 8
     k = 2048 // ELEMENT_BYTES[ab]
-    kern = lane_kernel(m, n, k, k, k, n, ab, ct)
+    alpha_zero_over_nan(lane_kernel(m, n, k, k, k, n, ab, ct), m, n, k, ab, ct)
+
+
+def alpha_zero_over_nan(kern, m, n, k, ab, ct):
+    """``kern`` (unpadded M x K, N x K, M x N) under alpha = 0 with NaN activations and Inf weights
+    (f16; random int8): C = beta C, finite."""
     if ab == "f16":
         a, b = np.full((m, k), np.nan, np.float16), np.full((n, k), np.inf, np.float16)
     else:
