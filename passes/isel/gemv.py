@@ -30,6 +30,8 @@ done, then the writes done; 16 KiB at M = 16, three workgroups a CU) or two (one
 step).  Per K step a wave then issues R + M / W loads instead of R + M: the texture path (64
 bytes a clock, one cache line) moves (R W + M) KiB per R W KiB of weights instead of (R + M) W,
 and the LDS (128 bytes a clock: a ``ds_read_b128`` of a wave in 8) serves the M W row reads.
+In half rows (``a_ahead`` 2, M = 16 where four workgroups a CU take fewer rounds) the kernel
+fits 64 VGPRs: A is read in ``ds_read_b64`` halves, two ahead, from two 8-byte planes a row.
 
 After the loop the 64 lanes' partials of each of the R x M sums are added through LDS in
 chunks of 8 sums (2,304 bytes per wave): every lane writes its 8 partials (``ds_write_b32``),
@@ -88,15 +90,21 @@ REDUCE_CHUNK = 8
 
 
 def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
-    """``(rows, unroll, group, span, waves[, a_lds, a_buffers])`` of the lane-along-K GEMV for
+    """``(rows, unroll, group, span, waves[, a_lds, a_buffers[, a_ahead]])`` of the lane-along-K GEMV for
     ``mm`` (module docstring), or None when it does not apply.  ``rows`` R: weight rows per wave
     and load slot; ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead; with
     A in LDS: B's steps in flight); ``group`` G: rows of A loaded together, one group ahead;
     ``span``: lanes per weight row in a load (64: a load reads 1 KiB of one row; 32, 16: 2 or 4
     rows); ``waves`` W: waves per workgroup, kept in step by one barrier per iteration;
     ``a_lds`` E: A staged in LDS, E steps ahead (0: each wave loads A itself); ``a_buffers``: A's
-    LDS buffers (1 or 2).  M <= 8: (1, 2, min(M, 4), 64, 1); M = 12, 16 with N a multiple of 8
-    and two K steps or more: (2, 1, 2, 64, 4, 1, 1); other M above 8: (2, 1, 8, 64, 2).  Why
+    LDS buffers (1 or 2); ``a_ahead``: A's rows read from LDS a group ahead (1, the default), right
+    before their dots (0) or in half rows, two halves ahead (2: :meth:`_StagedA._step_halves`, 64
+    VGPRs).  M <= 8: (1, 2, min(M, 4), 64, 1); M = 12, 16 with N a multiple of 8 and two K steps
+    or more: (2, 1, 2, 64, 4, 1, 1), M = 16 without a partial step where
+    :func:`fewer_rounds_at_four` (four workgroups a CU): (2, 1, 1, 64, 4, 1, 1, 2) (modeled f16
+    16 x 11008 x 4096 112.2 us on MI50 against 117.4, 114.6 on MI60 against 117.1; int8 60.3
+    and 61.4 against 65.4 and 64.0; a_ahead 0, 61 VGPRs: 116.0 on MI50); other M above 8:
+    (2, 1, 8, 64, 2).  Why
     A in LDS (modeled, MI50, f16 16 x 4096 x 4096; the figures below it are from before): (2, 1,
     2, 64, 4, 1, 1) 49.3 us, G = 1 49.5, U = 2 55.4, W = 8 70.7, W = 2 52.8; two buffers (one
     barrier a step, 32 KiB, two workgroups a CU) (2, 2, 2, 64, 4, 2, 2) 52.5, E = 1 58.3; int8
