@@ -103,6 +103,8 @@ def _check_supported(k: CompiledKernel) -> str:
     for kern in _plan_kernels(k):
         for a in kern.kernargs:
             name, kind, size = a.get(".name"), a.get(".value_kind"), a.get(".size")
+            if str(kind).startswith("hidden_"):  # left 0: a persistent GEMV then strides by N / rows, its grid here
+                continue
             if name in POINTERS and kind == "global_buffer" and size == 8:
                 continue
             if name in INTS and kind == "by_value" and size == 4:
@@ -271,6 +273,8 @@ def _pack_function(kern: CompiledKernel, ident: str, idx: int) -> str:
     lines = [f"static void vlpc_pack_{ident}_{idx}(unsigned char *kernargs, const vlpc_{ident}_args *a)", "{",
              f"    memset(kernargs, 0, {max(size, 1)});"]
     for arg in kern.kernargs:
+        if str(arg.get(".value_kind", "")).startswith("hidden_"):  # (the memset's 0)
+            continue
         name, off = arg[".name"], int(arg[".offset"])
         field = "ws" if name == "workspace" else name
         lines.append(f"    memcpy(kernargs + {off}, &a->{field}, sizeof a->{field});  /* {name} */")

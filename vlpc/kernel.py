@@ -219,7 +219,7 @@ class CompiledKernel:
         if var is not self:
             return var.execute(device, code_object, args, m, n, k, ldc, batch, buffer_sizes=buffer_sizes,
                                iterations=iterations, warmup=warmup, progress=progress)
-        steps = self.plan(m, n, k, batch)
+        steps = [self.persistent_step(st, device) for st in self.plan(m, n, k, batch)]
         ws_bytes = self.workspace_bytes(m, ldc if ldc is not None else n, k, batch, n=n)
         self.check_offsets(args, m, n, k, batch, ws_bytes)
         ws = device.alloc(ws_bytes) if ws_bytes else None
@@ -254,6 +254,25 @@ class CompiledKernel:
             if ws is not None:
                 device.free(ws)
         return _combine_stats(per_iteration)
+
+    def persistent_step(self, step: PlanStep, device) -> PlanStep:
+        """``step`` with the grid :func:`persistent_grid` chooses for ``device`` when it launches
+        a persistent kernel (launch info ``persistent``: its workgroups loop over the row blocks
+        with the grid's stride, passes/isel/gemv.py), else ``step`` itself.  The device's
+        compute units: an emulator device's board (none without a timing model), a HIP
+        device's ``hipDeviceProp_t.multiProcessorCount``; workgroups resident a CU from the
+        kernel's VGPRs, SGPRs, LDS and workgroup size (``Target.occupancy``)."""
+        if step.kernel != self.name or not self.launch_info.get("persistent") or step.grid[1:] != (1, 1):
+            return step
+        board, props = getattr(device, "board", None), getattr(device, "properties", None)
+        cus = getattr(board, "compute_units", None) or getattr(props, "compute_units", None)
+        target = getattr(getattr(device, "target_id", None), "target", None)
+        if not cus or target is None:
+            return step
+        wg = self.launch_info["workgroup_size"]
+        occ = target.occupancy(self.vgprs, self.sgprs, int(self.metadata.get(".group_segment_fixed_size", 0)), wg)
+        resident = occ.waves_per_simd * target.simds_per_cu // max(1, -(-wg // target.wavefront_size))
+        return PlanStep(step.kernel, (persistent_grid(step.grid[0], cus, resident), 1, 1), step.block)
 
     def plan_workgroups(self, m: int, n: int, k: int, batch: int | None = None) -> int:
         """Workgroups one run of :meth:`plan` launches (all its kernels)."""
@@ -395,6 +414,15 @@ class CompiledKernel:
             z = batch
         z *= self.split_k  # workgroup id z is the K slice of a split-K plan
         return LaunchConfig((-(-n // li["macro_n"]), -(-m // li["macro_m"]), z), (li["workgroup_size"], 1, 1))
+
+
+def persistent_grid(blocks: int, compute_units: int | None, resident: int) -> int:
+    """Workgroups of a persistent kernel's launch: one round on the board, ``compute_units`` x
+    ``resident`` (workgroups a CU holds at once), where that is fewer than ``blocks`` (the row
+    blocks, the grid without persistence); ``blocks`` when the board is unknown (None or 0)."""
+    if not compute_units or resident < 1:
+        return blocks
+    return max(1, min(blocks, compute_units * resident))
 
 
 def _combine_stats(per_iteration: list[list]):

@@ -62,10 +62,11 @@ the plan: ``benchmarks/gemv_ceiling.py``, :func:`lane_gemv_plan` and docs/kernel
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
@@ -159,6 +160,13 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     return (2 if s.n % 2 == 0 else 1), 1, 8, 64, 1
 
 
+def persistent_blocks(plan: tuple[int, ...]) -> bool:
+    """Whether the kernel of ``plan`` (:func:`lane_gemv_plan`) loops over row blocks with the
+    grid's stride (:meth:`LaneGemvBuilder._persistent_blocks`), its grid chosen at launch
+    (:func:`vlpc.kernel.persistent_grid`): A staged in LDS (the M = 12, 16 plans)."""
+    return len(plan) > 5 and plan[5] > 0
+
+
 def fewer_rounds_at_four(workgroups: int) -> bool:
     """Whether ``workgroups`` take fewer rounds on CU 0 with four resident a CU than with three on
     every gfx906 board (:data:`vlpc.targets.BOARDS`: MI50's 60 CUs, MI60's 64): the
@@ -178,7 +186,7 @@ def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
     plan = lane_gemv_plan(mm)
     if plan is None:
         return None
-    return [LaneGemvBuilder(mm, name, *plan).build()]
+    return [LaneGemvBuilder(mm, name, *plan, persistent=persistent_blocks(plan)).build()]
 
 
 class LaneGemvBuilder(DotKernelBuilder):
@@ -186,8 +194,11 @@ class LaneGemvBuilder(DotKernelBuilder):
     launch facts (macro tile M x R, one wave per workgroup)."""
 
     def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
-                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2, a_ahead: int = 1):
+                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2, a_ahead: int = 1, persistent: bool = False):
         super().__init__(mm, name)
+        # persistent row blocks (:meth:`_persistent_blocks`): workgroup g computes blocks g, g + G,
+        # ... with G the dispatch's workgroups (the hidden kernel argument hidden_block_count_x)
+        self.persistent = bool(persistent)
         self.rows, self.unroll, self.a_group, self.span, self.waves = rows, unroll, a_group, span, waves
         # A staged in LDS once per workgroup and K step (:meth:`_whole_steps_lds`): every wave
         # stages M / W rows; span 64 and one K step an iteration
@@ -207,12 +218,75 @@ class LaneGemvBuilder(DotKernelBuilder):
         :meth:`_k_loop` (the whole K steps, then a partial last one), :meth:`_epilogue` (the
         reduction of the lanes' partials and C)."""
         p = self._prologue()
-        acc = self._k_loop(p)
-        self._epilogue(p, acc)
+        if self.persistent:
+            self._persistent_blocks(p)
+        else:
+            acc = self._k_loop(p)
+            self._epilogue(p, acc)
         lds = self.waves * self.reduce_bytes()
         if self.a_lds:
             lds = max(lds, self.a_buffers * self.a_lds_buffer())
-        return self._finish(p.entry, lds)
+        kernel = self._finish(p.entry, lds)
+        if self.persistent:  # the launch may choose a grid of fewer workgroups (vlpc.kernel.persistent_grid)
+            kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                          "persistent": IntegerAttr(1, i64)})
+        return kernel
+
+    def kernargs(self) -> list[dict]:
+        """The dot kernels' arguments; persistent, then the hidden ``hidden_block_count_x`` (the
+        dispatch's workgroups in x, filled by the runtime: AMDGPUUsage "Code Object V5 Metadata")
+        after them, 8-byte aligned."""
+        args = super().kernargs()
+        if self.persistent:
+            end = -(-max(a["offset"] + a["size"] for a in args) // 8) * 8
+            args.append(dict(name="hidden_block_count_x", offset=end, size=4,
+                             value_kind="hidden_block_count_x", type="int"))
+        return args
+
+    def _rows_of(self, e: Emitter, block: SSAValue, wave: SSAValue | None, ptr_b: SSAValue
+                 ) -> tuple[SSAValue, SSAValue]:
+        """(the wave's first weight row n0, B's row n0) in row block ``block`` (an SGPR)."""
+        slots = 64 // self.span
+        n0 = e.mul(block, self.rows * slots * self.waves)
+        if wave is not None:
+            n0 = e(gcn.SAddU32Op(n0, e.mul(wave, self.rows * slots))).sdst
+        return n0, e.add64(ptr_b, *e.mul64(n0, self.shape.ldb * self.eb), comment="B row n0")
+
+    def _persistent_blocks(self, p: _Lanes) -> None:
+        """The row blocks of the workgroup: block g (its workgroup id), then g + G, g + 2 G, ...
+        below N / rows a workgroup, G the dispatch's workgroups (``hidden_block_count_x``; N / rows
+        where the host left it 0), each one :meth:`_k_loop` and :meth:`_epilogue` in a
+        ``gcn.loop``, a barrier between one block's reduction (LDS) and the next block's A in LDS.
+        The kernel start (the kernel arguments, the lanes' offsets) is paid once a workgroup, and
+        a grid of the board's CUs x resident workgroups (:func:`vlpc.kernel.persistent_grid`)
+        runs one round.  A workgroup past the blocks (a grid larger than them) ends at once."""
+        e, nblk = p.e, self.shape.n // self.mt_n
+        end = f".L{self.name}_blocks_done"
+        e(gcn.SCmpLtU32Op(p.wg, e.const(nblk)))
+        e(gcn.SCbranchForwardOp("scc0", end))
+        # G, or N / rows for a 0 (min(G - 1, N / rows - 1) + 1: a grid larger than the blocks does one each)
+        stride = e(gcn.SAddU32Op(e(gcn.SMinU32Op(e(gcn.SSubU32Op(p.count, 1)).sdst, e.const(nblk - 1))).sdst, 1,
+                                 comment="workgroups of the grid: the blocks' stride")).sdst
+        first = e(gcn.SAddU32Op(p.wg, 0, comment="the workgroup's first row block")).sdst
+        body = Block(arg_types=[first.type])
+        outer, e.block = e.block, body
+        try:
+            blk = body.args[0]
+            n0, b_rows = self._rows_of(e, blk, p.wave, p.ptr_b)
+            acc0 = [e(gcn.VMovB32Op(0)).vdst for _ in range(self.shape.m * self.rows)] if self.a_lds else None
+            q = dataclasses.replace(p, n0=n0, b_rows=b_rows, acc0=acc0)
+            self._epilogue(q, self._k_loop(q), end_kernel=False)
+            e(gcn.SAndB64Op(p.lanes, -1, result_type=gcn.exec_type()))  # the whole wave for the next block
+            if self.waves > 1:
+                e(gcn.SBarrierOp(comment="the reduction's LDS read: the next block's A"))
+            nxt = e(gcn.SAddU32Op(blk, stride, comment="the next row block")).sdst
+            e(gcn.SCmpLtU32Op(nxt, e.const(nblk)))
+            e(gcn.LoopBackOp([nxt], "scc1"))
+        finally:
+            e.block = outer
+        e(gcn.LoopOp([first], Region(body), label=f".L{self.name}_blocks"))
+        e(gcn.LabelOp(end))
+        e(gcn.SEndpgmOp())
 
     def _prologue(self) -> _Lanes:
         """The entry block up to the K loop: the kernel arguments' loads, (A in LDS) the sums'
@@ -239,11 +313,13 @@ class LaneGemvBuilder(DotKernelBuilder):
         # A in LDS: the sums' zeros while the kernel arguments are in flight (the first use of B's
         # address waits; modeled, int8 16 x 4096 x 4096 on MI50: 28.4 -> 27.8 us; one wave's M <= 8
         # kernel models slower so, and zeroes them after)
-        acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * R)] if self.a_lds else None
-        n0 = e.mul(ke.wg_x, R * slots * W)  # the wave's first weight row
-        if wave is not None:
-            n0 = e(gcn.SAddU32Op(n0, e.mul(wave, R * slots))).sdst
-        b_rows = e.add64(ptr_b, *e.mul64(n0, ldb_b), comment="B row n0")
+        count = None
+        if self.persistent:  # the grid's workgroups; the block's rows and sums come in the blocks' loop
+            count = e(gcn.SLoadDwordOp(kp, kargs["hidden_block_count_x"], comment="kernarg: the grid")).sdst
+            acc = n0 = b_rows = None
+        else:
+            acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(s.m * R)] if self.a_lds else None
+            n0, b_rows = self._rows_of(e, ke.wg_x, wave, ptr_b)
         kl = tid if slots == 1 else e(gcn.VAndB32Op(span - 1, tid)).vdst  # the lane's place in its row
         lane16 = e(gcn.VLshlrevB32Op(4, kl)).vdst
 
@@ -256,7 +332,8 @@ class LaneGemvBuilder(DotKernelBuilder):
             slot_b = e(gcn.VAddU32Op(e(gcn.VMulLoU32Op(slot, e.const(ldb_b))).vdst, lane16)).vdst
         voff_b = offsets(slots * ldb_b, R, slot_b)
         voff_a = offsets(lda_b, self.a_group, lane16)  # row m0 + i of A (A's SGPR base at row m0)
-        return _Lanes(ke.block, e, tid, wave, lanes, ptr_a, ptr_c, alpha, beta, n0, b_rows, kl, voff_b, voff_a, acc)
+        return _Lanes(ke.block, e, tid, wave, lanes, ptr_a, ptr_c, alpha, beta, n0, b_rows, kl, voff_b, voff_a, acc,
+                      ke.wg_x, ptr_b, count)
 
     def _dots(self, e: Emitter, acc: list[SSAValue], b_rows: list[SSAValue], a_m: SSAValue, m: int) -> None:
         """acc[m R + r] += B row r x A row m over a lane's 16 bytes (four ``v_dot2_f32_f16`` /
@@ -313,7 +390,7 @@ class LaneGemvBuilder(DotKernelBuilder):
         for m in range(M):
             self._dots(e, acc, bt, at[m], m)
 
-    def _epilogue(self, p: _Lanes, acc: list[SSAValue]) -> None:
+    def _epilogue(self, p: _Lanes, acc: list[SSAValue], end_kernel: bool = True) -> None:
         """After the K loop: (A in LDS) C loaded first (:meth:`_load_c_first`: its latency under the
         barrier and the reduction; modeled, f16 16 x 4096 x 4096 on MI50: 49.3 -> 48.7 us; the
         one-wave M <= 8 kernel models no faster so and reads C after its reduction), (A in LDS,
@@ -326,7 +403,8 @@ class LaneGemvBuilder(DotKernelBuilder):
         c_first = self._load_c_first(p.e, tid, p.lanes, p.ptr_c, p.n0, p.beta, is_int) if self.a_lds else None
         if self.a_lds and self.waves > 1 and self.shape.k * self.eb >= 16 * self.span:
             p.e(gcn.SBarrierOp(comment="A's LDS read: the reduction's now"))
-        self._reduce_and_store(p.e, acc, p.lanes, tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta, is_int, c_first)
+        self._reduce_and_store(p.e, acc, p.lanes, tid, p.wave, p.ptr_c, p.n0, p.alpha, p.beta, is_int, c_first,
+                               end_kernel)
 
     def reduce_chunk(self) -> int:
         """Sums added per pass of the LDS reduction (module docstring): :data:`REDUCE_CHUNK`, or
@@ -466,7 +544,7 @@ class LaneGemvBuilder(DotKernelBuilder):
 
     def _reduce_and_store(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                           wave: SSAValue | None, ptr_c: SSAValue, n0: SSAValue, alpha: SSAValue, beta: SSAValue,
-                          is_int: bool, c_first=None) -> None:
+                          is_int: bool, c_first=None, end_kernel: bool = True) -> None:
         """The lanes' partials of each sum added (:meth:`_reduce_butterfly` where
         :meth:`butterfly` says so, else :meth:`_reduce_lds`), then C (module docstring);
         ``c_first``: C already loaded (:meth:`_load_c_first`), else C is read here, after the
@@ -504,7 +582,8 @@ class LaneGemvBuilder(DotKernelBuilder):
                 if s.c_type == "f16":
                     out = e(gcn.VCvtF16F32Op(out)).vdst
             e(c_store(voff_c, out, c_base))
-        e(gcn.SEndpgmOp())
+        if end_kernel:
+            e(gcn.SEndpgmOp())
 
     def _reduce_lds(self, e: Emitter, acc: list[SSAValue], lanes: SSAValue, tid: SSAValue,
                     wave: SSAValue | None, is_int: bool) -> list[tuple[int, int, SSAValue]]:
@@ -649,6 +728,9 @@ class _Lanes:
     voff_b: list[SSAValue]
     voff_a: list[SSAValue]
     acc0: list[SSAValue] | None
+    wg: SSAValue | None = None  # the workgroup id, B's base and (persistent) the grid's workgroups
+    ptr_b: SSAValue | None = None
+    count: SSAValue | None = None
 
 
 class _StagedA:
