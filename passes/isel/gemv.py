@@ -80,8 +80,9 @@ from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 REDUCE_BYTES = 8 * 64 * 4 + 8 * 8 * 4
 #: Values of gemm.matmul's optional ``gemv`` attribute: ``"sgpr"`` keeps the dot kernels' decode
 #: GEMV (A in SGPRs, a lane per weight row) where this kernel would apply; ``"auto"`` (as no
-#: attribute) takes this kernel wherever it applies.
-GEMV_KERNELS = ("auto", "sgpr")
+#: attribute) takes this kernel wherever it applies; ``"persistent"`` takes it with persistent
+#: row blocks (:func:`persistent_blocks`; the quantized lane GEMV treats it as ``"auto"``).
+GEMV_KERNELS = ("auto", "sgpr", "persistent")
 #: Bytes of one weight row a wave reads per K step: 64 lanes x 16 (one ``global_load_dwordx4``),
 #: one DRAM page (HBM2's 2 KiB pages, JESD235A) when the row is 1 KiB aligned.
 LANE_STEP_BYTES = 1024
@@ -160,11 +161,20 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     return (2 if s.n % 2 == 0 else 1), 1, 8, 64, 1
 
 
-def persistent_blocks(plan: tuple[int, ...]) -> bool:
-    """Whether the kernel of ``plan`` (:func:`lane_gemv_plan`) loops over row blocks with the
-    grid's stride (:meth:`LaneGemvBuilder._persistent_blocks`), its grid chosen at launch
-    (:func:`vlpc.kernel.persistent_grid`): A staged in LDS (the M = 12, 16 plans)."""
-    return len(plan) > 5 and plan[5] > 0
+def persistent_blocks(mm: MatmulOp) -> bool:
+    """Whether the lane GEMV of ``mm`` loops over row blocks with the grid's stride
+    (:meth:`LaneGemvBuilder._persistent_blocks`; its grid chosen at launch,
+    :func:`vlpc.kernel.persistent_grid`): only where the matmul asks (``gemv = "persistent"``).
+    The rule is "never unasked" because the model finds it slower at every point measured
+    (timing-only launches as benchmarks/gemv_ceiling.py, MI50): f16 16 x 4096 x 4096 64.2 us
+    against 47.3 (a grid of 180 workgroups of three blocks: the model charges CU 0 an HBM
+    fetch for each of A's lines it evicted and reads again, 854 KB from HBM against 596, where
+    every round of the plain grid finds them shared with the other CUs), int8 1 x 4096 x 4096
+    22.7 against 22.0 (one-wave workgroups, ten a SIMD: their starts were already under the
+    others' loads, and CU 0 gets 69 of the 4,096 rows either way); docs/kernels.md
+    ("Persistent row blocks")."""
+    choice = mm.attributes.get("gemv")
+    return isinstance(choice, StringAttr) and choice.data == "persistent"
 
 
 def fewer_rounds_at_four(workgroups: int) -> bool:
@@ -186,7 +196,7 @@ def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
     plan = lane_gemv_plan(mm)
     if plan is None:
         return None
-    return [LaneGemvBuilder(mm, name, *plan, persistent=persistent_blocks(plan)).build()]
+    return [LaneGemvBuilder(mm, name, *plan, persistent=persistent_blocks(mm)).build()]
 
 
 class LaneGemvBuilder(DotKernelBuilder):
