@@ -135,3 +135,34 @@ def test_persistent_step_from_the_device():
     plain = vlpc.compile(source(m, n, k, k, k, n, "f16", "f32"), cache=False).kernel("g")
     assert "persistent" not in plain.launch_info
     assert plain.persistent_step(PlanStep("g", (512, 1, 1), (256, 1, 1)), emu).grid == (512, 1, 1)
+
+
+def test_hidden_count_left_zero():
+    """A host that leaves ``hidden_block_count_x`` 0 (the C launcher packs explicit arguments
+    only) launching N / rows workgroups: the kernel strides by N / rows, one block each."""
+    from vlpc.runtime import LaunchGeometry, load_code_object, pack_kernargs
+
+    from dot_support import assert_close, exact, operands, reference, rows_of
+
+    m, n, k = 16, 24, 2048
+    kern = persistent_kernel(m, n, k, k, k, n, "f16", "f32")
+    a, b, c, pad_ab, pad_c = operands(m, n, k, "f16", "f32", np.random.default_rng(5))
+    af, bf, cf = exact(a, k, pad_ab), exact(b, k, pad_ab), exact(c, n, pad_c)
+    dev = get_device("emulator", strict=True)
+    co = load_code_object(kern.code_object)
+    bufs = [dev.upload(np.ascontiguousarray(x)) for x in (af, bf, cf)]
+    try:
+        blocks = n // kern.launch_info["macro_n"]
+        geo = LaunchGeometry((blocks, 1, 1), (256, 1, 1))
+        args = [*bufs, *(np.int32(v) for v in (m, n, k, k, k, n)), np.float32(1.5), np.float32(0.25)]
+        seg = bytearray(pack_kernargs(co.kernel("g"), args, geo))
+        off = next(x[".offset"] for x in kern.kernargs if x[".value_kind"] == "hidden_block_count_x")
+        assert int.from_bytes(seg[off:off + 4], "little") == blocks  # (what the runtime fills)
+        seg[off:off + 4] = bytes(4)
+        dev.launch(co, "g", grid=geo.grid, block=geo.block, args=bytes(seg))
+        out = dev.download(bufs[2], np.float32, cf.shape)
+    finally:
+        for x in bufs:
+            dev.free(x)
+    exp, bound = reference(a, b, c, 1.5, 0.25)
+    assert_close(rows_of(out, m, n, n), exp, bound)
