@@ -166,3 +166,15 @@ def test_hidden_count_left_zero():
             dev.free(x)
     exp, bound = reference(a, b, c, 1.5, 0.25)
     assert_close(rows_of(out, m, n, n), exp, bound)
+
+
+def test_hip_launcher_leaves_the_hidden_count_zero():
+    """``vlpc compile --emit hip-launcher`` takes a persistent kernel: its pack function writes
+    the explicit arguments only (the segment's memset leaves hidden_block_count_x 0, so the
+    kernel strides by N / rows, the launcher's grid: test_hidden_count_left_zero)."""
+    from vlpc.hip_launcher import generate
+
+    mod = vlpc.compile(source(16, 64, 4096, 4096, 4096, 64, "f16", "f32", gemv="persistent"), cache=False)
+    _, c_text = generate(mod, "g")
+    packs = [line for line in c_text.splitlines() if "memcpy(kernargs" in line]
+    assert len(packs) == 11 and not any("hidden" in line for line in packs)
