@@ -165,13 +165,14 @@ def persistent_blocks(mm: MatmulOp) -> bool:
     """Whether the lane GEMV of ``mm`` loops over row blocks with the grid's stride
     (:meth:`LaneGemvBuilder._persistent_blocks`; its grid chosen at launch,
     :func:`vlpc.kernel.persistent_grid`): only where the matmul asks (``gemv = "persistent"``).
-    The rule is "never unasked" because the model finds it slower at every point measured
-    (timing-only launches as benchmarks/gemv_ceiling.py, MI50): f16 16 x 4096 x 4096 64.2 us
-    against 47.3 (a grid of 180 workgroups of three blocks: the model charges CU 0 an HBM
-    fetch for each of A's lines it evicted and reads again, 854 KB from HBM against 596, where
-    every round of the plain grid finds them shared with the other CUs), int8 1 x 4096 x 4096
-    22.7 against 22.0 (one-wave workgroups, ten a SIMD: their starts were already under the
-    others' loads, and CU 0 gets 69 of the 4,096 rows either way); docs/kernels.md
+    The rule is "never unasked" because the model finds it slower at every point measured but
+    one (timing-only launches as benchmarks/gemv_ceiling.py, MI50 / MI60): f16 16 x 4096 x 4096
+    64.2 / 62.8 us against 47.3 / 44.5 (MI50: 180 workgroups of about three blocks; the model
+    charges CU 0 an HBM fetch for each of A's lines it evicted and reads again, 854 KB from HBM
+    against 596, where every round of the plain grid finds them shared with the other CUs),
+    int8 16 x 4096 x 4096 35.0 / 34.0 against 26.9 / 25.2, int8 1 x 4096 x 4096 22.7 / 22.3
+    against 22.0 / 21.7 (one-wave workgroups, 24 a CU: their starts were already under the
+    others' loads), int8 4 x 4096 x 4096 22.0 / 24.8 against 22.5 / 22.0; docs/kernels.md
     ("Persistent row blocks")."""
     choice = mm.attributes.get("gemv")
     return isinstance(choice, StringAttr) and choice.data == "persistent"
