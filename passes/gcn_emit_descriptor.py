@@ -116,6 +116,16 @@ def check_instructions(kernel: gcn.KernelOp, target) -> None:
                               f"it needs gfx906")
 
 
+#: Hidden kernel-argument kinds that code object v5 introduced: a v4 runtime never fills them
+#: (LLVM's AMDGPUUsage, "Code Object V5 Metadata", the ``.value_kind`` table).
+V5_ONLY_VALUE_KINDS = frozenset({
+    "hidden_block_count_x", "hidden_block_count_y", "hidden_block_count_z",
+    "hidden_group_size_x", "hidden_group_size_y", "hidden_group_size_z",
+    "hidden_remainder_x", "hidden_remainder_y", "hidden_remainder_z",
+    "hidden_grid_dims", "hidden_heap_v1", "hidden_dynamic_lds_size",
+    "hidden_private_base", "hidden_shared_base", "hidden_queue_ptr"})
+
+
 @dataclass(frozen=True)
 class GcnEmitDescriptorPass(ModulePass):
     """Options: ``target`` — a target id such as ``gfx906`` or ``gfx906:sramecc+:xnack-``;
@@ -141,6 +151,11 @@ class GcnEmitDescriptorPass(ModulePass):
             wg_size = launch.data["workgroup_size"].value.data  # type: ignore[union-attr]
             args = [{k: (v.data if isinstance(v, StringAttr) else v.value.data) for k, v in d.data.items()}
                     for d in kernel.kernargs.data]  # type: ignore[union-attr]
+            v5_only = sorted({a["value_kind"] for a in args} & V5_ONLY_VALUE_KINDS)
+            if self.code_object_version == 4 and v5_only:
+                raise op_error(kernel, f"kernel '{kernel.sym_name.data}' reads the hidden kernel argument "
+                                       f"{', '.join(v5_only)}, which only code object v5 defines; "
+                                       f"compile it with code object version 5")
             kernarg_size = max(a["offset"] + a["size"] for a in args)
             kernarg_size = -(-kernarg_size // 8) * 8
             xnack = tid.settings.get("xnack") is not False

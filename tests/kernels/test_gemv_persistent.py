@@ -178,3 +178,12 @@ def test_hip_launcher_leaves_the_hidden_count_zero():
     _, c_text = generate(mod, "g")
     packs = [line for line in c_text.splitlines() if "memcpy(kernargs" in line]
     assert len(packs) == 11 and not any("hidden" in line for line in packs)
+
+
+def test_persistent_needs_code_object_v5():
+    """A v4 runtime never fills ``hidden_block_count_x`` (LLVM AMDGPUUsage: a code object v5
+    kind), so a persistent GEMV compiled for code object v4 is refused, located, naming it."""
+    src = source(1, 256, 512, 512, 512, 256, "f16", "f32", gemv="persistent")
+    with pytest.raises(vlpc.VlpcError, match=r":\d+:\d+: error: .*hidden_block_count_x.*code object v5"):
+        vlpc.compile(src, cache=False, code_object_version=4)
+    assert vlpc.compile(src, cache=False, code_object_version=5).kernel("g").launch_info["persistent"] == 1
