@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
@@ -121,6 +121,28 @@ LANE_A_PHASE_BYTES = 32768
 LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
+#: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks as it is
+#: staged (:class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
+LANE_INT8_FORMATS = ("q8_0", "q4_0")
+LANE_INT8_MAX_M = 16
+#: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
+#: (int8 A and its blocks' meta words: INT8_UNIT_LDS bytes a row and unit of 64 weights).
+#: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
+#: Q4_0 M = 2 67.4 / 50.5, 4 44.3 / 41.2, 8 21.3 / 27.5, 16 15.8 / 17.0 (253 VGPRs); Q8_0 M = 2 80.2 /
+#: 67.8, 4 56.8 / 47.9, 8 43.8 / 44.8, 16 33.2 / (over 256 VGPRs).  B none ahead or A's next phase not
+#: loaded ahead (fewer VGPRs): Q4_0 / Q8_0 M = 16 16.4 / 22.3 and 14.6 / 30.6; 2 waves 9.3 / 20.2.
+LANE_INT8_ROWS, LANE_INT8_B_AHEAD, LANE_INT8_PHASE_BYTES = 2, 1, 32768
+#: ... Q4_0 at M = 5 .. 8: 4 rows a lane.
+LANE_INT8_ROWS_Q4_0_MID = 4
+INT8_UNIT_LDS = 64 + 16
+#: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
+#: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
+#: gives it (|a| < 2^e), at least -13 (vlpc.quant_run.quantize_activations reproduces it bit for bit).
+A_QUANT = "q8_pow2"
+#: f16 1536 (x2): 1536 + v rounds v in [-512, 512] to an integer (ulp 1 in [1024, 2048)), its low byte
+#: the int8 two's complement; 1536 + 127 the clamp; v_perm_b32 selectors: the low bytes of 4 halves, and
+#: bytes 2..5 of two dwords (a block's bytes after its 2-byte scale).
+Q8_MAGIC, Q8_CLAMP, Q8_PACK, ALIGN_2 = 0x66006600, 0x667F667F, 0x06040200, 0x05040302
 
 
 def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
@@ -137,7 +159,9 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
-    if not (1 <= s.m <= LANE_MAX_M_OF.get(fmt, LANE_MAX_M)) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
+    int8 = int8_activations(fmt, s.m)
+    max_m = LANE_INT8_MAX_M if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
+    if not (1 <= s.m <= max_m) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
     unit_w, _ = LANE_UNITS[fmt]
     if s.k % unit_w or s.lda % 8 or s.ldb % 4:
@@ -145,17 +169,27 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     units = s.k // unit_w
     # the largest span dividing the units, else the largest not above them (a last, partial unit
     # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
-    # two waves a workgroup, the SGPR kernel 94.2)
+    # two waves a workgroup, the SGPR kernel 94.2); int8 A: a round of the M rows in a phase of LDS
     spans = LANE_SPANS_OF.get(fmt, LANE_SPANS)
+    if int8:
+        spans = tuple(x for x in spans if s.m * x * INT8_UNIT_LDS <= LANE_INT8_PHASE_BYTES)
     span = next((x for x in spans if units % x == 0), None)
     if span is None:
         span = next((x for x in spans if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
-    rows = 1
+    rows = (LANE_INT8_ROWS_Q4_0_MID if fmt == "q4_0" and 5 <= s.m <= 8 else LANE_INT8_ROWS) if int8 else 1
+    while rows > 1 and s.n % (rows * 64 // span):
+        rows //= 2
     if s.n % (rows * 64 // span):
         return None
     return rows, span, -(-units // span)
+
+
+def int8_activations(fmt: str, m: int) -> bool:
+    """Whether the lane kernel of format ``fmt`` at M = ``m`` quantizes A to int8 blocks
+    (:class:`QuantLaneInt8Builder`)."""
+    return fmt in LANE_INT8_FORMATS and 2 <= m <= LANE_INT8_MAX_M
 
 
 def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
@@ -201,7 +235,9 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
     if plan is None:
         return None
     rows, span, _ = plan
-    return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+    s = mm.shape()
+    builder = QuantLaneInt8Builder if int8_activations(s.b_format, s.m) else QuantLaneGemvBuilder
+    return [builder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
 
 
 class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
@@ -222,6 +258,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.pieces = 2 * self.unit_w // 16  # 16-byte pieces of A per unit
         self.unit_a = span * 16 * self.pieces  # bytes of a row of A per iteration (span units)
         # Q4_K: the activation sums of A's 32-weight chunks, f32, once per workgroup at staging
+        self.prefetch_phase = True  # the next phase's A loaded into VGPRs a phase ahead
         self.chunks_per_unit = self.unit_w // 32
         self.sums = self.fmt == "q4_k"
         self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
@@ -381,6 +418,12 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
         self._stage_write(staged, *self.phases[0])
+        self._lane_addresses()
+
+    def _lane_addresses(self) -> None:
+        """The lane's LDS addresses of its units' pieces of A (``self.addr``)."""
+        r_ = self.regs
+        e, P = r_.e, self.pieces
         # lane kl's unit u = kl + span i: piece p (0..P-1) at LDS a_lds + 16 (u P + (p ^ x)), x of kl
         xk = lds_swizzle(e, None, P, r_.kl)
         lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, r_.kl)).vdst
@@ -461,36 +504,46 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
         self._issue_a(0)
         staged = []
-        unit = self._unit_blocks if self.fmt in ("q8_0", "q4_0") else \
-            self._unit_int4 if self.fmt in INT4_GROUP_FORMATS else self._unit_q4k
         for i in range(iters):
-            if i == self.phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
+            if i == self.phase[0] and i + per_phase < iters and self.prefetch_phase:  # the next phase's A, into VGPRs
                 staged = self._stage_load(i + per_phase, min(iters, i + 2 * per_phase))
-            for d in range(1, self.b_ahead + 1):  # B b_ahead units ahead
+            for d in range(0 if i else 1, self.b_ahead + 1):  # B b_ahead units ahead
                 if i + d < iters and i + d not in self.bq:
                     self.bq[i + d] = self._load_b(i + d)
-            bv = self.bq.pop(i)
-            for r in range(R):
-                ld = bv[r]
-
-                def dw(q: int, ld=ld) -> SSAValue:
-                    return e.sub(ld[q // 4], q % 4, 1) if q // 4 < self.n_dw // 4 else ld[-1]
-
-                words: dict = {}
-
-                def nib(q: int, hi: bool, dw=dw, words=words) -> SSAValue:
-                    if (q, hi) not in words:
-                        v = dw(q) if not hi else e(gcn.VLshrrevB32Op(4, dw(q))).vdst
-                        words[(q, hi)] = e(gcn.VAndB32Op(0x0F0F0F0F, v)).vdst
-                    return words[(q, hi)]
-
-                unit(i, r, acc, dw, nib, words)
+            self._unit(i, self.bq.pop(i), acc)
+            if i + 1 == self.phase[1] and i + 1 < iters and not self.prefetch_phase:
+                staged = self._stage_load(i + 1, min(iters, i + 1 + per_phase))
             if i + 1 == self.phase[1] and staged:  # every wave done with the phase's A: the next one's
                 e(gcn.SBarrierOp(comment="A's phase read"))
                 self._stage_write(staged, i + 1, min(iters, i + 1 + per_phase))
                 self.phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
                 staged = []
         return acc
+
+    def _dw(self, ld: list[SSAValue], q: int) -> SSAValue:
+        """Dword ``q`` of a unit of B loaded as :meth:`_load_b` loads it (``ld``: its registers)."""
+        return self.regs.e.sub(ld[q // 4], q % 4, 1) if q // 4 < self.n_dw // 4 else ld[-1]
+
+    def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """The lane's unit i of each of its R weight rows (``bv``: their registers) into ``acc``."""
+        e = self.regs.e
+        unit = self._unit_blocks if self.fmt in ("q8_0", "q4_0") else \
+            self._unit_int4 if self.fmt in INT4_GROUP_FORMATS else self._unit_q4k
+        for r in range(self.rows):
+            ld = bv[r]
+
+            def dw(q: int, ld=ld) -> SSAValue:
+                return self._dw(ld, q)
+
+            words: dict = {}
+
+            def nib(q: int, hi: bool, dw=dw, words=words) -> SSAValue:
+                if (q, hi) not in words:
+                    v = dw(q) if not hi else e(gcn.VLshrrevB32Op(4, dw(q))).vdst
+                    words[(q, hi)] = e(gcn.VAndB32Op(0x0F0F0F0F, v)).vdst
+                return words[(q, hi)]
+
+            unit(i, r, acc, dw, nib, words)
 
     def _unit_blocks(self, i: int, r: int, acc: list[SSAValue], dw, nib, words: dict) -> None:
         """Q8_0 / Q4_0: the unit's two blocks, 16 dots each per row of A, then acc += d x sum."""
@@ -572,6 +625,243 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                 sa = e.sub(sums[m][j // 4], j % 4, 1)
                 x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
                 acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
+
+
+class QuantLaneInt8Builder(QuantLaneGemvBuilder):
+    """The lane-along-K GEMV of Q8_0 / Q4_0 weights at M = 2 .. 16 with A quantized to int8 blocks
+    while it is staged (module docstring, "int8 activations"): ``v_dot4_i32_i8`` K loop, R weight
+    rows a lane sharing each LDS read of A."""
+
+    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1):
+        super().__init__(mm, name, rows, span, waves)
+        s = self.shape
+        self.b_ahead = LANE_INT8_B_AHEAD
+        # a round (span units) of a row of A: 64 int8 bytes a unit, then 16 bytes of its blocks'
+        # (d_a, d_a, c, c) after the M rows; phases of a power of two of rounds
+        per = max(1, LANE_INT8_PHASE_BYTES // (s.m * span * INT8_UNIT_LDS))
+        per = min(1 << (per.bit_length() - 1), 1 << max(0, (self.iters - 1).bit_length()))
+        self.per_phase = per
+        self.phases = [(i0, min(self.iters, i0 + per)) for i0 in range(0, self.iters, per)]
+        self.q_row = per * span * 64  # LDS bytes of a row of int8 A in a phase
+        self.m_row = per * span * 16  # ... of its blocks' scales and sums (after the M rows)
+        self.a_row_lds, self.sum_row_lds = self.q_row, self.m_row
+        self.np = per * span * 8  # f16 pieces (16 bytes) of a row of A in a phase (a power of two)
+        self.sums = False
+
+    def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
+        kernel = super()._finish(entry, lds_bytes)
+        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                      "a_quant": StringAttr(A_QUANT)})
+        return kernel
+
+    # ---- A staged: f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
+
+    def _stage_map(self, j: int) -> tuple:
+        """Work-item t's piece ``f = t + threads j`` of the phase's M rows: (f, g (its piece in the
+        row), global byte offset from the phase's first byte of row 0, LDS address of its 8 int8
+        bytes, LDS address of its block's meta word, or None past the rows)."""
+        if j in self.swz:
+            return self.swz[j]
+        r_ = self.regs
+        e, threads, np_ = r_.e, 64 * self.waves, self.np
+        if threads * j >= self.shape.m * np_:
+            return None
+        f = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
+        sh = np_.bit_length() - 1
+        m = e(gcn.VLshrrevB32Op(sh, f)).vdst
+        g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
+        voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        # int8 bytes: unit u = g >> 3, piece ((g >> 1) & 3) ^ ((u >> 1) & 3) of 16 bytes, half g & 1
+        p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(3, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
+                            e(gcn.VAndB32Op(3, e(gcn.VLshrrevB32Op(4, g)).vdst)).vdst)).vdst
+        u64 = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~7 & 0xFFFFFFFF, g)).vdst)).vdst  # 64 u
+        q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u64)).vdst)).vdst
+        q_at = e(gcn.VAddU32Op(q_at, e(gcn.VMulLoU32Op(m, e.const(self.q_row))).vdst)).vdst
+        # meta: row m's block b = g >> 2 (2 u + h), byte 8 b + 4 (g & 3) (lane g & 3 = 0: d_a, 1: c)
+        m_at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2,
+                                   e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
+        m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
+            m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
+        self.swz[j] = (f, g, voff, q_at, m_at)
+        return self.swz[j]
+
+    def _stage_mask(self, j: int, f: SSAValue, g: SSAValue, i0: int, i1: int, lead: int = 0) -> bool:
+        """EXEC for the pieces of round j in the phase (units i0 .. i1 - 1 of each lane); with
+        ``lead`` the block's first ``lead`` work-items only.  Returns whether EXEC was narrowed."""
+        r_ = self.regs
+        e, threads = r_.e, 64 * self.waves
+        np_phase = (min(self.units, i1 * self.span) - i0 * self.span) * 8
+        conds = []
+        if threads * (j + 1) > self.shape.m * self.np:
+            conds.append(e(gcn.VCmpGtU32Op(e.const(self.shape.m * self.np), f)).sdst)
+        if np_phase < self.np:
+            conds.append(e(gcn.VCmpGtU32Op(e.const(np_phase), g)).sdst)
+        if lead:
+            conds.append(e(gcn.VCmpGtU32Op(e.const(lead), e(gcn.VAndB32Op(3, g)).vdst)).sdst)
+        if not conds:
+            return False
+        mask = r_.lanes
+        for c in conds:
+            mask = e(gcn.SAndB64Op(mask, c)).sdst
+        e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+        return True
+
+    def _stage_load(self, i0: int, i1: int) -> list:
+        """The phase's A as f16 pieces (16 bytes) into VGPRs: work-item t piece t + threads j of the
+        phase's M rows (row-major)."""
+        r_ = self.regs
+        e = r_.e
+        base = e.add64(r_.ptr_a, i0 * self.span * 128, 0, comment=f"A: units +{i0 * self.span}") if i0 else r_.ptr_a
+        out = []
+        j = 0
+        while (mp := self._stage_map(j)) is not None:
+            f, g, voff, _, _ = mp
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            out.append((j, e(gcn.GlobalLoadDwordx4Op(voff, base, comment="A's 8 activations to quantize")).vdst))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            j += 1
+        return out
+
+    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+        """Quantize the phase's pieces (:meth:`_quantize`) and write them and their blocks' meta
+        words to LDS."""
+        r_ = self.regs
+        e = r_.e
+        for j, v in staged:
+            f, g, _, q_at, m_at = self.swz[j]
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            q, d_a, c = self._quantize(v)
+            e(gcn.DsWriteB64Op(q_at, q, comment="8 int8 activations"))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            lead = 2 if self.fmt == "q4_0" else 1
+            self._stage_mask(j, f, g, i0, i1, lead)
+            val = d_a if c is None else e(gcn.VCndmaskB32Op(c, d_a, e(gcn.VCmpGtU32Op(
+                e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
+            e(gcn.DsWriteB32Op(m_at, val, comment="the block's d_a (lane 0), -8 sum q (lane 1)"))
+            e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        e(gcn.SBarrierOp(comment="A's phase in LDS"))
+
+    def _quantize(self, v: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue | None]:
+        """The work-item's 8 f16 activations ``v`` (4 dwords) as 8 int8 q = rint(a 2^(7 - e)), clamped
+        to 127, e the exponent of its block's largest |a| (max over the block's 4 work-items by
+        ``ds_swizzle_b32``): (the 2 dwords of q, the block's f32 step d_a = 2^(e - 7) (NaN where the
+        block holds an inf or NaN), Q4_0: -8 x the block's sum of q (i32), else None)."""
+        e = self.regs.e
+        dws = [e.sub(v, t, 1) for t in range(4)]
+        ab = [e(gcn.VAndB32Op(0x7FFF7FFF, x)).vdst for x in dws]  # |a| as bits: ordered as integers
+        mx = e(gcn.VPkMaxI16Op(e(gcn.VPkMaxI16Op(ab[0], ab[1])).vdst, e(gcn.VPkMaxI16Op(ab[2], ab[3])).vdst)).vdst
+        mx = e(gcn.VPkMaxI16Op(e.const(0x04000400), mx)).vdst  # at least 2^-14: e >= -13
+        for d in (1, 2):
+            mx = e(gcn.VPkMaxI16Op(e(gcn.DsSwizzleB32Op(mx, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst,
+                                   mx)).vdst
+        mx = e(gcn.VPkMaxI16Op(e(gcn.VLshrrevB32Op(16, mx)).vdst, mx)).vdst  # low half: the block's max |a|
+        ex = e(gcn.VAndB32Op(31, e(gcn.VLshrrevB32Op(10, mx)).vdst)).vdst  # its f16 exponent field E
+        # scale 2^s, s = 21 - E = s1 + s2 (each an f16 power of two): u = 31 - E, 2^s1 field (u >> 1) + 10,
+        # 2^s2 field ((u + 1) >> 1) + 10
+        u = e(gcn.VXorB32Op(31, ex)).vdst
+        ten = e.const(10)
+
+        def pk(field: SSAValue) -> SSAValue:
+            x = e(gcn.VLshlrevB32Op(10, field)).vdst
+            return e(gcn.VLshlAddU32Op(x, 16, x)).vdst
+
+        p1 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, u)).vdst)).vdst)
+        p2 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, e(gcn.VAddU32Op(e.const(1), u)).vdst)).vdst)).vdst)
+        magic, clamp = e.const(Q8_MAGIC), e.const(Q8_CLAMP)
+        ys = []
+        for x in dws:
+            y = e(gcn.VPkFmaF16Op(e(gcn.VPkMulF16Op(p1, x)).vdst, p2, magic)).vdst  # 1536 + rint(a 2^s)
+            ys.append(e(gcn.VPkMinI16Op(clamp, y)).vdst)
+        sel = e.const(Q8_PACK)
+        q = [e(gcn.VPermB32Op(ys[1], ys[0], sel)).vdst, e(gcn.VPermB32Op(ys[3], ys[2], sel)).vdst]
+        d_bits = e(gcn.VLshlAddU32Op(ex, 23, e.const(106 << 23))).vdst  # f32 2^(E - 21)
+        d_a = e(gcn.VFmaF32Op(e(gcn.VCvtF32F16Op(mx)).vdst, self.zero, d_bits)).vdst  # (NaN for an inf / NaN max)
+        c = None
+        if self.fmt == "q4_0":
+            neg8 = e.const(0xF8F8F8F8)
+            c = e(gcn.VDot4I32I8Op(q[1], neg8, e(gcn.VDot4I32I8Op(q[0], neg8, self.zero)).vdst)).vdst
+            for d in (1, 2):
+                c = e(gcn.VAddU32Op(e(gcn.DsSwizzleB32Op(c, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst, c)).vdst
+        return e(gcn.RegSequenceOp(q)).result, d_a, c
+
+    def _stage_first(self) -> None:
+        r_ = self.regs
+        e = r_.e
+        self.swz: dict = {}
+        self.zero = e(gcn.VMovB32Op(0)).vdst
+        staged = self._stage_load(*self.phases[0])
+        self.bq = {0: self._load_b(0)}
+        self._stage_write(staged, *self.phases[0])
+        # lane kl's unit: int8 piece p (0..3) at 64 kl + 16 (p ^ x), x = (kl >> 1) & 3; meta at 16 kl
+        xk = lds_swizzle(e, None, 4, r_.kl)
+        lane64 = e(gcn.VLshlrevB32Op(6, r_.kl)).vdst
+        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane64)).vdst for p in range(4)]
+        self.meta_addr = e(gcn.VLshlrevB32Op(4, r_.kl)).vdst
+
+    def _issue_a(self, j: int) -> None:  # (A's reads are :meth:`_unit`'s)
+        return
+
+    def _read_a(self, i: int, m: int, blk: int) -> tuple[list[SSAValue], SSAValue]:
+        """Row m's int8 activations of block ``blk`` of the lane's unit i (2 ``ds_read_b128``) and
+        its meta words (d_a; Q4_0: and c)."""
+        e = self.regs.e
+        last = i + 1 == self.iters and self.tail < self.span
+        rel = i - self.phase[0]
+        q = []
+        for p in (2 * blk, 2 * blk + 1):
+            base = self._tail_addr(p, self.addr[p]) if last else self.addr[p]
+            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * 64,
+                                        comment=f"int8 A row {m}, unit +{i * self.span}, piece {p}")).vdst)
+        mb = self.meta_addr
+        if last:
+            if "meta" not in self.tail_bases:
+                self.tail_bases["meta"] = e(gcn.VAndB32Op(self._tail_keep()[1], mb)).vdst
+            mb = self.tail_bases["meta"]
+        read = gcn.DsReadB64Op if self.fmt == "q4_0" else gcn.DsReadB32Op
+        meta = e(read(mb, offset=self.shape.m * self.q_row + m * self.m_row + rel * self.span * 16 + 8 * blk,
+                      comment=f"A row {m}'s d_a, c")).vdst
+        return q, meta
+
+    def _weights(self, ld: list[SSAValue], blk: int) -> tuple[SSAValue, list[SSAValue]]:
+        """Block ``blk`` of a unit of one weight row: (f32 d_w, its 8 int8 / nibble dwords in A's order)."""
+        e = self.regs.e
+        o = blk * B_FORMATS[self.fmt][1] // 4  # its first dword; block 0's scale the low half, block 1's the high
+        dw = [self._dw(ld, q) for q in range(o, min(self.n_dw, o + 9))]
+        d = e(gcn.VCvtF32F16Op(dw[0] if blk == 0 else e(gcn.VLshrrevB32Op(16, dw[0])).vdst)).vdst
+        n = 8 if self.fmt == "q8_0" else 4
+        if blk == 0:  # its bytes start 2 bytes into a dword
+            sel = e.const(ALIGN_2)
+            qs = [e(gcn.VPermB32Op(dw[t + 1], dw[t], sel)).vdst for t in range(n)]
+        else:
+            qs = dw[1:1 + n]
+        if self.fmt == "q4_0":  # weights 4t.. in the low nibbles of dword t, 16 + 4t.. in the high
+            qs = [e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst for x in qs] + \
+                 [e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, x)).vdst)).vdst for x in qs]
+        return d, qs
+
+    def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """Unit i (two blocks) of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from
+        c (Q4_0: -8 sum q_a; Q8_0: 0), the exact integer to f32, then acc += (d_w d_a) x it."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        for blk in range(2):
+            w = [self._weights(bv[r], blk) for r in range(R)]
+            nxt = self._read_a(i, 0, blk)
+            for m in range(M):
+                q, meta = nxt
+                if m + 1 < M:
+                    nxt = self._read_a(i, m + 1, blk)
+                d_a = e.sub(meta, 0, 1) if self.fmt == "q4_0" else meta
+                start = e.sub(meta, 1, 1) if self.fmt == "q4_0" else self.zero
+                for r in range(R):
+                    d_w, qs = w[r]
+                    x = start
+                    for t in range(8):
+                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    sc = e(gcn.VMulF32Op(d_w, d_a)).vdst
+                    acc[m * R + r] = e(gcn.VFmaF32Op(sc, e(gcn.VCvtF32I32Op(x)).vdst, acc[m * R + r],
+                                                     comment=f"row {m} += d_w d_a x block's integer dot")).vdst
 
 
 @dataclass
