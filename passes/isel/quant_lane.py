@@ -164,9 +164,9 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     if not (1 <= s.m <= max_m) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
     unit_w, _ = LANE_UNITS[fmt]
-    if s.k % unit_w or s.lda % 8 or s.ldb % 4:
+    if (s.k % unit_w and fmt not in INT4_GROUP_FORMATS) or s.lda % 8 or s.ldb % 4:
         return None
-    units = s.k // unit_w
+    units = -(-s.k // unit_w)  # (an int4 format's last, partial group: a unit)
     # the largest span dividing the units, else the largest not above them (a last, partial unit
     # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
     # two waves a workgroup, the SGPR kernel 94.2); int8 A: a round of the M rows in a phase of LDS
@@ -251,7 +251,10 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         super().__init__(mm, name, rows, 1, 1, span, waves)
         self.unit_w, self.unit_b = LANE_UNITS[self.fmt]
         s = self.shape
-        self.units = s.k // self.unit_w
+        # an int4 format's last, partial group (K % G weights, 4 + (K % G) / 2 bytes) is the row's last
+        # unit, lane tail - 1's of the last round (:meth:`_load_b`, :meth:`_part_pairs`)
+        self.part_w = s.k % self.unit_w if self.fmt in INT4_GROUP_FORMATS else 0
+        self.units = -(-s.k // self.unit_w)
         self.iters = -(-self.units // span)
         self.tail = self.units - (self.iters - 1) * span  # units of the last round (lanes kl < tail)
         self.n_dw = self.unit_b // 4
@@ -259,6 +262,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.unit_a = span * 16 * self.pieces  # bytes of a row of A per iteration (span units)
         # Q4_K: the activation sums of A's 32-weight chunks, f32, once per workgroup at staging
         self.prefetch_phase = True  # the next phase's A loaded into VGPRs a phase ahead
+        self.tail_bases: dict = {}  # the last round's addresses and masks (:meth:`_tail_addr`, :meth:`_part_mask`)
         self.chunks_per_unit = self.unit_w // 32
         self.sums = self.fmt == "q4_k"
         self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
@@ -317,11 +321,14 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         e, n_dw, ub = r_.e, self.n_dw, self.unit_b
         base = e.add64(r_.b_rows, i * self.span * ub, 0, comment=f"B: units +{i * self.span}") if i else r_.b_rows
         loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
-        if i + 1 < self.iters or self.tail == self.span:
+        if i + 1 < self.iters or (self.tail == self.span and not self.part_w):
             return [b_row_loads(e, r_.voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(self.rows)]
         zeros = [[e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
                   if q < n_dw // 4 else e(gcn.VMovB32Op(0)).vdst for q in loads] for _ in range(self.rows)]
-        e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(self.tail), r_.kl)).sdst, result_type=gcn.exec_type()))
+        whole = self.tail - (1 if self.part_w else 0)  # lanes kl < whole load a whole unit
+        if self.part_w:
+            self._part_mask()  # (its compares under the full EXEC)
+        e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(whole), r_.kl)).sdst, result_type=gcn.exec_type()))
         out = []
         for r in range(self.rows):
             regs = []
@@ -333,8 +340,39 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                     regs.append(e(gcn.GlobalLoadDwordOp(r_.voff_b[r], base, offset=4 * (n_dw - 1), merge=zeros[r][q],
                                                         comment=f"B row {r}, last units, dword {n_dw - 1}")).vdst)
             out.append(regs)
+        if self.part_w:
+            out = self._load_part(base, out)
         e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
         return out
+
+    def _part_mask(self) -> SSAValue:
+        """The SGPR mask of lane kl = tail - 1 (each row's partial int4 group in the last round)."""
+        e, kl, tb = self.regs.e, self.regs.kl, self.tail_bases
+        if "part" not in tb:
+            lt = [e(gcn.VCmpGtU32Op(e.const(t), kl)).sdst for t in (self.tail, self.tail - 1)]
+            tb["part"] = e(gcn.SXorB64Op(lt[0], lt[1])).sdst
+        return tb["part"]
+
+    def _load_part(self, base: SSAValue, out: list) -> list:
+        """Lane tail - 1's partial int4 group: its 1 + (K % G) / 8 dwords (exactly its bytes), each
+        its own ``global_load_dword``, merged into ``out`` (the whole units' registers, zero in that
+        lane) by ``v_cndmask_b32``."""
+        r_ = self.regs
+        e, n_dw = r_.e, self.n_dw
+        pd = 1 + self.part_w // 8
+        mask = self._part_mask()
+        e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+        part = [[e(gcn.GlobalLoadDwordOp(r_.voff_b[r], base, offset=4 * q, merge=e(gcn.VMovB32Op(0)).vdst,
+                                         comment=f"B row {r}, the partial group, dword {q}")).vdst for q in range(pd)]
+                for r in range(self.rows)]
+        e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        merged = []
+        for r, regs in enumerate(out):
+            dws = [e(gcn.VCndmaskB32Op(self._dw(regs, q), part[r][q], mask)).vdst if q < pd else self._dw(regs, q)
+                   for q in range(n_dw)]
+            merged.append([e(gcn.RegSequenceOp(dws[4 * j:4 * j + 4])).result for j in range(n_dw // 4)]
+                          + ([dws[-1]] if n_dw % 4 else []))
+        return merged
 
     # ---- A's M rows into LDS by phases, 16-byte piece g of a phase's row at piece lds_swizzle(g) ----
 
@@ -344,7 +382,8 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         r_ = self.regs
         e, P, threads = r_.e, self.pieces, 64 * self.waves
         lda_b = self.shape.lda * 2
-        pieces = (min(self.units, i1 * self.span) - i0 * self.span) * P  # (a partial last round: its units alone)
+        # (a partial last round: its units alone; a partial int4 group: its K % G weights)
+        pieces = min(self.shape.k // 8, i1 * self.span * P) - i0 * self.span * P
         out = []
         for j in range(-(-pieces // threads)):
             if j not in self.swz:
@@ -431,23 +470,26 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
 
     # ---- A's chunks from LDS (32 activations of each row), read right before their dots ----
 
-    def _tail_addr(self, p: int, base: SSAValue) -> SSAValue:
-        """``base`` for lanes kl < tail, lane 0's (16 p: unit 0 of the round, staged) for the
-        others: finite A times their zero B."""
+    def _tail_addr(self, p: int, base: SSAValue, tail: int | None = None) -> SSAValue:
+        """``base`` for lanes kl < tail (default ``self.tail``), lane 0's (16 p: unit 0 of the round,
+        staged) for the others: finite A times their zero B."""
         e, tb = self.regs.e, self.tail_bases
-        if p not in tb:
-            ge, keep = self._tail_keep()
-            tb[p] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst, e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
-        return tb[p]
+        tail = self.tail if tail is None else tail
+        if (p, tail, base) not in tb:
+            ge, keep = self._tail_keep(tail)
+            tb[(p, tail, base)] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst,
+                                                  e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
+        return tb[(p, tail, base)]
 
-    def _tail_keep(self) -> tuple[SSAValue, SSAValue]:
-        """(1 where kl >= tail else 0, the mask ~0 where kl < tail else 0), VGPRs."""
+    def _tail_keep(self, tail: int | None = None) -> tuple[SSAValue, SSAValue]:
+        """(1 where kl >= tail else 0, the mask ~0 where kl < tail else 0), VGPRs (tail: default ``self.tail``)."""
         e, kl, tb = self.regs.e, self.regs.kl, self.tail_bases
-        if "ge" not in tb:  # bit 31 of kl + 2^31 - tail
-            ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - self.tail), kl)).vdst)).vdst
-            tb["ge"] = ge
-            tb["keep"] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
-        return tb["ge"], tb["keep"]
+        tail = self.tail if tail is None else tail
+        if ("ge", tail) not in tb:  # bit 31 of kl + 2^31 - tail
+            ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - tail), kl)).vdst)).vdst
+            tb[("ge", tail)] = ge
+            tb[("keep", tail)] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
+        return tb[("ge", tail)], tb[("keep", tail)]
 
     def _issue_a(self, j: int) -> None:
         chunks, P = self.chunks, self.pieces
@@ -460,7 +502,9 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                     p = 4 * c + q
                     off = m * self.a_row_lds + (i - self.phase[0]) * self.unit_a + 16 * (p - p % 8)
                     base = self.addr[p % 8] if P >= 8 else self.addr[p]
-                    if i + 1 == self.iters and self.tail < self.span:  # lanes past the units: the round before's A
+                    if i + 1 == self.iters and self.part_w and 32 * c >= self.part_w:  # past the partial group too
+                        base = self._tail_addr(p % 8 if P >= 8 else p, base, self.tail - 1)
+                    elif i + 1 == self.iters and self.tail < self.span:  # lanes past the units: the round before's A
                         base = self._tail_addr(p % 8 if P >= 8 else p, base)
                     regs.append(self.regs.e(gcn.DsReadB128Op(base, offset=off,
                                                              comment=f"A row {m}, unit +{i * self.span}, piece {p}")).vdst)
@@ -498,7 +542,6 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.pos = {ch: j for j, ch in enumerate(self.chunks)}
         self.pending: dict[int, list[list[SSAValue]]] = {}
         self.phase = list(self.phases[0])
-        self.tail_bases: dict = {}
         self.magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         self.select = {p: e.const(v) for p, v in PERM_SELECT.items()}
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
@@ -588,6 +631,8 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                 for sel in NIBBLE_INTERLEAVE:
                     il = e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst
                     pairs += [self._halves(il, 0, offset), self._halves(il, 2, offset)]
+            if i + 1 == self.iters and self.part_w and 32 * c >= self.part_w:  # past the partial group: weights 0
+                pairs = [e(gcn.VCndmaskB32Op(x, self.zero, self._part_mask())).vdst for x in pairs]
             rows_a = self._a_chunk(i, c)
             sums = [self._dots(pairs, rows_a, m, sums[m]) for m in range(M)]
         for m in range(M):

@@ -40,6 +40,11 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     # units not a multiple of the span: a last round where lanes past the row's units load zeros
     ("int4_g128", 2, 16, 2176, "f16", True),  # 17 groups: span 16, the second round 1 lane a row
     ("int4_g32", 3, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
+    # a last, partial int4 group (K % G weights): lane tail - 1 of the last round loads exactly its bytes
+    ("int4_g128", 2, 32, 2080, "f32", True),  # 16 groups + 32 weights: span 16, then the partial group alone
+    ("int4_g128", 3, 32, 2144, "f16", False),  # 16 + 96 weights, exact sizes
+    ("int4_g64", 1, 16, 4128, "f32", True),   # 64 groups + 32: span 64, then 1
+    ("int4_g128", 1, 32, 4064, "f16", True),  # 31 groups + 96: 32 units, span 32 (the partial group in a whole round)
     ("q8_0", 1, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
     # Q4_0 at M = 1 with A longer than a phase of 8 KiB: LANE_SMALL_PHASES (2 waves, B 1 unit ahead)
     ("q4_0", 1, 32, 7168, "f32", True),      # 112 pairs: span 16, 7 units a lane, phases of 4
@@ -82,16 +87,16 @@ def test_same_as_sgpr_kernel_within_bound(fmt):
     assert np.allclose(r1.c, ref, rtol=1e-5, atol=1e-3) and np.allclose(r1.c, r2.c, rtol=1e-5, atol=1e-3)
 
 
-@pytest.mark.parametrize("fmt", ["int4_g128"])
-def test_alpha_zero_over_nan_inputs(fmt):
+@pytest.mark.parametrize("fmt, k, a_nan_at", [("int4_g128", 2048, 7), ("int4_g128", 2080, 2070)])
+def test_alpha_zero_over_nan_inputs(fmt, k, a_nan_at):
     """alpha = 0 drops the products: NaN activations and a NaN scale do not reach C (Q8_0's kernel at
-    M = 2: tests/quant/test_quant_lane_int8.py)."""
-    m, n, k = 2, 16 * LANE_WAVES, 2048
+    M = 2: tests/quant/test_quant_lane_int8.py; K = 2080: the NaN activation in the partial group)."""
+    m, n = 2, 16 * LANE_WAVES
     kern = lane_kernel(m, n, k, fmt)
     rng = np.random.default_rng(5)
     b = random_weights(fmt, n, k, rng)
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, first block's scale
-    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=a_nan_at, nan_rows_of_b=[5])
 
 
 @pytest.mark.parametrize("edit, why", [
