@@ -134,6 +134,12 @@ LANE_INT8_MAX_M = 16
 LANE_INT8_ROWS, LANE_INT8_B_AHEAD, LANE_INT8_PHASE_BYTES = 2, 1, 32768
 #: ... Q4_0 at M = 5 .. 8: 4 rows a lane.
 LANE_INT8_ROWS_Q4_0_MID = 4
+#: From this M the int8 kernel takes span 16 where it divides the units (4 x the weight rows a
+#: workgroup: A quantized for 4 x the rows), below it the largest span.  Modeled (as above, span 16
+#: against the largest): Q4_0 M = 2 55.0 / 67.4 (4096 x 4096), 81.9 / 88.2 (14336 x 4096); Q8_0 M = 2
+#: 61.7 / 80.2; M = 4 Q4_0 52.1 / 44.3, Q8_0 59.7 / 56.8; M = 8 Q4_0 28.0 / 27.5 and 49.9 / 36.9 (14336
+#: x 4096), Q8_0 45.9 / 43.8.
+LANE_INT8_SPAN16_FROM_M = 4
 INT8_UNIT_LDS = 64 + 16
 #: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
 #: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
@@ -171,8 +177,9 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
     # two waves a workgroup, the SGPR kernel 94.2); int8 A: a round of the M rows in a phase of LDS
     spans = LANE_SPANS_OF.get(fmt, LANE_SPANS)
-    if int8:
-        spans = tuple(x for x in spans if s.m * x * INT8_UNIT_LDS <= LANE_INT8_PHASE_BYTES)
+    if int8:  # (from M = LANE_INT8_SPAN16_FROM_M: span 16 first)
+        spans = tuple(x for x in (spans[::-1] if s.m >= LANE_INT8_SPAN16_FROM_M else spans)
+                      if s.m * x * INT8_UNIT_LDS <= LANE_INT8_PHASE_BYTES)
     span = next((x for x in spans if units % x == 0), None)
     if span is None:
         span = next((x for x in spans if x <= units), None)

@@ -46,7 +46,8 @@ def bounds(a, w, k):
     ("q8_0", 3, 32, 2048, "f16", True),      # span 32
     ("q8_0", 4, 64, 1024, "f32", False),     # span 16, 4 rows of A
     ("q4_0", 4, 16, 8192, "f32", True),      # N = 16: one wave of 2 rows a lane x 4 slots... two phases
-    ("q4_0", 5, 64, 4096, "f32", False),     # M = 5: 4 rows a lane, span 64
+    ("q4_0", 5, 64, 4096, "f32", False),     # M = 5: 4 rows a lane, span 16 (from M = 4)
+    ("q8_0", 2, 32, 4096, "f32", True),      # M = 2: span 64
     ("q8_0", 16, 32, 1088, "f32", True),     # 17 pairs: span 16 then 1 (lanes past the units: zero B), 2 phases
     ("q4_0", 16, 32, 4096, "f16", True),     # M = 16: span 16, four phases of A
     ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
@@ -135,8 +136,9 @@ def test_alpha_zero_over_nan_inputs():
 
 
 def test_plan_choices():
-    """M = 2 .. 16 of Q8_0 / Q4_0 take the int8 kernel; M = 1 the f16 one; the span keeps a round of
-    the M rows within a phase of LDS; M above 16, gemv = "sgpr" and the int4/Q4_K formats do not."""
+    """M = 2 .. 16 of Q8_0 / Q4_0 take the int8 kernel; M = 1 the f16 one; span 16 from M = 4, else the
+    largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr" and the int4/Q4_K
+    formats do not."""
     from vlpc.compiler import parse
     from vlpc.dialects.gemm import MatmulOp
 
@@ -144,7 +146,7 @@ def test_plan_choices():
         mod = parse(edit(source(m, n, k, fmt)))
         return quant_lane_plan(next(op for op in mod.walk() if isinstance(op, MatmulOp)))
 
-    assert plan(16) == (2, 16, 4) and plan(2) == (2, 64, 1) and plan(5) == (4, 64, 1)
+    assert plan(16) == (2, 16, 4) and plan(2) == (2, 64, 1) and plan(5) == (4, 16, 4) and plan(4) == (2, 16, 4)
     assert plan(17) is None and plan(4, edit=sgpr) is None
     k1 = vlpc.compile(source(1, 64, 4096, "q4_0")).kernel("g")
     assert "a_quant" not in k1.launch_info
