@@ -44,14 +44,29 @@ extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and out
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
+**int8 activations** (Q8_0 and Q4_0 at M = 2 .. :data:`LANE_INT8_MAX_M`:
+:class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ with its ``quantize_q8_1``): A is quantized to
+int8 blocks of 32 while it is staged, 4 work-items a block: the block's largest |a| (f16 bit
+patterns without the sign are ordered as integers: ``v_pk_max_i16``, two ``ds_swizzle_b32``), its
+exponent e as frexp's (|a| < 2^e, at least -13), ``q = rint(a 2^(7 - e))`` clamped to 127
+(``v_pk_mul_f16``, ``v_pk_fma_f16`` plus 1536: one rounding to an integer; ``v_pk_min_i16``;
+``v_perm_b32`` packs the low bytes), the step ``d_a = 2^(e - 7)`` (NaN for a block holding an inf or
+NaN) and, for Q4_0, ``c = -8 sum q`` (its nibbles are unsigned: weight d (nibble - 8)).  The K loop
+reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R weight rows: 8
+``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact) and one
+``v_fma_f32`` per block, row of A and weight row.  Everything but the FMA and the reduction is exact:
+against gguf's weights times the quantized activations (vlpc.quant_run.quantize_activations, NumPy's
+value bit for bit) the bound is the f32 one below; each activation is within its block's step of a.
+
 Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did)
 + units per lane (Q4_K: 2 x 8 per super-block) + 14 (the reduction) + 2 times, within
 vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2`` (int4: ``G / 2 + K / G + S L + 2``) whenever span
 >= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K,
-lda, ldb and ldc, K a whole number of units (where no span divides them, a last round of zero
-units), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1; Q8_0, Q4_0:
+:data:`LANE_INT8_MAX_M`), static N, K, lda, ldb and ldc, K a whole number of units (where no span
+divides them, a last round of zero units; an int4 format's last, partial group the row's last unit:
+:meth:`QuantLaneGemvBuilder._load_part`), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
 ldb a multiple of 4, N a multiple of the rows per load (64 / span), no epilogue, bias or SwiGLU, and
 no ``gemv = "sgpr"`` attribute (the pipeline sets it when a tile, K step, local split or split-K
 above 1 is given); anything else keeps the SGPR kernels (which carry the split-K / local-split
@@ -140,6 +155,9 @@ LANE_INT8_ROWS_Q4_0_MID = 4
 #: 61.7 / 80.2; M = 4 Q4_0 52.1 / 44.3, Q8_0 59.7 / 56.8; M = 8 Q4_0 28.0 / 27.5 and 49.9 / 36.9 (14336
 #: x 4096), Q8_0 45.9 / 43.8.
 LANE_INT8_SPAN16_FROM_M = 4
+#: Rows of A whose int8 block (and d_a, c) the K loop reads from LDS ahead of the row computed (2:
+#: modeled the same, 15.8 % Q4_0 16 x 4096 x 4096, 10 VGPRs more).
+LANE_INT8_A_AHEAD = 1
 INT8_UNIT_LDS = 64 + 16
 #: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
 #: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
@@ -897,13 +915,14 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         """Unit i (two blocks) of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from
         c (Q4_0: -8 sum q_a; Q8_0: 0), the exact integer to f32, then acc += (d_w d_a) x it."""
         e, M, R = self.regs.e, self.shape.m, self.rows
+        ahead = LANE_INT8_A_AHEAD
         for blk in range(2):
             w = [self._weights(bv[r], blk) for r in range(R)]
-            nxt = self._read_a(i, 0, blk)
+            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
             for m in range(M):
-                q, meta = nxt
-                if m + 1 < M:
-                    nxt = self._read_a(i, m + 1, blk)
+                if m + ahead < M:
+                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
+                q, meta = nxt.pop(m)
                 d_a = e.sub(meta, 0, 1) if self.fmt == "q4_0" else meta
                 start = e.sub(meta, 1, 1) if self.fmt == "q4_0" else self.zero
                 for r in range(R):
