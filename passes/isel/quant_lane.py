@@ -155,6 +155,10 @@ LANE_INT8_ROWS_Q4_0_MID = 4
 #: 61.7 / 80.2; M = 4 Q4_0 52.1 / 44.3, Q8_0 59.7 / 56.8; M = 8 Q4_0 28.0 / 27.5 and 49.9 / 36.9 (14336
 #: x 4096), Q8_0 45.9 / 43.8.
 LANE_INT8_SPAN16_FROM_M = 4
+#: Above this K the f16 lane kernel keeps M < LANE_INT8_MIN_M_LONG_K.  Modeled (MI50 @ 1725 MHz, 4096 x
+#: 14336, % of the streaming ceiling, f16 / int8): Q4_0 M = 2 75.7 / 48.1, M = 4 45.7 / 40.2; Q8_0 M = 2
+#: 73.7 / 71.5, M = 4 69.9 / 60.3; at K = 4096 int8 wins (Q4_0 4 x 14336 x 4096: 33.0 / 76.6).
+LANE_INT8_LONG_K, LANE_INT8_MIN_M_LONG_K = 8192, 5
 #: Rows of A whose int8 block (and d_a, c) the K loop reads from LDS ahead of the row computed (2:
 #: modeled the same, 15.8 % Q4_0 16 x 4096 x 4096, 10 VGPRs more).
 LANE_INT8_A_AHEAD = 1
@@ -183,7 +187,7 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
-    int8 = int8_activations(fmt, s.m)
+    int8 = int8_activations(fmt, s.m, s.k)
     max_m = LANE_INT8_MAX_M if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
     if not (1 <= s.m <= max_m) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
@@ -211,10 +215,11 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     return rows, span, -(-units // span)
 
 
-def int8_activations(fmt: str, m: int) -> bool:
-    """Whether the lane kernel of format ``fmt`` at M = ``m`` quantizes A to int8 blocks
-    (:class:`QuantLaneInt8Builder`)."""
-    return fmt in LANE_INT8_FORMATS and 2 <= m <= LANE_INT8_MAX_M
+def int8_activations(fmt: str, m: int, k: int) -> bool:
+    """Whether the lane kernel of format ``fmt`` at M = ``m`` and K = ``k`` quantizes A to int8 blocks
+    (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`)."""
+    small_m = LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2
+    return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M
 
 
 def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
@@ -261,7 +266,7 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
         return None
     rows, span, _ = plan
     s = mm.shape()
-    builder = QuantLaneInt8Builder if int8_activations(s.b_format, s.m) else QuantLaneGemvBuilder
+    builder = QuantLaneInt8Builder if int8_activations(s.b_format, s.m, s.k) else QuantLaneGemvBuilder
     return [builder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
 
 

@@ -136,7 +136,8 @@ def test_alpha_zero_over_nan_inputs():
 
 
 def test_plan_choices():
-    """M = 2 .. 16 of Q8_0 / Q4_0 take the int8 kernel; M = 1 the f16 one; span 16 from M = 4, else the
+    """M = 2 .. 16 of Q8_0 / Q4_0 take the int8 kernel (K above 8192: from M = 5); M = 1 the f16 one;
+    span 16 from M = 4, else the
     largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr" and the int4/Q4_K
     formats do not."""
     from vlpc.compiler import parse
@@ -150,5 +151,9 @@ def test_plan_choices():
     assert plan(17) is None and plan(4, edit=sgpr) is None
     k1 = vlpc.compile(source(1, 64, 4096, "q4_0")).kernel("g")
     assert "a_quant" not in k1.launch_info
+    # K above 8192: the f16 lane kernel up to M = 4 (modeled faster there), int8 from M = 5
+    long_k = [vlpc.compile(source(m, 64, 14336, "q8_0")).kernel("g") for m in (4, 5)]
+    assert "a_quant" not in long_k[0].launch_info and "A row 0 to LDS" in long_k[0].asm
+    assert long_k[1].launch_info["a_quant"] == A_QUANT
     k3 = vlpc.compile(source(3, 64, 4096, "int4_g128")).kernel("g")
     assert "a_quant" not in k3.launch_info
