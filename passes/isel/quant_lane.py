@@ -138,15 +138,20 @@ LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8
 A_CHUNK_BYTES = 64
 #: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks as it is
 #: staged (:class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
-LANE_INT8_FORMATS = ("q8_0", "q4_0")
+LANE_INT8_FORMATS = ("q8_0", "q4_0", *INT4_GROUP_FORMATS)
 LANE_INT8_MAX_M = 16
 #: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
-#: (int8 A and its blocks' meta words: INT8_UNIT_LDS bytes a row and unit of 64 weights).
+#: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
 #: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
 #: Q4_0 M = 2 67.4 / 50.5, 4 44.3 / 41.2, 8 21.3 / 27.5, 16 15.8 / 17.0 (253 VGPRs); Q8_0 M = 2 80.2 /
 #: 67.8, 4 56.8 / 47.9, 8 43.8 / 44.8, 16 33.2 / (over 256 VGPRs).  B none ahead or A's next phase not
 #: loaded ahead (fewer VGPRs): Q4_0 / Q8_0 M = 16 16.4 / 22.3 and 14.6 / 30.6; 2 waves 9.3 / 20.2.
 LANE_INT8_ROWS, LANE_INT8_B_AHEAD, LANE_INT8_PHASE_BYTES = 2, 1, 32768
+#: LDS bytes of one round of the lanes' units of the M rows at most (a phase holds at least one:
+#: int4_g128 at M = 16 and span 16, 40 KiB; with the reduction's 9 KiB after it, one workgroup a CU).
+LANE_INT8_ROUND_BYTES = 40960
+#: VGPRs of A's next phase loaded ahead at most (else loaded at the phase's end: int4_g128 at M = 16).
+LANE_INT8_STAGED_VGPRS = 32
 #: ... Q4_0 at M = 5 .. 8: 4 rows a lane.
 LANE_INT8_ROWS_Q4_0_MID = 4
 #: From this M the int8 kernel takes span 16 where it divides the units (4 x the weight rows a
@@ -162,7 +167,13 @@ LANE_INT8_LONG_K, LANE_INT8_MIN_M_LONG_K = 8192, 5
 #: Rows of A whose int8 block (and d_a, c) the K loop reads from LDS ahead of the row computed (2:
 #: modeled the same, 15.8 % Q4_0 16 x 4096 x 4096, 10 VGPRs more).
 LANE_INT8_A_AHEAD = 1
-INT8_UNIT_LDS = 64 + 16
+
+
+def int8_unit_lds(fmt: str) -> int:
+    """LDS bytes of a row of A and a unit of ``fmt`` in the int8 kernel: a byte a weight and 8 bytes
+    (d_a, c) a block of 32."""
+    return LANE_UNITS[fmt][0] * 5 // 4
+
 #: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
 #: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
 #: gives it (|a| < 2^e), at least -13 (vlpc.quant_run.quantize_activations reproduces it bit for bit).
@@ -201,7 +212,7 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     spans = LANE_SPANS_OF.get(fmt, LANE_SPANS)
     if int8:  # (from M = LANE_INT8_SPAN16_FROM_M: span 16 first)
         spans = tuple(x for x in (spans[::-1] if s.m >= LANE_INT8_SPAN16_FROM_M else spans)
-                      if s.m * x * INT8_UNIT_LDS <= LANE_INT8_PHASE_BYTES)
+                      if s.m * x * int8_unit_lds(fmt) <= LANE_INT8_ROUND_BYTES)
     span = next((x for x in spans if units % x == 0), None)
     if span is None:
         span = next((x for x in spans if x <= units), None)
@@ -217,8 +228,10 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
 
 def int8_activations(fmt: str, m: int, k: int) -> bool:
     """Whether the lane kernel of format ``fmt`` at M = ``m`` and K = ``k`` quantizes A to int8 blocks
-    (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`)."""
+    (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`; an int4 format's partial group: no)."""
     small_m = LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2
+    if fmt in INT4_GROUP_FORMATS and k % LANE_UNITS[fmt][0]:
+        return False
     return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M
 
 
@@ -713,14 +726,18 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         self.b_ahead = LANE_INT8_B_AHEAD
         # a round (span units) of a row of A: 64 int8 bytes a unit, then 16 bytes of its blocks'
         # (d_a, d_a, c, c) after the M rows; phases of a power of two of rounds
-        per = max(1, LANE_INT8_PHASE_BYTES // (s.m * span * INT8_UNIT_LDS))
+        per = max(1, LANE_INT8_PHASE_BYTES // (s.m * span * int8_unit_lds(self.fmt)))
         per = min(1 << (per.bit_length() - 1), 1 << max(0, (self.iters - 1).bit_length()))
         self.per_phase = per
         self.phases = [(i0, min(self.iters, i0 + per)) for i0 in range(0, self.iters, per)]
-        self.q_row = per * span * 64  # LDS bytes of a row of int8 A in a phase
-        self.m_row = per * span * 16  # ... of its blocks' scales and sums (after the M rows)
+        self.nb = self.unit_w // 32  # blocks of 32 a unit
+        self.qp = self.unit_w // 16  # 16-byte pieces of int8 A a unit (2, 4, 8)
+        self.q_row = per * span * self.unit_w  # LDS bytes of a row of int8 A in a phase
+        self.m_row = per * span * self.nb * 8  # ... of its blocks' (d_a, c) (after the M rows)
         self.a_row_lds, self.sum_row_lds = self.q_row, self.m_row
-        self.np = per * span * 8  # f16 pieces (16 bytes) of a row of A in a phase (a power of two)
+        self.np = per * span * self.unit_w // 8  # f16 pieces (16 bytes) of a row of A in a phase (a power of two)
+        # the next phase's A into VGPRs ahead where it takes at most LANE_INT8_STAGED_VGPRS
+        self.prefetch_phase = 4 * -(-s.m * self.np // (64 * waves)) <= LANE_INT8_STAGED_VGPRS
         self.sums = False
 
     def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
@@ -746,11 +763,13 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         m = e(gcn.VLshrrevB32Op(sh, f)).vdst
         g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
         voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
-        # int8 bytes: unit u = g >> 3, piece ((g >> 1) & 3) ^ ((u >> 1) & 3) of 16 bytes, half g & 1
-        p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(3, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
-                            e(gcn.VAndB32Op(3, e(gcn.VLshrrevB32Op(4, g)).vdst)).vdst)).vdst
-        u64 = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~7 & 0xFFFFFFFF, g)).vdst)).vdst  # 64 u
-        q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u64)).vdst)).vdst
+        # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
+        qp = self.qp
+        p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
+                            e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(
+                                (2 * qp).bit_length() - 1 + self._swz_shift(), g)).vdst)).vdst)).vdst
+        u_at = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~(2 * qp - 1) & 0xFFFFFFFF, g)).vdst)).vdst  # unit_w u
+        q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u_at)).vdst)).vdst
         q_at = e(gcn.VAddU32Op(q_at, e(gcn.VMulLoU32Op(m, e.const(self.q_row))).vdst)).vdst
         # meta: row m's block b = g >> 2 (2 u + h), byte 8 b + 4 (g & 3) (lane g & 3 = 0: d_a, 1: c)
         m_at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2,
@@ -760,12 +779,18 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         self.swz[j] = (f, g, voff, q_at, m_at)
         return self.swz[j]
 
+    def _swz_shift(self) -> int:
+        """x(u) = (u >> shift) & (qp - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
+        ``ds_read_b128`` pass (consecutive units, the same piece) hit 8 different groups of 4 banks
+        (units of 32, 64, 128 bytes: shift 2, 1, 0)."""
+        return {2: 2, 4: 1, 8: 0}[self.qp]
+
     def _stage_mask(self, j: int, f: SSAValue, g: SSAValue, i0: int, i1: int, lead: int = 0) -> bool:
         """EXEC for the pieces of round j in the phase (units i0 .. i1 - 1 of each lane); with
         ``lead`` the block's first ``lead`` work-items only.  Returns whether EXEC was narrowed."""
         r_ = self.regs
         e, threads = r_.e, 64 * self.waves
-        np_phase = (min(self.units, i1 * self.span) - i0 * self.span) * 8
+        np_phase = (min(self.units, i1 * self.span) - i0 * self.span) * self.unit_w // 8
         conds = []
         if threads * (j + 1) > self.shape.m * self.np:
             conds.append(e(gcn.VCmpGtU32Op(e.const(self.shape.m * self.np), f)).sdst)
@@ -786,7 +811,8 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         phase's M rows (row-major)."""
         r_ = self.regs
         e = r_.e
-        base = e.add64(r_.ptr_a, i0 * self.span * 128, 0, comment=f"A: units +{i0 * self.span}") if i0 else r_.ptr_a
+        base = e.add64(r_.ptr_a, i0 * self.span * 2 * self.unit_w, 0, comment=f"A: units +{i0 * self.span}") \
+            if i0 else r_.ptr_a
         out = []
         j = 0
         while (mp := self._stage_map(j)) is not None:
@@ -810,7 +836,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             e(gcn.DsWriteB64Op(q_at, q, comment="8 int8 activations"))
             if narrowed:
                 e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
-            lead = 2 if self.fmt == "q4_0" else 1
+            lead = 1 if self.fmt == "q8_0" else 2
             self._stage_mask(j, f, g, i0, i1, lead)
             val = d_a if c is None else e(gcn.VCndmaskB32Op(c, d_a, e(gcn.VCmpGtU32Op(
                 e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
@@ -854,11 +880,13 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         d_bits = e(gcn.VLshlAddU32Op(ex, 23, e.const(106 << 23))).vdst  # f32 2^(E - 21)
         d_a = e(gcn.VFmaF32Op(e(gcn.VCvtF32F16Op(mx)).vdst, self.zero, d_bits)).vdst  # (NaN for an inf / NaN max)
         c = None
-        if self.fmt == "q4_0":
-            neg8 = e.const(0xF8F8F8F8)
-            c = e(gcn.VDot4I32I8Op(q[1], neg8, e(gcn.VDot4I32I8Op(q[0], neg8, self.zero)).vdst)).vdst
+        if self.fmt != "q8_0":  # Q4_0: -8 sum q (i32); int4: sum q (f32, exact)
+            k8 = e.const(0xF8F8F8F8 if self.fmt == "q4_0" else 0x01010101)
+            c = e(gcn.VDot4I32I8Op(q[1], k8, e(gcn.VDot4I32I8Op(q[0], k8, self.zero)).vdst)).vdst
             for d in (1, 2):
                 c = e(gcn.VAddU32Op(e(gcn.DsSwizzleB32Op(c, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst, c)).vdst
+            if self.fmt != "q4_0":
+                c = e(gcn.VCvtF32I32Op(c)).vdst
         return e(gcn.RegSequenceOp(q)).result, d_a, c
 
     def _stage_first(self) -> None:
@@ -869,11 +897,12 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
         self._stage_write(staged, *self.phases[0])
-        # lane kl's unit: int8 piece p (0..3) at 64 kl + 16 (p ^ x), x = (kl >> 1) & 3; meta at 16 kl
-        xk = lds_swizzle(e, None, 4, r_.kl)
-        lane64 = e(gcn.VLshlrevB32Op(6, r_.kl)).vdst
-        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane64)).vdst for p in range(4)]
-        self.meta_addr = e(gcn.VLshlrevB32Op(4, r_.kl)).vdst
+        # lane kl's unit: int8 piece p at unit_w kl + 16 (p ^ x(kl)) (:meth:`_swz_shift`); meta at 8 nb kl
+        qp = self.qp
+        xk = e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(self._swz_shift(), r_.kl)).vdst)).vdst
+        lane_q = e(gcn.VLshlrevB32Op(self.unit_w.bit_length() - 1, r_.kl)).vdst
+        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_q)).vdst for p in range(qp)]
+        self.meta_addr = e(gcn.VLshlrevB32Op((8 * self.nb).bit_length() - 1, r_.kl)).vdst
 
     def _issue_a(self, j: int) -> None:  # (A's reads are :meth:`_unit`'s)
         return
@@ -887,15 +916,15 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         q = []
         for p in (2 * blk, 2 * blk + 1):
             base = self._tail_addr(p, self.addr[p]) if last else self.addr[p]
-            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * 64,
+            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * self.unit_w,
                                         comment=f"int8 A row {m}, unit +{i * self.span}, piece {p}")).vdst)
         mb = self.meta_addr
         if last:
             if "meta" not in self.tail_bases:
                 self.tail_bases["meta"] = e(gcn.VAndB32Op(self._tail_keep()[1], mb)).vdst
             mb = self.tail_bases["meta"]
-        read = gcn.DsReadB64Op if self.fmt == "q4_0" else gcn.DsReadB32Op
-        meta = e(read(mb, offset=self.shape.m * self.q_row + m * self.m_row + rel * self.span * 16 + 8 * blk,
+        read = gcn.DsReadB32Op if self.fmt == "q8_0" else gcn.DsReadB64Op
+        meta = e(read(mb, offset=self.shape.m * self.q_row + m * self.m_row + rel * self.span * 8 * self.nb + 8 * blk,
                       comment=f"A row {m}'s d_a, c")).vdst
         return q, meta
 
@@ -916,9 +945,30 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                  [e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, x)).vdst)).vdst for x in qs]
         return d, qs
 
+    def _weights_int4(self, ld: list[SSAValue], blk: int, head: tuple | None) -> tuple:
+        """Block ``blk`` of an int4 group (a unit) of one weight row: (f32 s, f32 -z, its 8 nibble dwords
+        in A's order: ``v_perm_b32`` interleaves the low nibbles (weights 2j) and the high ones (2j + 1));
+        ``head``: the group's (s, -z) once decoded."""
+        e = self.regs.e
+        if head is None:
+            hdr = self._dw(ld, 0)
+            z = e(gcn.VAndB32Op(0xFF, e(gcn.VLshrrevB32Op(16, hdr)).vdst)).vdst
+            head = (e(gcn.VCvtF32F16Op(hdr)).vdst,
+                    e(gcn.VCvtF32I32Op(e(gcn.VMulLoU32Op(z, e.const(0xFFFFFFFF))).vdst)).vdst)
+        qs = []
+        for q in range(1 + 4 * blk, 5 + 4 * blk):
+            x = self._dw(ld, q)
+            lo = e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst
+            hi = e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, x)).vdst)).vdst
+            qs += [e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst for sel in NIBBLE_INTERLEAVE]
+        return (*head, qs)
+
     def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
-        """Unit i (two blocks) of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from
-        c (Q4_0: -8 sum q_a; Q8_0: 0), the exact integer to f32, then acc += (d_w d_a) x it."""
+        """Unit i of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from c (Q4_0: -8
+        sum q_a; Q8_0, int4: 0), the exact integer to f32 (int4: minus z sum q_a, exact), then acc +=
+        (d_w d_a) x it."""
+        if self.fmt in INT4_GROUP_FORMATS:
+            return self._unit_int4_int8(i, bv, acc)
         e, M, R = self.regs.e, self.shape.m, self.rows
         ahead = LANE_INT8_A_AHEAD
         for blk in range(2):
@@ -938,6 +988,34 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                     sc = e(gcn.VMulF32Op(d_w, d_a)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(sc, e(gcn.VCvtF32I32Op(x)).vdst, acc[m * R + r],
                                                      comment=f"row {m} += d_w d_a x block's integer dot")).vdst
+
+    def _unit_int4_int8(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """An int4 group (the unit) of the lane's R rows: per block and row m of A, 8 ``v_dot4_i32_i8``
+        of the nibbles q and q_a from 0, f = float(dot) - z sum q_a (exact: integers below 2^24),
+        acc += (s d_a) f."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        ahead = LANE_INT8_A_AHEAD
+        heads: list = [None] * R
+        for blk in range(self.nb):
+            w = []
+            for r in range(R):
+                w.append(self._weights_int4(bv[r], blk, heads[r]))
+                heads[r] = w[r][:2]
+            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
+            for m in range(M):
+                if m + ahead < M:
+                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
+                q, meta = nxt.pop(m)
+                d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
+                for r in range(R):
+                    s_w, nz, qs = w[r]
+                    x = self.zero
+                    for t in range(8):
+                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    f = e(gcn.VFmaF32Op(nz, sq, e(gcn.VCvtF32I32Op(x)).vdst)).vdst  # sum (q - z) q_a, exact
+                    sc = e(gcn.VMulF32Op(s_w, d_a)).vdst
+                    acc[m * R + r] = e(gcn.VFmaF32Op(sc, f, acc[m * R + r],
+                                                     comment=f"row {m} += s d_a x block's integer dot")).vdst
 
 
 @dataclass

@@ -17,7 +17,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
-from vlpc.passes.isel.quant_lane import A_QUANT, quant_lane_plan  # noqa: E402
+from vlpc.passes.isel.quant_lane import A_QUANT, LANE_UNITS, quant_lane_plan  # noqa: E402
 from vlpc.quant_run import activation_step, dequantize, quantize_activations, random_weights, row_bytes  # noqa: E402
 from vlpc.verify import U32, gamma  # noqa: E402
 
@@ -52,6 +52,12 @@ def bounds(a, w, k):
     ("q4_0", 16, 32, 4096, "f16", True),     # M = 16: span 16, four phases of A
     ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
     ("q8_0", 5, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
+    # int4 groups: sum (q - z) q_a = dot(q, q_a) - z sum q_a per block of 32, the staged sum (f32)
+    ("int4_g128", 2, 32, 2048, "f32", True),   # 16 groups of 4 blocks: span 16
+    ("int4_g64", 3, 32, 4096, "f16", False),   # 64 groups: span 64
+    ("int4_g32", 5, 32, 2048, "f32", True),    # 64 groups of one block: span 16 (the 2-piece swizzle)
+    ("int4_g128", 4, 16, 2176, "f16", True),   # 17 groups: span 16, then 1
+    ("int4_g128", 16, 64, 4096, "f32", True),  # M = 16: rounds of 40 KiB, each phase loaded at its end
 ])
 def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     rb = row_bytes(fmt, k)
@@ -65,8 +71,8 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     a[:, :k] = (rng.standard_normal((m, k)) * rng.choice([1e-3, 1.0, 30.0], (m, k // 32)).repeat(32, 1)).astype(np.float16)
     dt = np.float32 if ct == "f32" else np.float16
     c = np.full((m, ldc), np.nan, dt)
-    if m == 16:  # span 16, a round of the lanes' units a phase (16 rows x 16 units x 80 bytes of LDS)
-        assert kern.asm.count("A's phase in LDS") == -(-(k // 64) // 16)
+    if m == 16:  # span 16, a round of the lanes' units a phase (16 rows x 16 units x 80 or 160 bytes of LDS)
+        assert kern.asm.count("A's phase in LDS") == -(-(k // LANE_UNITS[fmt][0]) // 16)
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c).all()
     st = r.stats  # every weight byte once, A once per workgroup, 32 bytes of kernel arguments a wave
@@ -123,23 +129,24 @@ def test_quantizer():
     assert quantize_activations(np.full((1, 32), 1.999, np.float16)).max() == 127 * 2.0 ** -6  # clamped at 127
 
 
-def test_alpha_zero_over_nan_inputs():
+@pytest.mark.parametrize("fmt", ["q8_0", "int4_g64"])
+def test_alpha_zero_over_nan_inputs(fmt):
     """alpha = 0 drops the products (NaN activations and a NaN weight scale do not reach C); with
     alpha = 1 a block's NaN activation makes its step NaN: its row of C is NaN, as the NaN scale's
     column."""
     m, n, k = 3, 32, 2048
-    kern = int8_kernel(m, n, k, "q8_0")
+    kern = int8_kernel(m, n, k, fmt)
     rng = np.random.default_rng(5)
-    b = random_weights("q8_0", n, k, rng)
+    b = random_weights(fmt, n, k, rng)
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)
     check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
 
 
 def test_plan_choices():
-    """M = 2 .. 16 of Q8_0 / Q4_0 take the int8 kernel (K above 8192: from M = 5); M = 1 the f16 one;
+    """M = 2 .. 16 of Q8_0 / Q4_0 / int4 take the int8 kernel (K above 8192: from M = 5); M = 1 the f16 one;
     span 16 from M = 4, else the
-    largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr" and the int4/Q4_K
-    formats do not."""
+    largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr", an int4 format
+    with a partial group and Q4_K do not."""
     from vlpc.compiler import parse
     from vlpc.dialects.gemm import MatmulOp
 
@@ -155,5 +162,6 @@ def test_plan_choices():
     long_k = [vlpc.compile(source(m, 64, 14336, "q8_0")).kernel("g") for m in (4, 5)]
     assert "a_quant" not in long_k[0].launch_info and "A row 0 to LDS" in long_k[0].asm
     assert long_k[1].launch_info["a_quant"] == A_QUANT
-    k3 = vlpc.compile(source(3, 64, 4096, "int4_g128")).kernel("g")
-    assert "a_quant" not in k3.launch_info
+    k3 = vlpc.compile(source(3, 64, 4160, "int4_g128")).kernel("g")  # a partial group: the f16 lane kernel
+    assert "a_quant" not in k3.launch_info and "A row 0 to LDS" in k3.asm
+    assert "a_quant" not in vlpc.compile(source(2, 64, 4096, "q4_k")).kernel("g").launch_info
