@@ -44,14 +44,16 @@ extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and out
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
-**int8 activations** (Q8_0 and Q4_0 at M = 2 .. :data:`LANE_INT8_MAX_M`:
+**int8 activations** (Q8_0, Q4_0 and the int4 formats (whole groups) at M = 2 .. :data:`LANE_INT8_MAX_M`:
 :class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ with its ``quantize_q8_1``): A is quantized to
 int8 blocks of 32 while it is staged, 4 work-items a block: the block's largest |a| (f16 bit
 patterns without the sign are ordered as integers: ``v_pk_max_i16``, two ``ds_swizzle_b32``), its
 exponent e as frexp's (|a| < 2^e, at least -13), ``q = rint(a 2^(7 - e))`` clamped to 127
 (``v_pk_mul_f16``, ``v_pk_fma_f16`` plus 1536: one rounding to an integer; ``v_pk_min_i16``;
 ``v_perm_b32`` packs the low bytes), the step ``d_a = 2^(e - 7)`` (NaN for a block holding an inf or
-NaN) and, for Q4_0, ``c = -8 sum q`` (its nibbles are unsigned: weight d (nibble - 8)).  The K loop
+NaN) and, for Q4_0, ``c = -8 sum q`` (its nibbles are unsigned: weight d (nibble - 8)); for the
+int4 formats ``sum q`` (f32), whose product with -z (the zero point) one ``v_fma_f32`` adds to the
+block's converted dot.  The K loop
 reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R weight rows: 8
 ``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact) and one
 ``v_fma_f32`` per block, row of A and weight row.  Everything but the FMA and the reduction is exact:
