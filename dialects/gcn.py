@@ -1590,6 +1590,34 @@ VPkAddF16Op = _table_op(
 )
 
 
+# ---- the lane GEMV's activations quantized to int8 blocks (passes/isel/quant_lane.py) ----
+
+VPkMaxI16Op = _table_op(
+    VOP2Base, "v_pk_max_i16",
+    "``v_pk_max_i16 vdst, src0, src1``: the larger of each signed 16-bit half (VOP3P); src0 may be an SGPR.",
+)
+
+
+VPkMinI16Op = _table_op(
+    VOP2Base, "v_pk_min_i16",
+    "``v_pk_min_i16 vdst, src0, src1``: the smaller of each signed 16-bit half (VOP3P); src0 may be an SGPR.",
+)
+
+
+VPkMulF16Op = _table_op(
+    VOP2Base, "v_pk_mul_f16",
+    "``v_pk_mul_f16 vdst, src0, src1``: both f16 halves multiplied (VOP3P, round to nearest even); src0 "
+    "may be an SGPR.",
+)
+
+
+VPkFmaF16Op = _table_op(
+    VFmaBase, "v_pk_fma_f16",
+    "``v_pk_fma_f16 vdst, src0, src1, src2``: src0 * src1 + src2 on both f16 halves, one rounding "
+    "(VOP3P); at most one SGPR source (the constant bus).",
+)
+
+
 def _operations() -> list[type[IRDLOperation]]:
     """Every ``gcn.*`` operation class defined in this module (new ops register themselves)."""
     return [v for v in globals().values()

@@ -422,6 +422,32 @@ def quant_operands(kern, a, b, c, p: Problem, rng: np.random.Generator,
         raise VlpcError(f"kernel {kern.name} has no bias epilogue; do not pass bias")
     return host
 
+def quantize_activations(a: np.ndarray) -> np.ndarray:
+    """A (..., K) f16, K a multiple of 32, as the int8-activation lane kernel quantizes it
+    (passes/isel/quant_lane.py, ``a_quant = "q8_pow2"``), dequantized: float64 ``q d_a`` per block
+    of 32, d_a = 2^(e - 7) with e the exponent of the block's largest |a| as frexp gives it (|a| <
+    2^e; at least -13) and q = rint(a / d_a) (ties to even) clamped to [-128, 127]; a block holding an
+    inf or NaN is NaN.  Exact (a power of two times an f16), so the kernel's value bit for bit; each
+    activation within d_a of a (half of it unless clamped at 127)."""
+    a64 = np.asarray(a, np.float16).astype(np.float64)
+    blocks = a64.reshape(*a64.shape[:-1], -1, 32)
+    with np.errstate(invalid="ignore"):
+        amax = np.abs(blocks).max(axis=-1, keepdims=True)
+        finite = np.isfinite(amax)
+        e = np.maximum(np.frexp(np.where(finite, amax, 1.0))[1], -13)
+        q = np.clip(np.rint(np.ldexp(np.where(np.isfinite(blocks), blocks, 0.0), 7 - e)), -128, 127)
+        out = np.where(finite, np.ldexp(q, e - 7), np.nan)
+    return out.reshape(a64.shape)
+
+
+def activation_step(a: np.ndarray) -> np.ndarray:
+    """The step d_a (float64, per activation: its block's) of :func:`quantize_activations`."""
+    a64 = np.asarray(a, np.float16).astype(np.float64)
+    blocks = a64.reshape(*a64.shape[:-1], -1, 32)
+    amax = np.abs(blocks).max(axis=-1, keepdims=True)
+    e = np.maximum(np.frexp(np.where(np.isfinite(amax), amax, 1.0))[1], -13)
+    return np.broadcast_to(np.ldexp(1.0, e - 7), blocks.shape).reshape(a64.shape)
+
 
 def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray, alpha: float, beta: float):
     """The verdict (:func:`vlpc.verify.check`) of a quantized-weight kernel's output ``out`` (flat C after
@@ -448,7 +474,11 @@ def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray
     rounds = (group // 2 + -(-p.k // group) if group else 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32)) + pieces + 2
     mag = weight_magnitudes(fmt, rows)
     expected = None
-    if "swiglu" in epi:
+    if kern.launch_info.get("a_quant") == "q8_pow2":  # A quantized to int8 blocks in the kernel: exact
+        # products of its values, one f32 rounding per block and the partials' sums (rounds covers them)
+        aq = quantize_activations(g["A"].matrices(flat_a))
+        expected = split_reference(aq, w, np.abs(w), g["C"].matrices(flat_c), alpha, beta, ct, rounds, epi, bias)
+    elif "swiglu" in epi:
         expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
                                     rounds, epi[1:], bias, mag)
     elif mag is not None:

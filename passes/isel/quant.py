@@ -35,7 +35,8 @@ and ``v_dot4_i32_i8``: the results stay within f32 accumulation of the exact wei
 activation rounding to 8 bits), one kernel and one dequantization serve both formats, and at
 M = 1..4 the GEMV is bound by the weight stream, not by the VALU (modeled:
 ``benchmarks/quant_gemv.py``); at M = 16 the dots (8 per weight pair and row group) bound it,
-where ``v_dot4_i32_i8`` on int8 activations would need a quarter of the instructions (not built).
+where ``v_dot4_i32_i8`` on int8 activations needs a quarter of the instructions: the lane-along-K
+kernel does that for Q8_0 / Q4_0 at M = 2..16 (passes/isel/quant_lane.py, QuantLaneInt8Builder).
 
 Plans: K over L wavefront groups of a workgroup and, for few workgroups, S workgroups (workspace
 mode: the dot kernels' reduce kernel), ``quant_plan`` / ``quant_split`` in dialects/gemm.py.  The

@@ -44,14 +44,31 @@ extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and out
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
+**int8 activations** (Q8_0, Q4_0 and the int4 formats (whole groups) at M = 2 .. :data:`LANE_INT8_MAX_M`:
+:class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ with its ``quantize_q8_1``): A is quantized to
+int8 blocks of 32 while it is staged, 4 work-items a block: the block's largest |a| (f16 bit
+patterns without the sign are ordered as integers: ``v_pk_max_i16``, two ``ds_swizzle_b32``), its
+exponent e as frexp's (|a| < 2^e, at least -13), ``q = rint(a 2^(7 - e))`` clamped to 127
+(``v_pk_mul_f16``, ``v_pk_fma_f16`` plus 1536: one rounding to an integer; ``v_pk_min_i16``;
+``v_perm_b32`` packs the low bytes), the step ``d_a = 2^(e - 7)`` (NaN for a block holding an inf or
+NaN) and, for Q4_0, ``c = -8 sum q`` (its nibbles are unsigned: weight d (nibble - 8)); for the
+int4 formats ``sum q`` (f32), whose product with -z (the zero point) one ``v_fma_f32`` adds to the
+block's converted dot.  The K loop
+reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R weight rows: 8
+``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact) and one
+``v_fma_f32`` per block, row of A and weight row.  Everything but the FMA and the reduction is exact:
+against gguf's weights times the quantized activations (vlpc.quant_run.quantize_activations, NumPy's
+value bit for bit) the bound is the f32 one below; each activation is within its block's step of a.
+
 Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did)
 + units per lane (Q4_K: 2 x 8 per super-block) + 14 (the reduction) + 2 times, within
 vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2`` (int4: ``G / 2 + K / G + S L + 2``) whenever span
 >= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1), static N, K,
-lda, ldb and ldc, K a whole number of units (where no span divides them, a last round of zero
-units), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1; Q8_0, Q4_0:
+:data:`LANE_INT8_MAX_M`), static N, K, lda, ldb and ldc, K a whole number of units (where no span
+divides them, a last round of zero units; an int4 format's last, partial group the row's last unit:
+:meth:`QuantLaneGemvBuilder._load_part`), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
 ldb a multiple of 4, N a multiple of the rows per load (64 / span), no epilogue, bias or SwiGLU, and
 no ``gemv = "sgpr"`` attribute (the pipeline sets it when a tile, K step, local split or split-K
 above 1 is given); anything else keeps the SGPR kernels (which carry the split-K / local-split
@@ -62,7 +79,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
@@ -121,6 +138,52 @@ LANE_A_PHASE_BYTES = 32768
 LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
+#: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks as it is
+#: staged (:class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
+LANE_INT8_FORMATS = ("q8_0", "q4_0", *INT4_GROUP_FORMATS)
+LANE_INT8_MAX_M = 16
+#: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
+#: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
+#: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
+#: Q4_0 M = 2 67.4 / 50.5, 4 44.3 / 41.2, 8 21.3 / 27.5, 16 15.8 / 17.0 (253 VGPRs); Q8_0 M = 2 80.2 /
+#: 67.8, 4 56.8 / 47.9, 8 43.8 / 44.8, 16 33.2 / (over 256 VGPRs).  B none ahead or A's next phase not
+#: loaded ahead (fewer VGPRs): Q4_0 / Q8_0 M = 16 16.4 / 22.3 and 14.6 / 30.6; 2 waves 9.3 / 20.2.
+LANE_INT8_ROWS, LANE_INT8_B_AHEAD, LANE_INT8_PHASE_BYTES = 2, 1, 32768
+#: LDS bytes of one round of the lanes' units of the M rows at most (a phase holds at least one:
+#: int4_g128 at M = 16 and span 16, 40 KiB; with the reduction's 9 KiB after it, one workgroup a CU).
+LANE_INT8_ROUND_BYTES = 40960
+#: VGPRs of A's next phase loaded ahead at most (else loaded at the phase's end: int4_g128 at M = 16).
+LANE_INT8_STAGED_VGPRS = 32
+#: ... Q4_0 at M = 5 .. 8: 4 rows a lane.
+LANE_INT8_ROWS_Q4_0_MID = 4
+#: From this M the int8 kernel takes span 16 where it divides the units (4 x the weight rows a
+#: workgroup: A quantized for 4 x the rows), below it the largest span.  Modeled (as above, span 16
+#: against the largest): Q4_0 M = 2 55.0 / 67.4 (4096 x 4096), 81.9 / 88.2 (14336 x 4096); Q8_0 M = 2
+#: 61.7 / 80.2; M = 4 Q4_0 52.1 / 44.3, Q8_0 59.7 / 56.8; M = 8 Q4_0 28.0 / 27.5 and 49.9 / 36.9 (14336
+#: x 4096), Q8_0 45.9 / 43.8.
+LANE_INT8_SPAN16_FROM_M = 4
+#: Above this K the f16 lane kernel keeps M < LANE_INT8_MIN_M_LONG_K.  Modeled (MI50 @ 1725 MHz, 4096 x
+#: 14336, % of the streaming ceiling, f16 / int8): Q4_0 M = 2 75.7 / 48.1, M = 4 45.7 / 40.2; Q8_0 M = 2
+#: 73.7 / 71.5, M = 4 69.9 / 60.3; at K = 4096 int8 wins (Q4_0 4 x 14336 x 4096: 33.0 / 76.6).
+LANE_INT8_LONG_K, LANE_INT8_MIN_M_LONG_K = 8192, 5
+#: Rows of A whose int8 block (and d_a, c) the K loop reads from LDS ahead of the row computed (2:
+#: modeled the same, 15.8 % Q4_0 16 x 4096 x 4096, 10 VGPRs more).
+LANE_INT8_A_AHEAD = 1
+
+
+def int8_unit_lds(fmt: str) -> int:
+    """LDS bytes of a row of A and a unit of ``fmt`` in the int8 kernel: a byte a weight and 8 bytes
+    (d_a, c) a block of 32."""
+    return LANE_UNITS[fmt][0] * 5 // 4
+
+#: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
+#: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
+#: gives it (|a| < 2^e), at least -13 (vlpc.quant_run.quantize_activations reproduces it bit for bit).
+A_QUANT = "q8_pow2"
+#: f16 1536 (x2): 1536 + v rounds v in [-512, 512] to an integer (ulp 1 in [1024, 2048)), its low byte
+#: the int8 two's complement; 1536 + 127 the clamp; v_perm_b32 selectors: the low bytes of 4 halves, and
+#: bytes 2..5 of two dwords (a block's bytes after its 2-byte scale).
+Q8_MAGIC, Q8_CLAMP, Q8_PACK, ALIGN_2 = 0x66006600, 0x667F667F, 0x06040200, 0x05040302
 
 
 def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
@@ -137,25 +200,41 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         return None
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
-    if not (1 <= s.m <= LANE_MAX_M_OF.get(fmt, LANE_MAX_M)) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
+    int8 = int8_activations(fmt, s.m, s.k)
+    max_m = LANE_INT8_MAX_M if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
+    if not (1 <= s.m <= max_m) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
     unit_w, _ = LANE_UNITS[fmt]
-    if s.k % unit_w or s.lda % 8 or s.ldb % 4:
+    if (s.k % unit_w and fmt not in INT4_GROUP_FORMATS) or s.lda % 8 or s.ldb % 4:
         return None
-    units = s.k // unit_w
+    units = -(-s.k // unit_w)  # (an int4 format's last, partial group: a unit)
     # the largest span dividing the units, else the largest not above them (a last, partial unit
     # round: the lanes past the row's units load zeros; Q4_K 1 x 4096 x 14336: 69.6 us modeled with
-    # two waves a workgroup, the SGPR kernel 94.2)
+    # two waves a workgroup, the SGPR kernel 94.2); int8 A: a round of the M rows in a phase of LDS
     spans = LANE_SPANS_OF.get(fmt, LANE_SPANS)
+    if int8:  # (from M = LANE_INT8_SPAN16_FROM_M: span 16 first)
+        spans = tuple(x for x in (spans[::-1] if s.m >= LANE_INT8_SPAN16_FROM_M else spans)
+                      if s.m * x * int8_unit_lds(fmt) <= LANE_INT8_ROUND_BYTES)
     span = next((x for x in spans if units % x == 0), None)
     if span is None:
         span = next((x for x in spans if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
-    rows = 1
+    rows = (LANE_INT8_ROWS_Q4_0_MID if fmt == "q4_0" and 5 <= s.m <= 8 else LANE_INT8_ROWS) if int8 else 1
+    while rows > 1 and s.n % (rows * 64 // span):
+        rows //= 2
     if s.n % (rows * 64 // span):
         return None
     return rows, span, -(-units // span)
+
+
+def int8_activations(fmt: str, m: int, k: int) -> bool:
+    """Whether the lane kernel of format ``fmt`` at M = ``m`` and K = ``k`` quantizes A to int8 blocks
+    (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`; an int4 format's partial group: no)."""
+    small_m = LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2
+    if fmt in INT4_GROUP_FORMATS and k % LANE_UNITS[fmt][0]:
+        return False
+    return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M
 
 
 def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
@@ -201,7 +280,9 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
     if plan is None:
         return None
     rows, span, _ = plan
-    return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+    s = mm.shape()
+    builder = QuantLaneInt8Builder if int8_activations(s.b_format, s.m, s.k) else QuantLaneGemvBuilder
+    return [builder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
 
 
 class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
@@ -215,13 +296,18 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         super().__init__(mm, name, rows, 1, 1, span, waves)
         self.unit_w, self.unit_b = LANE_UNITS[self.fmt]
         s = self.shape
-        self.units = s.k // self.unit_w
+        # an int4 format's last, partial group (K % G weights, 4 + (K % G) / 2 bytes) is the row's last
+        # unit, lane tail - 1's of the last round (:meth:`_load_b`, :meth:`_part_pairs`)
+        self.part_w = s.k % self.unit_w if self.fmt in INT4_GROUP_FORMATS else 0
+        self.units = -(-s.k // self.unit_w)
         self.iters = -(-self.units // span)
         self.tail = self.units - (self.iters - 1) * span  # units of the last round (lanes kl < tail)
         self.n_dw = self.unit_b // 4
         self.pieces = 2 * self.unit_w // 16  # 16-byte pieces of A per unit
         self.unit_a = span * 16 * self.pieces  # bytes of a row of A per iteration (span units)
         # Q4_K: the activation sums of A's 32-weight chunks, f32, once per workgroup at staging
+        self.prefetch_phase = True  # the next phase's A loaded into VGPRs a phase ahead
+        self.tail_bases: dict = {}  # the last round's addresses and masks (:meth:`_tail_addr`, :meth:`_part_mask`)
         self.chunks_per_unit = self.unit_w // 32
         self.sums = self.fmt == "q4_k"
         self.sum_round = 4 * span * self.chunks_per_unit if self.sums else 0  # LDS bytes a row and round
@@ -280,11 +366,14 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         e, n_dw, ub = r_.e, self.n_dw, self.unit_b
         base = e.add64(r_.b_rows, i * self.span * ub, 0, comment=f"B: units +{i * self.span}") if i else r_.b_rows
         loads = range(n_dw // 4 + (1 if n_dw % 4 else 0))
-        if i + 1 < self.iters or self.tail == self.span:
+        if i + 1 < self.iters or (self.tail == self.span and not self.part_w):
             return [b_row_loads(e, r_.voff_b[r], base, n_dw, loads, f"row {r}, unit +{i}") for r in range(self.rows)]
         zeros = [[e(gcn.RegSequenceOp([e(gcn.VMovB32Op(0)).vdst for _ in range(4)])).result
                   if q < n_dw // 4 else e(gcn.VMovB32Op(0)).vdst for q in loads] for _ in range(self.rows)]
-        e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(self.tail), r_.kl)).sdst, result_type=gcn.exec_type()))
+        whole = self.tail - (1 if self.part_w else 0)  # lanes kl < whole load a whole unit
+        if self.part_w:
+            self._part_mask()  # (its compares under the full EXEC)
+        e(gcn.SAndB64Op(r_.lanes, e(gcn.VCmpGtU32Op(e.const(whole), r_.kl)).sdst, result_type=gcn.exec_type()))
         out = []
         for r in range(self.rows):
             regs = []
@@ -296,8 +385,39 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                     regs.append(e(gcn.GlobalLoadDwordOp(r_.voff_b[r], base, offset=4 * (n_dw - 1), merge=zeros[r][q],
                                                         comment=f"B row {r}, last units, dword {n_dw - 1}")).vdst)
             out.append(regs)
+        if self.part_w:
+            out = self._load_part(base, out)
         e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
         return out
+
+    def _part_mask(self) -> SSAValue:
+        """The SGPR mask of lane kl = tail - 1 (each row's partial int4 group in the last round)."""
+        e, kl, tb = self.regs.e, self.regs.kl, self.tail_bases
+        if "part" not in tb:
+            lt = [e(gcn.VCmpGtU32Op(e.const(t), kl)).sdst for t in (self.tail, self.tail - 1)]
+            tb["part"] = e(gcn.SXorB64Op(lt[0], lt[1])).sdst
+        return tb["part"]
+
+    def _load_part(self, base: SSAValue, out: list) -> list:
+        """Lane tail - 1's partial int4 group: its 1 + (K % G) / 8 dwords (exactly its bytes), each
+        its own ``global_load_dword``, merged into ``out`` (the whole units' registers, zero in that
+        lane) by ``v_cndmask_b32``."""
+        r_ = self.regs
+        e, n_dw = r_.e, self.n_dw
+        pd = 1 + self.part_w // 8
+        mask = self._part_mask()
+        e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+        part = [[e(gcn.GlobalLoadDwordOp(r_.voff_b[r], base, offset=4 * q, merge=e(gcn.VMovB32Op(0)).vdst,
+                                         comment=f"B row {r}, the partial group, dword {q}")).vdst for q in range(pd)]
+                for r in range(self.rows)]
+        e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        merged = []
+        for r, regs in enumerate(out):
+            dws = [e(gcn.VCndmaskB32Op(self._dw(regs, q), part[r][q], mask)).vdst if q < pd else self._dw(regs, q)
+                   for q in range(n_dw)]
+            merged.append([e(gcn.RegSequenceOp(dws[4 * j:4 * j + 4])).result for j in range(n_dw // 4)]
+                          + ([dws[-1]] if n_dw % 4 else []))
+        return merged
 
     # ---- A's M rows into LDS by phases, 16-byte piece g of a phase's row at piece lds_swizzle(g) ----
 
@@ -307,7 +427,8 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         r_ = self.regs
         e, P, threads = r_.e, self.pieces, 64 * self.waves
         lda_b = self.shape.lda * 2
-        pieces = (min(self.units, i1 * self.span) - i0 * self.span) * P  # (a partial last round: its units alone)
+        # (a partial last round: its units alone; a partial int4 group: its K % G weights)
+        pieces = min(self.shape.k // 8, i1 * self.span * P) - i0 * self.span * P
         out = []
         for j in range(-(-pieces // threads)):
             if j not in self.swz:
@@ -381,6 +502,12 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
         self._stage_write(staged, *self.phases[0])
+        self._lane_addresses()
+
+    def _lane_addresses(self) -> None:
+        """The lane's LDS addresses of its units' pieces of A (``self.addr``)."""
+        r_ = self.regs
+        e, P = r_.e, self.pieces
         # lane kl's unit u = kl + span i: piece p (0..P-1) at LDS a_lds + 16 (u P + (p ^ x)), x of kl
         xk = lds_swizzle(e, None, P, r_.kl)
         lane_lds = e(gcn.VLshlrevB32Op((16 * P).bit_length() - 1, r_.kl)).vdst
@@ -388,23 +515,26 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
 
     # ---- A's chunks from LDS (32 activations of each row), read right before their dots ----
 
-    def _tail_addr(self, p: int, base: SSAValue) -> SSAValue:
-        """``base`` for lanes kl < tail, lane 0's (16 p: unit 0 of the round, staged) for the
-        others: finite A times their zero B."""
+    def _tail_addr(self, p: int, base: SSAValue, tail: int | None = None) -> SSAValue:
+        """``base`` for lanes kl < tail (default ``self.tail``), lane 0's (16 p: unit 0 of the round,
+        staged) for the others: finite A times their zero B."""
         e, tb = self.regs.e, self.tail_bases
-        if p not in tb:
-            ge, keep = self._tail_keep()
-            tb[p] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst, e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
-        return tb[p]
+        tail = self.tail if tail is None else tail
+        if (p, tail, base) not in tb:
+            ge, keep = self._tail_keep(tail)
+            tb[(p, tail, base)] = e(gcn.VAddU32Op(e(gcn.VAndB32Op(keep, base)).vdst,
+                                                  e(gcn.VMulLoU32Op(ge, e.const(16 * p))).vdst)).vdst
+        return tb[(p, tail, base)]
 
-    def _tail_keep(self) -> tuple[SSAValue, SSAValue]:
-        """(1 where kl >= tail else 0, the mask ~0 where kl < tail else 0), VGPRs."""
+    def _tail_keep(self, tail: int | None = None) -> tuple[SSAValue, SSAValue]:
+        """(1 where kl >= tail else 0, the mask ~0 where kl < tail else 0), VGPRs (tail: default ``self.tail``)."""
         e, kl, tb = self.regs.e, self.regs.kl, self.tail_bases
-        if "ge" not in tb:  # bit 31 of kl + 2^31 - tail
-            ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - self.tail), kl)).vdst)).vdst
-            tb["ge"] = ge
-            tb["keep"] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
-        return tb["ge"], tb["keep"]
+        tail = self.tail if tail is None else tail
+        if ("ge", tail) not in tb:  # bit 31 of kl + 2^31 - tail
+            ge = e(gcn.VLshrrevB32Op(31, e(gcn.VAddU32Op(e.const(0x80000000 - tail), kl)).vdst)).vdst
+            tb[("ge", tail)] = ge
+            tb[("keep", tail)] = e(gcn.VMulLoU32Op(e(gcn.VXorB32Op(1, ge)).vdst, e.const(0xFFFFFFFF))).vdst
+        return tb[("ge", tail)], tb[("keep", tail)]
 
     def _issue_a(self, j: int) -> None:
         chunks, P = self.chunks, self.pieces
@@ -417,7 +547,9 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                     p = 4 * c + q
                     off = m * self.a_row_lds + (i - self.phase[0]) * self.unit_a + 16 * (p - p % 8)
                     base = self.addr[p % 8] if P >= 8 else self.addr[p]
-                    if i + 1 == self.iters and self.tail < self.span:  # lanes past the units: the round before's A
+                    if i + 1 == self.iters and self.part_w and 32 * c >= self.part_w:  # past the partial group too
+                        base = self._tail_addr(p % 8 if P >= 8 else p, base, self.tail - 1)
+                    elif i + 1 == self.iters and self.tail < self.span:  # lanes past the units: the round before's A
                         base = self._tail_addr(p % 8 if P >= 8 else p, base)
                     regs.append(self.regs.e(gcn.DsReadB128Op(base, offset=off,
                                                              comment=f"A row {m}, unit +{i * self.span}, piece {p}")).vdst)
@@ -455,42 +587,51 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
         self.pos = {ch: j for j, ch in enumerate(self.chunks)}
         self.pending: dict[int, list[list[SSAValue]]] = {}
         self.phase = list(self.phases[0])
-        self.tail_bases: dict = {}
         self.magic = e(gcn.VMovB32Op(F16_MAGIC_BYTES)).vdst
         self.select = {p: e.const(v) for p, v in PERM_SELECT.items()}
         acc = [e(gcn.VMovB32Op(0)).vdst for _ in range(M * R)]
         self._issue_a(0)
         staged = []
-        unit = self._unit_blocks if self.fmt in ("q8_0", "q4_0") else \
-            self._unit_int4 if self.fmt in INT4_GROUP_FORMATS else self._unit_q4k
         for i in range(iters):
-            if i == self.phase[0] and i + per_phase < iters:  # the next phase's A, into VGPRs
+            if i == self.phase[0] and i + per_phase < iters and self.prefetch_phase:  # the next phase's A, into VGPRs
                 staged = self._stage_load(i + per_phase, min(iters, i + 2 * per_phase))
-            for d in range(1, self.b_ahead + 1):  # B b_ahead units ahead
+            for d in range(0 if i else 1, self.b_ahead + 1):  # B b_ahead units ahead
                 if i + d < iters and i + d not in self.bq:
                     self.bq[i + d] = self._load_b(i + d)
-            bv = self.bq.pop(i)
-            for r in range(R):
-                ld = bv[r]
-
-                def dw(q: int, ld=ld) -> SSAValue:
-                    return e.sub(ld[q // 4], q % 4, 1) if q // 4 < self.n_dw // 4 else ld[-1]
-
-                words: dict = {}
-
-                def nib(q: int, hi: bool, dw=dw, words=words) -> SSAValue:
-                    if (q, hi) not in words:
-                        v = dw(q) if not hi else e(gcn.VLshrrevB32Op(4, dw(q))).vdst
-                        words[(q, hi)] = e(gcn.VAndB32Op(0x0F0F0F0F, v)).vdst
-                    return words[(q, hi)]
-
-                unit(i, r, acc, dw, nib, words)
+            self._unit(i, self.bq.pop(i), acc)
+            if i + 1 == self.phase[1] and i + 1 < iters and not self.prefetch_phase:
+                staged = self._stage_load(i + 1, min(iters, i + 1 + per_phase))
             if i + 1 == self.phase[1] and staged:  # every wave done with the phase's A: the next one's
                 e(gcn.SBarrierOp(comment="A's phase read"))
                 self._stage_write(staged, i + 1, min(iters, i + 1 + per_phase))
                 self.phase[:] = [i + 1, min(iters, i + 1 + per_phase)]
                 staged = []
         return acc
+
+    def _dw(self, ld: list[SSAValue], q: int) -> SSAValue:
+        """Dword ``q`` of a unit of B loaded as :meth:`_load_b` loads it (``ld``: its registers)."""
+        return self.regs.e.sub(ld[q // 4], q % 4, 1) if q // 4 < self.n_dw // 4 else ld[-1]
+
+    def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """The lane's unit i of each of its R weight rows (``bv``: their registers) into ``acc``."""
+        e = self.regs.e
+        unit = self._unit_blocks if self.fmt in ("q8_0", "q4_0") else \
+            self._unit_int4 if self.fmt in INT4_GROUP_FORMATS else self._unit_q4k
+        for r in range(self.rows):
+            ld = bv[r]
+
+            def dw(q: int, ld=ld) -> SSAValue:
+                return self._dw(ld, q)
+
+            words: dict = {}
+
+            def nib(q: int, hi: bool, dw=dw, words=words) -> SSAValue:
+                if (q, hi) not in words:
+                    v = dw(q) if not hi else e(gcn.VLshrrevB32Op(4, dw(q))).vdst
+                    words[(q, hi)] = e(gcn.VAndB32Op(0x0F0F0F0F, v)).vdst
+                return words[(q, hi)]
+
+            unit(i, r, acc, dw, nib, words)
 
     def _unit_blocks(self, i: int, r: int, acc: list[SSAValue], dw, nib, words: dict) -> None:
         """Q8_0 / Q4_0: the unit's two blocks, 16 dots each per row of A, then acc += d x sum."""
@@ -535,6 +676,8 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                 for sel in NIBBLE_INTERLEAVE:
                     il = e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst
                     pairs += [self._halves(il, 0, offset), self._halves(il, 2, offset)]
+            if i + 1 == self.iters and self.part_w and 32 * c >= self.part_w:  # past the partial group: weights 0
+                pairs = [e(gcn.VCndmaskB32Op(x, self.zero, self._part_mask())).vdst for x in pairs]
             rows_a = self._a_chunk(i, c)
             sums = [self._dots(pairs, rows_a, m, sums[m]) for m in range(M)]
         for m in range(M):
@@ -572,6 +715,309 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
                 sa = e.sub(sums[m][j // 4], j % 4, 1)
                 x = e(gcn.VFmaF32Op(dsc[j], sq, acc[m * R + r], comment=f"row {m} += d sc{j} * sum a q")).vdst
                 acc[m * R + r] = e(gcn.VFmaF32Op(ndm[j], sa, x, comment=f"row {m} -= dmin m{j} * sum a")).vdst
+
+
+class QuantLaneInt8Builder(QuantLaneGemvBuilder):
+    """The lane-along-K GEMV of Q8_0 / Q4_0 weights at M = 2 .. 16 with A quantized to int8 blocks
+    while it is staged (module docstring, "int8 activations"): ``v_dot4_i32_i8`` K loop, R weight
+    rows a lane sharing each LDS read of A."""
+
+    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1):
+        super().__init__(mm, name, rows, span, waves)
+        s = self.shape
+        self.b_ahead = LANE_INT8_B_AHEAD
+        # a round (span units) of a row of A: 64 int8 bytes a unit, then 16 bytes of its blocks'
+        # (d_a, d_a, c, c) after the M rows; phases of a power of two of rounds
+        per = max(1, LANE_INT8_PHASE_BYTES // (s.m * span * int8_unit_lds(self.fmt)))
+        per = min(1 << (per.bit_length() - 1), 1 << max(0, (self.iters - 1).bit_length()))
+        self.per_phase = per
+        self.phases = [(i0, min(self.iters, i0 + per)) for i0 in range(0, self.iters, per)]
+        self.nb = self.unit_w // 32  # blocks of 32 a unit
+        self.qp = self.unit_w // 16  # 16-byte pieces of int8 A a unit (2, 4, 8)
+        self.q_row = per * span * self.unit_w  # LDS bytes of a row of int8 A in a phase
+        self.m_row = per * span * self.nb * 8  # ... of its blocks' (d_a, c) (after the M rows)
+        self.a_row_lds, self.sum_row_lds = self.q_row, self.m_row
+        self.np = per * span * self.unit_w // 8  # f16 pieces (16 bytes) of a row of A in a phase (a power of two)
+        # the next phase's A into VGPRs ahead where it takes at most LANE_INT8_STAGED_VGPRS
+        self.prefetch_phase = 4 * -(-s.m * self.np // (64 * waves)) <= LANE_INT8_STAGED_VGPRS
+        self.sums = False
+
+    def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
+        kernel = super()._finish(entry, lds_bytes)
+        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                      "a_quant": StringAttr(A_QUANT)})
+        return kernel
+
+    # ---- A staged: f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
+
+    def _stage_map(self, j: int) -> tuple:
+        """Work-item t's piece ``f = t + threads j`` of the phase's M rows: (f, g (its piece in the
+        row), global byte offset from the phase's first byte of row 0, LDS address of its 8 int8
+        bytes, LDS address of its block's meta word, or None past the rows)."""
+        if j in self.swz:
+            return self.swz[j]
+        r_ = self.regs
+        e, threads, np_ = r_.e, 64 * self.waves, self.np
+        if threads * j >= self.shape.m * np_:
+            return None
+        f = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
+        sh = np_.bit_length() - 1
+        m = e(gcn.VLshrrevB32Op(sh, f)).vdst
+        g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
+        voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
+        qp = self.qp
+        p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
+                            e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(
+                                (2 * qp).bit_length() - 1 + self._swz_shift(), g)).vdst)).vdst)).vdst
+        u_at = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~(2 * qp - 1) & 0xFFFFFFFF, g)).vdst)).vdst  # unit_w u
+        q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u_at)).vdst)).vdst
+        q_at = e(gcn.VAddU32Op(q_at, e(gcn.VMulLoU32Op(m, e.const(self.q_row))).vdst)).vdst
+        # meta: row m's block b = g >> 2 (2 u + h), byte 8 b + 4 (g & 3) (lane g & 3 = 0: d_a, 1: c)
+        m_at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2,
+                                   e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
+        m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
+            m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
+        self.swz[j] = (f, g, voff, q_at, m_at)
+        return self.swz[j]
+
+    def _swz_shift(self) -> int:
+        """x(u) = (u >> shift) & (qp - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
+        ``ds_read_b128`` pass (consecutive units, the same piece) hit 8 different groups of 4 banks
+        (units of 32, 64, 128 bytes: shift 2, 1, 0)."""
+        return {2: 2, 4: 1, 8: 0}[self.qp]
+
+    def _stage_mask(self, j: int, f: SSAValue, g: SSAValue, i0: int, i1: int, lead: int = 0) -> bool:
+        """EXEC for the pieces of round j in the phase (units i0 .. i1 - 1 of each lane); with
+        ``lead`` the block's first ``lead`` work-items only.  Returns whether EXEC was narrowed."""
+        r_ = self.regs
+        e, threads = r_.e, 64 * self.waves
+        np_phase = (min(self.units, i1 * self.span) - i0 * self.span) * self.unit_w // 8
+        conds = []
+        if threads * (j + 1) > self.shape.m * self.np:
+            conds.append(e(gcn.VCmpGtU32Op(e.const(self.shape.m * self.np), f)).sdst)
+        if np_phase < self.np:
+            conds.append(e(gcn.VCmpGtU32Op(e.const(np_phase), g)).sdst)
+        if lead:
+            conds.append(e(gcn.VCmpGtU32Op(e.const(lead), e(gcn.VAndB32Op(3, g)).vdst)).sdst)
+        if not conds:
+            return False
+        mask = r_.lanes
+        for c in conds:
+            mask = e(gcn.SAndB64Op(mask, c)).sdst
+        e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
+        return True
+
+    def _stage_load(self, i0: int, i1: int) -> list:
+        """The phase's A as f16 pieces (16 bytes) into VGPRs: work-item t piece t + threads j of the
+        phase's M rows (row-major)."""
+        r_ = self.regs
+        e = r_.e
+        base = e.add64(r_.ptr_a, i0 * self.span * 2 * self.unit_w, 0, comment=f"A: units +{i0 * self.span}") \
+            if i0 else r_.ptr_a
+        out = []
+        j = 0
+        while (mp := self._stage_map(j)) is not None:
+            f, g, voff, _, _ = mp
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            out.append((j, e(gcn.GlobalLoadDwordx4Op(voff, base, comment="A's 8 activations to quantize")).vdst))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            j += 1
+        return out
+
+    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+        """Quantize the phase's pieces (:meth:`_quantize`) and write them and their blocks' meta
+        words to LDS."""
+        r_ = self.regs
+        e = r_.e
+        for j, v in staged:
+            f, g, _, q_at, m_at = self.swz[j]
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            q, d_a, c = self._quantize(v)
+            e(gcn.DsWriteB64Op(q_at, q, comment="8 int8 activations"))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            lead = 1 if self.fmt == "q8_0" else 2
+            self._stage_mask(j, f, g, i0, i1, lead)
+            val = d_a if c is None else e(gcn.VCndmaskB32Op(c, d_a, e(gcn.VCmpGtU32Op(
+                e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
+            e(gcn.DsWriteB32Op(m_at, val, comment="the block's d_a (lane 0), -8 sum q (lane 1)"))
+            e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        e(gcn.SBarrierOp(comment="A's phase in LDS"))
+
+    def _quantize(self, v: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue | None]:
+        """The work-item's 8 f16 activations ``v`` (4 dwords) as 8 int8 q = rint(a 2^(7 - e)), clamped
+        to 127, e the exponent of its block's largest |a| (max over the block's 4 work-items by
+        ``ds_swizzle_b32``): (the 2 dwords of q, the block's f32 step d_a = 2^(e - 7) (NaN where the
+        block holds an inf or NaN), Q4_0: -8 x the block's sum of q (i32), else None)."""
+        e = self.regs.e
+        dws = [e.sub(v, t, 1) for t in range(4)]
+        ab = [e(gcn.VAndB32Op(0x7FFF7FFF, x)).vdst for x in dws]  # |a| as bits: ordered as integers
+        mx = e(gcn.VPkMaxI16Op(e(gcn.VPkMaxI16Op(ab[0], ab[1])).vdst, e(gcn.VPkMaxI16Op(ab[2], ab[3])).vdst)).vdst
+        mx = e(gcn.VPkMaxI16Op(e.const(0x04000400), mx)).vdst  # at least 2^-14: e >= -13
+        for d in (1, 2):
+            mx = e(gcn.VPkMaxI16Op(e(gcn.DsSwizzleB32Op(mx, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst,
+                                   mx)).vdst
+        mx = e(gcn.VPkMaxI16Op(e(gcn.VLshrrevB32Op(16, mx)).vdst, mx)).vdst  # low half: the block's max |a|
+        ex = e(gcn.VAndB32Op(31, e(gcn.VLshrrevB32Op(10, mx)).vdst)).vdst  # its f16 exponent field E
+        # scale 2^s, s = 21 - E = s1 + s2 (each an f16 power of two): u = 31 - E, 2^s1 field (u >> 1) + 10,
+        # 2^s2 field ((u + 1) >> 1) + 10
+        u = e(gcn.VXorB32Op(31, ex)).vdst
+        ten = e.const(10)
+
+        def pk(field: SSAValue) -> SSAValue:
+            x = e(gcn.VLshlrevB32Op(10, field)).vdst
+            return e(gcn.VLshlAddU32Op(x, 16, x)).vdst
+
+        p1 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, u)).vdst)).vdst)
+        p2 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, e(gcn.VAddU32Op(e.const(1), u)).vdst)).vdst)).vdst)
+        magic, clamp = e.const(Q8_MAGIC), e.const(Q8_CLAMP)
+        ys = []
+        for x in dws:
+            y = e(gcn.VPkFmaF16Op(e(gcn.VPkMulF16Op(p1, x)).vdst, p2, magic)).vdst  # 1536 + rint(a 2^s)
+            ys.append(e(gcn.VPkMinI16Op(clamp, y)).vdst)
+        sel = e.const(Q8_PACK)
+        q = [e(gcn.VPermB32Op(ys[1], ys[0], sel)).vdst, e(gcn.VPermB32Op(ys[3], ys[2], sel)).vdst]
+        d_bits = e(gcn.VLshlAddU32Op(ex, 23, e.const(106 << 23))).vdst  # f32 2^(E - 21)
+        d_a = e(gcn.VFmaF32Op(e(gcn.VCvtF32F16Op(mx)).vdst, self.zero, d_bits)).vdst  # (NaN for an inf / NaN max)
+        c = None
+        if self.fmt != "q8_0":  # Q4_0: -8 sum q (i32); int4: sum q (f32, exact)
+            k8 = e.const(0xF8F8F8F8 if self.fmt == "q4_0" else 0x01010101)
+            c = e(gcn.VDot4I32I8Op(q[1], k8, e(gcn.VDot4I32I8Op(q[0], k8, self.zero)).vdst)).vdst
+            for d in (1, 2):
+                c = e(gcn.VAddU32Op(e(gcn.DsSwizzleB32Op(c, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst, c)).vdst
+            if self.fmt != "q4_0":
+                c = e(gcn.VCvtF32I32Op(c)).vdst
+        return e(gcn.RegSequenceOp(q)).result, d_a, c
+
+    def _stage_first(self) -> None:
+        r_ = self.regs
+        e = r_.e
+        self.swz: dict = {}
+        self.zero = e(gcn.VMovB32Op(0)).vdst
+        staged = self._stage_load(*self.phases[0])
+        self.bq = {0: self._load_b(0)}
+        self._stage_write(staged, *self.phases[0])
+        # lane kl's unit: int8 piece p at unit_w kl + 16 (p ^ x(kl)) (:meth:`_swz_shift`); meta at 8 nb kl
+        qp = self.qp
+        xk = e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(self._swz_shift(), r_.kl)).vdst)).vdst
+        lane_q = e(gcn.VLshlrevB32Op(self.unit_w.bit_length() - 1, r_.kl)).vdst
+        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_q)).vdst for p in range(qp)]
+        self.meta_addr = e(gcn.VLshlrevB32Op((8 * self.nb).bit_length() - 1, r_.kl)).vdst
+
+    def _issue_a(self, j: int) -> None:  # (A's reads are :meth:`_unit`'s)
+        return
+
+    def _read_a(self, i: int, m: int, blk: int) -> tuple[list[SSAValue], SSAValue]:
+        """Row m's int8 activations of block ``blk`` of the lane's unit i (2 ``ds_read_b128``) and
+        its meta words (d_a; Q4_0: and c)."""
+        e = self.regs.e
+        last = i + 1 == self.iters and self.tail < self.span
+        rel = i - self.phase[0]
+        q = []
+        for p in (2 * blk, 2 * blk + 1):
+            base = self._tail_addr(p, self.addr[p]) if last else self.addr[p]
+            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * self.unit_w,
+                                        comment=f"int8 A row {m}, unit +{i * self.span}, piece {p}")).vdst)
+        mb = self.meta_addr
+        if last:
+            if "meta" not in self.tail_bases:
+                self.tail_bases["meta"] = e(gcn.VAndB32Op(self._tail_keep()[1], mb)).vdst
+            mb = self.tail_bases["meta"]
+        read = gcn.DsReadB32Op if self.fmt == "q8_0" else gcn.DsReadB64Op
+        meta = e(read(mb, offset=self.shape.m * self.q_row + m * self.m_row + rel * self.span * 8 * self.nb + 8 * blk,
+                      comment=f"A row {m}'s d_a, c")).vdst
+        return q, meta
+
+    def _weights(self, ld: list[SSAValue], blk: int) -> tuple[SSAValue, list[SSAValue]]:
+        """Block ``blk`` of a unit of one weight row: (f32 d_w, its 8 int8 / nibble dwords in A's order)."""
+        e = self.regs.e
+        o = blk * B_FORMATS[self.fmt][1] // 4  # its first dword; block 0's scale the low half, block 1's the high
+        dw = [self._dw(ld, q) for q in range(o, min(self.n_dw, o + 9))]
+        d = e(gcn.VCvtF32F16Op(dw[0] if blk == 0 else e(gcn.VLshrrevB32Op(16, dw[0])).vdst)).vdst
+        n = 8 if self.fmt == "q8_0" else 4
+        if blk == 0:  # its bytes start 2 bytes into a dword
+            sel = e.const(ALIGN_2)
+            qs = [e(gcn.VPermB32Op(dw[t + 1], dw[t], sel)).vdst for t in range(n)]
+        else:
+            qs = dw[1:1 + n]
+        if self.fmt == "q4_0":  # weights 4t.. in the low nibbles of dword t, 16 + 4t.. in the high
+            qs = [e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst for x in qs] + \
+                 [e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, x)).vdst)).vdst for x in qs]
+        return d, qs
+
+    def _weights_int4(self, ld: list[SSAValue], blk: int, head: tuple | None) -> tuple:
+        """Block ``blk`` of an int4 group (a unit) of one weight row: (f32 s, f32 -z, its 8 nibble dwords
+        in A's order: ``v_perm_b32`` interleaves the low nibbles (weights 2j) and the high ones (2j + 1));
+        ``head``: the group's (s, -z) once decoded."""
+        e = self.regs.e
+        if head is None:
+            hdr = self._dw(ld, 0)
+            z = e(gcn.VAndB32Op(0xFF, e(gcn.VLshrrevB32Op(16, hdr)).vdst)).vdst
+            head = (e(gcn.VCvtF32F16Op(hdr)).vdst,
+                    e(gcn.VCvtF32I32Op(e(gcn.VMulLoU32Op(z, e.const(0xFFFFFFFF))).vdst)).vdst)
+        qs = []
+        for q in range(1 + 4 * blk, 5 + 4 * blk):
+            x = self._dw(ld, q)
+            lo = e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst
+            hi = e(gcn.VAndB32Op(0x0F0F0F0F, e(gcn.VLshrrevB32Op(4, x)).vdst)).vdst
+            qs += [e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst for sel in NIBBLE_INTERLEAVE]
+        return (*head, qs)
+
+    def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """Unit i of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from c (Q4_0: -8
+        sum q_a; Q8_0, int4: 0), the exact integer to f32 (int4: minus z sum q_a, exact), then acc +=
+        (d_w d_a) x it."""
+        if self.fmt in INT4_GROUP_FORMATS:
+            return self._unit_int4_int8(i, bv, acc)
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        ahead = LANE_INT8_A_AHEAD
+        for blk in range(2):
+            w = [self._weights(bv[r], blk) for r in range(R)]
+            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
+            for m in range(M):
+                if m + ahead < M:
+                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
+                q, meta = nxt.pop(m)
+                d_a = e.sub(meta, 0, 1) if self.fmt == "q4_0" else meta
+                start = e.sub(meta, 1, 1) if self.fmt == "q4_0" else self.zero
+                for r in range(R):
+                    d_w, qs = w[r]
+                    x = start
+                    for t in range(8):
+                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    sc = e(gcn.VMulF32Op(d_w, d_a)).vdst
+                    acc[m * R + r] = e(gcn.VFmaF32Op(sc, e(gcn.VCvtF32I32Op(x)).vdst, acc[m * R + r],
+                                                     comment=f"row {m} += d_w d_a x block's integer dot")).vdst
+
+    def _unit_int4_int8(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """An int4 group (the unit) of the lane's R rows: per block and row m of A, 8 ``v_dot4_i32_i8``
+        of the nibbles q and q_a from 0, f = float(dot) - z sum q_a (exact: integers below 2^24),
+        acc += (s d_a) f."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        ahead = LANE_INT8_A_AHEAD
+        heads: list = [None] * R
+        for blk in range(self.nb):
+            w = []
+            for r in range(R):
+                w.append(self._weights_int4(bv[r], blk, heads[r]))
+                heads[r] = w[r][:2]
+            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
+            for m in range(M):
+                if m + ahead < M:
+                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
+                q, meta = nxt.pop(m)
+                d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
+                for r in range(R):
+                    s_w, nz, qs = w[r]
+                    x = self.zero
+                    for t in range(8):
+                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    f = e(gcn.VFmaF32Op(nz, sq, e(gcn.VCvtF32I32Op(x)).vdst)).vdst  # sum (q - z) q_a, exact
+                    sc = e(gcn.VMulF32Op(s_w, d_a)).vdst
+                    acc[m * R + r] = e(gcn.VFmaF32Op(sc, f, acc[m * R + r],
+                                                     comment=f"row {m} += s d_a x block's integer dot")).vdst
 
 
 @dataclass

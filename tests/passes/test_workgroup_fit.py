@@ -108,7 +108,8 @@ def test_timing_model_refuses_instead_of_modeling_one():
 
 
 # The quantized GEMV of 16 rows at 16 wavefront groups (1024 work-items) needs 72 VGPRs (Q8_0).
-Q8_16 = source(16, 64, 4096, "q8_0")
+Q8_16 = source(16, 64, 4096, "q8_0").replace("b_format = ", 'gemv = "sgpr", b_format = ')  # the SGPR GEMV
+# (not the int8 lane kernel of passes/isel/quant_lane.py, which splits nothing)
 
 
 def test_compiler_refuses_a_given_plan_that_does_not_fit():

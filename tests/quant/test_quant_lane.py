@@ -28,23 +28,25 @@ def lane_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
 
 
 @pytest.mark.parametrize("fmt, m, n, k, ct, padded", [
+    # (Q8_0 / Q4_0 / int4 at M = 2 .. 16 (K above 8192: 5 .. 16) without a partial group: the
+    # int8-activation kernel, tests/quant/test_quant_lane_int8.py)
     ("q4_0", 1, 64, 4096, "f32", True),      # 64 pairs: span 64, one unit a lane, 4 waves a workgroup
-    ("q4_0", 2, 32, 7168, "f16", False),     # 112 pairs: span 16, 7 units a lane (B 3 units ahead); exact sizes
-    ("q8_0", 3, 32, 2048, "f16", True),      # span 32: 2 rows a load
-    ("q8_0", 4, 64, 1024, "f32", False),     # span 16 (4 rows a load), 4 rows of A; A's 128 pieces a row
-                                             # staged by 256 work-items (a masked round)
-    ("q4_0", 4, 16, 8192, "f32", True),      # 4 rows of 8192: A in LDS in two phases of 32 KiB
     ("q4_k", 1, 32, 4096, "f32", True),      # 16 super-blocks: span 16
     ("q4_k", 1, 16, 8192, "f16", False),     # 32 super-blocks: span 16 (Q4_K's), 2 a lane
     ("q4_k", 1, 64, 4608, "f32", True),      # 18 super-blocks: span 16, then 2 (a last round of zero units)
     ("q4_k", 1, 16, 10240, "f16", False),    # 40: span 16, then 8
     ("int4_g32", 1, 32, 2048, "f32", True),  # 64 groups of 4 pieces of A (the 4-piece swizzle)
-    ("int4_g64", 2, 32, 4096, "f16", False),
+    ("int4_g64", 1, 32, 4096, "f16", False),
     ("int4_g128", 1, 16, 6144, "f32", True),  # 48 groups: span 16, 3 units a lane; phases of 2 (small)
     # units not a multiple of the span: a last round where lanes past the row's units load zeros
-    ("int4_g128", 2, 16, 2176, "f16", True),  # 17 groups: span 16, the second round 1 lane a row
-    ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
-    ("int4_g32", 3, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
+    ("int4_g128", 1, 16, 2176, "f16", True),  # 17 groups: span 16, the second round 1 lane a row
+    ("int4_g32", 1, 32, 1056, "f32", True),  # 33 groups: span 32, then 1
+    ("int4_g128", 3, 32, 8320, "f16", True),  # M = 3 above K = 8192 (not the int8 kernel): 65 groups, span 64 then 1
+    # a last, partial int4 group (K % G weights): lane tail - 1 of the last round loads exactly its bytes
+    ("int4_g128", 2, 32, 2080, "f32", True),  # 16 groups + 32 weights: span 16, then the partial group alone
+    ("int4_g128", 3, 32, 2144, "f16", False),  # 16 + 96 weights, exact sizes
+    ("int4_g64", 1, 16, 4128, "f32", True),   # 64 groups + 32: span 64, then 1
+    ("int4_g128", 1, 32, 4064, "f16", True),  # 31 groups + 96: 32 units, span 32 (the partial group in a whole round)
     ("q8_0", 1, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
     # Q4_0 at M = 1 with A longer than a phase of 8 KiB: LANE_SMALL_PHASES (2 waves, B 1 unit ahead)
     ("q4_0", 1, 32, 7168, "f32", True),      # 112 pairs: span 16, 7 units a lane, phases of 4
@@ -87,15 +89,16 @@ def test_same_as_sgpr_kernel_within_bound(fmt):
     assert np.allclose(r1.c, ref, rtol=1e-5, atol=1e-3) and np.allclose(r1.c, r2.c, rtol=1e-5, atol=1e-3)
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "int4_g128"])
-def test_alpha_zero_over_nan_inputs(fmt):
-    """alpha = 0 drops the products: NaN activations and a NaN scale do not reach C."""
-    m, n, k = 2, 16 * LANE_WAVES, 2048
+@pytest.mark.parametrize("fmt, k, a_nan_at", [("int4_g128", 9216, 7), ("int4_g128", 2080, 2070)])
+def test_alpha_zero_over_nan_inputs(fmt, k, a_nan_at):
+    """alpha = 0 drops the products: NaN activations and a NaN scale do not reach C (Q8_0's kernel at
+    M = 2: tests/quant/test_quant_lane_int8.py; K = 2080: the NaN activation in the partial group)."""
+    m, n = 2, 16 * LANE_WAVES
     kern = lane_kernel(m, n, k, fmt)
     rng = np.random.default_rng(5)
     b = random_weights(fmt, n, k, rng)
     b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, first block's scale
-    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=a_nan_at, nan_rows_of_b=[5])
 
 
 @pytest.mark.parametrize("edit, why", [
@@ -125,11 +128,11 @@ def test_split_k_given_keeps_the_sgpr_kernel():
 
 
 def test_a_staged_by_phases(monkeypatch):
-    """A in LDS by phases of 3, 3 and 1 of the lanes' 7 units (a barrier after each), exact sizes."""
+    """A in LDS by phases of 3, 3 and 3 of the lanes' 9 units (a barrier after each), exact sizes."""
     import vlpc.passes.isel.quant_lane as lane
 
-    monkeypatch.setattr(lane, "LANE_A_PHASE_BYTES", 12288)  # 2 rows x 3 units x 16 lanes x 128 bytes
-    fmt, m, n, k = "q8_0", 2, 32, 7168
+    monkeypatch.setattr(lane, "LANE_A_PHASE_BYTES", 12288)  # 2 rows x 3 units x 16 lanes x 128 bytes (int4_g64: 64 weights a unit)
+    fmt, m, n, k = "int4_g64", 2, 32, 9216  # (K above 8192: not the int8 kernel, whose phases test_quant_lane_int8.py tests)
     kern = lane_kernel(m, n, k, fmt)
     assert kern.asm.count("A's phase in LDS") == 3
     rng = np.random.default_rng(7)

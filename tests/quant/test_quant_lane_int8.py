@@ -1,0 +1,167 @@
+"""The lane-along-K quantized GEMV at M = 2 .. 16 with int8 activations (passes/isel/quant_lane.py,
+QuantLaneInt8Builder; docs/quantized.md, "int8 activations").
+
+Every case on the strict emulator with exactly sized or padded buffers (A's row gaps NaN, B's bytes
+after each row's last block garbage, C's columns past N NaN), beta = 0 over a C that is all NaN, then
+alpha and beta nonzero; checked two ways, both computed here with NumPy: against gguf's float64
+dequantization times the *quantized* activations (the kernel's exact operands:
+``vlpc.quant_run.quantize_activations``, a power-of-two step per block of 32) within f32 accumulation's
+bound, and against float64 math on the f16 activations within the stated bound
+``sum_k |w_k| d_a(k)`` (each activation within its block's step d_a) plus that f32 bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import vlpc  # noqa: E402
+from vlpc.passes.isel.quant_lane import A_QUANT, LANE_UNITS, quant_lane_plan  # noqa: E402
+from vlpc.quant_run import activation_step, dequantize, quantize_activations, random_weights, row_bytes  # noqa: E402
+from vlpc.verify import U32, gamma  # noqa: E402
+
+from vlpc.quant_run import B_PAD  # noqa: E402
+
+from test_quant_gemv import check_nan_inputs, sgpr, source  # noqa: E402
+
+
+def int8_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
+    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
+    assert kern.launch_info.get("a_quant") == A_QUANT and "v_dot4_i32_i8" in kern.asm  # the int8 lane kernel
+    return kern
+
+
+def bounds(a, w, k):
+    """(the f32 bound against the quantized activations, the bound against the f16 ones): n = 16 +
+    K / 32 + 16 + 2 roundings (vlpc.quant_run.quant_verdict's, the lane kernel's reduction within it)."""
+    aq = quantize_activations(a)
+    fb = gamma(16 + k // 32 + 16 + 2, U32) * (np.abs(aq) @ np.abs(w).T) + U32 * (np.abs(aq) @ np.abs(w).T)
+    return aq, fb, fb + activation_step(a) @ np.abs(w).T
+
+
+@pytest.mark.parametrize("fmt, m, n, k, ct, padded", [
+    ("q4_0", 2, 32, 1024, "f32", True),      # 16 pairs: span 16, one unit a lane
+    ("q4_0", 2, 32, 7168, "f16", False),     # 112 pairs: span 16, 7 units a lane, one phase; exact sizes
+    ("q8_0", 3, 32, 2048, "f16", True),      # span 32
+    ("q8_0", 4, 64, 1024, "f32", False),     # span 16, 4 rows of A
+    ("q4_0", 4, 16, 8192, "f32", True),      # N = 16: one wave of 2 rows a lane x 4 slots... two phases
+    ("q4_0", 5, 64, 4096, "f32", False),     # M = 5: 4 rows a lane, span 16 (from M = 4)
+    ("q8_0", 2, 32, 4096, "f32", True),      # M = 2: span 64
+    ("q8_0", 16, 32, 1088, "f32", True),     # 17 pairs: span 16 then 1 (lanes past the units: zero B), 2 phases
+    ("q4_0", 16, 32, 4096, "f16", True),     # M = 16: span 16, four phases of A
+    ("q4_0", 2, 16, 1088, "f16", False),     # 17 pairs
+    ("q8_0", 5, 32, 3584, "f16", True),      # 56 pairs: span 32, then 24
+    # int4 groups: sum (q - z) q_a = dot(q, q_a) - z sum q_a per block of 32, the staged sum (f32)
+    ("int4_g128", 2, 32, 2048, "f32", True),   # 16 groups of 4 blocks: span 16
+    ("int4_g64", 3, 32, 4096, "f16", False),   # 64 groups: span 64
+    ("int4_g32", 5, 32, 2048, "f32", True),    # 64 groups of one block: span 16 (the 2-piece swizzle)
+    ("int4_g128", 4, 16, 2176, "f16", True),   # 17 groups: span 16, then 1
+    ("int4_g128", 16, 64, 4096, "f32", True),  # M = 16: rounds of 40 KiB, each phase loaded at its end
+])
+def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
+    rb = row_bytes(fmt, k)
+    lda, ldb, ldc = (k + 8, rb + 12, n + 3) if padded else (k, rb, n)
+    kern = int8_kernel(m, n, k, fmt, ct, lda, ldb, ldc)
+    rng = np.random.default_rng(m * 1000 + k)
+    b = random_weights(fmt, n, k, rng)
+    bpad = np.full((n, ldb), B_PAD, np.uint8)
+    bpad[:, :rb] = b
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = (rng.standard_normal((m, k)) * rng.choice([1e-3, 1.0, 30.0], (m, k // 32)).repeat(32, 1)).astype(np.float16)
+    dt = np.float32 if ct == "f32" else np.float16
+    c = np.full((m, ldc), np.nan, dt)
+    if m == 16:  # span 16, a round of the lanes' units a phase (16 rows x 16 units x 80 or 160 bytes of LDS)
+        assert kern.asm.count("A's phase in LDS") == -(-(k // LANE_UNITS[fmt][0]) // 16)
+    r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
+    assert r.verified and np.isfinite(r.c).all()
+    st = r.stats  # every weight byte once, A once per workgroup, 32 bytes of kernel arguments a wave
+    assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
+    w = dequantize(fmt, b).astype(np.float64)
+    a16 = a[:, :k]
+    aq, fb, ab = bounds(a16, w, k)
+    got = r.c[:, :n].astype(np.float64)
+    c16 = (lambda x: 2.0 ** -11 * np.abs(x) + 2.0 ** -24) if ct == "f16" else (lambda x: 0)
+    assert (np.abs(got - aq @ w.T) <= fb + c16(aq @ w.T)).all()  # the kernel's operands, f32 accumulation
+    ref = a16.astype(np.float64) @ w.T
+    assert (np.abs(got - ref) <= ab + c16(ref)).all()  # the f16 activations: their quantization's bound
+    assert (np.abs(got - ref) > fb + c16(ref)).any()  # (which the int8 activations do need)
+    c[:, :n] = rng.standard_normal((m, n)).astype(dt)
+    r = vlpc.run(kern, a, bpad, c, alpha=-0.75, beta=0.5, strict=True)
+    assert r.verified and r.error_ratio < 1
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
+def test_bit_exact_where_exact(fmt):
+    """Activations in [1, 2) (block step 2^-6) and every weight scale 1: each block's integer dot,
+    its product with d_w d_a and every sum are exact in f32, so C is NumPy's value on the quantized
+    activations bit for bit."""
+    m, n, k = 3, 32, 2048
+    kern = int8_kernel(m, n, k, fmt)
+    rng = np.random.default_rng(7)
+    b = random_weights(fmt, n, k, rng)
+    bb = 34 if fmt == "q8_0" else 18
+    for blk in range(k // 32):
+        b[:, blk * bb:blk * bb + 2] = np.frombuffer(np.float16(1.0).tobytes(), np.uint8)
+    a = (rng.uniform(1, 2, (m, k)) * rng.choice([-1, 1], (m, k))).astype(np.float16)
+    r = vlpc.run(kern, a, b, np.zeros((m, n), np.float32), strict=True)
+    exact = quantize_activations(a) @ dequantize(fmt, b).astype(np.float64).T
+    assert r.verified and np.array_equal(r.c, exact.astype(np.float32))
+    assert np.array_equal(exact, exact.astype(np.float32))
+
+
+def test_quantizer():
+    """The reference quantizer: q = rint(a 2^(7 - e)) clamped to [-128, 127], e frexp's exponent of the
+    block's max |a| (at least -13); exact multiples of the step; within a step of a; blocks with an
+    inf or NaN are NaN."""
+    a = np.zeros((2, 64), np.float16)
+    a[0, :32] = np.linspace(-1.5, 1.99, 32)
+    a[0, 32:] = 2.0 ** -20  # subnormal f16: the step 2^-20
+    a[1, 5] = np.inf
+    aq = quantize_activations(a)
+    assert np.all(np.isnan(aq[1, :32])) and np.all(aq[1, 32:] == 0)
+    assert np.all(aq[0, 32:] == 2.0 ** -20)
+    step = activation_step(a)[0, :32]
+    assert np.all(step == 2.0 ** -6)  # max |a| 1.99 < 2 = 2^1: step 2^(1 - 7)
+    q = aq[0, :32] / step
+    assert np.array_equal(q, np.rint(q)) and q.max() <= 127 and q.min() >= -128
+    assert np.all(np.abs(aq[0, :32] - a[0, :32].astype(np.float64)) <= step)
+    assert quantize_activations(np.full((1, 32), 1.999, np.float16)).max() == 127 * 2.0 ** -6  # clamped at 127
+
+
+@pytest.mark.parametrize("fmt", ["q8_0", "int4_g64"])
+def test_alpha_zero_over_nan_inputs(fmt):
+    """alpha = 0 drops the products (NaN activations and a NaN weight scale do not reach C); with
+    alpha = 1 a block's NaN activation makes its step NaN: its row of C is NaN, as the NaN scale's
+    column."""
+    m, n, k = 3, 32, 2048
+    kern = int8_kernel(m, n, k, fmt)
+    rng = np.random.default_rng(5)
+    b = random_weights(fmt, n, k, rng)
+    b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)
+    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+
+
+def test_plan_choices():
+    """M = 2 .. 16 of Q8_0 / Q4_0 / int4 take the int8 kernel (K above 8192: from M = 5); M = 1 the f16 one;
+    span 16 from M = 4, else the
+    largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr", an int4 format
+    with a partial group and Q4_K do not."""
+    from vlpc.compiler import parse
+    from vlpc.dialects.gemm import MatmulOp
+
+    def plan(m, fmt="q4_0", k=4096, n=64, edit=lambda s: s):
+        mod = parse(edit(source(m, n, k, fmt)))
+        return quant_lane_plan(next(op for op in mod.walk() if isinstance(op, MatmulOp)))
+
+    assert plan(16) == (2, 16, 4) and plan(2) == (2, 64, 1) and plan(5) == (4, 16, 4) and plan(4) == (2, 16, 4)
+    assert plan(17) is None and plan(4, edit=sgpr) is None
+    k1 = vlpc.compile(source(1, 64, 4096, "q4_0")).kernel("g")
+    assert "a_quant" not in k1.launch_info
+    # K above 8192: the f16 lane kernel up to M = 4 (modeled faster there), int8 from M = 5
+    long_k = [vlpc.compile(source(m, 64, 14336, "q8_0")).kernel("g") for m in (4, 5)]
+    assert "a_quant" not in long_k[0].launch_info and "A row 0 to LDS" in long_k[0].asm
+    assert long_k[1].launch_info["a_quant"] == A_QUANT
+    k3 = vlpc.compile(source(3, 64, 4160, "int4_g128")).kernel("g")  # a partial group: the f16 lane kernel
+    assert "a_quant" not in k3.launch_info and "A row 0 to LDS" in k3.asm
+    assert "a_quant" not in vlpc.compile(source(2, 64, 4096, "q4_k")).kernel("g").launch_info
