@@ -156,11 +156,14 @@ MAP_END = "<!-- end of module map -->"
 
 
 def _first_sentence(path: Path) -> str:
-    """The first line of a module's docstring (read with :mod:`ast`, nothing imported)."""
+    """The first sentence of a module's docstring: its first paragraph up to the first full stop
+    followed by a space and a capital letter (read with :mod:`ast`, nothing imported)."""
     import ast
+    import re
 
     doc = ast.get_docstring(ast.parse(path.read_text()), clean=True) or ""
-    line = doc.strip().split("\n", 1)[0].strip().rstrip(".:")
+    para = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    line = re.split(r"(?<=\.)\s+(?=[A-Z`*(])", para, maxsplit=1)[0].strip().rstrip(".:")
     return _cell(line) if line else "(no docstring)"
 
 
