@@ -189,8 +189,15 @@ def architecture_with_map(text: str, root: Path | None = None) -> str:
 
 
 def default_path() -> Path:
-    """``docs/cli.md`` of the source tree this module belongs to."""
-    return Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+    """``docs/cli.md`` of the vlpc checkout in use (:func:`vlpc.benchmarking.find_checkout`: the
+    source tree of an editable install, or the checkout a regular install runs from).  Raises
+    :class:`FileNotFoundError` when there is none: the manual is not installed with the package."""
+    from vlpc.benchmarking import find_checkout
+
+    root = find_checkout()
+    if root is None:
+        raise FileNotFoundError("no vlpc checkout here: run it from the repository's root, or give -o FILE")
+    return root / "docs" / "cli.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    path = Path(args.output) if args.output else default_path()
+    try:
+        path = Path(args.output) if args.output else default_path()
+    except FileNotFoundError as exc:
+        print(f"python -m vlpc.docs: error: {exc}", file=sys.stderr)
+        return 2
     outputs = [(path, text)]
     if not args.output:  # the module map of docs/architecture.md too
         arch = default_path().parent / "architecture.md"

@@ -27,7 +27,7 @@ def test_module_map_is_up_to_date_and_lists_every_module():
 
 
 def test_module_map_follows_a_new_module(tmp_path):
-    """A module added to a mapped directory appears with its docstring's first line."""
+    """A module added to a mapped directory appears with its docstring's first sentence."""
     for rel in ("vlpc", "vlpc/commands", "vlpc/isa", "dialects", "passes", "runtime", "runtime/emulator",
                 "runtime/emulator/semantics", "runtime/timing"):
         (tmp_path / rel).mkdir(parents=True)
@@ -62,3 +62,28 @@ def test_example_linalg_mlir_runs(capsys):
     path = str(ROOT / "examples" / "linalg_matmul_transpose_b.mlir")
     assert main(["run", path, "--seed", "1"]) == 0
     assert "verification passed" in capsys.readouterr().out
+
+
+def test_docs_generator_outside_a_checkout_writes_nothing(tmp_path, monkeypatch, capsys):
+    """Under a regular install run outside the repository there is no docs/ to regenerate: one
+    error line, exit 2, nothing written (the manual is not installed with the package)."""
+    import vlpc.benchmarking
+    import vlpc.docs
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(vlpc.benchmarking, "find_checkout", lambda: None)
+    assert vlpc.docs.main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m vlpc.docs: error: no vlpc checkout here") and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_module_map_shows_whole_first_sentences(tmp_path):
+    """A docstring whose first sentence wraps over lines is shown whole, up to its full stop."""
+    from vlpc.docs import _first_sentence
+
+    mod = tmp_path / "m.py"
+    mod.write_text('"""A compiled kernel at run time: its launch planning (grid, split-K plan, row-narrow\n'
+                   'companions) and execution.  Second sentence.\n\nMore."""\n')
+    assert _first_sentence(mod) == ("A compiled kernel at run time: its launch planning (grid, split-K plan, "
+                                    "row-narrow companions) and execution")

@@ -18,19 +18,24 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-def checkout_root() -> Path:
-    """The vlpc checkout whose ``benchmarks/`` the scripts and their tests use: the folder holding
-    this package when vlpc runs from a checkout (an editable install), otherwise the current
-    directory or the nearest of its parents that holds ``pyproject.toml`` and
-    ``benchmarks/microbench/`` (a regular install run from the checkout, as CI does).  The
-    benchmark scripts and their data are not installed with the package.  Falls back to the
-    current directory, where a script's missing file then names its path."""
+def find_checkout() -> Path | None:
+    """The vlpc checkout in use: the folder holding this package when vlpc runs from a checkout
+    (an editable install), otherwise the current directory or the nearest of its parents that
+    holds ``pyproject.toml`` and ``benchmarks/microbench/`` (a regular install run from the
+    checkout, as CI does); None when there is none (the benchmark scripts, their data and the
+    manual are not installed with the package)."""
     here = Path(__file__).resolve().parents[2]
     cwd = Path.cwd().resolve()
     for root in (here, cwd, *cwd.parents):
         if (root / "pyproject.toml").is_file() and (root / "benchmarks" / "microbench").is_dir():
             return root
-    return cwd
+    return None
+
+
+def checkout_root() -> Path:
+    """:func:`find_checkout`, or the current directory when there is none (where a script's
+    missing file then names its path)."""
+    return find_checkout() or Path.cwd().resolve()
 
 
 #: The checkout's root (:func:`checkout_root`, resolved once on import).
