@@ -64,11 +64,24 @@ def _dist_given(config) -> bool:
 # monkeypatch.setattr may change what a compile builds (a pass switched off, a plan constant or
 # chooser replaced): from that patch on, the test compiles into a private, empty cache of its own
 # (VLPC_CACHE_DIR: a temporary folder, for its subprocesses too), so the shared cache never
-# receives a kernel of patched code and the test never takes one of unpatched code.  Patches
-# elsewhere (os, sys, builtins) and environment variables keep the shared cache; a test that set
-# VLPC_CACHE_DIR itself keeps its own.  The same patches empty the emulator's in-process program
-# cache, at the patch and at the end of the test.
+# receives a kernel of patched code and the test never takes one of unpatched code.  Patches of
+# the modules that run, check, report or tune kernels but never shape one (_NOT_COMPILING, e.g. a
+# device wrapper that corrupts downloads), of other packages (os, sys, builtins) and environment
+# variables keep the shared cache; a test that set VLPC_CACHE_DIR itself keeps its own.  Any
+# patch of vlpc also empties the emulator's in-process program cache, at the patch and at the end
+# of the test.
 _PATCHED_PACKAGES = ("vlpc", "xdsl")
+_NOT_COMPILING = ("vlpc.runtime", "vlpc.runtime.device", "vlpc.runtime.emulator", "vlpc.runtime.hip",
+                  "vlpc.api", "vlpc.run", "vlpc.verify", "vlpc.report", "vlpc.energy_report", "vlpc.tune",
+                  "vlpc.cli_support")
+
+
+def _compiles(module: str) -> bool:
+    """Whether a patch of ``module`` (a dotted name) may change what vlpc compiles."""
+    if module.split(".")[0] not in _PATCHED_PACKAGES:
+        return False
+    # (the package vlpc.runtime itself, e.g. its get_device, but not vlpc.runtime.toolchain)
+    return not any(module == m or (m != "vlpc.runtime" and module.startswith(m + ".")) for m in _NOT_COMPILING)
 
 
 def _module_of(target) -> str:
@@ -85,20 +98,19 @@ def _module_of(target) -> str:
 
 @pytest.fixture
 def monkeypatch(monkeypatch, tmp_path_factory):
-    """pytest's monkeypatch; its ``setattr`` on a vlpc or xDSL module, class or object also gives
-    the test a private kernel cache (see above)."""
+    """pytest's monkeypatch; its ``setattr`` on a vlpc or xDSL module, class or object that may
+    shape a compile also gives the test a private kernel cache (see above)."""
     real_setattr = monkeypatch.setattr
-    private = []
-
-    patched = []
+    private, patched = [], []
 
     def setattr(target, *args, **kwargs):
-        if _module_of(target).split(".")[0] in _PATCHED_PACKAGES:
+        module = _module_of(target)
+        if module.split(".")[0] == "vlpc":
             patched.append(True)
             _forget_emulator_programs()
-            if not private and os.environ.get("VLPC_CACHE_DIR") == _CACHE_DIR:  # (not a cache the test chose)
-                private.append(tmp_path_factory.mktemp("private-kernel-cache"))
-                monkeypatch.setenv("VLPC_CACHE_DIR", str(private[0]))
+        if _compiles(module) and not private and os.environ.get("VLPC_CACHE_DIR") == _CACHE_DIR:
+            private.append(tmp_path_factory.mktemp("private-kernel-cache"))
+            monkeypatch.setenv("VLPC_CACHE_DIR", str(private[0]))
         return real_setattr(target, *args, **kwargs)
 
     monkeypatch.setattr = setattr

@@ -51,9 +51,15 @@ def test_worksteal_is_the_default_distribution_under_n(monkeypatch):
 def test_patching_vlpc_gives_the_test_a_private_kernel_cache(monkeypatch):
     shared = os.environ["VLPC_CACHE_DIR"]
     assert shared == os.environ["VLPC_TEST_CACHE_DIR"]
+    import vlpc.runtime
+    import vlpc.runtime.toolchain
+
     monkeypatch.setattr(os, "sep", os.sep)  # not vlpc: the shared cache stays
     monkeypatch.setenv("VLPC_SOME_SETTING", "1")
+    monkeypatch.setattr(vlpc.runtime, "get_device", vlpc.runtime.get_device)  # runs kernels, never builds one
     assert os.environ["VLPC_CACHE_DIR"] == shared and not monkeypatch.private_kernel_cache
+    assert conftest._compiles("vlpc.runtime.toolchain") and conftest._compiles("vlpc.passes.gemm_tile")
+    assert conftest._compiles("xdsl.ir.core") and not conftest._compiles("vlpc.runtime.emulator.core")
 
     from vlpc.passes.gcn_insert_waitcnt import GcnInsertWaitcntPass
 
