@@ -1201,8 +1201,11 @@ def run_dispatch(memory: Memory, config: DispatchConfig, progress=None) -> Launc
     finally:
         for a in slots:
             memory.free(a)
-    for r in results:
-        if r is not None:
+    results = [r for r in results if r is not None]
+    if len(results) == 1:  # one batch: its statistics are the launch's (no copy of every by_pc row)
+        total = results[0]
+    else:
+        for r in results:
             total.merge(r)
     total.code_id = code_id(cfg.code)
     total.wall_seconds = time.perf_counter() - t0
