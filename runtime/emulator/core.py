@@ -35,8 +35,9 @@ kernel on several inputs, every batch of a big launch).  :func:`program` keeps, 
 image (its bytes) and target, the decoded instructions and, per *compile key*
 (:func:`compile_key`: the launch configuration minus what changes from launch to launch:
 grid, kernarg segment, dispatch packet, queue, trace request, workgroup selection,
-instruction budget, batch size), a snapshot of each compiled instruction; the last
-:data:`PROGRAM_CACHE_SIZE` images are kept.  A batch takes a fresh copy of the snapshot
+instruction budget, batch size), a snapshot of each compiled instruction: shared by the
+batches of a launch, and kept for later launches from the image's second launch on (the
+last :data:`PROGRAM_CACHE_SIZE` images).  A batch takes a fresh copy of the snapshot
 (:meth:`Prepared.fresh`: its own counters; the closure shared, as it takes the batch and
 the group as arguments and binds only the instruction and the compile key's fields);
 an instruction whose closure depends on the MODE register at the time is specialized
@@ -927,10 +928,14 @@ def private_segment_buffer(base: int) -> list[int]:
 # dispatch
 
 #: code images whose decoded and compiled instructions :func:`program` keeps (the least
-#: recently launched is dropped first).  A kept image holds ~100k small objects (closures and
-#: their cells) that every full garbage collection walks, so only the few launched last are
-#: kept: a repeated ``vlpc.run`` of a 64x256x64 SGEMM takes 100 instead of 205 ms CPU (measured)
+#: recently launched is dropped first), each from its second launch on.  A kept image holds
+#: ~100k small objects (closures and their cells) that the garbage collector walks, so a kernel
+#: launched once (most of the test suite's) is not kept and only the few launched last are: a
+#: repeated ``vlpc.run`` of a 64x256x64 SGEMM takes 100 instead of 205 ms CPU (measured)
 PROGRAM_CACHE_SIZE = 4
+#: code images launched once (digests of their bytes and target) that :func:`program` remembers
+#: to keep the image at its next launch
+SEEN_SIZE = 64
 
 #: the DispatchConfig fields that change from launch to launch of one kernel and that no
 #: instruction builder reads (the closures read them from the batch when they run)
@@ -951,6 +956,7 @@ class Program:
 
 
 _PROGRAMS: OrderedDict = OrderedDict()
+_SEEN: OrderedDict = OrderedDict()
 _PROGRAMS_LOCK = threading.Lock()
 
 
@@ -972,23 +978,36 @@ def compile_key(cfg: DispatchConfig) -> tuple:
 
 
 def program(code: bytes, target: str) -> Program:
-    """The cached :class:`Program` of ``code`` (the image's bytes) for ``target``."""
+    """The :class:`Program` of ``code`` (the image's bytes) for ``target``: the kept one, else a
+    new one, which is kept when the image was launched before (:data:`SEEN_SIZE` images are
+    remembered; the batches of one launch share its program whether kept or not)."""
     key = (bytes(code), target)
     with _PROGRAMS_LOCK:
         prog = _PROGRAMS.get(key)
-        if prog is None:
-            prog = _PROGRAMS[key] = Program(key[0], target)
+        if prog is not None:
+            _PROGRAMS.move_to_end(key)
+            return prog
+        prog = Program(key[0], target)
+        if PROGRAM_CACHE_SIZE <= 0:
+            return prog
+        seen = (code_id(key[0]), len(key[0]), target)
+        if _SEEN.pop(seen, None) is not None:  # its second launch: keep it
+            _PROGRAMS[key] = prog
             while len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
                 _PROGRAMS.popitem(last=False)
         else:
-            _PROGRAMS.move_to_end(key)
+            _SEEN[seen] = True
+            while len(_SEEN) > SEEN_SIZE:
+                _SEEN.popitem(last=False)
         return prog
 
 
 def clear_program_cache() -> None:
-    """Forget every cached :class:`Program` (decoded and compiled instructions)."""
+    """Forget every kept :class:`Program` (decoded and compiled instructions) and every image
+    launched once."""
     with _PROGRAMS_LOCK:
         _PROGRAMS.clear()
+        _SEEN.clear()
 
 
 class _Run:

@@ -41,27 +41,32 @@ def _stats_fields(st):
             st.global_bytes_written, {pc: list(row) for pc, row in st.by_pc.items()}, st.code_id)
 
 
-def test_a_second_launch_compiles_nothing_and_counts_the_same(compiles):
+def test_a_third_launch_compiles_nothing_and_counts_the_same(compiles):
     body = "v_mul_f32 v20, v10, v11\nv_add_f32 v20, v20, v10"
     a = np.arange(1, 65, dtype=np.float32)
     (out1,), st1 = run_lanes(body, [a, 2 * a])
     first = list(compiles)
     assert first, "the first launch compiles its instructions"
-    (out2,), st2 = run_lanes(body, [3 * a, a])
-    assert compiles == first  # nothing compiled again
+    assert not core._PROGRAMS  # a code image launched once is not kept
+    run_lanes(body, [a, 2 * a])
+    assert compiles == 2 * first and len(core._PROGRAMS) == 1  # kept from its second launch on
+    (out3,), st3 = run_lanes(body, [3 * a, a])
+    assert compiles == 2 * first  # nothing compiled again
     np.testing.assert_array_equal(out1.view(np.float32), a * (2 * a) + a)
-    np.testing.assert_array_equal(out2.view(np.float32), (3 * a) * a + 3 * a)
-    assert _stats_fields(st1) == _stats_fields(st2)
+    np.testing.assert_array_equal(out3.view(np.float32), (3 * a) * a + 3 * a)
+    assert _stats_fields(st1) == _stats_fields(st3)
     # a launch whose compile key differs (here: the VGPR count) compiles again
     run_lanes(body, [a, a], vgpr_count=128)
-    assert len(compiles) == 2 * len(first)
+    assert len(compiles) == 3 * len(first)
 
 
 def test_several_batches_of_one_launch_count_like_one(compiles):
     body = "v_add_u32 v20, v10, v0"
     x = np.arange(4 * 64, dtype=np.uint32)
     (whole,), st_whole = run_lanes(body, [x], grid=4)
+    n = len(compiles)
     (split,), st_split = run_lanes(body, [x], grid=4, max_waves_in_flight=1)  # 4 batches, one compile
+    assert len(compiles) == 2 * n
     np.testing.assert_array_equal(whole, split)
     assert _stats_fields(st_whole) == _stats_fields(st_split)
 
@@ -76,13 +81,17 @@ FLAG_THEN_MUL = ("v_readfirstlane_b32 s40, v12\n"
 
 @pytest.mark.parametrize("order", [(1, 0, 1), (0, 1, 0)])
 def test_mode_dependent_instructions_are_specialized_per_launch(compiles, order):
-    # v_mul_f32 compiled after s_setreg flushed denormals (flag 1) or in the default IEEE mode
-    # (flag 0) computes for the next launch's own MODE: 2^-140 * 1 flushed to +0, or kept
+    # v_mul_f32 compiled (and kept, at the second launch) after s_setreg flushed denormals (flag 1)
+    # or in the default IEEE mode (flag 0) computes for the next launch's own MODE: 2^-140 * 1
+    # flushed to +0, or kept
     def run(flag):
         (out,), _ = run_lanes(FLAG_THEN_MUL, [np.full(64, DEN, np.uint32), np.full(64, ONE, np.uint32),
                                               np.full(64, flag, np.uint32)])
         return int(out[0])
-    got = [run(flag) for flag in order]
+    got = [run(flag) for flag in order[:2]]
+    n = len(compiles)
+    got.append(run(order[2]))
+    assert len(compiles) - n <= 1  # the second launch's kept instructions (and the s_setreg it skipped)
     assert got == [0 if flag else DEN for flag in order]
 
 
@@ -112,6 +121,7 @@ def test_timing_model_runs_are_the_same_from_the_cache():
 
     core.clear_program_cache()
     cold = run()
+    run()  # (kept from this second launch on)
     warm = run()
     np.testing.assert_array_equal(cold[0], warm[0])
     assert cold[1] == warm[1] and cold[1] > 0
