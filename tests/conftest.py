@@ -9,7 +9,10 @@ so they use the installed package, as a user's would.
 
 import os
 import shutil
+import sys
 import tempfile
+
+import pytest
 
 os.environ["PYTHONSAFEPATH"] = "1"
 
@@ -37,10 +40,98 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
+# pytest-xdist's scheduling: --dist worksteal when -n is given without --dist (each worker starts on
+# a contiguous share of the tests, so a file's module fixtures and kernels are built once, and an
+# idle worker takes pending tests from a busy one).  Set here rather than in pyproject's addopts,
+# where it made `pytest -p no:xdist` an error (no such option without the plugin).  This runs
+# before xdist's own pytest_cmdline_main, which would turn "-n N without --dist" into "load".
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if not config.pluginmanager.hasplugin("xdist") or getattr(config.option, "dist", "no") != "no":
+        return
+    if getattr(config.option, "numprocesses", None) and not _dist_given(config):
+        config.option.dist = "worksteal"
+
+
+def _dist_given(config) -> bool:
+    """Whether the command line (or PYTEST_ADDOPTS, or the ini addopts) names a --dist mode."""
+    args = list(config.invocation_params.args) + os.environ.get("PYTEST_ADDOPTS", "").split()
+    args += config.getini("addopts")
+    return any(a == "--dist" or a.startswith("--dist=") or a in ("-d", "--distload") for a in args)
+
+
+# The shared kernel cache holds what vlpc compiles.  A test that patches vlpc (or xDSL) with
+# monkeypatch.setattr may change what a compile builds (a pass switched off, a plan constant or
+# chooser replaced): from that patch on, the test compiles into a private, empty cache of its own
+# (VLPC_CACHE_DIR: a temporary folder, for its subprocesses too), so the shared cache never
+# receives a kernel of patched code and the test never takes one of unpatched code.  Patches of
+# the modules that run, check, report or tune kernels but never shape one (_NOT_COMPILING, e.g. a
+# device wrapper that corrupts downloads), of other packages (os, sys, builtins) and environment
+# variables keep the shared cache; a test that set VLPC_CACHE_DIR itself keeps its own.  Any
+# patch of vlpc also empties the emulator's in-process program cache, at the patch and at the end
+# of the test.
+_PATCHED_PACKAGES = ("vlpc", "xdsl")
+_NOT_COMPILING = ("vlpc.runtime", "vlpc.runtime.device", "vlpc.runtime.emulator", "vlpc.runtime.hip",
+                  "vlpc.api", "vlpc.run", "vlpc.verify", "vlpc.report", "vlpc.energy_report", "vlpc.tune",
+                  "vlpc.cli_support")
+
+
+def _compiles(module: str) -> bool:
+    """Whether a patch of ``module`` (a dotted name) may change what vlpc compiles."""
+    if module.split(".")[0] not in _PATCHED_PACKAGES:
+        return False
+    # (the package vlpc.runtime itself, e.g. its get_device, but not vlpc.runtime.toolchain)
+    return not any(module == m or (m != "vlpc.runtime" and module.startswith(m + ".")) for m in _NOT_COMPILING)
+
+
+def _module_of(target) -> str:
+    import types
+
+    if isinstance(target, str):  # monkeypatch.setattr("pkg.mod.attr", value)
+        return target
+    if isinstance(target, types.ModuleType):
+        return target.__name__
+    if isinstance(target, type):
+        return target.__module__ or ""
+    return type(target).__module__ or ""
+
+
+@pytest.fixture
+def monkeypatch(monkeypatch, tmp_path_factory):
+    """pytest's monkeypatch; its ``setattr`` on a vlpc or xDSL module, class or object that may
+    shape a compile also gives the test a private kernel cache (see above)."""
+    real_setattr = monkeypatch.setattr
+    private, patched = [], []
+
+    def setattr(target, *args, **kwargs):
+        module = _module_of(target)
+        if module.split(".")[0] == "vlpc":
+            patched.append(True)
+            _forget_emulator_programs()
+        if _compiles(module) and not private and os.environ.get("VLPC_CACHE_DIR") == _CACHE_DIR:
+            private.append(tmp_path_factory.mktemp("private-kernel-cache"))
+            monkeypatch.setenv("VLPC_CACHE_DIR", str(private[0]))
+        return real_setattr(target, *args, **kwargs)
+
+    monkeypatch.setattr = setattr
+    monkeypatch.private_kernel_cache = private  # (tests/docs/test_suite_settings.py)
+    yield monkeypatch
+    if patched:  # (before pytest's monkeypatch undoes the patches: nothing runs in between)
+        _forget_emulator_programs()
+
+
+def _forget_emulator_programs():
+    """Empty the emulator's program cache (compiled instructions kept across launches,
+    runtime/emulator/core.py): a patched instruction builder must neither find closures built
+    before the patch nor leave its own to later tests."""
+    core = sys.modules.get("vlpc.runtime.emulator.core")
+    clear = getattr(core, "clear_program_cache", None)
+    if clear is not None:
+        clear()
+
+
 def gfx906_device_or_skip():
     """A HIP device that is a gfx906, or a pytest skip saying why there is none."""
-    import pytest
-
     try:
         from vlpc.runtime.hip import HipDevice, hip_available
     except Exception as e:  # noqa: BLE001 - the optional HIP extra may be missing or broken

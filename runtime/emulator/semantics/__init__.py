@@ -72,6 +72,7 @@ def _guarded(build):
         except EmulatorFault as e:
             def _raise_later(b, g, _e=e):
                 raise _e
+            _raise_later.fault = e  # (the core keeps no copy: the fault is located for one launch)
             return _raise_later
     return guarded
 

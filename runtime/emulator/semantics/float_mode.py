@@ -54,8 +54,11 @@ def specialize(b, p, fast, checking):
     """The closure for prepared instruction ``p``: ``fast`` (IEEE-default semantics, no mode
     check) while every wave of the batch runs in the IEEE default mode, else ``checking``.
 
-    A later MODE change (:func:`_set`) swaps ``checking`` into every such ``p``.
+    A later MODE change (:func:`_set`) swaps ``checking`` into every such ``p``.  ``p.modal``
+    keeps the pair, so a later batch re-running a kept copy of ``p`` (the core's program
+    cache) specializes it for its own MODE.
     """
+    p.modal = (fast, checking)
     if _init(b) >= 0 and (b._fmode & FLOAT_BITS) == IEEE_KEEP:
         b.__dict__.setdefault("_mode_watch", []).append((p, checking))
         return fast

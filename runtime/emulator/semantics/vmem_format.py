@@ -48,9 +48,11 @@ def _check(ins, dfmt, nfmt):
 
 def _access(ins, b, p, n):
     """(load, d, inner_for, fmt) of the typed buffer access ``ins`` of ``n`` components:
-    whether it loads, its first data VGPR ``d``, ``inner_for(nf)`` the core's
+    whether it loads, its first data VGPR ``d``, ``inner_for(nf, b)`` the core's
     ``load``/``store_dword[xN]`` for ``nf`` 32-bit components through VGPRs ``d..d+nf-1``
-    (same addressing as ``ins``, built once per ``nf``) and ``fmt`` (:func:`_format_of`)."""
+    (same addressing as ``ins``, built once per ``nf``, with the batch ``b`` running it: the
+    closures keep no batch, as the core's program cache shares them between batches) and
+    ``fmt`` (:func:`_format_of`)."""
     from ..decode import vreg
     load = ins.f["op"].startswith("load")
     if load:
@@ -58,7 +60,7 @@ def _access(ins, b, p, n):
     d = ins.dst[0].reg if load else ins.src[-1].reg
     inners: dict[int, object] = {}
 
-    def inner_for(nf):
+    def inner_for(nf, b):
         fn = inners.get(nf)
         if fn is None:
             op = ("load" if load else "store") + "_dword" + (f"x{nf}" if nf > 1 else "")
@@ -97,7 +99,7 @@ def _build(ins, b, p):
 
     def run(b, g):
         nf, nfmt = fmt(b, g)
-        r_ = inner_for(nf)(b, g)
+        r_ = inner_for(nf, b)(b, g)
         if load and nf < n:
             # components the format lacks read as 0 (y, z) and 1 (w)
             one = 0x3F800000 if nfmt == 7 else 1
@@ -138,7 +140,7 @@ def _build_d16(ins, b, p):
         saved = [b.V[d + i][g.sel].copy() for i in range(nf)]
         em = b.em(g)
         if load:
-            r_ = inner_for(nf)(b, g)
+            r_ = inner_for(nf, b)(b, g)
             comps = [b.V[d + i][g.sel].copy() for i in range(nf)]
             for i in range(nf):
                 b.V[d + i][g.sel] = saved[i]
@@ -163,7 +165,7 @@ def _build_d16(ins, b, p):
         for i in range(nf):
             b.V[d + i][g.sel] = wide[i]
         try:
-            return inner_for(nf)(b, g)
+            return inner_for(nf, b)(b, g)
         finally:
             for i in range(nf):
                 b.V[d + i][g.sel] = saved[i]
