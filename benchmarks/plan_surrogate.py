@@ -1,6 +1,7 @@
 """Fit the plan surrogate (vlpc/plan_model.py) to the timing model, and measure its error and the auto plan's.
 
     python benchmarks/plan_surrogate.py fit       # timing-model runs per kernel variant -> vlpc/plan_model.json
+    python benchmarks/plan_surrogate.py fit --missing  # only the variants / local split types the file lacks
     python benchmarks/plan_surrogate.py fit-dot   # only the f16/int8 dot variants (K steps 16 and 8), their
                                                   # reduce share and local split term; f32 kept
     python benchmarks/plan_surrogate.py fit-local # only the local split term (f32, f16, int8: 3 runs)
@@ -29,7 +30,16 @@ the MI50 (1725 MHz, 60 CUs) with the MI60's fit.  Refit on the corrected timing 
 ``report --quick``: MAPE 2.8 % (worst 6.8 %) over 10 plans on MI60, 3.2 % (worst 9.0 %) on MI50
 (the fit before the A touch; not re-run on the committed refit).  After a kernel change the refit
 is one command, ``python benchmarks/plan_surrogate.py fit`` (about 25 minutes on a loaded 2-core
-machine); then the lit and test pins of automatic plans that move are updated with the reason.
+machine before issue 33's f64 and 16-row variants; the f64 ones add about 2 minutes each, most of
+it their R-workgroup run); then the lit and test pins of automatic plans that move are updated with
+the reason.
+
+Resumable: every timing-model run is kept in build/plan_surrogate/runs.json as it finishes, keyed by
+a hash of vlpc's sources (the plan choice's own modules left out: an edit there does not drop the
+runs), so an interrupted ``fit`` run again redoes only the runs it had not finished, and writes
+vlpc/plan_model.json (which the plan model loads) at the end.  ``fit --missing`` fits only what
+the file lacks (a variant added to ``VARIANTS`` / ``DOT_VARIANTS``, a local split type), the rest
+kept.
 """
 
 from __future__ import annotations

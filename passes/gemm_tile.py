@@ -62,9 +62,8 @@ class GemmTilePass(ModulePass):
     the modeled best (formerly a plan without a local split kept the smallest covering N, which
     ``-v`` could list as slower than another tile: issue 33).  When neither ``k-step`` nor the
     tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or 8 dwords of packed
-    K, each a fitted surrogate variant; ties keep 16; f32 too, 16 or 8 values, where the surrogate
-    has the K step 8 variant fitted), and the tile rows (``auto_macro_m``: the default and 16,
-    where fitted; issue 33).  A variant the surrogate only derives from another tile's fit is never
+    K, each a fitted surrogate variant; ties keep 16; f32/f64 keep theirs: ``weighed_k_steps``), and
+    the tile rows (``auto_macro_m``: the default and 16, where fitted; issue 33).  A variant the surrogate only derives from another tile's fit is never
     weighed against a fitted one (:func:`vlpc.plan_model.choose`).  The decode GEMV keeps its own K step
     (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
     lists (``gemm-split-k``'s ``describe_plan``), so it is never listed slower than another.
@@ -135,7 +134,7 @@ class GemmTilePass(ModulePass):
                          c_esize=ELEMENT_BYTES[s.c_type],
                          locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
                          max_workitems=board.target.max_workitems_per_workgroup,
-                         k_steps=DOT_AUTO_K_STEPS if choose_k and s.dtype != "f64" else (),
+                         k_steps=DOT_AUTO_K_STEPS if choose_k and s.dtype in DOT_PACK else (),
                          macro_ms=auto_macro_m(macro_m) if choose_rows else ())
         return best.macro[0], best.macro[1], best.k_step
 

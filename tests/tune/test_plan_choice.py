@@ -5,7 +5,7 @@ element types, on MI50 (60 CUs) and MI60 (64 CUs), what gemm-tile and gemm-split
   listing (``describe_plan``), and
 * the minimum of the plan model over every candidate the passes weigh, found here by brute force
   (macro tile N 64/128/256, split S 1..32 with the slice bounds, the local split L, the K step
-  16/8 (f16/int8/f32) and the tile rows of ``auto_macro_m``, each variant besides the default where
+  16/8 (f16/int8) and the tile rows of ``auto_macro_m``, each variant besides the default where
   the surrogate has it fitted).
 
 Decode shapes (M = 1, 4, 16) are in the grid too: f16/int8 take the decode GEMV's own plan there
@@ -62,7 +62,7 @@ def brute_best(m: int, n: int, k: int, dt: str, gpu: str) -> float:
     best = float("inf")
     rows = auto_macro_m(default) if default == SQC_DEFAULT_M[dt] else (default,)
     k0 = 8 if dt == "f64" else 16
-    for mm, mn, ks, L, s in itertools.product(rows, AUTO_MACRO_N, (k0,) if dt == "f64" else DOT_AUTO_K_STEPS,
+    for mm, mn, ks, L, s in itertools.product(rows, AUTO_MACRO_N, DOT_AUTO_K_STEPS if dot else (k0,),
                                               AUTO_LOCAL_SPLITS, range(1, MAX_AUTO_SPLIT + 1)):
         # other rows and K steps: weighed only where fitted (or the default is not fitted either)
         if (mm, ks) != (default, k0) and not is_fitted(dt, (mm, mn), ks) and is_fitted(dt, (default, mn), k0):

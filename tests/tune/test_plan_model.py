@@ -15,15 +15,18 @@ def cost(m, n, k, dtype="f32", macro=(64, 256), k_step=16, split=1, board=MI60, 
     return estimate(m, n, k, dtype, 8 if dtype == "f64" else 4, macro, k_step, split, 1, mode, board).seconds
 
 
-def test_the_fit_covers_the_default_kernels():
+def test_the_fit_covers_the_default_kernels(monkeypatch):
     fit = plan_model.fitted()
     assert "timing model" in fit["fitted_on"]
-    v = fit["variants"]["f32 32x256 k16"]  # the default SGEMM kernel's
-    assert v["fixed"] >= 0 and v["latency"] >= 0 and v["per_wave_ratio"] >= 1 and v["wgs_per_cu"] >= 1
+    for key in ("f32 32x256 k16", "f64 16x256 k8"):  # the default SGEMM and DGEMM kernels'
+        v = fit["variants"][key]
+        assert v["fixed"] >= 0 and v["latency"] >= 0 and v["per_wave_ratio"] >= 1 and v["wgs_per_cu"] >= 1
     assert 0 < fit["reduce_efficiency"] <= 1
-    # f64 is derived from the nearest f32 fit (same macro N, then M, then A dwords per row and
-    # K step): latency in proportion to the A dwords of a K step (16 rows x 16 dwords: half of
-    # 32 x 16), same occupancy, its own VALU cycles
+    # without an f64 fit, f64 is derived from the nearest f32 fit (same macro N, then M, then A dwords
+    # per row and K step): latency in proportion to the A dwords of a K step (16 rows x 16 dwords:
+    # half of 32 x 16), same occupancy, its own VALU cycles
+    no_f64 = fit | {"variants": {k: v for k, v in fit["variants"].items() if not k.startswith("f64 ")}}
+    monkeypatch.setattr(plan_model, "fitted", lambda: no_f64)
     f32 = plan_model.variant("f32", (32, 256), 16, MI60)
     f64 = plan_model.variant("f64", (16, 256), 8, MI60)  # the default DGEMM kernel's tile
     assert f64.latency == pytest.approx(f32.latency / 2) and f64.wgs_per_cu == f32.wgs_per_cu
