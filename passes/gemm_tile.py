@@ -63,7 +63,8 @@ class GemmTilePass(ModulePass):
     ``-v`` could list as slower than another tile: issue 33).  When neither ``k-step`` nor the
     tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or 8 dwords of packed
     K, each a fitted surrogate variant; ties keep 16; f32/f64 keep theirs: ``weighed_k_steps``), and
-    the tile rows (``auto_macro_m``: the default and 16, where fitted; issue 33).  A variant the surrogate only derives from another tile's fit is never
+    the tile rows (``auto_macro_m``: the default and 16, where fitted; issue 33; a given K step keeps
+    the default rows).  A variant the surrogate only derives from another tile's fit is never
     weighed against a fitted one (:func:`vlpc.plan_model.choose`).  The decode GEMV keeps its own K step
     (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
     lists (``gemm-split-k``'s ``describe_plan``), so it is never listed slower than another.
@@ -101,7 +102,8 @@ class GemmTilePass(ModulePass):
                 rows = self.macro_m or self.micro_m or default_m
                 if 0 < mm.shape().m < rows and (self.micro_m or rows) == rows:
                     rows = mm.shape().m  # the tile of exactly M rows _apply_one gives a short matrix
-                weigh_rows = not (self.macro_m or self.micro_m) and rows == default_m
+                # the kernel variant (tile rows and K step) is weighed as a whole when neither is given
+                weigh_rows = not (self.macro_m or self.micro_m or self.k_step) and rows == default_m
                 rows_, auto_n, default_k = self._modeled_n(mm, rows,
                                                            self.k_step or default_k, auto_n,
                                                            choose_k=not (self.k_step or self.macro_m or self.micro_m),

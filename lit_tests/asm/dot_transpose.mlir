@@ -1,6 +1,5 @@
-// (the tile given: the automatic plan weighs 16-row tiles since issue 33; this file pins the A copy)
-// RUN: vlpc compile %s --macro-tile 32x64 --micro-tile 32x1 --k-step 16 --emit asm | filecheck %s
-// RUN: vlpc compile %s --macro-tile 32x64 --micro-tile 32x1 --k-step 16 --print-plan | filecheck %s --check-prefix=PLAN
+// RUN: vlpc compile %s --k-step 16 --emit asm | filecheck %s
+// RUN: vlpc compile %s --k-step 16 --print-plan | filecheck %s --check-prefix=PLAN
 
 // f16 with A stored K x M (layout TT), M = 37 and lda = 39 odd: the dot kernel cannot pack A's
 // pairs of K values by SALU ops (they do not start on 4-byte boundaries), so the plan copies A
