@@ -30,8 +30,7 @@ the MI50 (1725 MHz, 60 CUs) with the MI60's fit.  Refit on the corrected timing 
 ``report --quick``: MAPE 2.8 % (worst 6.8 %) over 10 plans on MI60, 3.2 % (worst 9.0 %) on MI50
 (the fit before the A touch; not re-run on the committed refit).  After a kernel change the refit
 is one command, ``python benchmarks/plan_surrogate.py fit`` (about 25 minutes on a loaded 2-core
-machine before issue 33's f64 and 16-row variants; the f64 ones add about 2 minutes each, most of
-it their R-workgroup run); then the lit and test pins of automatic plans that move are updated with
+machine before issue 33's 16-row dot and f32 K step 8 variants, about 40 with them); then the lit and test pins of automatic plans that move are updated with
 the reason.
 
 Resumable: every timing-model run is kept in build/plan_surrogate/runs.json as it finishes, keyed by

@@ -37,7 +37,8 @@ for the dot kernels ``R`` is also bounded by the LDS a workgroup's hand-over hol
 plan weighs L through :func:`choose`'s ``locals_``, and the dot kernels' K step (16 or 8 dwords,
 a fitted variant of each: ``benchmarks/plan_surrogate.py fit-dot``) through its ``k_steps``.
 
-Variants the fit did not cover take the nearest fitted one (same element type first, else f32; nearest
+Variants the fit did not cover (every f64 one: ``F64_VARIANTS`` in ``vlpc/benchmarking/plan_runs.py``
+says why) take the nearest fitted one (same element type first, else f32; nearest
 macro N, then M, then A dwords per row and K step) with the VALU cycles of their own K step, ``F`` scaled
 by them and ``Lat`` by their A dwords per K step (the number of waits); without a fit file the structure runs with ``Lat = 0``, ``V' = V`` and a fixed
 ``F`` (the former issue-rate formula).
