@@ -127,6 +127,8 @@ def auto_macro_m(default_m: int) -> tuple[int, ...]:
     """The tile rows the automatic plan weighs for a type whose default is ``default_m``: it and the
     rows of AUTO_MACRO_M below it (a shorter tile: fewer VGPRs, more workgroups for a small grid)."""
     return (default_m, *(x for x in AUTO_MACRO_M if x < default_m))
+
+
 def estimate(shape: GemmShape, macro: tuple[int, int], k_step: int, split: int, local: int, mode: str,
              target: Target, cus: int, gpu: str = "") -> PlanCost:
     """Modeled time of a plan for a static problem (:func:`vlpc.plan_model.estimate` on the
@@ -421,8 +423,7 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
                         f"L{x} best split-k {c.split_k}: {c.seconds * 1e6:.1f} us"
                         + (" <- chosen" if x == local and c.split_k == split else "") for x, c in sorted(per.items())))
                 steps = []
-                for ks in (weighed_k_steps(s.dtype, macro, k_step) if dot or len(
-                        weighed_k_steps(s.dtype, macro, k_step)) > 1 else ()):
+                for ks in (weighed_k_steps(s.dtype, macro, k_step) if dot else ()):
                     _, _, kc = choose_split_local(s, macro, ks, "workspace", target, cus, gpu, items=wg // local)
                     if kc:
                         b = min(kc, key=lambda c: (round(c.seconds, 12), c.split_k, c.local_split))
