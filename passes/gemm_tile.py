@@ -103,7 +103,9 @@ class GemmTilePass(ModulePass):
                 if 0 < mm.shape().m < rows and (self.micro_m or rows) == rows:
                     rows = mm.shape().m  # the tile of exactly M rows _apply_one gives a short matrix
                 # the kernel variant (tile rows and K step) is weighed as a whole when neither is given
-                weigh_rows = not (self.macro_m or self.micro_m or self.k_step) and rows == default_m
+                # (not for a quantized B: its kernels have their own tile rows)
+                weigh_rows = not (self.macro_m or self.micro_m or self.k_step or mm.shape().b_format) \
+                    and rows == default_m
                 rows_, auto_n, default_k = self._modeled_n(mm, rows,
                                                            self.k_step or default_k, auto_n,
                                                            choose_k=not (self.k_step or self.macro_m or self.micro_m),
