@@ -1,6 +1,7 @@
 """Fit the plan surrogate (vlpc/plan_model.py) to the timing model, and measure its error and the auto plan's.
 
     python benchmarks/plan_surrogate.py fit       # timing-model runs per kernel variant -> vlpc/plan_model.json
+    python benchmarks/plan_surrogate.py fit --missing  # only the variants / local split types the file lacks
     python benchmarks/plan_surrogate.py fit-dot   # only the f16/int8 dot variants (K steps 16 and 8), their
                                                   # reduce share and local split term; f32 kept
     python benchmarks/plan_surrogate.py fit-local # only the local split term (f32, f16, int8: 3 runs)
@@ -29,7 +30,15 @@ the MI50 (1725 MHz, 60 CUs) with the MI60's fit.  Refit on the corrected timing 
 ``report --quick``: MAPE 2.8 % (worst 6.8 %) over 10 plans on MI60, 3.2 % (worst 9.0 %) on MI50
 (the fit before the A touch; not re-run on the committed refit).  After a kernel change the refit
 is one command, ``python benchmarks/plan_surrogate.py fit`` (about 25 minutes on a loaded 2-core
-machine); then the lit and test pins of automatic plans that move are updated with the reason.
+machine before issue 33's 16-row dot and f32 K step 8 variants, about 40 with them); then the lit and test pins of automatic plans that move are updated with
+the reason.
+
+Resumable: every timing-model run is kept in build/plan_surrogate/runs.json as it finishes, keyed by
+a hash of vlpc's sources (the plan choice's own modules left out: an edit there does not drop the
+runs), so an interrupted ``fit`` run again redoes only the runs it had not finished, and writes
+vlpc/plan_model.json (which the plan model loads) at the end.  ``fit --missing`` fits only what
+the file lacks (a variant added to ``VARIANTS`` / ``DOT_VARIANTS``, a local split type), the rest
+kept.
 """
 
 from __future__ import annotations
@@ -44,14 +53,40 @@ OUT = ROOT / "vlpc" / "plan_model.json"
 
 # the fit's variants, shapes and timing-model runs (shared with dot_split_k_auto.py)
 from vlpc.benchmarking.plan_runs import (  # noqa: E402,F401
-    BOARD, CUS, CACHE, DOT_C, DOT_VARIANTS, GX, K1, K2, LOCAL_FIT, LOCAL_TYPES, PACK, QUICK, SKINNY, VALIDATE,
+    BOARD, CUS, CACHE, DOT_C, DOT_VARIANTS, GX, K1, K2, LOCAL_FIT, LOCAL_FIT_F64, LOCAL_TYPES, PACK, QUICK, SKINNY, VALIDATE,
     VARIANTS, code_version, explicit, run, run_all, source)
 
 
-def fit(procs: int, dot_only: bool = False) -> dict:
+def fit(procs: int, dot_only: bool = False, missing: bool = False) -> dict:
     """Fit every variant (VARIANTS + DOT_VARIANTS), both reduce shares and the local split term,
     and write OUT; ``dot_only`` (step ``fit-dot``): only DOT_VARIANTS, ``reduce_efficiency_dot``
-    and the local split term, the f32 variants and ``reduce_efficiency`` kept from OUT."""
+    and the local split term, the f32/f64 variants and ``reduce_efficiency`` kept from OUT;
+    ``missing`` (``fit --missing``): only the variants and local split types OUT lacks (a list
+    extended by a variant), everything else kept from OUT."""
+    from vlpc.targets import get_board
+    from vlpc.plan_model import valu_cycles, variant_key
+
+    if missing:
+        old = json.loads(OUT.read_text())
+        todo = [v for v in VARIANTS + DOT_VARIANTS if variant_key(v[0], v[1:3], v[3]) not in old["variants"]]
+        out = fit_variants(procs, todo, old, reduce=False)
+        fit_local(procs, out, [t for t in LOCAL_TYPES if t not in out.get("local_reduce_cycles_per_row", {})
+                               or t not in out.get("local_wave_scale", {})])
+        OUT.write_text(json.dumps(out, indent=1) + "\n")
+        print(json.dumps(out, indent=1))
+        return out
+    old = json.loads(OUT.read_text()) if dot_only else None
+    out = fit_variants(procs, DOT_VARIANTS if dot_only else VARIANTS + DOT_VARIANTS, old, reduce=True, f32=not dot_only)
+    fit_local(procs, out)
+    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    return out
+
+
+def fit_variants(procs: int, variants: list, old: dict | None, reduce: bool = True, f32: bool = True) -> dict:
+    """The fit of ``variants`` (and with ``reduce`` the reduce shares: ``f32`` the sqc kernel's as well
+    as the dot kernels'), over ``old``'s (a fit's dict, or None): its other variants, reduce shares and
+    local split term kept."""
     from vlpc.targets import get_board
     from vlpc.plan_model import valu_cycles, variant_key
 
@@ -64,7 +99,6 @@ def fit(procs: int, dot_only: bool = False) -> dict:
     def lone(dt, mm, mn, ks, k):  # one workgroup per CU; k in K units (dwords for f16/i8)
         return (mm * CUS // GX, mn * GX, k * PACK.get(dt, 1))
 
-    variants = DOT_VARIANTS if dot_only else VARIANTS + DOT_VARIANTS
     first = []
     for dt, mm, mn, ks in variants:
         for kk in (K1, K2):
@@ -78,18 +112,23 @@ def fit(procs: int, dot_only: bool = False) -> dict:
         full[(dt, mm, mn, ks)] = key(dt, mm, mn, ks, *shape)
         second.append((full[(dt, mm, mn, ks)], (*shape, dt), explicit(mm, mn, ks)))
     # the reduce kernel's bandwidth share: one workspace split plan
-    if not dot_only:
+    if reduce and f32:
         second.append(("reduce-512x512x2048-S4", (512, 512, 2048, "f32"), explicit(64, 256, 16, 4)))
     # the dot kernels' reduce (f32 partials summed into an f32 C): its own share
-    second.append(("reduce-dot-512x512x4096-f16-S4", (512, 512, 4096, "f16"), explicit(32, 256, 16, 4)))
+    if reduce:
+        second.append(("reduce-dot-512x512x4096-f16-S4", (512, 512, 4096, "f16"), explicit(32, 256, 16, 4)))
     cache = run_all(second, procs)
     out = {"fitted_on": f"timing model, {BOARD} @ {mhz:.0f} MHz, {CUS} CUs (benchmarks/plan_surrogate.py fit)",
            "variants": {}}
-    if dot_only:  # the f32 variants and the f32 reduce share as they are
-        old = json.loads(OUT.read_text())
-        out["variants"] = {k: v for k, v in old["variants"].items() if k.split()[0] not in DOT_C}
-        out["reduce_efficiency"] = old["reduce_efficiency"]
-        out["fitted_on"] += "; dot variants refitted by `benchmarks/plan_surrogate.py fit-dot`"
+    if old is not None:  # the variants not refitted, the reduce shares and the local split term as they are
+        out = {k: v for k, v in old.items()}
+        names = {variant_key(dt, (mm, mn), ks) for dt, mm, mn, ks in variants}
+        out["variants"] = {k: v for k, v in old["variants"].items() if k not in names}
+        if not f32:
+            out["variants"] = {k: v for k, v in out["variants"].items() if k.split()[0] not in DOT_C}
+        note = "; dot variants refitted by `fit-dot`" if not f32 else f"; {len(names)} variants added by `fit --missing`"
+        if variants and note not in out["fitted_on"]:
+            out["fitted_on"] += note
     for dt, mm, mn, ks in variants:
         a = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K1))]
         c = cache[key(dt, mm, mn, ks, *lone(dt, mm, mn, ks, K2))]
@@ -110,55 +149,88 @@ def fit(procs: int, dot_only: bool = False) -> dict:
         out["variants"][variant_key(dt, (mm, mn), ks)] = {
             "macro_m": mm, "macro_n": mn, "fixed": round(fixed, 1), "latency": round(lat, 1),
             "per_wave_ratio": round(per_wave / v, 4), "wgs_per_cu": R}
-    red = cache.get("reduce-512x512x2048-S4", {"us": None})
+    red = cache.get("reduce-512x512x2048-S4", {"us": None}) if reduce and f32 else {"us": None}
     if red["us"] is not None and len(red["parts_us"]) == 2:
         m = n = 512
         moved = (4 + 1) * m * n * 4  # beta = 0: S partials read, C written
         t = (red["parts_us"][1] - launch) * 1e-6
         out["reduce_efficiency"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
-    red = cache["reduce-dot-512x512x4096-f16-S4"]
+    red = cache["reduce-dot-512x512x4096-f16-S4"] if reduce else {"us": None}
     if red["us"] is not None and len(red["parts_us"]) == 2:
         moved = (4 * 4 + 4) * 512 * 512  # beta = 0: 4 f32 partials read, f32 C written
         t = (red["parts_us"][1] - launch) * 1e-6
         out["reduce_efficiency_dot"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
-    fit_local(procs, out)
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
-    print(json.dumps(out, indent=1))
     return out
 
 
-def fit_local(procs: int, out: dict) -> dict:
+def fit_local(procs: int, out: dict, types: tuple | list = LOCAL_TYPES) -> dict:
     """Fit the local split term into ``out`` (a fit's dict, its ``variants`` already
     fitted): one timing-only launch per type of LOCAL_TYPES of LOCAL_FIT's tile with L groups, one
     workgroup per CU at K1 K units (values; dwords for f16/i8); the cycles beyond the variant's prologue/epilogue and K steps (each group
     1/L of them, the workgroup's L x waves sharing the SIMDs) per extra group and macro row are
     ``local_reduce_cycles_per_row`` (the LDS hand-over, plan_model.local_reduce_cycles)."""
     from vlpc.targets import get_board
-    from vlpc.plan_model import valu_cycles, variant_key
+    from vlpc.plan_model import dot_local_lds_bytes, valu_cycles, variant_key
 
     board = get_board(BOARD)
     mhz, launch = board.engine_clock_mhz, board.timing.launch_overhead_us
-    mm, mn, ls = LOCAL_FIT
-    jobs = {}
-    for dt in LOCAL_TYPES:
+    jobs, tiles = {}, {}
+    for dt in types:
+        mm, mn, ls = LOCAL_FIT_F64 if dt == "f64" else LOCAL_FIT
+        ks = 8 if dt == "f64" else 16
+        tiles[dt] = (mm, mn, ls, ks)
         shape = (mm * CUS // GX, mn * GX, K1 * PACK.get(dt, 1))
-        jobs[dt] = (f"local-{dt}-{mm}x{mn}-k16-L{ls}-{shape[0]}x{shape[1]}x{shape[2]}", (*shape, dt),
-                    explicit(mm, mn, 16) | {"local_split": ls})
+        jobs[dt] = (f"local-{dt}-{mm}x{mn}-k{ks}-L{ls}-{shape[0]}x{shape[1]}x{shape[2]}", (*shape, dt),
+                    explicit(mm, mn, ks) | {"local_split": ls})
     cache = run_all(list(jobs.values()), procs)
-    per_row = {}
+    per_row = dict(out.get("local_reduce_cycles_per_row", {}))
     for dt, job in jobs.items():
+        mm, mn, ls, ks = tiles[dt]
         r = cache[job[0]]
-        var = out["variants"].get(variant_key(dt, (mm, mn), 16))
+        var = out["variants"].get(variant_key(dt, (mm, mn), ks))
         if r["us"] is None or var is None:
             print(f"skipping the {dt} local split fit: {r['error'] or 'no variant'}", file=sys.stderr)
             continue
-        v = valu_cycles(dt, mm, 16, board)
-        steps = -(-K1 // (16 * ls))
+        v = valu_cycles(dt, mm, ks, board)
+        steps = -(-K1 // (ks * ls))
         w = max(1, mn // 64) * ls / 4
         pred = var["fixed"] + steps * max(w * v * var["per_wave_ratio"], v + var["latency"])
         per_row[dt] = round(max(0.0, ((r["us"] - launch) * mhz - pred) / ((ls - 1) * mm)), 2)
     if per_row:
         out["local_reduce_cycles_per_row"] = per_row
+    # the competing waves of resident local-split workgroups (issue 33: f16 512x4096x4096 32x64 L8 on
+    # the MI50, two workgroups per CU, modeled 1.4x the surrogate): RL = R / L workgroups per CU at K1,
+    # their K steps' cost over the competing-waves estimate -> local_wave_scale
+    jobs2 = {}
+    for dt in types:
+        mm, mn, ls, ks = tiles[dt]
+        var = out["variants"].get(variant_key(dt, (mm, mn), ks))
+        if var is None or dt not in per_row:
+            continue
+        rl = var["wgs_per_cu"] // ls
+        if dt in PACK:
+            rl = min(rl, board.target.lds_bytes_per_cu // dot_local_lds_bytes((mm, mn), ls))
+        if rl < 2:
+            continue
+        shape = (mm * rl * CUS // GX, mn * GX, K1 * PACK.get(dt, 1))
+        jobs2[dt] = (f"local-{dt}-{mm}x{mn}-k{ks}-L{ls}-{shape[0]}x{shape[1]}x{shape[2]}", (*shape, dt),
+                     explicit(mm, mn, ks) | {"local_split": ls}, rl)
+    cache = run_all([j[:3] for j in jobs2.values()], procs)
+    scale = dict(out.get("local_wave_scale", {}))
+    for dt, (key, _, _, rl) in jobs2.items():
+        mm, mn, ls, ks = tiles[dt]
+        r = cache[key]
+        if r["us"] is None:
+            print(f"skipping the {dt} local split competing-waves fit: {r['error']}", file=sys.stderr)
+            continue
+        var = out["variants"][variant_key(dt, (mm, mn), ks)]
+        v = valu_cycles(dt, mm, ks, board)
+        steps = -(-K1 // (ks * ls))
+        w = max(1, mn // 64) * ls / 4
+        per_step = ((r["us"] - launch) * mhz - var["fixed"] - per_row[dt] * (ls - 1) * mm) / steps
+        scale[dt] = round(max(1.0, per_step / (rl * w * v * var["per_wave_ratio"])), 4)
+    if scale:
+        out["local_wave_scale"] = scale
     return out
 
 
@@ -232,6 +304,8 @@ def main(argv=None) -> int:
     ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "report"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
+    ap.add_argument("--missing", action="store_true",
+                    help="fit: only the variants (and local split types) vlpc/plan_model.json lacks; the rest kept")
     ap.add_argument("--quick", action="store_true", help="report: the small validation shapes only (QUICK)")
     ap.add_argument("--gpu", choices=("mi50", "mi60"), default=None,
                     help="report on this board at its default clocks and CUs (the fit is always MI60's)")
@@ -245,7 +319,7 @@ def main(argv=None) -> int:
         (CACHE / "runs.json").unlink()
     for step in a.steps:
         if step in ("fit", "fit-dot"):
-            fit(a.jobs, dot_only=step == "fit-dot")
+            fit(a.jobs, dot_only=step == "fit-dot", missing=a.missing and step == "fit")
             from vlpc.plan_model import fitted
             fitted.cache_clear()
         elif step == "fit-local":  # only the local split term, on the variants in OUT

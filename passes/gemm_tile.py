@@ -24,15 +24,16 @@ from xdsl.passes import ModulePass
 
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan, quant_gemm_rows
 from vlpc.passes.common import matmuls, op_error
-from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, AUTO_MACRO_N, DOT_AUTO_K_STEPS, MAX_AUTO_SPLIT,
-                                      MIN_K_PER_SPLIT)
+from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, AUTO_MACRO_N, DOT_AUTO_K_STEPS,
+                                      MAX_AUTO_SPLIT, MIN_K_PER_SPLIT, auto_macro_m)
 from vlpc.plan_model import choose, plan_board
 from vlpc.targets import TargetError
 
 SUPPORTED_K_STEPS = (8, 16)
 # DOT_AUTO_K_STEPS (the dot kernels' K steps the automatic plan weighs) lives in gemm_split_k.py,
 # whose plan explanation lists them too: this pass imports that one, not the other way round.
-# AUTO_MACRO_N (the macro tile N extents the automatic choice picks from) lives there too.
+# AUTO_MACRO_N (the macro tile N extents the automatic choice picks from) and AUTO_MACRO_M (the tile
+# rows it weighs besides the default, where fitted) live there too.
 #: Macro/micro tile rows of the sqc kernel when not given (``model``): 32 for f32, 16 for f64.
 #: Half the seed's 64 (32 doubles) so the kernel fits 64 VGPRs and runs 4 waves per SIMD,
 #: which hide the scalar loads' latency better than 3 waves of 64-row tiles: modeled on
@@ -61,7 +62,10 @@ class GemmTilePass(ModulePass):
     the modeled best (formerly a plan without a local split kept the smallest covering N, which
     ``-v`` could list as slower than another tile: issue 33).  When neither ``k-step`` nor the
     tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or 8 dwords of packed
-    K, each a fitted surrogate variant; ties keep 16).  The decode GEMV keeps its own K step
+    K, each a fitted surrogate variant; ties keep 16; f32/f64 keep theirs: ``weighed_k_steps``), and
+    the tile rows (``auto_macro_m``: the default and 16, where fitted; issue 33; a given K step keeps
+    the default rows).  A variant the surrogate only derives from another tile's fit is never
+    weighed against a fitted one (:func:`vlpc.plan_model.choose`).  The decode GEMV keeps its own K step
     (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
     lists (``gemm-split-k``'s ``describe_plan``), so it is never listed slower than another.
     """
@@ -98,20 +102,30 @@ class GemmTilePass(ModulePass):
                 rows = self.macro_m or self.micro_m or default_m
                 if 0 < mm.shape().m < rows and (self.micro_m or rows) == rows:
                     rows = mm.shape().m  # the tile of exactly M rows _apply_one gives a short matrix
-                auto_n, default_k = self._modeled_n(mm, rows,
-                                                    self.k_step or default_k, auto_n,
-                                                    choose_k=not (self.k_step or self.macro_m or self.micro_m))
+                # the kernel variant (tile rows and K step) is weighed as a whole when neither is given
+                # (not for a quantized B: its kernels have their own tile rows)
+                weigh_rows = not (self.macro_m or self.micro_m or self.k_step or mm.shape().b_format) \
+                    and rows == default_m
+                rows_, auto_n, default_k = self._modeled_n(mm, rows,
+                                                           self.k_step or default_k, auto_n,
+                                                           choose_k=not (self.k_step or self.macro_m or self.micro_m),
+                                                           choose_rows=weigh_rows)
+                if weigh_rows:
+                    default_m = rows_
             tile = dataclasses.replace(self, macro_n=self.macro_n or auto_n, macro_m=self.macro_m or (self.micro_m or default_m),
                                        micro_m=self.micro_m or (self.macro_m or default_m),
                                        k_step=self.k_step or default_k)
             tile._apply_one(mm)
 
-    def _modeled_n(self, mm, macro_m: int, k_step: int, fallback: int, choose_k: bool = False) -> tuple[int, int]:
-        """(macro tile N, K step) by modeled time (see the class docstring), or (``fallback``, ``k_step``);
-        ``choose_k``: the f16/i8 dot kernels' K step too (DOT_AUTO_K_STEPS)."""
+    def _modeled_n(self, mm, macro_m: int, k_step: int, fallback: int, choose_k: bool = False,
+                   choose_rows: bool = False) -> tuple[int, int, int]:
+        """(macro tile M, macro tile N, K step) by modeled time (see the class docstring), or
+        (``macro_m``, ``fallback``, ``k_step``); ``choose_k``: the f16/i8 dot kernels' K step too
+        (DOT_AUTO_K_STEPS); ``choose_rows``: the tile rows of AUTO_MACRO_M too (those with a fitted
+        surrogate variant: :func:`vlpc.plan_model.choose`'s ``macro_ms``)."""
         s = mm.shape()
         if not s.is_static() or s.batch != 0 or s.dtype not in ("f32", "f64", *DOT_PACK):
-            return fallback, k_step
+            return macro_m, fallback, k_step
         try:
             board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
         except TargetError as e:
@@ -124,8 +138,9 @@ class GemmTilePass(ModulePass):
                          c_esize=ELEMENT_BYTES[s.c_type],
                          locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
                          max_workitems=board.target.max_workitems_per_workgroup,
-                         k_steps=DOT_AUTO_K_STEPS if choose_k and s.dtype in DOT_PACK else ())
-        return best.macro[1], best.k_step
+                         k_steps=DOT_AUTO_K_STEPS if choose_k and s.dtype in DOT_PACK else (),
+                         macro_ms=auto_macro_m(macro_m) if choose_rows else ())
+        return best.macro[0], best.macro[1], best.k_step
 
     def _apply_one(self, mm) -> None:
         if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:

@@ -29,15 +29,16 @@ K steps of ``ceil(K / P)`` dwords, ``V`` = ``mm x k_step`` dot instructions x 4 
 element, C its own element size (f32, f16 or i32) and the workspace's f32/i32 partials 4
 bytes; their variants and the reduce kernel's bandwidth share (``reduce_efficiency_dot``) are
 fitted to the timing model's dot kernels only.  A local split L (every kernel) adds the LDS hand-over after the main loop to ``F``
-(``(L - 1) x mm x c``, ``c`` fitted per type: :func:`local_reduce_cycles`) and divides ``R`` by L;
+(``(L - 1) x mm x c``, ``c`` fitted per type: :func:`local_reduce_cycles`), scales ``V'`` by a factor
+fitted per type on R / L resident workgroups (:func:`local_wave_scale`) and divides ``R`` by L;
 for the dot kernels ``R`` is also bounded by the LDS a workgroup's hand-over holds
 (:func:`dot_local_lds_bytes`; the sqc kernel's hand-over, at most 16 KiB in chunks of rows,
 ``passes/isel/sqc.py``, allows at least the ``R / L`` of its fitted tiles).  The automatic
 plan weighs L through :func:`choose`'s ``locals_``, and the dot kernels' K step (16 or 8 dwords,
 a fitted variant of each: ``benchmarks/plan_surrogate.py fit-dot``) through its ``k_steps``.
 
-Variants the fit did not cover (every f64 one: the emulator's exact f64 FMA makes timing
-runs ~30x slower) take the nearest fitted one (same element type first, else f32; nearest
+Variants the fit did not cover (every f64 one: ``F64_VARIANTS`` in ``vlpc/benchmarking/plan_runs.py``
+says why) take the nearest fitted one (same element type first, else f32; nearest
 macro N, then M, then A dwords per row and K step) with the VALU cycles of their own K step, ``F`` scaled
 by them and ``Lat`` by their A dwords per K step (the number of waits); without a fit file the structure runs with ``Lat = 0``, ``V' = V`` and a fixed
 ``F`` (the former issue-rate formula).
@@ -105,6 +106,11 @@ def variant_key(dtype: str, macro: tuple[int, int], k_step: int) -> str:
     return f"{dtype} {macro[0]}x{macro[1]} k{k_step}"
 
 
+def is_fitted(dtype: str, macro: tuple[int, int], k_step: int) -> bool:
+    """Whether the fit has this exact variant (not a fallback from the nearest one)."""
+    return variant_key(dtype, macro, k_step) in fitted().get("variants", {})
+
+
 def valu_cycles(dtype: str, macro_m: int, k_step: int, board: Board) -> float:
     """VALU cycles of one wave's K step: ``macro_m x k_step`` FMAs at the ISA table's issue
     cycles on the board's target (``v_fma_f64`` for f64, else ``v_fma_f32``)."""
@@ -164,6 +170,17 @@ def local_reduce_cycles(dtype: str, macro_m: int, local: int) -> float:
     return (local - 1) * macro_m * c
 
 
+def local_wave_scale(dtype: str, local: int) -> float:
+    """The factor on the competing-waves cost of a K step (``V'``) of a local split L > 1, fitted per
+    element type to the timing model on R / L resident workgroups per CU (``local_wave_scale`` in the
+    fit file: ``benchmarks/plan_surrogate.py fit``; f64 takes f32's when unfitted); 1 for L = 1 or
+    without a fit."""
+    if local <= 1:
+        return 1.0
+    sc = fitted().get("local_wave_scale", {})
+    return sc.get(dtype, sc.get("f32", 1.0) if dtype == "f64" else 1.0)
+
+
 def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
     """LDS bytes of one dot-kernel workgroup's local split hand-over (L groups x a chunk of rows of
     ``macro N`` 4-byte partials, chunks of at most ``DOT_LOCAL_SPLIT_LDS_BYTES``:
@@ -212,9 +229,10 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
     w_simd = waves_per_wg / t.simds_per_cu
 
     fixed = var.fixed + local_reduce_cycles(dtype, macro[0], local)
+    per_wave = var.per_wave * local_wave_scale(dtype, local)
 
     def duration(r: int) -> float:
-        return fixed + steps * max(r * w_simd * var.per_wave, v + var.latency)
+        return fixed + steps * max(r * w_simd * per_wave, v + var.latency)
 
     n0 = math.ceil(W / C)
     cycles = (n0 // R) * duration(R) + (duration(n0 % R) if n0 % R else 0.0)
@@ -260,7 +278,8 @@ def plan_board(target_name: str, gpu: str = "", cus: int = 0) -> Board:
 def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_ns: tuple[int, ...], k_step: int,
            splits: tuple[int, ...], local: int, mode: str, board: Board, beta_nonzero: bool = True,
            min_k_per_split: int = 0, c_esize: int = 0, locals_: tuple[int, ...] = (),
-           max_workitems: int = 0, k_steps: tuple[int, ...] = ()) -> tuple[PlanCost, list[PlanCost]]:
+           max_workitems: int = 0, k_steps: tuple[int, ...] = (),
+           macro_ms: tuple[int, ...] = ()) -> tuple[PlanCost, list[PlanCost]]:
     """The cheapest plan over macro tile N in ``macro_ns`` and split S in ``splits`` (slices of at
     least ``min_k_per_split`` values of K and one K step; for f16/i8 a slice is whole dwords of
     packed K, :func:`k_units`, 2 or 4 values each), S = 1 always allowed, and every candidate;
@@ -273,14 +292,26 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
     the S x L pieces at least one K step (L's cost is its LDS hand-over, modeled, not a slice's
     prologue and partial store), and ties go to the smaller L after the smaller S.
 
-    ``k_steps`` (the f16/i8 dot kernels' automatic plan, e.g. ``(16, 8)``): also every K step in it
+    ``k_steps`` (the automatic plan, e.g. ``(16, 8)``): also every K step in it
     (instead of ``k_step``), each with its own fitted variant and its own slice and piece bounds
-    (whole K steps); ties go to the larger K step last."""
+    (whole K steps); ties go to the larger K step last.
+
+    ``macro_ms`` (the automatic plan, tile rows not given): also every tile rows in it besides
+    ``macro_m``; ties go to ``macro_m``.
+
+    A variant other than the default (``macro_m`` rows, ``k_step``) of a tile N is weighed only where
+    the fit has it (:func:`is_fitted`) or lacks the default too: a fallback derived from another
+    tile's fit is never weighed against a fitted variant (issue 33: derived 16-row dot tiles model
+    20 % fast)."""
     cands = []
     ku, pack = k_units(k, dtype), DOT_PACK.get(dtype, 1)
-    for ks, mn, L in itertools.product(k_steps or (k_step,), macro_ns, locals_ or (local,)):
+    for mr, ks, mn, L in itertools.product((macro_m, *(x for x in macro_ms if x != macro_m)),
+                                           k_steps or (k_step,), macro_ns, locals_ or (local,)):
+        if (mr, ks) != (macro_m, k_step) and not is_fitted(dtype, (mr, mn), ks) \
+                and is_fitted(dtype, (macro_m, mn), k_step):
+            continue
         if locals_ and L > 1 and (max_workitems and mn * L > max_workitems or ku < L * ks
-                                  or L > variant(dtype, (macro_m, mn), ks, board).wgs_per_cu):
+                                  or L > variant(dtype, (mr, mn), ks, board).wgs_per_cu):
             continue  # (L workgroups' waves of the tile without a local split: those a CU holds at once)
         for s in splits:
             if s > 1 and len(splits) > 1:  # (a single S given is the plan's: always a candidate)
@@ -289,13 +320,13 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
                 if locals_ and (k_per_split(ku, s, ks) * pack < max(min_k_per_split, ks * pack)
                                 or ku < s * L * ks):
                     continue
-            cands.append(estimate(m, n, k, dtype, esize, (macro_m, mn), ks, s, L, mode, board,
+            cands.append(estimate(m, n, k, dtype, esize, (mr, mn), ks, s, L, mode, board,
                                   beta_nonzero, c_esize=c_esize))
     # ties: fewer idle columns (lanes past N), then the larger tile, then the smaller S, then the smaller L,
-    # then the larger K step
+    # then the larger K step, then the default tile rows
     best = min(cands, key=lambda c: (round(c.seconds, 12), -(-n // c.macro[1]) * c.macro[1] - n, -c.macro[1],
-                                     c.split_k, c.local_split, -c.k_step))
+                                     c.split_k, c.local_split, -c.k_step, c.macro[0] != macro_m))
     return best, cands
 
 
-__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "local_reduce_cycles", "dot_local_lds_bytes", "partial_bytes", "plan_board", "Variant", "estimate", "fitted", "valu_cycles", "variant", "variant_key"]
+__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "local_reduce_cycles", "local_wave_scale", "dot_local_lds_bytes", "partial_bytes", "plan_board", "Variant", "estimate", "fitted", "is_fitted", "valu_cycles", "variant", "variant_key"]

@@ -4,8 +4,9 @@ element types, on MI50 (60 CUs) and MI60 (64 CUs), what gemm-tile and gemm-split
 * never listed slower than another candidate by their own ``vlpc compile -v`` / ``--print-plan``
   listing (``describe_plan``), and
 * the minimum of the plan model over every candidate the passes weigh, found here by brute force
-  (macro tile N 64/128/256, split S 1..32 with the slice bounds, the local split L, and for
-  f16/int8 the K step 16/8).
+  (macro tile N 64/128/256, split S 1..32 with the slice bounds, the local split L, the K step
+  16/8 (f16/int8) and the tile rows of ``auto_macro_m``, each variant besides the default where
+  the surrogate has it fitted).
 
 Decode shapes (M = 1, 4, 16) are in the grid too: f16/int8 take the decode GEMV's own plan there
 (``gemv_plan``: no surrogate choice, nothing listed), f32/f64 a tile of M rows.
@@ -20,10 +21,11 @@ import re
 import pytest
 
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, MatmulOp, gemv_plan
-from vlpc.passes.gemm_split_k import AUTO_LOCAL_SPLITS, MAX_AUTO_SPLIT, MIN_K_PER_SPLIT, describe_plan
+from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, MAX_AUTO_SPLIT, MIN_K_PER_SPLIT, auto_macro_m,
+                                      describe_plan)
 from vlpc.passes.gemm_tile import AUTO_MACRO_N, DOT_AUTO_K_STEPS, SQC_DEFAULT_M
 from vlpc.compiler import make_context, parse, pipeline, run_passes
-from vlpc.plan_model import estimate, k_per_split, k_units, plan_board, variant
+from vlpc.plan_model import estimate, is_fitted, k_per_split, k_units, plan_board, variant
 from vlpc.targets import get_target
 
 C_TYPE = {"f32": "f32", "f64": "f64", "f16": "f32", "i8": "i32"}
@@ -54,12 +56,17 @@ def planned(m: int, n: int, k: int, dt: str, gpu: str):
 def brute_best(m: int, n: int, k: int, dt: str, gpu: str) -> float:
     """The smallest plan-model time (seconds) over every plan the automatic choice weighs."""
     board = plan_board("gfx906", gpu)
-    mm = min(m, SQC_DEFAULT_M[dt])  # (a shorter matrix: a tile of exactly M rows)
+    default = min(m, SQC_DEFAULT_M[dt])  # (a shorter matrix: a tile of exactly M rows)
     dot = dt in DOT_PACK
     ku, pack = k_units(k, dt), DOT_PACK.get(dt, 1)
     best = float("inf")
-    for mn, ks, L, s in itertools.product(AUTO_MACRO_N, DOT_AUTO_K_STEPS if dot else (8 if dt == "f64" else 16,),
-                                          AUTO_LOCAL_SPLITS, range(1, MAX_AUTO_SPLIT + 1)):
+    rows = auto_macro_m(default) if default == SQC_DEFAULT_M[dt] else (default,)
+    k0 = 8 if dt == "f64" else 16
+    for mm, mn, ks, L, s in itertools.product(rows, AUTO_MACRO_N, DOT_AUTO_K_STEPS if dot else (k0,),
+                                              AUTO_LOCAL_SPLITS, range(1, MAX_AUTO_SPLIT + 1)):
+        # other rows and K steps: weighed only where fitted (or the default is not fitted either)
+        if (mm, ks) != (default, k0) and not is_fitted(dt, (mm, mn), ks) and is_fitted(dt, (default, mn), k0):
+            continue
         if L > 1 and (mn * L > 1024 or ku < L * ks or L > variant(dt, (mm, mn), ks, board).wgs_per_cu):
             continue
         if s > 1 and (k_per_split(ku, s, ks) * pack < max(MIN_K_PER_SPLIT, ks * pack) or ku < s * L * ks):
@@ -92,3 +99,60 @@ def test_automatic_plan_is_the_best_listed_and_modeled(m, n, k, dt, gpu):
     assert t <= brute_best(m, n, k, dt, gpu) * (1 + 1e-9), (macro, split, local, text)
     # the workgroup fits one CU: its L x waves no more than the CU holds of the tile without a local split
     assert local <= variant(dt, tuple(macro), mm.get_int("k_step"), plan_board("gfx906", gpu)).wgs_per_cu, text
+
+
+def _fit_without_16_rows():
+    from vlpc import plan_model
+
+    data = dict(plan_model.fitted())
+    data["variants"] = {k: v for k, v in data["variants"].items() if " 16x" not in k}
+    return data
+
+
+def _fit_with_cheap_16_rows():
+    """The fit with every f16 16-row variant made a copy of its 32-row variant without prologue and
+    exposed latency: a shorter tile the surrogate must then prefer."""
+    from vlpc import plan_model
+
+    data = _fit_without_16_rows()
+    for key, v in list(data["variants"].items()):
+        if key.startswith("f16 32x"):
+            data["variants"][key.replace(" 32x", " 16x")] = v | {"macro_m": 16, "fixed": 0.0, "latency": 0.0}
+    return data
+
+
+def test_other_tile_rows_are_weighed_only_where_fitted(monkeypatch):
+    """Issue 33: gemm-tile weighs the rows of ``auto_macro_m`` besides the default, but a tile without
+    a fitted variant (the nearest fit's fallback) is never weighed against a fitted one."""
+    from vlpc import plan_model
+
+    board = plan_board("gfx906", "mi60")
+    args = (1024, 1024, 1024, "f16", 2, 32, AUTO_MACRO_N, 16, (1, 2, 4), 1, "workspace", board)
+    without, cheap = _fit_without_16_rows(), _fit_with_cheap_16_rows()
+    monkeypatch.setattr(plan_model, "fitted", lambda: without)
+    best, cands = plan_model.choose(*args, macro_ms=(32, 16), c_esize=4)
+    assert {c.macro[0] for c in cands} == {32} and best.macro[0] == 32
+    monkeypatch.setattr(plan_model, "fitted", lambda: cheap)
+    best, cands = plan_model.choose(*args, macro_ms=(32, 16), c_esize=4)
+    assert {c.macro[0] for c in cands} == {32, 16}
+    assert best.macro[0] == 16 and best.seconds == min(c.seconds for c in cands)
+    # without macro_ms (tile rows given) only the given rows
+    assert {c.macro[0] for c in plan_model.choose(*args, c_esize=4)[1]} == {32}
+
+
+@pytest.mark.parametrize("gpu", ["mi50", "mi60"])
+def test_gemm_tile_takes_fitted_shorter_rows_and_lists_them(monkeypatch, gpu):
+    from vlpc import plan_model
+
+    without, cheap = _fit_without_16_rows(), _fit_with_cheap_16_rows()
+    monkeypatch.setattr(plan_model, "fitted", lambda: cheap)
+    mm, lines = planned(1024, 1024, 1024, "f16", gpu)
+    text = "\n".join(lines)
+    assert mm.get_int_array("macro_tile")[0] == 16 and mm.get_int_array("micro_tile")[0] == 16, text
+    assert "other tile rows (modeled): 32x" in text, text
+    chosen = [float(x) for x in re.findall(r"= ([\d.]+) us  <- chosen", text)]
+    assert len(chosen) == 1 and chosen[0] <= min(float(x) for x in re.findall(r"([\d.]+) us", text)) + 0.05, text
+    # int8 has no such fit here: its rows stay the default
+    monkeypatch.setattr(plan_model, "fitted", lambda: without)
+    mm, lines = planned(1024, 1024, 1024, "i8", gpu)
+    assert mm.get_int_array("macro_tile")[0] == SQC_DEFAULT_M["i8"] and "other tile rows" not in "\n".join(lines)
