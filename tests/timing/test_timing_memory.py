@@ -82,6 +82,19 @@ def test_streaming_dwordx4_at_the_hbm_ceiling():
     assert limit <= r.cycles <= limit + P.l2_hit_cycles + P.l1_hit_cycles + 2 * hbm + 500
 
 
+def test_the_steady_streaming_rates_are_the_measured_large_buffer_rows():
+    # hbm.stream.dwordx4 867-873 GB/s and hbm.stream.dword 814 GB/s (MI50, "whole GPU, large
+    # buffer": benchmarks/microbench/measurements.csv) are steady rates: the model's own, with
+    # no launch, ramp or drain (one page activation per KiB or per 256 B), must be them, so
+    # that no read, however long, models above the measured 873 GB/s
+    b = get_board("mi50")
+    t = b.timing
+    act = t.hbm_activate_ns * 1e-9 / t.hbm_channels
+    assert b.streaming_ceiling_bytes_per_second == pytest.approx(1024 / (1024 / b.hbm_data_bytes_per_second + act))
+    assert 867e9 <= b.streaming_ceiling_bytes_per_second <= 873e9
+    assert 256 / (256 / b.hbm_data_bytes_per_second + act) == pytest.approx(814e9, rel=2e-3)
+
+
 def test_dword_streaming_never_faster_than_dwordx4():
     x4, n4, _ = _streamed(16)
     x2, n2, _ = _streamed(8)
