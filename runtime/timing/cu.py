@@ -27,7 +27,8 @@ What it models (parameters in :class:`vlpc.targets.TimingParams`, sources there)
 * **Vector memory.**  Per instruction, the texture/L1 path handles one 64-byte line
   per cycle (``l1_bytes_per_cycle``); lines hit an LRU L1 (``l1_bytes``) or go to L2.
 * **L2 by address** (``l2_miss_rule = "address"``).  A set-associative LRU simulation
-  (``l2_ways`` ways) of this CU's share of the L2 (``l2_bytes`` / busy CUs x their
+  (``l2_ways`` ways, the set index hashed as the L2's channel hash: :class:`_SetAssoc`)
+  of this CU's share of the L2 (``l2_bytes`` / busy CUs x their
   overlap, :func:`_line_sharers`: the others fill the rest at the same rate, a line
   several CUs read in one slot) holds the lines this CU brought in: reused data hits.
   A line it does not hold is a miss for a line no other workgroup of the first round
@@ -128,8 +129,14 @@ class _Lru:
 
 class _SetAssoc:
     """A set-associative LRU cache of lines: ``sets`` sets (each an :class:`_Lru` of ``ways``
-    lines), a line in set ``line mod sets`` (the L2's channel interleave spreads
-    consecutive lines over its channels and sets)."""
+    lines).  The set index is hashed as the L2 hashes addresses over its channels (ROCm Compute
+    Profiler, "L2 cache (TCC)": requests are mapped to channels at a 256 B address interleave "by
+    a hashing mechanism that attempts to evenly distribute requests across the L2 channels"):
+    consecutive lines still take consecutive sets (every block of ``sets`` consecutive lines
+    fills each set once), and each such block starts at a set given by a hash of its upper
+    address bits (:func:`l2_set_index`).  So lines a power of two apart (the rows of a matrix
+    whose leading dimension is a power of two) spread over the sets instead of aliasing into
+    the few a plain ``line mod sets`` index gives them."""
     __slots__ = ("sets", "ways", "d")
 
     def __init__(self, lines: int, ways: int):
@@ -139,10 +146,20 @@ class _SetAssoc:
 
     def access(self, line: int) -> bool:
         """True on a hit; on a miss the line is filled (evicting the set's LRU line)."""
-        st = self.d.get(line % self.sets)
+        k = l2_set_index(line, self.sets)
+        st = self.d.get(k)
         if st is None:
-            st = self.d[line % self.sets] = _Lru(self.ways)
+            st = self.d[k] = _Lru(self.ways)
         return st.access(line)
+
+
+def l2_set_index(line: int, sets: int) -> int:
+    """The set of ``line`` (a 64-byte line number) in a cache of ``sets`` sets: the line's
+    offset within its block of ``sets`` consecutive lines, rotated by a multiplicative
+    (Fibonacci) hash of the block number, so that a block's lines cover every set once and
+    blocks a power of two apart start at unrelated sets (:class:`_SetAssoc`)."""
+    block, low = divmod(line, sets)
+    return (low + (((block * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32)) % sets
 
 
 _SHARER_CACHE: dict[tuple, tuple[object, dict[int, tuple[int, int]], float]] = {}

@@ -65,8 +65,9 @@ class Board:
         """The HBM model's streaming ceiling in bytes/s: :attr:`hbm_data_bytes_per_second` less
         one DRAM page activation (``TimingParams.hbm_activate_ns``, spread over ``hbm_channels``)
         per 1 KiB a wave's ``global_load_dwordx4`` moves -- the best a kernel that reads every
-        byte once can do under the model (modeled; the microbenchmark rows hbm.stream.* it is
-        fitted to: ``benchmarks/microbench/``)."""
+        byte once can do under the model (modeled): the steady rate of a stream with no launch,
+        ramp or drain, which the HBM efficiency parameters set to the measured large-buffer row
+        hbm.stream.dwordx4's 870 GB/s (MI50; ``benchmarks/microbench/``, ``TIMING_SOURCES``)."""
         t = self.timing
         per_kib = 1024.0 / self.hbm_data_bytes_per_second + t.hbm_activate_ns * 1e-9 / t.hbm_channels
         return 1024.0 / per_kib

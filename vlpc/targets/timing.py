@@ -52,8 +52,8 @@ class TimingParams:
     hbm_channels: int = 32
     hbm_page_bytes: int = 1024
     hbm_refresh_fraction: float = 0.0897
-    hbm_bus_efficiency: float = 0.967
-    hbm_activate_ns: float = 0.89
+    hbm_bus_efficiency: float = 0.9552
+    hbm_activate_ns: float = 0.864
     l2_shared_fill_wait: float = 1.0
     #: How an L2 miss is decided (runtime/timing/cu.py): "line" or "group".
     l2_miss_rule: str = "address"
@@ -99,12 +99,18 @@ TIMING_SOURCES: dict[str, str] = {
                       "streams faster than global_load_dwordx4's 1 KiB per wave",
     "hbm_refresh_fraction": "JEDEC JESD235A (HBM2): tRFC / tREFI = 350 ns / 3.9 us for 8 Gb dies (all-bank "
                             "refresh blocks the channel): 0.0897 of the time",
-    "hbm_bus_efficiency": "fitted with hbm_activate_ns to the microbenchmark rows hbm.stream.dwordx4 and "
-                          "hbm.stream.dword (MI50, skyne98/wiki-gfx906 gfx906-latency-hiding-ops.md), "
-                          "reproduced by benchmarks/microbench/memory.py: the data bus's share of the "
-                          "remaining time (read/write turnaround, command bubbles)",
-    "hbm_activate_ns": "fitted with hbm_bus_efficiency (see there): the part of a DRAM page activation "
-                       "(tRCD + tRP) the channel's other banks do not hide, per page an instruction's misses open",
+    "hbm_bus_efficiency": "fitted with hbm_activate_ns to the microbenchmark rows hbm.stream.dwordx4 (867-873 GB/s) "
+                          "and hbm.stream.dword (814 GB/s) (MI50, 'whole GPU, large buffer', skyne98/wiki-gfx906 "
+                          "gfx906-latency-hiding-ops.md): the model's steady streaming rates (no launch, ramp or "
+                          "drain: a large buffer's rate) equal the rows, 870 (the range's middle) and 814 GB/s, in "
+                          "closed form: 1024 B / 870 GB/s - 256 B / 814 GB/s = 768 B / (pin rate x (1 - "
+                          "hbm_refresh_fraction) x efficiency), so 0.9552.  (An earlier fit put a 256 MiB read's "
+                          "modeled time, launch and ramp included, at the rows, which left the model's asymptote at "
+                          "880 GB/s, above the measured 873: longer reads, the 1 GB GEMV heads, modeled above it.)  "
+                          "The data bus's share of the time refresh leaves (read/write turnaround, command bubbles)",
+    "hbm_activate_ns": "fitted with hbm_bus_efficiency (see there; 1024 B / 870 GB/s - 1024 B / data rate = "
+                       "activate / hbm_channels): the part of a DRAM page activation (tRCD + tRP) the channel's "
+                       "other banks do not hide, per page an instruction's misses open",
     "hbm_latency_ns": "assumed 300 ns (what lies beyond an L2 miss: Infinity Fabric, memory controller, "
                       "HBM2; on Vega 20 the fabric (FCLK), SoC (SOCCLK) and memory (UCLK) clocks are DPM "
                       "domains of their own beside GFXCLK: amdgpu vega20_print_clk_levels, PP_FCLK/PP_SOCCLK/"
