@@ -92,7 +92,7 @@ REDUCE_CHUNK = 8
 
 
 def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
-    """``(rows, unroll, group, span, waves[, a_lds, a_buffers[, a_ahead]])`` of the lane-along-K GEMV for
+    """``(rows, unroll, group, span, waves[, a_lds, a_buffers[, a_ahead[, b_split]]])`` of the lane-along-K GEMV for
     ``mm`` (module docstring), or None when it does not apply.  ``rows`` R: weight rows per wave
     and load slot; ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead; with
     A in LDS: B's steps in flight); ``group`` G: rows of A loaded together, one group ahead;
@@ -101,9 +101,13 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     ``a_lds`` E: A staged in LDS, E steps ahead (0: each wave loads A itself); ``a_buffers``: A's
     LDS buffers (1 or 2); ``a_ahead``: A's rows read from LDS a group ahead (1, the default), right
     before their dots (0) or in half rows, two halves ahead (2: :meth:`_StagedA._step_halves`, 64
-    VGPRs).  M <= 8: (1, 2, min(M, 4), 64, 1); M = 12, 16 with N a multiple of 8 and two K steps
-    or more: (2, 1, 2, 64, 4, 1, 1), M = 16 without a partial step where
-    :func:`fewer_rounds_at_four` (four workgroups a CU): (2, 1, 1, 64, 4, 1, 1, 2) (modeled f16
+    VGPRs); ``b_split`` (half rows only): B's rows loaded in two ``global_load_dwordx2`` halves,
+    the next step's low halves issued once every A row's low half met them (its HBM fetch half a
+    step earlier: :meth:`_StagedA._step_halves`).  M <= 8: (1, 2, min(M, 4), 64, 1); M = 12, 16
+    with N a multiple of 8 and two K steps or more: (2, 1, 2, 64, 4, 1, 1), M = 16 without a
+    partial step where :func:`fewer_rounds_at_four` (four workgroups a CU): (2, 1, 1, 64, 4, 1, 1,
+    2, True) (B split, modeled MI50 / MI60: int8 16 x 11008 x 4096 60.35 / 60.91 us against 60.98
+    / 62.0 whole, f16 112.98 / 114.86 against 113.2 / 114.7; before the split, modeled f16
     16 x 11008 x 4096 112.2 us on MI50 against 117.4, 114.6 on MI60 against 117.1; int8 60.3
     and 61.4 against 65.4 and 64.0; a_ahead 0, 61 VGPRs: 116.0 on MI50); other M above 8:
     (2, 1, 8, 64, 2).  Why
@@ -153,7 +157,7 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
         # M = 16 without a partial step: A read in half rows (64 VGPRs: four workgroups a CU) where
         # that takes fewer rounds of workgroups on every gfx906 board (:func:`fewer_rounds_at_four`)
         if s.m == 16 and s.k * eb % LANE_STEP_BYTES == 0 and fewer_rounds_at_four(s.n // 8):
-            return 2, 1, 1, 64, 4, 1, 1, 2
+            return 2, 1, 1, 64, 4, 1, 1, 2, True
         return 2, 1, 2, 64, 4, 1, 1
     # else two rows share A's loads, A in double-buffered groups of 8, two waves a workgroup in step
     if s.n % 4 == 0:
@@ -205,7 +209,8 @@ class LaneGemvBuilder(DotKernelBuilder):
     launch facts (macro tile M x R, one wave per workgroup)."""
 
     def __init__(self, mm: MatmulOp, name: str, rows: int, unroll: int, a_group: int, span: int = 64,
-                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2, a_ahead: int = 1, persistent: bool = False):
+                 waves: int = 1, a_lds: int = 0, a_buffers: int = 2, a_ahead: int = 1, b_split: bool = False,
+                 persistent: bool = False):
         super().__init__(mm, name)
         # persistent row blocks (:meth:`_persistent_blocks`): workgroup g computes blocks g, g + G,
         # ... with G the dispatch's workgroups (the hidden kernel argument hidden_block_count_x)
@@ -217,6 +222,9 @@ class LaneGemvBuilder(DotKernelBuilder):
         # A's rows read from LDS one group ahead of their dots (1), or each group right before its
         # dots (0: G x 4 VGPRs fewer)
         self.a_ahead = int(a_ahead)
+        # half rows only: B's rows loaded in two ``global_load_dwordx2`` halves, the next step's low
+        # half issued once every A row's low half met it (:meth:`_StagedA._step_halves`)
+        self.b_split = bool(b_split) and self.a_ahead == 2
         if self.a_lds and (span != 64 or self.shape.m % waves):
             raise ValueError(f"A in LDS needs span 64 and M a multiple of the waves, not span {span}, "
                              f"M {self.shape.m}, {waves} waves")
@@ -766,6 +774,10 @@ class _StagedA:
         # lanes l and l + 8 of a 16-lane pass share a bank).  B's rows from SGPR bases with the
         # lane's one offset, LDS's offset not loop-carried, the lane recomputed after the loop.
         self.halves = b.a_ahead == 2
+        # B in two halves (dwords 0-1, 2-3 of the lane's 16 bytes; ``global_load_dwordx2``): a step's
+        # B is [low of rows 0 .. R - 1, high of rows 0 .. R - 1], ``nb`` values
+        self.split = self.halves and b.b_split
+        self.nb = self.R * (2 if self.split else 1)
         if self.halves:
             self.lane16 = voff_b[0]  # the lane's 16 bytes of a row's step (span 64: B's row 0 offset)
             self.lds_lane = e(gcn.VLshrrevB32Op(1, self.lane16)).vdst  # its 8 bytes of a plane
@@ -787,8 +799,20 @@ class _StagedA:
         if not self.halves:  # (a VGPR offset a row)
             return [e(gcn.GlobalLoadDwordx4Op(self.voff_b[r], base, comment=what.format(r=r))).vdst
                     for r in range(self.R)]
+        if self.split:
+            return self.load_b_half(base, 0, what) + self.load_b_half(base, 1, what)
         return [e(gcn.GlobalLoadDwordx4Op(self.lane16, e.add64(base, r * self.ldb_b, 0) if r else base,
                                           comment=what.format(r=r))).vdst for r in range(self.R)]
+
+    def load_b_half(self, base: SSAValue, h: int, what: str) -> list[SSAValue]:
+        """Half ``h`` (dwords 2 h, 2 h + 1 of the lane's 16 bytes) of B's R rows of the K step at
+        ``base`` (``global_load_dwordx2``, offset 8 h).  The wave's two halves of a row cover the same
+        16 cache lines of one DRAM page: the first load's misses fetch them, the second meets those
+        fills (the model's hit-on-miss, as an L2 in flight)."""
+        e = self.e
+        return [e(gcn.GlobalLoadDwordx2Op(self.lane16, e.add64(base, r * self.ldb_b, 0) if r else base, offset=8 * h,
+                                          comment=what.format(r=r) + f", dwords {2 * h}..")).vdst
+                for r in range(self.R)]
 
     def stage_load(self, base: SSAValue) -> list[SSAValue]:
         """The wave's M / W rows of A's step at ``base`` (``global_load_dwordx4``)."""
@@ -841,7 +865,11 @@ class _StagedA:
         ``ds_read_b64``) read right before the dots of half k - 2, into the registers half k - 3's
         dots freed: the lead of a whole row with 6 VGPRs of A instead of 8.  Each sum still adds
         its dots in the order of :meth:`LaneGemvBuilder._dots` (dwords 0 .. 3 of row m, then row
-        m + 1): the same results."""
+        m + 1): the same results.  B split (``b_split``): the halves go every row's low half, then
+        every row's high half (a sum still adds dwords 0 .. 3 of its row in order), and the next
+        step's low halves of B load between the two passes, into the registers the first freed:
+        the weights' HBM fetch goes out half a step earlier (the high halves meet those lines'
+        fills)."""
         e, M, R = self.e, self.M, self.R
         dot_op = gcn.VDot4I32I8Op if self.b.shape.dtype == "i8" else gcn.VDot2F32F16Op
         H = 2 * M
@@ -851,19 +879,27 @@ class _StagedA:
                                      comment=f"A row {k // 2}, dwords {2 * (k % 2)}..")).vdst
 
         acc = list(acc)
-        ring = {k: half(k) for k in range(min(2, H))}
+        # the halves in order: (row, half) = (k / 2, k mod 2); B split: every row's low half, then
+        # every row's high half, the next step's low B loaded between them
+        order = ([(m, h) for h in range(2) for m in range(M)] if self.split
+                 else [(k // 2, k % 2) for k in range(H)])
+        ring = {k: half(2 * order[k][0] + order[k][1]) for k in range(min(2, H))}
+        nbv: list[SSAValue] = []
         for k in range(H):
             if k + 2 < H:
-                ring[k + 2] = half(k + 2)
-            a, m, q0 = ring.pop(k), k // 2, 2 * (k % 2)
+                ring[k + 2] = half(2 * order[k + 2][0] + order[k + 2][1])
+            a, (m, h) = ring.pop(k), order[k]
             for r in range(R):
                 x = acc[m * R + r]
                 for q in range(2):
-                    x = e(dot_op(e.sub(bv[r], q0 + q, 1), e.sub(a, q, 1), x)).vdst
+                    b_q = e.sub(bv[h * R + r], q, 1) if self.split else e.sub(bv[r], 2 * h + q, 1)
+                    x = e(dot_op(b_q, e.sub(a, q, 1), x)).vdst
                 acc[m * R + r] = x
-        nbv = []
+            if self.split and k == M - 1 and b_next is not None:  # B's low halves used up
+                nbv = self.load_b_half(b_next, 0, "next B row {r}")
         if b_next is not None:
-            nbv = self.load_b(b_next, "next B row {r}")
+            nbv = nbv + self.load_b_half(b_next, 1, "next B row {r}") if self.split else \
+                self.load_b(b_next, "next B row {r}")
         return acc, nbv
 
     def iteration(self, rd, a_i, b_i, bq, sq, acc, flags, j):
@@ -933,12 +969,13 @@ class _StagedA:
                    *(v for q in sq for v in q), *acc]
         body = Block(arg_types=[v.type for v in carried])
         outer, e.block = e.block, body
-        xs = head + D * R
+        nb = self.nb
+        xs = head + D * nb
 
         def cut(vals):
             vals = list(vals)
             first = vals[:head] if not fixed else [vals[0], rd, *vals[1:head]]
-            return (first, [vals[head + d * R:head + (d + 1) * R] for d in range(D)],
+            return (first, [vals[head + d * nb:head + (d + 1) * nb] for d in range(D)],
                     [vals[xs + q * per:xs + (q + 1) * per] for q in range(E)], vals[xs + E * per:])
 
         try:

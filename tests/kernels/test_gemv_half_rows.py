@@ -23,6 +23,7 @@ from test_dot_gemm import NP, run_case
 from test_lane_gemv import alpha_zero_over_nan
 
 HALF = (2, 1, 1, 64, 4, 1, 1, 2)  # the automatic plan's half-row variant (lane_gemv_plan)
+SPLIT = (*HALF, True)  # ... with B loaded in two halves (plan element ``b_split``)
 
 
 def half_kernel(monkeypatch, plan, m, n, k, lda, ldb, ldc, ab, ct):
@@ -43,6 +44,13 @@ def half_kernel(monkeypatch, plan, m, n, k, lda, ldb, ldc, ab, ct):
     ((2, 1, 1, 64, 4, 1, 2, 2), 16, 8, 4096, (16, 0, 3), "f16", "f32"),  # two LDS buffers (offset carried)
     ((2, 2, 1, 64, 4, 1, 1, 2), 16, 8, 8192, (0, 16, 0), "i8", "i32"),   # B two steps ahead
     ((2, 1, 1, 64, 4, 1, 1, 2), 12, 8, 4096, (8, 8, 1), "f16", "f32"),   # M = 12: 3 staged rows a wave
+    # B in two dwordx2 halves (the next step's low half loaded between the passes)
+    (SPLIT, 16, 16, 4096, (16, 16, 3), "f16", "f32"),   # the loop and the peeled steps
+    (SPLIT, 16, 8, 4096, (0, 0, 0), "i8", "i32"),       # int8 exact, no padding at all
+    (SPLIT, 16, 8, 2000, (8, 8, 2), "f16", "f16"),      # a partial last step (A from memory); f16 C
+    ((2, 1, 1, 64, 4, 1, 2, 2, True), 16, 8, 4096, (16, 0, 3), "i8", "i32"),   # two LDS buffers
+    ((2, 2, 1, 64, 4, 1, 1, 2, True), 16, 8, 8192, (0, 16, 0), "i8", "i32"),   # B two steps ahead
+    ((2, 1, 1, 64, 4, 1, 1, 2, True), 12, 24, 3 * 1024, (8, 8, 1), "f16", "f32"),  # M = 12, three steps
 ])
 def test_half_rows_exact_buffers(monkeypatch, plan, m, n, k, pads, ab, ct):
     """Padded rows never read, C's padding untouched; beta = 0 over a C of NaN (f16/f32), then
@@ -54,12 +62,13 @@ def test_half_rows_exact_buffers(monkeypatch, plan, m, n, k, pads, ab, ct):
     run_case(kern, m, n, k, lda, ldb, ldc, ab, ct, -3 if ab == "i8" else 1.25, 2 if ab == "i8" else -0.5, seed=3)
 
 
+@pytest.mark.parametrize("plan", [HALF, SPLIT])
 @pytest.mark.parametrize("ab, ct", [("f16", "f32"), ("i8", "i32")])
-def test_half_rows_alpha_zero_over_nan_inputs(monkeypatch, ab, ct):
+def test_half_rows_alpha_zero_over_nan_inputs(monkeypatch, plan, ab, ct):
     """alpha = 0: the products are dropped (f16: NaN in A, Inf in B do not reach C); C = beta C."""
     m, n = 16, 8
     k = 4096 // ELEMENT_BYTES[ab]
-    alpha_zero_over_nan(half_kernel(monkeypatch, HALF, m, n, k, k, k, n, ab, ct), m, n, k, ab, ct)
+    alpha_zero_over_nan(half_kernel(monkeypatch, plan, m, n, k, k, k, n, ab, ct), m, n, k, ab, ct)
 
 
 def test_fewer_rounds_at_four():
@@ -91,3 +100,4 @@ def test_automatic_plan_and_fit(n, k, ab, half, per_cu):
         assert res.wgs_per_cu == per_cu, (gpu, kern.vgprs, res)
     assert (kern.vgprs <= 64) == half
     assert ("ds_read_b64" in kern.asm) == half
+    assert ("global_load_dwordx2" in kern.asm) == half  # B in two halves (plan element b_split)
