@@ -2,7 +2,8 @@
 
 Every figure is **modeled** by vlpc's timing model (runtime/timing/, docs/timing_model.md), not
 measured: there is no AMD GPU here.  Each row is one timing-only launch of the automatic plan
-(``y = x W^T``: M rows of f16 activations -- int8 for ``i8`` --, weights stored N x K) on the named
+(f16/int8: made for the named board, ``vlpc.compile(..., gpu=)`` as ``vlpc bench --gpu``;
+``y = x W^T``: M rows of f16 activations -- int8 for ``i8`` --, weights stored N x K) on the named
 board at its stock clocks (MI50 @ 1725 MHz, MI60 @ 1800 MHz, HBM2 at 1000 MHz: pin rate 1,024 GB/s).
 Printed: the modeled time (launch overhead included), the bytes that must move (weights -- f16 2
 bytes a weight, int8 1, Q8_0 34 / Q4_0 18 bytes per block of 32, Q4_K 144 per 256, int4_g128 68 per
@@ -98,7 +99,9 @@ def modeled(fmt: str, m: int, n: int, k: int, gpu: str = "mi50", sgpr: bool = Fa
         from vlpc.benchmarking.dot_figures import source
 
         ct = DOT[fmt]
-        kern = vlpc.compile(source(m, n, k, fmt, ct, "sgpr" if sgpr else None)).kernel("g")
+        # the plan made for the board it is modeled on (as ``vlpc bench --gpu``): the M = 16 GEMV's
+        # workgroups a CU follow its CUs (passes/isel/gemv.py, fewer_rounds_at_four)
+        kern = vlpc.compile(source(m, n, k, fmt, ct, "sgpr" if sgpr else None), gpu=gpu).kernel("g")
         a = (rng.integers(-128, 128, (m, k)).astype(np.int8) if fmt == "i8"
              else rng.standard_normal((m, k)).astype(np.float16))
         c = np.zeros((m, n), np.int32 if fmt == "i8" else np.float32)

@@ -356,7 +356,7 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                              local_split=o.local_split, cus=o.cus or 0, gpu=o.gpu or "", target=proc),
         # gemv: a plan given by options (tile, K step, local split, split-K above 1) is the SGPR
         # decode GEMV's, which follows them; the lane-along-K GEMV is the automatic plan's (passes/isel/gemv.py)
-        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule,
+        "convert-gemm-to-gcn": dict(strategy=o.strategy, target=proc, schedule=o.schedule, gpu=o.gpu or "",
                                     forwarding=bool(o.forwarding), a_transpose=o.a_transpose,
                                     gemv="sgpr" if (o.macro_tile or o.micro_tile or o.k_step
                                                     or o.local_split != 1 or o.split_k not in ("auto", 1))

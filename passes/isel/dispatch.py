@@ -58,13 +58,14 @@ def quant_format_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedul
                                schedule, forwarding)
 
 def dot_path_kernels(mm: MatmulOp, name: str, strategy: str, schedule: str, forwarding: bool,
-                     rows_tiles: tuple[int, ...], a_transpose: str) -> list[gcn.KernelOp]:
+                     rows_tiles: tuple[int, ...], a_transpose: str, gpu: str = "") -> list[gcn.KernelOp]:
     """The kernels of an f16 or i8 ``mm`` (checked by :func:`check_dot`): the lane-along-K decode
     GEMV where it applies (``isel/gemv.py``), else, for A stored K x M that the dot kernel does
     not pack itself, ``<name>_transpose`` then the dot kernels (``isel/transpose.py``;
-    ``a_transpose``: ``auto``, ``pre``, ``in-kernel``), else :func:`dot_kernels`."""
+    ``a_transpose``: ``auto``, ``pre``, ``in-kernel``), else :func:`dot_kernels`.  ``gpu``: the
+    board the GEMV's plan is for (empty: every board of the target)."""
     check_dot(mm, strategy, schedule)
-    lane = lane_gemv_kernels(mm, name) if mm.residual is None else None  # (its store takes no residual)
+    lane = lane_gemv_kernels(mm, name, gpu) if mm.residual is None else None  # (its store takes no residual)
     if lane is not None:
         return lane
     if plan_copies(mm, a_transpose):
@@ -98,6 +99,9 @@ class ConvertGemmToGcnPass(ModulePass):
     #: applies, isel/gemv.py) or ``sgpr`` (the SGPR GEMV, which follows a plan given
     #: by options: vlpc.pipeline sets it when a tile, K step or local split is given).
     gemv: str = "auto"
+    #: The board the plans are made for (``mi50``, ``mi60``; empty: every board of the target):
+    #: the decode GEMV's workgroups a CU (isel/gemv.py, :func:`~vlpc.passes.isel.gemv.lane_gemv_plan`).
+    gpu: str = ""
 
     #: The schedules of strategy sqc.
     SCHEDULES = ("default", "cover", "seed")
@@ -165,7 +169,7 @@ class ConvertGemmToGcnPass(ModulePass):
                 if self.gemv != "auto" and "gemv" not in mm.attributes:
                     mm.attributes["gemv"] = StringAttr(self.gemv)
                 kernels = dot_path_kernels(mm, name, self.strategy, self.schedule, self.forwarding, self.ROWS_TILES,
-                                           self.a_transpose)
+                                           self.a_transpose, self.gpu)
             elif self.schedule == "seed":
                 kernels = [SeedKernelBuilder(mm, name, forwarding=self.forwarding).build()]
             elif self.strategy == "sqc":

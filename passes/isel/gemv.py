@@ -91,7 +91,7 @@ LANE_STEP_BYTES = 1024
 REDUCE_CHUNK = 8
 
 
-def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
+def lane_gemv_plan(mm: MatmulOp, gpu: str = "") -> tuple[int, ...] | None:
     """``(rows, unroll, group, span, waves[, a_lds, a_buffers[, a_ahead[, b_split]]])`` of the lane-along-K GEMV for
     ``mm`` (module docstring), or None when it does not apply.  ``rows`` R: weight rows per wave
     and load slot; ``unroll`` U: K steps per loop iteration (their B loaded one batch ahead; with
@@ -156,7 +156,7 @@ def lane_gemv_plan(mm: MatmulOp) -> tuple[int, ...] | None:
     if s.m % 4 == 0 and s.n % 8 == 0 and steps >= 2:
         # M = 16 without a partial step: A read in half rows (64 VGPRs: four workgroups a CU) where
         # that takes fewer rounds of workgroups on every gfx906 board (:func:`fewer_rounds_at_four`)
-        if s.m == 16 and s.k * eb % LANE_STEP_BYTES == 0 and fewer_rounds_at_four(s.n // 8):
+        if s.m == 16 and s.k * eb % LANE_STEP_BYTES == 0 and fewer_rounds_at_four(s.n // 8, gpu):
             return 2, 1, 1, 64, 4, 1, 1, 2, True
         return 2, 1, 2, 64, 4, 1, 1
     # else two rows share A's loads, A in double-buffered groups of 8, two waves a workgroup in step
@@ -182,23 +182,29 @@ def persistent_blocks(mm: MatmulOp) -> bool:
     return isinstance(choice, StringAttr) and choice.data == "persistent"
 
 
-def fewer_rounds_at_four(workgroups: int) -> bool:
+def fewer_rounds_at_four(workgroups: int, gpu: str = "") -> bool:
     """Whether ``workgroups`` take fewer rounds on CU 0 with four resident a CU than with three on
-    every gfx906 board (:data:`vlpc.targets.BOARDS`: MI50's 60 CUs, MI60's 64): the
+    the board ``gpu`` (a name in :data:`vlpc.targets.BOARDS`, the compile's ``gpu`` option), or
+    where no board is named on every gfx906 board (MI50's 60 CUs, MI60's 64): the
     dispatcher hands the CUs the workgroups breadth-first, so CU 0 runs ceil(W / C) of them in
     ceil(ceil(W / C) / slots) rounds (runtime/timing/gpu.py, "Dispatch"), each round paying the
-    start and the reduction (docs/kernels.md, "What bounds M = 16").  The kernel does not know
-    its board, so four a CU only where no board ends in a shorter last round than with three:
-    N = 4096 (512 workgroups of 8 rows) keeps three (MI50: 9 a CU, rounds of 4, 4 and a lone one
-    whose weights stream at a fraction of the CU's share; modeled f16 16 x 4096 x 4096 50.6 us
-    against 47.3), N = 11008 (1,376) takes four (MI50 23 a CU: 6 rounds instead of 8)."""
-    counts = [math.ceil(workgroups / b.compute_units) for b in BOARDS.values() if b.target.name == "gfx906"]
+    start and the reduction (docs/kernels.md, "What bounds M = 16").  With no board named, four a
+    CU only where no board ends in a shorter last round than with three: N = 4096 (512
+    workgroups of 8 rows) keeps three (MI50: 9 a CU, rounds of 4, 4 and a lone one whose weights
+    stream at a fraction of the CU's share; modeled f16 16 x 4096 x 4096 50.6 us against 47.3),
+    N = 11008 (1,376) takes four (MI50 23 a CU: 6 rounds instead of 8); compiled for MI60
+    (``gpu = "mi60"``, 8 a CU: two rounds of four, not 3 + 3 + 2) N = 4096 takes four (modeled,
+    with B split: f16 43.9 us against 45.0, int8 24.4 against 25.4).  The board's CU count
+    only: a ``cus`` option is not read here."""
+    boards = [BOARDS[gpu]] if gpu in BOARDS else [b for b in BOARDS.values() if b.target.name == "gfx906"]
+    counts = [math.ceil(workgroups / b.compute_units) for b in boards]
     return bool(counts) and all(-(-w // 4) < -(-w // 3) for w in counts)
 
 
-def lane_gemv_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
-    """The kernel of ``mm`` when :func:`lane_gemv_plan` applies, else None."""
-    plan = lane_gemv_plan(mm)
+def lane_gemv_kernels(mm: MatmulOp, name: str, gpu: str = "") -> list[gcn.KernelOp] | None:
+    """The kernel of ``mm`` when :func:`lane_gemv_plan` applies (for the board ``gpu``, empty:
+    every gfx906 board), else None."""
+    plan = lane_gemv_plan(mm, gpu) if gpu else lane_gemv_plan(mm)
     if plan is None:
         return None
     return [LaneGemvBuilder(mm, name, *plan, persistent=persistent_blocks(mm)).build()]

@@ -78,6 +78,17 @@ def test_fewer_rounds_at_four():
     assert fewer_rounds_at_four(1376)       # N = 11008: MI50 23 (6 rounds, not 8), MI60 22 (6, not 8)
     assert not fewer_rounds_at_four(60)     # one each: one round either way
     assert fewer_rounds_at_four(1024)       # N = 8192: 18 (5 < 6) and 16 (4 < 6)
+    assert fewer_rounds_at_four(512, "mi60")    # compiled for MI60: 8 a CU, 2 rounds instead of 3
+    assert not fewer_rounds_at_four(512, "mi50")
+
+
+@pytest.mark.parametrize("gpu, half", [(None, False), ("mi50", False), ("mi60", True)])
+def test_plan_for_the_named_board(gpu, half):
+    """f16 16 x 4096 x 4096: half rows (64 VGPRs, B in halves) when compiled for MI60, whose 64 CUs
+    take the 512 workgroups in two rounds of four; the 77-VGPR plan for MI50 and for no board."""
+    kern = vlpc.compile(source(16, 4096, 4096, 4096, 4096, 4096, "f16", "f32"), gpu=gpu, cache=False).kernel("g")
+    assert (kern.vgprs <= 64) == half
+    assert ("global_load_dwordx2" in kern.asm) == half
 
 
 @pytest.mark.parametrize("n, k, ab, half, per_cu", [
