@@ -31,7 +31,9 @@ step).  Per K step a wave then issues R + M / W loads instead of R + M: the text
 bytes a clock, one cache line) moves (R W + M) KiB per R W KiB of weights instead of (R + M) W,
 and the LDS (128 bytes a clock: a ``ds_read_b128`` of a wave in 8) serves the M W row reads.
 In half rows (``a_ahead`` 2, M = 16 where four workgroups a CU take fewer rounds) the kernel
-fits 64 VGPRs: A is read in ``ds_read_b64`` halves, two ahead, from two 8-byte planes a row.
+fits 64 VGPRs: A is read in ``ds_read_b64`` halves, two ahead, from two 8-byte planes a row,
+and B in two ``global_load_dwordx2`` halves, the next step's low halves loaded between the step's
+two passes (every row's low half, then every row's high half: ``b_split``).
 
 After the loop the 64 lanes' partials of each of the R x M sums are added through LDS in
 chunks of 8 sums (2,304 bytes per wave): every lane writes its 8 partials (``ds_write_b32``),
