@@ -4,8 +4,10 @@ VGPRs: four workgroups a CU), on the strict emulator: exactly sized buffers with
 garbage (int8/i32) in the row gaps and C's padding compared bit for bit (tests/kernels/
 test_dot_gemm.py ``run_case``: int8 exact, f16 within the f32-accumulation bound of float64
 math), beta = 0 over a NaN C, alpha = 0 over NaN activations and Inf weights; the loop, the
-peeled last steps, a partial last step, two LDS buffers, B two steps ahead; where the automatic
-plan takes it (:func:`~vlpc.passes.isel.gemv.fewer_rounds_at_four`) and that it fits four a CU."""
+peeled last steps, a partial last step, two LDS buffers, B two steps ahead; the same with B in
+two ``global_load_dwordx2`` halves (plan element ``b_split``, the automatic plan's); where the
+automatic plan takes it (:func:`~vlpc.passes.isel.gemv.fewer_rounds_at_four`, for no board and for
+the board named at compile) and that it fits four a CU."""
 
 from __future__ import annotations
 
