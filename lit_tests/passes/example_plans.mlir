@@ -21,7 +21,7 @@
 // 16x64 k16 S1 L4 at 22.1 us against the former 32x64 k8 S1 L4's 30.7, MI50, beta = 1, modeled)
 // HGEMM: macro tile 16x64, micro tile 16x1, k-step 16
 // HGEMM-NEXT: split-k 1 (auto), local split 4
-// HGEMM: other tile rows (modeled): 32x64 k8 best split-k 1 L4: {{.*}}
+// HGEMM: other tile rows (modeled): 32x128 k8 best split-k 1 L4: {{.*}}
 // HGEMM: L4 best split-k 1: {{.*}} <- chosen
 // HGEMM: K steps (modeled, this tile): k16 best split-k 1 L4: {{.*}} <- chosen
 // GEMV: macro tile 4x64, micro tile 4x1, k-step 16
