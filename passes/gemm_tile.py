@@ -22,7 +22,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan, quant_gemm_rows
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MAX_WG_GROUP, gemv_plan, quant_gemm_rows
 from vlpc.passes.common import matmuls, op_error
 from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, AUTO_MACRO_N, DOT_AUTO_K_STEPS,
                                       MAX_AUTO_SPLIT, MIN_K_PER_SPLIT, auto_macro_m)
@@ -40,6 +40,12 @@ SUPPORTED_K_STEPS = (8, 16)
 #: MI60 @ 1700 MHz, 2048x2048x640 f32, 32x256 at 4 waves runs at 11.5 TFLOP/s and 64x256 at
 #: 3 waves at 5.9 (both with the default A schedule; ``vlpc tune`` compares them per shape).
 SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot kernels (same A dwords per dot)
+
+
+def auto_wg_group(shape, macro: tuple[int, int], model: bool) -> int:
+    """The grouped workgroup order's group height G (tile rows, ``wg_group``) of the automatic plan
+    for ``shape`` with ``macro`` tiles: 1 (the hardware's row-major order) for now."""
+    return 1
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class GemmTilePass(ModulePass):
     cus: int = 0
     gpu: str = ""
     target: str = "gfx906"
+    wg_group: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for mm in matmuls(op):
@@ -161,3 +168,16 @@ class GemmTilePass(ModulePass):
         mm.set_int_array("macro_tile", (macro_m, self.macro_n))
         mm.set_int_array("micro_tile", (micro_m, self.micro_n))
         mm.set_int("k_step", self.k_step)
+        group = self.wg_group if self.wg_group else auto_wg_group(mm.shape(), (macro_m, self.macro_n), self.model)
+        if group & (group - 1) or not 0 < group <= MAX_WG_GROUP:
+            raise op_error(mm, f"wg-group {group}: the group height of the workgroup order is a power of two "
+                           f"from 1 to {MAX_WG_GROUP} (tile rows)")
+        launch = [(name, tile) for name, size, tile in (("M", mm.shape().m, macro_m), ("N", mm.shape().n, self.macro_n))
+                  if size < 0 and tile & (tile - 1)]
+        if group > 1 and launch:
+            raise op_error(mm, f"wg-group {group} with {launch[0][0]} given at launch needs a power-of-two macro tile "
+                           f"extent along it (got {launch[0][1]}): the kernel counts tiles with a shift")
+        if group > 1:
+            mm.set_int("wg_group", group)
+        elif mm.properties.get("wg_group") is not None:
+            del mm.properties["wg_group"]
