@@ -42,10 +42,31 @@ SUPPORTED_K_STEPS = (8, 16)
 SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot kernels (same A dwords per dot)
 
 
-def auto_wg_group(shape, macro: tuple[int, int], model: bool) -> int:
+#: The automatic plan's group height of the grouped workgroup order (``wg_group``, tile rows) and the
+#: element types it is used for: the timing model's best G at every size of the seed's sweep it was
+#: measured at (f32 32x64 tiles, 4096..16384, K = 640; G = 8 and 16 a little slower, up to 2.05x over
+#: the row-major order at 16384; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup
+#: order").  The f16/int8 dot kernels take the option but keep G = 1 by default (not measured).
+AUTO_WG_GROUP = 4
+AUTO_WG_GROUP_TYPES = ("f32",)
+#: Waves per SIMD of the default sqc kernels (``SQC_DEFAULT_M``: 64 VGPRs or fewer).
+SQC_DEFAULT_WAVES = 4
+
+
+def auto_wg_group(shape, macro: tuple[int, int], model: bool, cus: int, simds_per_cu: int) -> int:
     """The grouped workgroup order's group height G (tile rows, ``wg_group``) of the automatic plan
-    for ``shape`` with ``macro`` tiles: 1 (the hardware's row-major order) for now."""
-    return 1
+    for ``shape`` (a :class:`~vlpc.dialects.gemm.GemmShape`) with ``macro`` (rows, columns) tiles on a
+    board of ``cus`` compute units of ``simds_per_cu`` SIMDs: :data:`AUTO_WG_GROUP` for the sqc kernel
+    (``model``) of a static, unbatched product of :data:`AUTO_WG_GROUP_TYPES` whose grid has more than G
+    tile rows and more tiles than the board runs one-wavefront workgroups at once
+    (``cus x simds_per_cu x`` :data:`SQC_DEFAULT_WAVES`: more than one round, so the order decides
+    which tiles share the L2), else 1 (the hardware's row-major order; a grid of one round is left
+    as it was, and so is every kernel of the golden assembly tests)."""
+    if not model or not shape.is_static() or shape.batch != 0 or shape.b_format or shape.dtype not in AUTO_WG_GROUP_TYPES:
+        return 1
+    gx, gy = -(-shape.n // macro[1]), -(-shape.m // macro[0])
+    in_flight = cus * simds_per_cu * SQC_DEFAULT_WAVES
+    return AUTO_WG_GROUP if gy > AUTO_WG_GROUP and gx * gy > in_flight else 1
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,11 @@ class GemmTilePass(ModulePass):
     weighed against a fitted one (:func:`vlpc.plan_model.choose`).  The decode GEMV keeps its own K step
     (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
     lists (``gemm-split-k``'s ``describe_plan``), so it is never listed slower than another.
+
+    ``wg-group`` (G): the grouped workgroup order, G tile rows of one tile column before the next
+    column (a power of two up to 64, written as the op's ``wg_group``; 1: the hardware's row-major
+    order); 0 (default) chooses :func:`auto_wg_group`.  With M or N given at launch it needs a
+    power-of-two tile extent along them (the kernel counts tiles with a shift).
     """
 
     name = "gemm-tile"
@@ -149,6 +175,16 @@ class GemmTilePass(ModulePass):
                          macro_ms=auto_macro_m(macro_m) if choose_rows else ())
         return best.macro[0], best.macro[1], best.k_step
 
+    def _auto_wg_group(self, mm, macro: tuple[int, int]) -> int:
+        """:func:`auto_wg_group` on the plan's board (``gpu``, ``cus``; 1 where none applies)."""
+        if not self.model or not mm.shape().is_static():
+            return 1
+        try:
+            board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
+        except TargetError as e:
+            raise op_error(mm, str(e)) from None
+        return auto_wg_group(mm.shape(), macro, self.model, board.compute_units, board.target.simds_per_cu)
+
     def _apply_one(self, mm) -> None:
         if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:
             raise op_error(mm, "tile sizes must be positive")
@@ -168,7 +204,7 @@ class GemmTilePass(ModulePass):
         mm.set_int_array("macro_tile", (macro_m, self.macro_n))
         mm.set_int_array("micro_tile", (micro_m, self.micro_n))
         mm.set_int("k_step", self.k_step)
-        group = self.wg_group if self.wg_group else auto_wg_group(mm.shape(), (macro_m, self.macro_n), self.model)
+        group = self.wg_group or self._auto_wg_group(mm, (macro_m, self.macro_n))
         if group & (group - 1) or not 0 < group <= MAX_WG_GROUP:
             raise op_error(mm, f"wg-group {group}: the group height of the workgroup order is a power of two "
                            f"from 1 to {MAX_WG_GROUP} (tile rows)")

@@ -192,3 +192,29 @@ def test_cli_flag(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error:" in err and "wg-group 3" in err and "Traceback" not in err
     assert not (tmp_path / "h.hsaco").exists()
+
+
+def test_automatic_group():
+    """The automatic plan (passes/gemm_tile.py ``auto_wg_group``): G = 4 for a static f32 sqc plan
+    whose grid has more tiles than one round of workgroups in flight and more than 4 tile rows;
+    the row-major order for one round (the bundled 256x512 example, every golden kernel), sizes
+    at launch and f16; an explicit wg_group=1 wins."""
+    from vlpc.compiler import parse
+    from vlpc.passes.common import matmuls
+    from vlpc.passes.gemm_tile import AUTO_WG_GROUP, auto_wg_group
+
+    def grouped(src, **options):
+        return "grouped tile row" in vlpc.compile(src, cache=False, **options).kernel().asm
+
+    assert AUTO_WG_GROUP == 4
+    assert grouped(gemm_source(4096, 4096, 64), gpu="mi60")                 # 8,192 tiles of 32x64 > 1,024
+    assert not grouped(gemm_source(4096, 4096, 64), gpu="mi60", wg_group=1)
+    assert not grouped(gemm_source(256, 512, 640))                           # one round
+    assert not grouped(gemm_source(None, None, None, dynamic=True))          # sizes at launch
+    assert not grouped(gemm_source(4096, 4096, 64), gpu="mi60", strategy="lds", split_k=1)
+    mm = next(iter(matmuls(parse(gemm_source(1024, 2048, 64)))))
+    # 32 x 32 = 1,024 tiles: exactly one round on 64 CUs (64 x 4 SIMDs x 4 waves), two on 32
+    assert auto_wg_group(mm.shape(), (32, 64), True, 64, 4) == 1
+    assert auto_wg_group(mm.shape(), (32, 64), True, 32, 4) == 4
+    assert auto_wg_group(mm.shape(), (32, 64), False, 32, 4) == 1           # not the sqc kernel's model plan
+    assert auto_wg_group(mm.shape(), (256, 64), True, 32, 4) == 1           # 4 tile rows: one group at most
