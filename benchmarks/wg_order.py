@@ -3,7 +3,7 @@
 Each point compiles an NT GEMM M x N x K (the seed's problem, K = 640: ``seed_source``, or
 ``dgemm_source`` for f64) with a given macro tile, one kernel (split_k=1) and a group height G
 (1: the row-major order, the kernel as before), and runs one timing-only launch of the whole
-grid on the MI60 model with 64 CUs (:func:`vlpc.tune.evaluate`, the conditions of
+grid on the MI60 model with 64 CUs (``--gpu mi50``: 60 CUs, 1725 MHz) (:func:`vlpc.tune.evaluate`, the conditions of
 ``benchmarks/seed_sweep.py`` and of ``docs/seed_sweep.csv``'s vlpc column: MI60 stock clocks,
 1800 MHz engine, HBM2 1000 MHz).  Every figure is **modeled** (the timing model's hashed L2
 index, ``runtime/timing``), none measured.  Results are appended to
@@ -25,20 +25,20 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "build" / "wg_order" / "results.jsonl"
 
 
-def key(dtype: str, m: int, n: int, k: int, tile: tuple[int, int], group: int) -> str:
-    return f"{dtype} {m}x{n}x{k} {tile[0]}x{tile[1]} G{group}"
+def key(dtype: str, m: int, n: int, k: int, tile: tuple[int, int], group: int, gpu: str = "mi60") -> str:
+    return f"{dtype} {m}x{n}x{k} {tile[0]}x{tile[1]} G{group}" + ("" if gpu == "mi60" else f" {gpu}")
 
 
-def probe(dtype: str, m: int, n: int, k: int, tile: tuple[int, int], group: int) -> dict:
+def probe(dtype: str, m: int, n: int, k: int, tile: tuple[int, int], group: int, gpu: str = "mi60") -> dict:
     """One modeled point: TFLOP/s, microseconds and share of peak (``vlpc.tune.evaluate``)."""
     from vlpc import tune
     from vlpc.benchmarking.seed import dgemm_source, seed_source
 
     text = dgemm_source(m, n, k) if dtype == "f64" else seed_source(m, n, k)
     r = tune.evaluate(tune.Problem(text, f"{dtype}_{m}x{n}.mlir", None, None, None),
-                      {"gpu": "mi60", "macro_tile": tile, "split_k": 1, "wg_group": group},
-                      "gfx906", "mi60", None, 64, check=False)
-    return {"key": key(dtype, m, n, k, tile, group), "dtype": dtype, "m": m, "n": n, "k": k,
+                      {"gpu": gpu, "macro_tile": tile, "split_k": 1, "wg_group": group},
+                      "gfx906", gpu, None, None, check=False)
+    return {"key": key(dtype, m, n, k, tile, group, gpu), "gpu": gpu, "dtype": dtype, "m": m, "n": n, "k": k,
             "tile": f"{tile[0]}x{tile[1]}", "group": group, "modeled_us": r.modeled_us, "tflops": r.tflops,
             "peak_share": r.peak_share, "plan": r.plan, "error": r.error}
 
@@ -53,14 +53,17 @@ def load() -> dict[str, dict]:
 def table(rows: dict[str, dict]) -> str:
     """Modeled TFLOP/s per (type, size, tile) and G, with the best G's gain over G = 1."""
     groups = sorted({r["group"] for r in rows.values()})
-    shapes = sorted({(r["dtype"], r["m"], r["n"], r["k"], r["tile"]) for r in rows.values()})
-    out = ["type  M x N x K              tile   " + "".join(f"{'G' + str(g):>8}" for g in groups) + "   best/G1"]
-    for dtype, m, n, k, tile in shapes:
-        figs = {r["group"]: r["tflops"] for r in rows.values()
-                if (r["dtype"], r["m"], r["n"], r["k"], r["tile"]) == (dtype, m, n, k, tile) and not r["error"]}
+    def shape(r):
+        return r.get("gpu", "mi60"), r["dtype"], r["m"], r["n"], r["k"], r["tile"]
+
+    out = ["board type  M x N x K              tile   " + "".join(f"{'G' + str(g):>8}" for g in groups)
+           + "    G4/G1"]
+    for s in sorted({shape(r) for r in rows.values()}):
+        figs = {r["group"]: r["tflops"] for r in rows.values() if shape(r) == s and not r["error"]}
         cells = "".join(f"{figs[g]:8.2f}" if g in figs else f"{'-':>8}" for g in groups)
-        gain = f"{max(figs.values()) / figs[1]:9.2f}x" if 1 in figs and figs else ""
-        out.append(f"{dtype:5} {f'{m}x{n}x{k}':22} {tile:6} {cells}{gain}")
+        gain = f"{figs[4] / figs[1]:9.3f}" if 1 in figs and 4 in figs else ""
+        gpu, dtype, m, n, k, tile = s
+        out.append(f"{gpu:5} {dtype:5} {f'{m}x{n}x{k}':22} {tile:6} {cells}{gain}")
     return "\n".join(out)
 
 
@@ -70,6 +73,7 @@ def main(argv=None) -> int:
                     help="comma-separated M = N values (default: %(default)s)")
     ap.add_argument("--groups", default="1,4,8,16", help="group heights G (default: %(default)s)")
     ap.add_argument("--dtype", default="f32", choices=("f32", "f64"))
+    ap.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"), help="board, at its stock clocks and CUs")
     ap.add_argument("--tile", default="32x64", help="macro tile MxN (default: %(default)s)")
     ap.add_argument("-k", type=int, default=640, help="K (default: the seed's %(default)s)")
     ap.add_argument("--fresh", action="store_true", help="run the points again even when recorded")
@@ -83,10 +87,10 @@ def main(argv=None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     for m in (int(x) for x in a.sizes.split(",")):
         for g in (int(x) for x in a.groups.split(",")):
-            kk = key(a.dtype, m, m, a.k, tile, g)
+            kk = key(a.dtype, m, m, a.k, tile, g, a.gpu)
             if kk in rows and not a.fresh:
                 continue
-            r = probe(a.dtype, m, m, a.k, tile, g)  # type: ignore[arg-type]
+            r = probe(a.dtype, m, m, a.k, tile, g, a.gpu)  # type: ignore[arg-type]
             rows[kk] = r
             with OUT.open("a") as f:
                 f.write(json.dumps(r) + "\n")

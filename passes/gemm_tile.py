@@ -16,6 +16,7 @@ the edges.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -43,12 +44,17 @@ SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot k
 
 
 #: The automatic plan's group height of the grouped workgroup order (``wg_group``, tile rows) and the
-#: element types it is used for: the timing model's best G at every size of the seed's sweep it was
-#: measured at (f32 32x64 tiles, 4096..16384, K = 640; G = 8 and 16 a little slower, up to 2.05x over
-#: the row-major order at 16384; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup
-#: order").  The f16/int8 dot kernels take the option but keep G = 1 by default (not measured).
+#: element types it is used for: the timing model's best G where the row-major order lost (f32 32x64
+#: tiles on MI60, K = 640: 1.45x at 10240, 1.87x at 12288, 2.05x at 16384; G = 8 and 16 a little
+#: slower; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup order").  The f16/int8
+#: dot kernels take the option but keep G = 1 by default (not measured).
 AUTO_WG_GROUP = 4
 AUTO_WG_GROUP_TYPES = ("f32",)
+#: The most tile columns one CU's workgroups fall in under the row-major order (workgroup w runs on CU
+#: w mod CUs, breadth-first: gx / gcd(gx, CUs) columns for gx tile columns) for which the automatic plan
+#: groups: the measured wins had 1..7 (gx 64..256 on 64 CUs), the two sizes G = 4 lost by 0.5-1 % had
+#: 27 and 51 (6912: gx 108, 13056: gx 204).
+AUTO_WG_GROUP_MAX_COLUMNS = 8
 #: Waves per SIMD of the default sqc kernels (``SQC_DEFAULT_M``: 64 VGPRs or fewer).
 SQC_DEFAULT_WAVES = 4
 
@@ -58,15 +64,18 @@ def auto_wg_group(shape, macro: tuple[int, int], model: bool, cus: int, simds_pe
     for ``shape`` (a :class:`~vlpc.dialects.gemm.GemmShape`) with ``macro`` (rows, columns) tiles on a
     board of ``cus`` compute units of ``simds_per_cu`` SIMDs: :data:`AUTO_WG_GROUP` for the sqc kernel
     (``model``) of a static, unbatched product of :data:`AUTO_WG_GROUP_TYPES` whose grid has more than G
-    tile rows and more tiles than the board runs one-wavefront workgroups at once
-    (``cus x simds_per_cu x`` :data:`SQC_DEFAULT_WAVES`: more than one round, so the order decides
-    which tiles share the L2), else 1 (the hardware's row-major order; a grid of one round is left
-    as it was, and so is every kernel of the golden assembly tests)."""
+    tile rows, more tiles than the board runs one-wavefront workgroups at once (``cus x
+    simds_per_cu x`` :data:`SQC_DEFAULT_WAVES`: more than one round, so the order decides which
+    tiles share the L2) and whose row-major order deals each CU's workgroups into at most
+    :data:`AUTO_WG_GROUP_MAX_COLUMNS` tile columns (where the model's L2 lost), else 1 (the hardware's
+    row-major order; a grid of one round is left as it was, and so is every kernel of the golden
+    assembly tests)."""
     if not model or not shape.is_static() or shape.batch != 0 or shape.b_format or shape.dtype not in AUTO_WG_GROUP_TYPES:
         return 1
     gx, gy = -(-shape.n // macro[1]), -(-shape.m // macro[0])
     in_flight = cus * simds_per_cu * SQC_DEFAULT_WAVES
-    return AUTO_WG_GROUP if gy > AUTO_WG_GROUP and gx * gy > in_flight else 1
+    aliased = gx // math.gcd(gx, cus) <= AUTO_WG_GROUP_MAX_COLUMNS
+    return AUTO_WG_GROUP if gy > AUTO_WG_GROUP and gx * gy > in_flight and aliased else 1
 
 
 @dataclass(frozen=True)
