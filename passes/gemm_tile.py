@@ -46,15 +46,18 @@ SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot k
 #: The automatic plan's group height of the grouped workgroup order (``wg_group``, tile rows) and the
 #: element types it is used for: the timing model's best G where the row-major order lost (f32 32x64
 #: tiles on MI60, K = 640: 1.45x at 10240, 1.87x at 12288, 2.05x at 16384; G = 8 and 16 a little
-#: slower; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup order").  The f16/int8
-#: dot kernels take the option but keep G = 1 by default (not measured).
+#: slower; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup order").  f64 keeps
+#: G = 1 (DGEMM 4096x4096x640, 16x64 tiles: G = 4 0.84x, G = 8 0.80x); the f16/int8 dot kernels take
+#: the option but keep G = 1 by default (not measured).
 AUTO_WG_GROUP = 4
 AUTO_WG_GROUP_TYPES = ("f32",)
-#: The most tile columns one CU's workgroups fall in under the row-major order (workgroup w runs on CU
-#: w mod CUs, breadth-first: gx / gcd(gx, CUs) columns for gx tile columns) for which the automatic plan
-#: groups: the measured wins had 1..7 (gx 64..256 on 64 CUs), the two sizes G = 4 lost by 0.5-1 % had
-#: 27 and 51 (6912: gx 108, 13056: gx 204).
-AUTO_WG_GROUP_MAX_COLUMNS = 8
+#: The automatic plan groups where gx tile columns and the CU count share a factor of at least
+#: CUs / AUTO_WG_GROUP_MIN_GCD_SHARE (gcd(gx, CUs) >= CUs / 2): under the row-major order workgroup w
+#: runs on CU w mod CUs (breadth-first), so each CU's workgroups fall in gx / gcd(gx, CUs) tile columns.
+#: Fitted to the modeled points of docs/kernels.md: every win of G = 4 had gcd >= CUs / 2 (gx 32..256
+#: on 64 CUs, 180 on 60), every loss or tie a smaller one (3072: gx 48, gcd 16; 6912, 13056: gcd 4;
+#: 12288 on 60 CUs: gcd 12).
+AUTO_WG_GROUP_MIN_GCD_SHARE = 2
 #: Waves per SIMD of the default sqc kernels (``SQC_DEFAULT_M``: 64 VGPRs or fewer).
 SQC_DEFAULT_WAVES = 4
 
@@ -66,15 +69,15 @@ def auto_wg_group(shape, macro: tuple[int, int], model: bool, cus: int, simds_pe
     (``model``) of a static, unbatched product of :data:`AUTO_WG_GROUP_TYPES` whose grid has more than G
     tile rows, more tiles than the board runs one-wavefront workgroups at once (``cus x
     simds_per_cu x`` :data:`SQC_DEFAULT_WAVES`: more than one round, so the order decides which
-    tiles share the L2) and whose row-major order deals each CU's workgroups into at most
-    :data:`AUTO_WG_GROUP_MAX_COLUMNS` tile columns (where the model's L2 lost), else 1 (the hardware's
-    row-major order; a grid of one round is left as it was, and so is every kernel of the golden
-    assembly tests)."""
+    tiles share the L2) and whose tile columns gx share a factor of at least half the CU count
+    (gcd(gx, cus) >= cus / 2: :data:`AUTO_WG_GROUP_MIN_GCD_SHARE`, where the model's row-major order
+    lost), else 1 (the hardware's row-major order; a grid of one round is left as it was, and so is
+    every kernel of the golden assembly tests)."""
     if not model or not shape.is_static() or shape.batch != 0 or shape.b_format or shape.dtype not in AUTO_WG_GROUP_TYPES:
         return 1
     gx, gy = -(-shape.n // macro[1]), -(-shape.m // macro[0])
     in_flight = cus * simds_per_cu * SQC_DEFAULT_WAVES
-    aliased = gx // math.gcd(gx, cus) <= AUTO_WG_GROUP_MAX_COLUMNS
+    aliased = math.gcd(gx, cus) * AUTO_WG_GROUP_MIN_GCD_SHARE >= cus
     return AUTO_WG_GROUP if gy > AUTO_WG_GROUP and gx * gy > in_flight and aliased else 1
 
 

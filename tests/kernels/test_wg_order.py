@@ -197,7 +197,7 @@ def test_cli_flag(tmp_path, capsys):
 def test_automatic_group():
     """The automatic plan (passes/gemm_tile.py ``auto_wg_group``): G = 4 for a static f32 sqc plan
     whose grid has more tiles than one round of workgroups in flight and more than 4 tile rows, and
-    whose row-major order deals each CU's workgroups into at most 8 tile columns;
+    whose tile columns share a factor of at least half the CU count with it;
     the row-major order for one round (the bundled 256x512 example, every golden kernel), sizes
     at launch and f16; an explicit wg_group=1 wins."""
     from vlpc.compiler import parse
@@ -219,7 +219,9 @@ def test_automatic_group():
     assert auto_wg_group(mm.shape(), (32, 64), True, 32, 4) == 4
     assert auto_wg_group(mm.shape(), (32, 64), False, 32, 4) == 1           # not the sqc kernel's model plan
     assert auto_wg_group(mm.shape(), (256, 64), True, 32, 4) == 1           # 4 tile rows: one group at most
-    # N = 6912: 108 tile columns, each of 64 CUs' workgroups in 108 / gcd(108, 64) = 27 columns (> 8)
+    # N = 6912: 108 tile columns, gcd(108, 64) = 4 < 64 / 2; on 54 CUs gcd 54 >= 27
     wide = next(iter(matmuls(parse(gemm_source(6912, 6912, 64))))).shape()
     assert auto_wg_group(wide, (32, 64), True, 64, 4) == 1
-    assert auto_wg_group(wide, (32, 64), True, 54, 4) == 4  # 108 / 54 = 2 columns
+    assert auto_wg_group(wide, (32, 64), True, 54, 4) == 4
+    # N = 3072: 48 tile columns, gcd(48, 64) = 16 < 32 (modeled: G = 4 0.99x there)
+    assert auto_wg_group(next(iter(matmuls(parse(gemm_source(3072, 3072, 64))))).shape(), (32, 64), True, 64, 4) == 1
