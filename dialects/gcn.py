@@ -566,6 +566,11 @@ SXorB32Op = _table_op(SOP2Base, "s_xor_b32")
 SMaxU32Op = _table_op(SOP2Base, "s_max_u32")
 
 
+#: SCC ? src0 : src1 (reads SCC, writes none): a select without a branch (grouped workgroup order, isel/emit.py)
+SCselectB32Op = _table_op(SOP2Base, "s_cselect_b32", "``s_cselect_b32 sdst, src0, src1``: SCC ? src0 : src1.",
+                          IMPLICIT_DEFS=(), IMPLICIT_USES=("scc",))
+
+
 SMulHiU32Op = _table_op(SOP2Base, "s_mul_hi_u32", "``s_mul_hi_u32`` (a GFX9 addition); src1 must be a register.",
                         IMPLICIT_DEFS=())
 

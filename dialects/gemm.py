@@ -17,7 +17,8 @@ The passes add their decisions as properties, so the chosen plan is visible in
 the IR: ``macro_tile``/``micro_tile``/``k_step`` (gemm-tile), ``grid``/
 ``workgroup_size`` (gemm-map-workgroups; -1 marks a size known only at launch),
 ``wg_tile``/``sg_tile``/``local_range`` (gemm-map-subgroups, XeTLA's vocabulary,
-docs/references.md), ``split_k``/``split_mode``/``local_split``/``k_per_split`` (gemm-split-k).
+docs/references.md), ``split_k``/``split_mode``/``local_split``/``k_per_split`` (gemm-split-k), ``wg_group``
+(gemm-tile: the grouped workgroup order, docs/kernels.md).
 """
 
 from __future__ import annotations
@@ -449,6 +450,11 @@ class _MemEffects(MemoryEffect):
         return effects
 
 
+#: The largest group height of the grouped workgroup order (``wg_group``, tile rows): a power of
+#: two, so the kernel finds its group with a shift and a mask (SALU, no division).
+MAX_WG_GROUP = 64
+
+
 @irdl_op_definition
 class MatmulOp(IRDLOperation):
     """``C <- alpha * op(A) * op(B) + beta * C`` on 2-D memrefs: f32, f64, f16 x f16 -> f32 or
@@ -494,6 +500,11 @@ class MatmulOp(IRDLOperation):
     #: B block-quantized (:data:`B_FORMATS`, "q8_0", "q4_0" or "q4_k"): B is the i8 memref of the GGUF
     #: tensor's bytes, N rows of K / 32 blocks (Q4_K: K / 256 super-blocks; docs/quantized.md).
     b_format = opt_prop_def(StringAttr)
+    #: gemm-tile: the grouped workgroup order's group height G in tile rows (a power of two up to
+    #: :data:`MAX_WG_GROUP`; 1 or absent: the hardware's row-major order).  Consecutive workgroup
+    #: ids cover G tile rows of one tile column, then the next column (Triton's GROUP_SIZE_M,
+    #: Tensile's WorkGroupMapping): :func:`vlpc.passes.isel.emit.grouped_workgroup_ids`.
+    wg_group = opt_prop_def(IntegerAttr)
 
     traits = traits_def(_MemEffects())
     irdl_options = (ParsePropInAttrDict(), AttrSizedOperandSegments(as_property=True))
@@ -598,6 +609,10 @@ class MatmulOp(IRDLOperation):
 
     def verify_(self) -> None:
         lay = self.layout.data
+        group = self.get_int("wg_group")
+        if group is not None and not (0 < group <= MAX_WG_GROUP and group & (group - 1) == 0):
+            raise VerifyException(f"wg_group must be a power of two from 1 to {MAX_WG_GROUP} (tile rows per "
+                                  f"group of the workgroup order), got {group}")
         if lay not in LAYOUTS:
             raise VerifyException(f"layout must be one of {', '.join(LAYOUTS)} (BLAS transa/transb), got '{lay}'")
         if self.b_format is not None:

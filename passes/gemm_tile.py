@@ -16,13 +16,14 @@ the edges.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, gemv_plan, quant_gemm_rows
+from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MAX_WG_GROUP, gemv_plan, quant_gemm_rows
 from vlpc.passes.common import matmuls, op_error
 from vlpc.passes.gemm_split_k import (AUTO_LOCAL_SPLITS, AUTO_MACRO_N, DOT_AUTO_K_STEPS,
                                       MAX_AUTO_SPLIT, MIN_K_PER_SPLIT, auto_macro_m)
@@ -40,6 +41,44 @@ SUPPORTED_K_STEPS = (8, 16)
 #: MI60 @ 1700 MHz, 2048x2048x640 f32, 32x256 at 4 waves runs at 11.5 TFLOP/s and 64x256 at
 #: 3 waves at 5.9 (both with the default A schedule; ``vlpc tune`` compares them per shape).
 SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot kernels (same A dwords per dot)
+
+
+#: The automatic plan's group height of the grouped workgroup order (``wg_group``, tile rows) and the
+#: element types it is used for: the timing model's best G where the row-major order lost (f32 32x64
+#: tiles on MI60, K = 640: 1.45x at 10240, 1.87x at 12288, 2.05x at 16384; G = 8 and 16 a little
+#: slower; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup order").  f64 keeps
+#: G = 1 (DGEMM 4096x4096x640, 16x64 tiles: G = 4 0.84x, G = 8 0.80x); the f16/int8 dot kernels take
+#: the option but keep G = 1 by default (not measured).
+AUTO_WG_GROUP = 4
+AUTO_WG_GROUP_TYPES = ("f32",)
+#: The automatic plan groups where gx tile columns and the CU count share a factor of at least
+#: CUs / AUTO_WG_GROUP_MIN_GCD_SHARE (gcd(gx, CUs) >= CUs / 2): under the row-major order workgroup w
+#: runs on CU w mod CUs (breadth-first), so each CU's workgroups fall in gx / gcd(gx, CUs) tile columns.
+#: Fitted to the modeled points of docs/kernels.md: every win of G = 4 had gcd >= CUs / 2 (gx 32..256
+#: on 64 CUs, 180 on 60), every loss or tie a smaller one (3072: gx 48, gcd 16; 6912, 13056: gcd 4;
+#: 12288 on 60 CUs: gcd 12).
+AUTO_WG_GROUP_MIN_GCD_SHARE = 2
+#: Waves per SIMD of the default sqc kernels (``SQC_DEFAULT_M``: 64 VGPRs or fewer).
+SQC_DEFAULT_WAVES = 4
+
+
+def auto_wg_group(shape, macro: tuple[int, int], model: bool, cus: int, simds_per_cu: int) -> int:
+    """The grouped workgroup order's group height G (tile rows, ``wg_group``) of the automatic plan
+    for ``shape`` (a :class:`~vlpc.dialects.gemm.GemmShape`) with ``macro`` (rows, columns) tiles on a
+    board of ``cus`` compute units of ``simds_per_cu`` SIMDs: :data:`AUTO_WG_GROUP` for the sqc kernel
+    (``model``) of a static, unbatched product of :data:`AUTO_WG_GROUP_TYPES` whose grid has more than G
+    tile rows, more tiles than the board runs one-wavefront workgroups at once (``cus x
+    simds_per_cu x`` :data:`SQC_DEFAULT_WAVES`: more than one round, so the order decides which
+    tiles share the L2) and whose tile columns gx share a factor of at least half the CU count
+    (gcd(gx, cus) >= cus / 2: :data:`AUTO_WG_GROUP_MIN_GCD_SHARE`, where the model's row-major order
+    lost), else 1 (the hardware's row-major order; a grid of one round is left as it was, and so is
+    every kernel of the golden assembly tests)."""
+    if not model or not shape.is_static() or shape.batch != 0 or shape.b_format or shape.dtype not in AUTO_WG_GROUP_TYPES:
+        return 1
+    gx, gy = -(-shape.n // macro[1]), -(-shape.m // macro[0])
+    in_flight = cus * simds_per_cu * SQC_DEFAULT_WAVES
+    aliased = math.gcd(gx, cus) * AUTO_WG_GROUP_MIN_GCD_SHARE >= cus
+    return AUTO_WG_GROUP if gy > AUTO_WG_GROUP and gx * gy > in_flight and aliased else 1
 
 
 @dataclass(frozen=True)
@@ -68,6 +107,11 @@ class GemmTilePass(ModulePass):
     weighed against a fitted one (:func:`vlpc.plan_model.choose`).  The decode GEMV keeps its own K step
     (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
     lists (``gemm-split-k``'s ``describe_plan``), so it is never listed slower than another.
+
+    ``wg-group`` (G): the grouped workgroup order, G tile rows of one tile column before the next
+    column (a power of two up to 64, written as the op's ``wg_group``; 1: the hardware's row-major
+    order); 0 (default) chooses :func:`auto_wg_group`.  With M or N given at launch it needs a
+    power-of-two tile extent along them (the kernel counts tiles with a shift).
     """
 
     name = "gemm-tile"
@@ -82,6 +126,7 @@ class GemmTilePass(ModulePass):
     cus: int = 0
     gpu: str = ""
     target: str = "gfx906"
+    wg_group: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for mm in matmuls(op):
@@ -142,6 +187,16 @@ class GemmTilePass(ModulePass):
                          macro_ms=auto_macro_m(macro_m) if choose_rows else ())
         return best.macro[0], best.macro[1], best.k_step
 
+    def _auto_wg_group(self, mm, macro: tuple[int, int]) -> int:
+        """:func:`auto_wg_group` on the plan's board (``gpu``, ``cus``; 1 where none applies)."""
+        if not self.model or not mm.shape().is_static():
+            return 1
+        try:
+            board = plan_board(self.target.split(":")[0], self.gpu, self.cus)
+        except TargetError as e:
+            raise op_error(mm, str(e)) from None
+        return auto_wg_group(mm.shape(), macro, self.model, board.compute_units, board.target.simds_per_cu)
+
     def _apply_one(self, mm) -> None:
         if min(self.macro_m, self.macro_n, self.micro_m, self.micro_n, self.k_step) <= 0:
             raise op_error(mm, "tile sizes must be positive")
@@ -161,3 +216,16 @@ class GemmTilePass(ModulePass):
         mm.set_int_array("macro_tile", (macro_m, self.macro_n))
         mm.set_int_array("micro_tile", (micro_m, self.micro_n))
         mm.set_int("k_step", self.k_step)
+        group = self.wg_group or self._auto_wg_group(mm, (macro_m, self.macro_n))
+        if group & (group - 1) or not 0 < group <= MAX_WG_GROUP:
+            raise op_error(mm, f"wg-group {group}: the group height of the workgroup order is a power of two "
+                           f"from 1 to {MAX_WG_GROUP} (tile rows)")
+        launch = [(name, tile) for name, size, tile in (("M", mm.shape().m, macro_m), ("N", mm.shape().n, self.macro_n))
+                  if size < 0 and tile & (tile - 1)]
+        if group > 1 and launch:
+            raise op_error(mm, f"wg-group {group} with {launch[0][0]} given at launch needs a power-of-two macro tile "
+                           f"extent along it (got {launch[0][1]}): the kernel counts tiles with a shift")
+        if group > 1:
+            mm.set_int("wg_group", group)
+        elif mm.properties.get("wg_group") is not None:
+            del mm.properties["wg_group"]

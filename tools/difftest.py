@@ -240,7 +240,7 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
     cover`` and ``seed`` (rebuilding the problem as the seed's kernel needs it: f32 NT, whole
     64x256 tiles, K a multiple of 8, no split, epilogue or batch), ``--no-forwarding``, the
     default and other macro tiles (rows 8/16/32, N automatic), an explicit micro tile, local
-    splits 8 and 16, ``--gpu`` and ``--cus`` (the automatic plan), some but not all sizes given
+    splits 8 and 16, ``--gpu`` and ``--cus`` (the automatic plan), ``--wg-group``, some but not all sizes given
     at launch, a K given at launch that is not a multiple of the K step (docs/inputs.md: an unrolled
     tail), and identity memref layouts (no ``strided<>``).  ``gemv``: a dot case drawn for the
     decode GEMV plan (M and K stay static)."""
@@ -328,6 +328,8 @@ def draw_extras(c: Case, rng: np.random.Generator, gemv: bool = False) -> None:
         o["gpu"] = "mi25" if c.target.startswith("gfx900") else pick(["mi50", "mi60"])
     if rng.random() < 0.1:
         o["cus"] = int(pick([1, 4, 16, 120]))
+    if rng.random() < 0.1:  # the grouped workgroup order (docs/kernels.md), last partial groups included
+        o["wg_group"] = int(pick([1, 2, 4, 8]))
 
 
 # -- the MLIR text --------------------------------------------------------------------------------

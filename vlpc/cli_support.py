@@ -361,6 +361,10 @@ def add_codegen_options(p: argparse.ArgumentParser, strategy: bool = False) -> N
                    help="K slices across the wavefront groups of a workgroup, reduced through LDS (default: 1; "
                         "with --split-k auto, 1 lets the plan choose L for f16/int8 GEMMs and decode GEMVs: "
                         "give --split-k too to keep L = 1)")
+    p.add_argument("--wg-group", action=_StoreGiven, type=positive, default=None, metavar="G",
+                   help="the workgroup order: consecutive workgroups cover G tile rows of one tile column, then "
+                        "the next column (G a power of two; 1: the hardware's row-major order; default: "
+                        "automatic), so the workgroups in flight share B's lines in the L2 (docs/kernels.md)")
     p.add_argument("--cus", action=_StoreGiven, type=positive, default=None,
                    help="compute units of the device the split-K plan is for (default: the --gpu board's: 60 on "
                         "the MI50, 64 on the MI60)")
@@ -385,6 +389,8 @@ def codegen_options(args: argparse.Namespace) -> dict:
                 strategy=getattr(args, "strategy", "sqc"), schedule=getattr(args, "schedule", "default"),
                 forwarding=getattr(args, "forwarding", True), gpu=getattr(args, "gpu", None),
                 a_transpose=getattr(args, "a_transpose", "auto"))
+    if getattr(args, "wg_group", None) is not None:
+        opts["wg_group"] = args.wg_group
     if getattr(args, "code_object_version", None) not in (None, 5):
         opts["code_object_version"] = args.code_object_version
     if getattr(args, "options", None):  # the file fills what the command line left out

@@ -22,6 +22,8 @@ lds), ``strategy="sqc"`` (or ``"lds"``, the legacy LDS-tiled kernel), and split-
 shape and ``cus``), ``split_mode="workspace"`` (or ``"atomic"``), ``local_split=1``
 (K slices across the wavefront groups of a workgroup), ``cus=None`` (compute units
 the plan is for; None: 60, gfx906's MI50).  See ``passes/gemm_split_k.py``.
+``wg_group`` (None: automatic; 1: the hardware's row-major workgroup order; G a power of two:
+the grouped order of G tile rows, ``passes/gemm_tile.py``, docs/kernels.md).
 """
 
 from __future__ import annotations
@@ -348,7 +350,8 @@ def pipeline(target: str = "gfx906", *, linalg: bool = True, **options) -> list[
                           micro_m=o.micro_tile[0] if o.micro_tile else 0,
                           micro_n=o.micro_tile[1] if o.micro_tile else 1, k_step=o.k_step or 0,
                           model=o.strategy == "sqc" and o.schedule in ("default", "cover"), target=proc, cus=o.cus or 0,
-                          gpu=o.gpu or "", split_k=0 if o.split_k == "auto" else _split_k_option(o.split_k, o.strategy)),
+                          gpu=o.gpu or "", split_k=0 if o.split_k == "auto" else _split_k_option(o.split_k, o.strategy),
+                          wg_group=o.wg_group or 0),
         "gemm-map-workgroups": dict(target=proc),
         "gemm-map-subgroups": dict(target=proc),
         "gemm-split-k": dict(split_k=(1 if o.schedule == "seed" and o.split_k == "auto"

@@ -39,6 +39,8 @@ class Options:
     # f16/int8 with A stored K x M: "auto" (passes/isel/transpose.py's rule), "pre" (copy A
     # first), "in-kernel" (SALU packing where the kernel can do it, else the copy)
     a_transpose: str = "auto"
+    # the grouped workgroup order's group height in tile rows (gemm-tile's wg-group; None: automatic, 1: off)
+    wg_group: int | None = None
 
     @staticmethod
     def from_kwargs(kwargs: dict) -> Options:
@@ -49,7 +51,7 @@ class Options:
         o = Options(**kwargs)
         o.macro_tile = parse_tile(o.macro_tile, "macro_tile")
         o.micro_tile = parse_tile(o.micro_tile, "micro_tile")
-        for name in ("k_step", "waves_per_simd"):
+        for name in ("k_step", "waves_per_simd", "wg_group"):
             value = getattr(o, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 if name == "waves_per_simd" and isinstance(value, int) and not isinstance(value, bool):

@@ -161,6 +161,9 @@ class ConvertGemmToGcnPass(ModulePass):
             if self.strategy != "sqc" and (split > 1 or local > 1):
                 raise op_error(mm, f"split-k={split} local-split={local}: the {self.strategy} strategy does "
                                "not split K; use split-k=1 local-split=1 (or strategy sqc)")
+            if (mm.get_int("wg_group") or 1) > 1 and (self.strategy != "sqc" or self.schedule == "seed" or shape.b_format):
+                raise op_error(mm, f"wg-group={mm.get_int('wg_group')}: the grouped workgroup order is the sqc and dot "
+                               "kernels' (strategy sqc, schedule default or cover, no b_format); use wg-group=1")
             if shape.b_format:  # f16 x block-quantized weights: isel/quant.py
                 if self.gemv != "auto" and "gemv" not in mm.attributes:  # (a plan given: the SGPR GEMV's)
                     mm.attributes["gemv"] = StringAttr(self.gemv)

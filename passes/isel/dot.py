@@ -101,9 +101,11 @@ from vlpc.passes.isel.emit import (
     RowStepper,
     a_touch,
     fused_epilogue,
+    grouped_workgroup_ids,
     k_slice,
     kernel_entry,
     kernel_interface,
+    once,
     pow2_runs,
     row_exec,
     rows_kernel,
@@ -635,8 +637,11 @@ class DotKernelBuilder:
         ke = kernel_entry(batched or split_z, self.local, self.mt_n)  # (roles: _finish)
         e = ke.e
         # the N edge's lanes in EXEC; a last row tile past M moved up to end at row M
-        row0, shift, col0, lanes = tile_origin(e, s, self.mt_m, self.mt_n, ke.wg_x, ke.wg_y, ke.tid, ke.exec0,
-                                               lambda name, static: self._arg(e, ke.kp, name, static))
+        arg = once(lambda name, static: self._arg(e, ke.kp, name, static))
+        # the grouped workgroup order (wg_group): the epilogue's column bases use the remapped ids too
+        ke.wg_x, ke.wg_y = grouped_workgroup_ids(e, s, self.mt_m, self.mt_n, ke.wg_x, ke.wg_y,
+                                                 self.mm.get_int("wg_group") or 1, arg)
+        row0, shift, col0, lanes = tile_origin(e, s, self.mt_m, self.mt_n, ke.wg_x, ke.wg_y, ke.tid, ke.exec0, arg)
         return _DotBuild(entry=ke.block, e=e, kp=ke.kp, wg_x=ke.wg_x, wg_z=ke.wg_z, tid=ke.tid, slice_id=ke.slice_id,
                          kargs={a["name"]: a["offset"] for a in self.kernargs()}, batched=batched, row0=row0,
                          shift=shift, col0=col0, lanes=lanes, mi_m=self.mi_m, is_int=is_int,

@@ -4,7 +4,8 @@
 the sqc (f32/f64, ``isel/sqc.py``), dot (f16/int8, ``isel/dot.py``), quantized-weight, seed,
 LDS and transpose builders: the kernarg segment layout of the f32/f64 kernels
 (:func:`kernarg_layout`) and the launch information (:func:`kernel_interface`), the entry block
-(:func:`kernel_entry`), the macro tile's origin and edges (:func:`tile_origin`,
+(:func:`kernel_entry`), the grouped workgroup order (:func:`grouped_workgroup_ids`), the macro
+tile's origin and edges (:func:`tile_origin`,
 :func:`row_exec`, :func:`tile_bases`), a K slice (:func:`k_slice`), the A touch of the K loop
 (:func:`a_touch`), the row-narrow companions (:func:`rows_kernel`), BLAS's alpha = 0 rule
 (:func:`zero_if_alpha_zero`) and the fused epilogue (:func:`fused_epilogue`).  It imports no
@@ -207,6 +208,75 @@ def kernel_entry(with_z: bool, local: int, mt_n: int) -> KernelEntry:
         slice_id = e(gcn.VReadfirstlaneB32Op(g)).sdst
         tid = e(gcn.VAndB32Op(mt_n - 1, tid)).vdst  # the column within the macro tile
     return KernelEntry(entry, e, roles, kp, wg_x, wg_y, wg_z, tid, exec0, slice_id)
+
+
+def once(arg):
+    """``arg(name, static)`` (a builder's kernel-argument reader) that emits each argument's load at
+    most once: later calls for the same name return the first call's value."""
+    seen: dict = {}
+
+    def read(name: str, static: int):
+        if name not in seen:
+            seen[name] = arg(name, static)
+        return seen[name]
+    return read
+
+
+def grouped_workgroup_ids(e: Emitter, shape: GemmShape, mt_m: int, mt_n: int, wg_x: SSAValue, wg_y: SSAValue,
+                          group: int, arg) -> tuple[SSAValue, SSAValue]:
+    """(tile column, tile row) of the workgroup in the grouped workgroup order of ``group`` (G,
+    ``wg_group``) tile rows, in front of :func:`tile_origin`; (``wg_x``, ``wg_y``) as they are for
+    G = 1 or where the order is the hardware's anyway (static: one tile column, or G tile rows or
+    fewer).
+
+    The hardware dispatches a (gx, gy) = (ceil(N / mt_n), ceil(M / mt_m)) grid x fastest, so the
+    workgroups in flight at once span a strip of tile rows across all tile columns and read all
+    of B.  Grouped, linear id p = wg_y * gx + wg_x walks G tile rows of one tile column, then
+    the next column: the group is wg_y's G-aligned block of rows, first = wg_y & -G, and the
+    id within it l = (wg_y & (G - 1)) * gx + wg_x gives row first | (l & (G - 1)) and column
+    l >> log2(G) (Triton's matmul tutorial, "L2 Cache Optimizations", GROUP_SIZE_M; Tensile's
+    WorkGroupMapping; docs/kernels.md).  G is a power of two (:data:`vlpc.dialects.gemm.MAX_WG_GROUP`),
+    so this is SALU masks and shifts, no division.  The last group, when gy is not a multiple of
+    G, keeps the row-major order (its ids are its own tiles either way): the grouped ids are
+    taken when first + G <= gy (``s_cmp_le_u32``, ``s_cselect_b32``), else (wg_x, wg_y).
+
+    M and N given at launch are read through ``arg`` (as :func:`tile_origin` reads them) and gx,
+    gy are ceil-divisions by shifts, which needs mt_m and mt_n powers of two (``gemm-tile``
+    refuses the option otherwise)."""
+    if group <= 1:
+        return wg_x, wg_y
+    lg = group.bit_length() - 1
+
+    sizes = {name: arg(name, size) if size < 0 else size for name, size in (("N", shape.n), ("M", shape.m))}
+
+    def tiles(name: str, tile: int) -> SSAValue | int:
+        size = sizes[name]
+        if isinstance(size, int):
+            return -(-size // tile)
+        assert tile & (tile - 1) == 0, "gemm-tile refuses a grouped order with a launch-time size and this tile"
+        if tile == 1:
+            return size
+        t = e(gcn.SAddU32Op(size, tile - 1)).sdst
+        return e(gcn.SLshrB32Op(t, tile.bit_length() - 1, comment=f"tiles along {name}")).sdst
+
+    gx, gy = tiles("N", mt_n), tiles("M", mt_m)
+    if isinstance(gx, int) and gx == 1 or isinstance(gy, int) and gy <= group:
+        return wg_x, wg_y  # one tile column, or one partial group: the row-major order is the grouped one
+    first = e(gcn.SAndB32Op(wg_y, -group, comment=f"first tile row of the group of {group}")).sdst
+    local = e(gcn.SAddU32Op(e.mul(e(gcn.SAndB32Op(wg_y, group - 1)).sdst, gx), wg_x,
+                            comment="id within the group")).sdst
+    row = e(gcn.SOrB32Op(first, e(gcn.SAndB32Op(local, group - 1)).sdst, comment="grouped tile row")).sdst
+    col = e(gcn.SLshrB32Op(local, lg, comment="grouped tile column")).sdst
+    if isinstance(gy, int) and gy % group == 0:
+        return col, row
+    if isinstance(gy, int):
+        e(gcn.SCmpLeU32Op(first, gy - group))
+    else:
+        e(gcn.SCmpLeU32Op(e(gcn.SAddU32Op(first, group)).sdst, gy))
+    # a whole group (first + G <= gy): the grouped ids; the last, partial group: row-major
+    row = e(gcn.SCselectB32Op(row, wg_y, comment="a whole group, else the last group row-major")).sdst
+    col = e(gcn.SCselectB32Op(col, wg_x)).sdst
+    return col, row
 
 
 def tile_origin(e: Emitter, shape: GemmShape, mt_m: int, mt_n: int, wg_x: SSAValue, wg_y: SSAValue,

@@ -71,10 +71,12 @@ from vlpc.passes.isel.emit import (
     RowStepper,
     a_touch,
     fused_epilogue,
+    grouped_workgroup_ids,
     k_slice,
     kernarg_layout,
     kernel_entry,
     kernel_interface,
+    once,
     pow2_parts,
     pow2_runs,
     row_exec,
@@ -298,8 +300,11 @@ class SqcKernelBuilder:
 
         # Edges: lanes past N are switched off in EXEC; a last row tile past M is moved up
         # to end at row M (it overlaps the tile before it) and stores only its own rows.
-        row0, shift, col0, lanes = tile_origin(e, s, mt_m, mt_n, wg_x, wg_y, tid, exec0,
-                                               lambda name, static: self._arg(e, kp, name, static))
+        arg = once(lambda name, static: self._arg(e, kp, name, static))
+        # the grouped workgroup order (wg_group): every use of the ids below sees the remapped ones
+        ke.wg_x, ke.wg_y = wg_x, wg_y = grouped_workgroup_ids(e, s, mt_m, mt_n, wg_x, wg_y,
+                                                              self.mm.get_int("wg_group") or 1, arg)
+        row0, shift, col0, lanes = tile_origin(e, s, mt_m, mt_n, wg_x, wg_y, tid, exec0, arg)
         p = _Prologue(ke, esz, dw, row0, shift, col0, lanes)
         if main:
             lda4, ldb4 = self._bytes(e, lda, esz), self._bytes(e, ldb, esz)
