@@ -224,6 +224,8 @@ def _plan_function(k: CompiledKernel, ident: str) -> str:
                    if int(pli["ws_split"]) > 1 else "")
         ws_main = (f"    ws = {partial}(size_t)({rows}) * (size_t)((k + {kp} - 1) / {kp} * {kp}) * "
                    f"{1 if pli['dtype'] == 'i8' else 2};")
+        if "pack_bytes" in pli:  # the activations' quantization: bytes a row and pack of K (passes/isel/quant_act.py)
+            ws_main = f"    ws = (size_t)({rows}) * (size_t)((k + {kp} - 1) / {kp}) * {int(pli['pack_bytes'])};"
         ws_rows = ws_main
     # the row-narrow companions (CompiledKernel.rows_kernel), most rows first
     small = sorted((k.companions[x] for x in str(li.get("small_m", "")).split(",") if x in k.companions

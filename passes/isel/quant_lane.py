@@ -87,7 +87,9 @@ from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.isel.emit import Emitter, kernel_entry
 from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
+from vlpc.passes.isel.dot import dot_kernarg_layout
 from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
+from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a
 from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE
 from vlpc.passes.isel.quant_k import F16_MINUS_1024, F16_ONES, Q4K_BYTES, q4k_scales
 
@@ -176,14 +178,8 @@ def int8_unit_lds(fmt: str) -> int:
     (d_a, c) a block of 32."""
     return LANE_UNITS[fmt][0] * 5 // 4
 
-#: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
-#: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
-#: gives it (|a| < 2^e), at least -13 (vlpc.quant_run.quantize_activations reproduces it bit for bit).
-A_QUANT = "q8_pow2"
-#: f16 1536 (x2): 1536 + v rounds v in [-512, 512] to an integer (ulp 1 in [1024, 2048)), its low byte
-#: the int8 two's complement; 1536 + 127 the clamp; v_perm_b32 selectors: the low bytes of 4 halves, and
-#: bytes 2..5 of two dwords (a block's bytes after its 2-byte scale).
-Q8_MAGIC, Q8_CLAMP, Q8_PACK, ALIGN_2 = 0x66006600, 0x667F667F, 0x06040200, 0x05040302
+#: v_perm_b32 selector: bytes 2..5 of two dwords (a Q8_0 block's bytes after its 2-byte scale).
+ALIGN_2 = 0x05040302
 
 
 def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
@@ -281,8 +277,15 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
         return None
     rows, span, _ = plan
     s = mm.shape()
-    builder = QuantLaneInt8Builder if int8_activations(s.b_format, s.m, s.k) else QuantLaneGemvBuilder
-    return [builder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+    if not int8_activations(s.b_format, s.m, s.k):
+        return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+    # int8 activations: the pre-kernel quantizes A into the workspace once, then the GEMV
+    gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span))
+    kernels = [build_quant_a(mm, f"{name}_quant_a", gemv.kernargs()), gemv.build()]
+    plan = StringAttr(f"{name}_quant_a,{name}")
+    for k in kernels:
+        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
+    return kernels
 
 
 class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
@@ -343,6 +346,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
             wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, item)).vdst)).sdst
             tid = e(gcn.VAndB32Op(63, item)).vdst  # the lane
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        self.kp = kp
         lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
         ptr_a, ptr_b, ptr_c = (e(gcn.SLoadDwordx2Op(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in "ABC")
         alpha, beta = (e(gcn.SLoadDwordOp(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in ("alpha", "beta"))
@@ -742,18 +746,27 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         self.prefetch_phase = 4 * -(-s.m * self.np // (64 * waves)) <= LANE_INT8_STAGED_VGPRS
         self.sums = False
 
+    def kernargs(self) -> list[dict]:
+        """The quantized GEMV's arguments and the workspace last (the pre-kernel's int8 A: passes/isel/quant_act.py)."""
+        out = dot_kernarg_layout(self.shape, workspace=True)
+        for a in out:
+            if a["name"] == "B":
+                a["type"] = "char*"  # the GGUF tensor's bytes
+        return out
+
     def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
         kernel = super()._finish(entry, lds_bytes)
         kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
                                                       "a_quant": StringAttr(A_QUANT)})
         return kernel
 
-    # ---- A staged: f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
+    # ---- A staged: the pre-kernel's int8 blocks and their (d_a, sum q) copied from the workspace ----
 
     def _stage_map(self, j: int) -> tuple:
-        """Work-item t's piece ``f = t + threads j`` of the phase's M rows: (f, g (its piece in the
-        row), global byte offset from the phase's first byte of row 0, LDS address of its 8 int8
-        bytes, LDS address of its block's meta word, or None past the rows)."""
+        """Work-item t's piece ``f = t + threads j`` of the phase's M rows (8 activations: 8 int8 bytes):
+        (f, g (its piece in the row), its workspace byte offsets (int8 bytes; its block's meta word,
+        from the phase's first), LDS address of its 8 int8 bytes, LDS address of its block's meta
+        word), or None past the rows."""
         if j in self.swz:
             return self.swz[j]
         r_ = self.regs
@@ -764,7 +777,11 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         sh = np_.bit_length() - 1
         m = e(gcn.VLshrrevB32Op(sh, f)).vdst
         g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
-        voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        k = self.shape.k  # the workspace: row m's int8 at m K, its blocks' (d_a, sum q) at M K + 8 (m K / 32 + b)
+        voff_q = e(gcn.VLshlAddU32Op(g, 3, e(gcn.VMulLoU32Op(m, e.const(k))).vdst)).vdst
+        voff_m = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2, e(gcn.VAddU32Op(
+            e(gcn.VLshlrevB32Op(1, e(gcn.VAndB32Op(~3 & 0xFFFFFFFF, g)).vdst)).vdst,
+            e(gcn.VMulLoU32Op(m, e.const(k // 4))).vdst)).vdst)).vdst
         # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
         qp = self.qp
         p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
@@ -778,7 +795,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                                    e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
         m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
             m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
-        self.swz[j] = (f, g, voff, q_at, m_at)
+        self.swz[j] = (f, g, (voff_q, voff_m), q_at, m_at)
         return self.swz[j]
 
     def _swz_shift(self) -> int:
@@ -809,93 +826,60 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         return True
 
     def _stage_load(self, i0: int, i1: int) -> list:
-        """The phase's A as f16 pieces (16 bytes) into VGPRs: work-item t piece t + threads j of the
-        phase's M rows (row-major)."""
+        """The phase's int8 A (8 bytes a work-item: ``global_load_dwordx2``) and its blocks' meta words
+        (the block's first work-item d_a, the second sum q: ``global_load_dword``) from the
+        workspace into VGPRs: work-item t piece t + threads j of the phase's M rows (row-major)."""
         r_ = self.regs
         e = r_.e
-        base = e.add64(r_.ptr_a, i0 * self.span * 2 * self.unit_w, 0, comment=f"A: units +{i0 * self.span}") \
-            if i0 else r_.ptr_a
+        k0 = i0 * self.span * self.unit_w  # the phase's first activation of a row
+        base_q = e.add64(self.ptr_ws, k0, 0, comment=f"int8 A: units +{i0 * self.span}") if k0 else self.ptr_ws
+        base_m = e.add64(self.ptr_ws, self.shape.m * self.shape.k + k0 // 4, 0, comment="A's blocks' d_a, sum q")
+        lead = 1 if self.fmt == "q8_0" else 2
         out = []
         j = 0
         while (mp := self._stage_map(j)) is not None:
-            f, g, voff, _, _ = mp
+            f, g, (voff_q, voff_m), _, _ = mp
             narrowed = self._stage_mask(j, f, g, i0, i1)
-            out.append((j, e(gcn.GlobalLoadDwordx4Op(voff, base, comment="A's 8 activations to quantize")).vdst))
+            q = e(gcn.GlobalLoadDwordx2Op(voff_q, base_q, comment="8 int8 activations")).vdst
             if narrowed:
                 e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            self._stage_mask(j, f, g, i0, i1, lead)
+            meta = e(gcn.GlobalLoadDwordOp(voff_m, base_m,
+                                           comment="the block's d_a (lane 0), sum q (lane 1)")).vdst
+            e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            out.append((j, q, meta))
             j += 1
         return out
 
     def _stage_write(self, staged: list, i0: int, i1: int) -> None:
-        """Quantize the phase's pieces (:meth:`_quantize`) and write them and their blocks' meta
-        words to LDS."""
+        """The phase's int8 pieces and their blocks' meta words into LDS (Q4_0: c = -8 sum q, i32;
+        int4: sum q as f32, exact)."""
         r_ = self.regs
         e = r_.e
-        for j, v in staged:
+        for j, q, meta in staged:
             f, g, _, q_at, m_at = self.swz[j]
             narrowed = self._stage_mask(j, f, g, i0, i1)
-            q, d_a, c = self._quantize(v)
             e(gcn.DsWriteB64Op(q_at, q, comment="8 int8 activations"))
             if narrowed:
                 e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
             lead = 1 if self.fmt == "q8_0" else 2
             self._stage_mask(j, f, g, i0, i1, lead)
-            val = d_a if c is None else e(gcn.VCndmaskB32Op(c, d_a, e(gcn.VCmpGtU32Op(
-                e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
-            e(gcn.DsWriteB32Op(m_at, val, comment="the block's d_a (lane 0), -8 sum q (lane 1)"))
+            val = meta
+            if self.fmt != "q8_0":
+                c = e(gcn.VMulLoU32Op(meta, e.const(0xFFFFFFF8))).vdst if self.fmt == "q4_0" else \
+                    e(gcn.VCvtF32I32Op(meta)).vdst
+                val = e(gcn.VCndmaskB32Op(c, meta, e(gcn.VCmpGtU32Op(e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
+            e(gcn.DsWriteB32Op(m_at, val, comment="the block's d_a (lane 0), c (lane 1)"))
             e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
         e(gcn.SBarrierOp(comment="A's phase in LDS"))
-
-    def _quantize(self, v: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue | None]:
-        """The work-item's 8 f16 activations ``v`` (4 dwords) as 8 int8 q = rint(a 2^(7 - e)), clamped
-        to 127, e the exponent of its block's largest |a| (max over the block's 4 work-items by
-        ``ds_swizzle_b32``): (the 2 dwords of q, the block's f32 step d_a = 2^(e - 7) (NaN where the
-        block holds an inf or NaN), Q4_0: -8 x the block's sum of q (i32), else None)."""
-        e = self.regs.e
-        dws = [e.sub(v, t, 1) for t in range(4)]
-        ab = [e(gcn.VAndB32Op(0x7FFF7FFF, x)).vdst for x in dws]  # |a| as bits: ordered as integers
-        mx = e(gcn.VPkMaxI16Op(e(gcn.VPkMaxI16Op(ab[0], ab[1])).vdst, e(gcn.VPkMaxI16Op(ab[2], ab[3])).vdst)).vdst
-        mx = e(gcn.VPkMaxI16Op(e.const(0x04000400), mx)).vdst  # at least 2^-14: e >= -13
-        for d in (1, 2):
-            mx = e(gcn.VPkMaxI16Op(e(gcn.DsSwizzleB32Op(mx, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst,
-                                   mx)).vdst
-        mx = e(gcn.VPkMaxI16Op(e(gcn.VLshrrevB32Op(16, mx)).vdst, mx)).vdst  # low half: the block's max |a|
-        ex = e(gcn.VAndB32Op(31, e(gcn.VLshrrevB32Op(10, mx)).vdst)).vdst  # its f16 exponent field E
-        # scale 2^s, s = 21 - E = s1 + s2 (each an f16 power of two): u = 31 - E, 2^s1 field (u >> 1) + 10,
-        # 2^s2 field ((u + 1) >> 1) + 10
-        u = e(gcn.VXorB32Op(31, ex)).vdst
-        ten = e.const(10)
-
-        def pk(field: SSAValue) -> SSAValue:
-            x = e(gcn.VLshlrevB32Op(10, field)).vdst
-            return e(gcn.VLshlAddU32Op(x, 16, x)).vdst
-
-        p1 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, u)).vdst)).vdst)
-        p2 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, e(gcn.VAddU32Op(e.const(1), u)).vdst)).vdst)).vdst)
-        magic, clamp = e.const(Q8_MAGIC), e.const(Q8_CLAMP)
-        ys = []
-        for x in dws:
-            y = e(gcn.VPkFmaF16Op(e(gcn.VPkMulF16Op(p1, x)).vdst, p2, magic)).vdst  # 1536 + rint(a 2^s)
-            ys.append(e(gcn.VPkMinI16Op(clamp, y)).vdst)
-        sel = e.const(Q8_PACK)
-        q = [e(gcn.VPermB32Op(ys[1], ys[0], sel)).vdst, e(gcn.VPermB32Op(ys[3], ys[2], sel)).vdst]
-        d_bits = e(gcn.VLshlAddU32Op(ex, 23, e.const(106 << 23))).vdst  # f32 2^(E - 21)
-        d_a = e(gcn.VFmaF32Op(e(gcn.VCvtF32F16Op(mx)).vdst, self.zero, d_bits)).vdst  # (NaN for an inf / NaN max)
-        c = None
-        if self.fmt != "q8_0":  # Q4_0: -8 sum q (i32); int4: sum q (f32, exact)
-            k8 = e.const(0xF8F8F8F8 if self.fmt == "q4_0" else 0x01010101)
-            c = e(gcn.VDot4I32I8Op(q[1], k8, e(gcn.VDot4I32I8Op(q[0], k8, self.zero)).vdst)).vdst
-            for d in (1, 2):
-                c = e(gcn.VAddU32Op(e(gcn.DsSwizzleB32Op(c, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst, c)).vdst
-            if self.fmt != "q4_0":
-                c = e(gcn.VCvtF32I32Op(c)).vdst
-        return e(gcn.RegSequenceOp(q)).result, d_a, c
 
     def _stage_first(self) -> None:
         r_ = self.regs
         e = r_.e
         self.swz: dict = {}
         self.zero = e(gcn.VMovB32Op(0)).vdst
+        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        self.ptr_ws = e(gcn.SLoadDwordx2Op(self.kp, kargs["workspace"], comment="kernarg workspace")).sdst
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
         self._stage_write(staged, *self.phases[0])

@@ -17,6 +17,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
+from vlpc.passes.isel.quant_act import QUANT_A_BLOCK_BYTES, QUANT_A_TILE_K  # noqa: E402
 from vlpc.passes.isel.quant_lane import A_QUANT, LANE_UNITS, quant_lane_plan  # noqa: E402
 from vlpc.quant_run import activation_step, dequantize, quantize_activations, random_weights, row_bytes  # noqa: E402
 from vlpc.verify import U32, gamma  # noqa: E402
@@ -30,6 +31,15 @@ def int8_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
     kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
     assert kern.launch_info.get("a_quant") == A_QUANT and "v_dot4_i32_i8" in kern.asm  # the int8 lane kernel
     return kern
+
+
+def a_traffic(st, fmt, m, k):
+    """Global bytes the plan reads but B's (the emulator's counts summed over its two kernels): the
+    pre-kernel reads A's f16 once (and A and the workspace pointer a wave), each GEMV workgroup the
+    int8 rows and per block d_a (Q4_0, int4: and sum q) and its waves 40 bytes of kernel arguments."""
+    pre = m * -(-k // QUANT_A_TILE_K)  # the pre-kernel's workgroups, 4 waves each
+    meta = 4 if fmt == "q8_0" else 8
+    return m * k * 2 + pre * 4 * 16 + (st.workgroups - pre) * (m * k + m * k // 32 * meta) + (st.waves - 4 * pre) * 40
 
 
 def bounds(a, w, k):
@@ -75,8 +85,10 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
         assert kern.asm.count("A's phase in LDS") == -(-(k // LANE_UNITS[fmt][0]) // 16)
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c).all()
-    st = r.stats  # every weight byte once, A once per workgroup, 32 bytes of kernel arguments a wave
-    assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
+    assert [x.kernel for x in kern.plan(m, n, k)] == ["g_quant_a", "g"]
+    assert kern.workspace_bytes(m, ldc, k) == m * k // 32 * QUANT_A_BLOCK_BYTES
+    # every weight byte once; A once (the pre-kernel), its int8 blocks and meta words once per GEMV workgroup
+    assert r.stats.global_bytes_read == n * rb + a_traffic(r.stats, fmt, m, k)
     w = dequantize(fmt, b).astype(np.float64)
     a16 = a[:, :k]
     aq, fb, ab = bounds(a16, w, k)
@@ -165,3 +177,51 @@ def test_plan_choices():
     k3 = vlpc.compile(source(3, 64, 4160, "int4_g128")).kernel("g")  # a partial group: the f16 lane kernel
     assert "a_quant" not in k3.launch_info and "A row 0 to LDS" in k3.asm
     assert "a_quant" not in vlpc.compile(source(2, 64, 4096, "q4_k")).kernel("g").launch_info
+
+
+@pytest.mark.parametrize("m, k, lda", [(3, 2112, 2120), (2, 1024, 1032), (2, 4096, 4096)])
+def test_quant_a_pre_kernel(m, k, lda):
+    """``<name>_quant_a`` alone (passes/isel/quant_act.py) over a workspace of 0xFF bytes with 64 more
+    after it, A's row gaps NaN: per row and block of 32 the int8 q, the f32 step d_a and the i32 sum of q
+    equal NumPy's (vlpc.quant_run.quantize_activations, activation_step) bit for bit, a block holding
+    an inf or a NaN has d_a NaN, K past a tile of the pre-kernel (2112 = 2048 + 64) and nothing
+    written past the workspace; the workspace is M ceil(K / 32) 40 bytes."""
+    from vlpc.runtime import get_device, load_code_object
+
+    n = 32
+    rb = row_bytes("q4_0", k)
+    kern = vlpc.compile(source(m, n, k, "q4_0", "f32", lda, rb, n)).kernel("g")
+    step = kern.plan(m, n, k)[0]
+    assert step.kernel == "g_quant_a" and step.block == (256, 1, 1)
+    rng = np.random.default_rng(k + m)
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = (rng.standard_normal((m, k)) * rng.choice([2.0 ** -20, 1e-3, 1.0, 1e4], (m, k // 32)).repeat(32, 1)
+                ).astype(np.float16)
+    a[0, 40] = np.inf  # block 1 of row 0
+    a[1, 70] = np.nan  # block 2 of row 1
+    a[-1, k - 32:k] = 1.999  # clamped at 127
+    ws_bytes = m * k // 32 * QUANT_A_BLOCK_BYTES
+    assert kern.workspace_bytes(m, n, k) == ws_bytes
+    dev = get_device("emulator", strict=True)
+    host = [a.reshape(-1), np.zeros(n * rb, np.uint8), np.zeros(m * n, np.float32)]
+    bufs = [dev.upload(x) for x in host]
+    ws = dev.upload(np.full(ws_bytes + 64, 0xFF, np.uint8))
+    args = [*bufs, *(np.int32(v) for v in (m, n, k, lda, rb, n)), np.float32(1), np.float32(0), ws]
+    assert step.grid == (m, -(-k // QUANT_A_TILE_K), 1)
+    dev.launch(load_code_object(kern.code_object), step.kernel, grid=step.grid, block=step.block,
+               args=args, buffer_sizes={0: a.nbytes, 1: host[1].nbytes, 2: host[2].nbytes, 11: ws_bytes + 64})
+    raw = dev.download(ws, np.uint8, (ws_bytes + 64,))
+    assert (raw[ws_bytes:] == 0xFF).all(), "the pre-kernel wrote past its workspace"
+    q = raw[:m * k].view(np.int8).reshape(m, k // 32, 32).astype(np.float64)
+    meta = raw[m * k:ws_bytes].reshape(m, k // 32, 8)
+    d_a = meta[..., :4].copy().view(np.float32)[..., 0].astype(np.float64)
+    sums = meta[..., 4:].copy().view(np.int32)[..., 0]
+    aq = quantize_activations(a[:, :k]).reshape(m, k // 32, 32)
+    step_np = activation_step(a[:, :k]).reshape(m, k // 32, 32)[..., 0]
+    finite = np.isfinite(aq[..., 0])
+    assert not finite[0, 1] and not finite[1, 2] and finite.sum() == finite.size - 2
+    assert np.isnan(d_a[~finite]).all()
+    assert np.array_equal(d_a[finite], step_np[finite])
+    assert np.array_equal(q[finite], (aq / step_np[..., None])[finite])
+    assert np.array_equal(sums[finite], q.sum(-1)[finite].astype(np.int32))
+    assert q[-1, -1].max() == 127
