@@ -140,9 +140,24 @@ LANE_A_PHASE_BYTES = 32768
 LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
-#: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks as it is
-#: staged (:class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
-LANE_INT8_FORMATS = ("q8_0", "q4_0", *INT4_GROUP_FORMATS)
+#: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks by the
+#: pre-kernel (passes/isel/quant_act.py; :class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
+LANE_INT8_FORMATS = ("q8_0", "q4_0", "q4_k", *INT4_GROUP_FORMATS)
+#: ... from another M per format, whatever K (Q4_K: 2; the others from 2, or LANE_INT8_MIN_M_LONG_K
+#: above LANE_INT8_LONG_K).  Q4_K at M = 1 keeps the f16 lane kernel:
+#: modeled (MI50 @ 1725 MHz, % of the streaming ceiling at 4096 x 4096 / 14336 x 4096 / 4096 x 14336,
+#: f16 / int8 with the pre-kernel) 57.6 / 54.7, 73.3 / 76.5, 62.7 / 56.5: the int8 kernel's VALU
+#: share falls (46 -> 35 % at 14336 x 4096) but its B loads (9 a super-block and lane) and the
+#: pre-kernel's launch remain.
+LANE_INT8_MIN_M_OF = {"q4_k": 2}
+#: ... up to another M per format.  Q4_K to M = 4: modeled (as above, 4096 x 4096 / 14336 x 4096, int8
+#: lane / SGPR kernel) M = 2 51.2 / 36.2, 72.1 / 51.5; M = 4 27.9 / 22.0, 31.8 / 28.1; M = 8 11.6 /
+#: 12.3, 12.6 / 21.2 (234 VGPRs: one wave a SIMD); at M = 8 and K = 14336 over 256 VGPRs.  4096 x 14336:
+#: M = 2 48.7 / 37.2, M = 4 35.9 / 21.4.
+LANE_INT8_MAX_M_OF = {"q4_k": 4}
+#: ... weight rows a lane per format where other than :data:`LANE_INT8_ROWS`: Q4_K one (a super-block
+#: is 36 VGPRs a row, two with B one ahead; R = 2 took 306 VGPRs at M = 4).
+LANE_INT8_ROWS_OF = {"q4_k": 1}
 LANE_INT8_MAX_M = 16
 #: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
 #: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
@@ -197,7 +212,7 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
     int8 = int8_activations(fmt, s.m, s.k)
-    max_m = LANE_INT8_MAX_M if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
+    max_m = LANE_INT8_MAX_M_OF.get(fmt, LANE_INT8_MAX_M) if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
     if not (1 <= s.m <= max_m) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
     unit_w, _ = LANE_UNITS[fmt]
@@ -216,7 +231,8 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         span = next((x for x in spans if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
-    rows = (LANE_INT8_ROWS_Q4_0_MID if fmt == "q4_0" and 5 <= s.m <= 8 else LANE_INT8_ROWS) if int8 else 1
+    rows = (LANE_INT8_ROWS_Q4_0_MID if fmt == "q4_0" and 5 <= s.m <= 8 else
+            LANE_INT8_ROWS_OF.get(fmt, LANE_INT8_ROWS)) if int8 else 1
     while rows > 1 and s.n % (rows * 64 // span):
         rows //= 2
     if s.n % (rows * 64 // span):
@@ -227,10 +243,10 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
 def int8_activations(fmt: str, m: int, k: int) -> bool:
     """Whether the lane kernel of format ``fmt`` at M = ``m`` and K = ``k`` quantizes A to int8 blocks
     (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`; an int4 format's partial group: no)."""
-    small_m = LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2
+    small_m = LANE_INT8_MIN_M_OF.get(fmt, LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2)
     if fmt in INT4_GROUP_FORMATS and k % LANE_UNITS[fmt][0]:
         return False
-    return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M
+    return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M_OF.get(fmt, LANE_INT8_MAX_M)
 
 
 def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
@@ -785,7 +801,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
         qp = self.qp
         p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
-                            e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(
+                            e(gcn.VAndB32Op(min(qp, 8) - 1, e(gcn.VLshrrevB32Op(
                                 (2 * qp).bit_length() - 1 + self._swz_shift(), g)).vdst)).vdst)).vdst
         u_at = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~(2 * qp - 1) & 0xFFFFFFFF, g)).vdst)).vdst  # unit_w u
         q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u_at)).vdst)).vdst
@@ -799,10 +815,11 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         return self.swz[j]
 
     def _swz_shift(self) -> int:
-        """x(u) = (u >> shift) & (qp - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
+        """x(u) = (u >> shift) & (min(qp, 8) - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
         ``ds_read_b128`` pass (consecutive units, the same piece) hit 8 different groups of 4 banks
-        (units of 32, 64, 128 bytes: shift 2, 1, 0)."""
-        return {2: 2, 4: 1, 8: 0}[self.qp]
+        (units of 32, 64, 128, 256 bytes: shift 2, 1, 0, 0; Q4_K's 16 pieces: piece p ^ x stays in p's
+        half, so pieces 8..15 are pieces 0..7's address + 128)."""
+        return {2: 2, 4: 1, 8: 0, 16: 0}[self.qp]
 
     def _stage_mask(self, j: int, f: SSAValue, g: SSAValue, i0: int, i1: int, lead: int = 0) -> bool:
         """EXEC for the pieces of round j in the phase (units i0 .. i1 - 1 of each lane); with
@@ -885,9 +902,9 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         self._stage_write(staged, *self.phases[0])
         # lane kl's unit: int8 piece p at unit_w kl + 16 (p ^ x(kl)) (:meth:`_swz_shift`); meta at 8 nb kl
         qp = self.qp
-        xk = e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(self._swz_shift(), r_.kl)).vdst)).vdst
+        xk = e(gcn.VAndB32Op(min(qp, 8) - 1, e(gcn.VLshrrevB32Op(self._swz_shift(), r_.kl)).vdst)).vdst
         lane_q = e(gcn.VLshlrevB32Op(self.unit_w.bit_length() - 1, r_.kl)).vdst
-        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_q)).vdst for p in range(qp)]
+        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_q)).vdst for p in range(min(qp, 8))]
         self.meta_addr = e(gcn.VLshlrevB32Op((8 * self.nb).bit_length() - 1, r_.kl)).vdst
 
     def _issue_a(self, j: int) -> None:  # (A's reads are :meth:`_unit`'s)
@@ -901,8 +918,8 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         rel = i - self.phase[0]
         q = []
         for p in (2 * blk, 2 * blk + 1):
-            base = self._tail_addr(p, self.addr[p]) if last else self.addr[p]
-            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * self.unit_w,
+            base = self._tail_addr(p % 8, self.addr[p % 8]) if last else self.addr[p % 8]
+            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * self.unit_w + 16 * (p - p % 8),
                                         comment=f"int8 A row {m}, unit +{i * self.span}, piece {p}")).vdst)
         mb = self.meta_addr
         if last:
@@ -955,6 +972,8 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         (d_w d_a) x it."""
         if self.fmt in INT4_GROUP_FORMATS:
             return self._unit_int4_int8(i, bv, acc)
+        if self.fmt == "q4_k":
+            return self._unit_q4k_int8(i, bv, acc)
         e, M, R = self.regs.e, self.shape.m, self.rows
         ahead = LANE_INT8_A_AHEAD
         for blk in range(2):
@@ -1002,6 +1021,40 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                     sc = e(gcn.VMulF32Op(s_w, d_a)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(sc, f, acc[m * R + r],
                                                      comment=f"row {m} += s d_a x block's integer dot")).vdst
+
+    def _unit_q4k_int8(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """A Q4_K super-block (the unit) of the lane's R rows: per sub-block j (32 weights: the low
+        nibbles of bytes 32 c .. 32 c + 31 of the quants for j = 2 c, the high ones for j = 2 c + 1, in
+        K order) and row m of A, 8 ``v_dot4_i32_i8`` of the nibbles q and q_a from 0, then
+        acc += d_a (d sc_j float(dot) - dmin m_j sum q_a): a ``v_mul_f32``, two ``v_fma_f32``
+        (the minimum's term from the pre-kernel's block sums, as the int4 zero points')."""
+        e, M, R = self.regs.e, self.shape.m, self.rows
+        ahead = LANE_INT8_A_AHEAD
+        scales = [q4k_scales(e, lambda q, r=r: self._dw(bv[r], q)) for r in range(R)]
+        for j in range(8):
+            c, hi = divmod(j, 2)
+            w = []
+            for r in range(R):
+                qs = []
+                for t in range(8):
+                    x = self._dw(bv[r], 4 + 8 * c + t)
+                    x = e(gcn.VLshrrevB32Op(4, x)).vdst if hi else x
+                    qs.append(e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst)
+                w.append(qs)
+            nxt = {m: self._read_a(i, m, j) for m in range(min(M, ahead))}
+            for m in range(M):
+                if m + ahead < M:
+                    nxt[m + ahead] = self._read_a(i, m + ahead, j)
+                q, meta = nxt.pop(m)
+                d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
+                for r in range(R):
+                    dsc, ndm = scales[r][0][j], scales[r][1][j]
+                    x = self.zero
+                    for t in range(8):
+                        x = e(gcn.VDot4I32I8Op(w[r][t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    f = e(gcn.VFmaF32Op(dsc, e(gcn.VCvtF32I32Op(x)).vdst, e(gcn.VMulF32Op(ndm, sq)).vdst)).vdst
+                    acc[m * R + r] = e(gcn.VFmaF32Op(d_a, f, acc[m * R + r],
+                                                     comment=f"row {m} += d_a (d sc{j} dot - dmin m{j} sum q_a)")).vdst
 
 
 @dataclass

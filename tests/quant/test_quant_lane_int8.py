@@ -19,7 +19,8 @@ gguf = pytest.importorskip("gguf")
 import vlpc  # noqa: E402
 from vlpc.passes.isel.quant_act import QUANT_A_BLOCK_BYTES, QUANT_A_TILE_K  # noqa: E402
 from vlpc.passes.isel.quant_lane import A_QUANT, LANE_UNITS, quant_lane_plan  # noqa: E402
-from vlpc.quant_run import activation_step, dequantize, quantize_activations, random_weights, row_bytes  # noqa: E402
+from vlpc.quant_run import (activation_step, dequantize, quantize_activations, random_weights,  # noqa: E402
+                            row_bytes, weight_magnitudes)
 from vlpc.verify import U32, gamma  # noqa: E402
 
 from vlpc.quant_run import B_PAD  # noqa: E402
@@ -42,11 +43,14 @@ def a_traffic(st, fmt, m, k):
     return m * k * 2 + pre * 4 * 16 + (st.workgroups - pre) * (m * k + m * k // 32 * meta) + (st.waves - 4 * pre) * 40
 
 
-def bounds(a, w, k):
+def bounds(a, w, k, mag=None):
     """(the f32 bound against the quantized activations, the bound against the f16 ones): n = 16 +
-    K / 32 + 16 + 2 roundings (vlpc.quant_run.quant_verdict's, the lane kernel's reduction within it)."""
+    K / 32 + 16 + 2 roundings (vlpc.quant_run.quant_verdict's, the lane kernel's reduction within it;
+    Q4_K: 2 K / 32, on its two terms' magnitudes ``mag``)."""
     aq = quantize_activations(a)
-    fb = gamma(16 + k // 32 + 16 + 2, U32) * (np.abs(aq) @ np.abs(w).T) + U32 * (np.abs(aq) @ np.abs(w).T)
+    n = 16 + (1 if mag is None else 2) * (k // 32) + 16 + 2
+    mag = np.abs(w) if mag is None else mag
+    fb = gamma(n, U32) * (np.abs(aq) @ mag.T) + U32 * (np.abs(aq) @ np.abs(w).T)
     return aq, fb, fb + activation_step(a) @ np.abs(w).T
 
 
@@ -68,6 +72,10 @@ def bounds(a, w, k):
     ("int4_g32", 5, 32, 2048, "f32", True),    # 64 groups of one block: span 16 (the 2-piece swizzle)
     ("int4_g128", 4, 16, 2176, "f16", True),   # 17 groups: span 16, then 1
     ("int4_g128", 16, 64, 4096, "f32", True),  # M = 16: rounds of 40 KiB, each phase loaded at its end
+    # Q4_K: per sub-block d sc_j dot(q, q_a) - dmin m_j sum q_a (the pre-kernel's block sums), span 16
+    ("q4_k", 2, 16, 4096, "f32", True),        # 16 super-blocks: one a lane
+    ("q4_k", 3, 32, 4352, "f16", False),       # 17: span 16, then 1 (lanes past the units: zero B)
+    ("q4_k", 4, 16, 14336, "f32", True),       # 56: span 16, then 8; K above 8192
 ])
 def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     rb = row_bytes(fmt, k)
@@ -91,7 +99,7 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     assert r.stats.global_bytes_read == n * rb + a_traffic(r.stats, fmt, m, k)
     w = dequantize(fmt, b).astype(np.float64)
     a16 = a[:, :k]
-    aq, fb, ab = bounds(a16, w, k)
+    aq, fb, ab = bounds(a16, w, k, weight_magnitudes(fmt, b))
     got = r.c[:, :n].astype(np.float64)
     c16 = (lambda x: 2.0 ** -11 * np.abs(x) + 2.0 ** -24) if ct == "f16" else (lambda x: 0)
     assert (np.abs(got - aq @ w.T) <= fb + c16(aq @ w.T)).all()  # the kernel's operands, f32 accumulation
@@ -141,12 +149,12 @@ def test_quantizer():
     assert quantize_activations(np.full((1, 32), 1.999, np.float16)).max() == 127 * 2.0 ** -6  # clamped at 127
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "int4_g64"])
+@pytest.mark.parametrize("fmt", ["q8_0", "int4_g64", "q4_k"])
 def test_alpha_zero_over_nan_inputs(fmt):
     """alpha = 0 drops the products (NaN activations and a NaN weight scale do not reach C); with
     alpha = 1 a block's NaN activation makes its step NaN: its row of C is NaN, as the NaN scale's
     column."""
-    m, n, k = 3, 32, 2048
+    m, n, k = 3, 32, 2048 if fmt != "q4_k" else 4096
     kern = int8_kernel(m, n, k, fmt)
     rng = np.random.default_rng(5)
     b = random_weights(fmt, n, k, rng)
@@ -157,8 +165,8 @@ def test_alpha_zero_over_nan_inputs(fmt):
 def test_plan_choices():
     """M = 2 .. 16 of Q8_0 / Q4_0 / int4 take the int8 kernel (K above 8192: from M = 5); M = 1 the f16 one;
     span 16 from M = 4, else the
-    largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr", an int4 format
-    with a partial group and Q4_K do not."""
+    largest whose round of the M rows fits a phase of LDS; M above 16, gemv = "sgpr" and an int4 format
+    with a partial group do not; Q4_K at M = 2 .. 4 only (one weight row a lane)."""
     from vlpc.compiler import parse
     from vlpc.dialects.gemm import MatmulOp
 
@@ -176,7 +184,10 @@ def test_plan_choices():
     assert long_k[1].launch_info["a_quant"] == A_QUANT
     k3 = vlpc.compile(source(3, 64, 4160, "int4_g128")).kernel("g")  # a partial group: the f16 lane kernel
     assert "a_quant" not in k3.launch_info and "A row 0 to LDS" in k3.asm
-    assert "a_quant" not in vlpc.compile(source(2, 64, 4096, "q4_k")).kernel("g").launch_info
+    # Q4_K: int8 at M = 2 .. 4 (any K), the f16 lane kernel at M = 1, the SGPR kernel from M = 5
+    assert vlpc.compile(source(2, 64, 14336, "q4_k")).kernel("g").launch_info["a_quant"] == A_QUANT
+    assert plan(4, "q4_k") == (1, 16, 1) and plan(5, "q4_k") is None
+    assert "a_quant" not in vlpc.compile(source(1, 64, 4096, "q4_k")).kernel("g").launch_info
 
 
 @pytest.mark.parametrize("m, k, lda", [(3, 2112, 2120), (2, 1024, 1032), (2, 4096, 4096)])
@@ -225,3 +236,25 @@ def test_quant_a_pre_kernel(m, k, lda):
     assert np.array_equal(q[finite], (aq / step_np[..., None])[finite])
     assert np.array_equal(sums[finite], q.sum(-1)[finite].astype(np.int32))
     assert q[-1, -1].max() == 127
+
+
+def test_plan_in_the_hip_launcher_and_run_output(tmp_path, capsys):
+    """The C launcher (``vlpc compile --emit hip-launcher``) plans the pre-kernel first with the
+    workspace ``CompiledKernel.workspace_bytes`` gives (M ceil(K / 32) 40 bytes); ``vlpc run`` names
+    the plan and its workspace, and verifies."""
+    from vlpc.cli import main
+    from vlpc.hip_launcher import generate
+
+    m, n, k = 4, 64, 2112
+    text = source(m, n, 4160, "q4_0")
+    module = vlpc.compile(text)
+    _, c_src = generate(module, str(tmp_path / "launch"), "test")
+    assert 'steps[s].kernel = "g_quant_a"' in c_src
+    assert "ws = (size_t)(m) * (size_t)((k + 32 - 1) / 32) * 40;" in c_src
+    assert c_src.index('"g_quant_a"; steps[s].grid[0]') < c_src.index('"g"; steps[s].grid[0]')
+    f = tmp_path / "g.mlir"
+    f.write_text(source(m, n, k * 2, "q8_0"))
+    assert main(["run", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert f"plan: g_quant_a grid ({m}, 3, 1), then g grid" in out
+    assert f"workspace {m * 2 * k // 32 * 40} bytes" in out and "verification passed" in out
