@@ -180,9 +180,13 @@ LANE_INT8_ROWS_Q4_0_MID = 4
 #: x 4096), Q8_0 45.9 / 43.8.
 LANE_INT8_SPAN16_FROM_M = 4
 #: Above this K the f16 lane kernel keeps M < LANE_INT8_MIN_M_LONG_K.  Modeled (MI50 @ 1725 MHz, 4096 x
-#: 14336, % of the streaming ceiling, f16 / int8): Q4_0 M = 2 75.7 / 48.1, M = 4 45.7 / 40.2; Q8_0 M = 2
+#: 14336, % of the streaming ceiling, f16 / int8 quantizing A in each workgroup, before the pre-kernel): Q4_0 M = 2 75.7 / 48.1, M = 4 45.7 / 40.2; Q8_0 M = 2
 #: 73.7 / 71.5, M = 4 69.9 / 60.3; at K = 4096 int8 wins (Q4_0 4 x 14336 x 4096: 33.0 / 76.6).
 LANE_INT8_LONG_K, LANE_INT8_MIN_M_LONG_K = 8192, 5
+#: ... per format where other, since A is quantized once by the pre-kernel: modeled (as above, 4096 x
+#: 14336, f16 lane / int8 lane with the pre-kernel) Q4_0 M = 2 76.7 / 65.9, M = 3 52.5 / 52.5, M = 4
+#: 46.2 / 52.4; int4_g128 M = 4 46.6 / 51.1; Q8_0 M = 2 73.9 / 69.8, M = 4 70.1 / 61.6 (so 5).
+LANE_INT8_MIN_M_LONG_K_OF = {"q4_0": 4, "int4_g128": 4}
 #: Rows of A whose int8 block (and d_a, c) the K loop reads from LDS ahead of the row computed (2:
 #: modeled the same, 15.8 % Q4_0 16 x 4096 x 4096, 10 VGPRs more).
 LANE_INT8_A_AHEAD = 1
@@ -243,7 +247,8 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
 def int8_activations(fmt: str, m: int, k: int) -> bool:
     """Whether the lane kernel of format ``fmt`` at M = ``m`` and K = ``k`` quantizes A to int8 blocks
     (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`; an int4 format's partial group: no)."""
-    small_m = LANE_INT8_MIN_M_OF.get(fmt, LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2)
+    long_k = LANE_INT8_MIN_M_LONG_K_OF.get(fmt, LANE_INT8_MIN_M_LONG_K)
+    small_m = LANE_INT8_MIN_M_OF.get(fmt, long_k if k > LANE_INT8_LONG_K else 2)
     if fmt in INT4_GROUP_FORMATS and k % LANE_UNITS[fmt][0]:
         return False
     return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M_OF.get(fmt, LANE_INT8_MAX_M)
