@@ -44,28 +44,27 @@ extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and out
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
-**int8 activations** (Q8_0, Q4_0 and the int4 formats (whole groups) at M = 2 .. :data:`LANE_INT8_MAX_M`:
-:class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ with its ``quantize_q8_1``): A is quantized to
-int8 blocks of 32 while it is staged, 4 work-items a block: the block's largest |a| (f16 bit
-patterns without the sign are ordered as integers: ``v_pk_max_i16``, two ``ds_swizzle_b32``), its
-exponent e as frexp's (|a| < 2^e, at least -13), ``q = rint(a 2^(7 - e))`` clamped to 127
-(``v_pk_mul_f16``, ``v_pk_fma_f16`` plus 1536: one rounding to an integer; ``v_pk_min_i16``;
-``v_perm_b32`` packs the low bytes), the step ``d_a = 2^(e - 7)`` (NaN for a block holding an inf or
-NaN) and, for Q4_0, ``c = -8 sum q`` (its nibbles are unsigned: weight d (nibble - 8)); for the
-int4 formats ``sum q`` (f32), whose product with -z (the zero point) one ``v_fma_f32`` adds to the
-block's converted dot.  The K loop
-reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R weight rows: 8
-``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact) and one
-``v_fma_f32`` per block, row of A and weight row.  Everything but the FMA and the reduction is exact:
-against gguf's weights times the quantized activations (vlpc.quant_run.quantize_activations, NumPy's
-value bit for bit) the bound is the f32 one below; each activation is within its block's step of a.
+**int8 activations** (Q8_0, Q4_0 and the int4 formats (whole groups) at M = 2 .. :data:`LANE_INT8_MAX_M`,
+Q4_K at M = 2 .. 4: :class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ after its ``quantize_q8_1``): the
+plan's pre-kernel ``<name>_quant_a`` (passes/isel/quant_act.py) quantizes A once to int8 blocks of 32
+with a power-of-two step ``d_a`` (NaN for a block holding an inf or NaN) and each block's integer
+``sum q`` into the workspace; each workgroup copies its phase of them into LDS (8 bytes of int8 a
+work-item, ``global_load_dwordx2``, and the block's two meta words), Q4_0's ``c = -8 sum q`` (its
+nibbles are unsigned: weight d (nibble - 8)) and the int4 formats' and Q4_K's ``sum q`` as f32 made
+there.  The K loop reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R
+weight rows: 8 ``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact)
+and one ``v_fma_f32`` per block, row of A and weight row (int4: minus z sum q by one more
+``v_fma_f32``; Q4_K per sub-block ``d_a (d sc_j float(dot) - dmin m_j sum q)``: a ``v_mul_f32`` and
+two ``v_fma_f32``).  Everything but those FMAs and the reduction is exact: against gguf's weights
+times the quantized activations (vlpc.quant_run.quantize_activations, NumPy's value bit for bit)
+the bound is the f32 one below; each activation is within its block's step of a.
 
 Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did)
 + units per lane (Q4_K: 2 x 8 per super-block) + 14 (the reduction) + 2 times, within
 vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2`` (int4: ``G / 2 + K / G + S L + 2``) whenever span
 >= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1; Q8_0, Q4_0:
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1 .. 4; Q8_0, Q4_0:
 :data:`LANE_INT8_MAX_M`), static N, K, lda, ldb and ldc, K a whole number of units (where no span
 divides them, a last round of zero units; an int4 format's last, partial group the row's last unit:
 :meth:`QuantLaneGemvBuilder._load_part`), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
@@ -89,7 +88,7 @@ from vlpc.passes.isel.emit import Emitter, kernel_entry
 from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
 from vlpc.passes.isel.dot import dot_kernarg_layout
 from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
-from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a
+from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a, quantize_pieces
 from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE
 from vlpc.passes.isel.quant_k import F16_MINUS_1024, F16_ONES, Q4K_BYTES, q4k_scales
 
@@ -159,6 +158,12 @@ LANE_INT8_MAX_M_OF = {"q4_k": 4}
 #: is 36 VGPRs a row, two with B one ahead; R = 2 took 306 VGPRs at M = 4).
 LANE_INT8_ROWS_OF = {"q4_k": 1}
 LANE_INT8_MAX_M = 16
+#: From this M the int8 kernel reads A quantized once by the pre-kernel (passes/isel/quant_act.py: one
+#: more launch and its workspace), below it each workgroup quantizes A while it stages it.  Modeled
+#: (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling, in each workgroup / pre-kernel): Q4_0 M =
+#: 2 68.1 / 57.8, 4 52.3 / 44.7, 8 28.3 / 29.7, 16 16.0 / 22.0; Q8_0 M = 2 80.3 / , 4 59.9 / , 8 46.2 / ,
+#: 16 33.6 / 38.5.
+LANE_INT8_PRE_FROM_M = 8
 #: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
 #: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
 #: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
@@ -300,8 +305,12 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
     s = mm.shape()
     if not int8_activations(s.b_format, s.m, s.k):
         return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
-    # int8 activations: the pre-kernel quantizes A into the workspace once, then the GEMV
-    gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span))
+    # int8 activations: from LANE_INT8_PRE_FROM_M the pre-kernel quantizes A into the workspace once,
+    # then the GEMV; below, each workgroup quantizes A as it stages it
+    pre = s.m >= LANE_INT8_PRE_FROM_M
+    gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span), pre)
+    if not pre:
+        return [gemv.build()]
     kernels = [build_quant_a(mm, f"{name}_quant_a", gemv.kernargs()), gemv.build()]
     plan = StringAttr(f"{name}_quant_a,{name}")
     for k in kernels:
@@ -743,11 +752,12 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
 
 
 class QuantLaneInt8Builder(QuantLaneGemvBuilder):
-    """The lane-along-K GEMV of Q8_0 / Q4_0 weights at M = 2 .. 16 with A quantized to int8 blocks
-    while it is staged (module docstring, "int8 activations"): ``v_dot4_i32_i8`` K loop, R weight
-    rows a lane sharing each LDS read of A."""
+    """The lane-along-K GEMV of Q8_0 / Q4_0 / int4 / Q4_K weights at M = 2 .. 16 (Q4_K: 4) on the int8
+    activations the pre-kernel wrote to the workspace (module docstring, "int8 activations";
+    passes/isel/quant_act.py): ``v_dot4_i32_i8`` K loop, R weight rows a lane sharing each LDS read of A."""
 
-    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1):
+    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1, pre: bool = True):
+        self.pre = pre  # A from the pre-kernel's workspace, else quantized by each workgroup as it is staged
         super().__init__(mm, name, rows, span, waves)
         s = self.shape
         self.b_ahead = LANE_INT8_B_AHEAD
@@ -768,7 +778,10 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         self.sums = False
 
     def kernargs(self) -> list[dict]:
-        """The quantized GEMV's arguments and the workspace last (the pre-kernel's int8 A: passes/isel/quant_act.py)."""
+        """The quantized GEMV's arguments; with the pre-kernel the workspace last (its int8 A:
+        passes/isel/quant_act.py)."""
+        if not self.pre:
+            return super().kernargs()
         out = dot_kernarg_layout(self.shape, workspace=True)
         for a in out:
             if a["name"] == "B":
@@ -784,6 +797,17 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
     # ---- A staged: the pre-kernel's int8 blocks and their (d_a, sum q) copied from the workspace ----
 
     def _stage_map(self, j: int) -> tuple:
+        return self._stage_map_ws(j) if self.pre else self._stage_map_q(j)
+
+    def _stage_load(self, i0: int, i1: int) -> list:
+        return self._stage_load_ws(i0, i1) if self.pre else self._stage_load_q(i0, i1)
+
+    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+        return self._stage_write_ws(staged, i0, i1) if self.pre else self._stage_write_q(staged, i0, i1)
+
+    # ---- A from the pre-kernel's workspace: its int8 blocks and their (d_a, sum q) copied into LDS ----
+
+    def _stage_map_ws(self, j: int) -> tuple:
         """Work-item t's piece ``f = t + threads j`` of the phase's M rows (8 activations: 8 int8 bytes):
         (f, g (its piece in the row), its workspace byte offsets (int8 bytes; its block's meta word,
         from the phase's first), LDS address of its 8 int8 bytes, LDS address of its block's meta
@@ -847,7 +871,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
         return True
 
-    def _stage_load(self, i0: int, i1: int) -> list:
+    def _stage_load_ws(self, i0: int, i1: int) -> list:
         """The phase's int8 A (8 bytes a work-item: ``global_load_dwordx2``) and its blocks' meta words
         (the block's first work-item d_a, the second sum q: ``global_load_dword``) from the
         workspace into VGPRs: work-item t piece t + threads j of the phase's M rows (row-major)."""
@@ -873,7 +897,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             j += 1
         return out
 
-    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+    def _stage_write_ws(self, staged: list, i0: int, i1: int) -> None:
         """The phase's int8 pieces and their blocks' meta words into LDS (Q4_0: c = -8 sum q, i32;
         int4: sum q as f32, exact)."""
         r_ = self.regs
@@ -895,13 +919,96 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
         e(gcn.SBarrierOp(comment="A's phase in LDS"))
 
+    # ---- without the pre-kernel (small M): f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
+
+    def _stage_map_q(self, j: int) -> tuple:
+        """Work-item t's piece ``f = t + threads j`` of the phase's M rows: (f, g (its piece in the
+        row), global byte offset from the phase's first byte of row 0, LDS address of its 8 int8
+        bytes, LDS address of its block's meta word, or None past the rows)."""
+        if j in self.swz:
+            return self.swz[j]
+        r_ = self.regs
+        e, threads, np_ = r_.e, 64 * self.waves, self.np
+        if threads * j >= self.shape.m * np_:
+            return None
+        f = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
+        sh = np_.bit_length() - 1
+        m = e(gcn.VLshrrevB32Op(sh, f)).vdst
+        g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
+        voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
+        qp = self.qp
+        p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
+                            e(gcn.VAndB32Op(min(qp, 8) - 1, e(gcn.VLshrrevB32Op(
+                                (2 * qp).bit_length() - 1 + self._swz_shift(), g)).vdst)).vdst)).vdst
+        u_at = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~(2 * qp - 1) & 0xFFFFFFFF, g)).vdst)).vdst  # unit_w u
+        q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u_at)).vdst)).vdst
+        q_at = e(gcn.VAddU32Op(q_at, e(gcn.VMulLoU32Op(m, e.const(self.q_row))).vdst)).vdst
+        # meta: row m's block b = g >> 2 (2 u + h), byte 8 b + 4 (g & 3) (lane g & 3 = 0: d_a, 1: c)
+        m_at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2,
+                                   e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
+        m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
+            m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
+        self.swz[j] = (f, g, voff, q_at, m_at)
+        return self.swz[j]
+
+    def _stage_load_q(self, i0: int, i1: int) -> list:
+        """The phase's A as f16 pieces (16 bytes) into VGPRs: work-item t piece t + threads j of the
+        phase's M rows (row-major)."""
+        r_ = self.regs
+        e = r_.e
+        base = e.add64(r_.ptr_a, i0 * self.span * 2 * self.unit_w, 0, comment=f"A: units +{i0 * self.span}") \
+            if i0 else r_.ptr_a
+        out = []
+        j = 0
+        while (mp := self._stage_map_q(j)) is not None:
+            f, g, voff, _, _ = mp
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            out.append((j, e(gcn.GlobalLoadDwordx4Op(voff, base, comment="A's 8 activations to quantize")).vdst))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            j += 1
+        return out
+
+    def _stage_write_q(self, staged: list, i0: int, i1: int) -> None:
+        """Quantize the phase's pieces (:meth:`_quantize`) and write them and their blocks' meta
+        words to LDS."""
+        r_ = self.regs
+        e = r_.e
+        for j, v in staged:
+            f, g, _, q_at, m_at = self.swz[j]
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            q, d_a, c = self._quantize(v)
+            e(gcn.DsWriteB64Op(q_at, q, comment="8 int8 activations"))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            lead = 1 if self.fmt == "q8_0" else 2
+            self._stage_mask(j, f, g, i0, i1, lead)
+            val = d_a if c is None else e(gcn.VCndmaskB32Op(c, d_a, e(gcn.VCmpGtU32Op(
+                e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
+            e(gcn.DsWriteB32Op(m_at, val, comment="the block's d_a (lane 0), -8 sum q (lane 1)"))
+            e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        e(gcn.SBarrierOp(comment="A's phase in LDS"))
+
+    def _quantize(self, v: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue | None]:
+        """The work-item's 8 f16 activations ``v`` (4 dwords) as 8 int8 q = rint(a 2^(7 - e)), clamped
+        to 127, e the exponent of its block's largest |a| (max over the block's 4 work-items by
+        ``ds_swizzle_b32``): (the 2 dwords of q, the block's f32 step d_a = 2^(e - 7) (NaN where the
+        block holds an inf or NaN), Q4_0: -8 x the block's sum of q (i32), else None)."""
+        k8 = None if self.fmt == "q8_0" else 0xF8F8F8F8 if self.fmt == "q4_0" else 0x01010101
+        q, d_a, c = quantize_pieces(self.regs.e, v, self.zero, k8)
+        if c is not None and self.fmt != "q4_0":
+            c = self.regs.e(gcn.VCvtF32I32Op(c)).vdst
+        return q, d_a, c
+
     def _stage_first(self) -> None:
         r_ = self.regs
         e = r_.e
         self.swz: dict = {}
         self.zero = e(gcn.VMovB32Op(0)).vdst
-        kargs = {a["name"]: a["offset"] for a in self.kernargs()}
-        self.ptr_ws = e(gcn.SLoadDwordx2Op(self.kp, kargs["workspace"], comment="kernarg workspace")).sdst
+        if self.pre:
+            kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+            self.ptr_ws = e(gcn.SLoadDwordx2Op(self.kp, kargs["workspace"], comment="kernarg workspace")).sdst
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
         self._stage_write(staged, *self.phases[0])

@@ -18,7 +18,7 @@ gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
 from vlpc.passes.isel.quant_act import QUANT_A_BLOCK_BYTES, QUANT_A_TILE_K  # noqa: E402
-from vlpc.passes.isel.quant_lane import A_QUANT, LANE_UNITS, quant_lane_plan  # noqa: E402
+from vlpc.passes.isel.quant_lane import A_QUANT, LANE_INT8_PRE_FROM_M, LANE_UNITS, quant_lane_plan  # noqa: E402
 from vlpc.quant_run import (activation_step, dequantize, quantize_activations, random_weights,  # noqa: E402
                             row_bytes, weight_magnitudes)
 from vlpc.verify import U32, gamma  # noqa: E402
@@ -72,6 +72,8 @@ def bounds(a, w, k, mag=None):
     ("int4_g32", 5, 32, 2048, "f32", True),    # 64 groups of one block: span 16 (the 2-piece swizzle)
     ("int4_g128", 4, 16, 2176, "f16", True),   # 17 groups: span 16, then 1
     ("int4_g128", 16, 64, 4096, "f32", True),  # M = 16: rounds of 40 KiB, each phase loaded at its end
+    ("q4_0", 8, 64, 4160, "f32", True),        # M = 8 (the pre-kernel from it): 65 pairs, span 16 then 1
+    ("int4_g32", 12, 32, 2048, "f16", False),  # M = 12: int4 with the pre-kernel
     # Q4_K: per sub-block d sc_j dot(q, q_a) - dmin m_j sum q_a (the pre-kernel's block sums), span 16
     ("q4_k", 2, 16, 4096, "f32", True),        # 16 super-blocks: one a lane
     ("q4_k", 3, 32, 4352, "f16", False),       # 17: span 16, then 1 (lanes past the units: zero B)
@@ -93,10 +95,15 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
         assert kern.asm.count("A's phase in LDS") == -(-(k // LANE_UNITS[fmt][0]) // 16)
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c).all()
-    assert [x.kernel for x in kern.plan(m, n, k)] == ["g_quant_a", "g"]
-    assert kern.workspace_bytes(m, ldc, k) == m * k // 32 * QUANT_A_BLOCK_BYTES
-    # every weight byte once; A once (the pre-kernel), its int8 blocks and meta words once per GEMV workgroup
-    assert r.stats.global_bytes_read == n * rb + a_traffic(r.stats, fmt, m, k)
+    st = r.stats
+    if m >= LANE_INT8_PRE_FROM_M:  # A quantized once by the pre-kernel into the workspace
+        assert [x.kernel for x in kern.plan(m, n, k)] == ["g_quant_a", "g"]
+        assert kern.workspace_bytes(m, ldc, k) == m * k // 32 * QUANT_A_BLOCK_BYTES
+        # every weight byte once; A once (the pre-kernel), its int8 blocks and meta words once per GEMV workgroup
+        assert st.global_bytes_read == n * rb + a_traffic(st, fmt, m, k)
+    else:  # quantized by each workgroup: every weight byte once, A once per workgroup, 32 bytes of kernargs a wave
+        assert [x.kernel for x in kern.plan(m, n, k)] == ["g"] and kern.workspace_bytes(m, ldc, k) == 0
+        assert st.global_bytes_read == n * rb + st.workgroups * m * k * 2 + st.waves * 32
     w = dequantize(fmt, b).astype(np.float64)
     a16 = a[:, :k]
     aq, fb, ab = bounds(a16, w, k, weight_magnitudes(fmt, b))
@@ -190,7 +197,7 @@ def test_plan_choices():
     assert "a_quant" not in vlpc.compile(source(1, 64, 4096, "q4_k")).kernel("g").launch_info
 
 
-@pytest.mark.parametrize("m, k, lda", [(3, 2112, 2120), (2, 1024, 1032), (2, 4096, 4096)])
+@pytest.mark.parametrize("m, k, lda", [(8, 2112, 2120), (9, 1024, 1032), (16, 4096, 4096)])
 def test_quant_a_pre_kernel(m, k, lda):
     """``<name>_quant_a`` alone (passes/isel/quant_act.py) over a workspace of 0xFF bytes with 64 more
     after it, A's row gaps NaN: per row and block of 32 the int8 q, the f32 step d_a and the i32 sum of q
@@ -239,15 +246,14 @@ def test_quant_a_pre_kernel(m, k, lda):
 
 
 def test_plan_in_the_hip_launcher_and_run_output(tmp_path, capsys):
-    """The C launcher (``vlpc compile --emit hip-launcher``) plans the pre-kernel first with the
+    """M = 8: the C launcher (``vlpc compile --emit hip-launcher``) plans the pre-kernel first with the
     workspace ``CompiledKernel.workspace_bytes`` gives (M ceil(K / 32) 40 bytes); ``vlpc run`` names
     the plan and its workspace, and verifies."""
     from vlpc.cli import main
     from vlpc.hip_launcher import generate
 
-    m, n, k = 4, 64, 2112
-    text = source(m, n, 4160, "q4_0")
-    module = vlpc.compile(text)
+    m, n, k = 8, 64, 2112
+    module = vlpc.compile(source(m, n, 4160, "q4_0"))
     _, c_src = generate(module, str(tmp_path / "launch"), "test")
     assert 'steps[s].kernel = "g_quant_a"' in c_src
     assert "ws = (size_t)(m) * (size_t)((k + 32 - 1) / 32) * 40;" in c_src
