@@ -1,12 +1,14 @@
 """The activations' quantization pre-kernel: A (M x K f16) to int8 blocks of 32, once per launch.
 
 The int8-activation lane GEMV (passes/isel/quant_lane.py, ``QuantLaneInt8Builder``) multiplies int8
-activations with ``v_dot4_i32_i8``.  Quantizing A inside every workgroup of the GEMV (as it staged A
-before) costs each workgroup about 60 VALU operations and 4 ``ds_swizzle_b32`` per 8 activations
-for the whole of A, once per 32 weight rows.  This kernel does it once: ``<name>_quant_a`` runs
-first in the plan (launch info ``plan``, role ``quantize_a``) and writes a **workspace** that the
-GEMV's staging copies into LDS as it is, as llama.cpp runs ``quantize_q8_1`` (ggml-cuda/quantize.cu)
-before its MMVQ kernels.
+activations with ``v_dot4_i32_i8``.  Quantizing A inside every workgroup of the GEMV (as it does below
+``LANE_INT8_PRE_FROM_M`` = 8 rows) costs each workgroup about 60 VALU operations and 4
+``ds_swizzle_b32`` per 8 activations for the whole of A, once per 32 weight rows.  This kernel does it
+once: ``<name>_quant_a`` runs first in the plan (launch info ``plan``, role ``quantize_a``) and writes
+a **workspace** that the GEMV's staging copies into LDS, as llama.cpp runs ``quantize_q8_1``
+(ggml-cuda/quantize.cu) before its MMVQ kernels.  Modeled (MI50 @ 1725 MHz, 16 x 4096 x 4096, % of the
+streaming ceiling): Q4_0 16.0 -> 22.0, Q8_0 33.6 -> 38.5; at M = 2 and 4 the second launch costs more
+than it saves (docs/quantized.md, "int8 activations").
 
 **Workspace layout** (the plan's last kernel argument, allocated by the runtime:
 ``CompiledKernel.workspace_bytes`` = M ceil(K / 32) 40 bytes, launch info ``pack_bytes``):

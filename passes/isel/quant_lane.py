@@ -161,9 +161,11 @@ LANE_INT8_MAX_M = 16
 #: From this M the int8 kernel reads A quantized once by the pre-kernel (passes/isel/quant_act.py: one
 #: more launch and its workspace), below it each workgroup quantizes A while it stages it.  Modeled
 #: (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling, in each workgroup / pre-kernel): Q4_0 M =
-#: 2 68.1 / 57.8, 4 52.3 / 44.7, 8 28.3 / 29.7, 16 16.0 / 22.0; Q8_0 M = 2 80.3 / , 4 59.9 / , 8 46.2 / ,
-#: 16 33.6 / 38.5.
+#: 2 68.1 / 57.8, 4 52.3 / 44.7, 6 31.7 / 30.7, 8 28.3 / 29.7, 16 16.0 / 22.0; Q8_0 M = 8 46.2 / 45.3, 16
+#: 33.6 / 38.5 (one threshold for the formats).
 LANE_INT8_PRE_FROM_M = 8
+#: (Above LANE_INT8_LONG_K always: modeled 4 x 4096 x 14336 Q4_0 52.4 % with it, 40.5 % quantizing in
+#: each workgroup, 46.2 % in the f16 lane kernel.)
 #: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
 #: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
 #: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
@@ -307,7 +309,7 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
         return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
     # int8 activations: from LANE_INT8_PRE_FROM_M the pre-kernel quantizes A into the workspace once,
     # then the GEMV; below, each workgroup quantizes A as it stages it
-    pre = s.m >= LANE_INT8_PRE_FROM_M
+    pre = s.m >= LANE_INT8_PRE_FROM_M or s.k > LANE_INT8_LONG_K
     gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span), pre)
     if not pre:
         return [gemv.build()]
@@ -796,9 +798,6 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
 
     # ---- A staged: the pre-kernel's int8 blocks and their (d_a, sum q) copied from the workspace ----
 
-    def _stage_map(self, j: int) -> tuple:
-        return self._stage_map_ws(j) if self.pre else self._stage_map_q(j)
-
     def _stage_load(self, i0: int, i1: int) -> list:
         return self._stage_load_ws(i0, i1) if self.pre else self._stage_load_q(i0, i1)
 
@@ -807,11 +806,12 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
 
     # ---- A from the pre-kernel's workspace: its int8 blocks and their (d_a, sum q) copied into LDS ----
 
-    def _stage_map_ws(self, j: int) -> tuple:
-        """Work-item t's piece ``f = t + threads j`` of the phase's M rows (8 activations: 8 int8 bytes):
-        (f, g (its piece in the row), its workspace byte offsets (int8 bytes; its block's meta word,
-        from the phase's first), LDS address of its 8 int8 bytes, LDS address of its block's meta
-        word), or None past the rows."""
+    def _stage_map(self, j: int) -> tuple:
+        """Work-item t's piece ``f = t + threads j`` of the phase's M rows (8 activations): (f, g (its
+        piece in the row), its global byte offsets from the phase's first byte of row 0 (with the
+        pre-kernel: of its 8 int8 bytes and its block's meta word in the workspace; else of its 16 f16
+        bytes in A), LDS address of its 8 int8 bytes, LDS address of its block's meta word), or None
+        past the rows."""
         if j in self.swz:
             return self.swz[j]
         r_ = self.regs
@@ -822,11 +822,21 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         sh = np_.bit_length() - 1
         m = e(gcn.VLshrrevB32Op(sh, f)).vdst
         g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
-        k = self.shape.k  # the workspace: row m's int8 at m K, its blocks' (d_a, sum q) at M K + 8 (m K / 32 + b)
-        voff_q = e(gcn.VLshlAddU32Op(g, 3, e(gcn.VMulLoU32Op(m, e.const(k))).vdst)).vdst
-        voff_m = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2, e(gcn.VAddU32Op(
-            e(gcn.VLshlrevB32Op(1, e(gcn.VAndB32Op(~3 & 0xFFFFFFFF, g)).vdst)).vdst,
-            e(gcn.VMulLoU32Op(m, e.const(k // 4))).vdst)).vdst)).vdst
+        if self.pre:  # the workspace: row m's int8 at m K, its blocks' (d_a, sum q) at M K + 8 (m K / 32 + b)
+            k = self.shape.k
+            voff_q = e(gcn.VLshlAddU32Op(g, 3, e(gcn.VMulLoU32Op(m, e.const(k))).vdst)).vdst
+            voff = (voff_q, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2, e(gcn.VAddU32Op(
+                e(gcn.VLshlrevB32Op(1, e(gcn.VAndB32Op(~3 & 0xFFFFFFFF, g)).vdst)).vdst,
+                e(gcn.VMulLoU32Op(m, e.const(k // 4))).vdst)).vdst)).vdst)
+        else:  # A's f16 row m
+            voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        q_at, m_at = self._lds_at(m, g)
+        self.swz[j] = (f, g, voff, q_at, m_at)
+        return self.swz[j]
+
+    def _lds_at(self, m: SSAValue, g: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """LDS addresses (VGPRs) of row ``m``'s piece ``g`` of the phase: its 8 int8 bytes, its block's meta word."""
+        e = self.regs.e
         # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
         qp = self.qp
         p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
@@ -840,8 +850,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                                    e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
         m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
             m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
-        self.swz[j] = (f, g, (voff_q, voff_m), q_at, m_at)
-        return self.swz[j]
+        return q_at, m_at
 
     def _swz_shift(self) -> int:
         """x(u) = (u >> shift) & (min(qp, 8) - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
@@ -921,37 +930,6 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
 
     # ---- without the pre-kernel (small M): f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
 
-    def _stage_map_q(self, j: int) -> tuple:
-        """Work-item t's piece ``f = t + threads j`` of the phase's M rows: (f, g (its piece in the
-        row), global byte offset from the phase's first byte of row 0, LDS address of its 8 int8
-        bytes, LDS address of its block's meta word, or None past the rows)."""
-        if j in self.swz:
-            return self.swz[j]
-        r_ = self.regs
-        e, threads, np_ = r_.e, 64 * self.waves, self.np
-        if threads * j >= self.shape.m * np_:
-            return None
-        f = r_.item if j == 0 else e(gcn.VAddU32Op(e.const(j * threads), r_.item)).vdst
-        sh = np_.bit_length() - 1
-        m = e(gcn.VLshrrevB32Op(sh, f)).vdst
-        g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
-        voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
-        # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
-        qp = self.qp
-        p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
-                            e(gcn.VAndB32Op(min(qp, 8) - 1, e(gcn.VLshrrevB32Op(
-                                (2 * qp).bit_length() - 1 + self._swz_shift(), g)).vdst)).vdst)).vdst
-        u_at = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~(2 * qp - 1) & 0xFFFFFFFF, g)).vdst)).vdst  # unit_w u
-        q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u_at)).vdst)).vdst
-        q_at = e(gcn.VAddU32Op(q_at, e(gcn.VMulLoU32Op(m, e.const(self.q_row))).vdst)).vdst
-        # meta: row m's block b = g >> 2 (2 u + h), byte 8 b + 4 (g & 3) (lane g & 3 = 0: d_a, 1: c)
-        m_at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2,
-                                   e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
-        m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
-            m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
-        self.swz[j] = (f, g, voff, q_at, m_at)
-        return self.swz[j]
-
     def _stage_load_q(self, i0: int, i1: int) -> list:
         """The phase's A as f16 pieces (16 bytes) into VGPRs: work-item t piece t + threads j of the
         phase's M rows (row-major)."""
@@ -961,7 +939,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             if i0 else r_.ptr_a
         out = []
         j = 0
-        while (mp := self._stage_map_q(j)) is not None:
+        while (mp := self._stage_map(j)) is not None:
             f, g, voff, _, _ = mp
             narrowed = self._stage_mask(j, f, g, i0, i1)
             out.append((j, e(gcn.GlobalLoadDwordx4Op(voff, base, comment="A's 8 activations to quantize")).vdst))
@@ -1078,6 +1056,25 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             qs += [e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst for sel in NIBBLE_INTERLEAVE]
         return (*head, qs)
 
+    def _rows_of_a(self, i: int, blk: int):
+        """(m, its int8 block ``blk`` of unit i, its meta words) for each row m of A, the LDS reads
+        :data:`LANE_INT8_A_AHEAD` rows ahead of the row yielded."""
+        M, ahead = self.shape.m, LANE_INT8_A_AHEAD
+        nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
+        for m in range(M):
+            if m + ahead < M:
+                nxt[m + ahead] = self._read_a(i, m + ahead, blk)
+            yield (m, *nxt.pop(m))
+
+    def _dot8(self, qs: list[SSAValue], q: list[SSAValue], start: SSAValue) -> SSAValue:
+        """start + the 32 products of a block's int8 (or nibble) weights ``qs`` (8 dwords) and its
+        activations ``q`` (2 x 4 dwords): 8 ``v_dot4_i32_i8``."""
+        e = self.regs.e
+        x = start
+        for t in range(8):
+            x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+        return x
+
     def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
         """Unit i of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from c (Q4_0: -8
         sum q_a; Q8_0, int4: 0), the exact integer to f32 (int4: minus z sum q_a, exact), then acc +=
@@ -1086,22 +1083,15 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             return self._unit_int4_int8(i, bv, acc)
         if self.fmt == "q4_k":
             return self._unit_q4k_int8(i, bv, acc)
-        e, M, R = self.regs.e, self.shape.m, self.rows
-        ahead = LANE_INT8_A_AHEAD
+        e, R = self.regs.e, self.rows
         for blk in range(2):
             w = [self._weights(bv[r], blk) for r in range(R)]
-            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
-            for m in range(M):
-                if m + ahead < M:
-                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
-                q, meta = nxt.pop(m)
+            for m, q, meta in self._rows_of_a(i, blk):
                 d_a = e.sub(meta, 0, 1) if self.fmt == "q4_0" else meta
                 start = e.sub(meta, 1, 1) if self.fmt == "q4_0" else self.zero
                 for r in range(R):
                     d_w, qs = w[r]
-                    x = start
-                    for t in range(8):
-                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    x = self._dot8(qs, q, start)
                     sc = e(gcn.VMulF32Op(d_w, d_a)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(sc, e(gcn.VCvtF32I32Op(x)).vdst, acc[m * R + r],
                                                      comment=f"row {m} += d_w d_a x block's integer dot")).vdst
@@ -1110,25 +1100,18 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         """An int4 group (the unit) of the lane's R rows: per block and row m of A, 8 ``v_dot4_i32_i8``
         of the nibbles q and q_a from 0, f = float(dot) - z sum q_a (exact: integers below 2^24),
         acc += (s d_a) f."""
-        e, M, R = self.regs.e, self.shape.m, self.rows
-        ahead = LANE_INT8_A_AHEAD
+        e, R = self.regs.e, self.rows
         heads: list = [None] * R
         for blk in range(self.nb):
             w = []
             for r in range(R):
                 w.append(self._weights_int4(bv[r], blk, heads[r]))
                 heads[r] = w[r][:2]
-            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
-            for m in range(M):
-                if m + ahead < M:
-                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
-                q, meta = nxt.pop(m)
+            for m, q, meta in self._rows_of_a(i, blk):
                 d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
                 for r in range(R):
                     s_w, nz, qs = w[r]
-                    x = self.zero
-                    for t in range(8):
-                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    x = self._dot8(qs, q, self.zero)
                     f = e(gcn.VFmaF32Op(nz, sq, e(gcn.VCvtF32I32Op(x)).vdst)).vdst  # sum (q - z) q_a, exact
                     sc = e(gcn.VMulF32Op(s_w, d_a)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(sc, f, acc[m * R + r],
@@ -1140,8 +1123,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         K order) and row m of A, 8 ``v_dot4_i32_i8`` of the nibbles q and q_a from 0, then
         acc += d_a (d sc_j float(dot) - dmin m_j sum q_a): a ``v_mul_f32``, two ``v_fma_f32``
         (the minimum's term from the pre-kernel's block sums, as the int4 zero points')."""
-        e, M, R = self.regs.e, self.shape.m, self.rows
-        ahead = LANE_INT8_A_AHEAD
+        e, R = self.regs.e, self.rows
         scales = [q4k_scales(e, lambda q, r=r: self._dw(bv[r], q)) for r in range(R)]
         for j in range(8):
             c, hi = divmod(j, 2)
@@ -1153,17 +1135,11 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                     x = e(gcn.VLshrrevB32Op(4, x)).vdst if hi else x
                     qs.append(e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst)
                 w.append(qs)
-            nxt = {m: self._read_a(i, m, j) for m in range(min(M, ahead))}
-            for m in range(M):
-                if m + ahead < M:
-                    nxt[m + ahead] = self._read_a(i, m + ahead, j)
-                q, meta = nxt.pop(m)
+            for m, q, meta in self._rows_of_a(i, j):
                 d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
                 for r in range(R):
                     dsc, ndm = scales[r][0][j], scales[r][1][j]
-                    x = self.zero
-                    for t in range(8):
-                        x = e(gcn.VDot4I32I8Op(w[r][t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    x = self._dot8(w[r], q, self.zero)
                     f = e(gcn.VFmaF32Op(dsc, e(gcn.VCvtF32I32Op(x)).vdst, e(gcn.VMulF32Op(ndm, sq)).vdst)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(d_a, f, acc[m * R + r],
                                                      comment=f"row {m} += d_a (d sc{j} dot - dmin m{j} sum q_a)")).vdst
