@@ -165,7 +165,10 @@ LANE_INT8_MAX_M = 16
 #: 33.6 / 38.5 (one threshold for the formats).
 LANE_INT8_PRE_FROM_M = 8
 #: (Above LANE_INT8_LONG_K always: modeled 4 x 4096 x 14336 Q4_0 52.4 % with it, 40.5 % quantizing in
-#: each workgroup, 46.2 % in the f16 lane kernel.)
+#: each workgroup, 46.2 % in the f16 lane kernel.)  Per format where other: Q4_K always (modeled 4096 x
+#: 4096 / 14336 x 4096, in each workgroup / pre-kernel: M = 2 46.1 / 51.2, 57.2 / 72.1; M = 4 21.2 /
+#: 27.9, 22.7 / 31.8; 155 VGPRs against 138 at M = 4).
+LANE_INT8_PRE_FROM_M_OF = {"q4_k": 2}
 #: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
 #: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
 #: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
@@ -309,7 +312,7 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
         return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
     # int8 activations: from LANE_INT8_PRE_FROM_M the pre-kernel quantizes A into the workspace once,
     # then the GEMV; below, each workgroup quantizes A as it stages it
-    pre = s.m >= LANE_INT8_PRE_FROM_M or s.k > LANE_INT8_LONG_K
+    pre = s.m >= LANE_INT8_PRE_FROM_M_OF.get(s.b_format, LANE_INT8_PRE_FROM_M) or s.k > LANE_INT8_LONG_K
     gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span), pre)
     if not pre:
         return [gemv.build()]

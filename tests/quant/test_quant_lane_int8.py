@@ -18,8 +18,8 @@ gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
 from vlpc.passes.isel.quant_act import QUANT_A_BLOCK_BYTES, QUANT_A_TILE_K  # noqa: E402
-from vlpc.passes.isel.quant_lane import (A_QUANT, LANE_INT8_LONG_K, LANE_INT8_PRE_FROM_M, LANE_UNITS,  # noqa: E402
-                                         quant_lane_plan)
+from vlpc.passes.isel.quant_lane import (A_QUANT, LANE_INT8_LONG_K, LANE_INT8_PRE_FROM_M,  # noqa: E402
+                                         LANE_INT8_PRE_FROM_M_OF, LANE_UNITS, quant_lane_plan)
 from vlpc.quant_run import (activation_step, dequantize, quantize_activations, random_weights,  # noqa: E402
                             row_bytes, weight_magnitudes)
 from vlpc.verify import U32, gamma  # noqa: E402
@@ -97,7 +97,7 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c).all()
     st = r.stats
-    if m >= LANE_INT8_PRE_FROM_M or k > LANE_INT8_LONG_K:  # A quantized once by the pre-kernel into the workspace
+    if m >= LANE_INT8_PRE_FROM_M_OF.get(fmt, LANE_INT8_PRE_FROM_M) or k > LANE_INT8_LONG_K:  # A quantized once
         assert [x.kernel for x in kern.plan(m, n, k)] == ["g_quant_a", "g"]
         assert kern.workspace_bytes(m, ldc, k) == m * k // 32 * QUANT_A_BLOCK_BYTES
         # every weight byte once; A once (the pre-kernel), its int8 blocks and meta words once per GEMV workgroup
