@@ -178,7 +178,11 @@ def _plan_function(k: CompiledKernel, ident: str) -> str:
         static = li.get(f"static_{dim.lower()}", -1)
         if static is not None and static >= 0:
             L.append(f"    if ({dim} != {static}) return hipErrorInvalidValue;  /* static in the IR */")
-    L.append(f"    if (lda < {'K' if lay[0] == 'N' else 'M'} || ldb < {'N' if lay[1] == 'N' else 'K'} || ldc < N) "
+    ldb_min = 'N' if lay[1] == 'N' else 'K'
+    if li.get("b_format") and li.get("static_k", -1) >= 0:  # quantized B: N rows of the format's bytes
+        from vlpc.dialects.gemm import quant_row_bytes
+        ldb_min = str(quant_row_bytes(str(li["b_format"]), int(li["static_k"])))
+    L.append(f"    if (lda < {'K' if lay[0] == 'N' else 'M'} || ldb < {ldb_min} || ldc < N) "
              "return hipErrorInvalidValue;")
     if li.get("full_tiles_only"):
         L.append(f"    if (M % {li['macro_m']} || N % {li['macro_n']} || K % {li['k_step']}) return hipErrorInvalidValue;")
