@@ -119,18 +119,25 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     assert r.verified and r.error_ratio < 1
 
 
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
-def test_bit_exact_where_exact(fmt):
-    """Activations in [1, 2) (block step 2^-6) and every weight scale 1: each block's integer dot,
-    its product with d_w d_a and every sum are exact in f32, so C is NumPy's value on the quantized
-    activations bit for bit."""
-    m, n, k = 3, 32, 2048
+@pytest.mark.parametrize("fmt, m", [("q8_0", 3), ("q4_0", 3), ("q4_0", 8), ("q4_k", 2)])
+def test_bit_exact_where_exact(fmt, m):
+    """Activations in [1, 2) (block step 2^-6) and every weight scale 1 (Q4_K: d = 1, every 6-bit scale
+    1 and minimum 0, dmin 0): each block's integer dot, its product with d_w d_a and every sum are exact
+    in f32, so C is NumPy's value on the quantized activations bit for bit (M = 8: the pre-kernel's
+    plan; Q4_K: with it always)."""
+    n, k = 32, 2048 if fmt != "q4_k" else 4096
     kern = int8_kernel(m, n, k, fmt)
     rng = np.random.default_rng(7)
     b = random_weights(fmt, n, k, rng)
-    bb = 34 if fmt == "q8_0" else 18
-    for blk in range(k // 32):
-        b[:, blk * bb:blk * bb + 2] = np.frombuffer(np.float16(1.0).tobytes(), np.uint8)
+    one = np.frombuffer(np.float16(1.0).tobytes(), np.uint8)
+    if fmt == "q4_k":  # d = 1, dmin = 0, scales[0..3] = 1 (sc 0..3), [4..7] = 0 (m 0..3), [8..11] = 1 (sc 4..7)
+        for sb in range(k // 256):
+            o = sb * 144
+            b[:, o:o + 2], b[:, o + 2:o + 4] = one, 0
+            b[:, o + 4:o + 16] = np.array([1] * 4 + [0] * 4 + [1] * 4, np.uint8)
+    bb = {"q8_0": 34, "q4_0": 18}.get(fmt, 0)
+    for blk in range(k // 32 if bb else 0):
+        b[:, blk * bb:blk * bb + 2] = one
     a = (rng.uniform(1, 2, (m, k)) * rng.choice([-1, 1], (m, k))).astype(np.float16)
     r = vlpc.run(kern, a, b, np.zeros((m, n), np.float32), strict=True)
     exact = quantize_activations(a) @ dequantize(fmt, b).astype(np.float64).T
