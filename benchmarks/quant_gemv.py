@@ -5,7 +5,8 @@ MI50 @ 1725 MHz engine, HBM2 at 1000 MHz (4096-bit bus: 1,024 GB/s; the model's 
 ceiling ``Board.streaming_ceiling_bytes_per_second``, 880 GB/s: the best a kernel reading every byte
 once can do under the model), not measured: there is no AMD GPU here.  Each row is
 one timing-only launch of the automatic plan: the lane-along-K kernel where it applies
-(passes/isel/quant_lane.py: static M <= 4, Q4_K M = 1; S = L = 1 in the table), else the SGPR
+(passes/isel/quant_lane.py: static M <= 16, Q4_K M <= 4; S = L = 1 in the table; with int8 activations
+from M = 8 (Q4_K M = 2; K above 8192) the plan's pre-kernel, passes/isel/quant_act.py, is in the time), else the SGPR
 kernel (macro tile M x 64, K over L wavefront groups and,
 for few workgroups, S workgroups: ``quant_plan``, ``quant_split``; the reduce kernel included), with weights from
 gguf's quantizer (Q4_K: vlpc.quant_run.quantize_q4_k; int4_g32/g64/g128: quantize_int4; the work does not depend on the values).  Printed: modeled time, weight traffic

@@ -255,8 +255,9 @@ def plan_label(ck, m: int, steps: list) -> str:
     rows = ck.rows_kernel(m)
     run = rows if rows is not None else ck
     parts = []
-    if ck.transpose_kernel() is not None:
-        parts.append("A copied first")
+    if ck.transpose_kernel() is not None:  # (or the quantized GEMV's int8 activations: passes/isel/quant_act.py)
+        parts.append("A quantized first" if ck.transpose_kernel().launch_info.get("role") == "quantize_a"
+                     else "A copied first")
     if ck.b_copy_kernel() is not None:
         parts.append("B copied first")
     if rows is None and ck.split_k > 1:

@@ -178,7 +178,11 @@ def _plan_function(k: CompiledKernel, ident: str) -> str:
         static = li.get(f"static_{dim.lower()}", -1)
         if static is not None and static >= 0:
             L.append(f"    if ({dim} != {static}) return hipErrorInvalidValue;  /* static in the IR */")
-    L.append(f"    if (lda < {'K' if lay[0] == 'N' else 'M'} || ldb < {'N' if lay[1] == 'N' else 'K'} || ldc < N) "
+    ldb_min = 'N' if lay[1] == 'N' else 'K'
+    if li.get("b_format") and li.get("static_k", -1) >= 0:  # quantized B: N rows of the format's bytes
+        from vlpc.dialects.gemm import quant_row_bytes
+        ldb_min = str(quant_row_bytes(str(li["b_format"]), int(li["static_k"])))
+    L.append(f"    if (lda < {'K' if lay[0] == 'N' else 'M'} || ldb < {ldb_min} || ldc < N) "
              "return hipErrorInvalidValue;")
     if li.get("full_tiles_only"):
         L.append(f"    if (M % {li['macro_m']} || N % {li['macro_n']} || K % {li['k_step']}) return hipErrorInvalidValue;")
@@ -224,6 +228,8 @@ def _plan_function(k: CompiledKernel, ident: str) -> str:
                    if int(pli["ws_split"]) > 1 else "")
         ws_main = (f"    ws = {partial}(size_t)({rows}) * (size_t)((k + {kp} - 1) / {kp} * {kp}) * "
                    f"{1 if pli['dtype'] == 'i8' else 2};")
+        if "pack_bytes" in pli:  # the activations' quantization: bytes a row and pack of K (passes/isel/quant_act.py)
+            ws_main = f"    ws = (size_t)({rows}) * (size_t)((k + {kp} - 1) / {kp}) * {int(pli['pack_bytes'])};"
         ws_rows = ws_main
     # the row-narrow companions (CompiledKernel.rows_kernel), most rows first
     small = sorted((k.companions[x] for x in str(li.get("small_m", "")).split(",") if x in k.companions

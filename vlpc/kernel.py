@@ -113,7 +113,8 @@ class CompiledKernel:
         if nb < 1:
             raise VlpcError(f"{self.name} takes its batch count at launch: its workspace needs batch=")
         partial = int(li["ws_split"]) * m * ldc * esz if int(li["ws_split"]) > 1 else 0
-        return partial + nb * rows * (-(-k // pack) * pack) * (1 if li["dtype"] == "i8" else 2)
+        per = int(li.get("pack_bytes", pack * (1 if li["dtype"] == "i8" else 2)))  # bytes a row and pack of K
+        return partial + nb * rows * -(-k // pack) * per
 
     def _plan_companion(self, role: str) -> CompiledKernel | None:
         """The kernel of this plan (``launch_info["plan"]``) whose ``role`` is ``role``, or None."""
@@ -124,8 +125,9 @@ class CompiledKernel:
         return None
 
     def transpose_kernel(self) -> CompiledKernel | None:
-        """The plan's A-transpose pre-kernel (role ``transpose``), or None."""
-        return self._plan_companion("transpose")
+        """The plan's A-transpose pre-kernel (role ``transpose``), or its activations' quantization
+        pre-kernel (role ``quantize_a``: passes/isel/quant_act.py; launch info ``pack_bytes``), or None."""
+        return self._plan_companion("transpose") or self._plan_companion("quantize_a")
 
     def b_copy_kernel(self) -> CompiledKernel | None:
         """The plan's B-copy pre-kernel (role ``copy_b``), or None."""

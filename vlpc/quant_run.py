@@ -477,7 +477,8 @@ def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray
     if kern.launch_info.get("a_quant") == "q8_pow2":  # A quantized to int8 blocks in the kernel: exact
         # products of its values, one f32 rounding per block and the partials' sums (rounds covers them)
         aq = quantize_activations(g["A"].matrices(flat_a))
-        expected = split_reference(aq, w, np.abs(w), g["C"].matrices(flat_c), alpha, beta, ct, rounds, epi, bias)
+        expected = split_reference(aq, w, np.abs(w) if mag is None else mag, g["C"].matrices(flat_c), alpha, beta,
+                                   ct, rounds, epi, bias)  # (Q4_K: its two terms' magnitudes)
     elif "swiglu" in epi:
         expected = swiglu_reference(g["A"].matrices(flat_a), w, g["C"].matrices(flat_c), alpha, beta, ct,
                                     rounds, epi[1:], bias, mag)

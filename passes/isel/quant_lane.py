@@ -44,28 +44,27 @@ extends: :class:`~vlpc.passes.isel.gemv.LaneGemvBuilder`'s LDS reduction and out
   and C[m, n] = alpha sum + beta C with the BLAS rules (beta = 0 does not read C, alpha = 0 drops
   the products).
 
-**int8 activations** (Q8_0, Q4_0 and the int4 formats (whole groups) at M = 2 .. :data:`LANE_INT8_MAX_M`:
-:class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ with its ``quantize_q8_1``): A is quantized to
-int8 blocks of 32 while it is staged, 4 work-items a block: the block's largest |a| (f16 bit
-patterns without the sign are ordered as integers: ``v_pk_max_i16``, two ``ds_swizzle_b32``), its
-exponent e as frexp's (|a| < 2^e, at least -13), ``q = rint(a 2^(7 - e))`` clamped to 127
-(``v_pk_mul_f16``, ``v_pk_fma_f16`` plus 1536: one rounding to an integer; ``v_pk_min_i16``;
-``v_perm_b32`` packs the low bytes), the step ``d_a = 2^(e - 7)`` (NaN for a block holding an inf or
-NaN) and, for Q4_0, ``c = -8 sum q`` (its nibbles are unsigned: weight d (nibble - 8)); for the
-int4 formats ``sum q`` (f32), whose product with -z (the zero point) one ``v_fma_f32`` adds to the
-block's converted dot.  The K loop
-reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R weight rows: 8
-``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact) and one
-``v_fma_f32`` per block, row of A and weight row.  Everything but the FMA and the reduction is exact:
-against gguf's weights times the quantized activations (vlpc.quant_run.quantize_activations, NumPy's
-value bit for bit) the bound is the f32 one below; each activation is within its block's step of a.
+**int8 activations** (Q8_0, Q4_0 and the int4 formats (whole groups) at M = 2 .. :data:`LANE_INT8_MAX_M`,
+Q4_K at M = 2 .. 4: :class:`QuantLaneInt8Builder`, as llama.cpp's MMVQ after its ``quantize_q8_1``): the
+plan's pre-kernel ``<name>_quant_a`` (passes/isel/quant_act.py) quantizes A once to int8 blocks of 32
+with a power-of-two step ``d_a`` (NaN for a block holding an inf or NaN) and each block's integer
+``sum q`` into the workspace; each workgroup copies its phase of them into LDS (8 bytes of int8 a
+work-item, ``global_load_dwordx2``, and the block's two meta words), Q4_0's ``c = -8 sum q`` (its
+nibbles are unsigned: weight d (nibble - 8)) and the int4 formats' and Q4_K's ``sum q`` as f32 made
+there.  The K loop reads each row's block (2 ``ds_read_b128``, d_a and c) once for the lane's R
+weight rows: 8 ``v_dot4_i32_i8`` from c, ``v_cvt_f32_i32`` (exact), ``v_mul_f32 d_w d_a`` (exact)
+and one ``v_fma_f32`` per block, row of A and weight row (int4: minus z sum q by one more
+``v_fma_f32``; Q4_K per sub-block ``d_a (d sc_j float(dot) - dmin m_j sum q)``: a ``v_mul_f32`` and
+two ``v_fma_f32``).  Everything but those FMAs and the reduction is exact: against gguf's weights
+times the quantized activations (vlpc.quant_run.quantize_activations, NumPy's value bit for bit)
+the bound is the f32 one below; each activation is within its block's step of a.
 
 Rounding: a result is rounded at most 16 (dots; Q4_K 16 + 16: the staged sums round as the dots did)
 + units per lane (Q4_K: 2 x 8 per super-block) + 14 (the reduction) + 2 times, within
 vlpc/quant_run.py's ``n = 16 + K / 32 + S L + 2`` (int4: ``G / 2 + K / G + S L + 2``) whenever span
 >= 16 lanes share a row.
 
-Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1; Q8_0, Q4_0:
+Applies (:func:`quant_lane_plan`) to static M in 1 .. :data:`LANE_MAX_M` (Q4_K: 1 .. 4; Q8_0, Q4_0:
 :data:`LANE_INT8_MAX_M`), static N, K, lda, ldb and ldc, K a whole number of units (where no span
 divides them, a last round of zero units; an int4 format's last, partial group the row's last unit:
 :meth:`QuantLaneGemvBuilder._load_part`), at most LANE_MAX_ITERS units per lane, lda a multiple of 8 (A's rows on 16-byte boundaries),
@@ -87,7 +86,9 @@ from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.isel.emit import Emitter, kernel_entry
 from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
+from vlpc.passes.isel.dot import dot_kernarg_layout
 from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
+from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a, quantize_pieces
 from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE
 from vlpc.passes.isel.quant_k import F16_MINUS_1024, F16_ONES, Q4K_BYTES, q4k_scales
 
@@ -138,10 +139,36 @@ LANE_A_PHASE_BYTES = 32768
 LANE_SMALL_PHASES = {"q4_0": (8192, 1, 2), "q8_0": (8192, 1, 2), "int4_g128": (8192, 1, 2)}
 #: Bytes of a chunk of one row of A: 32 f16 activations (one Q8_0/Q4_0 block, a Q4_K sub-block).
 A_CHUNK_BYTES = 64
-#: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks as it is
-#: staged (:class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
-LANE_INT8_FORMATS = ("q8_0", "q4_0", *INT4_GROUP_FORMATS)
+#: Formats whose lane kernel takes M = 2 .. LANE_INT8_MAX_M with A quantized to int8 blocks by the
+#: pre-kernel (passes/isel/quant_act.py; :class:`QuantLaneInt8Builder`; module docstring, "int8 activations").
+LANE_INT8_FORMATS = ("q8_0", "q4_0", "q4_k", *INT4_GROUP_FORMATS)
+#: ... from another M per format, whatever K (Q4_K: 2; the others from 2, or LANE_INT8_MIN_M_LONG_K
+#: above LANE_INT8_LONG_K).  Q4_K at M = 1 keeps the f16 lane kernel:
+#: modeled (MI50 @ 1725 MHz, % of the streaming ceiling at 4096 x 4096 / 14336 x 4096 / 4096 x 14336,
+#: f16 / int8 with the pre-kernel) 57.6 / 54.7, 73.3 / 76.5, 62.7 / 56.5: the int8 kernel's VALU
+#: share falls (46 -> 35 % at 14336 x 4096) but its B loads (9 a super-block and lane) and the
+#: pre-kernel's launch remain.
+LANE_INT8_MIN_M_OF = {"q4_k": 2}
+#: ... up to another M per format.  Q4_K to M = 4: modeled (as above, 4096 x 4096 / 14336 x 4096, int8
+#: lane / SGPR kernel) M = 2 51.2 / 36.2, 72.1 / 51.5; M = 4 27.9 / 22.0, 31.8 / 28.1; M = 8 11.6 /
+#: 12.3, 12.6 / 21.2 (234 VGPRs: one wave a SIMD); at M = 8 and K = 14336 over 256 VGPRs.  4096 x 14336:
+#: M = 2 48.7 / 37.2, M = 4 35.9 / 21.4.
+LANE_INT8_MAX_M_OF = {"q4_k": 4}
+#: ... weight rows a lane per format where other than :data:`LANE_INT8_ROWS`: Q4_K one (a super-block
+#: is 36 VGPRs a row, two with B one ahead; R = 2 took 306 VGPRs at M = 4).
+LANE_INT8_ROWS_OF = {"q4_k": 1}
 LANE_INT8_MAX_M = 16
+#: From this M the int8 kernel reads A quantized once by the pre-kernel (passes/isel/quant_act.py: one
+#: more launch and its workspace), below it each workgroup quantizes A while it stages it.  Modeled
+#: (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling, in each workgroup / pre-kernel): Q4_0 M =
+#: 2 68.1 / 57.8, 4 52.3 / 44.7, 6 31.7 / 30.7, 8 28.3 / 29.7, 16 16.0 / 22.0; Q8_0 M = 8 46.2 / 45.3, 16
+#: 33.6 / 38.5 (one threshold for the formats).
+LANE_INT8_PRE_FROM_M = 8
+#: (Above LANE_INT8_LONG_K always: modeled 4 x 4096 x 14336 Q4_0 52.4 % with it, 40.5 % quantizing in
+#: each workgroup, 46.2 % in the f16 lane kernel.)  Per format where other: Q4_K always (modeled 4096 x
+#: 4096 / 14336 x 4096, in each workgroup / pre-kernel: M = 2 46.1 / 51.2, 57.2 / 72.1; M = 4 21.2 /
+#: 27.9, 22.7 / 31.8; 155 VGPRs against 138 at M = 4).
+LANE_INT8_PRE_FROM_M_OF = {"q4_k": 2}
 #: ... its weight rows a lane (sharing each LDS read of A), B's units ahead, LDS bytes of a phase of A
 #: (int8 A and its blocks' meta words: :func:`int8_unit_lds` bytes a row and unit).
 #: Modeled (MI50 @ 1725 MHz, 4096 x 4096, % of the streaming ceiling; docs/quantized.md) with R = 2 / 4:
@@ -163,9 +190,13 @@ LANE_INT8_ROWS_Q4_0_MID = 4
 #: x 4096), Q8_0 45.9 / 43.8.
 LANE_INT8_SPAN16_FROM_M = 4
 #: Above this K the f16 lane kernel keeps M < LANE_INT8_MIN_M_LONG_K.  Modeled (MI50 @ 1725 MHz, 4096 x
-#: 14336, % of the streaming ceiling, f16 / int8): Q4_0 M = 2 75.7 / 48.1, M = 4 45.7 / 40.2; Q8_0 M = 2
+#: 14336, % of the streaming ceiling, f16 / int8 quantizing A in each workgroup, before the pre-kernel): Q4_0 M = 2 75.7 / 48.1, M = 4 45.7 / 40.2; Q8_0 M = 2
 #: 73.7 / 71.5, M = 4 69.9 / 60.3; at K = 4096 int8 wins (Q4_0 4 x 14336 x 4096: 33.0 / 76.6).
 LANE_INT8_LONG_K, LANE_INT8_MIN_M_LONG_K = 8192, 5
+#: ... per format where other, since A is quantized once by the pre-kernel: modeled (as above, 4096 x
+#: 14336, f16 lane / int8 lane with the pre-kernel) Q4_0 M = 2 76.7 / 65.9, M = 3 52.5 / 52.5, M = 4
+#: 46.2 / 52.4; int4_g128 M = 4 46.6 / 51.1; Q8_0 M = 2 73.9 / 69.8, M = 4 70.1 / 61.6 (so 5).
+LANE_INT8_MIN_M_LONG_K_OF = {"q4_0": 4, "int4_g128": 4}
 #: Rows of A whose int8 block (and d_a, c) the K loop reads from LDS ahead of the row computed (2:
 #: modeled the same, 15.8 % Q4_0 16 x 4096 x 4096, 10 VGPRs more).
 LANE_INT8_A_AHEAD = 1
@@ -176,14 +207,8 @@ def int8_unit_lds(fmt: str) -> int:
     (d_a, c) a block of 32."""
     return LANE_UNITS[fmt][0] * 5 // 4
 
-#: The launch fact ``a_quant`` of the int8-activation kernel: A's blocks of 32 quantized to
-#: q = rint(a 2^(7 - e)) clamped to [-128, 127], e the exponent of the block's largest |a| as frexp
-#: gives it (|a| < 2^e), at least -13 (vlpc.quant_run.quantize_activations reproduces it bit for bit).
-A_QUANT = "q8_pow2"
-#: f16 1536 (x2): 1536 + v rounds v in [-512, 512] to an integer (ulp 1 in [1024, 2048)), its low byte
-#: the int8 two's complement; 1536 + 127 the clamp; v_perm_b32 selectors: the low bytes of 4 halves, and
-#: bytes 2..5 of two dwords (a block's bytes after its 2-byte scale).
-Q8_MAGIC, Q8_CLAMP, Q8_PACK, ALIGN_2 = 0x66006600, 0x667F667F, 0x06040200, 0x05040302
+#: v_perm_b32 selector: bytes 2..5 of two dwords (a Q8_0 block's bytes after its 2-byte scale).
+ALIGN_2 = 0x05040302
 
 
 def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
@@ -201,7 +226,7 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
     if fmt not in LANE_UNITS or mm.layout.data != "NT" or s.batch or mm.epilogue_ops() or mm.bias is not None:
         return None
     int8 = int8_activations(fmt, s.m, s.k)
-    max_m = LANE_INT8_MAX_M if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
+    max_m = LANE_INT8_MAX_M_OF.get(fmt, LANE_INT8_MAX_M) if int8 else LANE_MAX_M_OF.get(fmt, LANE_MAX_M)
     if not (1 <= s.m <= max_m) or min(s.n, s.k, s.lda, s.ldb, s.ldc) < 0 or s.c_type not in ("f32", "f16"):
         return None
     unit_w, _ = LANE_UNITS[fmt]
@@ -220,7 +245,8 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
         span = next((x for x in spans if x <= units), None)
     if span is None or -(-units // span) > LANE_MAX_ITERS:
         return None
-    rows = (LANE_INT8_ROWS_Q4_0_MID if fmt == "q4_0" and 5 <= s.m <= 8 else LANE_INT8_ROWS) if int8 else 1
+    rows = (LANE_INT8_ROWS_Q4_0_MID if fmt == "q4_0" and 5 <= s.m <= 8 else
+            LANE_INT8_ROWS_OF.get(fmt, LANE_INT8_ROWS)) if int8 else 1
     while rows > 1 and s.n % (rows * 64 // span):
         rows //= 2
     if s.n % (rows * 64 // span):
@@ -231,10 +257,11 @@ def quant_lane_plan(mm: MatmulOp) -> tuple[int, int, int] | None:
 def int8_activations(fmt: str, m: int, k: int) -> bool:
     """Whether the lane kernel of format ``fmt`` at M = ``m`` and K = ``k`` quantizes A to int8 blocks
     (:class:`QuantLaneInt8Builder`; :data:`LANE_INT8_LONG_K`; an int4 format's partial group: no)."""
-    small_m = LANE_INT8_MIN_M_LONG_K if k > LANE_INT8_LONG_K else 2
+    long_k = LANE_INT8_MIN_M_LONG_K_OF.get(fmt, LANE_INT8_MIN_M_LONG_K)
+    small_m = LANE_INT8_MIN_M_OF.get(fmt, long_k if k > LANE_INT8_LONG_K else 2)
     if fmt in INT4_GROUP_FORMATS and k % LANE_UNITS[fmt][0]:
         return False
-    return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M
+    return fmt in LANE_INT8_FORMATS and small_m <= m <= LANE_INT8_MAX_M_OF.get(fmt, LANE_INT8_MAX_M)
 
 
 def lds_swizzle(e, g: SSAValue | None, pieces: int, kl: SSAValue | None = None) -> SSAValue:
@@ -281,8 +308,19 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
         return None
     rows, span, _ = plan
     s = mm.shape()
-    builder = QuantLaneInt8Builder if int8_activations(s.b_format, s.m, s.k) else QuantLaneGemvBuilder
-    return [builder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+    if not int8_activations(s.b_format, s.m, s.k):
+        return [QuantLaneGemvBuilder(mm, name, rows, span, plan_waves(mm, rows, span)).build()]
+    # int8 activations: from LANE_INT8_PRE_FROM_M the pre-kernel quantizes A into the workspace once,
+    # then the GEMV; below, each workgroup quantizes A as it stages it
+    pre = s.m >= LANE_INT8_PRE_FROM_M_OF.get(s.b_format, LANE_INT8_PRE_FROM_M) or s.k > LANE_INT8_LONG_K
+    gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span), pre)
+    if not pre:
+        return [gemv.build()]
+    kernels = [build_quant_a(mm, f"{name}_quant_a", gemv.kernargs()), gemv.build()]
+    plan = StringAttr(f"{name}_quant_a,{name}")
+    for k in kernels:
+        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
+    return kernels
 
 
 class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
@@ -343,6 +381,7 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
             wave = e(gcn.VReadfirstlaneB32Op(e(gcn.VLshrrevB32Op(6, item)).vdst)).sdst
             tid = e(gcn.VAndB32Op(63, item)).vdst  # the lane
         kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+        self.kp = kp
         lanes = e(gcn.SAndB64Op(exec0, -1)).sdst  # a copy of the full EXEC
         ptr_a, ptr_b, ptr_c = (e(gcn.SLoadDwordx2Op(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in "ABC")
         alpha, beta = (e(gcn.SLoadDwordOp(kp, kargs[x], comment=f"kernarg {x}")).sdst for x in ("alpha", "beta"))
@@ -718,11 +757,12 @@ class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
 
 
 class QuantLaneInt8Builder(QuantLaneGemvBuilder):
-    """The lane-along-K GEMV of Q8_0 / Q4_0 weights at M = 2 .. 16 with A quantized to int8 blocks
-    while it is staged (module docstring, "int8 activations"): ``v_dot4_i32_i8`` K loop, R weight
-    rows a lane sharing each LDS read of A."""
+    """The lane-along-K GEMV of Q8_0 / Q4_0 / int4 / Q4_K weights at M = 2 .. 16 (Q4_K: 4) on the int8
+    activations the pre-kernel wrote to the workspace (module docstring, "int8 activations";
+    passes/isel/quant_act.py): ``v_dot4_i32_i8`` K loop, R weight rows a lane sharing each LDS read of A."""
 
-    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1):
+    def __init__(self, mm: MatmulOp, name: str, rows: int, span: int, waves: int = 1, pre: bool = True):
+        self.pre = pre  # A from the pre-kernel's workspace, else quantized by each workgroup as it is staged
         super().__init__(mm, name, rows, span, waves)
         s = self.shape
         self.b_ahead = LANE_INT8_B_AHEAD
@@ -742,18 +782,39 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         self.prefetch_phase = 4 * -(-s.m * self.np // (64 * waves)) <= LANE_INT8_STAGED_VGPRS
         self.sums = False
 
+    def kernargs(self) -> list[dict]:
+        """The quantized GEMV's arguments; with the pre-kernel the workspace last (its int8 A:
+        passes/isel/quant_act.py)."""
+        if not self.pre:
+            return super().kernargs()
+        out = dot_kernarg_layout(self.shape, workspace=True)
+        for a in out:
+            if a["name"] == "B":
+                a["type"] = "char*"  # the GGUF tensor's bytes
+        return out
+
     def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
         kernel = super()._finish(entry, lds_bytes)
         kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
                                                       "a_quant": StringAttr(A_QUANT)})
         return kernel
 
-    # ---- A staged: f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
+    # ---- A staged: the pre-kernel's int8 blocks and their (d_a, sum q) copied from the workspace ----
+
+    def _stage_load(self, i0: int, i1: int) -> list:
+        return self._stage_load_ws(i0, i1) if self.pre else self._stage_load_q(i0, i1)
+
+    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+        return self._stage_write_ws(staged, i0, i1) if self.pre else self._stage_write_q(staged, i0, i1)
+
+    # ---- A from the pre-kernel's workspace: its int8 blocks and their (d_a, sum q) copied into LDS ----
 
     def _stage_map(self, j: int) -> tuple:
-        """Work-item t's piece ``f = t + threads j`` of the phase's M rows: (f, g (its piece in the
-        row), global byte offset from the phase's first byte of row 0, LDS address of its 8 int8
-        bytes, LDS address of its block's meta word, or None past the rows)."""
+        """Work-item t's piece ``f = t + threads j`` of the phase's M rows (8 activations): (f, g (its
+        piece in the row), its global byte offsets from the phase's first byte of row 0 (with the
+        pre-kernel: of its 8 int8 bytes and its block's meta word in the workspace; else of its 16 f16
+        bytes in A), LDS address of its 8 int8 bytes, LDS address of its block's meta word), or None
+        past the rows."""
         if j in self.swz:
             return self.swz[j]
         r_ = self.regs
@@ -764,11 +825,25 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         sh = np_.bit_length() - 1
         m = e(gcn.VLshrrevB32Op(sh, f)).vdst
         g = e(gcn.VAndB32Op(np_ - 1, f)).vdst
-        voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        if self.pre:  # the workspace: row m's int8 at m K, its blocks' (d_a, sum q) at M K + 8 (m K / 32 + b)
+            k = self.shape.k
+            voff_q = e(gcn.VLshlAddU32Op(g, 3, e(gcn.VMulLoU32Op(m, e.const(k))).vdst)).vdst
+            voff = (voff_q, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(3, g)).vdst, 2, e(gcn.VAddU32Op(
+                e(gcn.VLshlrevB32Op(1, e(gcn.VAndB32Op(~3 & 0xFFFFFFFF, g)).vdst)).vdst,
+                e(gcn.VMulLoU32Op(m, e.const(k // 4))).vdst)).vdst)).vdst)
+        else:  # A's f16 row m
+            voff = e(gcn.VLshlAddU32Op(g, 4, e(gcn.VMulLoU32Op(m, e.const(2 * self.shape.lda))).vdst)).vdst
+        q_at, m_at = self._lds_at(m, g)
+        self.swz[j] = (f, g, voff, q_at, m_at)
+        return self.swz[j]
+
+    def _lds_at(self, m: SSAValue, g: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """LDS addresses (VGPRs) of row ``m``'s piece ``g`` of the phase: its 8 int8 bytes, its block's meta word."""
+        e = self.regs.e
         # int8 bytes: unit u = g / (2 qp), piece ((g >> 1) & (qp - 1)) ^ x(u) of 16 bytes, half g & 1
         qp = self.qp
         p = e(gcn.VXorB32Op(e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(1, g)).vdst)).vdst,
-                            e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(
+                            e(gcn.VAndB32Op(min(qp, 8) - 1, e(gcn.VLshrrevB32Op(
                                 (2 * qp).bit_length() - 1 + self._swz_shift(), g)).vdst)).vdst)).vdst
         u_at = e(gcn.VLshlrevB32Op(3, e(gcn.VAndB32Op(~(2 * qp - 1) & 0xFFFFFFFF, g)).vdst)).vdst  # unit_w u
         q_at = e(gcn.VLshlAddU32Op(p, 4, e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, g)).vdst, 3, u_at)).vdst)).vdst
@@ -778,14 +853,14 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
                                    e(gcn.VLshlrevB32Op(3, e(gcn.VLshrrevB32Op(2, g)).vdst)).vdst)).vdst
         m_at = e(gcn.VAddU32Op(e.const(self.shape.m * self.q_row), e(gcn.VAddU32Op(
             m_at, e(gcn.VMulLoU32Op(m, e.const(self.m_row))).vdst)).vdst)).vdst
-        self.swz[j] = (f, g, voff, q_at, m_at)
-        return self.swz[j]
+        return q_at, m_at
 
     def _swz_shift(self) -> int:
-        """x(u) = (u >> shift) & (qp - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
+        """x(u) = (u >> shift) & (min(qp, 8) - 1) for the qp 16-byte pieces of a unit: the 8 lanes of a
         ``ds_read_b128`` pass (consecutive units, the same piece) hit 8 different groups of 4 banks
-        (units of 32, 64, 128 bytes: shift 2, 1, 0)."""
-        return {2: 2, 4: 1, 8: 0}[self.qp]
+        (units of 32, 64, 128, 256 bytes: shift 2, 1, 0, 0; Q4_K's 16 pieces: piece p ^ x stays in p's
+        half, so pieces 8..15 are pieces 0..7's address + 128)."""
+        return {2: 2, 4: 1, 8: 0, 16: 0}[self.qp]
 
     def _stage_mask(self, j: int, f: SSAValue, g: SSAValue, i0: int, i1: int, lead: int = 0) -> bool:
         """EXEC for the pieces of round j in the phase (units i0 .. i1 - 1 of each lane); with
@@ -808,7 +883,57 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         e(gcn.SAndB64Op(mask, -1, result_type=gcn.exec_type()))
         return True
 
-    def _stage_load(self, i0: int, i1: int) -> list:
+    def _stage_load_ws(self, i0: int, i1: int) -> list:
+        """The phase's int8 A (8 bytes a work-item: ``global_load_dwordx2``) and its blocks' meta words
+        (the block's first work-item d_a, the second sum q: ``global_load_dword``) from the
+        workspace into VGPRs: work-item t piece t + threads j of the phase's M rows (row-major)."""
+        r_ = self.regs
+        e = r_.e
+        k0 = i0 * self.span * self.unit_w  # the phase's first activation of a row
+        base_q = e.add64(self.ptr_ws, k0, 0, comment=f"int8 A: units +{i0 * self.span}") if k0 else self.ptr_ws
+        base_m = e.add64(self.ptr_ws, self.shape.m * self.shape.k + k0 // 4, 0, comment="A's blocks' d_a, sum q")
+        lead = 1 if self.fmt == "q8_0" else 2
+        out = []
+        j = 0
+        while (mp := self._stage_map(j)) is not None:
+            f, g, (voff_q, voff_m), _, _ = mp
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            q = e(gcn.GlobalLoadDwordx2Op(voff_q, base_q, comment="8 int8 activations")).vdst
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            self._stage_mask(j, f, g, i0, i1, lead)
+            meta = e(gcn.GlobalLoadDwordOp(voff_m, base_m,
+                                           comment="the block's d_a (lane 0), sum q (lane 1)")).vdst
+            e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            out.append((j, q, meta))
+            j += 1
+        return out
+
+    def _stage_write_ws(self, staged: list, i0: int, i1: int) -> None:
+        """The phase's int8 pieces and their blocks' meta words into LDS (Q4_0: c = -8 sum q, i32;
+        int4: sum q as f32, exact)."""
+        r_ = self.regs
+        e = r_.e
+        for j, q, meta in staged:
+            f, g, _, q_at, m_at = self.swz[j]
+            narrowed = self._stage_mask(j, f, g, i0, i1)
+            e(gcn.DsWriteB64Op(q_at, q, comment="8 int8 activations"))
+            if narrowed:
+                e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+            lead = 1 if self.fmt == "q8_0" else 2
+            self._stage_mask(j, f, g, i0, i1, lead)
+            val = meta
+            if self.fmt != "q8_0":
+                c = e(gcn.VMulLoU32Op(meta, e.const(0xFFFFFFF8))).vdst if self.fmt == "q4_0" else \
+                    e(gcn.VCvtF32I32Op(meta)).vdst
+                val = e(gcn.VCndmaskB32Op(c, meta, e(gcn.VCmpGtU32Op(e.const(1), e(gcn.VAndB32Op(1, g)).vdst)).sdst)).vdst
+            e(gcn.DsWriteB32Op(m_at, val, comment="the block's d_a (lane 0), c (lane 1)"))
+            e(gcn.SAndB64Op(r_.lanes, -1, result_type=gcn.exec_type()))
+        e(gcn.SBarrierOp(comment="A's phase in LDS"))
+
+    # ---- without the pre-kernel (small M): f16 pieces loaded, quantized per block of 32 by the block's 4 work-items ----
+
+    def _stage_load_q(self, i0: int, i1: int) -> list:
         """The phase's A as f16 pieces (16 bytes) into VGPRs: work-item t piece t + threads j of the
         phase's M rows (row-major)."""
         r_ = self.regs
@@ -826,7 +951,7 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             j += 1
         return out
 
-    def _stage_write(self, staged: list, i0: int, i1: int) -> None:
+    def _stage_write_q(self, staged: list, i0: int, i1: int) -> None:
         """Quantize the phase's pieces (:meth:`_quantize`) and write them and their blocks' meta
         words to LDS."""
         r_ = self.regs
@@ -851,59 +976,28 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         to 127, e the exponent of its block's largest |a| (max over the block's 4 work-items by
         ``ds_swizzle_b32``): (the 2 dwords of q, the block's f32 step d_a = 2^(e - 7) (NaN where the
         block holds an inf or NaN), Q4_0: -8 x the block's sum of q (i32), else None)."""
-        e = self.regs.e
-        dws = [e.sub(v, t, 1) for t in range(4)]
-        ab = [e(gcn.VAndB32Op(0x7FFF7FFF, x)).vdst for x in dws]  # |a| as bits: ordered as integers
-        mx = e(gcn.VPkMaxI16Op(e(gcn.VPkMaxI16Op(ab[0], ab[1])).vdst, e(gcn.VPkMaxI16Op(ab[2], ab[3])).vdst)).vdst
-        mx = e(gcn.VPkMaxI16Op(e.const(0x04000400), mx)).vdst  # at least 2^-14: e >= -13
-        for d in (1, 2):
-            mx = e(gcn.VPkMaxI16Op(e(gcn.DsSwizzleB32Op(mx, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst,
-                                   mx)).vdst
-        mx = e(gcn.VPkMaxI16Op(e(gcn.VLshrrevB32Op(16, mx)).vdst, mx)).vdst  # low half: the block's max |a|
-        ex = e(gcn.VAndB32Op(31, e(gcn.VLshrrevB32Op(10, mx)).vdst)).vdst  # its f16 exponent field E
-        # scale 2^s, s = 21 - E = s1 + s2 (each an f16 power of two): u = 31 - E, 2^s1 field (u >> 1) + 10,
-        # 2^s2 field ((u + 1) >> 1) + 10
-        u = e(gcn.VXorB32Op(31, ex)).vdst
-        ten = e.const(10)
-
-        def pk(field: SSAValue) -> SSAValue:
-            x = e(gcn.VLshlrevB32Op(10, field)).vdst
-            return e(gcn.VLshlAddU32Op(x, 16, x)).vdst
-
-        p1 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, u)).vdst)).vdst)
-        p2 = pk(e(gcn.VAddU32Op(ten, e(gcn.VLshrrevB32Op(1, e(gcn.VAddU32Op(e.const(1), u)).vdst)).vdst)).vdst)
-        magic, clamp = e.const(Q8_MAGIC), e.const(Q8_CLAMP)
-        ys = []
-        for x in dws:
-            y = e(gcn.VPkFmaF16Op(e(gcn.VPkMulF16Op(p1, x)).vdst, p2, magic)).vdst  # 1536 + rint(a 2^s)
-            ys.append(e(gcn.VPkMinI16Op(clamp, y)).vdst)
-        sel = e.const(Q8_PACK)
-        q = [e(gcn.VPermB32Op(ys[1], ys[0], sel)).vdst, e(gcn.VPermB32Op(ys[3], ys[2], sel)).vdst]
-        d_bits = e(gcn.VLshlAddU32Op(ex, 23, e.const(106 << 23))).vdst  # f32 2^(E - 21)
-        d_a = e(gcn.VFmaF32Op(e(gcn.VCvtF32F16Op(mx)).vdst, self.zero, d_bits)).vdst  # (NaN for an inf / NaN max)
-        c = None
-        if self.fmt != "q8_0":  # Q4_0: -8 sum q (i32); int4: sum q (f32, exact)
-            k8 = e.const(0xF8F8F8F8 if self.fmt == "q4_0" else 0x01010101)
-            c = e(gcn.VDot4I32I8Op(q[1], k8, e(gcn.VDot4I32I8Op(q[0], k8, self.zero)).vdst)).vdst
-            for d in (1, 2):
-                c = e(gcn.VAddU32Op(e(gcn.DsSwizzleB32Op(c, offset=0x1F | d << 10, comment=f"lane ^ {d}")).vdst, c)).vdst
-            if self.fmt != "q4_0":
-                c = e(gcn.VCvtF32I32Op(c)).vdst
-        return e(gcn.RegSequenceOp(q)).result, d_a, c
+        k8 = None if self.fmt == "q8_0" else 0xF8F8F8F8 if self.fmt == "q4_0" else 0x01010101
+        q, d_a, c = quantize_pieces(self.regs.e, v, self.zero, k8)
+        if c is not None and self.fmt != "q4_0":
+            c = self.regs.e(gcn.VCvtF32I32Op(c)).vdst
+        return q, d_a, c
 
     def _stage_first(self) -> None:
         r_ = self.regs
         e = r_.e
         self.swz: dict = {}
         self.zero = e(gcn.VMovB32Op(0)).vdst
+        if self.pre:
+            kargs = {a["name"]: a["offset"] for a in self.kernargs()}
+            self.ptr_ws = e(gcn.SLoadDwordx2Op(self.kp, kargs["workspace"], comment="kernarg workspace")).sdst
         staged = self._stage_load(*self.phases[0])
         self.bq = {0: self._load_b(0)}
         self._stage_write(staged, *self.phases[0])
         # lane kl's unit: int8 piece p at unit_w kl + 16 (p ^ x(kl)) (:meth:`_swz_shift`); meta at 8 nb kl
         qp = self.qp
-        xk = e(gcn.VAndB32Op(qp - 1, e(gcn.VLshrrevB32Op(self._swz_shift(), r_.kl)).vdst)).vdst
+        xk = e(gcn.VAndB32Op(min(qp, 8) - 1, e(gcn.VLshrrevB32Op(self._swz_shift(), r_.kl)).vdst)).vdst
         lane_q = e(gcn.VLshlrevB32Op(self.unit_w.bit_length() - 1, r_.kl)).vdst
-        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_q)).vdst for p in range(qp)]
+        self.addr = [e(gcn.VLshlAddU32Op(e(gcn.VXorB32Op(p, xk)).vdst, 4, lane_q)).vdst for p in range(min(qp, 8))]
         self.meta_addr = e(gcn.VLshlrevB32Op((8 * self.nb).bit_length() - 1, r_.kl)).vdst
 
     def _issue_a(self, j: int) -> None:  # (A's reads are :meth:`_unit`'s)
@@ -917,8 +1011,8 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         rel = i - self.phase[0]
         q = []
         for p in (2 * blk, 2 * blk + 1):
-            base = self._tail_addr(p, self.addr[p]) if last else self.addr[p]
-            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * self.unit_w,
+            base = self._tail_addr(p % 8, self.addr[p % 8]) if last else self.addr[p % 8]
+            q.append(e(gcn.DsReadB128Op(base, offset=m * self.q_row + rel * self.span * self.unit_w + 16 * (p - p % 8),
                                         comment=f"int8 A row {m}, unit +{i * self.span}, piece {p}")).vdst)
         mb = self.meta_addr
         if last:
@@ -965,28 +1059,42 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
             qs += [e(gcn.VPermB32Op(hi, lo, e.const(sel))).vdst for sel in NIBBLE_INTERLEAVE]
         return (*head, qs)
 
+    def _rows_of_a(self, i: int, blk: int):
+        """(m, its int8 block ``blk`` of unit i, its meta words) for each row m of A, the LDS reads
+        :data:`LANE_INT8_A_AHEAD` rows ahead of the row yielded."""
+        M, ahead = self.shape.m, LANE_INT8_A_AHEAD
+        nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
+        for m in range(M):
+            if m + ahead < M:
+                nxt[m + ahead] = self._read_a(i, m + ahead, blk)
+            yield (m, *nxt.pop(m))
+
+    def _dot8(self, qs: list[SSAValue], q: list[SSAValue], start: SSAValue) -> SSAValue:
+        """start + the 32 products of a block's int8 (or nibble) weights ``qs`` (8 dwords) and its
+        activations ``q`` (2 x 4 dwords): 8 ``v_dot4_i32_i8``."""
+        e = self.regs.e
+        x = start
+        for t in range(8):
+            x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+        return x
+
     def _unit(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
         """Unit i of the lane's R rows: per row m of A and block, 8 ``v_dot4_i32_i8`` from c (Q4_0: -8
         sum q_a; Q8_0, int4: 0), the exact integer to f32 (int4: minus z sum q_a, exact), then acc +=
         (d_w d_a) x it."""
         if self.fmt in INT4_GROUP_FORMATS:
             return self._unit_int4_int8(i, bv, acc)
-        e, M, R = self.regs.e, self.shape.m, self.rows
-        ahead = LANE_INT8_A_AHEAD
+        if self.fmt == "q4_k":
+            return self._unit_q4k_int8(i, bv, acc)
+        e, R = self.regs.e, self.rows
         for blk in range(2):
             w = [self._weights(bv[r], blk) for r in range(R)]
-            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
-            for m in range(M):
-                if m + ahead < M:
-                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
-                q, meta = nxt.pop(m)
+            for m, q, meta in self._rows_of_a(i, blk):
                 d_a = e.sub(meta, 0, 1) if self.fmt == "q4_0" else meta
                 start = e.sub(meta, 1, 1) if self.fmt == "q4_0" else self.zero
                 for r in range(R):
                     d_w, qs = w[r]
-                    x = start
-                    for t in range(8):
-                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    x = self._dot8(qs, q, start)
                     sc = e(gcn.VMulF32Op(d_w, d_a)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(sc, e(gcn.VCvtF32I32Op(x)).vdst, acc[m * R + r],
                                                      comment=f"row {m} += d_w d_a x block's integer dot")).vdst
@@ -995,29 +1103,49 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
         """An int4 group (the unit) of the lane's R rows: per block and row m of A, 8 ``v_dot4_i32_i8``
         of the nibbles q and q_a from 0, f = float(dot) - z sum q_a (exact: integers below 2^24),
         acc += (s d_a) f."""
-        e, M, R = self.regs.e, self.shape.m, self.rows
-        ahead = LANE_INT8_A_AHEAD
+        e, R = self.regs.e, self.rows
         heads: list = [None] * R
         for blk in range(self.nb):
             w = []
             for r in range(R):
                 w.append(self._weights_int4(bv[r], blk, heads[r]))
                 heads[r] = w[r][:2]
-            nxt = {m: self._read_a(i, m, blk) for m in range(min(M, ahead))}
-            for m in range(M):
-                if m + ahead < M:
-                    nxt[m + ahead] = self._read_a(i, m + ahead, blk)
-                q, meta = nxt.pop(m)
+            for m, q, meta in self._rows_of_a(i, blk):
                 d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
                 for r in range(R):
                     s_w, nz, qs = w[r]
-                    x = self.zero
-                    for t in range(8):
-                        x = e(gcn.VDot4I32I8Op(qs[t], e.sub(q[t // 4], t % 4, 1), x)).vdst
+                    x = self._dot8(qs, q, self.zero)
                     f = e(gcn.VFmaF32Op(nz, sq, e(gcn.VCvtF32I32Op(x)).vdst)).vdst  # sum (q - z) q_a, exact
                     sc = e(gcn.VMulF32Op(s_w, d_a)).vdst
                     acc[m * R + r] = e(gcn.VFmaF32Op(sc, f, acc[m * R + r],
                                                      comment=f"row {m} += s d_a x block's integer dot")).vdst
+
+    def _unit_q4k_int8(self, i: int, bv: list[list[SSAValue]], acc: list[SSAValue]) -> None:
+        """A Q4_K super-block (the unit) of the lane's R rows: per sub-block j (32 weights: the low
+        nibbles of bytes 32 c .. 32 c + 31 of the quants for j = 2 c, the high ones for j = 2 c + 1, in
+        K order) and row m of A, 8 ``v_dot4_i32_i8`` of the nibbles q and q_a from 0, then
+        acc += d_a (d sc_j float(dot) - dmin m_j sum q_a): a ``v_mul_f32``, two ``v_fma_f32``
+        (the minimum's term from the pre-kernel's block sums, as the int4 zero points')."""
+        e, R = self.regs.e, self.rows
+        scales = [q4k_scales(e, lambda q, r=r: self._dw(bv[r], q)) for r in range(R)]
+        for j in range(8):
+            c, hi = divmod(j, 2)
+            w = []
+            for r in range(R):
+                qs = []
+                for t in range(8):
+                    x = self._dw(bv[r], 4 + 8 * c + t)
+                    x = e(gcn.VLshrrevB32Op(4, x)).vdst if hi else x
+                    qs.append(e(gcn.VAndB32Op(0x0F0F0F0F, x)).vdst)
+                w.append(qs)
+            for m, q, meta in self._rows_of_a(i, j):
+                d_a, sq = e.sub(meta, 0, 1), e.sub(meta, 1, 1)
+                for r in range(R):
+                    dsc, ndm = scales[r][0][j], scales[r][1][j]
+                    x = self._dot8(w[r], q, self.zero)
+                    f = e(gcn.VFmaF32Op(dsc, e(gcn.VCvtF32I32Op(x)).vdst, e(gcn.VMulF32Op(ndm, sq)).vdst)).vdst
+                    acc[m * R + r] = e(gcn.VFmaF32Op(d_a, f, acc[m * R + r],
+                                                     comment=f"row {m} += d_a (d sc{j} dot - dmin m{j} sum q_a)")).vdst
 
 
 @dataclass

@@ -43,6 +43,12 @@ DGEMM_NN = """builtin.module {
   }
 }"""
 
+QUANT_M8 = """func.func @q(%x: memref<8x2048xf16>, %w: memref<64x1152xi8>, %y: memref<8x64xf32>, %alpha: f32, %beta: f32) {
+  gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q4_0"}
+      : memref<8x2048xf16>, memref<64x1152xi8>, memref<8x64xf32>, f32, f32
+  func.return
+}"""
+
 #: (IR, options): split-K with a workspace and row-narrow companions; atomic split-K (scale
 #: kernel first); f16 whose static odd lda makes the plan copy A first; an f64 NN GEMM; the
 #: static int8 -> i32 GEMV (int alpha/beta, sizes fixed by the IR).
@@ -52,6 +58,7 @@ CASES = {
     "hgemm_copy_a": (HGEMM_LDA_ODD, dict(split_k=2)),
     "dgemm_nn": (DGEMM_NN, {}),
     "gemv_int8": ((ROOT / "examples" / "gemv_int8.mlir").read_text(), {}),
+    "quant_a_first": (QUANT_M8, {}),  # Q4_0 GEMV at M = 8: the activations' quantization pre-kernel first
 }
 
 #: M N K lda ldb ldc per line, valid and not (too small leading dimensions, M < 1, an odd f16 ldb).
