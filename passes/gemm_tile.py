@@ -47,7 +47,7 @@ SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot k
 #: element types it is used for: the timing model's best G where the row-major order lost (f32 32x64
 #: tiles on MI60, K = 640: 1.45x at 10240, 1.87x at 12288, 2.05x at 16384; G = 8 and 16 a little
 #: slower; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup order").  f64 keeps
-#: G = 1 (DGEMM 4096x4096x640, 16x64 tiles: G = 4 0.84x, G = 8 0.80x); the f16/int8 dot kernels take
+#: G = 1 (DGEMM 16x64 tiles: G = 4 0.84x at 4096x4096x640, 0.72x at 4096^3); the f16/int8 dot kernels take
 #: the option but keep G = 1 by default (not measured).
 AUTO_WG_GROUP = 4
 AUTO_WG_GROUP_TYPES = ("f32",)
