@@ -70,12 +70,13 @@ def table(rows: dict[str, dict]) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,8192,10240,12288,14336,16384",
-                    help="comma-separated M = N values (default: %(default)s)")
+                    help="comma-separated M (= N unless -n) values (default: %(default)s)")
     ap.add_argument("--groups", default="1,4,8,16", help="group heights G (default: %(default)s)")
     ap.add_argument("--dtype", default="f32", choices=("f32", "f64"))
     ap.add_argument("--gpu", default="mi60", choices=("mi60", "mi50"), help="board, at its stock clocks and CUs")
     ap.add_argument("--tile", default="32x64", help="macro tile MxN (default: %(default)s)")
     ap.add_argument("-k", type=int, default=640, help="K (default: the seed's %(default)s)")
+    ap.add_argument("-n", type=int, default=0, help="N (default: N = M, each size of --sizes)")
     ap.add_argument("--fresh", action="store_true", help="run the points again even when recorded")
     ap.add_argument("--table", action="store_true", help="print the recorded table and stop")
     a = ap.parse_args(argv)
@@ -87,10 +88,11 @@ def main(argv=None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     for m in (int(x) for x in a.sizes.split(",")):
         for g in (int(x) for x in a.groups.split(",")):
-            kk = key(a.dtype, m, m, a.k, tile, g, a.gpu)
+            n = a.n or m
+            kk = key(a.dtype, m, n, a.k, tile, g, a.gpu)
             if kk in rows and not a.fresh:
                 continue
-            r = probe(a.dtype, m, m, a.k, tile, g, a.gpu)  # type: ignore[arg-type]
+            r = probe(a.dtype, m, n, a.k, tile, g, a.gpu)  # type: ignore[arg-type]
             rows[kk] = r
             with OUT.open("a") as f:
                 f.write(json.dumps(r) + "\n")

@@ -47,16 +47,17 @@ SQC_DEFAULT_M = {"f32": 32, "f64": 16, "f16": 32, "i8": 32}  # f16/i8: the dot k
 #: element types it is used for: the timing model's best G where the row-major order lost (f32 32x64
 #: tiles on MI60, K = 640: 1.45x at 10240, 1.87x at 12288, 2.05x at 16384; G = 8 and 16 a little
 #: slower; ``benchmarks/wg_order.py``, docs/kernels.md "The grouped workgroup order").  f64 keeps
-#: G = 1 (DGEMM 4096x4096x640, 16x64 tiles: G = 4 0.84x, G = 8 0.80x); the f16/int8 dot kernels take
+#: G = 1 (DGEMM 16x64 tiles: G = 4 0.84x at 4096x4096x640, 0.72x at 4096^3); the f16/int8 dot kernels take
 #: the option but keep G = 1 by default (not measured).
 AUTO_WG_GROUP = 4
 AUTO_WG_GROUP_TYPES = ("f32",)
-#: The automatic plan groups where gx tile columns and the CU count share a factor of at least
-#: CUs / AUTO_WG_GROUP_MIN_GCD_SHARE (gcd(gx, CUs) >= CUs / 2): under the row-major order workgroup w
-#: runs on CU w mod CUs (breadth-first), so each CU's workgroups fall in gx / gcd(gx, CUs) tile columns.
-#: Fitted to the modeled points of docs/kernels.md: every win of G = 4 had gcd >= CUs / 2 (gx 32..256
-#: on 64 CUs, 180 on 60), every loss or tie a smaller one (3072: gx 48, gcd 16; 6912, 13056: gcd 4;
-#: 12288 on 60 CUs: gcd 12).
+#: Where the automatic plan groups: gx tile columns at least AUTO_WG_GROUP_MIN_COLUMNS_PER_CU times the
+#: CU count and sharing a factor of at least half the CU count with it (gcd(gx, CUs) >= CUs /
+#: AUTO_WG_GROUP_MIN_GCD_SHARE; under the row-major order workgroup w runs on CU w mod CUs, so each
+#: CU's workgroups fall in gx / gcd(gx, CUs) tile columns).  A fit to the modeled points of
+#: docs/kernels.md, not a mechanism: it takes every large win (gx 128..256 on 64 CUs, 180 on 60) and no
+#: loss; two earlier rules each mispredicted a size measured after them (3072: 0.99x; 6144: 0.69x).
+AUTO_WG_GROUP_MIN_COLUMNS_PER_CU = 2
 AUTO_WG_GROUP_MIN_GCD_SHARE = 2
 #: Waves per SIMD of the default sqc kernels (``SQC_DEFAULT_M``: 64 VGPRs or fewer).
 SQC_DEFAULT_WAVES = 4
@@ -69,15 +70,16 @@ def auto_wg_group(shape, macro: tuple[int, int], model: bool, cus: int, simds_pe
     (``model``) of a static, unbatched product of :data:`AUTO_WG_GROUP_TYPES` whose grid has more than G
     tile rows, more tiles than the board runs one-wavefront workgroups at once (``cus x
     simds_per_cu x`` :data:`SQC_DEFAULT_WAVES`: more than one round, so the order decides which
-    tiles share the L2) and whose tile columns gx share a factor of at least half the CU count
-    (gcd(gx, cus) >= cus / 2: :data:`AUTO_WG_GROUP_MIN_GCD_SHARE`, where the model's row-major order
-    lost), else 1 (the hardware's row-major order; a grid of one round is left as it was, and so is
-    every kernel of the golden assembly tests)."""
+    tiles share the L2) and whose tile columns gx number at least twice the CUs and share a factor
+    of at least half the CU count with it (gcd(gx, cus) >= cus / 2:
+    :data:`AUTO_WG_GROUP_MIN_COLUMNS_PER_CU`, :data:`AUTO_WG_GROUP_MIN_GCD_SHARE`, fitted where the
+    model's row-major order lost), else 1 (the hardware's row-major order; a grid of one round is
+    left as it was, and so is every kernel of the golden assembly tests)."""
     if not model or not shape.is_static() or shape.batch != 0 or shape.b_format or shape.dtype not in AUTO_WG_GROUP_TYPES:
         return 1
     gx, gy = -(-shape.n // macro[1]), -(-shape.m // macro[0])
     in_flight = cus * simds_per_cu * SQC_DEFAULT_WAVES
-    aliased = math.gcd(gx, cus) * AUTO_WG_GROUP_MIN_GCD_SHARE >= cus
+    aliased = gx >= AUTO_WG_GROUP_MIN_COLUMNS_PER_CU * cus and math.gcd(gx, cus) * AUTO_WG_GROUP_MIN_GCD_SHARE >= cus
     return AUTO_WG_GROUP if gy > AUTO_WG_GROUP and gx * gy > in_flight and aliased else 1
 
 

@@ -197,9 +197,9 @@ def test_cli_flag(tmp_path, capsys):
 def test_automatic_group():
     """The automatic plan (passes/gemm_tile.py ``auto_wg_group``): G = 4 for a static f32 sqc plan
     whose grid has more tiles than one round of workgroups in flight and more than 4 tile rows, and
-    whose tile columns share a factor of at least half the CU count with it;
-    the row-major order for one round (the bundled 256x512 example, every golden kernel), sizes
-    at launch and f16; an explicit wg_group=1 wins."""
+    whose tile columns gx number at least twice the CUs and share a factor of at least half the CU
+    count with it; the row-major order for one round (the bundled 256x512 example, every golden
+    kernel), sizes at launch, the lds strategy; an explicit wg_group=1 wins."""
     from vlpc.compiler import parse
     from vlpc.passes.common import matmuls
     from vlpc.passes.gemm_tile import AUTO_WG_GROUP, auto_wg_group
@@ -207,21 +207,23 @@ def test_automatic_group():
     def grouped(src, **options):
         return "grouped tile row" in vlpc.compile(src, cache=False, **options).kernel().asm
 
+    def shape(m, n):
+        return next(iter(matmuls(parse(gemm_source(m, n, 64))))).shape()
+
     assert AUTO_WG_GROUP == 4
-    assert grouped(gemm_source(4096, 4096, 64), gpu="mi60")                 # 8,192 tiles of 32x64 > 1,024
-    assert not grouped(gemm_source(4096, 4096, 64), gpu="mi60", wg_group=1)
+    assert grouped(gemm_source(512, 8192, 64), gpu="mi60")                  # 128 tile columns, 16 rows
+    assert not grouped(gemm_source(512, 8192, 64), gpu="mi60", wg_group=1)
     assert not grouped(gemm_source(256, 512, 640))                           # one round
     assert not grouped(gemm_source(None, None, None, dynamic=True))          # sizes at launch
-    assert not grouped(gemm_source(4096, 4096, 64), gpu="mi60", strategy="lds", split_k=1)
-    mm = next(iter(matmuls(parse(gemm_source(1024, 2048, 64)))))
-    # 32 x 32 = 1,024 tiles: exactly one round on 64 CUs (64 x 4 SIMDs x 4 waves), two on 32
-    assert auto_wg_group(mm.shape(), (32, 64), True, 64, 4) == 1
-    assert auto_wg_group(mm.shape(), (32, 64), True, 32, 4) == 4
-    assert auto_wg_group(mm.shape(), (32, 64), False, 32, 4) == 1           # not the sqc kernel's model plan
-    assert auto_wg_group(mm.shape(), (256, 64), True, 32, 4) == 1           # 4 tile rows: one group at most
-    # N = 6912: 108 tile columns, gcd(108, 64) = 4 < 64 / 2; on 54 CUs gcd 54 >= 27
-    wide = next(iter(matmuls(parse(gemm_source(6912, 6912, 64))))).shape()
-    assert auto_wg_group(wide, (32, 64), True, 64, 4) == 1
-    assert auto_wg_group(wide, (32, 64), True, 54, 4) == 4
-    # N = 3072: 48 tile columns, gcd(48, 64) = 16 < 32 (modeled: G = 4 0.99x there)
-    assert auto_wg_group(next(iter(matmuls(parse(gemm_source(3072, 3072, 64))))).shape(), (32, 64), True, 64, 4) == 1
+    assert not grouped(gemm_source(512, 8192, 64), gpu="mi60", strategy="lds", split_k=1)
+    # tile columns (64 wide) vs 64 CUs: 128, 160, 192, 224, 256 group; 32, 48, 64, 96 (< 2 x 64) and
+    # 108, 204 (gcd 4 < 32) do not
+    for n, want in ((8192, 4), (10240, 4), (12288, 4), (14336, 4), (16384, 4), (2048, 1), (3072, 1),
+                    (4096, 1), (6144, 1), (6912, 1), (13056, 1)):
+        assert auto_wg_group(shape(4096, n), (32, 64), True, 64, 4) == want, n
+    assert auto_wg_group(shape(4096, 11520), (32, 64), True, 60, 4) == 4    # gx 180 on 60 CUs: gcd 60
+    assert auto_wg_group(shape(4096, 12288), (32, 64), True, 60, 4) == 1    # gx 192 on 60 CUs: gcd 12
+    assert auto_wg_group(shape(4096, 12288), (32, 64), False, 64, 4) == 1   # not the sqc kernel's model plan
+    assert auto_wg_group(shape(128, 12288), (32, 64), True, 64, 4) == 1     # 4 tile rows: one group at most
+    assert auto_wg_group(shape(288, 8192), (32, 64), True, 64, 4) == 4      # 9 rows x 128 columns > 1,024
+    assert auto_wg_group(shape(256, 8192), (32, 64), True, 64, 4) == 1      # 8 x 128 = 1,024: one round
