@@ -109,17 +109,19 @@ def _linearize(kernel: gcn.KernelOp) -> tuple[list[Operation], list[tuple[int, i
     follows the loop op) and each loop's extent (first and last position, op)."""
     order: list[Operation] = []
     loops: list[tuple[int, int, gcn.LoopOp]] = []
-
-    def walk(block: Block) -> None:
-        for o in block.ops:
-            order.append(o)
-            if _op_class(type(o))[0]:  # a loop
-                start = len(order) - 1
-                walk(o.body.block)
-                loops.append((start, len(order) - 1, o))
-
-    walk(kernel.body.block)
+    _linearize_block(kernel.body.block, order, loops)
     return order, loops
+
+
+def _linearize_block(block: Block, order: list[Operation], loops: list[tuple[int, int, gcn.LoopOp]]) -> None:
+    """:func:`_linearize` of one block.  (A module-level function: a nested one calling itself is a
+    reference cycle that kept the kernel's operations alive until the next garbage collection.)"""
+    for o in block.ops:
+        order.append(o)
+        if _op_class(type(o))[0]:  # a loop
+            start = len(order) - 1
+            _linearize_block(o.body.block, order, loops)
+            loops.append((start, len(order) - 1, o))
 
 
 def _insert_back_edge_copies(kernel: gcn.KernelOp) -> None:
