@@ -345,6 +345,10 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     else:
         lines.append(f"  grid {gx if s.n >= 0 else f'ceil(N/{macro[1]})'}x{gy if s.m >= 0 else f'ceil(M/{macro[0]})'}"
                      f"x{gz}{per_batch} workgroups of {wg} work-items")
+    group = mm.get_int("wg_group") or 1
+    if group > 1:  # gemm-tile's grouped workgroup order (docs/kernels.md, "The grouped workgroup order")
+        lines.append(f"  workgroup order: grouped, {group} tile rows per group (wg_group {group}; "
+                     f"the hardware's order is row-major)")
     kernels = [f"{kernel_name} (grid z {('batch' if gz == 1 else f'{gz} x batch') if per_batch else gz})"]
     if split > 1 and mode == "workspace":
         kernels.append(f"{kernel_name}_reduce (grid z 1)")
