@@ -55,7 +55,9 @@ def test_pipeline_lists_passes_with_options():
     assert names[0] == "convert-linalg-to-gemm" and names[-1] == "gcn-emit-descriptor"
     opts = dict(vlpc.pipeline_options(passes))
     assert opts["gemm-tile"] == {"macro_m": 16, "macro_n": 64, "micro_m": 16, "micro_n": 1, "k_step": 8,
-                                 "model": True, "split_k": 0, "cus": 0, "gpu": "", "target": "gfx906"}
+                                 "model": True, "split_k": 0, "cus": 0, "gpu": "", "target": "gfx906",
+                                 "wg_group": 0}
+    assert dict(vlpc.pipeline_options(vlpc.pipeline("gfx906", wg_group=4)))["gemm-tile"]["wg_group"] == 4
     assert opts["gcn-emit-descriptor"]["target"] == "gfx906"
     assert [p.name for p in vlpc.pipeline(linalg=False)] == names[1:]
     with pytest.raises(vlpc.VlpcError, match="unknown option"):
