@@ -61,11 +61,6 @@ QUANT_A_TILE_K = 8 * QUANT_A_THREADS
 QUANT_A_BLOCK_BYTES = 40
 
 
-def quant_a_workspace_bytes(m: int, k: int) -> int:
-    """Bytes of the pre-kernel's workspace for M x K activations (module docstring)."""
-    return m * -(-k // 32) * QUANT_A_BLOCK_BYTES
-
-
 def quantize_pieces(e: Emitter, v: SSAValue, zero: SSAValue, k8: int | None
                     ) -> tuple[SSAValue, SSAValue, SSAValue | None]:
     """A work-item's 8 f16 activations ``v`` (4 dwords; 4 consecutive lanes a block of 32) as 8 int8
@@ -162,4 +157,4 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None) -
     return kernel
 
 
-__all__ = ["A_QUANT", "QUANT_A_BLOCK_BYTES", "build_quant_a", "quant_a_workspace_bytes", "quantize_pieces"]
+__all__ = ["A_QUANT", "QUANT_A_BLOCK_BYTES", "build_quant_a", "quantize_pieces"]
