@@ -109,12 +109,15 @@ QUANT_K_UNIT = {"q8_0": QUANT_K_PAIR, "q4_0": QUANT_K_PAIR, "q4_k": 256, **INT4_
 #: Wavefront groups (K slices) per workgroup of the quantized GEMV for M < 8 (twice that from
 #: M = 8: :func:`quant_plan`).
 QUANT_LOCAL = 8
-#: The prefill GEMM of f16 activations and quantized weights (passes/isel/quant_gemm.py): the
-#: rows of its macro tile per format (M static and at least that many rows; the plan and its modeled
-#: reasons: that module's docstring) and its wavefront groups along K (halved until they divide the
-#: block pairs: :func:`quant_plan`).
-QUANT_GEMM_TILE_ROWS = {"q4_0": 32, "q8_0": 28}
-QUANT_GEMM_LOCAL = 16
+#: The prefill GEMM of quantized weights on int8 activations (passes/isel/quant_gemm.py,
+#: QuantGemmInt8Builder): the rows of its macro tile per format (M static and at least that many rows;
+#: the plan and its modeled reasons: docs/quantized.md, "Prefill") and its wavefront groups along K
+#: (halved until they divide the block pairs: :func:`quant_plan`).
+QUANT_GEMM_TILE_ROWS = {"q4_0": 32, "q8_0": 32}
+QUANT_GEMM_LOCAL = 8
+#: The f16-activation prefill GEMM's (QuantGemmBuilder: the companion for an M given at launch).
+QUANT_GEMM_F16_TILE_ROWS = {"q4_0": 32, "q8_0": 28}
+QUANT_GEMM_F16_LOCAL = 16
 
 
 #: The decode GEMV plan (f16/i8 with a static M of 1..GEMV_MAX_M): macro tile M x 64 and K

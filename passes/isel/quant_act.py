@@ -59,6 +59,8 @@ QUANT_A_THREADS = 256
 QUANT_A_TILE_K = 8 * QUANT_A_THREADS
 #: Bytes of the workspace per row of A and block of 32: 32 int8 values, f32 d_a, i32 sum q.
 QUANT_A_BLOCK_BYTES = 40
+#: ... and of the pair-major steps the prefill GEMM's plan adds (``build_quant_a``'s ``pair_steps``).
+QUANT_A_PAIR_STEP_BYTES = 4
 
 
 def quantize_pieces(e: Emitter, v: SSAValue, zero: SSAValue, k8: int | None
@@ -106,12 +108,18 @@ def quantize_pieces(e: Emitter, v: SSAValue, zero: SSAValue, k8: int | None
     return e(gcn.RegSequenceOp(q)).result, d_a, c
 
 
-def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None) -> gcn.KernelOp:
+def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None,
+                  pair_steps: bool = False) -> gcn.KernelOp:
     """``<name>_quant_a`` (module docstring) for the GEMV ``mm`` (static M, K a multiple of 32, static
     lda): the same kernel arguments as the GEMV (``kernargs``; default the dot layout with the
-    workspace last), grid (M, ceil(K / QUANT_A_TILE_K)), QUANT_A_THREADS work-items."""
+    workspace last), grid (M, ceil(K / QUANT_A_TILE_K)), QUANT_A_THREADS work-items.  ``pair_steps``
+    (the prefill GEMM's plan, K a multiple of 64): the steps d_a once more after the (d_a, sum q)
+    words, pair-major: block pair p of row m at M K + 8 M K / 32 + 8 (p M + m), its two blocks' f32
+    d_a (:data:`QUANT_A_PAIR_STEP_BYTES` more a row and block), so that the steps of consecutive rows
+    of A for one pair share scalar-cache lines."""
     s = mm.shape()
     assert s.m >= 1 and s.k >= 1 and s.k % 32 == 0 and s.lda >= s.k, (s.m, s.k, s.lda)
+    assert not pair_steps or s.k % 64 == 0, s.k
     kargs_list = kernargs if kernargs is not None else dot_kernarg_layout(s, workspace=True)
     kargs = {a["name"]: a["offset"] for a in kargs_list}
     types = [gcn.SGPRType.at(0, 2), gcn.SGPRType.at(2), gcn.SGPRType.at(3)]
@@ -148,13 +156,22 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None) -
     val = e(gcn.VCndmaskB32Op(c, d_a, e(gcn.VCmpGtU32Op(e.const(1), j)).sdst)).vdst  # j = 0: d_a
     m_at = e(gcn.VLshlAddU32Op(j, 2, e(gcn.VLshlrevB32Op(1, e(gcn.VAndB32Op(~3 & 0xFFFFFFFF, tid)).vdst)).vdst)).vdst
     e(gcn.GlobalStoreDwordOp(m_at, val, m_tile, comment="the block's d_a (j = 0), sum q (j = 1)"))
+    if pair_steps:  # work-item 4b of block kb = k0 / 32 + b: d_a at 8 ((kb >> 1) M + m) + 4 (kb & 1) of the region
+        first = e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(1), j)).sdst)).sdst
+        e(gcn.SAndB64Op(first, -1, result_type=gcn.exec_type()))
+        kb = e(gcn.VAddU32Op(e(gcn.SLshrB32Op(k0, 5)).sdst, e(gcn.VLshrrevB32Op(2, tid)).vdst)).vdst
+        row = e(gcn.VMulLoU32Op(e(gcn.VLshrrevB32Op(1, kb)).vdst, e.const(s.m))).vdst
+        at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, kb)).vdst, 2,
+                                 e(gcn.VLshlrevB32Op(3, e(gcn.VAddU32Op(wg_x, row)).vdst)).vdst)).vdst
+        p_tile = e.add64(ws, e.const(s.m * s.k + 8 * s.m * nblk), 0, comment="workspace: the pair-major steps")
+        e(gcn.GlobalStoreDwordOp(at, d_a, p_tile, comment="the block's d_a, pair-major"))
     e(gcn.SEndpgmOp())
     kernel = gcn.KernelOp(name, Region(entry))
     kernel_interface(kernel, mm, [*roles, "workitem_id_x", "exec"], kargs_list, QUANT_A_THREADS,
                      (1, QUANT_A_TILE_K), 1, role="quantize_a", batch=0, c_dtype=s.c_type, k_pack=32,
-                     pack_bytes=QUANT_A_BLOCK_BYTES, ws_split=1, tile_m=1, tile_k=QUANT_A_TILE_K,
+                     pack_bytes=QUANT_A_BLOCK_BYTES + (QUANT_A_PAIR_STEP_BYTES if pair_steps else 0), ws_split=1, tile_m=1, tile_k=QUANT_A_TILE_K,
                      a_quant=A_QUANT)
     return kernel
 
 
-__all__ = ["A_QUANT", "QUANT_A_BLOCK_BYTES", "build_quant_a", "quantize_pieces"]
+__all__ = ["A_QUANT", "QUANT_A_BLOCK_BYTES", "QUANT_A_PAIR_STEP_BYTES", "build_quant_a", "quantize_pieces"]

@@ -46,14 +46,16 @@ group formats and the fused SwiGLU keep the GEMV's 16-row tiles (passes/isel/qua
 
 from __future__ import annotations
 
-import dataclasses
 
 from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS, MatmulOp, quant_gemm_rows, quant_plan
-from vlpc.passes.isel.emit import Emitter, rows_kernel
+from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_TILE_ROWS, QUANT_K_PAIR,
+                                MatmulOp, quant_gemm_rows)
+from vlpc.passes.isel.dot import dot_kernarg_layout
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
+from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, QuantGemvBuilder,
                                            a_row_loads, b_row_loads, block_pairs, dequant_constants, pipelined_k_loop, quant_kernels)
 
@@ -69,7 +71,20 @@ def quant_gemm_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule:
     rows = quant_gemm_rows(mm.shape(), "swiglu" in mm.epilogue_ops())
     if not rows or mm.get_int_array("macro_tile")[0] != rows:
         return None
-    return quant_kernels(mm, name, strategy, schedule, forwarding, builder=QuantGemmBuilder)
+    if (mm.get_int("split_k") or 1) > 1:  # (the split's workspace is its partials': f16 activations)
+        return quant_kernels(mm, name, strategy, schedule, forwarding, builder=QuantGemmBuilder)
+    return with_quant_a(mm, name, quant_kernels(mm, name, strategy, schedule, forwarding, builder=QuantGemmInt8Builder))
+
+
+def with_quant_a(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp]) -> list[gcn.KernelOp]:
+    """The plan ``<name>_quant_a`` (passes/isel/quant_act.py: A to int8 blocks in the workspace) then
+    ``kernels`` (the int8 GEMM, :class:`QuantGemmInt8Builder`), launch fact ``plan`` on each."""
+    pre = build_quant_a(mm, f"{name}_quant_a", QuantGemmInt8Builder(mm, name).kernargs(), pair_steps=True)
+    plan = StringAttr(",".join([f"{name}_quant_a", *(k.sym_name.data for k in kernels)]))
+    out = [pre, *kernels]
+    for k in out:
+        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
+    return out
 
 
 def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], schedule: str = "default",
@@ -80,12 +95,14 @@ def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], sc
     (``CompiledKernel.rows_kernel``).  Unchanged when the GEMM does not apply (M static, another
     format, the fused SwiGLU, a split of K across workgroups)."""
     s = mm.shape()
-    rows = QUANT_GEMM_TILE_ROWS.get(s.b_format, 0)
+    rows = QUANT_GEMM_F16_TILE_ROWS.get(s.b_format, 0)
     if s.m >= 0 or not rows or "swiglu" in mm.epilogue_ops() or (mm.get_int("split_k") or 1) > 1:
         return kernels
 
     def build(clone: MatmulOp, kname: str) -> gcn.KernelOp:
-        groups = quant_plan(dataclasses.replace(s, m=rows))[1]
+        groups, pairs = QUANT_GEMM_F16_LOCAL, max(1, s.k // QUANT_K_PAIR)
+        while groups > 1 and pairs % groups:
+            groups //= 2
         clone.set_int("local_split", groups)
         clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
         return QuantGemmBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
@@ -186,3 +203,206 @@ class QuantGemmBuilder(QuantGemvBuilder):
         left = [iters]
         return pipelined_k_loop(e, step, load_b, bptr, iters, QUANT_GEMM_B_AHEAD, pair_bytes, 128, koff,
                                 a_batch(koff, units[0]), acc, left, f".L{self.name}_gemm_block_pairs", "block pair")
+
+
+#: Rows of A per batch of the int8 GEMM's scalar loads (each row: ``s_load_dwordx16`` of a block pair's 64
+#: int8 activations, ``s_load_dwordx4`` of its two blocks' (d_a, sum q)); the next batch loads while
+#: this one's dots run (two buffers) when :data:`INT8_A_AHEAD`.
+INT8_A_BATCH_ROWS = 4
+INT8_A_AHEAD = False
+#: The int8 GEMM's loads of a block pair of B per lane (first dword, dwords): the first three before
+#: the rest (:class:`QuantGemmInt8Builder`).
+INT8_B_LOADS = {"q8_0": ((0, 4), (4, 4), (8, 1), (9, 4), (13, 4)), "q4_0": ((0, 4), (4, 4), (8, 1))}
+#: v_perm_b32 selector: bytes 2..5 of {src0, src1} (a Q8_0 / Q4_0 block 0's quants start 2 bytes into a dword).
+PERM_SKIP2 = 0x05040302
+#: f32 1/16: Q4_0's signed nibbles are multiplied as 16 (q - 8) (module docstring of QuantGemmInt8Builder).
+F32_SIXTEENTH = 0x3D800000
+
+
+class QuantGemmInt8Builder(QuantGemmBuilder):
+    """The prefill GEMM on int8 activations (docs/quantized.md, "Prefill"): the plan's pre-kernel
+    ``<name>_quant_a`` (passes/isel/quant_act.py) quantizes A once into the workspace (row m's K int8
+    at m K, per row and block of 32 the f32 step d_a and the i32 sum q at M K + 8 (m K / 32 + b)), then
+    this kernel: one lane per weight row (column of C), a macro tile of R rows of A, K over the
+    wavefront groups, per block pair of B (Q8_0 68 bytes, Q4_0 36, one pair ahead):
+
+    * the lane's weights as int8 dwords, once per block for the tile's R rows: Q8_0 as stored (block
+      0's quants start 2 bytes into a dword: 8 ``v_perm_b32``; block 1's are whole dwords); Q4_0 the
+      nibbles as signed bytes 16 (q - 8) (``v_xor_b32 0x88888888`` makes each nibble's q - 8 a
+      two's complement nibble, ``v_and_b32 0xF0F0F0F0`` keeps the high ones, ``v_lshlrev_b32 4`` and
+      the same mask the low ones: 4 VALU a dword, no per-row offset term), the block's scale times 1/16;
+    * per row of A and block: the block's 32 int8 activations as 8 SGPRs (``s_load_dwordx16`` for a
+      pair), 8 ``v_dot4_i32_i8 v, w, s, v`` from 0 (one SGPR: the constant bus), ``v_cvt_f32_i32``
+      (exact: |sum| < 2^24), ``v_mul_f32 d_a, d_w`` (exact: a power of two times an f16) and one
+      ``v_fma_f32`` into the row's f32 accumulator: 11 VALU instructions for 32 multiply-adds.
+
+    Exactly ``sum_b d_w d_a (sum q_w q_a)`` rounded once per block's FMA: the lane int8 kernel's bound
+    against gguf's weights times ``vlpc.quant_run.quantize_activations``' activations (launch fact
+    ``a_quant``)."""
+
+    def kernargs(self) -> list[dict]:
+        out = dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None,
+                                 residual=self.residual_type())
+        for a in out:
+            if a["name"] == "B":
+                a["type"] = "char*"  # the GGUF tensor's bytes
+        return out
+
+    def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
+        kernel = super()._finish(entry, lds_bytes)
+        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                      "a_quant": StringAttr(A_QUANT)})
+        return kernel
+
+    def _a_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z, batch_base) -> SSAValue:
+        """The workspace (the pre-kernel's int8 A) in place of A."""
+        self.ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace (int8 A)")).sdst
+        return self.ws
+
+    def _dot_prologue(self, f):
+        ops = super()._dot_prologue(f)
+        self.row0, self.piece = f.row0, (ops.piece if self.local > 1 else None)
+        return ops
+
+    def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
+                         voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
+        s = self.shape
+        assert self.fmt in QUANT_GEMM_TILE_ROWS and not self.swiglu and s.m > 0, (self.fmt, self.swiglu, s.m)
+        assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
+        iters = k_val // 32  # block pairs of the slice (64 int8 bytes of A a row each)
+        kq = s.k  # bytes of an int8 row of A in the workspace
+        pair_bytes = 2 * self.block_bytes
+        n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and pair
+        rows = len(acc)
+        # the tile's int8 rows in the workspace from the slice's first pair; the pair-major steps (8 bytes a
+        # row and pair, passes/isel/quant_act.py's pair_steps) of the tile's row 0 and the slice's first pair
+        q_off = e.mul(self.row0, kq)
+        p_off = e(gcn.SAddU32Op(e.mul(self.row0, 8), s.m * kq + 8 * s.m * (kq // 32))).sdst
+        if self.piece is not None:
+            q_off = e(gcn.SAddU32Op(q_off, e.mul(self.piece, 2 * k_val), comment="+ the slice's first pair")).sdst
+            p_off = e(gcn.SAddU32Op(p_off, e.mul(self.piece, 8 * s.m * iters))).sdst
+        q_tile = e.add64(self.ws, q_off, 0, comment="int8 A, the tile's row 0")
+        p_tile = e.add64(self.ws, p_off, 0, comment="d_a of the tile's row 0, pair-major")
+        imm_rows = (rows - 1) * kq + 64 <= SMEM_IMM_MAX
+        q_step = RowStepper(e, kq)
+        zero = e(gcn.VMovB32Op(0)).vdst
+        units = [range(r0, min(r0 + INT8_A_BATCH_ROWS, rows)) for r0 in range(0, rows, INT8_A_BATCH_ROWS)]
+
+        # B's loads of a pair (first dword, dwords): Q8_0 block 0 and block 1's scale (dwords 0..8), then
+        # block 1's quants (9..16: its weights as they are); Q4_0 dwords 0..8
+        parts = INT8_B_LOADS[self.fmt]
+        n_early = 3
+
+        def load_b(ptr: SSAValue, loads=None) -> list[SSAValue]:
+            out = []
+            for q in (range(len(parts)) if loads is None else loads):
+                at, width = parts[q]
+                op = gcn.GlobalLoadDwordx4Op if width == 4 else gcn.GlobalLoadDwordOp
+                out.append(e(op(voff_b, ptr, offset=4 * at, comment=f"B blocks, dwords {at}..{at + width - 1}")).vdst)
+            return out
+
+        pair_off: dict = {}
+
+        def a_batch(koff: SSAValue, rs) -> tuple[list[SSAValue], list[SSAValue]]:
+            """Rows ``rs`` of A for the pair at ``koff``: each row's 16 dwords of int8 (``s_load_dwordx16``),
+            and the rows' two steps d_a each, consecutive (loads of 16, 8, 4, 2 dwords): (q per row, the
+            step dwords: row rs[i] block b at 2 i + b)."""
+            if koff not in pair_off:  # 8 M bytes a pair
+                pair_off[koff] = e(gcn.SMulI32Op(e(gcn.SLshrB32Op(koff, 6)).sdst, 8 * s.m)).sdst
+            qs = [e(gcn.SLoadDwordx16Op(q_tile, offset=r * kq, soffset=koff, comment=f"A row {r}, int8")).sdst
+                  if imm_rows else
+                  e(gcn.SLoadDwordx16Op(q_tile, offset=0, soffset=q_step(koff, r), comment=f"A row {r}, int8")).sdst
+                  for r in rs]
+            steps: list[SSAValue] = []
+            left, at = 2 * len(rs), 8 * rs[0]
+            while left:
+                width = 1 << min(4, left.bit_length() - 1)
+                ld = gcn.S_LOADS[width](p_tile, offset=at, soffset=pair_off[koff],
+                                        comment=f"A rows {rs[0] + (at - 8 * rs[0]) // 8}.., d_a x {width}")
+                v = e(ld).sdst
+                steps += [e.sub(v, i, 1) for i in range(width)]
+                left, at = left - width, at + 4 * width
+            return qs, steps
+
+        def weights(loaded: list[SSAValue], blk: int) -> tuple[SSAValue, list[SSAValue]]:
+            """Block ``blk``'s scale (f32; Q4_0 / 16) and its 32 weights as 8 int8 dwords in K order."""
+            o = blk * self.block_bytes
+
+            def dw(i: int) -> SSAValue:
+                q = max(q for q, (at, _) in enumerate(parts) if at <= i)
+                return loaded[q] if parts[q][1] == 1 else e.sub(loaded[q], i - parts[q][0], 1)
+
+            scale = dw(o // 4)
+            if o % 4:
+                scale = e(gcn.VLshrrevB32Op(16, scale)).vdst
+            d = e(gcn.VCvtF32F16Op(scale)).vdst
+            nq = 8 if self.fmt == "q8_0" else 4  # dwords of quants
+            q0 = (o + 2) // 4
+            if (o + 2) % 4:
+                qs = [e(gcn.VPermB32Op(dw(q0 + j + 1), dw(q0 + j), e.const(PERM_SKIP2))).vdst for j in range(nq)]
+            else:
+                qs = [dw(q0 + j) for j in range(nq)]
+            if self.fmt == "q8_0":
+                return d, qs
+            t = [e(gcn.VXorB32Op(0x88888888, x)).vdst for x in qs]  # nibble ^ 8: q - 8 as a signed nibble
+            lo = [e(gcn.VAndB32Op(0xF0F0F0F0, e(gcn.VLshlrevB32Op(4, x)).vdst)).vdst for x in t]
+            hi = [e(gcn.VAndB32Op(0xF0F0F0F0, x)).vdst for x in t]
+            return e(gcn.VMulF32Op(e.const(F32_SIXTEENTH), d)).vdst, [*lo, *hi]
+
+        def step(koff: SSAValue, loaded: list[SSAValue], acc: list[SSAValue], nxt: SSAValue | None,
+                 a_cur: list[SSAValue] | None):
+            """acc += the block pair at ``koff`` (B in ``loaded``, its first batch of A ``a_cur``);
+            ``nxt``: reload ``loaded``'s registers with the pair there.  Returns (acc, the reloaded B,
+            the next pair's first batch of A or None, the next pair's koff or None)."""
+            left[0] -= 1
+            nkoff = e(gcn.SAddU32Op(koff, 64, comment="A of the next block pair")).sdst if left[0] else None
+            acc = list(acc)
+            reloaded: list[SSAValue] = []
+            w = [weights(loaded, 0), weights(loaded, 1)]
+            late = len(parts) > n_early  # Q8_0: block 1's quants are its weights, reloaded after its last dots
+            if nxt is not None:  # the registers the weights freed
+                reloaded += load_b(nxt, range(n_early))
+            batch = unflat(a_cur, units[0]) if a_cur is not None else a_batch(koff, units[0])
+            a_next = None
+            for i, rs in enumerate(units):
+                pending = None
+                issued = not INT8_A_AHEAD
+                qs, steps = batch
+                # Q8_0: block 1 first in the pair's last batch (its registers then reloaded), last in the first
+                for blk in ((1, 0) if late and i + 1 == len(units) else (0, 1)):
+                    if late and nxt is not None and i + 1 == len(units) and blk == 0:
+                        reloaded += load_b(nxt, range(n_early, len(parts)))
+                    d, ws = w[blk]
+                    for j_row, r in enumerate(rs):
+                        x = zero
+                        for j in range(8):
+                            x = e(gcn.VDot4I32I8Op(ws[j], e.sub(qs[j_row], 8 * blk + j, 1), x)).vdst
+                            if not issued:  # the next batch (or the next pair's first) after this one's wait
+                                issued = True
+                                if i + 1 < len(units):
+                                    pending = a_batch(koff, units[i + 1])
+                                elif nkoff is not None:
+                                    a_next = a_batch(nkoff, units[0])
+                        sc = e(gcn.VMulF32Op(steps[2 * j_row + blk], d)).vdst
+                        acc[r] = e(gcn.VFmaF32Op(sc, e(gcn.VCvtF32I32Op(x)).vdst, acc[r],
+                                                 comment=f"row {r} += d_a d_w * block dot")).vdst
+                if not INT8_A_AHEAD:
+                    if i + 1 < len(units):
+                        pending = a_batch(koff, units[i + 1])
+                    elif nkoff is not None:
+                        a_next = a_batch(nkoff, units[0])
+                batch = pending
+            return acc, reloaded, (flat(a_next) if a_next is not None else None), nkoff
+
+        def flat(batch) -> list[SSAValue]:
+            return [*batch[0], *batch[1]]
+
+        def unflat(regs: list[SSAValue], rs) -> tuple[list[SSAValue], list[SSAValue]]:
+            return list(regs[:len(rs)]), list(regs[len(rs):])
+
+        koff = e.const(0)
+        bptr = e.add64(b_tile, 0, 0, comment="B of the first block pair")
+        left = [iters]
+        return pipelined_k_loop(e, step, load_b, bptr, iters, QUANT_GEMM_B_AHEAD, pair_bytes, 64, koff,
+                                flat(a_batch(koff, units[0])), acc, left, f".L{self.name}_int8_block_pairs",
+                                "block pair")

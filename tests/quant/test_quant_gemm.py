@@ -1,5 +1,6 @@
-"""The prefill GEMM of f16 activations and GGUF Q8_0/Q4_0 weights (M static above 16 rows:
-passes/isel/quant_gemm.py, docs/quantized.md "Prefill").
+"""The prefill GEMM's plans (passes/isel/quant_gemm.py, docs/quantized.md "Prefill"): M static above 16
+rows runs the int8-activation GEMM (its kernel: tests/quant/test_quant_gemm_int8.py); the f16-activation
+GEMM runs for an M given at launch (the companion ``g_rows<R>``) and under a split of K across workgroups.
 
 The oracle is the `gguf` package: its quantizer makes the weights, its dequantizer the float64
 reference, within the GEMV's f32-accumulation bound (vlpc/quant_run.py).  Strict emulator, exactly
@@ -14,22 +15,23 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
-from vlpc.dialects.gemm import QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS  # noqa: E402
-from vlpc.quant_run import row_bytes  # noqa: E402
+from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL,  # noqa: E402
+                                QUANT_GEMM_TILE_ROWS)
+from vlpc.quant_run import B_PAD, row_bytes  # noqa: E402
 from vlpc.targets import get_target  # noqa: E402
 
-from test_quant_gemv import QT, _swiglu_source, check_nan_inputs, check_padded, source  # noqa: E402
+from test_quant_gemv import QT, _swiglu_source, source  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt, m, n, k, rows, local", [
-    ("q8_0", 512, 4096, 4096, 28, QUANT_GEMM_LOCAL),
+    ("q8_0", 512, 4096, 4096, 32, QUANT_GEMM_LOCAL),
     ("q4_0", 512, 14336, 4096, 32, QUANT_GEMM_LOCAL),
     ("q4_0", 40, 64, 4096, 32, QUANT_GEMM_LOCAL),
-    ("q8_0", 64, 64, 256, 28, 4),  # 4 block pairs: L halved until it divides them
+    ("q8_0", 64, 64, 256, 32, 4),  # 4 block pairs: L halved until it divides them
 ])
 def test_plan(fmt, m, n, k, rows, local):
-    """The GEMM's plan: 32-row (Q4_0) or 28-row (Q8_0) tiles, K over 16 groups, and a workgroup that
-    fits a CU at the kernel's occupancy (waves per workgroup <= 4 SIMDs x waves per SIMD by VGPRs)."""
+    """The int8 GEMM's plan: 32-row tiles, K over 8 groups, and a workgroup that fits a CU at the
+    kernel's occupancy (waves per workgroup <= 4 SIMDs x waves per SIMD by VGPRs)."""
     kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
     assert (kern.launch_info["macro_m"], kern.local_split, kern.split_k) == (rows, local, 1)
     t = get_target("gfx906")
@@ -43,8 +45,8 @@ def test_plan(fmt, m, n, k, rows, local):
     ((300, 64, 256, "q4_0"), ("swiglu",), 0),
     ((31, 64, 256, "q4_0"), (), 0),       # below the tile's rows: 16-row tiles
     ((32, 64, 256, "q4_0"), (), 32),
-    ((27, 64, 256, "q8_0"), (), 0),
-    ((28, 64, 256, "q8_0"), (), 28),
+    ((31, 64, 256, "q8_0"), (), 0),
+    ((32, 64, 256, "q8_0"), (), 32),
     ((None, 64, 256, "q8_0"), (), 0),     # M at launch: 16 rows, the row-narrow companions and the GEMM's
 ])
 def test_gemv_keeps_the_rest(shape, epilogue, rows):
@@ -54,32 +56,28 @@ def test_gemv_keeps_the_rest(shape, epilogue, rows):
     assert kern.launch_info["macro_m"] == (rows or min(16, m or 16))
 
 
-@pytest.mark.parametrize("fmt, m, n, k, ct, iters", [  # (tests/quant/test_quant_gemv.py's check_padded)
-    ("q8_0", 64, 64, 256, "f32", 1),   # 28-row tiles, the last moved up to end at row 64; 1 pair a group
-    ("q4_0", 40, 80, 256, "f16", 1),   # 32-row tiles, the last moved up; an N edge; f16 C
-    ("q8_0", 48, 64, 2048, "f32", 2),  # 16 groups of 2 block pairs: the loop once
-    ("q4_0", 40, 64, 3072, "f32", 3),  # 3 pairs a group: the loop twice
-])
-def test_gemm_against_gguf(fmt, m, n, k, ct, iters):
-    lda, ldb, ldc = k + 6, row_bytes(fmt, k) + 12, n + 3
-    kern = vlpc.compile(source(m, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
-    assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
-    assert k // 64 // kern.local_split == iters and ("_gemm_block_pairs" in kern.asm) == (iters > 1)
+@pytest.mark.parametrize("fmt, m, ct", [("q8_0", 64, "f32"), ("q4_0", 40, "f16")])
+def test_f16_companion_padded(fmt, m, ct):
+    """The f16-activation GEMM (the companion for an M given at launch) with padded buffers: A's row
+    gaps NaN, garbage after each weight row, C's columns past N NaN and untouched, beta = 0 over NaN C;
+    28-row (Q8_0) or 32-row (Q4_0) tiles, the last moved up; an N edge (80)."""
+    n, k = 80, 1024
+    rb = row_bytes(fmt, k)
+    lda, ldb, ldc = k + 6, rb + 12, n + 3
+    kern = vlpc.compile(source(None, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
+    assert kern.rows_kernel(m).launch_info["macro_m"] == QUANT_GEMM_F16_TILE_ROWS[fmt]
     rng = np.random.default_rng(m)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
-    check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng)
-
-
-@pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
-def test_alpha_zero_over_nan_inputs(fmt):
-    """alpha = 0 drops the products: NaN activations and a NaN block scale do not reach C."""
-    m, n, k = 33, 64, 256
-    kern = vlpc.compile(source(m, n, k, fmt)).kernel("g")
-    assert kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS[fmt]
-    rng = np.random.default_rng(3)
-    b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
-    b[5, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), np.uint8)  # row 5, block 0's scale: NaN
-    check_nan_inputs(kern, b, m, n, k, rng, a_nan_at=7, nan_rows_of_b=[5])
+    bpad = np.full((n, ldb), B_PAD, np.uint8)
+    bpad[:, :rb] = b
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
+    dt = np.float32 if ct == "f32" else np.float16
+    c = np.full((m, ldc), np.nan, dt)
+    r = vlpc.run(kern, a, bpad, c, m=m, alpha=1.0, beta=0.0, strict=True)
+    assert r.verified and np.isfinite(r.c[:, :n]).all() and np.isnan(r.c[:, n:]).all()
+    ref = a[:, :k].astype(np.float64) @ gguf.quants.dequantize(b, QT[fmt]).astype(np.float64).T
+    assert np.allclose(r.c[:, :n], ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
 
 
 @pytest.mark.parametrize("fmt, m", [("q4_0", 31), ("q4_0", 32), ("q4_0", 70), ("q8_0", 27), ("q8_0", 50)])
@@ -89,10 +87,10 @@ def test_m_at_launch(fmt, m):
     moved up), checked on the strict emulator with gguf's weights."""
     n, k = 64, 1024
     kern = vlpc.compile(source(None, n, k, fmt, "f16")).kernel("g")
-    rows = QUANT_GEMM_TILE_ROWS[fmt]
+    rows = QUANT_GEMM_F16_TILE_ROWS[fmt]
     assert kern.launch_info["macro_m"] == 16 and f"g_rows{rows}" in kern.companions
     rk = kern.rows_kernel(m)
-    assert (rk.name, rk.local_split) == (f"g_rows{rows}", QUANT_GEMM_LOCAL) if m >= rows else rk is None
+    assert (rk.name, rk.local_split) == (f"g_rows{rows}", QUANT_GEMM_F16_LOCAL) if m >= rows else rk is None
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
 
