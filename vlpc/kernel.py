@@ -101,8 +101,11 @@ class CompiledKernel:
                 raise VlpcError(f"{self.name} copies B first: its workspace needs N")
             rows += n
         pre = pre or bpre
+        rows_k = self.rows_kernel(m)
+        if pre is None and rows_k is not None and rows_k.transpose_kernel() is not None:
+            return rows_k.workspace_bytes(m, ldc, k, batch, n)  # (its own plan: the prefill GEMM's pre-kernel)
         if pre is None:
-            if self.split_mode != "workspace" or self.rows_kernel(m) is not None:
+            if self.split_mode != "workspace" or rows_k is not None:
                 return 0
             return self.split_k * m * ldc * esz
         if k is None:
@@ -186,6 +189,8 @@ class CompiledKernel:
                 copies[c.name] = PlanStep(c.name, (-(-rows_of // pli["tile_m"]), -(-k // pli["tile_k"]), nb),
                                           (pli["workgroup_size"], 1, 1))
                 first.append(copies[c.name])
+        if rows is not None and not first and rows.transpose_kernel() is not None:  # its own plan: a pre-kernel first
+            return rows.plan(m, n, k, batch)
         if rows is not None:
             return [*first, PlanStep(rows.name, main.grid, main.block)]
         steps = []

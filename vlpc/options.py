@@ -116,6 +116,12 @@ def module_from_record(record: dict) -> CompiledModule:
         for name in names:
             if name and name != ck.name:
                 ck.companions[name] = companions[name]
+    # a row companion's own plan (the quantized prefill GEMM's pre-kernel: passes/isel/quant_gemm.py)
+    for ck in companions.values():
+        if ck.launch_info["role"] == "rows":
+            for name in str(ck.launch_info.get("plan", "")).split(","):
+                if name in companions and name != ck.name:
+                    ck.companions[name] = companions[name]
     return result
 
 

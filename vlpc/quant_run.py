@@ -474,7 +474,8 @@ def quant_verdict(kern, p: Problem, host: dict[str, np.ndarray], out: np.ndarray
     rounds = (group // 2 + -(-p.k // group) if group else 16 + (2 if fmt == "q4_k" else 1) * (p.k // 32)) + pieces + 2
     mag = weight_magnitudes(fmt, rows)
     expected = None
-    if kern.launch_info.get("a_quant") == "q8_pow2":  # A quantized to int8 blocks in the kernel: exact
+    ran = kern.rows_kernel(p.m) or kern  # (M given at launch: the companion that ran, e.g. the prefill GEMM's)
+    if ran.launch_info.get("a_quant") == "q8_pow2":  # A quantized to int8 blocks in the kernel: exact
         # products of its values, one f32 rounding per block and the partials' sums (rounds covers them)
         aq = quantize_activations(g["A"].matrices(flat_a))
         expected = split_reference(aq, w, np.abs(w) if mag is None else mag, g["C"].matrices(flat_c), alpha, beta,

@@ -118,7 +118,7 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None,
     d_a (:data:`QUANT_A_PAIR_STEP_BYTES` more a row and block), so that the steps of consecutive rows
     of A for one pair share scalar-cache lines."""
     s = mm.shape()
-    assert s.m >= 1 and s.k >= 1 and s.k % 32 == 0 and s.lda >= s.k, (s.m, s.k, s.lda)
+    assert (s.m >= 1 or pair_steps) and s.k >= 1 and s.k % 32 == 0 and s.lda >= s.k, (s.m, s.k, s.lda)
     assert not pair_steps or s.k % 64 == 0, s.k
     kargs_list = kernargs if kernargs is not None else dot_kernarg_layout(s, workspace=True)
     kargs = {a["name"]: a["offset"] for a in kargs_list}
@@ -131,6 +131,11 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None,
     ptr_a = e(gcn.SLoadDwordx2Op(kp, kargs["A"], comment="kernarg A")).sdst
     ws = e(gcn.SLoadDwordx2Op(kp, kargs["workspace"], comment="kernarg workspace")).sdst
     nblk = s.k // 32
+    # M static, or given at launch (the prefill GEMM's companion: passes/isel/quant_gemm.py)
+    m_arg = s.m if s.m >= 1 else e(gcn.SLoadDwordOp(kp, kargs["M"], comment="kernarg M")).sdst
+
+    def m_times(x: int) -> SSAValue:
+        return e.const(m_arg * x) if isinstance(m_arg, int) else e(gcn.SMulI32Op(m_arg, x)).sdst
     # the row's tile: A at m lda + k0 (f16), q at m K + k0, meta at M K + 8 (m K / 32 + k0 / 32)
     k0 = e.mul(wg_y, QUANT_A_TILE_K)
     a_off = e(gcn.SAddU32Op(e.mul(wg_x, 2 * s.lda), e.mul(k0, 2))).sdst
@@ -138,7 +143,7 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None,
     q_off = e(gcn.SAddU32Op(e.mul(wg_x, s.k), k0)).sdst
     q_tile = e.add64(ws, q_off, 0, comment="workspace q row m, tile k0")
     m_off = e(gcn.SAddU32Op(e.mul(wg_x, 8 * nblk), e(gcn.SLshrB32Op(k0, 2)).sdst)).sdst
-    m_tile = e.add64(ws, e(gcn.SAddU32Op(e.const(s.m * s.k), m_off)).sdst, 0, comment="workspace meta row m")
+    m_tile = e.add64(ws, e(gcn.SAddU32Op(m_times(s.k), m_off)).sdst, 0, comment="workspace meta row m")
     lanes = e(gcn.SAndB64Op(exec0, -1)).sdst
     if s.k % QUANT_A_TILE_K:  # the last tile: work-items past K / 8 idle (whole blocks: K % 32 == 0)
         left = e(gcn.SSubU32Op(e.const(s.k // 8), e.mul(wg_y, QUANT_A_THREADS), comment="pieces left")).sdst
@@ -160,10 +165,10 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None,
         first = e(gcn.SAndB64Op(lanes, e(gcn.VCmpGtU32Op(e.const(1), j)).sdst)).sdst
         e(gcn.SAndB64Op(first, -1, result_type=gcn.exec_type()))
         kb = e(gcn.VAddU32Op(e(gcn.SLshrB32Op(k0, 5)).sdst, e(gcn.VLshrrevB32Op(2, tid)).vdst)).vdst
-        row = e(gcn.VMulLoU32Op(e(gcn.VLshrrevB32Op(1, kb)).vdst, e.const(s.m))).vdst
+        row = e(gcn.VMulLoU32Op(e(gcn.VLshrrevB32Op(1, kb)).vdst, e.reg(m_arg))).vdst
         at = e(gcn.VLshlAddU32Op(e(gcn.VAndB32Op(1, kb)).vdst, 2,
                                  e(gcn.VLshlrevB32Op(3, e(gcn.VAddU32Op(wg_x, row)).vdst)).vdst)).vdst
-        p_tile = e.add64(ws, e.const(s.m * s.k + 8 * s.m * nblk), 0, comment="workspace: the pair-major steps")
+        p_tile = e.add64(ws, m_times(s.k + 8 * nblk), 0, comment="workspace: the pair-major steps")
         e(gcn.GlobalStoreDwordOp(at, d_a, p_tile, comment="the block's d_a, pair-major"))
     e(gcn.SEndpgmOp())
     kernel = gcn.KernelOp(name, Region(entry))

@@ -51,8 +51,8 @@ from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_TILE_ROWS, QUANT_K_PAIR,
-                                MatmulOp, quant_gemm_rows)
+from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS,
+                                QUANT_K_PAIR, MatmulOp, quant_gemm_rows)
 from vlpc.passes.isel.dot import dot_kernarg_layout
 from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
 from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a
@@ -89,30 +89,35 @@ def with_quant_a(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp]) -> list[g
 
 def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], schedule: str = "default",
                         forwarding: bool = True) -> list[gcn.KernelOp]:
-    """``kernels`` (the GEMV's, M given at launch) and the prefill GEMM's companion ``<name>_rows<R>``
-    (R = :data:`~vlpc.dialects.gemm.QUANT_GEMM_TILE_ROWS` of the format), listed with the row-narrow
-    companions (launch fact ``small_m``): the runtime runs it for an M of at least R
-    (``CompiledKernel.rows_kernel``).  Unchanged when the GEMM does not apply (M static, another
-    format, the fused SwiGLU, a split of K across workgroups)."""
+    """``kernels`` (the GEMV's, M given at launch) and the prefill GEMM's companion ``<name>_rows<R>``,
+    listed with the row-narrow companions (launch fact ``small_m``): the runtime runs it for an M of at
+    least R (``CompiledKernel.rows_kernel``).  With K and lda static, the int8 GEMM (R =
+    :data:`~vlpc.dialects.gemm.QUANT_GEMM_TILE_ROWS`) and its own plan, its pre-kernel
+    ``<name>_rows<R>_quant_a`` first (M read from the kernel arguments); else the f16 GEMM (R =
+    :data:`~vlpc.dialects.gemm.QUANT_GEMM_F16_TILE_ROWS`).  Unchanged when the GEMM does not apply (M
+    static, another format, the fused SwiGLU, a split of K across workgroups)."""
     s = mm.shape()
-    rows = QUANT_GEMM_F16_TILE_ROWS.get(s.b_format, 0)
-    if s.m >= 0 or not rows or "swiglu" in mm.epilogue_ops() or (mm.get_int("split_k") or 1) > 1:
+    if s.m >= 0 or s.b_format not in QUANT_GEMM_TILE_ROWS or "swiglu" in mm.epilogue_ops() \
+            or (mm.get_int("split_k") or 1) > 1:
         return kernels
+    int8 = s.k > 0 and s.k % QUANT_K_PAIR == 0 and s.lda > 0
+    rows = (QUANT_GEMM_TILE_ROWS if int8 else QUANT_GEMM_F16_TILE_ROWS)[s.b_format]
 
     def build(clone: MatmulOp, kname: str) -> gcn.KernelOp:
-        groups, pairs = QUANT_GEMM_F16_LOCAL, max(1, s.k // QUANT_K_PAIR)
+        groups, pairs = QUANT_GEMM_LOCAL if int8 else QUANT_GEMM_F16_LOCAL, max(1, s.k // QUANT_K_PAIR)
         while groups > 1 and pairs % groups:
             groups //= 2
         clone.set_int("local_split", groups)
         clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
-        return QuantGemmBuilder(clone, kname, forwarding=forwarding, schedule=schedule).build()
+        builder = QuantGemmInt8Builder if int8 else QuantGemmBuilder
+        return builder(clone, kname, forwarding=forwarding, schedule=schedule).build()
 
     gemm = rows_kernel(mm, name, rows, build)
     main = kernels[0]
     listed = [x for x in str(main.attributes["launch"].data.get("small_m", StringAttr("")).data).split(",") if x]
     main.attributes["launch"] = DictionaryAttr({**main.attributes["launch"].data,
                                                 "small_m": StringAttr(",".join([gemm.sym_name.data, *listed]))})
-    return [*kernels, gemm]
+    return [*kernels, *(with_quant_a(mm, gemm.sym_name.data, [gemm]) if int8 else [gemm])]
 
 
 class QuantGemmBuilder(QuantGemvBuilder):
@@ -262,12 +267,13 @@ class QuantGemmInt8Builder(QuantGemmBuilder):
     def _dot_prologue(self, f):
         ops = super()._dot_prologue(f)
         self.row0, self.piece = f.row0, (ops.piece if self.local > 1 else None)
+        self.m_arg = self._arg(f.e, f.kp, "M", self.shape.m)  # (M given at launch: the companion's)
         return ops
 
     def _k_loop_override(self, e: Emitter, acc: list[SSAValue], a_tile: SSAValue, b_tile: SSAValue,
                          voff_b: SSAValue, k_val: SSAValue | int, lda4: SSAValue | int) -> list[SSAValue]:
         s = self.shape
-        assert self.fmt in QUANT_GEMM_TILE_ROWS and not self.swiglu and s.m > 0, (self.fmt, self.swiglu, s.m)
+        assert self.fmt in QUANT_GEMM_TILE_ROWS and not self.swiglu, (self.fmt, self.swiglu)
         assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
         iters = k_val // 32  # block pairs of the slice (64 int8 bytes of A a row each)
         kq = s.k  # bytes of an int8 row of A in the workspace
@@ -276,11 +282,16 @@ class QuantGemmInt8Builder(QuantGemmBuilder):
         rows = len(acc)
         # the tile's int8 rows in the workspace from the slice's first pair; the pair-major steps (8 bytes a
         # row and pair, passes/isel/quant_act.py's pair_steps) of the tile's row 0 and the slice's first pair
+        m_arg = self.m_arg
+
+        def m_times(x: int) -> SSAValue | int:
+            return m_arg * x if isinstance(m_arg, int) else e(gcn.SMulI32Op(m_arg, x)).sdst
+
         q_off = e.mul(self.row0, kq)
-        p_off = e(gcn.SAddU32Op(e.mul(self.row0, 8), s.m * kq + 8 * s.m * (kq // 32))).sdst
+        p_off = e(gcn.SAddU32Op(e.mul(self.row0, 8), m_times(kq + 8 * (kq // 32)))).sdst
         if self.piece is not None:
             q_off = e(gcn.SAddU32Op(q_off, e.mul(self.piece, 2 * k_val), comment="+ the slice's first pair")).sdst
-            p_off = e(gcn.SAddU32Op(p_off, e.mul(self.piece, 8 * s.m * iters))).sdst
+            p_off = e(gcn.SAddU32Op(p_off, e(gcn.SMulI32Op(self.piece, m_times(8 * iters))).sdst)).sdst
         q_tile = e.add64(self.ws, q_off, 0, comment="int8 A, the tile's row 0")
         p_tile = e.add64(self.ws, p_off, 0, comment="d_a of the tile's row 0, pair-major")
         imm_rows = (rows - 1) * kq + 64 <= SMEM_IMM_MAX
@@ -308,7 +319,7 @@ class QuantGemmInt8Builder(QuantGemmBuilder):
             and the rows' two steps d_a each, consecutive (loads of 16, 8, 4, 2 dwords): (q per row, the
             step dwords: row rs[i] block b at 2 i + b)."""
             if koff not in pair_off:  # 8 M bytes a pair
-                pair_off[koff] = e(gcn.SMulI32Op(e(gcn.SLshrB32Op(koff, 6)).sdst, 8 * s.m)).sdst
+                pair_off[koff] = e(gcn.SMulI32Op(e(gcn.SLshrB32Op(koff, 6)).sdst, m_times(8))).sdst
             qs = [e(gcn.SLoadDwordx16Op(q_tile, offset=r * kq, soffset=koff, comment=f"A row {r}, int8")).sdst
                   if imm_rows else
                   e(gcn.SLoadDwordx16Op(q_tile, offset=0, soffset=q_step(koff, r), comment=f"A row {r}, int8")).sdst

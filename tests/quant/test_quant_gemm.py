@@ -17,6 +17,7 @@ gguf = pytest.importorskip("gguf")
 import vlpc  # noqa: E402
 from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL,  # noqa: E402
                                 QUANT_GEMM_TILE_ROWS)
+from vlpc.passes.isel.quant_act import A_QUANT, QUANT_A_BLOCK_BYTES, QUANT_A_PAIR_STEP_BYTES  # noqa: E402
 from vlpc.quant_run import B_PAD, row_bytes  # noqa: E402
 from vlpc.targets import get_target  # noqa: E402
 
@@ -58,14 +59,18 @@ def test_gemv_keeps_the_rest(shape, epilogue, rows):
 
 @pytest.mark.parametrize("fmt, m, ct", [("q8_0", 64, "f32"), ("q4_0", 40, "f16")])
 def test_f16_companion_padded(fmt, m, ct):
-    """The f16-activation GEMM (the companion for an M given at launch) with padded buffers: A's row
-    gaps NaN, garbage after each weight row, C's columns past N NaN and untouched, beta = 0 over NaN C;
-    28-row (Q8_0) or 32-row (Q4_0) tiles, the last moved up; an N edge (80)."""
+    """The f16-activation GEMM, the companion for an M given at launch where lda is too (no pre-kernel:
+    it needs a static lda), with padded buffers: A's row gaps NaN, garbage after each weight row, C's
+    columns past N NaN and untouched, beta = 0 over NaN C; 28-row (Q8_0) or 32-row (Q4_0) tiles, the
+    last moved up; an N edge (80); against gguf's float64 weights."""
     n, k = 80, 1024
     rb = row_bytes(fmt, k)
     lda, ldb, ldc = k + 6, rb + 12, n + 3
-    kern = vlpc.compile(source(None, n, k, fmt, ct, lda, ldb, ldc)).kernel("g")
-    assert kern.rows_kernel(m).launch_info["macro_m"] == QUANT_GEMM_F16_TILE_ROWS[fmt]
+    src = source(None, n, k, fmt, ct, lda, ldb, ldc).replace(f"strided<[{lda}, 1]>", "strided<[?, 1]>")
+    kern = vlpc.compile(src).kernel("g")
+    rk = kern.rows_kernel(m)
+    assert rk.launch_info["macro_m"] == QUANT_GEMM_F16_TILE_ROWS[fmt] and "a_quant" not in rk.launch_info
+    assert [s.kernel for s in kern.plan(m, n, k)] == [rk.name]
     rng = np.random.default_rng(m)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
     bpad = np.full((n, ldb), B_PAD, np.uint8)
@@ -74,23 +79,29 @@ def test_f16_companion_padded(fmt, m, ct):
     a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
     dt = np.float32 if ct == "f32" else np.float16
     c = np.full((m, ldc), np.nan, dt)
-    r = vlpc.run(kern, a, bpad, c, m=m, alpha=1.0, beta=0.0, strict=True)
+    r = vlpc.run(kern, a, bpad, c, m=m, lda=lda, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c[:, :n]).all() and np.isnan(r.c[:, n:]).all()
     ref = a[:, :k].astype(np.float64) @ gguf.quants.dequantize(b, QT[fmt]).astype(np.float64).T
     assert np.allclose(r.c[:, :n], ref, rtol=2e-3 if ct == "f16" else 1e-5, atol=1e-3)
 
 
-@pytest.mark.parametrize("fmt, m", [("q4_0", 31), ("q4_0", 32), ("q4_0", 70), ("q8_0", 27), ("q8_0", 50)])
+@pytest.mark.parametrize("fmt, m", [("q4_0", 31), ("q4_0", 32), ("q4_0", 70), ("q8_0", 31), ("q8_0", 50)])
 def test_m_at_launch(fmt, m):
-    """M given at launch: the GEMV's 16-row kernel below the GEMM's rows, from there the GEMM's
-    companion ``g_rows<R>`` (its own 16 wavefront groups, halved to divide the pairs; a last tile
-    moved up), checked on the strict emulator with gguf's weights."""
+    """M given at launch: the GEMV's 16-row kernel below the GEMM's rows, from there the int8 GEMM's
+    companion ``g_rows<R>`` with its own plan, the pre-kernel ``g_rows<R>_quant_a`` first (M from the
+    kernel arguments) and its workspace (M K / 32 x 44 bytes); 8 groups; a last tile moved up; checked on
+    the strict emulator against the quantized activations (the companion's launch fact ``a_quant``)."""
     n, k = 64, 1024
     kern = vlpc.compile(source(None, n, k, fmt, "f16")).kernel("g")
-    rows = QUANT_GEMM_F16_TILE_ROWS[fmt]
+    rows = QUANT_GEMM_TILE_ROWS[fmt]
     assert kern.launch_info["macro_m"] == 16 and f"g_rows{rows}" in kern.companions
     rk = kern.rows_kernel(m)
-    assert (rk.name, rk.local_split) == (f"g_rows{rows}", QUANT_GEMM_F16_LOCAL) if m >= rows else rk is None
+    if m >= rows:
+        assert (rk.name, rk.local_split, rk.launch_info["a_quant"]) == (f"g_rows{rows}", QUANT_GEMM_LOCAL, A_QUANT)
+        assert [s.kernel for s in kern.plan(m, n, k)] == [f"g_rows{rows}_quant_a", f"g_rows{rows}"]
+        assert kern.workspace_bytes(m, n, k) == m * k // 32 * (QUANT_A_BLOCK_BYTES + QUANT_A_PAIR_STEP_BYTES)
+    else:
+        assert rk is None and [s.kernel for s in kern.plan(m, n, k)] == ["g"] and kern.workspace_bytes(m, n, k) == 0
     r = vlpc.run(kern, m=m, beta=0.5, strict=True, seed=m)
     assert r.verified and r.c.shape == (m, n)
 
