@@ -28,9 +28,10 @@ the GEMV part alone (no attention, norms, activations or sampling; launches back
 the model's launch overhead).
 
 ``--prefill``: the prefill GEMM (passes/isel/quant_gemm.py; M static above 16, default
-``--m 512`` and the formats Q8_0, Q4_0 and shapes 4096x4096, 14336x4096) as modeled TFLOP/s and
-their share of the f16 dot peak (``v_dot2_f32_f16``: 2 x the board's f32 FMA peak; MI50 @ 1725 MHz:
-26.5 TFLOP/s), beside the weight columns.
+``--m 512`` and the formats Q8_0, Q4_0 and shapes 4096x4096, 14336x4096; on int8 activations, its
+pre-kernel's time included) as modeled TFLOP/s and their share of the f16 dot peak (``v_dot2_f32_f16``:
+2 x the board's f32 FMA peak; MI50 @ 1725 MHz: 26.5 TFLOP/s, the goal's yardstick) and of the int8 dot
+peak (``v_dot4_i32_i8``: twice that, 53 TOPS), beside the weight columns.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return llama(args)
     peak = 2 * board.peak_flops_f32 / board.engine_clock_mhz * args.clock  # the f16 dot peak at --clock
     print(f"{'format':<9} {'M':>3} {'N':>6} {'K':>6} {'S':>2} {'L':>3} {'us':>9} {'weight GB/s':>11} {'% ceiling':>9} "
-          f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}" + ("  TFLOP/s  % dot peak" if args.prefill else ""))
+          f"{'(kernel)':>8} {'VGPR':>4} {'SGPR':>4} {'wall s':>6}"
+          + ("  TFLOP/s  % dot peak  % i8 peak" if args.prefill else ""))
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")]
     for fmt in args.formats.split(","):
         for n, k in shapes:
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{100 * r['share']:>8.1f}% {100 * r['share_kernel']:>7.1f}% {r['vgprs']:>4} {r['sgprs']:>4} "
                       f"{time.perf_counter() - t0:>6.0f}"
                       + (f"  {2 * m * n * k / r['us'] / 1e6:>7.2f}  {200 * m * n * k / (r['us'] * 1e-6) / peak:>9.1f}%"
-                         if args.prefill else ""), flush=True)
+                         f"  {100 * m * n * k / (r['us'] * 1e-6) / peak:>8.1f}%" if args.prefill else ""), flush=True)
                 if args.verbose:
                     print(f"    {r['where']}", flush=True)
     return 0

@@ -73,6 +73,8 @@ def quant_gemm_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule:
         return None
     if (mm.get_int("split_k") or 1) > 1:  # (the split's workspace is its partials': f16 activations)
         return quant_kernels(mm, name, strategy, schedule, forwarding, builder=QuantGemmBuilder)
+    if INT8_WG_GROUP > 1:  # the grouped workgroup order (passes/isel/emit.py grouped_workgroup_ids)
+        mm.set_int("wg_group", INT8_WG_GROUP)
     return with_quant_a(mm, name, quant_kernels(mm, name, strategy, schedule, forwarding, builder=QuantGemmInt8Builder))
 
 
@@ -109,6 +111,8 @@ def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], sc
             groups //= 2
         clone.set_int("local_split", groups)
         clone.set_int_array("workgroup_size", (64 * groups, 1, 1))
+        if int8 and INT8_WG_GROUP > 1:
+            clone.set_int("wg_group", INT8_WG_GROUP)
         builder = QuantGemmInt8Builder if int8 else QuantGemmBuilder
         return builder(clone, kname, forwarding=forwarding, schedule=schedule).build()
 
@@ -215,6 +219,9 @@ class QuantGemmBuilder(QuantGemvBuilder):
 #: this one's dots run (two buffers) when :data:`INT8_A_AHEAD`.
 INT8_A_BATCH_ROWS = 4
 INT8_A_AHEAD = False
+#: Tile rows per group of the int8 GEMM's grouped workgroup order (1: the hardware's row-major order):
+#: the workgroups in flight share B's lines in L2 across 8 row tiles (docs/quantized.md, "Prefill").
+INT8_WG_GROUP = 8
 #: The int8 GEMM's loads of a block pair of B per lane (first dword, dwords): the first three before
 #: the rest (:class:`QuantGemmInt8Builder`).
 INT8_B_LOADS = {"q8_0": ((0, 4), (4, 4), (8, 1), (9, 4), (13, 4)), "q4_0": ((0, 4), (4, 4), (8, 1))}

@@ -123,3 +123,19 @@ def test_split_k_keeps_f16_activations():
     kern = vlpc.compile(source(48, 64, 1024, "q4_0"), split_k=2).kernel("g")
     assert "a_quant" not in kern.launch_info and "v_dot2_f32_f16" in kern.asm
     assert [s.kernel for s in kern.plan(48, 64, 1024)] == ["g", "g_reduce"]
+
+
+@pytest.mark.parametrize("m", [96, None])
+def test_grouped_workgroup_order(monkeypatch, m):
+    """The grouped workgroup order (INT8_WG_GROUP tile rows a group; 8 in the plan, 2 here so that 96
+    rows make a whole group of 2 tile rows and a last group of one): static M and M given at launch (the
+    companion), every element within the bound (the verdict against the quantized activations)."""
+    from vlpc.passes.isel import quant_gemm
+
+    monkeypatch.setattr(quant_gemm, "INT8_WG_GROUP", 2)
+    n, k = 128, 512
+    kern = vlpc.compile(source(m, n, k, "q4_0"), cache=False).kernel("g")
+    ran = kern.rows_kernel(96) or kern
+    assert ran.launch_info.get("a_quant") == A_QUANT and "first tile row of the group of 2" in kern.asm
+    r = vlpc.run(kern, m=96, beta=0.5, strict=True, seed=5)
+    assert r.verified and r.c.shape == (96, n)
