@@ -15,7 +15,10 @@ than it saves (docs/quantized.md, "int8 activations").
 
 * M rows of K int8 activations, row m at byte m K (block b of the row at 32 b): ``q``;
 * then per row and block of 32 (row-major, 8 bytes each, at M K + 8 (m K / 32 + b)): the f32 step
-  ``d_a`` and the i32 sum of the block's 32 ``q``.
+  ``d_a`` and the i32 sum of the block's 32 ``q``;
+* for the prefill GEMM's plan only (``pair_steps``; passes/isel/quant_gemm.py, 44 bytes a row and
+  block in all): the steps once more, pair-major, block pair p of row m at M K + 8 M K / 32 + 8 (p M +
+  m), so that one scalar load brings 4 rows' steps of a pair (one cache line).
 
 llama.cpp's ``block_q8_1`` (ggml-common.h: an f16 pair ``ds`` = (d, d sum q) and 32 int8 ``qs``) is the
 public model; here the step and the integer sum are kept apart (the sum exact: the GEMV scales it by

@@ -1,51 +1,34 @@
-"""The prefill GEMM of f16 activations and GGUF Q8_0 / Q4_0 weights on gfx906 (docs/quantized.md).
+"""The prefill GEMM of GGUF Q8_0 / Q4_0 weights on gfx906, on int8 or f16 activations (docs/quantized.md).
 
-``gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q8_0"}`` with M static and
-above 16 rows (an LLM's prompt: M up to a few hundred tokens).  The kernel is the quantized GEMV's
-(:class:`~vlpc.passes.isel.quant.QuantGemvBuilder`: one lane per weight row, a column of C;
-A in SGPRs as the scalar operand of ``v_dot2_f32_f16``; K over wavefront groups with the LDS
-reduction; the output with alpha, beta and the fused epilogue) with the GEMM's plan
-(``quant_gemm_rows`` and ``quant_plan`` in dialects/gemm.py) and its own K loop:
+``gemm.matmul %x, %w, %y, %alpha, %beta {layout = "NT", b_format = "q8_0"}`` with M above 16 rows and
+at least a tile's (an LLM's prompt: M up to a few hundred tokens).  Both kernels are the quantized
+GEMV's (:class:`~vlpc.passes.isel.quant.QuantGemvBuilder`: one lane per weight row, a column of C; A
+in SGPRs; K over wavefront groups with the LDS reduction; the output with alpha, beta and the fused
+epilogue) with the GEMM's plan (``quant_gemm_rows`` and ``quant_plan`` in dialects/gemm.py: a macro tile
+of R rows x 64 columns, the last row tile moved up to end at row M) and a K loop of their own:
 
-* a macro tile of R rows of A x 64 columns (R = 32 for Q4_0, 28 for Q8_0:
-  :data:`~vlpc.dialects.gemm.QUANT_GEMM_TILE_ROWS`), so that every dequantized pair of weights
-  feeds R dots; the grid covers M in row tiles, a last tile past M moved up to end at row M;
-* per block pair (64 weights) a lane's 68 (Q8_0) or 36 (Q4_0) bytes with ``global_load_dwordx4`` /
-  ``global_load_dword``, one pair ahead (:data:`QUANT_GEMM_B_AHEAD`; the GEMV's two pairs ahead
-  cost the VGPRs that keep 4 waves per SIMD; Q8_0 reloads each block's registers after the block's
-  dots, not after its dequantization); each block dequantized once, exactly, into 16 f16
-  pairs (``v_perm_b32`` of 0x64646464 and ``v_pk_add_f16`` of the offset: the GEMV's
-  dequantization), then per row 16 ``v_dot2_f32_f16`` from 0 and one ``v_fma_f32`` with the
-  block's scale;
-* A per block in batches of 4 rows (``s_load_dwordx16`` each: 64 SGPRs), each batch loaded after
-  the previous batch's dots, the next pair's first batch after the pair's last dots (carried round
-  the loop);
-* K over 16 wavefront groups (:data:`~vlpc.dialects.gemm.QUANT_GEMM_LOCAL`, halved until it
-  divides the block pairs): at 63 (Q4_0) and 64 (Q8_0) VGPRs 4 waves a SIMD, so the 16-wave
-  workgroup fits a CU
-  (``tests/quant/test_quant_gemm.py`` checks the occupancy against the workgroup).
+* :class:`QuantGemmInt8Builder` (M static, and the companion for an M given at launch): the plan's
+  pre-kernel (passes/isel/quant_act.py) quantizes A to int8 blocks of 32 once into the workspace, then
+  per block pair of B (one pair ahead) each block's weights become 8 int8 dwords once for the tile's
+  32 rows, and per row 8 ``v_dot4_i32_i8`` with A's int8 as SGPRs (``s_load_dwordx16`` a row and
+  pair), ``v_cvt_f32_i32``, ``v_mul_f32 d_a, d_w`` and one ``v_fma_f32``; 8 wavefront groups; the
+  grouped workgroup order (:data:`INT8_WG_GROUP`).  Modeled 112.5 - 122.8 % of the f16 dot peak at
+  M = 512 (MI50 @ 1725 MHz; the plan's reasons: docs/quantized.md, "Prefill").
+* :class:`QuantGemmBuilder` (a split of K across workgroups, whose workspace holds its partials; the
+  companion where lda is given at launch): f16 A as the scalar operand of ``v_dot2_f32_f16``, each
+  block dequantized once, exactly, into 16 f16 pairs (the GEMV's ``v_perm_b32`` / ``v_pk_add_f16``),
+  per row 16 dots from 0 and one ``v_fma_f32`` with the block's scale; A per block in batches of 4
+  rows; R = 32 (Q4_0) or 28 (Q8_0) rows (:data:`~vlpc.dialects.gemm.QUANT_GEMM_F16_TILE_ROWS`), 16
+  groups (63 / 64 VGPRs: 4 waves a SIMD).  Modeled 58.9 % (Q4_0) and 48.3 % (Q8_0) of the f16 dot peak
+  at 512 x 4096 x 4096; its results stay within f32 accumulation of the exact weights.
 
-The error bound is the GEMV's, ``gamma_n(2^-24) sum_k |a_k| |w_k|`` with n = 16 + K / 32 + L + 2
-(vlpc/quant_run.py): exact products, f32 sums.
-
-Why these plans (modeled, MI50 @ 1725 MHz, HBM2 1000 MHz, 512 x 4096 x 4096,
-``benchmarks/quant_gemv.py --prefill``): the VGPR count decides.  Q4_0 with 32 rows and 16 groups
-at 63 VGPRs: 1100 us (58.9 % of the f16 dot peak; 36 and 40 rows take 65 and 69 VGPRs); at 64 rows the 104 VGPRs leave 2 waves a SIMD (8
-groups: 1595 us), and the scalar loads of A, which a wave's other waves no longer hide, take
-about half the time.  Q8_0 (17 dwords of B a pair) needs 71 VGPRs at 32 rows, 3 waves a SIMD (8
-groups: 1772 us); 28 rows with the late reload 64 VGPRs and 16 groups: 1342 us (48.3 %; 24 rows
-with the early one: 1496 us, 43.3 %).  Tried and
-slower in the model: A double-buffered in batches of 2 rows, the next batch loaded right after
-the current one's first dot (Q4_0, 64 rows: 2254 us against 1595); a vector-load touch of the
-next pair's A lines (the dense kernels' ``a_touch``: 1735 against 1613 us); 64 rows x 256 or 512
-columns, one group (2765, 3654 us).
-
-Used for Q8_0 and Q4_0 with M static and at least R rows; an M given at launch, Q4_K, the int4
-group formats and the fused SwiGLU keep the GEMV's 16-row tiles (passes/isel/quant*.py).
+Bounds: the f16 kernel's is the GEMV's, ``gamma_n(2^-24) sum_k |a_k| |w_k|`` with n = 16 + K / 32 +
+L + 2 (vlpc/quant_run.py); the int8 kernel's the same against A quantized as the pre-kernel does
+(launch fact ``a_quant``, ``vlpc.quant_run.quantize_activations``).  Q4_K, the int4 group formats and
+the fused SwiGLU keep the GEMV's 16-row tiles (passes/isel/quant*.py).
 """
 
 from __future__ import annotations
-
 
 from xdsl.dialects.builtin import DictionaryAttr, StringAttr
 from xdsl.ir import SSAValue

@@ -41,7 +41,7 @@ def rsource(m, n, k, fmt, ct="f32", rt="f16", ldc=None, epilogue=(), r_type=None
     ("q4_0", 2, 80, 512, "f16", "f32", 83, {}),                       # f16 C, f32 R, row gaps, an N edge
     ("int4_g128", 1, 64, 320, "f32", "f16", None, {}),                # a last partial int4 group
     ("q8_0", 1, 64, 1024, "f32", "f32", None, {"split_k": 2}),        # split-K: the reduce kernel adds R
-    ("q4_0", 40, 64, 512, "f32", "f16", 67, {}),                      # the prefill GEMM (32-row tiles)
+    ("q4_0", 40, 64, 512, "f32", "f16", 67, {}),                      # the prefill GEMM (int8 A, 32-row tiles)
     ("q4_0", 1, 64, 4096, "f32", "f16", None, {"epilogue": ()}),      # no epilogue: not the lane kernel
 ])
 def test_residual_against_numpy(fmt, m, n, k, ct, rt, ldc, options):
@@ -58,7 +58,11 @@ def test_residual_against_numpy(fmt, m, n, k, ct, rt, ldc, options):
     c = np.full((m, width), np.nan, NP[ct])
     res = vlpc.run(kern, a, b, c, beta=0.0, residual=r_in, strict=True)
     assert res.verified and np.isfinite(res.c).all()
-    x = a.astype(np.float64) @ dequantize(fmt, b).T
+    if kern.launch_info.get("a_quant"):  # the prefill GEMM on int8 activations: its exact operands
+        from vlpc.quant_run import quantize_activations
+        x = quantize_activations(a) @ dequantize(fmt, b).T
+    else:
+        x = a.astype(np.float64) @ dequantize(fmt, b).T
     want = (x / (1 + np.exp(-x)) if epi else x) + r_in[:, :n].astype(np.float64)
     assert np.allclose(res.c[:, :n], want, rtol=2e-3 if ct == "f16" else 1e-5, atol=2e-3 if ct == "f16" else 1e-4)
     c[:, :n] = rng.standard_normal((m, n)).astype(NP[ct])
