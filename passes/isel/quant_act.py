@@ -42,7 +42,7 @@ grid (M, ceil(K / QUANT_A_TILE_K)).  K is a multiple of 32 (the GEMV's formats: 
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
@@ -64,6 +64,34 @@ QUANT_A_TILE_K = 8 * QUANT_A_THREADS
 QUANT_A_BLOCK_BYTES = 40
 #: ... and of the pair-major steps the prefill GEMM's plan adds (``build_quant_a``'s ``pair_steps``).
 QUANT_A_PAIR_STEP_BYTES = 4
+
+
+def int8_kernargs(shape, bias: bool = False, residual: str | None = None) -> list[dict]:
+    """The kernel arguments of a kernel reading the pre-kernel's workspace (the int8 lane GEMV's, the
+    prefill GEMM's): the dot layout (passes/isel/dot.py) with B the GGUF tensor's bytes and the
+    workspace last."""
+    out = dot_kernarg_layout(shape, workspace=True, bias=bias, residual=residual)
+    for a in out:
+        if a["name"] == "B":
+            a["type"] = "char*"  # the GGUF tensor's bytes
+    return out
+
+
+def quant_a_plan(pre: gcn.KernelOp, kernels: list[gcn.KernelOp]) -> list[gcn.KernelOp]:
+    """``[pre, *kernels]`` with the launch fact ``plan`` (their names in that order) on each: the
+    pre-kernel runs first and the runtime allocates its workspace (``CompiledKernel.plan``)."""
+    out = [pre, *kernels]
+    plan = StringAttr(",".join(k.sym_name.data for k in out))
+    for k in out:
+        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
+    return out
+
+
+def with_a_quant(kernel: gcn.KernelOp) -> gcn.KernelOp:
+    """``kernel`` with the launch fact ``a_quant`` (:data:`A_QUANT`: it multiplies the quantized
+    activations; vlpc.quant_run.quant_verdict's reference)."""
+    kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "a_quant": StringAttr(A_QUANT)})
+    return kernel
 
 
 def quantize_pieces(e: Emitter, v: SSAValue, zero: SSAValue, k8: int | None
@@ -182,4 +210,5 @@ def build_quant_a(mm: MatmulOp, name: str, kernargs: list[dict] | None = None,
     return kernel
 
 
-__all__ = ["A_QUANT", "QUANT_A_BLOCK_BYTES", "QUANT_A_PAIR_STEP_BYTES", "build_quant_a", "quantize_pieces"]
+__all__ = ["A_QUANT", "QUANT_A_BLOCK_BYTES", "QUANT_A_PAIR_STEP_BYTES", "build_quant_a", "int8_kernargs", "quant_a_plan",
+           "quantize_pieces", "with_a_quant"]

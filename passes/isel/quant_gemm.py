@@ -36,9 +36,8 @@ from xdsl.ir import SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS,
                                 QUANT_K_PAIR, MatmulOp, quant_gemm_rows)
-from vlpc.passes.isel.dot import dot_kernarg_layout
 from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
-from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a
+from vlpc.passes.isel.quant_act import build_quant_a, int8_kernargs, quant_a_plan, with_a_quant
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, QuantGemvBuilder,
                                            a_row_loads, b_row_loads, block_pairs, dequant_constants, pipelined_k_loop, quant_kernels)
 
@@ -64,12 +63,8 @@ def quant_gemm_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule:
 def with_quant_a(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp]) -> list[gcn.KernelOp]:
     """The plan ``<name>_quant_a`` (passes/isel/quant_act.py: A to int8 blocks in the workspace) then
     ``kernels`` (the int8 GEMM, :class:`QuantGemmInt8Builder`), launch fact ``plan`` on each."""
-    pre = build_quant_a(mm, f"{name}_quant_a", QuantGemmInt8Builder(mm, name).kernargs(), pair_steps=True)
-    plan = StringAttr(",".join([f"{name}_quant_a", *(k.sym_name.data for k in kernels)]))
-    out = [pre, *kernels]
-    for k in out:
-        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
-    return out
+    return quant_a_plan(build_quant_a(mm, f"{name}_quant_a", QuantGemmInt8Builder(mm, name).kernargs(), pair_steps=True),
+                        kernels)
 
 
 def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], schedule: str = "default",
@@ -236,18 +231,10 @@ class QuantGemmInt8Builder(QuantGemmBuilder):
     ``a_quant``)."""
 
     def kernargs(self) -> list[dict]:
-        out = dot_kernarg_layout(self.shape, workspace=True, bias=self.mm.bias is not None,
-                                 residual=self.residual_type())
-        for a in out:
-            if a["name"] == "B":
-                a["type"] = "char*"  # the GGUF tensor's bytes
-        return out
+        return int8_kernargs(self.shape, self.mm.bias is not None, self.residual_type())
 
     def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
-        kernel = super()._finish(entry, lds_bytes)
-        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
-                                                      "a_quant": StringAttr(A_QUANT)})
-        return kernel
+        return with_a_quant(super()._finish(entry, lds_bytes))
 
     def _a_base(self, e: Emitter, kp: SSAValue, kargs: dict, wg_z, batch_base) -> SSAValue:
         """The workspace (the pre-kernel's int8 A) in place of A."""

@@ -78,7 +78,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
@@ -86,9 +86,8 @@ from vlpc.dialects.gemm import B_FORMATS, INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.passes.isel.emit import Emitter, kernel_entry
 from vlpc.passes.isel.gemv import GEMV_KERNELS, REDUCE_BYTES, LaneGemvBuilder
-from vlpc.passes.isel.dot import dot_kernarg_layout
 from vlpc.passes.isel.quant import F16_MAGIC_BYTES, F16_OFFSET, PERM_SELECT, QuantGemvBuilder, b_row_loads
-from vlpc.passes.isel.quant_act import A_QUANT, build_quant_a, quantize_pieces
+from vlpc.passes.isel.quant_act import build_quant_a, int8_kernargs, quant_a_plan, quantize_pieces, with_a_quant
 from vlpc.passes.isel.quant_int4 import NIBBLE_INTERLEAVE
 from vlpc.passes.isel.quant_k import F16_MINUS_1024, F16_ONES, Q4K_BYTES, q4k_scales
 
@@ -316,11 +315,7 @@ def quant_lane_kernels(mm: MatmulOp, name: str) -> list[gcn.KernelOp] | None:
     gemv = QuantLaneInt8Builder(mm, name, rows, span, plan_waves(mm, rows, span), pre)
     if not pre:
         return [gemv.build()]
-    kernels = [build_quant_a(mm, f"{name}_quant_a", gemv.kernargs()), gemv.build()]
-    plan = StringAttr(f"{name}_quant_a,{name}")
-    for k in kernels:
-        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
-    return kernels
+    return quant_a_plan(build_quant_a(mm, f"{name}_quant_a", gemv.kernargs()), [gemv.build()])
 
 
 class QuantLaneGemvBuilder(LaneGemvBuilder, QuantGemvBuilder):
@@ -785,19 +780,10 @@ class QuantLaneInt8Builder(QuantLaneGemvBuilder):
     def kernargs(self) -> list[dict]:
         """The quantized GEMV's arguments; with the pre-kernel the workspace last (its int8 A:
         passes/isel/quant_act.py)."""
-        if not self.pre:
-            return super().kernargs()
-        out = dot_kernarg_layout(self.shape, workspace=True)
-        for a in out:
-            if a["name"] == "B":
-                a["type"] = "char*"  # the GGUF tensor's bytes
-        return out
+        return int8_kernargs(self.shape) if self.pre else super().kernargs()
 
     def _finish(self, entry, lds_bytes: int) -> gcn.KernelOp:
-        kernel = super()._finish(entry, lds_bytes)
-        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
-                                                      "a_quant": StringAttr(A_QUANT)})
-        return kernel
+        return with_a_quant(super()._finish(entry, lds_bytes))
 
     # ---- A staged: the pre-kernel's int8 blocks and their (d_a, sum q) copied from the workspace ----
 

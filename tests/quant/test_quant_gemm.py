@@ -15,13 +15,12 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
-from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL,  # noqa: E402
-                                QUANT_GEMM_TILE_ROWS)
+from vlpc.dialects.gemm import QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS  # noqa: E402
 from vlpc.passes.isel.quant_act import A_QUANT, QUANT_A_BLOCK_BYTES, QUANT_A_PAIR_STEP_BYTES  # noqa: E402
-from vlpc.quant_run import B_PAD, row_bytes  # noqa: E402
+from vlpc.quant_run import row_bytes  # noqa: E402
 from vlpc.targets import get_target  # noqa: E402
 
-from test_quant_gemv import QT, _swiglu_source, source  # noqa: E402
+from test_quant_gemv import QT, _swiglu_source, padded_operands, source  # noqa: E402
 
 
 @pytest.mark.parametrize("fmt, m, n, k, rows, local", [
@@ -73,12 +72,7 @@ def test_f16_companion_padded(fmt, m, ct):
     assert [s.kernel for s in kern.plan(m, n, k)] == [rk.name]
     rng = np.random.default_rng(m)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
+    a, bpad, c = padded_operands(b, rb, m, k, lda, ldb, ldc, ct, rng.standard_normal((m, k)).astype(np.float16))
     r = vlpc.run(kern, a, bpad, c, m=m, lda=lda, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c[:, :n]).all() and np.isnan(r.c[:, n:]).all()
     ref = a[:, :k].astype(np.float64) @ gguf.quants.dequantize(b, QT[fmt]).astype(np.float64).T

@@ -18,10 +18,11 @@ gguf = pytest.importorskip("gguf")
 import vlpc  # noqa: E402
 from vlpc.dialects.gemm import QUANT_GEMM_TILE_ROWS  # noqa: E402
 from vlpc.passes.isel.quant_act import A_QUANT, QUANT_A_BLOCK_BYTES, QUANT_A_PAIR_STEP_BYTES, QUANT_A_TILE_K  # noqa: E402
-from vlpc.quant_run import B_PAD, activation_step, dequantize, quantize_activations, row_bytes  # noqa: E402
+from vlpc.quant_run import activation_step, dequantize, quantize_activations, row_bytes  # noqa: E402
 from vlpc.verify import U32, gamma  # noqa: E402
 
-from test_quant_gemv import QT, check_nan_inputs, source  # noqa: E402
+from test_quant_gemv import QT, check_nan_inputs, padded_operands, source  # noqa: E402
+from test_quant_lane_int8 import scaled_activations  # noqa: E402
 
 
 def gemm_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
@@ -57,12 +58,8 @@ def test_gemm_against_gguf(fmt, m, n, k, ct, padded):
     kern = gemm_kernel(m, n, k, fmt, ct, lda, ldb, ldc)
     rng = np.random.default_rng(m * 1000 + k)
     b = gguf.quants.quantize(rng.standard_normal((n, k)).astype(np.float32), QT[fmt])
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = (rng.standard_normal((m, k)) * rng.choice([1e-3, 1.0, 30.0], (m, k // 32)).repeat(32, 1)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
+    a, bpad, c = padded_operands(b, rb, m, k, lda, ldb, ldc, ct, scaled_activations(rng, m, k))
+    dt = c.dtype
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c).all()
     st, mt = r.stats, kern.launch_info["macro_m"]
@@ -139,3 +136,48 @@ def test_grouped_workgroup_order(monkeypatch, m):
     assert ran.launch_info.get("a_quant") == A_QUANT and "first tile row of the group of 2" in kern.asm
     r = vlpc.run(kern, m=96, beta=0.5, strict=True, seed=5)
     assert r.verified and r.c.shape == (96, n)
+
+
+def test_pre_kernel_pair_steps():
+    """The GEMM plan's ``g_quant_a`` alone (passes/isel/quant_act.py with ``pair_steps``) over a workspace of
+    0xFF bytes with 64 more after it: the int8 rows and (d_a, sum q) words as the lane GEMV's pre-kernel
+    writes them, and the steps once more pair-major (block pair p of row m at M K + 8 M K / 32 + 8 (p M + m))
+    equal to NumPy's (vlpc.quant_run.activation_step) bit for bit, an inf block's NaN; K past a tile of the
+    pre-kernel (2176 = 2048 + 128); nothing written past the workspace."""
+    from vlpc.runtime import get_device, load_code_object
+
+    m, n, k, lda = 33, 64, 2176, 2184
+    rb = row_bytes("q4_0", k)
+    kern = gemm_kernel(m, n, k, "q4_0", "f32", lda, rb, n)
+    step = kern.plan(m, n, k)[0]
+    rng = np.random.default_rng(11)
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = scaled_activations(rng, m, k)
+    a[3, 100] = np.inf  # block 3 of row 3
+    ws_bytes = kern.workspace_bytes(m, n, k)
+    dev = get_device("emulator", strict=True)
+    host = [a.reshape(-1), np.zeros(n * rb, np.uint8), np.zeros(m * n, np.float32)]
+    bufs = [dev.upload(x) for x in host]
+    ws = dev.upload(np.full(ws_bytes + 64, 0xFF, np.uint8))
+    args = [*bufs, *(np.int32(v) for v in (m, n, k, lda, rb, n)), np.float32(1), np.float32(0), ws]
+    dev.launch(load_code_object(kern.code_object), step.kernel, grid=step.grid, block=step.block,
+               args=args, buffer_sizes={0: a.nbytes, 1: host[1].nbytes, 2: host[2].nbytes, 11: ws_bytes + 64})
+    raw = dev.download(ws, np.uint8, (ws_bytes + 64,))
+    assert (raw[ws_bytes:] == 0xFF).all(), "the pre-kernel wrote past its workspace"
+    nb = k // 32
+    meta = raw[m * k:m * k + 8 * m * nb].reshape(m, nb, 8)[..., :4].copy().view(np.float32)[..., 0]
+    pair = raw[m * k + 8 * m * nb:ws_bytes].copy().view(np.float32).reshape(nb // 2, m, 2)
+    want = activation_step(a[:, :k]).reshape(m, nb, 32)[..., 0].astype(np.float32)
+    got = pair.transpose(1, 0, 2).reshape(m, nb)
+    assert np.isnan(got[3, 3]) and np.isnan(meta[3, 3])
+    got[3, 3] = want[3, 3] = meta[3, 3] = 0
+    assert np.array_equal(got, want) and np.array_equal(meta, want)
+
+
+def test_k_not_whole_block_pairs_refused():
+    """K not a multiple of 64 at a GEMM's M: the block-pair kernels' located error (no pre-kernel built)."""
+    from vlpc.errors import DiagnosticError
+
+    with pytest.raises(DiagnosticError, match="K=96: vlpc's q4_0 GEMV reads blocks in pairs") as e:
+        vlpc.compile(source(40, 64, 96, "q4_0"))
+    assert "<input>:2:" in str(e.value).splitlines()[0]

@@ -86,18 +86,24 @@ def test_gemv_against_gguf(fmt, m, n, k, ct, local, iters):
     check_padded(kern, fmt, gguf.quants.quantize(w, QT[fmt]), ct, lda, ldb, ldc, rng)
 
 
+def padded_operands(b, rb, m, k, lda, ldb, ldc, ct, a_values):
+    """(A, B, C) as stored with padding: A's M x K ``a_values`` in rows of lda (the gaps NaN), B's rows of
+    ``rb`` bytes (``b``) in rows of ldb (garbage ``B_PAD`` after each), C M x ldc all NaN (f32 or f16)."""
+    bpad = np.full((b.shape[0], ldb), B_PAD, np.uint8)
+    bpad[:, :rb] = b
+    a = np.full((m, lda), np.nan, np.float16)
+    a[:, :k] = a_values
+    return a, bpad, np.full((m, ldc), np.nan, np.float32 if ct == "f32" else np.float16)
+
+
 def check_padded(kern, fmt, b, ct, lda, ldb, ldc, rng, deq=None):
     """Run ``kern`` (M x K activations, B ``b`` of N rows) with padded A (NaN gaps), B (garbage after each
     row's last block) and C (NaN columns past N): beta = 0 over a C that is all NaN, then alpha and beta
     nonzero; every weight byte read once; C against gguf's dequantized weights (or ``deq(b)``'s)."""
     m, n, k = kern.launch_info["static_m"], kern.launch_info["static_n"], kern.launch_info["static_k"]
     rb = row_bytes(fmt, k)
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = rng.standard_normal((m, k)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
+    a, bpad, c = padded_operands(b, rb, m, k, lda, ldb, ldc, ct, rng.standard_normal((m, k)).astype(np.float16))
+    dt = c.dtype
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
     assert r.verified and np.isfinite(r.c).all()
     # every weight byte read once (per row tile of A: the prefill GEMM's), A's tile once per workgroup, 32

@@ -17,16 +17,20 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 import vlpc  # noqa: E402
-from vlpc.passes.isel.quant_act import QUANT_A_BLOCK_BYTES, QUANT_A_TILE_K  # noqa: E402
-from vlpc.passes.isel.quant_lane import (A_QUANT, LANE_INT8_LONG_K, LANE_INT8_PRE_FROM_M,  # noqa: E402
+from vlpc.passes.isel.quant_act import A_QUANT, QUANT_A_BLOCK_BYTES, QUANT_A_TILE_K  # noqa: E402
+from vlpc.passes.isel.quant_lane import (LANE_INT8_LONG_K, LANE_INT8_PRE_FROM_M,  # noqa: E402
                                          LANE_INT8_PRE_FROM_M_OF, LANE_UNITS, quant_lane_plan)
 from vlpc.quant_run import (activation_step, dequantize, quantize_activations, random_weights,  # noqa: E402
                             row_bytes, weight_magnitudes)
 from vlpc.verify import U32, gamma  # noqa: E402
 
-from vlpc.quant_run import B_PAD  # noqa: E402
+from test_quant_gemv import check_nan_inputs, padded_operands, sgpr, source  # noqa: E402
 
-from test_quant_gemv import check_nan_inputs, sgpr, source  # noqa: E402
+
+def scaled_activations(rng, m, k):
+    """M x K f16 activations whose blocks of 32 are scaled by 1e-3, 1 or 30 (blocks of very different
+    steps; shared with tests/quant/test_quant_gemm_int8.py)."""
+    return (rng.standard_normal((m, k)) * rng.choice([1e-3, 1.0, 30.0], (m, k // 32)).repeat(32, 1)).astype(np.float16)
 
 
 def int8_kernel(m, n, k, fmt, ct="f32", lda=None, ldb=None, ldc=None):
@@ -86,12 +90,8 @@ def test_int8_lane_gemv(fmt, m, n, k, ct, padded):
     kern = int8_kernel(m, n, k, fmt, ct, lda, ldb, ldc)
     rng = np.random.default_rng(m * 1000 + k)
     b = random_weights(fmt, n, k, rng)
-    bpad = np.full((n, ldb), B_PAD, np.uint8)
-    bpad[:, :rb] = b
-    a = np.full((m, lda), np.nan, np.float16)
-    a[:, :k] = (rng.standard_normal((m, k)) * rng.choice([1e-3, 1.0, 30.0], (m, k // 32)).repeat(32, 1)).astype(np.float16)
-    dt = np.float32 if ct == "f32" else np.float16
-    c = np.full((m, ldc), np.nan, dt)
+    a, bpad, c = padded_operands(b, rb, m, k, lda, ldb, ldc, ct, scaled_activations(rng, m, k))
+    dt = c.dtype
     if m == 16:  # span 16, a round of the lanes' units a phase (16 rows x 16 units x 80 or 160 bytes of LDS)
         assert kern.asm.count("A's phase in LDS") == -(-(k // LANE_UNITS[fmt][0]) // 16)
     r = vlpc.run(kern, a, bpad, c, alpha=1.0, beta=0.0, strict=True)
