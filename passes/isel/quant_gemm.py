@@ -193,8 +193,9 @@ class QuantGemmBuilder(QuantGemvBuilder):
 
 
 #: Rows of A per batch of the int8 GEMM's scalar loads (each row: ``s_load_dwordx16`` of a block pair's 64
-#: int8 activations, ``s_load_dwordx4`` of its two blocks' (d_a, sum q)); the next batch loads while
-#: this one's dots run (two buffers) when :data:`INT8_A_AHEAD`.
+#: int8 activations; the batch's steps, 8 bytes a row, in one load of the pair-major steps), loaded after
+#: the previous batch's dots; with :data:`INT8_A_AHEAD` right after the previous batch's first dot
+#: instead (two buffers; modeled slower: SMEM returns out of order, docs/quantized.md "Prefill").
 INT8_A_BATCH_ROWS = 4
 INT8_A_AHEAD = False
 #: Tile rows per group of the int8 GEMM's grouped workgroup order (1: the hardware's row-major order):
@@ -254,8 +255,7 @@ class QuantGemmInt8Builder(QuantGemmBuilder):
         assert isinstance(k_val, int) and k_val % 32 == 0, k_val  # whole block pairs (quant_kernels)
         iters = k_val // 32  # block pairs of the slice (64 int8 bytes of A a row each)
         kq = s.k  # bytes of an int8 row of A in the workspace
-        pair_bytes = 2 * self.block_bytes
-        n_dw = pair_bytes // 4  # 17 (Q8_0) or 9 (Q4_0) dwords per lane and pair
+        pair_bytes = 2 * self.block_bytes  # 68 (Q8_0) or 36 (Q4_0) bytes per lane and pair
         rows = len(acc)
         # the tile's int8 rows in the workspace from the slice's first pair; the pair-major steps (8 bytes a
         # row and pair, passes/isel/quant_act.py's pair_steps) of the tile's row 0 and the slice's first pair
