@@ -181,3 +181,16 @@ def test_k_not_whole_block_pairs_refused():
     with pytest.raises(DiagnosticError, match="K=96: vlpc's q4_0 GEMV reads blocks in pairs") as e:
         vlpc.compile(source(40, 64, 96, "q4_0"))
     assert "<input>:2:" in str(e.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("epilogue, length", [(("bias_row", "silu"), 40), (("bias_col", "relu"), 80)])
+def test_bias_and_epilogue(epilogue, length):
+    """bias_row / bias_col (f16) then silu or relu on the int8 GEMM (the GEMV's output code), f16 C:
+    within the verdict's bound against the quantized activations."""
+    from test_quant_gemv import _with_bias
+
+    kern = vlpc.compile(_with_bias(source(40, 80, 1024, "q4_0", "f16", epilogue=epilogue), length)).kernel("g")
+    assert kern.launch_info.get("a_quant") == A_QUANT and kern.launch_info["macro_m"] == QUANT_GEMM_TILE_ROWS["q4_0"]
+    bias = np.linspace(-4, 4, length).astype(np.float16)
+    r = vlpc.run(kern, beta=0.5, bias=bias, strict=True, seed=2)
+    assert r.verified and np.array_equal(r.inputs["bias"], bias)
