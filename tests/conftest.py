@@ -35,7 +35,36 @@ os.environ["VLPC_TUNE_DB"] = "off"
 os.environ.setdefault("VLPC_VERIFY_EACH", "1")
 
 
+# Bytecode: with PYTHONDONTWRITEBYTECODE set (and no PYTHONPYCACHEPREFIX of the user's) every Python
+# process the suite starts (its pytest-xdist workers, each `vlpc ...` and `lit` subprocess, a nested
+# pytest) would compile vlpc's modules from source again, and pytest would rewrite and compile every
+# test module in each worker: 0.1 to 0.7 CPU-s per `vlpc` process (a `vlpc run` imports the emulator
+# and the timing model), 5 per worker's collection.  The suite keeps its processes' bytecode in a
+# folder of pytest's cache instead (`.pytest_cache/d/bytecode`: never beside the sources; a temporary
+# folder, deleted at the end, under `-p no:cacheprovider`), through PYTHONPYCACHEPREFIX (Python's
+# bytecode-cache prefix; the files are validated against their source's size and modification time
+# as in __pycache__), set before the workers start.
+_OWN_BYTECODE_DIR: list[str] = []
+
+
+def pytest_configure(config):
+    if _WORKER or not sys.dont_write_bytecode or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return  # (a worker inherits the controller's setting)
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        prefix = str(cache.mkdir("bytecode"))
+    else:
+        prefix = tempfile.mkdtemp(prefix="vlpc-test-bytecode-")
+        _OWN_BYTECODE_DIR.append(prefix)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix  # (this process's own later imports too)
+    sys.dont_write_bytecode = False
+
+
 def pytest_sessionfinish(session, exitstatus):
+    for d in _OWN_BYTECODE_DIR:
+        shutil.rmtree(d, ignore_errors=True)
     if _CACHE_DIR != _INHERITED:  # (a worker leaves the shared cache to the controller)
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
