@@ -36,10 +36,11 @@ os.environ.setdefault("VLPC_VERIFY_EACH", "1")
 
 
 # Bytecode: with PYTHONDONTWRITEBYTECODE set (and no PYTHONPYCACHEPREFIX of the user's) every Python
-# process the suite starts (its pytest-xdist workers, each `vlpc ...` and `lit` subprocess, a nested
-# pytest) would compile vlpc's modules from source again, and pytest would rewrite and compile every
-# test module in each worker: 0.1 to 0.7 CPU-s per `vlpc` process (a `vlpc run` imports the emulator
-# and the timing model), 5 per worker's collection.  The suite keeps its processes' bytecode in a
+# process the suite starts (its pytest-xdist workers, each `python -m vlpc.cli ...`, `lit` or nested
+# pytest subprocess) would compile vlpc's modules from source again, and pytest would rewrite and
+# compile every test module in each worker: 0.1 to 0.7 CPU-s per `vlpc` process (a `vlpc run` imports
+# the emulator and the timing model), 5 per worker's collection.  (lit passes neither variable to its
+# RUN lines, which write __pycache__ as they did.)  The suite keeps its processes' bytecode in a
 # folder of pytest's cache instead (`.pytest_cache/d/bytecode`: never beside the sources; a temporary
 # folder, deleted at the end, under `-p no:cacheprovider`), through PYTHONPYCACHEPREFIX (Python's
 # bytecode-cache prefix; the files are validated against their source's size and modification time
