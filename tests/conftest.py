@@ -33,6 +33,14 @@ os.environ["VLPC_TUNE_DB"] = "off"
 # The IR is verified after every pass in the tests (the compiler's default: once, at the end);
 # VLPC_VERIFY_EACH=0 in the environment turns that off for a quicker local run (CI keeps it on).
 os.environ.setdefault("VLPC_VERIFY_EACH", "1")
+# The emulator runs a launch of 512 waves or more in forked worker processes, one per core
+# (runtime/emulator/core.py, VLPC_EMU_PROCS).  Under pytest-xdist the workers already keep every core
+# busy, so the forks added their start-up and the merging of their results and no throughput
+# (tests/timing/test_bench.py + test_energy.py with -n 2: 48.4 CPU-s, 44.6 with one process).  A
+# worker runs launches in its own process (a value in the environment is kept); the tests of the
+# forked path ask for worker processes themselves (test_emu_lds_hw.py, test_split_k.py).
+if _WORKER:
+    os.environ.setdefault("VLPC_EMU_PROCS", "1")
 
 
 # Bytecode: with PYTHONDONTWRITEBYTECODE set (and no PYTHONPYCACHEPREFIX of the user's) every Python
