@@ -33,9 +33,47 @@ os.environ["VLPC_TUNE_DB"] = "off"
 # The IR is verified after every pass in the tests (the compiler's default: once, at the end);
 # VLPC_VERIFY_EACH=0 in the environment turns that off for a quicker local run (CI keeps it on).
 os.environ.setdefault("VLPC_VERIFY_EACH", "1")
+# The emulator runs a launch of 512 waves or more in forked worker processes, one per core
+# (runtime/emulator/core.py, VLPC_EMU_PROCS).  Under pytest-xdist the workers already keep every core
+# busy, so the forks added their start-up and the merging of their results and no throughput
+# (tests/timing/test_bench.py + test_energy.py with -n 2: 48.4 CPU-s, 44.6 with one process).  A
+# worker runs launches in its own process (a value in the environment is kept); the tests of the
+# forked path ask for worker processes themselves (test_emu_lds_hw.py, test_split_k.py).
+if _WORKER:
+    os.environ.setdefault("VLPC_EMU_PROCS", "1")
+
+
+# Bytecode: with PYTHONDONTWRITEBYTECODE set (and no PYTHONPYCACHEPREFIX of the user's) every Python
+# process the suite starts (its pytest-xdist workers, each `python -m vlpc.cli ...`, `lit` or nested
+# pytest subprocess) would compile vlpc's modules from source again, and pytest would rewrite and
+# compile every test module in each worker: 0.1 to 0.7 CPU-s per `vlpc` process (a `vlpc run` imports
+# the emulator and the timing model), 5 per worker's collection.  (lit passes neither variable to its
+# RUN lines, which write __pycache__ as they did.)  The suite keeps its processes' bytecode in a
+# folder of pytest's cache instead (`.pytest_cache/d/bytecode`: never beside the sources; a temporary
+# folder, deleted at the end, under `-p no:cacheprovider`), through PYTHONPYCACHEPREFIX (Python's
+# bytecode-cache prefix; the files are validated against their source's size and modification time
+# as in __pycache__), set before the workers start.
+_OWN_BYTECODE_DIR: list[str] = []
+
+
+def pytest_configure(config):
+    if _WORKER or not sys.dont_write_bytecode or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return  # (a worker inherits the controller's setting)
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        prefix = str(cache.mkdir("bytecode"))
+    else:
+        prefix = tempfile.mkdtemp(prefix="vlpc-test-bytecode-")
+        _OWN_BYTECODE_DIR.append(prefix)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix  # (this process's own later imports too)
+    sys.dont_write_bytecode = False
 
 
 def pytest_sessionfinish(session, exitstatus):
+    for d in _OWN_BYTECODE_DIR:
+        shutil.rmtree(d, ignore_errors=True)
     if _CACHE_DIR != _INHERITED:  # (a worker leaves the shared cache to the controller)
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 

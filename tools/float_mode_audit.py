@@ -332,30 +332,52 @@ DX10_EXEMPT = {
 }
 
 
-def dx10_survey(names: list[str] | None = None, seed: int = 16) -> dict[str, list[str]]:
+def dx10_survey(names: list[str] | None = None, seed: int = 16, chunk: int = 80) -> dict[str, list[str]]:
     """Forms with the ``clamp`` output modifier (VOP3/VOP3P/SDWA forms LLVM accepts it on),
     under MODE.DX10_CLAMP on and off (NaNs in the operands): ``changes`` (a clamped NaN
     becomes 0 only with DX10_CLAMP, Vega ISA guide 3.3), ``same``, ``no_clamp`` (LLVM
-    rejects the modifier) or ``error`` (the emulator stops)."""
-    from vlpc.errors import AssemblerError
+    rejects the modifier) or ``error`` (the emulator stops).  The forms run ``chunk`` to a
+    kernel (as :func:`audit`: each from the same registers); a chunk that does not assemble or
+    run is run again in halves, down to the forms that fail alone."""
     from vlpc.isa.modes import FloatMode
     rng = np.random.default_rng(seed)
     inputs = rng.choice(POOL, size=(len(_INIT_V), LANES)).astype(np.uint32)
     out: dict[str, list[str]] = {"changes": [], "same": [], "no_clamp": [], "error": []}
-    for mn, a in candidates(names):
-        if "_e32 " in a or "_dpp " in a or mn.startswith(("v_cmp", "v_cmpx")):
-            continue
-        form = (a.replace(" dst_sel:", " clamp dst_sel:", 1) if "_sdwa " in a else a + " clamp")
+    clamped = [(a.replace(" dst_sel:", " clamp dst_sel:", 1) if "_sdwa " in a else a + " clamp")
+               for mn, a in candidates(names)
+               if not ("_e32 " in a or "_dpp " in a or mn.startswith(("v_cmp", "v_cmpx")))]
+
+    def survey(part: list[str]) -> None:
+        if len(part) == 1:
+            _dx10_one(part[0], inputs, out)
+            return
         try:
-            on, off = (_run([form], inputs, FloatMode(dx10_clamp=v).register) for v in (True, False))
-        except AssemblerError:
-            out["no_clamp"].append(form)
-            continue
-        except Exception:  # noqa: BLE001
-            out["error"].append(form)
-            continue
-        out["changes" if (on != off).any() else "same"].append(form)
+            on, off = (_run(part, inputs, FloatMode(dx10_clamp=v).register) for v in (True, False))
+        except Exception:  # noqa: BLE001 - a form of the part fails: each half again
+            survey(part[:len(part) // 2])
+            survey(part[len(part) // 2:])
+            return
+        for k, form in enumerate(part):
+            out["changes" if (on[k] != off[k]).any() else "same"].append(form)
+
+    for i in range(0, len(clamped), chunk):
+        survey(clamped[i:i + chunk])
     return out
+
+
+def _dx10_one(form: str, inputs: np.ndarray, out: dict[str, list[str]]) -> None:
+    """:func:`dx10_survey` for one form, run alone."""
+    from vlpc.errors import AssemblerError
+    from vlpc.isa.modes import FloatMode
+    try:
+        on, off = (_run([form], inputs, FloatMode(dx10_clamp=v).register) for v in (True, False))
+    except AssemblerError:
+        out["no_clamp"].append(form)
+        return
+    except Exception:  # noqa: BLE001
+        out["error"].append(form)
+        return
+    out["changes" if (on != off).any() else "same"].append(form)
 
 
 def unsupported(findings: list[Finding]) -> list[tuple[str, str]]:

@@ -102,3 +102,34 @@ def test_a_kernel_of_patched_code_never_reaches_the_shared_cache(monkeypatch):
     monkeypatch.undo()
     assert "s_waitcnt" in vlpc.compile(src).asm  # unpatched: a kernel with its waits, not the patched one
     assert GcnInsertWaitcntPass.apply is not None
+
+
+def test_bytecode_off_keeps_the_suites_bytecode_in_pytests_cache(monkeypatch, tmp_path):
+    """Under PYTHONDONTWRITEBYTECODE the suite's processes (workers, `vlpc` and `lit` subprocesses)
+    share bytecode kept in pytest's cache folder (PYTHONPYCACHEPREFIX), never beside the sources;
+    without the cache plugin in a temporary folder deleted at the end; a user's prefix is kept."""
+    monkeypatch.setattr(conftest, "_WORKER", False)
+    monkeypatch.setattr(sys, "pycache_prefix", sys.pycache_prefix)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    made = []
+    cache = SimpleNamespace(mkdir=lambda name: made.append(name) or tmp_path / name)
+    conftest.pytest_configure(SimpleNamespace(cache=cache))
+    assert made == ["bytecode"] and os.environ["PYTHONPYCACHEPREFIX"] == str(tmp_path / "bytecode")
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ and sys.pycache_prefix == str(tmp_path / "bytecode")
+    assert not sys.dont_write_bytecode
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX")
+    monkeypatch.setattr(conftest, "_OWN_BYTECODE_DIR", [])
+    conftest.pytest_configure(SimpleNamespace())  # -p no:cacheprovider: a temporary folder
+    own = conftest._OWN_BYTECODE_DIR
+    assert own == [os.environ["PYTHONPYCACHEPREFIX"]] and Path(own[0]).is_dir()
+    for d in own:
+        Path(d).rmdir()
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "mine"))
+    conftest.pytest_configure(SimpleNamespace(cache=cache))  # the user's prefix stays
+    assert os.environ["PYTHONPYCACHEPREFIX"] == str(tmp_path / "mine") and made == ["bytecode"]

@@ -80,6 +80,46 @@ def test_isolated_from_above_still_refuses_a_value_from_outside():
     holder.verify()
 
 
+def test_isolated_from_above_nested_gives_xdsls_verdicts():
+    """A module inside a module (both IsolatedFromAbove): the outer check leaves the inner
+    module's operations to the inner one's check.  Same verdict and message as xDSL's own check
+    for a value from outside used in the inner module, a value of the inner module used outside
+    it, and a valid nesting."""
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Region
+    from xdsl.traits import IsolatedFromAbove
+
+    ours = IsolatedFromAbove.verify
+    xdsls = ours.xdsl_verify
+
+    def verdict(check, module):
+        try:
+            for op in module.walk():  # (every IsolatedFromAbove operation, as Operation.verify does)
+                if op.has_trait(IsolatedFromAbove):
+                    check(IsolatedFromAbove(), op)
+        except VerifyException as e:
+            return str(e)
+        return None
+
+    def nested(case):
+        outer = Block(arg_types=[gcn.SGPRType.at(4)])
+        inner = Block(arg_types=[gcn.SGPRType.at(6)])
+        defined = gcn.SMovB32Op(inner.args[0])
+        inner.add_op(defined)
+        if case == "from outside":
+            inner.add_op(gcn.SMovB32Op(outer.args[0]))
+        outer.add_op(ModuleOp(Region([inner])))
+        if case == "from the inner module":
+            outer.add_op(gcn.SMovB32Op(defined.sdst))
+        return ModuleOp(Region([outer]))
+
+    for case in ("valid", "from outside", "from the inner module"):
+        a, b = verdict(ours, nested(case)), verdict(xdsls, nested(case))
+        assert a == b, (case, a, b)
+    assert verdict(ours, nested("valid")) is None
+    assert "defined out of its IsolatedFromAbove parent" in verdict(ours, nested("from outside"))
+
+
 def _built_by_xdsl(cls, **kwargs):
     """An op of ``cls`` built by xDSL's generic IRDL builder (the path vlpc.dialects.op_init skips)."""
     from xdsl.irdl import IRDLOperation

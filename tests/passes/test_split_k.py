@@ -145,12 +145,13 @@ def test_print_plan_cli(tmp_path, capsys):
 @pytest.mark.parametrize("mode", ["workspace", "atomic"])
 @pytest.mark.parametrize("shape", [(256, 256, 1024), (64, 64, 1024), (128, 4096, 512), (4096, 128, 512)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_issue_shapes(shape, mode):
+def test_issue_shapes(shape, mode, monkeypatch):
     """The issue's skinny shapes' M and N, S = 4 in both modes (S in {2, 8, 16}: test_every_split
     and the benchmark), with a shorter K: the same tiles and grids (1x4x4, 1x1x4 with an N edge,
     16x2x4, 1x64x4 with an N edge), forked emulator workers for the two 4096-wide ones, slices of
     16 or 8 K steps of 16 instead of 128, 256, 16, 16 (the issue's K = 8192, 16384, 4096, 4096 are in
     benchmarks/split_k_plans.py)."""
+    monkeypatch.setenv("VLPC_EMU_PROCS", "2")  # (the suite's workers run launches in one process)
     r = run(gemm(*shape), split_k=4, split_mode=mode)
     assert r.kernel.split_k == 4
 
@@ -264,6 +265,7 @@ def test_workspace_partials_and_fixed_summation_order():
 def test_workspace_mode_is_bit_identical_across_runs_and_schedules(monkeypatch):
     text = gemm(64, 256, 512)  # 8 slices of 64
     kern = compile_(text, split_k=8).kernel()
+    monkeypatch.setenv("VLPC_EMU_PROCS", "2")  # worker processes (the suite's workers run launches in one)
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 512)).astype(np.float32)
     b = rng.standard_normal((256, 512)).astype(np.float32)

@@ -202,8 +202,12 @@ def test_ctrl_c_keeps_results_writes_the_table_and_resumes(tmp_path):
     f = tmp_path / "g.mlir"
     f.write_text(source(128, 256, 512))
     csv = tmp_path / "t.csv"
+    # Ctrl-C as at a terminal: a suite started in the background of a non-interactive shell (`pytest &`)
+    # has SIGINT ignored, which a child inherits, and Python then installs no KeyboardInterrupt handler
+    # (POSIX, "Signals and Error Handling" of the Shell Command Language): restore the default first
     proc = subprocess.Popen([sys.executable, "-m", "vlpc.cli", "tune", str(f), "-j", "1", "--all", "--csv", str(csv)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(path))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(path),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     measured = 0
     while time.monotonic() < deadline and proc.poll() is None:  # until two candidates are in the database
