@@ -30,9 +30,11 @@ os.environ.pop("VLPC_CACHE_MAX_SIZE", None)
 # The tuning database (vlpc/tunedb.py) is off: no test's compile picks up another test's `vlpc
 # tune` winner; the database's own tests give theirs (--db, VLPC_TUNE_DB).
 os.environ["VLPC_TUNE_DB"] = "off"
-# The IR is verified after every pass in the tests (the compiler's default: once, at the end);
+# The IR is verified after every pass of a compile's own pipeline in the tests, and its launch-time
+# variants' IR once, after their last pass (`main`: vlpc.compiler.verify_each_variant; the compiler's
+# default: once, at the end);
 # VLPC_VERIFY_EACH=0 in the environment turns that off for a quicker local run (CI keeps it on).
-os.environ.setdefault("VLPC_VERIFY_EACH", "1")
+os.environ.setdefault("VLPC_VERIFY_EACH", "main")
 # The emulator runs a launch of 512 waves or more in forked worker processes, one per core
 # (runtime/emulator/core.py, VLPC_EMU_PROCS).  Under pytest-xdist the workers already keep every core
 # busy, so the forks added their start-up and the merging of their results and no throughput
