@@ -5,6 +5,8 @@
     python benchmarks/plan_surrogate.py fit-dot   # only the f16/int8 dot variants (K steps 16 and 8), their
                                                   # reduce share and local split term; f32 kept
     python benchmarks/plan_surrogate.py fit-local # only the local split term (f32, f16, int8: 3 runs)
+    python benchmarks/plan_surrogate.py fit-reduce # only the f32/f64 reduce kernel's bandwidth share and
+                                                  # load waits (3 runs, REDUCE_FIT)
     python benchmarks/plan_surrogate.py report    # surrogate vs timing model on shapes it was not fitted on;
                                                   # auto plan vs the best tuned plan on the skinny shapes
 
@@ -111,9 +113,10 @@ def fit_variants(procs: int, variants: list, old: dict | None, reduce: bool = Tr
         shape = (mm * R * CUS // GX, mn * GX, K1 * PACK.get(dt, 1))
         full[(dt, mm, mn, ks)] = key(dt, mm, mn, ks, *shape)
         second.append((full[(dt, mm, mn, ks)], (*shape, dt), explicit(mm, mn, ks)))
-    # the reduce kernel's bandwidth share: one workspace split plan
+    # the reduce kernel (C read: beta 1): its bandwidth share on a split plan of 8 reduce workgroups per CU,
+    # and its load waits (plan_model.reduce_waits) on two of one workgroup per CU or fewer
     if reduce and f32:
-        second.append(("reduce-512x512x2048-S4", (512, 512, 2048, "f32"), explicit(64, 256, 16, 4)))
+        second += [(key, shape, explicit(32, 64, 16, s) | {"beta": 1.0}) for key, shape, s in REDUCE_FIT]
     # the dot kernels' reduce (f32 partials summed into an f32 C): its own share
     if reduce:
         second.append(("reduce-dot-512x512x4096-f16-S4", (512, 512, 4096, "f16"), explicit(32, 256, 16, 4)))
@@ -149,17 +152,45 @@ def fit_variants(procs: int, variants: list, old: dict | None, reduce: bool = Tr
         out["variants"][variant_key(dt, (mm, mn), ks)] = {
             "macro_m": mm, "macro_n": mn, "fixed": round(fixed, 1), "latency": round(lat, 1),
             "per_wave_ratio": round(per_wave / v, 4), "wgs_per_cu": R}
-    red = cache.get("reduce-512x512x2048-S4", {"us": None}) if reduce and f32 else {"us": None}
-    if red["us"] is not None and len(red["parts_us"]) == 2:
-        m = n = 512
-        moved = (4 + 1) * m * n * 4  # beta = 0: S partials read, C written
-        t = (red["parts_us"][1] - launch) * 1e-6
-        out["reduce_efficiency"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
+    if reduce and f32:
+        out.update(fit_reduce(cache, board))
     red = cache["reduce-dot-512x512x4096-f16-S4"] if reduce else {"us": None}
     if red["us"] is not None and len(red["parts_us"]) == 2:
         moved = (4 * 4 + 4) * 512 * 512  # beta = 0: 4 f32 partials read, f32 C written
         t = (red["parts_us"][1] - launch) * 1e-6
         out["reduce_efficiency_dot"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4) if t > 0 else 1.0
+    return out
+
+
+#: The reduce kernel's fit runs (key, (M, N, K, type), S), 32x64 tiles, beta 1: the bandwidth share on
+#: the first (512 reduce workgroups, 8 per CU), the load waits' cycles on the other two (32 workgroups).
+REDUCE_FIT = [("reduce-bw-f32-1024x1024x1024-32x64-S4-beta1", (1024, 1024, 1024, "f32"), 4),
+              ("reduce-lat-f32-256x256x4096-32x64-S4-beta1", (256, 256, 4096, "f32"), 4),
+              ("reduce-lat-f32-256x256x4096-32x64-S16-beta1", (256, 256, 4096, "f32"), 16)]
+
+
+def fit_reduce(cache: dict, board) -> dict:
+    """``reduce_efficiency`` (the reduce kernel's share of the HBM bandwidth: S partials and C read, C
+    written, on REDUCE_FIT's first run) and ``reduce_latency_cycles`` (``fixed`` + ``per_wait`` x
+    :func:`vlpc.plan_model.reduce_waits`, engine cycles, from the other two) of the f32/f64 sqc kernel's
+    reduce kernel, from the runs in ``cache``; {} for a run that failed."""
+    from vlpc.plan_model import reduce_waits
+
+    mhz, launch = board.engine_clock_mhz, board.timing.launch_overhead_us
+    runs = [(cache.get(key, {"us": None}), shape, s) for key, shape, s in REDUCE_FIT]
+    if any(r["us"] is None or len(r["parts_us"]) != 2 for r, _, _ in runs):
+        print("skipping the reduce kernel's fit: a run failed", file=sys.stderr)
+        return {}
+    out = {}
+    (r, (m, n, _, _), s) = runs[0]
+    moved = (s + 2) * m * n * 4  # beta != 0: S partials and C read, C written
+    t = (r["parts_us"][1] - launch) * 1e-6
+    out["reduce_efficiency"] = round(min(1.0, moved / board.hbm_bytes_per_second / t), 4)
+    (a, _, sa), (b, _, sb) = runs[1:]
+    wa, wb = reduce_waits("f32", 32, sa), reduce_waits("f32", 32, sb)
+    ca, cb = ((x["parts_us"][1] - launch) * mhz for x in (a, b))
+    per_wait = (cb - ca) / (wb - wa)
+    out["reduce_latency_cycles"] = {"fixed": round(max(0.0, ca - wa * per_wait), 1), "per_wait": round(per_wait, 1)}
     return out
 
 
@@ -301,7 +332,7 @@ def report(procs: int, quick: bool = False) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "report"))
+    ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "fit-reduce", "report"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
     ap.add_argument("--missing", action="store_true",
@@ -326,6 +357,16 @@ def main(argv=None) -> int:
             out = fit_local(a.jobs, json.loads(OUT.read_text()))
             OUT.write_text(json.dumps(out, indent=1) + "\n")
             print(json.dumps(out.get("local_reduce_cycles_per_row"), indent=1))
+            from vlpc.plan_model import fitted
+            fitted.cache_clear()
+        elif step == "fit-reduce":  # only the f32/f64 reduce kernel's bandwidth share and load waits (3 runs)
+            from vlpc.targets import get_board
+
+            cache = run_all([(key, shape, explicit(32, 64, 16, s) | {"beta": 1.0}) for key, shape, s in REDUCE_FIT],
+                            a.jobs)
+            out = json.loads(OUT.read_text()) | fit_reduce(cache, get_board(BOARD))
+            OUT.write_text(json.dumps(out, indent=1) + "\n")
+            print(json.dumps({k: out.get(k) for k in ("reduce_efficiency", "reduce_latency_cycles")}, indent=1))
             from vlpc.plan_model import fitted
             fitted.cache_clear()
         else:

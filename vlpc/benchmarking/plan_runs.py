@@ -63,8 +63,9 @@ SKINNY = [(256, 256, 8192), (32, 1024, 8192), (128, 4096, 4096), (4096, 128, 409
 QUICK = [x for x in VALIDATE if x[0] * x[1] * x[2] <= 2 ** 30]
 
 
-def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
-    """One NT ``gemm.matmul`` of ``dtype`` (kernel ``g``; f32/f64 with alpha 1, beta 0 as constants)."""
+def source(m: int, n: int, k: int, dtype: str = "f32", beta: float = 0.0) -> str:
+    """One NT ``gemm.matmul`` of ``dtype`` (kernel ``g``; f32/f64 with alpha 1 and ``beta`` (default 0)
+    as constants)."""
     if dtype in DOT_C:  # alpha and beta as arguments (f32 for f16, i32 for int8), C f32 / i32
         ct, sc = DOT_C[dtype], ("i32" if dtype == "i8" else "f32")
         ta, tb, tc = f"memref<{m}x{k}x{dtype}>", f"memref<{n}x{k}x{dtype}>", f"memref<{m}x{n}x{ct}>"
@@ -74,7 +75,7 @@ def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
     return f"""
 func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memref<{m}x{n}x{dtype}>) {{
   %alpha = arith.constant 1.0 : {dtype}
-  %beta = arith.constant 0.0 : {dtype}
+  %beta = arith.constant {float(beta)!r} : {dtype}
   gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}x{dtype}>, memref<{n}x{k}x{dtype}>, memref<{m}x{n}x{dtype}>, {dtype}, {dtype}
   return
 }}
@@ -84,12 +85,15 @@ func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memre
 def run(job):
     """(key, figures) of one timing-only launch of an explicit plan (or {} / {"gpu": ...} for the
     automatic plan): :func:`vlpc.tune.evaluate` without the check, alpha 1 and beta 0 (C not read;
+    an option ``beta`` in the job's options: that beta, f32/f64 only;
     the dot kernels take them as arguments: f32 for f16, i32 for int8), on BOARD with CUS CUs."""
     key, (m, n, k, dtype), opts = job
     from vlpc import tune
 
-    r = tune.evaluate(tune.Problem(source(m, n, k, dtype), f"{key}.mlir", None, None, None, alpha=1.0, beta=0.0),
-                      opts, "gfx906", BOARD, None, CUS, check=False)
+    opts = dict(opts)
+    beta = float(opts.pop("beta", 0.0))  # (a job's "beta": C read, for the reduce kernel's fit)
+    r = tune.evaluate(tune.Problem(source(m, n, k, dtype, beta), f"{key}.mlir", None, None, None, alpha=1.0,
+                                   beta=beta), opts, "gfx906", BOARD, None, CUS, check=False)
     return key, {"us": r.modeled_us, "parts_us": r.parts_us, "wgs_per_cu": r.wgs_per_cu, "plan": r.plan,
                  "error": r.error}
 
