@@ -7,6 +7,7 @@
     python benchmarks/plan_surrogate.py fit-local # only the local split term (f32, f16, int8: 3 runs)
     python benchmarks/plan_surrogate.py fit-reduce # only the f32/f64 reduce kernel's bandwidth share and
                                                   # load waits (3 runs, REDUCE_FIT)
+    python benchmarks/plan_surrogate.py terms     # issue 33's busiest-SIMD term: timing model vs surrogate
     python benchmarks/plan_surrogate.py report    # surrogate vs timing model on shapes it was not fitted on;
                                                   # auto plan vs the best tuned plan on the skinny shapes
 
@@ -265,6 +266,28 @@ def fit_local(procs: int, out: dict, types: tuple | list = LOCAL_TYPES) -> dict:
     return out
 
 
+def terms(procs: int) -> None:
+    """Issue 33's busiest-SIMD term against the timing model: 32x64 K step 16 f32 at K = 640 on BOARD, one
+    round of r = 5, 13, 16 one-wave workgroups per CU in grids of 2, 8, 32 tile columns (the timing model's
+    runs, keys ``geo-``, cached like the fit's); the surrogate's time now and with the average SIMD."""
+    from vlpc.plan_model import estimate
+    from vlpc.targets import get_board
+
+    board = get_board(BOARD, cus=CUS)
+    jobs = []
+    for r in (13, 16, 5):
+        for gx in (2, 8, 32):
+            m, n, k = 32 * r * CUS // gx, 64 * gx, 640
+            jobs.append((f"geo-f32-32x64-k16-{m}x{n}x{k}", (m, n, k, "f32"), explicit(32, 64, 16), r, gx))
+    cache = run_all([j[:3] for j in jobs], procs)
+    print(f"## The busiest SIMD: {BOARD}, {CUS} CUs, 32x64 k16 f32, K = 640, one round (modeled)\n")
+    print("| workgroups per CU | tile columns | shape | timing model us | surrogate us |")
+    print("|---:|---:|---|---:|---:|")
+    for key, (m, n, k, dt), _, r, gx in jobs:
+        est = estimate(m, n, k, dt, 4, (32, 64), 16, 1, 1, "workspace", board, beta_nonzero=False).seconds * 1e6
+        print(f"| {r} | {gx} | {m}x{n}x{k} | {cache[key]['us']:,.1f} | {est:,.1f} |")
+
+
 def report(procs: int, quick: bool = False) -> None:
     """``quick``: only QUICK's shapes of (a), no (b)."""
     from vlpc.plan_model import estimate, fitted
@@ -332,7 +355,7 @@ def report(procs: int, quick: bool = False) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "fit-reduce", "report"))
+    ap.add_argument("steps", nargs="+", choices=("fit", "fit-dot", "fit-local", "fit-reduce", "terms", "report"))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="drop the cached timing-model runs")
     ap.add_argument("--missing", action="store_true",
@@ -369,6 +392,8 @@ def main(argv=None) -> int:
             print(json.dumps({k: out.get(k) for k in ("reduce_efficiency", "reduce_latency_cycles")}, indent=1))
             from vlpc.plan_model import fitted
             fitted.cache_clear()
+        elif step == "terms":
+            terms(a.jobs)
         else:
             if a.gpu and step != "report":
                 raise SystemExit("--gpu is for report only (the fit is MI60's)")

@@ -21,8 +21,9 @@ BOARD, CUS = "mi60", 64
 
 VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f32", 32, 256, 8),
             ("f32", 64, 256, 16), ("f32", 32, 128, 8), ("f32", 32, 64, 8)]
-#: 16-row f32 tiles (K step 16): the automatic plan weighs them where fitted (passes/gemm_split_k.py
-#: AUTO_MACRO_M; issue 33: the tuner's best f32 256x256x8192 on MI60 is 16x256 S8 L2).
+#: 16-row f32 tiles (K step 16; issue 33: the tuner's best f32 256x256x8192 on MI60 is a 16-row tile): the
+#: tuner orders its candidates by them; the automatic plan does not weigh them (passes/gemm_split_k.py
+#: AUTO_MACRO_M_TYPES says why).
 VARIANTS += [("f32", 16, mn, 16) for mn in (256, 128, 64)]
 #: f64 variants (the default 16-row tiles, K step 8): not in VARIANTS, so f64 plans use the f32 fit
 #: (plan_model.variant's fallback).  Fitted in issue 33 (about 2 minutes a variant on a loaded
