@@ -15,7 +15,8 @@
 launches on MI60 at its default clocks (1800 MHz engine, 1000 MHz memory; 64 CUs): one workgroup per CU at K = 640 and K = 1280 (the
 slope gives the lone wave's cost per K step, the intercept the prologue/epilogue) and R
 workgroups per CU at K = 640 (the cost per step when waves compete).  It also fits the
-reduce kernel's share of the HBM bandwidth on one split plan.  The f16 and int8 dot kernels
+reduce kernel's share of the HBM bandwidth on one split plan and its load waits on two of few reduce
+workgroups (``REDUCE_FIT``; ``fit-reduce`` alone).  The f16 and int8 dot kernels
 (``DOT_VARIANTS``: C f32 / i32, K in dwords of packed K, so K = 640 and 1280 dwords are 1280 /
 2560 f16 and 2560 / 5120 int8 values) get their own variants and reduce share
 (``reduce_efficiency_dot``) from their own runs only; their error against the model and the
