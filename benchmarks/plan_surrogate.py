@@ -31,8 +31,9 @@ shapes outside the fit (MAPE), and (b) issue 19's skinny-shape goal: the automat
 modeled time against the best of ``vlpc tune``'s candidates (all modeled), within 5 %.
 ``report --quick`` prints (a) on the small shapes only (``QUICK``); ``--gpu mi50`` reports on
 the MI50 (1725 MHz, 60 CUs) with the MI60's fit.  Refit on the corrected timing model (issue 33),
-``report --quick``: MAPE 2.8 % (worst 6.8 %) over 10 plans on MI60, 3.2 % (worst 9.0 %) on MI50
-(the fit before the A touch; not re-run on the committed refit).  After a kernel change the refit
+``report --quick``: MAPE 4.3 % (worst 14.5 %) over 10 plans on MI60 with issue 33's terms (the
+busiest SIMD, the reduce waits) on the current timing model; 3.2 % (worst 9.0 %) on MI50 (the fit
+before the A touch, an earlier timing model; not re-run).  After a kernel change the refit
 is one command, ``python benchmarks/plan_surrogate.py fit`` (about 25 minutes on a loaded 2-core
 machine before issue 33's 16-row dot and f32 K step 8 variants, about 40 with them); then the lit and test pins of automatic plans that move are updated with
 the reason.
