@@ -15,7 +15,8 @@ For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L
   engine cycles: ``steps`` K steps of its slice, ``V`` the VALU cycles of one wave's K
   step (``mm x k_step`` FMAs x 4 cycles, x2 for f64), ``w`` waves of a workgroup, so
   ``ceil(r w / 4)`` the waves of the busiest of the CU's 4 SIMDs (the CU is done when it is: 13
-  one-wave workgroups run as long as 16 in the timing model; issue 33), ``Lat`` the latency a
+  one-wave workgroups run as long as 16 in the timing model; issue 33) when they start together,
+  ``r w / 4`` for a last partial round after full ones (its workgroups fill slots as they free), ``Lat`` the latency a
   lone wave exposes per step, ``V'`` the per-wave cost of a step when waves compete, ``F``
   prologue and epilogue.  (Fitted per kernel variant.)
 * CU 0's time is ``floor(n/R) d(R) + d(n mod R)``, at least the HBM time of the unique
@@ -251,11 +252,14 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
     fixed = var.fixed + local_reduce_cycles(dtype, macro[0], local)
     per_wave = var.per_wave * local_wave_scale(dtype, local)
 
-    def duration(r: int) -> float:  # r resident: the waves of the busiest SIMD (r x waves over the SIMDs)
-        return fixed + steps * max(math.ceil(r * waves_per_wg / t.simds_per_cu) * per_wave, v + var.latency)
+    def duration(r: int, busiest: bool = True) -> float:
+        # r resident: the waves of the busiest SIMD (r x waves over the SIMDs) when they start together; a
+        # last partial round after full ones fills the slots freed one by one: the average SIMD
+        waves = r * waves_per_wg / t.simds_per_cu
+        return fixed + steps * max((math.ceil(waves) if busiest else waves) * per_wave, v + var.latency)
 
     n0 = math.ceil(W / C)
-    cycles = (n0 // R) * duration(R) + (duration(n0 % R) if n0 % R else 0.0)
+    cycles = (n0 // R) * duration(R) + (duration(n0 % R, busiest=n0 < R) if n0 % R else 0.0)
     hz = board.engine_clock_mhz * 1e6
     bw = board.hbm_bytes_per_second
     launch = board.timing.launch_overhead_us * 1e-6
