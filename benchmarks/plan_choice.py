@@ -55,6 +55,19 @@ def rocblas_line(m: int, n: int, k: int, dt: str) -> str:
     return f"{TYPES[dt]} --transposeA T --transposeB N -m {n} -n {m} -k {k}"
 
 
+def forget_automatic_plans(db: Path) -> None:
+    """Drop the automatic plan's recorded results from the tuning database ``db`` (vlpc/tunedb.py's
+    ``candidates`` table): a search resumes its candidates from it, keyed by their options, and the
+    automatic plan's key (``"auto"``) does not say which plan it made, so after a change of the plan
+    choice a resumed search would report the former automatic plan's time.  The explicit candidates'
+    results stand (the same options model the same)."""
+    import sqlite3
+
+    if db.exists():
+        with sqlite3.connect(db) as c:
+            c.execute("DELETE FROM candidates WHERE candidate = ?", ('"auto"',))
+
+
 def tune_one(shape: tuple, gpu: str, jobs: int, max_candidates: int | None, budget: float | None) -> dict:
     """``vlpc tune --shapes`` on one shape for ``gpu`` (no check), with the persistent database
     ``CACHE/tune.sqlite3`` (an interrupted search resumes its modeled candidates): the winner's
@@ -62,6 +75,7 @@ def tune_one(shape: tuple, gpu: str, jobs: int, max_candidates: int | None, budg
     import csv
 
     CACHE.mkdir(parents=True, exist_ok=True)
+    forget_automatic_plans(CACHE / "tune.sqlite3")
     with tempfile.TemporaryDirectory() as d:
         f, out, table = Path(d, "shapes.txt"), Path(d, "out.json"), Path(d, "t.csv")
         f.write_text(rocblas_line(*shape) + "\n")

@@ -107,6 +107,13 @@ AUTO_MACRO_N = (64, 128, 256)
 #: 1024^3 plans on MI60 have 16-row tiles), each only where the plan surrogate has a fitted variant of
 #: that exact tile and K step (``vlpc.plan_model.choose``'s ``macro_ms``): no fit, no change.
 AUTO_MACRO_M = (32, 16)
+#: The element types whose automatic plan weighs AUTO_MACRO_M's other tile rows: the dot kernels'.
+#: f32 16-row tiles are fitted too (issue 33) and not weighed: the timing model runs them faster on
+#: small grids (examples/sgemm_nt.mlir 16x64 S1 L4 29.8 us against 32x64 S2 L4's 38.3 on MI50; the
+#: 256x256x8192 of docs/plans.md 16x128 S4 L4 90.9 us against 32x64 S8 L4's 99.8 on MI60; modeled), but
+#: weighing them changes the default kernel of every small f32 GEMM (the bundled examples, the golden
+#: assembly, the seed sweep's 256..3584 plans and the figures docs/ quotes of them): a change of its own.
+AUTO_MACRO_M_TYPES = tuple(DOT_PACK)
 
 
 def weighed_k_steps(dtype: str, macro: tuple[int, int], k_step: int) -> tuple[int, ...]:
@@ -123,9 +130,12 @@ def weighed_k_steps(dtype: str, macro: tuple[int, int], k_step: int) -> tuple[in
                  or not plan_model.is_fitted(dtype, macro, k_step))
 
 
-def auto_macro_m(default_m: int) -> tuple[int, ...]:
-    """The tile rows the automatic plan weighs for a type whose default is ``default_m``: it and the
-    rows of AUTO_MACRO_M below it (a shorter tile: fewer VGPRs, more workgroups for a small grid)."""
+def auto_macro_m(default_m: int, dtype: str) -> tuple[int, ...]:
+    """The tile rows the automatic plan weighs for ``dtype`` whose default is ``default_m``: it and, for
+    AUTO_MACRO_M_TYPES, the rows of AUTO_MACRO_M below it (a shorter tile: fewer VGPRs, more workgroups
+    for a small grid)."""
+    if dtype not in AUTO_MACRO_M_TYPES:
+        return (default_m,)
     return (default_m, *(x for x in AUTO_MACRO_M if x < default_m))
 
 
@@ -405,7 +415,7 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
             if others:
                 lines.append("  other macro tiles (modeled): " + "; ".join(others))
             rows = []  # gemm-tile's other tile rows (AUTO_MACRO_M, where the surrogate has a fitted variant)
-            for r in (AUTO_MACRO_M if weighs and macro[0] in AUTO_MACRO_M else ()):
+            for r in (AUTO_MACRO_M if weighs and macro[0] in AUTO_MACRO_M and s.dtype in AUTO_MACRO_M_TYPES else ()):
                 alt = [c for mn in AUTO_MACRO_N for ks in weighed_k_steps(s.dtype, (r, mn), k_step)
                        if r != macro[0] and plan_model.is_fitted(s.dtype, (r, mn), ks)
                        for c in choose_split_local(s, (r, mn), ks, "workspace", target, cus, gpu)[2]]
@@ -443,4 +453,4 @@ def describe_plan(mm: MatmulOp, kernel_name: str, target: Target, cus: int = 0, 
     return lines
 
 
-__all__ = ["AUTO_LOCAL_SPLITS", "AUTO_MACRO_M", "auto_macro_m", "weighed_k_steps", "GemmSplitKPass", "weighs_local", "PlanCost", "choose_split", "choose_split_local", "describe_plan", "estimate", "k_per_split"]
+__all__ = ["AUTO_LOCAL_SPLITS", "AUTO_MACRO_M", "AUTO_MACRO_M_TYPES", "auto_macro_m", "weighed_k_steps", "GemmSplitKPass", "weighs_local", "PlanCost", "choose_split", "choose_split_local", "describe_plan", "estimate", "k_per_split"]

@@ -104,7 +104,7 @@ class GemmTilePass(ModulePass):
     ``-v`` could list as slower than another tile: issue 33).  When neither ``k-step`` nor the
     tile rows are given they also weigh the K step (``DOT_AUTO_K_STEPS``, 16 or 8 dwords of packed
     K, each a fitted surrogate variant; ties keep 16; f32/f64 keep theirs: ``weighed_k_steps``), and
-    the tile rows (``auto_macro_m``: the default and 16, where fitted; issue 33; a given K step keeps
+    the tile rows (``auto_macro_m``: the default and 16, where fitted, for the dot kernels; issue 33; a given K step keeps
     the default rows).  A variant the surrogate only derives from another tile's fit is never
     weighed against a fitted one (:func:`vlpc.plan_model.choose`).  The decode GEMV keeps its own K step
     (``gemv_plan``).  The choice is the minimum over exactly the candidates ``vlpc compile -v``
@@ -186,7 +186,7 @@ class GemmTilePass(ModulePass):
                          locals_=AUTO_LOCAL_SPLITS if self.split_k == 0 else (1,),
                          max_workitems=board.target.max_workitems_per_workgroup,
                          k_steps=DOT_AUTO_K_STEPS if choose_k and s.dtype in DOT_PACK else (),
-                         macro_ms=auto_macro_m(macro_m) if choose_rows else ())
+                         macro_ms=auto_macro_m(macro_m, s.dtype) if choose_rows else ())
         return best.macro[0], best.macro[1], best.k_step
 
     def _auto_wg_group(self, mm, macro: tuple[int, int]) -> int:

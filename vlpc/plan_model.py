@@ -11,16 +11,21 @@ For a plan (element type, macro tile ``mm x mn``, K step, split S, local split L
 
 * ``W = ceil(M/mm) ceil(N/mn) S`` workgroups; CU 0 receives ``n = ceil(W / C)`` of them,
   ``R`` resident at a time (R: the kernel's occupancy, recorded by the fit).
-* A workgroup whose CU holds ``r`` workgroups lasts ``F + steps x max(r w V', V + Lat)``
+* A workgroup whose CU holds ``r`` workgroups lasts ``F + steps x max(ceil(r w / 4) V', V + Lat)``
   engine cycles: ``steps`` K steps of its slice, ``V`` the VALU cycles of one wave's K
-  step (``mm x k_step`` FMAs x 4 cycles, x2 for f64), ``w`` waves of the workgroup per
-  SIMD, ``Lat`` the latency a lone wave exposes per step, ``V'`` the per-wave cost of a
-  step when waves compete, ``F`` prologue and epilogue.  (Fitted per kernel variant.)
+  step (``mm x k_step`` FMAs x 4 cycles, x2 for f64), ``w`` waves of a workgroup, so
+  ``ceil(r w / 4)`` the waves of the busiest of the CU's 4 SIMDs (the CU is done when it is: 13
+  one-wave workgroups run as long as 16 in the timing model; issue 33) when they start together,
+  ``r w / 4`` for a last partial round after full ones (its workgroups fill slots as they free), ``Lat`` the latency a
+  lone wave exposes per step, ``V'`` the per-wave cost of a step when waves compete, ``F``
+  prologue and epilogue.  (Fitted per kernel variant.)
 * CU 0's time is ``floor(n/R) d(R) + d(n mod R)``, at least the HBM time of the unique
   bytes (A, B, C and the workspace) at the board's bandwidth, plus the launch overhead.
 * A workspace split adds the reduce kernel: ``(S + 1 + [beta != 0]) M N`` elements at
-  the HBM bandwidth times the fitted ``reduce_efficiency``, plus a launch; an atomic split
-  adds the scale kernel and reads and writes C once per slice.
+  the HBM bandwidth times the fitted ``reduce_efficiency``, and for the f32/f64 kernel at least
+  its load waits, ``fixed + per_wait x`` :func:`reduce_waits` cycles (``reduce_latency_cycles``,
+  fitted: a GEMM of few C tiles has few reduce workgroups, each waiting on its S partials), plus
+  a launch; an atomic split adds the scale kernel and reads and writes C once per slice.
 
 The f16 and int8 dot kernels (``passes/isel/dot.py``) have the same structure with
 K counted in dwords of packed K (2 f16 or 4 int8 values; their K step is in dwords): ``steps``
@@ -119,8 +124,9 @@ def valu_cycles(dtype: str, macro_m: int, k_step: int, board: Board) -> float:
 
 
 def variant(dtype: str, macro: tuple[int, int], k_step: int, board: Board, wgs_per_cu: int = 0) -> Variant:
-    """The fitted variant, the nearest fitted one of the same element type (macro M, then
-    macro N, then K step closest), or the unfitted default."""
+    """The fitted variant, the nearest fitted one of the same element type (macro N, then the
+    accumulator dwords of a column, macro M x 2 for f64, then K step closest; so f64 16-row tiles take
+    the f32 32-row fits, of the same VGPRs and occupancy), or the unfitted default."""
     data = fitted().get("variants", {})
     if not wgs_per_cu:  # 3 waves per SIMD (the default kernels' occupancy) over the workgroup's waves
         t = board.target
@@ -139,10 +145,11 @@ def variant(dtype: str, macro: tuple[int, int], k_step: int, board: Board, wgs_p
     def dwords(dt: str, ks: int) -> int:  # A dwords per row and K step (one s_load's width)
         return ks * (2 if dt == "f64" else 1)
 
-    def dist(item):
+    def dist(item):  # rows compared as accumulator dwords (an f64 row holds 2): the same VGPRs, occupancy
         dt, mt, ks = item[0].split()
         m_, n_ = (int(x) for x in mt.split("x"))
-        return (abs(n_ - macro[1]), abs(m_ - macro[0]), abs(dwords(dt, int(ks[1:])) - dwords(dtype, k_step)))
+        return (abs(n_ - macro[1]), abs(dwords(dt, m_) - dwords(dtype, macro[0])),
+                abs(dwords(dt, int(ks[1:])) - dwords(dtype, k_step)))
 
     key, v = min(same, key=dist)
     ref_dt, ref_ks = key.split()[0], int(key.split()[2][1:])
@@ -190,6 +197,21 @@ def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
     return local * rows * row
 
 
+def reduce_waits(dtype: str, macro_m: int, split: int) -> int:
+    """Waits for loads of one work-item of the f32/f64 sqc kernel's reduce kernel (``<name>_reduce``,
+    one workgroup per C tile, a lane per column): its ``macro_m`` rows go in groups of ``16 // dw`` rows
+    (``dw`` dwords per element: 2 for f64), fewer so that at most 32 dwords of partials are in flight, and
+    each group loads its S partials in chunks of at most 32 dwords, each chunk waited for before it is
+    summed (``passes/isel/sqc.py``, ``_out_rows`` and ``_store_outputs``): ``groups x chunks``.  With
+    few workgroups per CU the reduce kernel's time is these waits (:func:`estimate`), not the bandwidth
+    (issue 33: 256x256x8192 f32 S20 on MI60, 32x64 tiles, 32 waits: 40.4 us in the timing model against
+    11.2 us at the bandwidth share)."""
+    dw = 2 if dtype == "f64" else 1
+    group = max(1, min(16 // dw, 32 // (split * dw)))
+    chunk = max(1, min(split, 32 // (group * dw)))
+    return -(-macro_m // group) * -(-split // chunk)
+
+
 @dataclass(frozen=True)
 class PlanCost:
     """The surrogate's estimate for one plan (seconds; modeled)."""
@@ -226,16 +248,18 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
         R = max(1, min(R, t.lds_bytes_per_cu // dot_local_lds_bytes(macro, local)))
     steps = math.ceil(k_per_split(k_units(k, dtype), split * local, k_step) / k_step)
     v = valu_cycles(dtype, macro[0], k_step, board)
-    w_simd = waves_per_wg / t.simds_per_cu
 
     fixed = var.fixed + local_reduce_cycles(dtype, macro[0], local)
     per_wave = var.per_wave * local_wave_scale(dtype, local)
 
-    def duration(r: int) -> float:
-        return fixed + steps * max(r * w_simd * per_wave, v + var.latency)
+    def duration(r: int, busiest: bool = True) -> float:
+        # r resident: the waves of the busiest SIMD (r x waves over the SIMDs) when they start together; a
+        # last partial round after full ones fills the slots freed one by one: the average SIMD
+        waves = r * waves_per_wg / t.simds_per_cu
+        return fixed + steps * max((math.ceil(waves) if busiest else waves) * per_wave, v + var.latency)
 
     n0 = math.ceil(W / C)
-    cycles = (n0 // R) * duration(R) + (duration(n0 % R) if n0 % R else 0.0)
+    cycles = (n0 // R) * duration(R) + (duration(n0 % R, busiest=n0 < R) if n0 % R else 0.0)
     hz = board.engine_clock_mhz * 1e6
     bw = board.hbm_bytes_per_second
     launch = board.timing.launch_overhead_us * 1e-6
@@ -257,6 +281,10 @@ def estimate(m: int, n: int, k: int, dtype: str, esize: int, macro: tuple[int, i
         else:  # scale kernel (read/write C) + one read-modify-write of C per slice
             moved = (2 + 2 * split) * m * n * c_esize
         reduce = moved / (bw * eff) + launch
+        lat = fit.get("reduce_latency_cycles")
+        if lat and mode == "workspace" and dtype not in DOT_PACK:  # a few workgroups: their loads' waits
+            reduce = max(reduce, (lat["fixed"] + lat["per_wait"] * reduce_waits(dtype, macro[0], split)) / hz
+                         + launch)
     return PlanCost(split, W, W * waves_per_wg, max(1, math.ceil(n0 / R)), main, reduce, macro, local, k_step)
 
 
@@ -329,4 +357,4 @@ def choose(m: int, n: int, k: int, dtype: str, esize: int, macro_m: int, macro_n
     return best, cands
 
 
-__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "local_reduce_cycles", "local_wave_scale", "dot_local_lds_bytes", "partial_bytes", "plan_board", "Variant", "estimate", "fitted", "is_fitted", "valu_cycles", "variant", "variant_key"]
+__all__ = ["PlanCost", "choose", "k_per_split", "k_units", "local_reduce_cycles", "local_wave_scale", "dot_local_lds_bytes", "partial_bytes", "plan_board", "reduce_waits", "Variant", "estimate", "fitted", "is_fitted", "valu_cycles", "variant", "variant_key"]

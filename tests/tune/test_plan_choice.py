@@ -60,7 +60,7 @@ def brute_best(m: int, n: int, k: int, dt: str, gpu: str) -> float:
     dot = dt in DOT_PACK
     ku, pack = k_units(k, dt), DOT_PACK.get(dt, 1)
     best = float("inf")
-    rows = auto_macro_m(default) if default == SQC_DEFAULT_M[dt] else (default,)
+    rows = auto_macro_m(default, dt) if default == SQC_DEFAULT_M[dt] else (default,)
     k0 = 8 if dt == "f64" else 16
     for mm, mn, ks, L, s in itertools.product(rows, AUTO_MACRO_N, DOT_AUTO_K_STEPS if dot else (k0,),
                                               AUTO_LOCAL_SPLITS, range(1, MAX_AUTO_SPLIT + 1)):
@@ -156,3 +156,31 @@ def test_gemm_tile_takes_fitted_shorter_rows_and_lists_them(monkeypatch, gpu):
     monkeypatch.setattr(plan_model, "fitted", lambda: without)
     mm, lines = planned(1024, 1024, 1024, "i8", gpu)
     assert mm.get_int_array("macro_tile")[0] == SQC_DEFAULT_M["i8"] and "other tile rows" not in "\n".join(lines)
+
+
+@pytest.mark.parametrize("m,n,k,gpu", [(4096, 128, 4096, "mi50"), (256, 256, 8192, "mi60"), (256, 512, 640, "mi50")])
+def test_compile_print_plan_never_marks_a_slower_listed_plan_chosen(tmp_path, capsys, m, n, k, gpu):
+    """``vlpc compile --print-plan -v`` (the command a user reads): the plan marked chosen is the fastest
+    modeled time listed (issue 33's two misses and the bundled example's shape)."""
+    from vlpc.cli import main
+
+    f = tmp_path / "g.mlir"
+    f.write_text(source(m, n, k, "f32"))
+    assert main(["compile", str(f), "--gpu", gpu, "--print-plan", "-v", "-o", str(tmp_path / "g.hsaco")]) == 0
+    text = capsys.readouterr().out
+    chosen = [float(x) for x in re.findall(r"([\d.]+) us\s+<- chosen", text)]
+    listed = [float(x) for x in re.findall(r"([\d.]+) us", text)]
+    assert chosen and len(set(chosen)) == 1 and chosen[0] <= min(listed) + 0.05, text
+
+
+def test_f32_16_row_tiles_are_fitted_and_not_weighed():
+    """f32 16-row tiles have surrogate fits (issue 33; the tuner orders its candidates by them) but the
+    automatic plan does not weigh them (AUTO_MACRO_M_TYPES: they would move the default kernel of small
+    f32 GEMMs), so neither gemm-tile nor the listing does."""
+    from vlpc.passes.gemm_split_k import AUTO_MACRO_M_TYPES
+
+    assert all(is_fitted("f32", (16, mn), 16) for mn in AUTO_MACRO_N)
+    assert "f32" not in AUTO_MACRO_M_TYPES and auto_macro_m(32, "f32") == (32,)
+    assert auto_macro_m(32, "f16") == (32, 16)
+    mm, lines = planned(256, 256, 8192, "f32", "mi60")
+    assert mm.get_int_array("macro_tile")[0] == 32 and "other tile rows" not in "\n".join(lines)

@@ -21,6 +21,10 @@ BOARD, CUS = "mi60", 64
 
 VARIANTS = [("f32", 32, 256, 16), ("f32", 32, 128, 16), ("f32", 32, 64, 16), ("f32", 32, 256, 8),
             ("f32", 64, 256, 16), ("f32", 32, 128, 8), ("f32", 32, 64, 8)]
+#: 16-row f32 tiles (K step 16; issue 33: the tuner's best f32 256x256x8192 on MI60 is a 16-row tile): the
+#: tuner orders its candidates by them; the automatic plan does not weigh them (passes/gemm_split_k.py
+#: AUTO_MACRO_M_TYPES says why).
+VARIANTS += [("f32", 16, mn, 16) for mn in (256, 128, 64)]
 #: f64 variants (the default 16-row tiles, K step 8): not in VARIANTS, so f64 plans use the f32 fit
 #: (plan_model.variant's fallback).  Fitted in issue 33 (about 2 minutes a variant on a loaded
 #: 2-core machine, most of it the R-workgroup run): accurate where the leading dimensions are not
@@ -63,8 +67,9 @@ SKINNY = [(256, 256, 8192), (32, 1024, 8192), (128, 4096, 4096), (4096, 128, 409
 QUICK = [x for x in VALIDATE if x[0] * x[1] * x[2] <= 2 ** 30]
 
 
-def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
-    """One NT ``gemm.matmul`` of ``dtype`` (kernel ``g``; f32/f64 with alpha 1, beta 0 as constants)."""
+def source(m: int, n: int, k: int, dtype: str = "f32", beta: float = 0.0) -> str:
+    """One NT ``gemm.matmul`` of ``dtype`` (kernel ``g``; f32/f64 with alpha 1 and ``beta`` (default 0)
+    as constants)."""
     if dtype in DOT_C:  # alpha and beta as arguments (f32 for f16, i32 for int8), C f32 / i32
         ct, sc = DOT_C[dtype], ("i32" if dtype == "i8" else "f32")
         ta, tb, tc = f"memref<{m}x{k}x{dtype}>", f"memref<{n}x{k}x{dtype}>", f"memref<{m}x{n}x{ct}>"
@@ -74,7 +79,7 @@ def source(m: int, n: int, k: int, dtype: str = "f32") -> str:
     return f"""
 func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memref<{m}x{n}x{dtype}>) {{
   %alpha = arith.constant 1.0 : {dtype}
-  %beta = arith.constant 0.0 : {dtype}
+  %beta = arith.constant {float(beta)!r} : {dtype}
   gemm.matmul %a, %b, %c, %alpha, %beta {{layout = "NT"}} : memref<{m}x{k}x{dtype}>, memref<{n}x{k}x{dtype}>, memref<{m}x{n}x{dtype}>, {dtype}, {dtype}
   return
 }}
@@ -84,12 +89,15 @@ func.func @g(%a: memref<{m}x{k}x{dtype}>, %b: memref<{n}x{k}x{dtype}>, %c: memre
 def run(job):
     """(key, figures) of one timing-only launch of an explicit plan (or {} / {"gpu": ...} for the
     automatic plan): :func:`vlpc.tune.evaluate` without the check, alpha 1 and beta 0 (C not read;
+    an option ``beta`` in the job's options: that beta, f32/f64 only;
     the dot kernels take them as arguments: f32 for f16, i32 for int8), on BOARD with CUS CUs."""
     key, (m, n, k, dtype), opts = job
     from vlpc import tune
 
-    r = tune.evaluate(tune.Problem(source(m, n, k, dtype), f"{key}.mlir", None, None, None, alpha=1.0, beta=0.0),
-                      opts, "gfx906", BOARD, None, CUS, check=False)
+    opts = dict(opts)
+    beta = float(opts.pop("beta", 0.0))  # (a job's "beta": C read, for the reduce kernel's fit)
+    r = tune.evaluate(tune.Problem(source(m, n, k, dtype, beta), f"{key}.mlir", None, None, None, alpha=1.0,
+                                   beta=beta), opts, "gfx906", BOARD, None, CUS, check=False)
     return key, {"us": r.modeled_us, "parts_us": r.parts_us, "wgs_per_cu": r.wgs_per_cu, "plan": r.plan,
                  "error": r.error}
 
