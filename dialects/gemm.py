@@ -139,6 +139,27 @@ WIDE_A_BATCH_SGPRS = 64
 DOT_LOCAL_SPLIT_LDS_BYTES = 32768
 
 
+#: The f32/f64 SGPR-A kernel's output (passes/isel/sqc.py ``_out_rows``): the tile's rows go in groups
+#: of SQC_OUT_GROUP_DWORDS // dw rows (dw dwords per element); a split-K reduce kernel keeps at most
+#: SQC_REDUCE_INFLIGHT_DWORDS dwords of partials in flight (fewer rows a group, its S partials in
+#: chunks of slices, each chunk waited for).  The plan model counts those waits
+#: (:func:`vlpc.plan_model.reduce_waits`).
+SQC_OUT_GROUP_DWORDS = 16
+SQC_REDUCE_INFLIGHT_DWORDS = 32
+
+
+def sqc_out_row_group(dw: int, split: int, reduce: bool) -> int:
+    """Rows per group of the f32/f64 kernel's output (SQC_OUT_GROUP_DWORDS; a reduce kernel's also
+    bounded by SQC_REDUCE_INFLIGHT_DWORDS over its ``split`` partials)."""
+    group = SQC_OUT_GROUP_DWORDS // dw
+    return max(1, min(group, SQC_REDUCE_INFLIGHT_DWORDS // (split * dw))) if reduce else group
+
+
+def sqc_reduce_slice_chunk(rows: int, dw: int, split: int) -> int:
+    """Slices whose partials a reduce kernel loads before one wait, for a group of ``rows`` rows."""
+    return max(1, min(split, SQC_REDUCE_INFLIGHT_DWORDS // (rows * dw)))
+
+
 def gemv_plan(shape: "GemmShape", k_step: int = 0) -> tuple[int, int, int] | None:
     """``(macro_n, local_split, k_step)`` of the decode GEMV plan for ``shape``, or None when
     it does not apply (A/B not f16/i8, M not static in 1..16, K not static, or a batch).

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from vlpc.dialects.gemm import DOT_LOCAL_SPLIT_LDS_BYTES, DOT_PACK
+from vlpc.dialects.gemm import DOT_LOCAL_SPLIT_LDS_BYTES, DOT_PACK, sqc_out_row_group, sqc_reduce_slice_chunk
 from vlpc.isa import issue_cycles
 from vlpc.targets import Board, TargetError, board_for, get_board
 
@@ -199,17 +199,16 @@ def dot_local_lds_bytes(macro: tuple[int, int], local: int) -> int:
 
 def reduce_waits(dtype: str, macro_m: int, split: int) -> int:
     """Waits for loads of one work-item of the f32/f64 sqc kernel's reduce kernel (``<name>_reduce``,
-    one workgroup per C tile, a lane per column): its ``macro_m`` rows go in groups of ``16 // dw`` rows
-    (``dw`` dwords per element: 2 for f64), fewer so that at most 32 dwords of partials are in flight, and
-    each group loads its S partials in chunks of at most 32 dwords, each chunk waited for before it is
+    one workgroup per C tile, a lane per column): its ``macro_m`` rows go in groups of
+    :func:`vlpc.dialects.gemm.sqc_out_row_group` rows (``dw`` dwords per element: 2 for f64), and each
+    group loads its S partials in chunks (:func:`vlpc.dialects.gemm.sqc_reduce_slice_chunk`), each waited for before it is
     summed (``passes/isel/sqc.py``, ``_out_rows`` and ``_store_outputs``): ``groups x chunks``.  With
     few workgroups per CU the reduce kernel's time is these waits (:func:`estimate`), not the bandwidth
     (issue 33: 256x256x8192 f32 S20 on MI60, 32x64 tiles, 32 waits: 40.4 us in the timing model against
     11.2 us at the bandwidth share)."""
     dw = 2 if dtype == "f64" else 1
-    group = max(1, min(16 // dw, 32 // (split * dw)))
-    chunk = max(1, min(split, 32 // (group * dw)))
-    return -(-macro_m // group) * -(-split // chunk)
+    group = sqc_out_row_group(dw, split, reduce=True)
+    return -(-macro_m // group) * -(-split // sqc_reduce_slice_chunk(group, dw, split))
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
-from vlpc.dialects.gemm import GemmShape, MatmulOp
+from vlpc.dialects.gemm import GemmShape, MatmulOp, sqc_out_row_group, sqc_reduce_slice_chunk
 from vlpc.passes.isel.emit import (
     KERNARG_OFFSET,
     SMEM_IMM_MAX,
@@ -558,8 +558,8 @@ class SqcKernelBuilder:
         o.apply = fused_epilogue(e, o.epi, bias_col, dw)
 
     def _out_rows(self, p: _Prologue, o: _Out) -> None:
-        """The rows of the tile in groups (16 // dw rows; a reduce at most 32 partial values in
-        flight), each group's row pointers advanced by ldc, then stored by its kind
+        """The rows of the tile in groups (``sqc_out_row_group``: 16 // dw rows; a reduce at most 32
+        partial values in flight), each group's row pointers advanced by ldc, then stored by its kind
         (:meth:`_store_partials`, :meth:`_add_atomic`, :meth:`_store_outputs`)."""
         e, dw, mi_m = p.ke.e, p.dw, self.mi_m
         # reduce: slice j's partial tile starts j * M * ldc elements on: one SGPR offset per
@@ -575,9 +575,7 @@ class SqcKernelBuilder:
             off = slice_offsets[j] if few_slices else e.reg(self._static_or_reg_mul(e, o.slice_bytes, j))
             return e(gcn.VAddU32Op(off, o.voff_c)).vdst
 
-        group = 16 // dw
-        if o.kind == "reduce":  # at most 32 partial values in flight
-            group = max(1, min(group, 32 // (self.split * dw)))
+        group = sqc_out_row_group(dw, self.split, o.kind == "reduce")
         row_ptr = o.c_tile
         ws_ptr = o.ws_tile if o.kind == "reduce" else None
         for g0 in range(0, mi_m, group):
@@ -629,8 +627,8 @@ class SqcKernelBuilder:
         if o.kind == "reduce":  # the S partials of each row, summed in slice order
             if g0 == 0 or shift is not None:  # every row of the tile, the shifted ones too
                 e(gcn.SAndB64Op(o.lanes, -1, result_type=gcn.exec_type()))
-            # at most 32 dwords of partials in flight: for a large S, chunks of slices
-            chunk = max(1, min(self.split, 32 // (len(rows) * dw)))
+            # at most SQC_REDUCE_INFLIGHT_DWORDS of partials in flight: for a large S, chunks of slices
+            chunk = sqc_reduce_slice_chunk(len(rows), dw, self.split)
             totals: list[SSAValue | None] = [None] * len(rows)
             for j0 in range(0, self.split, chunk):
                 parts = [[e(c_load(partial_offset(j), wp, comment=f"partial {j} row {r}")).vdst
