@@ -25,7 +25,7 @@ from vlpc.dialects import gcn
 from vlpc.dialects.gemm import INT4_GROUP_FORMATS, MatmulOp
 from vlpc.passes.common import matmuls, op_error, require
 from vlpc.passes.isel.dot import check_dot, dot_kernels
-from vlpc.passes.isel.emit import rows_kernel
+from vlpc.passes.isel.emit import rows_kernel, set_launch_plan
 from vlpc.passes.isel.gemv import lane_gemv_kernels
 from vlpc.passes.isel.lds import LdsKernelBuilder
 from vlpc.passes.isel.quant import quant_kernels
@@ -186,9 +186,7 @@ class ConvertGemmToGcnPass(ModulePass):
                     kernels.append(SqcKernelBuilder(mm, f"{name}_reduce", role="reduce").build())
                 else:
                     kernels.insert(0, SqcKernelBuilder(mm, f"{name}_scale", role="scale").build())
-                steps = ",".join(k.sym_name.data for k in kernels)
-                for k in kernels:  # the launch order, for the runtime
-                    k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
+                set_launch_plan(kernels)  # the launch order, for the runtime
             # M at launch may be below the macro tile's M (the seed schedule: whole tiles only)
             if self.strategy == "sqc" and self.schedule in ("default", "cover") and shape.m < 0 and shape.dtype in ("f32", "f64"):
                 fwd = self.forwarding

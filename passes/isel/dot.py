@@ -109,6 +109,7 @@ from vlpc.passes.isel.emit import (
     pow2_runs,
     row_exec,
     rows_kernel,
+    set_launch_plan,
     tile_bases,
     tile_origin,
     zero_if_alpha_zero,
@@ -246,9 +247,7 @@ def dot_kernels(mm: MatmulOp, name: str, strategy: str = "sqc", schedule: str = 
     kernels = [builder(mm, name, forwarding=forwarding, schedule=schedule).build()]
     if (mm.get_int("split_k") or 1) > 1:  # workspace mode: the reduce kernel after the main one
         kernels.append(builder(mm, f"{name}_reduce", role="reduce").build())
-        steps = ",".join(k.sym_name.data for k in kernels)
-        for k in kernels:  # the launch order, for the runtime
-            k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": StringAttr(steps)})
+        set_launch_plan(kernels)  # the launch order, for the runtime
     mt_m, _ = mm.get_int_array("macro_tile")
     if mm.shape().m < 0:
         rows = []

@@ -75,15 +75,34 @@ def kernarg_layout(dtype: str, bias: bool = False, batched: bool = False, worksp
 KERNARG_OFFSET = {a["name"]: a["offset"] for a in kernarg_layout("f32")}
 
 
+def _launch_attr(v: int | str):
+    return StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)
+
+
+def add_launch_facts(kernel: gcn.KernelOp, **facts: int | str) -> gcn.KernelOp:
+    """``kernel`` with ``facts`` added to (or replacing in) its launch information (the ``launch``
+    dictionary :func:`kernel_interface` attaches; strings and 64-bit integers)."""
+    kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
+                                                  **{k: _launch_attr(v) for k, v in facts.items()}})
+    return kernel
+
+
+def set_launch_plan(kernels: list[gcn.KernelOp]) -> list[gcn.KernelOp]:
+    """``kernels`` with the launch fact ``plan`` (their names, in launch order) on each: the runtime runs
+    them in that order (``CompiledKernel.plan``)."""
+    plan = ",".join(k.sym_name.data for k in kernels)
+    for k in kernels:
+        add_launch_facts(k, plan=plan)
+    return kernels
+
+
 def kernel_interface(kernel: gcn.KernelOp, mm: MatmulOp, roles: list[str], kernargs: list[dict],
                      workgroup_size: int, macro: tuple[int, int], k_step: int, **extra: int | str) -> None:
     """Attach what the descriptor pass and the host need: entry register roles, the
     kernel arguments, and the launch information (tiles, static sizes, layout, ...)."""
     s = mm.shape()
 
-    def attr(v: int | str):
-        return StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)
-
+    attr = _launch_attr
     kernel.attributes["arg_roles"] = ArrayAttr([StringAttr(x) for x in roles])
     kernel.attributes["kernargs"] = ArrayAttr([DictionaryAttr({k: attr(v) for k, v in a.items()}) for a in kernargs])
     info: dict[str, int | str] = {
@@ -446,8 +465,7 @@ def rows_kernel(mm: MatmulOp, name: str, r: int, build) -> gcn.KernelOp:
         kernel = build(clone, f"{name}_rows{r}")
     finally:
         clone.erase()
-    kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "role": StringAttr("rows")})
-    return kernel
+    return add_launch_facts(kernel, role="rows")
 
 
 def row_pointers(e: Emitter, ptr: SSAValue, first: int, count: int, rows: int,

@@ -68,14 +68,14 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import DOT_PACK, ELEMENT_BYTES, GEMV_MAX_M, MatmulOp
 from vlpc.passes.common import op_error
 from vlpc.targets import BOARDS
-from vlpc.passes.isel.emit import Emitter, kernel_entry, lane_sums_by_exchange, zero_if_alpha_zero
+from vlpc.passes.isel.emit import Emitter, add_launch_facts, kernel_entry, lane_sums_by_exchange, zero_if_alpha_zero
 from vlpc.passes.isel.dot import DotKernelBuilder, blas_quick_returns
 
 #: LDS bytes of one wave's reduction: 8 sums x 64 lanes, then 8 x 8 partials, 4 bytes each.
@@ -255,8 +255,7 @@ class LaneGemvBuilder(DotKernelBuilder):
             lds = max(lds, self.a_buffers * self.a_lds_buffer())
         kernel = self._finish(p.entry, lds)
         if self.persistent:  # the launch may choose a grid of fewer workgroups (vlpc.kernel.persistent_grid)
-            kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
-                                                          "persistent": IntegerAttr(1, i64)})
+            add_launch_facts(kernel, persistent=1)
         return kernel
 
     def kernargs(self) -> list[dict]:

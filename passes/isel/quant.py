@@ -57,7 +57,7 @@ from xdsl.ir import Block, Region, SSAValue
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import B_FORMATS, QUANT_K_UNIT, MatmulOp, quant_plan
 from vlpc.passes.common import op_error
-from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, f32_bits, rows_kernel
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, add_launch_facts, f32_bits, rows_kernel
 from vlpc.passes.isel.dot import DotKernelBuilder, dot_kernels
 from vlpc.passes.isel.sqc_k_step import WIDE_A_BATCH_SGPRS
 
@@ -177,9 +177,7 @@ class QuantGemvBuilder(DotKernelBuilder):
 
     def _finish(self, entry: Block, lds_bytes: int) -> gcn.KernelOp:
         kernel = super()._finish(entry, lds_bytes)
-        kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data,
-                                                      "b_format": StringAttr(self.fmt)})
-        return kernel
+        return add_launch_facts(kernel, b_format=self.fmt)
 
     def _combine_rows(self, e: Emitter, acc: list[SSAValue]) -> list[SSAValue]:
         """swiglu: silu(gate) * up per row, silu(g) = g / (1 + 2^(-g log2 e)) as the silu epilogue."""

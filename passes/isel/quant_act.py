@@ -42,13 +42,12 @@ grid (M, ceil(K / QUANT_A_TILE_K)).  K is a multiple of 32 (the GEMV's formats: 
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import MatmulOp
 from vlpc.passes.isel.dot import dot_kernarg_layout
-from vlpc.passes.isel.emit import Emitter, kernel_interface
+from vlpc.passes.isel.emit import Emitter, add_launch_facts, kernel_interface, set_launch_plan
 
 #: f16 1536 (x2): 1536 + v rounds v in [-512, 512] to an integer (ulp 1 in [1024, 2048)), its low byte
 #: the int8 two's complement; 1536 + 127 the clamp; v_perm_b32 selector: the low bytes of 4 halves.
@@ -80,18 +79,13 @@ def int8_kernargs(shape, bias: bool = False, residual: str | None = None) -> lis
 def quant_a_plan(pre: gcn.KernelOp, kernels: list[gcn.KernelOp]) -> list[gcn.KernelOp]:
     """``[pre, *kernels]`` with the launch fact ``plan`` (their names in that order) on each: the
     pre-kernel runs first and the runtime allocates its workspace (``CompiledKernel.plan``)."""
-    out = [pre, *kernels]
-    plan = StringAttr(",".join(k.sym_name.data for k in out))
-    for k in out:
-        k.attributes["launch"] = DictionaryAttr({**k.attributes["launch"].data, "plan": plan})
-    return out
+    return set_launch_plan([pre, *kernels])
 
 
 def with_a_quant(kernel: gcn.KernelOp) -> gcn.KernelOp:
     """``kernel`` with the launch fact ``a_quant`` (:data:`A_QUANT`: it multiplies the quantized
     activations; vlpc.quant_run.quant_verdict's reference)."""
-    kernel.attributes["launch"] = DictionaryAttr({**kernel.attributes["launch"].data, "a_quant": StringAttr(A_QUANT)})
-    return kernel
+    return add_launch_facts(kernel, a_quant=A_QUANT)
 
 
 def quantize_pieces(e: Emitter, v: SSAValue, zero: SSAValue, k8: int | None

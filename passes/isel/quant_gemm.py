@@ -30,13 +30,13 @@ the fused SwiGLU keep the GEMV's 16-row tiles (passes/isel/quant*.py).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import DictionaryAttr, StringAttr
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 
 from vlpc.dialects import gcn
 from vlpc.dialects.gemm import (QUANT_GEMM_F16_LOCAL, QUANT_GEMM_F16_TILE_ROWS, QUANT_GEMM_LOCAL, QUANT_GEMM_TILE_ROWS,
                                 QUANT_K_PAIR, MatmulOp, quant_gemm_rows)
-from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, rows_kernel
+from vlpc.passes.isel.emit import SMEM_IMM_MAX, Emitter, RowStepper, add_launch_facts, rows_kernel
 from vlpc.passes.isel.quant_act import build_quant_a, int8_kernargs, quant_a_plan, with_a_quant
 from vlpc.passes.isel.quant import (A_BATCH_ROWS, QuantGemvBuilder,
                                            a_row_loads, b_row_loads, block_pairs, dequant_constants, pipelined_k_loop, quant_kernels)
@@ -97,8 +97,7 @@ def with_gemm_companion(mm: MatmulOp, name: str, kernels: list[gcn.KernelOp], sc
     gemm = rows_kernel(mm, name, rows, build)
     main = kernels[0]
     listed = [x for x in str(main.attributes["launch"].data.get("small_m", StringAttr("")).data).split(",") if x]
-    main.attributes["launch"] = DictionaryAttr({**main.attributes["launch"].data,
-                                                "small_m": StringAttr(",".join([gemm.sym_name.data, *listed]))})
+    add_launch_facts(main, small_m=",".join([gemm.sym_name.data, *listed]))
     return [*kernels, *(with_quant_a(mm, gemm.sym_name.data, [gemm]) if int8 else [gemm])]
 
 
